@@ -1,0 +1,48 @@
+package config
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+)
+
+// AWS loads the default credential chain (with the SDK's standard retryer).
+// With DYNAMODB_ENDPOINT set and no credentials configured, it uses dummy
+// static credentials, which is all DynamoDB Local needs.
+func (c Config) AWS(ctx context.Context) (aws.Config, error) {
+	opts := []func(*awsconfig.LoadOptions) error{}
+	if c.DynamoDBEndpoint != "" {
+		opts = append(opts, awsconfig.WithRegion("ap-southeast-2"))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	if c.DynamoDBEndpoint != "" {
+		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+			cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+		}
+	}
+	return cfg, nil
+}
+
+// DynamoDB builds the DynamoDB and DynamoDB Streams clients, pointed at
+// DYNAMODB_ENDPOINT when set.
+func (c Config) DynamoDB(cfg aws.Config) (*dynamodb.Client, *dynamodbstreams.Client) {
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if c.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+		}
+	})
+	st := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		if c.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+		}
+	})
+	return db, st
+}

@@ -1,0 +1,137 @@
+// Package config reads the process configuration from the environment once,
+// validates it and reports every problem together. Lambdas, the local stack
+// and scripts share it; tests build Config literals.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/commitcollect/backend/model/store"
+)
+
+// Config is everything the handlers read from the environment.
+type Config struct {
+	// StravaBaseURL hangs both /oauth/* and /api/v3/* (STRAVA_BASE_URL,
+	// default https://www.strava.com).
+	StravaBaseURL string
+	// StravaClientID and StravaClientSecret are the API application's
+	// credentials (STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET).
+	StravaClientID     string
+	StravaClientSecret string
+	// StravaVerifyToken answers the webhook subscription handshake
+	// (STRAVA_VERIFY_TOKEN).
+	StravaVerifyToken string
+	// StravaSubscriptionID is the push subscription whose events we accept
+	// (STRAVA_SUBSCRIPTION_ID).
+	StravaSubscriptionID int64
+	// DynamoDBEndpoint overrides the DynamoDB endpoint (DYNAMODB_ENDPOINT),
+	// e.g. DynamoDB Local; empty means AWS.
+	DynamoDBEndpoint string
+	// TablePrefix prefixes the four table names (CC_TABLE_PREFIX).
+	TablePrefix string
+	// PublicURL is where athletes reach the API (CC_PUBLIC_URL), used for
+	// OAuth redirects and cookie security.
+	PublicURL string
+	// WorkerFunction is the worker Lambda the api invokes asynchronously
+	// (CC_WORKER_FUNCTION; AWS only).
+	WorkerFunction string
+	// CORSOrigins lists the origins allowed by CORS (CC_CORS_ORIGINS,
+	// comma-separated; empty disables CORS).
+	CORSOrigins []string
+	// LogLevel is debug, info, warn or error (CC_LOG_LEVEL, default info).
+	LogLevel slog.Level
+}
+
+// Need names the settings a process requires; the rest are optional for it.
+type Need struct {
+	Strava    bool // client id and secret
+	Webhook   bool // verify token and subscription id
+	PublicURL bool
+	Worker    bool // CC_WORKER_FUNCTION
+}
+
+// Tables returns the table names for this environment.
+func (c Config) Tables() store.Tables { return store.TableNames(c.TablePrefix) }
+
+// FromEnv reads the configuration with getenv (os.Getenv when nil) and
+// validates what need requires, returning every problem at once.
+func FromEnv(getenv func(string) string, need Need) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var errs []error
+	c := Config{
+		StravaBaseURL:      strings.TrimRight(or(getenv("STRAVA_BASE_URL"), "https://www.strava.com"), "/"),
+		StravaClientID:     getenv("STRAVA_CLIENT_ID"),
+		StravaClientSecret: getenv("STRAVA_CLIENT_SECRET"),
+		StravaVerifyToken:  getenv("STRAVA_VERIFY_TOKEN"),
+		DynamoDBEndpoint:   getenv("DYNAMODB_ENDPOINT"),
+		TablePrefix:        getenv("CC_TABLE_PREFIX"),
+		PublicURL:          strings.TrimRight(getenv("CC_PUBLIC_URL"), "/"),
+		WorkerFunction:     getenv("CC_WORKER_FUNCTION"),
+	}
+	if u, err := url.Parse(c.StravaBaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("STRAVA_BASE_URL %q is not an absolute URL", c.StravaBaseURL))
+	}
+	if v := getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			errs = append(errs, fmt.Errorf("STRAVA_SUBSCRIPTION_ID %q is not a positive integer", v))
+		}
+		c.StravaSubscriptionID = id
+	}
+	if v := getenv("DYNAMODB_ENDPOINT"); v != "" {
+		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("DYNAMODB_ENDPOINT %q is not an absolute URL", v))
+		}
+	}
+	if v := getenv("CC_PUBLIC_URL"); v != "" {
+		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("CC_PUBLIC_URL %q is not an absolute URL", v))
+		}
+	}
+	for _, o := range strings.Split(getenv("CC_CORS_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.CORSOrigins = append(c.CORSOrigins, o)
+		}
+	}
+	if v := getenv("CC_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("CC_LOG_LEVEL %q: want debug, info, warn or error", v))
+		}
+	}
+	required := func(ok bool, name, val string) {
+		if ok && val == "" {
+			errs = append(errs, fmt.Errorf("%s is required", name))
+		}
+	}
+	required(need.Strava, "STRAVA_CLIENT_ID", c.StravaClientID)
+	required(need.Strava, "STRAVA_CLIENT_SECRET", c.StravaClientSecret)
+	required(need.Webhook, "STRAVA_VERIFY_TOKEN", c.StravaVerifyToken)
+	required(need.Webhook && c.StravaSubscriptionID == 0, "STRAVA_SUBSCRIPTION_ID", "")
+	required(need.PublicURL, "CC_PUBLIC_URL", c.PublicURL)
+	required(need.Worker, "CC_WORKER_FUNCTION", c.WorkerFunction)
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("configuration:\n%w", err)
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Logger returns the JSON slog logger every process uses, with stable keys
+// (correlationId, userId, athleteId, activityId, …). Never log tokens.
+func (c Config) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+}

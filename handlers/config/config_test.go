@@ -1,0 +1,35 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnvReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	_, err := FromEnv(env(map[string]string{
+		"STRAVA_SUBSCRIPTION_ID": "abc", "DYNAMODB_ENDPOINT": "localhost", "CC_LOG_LEVEL": "loud",
+	}), Need{Strava: true, Webhook: true, PublicURL: true})
+	if err == nil {
+		t.Fatal("got nil, want errors")
+	}
+	for _, want := range []string{"STRAVA_SUBSCRIPTION_ID \"abc\"", "DYNAMODB_ENDPOINT", "CC_LOG_LEVEL", "STRAVA_CLIENT_ID is required",
+		"STRAVA_CLIENT_SECRET is required", "STRAVA_VERIFY_TOKEN is required", "CC_PUBLIC_URL is required"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestFromEnvDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"CC_TABLE_PREFIX": "dev-", "CC_CORS_ORIGINS": "https://a.example, https://b.example"}), Need{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StravaBaseURL != "https://www.strava.com" || c.Tables().Main != "dev-CommitCollect" || len(c.CORSOrigins) != 2 {
+		t.Fatalf("got %+v", c)
+	}
+}

@@ -1,0 +1,27 @@
+// Package model is CommitCollect's domain: the entities stored in DynamoDB, the
+// keys that address them, their schema versions, the guardrails and the error
+// vocabulary. It imports nothing from AWS; adapters live in subpackages
+// (model/store is the DynamoDB adapter).
+//
+// Replay sensitivity: renaming a key prefix in keys.go, or changing how an
+// entity's schema version is normalized, changes what the projector reads and
+// forces a rebuild (scripts/rebuild) of every projected milestone.
+package model
+
+// Guardrails shared by every reader and writer.
+const (
+	// MaxWorkoutsToInspect bounds how many workout items one recompute reads.
+	MaxWorkoutsToInspect = 3000
+	// BatchWriteChunk is DynamoDB's BatchWriteItem limit.
+	BatchWriteChunk = 25
+	// TransactionLimit is DynamoDB's TransactWriteItems limit.
+	TransactionLimit = 100
+	// MaxPartCount bounds a model's parts so that one transaction holds the
+	// milestone update plus every award.
+	MaxPartCount = 99
+	// AuditRetentionDays is how long audit entries live (TTL).
+	AuditRetentionDays = 90
+	// StravaDataRetentionDays is how long Strava-derived data may be kept after
+	// an athlete deauthorizes (Strava's API agreement).
+	StravaDataRetentionDays = 30
+)

@@ -1,0 +1,291 @@
+package model
+
+import (
+	"time"
+)
+
+// EntityType names the kind of an item; every item stores it as entityType.
+type EntityType string
+
+// The entity types. Each has a current schema version in schemaVersions.
+const (
+	EntityProfile          EntityType = "PROFILE"
+	EntityStravaConnection EntityType = "STRAVA_CONNECTION"
+	EntityAthleteOwner     EntityType = "STRAVA_ATHLETE_OWNER"
+	EntityWorkout          EntityType = "WORKOUT"
+	EntityMilestone        EntityType = "MILESTONE"
+	EntityAward            EntityType = "AWARD"
+	EntityModelMeta        EntityType = "MODEL_META"
+	EntityModelPart        EntityType = "MODEL_PART"
+	EntitySession          EntityType = "SESSION"
+	EntityAudit            EntityType = "AUDIT"
+	EntityIdempotency      EntityType = "IDEMPOTENCY"
+	EntityRateLimit        EntityType = "RATE_LIMIT"
+	EntityParked           EntityType = "PARKED_RECORD"
+)
+
+// Meta is carried by every item: what it is and which schema wrote it.
+type Meta struct {
+	EntityType    EntityType `dynamodbav:"entityType"`
+	SchemaVersion int        `dynamodbav:"schemaVersion"`
+}
+
+// Entity is implemented by every stored item type (as a pointer).
+type Entity interface {
+	// ItemKey is the item's primary key, derived from its identifiers.
+	ItemKey() Key
+	// Stamp sets the keys, entityType and current schemaVersion before a write.
+	Stamp()
+	// Normalize upgrades an item read from storage to the current in-memory
+	// shape. It returns ErrUnsupportedSchema (a *SchemaVersionError) when the
+	// item was written by a newer schema, and ErrInvalid when its entityType
+	// is wrong.
+	Normalize() error
+}
+
+// Profile is a CommitCollect user (USER#{userId} / PROFILE). It carries the
+// sparse users-index keys so rebuilds can list users without a Scan.
+type Profile struct {
+	Key
+	Meta
+	UserID       string    `dynamodbav:"userId"`
+	AthleteID    int64     `dynamodbav:"athleteId"`
+	DisplayName  string    `dynamodbav:"displayName"`
+	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+	UserListPK   string    `dynamodbav:"GSI2PK"`
+	UserListSK   string    `dynamodbav:"GSI2SK"`
+}
+
+// StravaConnection holds a user's Strava tokens (USER#{userId} /
+// STRAVA#CONNECTION). TokenVersion grows with every persisted refresh so two
+// workers racing to refresh cannot lose a rotated refresh token. GSI1PK makes
+// the connection findable by athlete.
+type StravaConnection struct {
+	Key
+	Meta
+	UserID        string    `dynamodbav:"userId"`
+	AthleteID     int64     `dynamodbav:"athleteId"`
+	AccessToken   string    `dynamodbav:"accessToken"`
+	RefreshToken  string    `dynamodbav:"refreshToken"`
+	ExpiresAtUtc  time.Time `dynamodbav:"expiresAtUtc"`
+	Scopes        []string  `dynamodbav:"scopes"`
+	TokenVersion  int64     `dynamodbav:"tokenVersion"`
+	NeedsReauth   bool      `dynamodbav:"needsReauth"`
+	UpdatedAtUtc  time.Time `dynamodbav:"updatedAtUtc"`
+	AthleteGSI1PK string    `dynamodbav:"GSI1PK"`
+	AthleteGSI1SK string    `dynamodbav:"GSI1SK"`
+}
+
+// AthleteOwner maps a Strava athlete to the one user it belongs to
+// (STRAVA#ATHLETE#{athleteId} / OWNER).
+type AthleteOwner struct {
+	Key
+	Meta
+	AthleteID    int64     `dynamodbav:"athleteId"`
+	UserID       string    `dynamodbav:"userId"`
+	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+}
+
+// Workout is a normalized Strava activity (USER#{userId} /
+// WORKOUT#STRAVA#{activityId}). Deleted activities are marked, never removed;
+// ExpiresAt (TTL) is set only when Strava's terms require the data to go.
+type Workout struct {
+	Key
+	Meta
+	UserID             string     `dynamodbav:"userId"`
+	AthleteID          int64      `dynamodbav:"athleteId"`
+	ActivityID         int64      `dynamodbav:"activityId"`
+	Name               string     `dynamodbav:"name,omitempty"`
+	SportType          string     `dynamodbav:"sportType"`
+	DistanceMeters     float64    `dynamodbav:"distanceMeters"`
+	TotalElevationGain float64    `dynamodbav:"totalElevationGain"`
+	MovingTimeSeconds  int64      `dynamodbav:"movingTimeSeconds"`
+	StartDateUtc       time.Time  `dynamodbav:"startDateUtc"`
+	IsDeleted          bool       `dynamodbav:"isDeleted"`
+	DeletedAtUtc       *time.Time `dynamodbav:"deletedAtUtc,omitempty"`
+	CreatedAtUtc       time.Time  `dynamodbav:"createdAtUtc"`
+	UpdatedAtUtc       time.Time  `dynamodbav:"updatedAtUtc"`
+	CorrelationID      string     `dynamodbav:"correlationId"`
+	ExpiresAt          int64      `dynamodbav:"expiresAt,omitempty"`
+}
+
+// Metric is what a milestone measures.
+type Metric string
+
+// The metrics a milestone can measure.
+const (
+	MetricDistance   Metric = "distance"    // metres
+	MetricElevation  Metric = "elevation"   // metres
+	MetricMovingTime Metric = "moving_time" // seconds
+	MetricCount      Metric = "count"       // workouts
+)
+
+// Valid reports whether m is a known metric.
+func (m Metric) Valid() bool {
+	switch m {
+	case MetricDistance, MetricElevation, MetricMovingTime, MetricCount:
+		return true
+	}
+	return false
+}
+
+// MilestoneStatus is where a milestone is in its life.
+type MilestoneStatus string
+
+// Milestone statuses; active → completed, never back.
+const (
+	StatusActive    MilestoneStatus = "active"
+	StatusCompleted MilestoneStatus = "completed"
+)
+
+// MilestoneDefinition is what the athlete committed to. Changing it re-triggers
+// the projection.
+type MilestoneDefinition struct {
+	ModelID          string     `dynamodbav:"modelId" json:"modelId"`
+	Title            string     `dynamodbav:"title" json:"title"`
+	Metric           Metric     `dynamodbav:"metric" json:"metric"`
+	Target           float64    `dynamodbav:"target" json:"target"`
+	SportTypes       []string   `dynamodbav:"sportTypes" json:"sportTypes"`
+	PeriodStartAtUtc time.Time  `dynamodbav:"periodStartAtUtc" json:"periodStartAtUtc"`
+	PeriodEndAtUtc   *time.Time `dynamodbav:"periodEndAtUtc,omitempty" json:"periodEndAtUtc,omitempty"`
+	PartCount        int        `dynamodbav:"partCount" json:"partCount"`
+}
+
+// Projection is the derived part of a milestone, always recomputable from
+// the workout log. ProgressValue is in integer units: millimetres for
+// distance and elevation, seconds for moving_time, workouts for count.
+type Projection struct {
+	ProgressValue   int64           `dynamodbav:"progressValue"`
+	WorkoutsCounted int             `dynamodbav:"workoutsCounted"`
+	AwardedParts    int             `dynamodbav:"awardedParts"`
+	Status          MilestoneStatus `dynamodbav:"status"`
+	Truncated       bool            `dynamodbav:"truncated"`
+	ProjectedAtUtc  *time.Time      `dynamodbav:"projectedAtUtc,omitempty"`
+}
+
+// Milestone is a user's commitment plus its projected progress (USER#{userId}
+// / MILESTONE#{milestoneId}). Version is the optimistic-concurrency counter:
+// every projected write is conditioned on it and increments it.
+type Milestone struct {
+	Key
+	Meta
+	UserID      string `dynamodbav:"userId"`
+	MilestoneID string `dynamodbav:"milestoneId"`
+	MilestoneDefinition
+	Projection
+	Version      int64     `dynamodbav:"version"`
+	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+}
+
+// Award is one minted part of a milestone's model (USER#{userId} /
+// MILESTONE#{milestoneId}#AWARD#{partIndex}). Awards are permanent.
+type Award struct {
+	Key
+	Meta
+	UserID        string            `dynamodbav:"userId"`
+	MilestoneID   string            `dynamodbav:"milestoneId"`
+	ModelID       string            `dynamodbav:"modelId"`
+	PartIndex     int               `dynamodbav:"partIndex"`
+	PartName      string            `dynamodbav:"partName"`
+	PartMetadata  map[string]string `dynamodbav:"partMetadata,omitempty"`
+	AwardedAtUtc  time.Time         `dynamodbav:"awardedAtUtc"`
+	ActivityID    int64             `dynamodbav:"activityId"`
+	CorrelationID string            `dynamodbav:"correlationId"`
+}
+
+// ModelMeta describes a collectible model (MODEL#{modelId} / META).
+type ModelMeta struct {
+	Key
+	Meta
+	ModelID        string `dynamodbav:"modelId" json:"modelId"`
+	Name           string `dynamodbav:"name" json:"name"`
+	Description    string `dynamodbav:"description,omitempty" json:"description,omitempty"`
+	PartCount      int    `dynamodbav:"partCount" json:"partCount"`
+	CatalogVersion int    `dynamodbav:"catalogVersion" json:"catalogVersion"`
+}
+
+// ModelPart is one part of a model (MODEL#{modelId} / PART#{index}); awards
+// copy its metadata.
+type ModelPart struct {
+	Key
+	Meta
+	ModelID     string            `dynamodbav:"modelId" json:"modelId"`
+	PartIndex   int               `dynamodbav:"partIndex" json:"partIndex"`
+	Name        string            `dynamodbav:"name" json:"name"`
+	Description string            `dynamodbav:"description,omitempty" json:"description,omitempty"`
+	Metadata    map[string]string `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+}
+
+// Session backs the BFF's session cookie (SESSION#{id} / META in the sessions
+// table). ExpiresAtUtc is epoch seconds, the table's TTL attribute.
+type Session struct {
+	Key
+	Meta
+	SessionID    string    `dynamodbav:"sessionId"`
+	UserID       string    `dynamodbav:"userId"`
+	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+	ExpiresAtUtc int64     `dynamodbav:"expiresAtUtc"`
+}
+
+// Expired reports whether the session is past its expiry at now (TTL deletion
+// is lazy, so readers must check).
+func (s *Session) Expired(now time.Time) bool { return now.Unix() >= s.ExpiresAtUtc }
+
+// AuditEntry is one line of the audit trail (audit table). SubjectPK is the
+// user's partition, or the athlete's when no user is known.
+type AuditEntry struct {
+	Key
+	Meta
+	UserID        string            `dynamodbav:"userId,omitempty"`
+	EventType     string            `dynamodbav:"eventType"`
+	CorrelationID string            `dynamodbav:"correlationId"`
+	RequestID     string            `dynamodbav:"requestId"`
+	OccurredAtUtc time.Time         `dynamodbav:"occurredAtUtc"`
+	Details       map[string]string `dynamodbav:"details,omitempty"`
+	CorrelationPK string            `dynamodbav:"GSI1PK"`
+	CorrelationSK string            `dynamodbav:"GSI1SK"`
+	EventMonthPK  string            `dynamodbav:"GSI2PK"`
+	EventMonthSK  string            `dynamodbav:"GSI2SK"`
+	ExpiresAt     int64             `dynamodbav:"expiresAt"`
+}
+
+// IdempotencyRecord marks a webhook event as accepted (idempotency table,
+// keyed by IdempotencyKey alone).
+type IdempotencyRecord struct {
+	Meta
+	IdempotencyKey string    `dynamodbav:"IdempotencyKey"`
+	CorrelationID  string    `dynamodbav:"correlationId"`
+	CreatedAtUtc   time.Time `dynamodbav:"createdAtUtc"`
+	ExpiresAt      int64     `dynamodbav:"expiresAt"`
+}
+
+// RateLimitState is the shared view of Strava's per-application budget,
+// updated from the X-RateLimit-* and X-ReadRateLimit-* response headers.
+type RateLimitState struct {
+	Key
+	Meta
+	ShortLimit       int       `dynamodbav:"shortLimit"`
+	ShortUsage       int       `dynamodbav:"shortUsage"`
+	DailyLimit       int       `dynamodbav:"dailyLimit"`
+	DailyUsage       int       `dynamodbav:"dailyUsage"`
+	ReadShortLimit   int       `dynamodbav:"readShortLimit"`
+	ReadShortUsage   int       `dynamodbav:"readShortUsage"`
+	ReadDailyLimit   int       `dynamodbav:"readDailyLimit"`
+	ReadDailyUsage   int       `dynamodbav:"readDailyUsage"`
+	WindowStartedUtc time.Time `dynamodbav:"windowStartedUtc"`
+	DayUtc           string    `dynamodbav:"dayUtc"`
+	UpdatedAtUtc     time.Time `dynamodbav:"updatedAtUtc"`
+}
+
+// ParkedRecord is a record a failure path could not process and set aside
+// for inspection and redrive (the local stand-in for an SQS DLQ).
+type ParkedRecord struct {
+	Key
+	Meta
+	Source        string    `dynamodbav:"source"`
+	RecordID      string    `dynamodbav:"recordId"`
+	Reason        string    `dynamodbav:"reason"`
+	Payload       string    `dynamodbav:"payload"`
+	CorrelationID string    `dynamodbav:"correlationId,omitempty"`
+	ParkedAtUtc   time.Time `dynamodbav:"parkedAtUtc"`
+}

@@ -1,0 +1,119 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The error vocabulary. Adapters translate their own failures into these so
+// callers classify with errors.Is / errors.As and never inspect SDK types.
+var (
+	// ErrNotFound means the addressed item does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a condition failed: the item already exists, or its
+	// version moved since it was read (optimistic concurrency).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid means input or a stored item is malformed.
+	ErrInvalid = errors.New("invalid")
+	// ErrUnsupportedSchema means an item was written by newer code than this
+	// one; reads fail closed rather than guess.
+	ErrUnsupportedSchema = errors.New("unsupported schema version")
+	// ErrUnauthorized means a caller's credentials (session, Strava token) are
+	// missing, expired or revoked.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrRetryable marks a transient failure worth retrying later (throttling,
+	// a rate-limit budget, a 5xx from a dependency).
+	ErrRetryable = errors.New("retryable")
+)
+
+// SchemaVersionError reports an item whose schemaVersion is newer than this
+// code supports. It matches ErrUnsupportedSchema with errors.Is.
+type SchemaVersionError struct {
+	EntityType EntityType
+	Got        int
+	Supported  int
+}
+
+// Error implements error.
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("%s schemaVersion %d is newer than supported %d", e.EntityType, e.Got, e.Supported)
+}
+
+// Is lets errors.Is(err, ErrUnsupportedSchema) match.
+func (e *SchemaVersionError) Is(target error) bool { return target == ErrUnsupportedSchema }
+
+// FieldError names one bad field of an input.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every bad field of an input at once. It matches
+// ErrInvalid with errors.Is.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid: " + strings.Join(parts, "; ")
+}
+
+// Is lets errors.Is(err, ErrInvalid) match.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Add records a bad field.
+func (e *ValidationError) Add(field, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns e when it holds at least one field, nil otherwise.
+func (e *ValidationError) Err() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}
+
+// TransactionError reports why DynamoDB cancelled a transaction: one reason
+// code per item, in the order the items were sent ("None" for items that were
+// fine). It matches ErrConflict when any reason is a failed condition.
+type TransactionError struct {
+	Reasons []string
+}
+
+// Error implements error.
+func (e *TransactionError) Error() string {
+	return "transaction cancelled: [" + strings.Join(e.Reasons, ", ") + "]"
+}
+
+// Is lets errors.Is(err, ErrConflict) match a condition failure and
+// errors.Is(err, ErrRetryable) match a conflict with another transaction or
+// throttling.
+func (e *TransactionError) Is(target error) bool {
+	for _, r := range e.Reasons {
+		switch {
+		case target == ErrConflict && r == "ConditionalCheckFailed":
+			return true
+		case target == ErrRetryable && (r == "TransactionConflict" || r == "ThrottlingError" || r == "ProvisionedThroughputExceeded"):
+			return true
+		}
+	}
+	return false
+}
+
+// FailedIndexes returns the indexes of the items whose condition failed.
+func (e *TransactionError) FailedIndexes() []int {
+	var out []int
+	for i, r := range e.Reasons {
+		if r == "ConditionalCheckFailed" {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -1,0 +1,276 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file is the one place that builds and parses keys. Nobody else writes
+// the "#" separator. Changing a prefix here is replay-sensitive: stored items
+// keep the old keys, so a prefix change needs a migration and a rebuild.
+
+const sep = "#"
+
+// Key prefixes and fixed sort keys of the CommitCollect table.
+const (
+	PrefixUser          = "USER#"
+	PrefixModel         = "MODEL#"
+	PrefixStravaAthlete = "STRAVA#ATHLETE#"
+	PrefixWorkoutStrava = "WORKOUT#STRAVA#"
+	PrefixMilestone     = "MILESTONE#"
+	PrefixPart          = "PART#"
+	PrefixSession       = "SESSION#"
+	PrefixAudit         = "AUDIT#"
+	PrefixCorrelation   = "CORR#"
+	PrefixEvent         = "EVENT#"
+	PrefixUserList      = "USERS#"
+	PrefixParked        = "PARKED#"
+
+	SKProfile          = "PROFILE"
+	SKStravaConnection = "STRAVA#CONNECTION"
+	SKMeta             = "META"
+	SKOwner            = "OWNER"
+
+	awardInfix = "#AWARD#"
+)
+
+// UserListShards is how many partitions the sparse users index spreads
+// profiles over (so listing users never needs a Scan and never hits one hot
+// partition).
+const UserListShards = 8
+
+// Key is the primary key of an item in a PK/SK table.
+type Key struct {
+	PK string `dynamodbav:"PK"`
+	SK string `dynamodbav:"SK"`
+}
+
+// String renders the key for logs.
+func (k Key) String() string { return k.PK + " / " + k.SK }
+
+// UserPK is the partition of everything a user owns.
+func UserPK(userID string) string { return PrefixUser + userID }
+
+// ProfileKey addresses a user's profile.
+func ProfileKey(userID string) Key { return Key{UserPK(userID), SKProfile} }
+
+// StravaConnectionKey addresses a user's Strava tokens.
+func StravaConnectionKey(userID string) Key { return Key{UserPK(userID), SKStravaConnection} }
+
+// WorkoutSK is the sort key of a Strava workout.
+func WorkoutSK(activityID int64) string {
+	return PrefixWorkoutStrava + strconv.FormatInt(activityID, 10)
+}
+
+// WorkoutKey addresses a user's Strava workout.
+func WorkoutKey(userID string, activityID int64) Key {
+	return Key{UserPK(userID), WorkoutSK(activityID)}
+}
+
+// MilestoneSK is the sort key of a milestone.
+func MilestoneSK(milestoneID string) string { return PrefixMilestone + milestoneID }
+
+// MilestoneKey addresses a user's milestone.
+func MilestoneKey(userID, milestoneID string) Key {
+	return Key{UserPK(userID), MilestoneSK(milestoneID)}
+}
+
+// AwardSK is the sort key of a minted part; the index is zero-padded to two
+// digits so awards sort in part order.
+func AwardSK(milestoneID string, partIndex int) string {
+	return fmt.Sprintf("%s%s%s%02d", PrefixMilestone, milestoneID, awardInfix, partIndex)
+}
+
+// AwardKey addresses one minted part of a milestone.
+func AwardKey(userID, milestoneID string, partIndex int) Key {
+	return Key{UserPK(userID), AwardSK(milestoneID, partIndex)}
+}
+
+// AwardSKPrefix is the prefix shared by every award of a milestone.
+func AwardSKPrefix(milestoneID string) string { return PrefixMilestone + milestoneID + awardInfix }
+
+// ModelPK is the partition of a collectible model.
+func ModelPK(modelID string) string { return PrefixModel + modelID }
+
+// ModelMetaKey addresses a model's metadata.
+func ModelMetaKey(modelID string) Key { return Key{ModelPK(modelID), SKMeta} }
+
+// PartSK is the sort key of a model part, zero-padded to two digits.
+func PartSK(partIndex int) string { return fmt.Sprintf("%s%02d", PrefixPart, partIndex) }
+
+// ModelPartKey addresses one part of a model.
+func ModelPartKey(modelID string, partIndex int) Key { return Key{ModelPK(modelID), PartSK(partIndex)} }
+
+// AthletePK is the partition of a Strava athlete's owner mapping; it is also
+// GSI1PK on the Strava connection.
+func AthletePK(athleteID int64) string { return PrefixStravaAthlete + strconv.FormatInt(athleteID, 10) }
+
+// AthleteOwnerKey addresses the athlete → user mapping.
+func AthleteOwnerKey(athleteID int64) Key { return Key{AthletePK(athleteID), SKOwner} }
+
+// UserListPK is the sparse users-index partition a user's profile lands in.
+func UserListPK(userID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(userID))
+	return UserListShardPK(int(h.Sum32() % UserListShards))
+}
+
+// UserListShardPK is the users-index partition of one shard.
+func UserListShardPK(shard int) string { return PrefixUserList + strconv.Itoa(shard) }
+
+// SessionKey addresses a BFF session.
+func SessionKey(sessionID string) Key { return Key{PrefixSession + sessionID, SKMeta} }
+
+// AuditSK is an audit entry's sort key; GSI1SK and GSI2SK share it.
+func AuditSK(at time.Time, requestID string) string {
+	return PrefixAudit + strconv.FormatInt(at.Unix(), 10) + sep + requestID
+}
+
+// AuditKey addresses an audit entry. subjectPK is UserPK(userID) for a user's
+// events, or AthletePK for events about an athlete with no user.
+func AuditKey(subjectPK string, at time.Time, requestID string) Key {
+	return Key{subjectPK, AuditSK(at, requestID)}
+}
+
+// CorrelationPK is the audit table's GSI1PK.
+func CorrelationPK(correlationID string) string { return PrefixCorrelation + correlationID }
+
+// EventMonthPK is the audit table's GSI2PK: one partition per event type and month.
+func EventMonthPK(eventType string, at time.Time) string {
+	return PrefixEvent + eventType + sep + at.UTC().Format("200601")
+}
+
+// WebhookIdempotencyKey is the deterministic identity of a Strava webhook
+// event: the same event delivered again yields the same key, whatever the HTTP
+// request looked like.
+func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string, ownerID, eventTime int64) string {
+	return strings.Join([]string{"STRAVA", "WEBHOOK", objectType, strconv.FormatInt(objectID, 10),
+		aspectType, strconv.FormatInt(ownerID, 10), strconv.FormatInt(eventTime, 10)}, sep)
+}
+
+// RateLimitKey addresses the shared Strava rate-limit counter.
+func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
+
+// ParkedPK is the partition holding records parked by a failure path
+// (source is e.g. "PROJECTOR" or "WORKER"), the local stand-in for a DLQ.
+func ParkedPK(source string) string { return PrefixParked + source }
+
+// ParkedKey addresses one parked record.
+func ParkedKey(source, id string) Key { return Key{ParkedPK(source), id} }
+
+// ItemKind classifies a key of the CommitCollect table.
+type ItemKind int
+
+// The kinds of item ParseKey recognizes.
+const (
+	KindUnknown ItemKind = iota
+	KindProfile
+	KindStravaConnection
+	KindWorkout
+	KindMilestone
+	KindAward
+	KindModelMeta
+	KindModelPart
+	KindAthleteOwner
+	KindSession
+	KindAudit
+)
+
+// ParsedKey is what ParseKey learned from a key.
+type ParsedKey struct {
+	Kind        ItemKind
+	UserID      string
+	ActivityID  int64
+	MilestoneID string
+	PartIndex   int
+	ModelID     string
+	AthleteID   int64
+	SessionID   string
+}
+
+// ParseKey classifies a key and extracts its identifiers. It returns an error
+// matching ErrInvalid for a key it cannot read.
+func ParseKey(k Key) (ParsedKey, error) {
+	bad := func(why string) (ParsedKey, error) {
+		return ParsedKey{}, fmt.Errorf("parse key %s: %s: %w", k, why, ErrInvalid)
+	}
+	switch {
+	case strings.HasPrefix(k.PK, PrefixUser):
+		user := strings.TrimPrefix(k.PK, PrefixUser)
+		if user == "" || strings.Contains(user, sep) {
+			return bad("user id")
+		}
+		p := ParsedKey{UserID: user}
+		switch {
+		case k.SK == SKProfile:
+			p.Kind = KindProfile
+		case k.SK == SKStravaConnection:
+			p.Kind = KindStravaConnection
+		case strings.HasPrefix(k.SK, PrefixWorkoutStrava):
+			id, err := strconv.ParseInt(strings.TrimPrefix(k.SK, PrefixWorkoutStrava), 10, 64)
+			if err != nil || id <= 0 {
+				return bad("activity id")
+			}
+			p.Kind, p.ActivityID = KindWorkout, id
+		case strings.HasPrefix(k.SK, PrefixMilestone):
+			rest := strings.TrimPrefix(k.SK, PrefixMilestone)
+			if i := strings.Index(rest, awardInfix); i >= 0 {
+				n, err := strconv.Atoi(rest[i+len(awardInfix):])
+				if err != nil || n < 0 || i == 0 {
+					return bad("award")
+				}
+				p.Kind, p.MilestoneID, p.PartIndex = KindAward, rest[:i], n
+			} else {
+				if rest == "" || strings.Contains(rest, sep) {
+					return bad("milestone id")
+				}
+				p.Kind, p.MilestoneID = KindMilestone, rest
+			}
+		case strings.HasPrefix(k.SK, PrefixAudit):
+			p.Kind = KindAudit
+		default:
+			return bad("unknown user item")
+		}
+		return p, nil
+	case strings.HasPrefix(k.PK, PrefixModel):
+		p := ParsedKey{ModelID: strings.TrimPrefix(k.PK, PrefixModel)}
+		if p.ModelID == "" {
+			return bad("model id")
+		}
+		switch {
+		case k.SK == SKMeta:
+			p.Kind = KindModelMeta
+		case strings.HasPrefix(k.SK, PrefixPart):
+			n, err := strconv.Atoi(strings.TrimPrefix(k.SK, PrefixPart))
+			if err != nil || n < 0 {
+				return bad("part index")
+			}
+			p.Kind, p.PartIndex = KindModelPart, n
+		default:
+			return bad("unknown model item")
+		}
+		return p, nil
+	case strings.HasPrefix(k.PK, PrefixStravaAthlete):
+		id, err := strconv.ParseInt(strings.TrimPrefix(k.PK, PrefixStravaAthlete), 10, 64)
+		if err != nil || id <= 0 {
+			return bad("athlete id")
+		}
+		if k.SK == SKOwner {
+			return ParsedKey{Kind: KindAthleteOwner, AthleteID: id}, nil
+		}
+		if strings.HasPrefix(k.SK, PrefixAudit) {
+			return ParsedKey{Kind: KindAudit, AthleteID: id}, nil
+		}
+		return bad("unknown athlete item")
+	case strings.HasPrefix(k.PK, PrefixSession):
+		id := strings.TrimPrefix(k.PK, PrefixSession)
+		if id == "" || k.SK != SKMeta {
+			return bad("session")
+		}
+		return ParsedKey{Kind: KindSession, SessionID: id}, nil
+	}
+	return ParsedKey{Kind: KindUnknown}, nil
+}

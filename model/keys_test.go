@@ -1,0 +1,169 @@
+package model
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestKeyRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		given Key
+		want  ParsedKey
+	}{
+		{"profile", ProfileKey("u1"), ParsedKey{Kind: KindProfile, UserID: "u1"}},
+		{"connection", StravaConnectionKey("u1"), ParsedKey{Kind: KindStravaConnection, UserID: "u1"}},
+		{"workout", WorkoutKey("u1", 12345678901), ParsedKey{Kind: KindWorkout, UserID: "u1", ActivityID: 12345678901}},
+		{"milestone", MilestoneKey("u1", "m-9"), ParsedKey{Kind: KindMilestone, UserID: "u1", MilestoneID: "m-9"}},
+		{"award", AwardKey("u1", "m-9", 7), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 7}},
+		{"award 98", AwardKey("u1", "m-9", 98), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 98}},
+		{"model meta", ModelMetaKey("rocket"), ParsedKey{Kind: KindModelMeta, ModelID: "rocket"}},
+		{"model part", ModelPartKey("rocket", 3), ParsedKey{Kind: KindModelPart, ModelID: "rocket", PartIndex: 3}},
+		{"athlete owner", AthleteOwnerKey(42), ParsedKey{Kind: KindAthleteOwner, AthleteID: 42}},
+		{"session", SessionKey("abc"), ParsedKey{Kind: KindSession, SessionID: "abc"}},
+		{"user audit", AuditKey(UserPK("u1"), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, UserID: "u1"}},
+		{"athlete audit", AuditKey(AthletePK(42), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, AthleteID: 42}},
+		{"rate limit is not a domain item", RateLimitKey(), ParsedKey{Kind: KindUnknown}},
+		{"parked is not a domain item", ParkedKey("PROJECTOR", "x"), ParsedKey{Kind: KindUnknown}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseKey(tt.given)
+			if err != nil {
+				t.Fatalf("ParseKey(%s): %v", tt.given, err)
+			}
+			if got != tt.want {
+				t.Fatalf("ParseKey(%s) = %+v, want %+v", tt.given, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyShapes(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ got, want string }{
+		{UserPK("u1"), "USER#u1"},
+		{WorkoutSK(99), "WORKOUT#STRAVA#99"},
+		{MilestoneSK("m1"), "MILESTONE#m1"},
+		{AwardSK("m1", 3), "MILESTONE#m1#AWARD#03"},
+		{AwardSKPrefix("m1"), "MILESTONE#m1#AWARD#"},
+		{PartSK(4), "PART#04"},
+		{AthletePK(5), "STRAVA#ATHLETE#5"},
+		{SessionKey("s").PK, "SESSION#s"},
+		{AuditSK(time.Unix(1700000000, 0), "r"), "AUDIT#1700000000#r"},
+		{CorrelationPK("c"), "CORR#c"},
+		{EventMonthPK("AWARD_MINTED", time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)), "EVENT#AWARD_MINTED#202603"},
+		{WebhookIdempotencyKey("activity", 1, "create", 2, 3), "STRAVA#WEBHOOK#activity#1#create#2#3"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	// The users index spreads profiles over every shard deterministically.
+	seen := map[string]bool{}
+	for i := 0; i < 200; i++ {
+		pk := UserListPK(string(rune('a'+i%26)) + string(rune('0'+i/26)))
+		seen[pk] = true
+	}
+	if len(seen) != UserListShards {
+		t.Errorf("users index used %d shards, want %d", len(seen), UserListShards)
+	}
+	if UserListPK("u1") != UserListPK("u1") {
+		t.Error("UserListPK is not deterministic")
+	}
+}
+
+func TestParseKeyRejects(t *testing.T) {
+	t.Parallel()
+	for _, k := range []Key{
+		{"USER#", "PROFILE"},
+		{"USER#u1", "WORKOUT#STRAVA#abc"},
+		{"USER#u1", "WORKOUT#STRAVA#-4"},
+		{"USER#u1", "MILESTONE#m1#AWARD#x"},
+		{"USER#u1", "MILESTONE#"},
+		{"USER#u1", "SOMETHING"},
+		{"MODEL#m", "PART#z"},
+		{"STRAVA#ATHLETE#0", "OWNER"},
+		{"SESSION#", "META"},
+	} {
+		if _, err := ParseKey(k); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseKey(%s): got %v, want ErrInvalid", k, err)
+		}
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		given Meta
+		want  error
+	}{
+		{"current", Meta{EntityWorkout, 1}, nil},
+		{"legacy without meta", Meta{}, nil},
+		{"newer fails closed", Meta{EntityWorkout, 2}, ErrUnsupportedSchema},
+		{"wrong type", Meta{EntityMilestone, 1}, ErrInvalid},
+		{"negative", Meta{EntityWorkout, -1}, ErrInvalid},
+	}
+	for _, tt := range tests {
+		err := CheckSchema(tt.given, EntityWorkout)
+		if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+			t.Errorf("%s: got %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestNormalizeLegacyMilestone(t *testing.T) {
+	t.Parallel()
+	m := &Milestone{Key: MilestoneKey("u", "m")}
+	if err := m.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != StatusActive || m.SportTypes == nil || m.SchemaVersion != 1 || m.EntityType != EntityMilestone {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+func TestStampSetsIndexKeys(t *testing.T) {
+	t.Parallel()
+	c := &StravaConnection{UserID: "u1", AthleteID: 42}
+	c.Stamp()
+	if c.PK != "USER#u1" || c.AthleteGSI1PK != "STRAVA#ATHLETE#42" || c.AthleteGSI1SK != "USER#u1" {
+		t.Fatalf("connection keys: %+v", c)
+	}
+	p := &Profile{UserID: "u1"}
+	p.Stamp()
+	if p.UserListPK != UserListPK("u1") || p.UserListSK != "u1" {
+		t.Fatalf("profile index keys: %+v", p)
+	}
+	at := time.Date(2026, 3, 9, 1, 2, 3, 0, time.UTC)
+	a := NewAuditEntry(UserPK("u1"), "u1", "AWARD_MINTED", "corr-1", "req-1", at, nil)
+	if a.CorrelationPK != "CORR#corr-1" || a.EventMonthPK != "EVENT#AWARD_MINTED#202603" || a.CorrelationSK != a.SK ||
+		a.ExpiresAt != at.Add(90*24*time.Hour).Unix() {
+		t.Fatalf("audit keys: %+v", a)
+	}
+}
+
+func TestTransactionErrorClassification(t *testing.T) {
+	t.Parallel()
+	te := &TransactionError{Reasons: []string{"None", "ConditionalCheckFailed"}}
+	if !errors.Is(te, ErrConflict) || errors.Is(te, ErrRetryable) {
+		t.Fatalf("condition failure misclassified: %v", te)
+	}
+	busy := &TransactionError{Reasons: []string{"TransactionConflict", "None"}}
+	if errors.Is(busy, ErrConflict) || !errors.Is(busy, ErrRetryable) {
+		t.Fatalf("transaction conflict misclassified: %v", busy)
+	}
+	var v ValidationError
+	if v.Err() != nil {
+		t.Fatal("empty validation error is not nil")
+	}
+	v.Add("target", "must be > 0, got %d", -1)
+	if !errors.Is(v.Err(), ErrInvalid) || v.Error() != "invalid: target: must be > 0, got -1" {
+		t.Fatalf("validation error: %v", v.Err())
+	}
+}

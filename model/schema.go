@@ -1,0 +1,256 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// SchemaVersions is the current schema version of each entity type. Bump one
+// only with a migration in that type's Normalize and a test of the old shape.
+var SchemaVersions = map[EntityType]int{
+	EntityProfile:          1,
+	EntityStravaConnection: 1,
+	EntityAthleteOwner:     1,
+	EntityWorkout:          1,
+	EntityMilestone:        1,
+	EntityAward:            1,
+	EntityModelMeta:        1,
+	EntityModelPart:        1,
+	EntitySession:          1,
+	EntityAudit:            1,
+	EntityIdempotency:      1,
+	EntityRateLimit:        1,
+	EntityParked:           1,
+}
+
+// CheckSchema validates an item's meta against the entity type the reader
+// expects. Items without entityType or schemaVersion are legacy (version 0)
+// and are accepted for normalization; a newer version fails closed with a
+// *SchemaVersionError.
+func CheckSchema(m Meta, want EntityType) error {
+	if m.EntityType != "" && m.EntityType != want {
+		return fmt.Errorf("read %s: entityType is %q: %w", want, m.EntityType, ErrInvalid)
+	}
+	if cur := SchemaVersions[want]; m.SchemaVersion > cur {
+		return &SchemaVersionError{EntityType: want, Got: m.SchemaVersion, Supported: cur}
+	}
+	if m.SchemaVersion < 0 {
+		return fmt.Errorf("read %s: schemaVersion %d: %w", want, m.SchemaVersion, ErrInvalid)
+	}
+	return nil
+}
+
+func current(t EntityType) Meta { return Meta{EntityType: t, SchemaVersion: SchemaVersions[t]} }
+
+// normalize checks the meta and upgrades it to the current version.
+func normalize(m *Meta, want EntityType) error {
+	if err := CheckSchema(*m, want); err != nil {
+		return err
+	}
+	*m = current(want)
+	return nil
+}
+
+// ItemKey implements Entity.
+func (p *Profile) ItemKey() Key { return ProfileKey(p.UserID) }
+
+// Stamp implements Entity.
+func (p *Profile) Stamp() {
+	p.Key, p.Meta = p.ItemKey(), current(EntityProfile)
+	p.UserListPK, p.UserListSK = UserListPK(p.UserID), p.UserID
+}
+
+// Normalize implements Entity.
+func (p *Profile) Normalize() error { return normalize(&p.Meta, EntityProfile) }
+
+// ItemKey implements Entity.
+func (c *StravaConnection) ItemKey() Key { return StravaConnectionKey(c.UserID) }
+
+// Stamp implements Entity.
+func (c *StravaConnection) Stamp() {
+	c.Key, c.Meta = c.ItemKey(), current(EntityStravaConnection)
+	c.AthleteGSI1PK, c.AthleteGSI1SK = AthletePK(c.AthleteID), UserPK(c.UserID)
+}
+
+// Normalize implements Entity.
+func (c *StravaConnection) Normalize() error {
+	return normalize(&c.Meta, EntityStravaConnection)
+}
+
+// HasScope reports whether the connection was granted scope.
+func (c *StravaConnection) HasScope(scope string) bool {
+	for _, s := range c.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// ItemKey implements Entity.
+func (o *AthleteOwner) ItemKey() Key { return AthleteOwnerKey(o.AthleteID) }
+
+// Stamp implements Entity.
+func (o *AthleteOwner) Stamp() { o.Key, o.Meta = o.ItemKey(), current(EntityAthleteOwner) }
+
+// Normalize implements Entity.
+func (o *AthleteOwner) Normalize() error { return normalize(&o.Meta, EntityAthleteOwner) }
+
+// ItemKey implements Entity.
+func (w *Workout) ItemKey() Key { return WorkoutKey(w.UserID, w.ActivityID) }
+
+// Stamp implements Entity.
+func (w *Workout) Stamp() { w.Key, w.Meta = w.ItemKey(), current(EntityWorkout) }
+
+// Normalize implements Entity. Legacy (v0) workouts predate movingTimeSeconds
+// and userId; the user is recovered from the key.
+func (w *Workout) Normalize() error {
+	if err := normalize(&w.Meta, EntityWorkout); err != nil {
+		return err
+	}
+	if w.UserID == "" && w.PK != "" {
+		if p, err := ParseKey(w.Key); err == nil && p.Kind == KindWorkout {
+			w.UserID = p.UserID
+			if w.ActivityID == 0 {
+				w.ActivityID = p.ActivityID
+			}
+		}
+	}
+	return nil
+}
+
+// ItemKey implements Entity.
+func (m *Milestone) ItemKey() Key { return MilestoneKey(m.UserID, m.MilestoneID) }
+
+// Stamp implements Entity.
+func (m *Milestone) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityMilestone) }
+
+// Normalize implements Entity. Legacy (v0) milestones may lack a status
+// (active) and a sportTypes list (all sports).
+func (m *Milestone) Normalize() error {
+	if err := normalize(&m.Meta, EntityMilestone); err != nil {
+		return err
+	}
+	if m.Status == "" {
+		m.Status = StatusActive
+	}
+	if m.SportTypes == nil {
+		m.SportTypes = []string{}
+	}
+	return nil
+}
+
+// ItemKey implements Entity.
+func (a *Award) ItemKey() Key { return AwardKey(a.UserID, a.MilestoneID, a.PartIndex) }
+
+// Stamp implements Entity.
+func (a *Award) Stamp() { a.Key, a.Meta = a.ItemKey(), current(EntityAward) }
+
+// Normalize implements Entity.
+func (a *Award) Normalize() error { return normalize(&a.Meta, EntityAward) }
+
+// ItemKey implements Entity.
+func (m *ModelMeta) ItemKey() Key { return ModelMetaKey(m.ModelID) }
+
+// Stamp implements Entity.
+func (m *ModelMeta) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityModelMeta) }
+
+// Normalize implements Entity.
+func (m *ModelMeta) Normalize() error { return normalize(&m.Meta, EntityModelMeta) }
+
+// ItemKey implements Entity.
+func (p *ModelPart) ItemKey() Key { return ModelPartKey(p.ModelID, p.PartIndex) }
+
+// Stamp implements Entity.
+func (p *ModelPart) Stamp() { p.Key, p.Meta = p.ItemKey(), current(EntityModelPart) }
+
+// Normalize implements Entity.
+func (p *ModelPart) Normalize() error { return normalize(&p.Meta, EntityModelPart) }
+
+// ItemKey implements Entity.
+func (s *Session) ItemKey() Key { return SessionKey(s.SessionID) }
+
+// Stamp implements Entity.
+func (s *Session) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntitySession) }
+
+// Normalize implements Entity.
+func (s *Session) Normalize() error { return normalize(&s.Meta, EntitySession) }
+
+// NewAuditEntry builds an audit entry about subjectPK (UserPK or AthletePK)
+// with its correlation and event-month index keys and a 90-day TTL.
+func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string, at time.Time, details map[string]string) *AuditEntry {
+	a := &AuditEntry{
+		Key:           AuditKey(subjectPK, at, requestID),
+		UserID:        userID,
+		EventType:     eventType,
+		CorrelationID: correlationID,
+		RequestID:     requestID,
+		OccurredAtUtc: at.UTC(),
+		Details:       details,
+		ExpiresAt:     at.Add(AuditRetentionDays * 24 * time.Hour).Unix(),
+	}
+	a.Stamp()
+	return a
+}
+
+// ItemKey implements Entity.
+func (a *AuditEntry) ItemKey() Key { return AuditKey(a.PK, a.OccurredAtUtc, a.RequestID) }
+
+// Stamp implements Entity.
+func (a *AuditEntry) Stamp() {
+	a.Key, a.Meta = a.ItemKey(), current(EntityAudit)
+	corr := a.CorrelationID
+	if corr == "" {
+		corr = a.RequestID
+	}
+	a.CorrelationPK, a.CorrelationSK = CorrelationPK(corr), a.SK
+	a.EventMonthPK, a.EventMonthSK = EventMonthPK(a.EventType, a.OccurredAtUtc), a.SK
+}
+
+// Normalize implements Entity.
+func (a *AuditEntry) Normalize() error { return normalize(&a.Meta, EntityAudit) }
+
+// ItemKey implements Entity; the idempotency table has no sort key, so SK is
+// empty.
+func (r *IdempotencyRecord) ItemKey() Key { return Key{PK: r.IdempotencyKey} }
+
+// Stamp implements Entity.
+func (r *IdempotencyRecord) Stamp() { r.Meta = current(EntityIdempotency) }
+
+// Normalize implements Entity.
+func (r *IdempotencyRecord) Normalize() error { return normalize(&r.Meta, EntityIdempotency) }
+
+// ItemKey implements Entity.
+func (r *RateLimitState) ItemKey() Key { return RateLimitKey() }
+
+// Stamp implements Entity.
+func (r *RateLimitState) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityRateLimit) }
+
+// Normalize implements Entity.
+func (r *RateLimitState) Normalize() error { return normalize(&r.Meta, EntityRateLimit) }
+
+// ItemKey implements Entity.
+func (r *ParkedRecord) ItemKey() Key { return ParkedKey(r.Source, r.RecordID) }
+
+// Stamp implements Entity.
+func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityParked) }
+
+// Normalize implements Entity.
+func (r *ParkedRecord) Normalize() error { return normalize(&r.Meta, EntityParked) }
+
+// Compile-time checks that every stored type is an Entity.
+var (
+	_ Entity = (*Profile)(nil)
+	_ Entity = (*StravaConnection)(nil)
+	_ Entity = (*AthleteOwner)(nil)
+	_ Entity = (*Workout)(nil)
+	_ Entity = (*Milestone)(nil)
+	_ Entity = (*Award)(nil)
+	_ Entity = (*ModelMeta)(nil)
+	_ Entity = (*ModelPart)(nil)
+	_ Entity = (*Session)(nil)
+	_ Entity = (*AuditEntry)(nil)
+	_ Entity = (*IdempotencyRecord)(nil)
+	_ Entity = (*RateLimitState)(nil)
+	_ Entity = (*ParkedRecord)(nil)
+)

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Base table names (seed 000). An environment may prefix them.
+const (
+	BaseMain        = "CommitCollect"
+	BaseSessions    = "CommitCollectSessions"
+	BaseAudit       = "CommitCollectAudit"
+	BaseIdempotency = "CommitCollectIdempotency"
+)
+
+// Index names.
+const (
+	// IndexGSI1 is the main table's athlete → user index (GSI1PK, GSI1SK) and
+	// the audit table's correlation index.
+	IndexGSI1 = "GSI1"
+	// IndexGSI2 is the main table's sparse users index (only profiles carry
+	// GSI2PK) and the audit table's event-month index.
+	IndexGSI2 = "GSI2"
+)
+
+// Tables holds the four table names of one environment.
+type Tables struct {
+	Main        string
+	Sessions    string
+	Audit       string
+	Idempotency string
+}
+
+// TableNames returns the table names with an optional environment prefix
+// (e.g. "dev-" → "dev-CommitCollect").
+func TableNames(prefix string) Tables {
+	return Tables{
+		Main:        prefix + BaseMain,
+		Sessions:    prefix + BaseSessions,
+		Audit:       prefix + BaseAudit,
+		Idempotency: prefix + BaseIdempotency,
+	}
+}
+
+// IndexSpec describes a global secondary index (all attributes projected).
+type IndexSpec struct {
+	Name     string
+	HashKey  string
+	RangeKey string
+}
+
+// TableSpec is the single source of truth for one table's shape: the local
+// stack and tests create tables from it, and the Terraform checks compare
+// terraform/ against it. All key attributes are strings.
+type TableSpec struct {
+	Name         string
+	HashKey      string
+	RangeKey     string // empty for a hash-only table
+	GSIs         []IndexSpec
+	TTLAttribute string // empty when the table has no TTL
+	StreamView   types.StreamViewType
+	PITR         bool
+}
+
+// Specs returns the specs of the four tables named by t.
+func Specs(t Tables) []TableSpec {
+	return []TableSpec{
+		{
+			Name: t.Main, HashKey: "PK", RangeKey: "SK",
+			GSIs: []IndexSpec{
+				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
+				{Name: IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+			},
+			TTLAttribute: "expiresAt",
+			StreamView:   types.StreamViewTypeNewAndOldImages,
+			PITR:         true,
+		},
+		{Name: t.Sessions, HashKey: "PK", RangeKey: "SK", TTLAttribute: "expiresAtUtc", PITR: true},
+		{
+			Name: t.Audit, HashKey: "PK", RangeKey: "SK",
+			GSIs: []IndexSpec{
+				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
+				{Name: IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+			},
+			TTLAttribute: "expiresAt",
+			PITR:         true,
+		},
+		{Name: t.Idempotency, HashKey: "IdempotencyKey", TTLAttribute: "expiresAt", PITR: true},
+	}
+}
+
+// CreateTableInput renders the spec as an on-demand CreateTable request.
+func (s TableSpec) CreateTableInput() *dynamodb.CreateTableInput {
+	attrs := map[string]bool{}
+	var defs []types.AttributeDefinition
+	addAttr := func(name string) {
+		if name != "" && !attrs[name] {
+			attrs[name] = true
+			defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS})
+		}
+	}
+	keySchema := func(hash, rng string) []types.KeySchemaElement {
+		ks := []types.KeySchemaElement{{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash}}
+		if rng != "" {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange})
+		}
+		return ks
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(s.Name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   keySchema(s.HashKey, s.RangeKey),
+	}
+	addAttr(s.HashKey)
+	addAttr(s.RangeKey)
+	for _, g := range s.GSIs {
+		addAttr(g.HashKey)
+		addAttr(g.RangeKey)
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(g.Name),
+			KeySchema:  keySchema(g.HashKey, g.RangeKey),
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		})
+	}
+	in.AttributeDefinitions = defs
+	if s.StreamView != "" {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.StreamView}
+	}
+	return in
+}
+
+// CreateTables creates the four tables (skipping any that exist), waits for
+// them to be active and enables TTL. PITR is left to Terraform: DynamoDB Local
+// does not implement it.
+func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
+	for _, s := range Specs(t) {
+		_, err := db.CreateTable(ctx, s.CreateTableInput())
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return fmt.Errorf("create table %s: %w", s.Name, err)
+		}
+	}
+	waiter := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	})
+	for _, s := range Specs(t) {
+		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
+			return fmt.Errorf("wait for table %s: %w", s.Name, err)
+		}
+		if s.TTLAttribute == "" {
+			continue
+		}
+		_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName: aws.String(s.Name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{
+				AttributeName: aws.String(s.TTLAttribute), Enabled: aws.Bool(true),
+			},
+		})
+		// Enabling TTL twice is refused; that only means it is already on.
+		if err != nil && !isAlreadyEnabled(err) {
+			return fmt.Errorf("enable ttl on %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+func isAlreadyEnabled(err error) bool {
+	var ve interface{ ErrorCode() string }
+	return errors.As(err, &ve) && ve.ErrorCode() == "ValidationException"
+}
+
+// DeleteTables deletes the four tables, ignoring ones that do not exist.
+func DeleteTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
+	var errs []error
+	for _, s := range Specs(t) {
+		_, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.Name)})
+		var nf *types.ResourceNotFoundException
+		if err != nil && !errors.As(err, &nf) {
+			errs = append(errs, fmt.Errorf("delete table %s: %w", s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StreamARN returns the latest stream ARN of the main table.
+func StreamARN(ctx context.Context, db *dynamodb.Client, t Tables) (string, error) {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Main)})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", t.Main, err)
+	}
+	if out.Table.LatestStreamArn == nil {
+		return "", fmt.Errorf("table %s has no stream", t.Main)
+	}
+	return *out.Table.LatestStreamArn, nil
+}

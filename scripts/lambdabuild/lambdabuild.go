@@ -1,0 +1,99 @@
+// Package lambdabuild builds the Lambda zips: one static linux/arm64
+// `bootstrap` per handlers/<name> package, zipped as <out>/<name>.zip.
+// Used by `make build` and by scripts/deploy.
+package lambdabuild
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+)
+
+// Handlers lists the Lambda packages under dir (folders holding main.go).
+func Handlers(dir string) ([]string, error) {
+	mains, err := filepath.Glob(filepath.Join(dir, "*", "main.go"))
+	if err != nil {
+		return nil, fmt.Errorf("list handlers in %s: %w", dir, err)
+	}
+	names := make([]string, 0, len(mains))
+	for _, m := range mains {
+		names = append(names, filepath.Base(filepath.Dir(m)))
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// BuildAll builds every handler in dir and returns the zip paths.
+func BuildAll(dir, out string) ([]string, error) {
+	names, err := Handlers(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no handlers found under %s", dir)
+	}
+	var zips []string
+	for _, n := range names {
+		z, err := Build(filepath.Join(dir, n), out)
+		if err != nil {
+			return nil, err
+		}
+		zips = append(zips, z)
+	}
+	return zips, nil
+}
+
+// Build compiles one handler package and zips its bootstrap.
+func Build(pkgDir, out string) (string, error) {
+	name := filepath.Base(pkgDir)
+	binDir := filepath.Join(out, name)
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return "", fmt.Errorf("build %s: %w", name, err)
+	}
+	bin := filepath.Join(binDir, "bootstrap")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", bin, "./"+filepath.ToSlash(pkgDir))
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build %s: go build: %w", name, err)
+	}
+	zipPath := filepath.Join(out, name+".zip")
+	if err := zipFile(bin, zipPath); err != nil {
+		return "", fmt.Errorf("build %s: %w", name, err)
+	}
+	return zipPath, nil
+}
+
+// zipFile writes a zip holding src as an executable "bootstrap".
+func zipFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("zip: %w", err)
+	}
+	defer in.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("zip: %w", err)
+	}
+	zw := zip.NewWriter(f)
+	h := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
+	h.SetMode(0o755)
+	w, err := zw.CreateHeader(h)
+	if err == nil {
+		_, err = io.Copy(w, in)
+	}
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("zip %s: %w", dst, err)
+	}
+	return nil
+}
