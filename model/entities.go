@@ -175,7 +175,17 @@ type Milestone struct {
 	Projection
 	Version      int64     `dynamodbav:"version"`
 	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+	// WrittenBy says who wrote the item last: WriterAPI for definition writes,
+	// WriterProjector for projected progress. The stream filter and the
+	// projector use it so the projector's own writes never re-trigger it.
+	WrittenBy string `dynamodbav:"writtenBy"`
 }
+
+// Writers of a milestone item (Milestone.WrittenBy).
+const (
+	WriterAPI       = "api"
+	WriterProjector = "projector"
+)
 
 // Award is one minted part of a milestone's model (USER#{userId} /
 // MILESTONE#{milestoneId}#AWARD#{partIndex}). Awards are permanent.

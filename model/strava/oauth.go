@@ -1,0 +1,72 @@
+// Package strava is the adapter for Strava's OAuth and REST API. Both hang off
+// one base URL (https://www.strava.com, or the local simulator).
+package strava
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/oauth2"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// Scopes CommitCollect asks for. activity:read_all lets us read private
+// activities; activity:read is the minimum we need.
+const (
+	ScopeRead            = "read"
+	ScopeActivityRead    = "activity:read"
+	ScopeActivityReadAll = "activity:read_all"
+)
+
+// OAuthConfig returns the oauth2 configuration for Strava: credentials travel
+// in the form body (Strava does not accept HTTP Basic) and scopes are
+// comma-separated, so they are joined into one scope value.
+func OAuthConfig(baseURL, clientID, clientSecret, redirectURL string) *oauth2.Config {
+	base := strings.TrimRight(baseURL, "/")
+	return &oauth2.Config{
+		ClientID:     clientID,
+		ClientSecret: clientSecret,
+		RedirectURL:  redirectURL,
+		Scopes:       []string{strings.Join([]string{ScopeRead, ScopeActivityReadAll}, ",")},
+		Endpoint: oauth2.Endpoint{
+			AuthURL:   base + "/oauth/authorize",
+			TokenURL:  base + "/oauth/token",
+			AuthStyle: oauth2.AuthStyleInParams,
+		},
+	}
+}
+
+// Athlete is the summary Strava returns with a token.
+type Athlete struct {
+	ID        int64  `json:"id"`
+	Firstname string `json:"firstname"`
+	Lastname  string `json:"lastname"`
+}
+
+// AthleteFromToken reads the athlete summary Strava includes in the
+// authorization_code token response. It returns ErrInvalid when absent.
+func AthleteFromToken(tok *oauth2.Token) (Athlete, error) {
+	raw, ok := tok.Extra("athlete").(map[string]any)
+	if !ok {
+		return Athlete{}, fmt.Errorf("token response has no athlete: %w", model.ErrInvalid)
+	}
+	id, _ := raw["id"].(float64)
+	if id <= 0 {
+		return Athlete{}, fmt.Errorf("token response athlete id %v: %w", raw["id"], model.ErrInvalid)
+	}
+	first, _ := raw["firstname"].(string)
+	last, _ := raw["lastname"].(string)
+	return Athlete{ID: int64(id), Firstname: first, Lastname: last}, nil
+}
+
+// ParseScopes splits Strava's comma-separated granted-scope string.
+func ParseScopes(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
