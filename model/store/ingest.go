@@ -98,6 +98,18 @@ func (s *Store) AcquireTokenRefreshLease(ctx context.Context, userID string, ver
 	return nil
 }
 
+// ReleaseTokenRefreshLease drops a refresh lease taken at version (after a
+// refresh that failed transiently) so the next worker need not wait for it
+// to lapse. A lease that is gone or belongs to a newer version is left alone.
+func (s *Store) ReleaseTokenRefreshLease(ctx context.Context, userID string, version int64) error {
+	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version))
+	upd := expression.Remove(expression.Name(attrRefreshLeaseUntil))
+	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
+		return fmt.Errorf("release token refresh lease of %s at version %d: %w", userID, version, err)
+	}
+	return nil
+}
+
 // SaveRefreshedToken persists a rotated token pair only if the connection is
 // still at expectedVersion, bumps tokenVersion, clears the refresh lease and
 // any re-authorization flag, and returns the new version. It returns

@@ -24,6 +24,8 @@ type TokenStore interface {
 	// SaveRefreshedToken persists a rotated pair if the version is still
 	// expectedVersion; ErrConflict otherwise.
 	SaveRefreshedToken(ctx context.Context, userID string, expectedVersion int64, access, refresh string, expiresAt, now time.Time) (int64, error)
+	// ReleaseTokenRefreshLease drops our lease after a transient failure.
+	ReleaseTokenRefreshLease(ctx context.Context, userID string, version int64) error
 	// MarkNeedsReauth flags the connection as refused by Strava.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 }
@@ -127,9 +129,11 @@ func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (
 			}
 			return "", fmt.Errorf("refresh token of %s: strava refused it (%d): %w", conn.UserID, re.Response.StatusCode, model.ErrUnauthorized)
 		}
+		r.release(ctx, conn)
 		return "", fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
 	}
 	if tok.AccessToken == "" || tok.RefreshToken == "" {
+		r.release(ctx, conn)
 		return "", fmt.Errorf("refresh token of %s: response lacks a token: %w", conn.UserID, model.ErrRetryable)
 	}
 	expiry := tok.Expiry
@@ -153,4 +157,10 @@ func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (
 		return "", fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
 	}
 	return tok.AccessToken, nil
+}
+
+// release gives up our lease so the next attempt need not wait for it to
+// lapse; failing to release only costs that wait.
+func (r *Refresher) release(ctx context.Context, conn *model.StravaConnection) {
+	_ = r.store.ReleaseTokenRefreshLease(context.WithoutCancel(ctx), conn.UserID, conn.TokenVersion)
 }
