@@ -28,23 +28,37 @@ const (
 // WorkerStore is the persistence the worker needs (implemented by
 // model/store.Store).
 type WorkerStore interface {
+	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
 	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
+	// UpsertWorkout writes the full workout keeping createdAtUtc;
+	// ErrConflict when the workout is already marked deleted.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
+	// MarkWorkoutDeleted sets isDeleted (creating a tombstone if needed).
 	MarkWorkoutDeleted(ctx context.Context, userID string, athleteID, activityID int64, correlationID string, now time.Time) error
+	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
+	// DeauthorizeAthlete removes tokens and mapping and schedules the
+	// user's Strava workouts for deletion at expiresAt.
 	DeauthorizeAthlete(ctx context.Context, userID string, athleteID int64, expiresAt time.Time) (int, error)
+	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
 	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
+	// RecordRateLimit stores a reading unless a newer one is stored.
 	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+	// Audit writes an audit entry and never fails.
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 // TokenProvider hands out valid access tokens (strava.Refresher).
 type TokenProvider interface {
+	// AccessToken returns a valid token; ErrUnauthorized when the athlete
+	// must reconnect, ErrNotFound without a connection.
 	AccessToken(ctx context.Context, userID string) (string, error)
 }
 
 // ActivityFetcher reads one activity from Strava (strava.Client).
 type ActivityFetcher interface {
+	// GetActivity fetches one activity; errors match ErrNotFound,
+	// ErrUnauthorized or ErrRetryable.
 	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
 }
 

@@ -148,7 +148,8 @@ func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Tim
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item). A workout already marked deleted stays deleted: the write is refused
+// item) and a pending TTL (expiresAt) cleared unless w sets one. A workout
+// already marked deleted stays deleted: the write is refused
 // with ErrConflict, because Strava never revives a deleted activity and a late
 // fetch must not undo a delete.
 func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
@@ -166,6 +167,11 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		default:
 			upd = upd.Set(expression.Name(name), expression.Value(v))
 		}
+	}
+	if w.ExpiresAt == 0 {
+		// A successful fetch means we are authorized again: a deletion
+		// scheduled by an earlier deauthorization no longer applies.
+		upd = upd.Remove(expression.Name("expiresAt"))
 	}
 	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
 		expression.AttributeNotExists(expression.Name(attrIsDeleted)),

@@ -216,6 +216,13 @@ func TestIngestDeauthorizeAthlete(t *testing.T) {
 	if _, err := s.DeauthorizeAthlete(ctx, "u1", 7, exp); err != nil {
 		t.Fatalf("second deauthorize: %v", err)
 	}
+	// A later successful fetch (the athlete reconnected) cancels the pending deletion.
+	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != 0 {
+		t.Fatalf("got %+v, %v; want expiresAt cleared", w, err)
+	}
 }
 
 func TestIngestRecordRateLimitKeepsNewest(t *testing.T) {
