@@ -59,7 +59,7 @@ func (*handOffError) Error() string { return "lambda invoke refused (test)" }
 // webhook (real HTTP server) → counting dispatcher → in-process queue →
 // worker → Strava simulator.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	sim      *stravasim.Server
 	st       *store.Store
 	worker   *ingest.Worker
@@ -69,14 +69,14 @@ type harness struct {
 	hookURL  string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t}
 	h.sim = stravasim.New(stravasim.Options{SubscriptionID: subscriptionID, DeliveryBackoff: time.Millisecond})
 	t.Cleanup(h.sim.Close)
 	h.st = dynamolocal.NewStore(t)
 	h.worker = h.newWorker()
-	h.queue = ingest.NewQueue(h.worker.Process, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, testLog())
+	h.queue = ingest.NewQueue(h.worker.Run, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, testLog())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

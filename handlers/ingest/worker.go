@@ -99,6 +99,13 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 		w.log.ErrorContext(ctx, "worker dropped a poison job", "error", err, "bytes", len(raw))
 		return nil
 	}
+	return w.Run(ctx, job)
+}
+
+// Run processes a job the way the worker Lambda does (Process, then
+// Classify): nil when done or dropped as poison, an error only when a retry
+// may help. It is the ProcessFunc for a local Queue.
+func (w *Worker) Run(ctx context.Context, job Job) error {
 	return w.Classify(ctx, job, w.Process(ctx, job))
 }
 
