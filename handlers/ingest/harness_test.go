@@ -89,6 +89,10 @@ func newHarness(t testing.TB) *harness {
 	h.srv = httptest.NewServer(mux)
 	t.Cleanup(h.srv.Close)
 	h.hookURL = h.srv.URL + ingest.WebhookPath
+	// Register the callback like the deploy does: Strava validates it first.
+	if id, err := h.sim.Subscribe(context.Background(), h.hookURL, verifyToken); err != nil || id != subscriptionID {
+		t.Fatalf("subscribe: got %d, %v; want %d", id, err, subscriptionID)
+	}
 	return h
 }
 
@@ -125,7 +129,7 @@ func (h *harness) activity(id, athlete int64, sport string) {
 // deliver sends ev like Strava does and waits until the queue is idle.
 func (h *harness) deliver(ev stravasim.Event) stravasim.Delivery {
 	h.t.Helper()
-	d, err := h.sim.Deliver(context.Background(), h.hookURL, ev)
+	d, err := h.sim.Publish(context.Background(), ev)
 	if err != nil {
 		h.t.Fatalf("deliver %+v: %+v %v", ev, d, err)
 	}

@@ -10,10 +10,13 @@
 //	POST /oauth/deauthorize       revokes every token of the athlete
 //	GET  /api/v3/activities/{id}  Bearer auth, Strava's JSON field names and error bodies,
 //	                              X-RateLimit-* and X-ReadRateLimit-* headers
+//	POST /api/v3/push_subscriptions  registers the webhook callback after the
+//	                              hub.challenge handshake (GET lists it, DELETE /{id} removes it)
 //
 // Tests drive it through its exported methods: AddAthlete, PutActivity,
 // DeleteActivity, IssueTokens, FailNext (scripted 401/404/429/500 answers),
-// SetUsage, and Deliver / VerifyCallback to act as Strava's webhook sender.
+// SetUsage, and Deliver / Publish / VerifyCallback to act as Strava's webhook
+// sender.
 // Stats counts what happened so tests can assert on it (refreshes, fetches,
 // deliveries …). It imports nothing from CommitCollect, so every package can
 // use it.
@@ -144,6 +147,11 @@ type tokenInfo struct {
 	scope   []string
 }
 
+type subscription struct {
+	id       int64
+	callback string
+}
+
 type failure struct {
 	status int
 	left   int
@@ -166,7 +174,8 @@ type Server struct {
 	refresh    map[string]tokenInfo
 	fail       map[Endpoint][]failure
 	authz      Authorization
-	window     time.Time // start of the current 15-minute window
+	sub        subscription // the push subscription (Strava allows one per application)
+	window     time.Time    // start of the current 15-minute window
 	day        string
 	usage      [4]int // short, daily, readShort, readDaily
 
@@ -250,6 +259,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /oauth/token", s.token)
 	mux.HandleFunc("POST /oauth/deauthorize", s.deauthorize)
 	mux.HandleFunc("GET /api/v3/activities/{id}", s.activity)
+	mux.HandleFunc("POST /api/v3/push_subscriptions", s.createSubscription)
+	mux.HandleFunc("GET /api/v3/push_subscriptions", s.listSubscriptions)
+	mux.HandleFunc("DELETE /api/v3/push_subscriptions/{id}", s.deleteSubscription)
 	return mux
 }
 
@@ -615,13 +627,23 @@ type Event struct {
 }
 
 // ActivityEvent builds an activity event (aspect create, update or delete)
-// for the activity's owner, stamped now with Options.SubscriptionID.
+// for the activity's owner, stamped now with the subscription id
+// (Options.SubscriptionID, else the registered subscription's).
 func (s *Server) ActivityEvent(aspect string, activityID, ownerID int64, updates map[string]string) Event {
 	if updates == nil {
 		updates = map[string]string{}
 	}
 	return Event{ObjectType: "activity", ObjectID: activityID, AspectType: aspect, Updates: updates,
-		OwnerID: ownerID, SubscriptionID: s.opts.SubscriptionID, EventTime: s.opts.Now().Unix()}
+		OwnerID: ownerID, SubscriptionID: s.subscriptionID(), EventTime: s.opts.Now().Unix()}
+}
+
+func (s *Server) subscriptionID() int64 {
+	if s.opts.SubscriptionID != 0 {
+		return s.opts.SubscriptionID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sub.id
 }
 
 // DeauthorizationEvent builds the athlete event Strava sends when an athlete
@@ -629,7 +651,7 @@ func (s *Server) ActivityEvent(aspect string, activityID, ownerID int64, updates
 func (s *Server) DeauthorizationEvent(athleteID int64) Event {
 	return Event{ObjectType: "athlete", ObjectID: athleteID, AspectType: "update",
 		Updates: map[string]string{"authorized": "false"}, OwnerID: athleteID,
-		SubscriptionID: s.opts.SubscriptionID, EventTime: s.opts.Now().Unix()}
+		SubscriptionID: s.subscriptionID(), EventTime: s.opts.Now().Unix()}
 }
 
 // Delivery reports what happened to one event.
@@ -678,6 +700,99 @@ func (s *Server) Deliver(ctx context.Context, callbackURL string, ev Event) (Del
 		}
 	}
 	return d, ErrNotDelivered
+}
+
+// ErrNoSubscription means Publish was called before a push subscription
+// was registered.
+var ErrNoSubscription = errors.New("stravasim: no push subscription")
+
+// Subscribe registers the push subscription as POST
+// /api/v3/push_subscriptions does: it validates the callback with the
+// handshake first and returns the subscription id (Options.SubscriptionID
+// when set, else 1). A second subscription is refused.
+func (s *Server) Subscribe(ctx context.Context, callbackURL, verifyToken string) (int64, error) {
+	s.mu.Lock()
+	exists := s.sub.id != 0
+	s.mu.Unlock()
+	if exists {
+		return 0, errors.New("stravasim: subscription already exists")
+	}
+	if err := s.VerifyCallback(ctx, callbackURL, verifyToken); err != nil {
+		return 0, err
+	}
+	id := s.opts.SubscriptionID
+	if id == 0 {
+		id = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sub = subscription{id: id, callback: callbackURL}
+	return id, nil
+}
+
+// Subscription returns the registered push subscription, if any.
+func (s *Server) Subscription() (id int64, callbackURL string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sub.id, s.sub.callback, s.sub.id != 0
+}
+
+// Publish delivers ev to the registered subscription's callback (see
+// Deliver). It returns ErrNoSubscription when none is registered.
+func (s *Server) Publish(ctx context.Context, ev Event) (Delivery, error) {
+	_, cb, ok := s.Subscription()
+	if !ok {
+		return Delivery{}, ErrNoSubscription
+	}
+	return s.Deliver(ctx, cb, ev)
+}
+
+func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeStatus(w, http.StatusBadRequest)
+		return
+	}
+	f := r.Form
+	if f.Get("client_id") != s.opts.ClientID || f.Get("client_secret") != s.opts.ClientSecret {
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		return
+	}
+	id, err := s.Subscribe(r.Context(), f.Get("callback_url"), f.Get("verify_token"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"PushSubscription", "callback url", err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": id})
+}
+
+func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("client_id") != s.opts.ClientID || q.Get("client_secret") != s.opts.ClientSecret {
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		return
+	}
+	out := []map[string]any{}
+	if id, cb, ok := s.Subscription(); ok {
+		out = append(out, map[string]any{"id": id, "application_id": s.opts.ClientID, "callback_url": cb})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("client_id") != s.opts.ClientID || q.Get("client_secret") != s.opts.ClientSecret {
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id == 0 || id != s.sub.id {
+		writeError(w, http.StatusNotFound, "Record Not Found", fault{"PushSubscription", "id", "invalid"})
+		return
+	}
+	s.sub = subscription{}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // VerifyCallback performs the subscription handshake against callbackURL

@@ -260,3 +260,80 @@ func TestStartOnFixedAddress(t *testing.T) {
 		t.Fatalf("got URL %s, want http://%s", sim.URL, addr)
 	}
 }
+
+func TestPushSubscriptionAndPublish(t *testing.T) {
+	t.Parallel()
+	var posted atomic.Int32
+	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posted.Add(1)
+			return
+		}
+		q := r.URL.Query()
+		if q.Get("hub.verify_token") != "tok" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"hub.challenge": q.Get("hub.challenge")})
+	}))
+	defer cb.Close()
+	sim := stravasim.New(stravasim.Options{})
+	defer sim.Close()
+	ctx := context.Background()
+	if _, err := sim.Publish(ctx, sim.ActivityEvent("create", 1, 1, nil)); !errors.Is(err, stravasim.ErrNoSubscription) {
+		t.Fatalf("got %v, want ErrNoSubscription", err)
+	}
+	creds := url.Values{"client_id": {sim.ClientID()}, "client_secret": {sim.ClientSecret()}}
+	form := url.Values{"callback_url": {cb.URL}, "verify_token": {"wrong"}}
+	for k, v := range creds {
+		form[k] = v
+	}
+	resp, err := http.PostForm(sim.URL+"/api/v3/push_subscriptions", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("failed handshake: got %d, want 400", resp.StatusCode)
+	}
+	form.Set("verify_token", "tok")
+	resp, err = http.PostForm(sim.URL+"/api/v3/push_subscriptions", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created map[string]int64
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || created["id"] != 1 {
+		t.Fatalf("got %d %v, want 201 id 1", resp.StatusCode, created)
+	}
+	resp, err = http.Get(sim.URL + "/api/v3/push_subscriptions?" + creds.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list) != 1 || list[0]["callback_url"] != cb.URL {
+		t.Fatalf("got %v, want the subscription listed", list)
+	}
+	ev := sim.ActivityEvent("create", 1, 1, nil)
+	if ev.SubscriptionID != 1 {
+		t.Fatalf("got subscription id %d on the event, want 1", ev.SubscriptionID)
+	}
+	if d, err := sim.Publish(ctx, ev); err != nil || d.Attempts != 1 || posted.Load() != 1 {
+		t.Fatalf("publish: got %+v, %v, %d posts", d, err, posted.Load())
+	}
+	req, _ := http.NewRequest(http.MethodDelete, sim.URL+"/api/v3/push_subscriptions/1?"+creds.Encode(), nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: got %d, want 204", resp.StatusCode)
+	}
+	if _, _, ok := sim.Subscription(); ok {
+		t.Fatal("subscription still registered after delete")
+	}
+}
