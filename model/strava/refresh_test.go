@@ -157,3 +157,40 @@ func TestRefresherStrava5xxIsRetryable(t *testing.T) {
 		t.Fatalf("missing connection: got %v, want ErrNotFound", err)
 	}
 }
+
+// raceStore lets the test interleave a competing writer between our
+// refresh at Strava and our conditional save, as happens when a lease
+// lapses mid-refresh.
+type raceStore struct {
+	*store.Store
+	beforeSave func()
+}
+
+func (r *raceStore) SaveRefreshedToken(ctx context.Context, userID string, v int64, access, refresh string, exp, now time.Time) (int64, error) {
+	if r.beforeSave != nil {
+		r.beforeSave()
+	}
+	return r.Store.SaveRefreshedToken(ctx, userID, v, access, refresh, exp, now)
+}
+
+func TestRefresherLoserUsesWinnersToken(t *testing.T) {
+	t.Parallel()
+	sim, s := newSim(t), dynamolocal.NewStore(t)
+	ctx := context.Background()
+	tok := sim.IssueTokens(1, -time.Minute)
+	seed(t, s, "u1", tok, 1)
+	winner := sim.IssueTokens(1, time.Hour)
+	rs := &raceStore{Store: s, beforeSave: func() {
+		if _, err := s.SaveRefreshedToken(ctx, "u1", 1, winner.AccessToken, winner.RefreshToken, winner.ExpiresAt, time.Now()); err != nil {
+			t.Errorf("winner save: %v", err)
+		}
+	}}
+	got, err := strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), rs, nil).AccessToken(ctx, "u1")
+	if err != nil || got != winner.AccessToken {
+		t.Fatalf("got %q, %v; want the winner's token %q", got, err, winner.AccessToken)
+	}
+	c, _ := s.StravaConnection(ctx, "u1")
+	if c.RefreshToken != winner.RefreshToken || c.TokenVersion != 2 {
+		t.Fatalf("got %+v, want the winner's refresh token at version 2", c)
+	}
+}
