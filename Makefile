@@ -22,6 +22,7 @@ $(DYNAMODB_LOCAL):
 test: dynamodb-local
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/
 
 ## test-short: pure unit tests only (no DynamoDB Local)
 test-short:
@@ -45,3 +46,8 @@ build:
 
 clean:
 	rm -rf dist
+
+## fuzz: fuzz the Strava webhook decoder (FUZZTIME, default 60s)
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=$(FUZZTIME) ./handlers/ingest/
