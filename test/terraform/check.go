@@ -59,11 +59,12 @@ var Grants = map[string]map[string][]string{
 		`module.tables.arns["sessions"]`:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 			"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"},
-		`module.tables.arns["audit"]`:             {"dynamodb:PutItem"},
-		`module.worker.function_arn`:              {"lambda:InvokeFunction"},
-		`var.strava.client_secret_param_arn`:      {"ssm:GetParameter"},
-		`var.strava.verify_token_param_arn`:       {"ssm:GetParameter"},
-		`statement.value` /* secrets CMK, opt */ : {"kms:Decrypt"},
+		`module.tables.arns["audit"]`:        {"dynamodb:PutItem"},
+		`module.worker.function_arn`:         {"lambda:InvokeFunction"},
+		`var.strava.client_secret_param_arn`: {"ssm:GetParameter"},
+		`var.strava.verify_token_param_arn`:  {"ssm:GetParameter"},
+		// The optional customer managed key of the SecureString parameters.
+		`statement.value`: {"kms:Decrypt"},
 	},
 	"worker": {
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
