@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,11 +34,14 @@ func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
-	os.Exit(run())
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run() int {
+// run is the command with its arguments and streams; it returns the exit
+// status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var (
 		env          = fs.String("env", "terraform/envs/example", "environment root `dir` to deploy (a Terraform root module)")
 		backendCfg   multi
@@ -72,7 +76,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -83,7 +87,7 @@ Flags:
 	defer stop()
 
 	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "deploy:", err)
+		fmt.Fprintln(stderr, "deploy:", err)
 		if errors.Is(err, tfdeploy.ErrRefused) || errors.Is(err, tfdeploy.ErrAborted) {
 			return 2
 		}
@@ -95,7 +99,7 @@ Flags:
 		return fail(err)
 	}
 	if !*skipBuild {
-		fmt.Println("==> building Lambda zips into", distAbs)
+		fmt.Fprintln(stdout, "==> building Lambda zips into", distAbs)
 		if _, err := lambdabuild.BuildAll(*handlers, distAbs); err != nil {
 			return fail(err)
 		}
@@ -114,8 +118,8 @@ Flags:
 	if err != nil {
 		return fail(err)
 	}
-	tf.SetStdout(os.Stdout)
-	tf.SetStderr(os.Stderr)
+	tf.SetStdout(stdout)
+	tf.SetStderr(stderr)
 
 	out := *planOut
 	if out == "" {
@@ -124,12 +128,12 @@ Flags:
 	if out, err = filepath.Abs(out); err != nil {
 		return fail(err)
 	}
-	in := bufio.NewReader(os.Stdin)
+	in := bufio.NewReader(stdin)
 	d := &tfdeploy.Deployer{
 		TF:  tf,
-		Out: os.Stdout,
+		Out: stdout,
 		Confirm: func(prompt string) (bool, error) {
-			fmt.Print(prompt)
+			fmt.Fprint(stdout, prompt)
 			line, err := in.ReadString('\n')
 			if err != nil && line == "" {
 				return false, err
