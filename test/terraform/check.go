@@ -141,6 +141,7 @@ func Check(root string, l Layout) ([]string, error) {
 	checkPolicies(&v, cc, all)
 	checkFunction(&v, fn)
 	checkFunctionCalls(&v, cc)
+	checkWiring(&v, cc)
 	checkWorkerAsync(&v, cc)
 	checkStreamMapping(&v, cc)
 	checkAlarms(&v, cc, fn)
@@ -574,6 +575,37 @@ func checkFunctionCalls(v *violations, cc *Module) {
 		}
 		if a := attr(c, "zip_path"); a == nil || !strings.HasSuffix(cc.Text(a.Expr.Range()), "/"+name+`.zip"`) {
 			v.add(c.DefRange(), "module %s: zip_path must be <artifacts_dir>/%s.zip", name, name)
+		}
+	}
+}
+
+// checkWiring ties the functions' environment to the resources it names:
+// the table prefix the tables module uses, and the worker the api invokes.
+func checkWiring(v *violations, cc *Module) {
+	tables := cc.Blocks("module", "tables")
+	env := cc.Local("common_env")
+	if len(tables) != 1 || env == nil {
+		v.add(hcl.Range{Filename: cc.Dir}, "want module \"tables\" and local.common_env")
+		return
+	}
+	prefix := attr(tables[0], "table_prefix")
+	obj, ok := env.(*hclsyntax.ObjectConsExpr)
+	if prefix == nil || !ok {
+		v.add(env.Range(), "local.common_env must be an object and module tables must set table_prefix")
+		return
+	}
+	found := false
+	for _, item := range obj.Items {
+		if cc.Text(item.KeyExpr.Range()) == "CC_TABLE_PREFIX" {
+			found = cc.Text(item.ValueExpr.Range()) == cc.Text(prefix.Expr.Range())
+		}
+	}
+	if !found {
+		v.add(env.Range(), "CC_TABLE_PREFIX in local.common_env must be the tables module's table_prefix (%s)", cc.Text(prefix.Expr.Range()))
+	}
+	if api := cc.Blocks("module", "api"); len(api) == 1 {
+		if e := attr(api[0], "environment"); e == nil || !strings.Contains(cc.Text(e.Expr.Range()), "CC_WORKER_FUNCTION=module.worker.function_name") {
+			v.add(api[0].DefRange(), "the api's CC_WORKER_FUNCTION must be module.worker.function_name")
 		}
 	}
 }

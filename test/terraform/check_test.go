@@ -226,6 +226,18 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			wantInErr: "architectures must be",
 		},
 		{
+			name: "functions read another table prefix", file: cc,
+			old:       `CC_TABLE_PREFIX = local.table_prefix`,
+			new:       `CC_TABLE_PREFIX = var.environment`,
+			wantInErr: "CC_TABLE_PREFIX in local.common_env",
+		},
+		{
+			name: "api invokes something else", file: cc,
+			old:       `CC_WORKER_FUNCTION        = module.worker.function_name`,
+			new:       `CC_WORKER_FUNCTION        = module.projector.function_name`,
+			wantInErr: "CC_WORKER_FUNCTION",
+		},
+		{
 			name: "route missing", file: cc,
 			old:       `"DELETE /v1/me",`,
 			new:       ``,
