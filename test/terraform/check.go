@@ -78,9 +78,10 @@ var Grants = map[string]map[string][]string{
 	"projector": {
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"dynamodb:Query", "dynamodb:ConditionCheckItem"},
-		`module.tables.stream_arn`:        {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
-		`module.tables.arns["audit"]`:     {"dynamodb:PutItem"},
-		`aws_sqs_queue.projector_dlq.arn`: {"sqs:SendMessage"},
+		`module.tables.stream_arn`:                 {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
+		`"${module.tables.arns["main"]}/stream/*"`: {"dynamodb:ListStreams"},
+		`module.tables.arns["audit"]`:              {"dynamodb:PutItem"},
+		`aws_sqs_queue.projector_dlq.arn`:          {"sqs:SendMessage"},
 	},
 }
 
@@ -170,10 +171,8 @@ type tableView struct {
 }
 
 func checkTables(v *violations, m *Module, all []*Module) {
-	count := 0
 	for _, mod := range all {
 		for _, r := range mod.Resources("aws_dynamodb_table") {
-			count++
 			if mod != m || r.Labels[1] != "this" {
 				v.add(r.DefRange(), "aws_dynamodb_table.%s: tables are declared only by %s (aws_dynamodb_table.this)", r.Labels[1], m.Dir)
 			}

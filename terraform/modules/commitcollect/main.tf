@@ -169,6 +169,13 @@ data "aws_iam_policy_document" "projector" {
     actions   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
     resources = [module.tables.stream_arn]
   }
+  # Lambda's stream poller lists the table's streams; AWS documents this grant
+  # on <table>/stream/* (it is the same table, never another one).
+  statement {
+    sid       = "ListStreams"
+    actions   = ["dynamodb:ListStreams"]
+    resources = ["${module.tables.arns["main"]}/stream/*"]
+  }
   statement {
     sid       = "Audit"
     actions   = ["dynamodb:PutItem"]
