@@ -28,7 +28,9 @@ import (
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
 
-// clock is a settable test clock.
+// clock is a settable test clock. It starts at the real time: DynamoDB
+// Local runs TTL deletion against the real clock, so items stamped with a
+// clock in the past would vanish under the tests.
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -106,7 +108,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if _, err := catalog.Seed(context.Background(), st, cat); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, st: st, mux: http.NewServeMux(), clock: &clock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}}
+	e := &env{t: t, st: st, mux: http.NewServeMux(), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
 	e.srv = httptest.NewServer(e.mux)
 	t.Cleanup(e.srv.Close)
 	if o.strava == nil {
