@@ -45,3 +45,8 @@ build:
 
 clean:
 	rm -rf dist
+
+.PHONY: seed
+## seed: write the model catalog into the tables (idempotent; DYNAMODB_ENDPOINT, CC_TABLE_PREFIX)
+seed:
+	$(GO) run ./scripts/seed -table-prefix "$(CC_TABLE_PREFIX)"
