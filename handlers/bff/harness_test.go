@@ -249,6 +249,18 @@ func newFakeOAuthServer(t *testing.T) *fakeOAuthServer {
 		http.Redirect(w, r, back.String(), http.StatusFound)
 	})
 	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("grant_type") == "refresh_token" && r.FormValue("client_secret") == "secret" {
+			switch r.FormValue("refresh_token") {
+			case "rt-good":
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"token_type":"Bearer","access_token":"at-fresh","refresh_token":"rt-rotated","expires_in":21600}`)
+			case "rt-down":
+				http.Error(w, `{"message":"down"}`, http.StatusServiceUnavailable)
+			default:
+				http.Error(w, `{"message":"Bad Request","errors":[{"resource":"RefreshToken","field":"refresh_token","code":"invalid"}]}`, http.StatusBadRequest)
+			}
+			return
+		}
 		if r.FormValue("client_id") != "cid" || r.FormValue("client_secret") != "secret" || r.FormValue("grant_type") != "authorization_code" {
 			http.Error(w, `{"message":"Bad Request"}`, http.StatusBadRequest)
 			return
