@@ -81,7 +81,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}
-	ids, _ := e.st.UserSessionIDs(ctx, me.UserID)
+	ids, _, _ := e.st.UserSessionIDs(ctx, me.UserID)
 	if len(ids) != 2 {
 		t.Fatalf("session pointers = %v, want both sessions", ids)
 	}

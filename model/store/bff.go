@@ -144,23 +144,23 @@ func (s *Store) DeleteSession(ctx context.Context, userID, sessionID string) err
 	return nil
 }
 
-// UserSessionIDs lists the session ids a user's partition points to.
-func (s *Store) UserSessionIDs(ctx context.Context, userID string) ([]string, error) {
+// UserSessionIDs lists the session ids a user's partition points to (at
+// most MaxWorkoutsToInspect; truncated says there are more).
+func (s *Store) UserSessionIDs(ctx context.Context, userID string) (ids []string, truncated bool, err error) {
 	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixSession, QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
-		return nil, fmt.Errorf("list sessions of user %s: %w", userID, err)
+		return nil, false, fmt.Errorf("list sessions of user %s: %w", userID, err)
 	}
-	var ids []string
 	for _, it := range res.Items {
 		k, err := itemKey(it)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if p, err := model.ParseKey(k); err == nil && p.Kind == model.KindUserSession {
 			ids = append(ids, p.SessionID)
 		}
 	}
-	return ids, nil
+	return ids, res.Truncated, nil
 }
 
 // DeleteUserSessions removes every session of a user except keep (the
@@ -168,25 +168,29 @@ func (s *Store) UserSessionIDs(ctx context.Context, userID string) ([]string, er
 // first, then their pointers, so a session never outlives its pointer. It is
 // safe to re-run.
 func (s *Store) DeleteUserSessions(ctx context.Context, userID, keep string) error {
-	ids, err := s.UserSessionIDs(ctx, userID)
-	if err != nil {
-		return err
-	}
-	var sessions, pointers []model.Key
-	for _, id := range ids {
-		if id == keep {
-			continue
+	for {
+		ids, truncated, err := s.UserSessionIDs(ctx, userID)
+		if err != nil {
+			return err
 		}
-		sessions = append(sessions, model.SessionKey(id))
-		pointers = append(pointers, model.UserSessionKey(userID, id))
+		var sessions, pointers []model.Key
+		for _, id := range ids {
+			if id == keep {
+				continue
+			}
+			sessions = append(sessions, model.SessionKey(id))
+			pointers = append(pointers, model.UserSessionKey(userID, id))
+		}
+		if err := s.BatchDelete(ctx, s.t.Sessions, sessions); err != nil {
+			return fmt.Errorf("delete sessions of user %s: %w", userID, err)
+		}
+		if err := s.BatchDelete(ctx, s.t.Main, pointers); err != nil {
+			return fmt.Errorf("delete session pointers of user %s: %w", userID, err)
+		}
+		if !truncated || len(pointers) == 0 {
+			return nil
+		}
 	}
-	if err := s.BatchDelete(ctx, s.t.Sessions, sessions); err != nil {
-		return fmt.Errorf("delete sessions of user %s: %w", userID, err)
-	}
-	if err := s.BatchDelete(ctx, s.t.Main, pointers); err != nil {
-		return fmt.Errorf("delete session pointers of user %s: %w", userID, err)
-	}
-	return nil
 }
 
 // DeleteSessionPointerFirst removes a session's pointer and then the

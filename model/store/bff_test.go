@@ -81,7 +81,7 @@ func TestSessionsAndPointers(t *testing.T) {
 	if err := s.CreateSession(ctx, &model.Session{SessionID: "s1", UserID: "u2"}); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("reused session id: got %v, want ErrConflict", err)
 	}
-	ids, err := s.UserSessionIDs(ctx, "u1")
+	ids, _, err := s.UserSessionIDs(ctx, "u1")
 	if err != nil || len(ids) != 3 {
 		t.Fatalf("sessions of u1 = %v, %v", ids, err)
 	}
@@ -97,7 +97,7 @@ func TestSessionsAndPointers(t *testing.T) {
 	if err := s.DeleteSessionPointerFirst(ctx, "u1", "s2"); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.UserSessionIDs(ctx, "u1"); len(ids) != 0 {
+	if ids, _, _ := s.UserSessionIDs(ctx, "u1"); len(ids) != 0 {
 		t.Fatalf("pointers left: %v", ids)
 	}
 	if _, err := s.Session(ctx, "other"); err != nil {
