@@ -48,6 +48,10 @@ func (d MilestoneDefinition) Validate() error {
 		v.Add("target", "must be at most %g", float64(MaxTarget))
 	case metricOK && (d.Metric == MetricCount || d.Metric == MetricMovingTime) && d.Target != math.Trunc(d.Target):
 		v.Add("target", "must be a whole number for %s", d.Metric)
+	case metricOK && d.TargetUnits() < 1:
+		// The projector works in integer units (mm); a target that rounds to
+		// zero could never be projected.
+		v.Add("target", "must be at least 0.001 for %s", d.Metric)
 	}
 	if len(d.SportTypes) > MaxSportTypes {
 		v.Add("sportTypes", "has more than %d entries", MaxSportTypes)

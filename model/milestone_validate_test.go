@@ -40,6 +40,8 @@ func TestMilestoneDefinitionValidate(t *testing.T) {
 		{"negative target", func(d *MilestoneDefinition) { d.Target = -5 }, []string{"target"}},
 		{"NaN target", func(d *MilestoneDefinition) { d.Target = math.NaN() }, []string{"target"}},
 		{"huge target", func(d *MilestoneDefinition) { d.Target = 2e9 }, []string{"target"}},
+		{"distance rounding to zero millimetres", func(d *MilestoneDefinition) { d.Target = 0.0004 }, []string{"target"}},
+		{"one millimetre", func(d *MilestoneDefinition) { d.Target = 0.001 }, nil},
 		{"fractional count", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricCount, 2.5 }, []string{"target"}},
 		{"fractional seconds", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricMovingTime, 0.5 }, []string{"target"}},
 		{"empty sport type", func(d *MilestoneDefinition) { d.SportTypes = []string{"Run", ""} }, []string{"sportTypes"}},

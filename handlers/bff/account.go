@@ -34,7 +34,7 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		return
 	}
 	connected := false
-	c, err := h.st.StravaConnection(ctx, s.UserID)
+	c, err := h.st.Connection(ctx, s.UserID)
 	switch {
 	case err == nil:
 		connected = !c.NeedsReauth && hasActivityRead(c.Scopes)
@@ -101,7 +101,7 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 		run  func() error
 	}{
 		{StepDeauthorize, func() error {
-			c, err := h.st.StravaConnection(ctx, userID)
+			c, err := h.st.Connection(ctx, userID)
 			if errors.Is(err, model.ErrNotFound) {
 				return nil // already removed (a re-run, or Strava deauthorized us)
 			}

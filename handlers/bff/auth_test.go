@@ -61,7 +61,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
-	conn, err := e.st.StravaConnection(ctx, me.UserID)
+	conn, err := e.st.Connection(ctx, me.UserID)
 	if err != nil || conn.TokenVersion != 1 || !strings.HasPrefix(conn.AccessToken, "at-code-") || conn.HasScope("activity:read_all") == false {
 		t.Fatalf("connection after first login = %+v, %v", conn, err)
 	}
@@ -77,7 +77,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if me2.UserID != me.UserID || sid2 == sid {
 		t.Fatalf("returning athlete: user %s session %s, want user %s and a new session", me2.UserID, sid2, me.UserID)
 	}
-	conn2, _ := e.st.StravaConnection(ctx, me.UserID)
+	conn2, _ := e.st.Connection(ctx, me.UserID)
 	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}

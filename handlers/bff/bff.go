@@ -33,7 +33,7 @@ type Store interface {
 	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
 	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
 	Profile(ctx context.Context, userID string) (model.Profile, error)
-	StravaConnection(ctx context.Context, userID string) (model.StravaConnection, error)
+	Connection(ctx context.Context, userID string) (model.StravaConnection, error)
 	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
 	CreateSession(ctx context.Context, s *model.Session) error
 	Session(ctx context.Context, sessionID string) (model.Session, error)
@@ -44,7 +44,7 @@ type Store interface {
 	ConsumeOAuthState(ctx context.Context, state string) (model.OAuthState, error)
 	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
 	CreateMilestone(ctx context.Context, m *model.Milestone) error
-	UserMilestones(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
 	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
 	Delete(ctx context.Context, table string, k model.Key) error

@@ -236,7 +236,7 @@ func (req CreateMilestoneRequest) definition() (model.MilestoneDefinition, *fiel
 // listMilestones answers {milestones:[…]} with one Query of the user's
 // partition.
 func (h *Handler) listMilestones(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
-	ms, truncated, err := h.st.UserMilestones(r.Context(), s.UserID, "")
+	ms, truncated, err := h.st.MilestonesWithAwards(r.Context(), s.UserID, "")
 	if err != nil {
 		h.fail(r.Context(), w, log, "list milestones", err)
 		return
@@ -262,7 +262,7 @@ func (h *Handler) getMilestone(w http.ResponseWriter, r *http.Request, s model.S
 		notFound()
 		return
 	}
-	ms, _, err := h.st.UserMilestones(r.Context(), s.UserID, id)
+	ms, _, err := h.st.MilestonesWithAwards(r.Context(), s.UserID, id)
 	if err != nil {
 		h.fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
 		return

@@ -61,9 +61,9 @@ func (s *Store) Profile(ctx context.Context, userID string) (model.Profile, erro
 	return p, nil
 }
 
-// StravaConnection reads a user's Strava connection; model.ErrNotFound when
+// Connection reads a user's Strava connection; model.ErrNotFound when
 // there is none (never linked, deauthorized or deleted).
-func (s *Store) StravaConnection(ctx context.Context, userID string) (model.StravaConnection, error) {
+func (s *Store) Connection(ctx context.Context, userID string) (model.StravaConnection, error) {
 	var c model.StravaConnection
 	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
 		return model.StravaConnection{}, fmt.Errorf("strava connection %s: %w", userID, err)
@@ -319,12 +319,12 @@ type MilestoneWithAwards struct {
 	Awards    []model.Award
 }
 
-// UserMilestones reads a user's milestones and their awards with one Query of
+// MilestonesWithAwards reads a user's milestones and their awards with one Query of
 // the user's partition (begins_with MILESTONE#, or MILESTONE#{milestoneID}
 // when milestoneID is not empty), in key order. Truncated reports the
 // guardrail stopped the read. Items of other milestones sharing the prefix
 // are dropped; an item written by newer code fails the read (fail closed).
-func (s *Store) UserMilestones(ctx context.Context, userID, milestoneID string) (ms []MilestoneWithAwards, truncated bool, err error) {
+func (s *Store) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []MilestoneWithAwards, truncated bool, err error) {
 	prefix := model.PrefixMilestone
 	if milestoneID != "" {
 		prefix = model.MilestoneSK(milestoneID)

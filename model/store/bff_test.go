@@ -53,7 +53,7 @@ func TestSaveLoginTokensBumpsTokenVersion(t *testing.T) {
 	if err := s.SaveLoginTokens(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.StravaConnection(ctx, "u1")
+	got, err := s.Connection(ctx, "u1")
 	if err != nil || got.TokenVersion != 2 || got.AccessToken != "a2" || got.AthleteGSI1PK != model.AthletePK(7) {
 		t.Fatalf("connection = %+v, %v; want tokenVersion 2 with the new token", got, err)
 	}
@@ -186,15 +186,15 @@ func TestUserMilestonesGroupsAwards(t *testing.T) {
 	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "ab"}); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("duplicate milestone: %v", err)
 	}
-	all, truncated, err := s.UserMilestones(ctx, "u1", "")
+	all, truncated, err := s.MilestonesWithAwards(ctx, "u1", "")
 	if err != nil || truncated || len(all) != 2 || len(all[0].Awards) != 2 || len(all[1].Awards) != 2 {
 		t.Fatalf("all milestones = %+v, %v, %v", all, truncated, err)
 	}
-	one, _, err := s.UserMilestones(ctx, "u1", "ab")
+	one, _, err := s.MilestonesWithAwards(ctx, "u1", "ab")
 	if err != nil || len(one) != 1 || one[0].Milestone.MilestoneID != "ab" || len(one[0].Awards) != 2 || one[0].Awards[1].PartIndex != 1 {
 		t.Fatalf("milestone ab = %+v, %v (the prefix must not pull in abc)", one, err)
 	}
-	if none, _, err := s.UserMilestones(ctx, "u2", "ab"); err != nil || len(none) != 0 {
+	if none, _, err := s.MilestonesWithAwards(ctx, "u2", "ab"); err != nil || len(none) != 0 {
 		t.Fatalf("another user's read = %+v, %v", none, err)
 	}
 }
