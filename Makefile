@@ -96,3 +96,8 @@ tf-check: tf-fmt
 	  exit 1; \
 	fi
 	CC_TF_OFFLINE_PLAN=1 $(GO) test -count=1 -v -run '^TestOfflinePlan$$' ./scripts/deploy/tfdeploy/
+
+.PHONY: seed
+## seed: write the model catalog into the tables (idempotent; DYNAMODB_ENDPOINT, CC_TABLE_PREFIX)
+seed:
+	$(GO) run ./scripts/seed -table-prefix "$(CC_TABLE_PREFIX)"
