@@ -86,9 +86,9 @@ func TestProject(t *testing.T) {
 			cur:  active(), wantValue: 9999999, wantCount: 1, wantStat: model.StatusActive,
 		},
 		{
-			name: "awards never go down when workouts disappear",
-			log:  projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
-			cur:  model.Projection{ProgressValue: 105000000, WorkoutsCounted: 3, AwardedParts: 10, Status: model.StatusCompleted},
+			name:      "awards never go down when workouts disappear",
+			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
+			cur:       model.Projection{ProgressValue: 105000000, WorkoutsCounted: 3, AwardedParts: 10, Status: model.StatusCompleted},
 			wantValue: 25000000, wantCount: 1, wantAward: 10, wantStat: model.StatusCompleted,
 			wantTips: []int64{1, 1},
 		},
@@ -111,8 +111,8 @@ func TestProject(t *testing.T) {
 			def: func(d *model.MilestoneDefinition) {
 				d.Metric, d.Target, d.PartCount, d.PeriodEndAtUtc = model.MetricMovingTime, 3600, 2, nil
 			},
-			log:  projections.Log{Workouts: []model.Workout{run(1, 1, 5400), run(2, 200, 5400)}},
-			cur:  active(), wantValue: 3600, wantCount: 2, wantAward: 2, wantNew: []int{0, 1}, wantStat: model.StatusCompleted,
+			log: projections.Log{Workouts: []model.Workout{run(1, 1, 5400), run(2, 200, 5400)}},
+			cur: active(), wantValue: 3600, wantCount: 2, wantAward: 2, wantNew: []int{0, 1}, wantStat: model.StatusCompleted,
 			wantTips: []int64{1, 2},
 		},
 		{
