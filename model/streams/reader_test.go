@@ -1,0 +1,266 @@
+package streams_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+type env struct {
+	s   *store.Store
+	arn string
+	api streams.API
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	db, st := dynamolocal.Clients(t)
+	s := store.New(db, dynamolocal.MustCreateTables(t, db))
+	arn, err := store.StreamARN(context.Background(), db, s.Tables())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{s: s, arn: arn, api: st}
+}
+
+func (e env) putWorkouts(t *testing.T, user string, from, to int64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		w := &model.Workout{UserID: user, ActivityID: i, SportType: "Run", DistanceMeters: float64(i), StartDateUtc: time.Unix(1700000000+i, 0).UTC()}
+		if err := e.s.Put(context.Background(), e.s.Tables().Main, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sks(recs []events.DynamoDBEventRecord) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Change.Keys["SK"].String()
+	}
+	return out
+}
+
+func TestReadAllConvertsLikeLambda(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putWorkouts(t, "u1", 1, 3)
+	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, model.WorkoutKey("u1", 2), 0, store.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := streams.ReadAll(ctx, e.api, e.arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(sks(recs)), "[WORKOUT#STRAVA#1 WORKOUT#STRAVA#2 WORKOUT#STRAVA#3 WORKOUT#STRAVA#2]"; got != want {
+		t.Fatalf("records: got %s, want %s", got, want)
+	}
+	mod := recs[3]
+	if mod.EventName != "MODIFY" || mod.EventSource != "aws:dynamodb" || mod.EventSourceArn != e.arn || mod.AWSRegion == "" {
+		t.Fatalf("envelope: %+v", mod)
+	}
+	if !mod.Change.NewImage["isDeleted"].Boolean() || mod.Change.OldImage["isDeleted"].Boolean() {
+		t.Fatalf("images: new %v old %v", mod.Change.NewImage["isDeleted"], mod.Change.OldImage["isDeleted"])
+	}
+	if mod.Change.StreamViewType != "NEW_AND_OLD_IMAGES" || mod.Change.SequenceNumber == "" || mod.Change.ApproximateCreationDateTime.IsZero() {
+		t.Fatalf("change: %+v", mod.Change)
+	}
+	// The record survives a JSON round trip through aws-lambda-go's types,
+	// which is how the projector Lambda receives it.
+	b, err := json.Marshal(events.DynamoDBEvent{Records: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back events.DynamoDBEvent
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sks(back.Records), sks(recs)) || back.Records[3].Change.NewImage["distanceMeters"].Number() != "2" {
+		t.Fatalf("round trip changed the records")
+	}
+	// And it has exactly the fields of aws-lambda-go's own fixture.
+	want := fixtureFields(t)
+	got := jsonFields(t, b)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("record fields:\n got %v\nwant %v", got, want)
+	}
+}
+
+// fixtureFields reads aws-lambda-go's testdata/dynamodb-event.json from the
+// module cache and lists the field names of a record and of its change.
+func fixtureFields(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
+	if err != nil {
+		t.Fatalf("locate aws-lambda-go: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "events", "testdata", "dynamodb-event.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonFields(t, b)
+}
+
+func jsonFields(t *testing.T, b []byte) []string {
+	t.Helper()
+	var ev struct {
+		Records []map[string]json.RawMessage `json:"Records"`
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for _, r := range ev.Records {
+		for k := range r {
+			set[k] = true
+		}
+		var change map[string]json.RawMessage
+		if err := json.Unmarshal(r["dynamodb"], &change); err != nil {
+			t.Fatal(err)
+		}
+		for k := range change {
+			if k != "OldImage" { // the fixture's records are all INSERTs
+				set["dynamodb."+k] = true
+			}
+		}
+	}
+	delete(set, "userIdentity") // only TTL deletions carry it
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPartialBatchFailureRetriesFromFailedRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putWorkouts(t, "u1", 1, 6)
+	var delivered [][]string
+	failedOnce := false
+	h := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		delivered = append(delivered, sks(ev.Records))
+		for _, r := range ev.Records {
+			if r.Change.Keys["SK"].String() == "WORKOUT#STRAVA#4" && !failedOnce {
+				failedOnce = true
+				return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: r.Change.SequenceNumber}}}, nil
+			}
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	r := streams.NewReader(e.api, e.arn, streams.Options{})
+	if err := r.Drain(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"WORKOUT#STRAVA#1", "WORKOUT#STRAVA#2", "WORKOUT#STRAVA#3", "WORKOUT#STRAVA#4", "WORKOUT#STRAVA#5", "WORKOUT#STRAVA#6"},
+		{"WORKOUT#STRAVA#4", "WORKOUT#STRAVA#5", "WORKOUT#STRAVA#6"},
+	}
+	if !reflect.DeepEqual(delivered, want) {
+		t.Fatalf("deliveries:\n got %v\nwant %v", delivered, want)
+	}
+	if r.Stats.Retries != 1 || r.Stats.Records != 6 {
+		t.Fatalf("stats: %+v", r.Stats)
+	}
+}
+
+func TestDiscardAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putWorkouts(t, "u1", 1, 3)
+	var discarded []string
+	h := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("always broken")
+	}
+	r := streams.NewReader(e.api, e.arn, streams.Options{MaxAttempts: 2, OnDiscard: func(_ context.Context, recs []events.DynamoDBEventRecord, cause error) {
+		discarded = append(discarded, sks(recs)...)
+	}})
+	if err := r.Drain(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	if len(discarded) != 3 || r.Stats.Discarded != 3 {
+		t.Fatalf("discarded %v, stats %+v", discarded, r.Stats)
+	}
+}
+
+func TestRestartResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cp := &streams.FileCheckpoints{Path: filepath.Join(t.TempDir(), "checkpoints.json")}
+	collect := func() []string {
+		var got []string
+		r := streams.NewReader(e.api, e.arn, streams.Options{Checkpoints: cp, BatchSize: 2})
+		err := r.Drain(context.Background(), func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			got = append(got, sks(ev.Records)...)
+			return events.DynamoDBEventResponse{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	e.putWorkouts(t, "u1", 1, 5)
+	if got := collect(); len(got) != 5 {
+		t.Fatalf("first run: %v", got)
+	}
+	e.putWorkouts(t, "u1", 6, 7)
+	if got, want := collect(), []string{"WORKOUT#STRAVA#6", "WORKOUT#STRAVA#7"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after restart: got %v, want %v (nothing reprocessed)", got, want)
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putWorkouts(t, "u1", 1, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	seen := make(chan int, 10)
+	done := make(chan error, 1)
+	r := streams.NewReader(e.api, e.arn, streams.Options{PollInterval: 20 * time.Millisecond})
+	go func() {
+		done <- r.Run(ctx, func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			seen <- len(ev.Records)
+			return events.DynamoDBEventResponse{}, nil
+		})
+	}()
+	total := 0
+	for total < 3 {
+		select {
+		case n := <-seen:
+			total += n
+			if total == 2 {
+				e.putWorkouts(t, "u1", 3, 3) // written while the reader runs
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("reader delivered %d records, want 3", total)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop on cancel")
+	}
+}
