@@ -65,6 +65,10 @@ type Decision struct {
 func Classify(rec events.DynamoDBEventRecord) Decision {
 	park := func(d Decision, err error) Decision {
 		d.Action, d.Err, d.Reason = Park, err, "undecodable"
+		// Best effort, so the parked record still joins its trace.
+		if v, ok := rec.Change.NewImage["correlationId"]; ok && v.DataType() == events.DataTypeString {
+			d.CorrelationID = v.String()
+		}
 		return d
 	}
 	keys, err := Image(rec.Change.Keys)
