@@ -1,25 +1,27 @@
 // Command api is the commitcollect-api Lambda behind API Gateway's HTTP API
 // (payload v2): one net/http mux serves the Strava webhook (and the BFF's
-// routes), adapted by aws-lambda-go-api-proxy. Wiring only.
+// routes, assembled by handlers/app), adapted by aws-lambda-go-api-proxy. Wiring only.
 package main
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/store"
 )
 
 func main() {
-	cfg, err := config.FromEnv(nil, config.Need{Webhook: true, Worker: true})
+	need := app.Need
+	need.Worker = true
+	cfg, err := config.Load(context.Background(), need)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -34,10 +36,11 @@ func main() {
 	st := store.New(db, cfg.Tables())
 	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
 
-	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{
-		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID,
-	}, st, dispatcher, log).Mount(mux)
+	mux, err := app.NewAPI(cfg, st, dispatcher, nil, log)
+	if err != nil {
+		log.Error("build api", "error", err)
+		os.Exit(1)
+	}
 
 	lambda.Start(httpadapter.NewV2(mux).ProxyWithContext)
 }

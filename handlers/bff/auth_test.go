@@ -14,12 +14,13 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestLoginThroughRedirects(t *testing.T) {
 	t.Parallel()
-	e, fs := oauthEnv(t)
-	fs.athleteID.Store(4242)
+	e, sim := oauthEnv(t)
+	sim.AddAthlete(stravasim.Athlete{ID: 4242, Firstname: "Grace", Lastname: "Hopper"})
 	ctx := context.Background()
 
 	// The login redirect carries exactly what Strava needs.
@@ -29,7 +30,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	}
 	loc, _ := url.Parse(resp.header.Get("Location"))
 	q := loc.Query()
-	if loc.Path != "/oauth/authorize" || !strings.HasPrefix(loc.String(), fs.URL) || q.Get("client_id") != "cid" ||
+	if loc.Path != "/oauth/authorize" || !strings.HasPrefix(loc.String(), sim.URL) || q.Get("client_id") != sim.ClientID() ||
 		q.Get("redirect_uri") != e.srv.URL+"/auth/strava/callback" || q.Get("response_type") != "code" ||
 		q.Get("scope") != "read,activity:read_all" || len(q.Get("state")) != 32 {
 		t.Fatalf("authorize redirect = %s", loc)
@@ -62,7 +63,8 @@ func TestLoginThroughRedirects(t *testing.T) {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
 	conn, err := e.st.Connection(ctx, me.UserID)
-	if err != nil || conn.TokenVersion != 1 || !strings.HasPrefix(conn.AccessToken, "at-code-") || conn.HasScope("activity:read_all") == false {
+	if err != nil || conn.TokenVersion != 1 || !sim.AccessTokenValid(conn.AccessToken) || !sim.RefreshTokenValid(conn.RefreshToken) ||
+		!conn.HasScope("activity:read_all") {
 		t.Fatalf("connection after first login = %+v, %v", conn, err)
 	}
 
@@ -78,7 +80,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 		t.Fatalf("returning athlete: user %s session %s, want user %s and a new session", me2.UserID, sid2, me.UserID)
 	}
 	conn2, _ := e.st.Connection(ctx, me.UserID)
-	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken {
+	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken || !sim.AccessTokenValid(conn2.AccessToken) {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}
 	ids, _, _ := e.st.UserSessionIDs(ctx, me.UserID)
@@ -89,8 +91,8 @@ func TestLoginThroughRedirects(t *testing.T) {
 
 func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 	t.Parallel()
-	e, fs := oauthEnv(t)
-	fs.athleteID.Store(777)
+	e, sim := oauthEnv(t)
+	sim.AddAthlete(stravasim.Athlete{ID: 777, Firstname: "Concurrent"})
 	const n = 4
 	users := make([]string, n)
 	var wg sync.WaitGroup
@@ -125,8 +127,9 @@ func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 
 func TestCallbackRefusals(t *testing.T) {
 	t.Parallel()
-	e, fs := oauthEnv(t)
-	fs.athleteID.Store(99)
+	e, sim := oauthEnv(t)
+	sim.AddAthlete(stravasim.Athlete{ID: 99, Firstname: "Refuser"})
+	sim.AddAthlete(stravasim.Athlete{ID: 100, Firstname: "Reader"})
 	ctx := context.Background()
 	nothingWritten := func(t *testing.T) {
 		t.Helper()
@@ -136,8 +139,7 @@ func TestCallbackRefusals(t *testing.T) {
 	}
 
 	t.Run("access denied", func(t *testing.T) {
-		fs.grant.Store("deny")
-		defer fs.grant.Store("read,activity:read_all")
+		sim.SetAuthorization(stravasim.Authorization{AthleteID: 99, Deny: true})
 		b := e.browser()
 		r := e.login(b)
 		if r.status != http.StatusForbidden || !strings.Contains(string(r.body), "chose not to connect") || sessionFrom(t, b, e.srv.URL) != "" {
@@ -146,8 +148,7 @@ func TestCallbackRefusals(t *testing.T) {
 		nothingWritten(t)
 	})
 	t.Run("activity scope missing", func(t *testing.T) {
-		fs.grant.Store("read")
-		defer fs.grant.Store("read,activity:read_all")
+		sim.SetAuthorization(stravasim.Authorization{AthleteID: 99, Scope: "read"})
 		r := e.login(e.browser())
 		if r.status != http.StatusForbidden || !strings.Contains(string(r.body), "permission to read your activities") {
 			t.Fatalf("scope read only: %d %s", r.status, r.body)
@@ -155,9 +156,7 @@ func TestCallbackRefusals(t *testing.T) {
 		nothingWritten(t)
 	})
 	t.Run("activity:read is enough", func(t *testing.T) {
-		fs.athleteID.Store(100)
-		fs.grant.Store("read,activity:read")
-		defer fs.grant.Store("read,activity:read_all")
+		sim.SetAuthorization(stravasim.Authorization{AthleteID: 100, Scope: "read,activity:read"})
 		if r := e.login(e.browser()); r.status != http.StatusFound {
 			t.Fatalf("activity:read: %d %s", r.status, r.body)
 		}
@@ -195,7 +194,7 @@ func TestCallbackRefusals(t *testing.T) {
 	})
 	t.Run("state used twice", func(t *testing.T) {
 		state, cookie := start(t)
-		first := callback(t, state, cookie) // code-x is unknown to Strava: 502, but the state is spent
+		first := callback(t, state, cookie) // code-x is unknown to the simulator: 502, but the state is spent
 		if first.status != http.StatusBadGateway {
 			t.Fatalf("first use: %d %s", first.status, first.body)
 		}

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
@@ -210,89 +210,16 @@ func (e *env) do(method, path, cookie string, body any, header ...string) respon
 	return response{resp.StatusCode, resp.Header, raw}
 }
 
-// fakeOAuthServer is Strava's authorize and token endpoints, written for
-// these tests: authorize approves at once (or refuses, or grants less) and
-// redirects back; token answers like Strava, athlete summary included.
-type fakeOAuthServer struct {
-	*httptest.Server
-	athleteID atomic.Int64
-	grant     atomic.Value // string: the scope granted, or "deny"
-	codes     sync.Map     // code → athlete id
-	serial    atomic.Int64
-}
-
-func newFakeOAuthServer(t *testing.T) *fakeOAuthServer {
-	f := &fakeOAuthServer{}
-	f.grant.Store("read,activity:read_all")
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /oauth/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if q.Get("client_id") != "cid" || q.Get("response_type") != "code" || q.Get("scope") != "read,activity:read_all" || q.Get("state") == "" {
-			http.Error(w, "bad authorize request "+r.URL.RawQuery, http.StatusBadRequest)
-			return
-		}
-		back, err := url.Parse(q.Get("redirect_uri"))
-		if err != nil {
-			http.Error(w, "bad redirect_uri", http.StatusBadRequest)
-			return
-		}
-		v := url.Values{"state": {q.Get("state")}}
-		if g := f.grant.Load().(string); g == "deny" {
-			v.Set("error", "access_denied")
-		} else {
-			code := fmt.Sprintf("code-%d", f.serial.Add(1))
-			f.codes.Store(code, f.athleteID.Load())
-			v.Set("code", code)
-			v.Set("scope", g)
-		}
-		back.RawQuery = v.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
-	})
-	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
-		if r.FormValue("grant_type") == "refresh_token" && r.FormValue("client_secret") == "secret" {
-			switch r.FormValue("refresh_token") {
-			case "rt-good":
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = io.WriteString(w, `{"token_type":"Bearer","access_token":"at-fresh","refresh_token":"rt-rotated","expires_in":21600}`)
-			case "rt-down":
-				http.Error(w, `{"message":"down"}`, http.StatusServiceUnavailable)
-			default:
-				http.Error(w, `{"message":"Bad Request","errors":[{"resource":"RefreshToken","field":"refresh_token","code":"invalid"}]}`, http.StatusBadRequest)
-			}
-			return
-		}
-		if r.FormValue("client_id") != "cid" || r.FormValue("client_secret") != "secret" || r.FormValue("grant_type") != "authorization_code" {
-			http.Error(w, `{"message":"Bad Request"}`, http.StatusBadRequest)
-			return
-		}
-		id, ok := f.codes.LoadAndDelete(r.FormValue("code"))
-		if !ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, `{"message":"Bad Request","errors":[{"resource":"AuthorizationCode","field":"code","code":"invalid"}]}`)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"token_type": "Bearer", "access_token": "at-" + r.FormValue("code"), "refresh_token": "rt-" + r.FormValue("code"),
-			"expires_at": time.Now().Add(6 * time.Hour).Unix(), "expires_in": 21600,
-			"athlete": map[string]any{"id": id, "firstname": "Grace", "lastname": "Hopper"},
-		})
-	})
-	f.Server = httptest.NewServer(mux)
-	t.Cleanup(f.Close)
-	return f
-}
-
-// oauthEnv is an env whose Strava is the real OAuthClient against the fake
-// OAuth server.
-func oauthEnv(t *testing.T) (*env, *fakeOAuthServer) {
+// oauthEnv is an env whose Strava is the real OAuthClient (x/oauth2 and the
+// model/strava REST client) against the Strava simulator.
+func oauthEnv(t *testing.T) (*env, *stravasim.Server) {
 	t.Helper()
-	fs := newFakeOAuthServer(t)
-	client := &bff.OAuthClient{}
+	sim := stravasim.New(stravasim.Options{})
+	t.Cleanup(sim.Close)
+	client := &bff.OAuthClient{Deauthorizer: strava.NewClient(sim.URL, nil)}
 	e := newEnv(t, envOpts{strava: client})
-	client.Config = strava.OAuthConfig(fs.URL, "cid", "secret", e.srv.URL+"/auth/strava/callback")
-	return e, fs
+	client.Config = strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), e.srv.URL+"/auth/strava/callback")
+	return e, sim
 }
 
 // browser is an HTTP client with a cookie jar that follows redirects until

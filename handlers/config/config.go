@@ -50,8 +50,11 @@ type Config struct {
 
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {
-	Strava    bool // client id and secret
-	Webhook   bool // verify token and subscription id
+	Strava bool // client id and secret
+	// Webhook needs the verify token. STRAVA_SUBSCRIPTION_ID stays optional:
+	// the push subscription can only be created once the api answers the
+	// handshake, and until it is set the webhook refuses every event.
+	Webhook   bool
 	PublicURL bool
 	Worker    bool // CC_WORKER_FUNCTION
 }
@@ -114,7 +117,6 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 	required(need.Strava, "STRAVA_CLIENT_ID", c.StravaClientID)
 	required(need.Strava, "STRAVA_CLIENT_SECRET", c.StravaClientSecret)
 	required(need.Webhook, "STRAVA_VERIFY_TOKEN", c.StravaVerifyToken)
-	required(need.Webhook && c.StravaSubscriptionID == 0, "STRAVA_SUBSCRIPTION_ID", "")
 	required(need.PublicURL, "CC_PUBLIC_URL", c.PublicURL)
 	required(need.Worker, "CC_WORKER_FUNCTION", c.WorkerFunction)
 	if err := errors.Join(errs...); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	cfg, err := config.FromEnv(nil, config.Need{})
+	cfg, err := config.Load(context.Background(), config.Need{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

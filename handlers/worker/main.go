@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	cfg, err := config.FromEnv(nil, config.Need{Strava: true})
+	cfg, err := config.Load(context.Background(), config.Need{Strava: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

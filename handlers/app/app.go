@@ -1,0 +1,56 @@
+// Package app assembles the api's http.Handler from the configuration: the
+// Strava webhook (handlers/ingest) and the BFF (handlers/bff) on one
+// net/http mux. The api Lambda and the local stack (scripts/run) both call
+// NewAPI, so what runs locally is what runs behind API Gateway.
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// CallbackPath is where Strava sends the athlete back after login; the
+// redirect URI is CC_PUBLIC_URL + CallbackPath.
+const CallbackPath = "/auth/strava/callback"
+
+// Need is what NewAPI requires from the configuration.
+var Need = config.Need{Strava: true, Webhook: true, PublicURL: true}
+
+// NewAPI returns the api's handler: the webhook handing new events to d,
+// and the BFF's routes. httpClient carries calls to Strava (nil: the Strava
+// client's default timeout). It returns an error naming every unusable
+// setting.
+func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*http.ServeMux, error) {
+	cat, err := catalog.Default()
+	if err != nil {
+		return nil, fmt.Errorf("load model catalog: %w", err)
+	}
+	client := strava.NewClient(cfg.StravaBaseURL, httpClient)
+	h, err := bff.New(bff.Config{PublicURL: cfg.PublicURL, CORSOrigins: cfg.CORSOrigins}, bff.Deps{
+		Store: st,
+		Strava: &bff.OAuthClient{
+			Config:       strava.OAuthConfig(cfg.StravaBaseURL, cfg.StravaClientID, cfg.StravaClientSecret, cfg.PublicURL+CallbackPath),
+			HTTPClient:   client.HTTPClient(),
+			Deauthorizer: client,
+		},
+		Catalog: cat,
+		Log:     log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build bff: %w", err)
+	}
+	mux := http.NewServeMux()
+	ingest.NewWebhook(ingest.WebhookConfig{
+		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID,
+	}, st, d, log).Mount(mux)
+	h.Register(mux)
+	return mux, nil
+}

@@ -1,0 +1,234 @@
+// Package e2e holds end-to-end tests that run the api's routes (BFF and
+// webhook on one mux), the ingestion worker and the Strava simulator on
+// DynamoDB Local.
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+const (
+	subscriptionID = 4711
+	verifyToken    = "e2e-verify"
+	athleteID      = 9001
+)
+
+// api is the api Lambda's mux as handlers/api wires it, served over HTTP,
+// with an in-process worker queue behind the webhook.
+type api struct {
+	t     *testing.T
+	sim   *stravasim.Server
+	st    *store.Store
+	srv   *httptest.Server
+	mux   *http.ServeMux
+	queue *ingest.Queue
+	// stream and projector play the projector Lambda's event source mapping.
+	stream    *streams.Reader
+	projector *consumer.Consumer
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	a := &api{t: t, mux: http.NewServeMux()}
+	a.sim = stravasim.New(stravasim.Options{SubscriptionID: subscriptionID, DeliveryBackoff: time.Millisecond})
+	t.Cleanup(a.sim.Close)
+	db, streamsAPI := dynamolocal.Clients(t)
+	tables := dynamolocal.MustCreateTables(t, db)
+	a.st = store.New(db, tables)
+	arn, err := store.StreamARN(context.Background(), db, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.stream = streams.NewReader(streamsAPI, arn, streams.Options{Logger: log})
+	a.projector = consumer.New(a.st, consumer.Options{Metrics: io.Discard})
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Seed(context.Background(), a.st, cat); err != nil {
+		t.Fatal(err)
+	}
+	a.srv = httptest.NewServer(a.mux)
+	t.Cleanup(a.srv.Close)
+
+	oauth := &bff.OAuthClient{
+		Config:       strava.OAuthConfig(a.sim.URL, a.sim.ClientID(), a.sim.ClientSecret(), a.srv.URL+"/auth/strava/callback"),
+		Deauthorizer: strava.NewClient(a.sim.URL, nil),
+	}
+	h, err := bff.New(bff.Config{PublicURL: a.srv.URL}, bff.Deps{Store: a.st, Strava: oauth, Catalog: cat, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Register(a.mux)
+
+	worker := ingest.NewStravaWorker(a.st, ingest.StravaSettings{BaseURL: a.sim.URL, ClientID: a.sim.ClientID(), ClientSecret: a.sim.ClientSecret()}, log)
+	a.queue = ingest.NewQueue(worker.Process, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, log)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.queue.Close(ctx)
+	})
+	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, a.st, a.queue, log).Mount(a.mux)
+	return a
+}
+
+// call sends a request with the browser's cookies and decodes a JSON answer.
+func (a *api) call(b *http.Client, method, path string, body any, out any) int {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = strings.NewReader(string(raw))
+	}
+	req, _ := http.NewRequest(method, a.srv.URL+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			a.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
+	a := newAPI(t)
+	ctx := context.Background()
+
+	// Every route on the assembled mux is documented, and nothing more.
+	if err := bff.CheckRoutes(a.mux, append(bff.Routes(), "GET "+ingest.WebhookPath, "POST "+ingest.WebhookPath), "bff", "ingestion"); err != nil {
+		t.Fatalf("openapi.yaml drifted from the api mux:\n%v", err)
+	}
+
+	// Log in through the real redirects: /auth/strava/login → simulator's
+	// authorize → /auth/strava/callback → cookie, 302 to /.
+	a.sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Ada", Lastname: "Lovelace"})
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == "/" {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := b.Get(a.srv.URL + "/auth/strava/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/" || resp.Request.URL.Path != "/auth/strava/callback" {
+		t.Fatalf("login ended at %s with %d → %q", resp.Request.URL, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var me bff.MeJSON
+	if st := a.call(b, http.MethodGet, "/v1/me", nil, &me); st != http.StatusOK || me.AthleteID != athleteID || !me.Connected {
+		t.Fatalf("GET /v1/me = %d %+v", st, me)
+	}
+	if s := a.sim.Stats(); s.Authorizations != 1 || s.CodeExchanges != 1 {
+		t.Fatalf("simulator saw %+v, want one authorization and one code exchange", s)
+	}
+
+	// Commit to 10 km of running in March on the Steel Road Bike (8 parts).
+	var m bff.MilestoneJSON
+	if st := a.call(b, http.MethodPost, "/v1/milestones", map[string]any{
+		"modelId": "road-bike", "title": "10 km in March", "metric": "distance", "target": 10000,
+		"sportTypes": []string{"Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z", "periodEndAtUtc": "2026-04-01T00:00:00Z",
+	}, &m); st != http.StatusCreated {
+		t.Fatalf("POST /v1/milestones = %d %+v", st, m)
+	}
+
+	// Strava reports three activities through the webhook; the worker
+	// fetches each from the simulator and writes the workout.
+	for i, sport := range []string{"Run", "Run", "Ride"} {
+		id := int64(70000 + i)
+		a.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athleteID, Name: "Morning " + sport, SportType: sport,
+			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 3+i, 6, 0, 0, 0, time.UTC)})
+		if d, err := a.sim.Deliver(ctx, a.srv.URL+ingest.WebhookPath, a.sim.ActivityEvent("create", id, athleteID, nil)); err != nil {
+			t.Fatalf("deliver activity %d: %+v %v", id, d, err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.queue.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st, a.st.Tables().Main, model.UserPK(me.UserID), model.PrefixWorkoutStrava, store.QueryOptions{})
+	if err != nil || len(workouts) != 3 {
+		t.Fatalf("workouts of the user = %d (%v), want 3", len(workouts), err)
+	}
+
+	// The projector reads the stream (the milestone's INSERT and the
+	// workouts) and projects: two runs of 4 km count, the ride does not;
+	// 8000 m of 10000 earns floor(8000*8/10000) = 6 of the 8 parts.
+	if err := a.stream.Drain(wctx, a.projector.Handle); err != nil {
+		t.Fatal(err)
+	}
+	var got bff.MilestoneJSON
+	if st := a.call(b, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil, &got); st != http.StatusOK ||
+		got.MilestoneID != m.MilestoneID || got.Status != "active" || got.Version < 1 || got.ProjectedAtUtc == nil ||
+		got.Progress != (bff.Progress{Value: 8000, Target: 10000, Percent: 80, WorkoutsCounted: 2}) {
+		t.Fatalf("GET /v1/milestones/{id} = %d %+v", st, got)
+	}
+	if len(got.Awards) != 6 {
+		t.Fatalf("awards = %+v, want parts 0..5", got.Awards)
+	}
+	for i, aw := range got.Awards {
+		if aw.PartIndex != i || aw.Name == "" || aw.ActivityID < 70000 || aw.AwardedAtUtc.IsZero() {
+			t.Fatalf("award %d = %+v", i, aw)
+		}
+	}
+
+	// Deleting the account revokes the simulator's tokens and removes
+	// everything, the workouts written by the worker included.
+	var rep bff.DeletionReport
+	if st := a.call(b, http.MethodDelete, "/v1/me", nil, &rep); st != http.StatusAccepted || rep.Status != "deleted" {
+		t.Fatalf("DELETE /v1/me = %d %+v", st, rep)
+	}
+	if s := a.sim.Stats(); s.Deauthorizations != 1 {
+		t.Fatalf("simulator deauthorizations = %d, want 1", s.Deauthorizations)
+	}
+	for _, pk := range []string{model.UserPK(me.UserID), model.AthletePK(athleteID)} {
+		res, err := a.st.QueryPrefix(ctx, a.st.Tables().Main, pk, "", store.QueryOptions{})
+		if err != nil || len(res.Items) != 0 {
+			t.Fatalf("partition %s after deletion: %d items (%v)", pk, len(res.Items), err)
+		}
+	}
+	if st := a.call(b, http.MethodGet, "/v1/me", nil, nil); st != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/me after deletion = %d, want 401", st)
+	}
+	u, _ := url.Parse(a.srv.URL)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == bff.SessionCookie {
+			t.Fatalf("session cookie still set after deletion: %+v", c)
+		}
+	}
+}
