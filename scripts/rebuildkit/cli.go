@@ -234,7 +234,11 @@ Exit status: 0 no drift, 1 drift found (restore it with rebuild), 2 a user could
 
 // VerifyReport is verify's JSON output.
 type VerifyReport struct {
-	Clean   bool    `json:"clean"`
+	// Clean is true when every user was verified and nothing drifts.
+	Clean bool `json:"clean"`
+	// Drift lists every drifting value, sorted by user, milestone, field.
+	Drift []Drift `json:"drift"`
+	// Summary counts users, milestones and errors (its own Drift is empty).
 	Summary Summary `json:"summary"`
 }
 
@@ -266,13 +270,15 @@ func VerifyMain(ctx context.Context, args []string, io IO, setup Setup) int {
 		r.Progress = NewProgress(io.Err, io.isTerminal(io.Err), "verify")
 	}
 	sum, err := r.Run(ctx, target)
-	if sum.Drift == nil {
-		sum.Drift = []Drift{}
-	}
 	if *asJSON {
+		rep := VerifyReport{Clean: len(sum.Drift) == 0 && sum.Errors == 0 && err == nil, Drift: sum.Drift, Summary: sum}
+		if rep.Drift == nil {
+			rep.Drift = []Drift{}
+		}
+		rep.Summary.Drift = nil
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(VerifyReport{Clean: len(sum.Drift) == 0 && sum.Errors == 0 && err == nil, Summary: sum})
+		_ = enc.Encode(rep)
 	} else {
 		for _, d := range sum.Drift {
 			fmt.Fprintf(io.Out, "drift: %s\n", d)

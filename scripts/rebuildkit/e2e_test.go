@@ -54,7 +54,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.Users != 5 || sum.MilestonesChanged != 10 || sum.AwardsMinted == 0 {
 		t.Fatalf("initial rebuild: got exit %d %s, want 5 users and 10 milestones projected", code, sum)
 	}
-	if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean || len(rep.Summary.Drift) != 0 {
+	if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean || len(rep.Drift) != 0 {
 		t.Fatalf("verify after rebuild: got exit %d %+v, want clean", code, rep)
 	}
 
@@ -82,7 +82,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 
 	code, rep := h.verifyJSON(t, "--all")
 	var got []string
-	for _, d := range rep.Summary.Drift {
+	for _, d := range rep.Drift {
 		got = append(got, fmt.Sprintf("%s/%s %s %s→%s", d.UserID, d.MilestoneID, d.Field, d.Stored, d.Recomputed))
 	}
 	want := []string{
@@ -103,7 +103,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 		t.Fatalf("rebuild after corruption: got exit %d %s, want the 2 corrupted milestones rewritten and 1 award minted", code, sum)
 	}
 	if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean {
-		t.Fatalf("verify after repair: got exit %d %+v, want clean", code, rep.Summary.Drift)
+		t.Fatalf("verify after repair: got exit %d %+v, want clean", code, rep.Drift)
 	}
 	if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.MilestonesChanged != 0 || sum.AwardsMinted != 0 || sum.Users != 5 {
 		t.Fatalf("second rebuild: got exit %d %s, want 5 users and nothing changed", code, sum)

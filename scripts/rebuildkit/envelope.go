@@ -130,9 +130,9 @@ func ParseEnvelope(body []byte) (Envelope, error) {
 }
 
 // isSequenceNumber reports whether s is a stream sequence number (decimal
-// digits, no leading zero).
+// digits; DynamoDB Local pads them with zeros).
 func isSequenceNumber(s string) bool {
-	if s == "" || s[0] == '0' {
+	if s == "" {
 		return false
 	}
 	for _, c := range s {
@@ -146,6 +146,7 @@ func isSequenceNumber(s string) bool {
 // seqLess compares two stream sequence numbers numerically (they are
 // decimal strings of varying length).
 func seqLess(a, b string) bool {
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}

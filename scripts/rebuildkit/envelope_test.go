@@ -118,6 +118,7 @@ func TestSequenceNumbers(t *testing.T) {
 		{"same length compares digits", "800000000003126276362", "800000000003126276371", true, true},
 		{"equal is not less", "42", "42", false, true},
 		{"larger", "900000000000000000001", "800000000000000000001", false, true},
+		{"zero padded (DynamoDB Local)", "000000000000000000055", "149", true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +131,7 @@ func TestSequenceNumbers(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "012", "12a", "-1"} {
+	for _, bad := range []string{"", "12a", "-1", " 1"} {
 		if isSequenceNumber(bad) {
 			t.Errorf("isSequenceNumber(%q): got true, want false", bad)
 		}

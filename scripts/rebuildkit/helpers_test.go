@@ -3,6 +3,8 @@ package rebuildkit_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ func newHarness(t testing.TB) *harness {
 		StreamARN: func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
 		Recompute: projectorRecompute(st),
 		Projector: projectorHandle(st),
+		Logger:    slog.New(slog.DiscardHandler),
 	}
 	return h
 }
@@ -101,13 +104,29 @@ func workouts(user string, seed, from, to int) []model.Entity {
 	return es
 }
 
+// seedUsers writes users with n workouts each, with a few batch writers in
+// parallel.
 func seedUsers(t testing.TB, st *store.Store, users []string, n int) {
 	t.Helper()
-	var es []model.Entity
-	for i, u := range users {
-		es = append(es, userItems(u, i, n)...)
+	const writers = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var es []model.Entity
+			for i := w; i < len(users); i += writers {
+				es = append(es, userItems(users[i], i, n)...)
+			}
+			if err := st.BatchPut(context.Background(), st.Tables().Main, es); err != nil {
+				errs <- err
+			}
+		}()
 	}
-	if err := st.BatchPut(context.Background(), st.Tables().Main, es); err != nil {
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		t.Fatal(err)
 	}
 }

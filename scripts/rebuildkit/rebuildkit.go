@@ -100,17 +100,20 @@ type Summary struct {
 	// Errors is how many users failed; Failures names them.
 	Errors   int               `json:"errors"`
 	Failures map[string]string `json:"failures,omitempty"`
-	// Drift is every drifting value found (dry runs).
-	Drift []Drift `json:"drift"`
+	// Drift is every drifting value found (dry runs only: a rebuild fixes
+	// what it finds, and its summary counts the changes instead).
+	Drift []Drift `json:"drift,omitempty"`
 }
 
-func (s *Summary) add(o Outcome) {
+func (s *Summary) add(o Outcome, dryRun bool) {
 	s.Users++
 	s.Milestones += o.Milestones
 	s.MilestonesChanged += o.MilestonesChanged
 	s.AwardsMinted += o.AwardsMinted
 	s.ConflictsRetried += o.ConflictsRetried
-	s.Drift = append(s.Drift, o.Drift...)
+	if dryRun {
+		s.Drift = append(s.Drift, o.Drift...)
+	}
 }
 
 func (s *Summary) fail(userID string, err error) {

@@ -119,7 +119,7 @@ func (r *Replayer) DryRunReport(ctx context.Context, recompute Recompute) Summar
 		if out.UserID == "" {
 			out.UserID = u
 		}
-		sum.add(out)
+		sum.add(out, true)
 	}
 	SortDrift(sum.Drift)
 	return sum

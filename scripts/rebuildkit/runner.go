@@ -165,7 +165,7 @@ func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
 			if res.out.UserID == "" {
 				res.out.UserID = res.user
 			}
-			sum.add(res.out)
+			sum.add(res.out, r.DryRun)
 			tr.complete(res.shard, res.user)
 		case ctx.Err() != nil:
 			// Interrupted, not failed: the user stays pending and a re-run
