@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
@@ -247,5 +251,39 @@ func TestReplayFeedsOneUserToTheProjectorAndResumesFromCheckpoint(t *testing.T) 
 	}
 	if got := h.snapshot(t, users); got["f000"]["dist"].WorkoutsCounted != 0 || got["f002"]["count"].WorkoutsCounted != 13 {
 		t.Fatalf("second replay: got f000 %+v, f002 %+v; want f000 untouched and f002 projected from its 13 workouts", got["f000"]["dist"].Projection, got["f002"]["count"].Projection)
+	}
+}
+
+func TestVerifyAndRebuildFailClosedOnANewerSchema(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	seedModel(t, h.st)
+	seedUsers(t, h.st, names("n", 2), 8)
+	if code, _ := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK {
+		t.Fatal("initial rebuild failed")
+	}
+	// A milestone written by newer code: this code must leave it alone and say so.
+	m := milestones(t, h.st, "n001")["count"]
+	m.MilestoneID = "future"
+	item, err := store.Marshal(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item["schemaVersion"] = &types.AttributeValueMemberN{Value: "99"}
+	if _, err := h.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(h.st.Tables().Main), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	code, rep := h.verifyJSON(t, "--all")
+	if code != rebuildkit.ExitError || rep.Clean || rep.Summary.Errors != 1 || rep.Summary.Users != 1 ||
+		!strings.Contains(rep.Summary.Failures["n001"], "newer than supported") {
+		t.Fatalf("verify: got exit %d %+v, want n001 reported unverifiable (newer schema) and n000 verified", code, rep.Summary)
+	}
+	code, sum := h.rebuildJSON(t, "--all")
+	if code != rebuildkit.ExitError || sum.Errors != 1 || sum.MilestonesChanged != 0 {
+		t.Fatalf("rebuild: got exit %d %s, want n001 failed and nothing written", code, sum)
+	}
+	if got := milestones(t, h.st, "n001"); got["count"].ProgressValue != m.ProgressValue {
+		t.Fatalf("n001/count: got %+v, want its readable milestones left correct", got["count"].Projection)
 	}
 }

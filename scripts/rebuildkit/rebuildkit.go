@@ -91,7 +91,7 @@ func SortDrift(ds []Drift) {
 type Summary struct {
 	// Users is how many users were processed successfully in this run.
 	Users int `json:"users"`
-	// Skipped is how many users a state file said were already done.
+	// Skipped is how many users earlier runs completed (per the state file).
 	Skipped           int `json:"skipped"`
 	Milestones        int `json:"milestones"`
 	MilestonesChanged int `json:"milestonesChanged"`

@@ -98,6 +98,7 @@ func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
 		}
 	}
 	tr := newTracker(st)
+	previously := st.Completed
 	var sum Summary
 
 	if r.Progress != nil {
@@ -187,6 +188,10 @@ func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
 		}
 	}
 	sum.Skipped = skipped
+	if target.All {
+		// The shard cursors skip earlier runs' users without listing them.
+		sum.Skipped = previously
+	}
 	SortDrift(sum.Drift)
 	if r.Progress != nil {
 		r.Progress.Finish(sum)

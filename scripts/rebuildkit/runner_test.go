@@ -169,6 +169,9 @@ func TestRunAllResumesAfterCancelWithoutRepeats(t *testing.T) {
 	if len(seen) != len(users) {
 		t.Fatalf("got %d users processed over both runs, want %d", len(seen), len(users))
 	}
+	if sum2.Skipped != len(rec.done) {
+		t.Fatalf("re-run: got skipped=%d, want the %d users the first run completed", sum2.Skipped, len(rec.done))
+	}
 	if sum2.Errors != 0 || !slices.Contains(rec2.done, "user-042") {
 		t.Fatalf("re-run: got %d errors, user-042 retried=%v; want the earlier failure retried", sum2.Errors, slices.Contains(rec2.done, "user-042"))
 	}
