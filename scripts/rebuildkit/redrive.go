@@ -231,8 +231,12 @@ func (r *Redriver) RedriveQueue(ctx context.Context, q SQSAPI, queueURL string, 
 	}
 	seen := map[string]bool{}
 	for max <= 0 || len(seen) < max {
+		n := int32(10)
+		if max > 0 {
+			n = int32(min(10, max-len(seen)))
+		}
 		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2,
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: n, WaitTimeSeconds: 2,
 			VisibilityTimeout: int32(visibility.Seconds()),
 		})
 		if err != nil {
