@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,8 +172,8 @@ idempotent anyway). Prints a progress bar with ETA on a terminal, plain lines ot
 Exit status: 0 done, 2 if any user failed (they are named, and retried first by a re-run with --state).`
 
 // RebuildMain is the rebuild command.
-func RebuildMain(ctx context.Context, args []string, io IO, setup Setup) int {
-	fs := newFlagSet("rebuild", rebuildSynopsis, io.Err)
+func RebuildMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("rebuild", rebuildSynopsis, std.Err)
 	var tf targetFlags
 	tf.register(fs)
 	prefix := tablePrefixFlag(fs)
@@ -184,25 +186,25 @@ func RebuildMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	}
 	target, err := tf.target()
 	if err != nil {
-		fmt.Fprintln(io.Err, "rebuild:", err)
+		fmt.Fprintln(std.Err, "rebuild:", err)
 		return ExitError
 	}
 	env, err := setup(ctx, *prefix)
 	if err != nil {
-		fmt.Fprintln(io.Err, "rebuild:", err)
+		fmt.Fprintln(std.Err, "rebuild:", err)
 		return ExitError
 	}
 	r := &Runner{Recompute: env.Recompute, Users: env.Store, Concurrency: *conc, Limiter: NewLimiter(*rps),
-		StatePath: *state, Progress: NewProgress(io.Out, io.isTerminal(io.Out), "rebuild"), Logger: env.Logger}
+		StatePath: *state, Progress: NewProgress(std.Out, std.isTerminal(std.Out), "rebuild"), Logger: env.Logger}
 	if *asJSON {
-		r.Progress = NewProgress(io.Err, io.isTerminal(io.Err), "rebuild")
+		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "rebuild")
 	}
 	sum, err := r.Run(ctx, target)
-	printSummary(io.Out, "rebuild", sum, *asJSON)
+	printSummary(std.Out, "rebuild", sum, *asJSON)
 	if err != nil {
-		fmt.Fprintln(io.Err, "rebuild:", err)
+		fmt.Fprintln(std.Err, "rebuild:", err)
 		if *state != "" {
-			fmt.Fprintf(io.Err, "rebuild: progress saved in %s; run the same command again to continue\n", *state)
+			fmt.Fprintf(std.Err, "rebuild: progress saved in %s; run the same command again to continue\n", *state)
 		}
 		return ExitError
 	}
@@ -219,8 +221,8 @@ func printSummary(w io.Writer, name string, sum Summary, asJSON bool) {
 		_ = enc.Encode(sum)
 		return
 	}
-	for u, e := range sum.Failures {
-		fmt.Fprintf(w, "%s: user %s failed: %s\n", name, u, e)
+	for _, u := range slices.Sorted(maps.Keys(sum.Failures)) {
+		fmt.Fprintf(w, "%s: user %s failed: %s\n", name, u, sum.Failures[u])
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, sum)
 }
@@ -243,8 +245,8 @@ type VerifyReport struct {
 }
 
 // VerifyMain is the verify command.
-func VerifyMain(ctx context.Context, args []string, io IO, setup Setup) int {
-	fs := newFlagSet("verify", verifySynopsis, io.Err)
+func VerifyMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("verify", verifySynopsis, std.Err)
 	var tf targetFlags
 	tf.register(fs)
 	prefix := tablePrefixFlag(fs)
@@ -257,17 +259,17 @@ func VerifyMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	}
 	target, err := tf.target()
 	if err != nil {
-		fmt.Fprintln(io.Err, "verify:", err)
+		fmt.Fprintln(std.Err, "verify:", err)
 		return ExitError
 	}
 	env, err := setup(ctx, *prefix)
 	if err != nil {
-		fmt.Fprintln(io.Err, "verify:", err)
+		fmt.Fprintln(std.Err, "verify:", err)
 		return ExitError
 	}
 	r := &Runner{Recompute: env.Recompute, Users: env.Store, DryRun: true, Concurrency: *conc, Limiter: NewLimiter(*rps), Logger: env.Logger}
 	if !*quiet {
-		r.Progress = NewProgress(io.Err, io.isTerminal(io.Err), "verify")
+		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "verify")
 	}
 	sum, err := r.Run(ctx, target)
 	if *asJSON {
@@ -276,18 +278,18 @@ func VerifyMain(ctx context.Context, args []string, io IO, setup Setup) int {
 			rep.Drift = []Drift{}
 		}
 		rep.Summary.Drift = nil
-		enc := json.NewEncoder(io.Out)
+		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
 		for _, d := range sum.Drift {
-			fmt.Fprintf(io.Out, "drift: %s\n", d)
+			fmt.Fprintf(std.Out, "drift: %s\n", d)
 		}
-		printSummary(io.Out, "verify", sum, false)
+		printSummary(std.Out, "verify", sum, false)
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintln(io.Err, "verify:", err)
+		fmt.Fprintln(std.Err, "verify:", err)
 		return ExitError
 	case sum.Errors > 0:
 		return ExitError
@@ -308,8 +310,8 @@ would change. A stream keeps 24 hours; for anything older use rebuild.
 Exit status: 0 done, 2 on errors (including records the projector gave up on).`
 
 // ReplayMain is the replay command.
-func ReplayMain(ctx context.Context, args []string, io IO, setup Setup) int {
-	fs := newFlagSet("replay", replaySynopsis, io.Err)
+func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("replay", replaySynopsis, std.Err)
 	prefix := tablePrefixFlag(fs)
 	from := fs.String("from", string(streams.TrimHorizon), "where shards without a checkpoint start: trim-horizon (oldest record, up to 24 h ago) or latest")
 	checkpoint := fs.String("checkpoint", "", "JSON checkpoint file: resume from it and save progress to it (a dry run reads it but never writes it)")
@@ -324,22 +326,22 @@ func ReplayMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	}
 	start := streams.Position(*from)
 	if start != streams.TrimHorizon && start != streams.Latest {
-		fmt.Fprintf(io.Err, "replay: --from %q: want trim-horizon or latest\n", *from)
+		fmt.Fprintf(std.Err, "replay: --from %q: want trim-horizon or latest\n", *from)
 		return ExitError
 	}
 	if *dryRun && *function != "" {
-		fmt.Fprintln(io.Err, "replay: --dry-run and --invoke-function together: a dry run never invokes the projector")
+		fmt.Fprintln(std.Err, "replay: --dry-run and --invoke-function together: a dry run never invokes the projector")
 		return ExitError
 	}
-	PrintWarnings(io.Err)
+	PrintWarnings(std.Err)
 	env, err := setup(ctx, *prefix)
 	if err != nil {
-		fmt.Fprintln(io.Err, "replay:", err)
+		fmt.Fprintln(std.Err, "replay:", err)
 		return ExitError
 	}
 	arn, err := env.StreamARN(ctx)
 	if err != nil {
-		fmt.Fprintln(io.Err, "replay:", err)
+		fmt.Fprintln(std.Err, "replay:", err)
 		return ExitError
 	}
 	rp := &Replayer{User: *user, DryRun: *dryRun, Forward: env.Projector}
@@ -372,32 +374,32 @@ func ReplayMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	st := rp.Stats()
 	code := ExitOK
 	if err != nil {
-		fmt.Fprintln(io.Err, "replay:", err)
+		fmt.Fprintln(std.Err, "replay:", err)
 		code = ExitError
 	}
 	if *dryRun {
 		sum := rp.DryRunReport(ctx, env.Recompute)
 		if *asJSON {
-			_ = json.NewEncoder(io.Out).Encode(struct {
+			_ = json.NewEncoder(std.Out).Encode(struct {
 				Records int      `json:"records"`
 				Users   []string `json:"users"`
 				Summary Summary  `json:"summary"`
 			}{st.Records, st.Users, sum})
 		} else {
 			for _, d := range sum.Drift {
-				fmt.Fprintf(io.Out, "would change: %s\n", d)
+				fmt.Fprintf(std.Out, "would change: %s\n", d)
 			}
-			fmt.Fprintf(io.Out, "replay (dry run): records=%d users=%d %s\n", st.Records, len(st.Users), sum)
+			fmt.Fprintf(std.Out, "replay (dry run): records=%d users=%d %s\n", st.Records, len(st.Users), sum)
 		}
 		if sum.Errors > 0 {
 			code = ExitError
 		}
 		return code
 	}
-	fmt.Fprintf(io.Out, "replay: records=%d forwarded=%d batches=%d users=%d retries=%d discarded=%d\n",
+	fmt.Fprintf(std.Out, "replay: records=%d forwarded=%d batches=%d users=%d retries=%d discarded=%d\n",
 		st.Records, st.Forwarded, st.Batches, len(st.Users), reader.Stats.Retries, reader.Stats.Discarded)
 	if len(discarded) > 0 {
-		fmt.Fprintf(io.Err, "replay: the projector gave up on %d records (%v); restore their users with rebuild --user\n", len(discarded), discarded)
+		fmt.Fprintf(std.Err, "replay: the projector gave up on %d records (%v); restore their users with rebuild --user\n", len(discarded), discarded)
 		code = ExitError
 	}
 	return code
@@ -439,8 +441,8 @@ cannot be re-read: the message stays and the note says to verify --all and rebui
 Exit status: 0 everything redriven, 2 if anything was kept.`
 
 // RedriveMain is the redrive command.
-func RedriveMain(ctx context.Context, args []string, io IO, setup Setup) int {
-	fs := newFlagSet("redrive", redriveSynopsis, io.Err)
+func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("redrive", redriveSynopsis, std.Err)
 	prefix := tablePrefixFlag(fs)
 	source := fs.String("source", "all", "local parked records to redrive: projector, worker or all")
 	queueURL := fs.String("queue-url", "", "SQS dead-letter queue URL (AWS): worker async-failure records or projector stream-batch records")
@@ -452,7 +454,7 @@ func RedriveMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	}
 	env, err := setup(ctx, *prefix)
 	if err != nil {
-		fmt.Fprintln(io.Err, "redrive:", err)
+		fmt.Fprintln(std.Err, "redrive:", err)
 		return ExitError
 	}
 	rd := &Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
@@ -463,7 +465,7 @@ func RedriveMain(ctx context.Context, args []string, io IO, setup Setup) int {
 	if *queueURL != "" {
 		sum, err := rd.RedriveQueue(ctx, env.SQS, *queueURL, *visibility, *maxMessages)
 		if err != nil {
-			fmt.Fprintln(io.Err, "redrive:", err)
+			fmt.Fprintln(std.Err, "redrive:", err)
 			return ExitError
 		}
 		sums = append(sums, sum)
@@ -477,26 +479,26 @@ func RedriveMain(ctx context.Context, args []string, io IO, setup Setup) int {
 		case "all":
 			sources = []string{SourceProjector, SourceWorker}
 		default:
-			fmt.Fprintf(io.Err, "redrive: --source %q: want projector, worker or all\n", *source)
+			fmt.Fprintf(std.Err, "redrive: --source %q: want projector, worker or all\n", *source)
 			return ExitError
 		}
 		for _, s := range sources {
 			sum, err := rd.RedriveParked(ctx, env.Store, s)
 			if err != nil {
-				fmt.Fprintln(io.Err, "redrive:", err)
+				fmt.Fprintln(std.Err, "redrive:", err)
 				return ExitError
 			}
-			fmt.Fprintf(io.Out, "redrive %s: %s\n", strings.ToLower(s), sum)
+			fmt.Fprintf(std.Out, "redrive %s: %s\n", strings.ToLower(s), sum)
 			sums = append(sums, sum)
 		}
 	}
 	code := ExitOK
 	for _, s := range sums {
 		if *queueURL != "" {
-			fmt.Fprintf(io.Out, "redrive queue: %s\n", s)
+			fmt.Fprintf(std.Out, "redrive queue: %s\n", s)
 		}
 		for _, n := range s.Notes {
-			fmt.Fprintf(io.Out, "kept: %s\n", n)
+			fmt.Fprintf(std.Out, "kept: %s\n", n)
 		}
 		if s.Kept > 0 {
 			code = ExitError
