@@ -45,3 +45,12 @@ build:
 
 clean:
 	rm -rf dist
+
+## replay / rebuild / verify / redrive: prove and restore the projections (README, "Replay and rebuild").
+## Flags go in ARGS, e.g. make verify ARGS="--all --json"; each command documents its flags with ARGS=--help.
+## Built to .cache/bin and run directly so the exit status survives (verify: 0 clean, 1 drift, 2 error).
+.PHONY: replay rebuild verify redrive
+replay rebuild verify redrive:
+	@mkdir -p $(CACHE)/bin
+	$(GO) build -o $(CACHE)/bin/$@ ./scripts/$@
+	$(CACHE)/bin/$@ $(ARGS)
