@@ -22,6 +22,7 @@ $(DYNAMODB_LOCAL):
 test: dynamodb-local
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/
 
 ## test-short: pure unit tests only (no DynamoDB Local)
 test-short:
@@ -45,6 +46,61 @@ build:
 
 clean:
 	rm -rf dist
+
+## fuzz: fuzz the Strava webhook decoder (FUZZTIME, default 60s)
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=$(FUZZTIME) ./handlers/ingest/
+
+# ---------------------------------------------------------------- terraform
+# The structural checks (test/terraform: tables = store.Specs, least privilege,
+# stream mapping, alarms, terraform fmt) run in `make test`. Validate and the
+# offline plan need the hashicorp/aws provider binary, which no registry
+# serves here: `make tf-provider` builds it once from the Go module proxy
+# (about 50 minutes and 12 GB of memory on two cores; a 1.3 GB binary) into
+# Terraform's implied local mirror, and `make tf-check` uses it.
+TF_AWS_PROVIDER_REF ?= main
+TF_PLUGIN_ROOT := $(HOME)/.terraform.d/plugins/registry.terraform.io/hashicorp/aws
+TF_PLATFORM := $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
+TF_PROVIDER_GLOB := $(TF_PLUGIN_ROOT)/*/$(TF_PLATFORM)/terraform-provider-aws_v*
+
+## tf-fmt: terraform fmt -check -recursive terraform (fix with: terraform fmt -recursive terraform)
+tf-fmt:
+	terraform fmt -check -recursive -diff terraform
+
+## tf-provider: build the hashicorp/aws provider once (skips when present). Long: run it in the background,
+##   nohup make tf-provider > .cache/tf-provider.log 2>&1 &
+tf-provider:
+	@if ls $(TF_PROVIDER_GLOB) >/dev/null 2>&1; then echo "tf-provider: present: $$(ls $(TF_PROVIDER_GLOB))"; exit 0; fi; \
+	set -euo pipefail; \
+	echo "tf-provider: building github.com/hashicorp/terraform-provider-aws@$(TF_AWS_PROVIDER_REF) (~50 min, ~12 GB memory)"; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	json=$$(cd "$$tmp" && $(GO) mod download -json github.com/hashicorp/terraform-provider-aws@$(TF_AWS_PROVIDER_REF)); \
+	modver=$$(printf '%s\n' "$$json" | sed -n 's/^[[:space:]]*"Version": "\(.*\)",*$$/\1/p' | head -1); \
+	moddir=$$(printf '%s\n' "$$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p' | head -1); \
+	ver=$$(tr -d '[:space:]' < "$$moddir/version/VERSION"); \
+	case "$$ver" in 6.*) ;; *) echo "tf-provider: $(TF_AWS_PROVIDER_REF) is provider $$ver; versions.tf wants 6.x (>= 6.37)"; exit 1;; esac; \
+	echo "tf-provider: module $$modver is provider $$ver"; \
+	GOBIN="$$tmp/bin" nice $(GO) install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform-provider-aws@$$modver; \
+	dest="$(TF_PLUGIN_ROOT)/$$ver/$(TF_PLATFORM)"; mkdir -p "$$dest"; \
+	mv "$$tmp/bin/terraform-provider-aws" "$$dest/terraform-provider-aws_v$$ver"; \
+	echo "tf-provider: installed $$dest/terraform-provider-aws_v$$ver"
+
+## tf-check: fmt + structural checks, then (with the provider) init, validate and an offline plan of envs/example
+tf-check: tf-fmt
+	$(GO) test -count=1 ./test/terraform/
+	@if ! ls $(TF_PROVIDER_GLOB) >/dev/null 2>&1; then \
+	  echo "tf-check: fmt and structural checks passed, but the hashicorp/aws provider is NOT installed"; \
+	  echo "tf-check: ($(TF_PLUGIN_ROOT)/<version>/$(TF_PLATFORM)/), so validate and the offline plan cannot run."; \
+	  echo "tf-check: build it once with 'make tf-provider' (about 50 minutes, 12 GB), then run 'make tf-check' again."; \
+	  exit 1; \
+	fi
+	CC_TF_OFFLINE_PLAN=1 $(GO) test -count=1 -v -run '^TestOfflinePlan$$' ./scripts/deploy/tfdeploy/
+
+.PHONY: seed
+## seed: write the model catalog into the tables (idempotent; DYNAMODB_ENDPOINT, CC_TABLE_PREFIX)
+seed:
+	$(GO) run ./scripts/seed -table-prefix "$(CC_TABLE_PREFIX)"
 
 ## replay / rebuild / verify / redrive: prove and restore the projections (README, "Replay and rebuild").
 ## Flags go in ARGS, e.g. make verify ARGS="--all --json"; each command documents its flags with ARGS=--help.

@@ -28,6 +28,7 @@ const (
 	PrefixEvent         = "EVENT#"
 	PrefixUserList      = "USERS#"
 	PrefixParked        = "PARKED#"
+	PrefixOAuthState    = "OAUTHSTATE#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"
@@ -124,6 +125,20 @@ func UserListShardPK(shard int) string { return PrefixUserList + strconv.Itoa(sh
 // SessionKey addresses a BFF session.
 func SessionKey(sessionID string) Key { return Key{PrefixSession + sessionID, SKMeta} }
 
+// UserSessionSK is the sort key of a session pointer in the user's partition.
+func UserSessionSK(sessionID string) string { return PrefixSession + sessionID }
+
+// UserSessionKey addresses the pointer USER#{userId} / SESSION#{sessionId} in
+// the main table: the per-user index of sessions (the sessions table is keyed
+// by session id only), so account deletion can find every session of a user
+// with one Query.
+func UserSessionKey(userID, sessionID string) Key {
+	return Key{UserPK(userID), UserSessionSK(sessionID)}
+}
+
+// OAuthStateKey addresses a pending OAuth login state in the sessions table.
+func OAuthStateKey(state string) Key { return Key{PrefixOAuthState + state, SKMeta} }
+
 // AuditSK is an audit entry's sort key; GSI1SK and GSI2SK share it.
 func AuditSK(at time.Time, requestID string) string {
 	return PrefixAudit + strconv.FormatInt(at.Unix(), 10) + sep + requestID
@@ -177,6 +192,8 @@ const (
 	KindAthleteOwner
 	KindSession
 	KindAudit
+	KindUserSession
+	KindOAuthState
 )
 
 // ParsedKey is what ParseKey learned from a key.
@@ -231,6 +248,12 @@ func ParseKey(k Key) (ParsedKey, error) {
 			}
 		case strings.HasPrefix(k.SK, PrefixAudit):
 			p.Kind = KindAudit
+		case strings.HasPrefix(k.SK, PrefixSession):
+			id := strings.TrimPrefix(k.SK, PrefixSession)
+			if id == "" || strings.Contains(id, sep) {
+				return bad("session id")
+			}
+			p.Kind, p.SessionID = KindUserSession, id
 		default:
 			return bad("unknown user item")
 		}
@@ -271,6 +294,11 @@ func ParseKey(k Key) (ParsedKey, error) {
 			return bad("session")
 		}
 		return ParsedKey{Kind: KindSession, SessionID: id}, nil
+	case strings.HasPrefix(k.PK, PrefixOAuthState):
+		if strings.TrimPrefix(k.PK, PrefixOAuthState) == "" || k.SK != SKMeta {
+			return bad("oauth state")
+		}
+		return ParsedKey{Kind: KindOAuthState}, nil
 	}
 	return ParsedKey{Kind: KindUnknown}, nil
 }

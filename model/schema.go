@@ -21,6 +21,8 @@ var SchemaVersions = map[EntityType]int{
 	EntityIdempotency:      1,
 	EntityRateLimit:        1,
 	EntityParked:           1,
+	EntityUserSession:      1,
+	EntityOAuthState:       1,
 }
 
 // CheckSchema validates an item's meta against the entity type the reader

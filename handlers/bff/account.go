@@ -1,0 +1,226 @@
+package bff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// MeJSON is the body of GET /v1/me.
+type MeJSON struct {
+	UserID      string `json:"userId"`
+	AthleteID   int64  `json:"athleteId"`
+	DisplayName string `json:"displayName"`
+	Connected   bool   `json:"connected"`
+}
+
+func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
+	ctx := r.Context()
+	p, err := h.st.Profile(ctx, s.UserID)
+	if errors.Is(err, model.ErrNotFound) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "account not found (deleted?)")
+		return
+	}
+	if err != nil {
+		h.fail(ctx, w, log, "read profile", err)
+		return
+	}
+	connected := false
+	c, err := h.st.Connection(ctx, s.UserID)
+	switch {
+	case err == nil:
+		connected = !c.NeedsReauth && hasActivityRead(c.Scopes)
+	case !errors.Is(err, model.ErrNotFound):
+		h.fail(ctx, w, log, "read strava connection", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected})
+}
+
+func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session, _ *slog.Logger, _ string) {
+	writeJSON(w, http.StatusOK, h.cat)
+}
+
+// The steps of account deletion, in order. Each is idempotent; the order
+// keeps the deletion re-runnable after a stop at any point: Strava access is
+// revoked while the tokens still exist, ingestion is cut off (connection,
+// then the athlete mapping) before the data goes, the profile goes after the
+// data, and the sessions (the caller's own last, pointer first) go at the
+// very end so the same cookie can re-run a deletion that stopped.
+const (
+	StepDeauthorize = "deauthorize"
+	StepConnection  = "connection"
+	StepUserData    = "user_data"
+	StepAudit       = "audit"
+	StepProfile     = "profile"
+	StepSessions    = "sessions"
+)
+
+// DeletionSteps lists the account-deletion steps in the order they run.
+var DeletionSteps = []string{StepDeauthorize, StepConnection, StepUserData, StepAudit, StepProfile, StepSessions}
+
+// DeletionReport says how far an account deletion got.
+type DeletionReport struct {
+	// Status is "deleted" when every step finished, "incomplete" otherwise.
+	Status    string   `json:"status"`
+	Completed []string `json:"completed"`
+	// StoppedAt is the step that failed; re-running the deletion resumes
+	// safely from the start.
+	StoppedAt string       `json:"stoppedAt,omitempty"`
+	Error     *ErrorDetail `json:"error,omitempty"`
+}
+
+// DeleteAccount deletes everything CommitCollect holds about userID: it
+// revokes Strava access, then deletes the Strava connection, the athlete
+// mapping (only if it still points at userID), workouts, milestones, awards
+// and any other item of the user's partition, writes an ACCOUNT_DELETED
+// audit entry (the audit trail itself is kept for its 90-day TTL), deletes
+// the profile, and finally every session (sessionID, the caller's own, last).
+// It never touches another user's items. It is idempotent: re-running after a
+// stop at any step finishes the job. It returns the report and the error of
+// the step that stopped it (nil when done).
+func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlationID string) (DeletionReport, error) {
+	log := h.log.With("userId", userID, "correlationId", correlationID)
+	rep := DeletionReport{Completed: []string{}}
+	var athleteID int64
+	if p, err := h.st.Profile(ctx, userID); err == nil {
+		athleteID = p.AthleteID
+	} else if !errors.Is(err, model.ErrNotFound) {
+		return h.stopped(rep, StepDeauthorize, err)
+	}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{StepDeauthorize, func() error {
+			c, err := h.st.Connection(ctx, userID)
+			if errors.Is(err, model.ErrNotFound) {
+				return nil // already removed (a re-run, or Strava deauthorized us)
+			}
+			if err != nil {
+				return err
+			}
+			if athleteID == 0 {
+				athleteID = c.AthleteID
+			}
+			return h.deauthorize(ctx, log, c)
+		}},
+		{StepConnection, func() error {
+			if err := h.st.Delete(ctx, h.st.Tables().Main, model.StravaConnectionKey(userID)); err != nil {
+				return err
+			}
+			if athleteID == 0 {
+				return nil // no profile and no connection: the mapping went with them
+			}
+			return h.st.DeleteAthleteOwnerOf(ctx, athleteID, userID)
+		}},
+		{StepUserData, func() error {
+			_, err := h.st.DeleteUserItems(ctx, userID, "", func(p model.ParsedKey) bool {
+				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
+			})
+			return err
+		}},
+		{StepAudit, func() error {
+			h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditAccountDeleted, correlationID,
+				model.NewID(), h.now().UTC(), map[string]string{"athleteId": itoa(athleteID)}))
+			return nil
+		}},
+		{StepProfile, func() error {
+			// Also sweeps anything written since the data step (a worker in flight).
+			_, err := h.st.DeleteUserItems(ctx, userID, "", func(p model.ParsedKey) bool { return p.Kind == model.KindUserSession })
+			return err
+		}},
+		{StepSessions, func() error {
+			if err := h.st.DeleteUserSessions(ctx, userID, sessionID); err != nil {
+				return err
+			}
+			if sessionID == "" {
+				return nil
+			}
+			return h.st.DeleteSessionPointerFirst(ctx, userID, sessionID)
+		}},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			log.WarnContext(ctx, "account deletion stopped", "step", s.name, "error", err)
+			return h.stopped(rep, s.name, err)
+		}
+		if h.afterStep != nil {
+			if err := h.afterStep(s.name); err != nil {
+				return h.stopped(rep, s.name, err)
+			}
+		}
+		rep.Completed = append(rep.Completed, s.name)
+	}
+	rep.Status = "deleted"
+	log.InfoContext(ctx, "account deleted")
+	return rep, nil
+}
+
+func (h *Handler) stopped(rep DeletionReport, step string, err error) (DeletionReport, error) {
+	rep.Status, rep.StoppedAt = "incomplete", step
+	code, msg := CodeInternal, "the deletion stopped; send DELETE /v1/me again to finish it"
+	if errors.Is(err, model.ErrRetryable) {
+		code = CodeUnavailable
+	}
+	if step == StepDeauthorize {
+		msg = "Strava could not be reached to revoke access; nothing was deleted yet. Send DELETE /v1/me again to retry"
+	}
+	rep.Error = &ErrorDetail{Code: code, Message: msg}
+	return rep, fmt.Errorf("delete account, step %s: %w", step, err)
+}
+
+// deauthorize revokes the app's Strava access with a valid access token,
+// refreshing (and persisting the rotated token) when the stored one has
+// expired. Access that is already revoked counts as done.
+func (h *Handler) deauthorize(ctx context.Context, log *slog.Logger, c model.StravaConnection) error {
+	token := c.AccessToken
+	if !c.ExpiresAtUtc.After(h.now().Add(time.Minute)) {
+		tok, err := h.strava.Refresh(ctx, c.RefreshToken)
+		if errors.Is(err, model.ErrUnauthorized) {
+			log.InfoContext(ctx, "strava refresh refused: access already revoked", "athleteId", c.AthleteID)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("refresh before deauthorize: %w", err)
+		}
+		c.AccessToken, c.ExpiresAtUtc, c.UpdatedAtUtc = tok.AccessToken, tok.Expiry.UTC(), h.now().UTC()
+		if tok.RefreshToken != "" {
+			c.RefreshToken = tok.RefreshToken
+		}
+		if err := h.st.SaveLoginTokens(ctx, &c); err != nil {
+			return fmt.Errorf("persist refreshed token: %w", err)
+		}
+		token = tok.AccessToken
+	}
+	err := h.strava.Deauthorize(ctx, token)
+	if errors.Is(err, model.ErrUnauthorized) {
+		log.InfoContext(ctx, "strava deauthorize: access already revoked", "athleteId", c.AthleteID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deauthorize athlete %d: %w", c.AthleteID, err)
+	}
+	return nil
+}
+
+// deleteMe answers DELETE /v1/me with 202 and the deletion report: finished,
+// or where it stopped (the same cookie can re-run it until the very last
+// step).
+func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, corr string) {
+	rep, err := h.DeleteAccount(r.Context(), s.UserID, s.SessionID, corr)
+	if err != nil {
+		log.WarnContext(r.Context(), "account deletion incomplete", "stoppedAt", rep.StoppedAt, "error", err)
+	} else {
+		h.clearCookie(w, SessionCookie, "/")
+	}
+	writeJSON(w, http.StatusAccepted, rep)
+}

@@ -1,0 +1,240 @@
+package bff_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// account is everything one user owns, as created by populate.
+type account struct {
+	userID    string
+	athleteID int64
+	sessions  []string
+}
+
+// populate creates a user with three sessions, 30 workouts (more than one
+// batch of 25), two milestones and three awards each.
+func (e *env) populate(userID string, athleteID int64) account {
+	e.t.Helper()
+	ctx := context.Background()
+	a := account{userID: userID, athleteID: athleteID, sessions: []string{e.user(userID, athleteID), e.session(userID), e.session(userID)}}
+	var items []model.Entity
+	for i := range 30 {
+		items = append(items, &model.Workout{UserID: userID, AthleteID: athleteID, ActivityID: athleteID*1000 + int64(i), SportType: "Run",
+			DistanceMeters: 5000, StartDateUtc: e.clock.Now().Add(-time.Duration(i) * time.Hour)})
+	}
+	for m := range 2 {
+		mid := model.NewID()
+		items = append(items, &model.Milestone{UserID: userID, MilestoneID: mid, MilestoneDefinition: model.MilestoneDefinition{
+			ModelID: "road-bike", Title: "m", Metric: model.MetricCount, Target: 8, PeriodStartAtUtc: e.clock.Now().Add(-48 * time.Hour), PartCount: 8}})
+		for p := range 3 {
+			items = append(items, &model.Award{UserID: userID, MilestoneID: mid, ModelID: "road-bike", PartIndex: p, PartName: fmt.Sprint("part ", m, p)})
+		}
+	}
+	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// footprint lists every key the account has: its partition in the main
+// table, its athlete partition, and its sessions.
+func (e *env) footprint(a account) []string {
+	e.t.Helper()
+	ctx := context.Background()
+	var keys []string
+	for _, pk := range []string{model.UserPK(a.userID), model.AthletePK(a.athleteID)} {
+		res, err := e.st.QueryPrefix(ctx, e.st.Tables().Main, pk, "", store.QueryOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range res.Items {
+			pk, _ := it["PK"].(*types.AttributeValueMemberS)
+			sk, _ := it["SK"].(*types.AttributeValueMemberS)
+			if pk == nil || sk == nil {
+				e.t.Fatalf("item without PK/SK: %v", it)
+			}
+			keys = append(keys, model.Key{PK: pk.Value, SK: sk.Value}.String())
+		}
+	}
+	for _, sid := range a.sessions {
+		_, err := e.st.Session(ctx, sid)
+		switch {
+		case err == nil:
+			keys = append(keys, model.SessionKey(sid).String())
+		case !errors.Is(err, model.ErrNotFound):
+			e.t.Fatal(err)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (e *env) auditEvents(userID string) []string {
+	e.t.Helper()
+	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st, e.st.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, a := range entries {
+		out = append(out, a.EventType)
+	}
+	return out
+}
+
+func TestAccountDeletionSurvivesAStopAfterEveryStep(t *testing.T) {
+	t.Parallel()
+	fs := &fakeStrava{}
+	e := newEnv(t, envOpts{strava: fs})
+	bystander := e.populate("bystander", 1)
+	before := e.footprint(bystander)
+	if len(before) != 1+1+30+2*4+3+1+3 { // profile, connection, workouts, milestones+awards, pointers, owner, sessions
+		t.Fatalf("bystander footprint has %d keys: %v", len(before), before)
+	}
+
+	for i, step := range append([]string{"none"}, bff.DeletionSteps...) {
+		t.Run("stop after "+step, func(t *testing.T) {
+			a := e.populate(fmt.Sprintf("victim%d", i), int64(100+i))
+			if len(e.footprint(a)) != len(before) {
+				t.Fatalf("victim footprint: %v", e.footprint(a))
+			}
+			crashed := false
+			bff.SetAfterStep(e.h, func(s string) error {
+				if s == step && !crashed {
+					crashed = true
+					return errors.New("simulated crash")
+				}
+				return nil
+			})
+			defer bff.SetAfterStep(e.h, nil)
+
+			cookie := a.sessions[1]
+			r := e.do(http.MethodDelete, "/v1/me", cookie, nil)
+			var rep bff.DeletionReport
+			r.json(t, &rep)
+			if r.status != http.StatusAccepted {
+				t.Fatalf("first DELETE: %d %s", r.status, r.body)
+			}
+			if step == "none" {
+				if rep.Status != "deleted" || !reflect.DeepEqual(rep.Completed, bff.DeletionSteps) {
+					t.Fatalf("report = %+v, want every step", rep)
+				}
+			} else {
+				if rep.Status != "incomplete" || rep.StoppedAt != step || rep.Error == nil {
+					t.Fatalf("report = %+v, want incomplete at %s", rep, step)
+				}
+				// Re-run with the same cookie; after the last step the
+				// session is gone and so is everything else.
+				r = e.do(http.MethodDelete, "/v1/me", cookie, nil)
+				if step == bff.StepSessions {
+					if r.status != http.StatusUnauthorized {
+						t.Fatalf("re-run after the sessions step: %d %s, want 401 (nothing left)", r.status, r.body)
+					}
+				} else {
+					r.json(t, &rep)
+					if r.status != http.StatusAccepted || rep.Status != "deleted" {
+						t.Fatalf("re-run: %d %s", r.status, r.body)
+					}
+				}
+			}
+			if left := e.footprint(a); len(left) != 0 {
+				t.Fatalf("left behind after stopping at %s and re-running: %v", step, left)
+			}
+			if got := e.footprint(bystander); !reflect.DeepEqual(got, before) {
+				t.Fatalf("bystander touched:\n got %v\nwant %v", got, before)
+			}
+			if r := e.do(http.MethodGet, "/v1/me", bystander.sessions[0], nil); r.status != http.StatusOK {
+				t.Fatalf("bystander session: %d", r.status)
+			}
+			if ev := e.auditEvents(a.userID); len(ev) == 0 || ev[0] != model.AuditAccountDeleted {
+				t.Fatalf("audit events = %v, want ACCOUNT_DELETED", ev)
+			}
+			fs.mu.Lock()
+			deauth := fs.deauthorized
+			fs.mu.Unlock()
+			if !contains(deauth, "access-"+a.userID) {
+				t.Fatalf("Strava was not deauthorized for %s: %v", a.userID, deauth)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAccountDeletionWaitsForStrava(t *testing.T) {
+	t.Parallel()
+	fs := &fakeStrava{deauthErr: fmt.Errorf("strava 503: %w", model.ErrRetryable)}
+	e := newEnv(t, envOpts{strava: fs})
+	a := e.populate("u1", 5)
+	before := e.footprint(a)
+
+	r := e.do(http.MethodDelete, "/v1/me", a.sessions[0], nil)
+	var rep bff.DeletionReport
+	r.json(t, &rep)
+	if r.status != http.StatusAccepted || rep.Status != "incomplete" || rep.StoppedAt != bff.StepDeauthorize ||
+		rep.Error.Code != bff.CodeUnavailable || len(rep.Completed) != 0 {
+		t.Fatalf("Strava down: %d %+v", r.status, rep)
+	}
+	if got := e.footprint(a); !reflect.DeepEqual(got, before) {
+		t.Fatalf("deleted while Strava access could not be revoked: %v", got)
+	}
+
+	// Strava back, and the stored access token has expired meanwhile: the
+	// deletion refreshes it (persisting the rotated one) and revokes.
+	fs.mu.Lock()
+	fs.deauthErr = nil
+	fs.mu.Unlock()
+	e.clock.Add(7 * time.Hour)
+	r = e.do(http.MethodDelete, "/v1/me", a.sessions[0], nil)
+	r.json(t, &rep)
+	if r.status != http.StatusAccepted || rep.Status != "deleted" {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+	if !reflect.DeepEqual(fs.refreshed, []string{"refresh-u1"}) || !reflect.DeepEqual(fs.deauthorized, []string{"refreshed-1"}) {
+		t.Fatalf("refreshed %v, deauthorized %v; want the stored refresh token used and the fresh access token revoked", fs.refreshed, fs.deauthorized)
+	}
+	if left := e.footprint(a); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+func TestAccountDeletionWhenStravaAccessIsAlreadyRevoked(t *testing.T) {
+	t.Parallel()
+	fs := &fakeStrava{deauthErr: fmt.Errorf("strava 401: %w", model.ErrUnauthorized)}
+	e := newEnv(t, envOpts{strava: fs})
+	a := e.populate("u1", 6)
+	r := e.do(http.MethodDelete, "/v1/me", a.sessions[0], nil)
+	var rep bff.DeletionReport
+	r.json(t, &rep)
+	if r.status != http.StatusAccepted || rep.Status != "deleted" {
+		t.Fatalf("revoked access: %d %s", r.status, r.body)
+	}
+	if left := e.footprint(a); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+	// Running it again (e.g. from a script, without a session) is harmless.
+	rep2, err := e.h.DeleteAccount(context.Background(), "u1", "", "corr")
+	if err != nil || rep2.Status != "deleted" {
+		t.Fatalf("second run: %+v, %v", rep2, err)
+	}
+}

@@ -1,0 +1,246 @@
+package bff
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// opaqueID is the shape of ids model.NewID makes (128 random bits, hex):
+// session ids and login states. Anything else is refused before a read.
+var opaqueID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func (h *Handler) reqLog(r *http.Request) (*slog.Logger, string) {
+	corr := model.NewID()
+	return h.log.With("correlationId", corr, "route", r.Pattern), corr
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, name, value, path string, ttl time.Duration) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: path, MaxAge: int(ttl / time.Second),
+		HttpOnly: true, Secure: h.secureCookie, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+func (h *Handler) clearCookie(w http.ResponseWriter, name, path string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: h.secureCookie, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+const callbackPath = "/auth/strava/callback"
+
+// login starts a Strava login: it stores a single-use state, binds it to
+// this browser with a short-lived cookie and redirects to Strava's authorize
+// page.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	log, _ := h.reqLog(r)
+	now := h.now().UTC()
+	st := &model.OAuthState{State: model.NewID(), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
+	if err := h.st.PutOAuthState(r.Context(), st); err != nil {
+		log.ErrorContext(r.Context(), "store login state failed", "error", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not start the sign-in. Please try again in a moment.", true)
+		return
+	}
+	h.setCookie(w, StateCookie, st.State, callbackPath, h.cfg.StateTTL)
+	http.Redirect(w, r, h.strava.AuthCodeURL(st.State), http.StatusFound)
+}
+
+// callback finishes a Strava login. The state is consumed first (single
+// use), then checked against this browser's state cookie; a refusal or a
+// grant without activity:read writes nothing.
+func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log, corr := h.reqLog(r)
+	q := r.URL.Query()
+	h.clearCookie(w, StateCookie, callbackPath)
+
+	state := q.Get("state")
+	if !opaqueID.MatchString(state) {
+		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in link is not valid. Please start again.", true)
+		return
+	}
+	st, err := h.st.ConsumeOAuthState(ctx, state)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired or was already used. Please start again.", true)
+		return
+	case err != nil:
+		log.ErrorContext(ctx, "consume login state failed", "error", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not finish the sign-in. Please try again in a moment.", true)
+		return
+	case st.Expired(h.now()):
+		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired. Please start again.", true)
+		return
+	}
+	c, err := r.Cookie(StateCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
+		log.WarnContext(ctx, "login state not bound to this browser")
+		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here.", true)
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		if e == "access_denied" {
+			page(w, http.StatusForbidden, "Strava not connected", "You chose not to connect Strava, so nothing was saved. CommitCollect needs Strava to track your milestones.", true)
+			return
+		}
+		log.WarnContext(ctx, "strava authorize error", "stravaError", e)
+		page(w, http.StatusBadRequest, "Strava sign-in failed", "Strava did not complete the sign-in. Please try again.", true)
+		return
+	}
+	scopes := strava.ParseScopes(q.Get("scope"))
+	if !hasActivityRead(scopes) {
+		page(w, http.StatusForbidden, "Permission needed",
+			`CommitCollect needs permission to read your activities ("View data about your activities") to track milestones. Nothing was saved; please connect again and leave that box ticked.`, true)
+		return
+	}
+	code := q.Get("code")
+	if code == "" {
+		page(w, http.StatusBadRequest, "Sign-in link not valid", "Strava did not send an authorization code. Please start again.", true)
+		return
+	}
+	tok, err := h.strava.Exchange(ctx, code)
+	if err != nil {
+		log.WarnContext(ctx, "strava code exchange failed", "error", err)
+		page(w, http.StatusBadGateway, "Strava sign-in failed", "Strava did not accept the sign-in. Please try again.", true)
+		return
+	}
+	athlete, err := strava.AthleteFromToken(tok)
+	if err != nil {
+		log.WarnContext(ctx, "strava token without athlete", "error", err)
+		page(w, http.StatusBadGateway, "Strava sign-in failed", "Strava did not say who you are. Please try again.", true)
+		return
+	}
+	log = log.With("athleteId", athlete.ID)
+	userID, err := h.linkAthlete(ctx, log, corr, athlete, tok, scopes)
+	if err != nil {
+		log.ErrorContext(ctx, "link athlete failed", "error", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment.", true)
+		return
+	}
+	log = log.With("userId", userID)
+	now := h.now().UTC()
+	sess := &model.Session{SessionID: model.NewID(), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
+	if err := h.st.CreateSession(ctx, sess); err != nil {
+		log.ErrorContext(ctx, "create session failed", "error", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment.", true)
+		return
+	}
+	h.setCookie(w, SessionCookie, sess.SessionID, "/", h.cfg.SessionTTL)
+	log.InfoContext(ctx, "signed in")
+	http.Redirect(w, r, "/", http.StatusFound)
+}
+
+func hasActivityRead(scopes []string) bool {
+	for _, s := range scopes {
+		if s == strava.ScopeActivityRead || s == strava.ScopeActivityReadAll {
+			return true
+		}
+	}
+	return false
+}
+
+// linkAthlete returns the user the athlete belongs to, updating their
+// tokens, or creates the user (profile, connection and owner mapping in one
+// transaction). Two first logins racing for one athlete end with one user:
+// the loser's transaction fails on the owner mapping and it joins the winner.
+func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string, a strava.Athlete, tok *oauth2.Token, scopes []string) (string, error) {
+	now := h.now().UTC()
+	conn := func(userID string) *model.StravaConnection {
+		return &model.StravaConnection{
+			UserID: userID, AthleteID: a.ID, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
+			ExpiresAtUtc: tok.Expiry.UTC(), Scopes: scopes, UpdatedAtUtc: now,
+		}
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		owner, err := h.st.AthleteOwner(ctx, a.ID)
+		if err == nil {
+			if err := h.st.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
+				return "", err
+			}
+			return owner.UserID, nil
+		}
+		if !errors.Is(err, model.ErrNotFound) {
+			return "", err
+		}
+		userID := model.NewID()
+		p := &model.Profile{UserID: userID, AthleteID: a.ID, DisplayName: strings.TrimSpace(a.Firstname + " " + a.Lastname), CreatedAtUtc: now}
+		c := conn(userID)
+		c.TokenVersion = 1
+		err = h.st.CreateUser(ctx, p, c)
+		if err == nil {
+			h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
+				map[string]string{"athleteId": itoa(a.ID)}))
+			return userID, nil
+		}
+		if !errors.Is(err, model.ErrConflict) {
+			return "", err
+		}
+		// Another login linked the athlete first: join that user.
+	}
+	return "", errors.New("link athlete: owner mapping kept changing")
+}
+
+// logout deletes the session (if any) and clears the cookie. It always
+// answers 204 so a stale cookie can always be dropped.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log, _ := h.reqLog(r)
+	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
+		sess, err := h.st.Session(ctx, c.Value)
+		switch {
+		case err == nil:
+			if err := h.st.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
+				h.fail(ctx, w, log.With("userId", sess.UserID), "logout", err)
+				return
+			}
+		case !errors.Is(err, model.ErrNotFound):
+			h.fail(ctx, w, log, "logout", err)
+			return
+		}
+	}
+	h.clearCookie(w, SessionCookie, "/")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// authedFunc is a handler that runs with a valid session.
+type authedFunc func(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, corr string)
+
+// authed resolves the session cookie and answers 401 JSON when it is
+// missing, malformed, unknown or expired (TTL deletion is lazy, so expiry is
+// checked here).
+func (h *Handler) authed(next authedFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		log, corr := h.reqLog(r)
+		c, err := r.Cookie(SessionCookie)
+		if err != nil || !opaqueID.MatchString(c.Value) {
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "sign in first")
+			return
+		}
+		sess, err := h.st.Session(ctx, c.Value)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session not found, sign in again")
+			return
+		case err != nil:
+			h.fail(ctx, w, log, "read session", err)
+			return
+		case sess.Expired(h.now()):
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session expired, sign in again")
+			return
+		}
+		next(w, r, sess, log.With("userId", sess.UserID), corr)
+	}
+}

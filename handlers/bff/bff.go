@@ -1,0 +1,225 @@
+// Package bff is the backend-for-frontend the api Lambda serves: Strava
+// login with a server-side session cookie, the model catalog, milestones and
+// their projected progress, logout and account deletion. It is a library:
+// handlers/api wires it (config → clients → New → Register on the same
+// *http.ServeMux that carries the webhook routes).
+//
+// Every /v1/* route needs a valid session (cookie cc_session backed by the
+// sessions table) and answers 401 JSON without one. Errors are JSON
+// {"error":{"code","message"}}. The routes are listed in openapi.yaml, which a
+// test compares with what Register puts on the mux.
+package bff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// Store is what the BFF needs from the DynamoDB adapter.
+type Store interface {
+	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
+	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
+	Profile(ctx context.Context, userID string) (model.Profile, error)
+	Connection(ctx context.Context, userID string) (model.StravaConnection, error)
+	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
+	CreateSession(ctx context.Context, s *model.Session) error
+	Session(ctx context.Context, sessionID string) (model.Session, error)
+	DeleteSession(ctx context.Context, userID, sessionID string) error
+	DeleteUserSessions(ctx context.Context, userID, keep string) error
+	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
+	PutOAuthState(ctx context.Context, st *model.OAuthState) error
+	ConsumeOAuthState(ctx context.Context, state string) (model.OAuthState, error)
+	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
+	CreateMilestone(ctx context.Context, m *model.Milestone) error
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
+	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
+	Delete(ctx context.Context, table string, k model.Key) error
+	Tables() store.Tables
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Strava is what the BFF needs from Strava's OAuth endpoints. OAuthClient
+// implements it with golang.org/x/oauth2.
+type Strava interface {
+	// AuthCodeURL is Strava's authorize URL carrying state.
+	AuthCodeURL(state string) string
+	// Exchange trades an authorization code for a token whose extra fields
+	// carry the athlete summary.
+	Exchange(ctx context.Context, code string) (*oauth2.Token, error)
+	// Refresh trades a refresh token for a new token. It returns an error
+	// matching model.ErrUnauthorized when Strava refuses the refresh token
+	// (access already revoked).
+	Refresh(ctx context.Context, refreshToken string) (*oauth2.Token, error)
+	// Deauthorize revokes the application's access for the athlete owning
+	// accessToken. It returns an error matching model.ErrUnauthorized when
+	// the token is no longer valid (access already revoked) and one matching
+	// model.ErrRetryable for a transient failure.
+	Deauthorize(ctx context.Context, accessToken string) error
+}
+
+// Cookie names.
+const (
+	SessionCookie = "cc_session"
+	StateCookie   = "cc_oauth_state"
+)
+
+// Defaults for Config.
+const (
+	DefaultSessionTTL = 14 * 24 * time.Hour
+	DefaultStateTTL   = 10 * time.Minute
+)
+
+// Config holds the BFF's settings (from handlers/config in the api).
+type Config struct {
+	// PublicURL is where athletes reach the API (CC_PUBLIC_URL). Cookies are
+	// Secure unless it is plain http on a loopback host; plain http anywhere
+	// else is refused.
+	PublicURL string
+	// CORSOrigins lists the origins allowed to call /v1/* with credentials;
+	// empty disables CORS.
+	CORSOrigins []string
+	// SessionTTL is how long a session lives (DefaultSessionTTL when 0).
+	SessionTTL time.Duration
+	// StateTTL is how long a login may take between the redirect to Strava and
+	// the callback (DefaultStateTTL when 0).
+	StateTTL time.Duration
+}
+
+// Deps are the BFF's collaborators.
+type Deps struct {
+	Store   Store
+	Strava  Strava
+	Catalog *catalog.Catalog
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Log receives JSON logs (slog.Default when nil).
+	Log *slog.Logger
+}
+
+// Handler serves the BFF routes. It is safe for concurrent use.
+type Handler struct {
+	cfg          Config
+	st           Store
+	strava       Strava
+	cat          *catalog.Catalog
+	now          func() time.Time
+	log          *slog.Logger
+	secureCookie bool
+	origins      map[string]bool
+	// afterStep, when set (tests), runs after each account-deletion step; an
+	// error stops the deletion there as a crash would.
+	afterStep func(step string) error
+}
+
+// New validates cfg and deps and returns a Handler. It returns an error
+// naming every problem (a missing dependency, an unusable PublicURL).
+func New(cfg Config, d Deps) (*Handler, error) {
+	var errs []error
+	if d.Store == nil {
+		errs = append(errs, errors.New("bff: Store is required"))
+	}
+	if d.Strava == nil {
+		errs = append(errs, errors.New("bff: Strava is required"))
+	}
+	if d.Catalog == nil {
+		errs = append(errs, errors.New("bff: Catalog is required"))
+	}
+	secure, err := cookieSecure(cfg.PublicURL)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.StateTTL <= 0 {
+		cfg.StateTTL = DefaultStateTTL
+	}
+	h := &Handler{cfg: cfg, st: d.Store, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		secureCookie: secure, origins: map[string]bool{}}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	for _, o := range cfg.CORSOrigins {
+		h.origins[strings.TrimRight(o, "/")] = true
+	}
+	return h, nil
+}
+
+// cookieSecure decides the Secure flag from the public URL: false only for
+// plain http on a loopback host (local development).
+func cookieSecure(publicURL string) (bool, error) {
+	u, err := url.Parse(publicURL)
+	if publicURL == "" || err != nil || u.Host == "" {
+		return false, fmt.Errorf("bff: PublicURL %q is not an absolute URL", publicURL)
+	}
+	switch u.Scheme {
+	case "https":
+		return true, nil
+	case "http":
+		host := u.Hostname()
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return false, nil
+		}
+		return false, fmt.Errorf("bff: PublicURL %q is plain http on a non-loopback host: session cookies must be Secure", publicURL)
+	}
+	return false, fmt.Errorf("bff: PublicURL %q: scheme must be http or https", publicURL)
+}
+
+type route struct {
+	pattern string
+	handler func(h *Handler) http.HandlerFunc
+}
+
+// routes is the one table Register and Routes read.
+var routes = []route{
+	{"GET /auth/strava/login", func(h *Handler) http.HandlerFunc { return h.login }},
+	{"GET /auth/strava/callback", func(h *Handler) http.HandlerFunc { return h.callback }},
+	{"POST /auth/logout", func(h *Handler) http.HandlerFunc { return h.logout }},
+	{"GET /v1/me", func(h *Handler) http.HandlerFunc { return h.authed(h.me) }},
+	{"DELETE /v1/me", func(h *Handler) http.HandlerFunc { return h.authed(h.deleteMe) }},
+	{"GET /v1/models", func(h *Handler) http.HandlerFunc { return h.authed(h.models) }},
+	{"POST /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.createMilestone) }},
+	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.listMilestones) }},
+	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.getMilestone) }},
+	{"OPTIONS /v1/{path...}", func(h *Handler) http.HandlerFunc { return h.preflight }},
+}
+
+// Routes returns the patterns Register adds to a mux, in registration order.
+func Routes() []string {
+	out := make([]string, len(routes))
+	for i, r := range routes {
+		out[i] = r.pattern
+	}
+	return out
+}
+
+// Register adds the BFF routes (Go 1.22 method patterns, see Routes) to mux.
+// It panics, as http.ServeMux does, if a pattern conflicts with one already
+// registered.
+func (h *Handler) Register(mux *http.ServeMux) {
+	for _, r := range routes {
+		mux.Handle(r.pattern, h.withCORS(r.handler(h)))
+	}
+}

@@ -1,0 +1,5 @@
+package bff
+
+// SetAfterStep makes account deletion run f after each step; an error from f
+// stops the deletion there, as a crash would.
+func SetAfterStep(h *Handler, f func(step string) error) { h.afterStep = f }

@@ -1,0 +1,332 @@
+package bff_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+// clock is a settable test clock. It starts at the real time: DynamoDB
+// Local runs TTL deletion against the real clock, so items stamped with a
+// clock in the past would vanish under the tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fakeStrava is a small in-memory implementation of bff.Strava for the
+// tests that do not log in through redirects (our own interface, not the
+// SDK's): it records deauthorizations and can be told to fail.
+type fakeStrava struct {
+	mu            sync.Mutex
+	deauthorized  []string
+	refreshed     []string
+	deauthErr     error
+	refreshErr    error
+	refreshSerial int
+}
+
+func (f *fakeStrava) AuthCodeURL(state string) string {
+	return "https://strava.invalid/oauth/authorize?state=" + state
+}
+func (f *fakeStrava) Exchange(context.Context, string) (*oauth2.Token, error) {
+	return nil, errors.New("fakeStrava: exchange not used here")
+}
+func (f *fakeStrava) Refresh(_ context.Context, rt string) (*oauth2.Token, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refreshErr != nil {
+		return nil, f.refreshErr
+	}
+	f.refreshSerial++
+	f.refreshed = append(f.refreshed, rt)
+	return &oauth2.Token{AccessToken: fmt.Sprintf("refreshed-%d", f.refreshSerial), RefreshToken: "rotated", Expiry: time.Now().Add(6 * time.Hour)}, nil
+}
+func (f *fakeStrava) Deauthorize(_ context.Context, at string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deauthErr != nil {
+		return f.deauthErr
+	}
+	f.deauthorized = append(f.deauthorized, at)
+	return nil
+}
+
+// env is one BFF over fresh DynamoDB Local tables with the catalog seeded.
+type env struct {
+	t      *testing.T
+	st     *store.Store
+	h      *bff.Handler
+	mux    *http.ServeMux
+	srv    *httptest.Server
+	clock  *clock
+	strava bff.Strava
+}
+
+type envOpts struct {
+	strava    bff.Strava
+	publicURL func(srvURL string) string
+	cors      []string
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	st := dynamolocal.NewStore(t)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Seed(context.Background(), st, cat); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, st: st, mux: http.NewServeMux(), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	e.srv = httptest.NewServer(e.mux)
+	t.Cleanup(e.srv.Close)
+	if o.strava == nil {
+		o.strava = &fakeStrava{}
+	}
+	e.strava = o.strava
+	public := e.srv.URL
+	if o.publicURL != nil {
+		public = o.publicURL(e.srv.URL)
+	}
+	e.h, err = bff.New(bff.Config{PublicURL: public, CORSOrigins: o.cors}, bff.Deps{Store: st, Strava: o.strava, Catalog: cat, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h.Register(e.mux)
+	return e
+}
+
+// user creates a user with a connection and a session directly in the store
+// and returns the session cookie value.
+func (e *env) user(userID string, athleteID int64) string {
+	e.t.Helper()
+	ctx := context.Background()
+	now := e.clock.Now()
+	p := &model.Profile{UserID: userID, AthleteID: athleteID, DisplayName: "Ath " + userID, CreatedAtUtc: now}
+	c := &model.StravaConnection{UserID: userID, AthleteID: athleteID, AccessToken: "access-" + userID, RefreshToken: "refresh-" + userID,
+		ExpiresAtUtc: now.Add(6 * time.Hour), Scopes: []string{"read", "activity:read_all"}, TokenVersion: 1, UpdatedAtUtc: now}
+	if err := e.st.CreateUser(ctx, p, c); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.session(userID)
+}
+
+func (e *env) session(userID string) string {
+	e.t.Helper()
+	now := e.clock.Now()
+	s := &model.Session{SessionID: model.NewID(), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
+	if err := e.st.CreateSession(context.Background(), s); err != nil {
+		e.t.Fatal(err)
+	}
+	return s.SessionID
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	var b bff.ErrorBody
+	r.json(t, &b)
+	return b.Error.Code
+}
+
+// do sends a request to the BFF with an optional session cookie.
+func (e *env) do(method, path, cookie string, body any, header ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		switch b := body.(type) {
+		case string:
+			rd = strings.NewReader(b)
+		default:
+			raw, err := json.Marshal(b)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			rd = strings.NewReader(string(raw))
+		}
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: bff.SessionCookie, Value: cookie})
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, raw}
+}
+
+// fakeOAuthServer is Strava's authorize and token endpoints, written for
+// these tests: authorize approves at once (or refuses, or grants less) and
+// redirects back; token answers like Strava, athlete summary included.
+type fakeOAuthServer struct {
+	*httptest.Server
+	athleteID atomic.Int64
+	grant     atomic.Value // string: the scope granted, or "deny"
+	codes     sync.Map     // code → athlete id
+	serial    atomic.Int64
+}
+
+func newFakeOAuthServer(t *testing.T) *fakeOAuthServer {
+	f := &fakeOAuthServer{}
+	f.grant.Store("read,activity:read_all")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /oauth/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("client_id") != "cid" || q.Get("response_type") != "code" || q.Get("scope") != "read,activity:read_all" || q.Get("state") == "" {
+			http.Error(w, "bad authorize request "+r.URL.RawQuery, http.StatusBadRequest)
+			return
+		}
+		back, err := url.Parse(q.Get("redirect_uri"))
+		if err != nil {
+			http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+			return
+		}
+		v := url.Values{"state": {q.Get("state")}}
+		if g := f.grant.Load().(string); g == "deny" {
+			v.Set("error", "access_denied")
+		} else {
+			code := fmt.Sprintf("code-%d", f.serial.Add(1))
+			f.codes.Store(code, f.athleteID.Load())
+			v.Set("code", code)
+			v.Set("scope", g)
+		}
+		back.RawQuery = v.Encode()
+		http.Redirect(w, r, back.String(), http.StatusFound)
+	})
+	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("grant_type") == "refresh_token" && r.FormValue("client_secret") == "secret" {
+			switch r.FormValue("refresh_token") {
+			case "rt-good":
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"token_type":"Bearer","access_token":"at-fresh","refresh_token":"rt-rotated","expires_in":21600}`)
+			case "rt-down":
+				http.Error(w, `{"message":"down"}`, http.StatusServiceUnavailable)
+			default:
+				http.Error(w, `{"message":"Bad Request","errors":[{"resource":"RefreshToken","field":"refresh_token","code":"invalid"}]}`, http.StatusBadRequest)
+			}
+			return
+		}
+		if r.FormValue("client_id") != "cid" || r.FormValue("client_secret") != "secret" || r.FormValue("grant_type") != "authorization_code" {
+			http.Error(w, `{"message":"Bad Request"}`, http.StatusBadRequest)
+			return
+		}
+		id, ok := f.codes.LoadAndDelete(r.FormValue("code"))
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"message":"Bad Request","errors":[{"resource":"AuthorizationCode","field":"code","code":"invalid"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"token_type": "Bearer", "access_token": "at-" + r.FormValue("code"), "refresh_token": "rt-" + r.FormValue("code"),
+			"expires_at": time.Now().Add(6 * time.Hour).Unix(), "expires_in": 21600,
+			"athlete": map[string]any{"id": id, "firstname": "Grace", "lastname": "Hopper"},
+		})
+	})
+	f.Server = httptest.NewServer(mux)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// oauthEnv is an env whose Strava is the real OAuthClient against the fake
+// OAuth server.
+func oauthEnv(t *testing.T) (*env, *fakeOAuthServer) {
+	t.Helper()
+	fs := newFakeOAuthServer(t)
+	client := &bff.OAuthClient{}
+	e := newEnv(t, envOpts{strava: client})
+	client.Config = strava.OAuthConfig(fs.URL, "cid", "secret", e.srv.URL+"/auth/strava/callback")
+	return e, fs
+}
+
+// browser is an HTTP client with a cookie jar that follows redirects until
+// it would leave for the app's landing page.
+func (e *env) browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Path == "/" {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+}
+
+// login runs the real redirect chain: /auth/strava/login → Strava authorize
+// → /auth/strava/callback. It returns the callback's answer.
+func (e *env) login(b *http.Client) response {
+	e.t.Helper()
+	resp, err := b.Get(e.srv.URL + "/auth/strava/login")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, raw}
+}
+
+func sessionFrom(t *testing.T, b *http.Client, base string) string {
+	t.Helper()
+	u, _ := url.Parse(base)
+	for _, c := range b.Jar.Cookies(u) {
+		if c.Name == bff.SessionCookie {
+			return c.Value
+		}
+	}
+	return ""
+}

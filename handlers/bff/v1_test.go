@@ -1,0 +1,249 @@
+package bff_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+)
+
+func TestV1NeedsAValidSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	expired := e.user("u1", 1) // a 24-hour session
+	e.clock.Add(23 * time.Hour)
+	valid := e.session("u1")
+	e.clock.Add(2 * time.Hour) // now past the first session's expiry, before DynamoDB's TTL sweep
+
+	routes := []struct{ method, path string }{
+		{http.MethodGet, "/v1/me"}, {http.MethodDelete, "/v1/me"}, {http.MethodGet, "/v1/models"},
+		{http.MethodPost, "/v1/milestones"}, {http.MethodGet, "/v1/milestones"}, {http.MethodGet, "/v1/milestones/" + model.NewID()},
+	}
+	cookies := []struct{ name, value string }{
+		{"no cookie", ""},
+		{"forged opaque id", model.NewID()},
+		{"malformed", "not-a-session"},
+		{"expired (TTL not yet applied)", expired},
+	}
+	for _, r := range routes {
+		for _, c := range cookies {
+			resp := e.do(r.method, r.path, c.value, map[string]any{})
+			if resp.status != http.StatusUnauthorized || resp.errorCode(t) != bff.CodeUnauthorized ||
+				!strings.HasPrefix(resp.header.Get("Content-Type"), "application/json") {
+				t.Errorf("%s %s with %s: %d %s, want 401 JSON unauthorized", r.method, r.path, c.name, resp.status, resp.body)
+			}
+		}
+	}
+	if resp := e.do(http.MethodGet, "/v1/me", valid, nil); resp.status != http.StatusOK {
+		t.Fatalf("valid session: %d %s", resp.status, resp.body)
+	}
+}
+
+func TestMeModelsAndLogout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("u1", 31)
+	var me bff.MeJSON
+	if r := e.do(http.MethodGet, "/v1/me", sid, nil); r.status != http.StatusOK {
+		t.Fatalf("me: %d %s", r.status, r.body)
+	} else {
+		r.json(t, &me)
+	}
+	if me != (bff.MeJSON{UserID: "u1", AthleteID: 31, DisplayName: "Ath u1", Connected: true}) {
+		t.Fatalf("me = %+v", me)
+	}
+	var models catalog.Catalog
+	r := e.do(http.MethodGet, "/v1/models", sid, nil)
+	r.json(t, &models)
+	want, _ := catalog.Default()
+	if r.status != http.StatusOK || len(models.Models) != len(want.Models) || models.Models[0].Parts[0].Name != want.Models[0].Parts[0].Name {
+		t.Fatalf("models: %d %s", r.status, r.body)
+	}
+
+	out := e.do(http.MethodPost, "/auth/logout", sid, nil)
+	cleared := false
+	for _, c := range (&http.Response{Header: out.header}).Cookies() {
+		cleared = cleared || (c.Name == bff.SessionCookie && c.MaxAge < 0)
+	}
+	if out.status != http.StatusNoContent || !cleared {
+		t.Fatalf("logout: %d, cookie cleared %v", out.status, cleared)
+	}
+	if r := e.do(http.MethodGet, "/v1/me", sid, nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("after logout: %d", r.status)
+	}
+	if ids, _, _ := e.st.UserSessionIDs(context.Background(), "u1"); len(ids) != 0 {
+		t.Fatalf("session pointers after logout: %v", ids)
+	}
+	if r := e.do(http.MethodPost, "/auth/logout", "", nil); r.status != http.StatusNoContent {
+		t.Fatalf("logout without a session: %d", r.status)
+	}
+}
+
+func TestCreateAndReadMilestones(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("u1", 1)
+	other := e.user("u2", 2)
+	ctx := context.Background()
+
+	r := e.do(http.MethodPost, "/v1/milestones", sid, map[string]any{
+		"modelId": "saturn-v", "title": "100 km in March", "metric": "distance", "target": 100000,
+		"sportTypes": []string{"Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z", "periodEndAtUtc": "2026-04-01T00:00:00+02:00",
+	})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var created bff.MilestoneJSON
+	r.json(t, &created)
+	if created.ModelID != "saturn-v" || created.Status != "active" || created.Version != 0 || created.ProjectedAtUtc != nil ||
+		created.Progress != (bff.Progress{Target: 100000}) || len(created.Awards) != 0 || r.header.Get("Location") != "/v1/milestones/"+created.MilestoneID {
+		t.Fatalf("created = %+v", created)
+	}
+	var stored model.Milestone
+	if err := e.st.Get(ctx, e.st.Tables().Main, model.MilestoneKey("u1", created.MilestoneID), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.PartCount != 10 || stored.WrittenBy != model.WriterAPI || stored.Version != 0 || stored.Status != model.StatusActive ||
+		!stored.PeriodEndAtUtc.Equal(time.Date(2026, 3, 31, 22, 0, 0, 0, time.UTC)) || stored.PeriodEndAtUtc.Location() != time.UTC {
+		t.Fatalf("stored milestone = %+v", stored)
+	}
+
+	// The projector's work, as it would leave it: 42.195 km, three parts.
+	projected := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	stored.ProgressValue, stored.WorkoutsCounted, stored.AwardedParts, stored.ProjectedAtUtc, stored.Version = 42195000, 3, 4, &projected, 3
+	stored.WrittenBy = model.WriterProjector
+	if err := e.st.Put(ctx, e.st.Tables().Main, &stored); err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i >= 0; i-- {
+		a := &model.Award{UserID: "u1", MilestoneID: stored.MilestoneID, ModelID: "saturn-v", PartIndex: i, PartName: "part " + string(rune('A'+i)),
+			AwardedAtUtc: projected, ActivityID: int64(1000 + i)}
+		if err := e.st.Put(ctx, e.st.Tables().Main, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got bff.MilestoneJSON
+	r = e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, sid, nil)
+	r.json(t, &got)
+	if r.status != http.StatusOK || got.Version != 3 || got.ProjectedAtUtc == nil || !got.ProjectedAtUtc.Equal(projected) ||
+		got.Progress != (bff.Progress{Value: 42195, Target: 100000, Percent: 42.1, WorkoutsCounted: 3}) {
+		t.Fatalf("GET milestone: %d %+v", r.status, got)
+	}
+	if len(got.Awards) != 4 || got.Awards[0].PartIndex != 0 || got.Awards[3].Name != "part D" || got.Awards[2].ActivityID != 1002 {
+		t.Fatalf("awards = %+v, want parts 0..3 in order", got.Awards)
+	}
+	// The raw body has exactly the issue's fields.
+	for _, f := range []string{`"milestoneId"`, `"modelId"`, `"title"`, `"metric"`, `"target"`, `"status"`, `"version"`, `"projectedAtUtc"`,
+		`"progress"`, `"value"`, `"percent"`, `"workoutsCounted"`, `"truncated"`, `"awards"`, `"partIndex"`, `"name"`, `"awardedAtUtc"`, `"activityId"`} {
+		if !strings.Contains(string(r.body), f) {
+			t.Errorf("milestone body lacks %s: %s", f, r.body)
+		}
+	}
+
+	var list struct {
+		Milestones []bff.MilestoneJSON `json:"milestones"`
+	}
+	r = e.do(http.MethodGet, "/v1/milestones", sid, nil)
+	r.json(t, &list)
+	if r.status != http.StatusOK || len(list.Milestones) != 1 || len(list.Milestones[0].Awards) != 4 {
+		t.Fatalf("list: %d %s", r.status, r.body)
+	}
+
+	// Another user sees neither the milestone nor that it exists.
+	if r := e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, other, nil); r.status != http.StatusNotFound || r.errorCode(t) != bff.CodeNotFound {
+		t.Fatalf("cross-user read: %d %s, want 404", r.status, r.body)
+	}
+	if r := e.do(http.MethodGet, "/v1/milestones/"+model.NewID(), other, nil); r.status != http.StatusNotFound {
+		t.Fatalf("unknown id: %d, want 404", r.status)
+	}
+	if r := e.do(http.MethodGet, "/v1/milestones/x%23y", other, nil); r.status != http.StatusNotFound {
+		t.Fatalf("id with a key separator: %d, want 404", r.status)
+	}
+	r = e.do(http.MethodGet, "/v1/milestones", other, nil)
+	if r.status != http.StatusOK || string(r.body) != "{\"milestones\":[]}\n" {
+		t.Fatalf("other user's list: %d %s", r.status, r.body)
+	}
+}
+
+func TestCreateMilestoneRejects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("u1", 1)
+	valid := func() map[string]any {
+		return map[string]any{"modelId": "road-bike", "title": "Ride", "metric": "count", "target": 10, "periodStartAtUtc": "2026-03-01T00:00:00Z"}
+	}
+	with := func(k string, v any) map[string]any { m := valid(); m[k] = v; return m }
+	without := func(k string) map[string]any { m := valid(); delete(m, k); return m }
+	tests := []struct {
+		name  string
+		given any
+		want  []string
+	}{
+		{"unknown model", with("modelId", "death-star"), []string{"modelId"}},
+		{"missing model", without("modelId"), []string{"modelId"}},
+		{"bad metric", with("metric", "calories"), []string{"metric"}},
+		{"negative target", with("target", -1), []string{"target"}},
+		{"missing target", without("target"), []string{"target"}},
+		{"target is text", with("target", "ten"), []string{"target"}},
+		{"bad start time", with("periodStartAtUtc", "yesterday"), []string{"periodStartAtUtc"}},
+		{"end before start", with("periodEndAtUtc", "2026-02-01T00:00:00Z"), []string{"periodEndAtUtc"}},
+		{"unknown field", with("colour", "red"), []string{"colour"}},
+		{"not json", "{", []string{"body"}},
+		{"everything wrong", map[string]any{"modelId": "nope", "metric": "x", "target": 0},
+			[]string{"title", "metric", "target", "periodStartAtUtc", "modelId"}},
+	}
+	for _, tt := range tests {
+		r := e.do(http.MethodPost, "/v1/milestones", sid, tt.given)
+		var body bff.ErrorBody
+		r.json(t, &body)
+		var got []string
+		for _, f := range body.Error.Fields {
+			got = append(got, f.Field)
+		}
+		if r.status != http.StatusBadRequest || body.Error.Code != bff.CodeInvalid || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: %d fields %v (%s), want 400 naming %v", tt.name, r.status, got, r.body, tt.want)
+		}
+	}
+	r := e.do(http.MethodPost, "/v1/milestones", sid, nil, "Content-Type", "text/plain")
+	if r.status != http.StatusUnsupportedMediaType {
+		t.Fatalf("text/plain body: %d, want 415", r.status)
+	}
+	var list struct{ Milestones []bff.MilestoneJSON }
+	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
+	if len(list.Milestones) != 0 {
+		t.Fatalf("rejected requests wrote milestones: %+v", list.Milestones)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	off := newEnv(t, envOpts{})
+	sid := off.user("u1", 1)
+	r := off.do(http.MethodGet, "/v1/me", sid, nil, "Origin", "https://app.example")
+	if r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("CORS off by default, got %q", r.header.Get("Access-Control-Allow-Origin"))
+	}
+	if r := off.do(http.MethodOptions, "/v1/me", "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "GET"); r.status != http.StatusForbidden {
+		t.Fatalf("preflight with CORS off: %d", r.status)
+	}
+
+	on := newEnv(t, envOpts{cors: []string{"https://app.example"}})
+	sid = on.user("u1", 1)
+	r = on.do(http.MethodGet, "/v1/me", sid, nil, "Origin", "https://app.example")
+	if r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Fatalf("allowed origin headers = %v", r.header)
+	}
+	if r := on.do(http.MethodGet, "/v1/me", sid, nil, "Origin", "https://evil.example"); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("other origin allowed: %v", r.header)
+	}
+	p := on.do(http.MethodOptions, "/v1/milestones/abc", "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	if p.status != http.StatusNoContent || !strings.Contains(p.header.Get("Access-Control-Allow-Methods"), "POST") ||
+		p.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Fatalf("preflight: %d %v", p.status, p.header)
+	}
+}

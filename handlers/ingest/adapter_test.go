@@ -1,0 +1,117 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+)
+
+// TestAPIGatewayV2Adapter drives the mounted routes through the same
+// adapter the api Lambda uses, with HTTP API (payload v2) events.
+func TestAPIGatewayV2Adapter(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(900, 10, "Run")
+	mux := http.NewServeMux()
+	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, h.dispatch, testLog()).Mount(mux)
+	adapter := httpadapter.NewV2(mux)
+	ctx := context.Background()
+	req := func(method, query, body string) events.APIGatewayV2HTTPRequest {
+		r := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: ingest.WebhookPath,
+			RawQueryString: query, Headers: map[string]string{"content-type": "application/json"}, Body: body}
+		r.RequestContext.HTTP.Method, r.RequestContext.HTTP.Path = method, ingest.WebhookPath
+		r.RequestContext.RequestID = "req-1"
+		return r
+	}
+
+	resp, err := adapter.ProxyWithContext(ctx, req(http.MethodGet,
+		"hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=abc", ""))
+	if err != nil || resp.StatusCode != 200 || resp.Body != "{\"hub.challenge\":\"abc\"}\n" {
+		t.Fatalf("handshake: got %d %q, %v", resp.StatusCode, resp.Body, err)
+	}
+	ev := h.sim.ActivityEvent("create", 900, 10, nil)
+	body := string(mustJSON(t, ev))
+	resp, err = adapter.ProxyWithContext(ctx, req(http.MethodPost, "", body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("post: got %d %q, %v", resp.StatusCode, resp.Body, err)
+	}
+	var got map[string]string
+	_ = json.Unmarshal([]byte(resp.Body), &got)
+	if got["status"] != "accepted" || resp.Headers[ingest.HeaderCorrelationID] != got["correlationId"] {
+		t.Fatalf("post: got %v headers %v", got, resp.Headers)
+	}
+	resp, _ = adapter.ProxyWithContext(ctx, req(http.MethodPost, "", `{"object_type":1}`))
+	if resp.StatusCode != 400 {
+		t.Fatalf("bad event: got %d, want 400", resp.StatusCode)
+	}
+	resp, _ = adapter.ProxyWithContext(ctx, req(http.MethodDelete, "", ""))
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE: got %d, want 405", resp.StatusCode)
+	}
+	h.wait()
+	if w := h.workout("u1", 900); w.CorrelationID != got["correlationId"] {
+		t.Fatalf("got workout correlation %q, want %q", w.CorrelationID, got["correlationId"])
+	}
+}
+
+// BenchmarkDecodeEvent measures the strict decoder on Strava's update example.
+func BenchmarkDecodeEvent(b *testing.B) {
+	body := fixture(b, "activity_update.json")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ingest.DecodeEvent(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWebhookAccept measures one accepted POST over HTTP: decode,
+// conditional idempotency put on DynamoDB Local, queue hand-off. Strava wants
+// an answer within 2 s.
+func BenchmarkWebhookAccept(b *testing.B) {
+	h := newHarness(b)
+	ev := h.sim.ActivityEvent("create", 1, 10, nil) // athlete not linked: the worker only audits
+	i := int64(0)
+	for b.Loop() {
+		i++
+		ev.EventTime = i
+		resp, body := h.post(mustJSON(b, ev))
+		if resp.StatusCode != 200 || body["status"] != "accepted" {
+			b.Fatalf("got %d %v", resp.StatusCode, body)
+		}
+	}
+	b.StopTimer()
+	h.wait()
+}
+
+// BenchmarkWorkerCreate measures one create event in the worker: resolve,
+// budget check, token, Strava fetch (simulator), upsert, audit.
+func BenchmarkWorkerCreate(b *testing.B) {
+	h := newHarness(b)
+	h.link("u1", 10, 24*time.Hour)
+	// Usage is reset every iteration so the benchmark never meets the budget.
+	ctx := context.Background()
+	for i := range 5000 {
+		h.activity(int64(i+1), 10, "Run")
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		if i > 5000 {
+			b.Fatal("benchmark ran past the prepared activities")
+		}
+		h.sim.SetUsage(0, 0, 0, 0)
+		if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", int64(i), 10, nil))); err != nil {
+			b.Fatal(fmt.Errorf("iteration %d: %w", i, err))
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// LambdaInvoker is the part of the Lambda client the dispatcher uses
+// (*lambda.Client).
+type LambdaInvoker interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+var _ LambdaInvoker = (*lambda.Client)(nil)
+
+// LambdaDispatcher hands jobs to the worker Lambda with an asynchronous
+// invoke (InvocationType Event): Lambda queues the job, retries failures
+// twice and sends what still fails to the function's failure destination.
+type LambdaDispatcher struct {
+	client   LambdaInvoker
+	function string
+}
+
+// NewLambdaDispatcher dispatches to the named worker function.
+func NewLambdaDispatcher(client LambdaInvoker, function string) *LambdaDispatcher {
+	return &LambdaDispatcher{client: client, function: function}
+}
+
+// Dispatch queues job with Lambda. It returns an error (matching
+// model.ErrRetryable) when Lambda did not accept it with 202.
+func (d *LambdaDispatcher) Dispatch(ctx context.Context, job Job) error {
+	payload, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("dispatch job %s: encode: %w", job.CorrelationID, err)
+	}
+	out, err := d.client.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName: aws.String(d.function), InvocationType: types.InvocationTypeEvent, Payload: payload,
+	})
+	if err != nil {
+		return fmt.Errorf("dispatch job %s to %s: %w: %w", job.CorrelationID, d.function, model.ErrRetryable, err)
+	}
+	if out.StatusCode != 202 {
+		return fmt.Errorf("dispatch job %s to %s: status %d: %w", job.CorrelationID, d.function, out.StatusCode, model.ErrRetryable)
+	}
+	return nil
+}
+
+// ErrQueueFull means the local queue had no room for a job.
+var ErrQueueFull = fmt.Errorf("ingest queue full: %w", model.ErrRetryable)
+
+// ErrQueueClosed means the local queue no longer accepts jobs.
+var ErrQueueClosed = errors.New("ingest queue closed")
+
+// ProcessFunc processes one job; an error matching model.ErrRetryable is
+// retried, any other error is final.
+type ProcessFunc func(ctx context.Context, job Job) error
+
+// QueueOptions shapes a Queue.
+type QueueOptions struct {
+	// Workers is the number of goroutines processing jobs (default 2).
+	Workers int
+	// Capacity bounds the jobs waiting (default 100); Dispatch fails
+	// beyond it, so the webhook answers 503 and Strava redelivers.
+	Capacity int
+	// Attempts bounds how often a job is tried (default 3, like Lambda's
+	// async invoke: one try and two retries).
+	Attempts int
+	// Backoff is the base of the jittered exponential pause between
+	// attempts (default 100 ms).
+	Backoff time.Duration
+	// OnFailure receives a job that failed for good (the local DLQ). Nil
+	// only logs it.
+	OnFailure func(ctx context.Context, job Job, err error)
+}
+
+// Queue is the in-process Dispatcher of the local stack and tests: a
+// bounded channel drained by worker goroutines that call process, retrying
+// retryable failures like Lambda's async invoke does.
+type Queue struct {
+	jobs    chan Job
+	process ProcessFunc
+	opts    QueueOptions
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.RWMutex
+	closed  bool
+	pending atomic.Int64 // dispatched and not yet finished
+}
+
+// NewQueue starts a queue whose workers call process.
+func NewQueue(process ProcessFunc, opts QueueOptions, log *slog.Logger) *Queue {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Capacity <= 0 {
+		opts.Capacity = 100
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = 3
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 100 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := &Queue{jobs: make(chan Job, opts.Capacity), process: process, opts: opts, log: log, ctx: ctx, cancel: cancel}
+	for range opts.Workers {
+		q.wg.Add(1)
+		go q.run()
+	}
+	return q
+}
+
+// Dispatch queues job without blocking. It returns ErrQueueFull (retryable)
+// when the queue is at capacity and ErrQueueClosed after Close.
+func (q *Queue) Dispatch(_ context.Context, job Job) error {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return fmt.Errorf("dispatch job %s: %w", job.CorrelationID, ErrQueueClosed)
+	}
+	q.pending.Add(1)
+	select {
+	case q.jobs <- job:
+		return nil
+	default:
+		q.pending.Add(-1)
+		return fmt.Errorf("dispatch job %s: %w", job.CorrelationID, ErrQueueFull)
+	}
+}
+
+// Wait blocks until every job dispatched so far has been processed (or
+// failed for good), or ctx ends.
+func (q *Queue) Wait(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for q.pending.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Close stops accepting jobs, lets the workers finish what is queued and
+// waits for them (or for ctx, after which in-flight work is cancelled).
+func (q *Queue) Close(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.jobs)
+	}
+	q.mu.Unlock()
+	done := make(chan struct{})
+	go func() { q.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		q.cancel()
+		return nil
+	case <-ctx.Done():
+		q.cancel()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (q *Queue) run() {
+	defer q.wg.Done()
+	for job := range q.jobs {
+		q.handle(job)
+		q.pending.Add(-1)
+	}
+}
+
+func (q *Queue) handle(job Job) {
+	var err error
+	for attempt := 1; attempt <= q.opts.Attempts; attempt++ {
+		if err = q.process(q.ctx, job); err == nil || !errors.Is(err, model.ErrRetryable) {
+			break
+		}
+		if attempt < q.opts.Attempts {
+			q.log.WarnContext(q.ctx, "job failed, will retry", "correlationId", job.CorrelationID,
+				"attempt", attempt, "error", err)
+			d := q.opts.Backoff << (attempt - 1)
+			select {
+			case <-q.ctx.Done():
+				return
+			case <-time.After(d):
+			}
+		}
+	}
+	if err != nil {
+		q.log.ErrorContext(q.ctx, "job failed for good", "correlationId", job.CorrelationID, "error", err)
+		if q.opts.OnFailure != nil {
+			q.opts.OnFailure(q.ctx, job, err)
+		}
+	}
+}

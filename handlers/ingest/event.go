@@ -1,0 +1,209 @@
+// Package ingest is the Strava ingestion pipeline shared by the api and
+// worker Lambdas (and the local stack): the webhook http.Handler, the Job
+// handed to the worker, the dispatchers that hand it off (Lambda async
+// invoke, in-process queue) and the worker service that turns an event into
+// a normalized workout item.
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// Object and aspect types of Strava webhook events.
+const (
+	ObjectActivity = "activity"
+	ObjectAthlete  = "athlete"
+	AspectCreate   = "create"
+	AspectUpdate   = "update"
+	AspectDelete   = "delete"
+)
+
+// MaxEventBytes bounds a webhook request body.
+const MaxEventBytes = 64 << 10
+
+// Event is a Strava webhook event, with Strava's field names.
+type Event struct {
+	ObjectType     string         `json:"object_type"`
+	ObjectID       int64          `json:"object_id"`
+	AspectType     string         `json:"aspect_type"`
+	Updates        map[string]any `json:"updates,omitempty"`
+	OwnerID        int64          `json:"owner_id"`
+	SubscriptionID int64          `json:"subscription_id"`
+	EventTime      int64          `json:"event_time"`
+}
+
+// wireEvent detects missing fields (nil) apart from zero values.
+type wireEvent struct {
+	ObjectType     *string        `json:"object_type"`
+	ObjectID       *int64         `json:"object_id"`
+	AspectType     *string        `json:"aspect_type"`
+	Updates        map[string]any `json:"updates"`
+	OwnerID        *int64         `json:"owner_id"`
+	SubscriptionID *int64         `json:"subscription_id"`
+	EventTime      *int64         `json:"event_time"`
+}
+
+// DecodeEvent strictly decodes one webhook body: exactly one JSON object,
+// no unknown fields, every field of the right type, object_type activity or
+// athlete, aspect_type create/update/delete (athlete events are updates
+// only), positive ids and event time, and updates values that are scalars.
+// Every failure is a *model.ValidationError (errors.Is model.ErrInvalid)
+// whose fields say what was wrong.
+func DecodeEvent(body []byte) (Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var w wireEvent
+	if err := dec.Decode(&w); err != nil {
+		return Event{}, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Event{}, fieldErr("body", "trailing data after the event object")
+	}
+	var v model.ValidationError
+	str := func(field string, p *string) string {
+		if p == nil {
+			v.Add(field, "is required")
+			return ""
+		}
+		return *p
+	}
+	pos := func(field string, p *int64) int64 {
+		switch {
+		case p == nil:
+			v.Add(field, "is required")
+			return 0
+		case *p <= 0:
+			v.Add(field, "must be positive, got %d", *p)
+		}
+		return *p
+	}
+	ev := Event{
+		ObjectType: str("object_type", w.ObjectType), ObjectID: pos("object_id", w.ObjectID),
+		AspectType: str("aspect_type", w.AspectType), OwnerID: pos("owner_id", w.OwnerID),
+		SubscriptionID: pos("subscription_id", w.SubscriptionID), EventTime: pos("event_time", w.EventTime),
+	}
+	if w.ObjectType != nil && ev.ObjectType != ObjectActivity && ev.ObjectType != ObjectAthlete {
+		v.Add("object_type", "unknown object type %q", ev.ObjectType)
+	}
+	if w.AspectType != nil {
+		switch ev.AspectType {
+		case AspectCreate, AspectUpdate, AspectDelete:
+			if ev.ObjectType == ObjectAthlete && ev.AspectType != AspectUpdate {
+				v.Add("aspect_type", "athlete events are updates only, got %q", ev.AspectType)
+			}
+		default:
+			v.Add("aspect_type", "unknown aspect type %q", ev.AspectType)
+		}
+	}
+	if len(w.Updates) > 0 {
+		ev.Updates = make(map[string]any, len(w.Updates))
+		for k, val := range w.Updates {
+			switch x := val.(type) {
+			case string, bool:
+				ev.Updates[k] = x
+			case json.Number:
+				ev.Updates[k] = x.String()
+			default:
+				v.Add("updates."+k, "must be a string, number or boolean")
+			}
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+func decodeError(err error) error {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			field = "body"
+		}
+		return fieldErr(field, fmt.Sprintf("must be %s, got JSON %s", ute.Type, ute.Value))
+	case errors.As(err, &se):
+		return fieldErr("body", fmt.Sprintf("malformed JSON at offset %d", se.Offset))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fieldErr("body", "empty or truncated JSON")
+	}
+	// DisallowUnknownFields reports `json: unknown field "x"`.
+	return fieldErr("body", err.Error())
+}
+
+func fieldErr(field, msg string) error {
+	v := &model.ValidationError{}
+	v.Add(field, "%s", msg)
+	return v
+}
+
+// IdempotencyKey is the event's deterministic identity (model's
+// WebhookIdempotencyKey): a redelivery of the same event has the same key.
+func (e Event) IdempotencyKey() string {
+	return model.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime)
+}
+
+// IsDeauthorization reports whether the event says the athlete revoked
+// access (object_type athlete, updates.authorized "false").
+func (e Event) IsDeauthorization() bool {
+	if e.ObjectType != ObjectAthlete {
+		return false
+	}
+	switch a := e.Updates["authorized"].(type) {
+	case string:
+		return a == "false"
+	case bool:
+		return !a
+	}
+	return false
+}
+
+// Time is the event time.
+func (e Event) Time() time.Time { return time.Unix(e.EventTime, 0).UTC() }
+
+// Job is what the webhook hands to the worker: the validated event and the
+// correlation id of the request that accepted it. It travels as JSON (the
+// worker Lambda's input).
+type Job struct {
+	Event          Event     `json:"event"`
+	CorrelationID  string    `json:"correlationId"`
+	IdempotencyKey string    `json:"idempotencyKey"`
+	ReceivedAtUtc  time.Time `json:"receivedAtUtc"`
+}
+
+// DecodeJob reads a Job from the worker's input. It returns an error
+// matching model.ErrInvalid when the input is not a valid job (a poison
+// input: retrying it cannot help).
+func DecodeJob(raw []byte) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return Job{}, fmt.Errorf("decode job: %v: %w", err, model.ErrInvalid)
+	}
+	var v model.ValidationError
+	if j.Event.ObjectID <= 0 {
+		v.Add("event.object_id", "must be positive")
+	}
+	if j.Event.OwnerID <= 0 {
+		v.Add("event.owner_id", "must be positive")
+	}
+	if j.Event.ObjectType != ObjectActivity && j.Event.ObjectType != ObjectAthlete {
+		v.Add("event.object_type", "unknown object type %q", j.Event.ObjectType)
+	}
+	if j.CorrelationID == "" {
+		v.Add("correlationId", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return Job{}, fmt.Errorf("decode job: %w", err)
+	}
+	return j, nil
+}

@@ -1,0 +1,108 @@
+package ingest_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+func TestMapActivity(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 3, 2, 6, 0, 0, 0, time.FixedZone("x", 3600))
+	base := strava.Activity{ID: 7, Athlete: strava.ActivityAthlete{ID: 3}, Name: "Easy", SportType: "Run", Type: "Run",
+		Distance: 5000.5, TotalElevationGain: 42, MovingTime: 1800, StartDate: start}
+	tests := []struct {
+		name      string
+		given     func(a *strava.Activity)
+		want      *model.Workout
+		wantField string
+	}{
+		{"full activity", func(*strava.Activity) {}, &model.Workout{UserID: "u1", AthleteID: 3, ActivityID: 7, Name: "Easy",
+			SportType: "Run", DistanceMeters: 5000.5, TotalElevationGain: 42, MovingTimeSeconds: 1800,
+			StartDateUtc: start.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "c1"}, ""},
+		{"legacy type when sport_type is empty", func(a *strava.Activity) { a.SportType, a.Type = "", "Ride" },
+			&model.Workout{UserID: "u1", AthleteID: 3, ActivityID: 7, Name: "Easy", SportType: "Ride", DistanceMeters: 5000.5,
+				TotalElevationGain: 42, MovingTimeSeconds: 1800, StartDateUtc: start.UTC(), CreatedAtUtc: now,
+				UpdatedAtUtc: now, CorrelationID: "c1"}, ""},
+		{"no sport at all", func(a *strava.Activity) { a.SportType, a.Type = "", "" }, nil, "sport_type"},
+		{"no start date", func(a *strava.Activity) { a.StartDate = time.Time{} }, nil, "start_date"},
+		{"negative distance", func(a *strava.Activity) { a.Distance = -1 }, nil, "distance"},
+		{"NaN elevation", func(a *strava.Activity) { a.TotalElevationGain = math.NaN() }, nil, "total_elevation_gain"},
+		{"negative moving time", func(a *strava.Activity) { a.MovingTime = -5 }, nil, "moving_time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := base
+			tt.given(&a)
+			got, err := ingest.MapActivity(a, "u1", 3, "c1", now)
+			if tt.wantField != "" {
+				if !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), tt.wantField) {
+					t.Fatalf("got %v, want ErrInvalid naming %s", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *got != *tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBudgetExhausted(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 7, 0, 0, time.UTC)
+	win := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	state := func(readShort, readDaily, short, daily int, window time.Time, day string) *model.RateLimitState {
+		return &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+			ShortUsage: short, DailyUsage: daily, ReadShortUsage: readShort, ReadDailyUsage: readDaily,
+			WindowStartedUtc: window, DayUtc: day}
+	}
+	tests := []struct {
+		name  string
+		given *model.RateLimitState
+		want  string // substring; "" = budget available
+	}{
+		{"fresh", state(0, 0, 0, 0, win, "2026-03-02"), ""},
+		{"read short below reserve", state(94, 94, 94, 94, win, "2026-03-02"), ""},
+		{"read short at reserve", state(95, 95, 95, 95, win, "2026-03-02"), "read 15-minute usage 95 of 100"},
+		{"read short spent in an old window", state(100, 100, 100, 100, win.Add(-15*time.Minute), "2026-03-02"), ""},
+		{"overall short at reserve", state(10, 10, 190, 190, win, "2026-03-02"), "15-minute usage 190 of 200"},
+		{"read daily at reserve", state(1, 950, 1, 950, win.Add(-time.Hour), "2026-03-02"), "read daily usage 950 of 1000"},
+		{"read daily spent yesterday", state(1, 1000, 1, 1000, win.Add(-24*time.Hour), "2026-03-01"), ""},
+		{"overall daily at reserve", state(1, 10, 1, 1900, win.Add(-time.Hour), "2026-03-02"), "daily usage 1900 of 2000"},
+		{"no limits known", &model.RateLimitState{WindowStartedUtc: win, DayUtc: "2026-03-02", ReadShortUsage: 1000}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := ingest.BudgetExhausted(tt.given, now, ingest.DefaultBudgetReserve)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRateLimitStateFrom(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 23, 59, 30, 0, time.UTC)
+	got := ingest.RateLimitStateFrom(strava.RateLimit{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4,
+		ReadShortLimit: 100, ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2}, now)
+	want := &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4, ReadShortLimit: 100,
+		ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2,
+		WindowStartedUtc: time.Date(2026, 3, 2, 23, 45, 0, 0, time.UTC), DayUtc: "2026-03-02", UpdatedAtUtc: now}
+	if *got != *want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,419 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+func storeQueryAuditByCorrelation(h *harness, corr string) ([]model.AuditEntry, bool, error) {
+	return store.QueryEntities[model.AuditEntry](context.Background(), h.st, h.st.Tables().Audit,
+		model.CorrelationPK(corr), "", store.QueryOptions{Index: store.IndexGSI1})
+}
+
+func newBrokenStore(t *testing.T) *store.Store {
+	db, _ := dynamolocal.Clients(t)
+	return store.New(db, store.TableNames("missing-"+dynamolocal.UniquePrefix()))
+}
+
+func TestPipelineCreateUpdateDelete(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	ev := h.sim.ActivityEvent("create", 100, 10, nil)
+	h.deliver(ev)
+	created := h.workout("u1", 100)
+	if created.SportType != "Run" || created.DistanceMeters != 5000 || created.MovingTimeSeconds != 1500 ||
+		created.TotalElevationGain != 30 || created.IsDeleted || created.AthleteID != 10 ||
+		!created.StartDateUtc.Equal(time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)) {
+		t.Fatalf("got %+v after create", created)
+	}
+
+	time.Sleep(10 * time.Millisecond) // updatedAtUtc must move
+	h.sim.UpdateActivity(100, func(a *stravasim.Activity) { a.SportType, a.Distance = "TrailRun", 6200 })
+	up := h.sim.ActivityEvent("update", 100, 10, map[string]string{"type": "TrailRun"})
+	up.EventTime = ev.EventTime + 1
+	h.deliver(up)
+	updated := h.workout("u1", 100)
+	if updated.SportType != "TrailRun" || updated.DistanceMeters != 6200 || !updated.CreatedAtUtc.Equal(created.CreatedAtUtc) ||
+		!updated.UpdatedAtUtc.After(created.UpdatedAtUtc) || updated.CorrelationID == created.CorrelationID {
+		t.Fatalf("got %+v after update, want TrailRun 6200 with createdAt %v kept", updated, created.CreatedAtUtc)
+	}
+
+	h.sim.DeleteActivity(100)
+	del := h.sim.ActivityEvent("delete", 100, 10, nil)
+	del.EventTime = ev.EventTime + 2
+	h.deliver(del)
+	ws := h.workouts("u1")
+	if len(ws) != 1 {
+		t.Fatalf("got %d workout items, want 1", len(ws))
+	}
+	got := ws[0]
+	if !got.IsDeleted || got.DeletedAtUtc == nil || got.SportType != "TrailRun" || got.DistanceMeters != 6200 ||
+		!got.CreatedAtUtc.Equal(created.CreatedAtUtc) {
+		t.Fatalf("got %+v after delete, want the latest fields and isDeleted", got)
+	}
+	a := h.audits(model.UserPK("u1"))
+	for _, kind := range []string{ingest.AuditActivityCreate, ingest.AuditActivityUpdate, ingest.AuditActivityDelete} {
+		if len(a[kind]) != 1 {
+			t.Fatalf("got %d %s audits, want 1 (all: %v)", len(a[kind]), kind, a)
+		}
+	}
+	if e := a[ingest.AuditActivityCreate][0]; e.ExpiresAt < time.Now().Add(89*24*time.Hour).Unix() || e.UserID != "u1" {
+		t.Fatalf("got audit %+v, want a 90-day TTL and the user", e)
+	}
+	// A delete event does not call Strava.
+	if n := h.sim.Stats().ActivityRequests; n != 2 {
+		t.Fatalf("got %d Strava requests, want 2", n)
+	}
+}
+
+func TestPipelineDeleteBeforeCreateConvergesToDeleted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+
+	// Strava already deleted the activity; its delete event arrives first.
+	create := h.sim.ActivityEvent("create", 200, 10, nil)
+	del := h.sim.ActivityEvent("delete", 200, 10, nil)
+	del.EventTime = create.EventTime + 1
+	h.deliver(del)
+	h.deliver(create) // its fetch answers 404
+	if w := h.workout("u1", 200); !w.IsDeleted {
+		t.Fatalf("got %+v, want deleted", w)
+	}
+
+	// Even if the create is processed while Strava still serves the
+	// activity (the delete overtook it), a deleted workout stays deleted.
+	h.activity(201, 10, "Run")
+	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("delete", 201, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 201, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.workout("u1", 201); !w.IsDeleted {
+		t.Fatalf("got %+v, want deleted", w)
+	}
+	if n := len(h.workouts("u1")); n != 2 {
+		t.Fatalf("got %d workout items, want 2", n)
+	}
+}
+
+func TestPipeline429IsRetryableAndLosesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(300, 10, "Ride")
+	ctx := context.Background()
+
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
+	j := job(h.sim.ActivityEvent("create", 300, 10, nil))
+	err := h.worker.Process(ctx, j)
+	if !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("got %v, want ErrRetryable", err)
+	}
+	if herr := h.worker.Classify(ctx, j, err); herr == nil {
+		t.Fatal("Classify swallowed a retryable error; Lambda would not retry")
+	}
+	st, err := h.st.RateLimitState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ReadShortUsage != 1 || st.ReadDailyUsage != 1 || st.ShortUsage != 1 || st.ReadShortLimit != 100 ||
+		st.ReadDailyLimit != 1000 || st.ShortLimit != 200 || st.DailyLimit != 2000 {
+		t.Fatalf("got rate-limit state %+v, want the 429's headers", st)
+	}
+	if _, err := h.st.Workout(ctx, "u1", 300); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("got %v, want no workout yet", err)
+	}
+
+	// Through the queue (Lambda's async retries locally): two more 429s,
+	// then the third attempt lands.
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 2)
+	h.deliver(h.sim.ActivityEvent("create", 300, 10, nil))
+	if w := h.workout("u1", 300); w.SportType != "Ride" {
+		t.Fatalf("got %+v, want the workout after retries", w)
+	}
+	if st, _ := h.st.RateLimitState(ctx); st.ReadShortUsage != 4 {
+		t.Fatalf("got read usage %d, want 4 (every answer recorded)", st.ReadShortUsage)
+	}
+}
+
+func TestPipelineDefersWhenReadBudgetNearlySpent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(400, 10, "Run")
+	h.activity(401, 10, "Run")
+	ctx := context.Background()
+	h.sim.SetUsage(10, 10, 94, 94)
+	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 400, 10, nil))); err != nil {
+		t.Fatal(err) // usage 95 of 100 now recorded
+	}
+	before := h.sim.Stats().ActivityRequests
+	err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 401, 10, nil)))
+	if !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("got %v, want a retryable deferral", err)
+	}
+	if after := h.sim.Stats().ActivityRequests; after != before {
+		t.Fatalf("Strava was called while the budget was nearly spent (%d → %d)", before, after)
+	}
+}
+
+func TestPipeline401MarksNeedsReauthWithoutRetrying(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(500, 10, "Run")
+	h.activity(501, 10, "Run")
+	ctx := context.Background()
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusUnauthorized, 1)
+	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 500, 10, nil))); err != nil {
+		t.Fatalf("got %v, want nil (no retry storm)", err)
+	}
+	c, err := h.connection("u1")
+	if err != nil || !c.NeedsReauth {
+		t.Fatalf("got %+v, %v; want needsReauth", c, err)
+	}
+	before := h.sim.Stats()
+	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 501, 10, nil))); err != nil {
+		t.Fatalf("got %v, want nil", err)
+	}
+	after := h.sim.Stats()
+	if after.ActivityRequests != before.ActivityRequests || after.TokenRefreshes != before.TokenRefreshes {
+		t.Fatal("a connection needing re-authorization still called Strava")
+	}
+	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditNeedsReauth]); n != 2 {
+		t.Fatalf("got %d %s audits, want 2", n, ingest.AuditNeedsReauth)
+	}
+}
+
+func TestPipelineDeauthorization(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(600, 10, "Run")
+	h.activity(601, 10, "Swim")
+	h.deliver(h.sim.ActivityEvent("create", 600, 10, nil))
+	h.deliver(h.sim.ActivityEvent("create", 601, 10, nil))
+	ctx := context.Background()
+
+	h.deliver(h.sim.DeauthorizationEvent(10))
+	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection: got %v, want it removed", err)
+	}
+	if _, err := h.st.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("athlete mapping: got %v, want it removed", err)
+	}
+	want := time.Now().Add(model.StravaDataRetentionDays * 24 * time.Hour).Unix()
+	for _, w := range h.workouts("u1") {
+		if w.ExpiresAt < want-60 || w.ExpiresAt > want+60 {
+			t.Fatalf("workout %d expiresAt %d, want about %d (30 days)", w.ActivityID, w.ExpiresAt, want)
+		}
+	}
+	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
+		t.Fatalf("got %d deauthorization audits, want 1", n)
+	}
+
+	// Later events for the athlete are audited as not linked, without Strava calls.
+	before := h.sim.Stats().ActivityRequests
+	h.activity(602, 10, "Run")
+	h.deliver(h.sim.ActivityEvent("create", 602, 10, nil))
+	if n := len(h.audits(model.AthletePK(10))[ingest.AuditAthleteNotLinked]); n != 1 {
+		t.Fatalf("got %d not-linked audits, want 1", n)
+	}
+	if after := h.sim.Stats().ActivityRequests; after != before {
+		t.Fatal("an unlinked athlete's event called Strava")
+	}
+	if _, err := h.st.Workout(ctx, "u1", 602); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("got %v, want no workout for an unlinked athlete", err)
+	}
+}
+
+func TestPipelineExpiredTokenRefreshedOnceAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	old := h.link("u1", 10, -time.Minute)
+	ctx := context.Background()
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		h.activity(int64(700+i), 10, "Run")
+		w := h.newWorker() // a separate Lambda instance
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.Process(ctx, job(h.sim.ActivityEvent("create", int64(700+i), 10, nil)))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	if got := h.sim.Stats().TokenRefreshes; got != 1 {
+		t.Fatalf("got %d refreshes, want 1", got)
+	}
+	c, _ := h.connection("u1")
+	if c.RefreshToken == old.RefreshToken || !h.sim.RefreshTokenValid(c.RefreshToken) {
+		t.Fatal("the stored refresh token is not the rotated one")
+	}
+	if got := len(h.workouts("u1")); got != n {
+		t.Fatalf("got %d workouts, want %d", got, n)
+	}
+}
+
+func TestWorkerHandlePoisonAndRetryable(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	if err := h.worker.Handle(ctx, json.RawMessage(`not a job`)); err != nil {
+		t.Fatalf("undecodable job: got %v, want nil (dropped)", err)
+	}
+	// An activity Strava serves without a sport type can never be mapped.
+	h.sim.PutActivity(stravasim.Activity{ID: 800, AthleteID: 10, StartDate: time.Now()})
+	j := job(h.sim.ActivityEvent("create", 800, 10, nil))
+	raw, _ := json.Marshal(j)
+	if err := h.worker.Handle(ctx, raw); err != nil {
+		t.Fatalf("poison activity: got %v, want nil", err)
+	}
+	if n := len(h.audits(model.AthletePK(10))[ingest.AuditEventRejected]); n != 1 {
+		t.Fatalf("got %d rejected audits, want 1", n)
+	}
+	// A 500 is returned so Lambda retries.
+	h.activity(801, 10, "Run")
+	h.sim.FailNext(stravasim.EndpointActivity, 500, 1)
+	raw, _ = json.Marshal(job(h.sim.ActivityEvent("create", 801, 10, nil)))
+	if err := h.worker.Handle(ctx, raw); !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("500: got %v, want ErrRetryable", err)
+	}
+}
+
+func TestQueueFullAndClosed(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	q := ingest.NewQueue(func(ctx context.Context, _ ingest.Job) error {
+		<-release
+		return nil
+	}, ingest.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+	ctx := context.Background()
+	j := ingest.Job{CorrelationID: "c"}
+	if err := q.Dispatch(ctx, j); err != nil { // taken by the worker
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var err error
+	for err == nil && time.Now().Before(deadline) { // fill the buffer until refused
+		err = q.Dispatch(ctx, j)
+	}
+	if !errors.Is(err, ingest.ErrQueueFull) || !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("got %v, want ErrQueueFull (retryable)", err)
+	}
+	close(release)
+	if err := q.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Dispatch(ctx, j); !errors.Is(err, ingest.ErrQueueClosed) {
+		t.Fatalf("after close: got %v, want ErrQueueClosed", err)
+	}
+}
+
+func TestQueueGivesUpAfterAttempts(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls, failed := 0, 0
+	q := ingest.NewQueue(func(context.Context, ingest.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return model.ErrRetryable
+	}, ingest.QueueOptions{Attempts: 3, Backoff: time.Millisecond, OnFailure: func(context.Context, ingest.Job, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failed++
+	}}, testLog())
+	ctx := context.Background()
+	if err := q.Dispatch(ctx, ingest.Job{CorrelationID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 || failed != 1 {
+		t.Fatalf("got %d calls and %d failures, want 3 and 1", calls, failed)
+	}
+	_ = q.Close(ctx)
+}
+
+// TestLambdaDispatcher runs the real SDK client against a local HTTP
+// endpoint standing in for the Lambda service.
+func TestLambdaDispatcher(t *testing.T) {
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		gotPath string
+		gotType string
+		gotBody []byte
+		status  = http.StatusAccepted
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		gotPath, gotType = r.URL.Path, r.Header.Get("X-Amz-Invocation-Type")
+		gotBody, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status >= 400 {
+			_, _ = w.Write([]byte(`{"Type":"Service","message":"boom"}`))
+		}
+	}))
+	defer srv.Close()
+	client := lambda.NewFromConfig(aws.Config{
+		Region: "ap-southeast-2", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
+		BaseEndpoint: aws.String(srv.URL), Retryer: func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), 1) },
+	})
+	d := ingest.NewLambdaDispatcher(client, "commitcollect-strava-worker")
+	j := ingest.Job{Event: ingest.Event{ObjectType: "activity", ObjectID: 1, AspectType: "create", OwnerID: 2,
+		SubscriptionID: 3, EventTime: 4}, CorrelationID: "corr-1", IdempotencyKey: "k"}
+	if err := d.Dispatch(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if gotType != "Event" || gotPath != "/2015-03-31/functions/commitcollect-strava-worker/invocations" {
+		t.Fatalf("got %s %q, want an Event invocation of the worker", gotPath, gotType)
+	}
+	back, err := ingest.DecodeJob(gotBody)
+	if err != nil || back.CorrelationID != "corr-1" || back.Event.ObjectID != 1 {
+		t.Fatalf("got payload %s (%v), want the job", gotBody, err)
+	}
+	status = http.StatusInternalServerError
+	mu.Unlock()
+	if err := d.Dispatch(context.Background(), j); !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("got %v, want ErrRetryable", err)
+	}
+}

@@ -1,0 +1,188 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+)
+
+func TestWebhookHandshake(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, nil, nil, testLog()).Mount(mux)
+	tests := []struct {
+		name       string
+		given      url.Values
+		wantStatus int
+	}{
+		{"valid", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {verifyToken}, "hub.challenge": {"15f7d1a91c1f40f8a748fd134752feb3"}}, 200},
+		{"wrong token", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {"nope"}, "hub.challenge": {"c"}}, 403},
+		{"wrong mode", url.Values{"hub.mode": {"unsubscribe"}, "hub.verify_token": {verifyToken}, "hub.challenge": {"c"}}, 403},
+		{"no challenge", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {verifyToken}}, 403},
+		{"nothing", url.Values{}, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ingest.WebhookPath+"?"+tt.given.Encode(), nil))
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("got %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if tt.wantStatus == 200 {
+				var got map[string]string
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got["hub.challenge"] != tt.given.Get("hub.challenge") {
+					t.Fatalf("got body %s, want the challenge echoed", rec.Body)
+				}
+			}
+		})
+	}
+	// Through the simulator, as Strava does it when the subscription is created.
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	h := newHarness(t)
+	if err := h.sim.VerifyCallback(context.Background(), srv.URL+ingest.WebhookPath, verifyToken); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWebhookRejectsBadEvents(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	valid := `{"object_type":"activity","object_id":1,"aspect_type":"create","owner_id":2,"subscription_id":120475,"event_time":4}`
+	tests := []struct {
+		name       string
+		given      string
+		wantStatus int
+		wantError  string
+		wantReason string
+	}{
+		{"not JSON", `{{`, 400, "invalid_event", "malformed JSON"},
+		{"unknown object type", strings.Replace(valid, `"activity"`, `"route"`, 1), 400, "invalid_event", "unknown object type"},
+		{"unknown aspect type", strings.Replace(valid, `"create"`, `"archive"`, 1), 400, "invalid_event", "unknown aspect type"},
+		{"wrong type", strings.Replace(valid, `"object_id":1`, `"object_id":"1"`, 1), 400, "invalid_event", "object_id"},
+		{"missing field", strings.Replace(valid, `"owner_id":2,`, ``, 1), 400, "invalid_event", "owner_id: is required"},
+		{"unknown field", strings.Replace(valid, `}`, `,"x":1}`, 1), 400, "invalid_event", "unknown field"},
+		{"wrong subscription", strings.Replace(valid, `120475`, `999`, 1), 403, "unknown_subscription", "subscription_id"},
+		{"too large", `{"updates":{"title":"` + strings.Repeat("a", ingest.MaxEventBytes) + `"}}`, 413, "body_too_large", "64 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := h.post([]byte(tt.given))
+			if resp.StatusCode != tt.wantStatus || body["error"] != tt.wantError {
+				t.Fatalf("got %d %v, want %d %s", resp.StatusCode, body, tt.wantStatus, tt.wantError)
+			}
+			if reason, _ := body["reason"].(string); !strings.Contains(reason, tt.wantReason) {
+				t.Fatalf("got reason %q, want it to mention %q", reason, tt.wantReason)
+			}
+			if resp.Header.Get(ingest.HeaderCorrelationID) == "" {
+				t.Fatal("no correlation id on the answer")
+			}
+		})
+	}
+	if n := h.dispatch.calls.Load(); n != 0 {
+		t.Fatalf("got %d hand-offs for bad events, want 0", n)
+	}
+	// Nothing was claimed: the valid event is still new.
+	if resp, body := h.post([]byte(valid)); resp.StatusCode != 200 || body["status"] != "accepted" {
+		t.Fatalf("got %d %v, want accepted", resp.StatusCode, body)
+	}
+}
+
+func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	ev := h.sim.ActivityEvent("create", 100, 10, nil)
+	var first string
+	for i := range 3 {
+		resp, body := h.post(mustJSON(t, ev))
+		want := "duplicate"
+		if i == 0 {
+			want, first = "accepted", body["correlationId"].(string)
+		}
+		if resp.StatusCode != 200 || body["status"] != want {
+			t.Fatalf("delivery %d: got %d %v, want 200 %s", i, resp.StatusCode, body, want)
+		}
+	}
+	h.wait()
+	if n := h.dispatch.calls.Load(); n != 1 {
+		t.Fatalf("got %d hand-offs, want 1", n)
+	}
+	if n := h.sim.Stats().ActivityFetches; n != 1 {
+		t.Fatalf("got %d Strava fetches, want 1", n)
+	}
+	a := h.audits(model.UserPK("u1"))
+	if len(a[ingest.AuditActivityCreate]) != 1 || len(a[ingest.AuditActivityUpdate]) != 0 {
+		t.Fatalf("got audits %v, want exactly one %s", a, ingest.AuditActivityCreate)
+	}
+	// The correlation id of the accepting request is on the workout and the audit entry.
+	w := h.workout("u1", 100)
+	if w.CorrelationID != first || a[ingest.AuditActivityCreate][0].CorrelationID != first {
+		t.Fatalf("got workout correlation %q, audit %q; want %q", w.CorrelationID, a[ingest.AuditActivityCreate][0].CorrelationID, first)
+	}
+	byCorr, _, err := storeQueryAuditByCorrelation(h, first)
+	if err != nil || len(byCorr) != 1 {
+		t.Fatalf("audit by correlation: got %d entries, %v; want 1", len(byCorr), err)
+	}
+	if len(h.workouts("u1")) != 1 {
+		t.Fatal("want exactly one workout item")
+	}
+}
+
+func TestWebhookHandOffFailureReleasesKey(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	h.dispatch.fail.Store(1)
+	// The simulator redelivers after the 503, like Strava.
+	d := h.deliver(h.sim.ActivityEvent("create", 100, 10, nil))
+	if d.Attempts != 2 || d.Statuses[0] != http.StatusServiceUnavailable || d.Statuses[1] != http.StatusOK {
+		t.Fatalf("got delivery %+v, want 503 then 200", d)
+	}
+	if w := h.workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
+		t.Fatalf("got %+v, want the workout written after the redelivery", w)
+	}
+	if n := h.sim.Stats().ActivityFetches; n != 1 {
+		t.Fatalf("got %d fetches, want 1", n)
+	}
+}
+
+func TestWebhookStoreUnavailableIs503(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	// A webhook pointed at tables that do not exist cannot record the key.
+	mux := http.NewServeMux()
+	broken := newBrokenStore(t)
+	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, broken, h.dispatch, testLog()).Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+ingest.WebhookPath, "application/json",
+		strings.NewReader(string(mustJSON(t, h.sim.ActivityEvent("create", 1, 2, nil)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || h.dispatch.calls.Load() != 0 {
+		t.Fatalf("got %d with %d hand-offs, want 503 and none", resp.StatusCode, h.dispatch.calls.Load())
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

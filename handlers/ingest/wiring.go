@@ -1,0 +1,36 @@
+package ingest
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// The DynamoDB store implements every persistence interface of this package
+// and the refresher's.
+var (
+	_ IdempotencyStore  = (*store.Store)(nil)
+	_ WorkerStore       = (*store.Store)(nil)
+	_ strava.TokenStore = (*store.Store)(nil)
+)
+
+// StravaSettings locate Strava (or the simulator) and the API application.
+type StravaSettings struct {
+	// BaseURL hangs /oauth/* and /api/v3/* (STRAVA_BASE_URL).
+	BaseURL      string
+	ClientID     string
+	ClientSecret string
+	// HTTPClient carries every Strava call (nil: strava.DefaultTimeout).
+	HTTPClient *http.Client
+}
+
+// NewStravaWorker wires a Worker over the store: a Strava REST client and an
+// oauth2 token refresher that persists rotated tokens in st. It is what the
+// worker Lambda and the local stack run.
+func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worker {
+	client := strava.NewClient(s.BaseURL, s.HTTPClient)
+	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
+	return NewWorker(st, refresher, client, log)
+}

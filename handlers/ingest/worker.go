@@ -1,0 +1,374 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// Audit event types written by the ingestion path.
+const (
+	AuditActivityCreate     = "STRAVA_ACTIVITY_CREATE"
+	AuditActivityUpdate     = "STRAVA_ACTIVITY_UPDATE"
+	AuditActivityDelete     = "STRAVA_ACTIVITY_DELETE"
+	AuditAthleteDeauthorize = "STRAVA_ATHLETE_DEAUTHORIZED"
+	AuditAthleteNotLinked   = "STRAVA_ATHLETE_NOT_LINKED"
+	AuditNeedsReauth        = "STRAVA_CONNECTION_NEEDS_REAUTH"
+	AuditEventRejected      = "STRAVA_EVENT_REJECTED"
+)
+
+// WorkerStore is the persistence the worker needs (implemented by
+// model/store.Store).
+type WorkerStore interface {
+	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
+	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
+	// UpsertWorkout writes the full workout keeping createdAtUtc;
+	// ErrConflict when the workout is already marked deleted.
+	UpsertWorkout(ctx context.Context, w *model.Workout) error
+	// MarkWorkoutDeleted sets isDeleted (creating a tombstone if needed).
+	MarkWorkoutDeleted(ctx context.Context, userID string, athleteID, activityID int64, correlationID string, now time.Time) error
+	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
+	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
+	// DeauthorizeAthlete removes tokens and mapping and schedules the
+	// user's Strava workouts for deletion at expiresAt.
+	DeauthorizeAthlete(ctx context.Context, userID string, athleteID int64, expiresAt time.Time) (int, error)
+	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
+	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
+	// RecordRateLimit stores a reading unless a newer one is stored.
+	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+// TokenProvider hands out valid access tokens (strava.Refresher).
+type TokenProvider interface {
+	// AccessToken returns a valid token; ErrUnauthorized when the athlete
+	// must reconnect, ErrNotFound without a connection.
+	AccessToken(ctx context.Context, userID string) (string, error)
+}
+
+// ActivityFetcher reads one activity from Strava (strava.Client).
+type ActivityFetcher interface {
+	// GetActivity fetches one activity; errors match ErrNotFound,
+	// ErrUnauthorized or ErrRetryable.
+	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
+}
+
+var (
+	_ TokenProvider   = (*strava.Refresher)(nil)
+	_ ActivityFetcher = (*strava.Client)(nil)
+)
+
+// DefaultBudgetReserve is the share of each Strava budget the worker leaves
+// unused: it defers instead of spending the last 5 %.
+const DefaultBudgetReserve = 0.05
+
+// Worker turns webhook jobs into workout items.
+type Worker struct {
+	store  WorkerStore
+	tokens TokenProvider
+	strava ActivityFetcher
+	log    *slog.Logger
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+	// BudgetReserve is the share of a rate-limit budget kept free.
+	BudgetReserve float64
+}
+
+// NewWorker builds the worker service.
+func NewWorker(store WorkerStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Worker {
+	return &Worker{store: store, tokens: tokens, strava: fetcher, log: log,
+		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: DefaultBudgetReserve}
+}
+
+// Handle is the worker Lambda's entry point: it decodes the Job and
+// processes it. It returns an error only for retryable failures (Lambda's
+// async retries, then the failure destination); a poison job (undecodable,
+// or invalid data from Strava) is logged, audited and dropped.
+func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
+	job, err := DecodeJob(raw)
+	if err != nil {
+		w.log.ErrorContext(ctx, "worker dropped a poison job", "error", err, "bytes", len(raw))
+		return nil
+	}
+	return w.Run(ctx, job)
+}
+
+// Run processes a job the way the worker Lambda does (Process, then
+// Classify): nil when done or dropped as poison, an error only when a retry
+// may help. It is the ProcessFunc for a local Queue.
+func (w *Worker) Run(ctx context.Context, job Job) error {
+	return w.Classify(ctx, job, w.Process(ctx, job))
+}
+
+// Classify decides what a Process error means for the caller: nil for
+// success and for poison jobs (errors matching model.ErrInvalid, logged and
+// audited here), the error itself for everything else, which is worth
+// retrying.
+func (w *Worker) Classify(ctx context.Context, job Job, err error) error {
+	if err == nil {
+		return nil
+	}
+	log := w.jobLog(job)
+	if !errors.Is(err, model.ErrInvalid) {
+		log.WarnContext(ctx, "job failed, retryable", "writeStatus", "retry", "error", err)
+		return err
+	}
+	log.ErrorContext(ctx, "job dropped as poison", "writeStatus", "rejected", "error", err)
+	w.audit(ctx, log, model.AthletePK(job.Event.OwnerID), "", AuditEventRejected, job,
+		map[string]string{"reason": err.Error()})
+	return nil
+}
+
+// Process handles one job: resolve the athlete, then apply a
+// deauthorization or fetch the activity and write its workout. It returns
+// nil when the job is done (including events that are deliberately dropped:
+// unlinked athletes, revoked tokens), an error matching model.ErrRetryable
+// for transient failures (429, 5xx, rate budget nearly spent, DynamoDB), and
+// model.ErrInvalid for data that can never be processed.
+func (w *Worker) Process(ctx context.Context, job Job) error {
+	ev := job.Event
+	log := w.jobLog(job)
+	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)
+	if errors.Is(err, model.ErrNotFound) {
+		log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
+		w.audit(ctx, log, model.AthletePK(ev.OwnerID), "", AuditAthleteNotLinked, job, nil)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log = log.With("userId", userID)
+	switch {
+	case ev.IsDeauthorization():
+		return w.deauthorize(ctx, log, job, userID)
+	case ev.ObjectType == ObjectAthlete:
+		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
+		return nil
+	case ev.AspectType == AspectDelete:
+		return w.markDeleted(ctx, log, job, userID, "delete event")
+	}
+	return w.fetchAndWrite(ctx, log, job, userID)
+}
+
+func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, userID string) error {
+	ev := job.Event
+	if err := w.checkBudget(ctx); err != nil {
+		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	token, err := w.tokens.AccessToken(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrUnauthorized):
+		return w.needsReauth(ctx, log, job, userID, err)
+	case errors.Is(err, model.ErrNotFound):
+		log.InfoContext(ctx, "athlete has no strava connection; event dropped", "writeStatus", "skipped")
+		w.audit(ctx, log, model.UserPK(userID), userID, AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+		return nil
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
+	if rl.Valid() {
+		if rerr := w.store.RecordRateLimit(ctx, RateLimitStateFrom(rl, w.Now())); rerr != nil {
+			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+		}
+	}
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return w.markDeleted(ctx, log, job, userID, "404 on fetch")
+	case errors.Is(err, model.ErrUnauthorized):
+		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, merr)
+		}
+		return w.needsReauth(ctx, log, job, userID, err)
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if act.Athlete.ID != 0 && act.Athlete.ID != ev.OwnerID {
+		return fmt.Errorf("process %s: activity %d belongs to athlete %d, not %d: %w",
+			job.CorrelationID, act.ID, act.Athlete.ID, ev.OwnerID, model.ErrInvalid)
+	}
+	wo, err := MapActivity(act, userID, ev.OwnerID, job.CorrelationID, w.Now())
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	err = w.store.UpsertWorkout(ctx, wo)
+	if errors.Is(err, model.ErrConflict) {
+		log.InfoContext(ctx, "workout already deleted; stays deleted", "writeStatus", "skipped")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	kind := AuditActivityUpdate
+	if ev.AspectType == AspectCreate {
+		kind = AuditActivityCreate
+	}
+	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
+	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, map[string]string{
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType,
+	})
+	return nil
+}
+
+func (w *Worker) markDeleted(ctx context.Context, log *slog.Logger, job Job, userID, why string) error {
+	ev := job.Event
+	if err := w.store.MarkWorkoutDeleted(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, w.Now()); err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "workout marked deleted", "writeStatus", "deleted", "reason", why)
+	w.audit(ctx, log, model.UserPK(userID), userID, AuditActivityDelete, job, map[string]string{
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": why,
+	})
+	return nil
+}
+
+// needsReauth drops the event: only the athlete can repair the connection,
+// and retrying would only repeat the refusal.
+func (w *Worker) needsReauth(ctx context.Context, log *slog.Logger, job Job, userID string, cause error) error {
+	log.WarnContext(ctx, "strava refused the athlete's token; connection needs re-authorization",
+		"writeStatus", "skipped", "error", cause)
+	w.audit(ctx, log, model.UserPK(userID), userID, AuditNeedsReauth, job, map[string]string{"reason": cause.Error()})
+	return nil
+}
+
+func (w *Worker) deauthorize(ctx context.Context, log *slog.Logger, job Job, userID string) error {
+	now := w.Now()
+	expires := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
+	n, err := w.store.DeauthorizeAthlete(ctx, userID, job.Event.OwnerID, expires)
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete deauthorized; tokens and mapping removed", "writeStatus", "deauthorized", "workoutsExpiring", n)
+	w.audit(ctx, log, model.UserPK(userID), userID, AuditAthleteDeauthorize, job, map[string]string{
+		"workoutsExpiring": strconv.Itoa(n), "expiresAtUtc": expires.Format(time.RFC3339),
+	})
+	return nil
+}
+
+// checkBudget returns an error matching model.ErrRetryable when the shared
+// rate-limit state says the budget is nearly spent.
+func (w *Worker) checkBudget(ctx context.Context) error {
+	st, err := w.store.RateLimitState(ctx)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check strava budget: %w", err)
+	}
+	if why := BudgetExhausted(st, w.Now(), w.BudgetReserve); why != "" {
+		return fmt.Errorf("strava budget: %s: %w", why, model.ErrRetryable)
+	}
+	return nil
+}
+
+func (w *Worker) jobLog(job Job) *slog.Logger {
+	l := w.log.With("correlationId", job.CorrelationID, "eventType", job.Event.ObjectType+"."+job.Event.AspectType,
+		"athleteId", job.Event.OwnerID)
+	if job.Event.ObjectType == ObjectActivity {
+		l = l.With("activityId", job.Event.ObjectID)
+	}
+	return l
+}
+
+func (w *Worker) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job Job, details map[string]string) {
+	if details == nil {
+		details = map[string]string{}
+	}
+	details["athleteId"] = strconv.FormatInt(job.Event.OwnerID, 10)
+	details["objectType"] = job.Event.ObjectType
+	details["aspectType"] = job.Event.AspectType
+	w.store.Audit(ctx, log, model.NewAuditEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), w.Now(), details))
+}
+
+// MapActivity projects a Strava activity onto the normalized workout: only
+// the fields milestones need plus a minimal name, never the raw payload.
+// sportType falls back to the legacy `type` when sport_type is empty.
+// createdAtUtc is set to now; the store keeps an existing item's value. It
+// returns a *model.ValidationError (model.ErrInvalid) for unusable data.
+func MapActivity(a strava.Activity, userID string, athleteID int64, correlationID string, now time.Time) (*model.Workout, error) {
+	var v model.ValidationError
+	sport := a.SportType
+	if sport == "" {
+		sport = a.Type
+	}
+	if a.ID <= 0 {
+		v.Add("id", "must be positive")
+	}
+	if sport == "" {
+		v.Add("sport_type", "is empty")
+	}
+	if a.StartDate.IsZero() {
+		v.Add("start_date", "is missing")
+	}
+	if a.Distance < 0 || math.IsNaN(a.Distance) || math.IsInf(a.Distance, 0) {
+		v.Add("distance", "must be a finite non-negative number")
+	}
+	if a.TotalElevationGain < 0 || math.IsNaN(a.TotalElevationGain) || math.IsInf(a.TotalElevationGain, 0) {
+		v.Add("total_elevation_gain", "must be a finite non-negative number")
+	}
+	if a.MovingTime < 0 {
+		v.Add("moving_time", "must not be negative")
+	}
+	if userID == "" {
+		v.Add("userId", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("map activity %d: %w", a.ID, err)
+	}
+	now = now.UTC()
+	return &model.Workout{
+		UserID: userID, AthleteID: athleteID, ActivityID: a.ID, Name: a.Name, SportType: sport,
+		DistanceMeters: a.Distance, TotalElevationGain: a.TotalElevationGain, MovingTimeSeconds: a.MovingTime,
+		StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: correlationID,
+	}, nil
+}
+
+// RateLimitStateFrom turns a header reading at now into the shared counter
+// item (15-minute window and UTC day it belongs to).
+func RateLimitStateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitState {
+	now = now.UTC()
+	return &model.RateLimitState{
+		ShortLimit: rl.ShortLimit, ShortUsage: rl.ShortUsage, DailyLimit: rl.DailyLimit, DailyUsage: rl.DailyUsage,
+		ReadShortLimit: rl.ReadShortLimit, ReadShortUsage: rl.ReadShortUsage,
+		ReadDailyLimit: rl.ReadDailyLimit, ReadDailyUsage: rl.ReadDailyUsage,
+		WindowStartedUtc: now.Truncate(15 * time.Minute), DayUtc: now.Format(time.DateOnly), UpdatedAtUtc: now,
+	}
+}
+
+// BudgetExhausted says why no Strava read should be made now ("" when one
+// may): a budget counts only within the 15-minute window or UTC day the
+// state was recorded in, and is nearly spent when its usage reaches its
+// limit minus reserve (a share, at least one request).
+func BudgetExhausted(st *model.RateLimitState, now time.Time, reserve float64) string {
+	now = now.UTC()
+	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(15 * time.Minute))
+	sameDay := st.DayUtc == now.Format(time.DateOnly)
+	spent := func(usage, limit int) bool {
+		if limit <= 0 {
+			return false
+		}
+		keep := max(1, int(math.Ceil(float64(limit)*reserve)))
+		return usage >= limit-keep
+	}
+	switch {
+	case sameWindow && spent(st.ReadShortUsage, st.ReadShortLimit):
+		return fmt.Sprintf("read 15-minute usage %d of %d", st.ReadShortUsage, st.ReadShortLimit)
+	case sameWindow && spent(st.ShortUsage, st.ShortLimit):
+		return fmt.Sprintf("15-minute usage %d of %d", st.ShortUsage, st.ShortLimit)
+	case sameDay && spent(st.ReadDailyUsage, st.ReadDailyLimit):
+		return fmt.Sprintf("read daily usage %d of %d", st.ReadDailyUsage, st.ReadDailyLimit)
+	case sameDay && spent(st.DailyUsage, st.DailyLimit):
+		return fmt.Sprintf("daily usage %d of %d", st.DailyUsage, st.DailyLimit)
+	}
+	return ""
+}

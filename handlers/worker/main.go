@@ -1,0 +1,35 @@
+// Command worker is the commitcollect-strava-worker Lambda: it receives the
+// Job the api hands off (async invoke), fetches the activity from Strava and
+// writes the normalized workout. Wiring only; the logic is handlers/ingest.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/store"
+)
+
+func main() {
+	cfg, err := config.FromEnv(nil, config.Need{Strava: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	log := cfg.Logger()
+	awsCfg, err := cfg.AWS(context.Background())
+	if err != nil {
+		log.Error("aws config", "error", err)
+		os.Exit(1)
+	}
+	db, _ := cfg.DynamoDB(awsCfg)
+	w := ingest.NewStravaWorker(store.New(db, cfg.Tables()), ingest.StravaSettings{
+		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+	}, log)
+	lambda.Start(w.Handle)
+}

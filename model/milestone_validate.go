@@ -1,0 +1,112 @@
+package model
+
+import (
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on a milestone definition.
+const (
+	// MaxTitleLength is the longest title, in characters.
+	MaxTitleLength = 120
+	// MaxSportTypes bounds the sport-type filter.
+	MaxSportTypes = 50
+	// MaxSportTypeLength is the longest sport-type name.
+	MaxSportTypeLength = 64
+	// MaxTarget bounds a target in the metric's unit, so that the projector's
+	// integer arithmetic (millimetres × part count) cannot overflow.
+	MaxTarget = 1e9
+)
+
+// Validate checks a definition as it will be stored and reports every bad
+// field at once, as a *ValidationError (errors.Is ErrInvalid) whose field
+// names are the JSON names. It returns nil when the definition is valid.
+// PartCount must already be copied from the model (1..MaxPartCount).
+func (d MilestoneDefinition) Validate() error {
+	v := &ValidationError{}
+	switch {
+	case strings.TrimSpace(d.ModelID) == "":
+		v.Add("modelId", "is required")
+	case strings.Contains(d.ModelID, sep) || d.ModelID != strings.TrimSpace(d.ModelID):
+		v.Add("modelId", "%q is not a model id", d.ModelID)
+	}
+	switch title := strings.TrimSpace(d.Title); {
+	case title == "":
+		v.Add("title", "is required")
+	case utf8.RuneCountInString(title) > MaxTitleLength:
+		v.Add("title", "is longer than %d characters", MaxTitleLength)
+	}
+	metricOK := d.Metric.Valid()
+	if !metricOK {
+		v.Add("metric", "%q is not one of distance, elevation, moving_time, count", d.Metric)
+	}
+	switch {
+	case math.IsNaN(d.Target) || math.IsInf(d.Target, 0) || d.Target <= 0:
+		v.Add("target", "must be greater than 0")
+	case d.Target > MaxTarget:
+		v.Add("target", "must be at most %g", float64(MaxTarget))
+	case metricOK && (d.Metric == MetricCount || d.Metric == MetricMovingTime) && d.Target != math.Trunc(d.Target):
+		v.Add("target", "must be a whole number for %s", d.Metric)
+	case metricOK && d.TargetUnits() < 1:
+		// The projector works in integer units (mm); a target that rounds to
+		// zero could never be projected.
+		v.Add("target", "must be at least 0.001 for %s", d.Metric)
+	}
+	if len(d.SportTypes) > MaxSportTypes {
+		v.Add("sportTypes", "has more than %d entries", MaxSportTypes)
+	}
+	seen := map[string]bool{}
+	for _, s := range d.SportTypes {
+		switch {
+		case strings.TrimSpace(s) == "" || s != strings.TrimSpace(s) || len(s) > MaxSportTypeLength:
+			v.Add("sportTypes", "%q is not a sport type", s)
+		case seen[s]:
+			v.Add("sportTypes", "%q is listed twice", s)
+		}
+		seen[s] = true
+	}
+	if d.PeriodStartAtUtc.IsZero() {
+		v.Add("periodStartAtUtc", "is required")
+	}
+	if d.PeriodEndAtUtc != nil && !d.PeriodStartAtUtc.IsZero() && !d.PeriodEndAtUtc.After(d.PeriodStartAtUtc) {
+		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
+	}
+	if d.PartCount < 1 || d.PartCount > MaxPartCount {
+		v.Add("partCount", "must be between 1 and %d", MaxPartCount)
+	}
+	return v.Err()
+}
+
+// TargetUnits is the target in the projection's integer units (millimetres
+// for distance and elevation, seconds for moving_time, workouts for count).
+func (d MilestoneDefinition) TargetUnits() int64 {
+	if d.Metric == MetricDistance || d.Metric == MetricElevation {
+		return int64(math.Round(d.Target * 1000))
+	}
+	return int64(math.Round(d.Target))
+}
+
+// ProgressInUnit converts a projected value (integer units) to the metric's
+// unit: metres for distance and elevation, seconds for moving_time, workouts
+// for count.
+func (m Metric) ProgressInUnit(value int64) float64 {
+	if m == MetricDistance || m == MetricElevation {
+		return float64(value) / 1000
+	}
+	return float64(value)
+}
+
+// ProgressPercent is how far value (integer units) is towards the target, in
+// percent rounded down to one decimal and kept within 0..100, so a milestone
+// reads 100 only when it is really reached.
+func (d MilestoneDefinition) ProgressPercent(value int64) float64 {
+	target := d.TargetUnits()
+	if target <= 0 || value <= 0 {
+		return 0
+	}
+	if value >= target {
+		return 100
+	}
+	return math.Floor(float64(value)*1000/float64(target)) / 10
+}

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validDefinition() MilestoneDefinition {
+	return MilestoneDefinition{
+		ModelID: "saturn-v", Title: "100 km in March", Metric: MetricDistance, Target: 100000,
+		SportTypes: []string{"Run", "TrailRun"}, PeriodStartAtUtc: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		PartCount: 10,
+	}
+}
+
+func TestMilestoneDefinitionValidate(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	before := start.Add(-time.Hour)
+	tests := []struct {
+		name  string
+		given func(*MilestoneDefinition)
+		want  []string // bad fields, in order
+	}{
+		{"valid", func(*MilestoneDefinition) {}, nil},
+		{"valid open-ended, all sports", func(d *MilestoneDefinition) { d.SportTypes = nil }, nil},
+		{"valid count", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricCount, 20 }, nil},
+		{"valid fractional distance", func(d *MilestoneDefinition) { d.Target = 42195.5 }, nil},
+		{"missing model", func(d *MilestoneDefinition) { d.ModelID = " " }, []string{"modelId"}},
+		{"model id with separator", func(d *MilestoneDefinition) { d.ModelID = "a#b" }, []string{"modelId"}},
+		{"missing title", func(d *MilestoneDefinition) { d.Title = "  " }, []string{"title"}},
+		{"long title", func(d *MilestoneDefinition) { d.Title = strings.Repeat("é", MaxTitleLength+1) }, []string{"title"}},
+		{"title at limit", func(d *MilestoneDefinition) { d.Title = strings.Repeat("é", MaxTitleLength) }, nil},
+		{"unknown metric", func(d *MilestoneDefinition) { d.Metric = "calories" }, []string{"metric"}},
+		{"zero target", func(d *MilestoneDefinition) { d.Target = 0 }, []string{"target"}},
+		{"negative target", func(d *MilestoneDefinition) { d.Target = -5 }, []string{"target"}},
+		{"NaN target", func(d *MilestoneDefinition) { d.Target = math.NaN() }, []string{"target"}},
+		{"huge target", func(d *MilestoneDefinition) { d.Target = 2e9 }, []string{"target"}},
+		{"distance rounding to zero millimetres", func(d *MilestoneDefinition) { d.Target = 0.0004 }, []string{"target"}},
+		{"one millimetre", func(d *MilestoneDefinition) { d.Target = 0.001 }, nil},
+		{"fractional count", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricCount, 2.5 }, []string{"target"}},
+		{"fractional seconds", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricMovingTime, 0.5 }, []string{"target"}},
+		{"empty sport type", func(d *MilestoneDefinition) { d.SportTypes = []string{"Run", ""} }, []string{"sportTypes"}},
+		{"duplicate sport type", func(d *MilestoneDefinition) { d.SportTypes = []string{"Run", "Run"} }, []string{"sportTypes"}},
+		{"missing start", func(d *MilestoneDefinition) { d.PeriodStartAtUtc = time.Time{} }, []string{"periodStartAtUtc"}},
+		{"end before start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &before }, []string{"periodEndAtUtc"}},
+		{"end equals start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &start }, []string{"periodEndAtUtc"}},
+		{"no part count", func(d *MilestoneDefinition) { d.PartCount = 0 }, []string{"partCount"}},
+		{"too many parts", func(d *MilestoneDefinition) { d.PartCount = 100 }, []string{"partCount"}},
+		{"every field bad at once", func(d *MilestoneDefinition) {
+			*d = MilestoneDefinition{Metric: "x", Target: -1, SportTypes: []string{""}}
+		}, []string{"modelId", "title", "metric", "target", "sportTypes", "periodStartAtUtc", "partCount"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := validDefinition()
+			tt.given(&d)
+			err := d.Validate()
+			var got []string
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				for _, f := range ve.Fields {
+					got = append(got, f.Field)
+				}
+			} else if err != nil {
+				t.Fatalf("Validate() = %v, want a *ValidationError or nil", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("bad fields = %v, want %v (error: %v)", got, tt.want, err)
+			}
+			if tt.want != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not match ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestProgressConversion(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		metric      Metric
+		target      float64
+		value       int64
+		wantValue   float64
+		wantPercent float64
+	}{
+		{"distance mm to m", MetricDistance, 100000, 42195000, 42195, 42.1},
+		{"elevation mm to m", MetricElevation, 1000, 250500, 250.5, 25},
+		{"moving time in seconds", MetricMovingTime, 3600, 1800, 1800, 50},
+		{"count", MetricCount, 3, 1, 1, 33.3},
+		{"nothing yet", MetricCount, 3, 0, 0, 0},
+		{"just short of the target never reads 100", MetricDistance, 1000, 999999, 999.999, 99.9},
+		{"reached", MetricDistance, 1000, 1000000, 1000, 100},
+		{"beyond the target is capped", MetricCount, 2, 5, 5, 100},
+		{"negative is floored", MetricCount, 2, -1, -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := MilestoneDefinition{Metric: tt.metric, Target: tt.target}
+			if got := tt.metric.ProgressInUnit(tt.value); got != tt.wantValue {
+				t.Errorf("ProgressInUnit(%d) = %v, want %v", tt.value, got, tt.wantValue)
+			}
+			if got := d.ProgressPercent(tt.value); got != tt.wantPercent {
+				t.Errorf("ProgressPercent(%d) = %v, want %v", tt.value, got, tt.wantPercent)
+			}
+		})
+	}
+}

@@ -1,0 +1,322 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// Typed operations of the ingestion path (webhook, worker, token refresher).
+// Their consumers declare the interfaces (handlers/ingest, model/strava).
+
+// Attribute names the ingestion path writes outside a full-item Put.
+const (
+	attrTokenVersion      = "tokenVersion"
+	attrRefreshLeaseUntil = "refreshLeaseUntil" // epoch seconds; absent = no refresh in flight
+	attrCreatedAtUtc      = "createdAtUtc"
+	attrIsDeleted         = "isDeleted"
+)
+
+// ClaimIdempotencyKey records key as accepted with a TTL of ttl after now.
+// It returns ErrConflict when the key was already claimed (a duplicate).
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, key, correlationID string, now time.Time, ttl time.Duration) error {
+	rec := &model.IdempotencyRecord{
+		IdempotencyKey: key, CorrelationID: correlationID,
+		CreatedAtUtc: now.UTC(), ExpiresAt: now.Add(ttl).Unix(),
+	}
+	if err := s.PutIfAbsent(ctx, s.t.Idempotency, rec); err != nil {
+		return fmt.Errorf("claim idempotency key %s: %w", key, err)
+	}
+	return nil
+}
+
+// ReleaseIdempotencyKey deletes key if it is still held by correlationID, so
+// a redelivery can be accepted again. Releasing a key someone else holds, or
+// one that is gone, is not an error.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, key, correlationID string) error {
+	cond := expression.Name("correlationId").Equal(expression.Value(correlationID))
+	err := s.DeleteIf(ctx, s.t.Idempotency, model.Key{PK: key}, cond)
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("release idempotency key %s: %w", key, err)
+	}
+	return nil
+}
+
+// ResolveAthlete returns the user a Strava athlete belongs to: the
+// STRAVA#ATHLETE#{id}/OWNER item, else the connection found through GSI1.
+// It returns ErrNotFound when the athlete is not linked.
+func (s *Store) ResolveAthlete(ctx context.Context, athleteID int64) (string, error) {
+	var o model.AthleteOwner
+	err := s.Get(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), &o)
+	if err == nil {
+		return o.UserID, nil
+	}
+	if !errors.Is(err, model.ErrNotFound) {
+		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, err)
+	}
+	conns, _, err := QueryEntities[model.StravaConnection](ctx, s, s.t.Main, model.AthletePK(athleteID), "",
+		QueryOptions{Index: IndexGSI1, Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, IndexGSI1, err)
+	}
+	if len(conns) == 0 || conns[0].UserID == "" {
+		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, model.ErrNotFound)
+	}
+	return conns[0].UserID, nil
+}
+
+// StravaConnection reads a user's Strava connection (consistent read). It
+// returns ErrNotFound when the user has none.
+func (s *Store) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
+	var c model.StravaConnection
+	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
+		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
+	}
+	return &c, nil
+}
+
+// AcquireTokenRefreshLease marks a refresh of the user's token as in flight
+// until `until`, only if the token is still at version and no other lease is
+// live at now. It returns ErrConflict when another worker holds the lease or
+// the token already moved on (or the connection is gone).
+func (s *Store) AcquireTokenRefreshLease(ctx context.Context, userID string, version int64, now, until time.Time) error {
+	lease := expression.Name(attrRefreshLeaseUntil)
+	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version)).And(
+		expression.Or(expression.AttributeNotExists(lease), lease.LessThan(expression.Value(now.Unix()))))
+	upd := expression.Set(lease, expression.Value(until.Unix()))
+	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+		return fmt.Errorf("acquire token refresh lease of %s at version %d: %w", userID, version, err)
+	}
+	return nil
+}
+
+// ReleaseTokenRefreshLease drops a refresh lease taken at version (after a
+// refresh that failed transiently) so the next worker need not wait for it
+// to lapse. A lease that is gone or belongs to a newer version is left alone.
+func (s *Store) ReleaseTokenRefreshLease(ctx context.Context, userID string, version int64) error {
+	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version))
+	upd := expression.Remove(expression.Name(attrRefreshLeaseUntil))
+	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
+		return fmt.Errorf("release token refresh lease of %s at version %d: %w", userID, version, err)
+	}
+	return nil
+}
+
+// SaveRefreshedToken persists a rotated token pair only if the connection is
+// still at expectedVersion, bumps tokenVersion, clears the refresh lease and
+// any re-authorization flag, and returns the new version. It returns
+// ErrConflict when another writer got there first.
+func (s *Store) SaveRefreshedToken(ctx context.Context, userID string, expectedVersion int64, access, refresh string, expiresAt, now time.Time) (int64, error) {
+	cond := expression.Name(attrTokenVersion).Equal(expression.Value(expectedVersion))
+	upd := expression.Set(expression.Name("accessToken"), expression.Value(access)).
+		Set(expression.Name("refreshToken"), expression.Value(refresh)).
+		Set(expression.Name("expiresAtUtc"), expression.Value(expiresAt.UTC())).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+		Set(expression.Name(attrTokenVersion), expression.Value(expectedVersion+1)).
+		Set(expression.Name("needsReauth"), expression.Value(false)).
+		Remove(expression.Name(attrRefreshLeaseUntil))
+	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+		return 0, fmt.Errorf("save refreshed token of %s at version %d: %w", userID, expectedVersion, err)
+	}
+	return expectedVersion + 1, nil
+}
+
+// MarkNeedsReauth flags the user's connection as needing re-authorization
+// (Strava refused its tokens) and drops any refresh lease. It returns
+// ErrNotFound when the connection is gone.
+func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error {
+	cond := expression.AttributeExists(expression.Name("PK"))
+	upd := expression.Set(expression.Name("needsReauth"), expression.Value(true)).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+		Remove(expression.Name(attrRefreshLeaseUntil))
+	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+		if isConflict(err) {
+			err = model.ErrNotFound
+		}
+		return fmt.Errorf("mark connection of %s as needing reauth: %w", userID, err)
+	}
+	return nil
+}
+
+// UpsertWorkout writes the full normalized workout, keeping the stored
+// createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
+// item) and a pending TTL (expiresAt) cleared unless w sets one. A workout
+// already marked deleted stays deleted: the write is refused
+// with ErrConflict, because Strava never revives a deleted activity and a late
+// fetch must not undo a delete.
+func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
+	item, err := Marshal(w)
+	if err != nil {
+		return err
+	}
+	var upd expression.UpdateBuilder
+	for name, v := range item {
+		switch name {
+		case "PK", "SK":
+			continue
+		case attrCreatedAtUtc:
+			upd = upd.Set(expression.Name(name), expression.IfNotExists(expression.Name(name), expression.Value(v)))
+		default:
+			upd = upd.Set(expression.Name(name), expression.Value(v))
+		}
+	}
+	if w.ExpiresAt == 0 {
+		// A successful fetch means we are authorized again: a deletion
+		// scheduled by an earlier deauthorization no longer applies.
+		upd = upd.Remove(expression.Name("expiresAt"))
+	}
+	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
+		expression.AttributeNotExists(expression.Name(attrIsDeleted)),
+		expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
+	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
+	}
+	return nil
+}
+
+// MarkWorkoutDeleted sets isDeleted on a workout (never a physical delete),
+// creating a tombstone when the workout was never written (a delete that
+// overtook its create). createdAtUtc and deletedAtUtc keep their first values.
+func (s *Store) MarkWorkoutDeleted(ctx context.Context, userID string, athleteID, activityID int64, correlationID string, now time.Time) error {
+	w := &model.Workout{UserID: userID, AthleteID: athleteID, ActivityID: activityID}
+	w.Stamp()
+	now = now.UTC()
+	upd := expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
+		Set(expression.Name("userId"), expression.Value(userID)).
+		Set(expression.Name("athleteId"), expression.Value(athleteID)).
+		Set(expression.Name("activityId"), expression.Value(activityID)).
+		Set(expression.Name(attrIsDeleted), expression.Value(true)).
+		Set(expression.Name("deletedAtUtc"), expression.IfNotExists(expression.Name("deletedAtUtc"), expression.Value(now))).
+		Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+		Set(expression.Name("correlationId"), expression.Value(correlationID))
+	if err := s.update(ctx, w.ItemKey(), upd); err != nil {
+		return fmt.Errorf("mark workout %d of %s deleted: %w", activityID, userID, err)
+	}
+	return nil
+}
+
+// Workout reads one workout. It returns ErrNotFound when it does not exist.
+func (s *Store) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {
+	var w model.Workout
+	if err := s.Get(ctx, s.t.Main, model.WorkoutKey(userID, activityID), &w); err != nil {
+		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
+	}
+	return &w, nil
+}
+
+// DeauthorizeAthlete removes the user's Strava tokens and the athlete → user
+// mapping in one transaction, then sets expiresAt (TTL) on every Strava
+// workout of the user so the data is gone within Strava's retention window.
+// It returns how many workouts were scheduled for deletion. Running it again
+// is harmless.
+func (s *Store) DeauthorizeAthlete(ctx context.Context, userID string, athleteID int64, expiresAt time.Time) (int, error) {
+	err := s.Transact(ctx, []types.TransactWriteItem{
+		s.TransactDelete(s.t.Main, model.StravaConnectionKey(userID)),
+		s.TransactDelete(s.t.Main, model.AthleteOwnerKey(athleteID)),
+	}, "")
+	if err != nil {
+		return 0, fmt.Errorf("deauthorize athlete %d of %s: %w", athleteID, userID, err)
+	}
+	n, err := s.ExpireStravaWorkouts(ctx, userID, expiresAt)
+	if err != nil {
+		return n, fmt.Errorf("deauthorize athlete %d of %s: %w", athleteID, userID, err)
+	}
+	return n, nil
+}
+
+// ExpireStravaWorkouts sets expiresAt on every Strava workout of the user
+// (all pages, keys only), returning how many were marked.
+func (s *Store) ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error) {
+	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
+		And(expression.Key("SK").BeginsWith(model.PrefixWorkoutStrava))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).
+		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("expire workouts of %s: build query: %w", userID, err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(),
+		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
+	})
+	upd := expression.Set(expression.Name("expiresAt"), expression.Value(expiresAt.Unix()))
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, fmt.Errorf("expire workouts of %s: %w", userID, translate(err))
+		}
+		for _, it := range page.Items {
+			pk, _ := it["PK"].(*types.AttributeValueMemberS)
+			sk, _ := it["SK"].(*types.AttributeValueMemberS)
+			if pk == nil || sk == nil {
+				continue
+			}
+			if err := s.update(ctx, model.Key{PK: pk.Value, SK: sk.Value}, upd); err != nil {
+				return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// RateLimitState reads the shared Strava rate-limit counter. It returns
+// ErrNotFound before the first Strava response was recorded.
+func (s *Store) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
+	var r model.RateLimitState
+	if err := s.Get(ctx, s.t.Main, model.RateLimitKey(), &r); err != nil {
+		return nil, fmt.Errorf("read rate limit state: %w", err)
+	}
+	return &r, nil
+}
+
+// RecordRateLimit stores what Strava's headers said, unless the stored state
+// is from a later 15-minute window or shows higher usage in the same window
+// (usage only grows within a window, so the larger reading is the newer one).
+// A refused write is not an error.
+func (s *Store) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+	win := expression.Name("windowStartedUtc")
+	ours := expression.Value(r.WindowStartedUtc.UTC().Format(time.RFC3339))
+	cond := expression.Or(
+		expression.AttributeNotExists(expression.Name("PK")),
+		win.LessThan(ours),
+		expression.And(win.Equal(ours), expression.Name("readShortUsage").LessThanEqual(expression.Value(r.ReadShortUsage))),
+	)
+	err := s.PutIf(ctx, s.t.Main, r, cond)
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("record rate limit: %w", err)
+	}
+	return nil
+}
+
+// update runs one UpdateItem on the main table with an optional condition.
+func (s *Store) update(ctx context.Context, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if len(cond) > 0 {
+		b = b.WithCondition(cond[0])
+	}
+	ex, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("update %s: build expression: %w", k, err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, k),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("update %s: %w", k, translate(err))
+	}
+	return nil
+}

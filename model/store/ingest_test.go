@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func seedConnection(t *testing.T, s *store.Store, user string, athlete int64, version int64) {
+	t.Helper()
+	ctx := context.Background()
+	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: "a", RefreshToken: "r",
+		ExpiresAtUtc: time.Now().Add(time.Hour).UTC(), TokenVersion: version, Scopes: []string{"read"}}
+	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+		t.Fatal(err)
+	}
+	o := &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: time.Now().UTC()}
+	if err := s.Put(ctx, s.Tables().Main, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIngestIdempotencyClaimRelease(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.ClaimIdempotencyKey(ctx, "k1", "c1", now, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClaimIdempotencyKey(ctx, "k1", "c2", now, time.Hour); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("second claim: got %v, want ErrConflict", err)
+	}
+	// Another holder's release leaves the key alone.
+	if err := s.ReleaseIdempotencyKey(ctx, "k1", "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClaimIdempotencyKey(ctx, "k1", "c3", now, time.Hour); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("after foreign release: got %v, want ErrConflict", err)
+	}
+	if err := s.ReleaseIdempotencyKey(ctx, "k1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClaimIdempotencyKey(ctx, "k1", "c4", now, time.Hour); err != nil {
+		t.Fatalf("after release: got %v, want nil", err)
+	}
+	var rec model.IdempotencyRecord
+	if err := s.Get(ctx, s.Tables().Idempotency, model.Key{PK: "k1"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.CorrelationID != "c4" || rec.ExpiresAt != now.Add(time.Hour).Unix() {
+		t.Fatalf("got record %+v, want correlation c4 and expiresAt %d", rec, now.Add(time.Hour).Unix())
+	}
+}
+
+func TestIngestResolveAthlete(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	seedConnection(t, s, "u1", 77, 1)
+	got, err := s.ResolveAthlete(ctx, 77)
+	if err != nil || got != "u1" {
+		t.Fatalf("got %q, %v; want u1", got, err)
+	}
+	// Without the owner item the connection is found through GSI1.
+	if err := s.Delete(ctx, s.Tables().Main, model.AthleteOwnerKey(77)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.ResolveAthlete(ctx, 77); err != nil || got != "u1" {
+		t.Fatalf("via GSI1: got %q, %v; want u1", got, err)
+	}
+	if _, err := s.ResolveAthlete(ctx, 78); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("unknown athlete: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	w := workout("u1", 5)
+	w.CreatedAtUtc, w.UpdatedAtUtc, w.CorrelationID = t0, t0, "c1"
+	if err := s.UpsertWorkout(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w2 := workout("u1", 5)
+	w2.SportType, w2.CreatedAtUtc, w2.UpdatedAtUtc, w2.CorrelationID = "Ride", t0.Add(time.Hour), t0.Add(time.Hour), "c2"
+	if err := s.UpsertWorkout(ctx, w2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Workout(ctx, "u1", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" || got.CorrelationID != "c2" || !got.UpdatedAtUtc.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("got %+v, want createdAt %v kept, sportType Ride, correlation c2", got, t0)
+	}
+	if err := s.MarkWorkoutDeleted(ctx, "u1", 9, 5, "c3", t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertWorkout(ctx, w2); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("upsert after delete: got %v, want ErrConflict", err)
+	}
+	got, _ = s.Workout(ctx, "u1", 5)
+	if !got.IsDeleted || got.DeletedAtUtc == nil || !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" {
+		t.Fatalf("got %+v, want deleted Ride created at %v", got, t0)
+	}
+}
+
+func TestIngestMarkDeletedCreatesTombstone(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	if err := s.MarkWorkoutDeleted(ctx, "u1", 9, 6, "c1", now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Workout(ctx, "u1", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsDeleted || got.ActivityID != 6 || got.AthleteID != 9 || got.EntityType != model.EntityWorkout || !got.CreatedAtUtc.Equal(now) {
+		t.Fatalf("got %+v, want a deleted tombstone for activity 6", got)
+	}
+}
+
+func TestIngestTokenLeaseAndSave(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	seedConnection(t, s, "u1", 7, 3)
+	now := time.Now()
+	if err := s.AcquireTokenRefreshLease(ctx, "u1", 3, now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AcquireTokenRefreshLease(ctx, "u1", 3, now, now.Add(time.Minute)); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("second lease: got %v, want ErrConflict", err)
+	}
+	// A lapsed lease can be taken over.
+	if err := s.AcquireTokenRefreshLease(ctx, "u1", 3, now.Add(2*time.Minute), now.Add(3*time.Minute)); err != nil {
+		t.Fatalf("lapsed lease: got %v, want nil", err)
+	}
+	v, err := s.SaveRefreshedToken(ctx, "u1", 3, "a2", "r2", now.Add(6*time.Hour), now)
+	if err != nil || v != 4 {
+		t.Fatalf("save: got %d, %v; want 4", v, err)
+	}
+	if _, err := s.SaveRefreshedToken(ctx, "u1", 3, "a3", "r3", now.Add(6*time.Hour), now); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("stale save: got %v, want ErrConflict", err)
+	}
+	c, err := s.StravaConnection(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AccessToken != "a2" || c.RefreshToken != "r2" || c.TokenVersion != 4 {
+		t.Fatalf("got %+v, want a2/r2 at version 4", c)
+	}
+	// The lease went with the save: version 4 can be leased at once.
+	if err := s.AcquireTokenRefreshLease(ctx, "u1", 4, now, now.Add(time.Minute)); err != nil {
+		t.Fatalf("lease after save: %v", err)
+	}
+	if err := s.MarkNeedsReauth(ctx, "u1", now); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = s.StravaConnection(ctx, "u1"); !c.NeedsReauth {
+		t.Fatal("got needsReauth false, want true")
+	}
+	if err := s.MarkNeedsReauth(ctx, "nobody", now); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("missing connection: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestIngestDeauthorizeAthlete(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	seedConnection(t, s, "u1", 7, 1)
+	for id := int64(1); id <= 30; id++ {
+		if err := s.UpsertWorkout(ctx, workout("u1", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(30 * 24 * time.Hour)
+	n, err := s.DeauthorizeAthlete(ctx, "u1", 7, exp)
+	if err != nil || n != 30 {
+		t.Fatalf("got %d, %v; want 30 workouts", n, err)
+	}
+	if _, err := s.StravaConnection(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection: got %v, want ErrNotFound", err)
+	}
+	if _, err := s.ResolveAthlete(ctx, 7); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("owner: got %v, want ErrNotFound", err)
+	}
+	ws, _, err := store.QueryEntities[model.Workout](ctx, s, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.ExpiresAt != exp.Unix() {
+			t.Fatalf("workout %d expiresAt %d, want %d", w.ActivityID, w.ExpiresAt, exp.Unix())
+		}
+	}
+	var m model.Milestone
+	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+		t.Fatalf("milestone must stay: %v", err)
+	}
+	// Again: harmless.
+	if _, err := s.DeauthorizeAthlete(ctx, "u1", 7, exp); err != nil {
+		t.Fatalf("second deauthorize: %v", err)
+	}
+	// A later successful fetch (the athlete reconnected) cancels the pending deletion.
+	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != 0 {
+		t.Fatalf("got %+v, %v; want expiresAt cleared", w, err)
+	}
+}
+
+func TestIngestRecordRateLimitKeepsNewest(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	w1 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	rec := func(win time.Time, readShort int) {
+		t.Helper()
+		if err := s.RecordRateLimit(ctx, &model.RateLimitState{WindowStartedUtc: win, ReadShortUsage: readShort, ReadShortLimit: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() *model.RateLimitState {
+		t.Helper()
+		st, err := s.RateLimitState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if _, err := s.RateLimitState(ctx); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("empty: got %v, want ErrNotFound", err)
+	}
+	rec(w1, 10)
+	rec(w1, 5) // an older reading of the same window arriving late
+	if got := get().ReadShortUsage; got != 10 {
+		t.Fatalf("got usage %d, want 10 (higher reading kept)", got)
+	}
+	rec(w1.Add(15*time.Minute), 1) // a new window resets
+	if got := get(); got.ReadShortUsage != 1 || !got.WindowStartedUtc.Equal(w1.Add(15*time.Minute)) {
+		t.Fatalf("got %+v, want the new window's usage 1", got)
+	}
+	rec(w1, 50) // a reading from the previous window is stale
+	if got := get().ReadShortUsage; got != 1 {
+		t.Fatalf("got usage %d, want 1 (stale window refused)", got)
+	}
+}

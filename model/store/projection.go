@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// WorkoutLogFields are the only workout attributes a projection reads (the
+// projection expression of WorkoutLog): keys and meta for normalization,
+// then what the milestone math and award attribution need.
+var WorkoutLogFields = []string{
+	"PK", "SK", "entityType", "schemaVersion", "userId", "activityId", "sportType",
+	"distanceMeters", "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
+}
+
+// WorkoutLog reads a user's Strava workouts (begins_with(SK,
+// "WORKOUT#STRAVA#"), projected to WorkoutLogFields, strongly consistent) up
+// to the MaxWorkoutsToInspect guardrail; truncated says the log goes on.
+// Only the projected fields are set on the returned workouts. It fails closed
+// with ErrUnsupportedSchema when any workout was written by newer code.
+func (s *Store) WorkoutLog(ctx context.Context, userID string) (workouts []model.Workout, truncated bool, err error) {
+	ws, truncated, err := QueryEntities[model.Workout](ctx, s, s.t.Main, model.UserPK(userID), model.PrefixWorkoutStrava,
+		QueryOptions{Projection: WorkoutLogFields})
+	if err != nil {
+		return nil, false, fmt.Errorf("read workout log of user %s: %w", userID, err)
+	}
+	return ws, truncated, nil
+}
+
+// UnreadableItem is an item a reader skipped because it could not decode it
+// (e.g. written by a newer schema); Err says why.
+type UnreadableItem struct {
+	Key model.Key
+	Err error
+}
+
+// UserMilestones is a user's milestones with their minted awards, read with
+// one query of begins_with(SK, "MILESTONE#").
+type UserMilestones struct {
+	// Milestones sorted by id.
+	Milestones []model.Milestone
+	// Awards by milestone id, then part index.
+	Awards map[string]map[int]model.Award
+	// Unreadable milestones and awards (newer schema, malformed): the
+	// caller must leave them alone rather than guess.
+	Unreadable []UnreadableItem
+	// Truncated says the user has more milestone items than the guardrail.
+	Truncated bool
+}
+
+// UserMilestones reads every milestone and award of a user in one strongly
+// consistent query. Items it cannot decode are listed in Unreadable, not
+// returned as an error, so one bad milestone cannot block the others. It
+// returns an error only when the query itself fails.
+func (s *Store) UserMilestones(ctx context.Context, userID string) (UserMilestones, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{})
+	if err != nil {
+		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
+	}
+	out := UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
+	for _, item := range res.Items {
+		var k model.Key
+		if err := unmarshalKey(item, &k); err != nil {
+			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+			continue
+		}
+		p, err := model.ParseKey(k)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+			continue
+		}
+		switch p.Kind {
+		case model.KindMilestone:
+			var m model.Milestone
+			if err := Unmarshal(item, &m); err != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+				continue
+			}
+			out.Milestones = append(out.Milestones, m)
+		case model.KindAward:
+			var a model.Award
+			if err := Unmarshal(item, &a); err != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+				continue
+			}
+			if out.Awards[p.MilestoneID] == nil {
+				out.Awards[p.MilestoneID] = map[int]model.Award{}
+			}
+			out.Awards[p.MilestoneID][p.PartIndex] = a
+		}
+	}
+	sort.Slice(out.Milestones, func(i, j int) bool { return out.Milestones[i].MilestoneID < out.Milestones[j].MilestoneID })
+	return out, nil
+}
+
+func unmarshalKey(item Item, k *model.Key) error {
+	pk, ok1 := item["PK"].(*types.AttributeValueMemberS)
+	sk, ok2 := item["SK"].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("item without string PK/SK: %w", model.ErrInvalid)
+	}
+	k.PK, k.SK = pk.Value, sk.Value
+	return nil
+}
+
+// ModelParts reads the parts of a model (MODEL#{modelId} / PART#…) by part
+// index. A model without parts yields an empty map, not an error; an
+// unreadable part fails the read.
+func (s *Store) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
+	parts, _, err := QueryEntities[model.ModelPart](ctx, s, s.t.Main, model.ModelPK(modelID), model.PrefixPart, QueryOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read parts of model %s: %w", modelID, err)
+	}
+	out := make(map[int]model.ModelPart, len(parts))
+	for _, p := range parts {
+		out[p.PartIndex] = p
+	}
+	return out, nil
+}
+
+// ProjectionWrite is one milestone's projected state, written over the
+// version it was computed from.
+type ProjectionWrite struct {
+	UserID, MilestoneID string
+	// ExpectedVersion is the milestone version the projection was computed
+	// from; the write is conditioned on it and sets it to ExpectedVersion+1.
+	ExpectedVersion int64
+	Projection      model.Projection
+	// Awards to mint with the update, each only if absent.
+	Awards []*model.Award
+	// Token is the transaction's ClientRequestToken (≤ 36 characters), used
+	// when Awards is not empty.
+	Token string
+}
+
+// WriteProjection stores a milestone's projection with writtenBy =
+// projector. Without awards it is one UpdateItem conditioned on the version;
+// with awards one TransactWriteItems holding that update plus a Put per
+// award (attribute_not_exists). It returns ErrConflict when the version
+// moved, the milestone is gone or an award already exists (re-read and
+// recompute), ErrRetryable for transaction conflicts and throttling, and
+// ErrInvalid for more awards than one transaction holds.
+func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
+	p := w.Projection
+	c := Changes{Set: map[string]any{
+		"progressValue":   p.ProgressValue,
+		"workoutsCounted": p.WorkoutsCounted,
+		"awardedParts":    p.AwardedParts,
+		"status":          string(p.Status),
+		"truncated":       p.Truncated,
+		"writtenBy":       model.WriterProjector,
+	}}
+	if p.ProjectedAtUtc != nil {
+		c.Set["projectedAtUtc"] = p.ProjectedAtUtc.UTC()
+	} else {
+		c.Remove = []string{"projectedAtUtc"}
+	}
+	k := model.MilestoneKey(w.UserID, w.MilestoneID)
+	if len(w.Awards) == 0 {
+		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		return nil
+	}
+	in, err := s.VersionedUpdateInput(s.t.Main, k, w.ExpectedVersion, c)
+	if err != nil {
+		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+	}
+	items := []types.TransactWriteItem{TransactUpdate(in)}
+	for _, a := range w.Awards {
+		put, err := s.TransactPutIfAbsent(s.t.Main, a)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put)
+	}
+	if err := s.Transact(ctx, items, w.Token); err != nil {
+		var mismatch *types.IdempotentParameterMismatchException
+		if errors.As(err, &mismatch) {
+			// The same token was used for a different request: another
+			// delivery computed from the same version first. Re-read.
+			err = fmt.Errorf("%w: %w", model.ErrConflict, err)
+		}
+		return fmt.Errorf("mint %d awards on milestone %s at version %d: %w", len(w.Awards), w.MilestoneID, w.ExpectedVersion, err)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestWorkoutLogReadsOnlyWhatTheMathNeeds(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	w := workout("u1", 7)
+	w.Name, w.AthleteID, w.CorrelationID, w.TotalElevationGain, w.MovingTimeSeconds = "Morning run", 99, "corr-7", 12.5, 1800
+	if err := s.Put(ctx, s.Tables().Main, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	got, truncated, err := s.WorkoutLog(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || truncated {
+		t.Fatalf("got %d workouts (truncated %v), want 1", len(got), truncated)
+	}
+	g := got[0]
+	if g.ActivityID != 7 || g.UserID != "u1" || g.DistanceMeters != 5000 || g.TotalElevationGain != 12.5 || g.MovingTimeSeconds != 1800 ||
+		g.SportType != "Run" || !g.StartDateUtc.Equal(w.StartDateUtc) || g.CorrelationID != "corr-7" {
+		t.Fatalf("projected fields: got %+v", g)
+	}
+	if g.Name != "" || g.AthleteID != 0 || !g.CreatedAtUtc.IsZero() {
+		t.Fatalf("fields outside the projection were read: %+v", g)
+	}
+}
+
+func TestWorkoutLogGuardrail(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	es := make([]model.Entity, model.MaxWorkoutsToInspect+1)
+	for i := range es {
+		es[i] = workout("u1", int64(i+1))
+	}
+	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+		t.Fatal(err)
+	}
+	got, truncated, err := s.WorkoutLog(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != model.MaxWorkoutsToInspect || !truncated {
+		t.Fatalf("got %d workouts, truncated %v; want %d, true", len(got), truncated, model.MaxWorkoutsToInspect)
+	}
+}
+
+func TestWorkoutLogFailsClosed(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	item, err := store.Marshal(workout("u1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item["schemaVersion"] = &types.AttributeValueMemberN{Value: "5"}
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.WorkoutLog(ctx, "u1"); !errors.Is(err, model.ErrUnsupportedSchema) {
+		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
+	}
+}
+
+func TestUserMilestones(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for _, e := range []model.Entity{
+		&model.Milestone{UserID: "u1", MilestoneID: "b"},
+		&model.Milestone{UserID: "u1", MilestoneID: "a"},
+		&model.Award{UserID: "u1", MilestoneID: "a", PartIndex: 0},
+		&model.Award{UserID: "u1", MilestoneID: "a", PartIndex: 11},
+		&model.Milestone{UserID: "u2", MilestoneID: "other"},
+		workout("u1", 1),
+	} {
+		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer, err := store.Marshal(&model.Milestone{UserID: "u1", MilestoneID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer["schemaVersion"] = &types.AttributeValueMemberN{Value: "2"}
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: newer}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.UserMilestones(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Milestones) != 2 || got.Milestones[0].MilestoneID != "a" || got.Milestones[1].MilestoneID != "b" {
+		t.Fatalf("milestones: got %+v, want a and b", got.Milestones)
+	}
+	if got.Milestones[0].Status != model.StatusActive {
+		t.Fatalf("legacy milestone not normalized: status %q", got.Milestones[0].Status)
+	}
+	if len(got.Awards["a"]) != 2 || got.Awards["a"][11].PartIndex != 11 || len(got.Awards["b"]) != 0 {
+		t.Fatalf("awards: got %+v", got.Awards)
+	}
+	if len(got.Unreadable) != 1 || got.Unreadable[0].Key != model.MilestoneKey("u1", "c") ||
+		!errors.Is(got.Unreadable[0].Err, model.ErrUnsupportedSchema) {
+		t.Fatalf("unreadable: got %+v, want milestone c with ErrUnsupportedSchema", got.Unreadable)
+	}
+}
+
+func TestModelParts(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if err := s.Put(ctx, s.Tables().Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprint("p", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, s.Tables().Main, &model.ModelMeta{ModelID: "rocket", PartCount: 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ModelParts(ctx, "rocket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2].Name != "p2" {
+		t.Fatalf("got %+v, want 3 parts", got)
+	}
+	none, err := s.ModelParts(ctx, "nothing")
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown model: got %v, %v; want empty", none, err)
+	}
+}
+
+func TestWriteProjection(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", WrittenBy: model.WriterAPI,
+		MilestoneDefinition: model.MilestoneDefinition{Title: "keep me", PartCount: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
+	w := store.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 0,
+		Projection: model.Projection{ProgressValue: 10, WorkoutsCounted: 1, Status: model.StatusActive, ProjectedAtUtc: &at}}
+	if err := s.WriteProjection(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	var m model.Milestone
+	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 1 || m.ProgressValue != 10 || m.WrittenBy != model.WriterProjector || m.Title != "keep me" || !m.ProjectedAtUtc.Equal(at) {
+		t.Fatalf("after update: %+v", m)
+	}
+	if err := s.WriteProjection(ctx, w); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("stale version: got %v, want ErrConflict", err)
+	}
+
+	award := func(i int) *model.Award {
+		return &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: i, ActivityID: 5, CorrelationID: "c5", AwardedAtUtc: at}
+	}
+	w = store.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 1, Token: "token-1",
+		Projection: model.Projection{ProgressValue: 20, AwardedParts: 2, Status: model.StatusActive},
+		Awards:     []*model.Award{award(0), award(1)}}
+	if err := s.WriteProjection(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	m = model.Milestone{} // Get does not clear attributes the item no longer has
+	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 2 || m.AwardedParts != 2 || m.ProjectedAtUtc != nil {
+		t.Fatalf("after mint: version %d %+v", m.Version, m.Projection)
+	}
+	// The same request with the same token is acknowledged, not applied again.
+	if err := s.WriteProjection(ctx, w); err != nil {
+		t.Fatalf("replayed transaction with the same token: %v", err)
+	}
+	m = model.Milestone{}
+	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 2 || m.AwardedParts != 2 {
+		t.Fatalf("after replay: version %d %+v", m.Version, m.Projection)
+	}
+	// An award that already exists cancels the transaction as a conflict.
+	w = store.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 2, Token: "token-2",
+		Projection: model.Projection{ProgressValue: 30, AwardedParts: 3, Status: model.StatusCompleted},
+		Awards:     []*model.Award{award(1), award(2)}}
+	err := s.WriteProjection(ctx, w)
+	var te *model.TransactionError
+	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 1 {
+		t.Fatalf("existing award: got %v, want a conflict on item 1", err)
+	}
+	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 2 || m.AwardedParts != 2 {
+		t.Fatalf("cancelled transaction changed the milestone: version %d %+v", m.Version, m.Projection)
+	}
+}

@@ -1,0 +1,568 @@
+// Package consumer is the projector's stream consumer: it turns a batch of
+// DynamoDB stream records into re-projections of the affected users'
+// milestones, mints newly earned awards transactionally, writes audit
+// entries and reports partial batch failures. handlers/projector wires it to
+// Lambda; scripts use RecomputeUser so replays and rebuilds run the very
+// same code.
+//
+// Every trigger is a reason to recompute the user from the log, never a
+// delta: duplicates, replays and reordering are harmless. Replay
+// sensitivity: see package projections.
+package consumer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/projections"
+)
+
+// ParkSource is the source under which the consumer parks records.
+const ParkSource = "PROJECTOR"
+
+// Audit event types the consumer writes.
+const (
+	EventProgressUpdated     = "MILESTONE_PROGRESS_UPDATED"
+	EventAwardMinted         = "AWARD_MINTED"
+	EventMilestoneCompleted  = "MILESTONE_COMPLETED"
+	EventProjectionTruncated = "PROJECTION_TRUNCATED"
+	EventRecordParked        = "PROJECTOR_RECORD_PARKED"
+)
+
+// Store is what the consumer needs from the DynamoDB adapter.
+type Store interface {
+	UserMilestones(ctx context.Context, userID string) (store.UserMilestones, error)
+	WorkoutLog(ctx context.Context, userID string) ([]model.Workout, bool, error)
+	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
+	WriteProjection(ctx context.Context, w store.ProjectionWrite) error
+	AppendAudit(ctx context.Context, e *model.AuditEntry) error
+	Park(ctx context.Context, r *model.ParkedRecord) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Options tune a Consumer; the zero value is usable.
+type Options struct {
+	// Logger receives JSON logs (default: discard).
+	Logger *slog.Logger
+	// Metrics receives one CloudWatch Embedded Metric Format line per batch
+	// (default os.Stdout, which Lambda forwards to CloudWatch Logs).
+	Metrics io.Writer
+	// Now is the clock (default time.Now in UTC).
+	Now func() time.Time
+	// MaxAttempts bounds how often one user is re-read and recomputed after
+	// version conflicts (default 8).
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the full-jitter backoff between
+	// attempts (default 20ms and 1s).
+	BackoffBase, BackoffMax time.Duration
+	// Concurrency is how many users of one batch are projected in parallel
+	// (default 4).
+	Concurrency int
+	// BeforeWrite, when set, runs after a user's state was read and before
+	// anything is written (not in dry runs). It exists for tests and fault
+	// injection: it lets a test interleave concurrent projections.
+	BeforeWrite func(ctx context.Context, userID string)
+}
+
+// Consumer projects milestones from stream batches and on demand. It is safe
+// for concurrent use.
+type Consumer struct {
+	st    Store
+	o     Options
+	stats struct {
+		seen, ignored, failed, parked, users, conflicts, writes, awards atomic.Int64
+	}
+}
+
+// New returns a Consumer over st.
+func New(st Store, o Options) *Consumer {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = os.Stdout
+	}
+	if o.Now == nil {
+		o.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 20 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	return &Consumer{st: st, o: o}
+}
+
+// Stats are the consumer's cumulative counters since New.
+type Stats struct {
+	RecordsSeen, RecordsIgnored, RecordsFailed, RecordsParked int64
+	UsersProjected                                            int64
+	// ConflictsRetried counts re-reads after a version conflict (or a
+	// transaction conflict / throttling).
+	ConflictsRetried int64
+	// Writes counts milestone writes (UpdateItem or TransactWriteItems).
+	Writes int64
+	// AwardsMinted counts award items written.
+	AwardsMinted int64
+}
+
+// Stats returns the cumulative counters.
+func (c *Consumer) Stats() Stats {
+	s := &c.stats
+	return Stats{
+		RecordsSeen: s.seen.Load(), RecordsIgnored: s.ignored.Load(), RecordsFailed: s.failed.Load(),
+		RecordsParked: s.parked.Load(), UsersProjected: s.users.Load(), ConflictsRetried: s.conflicts.Load(),
+		Writes: s.writes.Load(), AwardsMinted: s.awards.Load(),
+	}
+}
+
+// MilestoneReport compares one milestone's stored projection with the one
+// recomputed from the log.
+type MilestoneReport struct {
+	MilestoneID string
+	Stored      model.Projection
+	Recomputed  model.Projection
+	// Changed: the recomputed projection differs from the stored one.
+	Changed bool
+	// NewParts are parts the log earns that were not awarded yet.
+	NewParts []int
+	// MissingAwards are parts the stored projection counts as awarded but
+	// whose award item does not exist.
+	MissingAwards []int
+	// Minted are the award items written (or, in a dry run, that would be).
+	Minted []int
+	// Written: the projection was stored (never in a dry run).
+	Written bool
+	// Version is the milestone's version after this run.
+	Version int64
+	// Skipped says why the milestone could not be projected (invalid
+	// definition); empty otherwise.
+	Skipped string
+}
+
+// Drift reports whether the stored state differs from the log's.
+func (r MilestoneReport) Drift() bool { return len(r.Diffs()) > 0 }
+
+// Diffs lists the differences between stored and recomputed state, one
+// "field: stored X, recomputed Y" per line.
+func (r MilestoneReport) Diffs() []string {
+	var out []string
+	diff := func(field string, a, b any) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s: stored %v, recomputed %v", field, a, b))
+		}
+	}
+	s, n := r.Stored, r.Recomputed
+	diff("progressValue", s.ProgressValue, n.ProgressValue)
+	diff("workoutsCounted", s.WorkoutsCounted, n.WorkoutsCounted)
+	diff("awardedParts", s.AwardedParts, n.AwardedParts)
+	diff("status", s.Status, n.Status)
+	diff("truncated", s.Truncated, n.Truncated)
+	if len(r.MissingAwards) > 0 {
+		out = append(out, fmt.Sprintf("award items missing for parts %v", r.MissingAwards))
+	}
+	return out
+}
+
+// UserReport is the outcome of re-projecting one user.
+type UserReport struct {
+	UserID string
+	// Workouts inspected and whether the log hit the guardrail.
+	Workouts  int
+	Truncated bool
+	// Milestones in milestone id order.
+	Milestones []MilestoneReport
+	// Unreadable lists milestone or award items left alone because they
+	// could not be decoded (e.g. a newer schema).
+	Unreadable []string
+	// Attempts is how many read-compute-write rounds it took.
+	Attempts int
+}
+
+// RecomputeUser re-projects every milestone of userID from the workout log,
+// exactly as the stream path does. With dryRun it writes nothing and
+// returns the per-milestone differences between stored and recomputed
+// state; otherwise it writes them (version-checked, awards minted in a
+// transaction, audited), retrying version conflicts. It returns an error
+// wrapping model.ErrConflict when conflicts persist past MaxAttempts,
+// model.ErrUnsupportedSchema when the log holds a workout written by newer
+// code, and the store's errors otherwise.
+func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
+	return c.recompute(ctx, userID, "", dryRun)
+}
+
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+	log := c.o.Logger.With("userId", userID)
+	var lastErr error
+	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			c.stats.conflicts.Add(1)
+			d := store.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
+			log.InfoContext(ctx, "conflict, re-reading", "attempt", attempt, "backoff", d.String(), "error", lastErr)
+			if err := sleep(ctx, d); err != nil {
+				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
+			}
+		}
+		rep, err := c.once(ctx, userID, correlationID, dryRun)
+		rep.Attempts = attempt + 1
+		if err == nil {
+			c.stats.users.Add(1)
+			return rep, nil
+		}
+		if !errors.Is(err, model.ErrConflict) && !errors.Is(err, model.ErrRetryable) {
+			return rep, fmt.Errorf("project user %s: %w", userID, err)
+		}
+		lastErr = err
+	}
+	return UserReport{UserID: userID, Attempts: c.o.MaxAttempts},
+		fmt.Errorf("project user %s: gave up after %d attempts: %w", userID, c.o.MaxAttempts, lastErr)
+}
+
+// once is one read-compute-write round. Milestones are read before the log:
+// a concurrent projection that wrote after our milestone read makes our
+// write conflict, and one that wrote before it read a log no newer than
+// ours, so the last successful write always reflects every workout written
+// before it (no lost progress).
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+	rep := UserReport{UserID: userID}
+	um, err := c.st.UserMilestones(ctx, userID)
+	if err != nil {
+		return rep, err
+	}
+	for _, u := range um.Unreadable {
+		rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s: %v", u.Key, u.Err))
+		c.o.Logger.WarnContext(ctx, "milestone item left alone: unreadable", "userId", userID, "key", u.Key.String(), "error", u.Err)
+	}
+	if len(um.Milestones) == 0 {
+		return rep, nil // nothing to project: skip reading the log
+	}
+	workouts, truncated, err := c.st.WorkoutLog(ctx, userID)
+	if err != nil {
+		return rep, err
+	}
+	rep.Workouts, rep.Truncated = len(workouts), truncated
+	if c.o.BeforeWrite != nil && !dryRun {
+		c.o.BeforeWrite(ctx, userID)
+	}
+	now := c.o.Now()
+	lg := projections.Log{Workouts: workouts, Truncated: truncated}
+	parts := map[string]map[int]model.ModelPart{}
+	for i := range um.Milestones {
+		mr, err := c.milestone(ctx, &um.Milestones[i], um.Awards[um.Milestones[i].MilestoneID], lg, now, correlationID, dryRun, parts)
+		rep.Milestones = append(rep.Milestones, mr)
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing map[int]model.Award, lg projections.Log,
+	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
+	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
+	mr := MilestoneReport{MilestoneID: m.MilestoneID, Stored: m.Projection, Recomputed: m.Projection, Version: m.Version}
+	res, err := projections.Project(m.MilestoneDefinition, m.Projection, lg, now)
+	if err != nil {
+		mr.Skipped = err.Error()
+		log.WarnContext(ctx, "milestone not projected: invalid definition", "error", err)
+		return mr, nil
+	}
+	mr.Recomputed, mr.Changed, mr.NewParts = res.Projection, res.Changed, res.NewParts
+	for i := 0; i < min(m.AwardedParts, m.PartCount); i++ {
+		if _, ok := existing[i]; !ok {
+			mr.MissingAwards = append(mr.MissingAwards, i)
+		}
+	}
+	for i := 0; i < min(res.Projection.AwardedParts, m.PartCount); i++ {
+		if _, ok := existing[i]; !ok {
+			mr.Minted = append(mr.Minted, i)
+		}
+	}
+	if dryRun || (!res.Changed && len(mr.Minted) == 0) {
+		return mr, nil
+	}
+
+	awards := make([]*model.Award, 0, len(mr.Minted))
+	if len(mr.Minted) > 0 {
+		parts, ok := partCache[m.ModelID]
+		if !ok {
+			if parts, err = c.st.ModelParts(ctx, m.ModelID); err != nil {
+				return mr, err
+			}
+			partCache[m.ModelID] = parts
+		}
+		for _, i := range mr.Minted {
+			a := &model.Award{UserID: m.UserID, MilestoneID: m.MilestoneID, ModelID: m.ModelID, PartIndex: i,
+				AwardedAtUtc: now, CorrelationID: correlationID}
+			if p, ok := parts[i]; ok {
+				a.PartName, a.PartMetadata = p.Name, p.Metadata
+			} else {
+				log.WarnContext(ctx, "model part missing: award minted without metadata", "modelId", m.ModelID, "partIndex", i)
+			}
+			if cr, ok := res.Tipping(i); ok {
+				a.ActivityID, a.CorrelationID = cr.ActivityID, cr.CorrelationID
+			}
+			awards = append(awards, a)
+		}
+	}
+	w := store.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID, ExpectedVersion: m.Version,
+		Projection: res.Projection, Awards: awards}
+	w.Token = Token(w)
+	if err := c.st.WriteProjection(ctx, w); err != nil {
+		return mr, err
+	}
+	mr.Written, mr.Version = true, m.Version+1
+	c.stats.writes.Add(1)
+	c.stats.awards.Add(int64(len(awards)))
+	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
+		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
+
+	details := map[string]string{
+		"milestoneId": m.MilestoneID, "version": strconv.FormatInt(mr.Version, 10),
+		"progressValue": strconv.FormatInt(res.Projection.ProgressValue, 10), "workoutsCounted": strconv.Itoa(res.Projection.WorkoutsCounted),
+		"awardedParts": strconv.Itoa(res.Projection.AwardedParts), "status": string(res.Projection.Status),
+	}
+	if res.Changed {
+		c.audit(ctx, m.UserID, EventProgressUpdated, correlationID, now, mr.Version, -1, details)
+	}
+	for _, a := range awards {
+		corr := a.CorrelationID
+		if corr == "" {
+			corr = correlationID
+		}
+		c.audit(ctx, m.UserID, EventAwardMinted, corr, now, mr.Version, a.PartIndex, map[string]string{
+			"milestoneId": m.MilestoneID, "modelId": a.ModelID, "partIndex": strconv.Itoa(a.PartIndex),
+			"partName": a.PartName, "activityId": strconv.FormatInt(a.ActivityID, 10),
+		})
+	}
+	if res.Completed {
+		c.audit(ctx, m.UserID, EventMilestoneCompleted, correlationID, now, mr.Version, -1, details)
+	}
+	if res.BecameTruncated {
+		details["workoutsInspected"] = strconv.Itoa(len(lg.Workouts))
+		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, mr.Version, -1, details)
+	}
+	return mr, nil
+}
+
+// Token derives a transaction's ClientRequestToken from everything the
+// transaction writes except timestamps: the same computation retried (by the
+// SDK, or by a redelivered batch) sends the same token, so DynamoDB applies
+// it once. It is 32 hex characters (DynamoDB allows 36).
+func Token(w store.ProjectionWrite) string {
+	p := w.Projection
+	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
+		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
+		string(p.Status), strconv.FormatBool(p.Truncated)}
+	for _, a := range w.Awards {
+		parts = append(parts, strconv.Itoa(a.PartIndex), strconv.FormatInt(a.ActivityID, 10))
+	}
+	return digest(parts...)
+}
+
+func digest(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}
+
+// audit writes an entry and never fails the projection. The request id is
+// derived from what happened so a replayed write audits once.
+func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID string, at time.Time, version int64, part int, details map[string]string) {
+	reqID := digest(eventType, userID, details["milestoneId"], strconv.FormatInt(version, 10), strconv.Itoa(part))
+	e := model.NewAuditEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
+	if err := c.st.AppendAudit(ctx, e); err != nil {
+		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
+			"correlationId", correlationID, "error", err)
+	}
+}
+
+// Handle processes one batch of stream records. Each user with at least one
+// trigger is re-projected once (users in parallel). A user whose projection
+// fails fails its records; the response names the sequence number of the
+// first failed record in the batch, so Lambda resumes there (later records
+// are redelivered, which is harmless). Poison records are audited and parked,
+// not reported, so they cannot block the shard. The error is always nil:
+// failures are reported per record.
+func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	start := c.o.Now()
+	var bm batchMetrics
+	bm.seen = len(ev.Records)
+	c.stats.seen.Add(int64(len(ev.Records)))
+	failed := make([]bool, len(ev.Records))
+	type userWork struct {
+		userID        string
+		records       []int
+		correlationID string
+	}
+	users := map[string]*userWork{}
+	var order []string
+	for i, rec := range ev.Records {
+		if t := rec.Change.ApproximateCreationDateTime.Time; !t.IsZero() {
+			bm.maxLag = max(bm.maxLag, start.Sub(t))
+		}
+		d := Classify(rec)
+		log := c.o.Logger.With("eventId", rec.EventID, "sequenceNumber", rec.Change.SequenceNumber, "eventName", rec.EventName,
+			"userId", d.UserID, "activityId", d.ActivityID, "milestoneId", d.MilestoneID, "correlationId", d.CorrelationID)
+		switch d.Action {
+		case Ignore:
+			bm.ignored++
+			c.stats.ignored.Add(1)
+			log.DebugContext(ctx, "record ignored", "reason", d.Reason)
+		case Park:
+			log.WarnContext(ctx, "poison record", "error", d.Err)
+			if err := c.park(ctx, rec, d, d.Err); err != nil {
+				log.ErrorContext(ctx, "park failed: record reported failed", "error", err)
+				failed[i] = true
+			} else {
+				bm.parked++
+			}
+		case Recompute:
+			u := users[d.UserID]
+			if u == nil {
+				u = &userWork{userID: d.UserID}
+				users[d.UserID] = u
+				order = append(order, d.UserID)
+			}
+			u.records = append(u.records, i)
+			if d.CorrelationID != "" {
+				u.correlationID = d.CorrelationID
+			}
+			log.DebugContext(ctx, "record triggers projection", "reason", d.Reason)
+		}
+	}
+
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		sem = make(chan struct{}, c.o.Concurrency)
+	)
+	for _, id := range order {
+		u := users[id]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rep, err := c.recompute(ctx, u.userID, u.correlationID, false)
+			mu.Lock()
+			defer mu.Unlock()
+			bm.users++
+			bm.conflicts += max(rep.Attempts-1, 0)
+			for _, m := range rep.Milestones {
+				bm.minted += len(m.Minted) * btoi(m.Written)
+			}
+			if err == nil {
+				return
+			}
+			log := c.o.Logger.With("userId", u.userID, "correlationId", u.correlationID)
+			if errors.Is(err, model.ErrUnsupportedSchema) || errors.Is(err, model.ErrInvalid) {
+				// The log itself cannot be read by this code: retrying is
+				// pointless until it is fixed or newer code is deployed, so
+				// the records are set aside for redrive.
+				log.WarnContext(ctx, "user cannot be projected: parking its records", "error", err)
+				for _, i := range u.records {
+					if perr := c.park(ctx, ev.Records[i], Classify(ev.Records[i]), err); perr != nil {
+						failed[i] = true
+					} else {
+						bm.parked++
+					}
+				}
+				return
+			}
+			log.ErrorContext(ctx, "user projection failed: records reported failed", "error", err, "records", len(u.records))
+			for _, i := range u.records {
+				failed[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+
+	var resp events.DynamoDBEventResponse
+	for i, f := range failed {
+		if !f {
+			continue
+		}
+		bm.failed++
+		if len(resp.BatchItemFailures) == 0 {
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[i].Change.SequenceNumber}}
+		}
+	}
+	c.stats.failed.Add(int64(bm.failed))
+	c.stats.parked.Add(int64(bm.parked))
+	bm.duration = c.o.Now().Sub(start)
+	c.emit(bm)
+	c.o.Logger.InfoContext(ctx, "batch processed", "records", bm.seen, "ignored", bm.ignored, "parked", bm.parked,
+		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds())
+	return resp, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// park sets a record aside (and audits it). It fails only when the record
+// could not be stored, in which case the caller must report it failed so
+// nothing is lost.
+func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d Decision, why error) error {
+	payload, err := json.Marshal(rec)
+	if err != nil {
+		payload = []byte(fmt.Sprintf("%q", fmt.Sprint(rec)))
+	}
+	id := rec.EventID
+	if id == "" {
+		id = rec.Change.SequenceNumber
+	}
+	r := &model.ParkedRecord{Source: ParkSource, RecordID: id, Reason: why.Error(), Payload: string(payload),
+		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now()}
+	if err := c.st.Park(ctx, r); err != nil {
+		return err
+	}
+	subject := model.ParkedPK(ParkSource)
+	if d.UserID != "" {
+		subject = model.UserPK(d.UserID)
+	}
+	e := model.NewAuditEntry(subject, d.UserID, EventRecordParked, d.CorrelationID, digest(EventRecordParked, id), c.o.Now(),
+		map[string]string{"recordId": id, "sequenceNumber": rec.Change.SequenceNumber, "reason": why.Error()})
+	if err := c.st.AppendAudit(ctx, e); err != nil {
+		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", EventRecordParked, "userId", d.UserID, "error", err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,156 @@
+package consumer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// Action is what the consumer does with one stream record.
+type Action int
+
+// The actions Classify decides between.
+const (
+	// Ignore: not a trigger (awards, the projector's own progress writes,
+	// REMOVE records, parked or rate-limit items, …).
+	Ignore Action = iota
+	// Recompute: the record's user must be re-projected from the log.
+	Recompute
+	// Park: the record can never be processed (undecodable, or written by a
+	// newer schema); it is audited and set aside for redrive.
+	Park
+)
+
+func (a Action) String() string {
+	switch a {
+	case Ignore:
+		return "ignore"
+	case Recompute:
+		return "recompute"
+	case Park:
+		return "park"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Decision is what Classify learned from a record.
+type Decision struct {
+	Action Action
+	// UserID whose milestones the record concerns (empty when unknown).
+	UserID string
+	// CorrelationID of the workout that triggered the record, if any.
+	CorrelationID string
+	// ActivityID of a workout record, MilestoneID of a milestone record.
+	ActivityID  int64
+	MilestoneID string
+	// Reason says why, for logs.
+	Reason string
+	// Err is why a record must be parked (matches model.ErrInvalid or
+	// model.ErrUnsupportedSchema).
+	Err error
+}
+
+// Classify decodes a stream record once, at the boundary, into model types
+// and decides what to do with it. Triggers: INSERT/MODIFY of a Strava
+// workout; INSERT of a milestone; MODIFY of a milestone whose definition
+// changed (the projector's own writes never change it, and mark the item
+// writtenBy = projector). Everything else is ignored. Records that can never
+// be decoded are parked (Decision.Err says why). It never panics.
+func Classify(rec events.DynamoDBEventRecord) Decision {
+	park := func(d Decision, err error) Decision {
+		d.Action, d.Err, d.Reason = Park, err, "undecodable"
+		// Best effort, so the parked record still joins its trace.
+		if v, ok := rec.Change.NewImage["correlationId"]; ok && v.DataType() == events.DataTypeString {
+			d.CorrelationID = v.String()
+		}
+		return d
+	}
+	keys, err := Image(rec.Change.Keys)
+	if err != nil {
+		return park(Decision{}, fmt.Errorf("keys: %w", err))
+	}
+	pk, ok1 := keys["PK"].(*types.AttributeValueMemberS)
+	sk, ok2 := keys["SK"].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return park(Decision{}, fmt.Errorf("keys: no string PK and SK: %w", model.ErrInvalid))
+	}
+	k := model.Key{PK: pk.Value, SK: sk.Value}
+	p, err := model.ParseKey(k)
+	if err != nil {
+		// A malformed key that claims to be a trigger cannot be processed;
+		// any other unknown user item is simply not ours.
+		if strings.HasPrefix(k.PK, model.PrefixUser) &&
+			(strings.HasPrefix(k.SK, model.PrefixWorkoutStrava) || strings.HasPrefix(k.SK, model.PrefixMilestone)) {
+			return park(Decision{}, err)
+		}
+		return Decision{Action: Ignore, Reason: "unknown key"}
+	}
+	d := Decision{UserID: p.UserID, ActivityID: p.ActivityID, MilestoneID: p.MilestoneID}
+	if rec.EventName != string(events.DynamoDBOperationTypeInsert) && rec.EventName != string(events.DynamoDBOperationTypeModify) {
+		d.Reason = "event " + rec.EventName
+		return d
+	}
+	switch p.Kind {
+	case model.KindWorkout:
+		var w model.Workout
+		if err := decodeImage(rec.Change.NewImage, &w); err != nil {
+			return park(d, fmt.Errorf("workout new image: %w", err))
+		}
+		d.Action, d.CorrelationID, d.Reason = Recompute, w.CorrelationID, "workout "+strings.ToLower(rec.EventName)
+		return d
+	case model.KindMilestone:
+		var m model.Milestone
+		if err := decodeImage(rec.Change.NewImage, &m); err != nil {
+			return park(d, fmt.Errorf("milestone new image: %w", err))
+		}
+		if rec.EventName == string(events.DynamoDBOperationTypeInsert) {
+			d.Action, d.Reason = Recompute, "milestone insert"
+			return d
+		}
+		var old model.Milestone
+		if err := decodeImage(rec.Change.OldImage, &old); err != nil {
+			// Without the old image we cannot tell what changed: recompute,
+			// which is always safe.
+			d.Action, d.Reason = Recompute, "milestone modify without readable old image"
+			return d
+		}
+		if SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
+			d.Reason = "milestone modify by " + m.WrittenBy + " without definition change"
+			return d
+		}
+		d.Action, d.Reason = Recompute, "milestone definition changed by "+m.WrittenBy
+		return d
+	}
+	d.Reason = "not a trigger"
+	return d
+}
+
+func decodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
+	if img == nil {
+		return fmt.Errorf("image missing (stream view must be NEW_AND_OLD_IMAGES): %w", model.ErrInvalid)
+	}
+	item, err := Image(img)
+	if err != nil {
+		return err
+	}
+	return store.Unmarshal(item, e)
+}
+
+// SameDefinition reports whether two milestone definitions project the
+// same way and read the same (sport types compare as a set, times as
+// instants).
+func SameDefinition(a, b model.MilestoneDefinition) bool {
+	sa, sb := slices.Clone(a.SportTypes), slices.Clone(b.SportTypes)
+	slices.Sort(sa)
+	slices.Sort(sb)
+	endEqual := (a.PeriodEndAtUtc == nil) == (b.PeriodEndAtUtc == nil) &&
+		(a.PeriodEndAtUtc == nil || a.PeriodEndAtUtc.Equal(*b.PeriodEndAtUtc))
+	return a.ModelID == b.ModelID && a.Title == b.Title && a.Metric == b.Metric && a.Target == b.Target &&
+		slices.Equal(sa, sb) && a.PeriodStartAtUtc.Equal(b.PeriodStartAtUtc) && endEqual && a.PartCount == b.PartCount
+}

@@ -1,0 +1,185 @@
+package consumer_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+var (
+	march = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	april = time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// env is one test's tables, stream and consumer.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	s       *store.Store
+	st      *dynamodbstreams.Client
+	arn     string
+	mu      sync.Mutex
+	seen    map[string]bool
+	metrics *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, st := dynamolocal.Clients(t)
+	s := store.New(db, dynamolocal.MustCreateTables(t, db))
+	ctx := context.Background()
+	arn, err := store.StreamARN(ctx, db, s.Tables())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ctx: ctx, s: s, st: st, arn: arn, seen: map[string]bool{}, metrics: &lockedBuffer{}}
+}
+
+func (e *env) consumer(o consumer.Options) *consumer.Consumer {
+	if o.Metrics == nil {
+		o.Metrics = e.metrics
+	}
+	o.BackoffBase, o.BackoffMax = time.Millisecond, 20*time.Millisecond
+	return consumer.New(e.s, o)
+}
+
+// newRecords returns the stream records not returned before, as Lambda
+// would deliver them.
+func (e *env) newRecords() []events.DynamoDBEventRecord {
+	e.t.Helper()
+	all, err := streams.ReadAll(e.ctx, e.st, e.arn)
+	if err != nil {
+		e.t.Fatalf("read stream: %v", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []events.DynamoDBEventRecord
+	for _, r := range all {
+		if !e.seen[r.EventID] {
+			e.seen[r.EventID] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e *env) handle(c *consumer.Consumer, recs []events.DynamoDBEventRecord) events.DynamoDBEventResponse {
+	e.t.Helper()
+	resp, err := c.Handle(e.ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil {
+		e.t.Fatalf("Handle returned an error: %v", err)
+	}
+	return resp
+}
+
+func (e *env) putModel(modelID string, parts int) {
+	e.t.Helper()
+	if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.ModelMeta{ModelID: modelID, Name: "Rocket", PartCount: parts, CatalogVersion: 1}); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i < parts; i++ {
+		p := &model.ModelPart{ModelID: modelID, PartIndex: i, Name: fmt.Sprintf("part-%d", i),
+			Metadata: map[string]string{"rarity": "common", "slot": fmt.Sprint(i)}}
+		if err := e.s.Put(e.ctx, e.s.Tables().Main, p); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func hundredKm(parts int) model.MilestoneDefinition {
+	end := april
+	return model.MilestoneDefinition{ModelID: "rocket", Title: "100 km in March", Metric: model.MetricDistance,
+		Target: 100000, SportTypes: []string{"Run"}, PeriodStartAtUtc: march, PeriodEndAtUtc: &end, PartCount: parts}
+}
+
+func (e *env) putMilestone(user, id string, def model.MilestoneDefinition) {
+	e.t.Helper()
+	m := &model.Milestone{UserID: user, MilestoneID: id, MilestoneDefinition: def,
+		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: march, WrittenBy: model.WriterAPI}
+	if err := e.s.Put(e.ctx, e.s.Tables().Main, m); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func workout(user string, id int64, day int, km float64, corr string) *model.Workout {
+	return &model.Workout{UserID: user, AthleteID: 77, ActivityID: id, Name: "run", SportType: "Run",
+		DistanceMeters: km * 1000, MovingTimeSeconds: int64(km * 300), StartDateUtc: march.AddDate(0, 0, day).Add(7 * time.Hour),
+		CreatedAtUtc: march, UpdatedAtUtc: march, CorrelationID: corr}
+}
+
+func (e *env) putWorkout(w *model.Workout) {
+	e.t.Helper()
+	if err := e.s.Put(e.ctx, e.s.Tables().Main, w); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) milestone(user, id string) model.Milestone {
+	e.t.Helper()
+	var m model.Milestone
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, model.MilestoneKey(user, id), &m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) awards(user, milestoneID string) []model.Award {
+	e.t.Helper()
+	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s, e.s.Tables().Main, model.UserPK(user), model.AwardSKPrefix(milestoneID), store.QueryOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return as
+}
+
+// audits lists the audit entries of a correlation id (audit table GSI1).
+func (e *env) audits(corr string) []model.AuditEntry {
+	e.t.Helper()
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.CorrelationPK(corr), "",
+		store.QueryOptions{Index: store.IndexGSI1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return as
+}
+
+func countEvents(as []model.AuditEntry, eventType string) int {
+	n := 0
+	for _, a := range as {
+		if a.EventType == eventType {
+			n++
+		}
+	}
+	return n
+}

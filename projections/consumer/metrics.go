@@ -1,0 +1,55 @@
+package consumer
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
+const MetricsNamespace = "CommitCollect/Projector"
+
+type batchMetrics struct {
+	seen, ignored, parked, failed, users, conflicts, minted int
+	maxLag, duration                                        time.Duration
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+// emit writes one CloudWatch Embedded Metric Format line for a batch.
+// Failing to write metrics never fails the batch.
+func (c *Consumer) emit(m batchMetrics) {
+	counts := []string{"RecordsSeen", "RecordsIgnored", "RecordsParked", "RecordsFailed", "UsersProjected", "ConflictsRetried", "AwardsMinted"}
+	defs := make([]emfMetric, 0, len(counts)+2)
+	for _, n := range counts {
+		defs = append(defs, emfMetric{n, "Count"})
+	}
+	defs = append(defs, emfMetric{"ProjectionLag", "Milliseconds"}, emfMetric{"BatchDuration", "Milliseconds"})
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": c.o.Now().UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  MetricsNamespace,
+				"Dimensions": [][]string{{"Service"}},
+				"Metrics":    defs,
+			}},
+		},
+		"Service":          "projector",
+		"RecordsSeen":      m.seen,
+		"RecordsIgnored":   m.ignored,
+		"RecordsParked":    m.parked,
+		"RecordsFailed":    m.failed,
+		"UsersProjected":   m.users,
+		"ConflictsRetried": m.conflicts,
+		"AwardsMinted":     m.minted,
+		"ProjectionLag":    m.maxLag.Milliseconds(),
+		"BatchDuration":    m.duration.Milliseconds(),
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	_, _ = c.o.Metrics.Write(append(b, '\n'))
+}

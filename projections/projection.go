@@ -1,0 +1,253 @@
+// Package projections decides what a milestone's projected state is: a pure
+// function of the milestone's definition, its current projection and the
+// user's workout log. It holds no clients and reads no clock (callers pass
+// now). The stream consumer (projections/consumer) and the rebuild tooling
+// both call Project, so live processing and replays cannot drift apart.
+//
+// Replay sensitivity: changing how units are rounded (Units, TargetUnits),
+// which workouts count (Counts) or how the tipping activity is chosen
+// changes every projected milestone and forces a rebuild.
+package projections
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// Log is the workout log one recompute inspects.
+type Log struct {
+	// Workouts in any order; Project sorts its own copy.
+	Workouts []model.Workout
+	// Truncated says the reader stopped at the guardrail
+	// (model.MaxWorkoutsToInspect), so the log may be incomplete.
+	Truncated bool
+}
+
+// Crossing records the workout whose cumulative value first reached part
+// PartIndex's threshold, walking counted workouts in (startDateUtc,
+// activityId) order.
+type Crossing struct {
+	PartIndex     int
+	ActivityID    int64
+	CorrelationID string
+}
+
+// Result is the outcome of one projection.
+type Result struct {
+	// Projection is the new state. ProjectedAtUtc is now when anything
+	// changed, else the current value (so an unchanged log changes nothing).
+	Projection model.Projection
+	// Earned is how many parts the current value earns (0..PartCount),
+	// regardless of what was awarded before.
+	Earned int
+	// Crossings holds, for each part earned by the current value (indexes
+	// 0..Earned-1), the workout that tipped it.
+	Crossings []Crossing
+	// NewParts are the part indexes awarded by this projection and not
+	// before (cur.AwardedParts ≤ i < Projection.AwardedParts), ascending.
+	NewParts []int
+	// Changed reports whether Projection differs from the current one
+	// (ignoring ProjectedAtUtc).
+	Changed bool
+	// Completed reports that this projection moved status to completed.
+	Completed bool
+	// BecameTruncated reports that the log is truncated and the current
+	// projection did not say so yet.
+	BecameTruncated bool
+}
+
+// Tipping returns the crossing of part i, and false when the current value
+// does not reach it (a part awarded earlier by workouts since deleted).
+func (r Result) Tipping(i int) (Crossing, bool) {
+	if i < 0 || i >= len(r.Crossings) {
+		return Crossing{}, false
+	}
+	return r.Crossings[i], true
+}
+
+// Validate checks a definition can be projected. It returns a
+// *model.ValidationError (errors.Is model.ErrInvalid) listing every problem.
+func Validate(def model.MilestoneDefinition) error {
+	v := &model.ValidationError{}
+	if !def.Metric.Valid() {
+		v.Add("metric", "unknown metric %q", def.Metric)
+	}
+	if math.IsNaN(def.Target) || math.IsInf(def.Target, 0) || def.Target <= 0 {
+		v.Add("target", "must be a positive number, got %v", def.Target)
+	} else if def.Metric.Valid() && TargetUnits(def) <= 0 {
+		v.Add("target", "%v rounds to zero %s units", def.Target, def.Metric)
+	}
+	if def.PartCount < 1 || def.PartCount > model.MaxPartCount {
+		v.Add("partCount", "must be 1..%d, got %d", model.MaxPartCount, def.PartCount)
+	}
+	if def.PeriodStartAtUtc.IsZero() {
+		v.Add("periodStartAtUtc", "is required")
+	}
+	if def.PeriodEndAtUtc != nil && !def.PeriodEndAtUtc.After(def.PeriodStartAtUtc) {
+		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
+	}
+	return v.Err()
+}
+
+// toUnits converts a non-negative float quantity to integer units with
+// scale, rounding half away from zero and saturating (NaN and negatives are
+// 0, overflow is MaxInt64).
+func toUnits(x, scale float64) int64 {
+	v := math.Round(x * scale)
+	switch {
+	case math.IsNaN(v) || v <= 0:
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// Units is what one workout contributes to metric, in integer units:
+// millimetres for distance and elevation (metres rounded to the nearest
+// millimetre), seconds for moving_time, 1 for count. Negative or NaN
+// inputs contribute 0.
+func Units(metric model.Metric, w model.Workout) int64 {
+	switch metric {
+	case model.MetricDistance:
+		return toUnits(w.DistanceMeters, 1000)
+	case model.MetricElevation:
+		return toUnits(w.TotalElevationGain, 1000)
+	case model.MetricMovingTime:
+		return max(w.MovingTimeSeconds, 0)
+	case model.MetricCount:
+		return 1
+	}
+	return 0
+}
+
+// TargetUnits is the definition's target in the same integer units as Units.
+func TargetUnits(def model.MilestoneDefinition) int64 {
+	switch def.Metric {
+	case model.MetricDistance, model.MetricElevation:
+		return toUnits(def.Target, 1000)
+	case model.MetricMovingTime, model.MetricCount:
+		return toUnits(def.Target, 1)
+	}
+	return 0
+}
+
+// Counts reports whether w counts towards def: not deleted, started in
+// [periodStart, periodEnd), and of one of def's sport types (empty = all).
+func Counts(def model.MilestoneDefinition, w model.Workout) bool {
+	if w.IsDeleted || w.StartDateUtc.Before(def.PeriodStartAtUtc) {
+		return false
+	}
+	if def.PeriodEndAtUtc != nil && !w.StartDateUtc.Before(*def.PeriodEndAtUtc) {
+		return false
+	}
+	return len(def.SportTypes) == 0 || slices.Contains(def.SportTypes, w.SportType)
+}
+
+// EarnedParts is how many parts value earns: the number of i in
+// [0, partCount) with value*partCount >= target*(i+1), i.e.
+// min(partCount, floor(value*partCount/target)), computed in 128 bits so it
+// cannot overflow. It is 0 when target or partCount is not positive.
+func EarnedParts(value, target int64, partCount int) int {
+	if value <= 0 || target <= 0 || partCount <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(value), uint64(partCount))
+	if hi >= uint64(target) {
+		return partCount // the quotient does not even fit in 64 bits
+	}
+	q, _ := bits.Div64(hi, lo, uint64(target))
+	if q >= uint64(partCount) {
+		return partCount
+	}
+	return int(q)
+}
+
+// byStartThenID orders workouts by (startDateUtc, activityId): the order in
+// which crossings are attributed.
+func byStartThenID(a, b model.Workout) int {
+	if c := a.StartDateUtc.Compare(b.StartDateUtc); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ActivityID, b.ActivityID)
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Project computes def's new projection from cur and the log at now. The
+// result does not depend on the order of log.Workouts (each activity appears
+// once: the log holds one item per activity id). Awards are monotonic: AwardedParts never decreases and status
+// never leaves completed. More than model.MaxWorkoutsToInspect workouts are
+// cut to the earliest ones and the result is truncated.
+//
+// It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
+// projected (see Validate).
+func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now time.Time) (Result, error) {
+	if err := Validate(def); err != nil {
+		return Result{}, fmt.Errorf("project %q: %w", def.Title, err)
+	}
+	ws := slices.Clone(log.Workouts)
+	slices.SortFunc(ws, byStartThenID)
+	truncated := log.Truncated
+	if len(ws) > model.MaxWorkoutsToInspect {
+		ws, truncated = ws[:model.MaxWorkoutsToInspect], true
+	}
+
+	target := TargetUnits(def)
+	var (
+		value     int64
+		counted   int
+		earned    int
+		crossings []Crossing
+	)
+	for _, w := range ws {
+		if !Counts(def, w) {
+			continue
+		}
+		counted++
+		value = satAdd(value, Units(def.Metric, w))
+		for e := EarnedParts(value, target, def.PartCount); earned < e; earned++ {
+			crossings = append(crossings, Crossing{PartIndex: earned, ActivityID: w.ActivityID, CorrelationID: w.CorrelationID})
+		}
+	}
+
+	next := model.Projection{
+		ProgressValue:   value,
+		WorkoutsCounted: counted,
+		AwardedParts:    max(cur.AwardedParts, earned),
+		Status:          model.StatusActive,
+		Truncated:       truncated,
+		ProjectedAtUtc:  cur.ProjectedAtUtc,
+	}
+	if cur.Status == model.StatusCompleted || next.AwardedParts >= def.PartCount {
+		next.Status = model.StatusCompleted
+	}
+	r := Result{Projection: next, Earned: earned, Crossings: crossings}
+	for i := max(cur.AwardedParts, 0); i < next.AwardedParts; i++ {
+		r.NewParts = append(r.NewParts, i)
+	}
+	curStatus := cur.Status
+	if curStatus == "" {
+		curStatus = model.StatusActive
+	}
+	r.Changed = next.ProgressValue != cur.ProgressValue || next.WorkoutsCounted != cur.WorkoutsCounted ||
+		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated
+	r.Completed = next.Status == model.StatusCompleted && curStatus != model.StatusCompleted
+	r.BecameTruncated = next.Truncated && !cur.Truncated
+	if r.Changed {
+		t := now.UTC()
+		r.Projection.ProjectedAtUtc = &t
+	}
+	return r, nil
+}

@@ -1,0 +1,174 @@
+// Command deploy builds the Lambda zips and deploys an environment root with
+// Terraform: init (your backend config), plan to a file, a summary of that
+// plan, a refusal when a table or queue would be destroyed or replaced,
+// confirmation, apply of exactly that plan, then the outputs and the Strava
+// push-subscription command.
+//
+//	go run ./scripts/deploy --env terraform/envs/example \
+//	    --backend-config backend.hcl --var-file prod.tfvars
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
+	"github.com/commitcollect/backend/scripts/lambdabuild"
+)
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the command with its arguments and streams; it returns the exit
+// status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		env          = fs.String("env", "terraform/envs/example", "environment root `dir` to deploy (a Terraform root module)")
+		backendCfg   multi
+		varFiles     multi
+		vars         multi
+		planOut      = fs.String("plan-out", "", "`file` for the saved plan (default <env>/commitcollect.tfplan); the apply uses exactly this plan")
+		allowDestroy = fs.Bool("allow-destroy", false, "allow the plan to destroy or replace stateful resources (DynamoDB tables, SQS queues); refused otherwise")
+		yes          = fs.Bool("yes", false, "apply without asking for confirmation (CI)")
+		planOnly     = fs.Bool("plan-only", false, "stop after the plan summary (and the stateful-resource check); apply nothing")
+		skipBuild    = fs.Bool("skip-build", false, "do not build the Lambda zips; use the ones already in --dist")
+		dist         = fs.String("dist", "dist", "`dir` for the Lambda zips (api.zip, worker.zip, projector.zip), passed as var artifacts_dir")
+		handlers     = fs.String("handlers", "handlers", "`dir` holding one package per Lambda")
+		tfBin        = fs.String("terraform", "", "terraform binary `path` (default: terraform on PATH)")
+	)
+	fs.Var(&backendCfg, "backend-config", "backend configuration `file or key=value` passed to terraform init (repeatable)")
+	fs.Var(&varFiles, "var-file", "Terraform variables `file` (repeatable)")
+	fs.Var(&vars, "var", "Terraform variable `key=value` (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./scripts/deploy [flags]
+
+Builds the Lambda zips, runs terraform init (with your --backend-config),
+terraform plan -out, prints what the plan creates, updates, replaces and
+destroys, refuses when a DynamoDB table or SQS queue would be destroyed or
+replaced (unless --allow-destroy), asks for confirmation (unless --yes),
+applies exactly the saved plan and prints the outputs and the Strava
+push-subscription command.
+
+Exit status: 0 deployed (or planned with --plan-only), 1 failed,
+2 refused (stateful resources) or not confirmed.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "deploy:", err)
+		if errors.Is(err, tfdeploy.ErrRefused) || errors.Is(err, tfdeploy.ErrAborted) {
+			return 2
+		}
+		return 1
+	}
+
+	distAbs, err := filepath.Abs(*dist)
+	if err != nil {
+		return fail(err)
+	}
+	if !*skipBuild {
+		fmt.Fprintln(stdout, "==> building Lambda zips into", distAbs)
+		if _, err := lambdabuild.BuildAll(*handlers, distAbs); err != nil {
+			return fail(err)
+		}
+	}
+	if err := tfdeploy.RequireZips(distAbs, []string{"api", "worker", "projector"}); err != nil {
+		return fail(err)
+	}
+
+	bin := *tfBin
+	if bin == "" {
+		if bin, err = exec.LookPath("terraform"); err != nil {
+			return fail(fmt.Errorf("terraform not found on PATH: %w", err))
+		}
+	}
+	tf, err := tfexec.NewTerraform(*env, bin)
+	if err != nil {
+		return fail(err)
+	}
+	tf.SetStdout(stdout)
+	tf.SetStderr(stderr)
+
+	out := *planOut
+	if out == "" {
+		out = filepath.Join(*env, "commitcollect.tfplan")
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return fail(err)
+	}
+	in := bufio.NewReader(stdin)
+	d := &tfdeploy.Deployer{
+		TF:  tf,
+		Out: stdout,
+		Confirm: func(prompt string) (bool, error) {
+			fmt.Fprint(stdout, prompt)
+			line, err := in.ReadString('\n')
+			if err != nil && line == "" {
+				return false, err
+			}
+			return strings.TrimSpace(line) == "yes", nil
+		},
+	}
+	_, err = d.Run(ctx, tfdeploy.Options{
+		BackendConfig: absFiles(backendCfg),
+		VarFiles:      absFiles(varFiles),
+		Vars:          append([]string{"artifacts_dir=" + distAbs}, vars...),
+		PlanOut:       out,
+		AllowDestroy:  *allowDestroy,
+		Yes:           *yes,
+		PlanOnly:      *planOnly,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// absFiles makes file arguments absolute (terraform runs in the environment
+// folder); key=value arguments pass unchanged.
+func absFiles(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, p := range args {
+		if strings.Contains(p, "=") {
+			out = append(out, p)
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+		out = append(out, p)
+	}
+	return out
+}

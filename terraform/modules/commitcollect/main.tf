@@ -1,0 +1,417 @@
+# CommitCollect in one AWS account and region: the four tables, the api,
+# worker and projector Lambdas with least-privilege roles, the HTTP API, the
+# worker's async-invoke DLQ, the projector's stream mapping and its DLQ, and
+# the alarms. test/terraform checks the invariants of this file.
+
+locals {
+  name         = "commitcollect-${var.environment}"
+  table_prefix = var.table_prefix != null ? var.table_prefix : "${var.environment}-"
+  public_url   = var.public_url != null ? trimsuffix(var.public_url, "/") : aws_apigatewayv2_api.http.api_endpoint
+
+  # Every route the api Lambda serves (API Gateway HTTP API, payload v2).
+  routes = [
+    "GET /",
+    "GET /webhooks/strava",
+    "POST /webhooks/strava",
+    "GET /auth/strava/login",
+    "GET /auth/strava/callback",
+    "POST /auth/logout",
+    "GET /v1/me",
+    "DELETE /v1/me",
+    "GET /v1/models",
+    "GET /v1/milestones",
+    "POST /v1/milestones",
+    "GET /v1/milestones/{milestoneId}",
+  ]
+
+  common_env = {
+    CC_TABLE_PREFIX = local.table_prefix
+    CC_LOG_LEVEL    = var.log_level
+  }
+  strava_env = {
+    STRAVA_BASE_URL            = var.strava.base_url
+    STRAVA_CLIENT_ID           = var.strava.client_id
+    STRAVA_CLIENT_SECRET_PARAM = var.strava.client_secret_param_arn
+  }
+}
+
+module "tables" {
+  source = "../tables"
+
+  table_prefix        = local.table_prefix
+  deletion_protection = var.tables.deletion_protection
+  kms_key_arn         = var.tables.kms_key_arn
+  tags                = var.tags
+}
+
+# ---------------------------------------------------------------- queues
+
+resource "aws_sqs_queue" "worker_dlq" {
+  name                      = "${local.name}-worker-dlq"
+  message_retention_seconds = 1209600 # 14 days, the maximum: time to redrive
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "projector_dlq" {
+  name                      = "${local.name}-projector-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+# ------------------------------------------------------- least privilege
+
+# api: webhook dedup (Idempotency), sessions, the BFF reads and writes and
+# account deletion on the main table, audit, and the async hand-off to the
+# worker. TransactWriteItems is authorised per item (Put/Update/Delete +
+# ConditionCheckItem). No Scan.
+data "aws_iam_policy_document" "api" {
+  statement {
+    sid       = "Idempotency"
+    actions   = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
+    resources = [module.tables.arns["idempotency"]]
+  }
+  statement {
+    sid       = "Sessions"
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+    resources = [module.tables.arns["sessions"]]
+  }
+  statement {
+    sid = "MainTable"
+    actions = [
+      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+    ]
+    resources = [module.tables.arns["main"]]
+  }
+  statement {
+    sid       = "Audit"
+    actions   = ["dynamodb:PutItem"]
+    resources = [module.tables.arns["audit"]]
+  }
+  statement {
+    sid       = "InvokeWorker"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [module.worker.function_arn]
+  }
+  statement {
+    sid       = "ReadSecrets"
+    actions   = ["ssm:GetParameter"]
+    resources = [var.strava.client_secret_param_arn, var.strava.verify_token_param_arn]
+  }
+  dynamic "statement" {
+    for_each = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
+    content {
+      sid       = "DecryptSecrets"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+    }
+  }
+}
+
+# worker: athlete -> user through GSI1, token refresh (conditional writes),
+# the normalized workout, deauthorization clean-up, audit, and its own DLQ
+# (Lambda sends failed async events with the function's role).
+data "aws_iam_policy_document" "worker" {
+  statement {
+    sid = "MainTable"
+    actions = [
+      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+    ]
+    resources = [module.tables.arns["main"]]
+  }
+  statement {
+    sid       = "AthleteIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/GSI1"]
+  }
+  statement {
+    sid       = "Audit"
+    actions   = ["dynamodb:PutItem"]
+    resources = [module.tables.arns["audit"]]
+  }
+  statement {
+    sid       = "ReadSecrets"
+    actions   = ["ssm:GetParameter"]
+    resources = [var.strava.client_secret_param_arn]
+  }
+  dynamic "statement" {
+    for_each = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
+    content {
+      sid       = "DecryptSecrets"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+    }
+  }
+  statement {
+    sid       = "OnFailureDestination"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.worker_dlq.arn]
+  }
+}
+
+# projector: recompute from the workout log (Query), optimistic progress
+# updates, award minting in one transaction, the stream, audit, and its DLQ
+# (the event source mapping sends failed batches with the function's role).
+data "aws_iam_policy_document" "projector" {
+  statement {
+    sid = "MainTable"
+    actions = [
+      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+      "dynamodb:Query", "dynamodb:ConditionCheckItem",
+    ]
+    resources = [module.tables.arns["main"]]
+  }
+  statement {
+    sid       = "Stream"
+    actions   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+    resources = [module.tables.stream_arn]
+  }
+  # Lambda's stream poller lists the table's streams; AWS documents this grant
+  # on <table>/stream/* (it is the same table, never another one).
+  statement {
+    sid       = "ListStreams"
+    actions   = ["dynamodb:ListStreams"]
+    resources = ["${module.tables.arns["main"]}/stream/*"]
+  }
+  statement {
+    sid       = "Audit"
+    actions   = ["dynamodb:PutItem"]
+    resources = [module.tables.arns["audit"]]
+  }
+  statement {
+    sid       = "OnFailureDestination"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.projector_dlq.arn]
+  }
+}
+
+# ------------------------------------------------------------- functions
+
+module "api" {
+  source = "../function"
+
+  name        = "${local.name}-api"
+  description = "CommitCollect HTTP API: Strava webhook, OAuth and the /v1 BFF."
+  zip_path    = "${var.artifacts_dir}/api.zip"
+  settings    = var.functions.api
+  policy_json = data.aws_iam_policy_document.api.json
+  environment = merge(local.common_env, local.strava_env, {
+    STRAVA_VERIFY_TOKEN_PARAM = var.strava.verify_token_param_arn
+    CC_PUBLIC_URL             = local.public_url
+    CC_WORKER_FUNCTION        = module.worker.function_name
+    CC_CORS_ORIGINS           = join(",", var.cors_origins)
+    }, {
+    # Set once the push subscription exists; until then the webhook refuses events.
+    for k, v in { STRAVA_SUBSCRIPTION_ID = var.strava.subscription_id } : k => tostring(v) if v != null
+  })
+  log_retention_days = var.log_retention_days
+  alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
+  tags               = var.tags
+}
+
+module "worker" {
+  source = "../function"
+
+  name               = "${local.name}-worker"
+  description        = "CommitCollect worker: fetches a Strava activity and writes the normalized workout."
+  zip_path           = "${var.artifacts_dir}/worker.zip"
+  settings           = var.functions.worker
+  policy_json        = data.aws_iam_policy_document.worker.json
+  environment        = merge(local.common_env, local.strava_env)
+  log_retention_days = var.log_retention_days
+  alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
+  tags               = var.tags
+}
+
+module "projector" {
+  source = "../function"
+
+  name               = "${local.name}-projector"
+  description        = "CommitCollect projector: recomputes milestones and mints awards from the main table's stream."
+  zip_path           = "${var.artifacts_dir}/projector.zip"
+  settings           = var.functions.projector
+  policy_json        = data.aws_iam_policy_document.projector.json
+  environment        = local.common_env
+  log_retention_days = var.log_retention_days
+  alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
+  tags               = var.tags
+}
+
+# ------------------------------------------------- worker async invoke
+
+resource "aws_lambda_function_event_invoke_config" "worker" {
+  function_name                = module.worker.function_name
+  maximum_retry_attempts       = var.worker.maximum_retry_attempts
+  maximum_event_age_in_seconds = var.worker.maximum_event_age_s
+
+  destination_config {
+    on_failure {
+      destination = aws_sqs_queue.worker_dlq.arn
+    }
+  }
+}
+
+# ------------------------------------------------ projector stream mapping
+
+resource "aws_lambda_event_source_mapping" "projector" {
+  event_source_arn  = module.tables.stream_arn
+  function_name     = module.projector.function_arn
+  starting_position = var.projector.starting_position
+
+  batch_size                         = var.projector.batch_size
+  maximum_batching_window_in_seconds = var.projector.batching_window_s
+  parallelization_factor             = var.projector.parallelization_factor
+
+  # Partial batch failures (events.DynamoDBEventResponse), bisect on error,
+  # bounded retries and record age, then the record goes to the DLQ.
+  function_response_types        = ["ReportBatchItemFailures"]
+  bisect_batch_on_function_error = true
+  maximum_retry_attempts         = var.projector.maximum_retry_attempts
+  maximum_record_age_in_seconds  = var.projector.maximum_record_age_s
+
+  destination_config {
+    on_failure {
+      destination_arn = aws_sqs_queue.projector_dlq.arn
+    }
+  }
+
+  # Only the records the projector acts on (DESIGN.md, projection contract).
+  # Its own progress writes stamp writtenBy = "projector" and never match, so
+  # they cannot re-trigger it. Values mirror model.PrefixWorkoutStrava,
+  # model.EntityMilestone and model.WriterProjector (checked by test/terraform).
+  filter_criteria {
+    # Workouts: a new or changed WORKOUT#STRAVA# item (deletes are marked, not removed).
+    filter {
+      pattern = jsonencode({
+        eventName = ["INSERT", "MODIFY"]
+        dynamodb  = { Keys = { SK = { S = [{ prefix = "WORKOUT#STRAVA#" }] } } }
+      })
+    }
+    # A new milestone.
+    filter {
+      pattern = jsonencode({
+        eventName = ["INSERT"]
+        dynamodb  = { NewImage = { entityType = { S = ["MILESTONE"] } } }
+      })
+    }
+    # A milestone whose definition changed (written by anyone but the projector).
+    filter {
+      pattern = jsonencode({
+        eventName = ["MODIFY"]
+        dynamodb = { NewImage = {
+          entityType = { S = ["MILESTONE"] }
+          writtenBy  = { S = [{ "anything-but" = ["projector"] }] }
+        } }
+      })
+    }
+  }
+}
+
+# ------------------------------------------------------------- HTTP API
+
+resource "aws_apigatewayv2_api" "http" {
+  name          = local.name
+  protocol_type = "HTTP"
+  description   = "CommitCollect: Strava webhook, OAuth and the /v1 BFF."
+  tags          = var.tags
+}
+
+resource "aws_apigatewayv2_integration" "api" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = module.api.invoke_arn
+  payload_format_version = "2.0"
+  timeout_milliseconds   = 29000
+}
+
+resource "aws_apigatewayv2_route" "api" {
+  for_each = toset(local.routes)
+
+  api_id    = aws_apigatewayv2_api.http.id
+  route_key = each.value
+  target    = "integrations/${aws_apigatewayv2_integration.api.id}"
+}
+
+resource "aws_cloudwatch_log_group" "api_access" {
+  name              = "/aws/apigateway/${local.name}"
+  retention_in_days = var.log_retention_days
+  tags              = var.tags
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.http.id
+  name        = "$default"
+  auto_deploy = true
+
+  default_route_settings {
+    throttling_rate_limit  = var.api.throttling_rate_limit
+    throttling_burst_limit = var.api.throttling_burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.api_access.arn
+    format = jsonencode({
+      requestId      = "$context.requestId"
+      routeKey       = "$context.routeKey"
+      status         = "$context.status"
+      latencyMs      = "$context.responseLatency"
+      integrationErr = "$context.integrationErrorMessage"
+      sourceIp       = "$context.identity.sourceIp"
+    })
+  }
+
+  tags = var.tags
+}
+
+resource "aws_lambda_permission" "http_api" {
+  statement_id  = "AllowHttpApiInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = module.api.function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}
+
+# ---------------------------------------------------------------- alarms
+# Function errors and throttles are in modules/function (one pair each).
+
+resource "aws_cloudwatch_metric_alarm" "projector_iterator_age" {
+  alarm_name          = "${local.name}-projector-iterator-age"
+  alarm_description   = "The projector is falling behind the main table's stream (records older than the threshold)."
+  namespace           = "AWS/Lambda"
+  metric_name         = "IteratorAge"
+  dimensions          = { FunctionName = module.projector.function_name }
+  statistic           = "Maximum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarms.iterator_age_ms
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "dlq_depth" {
+  for_each = {
+    worker    = aws_sqs_queue.worker_dlq.name
+    projector = aws_sqs_queue.projector_dlq.name
+  }
+
+  alarm_name          = "${local.name}-${each.key}-dlq-depth"
+  alarm_description   = "Messages are waiting in the ${each.key} DLQ: records were given up on and need a redrive."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}

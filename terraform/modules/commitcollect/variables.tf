@@ -1,0 +1,217 @@
+variable "environment" {
+  description = "Environment name (e.g. prod, staging). Names every resource commitcollect-<environment>-*."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,19}$", var.environment))
+    error_message = "environment must start with a lowercase letter and hold at most 20 lowercase letters, digits or '-'."
+  }
+}
+
+variable "table_prefix" {
+  description = "Prefix of the four DynamoDB table names (CC_TABLE_PREFIX). Null means \"<environment>-\"; \"\" means the bare seed names."
+  type        = string
+  default     = null
+}
+
+variable "artifacts_dir" {
+  description = "Folder holding api.zip, worker.zip and projector.zip (built by `make build` / scripts/deploy)."
+  type        = string
+}
+
+variable "strava" {
+  description = <<-EOT
+    Strava API application. Secrets come by reference only: the ARNs of SSM
+    Parameter Store SecureString parameters created outside Terraform, read by
+    the functions at cold start (STRAVA_*_PARAM), so no secret lands in state
+    or in plain environment variables. subscription_id stays null until the
+    push subscription exists (scripts/deploy prints the command to create it).
+  EOT
+  type = object({
+    client_id               = string
+    client_secret_param_arn = string
+    verify_token_param_arn  = string
+    subscription_id         = optional(number)
+    base_url                = optional(string, "https://www.strava.com")
+  })
+
+  validation {
+    condition     = can(regex("^[0-9]+$", var.strava.client_id))
+    error_message = "strava.client_id must be the numeric client id of the Strava API application."
+  }
+  validation {
+    condition = alltrue([for arn in [var.strava.client_secret_param_arn, var.strava.verify_token_param_arn] :
+    can(regex("^arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/.+$", arn))])
+    error_message = "strava.client_secret_param_arn and strava.verify_token_param_arn must be SSM parameter ARNs."
+  }
+  validation {
+    condition     = var.strava.subscription_id == null || try(var.strava.subscription_id > 0, false)
+    error_message = "strava.subscription_id must be null or a positive integer."
+  }
+  validation {
+    condition     = can(regex("^https?://[^/]+", var.strava.base_url))
+    error_message = "strava.base_url must be an absolute http(s) URL."
+  }
+}
+
+variable "secrets_kms_key_arn" {
+  description = "Customer managed KMS key of the SecureString parameters. Null when they use the AWS managed aws/ssm key (no kms grant needed)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.secrets_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:", var.secrets_kms_key_arn))
+    error_message = "secrets_kms_key_arn must be a KMS key ARN or null."
+  }
+}
+
+variable "public_url" {
+  description = "Public base URL of the API (CC_PUBLIC_URL), e.g. a custom domain. Null uses the HTTP API's execute-api endpoint."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.public_url == null || can(regex("^https://[^/]+", var.public_url))
+    error_message = "public_url must be an https URL or null."
+  }
+}
+
+variable "cors_origins" {
+  description = "Origins the api answers CORS for (CC_CORS_ORIGINS). Empty disables CORS."
+  type        = list(string)
+  default     = []
+}
+
+variable "log_level" {
+  description = "Log level of every function (CC_LOG_LEVEL)."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.log_level)
+    error_message = "log_level must be debug, info, warn or error."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' and the API's log groups in days."
+  type        = number
+  default     = 30
+}
+
+variable "tables" {
+  description = "Table settings: deletion protection (on by default) and an optional customer managed KMS key."
+  type = object({
+    deletion_protection = optional(bool, true)
+    kms_key_arn         = optional(string)
+  })
+  default = {}
+}
+
+variable "functions" {
+  description = "Memory (MB), timeout (s) and reserved concurrency per function."
+  type = object({
+    api       = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 10), reserved_concurrency = optional(number) }), {})
+    worker    = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 60), reserved_concurrency = optional(number) }), {})
+    projector = optional(object({ memory_mb = optional(number, 512), timeout_s = optional(number, 120), reserved_concurrency = optional(number) }), {})
+  })
+  default = {}
+}
+
+variable "worker" {
+  description = "Asynchronous invocation of the worker: retries and maximum event age before the event goes to the worker DLQ."
+  type = object({
+    maximum_retry_attempts = optional(number, 2)
+    maximum_event_age_s    = optional(number, 3600)
+  })
+  default = {}
+
+  validation {
+    condition     = var.worker.maximum_retry_attempts >= 0 && var.worker.maximum_retry_attempts <= 2
+    error_message = "worker.maximum_retry_attempts must be 0, 1 or 2."
+  }
+  validation {
+    condition     = var.worker.maximum_event_age_s >= 60 && var.worker.maximum_event_age_s <= 21600
+    error_message = "worker.maximum_event_age_s must be between 60 and 21600."
+  }
+}
+
+variable "projector" {
+  description = <<-EOT
+    The projector's event source mapping on the main table's stream. Retries and
+    record age are always bounded (never -1 = infinite) so one poison record
+    cannot hold a shard; failed records go to the projector DLQ.
+  EOT
+  type = object({
+    batch_size             = optional(number, 100)
+    batching_window_s      = optional(number, 1)
+    maximum_retry_attempts = optional(number, 10)
+    maximum_record_age_s   = optional(number, 86400)
+    parallelization_factor = optional(number, 1)
+    starting_position      = optional(string, "TRIM_HORIZON")
+  })
+  default = {}
+
+  validation {
+    condition     = var.projector.batch_size >= 1 && var.projector.batch_size <= 10000
+    error_message = "projector.batch_size must be between 1 and 10000."
+  }
+  validation {
+    condition     = var.projector.batching_window_s >= 0 && var.projector.batching_window_s <= 300
+    error_message = "projector.batching_window_s must be between 0 and 300."
+  }
+  validation {
+    condition     = var.projector.maximum_retry_attempts >= 0 && var.projector.maximum_retry_attempts <= 10000
+    error_message = "projector.maximum_retry_attempts must be between 0 and 10000 (never -1: retries must be bounded)."
+  }
+  validation {
+    condition     = var.projector.maximum_record_age_s >= 60 && var.projector.maximum_record_age_s <= 604800
+    error_message = "projector.maximum_record_age_s must be between 60 and 604800 (never -1: record age must be bounded)."
+  }
+  validation {
+    condition     = var.projector.parallelization_factor >= 1 && var.projector.parallelization_factor <= 10
+    error_message = "projector.parallelization_factor must be between 1 and 10."
+  }
+  validation {
+    condition     = contains(["TRIM_HORIZON", "LATEST"], var.projector.starting_position)
+    error_message = "projector.starting_position must be TRIM_HORIZON or LATEST."
+  }
+}
+
+variable "api" {
+  description = "HTTP API stage throttling (requests per second and burst)."
+  type = object({
+    throttling_rate_limit  = optional(number, 50)
+    throttling_burst_limit = optional(number, 100)
+  })
+  default = {}
+
+  validation {
+    condition     = var.api.throttling_rate_limit > 0 && var.api.throttling_burst_limit > 0
+    error_message = "api throttling limits must be positive."
+  }
+}
+
+variable "alarms" {
+  description = "Where alarms go (an SNS topic the platform team owns), the evaluation period and the stream iterator age threshold."
+  type = object({
+    topic_arn       = string
+    period_s        = optional(number, 300)
+    iterator_age_ms = optional(number, 60000)
+  })
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:sns:", var.alarms.topic_arn))
+    error_message = "alarms.topic_arn must be an SNS topic ARN."
+  }
+  validation {
+    condition     = var.alarms.iterator_age_ms > 0
+    error_message = "alarms.iterator_age_ms must be positive."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,110 @@
+# The four CommitCollect tables. Their shape mirrors model/store/tables.go
+# (store.Specs), the single source of truth: test/terraform fails when the two
+# drift apart. Every key attribute is a string.
+
+locals {
+  tables = {
+    main = {
+      name      = "${var.table_prefix}CommitCollect"
+      hash_key  = "PK"
+      range_key = "SK"
+      gsis = [
+        { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # athlete -> user
+        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # sparse users index
+      ]
+      ttl_attribute = "expiresAt"
+      stream_view   = "NEW_AND_OLD_IMAGES"
+      pitr          = true
+    }
+    sessions = {
+      name          = "${var.table_prefix}CommitCollectSessions"
+      hash_key      = "PK"
+      range_key     = "SK"
+      gsis          = []
+      ttl_attribute = "expiresAtUtc"
+      stream_view   = null
+      pitr          = true
+    }
+    audit = {
+      name      = "${var.table_prefix}CommitCollectAudit"
+      hash_key  = "PK"
+      range_key = "SK"
+      gsis = [
+        { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # by correlation id
+        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # by event type and month
+      ]
+      ttl_attribute = "expiresAt"
+      stream_view   = null
+      pitr          = true
+    }
+    idempotency = {
+      name          = "${var.table_prefix}CommitCollectIdempotency"
+      hash_key      = "IdempotencyKey"
+      range_key     = null
+      gsis          = []
+      ttl_attribute = "expiresAt"
+      stream_view   = null
+      pitr          = true
+    }
+  }
+}
+
+resource "aws_dynamodb_table" "this" {
+  for_each = local.tables
+
+  name         = each.value.name
+  billing_mode = "PAY_PER_REQUEST"
+  # Table-level hash_key/range_key are current in provider 6.x; only the
+  # index-level ones are deprecated in favour of key_schema (used below).
+  hash_key  = each.value.hash_key
+  range_key = each.value.range_key
+
+  deletion_protection_enabled = var.deletion_protection
+
+  stream_enabled   = each.value.stream_view != null
+  stream_view_type = each.value.stream_view
+
+  dynamic "attribute" {
+    for_each = distinct(compact(flatten([
+      each.value.hash_key,
+      each.value.range_key,
+      [for g in each.value.gsis : [g.hash_key, g.range_key]],
+    ])))
+    content {
+      name = attribute.value
+      type = "S"
+    }
+  }
+
+  dynamic "global_secondary_index" {
+    for_each = each.value.gsis
+    content {
+      name            = global_secondary_index.value.name
+      projection_type = "ALL"
+
+      dynamic "key_schema" {
+        for_each = compact([global_secondary_index.value.hash_key, global_secondary_index.value.range_key])
+        content {
+          attribute_name = key_schema.value
+          key_type       = key_schema.key == 0 ? "HASH" : "RANGE"
+        }
+      }
+    }
+  }
+
+  ttl {
+    attribute_name = each.value.ttl_attribute
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = each.value.pitr
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}
