@@ -3,6 +3,7 @@ package rebuildkit_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/wire"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -35,11 +38,13 @@ func newHarness(t testing.TB) *harness {
 	db, sc := dynamolocal.Clients(t)
 	st := store.New(db, dynamolocal.MustCreateTables(t, db))
 	h := &harness{st: st, streams: sc}
+	// The projector, wired as the commands wire it (wire.Setup).
+	c := consumer.New(st, consumer.Options{Metrics: io.Discard})
 	h.env = &rebuildkit.Env{
 		Store: st, Streams: sc,
 		StreamARN: func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
-		Recompute: projectorRecompute(st),
-		Projector: projectorHandle(st),
+		Recompute: wire.Recompute(c),
+		Projector: c.Handle,
 		Logger:    slog.New(slog.DiscardHandler),
 	}
 	return h
