@@ -1,0 +1,508 @@
+package rebuildkit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+)
+
+// Env is what the commands work with, built once from the environment by
+// the wiring (scripts/rebuildkit/wire): DynamoDB Local when DYNAMODB_ENDPOINT
+// is set, AWS with the default credential chain otherwise.
+type Env struct {
+	Store *store.Store
+	// Streams reads the main table's stream; StreamARN finds it.
+	Streams   streams.API
+	StreamARN func(ctx context.Context) (string, error)
+	// Recompute and Projector are the projector (projections/consumer):
+	// RecomputeUser and Handle.
+	Recompute Recompute
+	Projector streams.Handler
+	// Lambda and SQS reach deployed functions and dead-letter queues.
+	Lambda LambdaAPI
+	SQS    SQSAPI
+	// ProcessJob is the in-process worker (nil when not wired).
+	ProcessJob ProcessJob
+	Logger     *slog.Logger
+}
+
+// Setup builds the Env for a table prefix.
+type Setup func(ctx context.Context, tablePrefix string) (*Env, error)
+
+// Exit codes of the commands.
+const (
+	ExitOK    = 0
+	ExitDrift = 1 // verify found drift
+	ExitError = 2 // a user or record failed, bad flags, or the run could not go on
+)
+
+// IO is where a command writes: results to Out, progress, warnings and
+// logs to Err.
+type IO struct {
+	Out, Err io.Writer
+}
+
+func (o IO) isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && IsTerminal(f)
+}
+
+// userList is a repeatable --user flag.
+type userList []string
+
+func (u *userList) String() string { return strings.Join(*u, ",") }
+func (u *userList) Set(v string) error {
+	for _, id := range strings.Split(v, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			*u = append(*u, id)
+		}
+	}
+	return nil
+}
+
+// targetFlags are the --user / --users-file / --all flags.
+type targetFlags struct {
+	users     userList
+	usersFile string
+	all       bool
+}
+
+func (t *targetFlags) register(fs *flag.FlagSet) {
+	fs.Var(&t.users, "user", "a user id (repeatable, or comma-separated)")
+	fs.StringVar(&t.usersFile, "users-file", "", "a file of user ids, one per line (# comments and blank lines ignored)")
+	fs.BoolVar(&t.all, "all", false, "every user, listed through the sparse users index (GSI2), never a Scan")
+}
+
+func (t *targetFlags) target() (Target, error) {
+	tg := Target{All: t.all, UserIDs: append([]string(nil), t.users...)}
+	if t.usersFile != "" {
+		ids, err := ReadUsersFile(t.usersFile)
+		if err != nil {
+			return Target{}, err
+		}
+		tg.UserIDs = append(tg.UserIDs, ids...)
+	}
+	return tg, tg.Validate()
+}
+
+// ReadUsersFile reads one user id per line, skipping blank lines and lines
+// starting with #. It returns an error matching model.ErrInvalid for a line
+// that is not a plain id.
+func ReadUsersFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read users file: %w", err)
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.ContainsAny(line, " \t,") || strings.Contains(line, model.PrefixUser) {
+			return nil, fmt.Errorf("users file %s line %d: %q is not a user id: %w", path, n, line, model.ErrInvalid)
+		}
+		ids = append(ids, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read users file %s: %w", path, err)
+	}
+	return ids, nil
+}
+
+func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "%s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+		fmt.Fprint(out, "\nEnvironment: DYNAMODB_ENDPOINT (e.g. http://localhost:8000 for DynamoDB Local; unset: AWS with the\n"+
+			"default credential chain, AWS_PROFILE / AWS_REGION), CC_TABLE_PREFIX (default of --table-prefix), CC_LOG_LEVEL.\n")
+	}
+	return fs
+}
+
+func tablePrefixFlag(fs *flag.FlagSet) *string {
+	return fs.String("table-prefix", os.Getenv("CC_TABLE_PREFIX"), "prefix of the table names, e.g. dev- for dev-CommitCollect (default $CC_TABLE_PREFIX)")
+}
+
+// parse parses args; it returns (exit code, false) when the command must
+// stop (help or bad flags).
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitError, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		fs.Usage()
+		return ExitError, false
+	}
+	return 0, true
+}
+
+const rebuildSynopsis = `rebuild: recompute milestone progress, awards and status from the workout log, and write what differs
+(the projector's own code, with its optimistic version check), for one user, a list, or every user.
+
+  rebuild --user ID [--user ID…] | --users-file FILE | --all  [--concurrency N] [--rps R] [--state FILE]
+
+Resumable: with --state, completed users and the users-index cursor are saved; running the same command
+again after a kill or Ctrl-C continues where it stopped and never redoes a completed user (a recompute is
+idempotent anyway). Prints a progress bar with ETA on a terminal, plain lines otherwise, and a summary.
+Exit status: 0 done, 2 if any user failed (they are named, and retried first by a re-run with --state).`
+
+// RebuildMain is the rebuild command.
+func RebuildMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("rebuild", rebuildSynopsis, std.Err)
+	var tf targetFlags
+	tf.register(fs)
+	prefix := tablePrefixFlag(fs)
+	conc := fs.Int("concurrency", 4, "users recomputed at once")
+	rps := fs.Float64("rps", 20, "at most this many users started per second (0: unlimited); each user costs a few reads and writes")
+	state := fs.String("state", "", "state file that makes the run resumable (re-run with the same file to continue)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	target, err := tf.target()
+	if err != nil {
+		fmt.Fprintln(std.Err, "rebuild:", err)
+		return ExitError
+	}
+	env, err := setup(ctx, *prefix)
+	if err != nil {
+		fmt.Fprintln(std.Err, "rebuild:", err)
+		return ExitError
+	}
+	r := &Runner{Recompute: env.Recompute, Users: env.Store, Concurrency: *conc, Limiter: NewLimiter(*rps),
+		StatePath: *state, Progress: NewProgress(std.Out, std.isTerminal(std.Out), "rebuild"), Logger: env.Logger}
+	if *asJSON {
+		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "rebuild")
+	}
+	sum, err := r.Run(ctx, target)
+	printSummary(std.Out, "rebuild", sum, *asJSON)
+	if err != nil {
+		fmt.Fprintln(std.Err, "rebuild:", err)
+		if *state != "" {
+			fmt.Fprintf(std.Err, "rebuild: progress saved in %s; run the same command again to continue\n", *state)
+		}
+		return ExitError
+	}
+	if sum.Errors > 0 {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func printSummary(w io.Writer, name string, sum Summary, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(sum)
+		return
+	}
+	for _, u := range slices.Sorted(maps.Keys(sum.Failures)) {
+		fmt.Fprintf(w, "%s: user %s failed: %s\n", name, u, sum.Failures[u])
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, sum)
+}
+
+const verifySynopsis = `verify: recompute milestones from the workout log without writing anything, and print every milestone
+whose stored progress, workouts counted, awarded parts, status or award items differ from the log.
+
+  verify --user ID [--user ID…] | --users-file FILE | --all  [--json] [--concurrency N] [--rps R]
+
+Exit status: 0 no drift, 1 drift found (restore it with rebuild), 2 a user could not be verified.`
+
+// VerifyReport is verify's JSON output.
+type VerifyReport struct {
+	// Clean is true when every user was verified and nothing drifts.
+	Clean bool `json:"clean"`
+	// Drift lists every drifting value, sorted by user, milestone, field.
+	Drift []Drift `json:"drift"`
+	// Summary counts users, milestones and errors (its own Drift is empty).
+	Summary Summary `json:"summary"`
+}
+
+// VerifyMain is the verify command.
+func VerifyMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("verify", verifySynopsis, std.Err)
+	var tf targetFlags
+	tf.register(fs)
+	prefix := tablePrefixFlag(fs)
+	conc := fs.Int("concurrency", 4, "users recomputed at once")
+	rps := fs.Float64("rps", 20, "at most this many users started per second (0: unlimited)")
+	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	target, err := tf.target()
+	if err != nil {
+		fmt.Fprintln(std.Err, "verify:", err)
+		return ExitError
+	}
+	env, err := setup(ctx, *prefix)
+	if err != nil {
+		fmt.Fprintln(std.Err, "verify:", err)
+		return ExitError
+	}
+	r := &Runner{Recompute: env.Recompute, Users: env.Store, DryRun: true, Concurrency: *conc, Limiter: NewLimiter(*rps), Logger: env.Logger}
+	if !*quiet {
+		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "verify")
+	}
+	sum, err := r.Run(ctx, target)
+	if *asJSON {
+		rep := VerifyReport{Clean: len(sum.Drift) == 0 && sum.Errors == 0 && err == nil, Drift: sum.Drift, Summary: sum}
+		if rep.Drift == nil {
+			rep.Drift = []Drift{}
+		}
+		rep.Summary.Drift = nil
+		enc := json.NewEncoder(std.Out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		for _, d := range sum.Drift {
+			fmt.Fprintf(std.Out, "drift: %s\n", d)
+		}
+		printSummary(std.Out, "verify", sum, false)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintln(std.Err, "verify:", err)
+		return ExitError
+	case sum.Errors > 0:
+		return ExitError
+	case len(sum.Drift) > 0:
+		return ExitDrift
+	}
+	return ExitOK
+}
+
+const replaySynopsis = `replay: read the main table's DynamoDB stream and feed it to the projector again: in process against the
+table, or to the deployed projector Lambda (--invoke-function), batch by batch like Lambda's event source
+mapping (partial batch responses honoured, retries, checkpoints).
+
+  replay [--from trim-horizon|latest] [--checkpoint FILE] [--user ID] [--dry-run] [--invoke-function NAME] [--follow]
+
+--dry-run writes nothing: it collects the users the records touch and prints the milestones a recompute
+would change. A stream keeps 24 hours; for anything older use rebuild.
+Exit status: 0 done, 2 on errors (including records the projector gave up on).`
+
+// ReplayMain is the replay command.
+func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("replay", replaySynopsis, std.Err)
+	prefix := tablePrefixFlag(fs)
+	from := fs.String("from", string(streams.TrimHorizon), "where shards without a checkpoint start: trim-horizon (oldest record, up to 24 h ago) or latest")
+	checkpoint := fs.String("checkpoint", "", "JSON checkpoint file: resume from it and save progress to it (a dry run reads it but never writes it)")
+	user := fs.String("user", "", "replay only this user's records (filtered by key before the projector sees them)")
+	dryRun := fs.Bool("dry-run", false, "write nothing; print the milestones that would change")
+	function := fs.String("invoke-function", "", "send batches to this deployed projector Lambda (RequestResponse) instead of processing in process")
+	follow := fs.Bool("follow", false, "keep reading new records until interrupted (default: stop once the stream is drained)")
+	batch := fs.Int("batch-size", 100, "records per batch (1..1000)")
+	asJSON := fs.Bool("json", false, "print the dry-run result as JSON")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	start := streams.Position(*from)
+	if start != streams.TrimHorizon && start != streams.Latest {
+		fmt.Fprintf(std.Err, "replay: --from %q: want trim-horizon or latest\n", *from)
+		return ExitError
+	}
+	if *dryRun && *function != "" {
+		fmt.Fprintln(std.Err, "replay: --dry-run and --invoke-function together: a dry run never invokes the projector")
+		return ExitError
+	}
+	PrintWarnings(std.Err)
+	env, err := setup(ctx, *prefix)
+	if err != nil {
+		fmt.Fprintln(std.Err, "replay:", err)
+		return ExitError
+	}
+	arn, err := env.StreamARN(ctx)
+	if err != nil {
+		fmt.Fprintln(std.Err, "replay:", err)
+		return ExitError
+	}
+	rp := &Replayer{User: *user, DryRun: *dryRun, Forward: env.Projector}
+	if *function != "" {
+		rp.Forward = InvokeHandler(env.Lambda, *function)
+	}
+	var cps streams.CheckpointStore = &streams.MemoryCheckpoints{}
+	if *checkpoint != "" {
+		cps = &streams.FileCheckpoints{Path: *checkpoint}
+		if *dryRun {
+			cps = &readOnlyCheckpoints{from: cps}
+		}
+	}
+	var discarded []string
+	reader := streams.NewReader(env.Streams, arn, streams.Options{
+		Start: start, Checkpoints: cps, BatchSize: *batch, Logger: env.Logger,
+		OnDiscard: func(ctx context.Context, recs []events.DynamoDBEventRecord, cause error) {
+			for _, rec := range recs {
+				discarded = append(discarded, rec.Change.SequenceNumber)
+			}
+			env.Logger.ErrorContext(ctx, "projector gave up on records", "records", len(recs), "error", cause,
+				"users", AffectedUsers(recs))
+		},
+	})
+	if *follow {
+		err = reader.Run(ctx, rp.Handle)
+	} else {
+		err = reader.Drain(ctx, rp.Handle)
+	}
+	st := rp.Stats()
+	code := ExitOK
+	if err != nil {
+		fmt.Fprintln(std.Err, "replay:", err)
+		code = ExitError
+	}
+	if *dryRun {
+		sum := rp.DryRunReport(ctx, env.Recompute)
+		if *asJSON {
+			_ = json.NewEncoder(std.Out).Encode(struct {
+				Records int      `json:"records"`
+				Users   []string `json:"users"`
+				Summary Summary  `json:"summary"`
+			}{st.Records, st.Users, sum})
+		} else {
+			for _, d := range sum.Drift {
+				fmt.Fprintf(std.Out, "would change: %s\n", d)
+			}
+			fmt.Fprintf(std.Out, "replay (dry run): records=%d users=%d %s\n", st.Records, len(st.Users), sum)
+		}
+		if sum.Errors > 0 {
+			code = ExitError
+		}
+		return code
+	}
+	fmt.Fprintf(std.Out, "replay: records=%d forwarded=%d batches=%d users=%d retries=%d discarded=%d\n",
+		st.Records, st.Forwarded, st.Batches, len(st.Users), reader.Stats.Retries, reader.Stats.Discarded)
+	if len(discarded) > 0 {
+		fmt.Fprintf(std.Err, "replay: the projector gave up on %d records (%v); restore their users with rebuild --user\n", len(discarded), discarded)
+		code = ExitError
+	}
+	return code
+}
+
+// readOnlyCheckpoints reads checkpoints from a store and keeps new ones in
+// memory, so a dry run starts where a saved replay stopped without moving it.
+type readOnlyCheckpoints struct {
+	from streams.CheckpointStore
+	mem  streams.MemoryCheckpoints
+	seen map[string]bool
+}
+
+func (c *readOnlyCheckpoints) Load(ctx context.Context, shardID string) (streams.Checkpoint, error) {
+	if c.seen[shardID] {
+		return c.mem.Load(ctx, shardID)
+	}
+	return c.from.Load(ctx, shardID)
+}
+
+func (c *readOnlyCheckpoints) Save(ctx context.Context, shardID string, cp streams.Checkpoint) error {
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[shardID] = true
+	return c.mem.Save(ctx, shardID, cp)
+}
+
+const redriveSynopsis = `redrive: process again what the failure paths set aside, idempotently.
+
+  redrive [--source projector|worker|all]                 locally: records parked under PARKED#{source}
+  redrive --queue-url URL [--invoke-worker NAME]          in AWS: a dead-letter queue (Lambda on-failure destination)
+
+Projector records (parked records, or a stream batch named by a DLQ message, re-read from the stream while
+it is still retained) become a recompute of their users from the workout log; worker jobs go back to the
+worker (in process locally, or --invoke-worker to run them in the deployed worker Lambda). What succeeds is
+unparked / deleted; what fails stays, with a note. A projector batch older than the stream's 24 hours
+cannot be re-read: the message stays and the note says to verify --all and rebuild --user.
+Exit status: 0 everything redriven, 2 if anything was kept.`
+
+// RedriveMain is the redrive command.
+func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
+	fs := newFlagSet("redrive", redriveSynopsis, std.Err)
+	prefix := tablePrefixFlag(fs)
+	source := fs.String("source", "all", "local parked records to redrive: projector, worker or all")
+	queueURL := fs.String("queue-url", "", "SQS dead-letter queue URL (AWS): worker async-failure records or projector stream-batch records")
+	invokeWorker := fs.String("invoke-worker", "", "process worker jobs by invoking this deployed worker Lambda (RequestResponse)")
+	maxMessages := fs.Int("max", 0, "stop after this many queue messages (0: until the queue has nothing new)")
+	visibility := fs.Duration("visibility", 5*time.Minute, "how long a received message stays hidden while it is processed")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	env, err := setup(ctx, *prefix)
+	if err != nil {
+		fmt.Fprintln(std.Err, "redrive:", err)
+		return ExitError
+	}
+	rd := &Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
+	if *invokeWorker != "" {
+		rd.ProcessJob = InvokeJob(env.Lambda, *invokeWorker)
+	}
+	var sums []RedriveSummary
+	if *queueURL != "" {
+		sum, err := rd.RedriveQueue(ctx, env.SQS, *queueURL, *visibility, *maxMessages)
+		if err != nil {
+			fmt.Fprintln(std.Err, "redrive:", err)
+			return ExitError
+		}
+		sums = append(sums, sum)
+	} else {
+		var sources []string
+		switch *source {
+		case "projector":
+			sources = []string{SourceProjector}
+		case "worker":
+			sources = []string{SourceWorker}
+		case "all":
+			sources = []string{SourceProjector, SourceWorker}
+		default:
+			fmt.Fprintf(std.Err, "redrive: --source %q: want projector, worker or all\n", *source)
+			return ExitError
+		}
+		for _, s := range sources {
+			sum, err := rd.RedriveParked(ctx, env.Store, s)
+			if err != nil {
+				fmt.Fprintln(std.Err, "redrive:", err)
+				return ExitError
+			}
+			fmt.Fprintf(std.Out, "redrive %s: %s\n", strings.ToLower(s), sum)
+			sums = append(sums, sum)
+		}
+	}
+	code := ExitOK
+	for _, s := range sums {
+		if *queueURL != "" {
+			fmt.Fprintf(std.Out, "redrive queue: %s\n", s)
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(std.Out, "kept: %s\n", n)
+		}
+		if s.Kept > 0 {
+			code = ExitError
+		}
+	}
+	return code
+}

@@ -1,0 +1,202 @@
+package rebuildkit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/commitcollect/backend/model"
+)
+
+func record(seq string, k model.Key) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
+		SequenceNumber: seq,
+		Keys:           map[string]events.DynamoDBAttributeValue{"PK": events.NewStringAttribute(k.PK), "SK": events.NewStringAttribute(k.SK)},
+	}}
+}
+
+func TestTriggerUserAndAffectedUsers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		given    events.DynamoDBEventRecord
+		wantUser string
+		want     bool
+	}{
+		{"workout", record("1", model.WorkoutKey("u1", 7)), "u1", true},
+		{"milestone", record("2", model.MilestoneKey("u2", "m")), "u2", true},
+		{"award is the projector's own output", record("3", model.AwardKey("u1", "m", 0)), "", false},
+		{"profile", record("4", model.ProfileKey("u1")), "", false},
+		{"model part", record("5", model.ModelPartKey("rocket", 1)), "", false},
+		{"parked record", record("6", model.ParkedKey("PROJECTOR", "x")), "", false},
+		{"numeric keys", events.DynamoDBEventRecord{Change: events.DynamoDBStreamRecord{Keys: map[string]events.DynamoDBAttributeValue{
+			"PK": events.NewNumberAttribute("1"), "SK": events.NewStringAttribute("x")}}}, "", false},
+	}
+	var recs []events.DynamoDBEventRecord
+	for _, tt := range tests {
+		recs = append(recs, tt.given)
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := TriggerUser(tt.given)
+			if got != tt.wantUser || ok != tt.want {
+				t.Fatalf("got %q %v, want %q %v", got, ok, tt.wantUser, tt.want)
+			}
+		})
+	}
+	recs = append(recs, record("9", model.WorkoutKey("u1", 8)))
+	if got, want := AffectedUsers(recs), []string{"u1", "u2"}; !slices.Equal(got, want) {
+		t.Fatalf("AffectedUsers: got %v, want %v", got, want)
+	}
+	if u, ok := RecordUser(record("1", model.AwardKey("u3", "m", 1))); u != "u3" || !ok {
+		t.Fatalf("RecordUser(award): got %q %v, want u3", u, ok)
+	}
+}
+
+func TestReplayerFiltersAndForwards(t *testing.T) {
+	t.Parallel()
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		record("10", model.WorkoutKey("u1", 1)),
+		record("11", model.WorkoutKey("u2", 1)),
+		record("12", model.MilestoneKey("u1", "m")),
+		record("13", model.WorkoutKey("u3", 1)),
+	}}
+	var got []string
+	rp := &Replayer{User: "u1", Forward: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, r := range ev.Records {
+			got = append(got, r.Change.SequenceNumber)
+		}
+		return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: "12"}}}, nil
+	}}
+	resp, err := rp.Handle(context.Background(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"10", "12"}) {
+		t.Fatalf("forwarded %v, want only u1's records 10 and 12", got)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "12" {
+		t.Fatalf("got response %+v, want the projector's partial failure passed through", resp)
+	}
+	// A batch without the user's records is not forwarded at all.
+	got = nil
+	if _, err := rp.Handle(context.Background(), events.DynamoDBEvent{Records: batch.Records[3:]}); err != nil || got != nil {
+		t.Fatalf("got %v forwarded, %v; want nothing", got, err)
+	}
+
+	dry := &Replayer{DryRun: true}
+	for range 2 { // a replayed burst: duplicates are harmless
+		if _, err := dry.Handle(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := dry.Stats()
+	if !slices.Equal(st.Users, []string{"u1", "u2", "u3"}) || st.Records != 8 || st.Forwarded != 0 {
+		t.Fatalf("dry run: got %+v, want users u1 u2 u3 from 8 records, nothing forwarded", st)
+	}
+	rec := &recorder{}
+	sum := dry.DryRunReport(context.Background(), rec.recompute)
+	if sum.Users != 3 || len(sum.Drift) != 3 || sum.Drift[0].UserID != "u1" {
+		t.Fatalf("dry-run report: got %s %v, want a dry recompute of each of the 3 users", sum, sum.Drift)
+	}
+}
+
+func TestDecodeInvoke(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		given   lambda.InvokeOutput
+		want    []string // failed identifiers
+		wantErr bool
+	}{
+		{name: "all done, empty payload", given: lambda.InvokeOutput{StatusCode: 200}},
+		{name: "all done, null", given: lambda.InvokeOutput{StatusCode: 200, Payload: []byte("null")}},
+		{name: "all done, no failures", given: lambda.InvokeOutput{StatusCode: 200, Payload: []byte(`{"batchItemFailures":[]}`)}},
+		{name: "partial failure", given: lambda.InvokeOutput{StatusCode: 200, Payload: []byte(`{"batchItemFailures":[{"itemIdentifier":"4200"}]}`)}, want: []string{"4200"}},
+		{name: "function error", given: lambda.InvokeOutput{StatusCode: 200, FunctionError: aws.String("Unhandled"), Payload: []byte(`{"errorMessage":"boom"}`)}, wantErr: true},
+		{name: "throttled status", given: lambda.InvokeOutput{StatusCode: 429}, wantErr: true},
+		{name: "not a batch response", given: lambda.InvokeOutput{StatusCode: 200, Payload: []byte(`"ok"`)}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, err := DecodeInvoke("commitcollect-projector", &tt.given)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error %v", err, tt.wantErr)
+			}
+			var got []string
+			for _, f := range resp.BatchItemFailures {
+				got = append(got, f.ItemIdentifier)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got failures %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadUsersFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "users.txt")
+	_ = os.WriteFile(good, []byte("# incident 42\nu1\n\n  u2  \n#u3\n"), 0o644)
+	got, err := ReadUsersFile(good)
+	if err != nil || !slices.Equal(got, []string{"u1", "u2"}) {
+		t.Fatalf("got %v, %v; want [u1 u2]", got, err)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	_ = os.WriteFile(bad, []byte("u1\nUSER#u2\n"), 0o644)
+	if _, err := ReadUsersFile(bad); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("got %v, want ErrInvalid naming line 2", err)
+	}
+}
+
+func TestCommandsHelpAndBadFlags(t *testing.T) {
+	t.Parallel()
+	noSetup := func(context.Context, string) (*Env, error) {
+		t.Error("setup called, want the command to stop at its flags")
+		return nil, errors.New("no setup")
+	}
+	type command func(context.Context, []string, IO, Setup) int
+	tests := []struct {
+		name string
+		cmd  command
+		args []string
+		want int
+		says []string
+	}{
+		{"rebuild help", RebuildMain, []string{"--help"}, ExitOK, []string{"-users-file", "-all", "-concurrency", "-rps", "-state", "-table-prefix", "DYNAMODB_ENDPOINT"}},
+		{"verify help", VerifyMain, []string{"-h"}, ExitOK, []string{"-json", "-all", "Exit status: 0 no drift, 1 drift"}},
+		{"replay help", ReplayMain, []string{"--help"}, ExitOK, []string{"-from", "-checkpoint", "-dry-run", "-invoke-function", "-user"}},
+		{"redrive help", RedriveMain, []string{"--help"}, ExitOK, []string{"-queue-url", "-source", "-invoke-worker"}},
+		{"rebuild without target", RebuildMain, nil, ExitError, []string{"no users"}},
+		{"rebuild list and all", RebuildMain, []string{"--all", "--user", "u1"}, ExitError, []string{"--all and a user list"}},
+		{"verify unknown flag", VerifyMain, []string{"--frobnicate"}, ExitError, []string{"frobnicate"}},
+		{"replay bad start", ReplayMain, []string{"--from", "yesterday"}, ExitError, []string{"trim-horizon or latest"}},
+		{"replay dry run invoking", ReplayMain, []string{"--dry-run", "--invoke-function", "p"}, ExitError, []string{"never invokes"}},
+		{"stray argument", RebuildMain, []string{"--all", "now"}, ExitError, []string{"unexpected arguments"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			got := tt.cmd(context.Background(), tt.args, IO{Out: &out, Err: &errOut}, noSetup)
+			if got != tt.want {
+				t.Fatalf("exit: got %d, want %d (stderr %s)", got, tt.want, errOut.String())
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(errOut.String(), s) {
+					t.Errorf("stderr does not mention %q:\n%s", s, errOut.String())
+				}
+			}
+		})
+	}
+}
