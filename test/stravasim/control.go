@@ -1,0 +1,142 @@
+package stravasim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ControlPrefix is where the control API lives on the simulator's server.
+// Strava has nothing under it; it lets a process other than the one running
+// the simulator (the demo, a curl session) play the athlete and Strava:
+//
+//	POST   /_sim/athletes         {"id","firstname","lastname"} adds an athlete (the first logs in)
+//	PUT    /_sim/authorization    {"athleteId","scope","deny"} decides who /oauth/authorize logs in (SetAuthorization)
+//	PUT    /_sim/activities/{id}  {"athleteId","name","sport_type","distance",…} creates or replaces an activity
+//	DELETE /_sim/activities/{id}  removes an activity (Strava then answers 404)
+//	POST   /_sim/events           {"aspect","activityId","ownerId","updates"} or {"deauthorize":athleteId}:
+//	                              sends the webhook event to the push subscription, as Strava does
+//	GET    /_sim/stats            what the simulator served (Stats)
+const ControlPrefix = "/_sim/"
+
+// ControlActivity is an Activity as the control API reads it: Strava's
+// field names plus its owner.
+type ControlActivity struct {
+	Activity
+	AthleteID int64 `json:"athleteId"`
+}
+
+// ControlEvent asks the simulator to send a webhook event.
+type ControlEvent struct {
+	// Aspect is create, update or delete for an activity event.
+	Aspect     string            `json:"aspect,omitempty"`
+	ActivityID int64             `json:"activityId,omitempty"`
+	OwnerID    int64             `json:"ownerId,omitempty"`
+	Updates    map[string]string `json:"updates,omitempty"`
+	// Deauthorize, when set, sends the athlete's deauthorization instead.
+	Deauthorize int64 `json:"deauthorize,omitempty"`
+}
+
+// ControlDelivery is the answer to POST /_sim/events.
+type ControlDelivery struct {
+	Event    Event `json:"event"`
+	Attempts int   `json:"attempts"`
+	Statuses []int `json:"statuses"`
+	// SentAtUtc is when the first attempt started (for end-to-end lag).
+	SentAtUtc time.Time `json:"sentAtUtc"`
+}
+
+func (s *Server) control(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+ControlPrefix+"athletes", func(w http.ResponseWriter, r *http.Request) {
+		var a Athlete
+		if err := decodeControl(r, &a); err != nil || a.ID <= 0 {
+			controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"id\": positive, \"firstname\", \"lastname\"}: %v", err))
+			return
+		}
+		s.AddAthlete(a)
+		writeJSON(w, http.StatusCreated, a)
+	})
+	mux.HandleFunc("PUT "+ControlPrefix+"authorization", func(w http.ResponseWriter, r *http.Request) {
+		var a struct {
+			AthleteID int64  `json:"athleteId"`
+			Scope     string `json:"scope"`
+			Deny      bool   `json:"deny"`
+		}
+		if err := decodeControl(r, &a); err != nil || a.AthleteID < 0 {
+			controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"athleteId\", \"scope\", \"deny\"}: %v", err))
+			return
+		}
+		s.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
+		writeJSON(w, http.StatusOK, a)
+	})
+	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		var a ControlActivity
+		if err == nil {
+			err = decodeControl(r, &a)
+		}
+		if err != nil || id <= 0 || a.AthleteID <= 0 || a.SportType == "" || a.StartDate.IsZero() {
+			controlError(w, http.StatusBadRequest, fmt.Errorf("want a positive id in the path and athleteId, sport_type, start_date in the body: %v", err))
+			return
+		}
+		a.Activity.ID, a.Activity.AthleteID = id, a.AthleteID
+		s.PutActivity(a.Activity)
+		writeJSON(w, http.StatusOK, a)
+	})
+	mux.HandleFunc("DELETE "+ControlPrefix+"activities/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			controlError(w, http.StatusBadRequest, errors.New("activity id must be an integer"))
+			return
+		}
+		s.DeleteActivity(id)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+ControlPrefix+"events", func(w http.ResponseWriter, r *http.Request) {
+		var c ControlEvent
+		if err := decodeControl(r, &c); err != nil {
+			controlError(w, http.StatusBadRequest, err)
+			return
+		}
+		var ev Event
+		switch {
+		case c.Deauthorize > 0:
+			ev = s.DeauthorizationEvent(c.Deauthorize)
+		case (c.Aspect == "create" || c.Aspect == "update" || c.Aspect == "delete") && c.ActivityID > 0 && c.OwnerID > 0:
+			ev = s.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)
+		default:
+			controlError(w, http.StatusBadRequest, errors.New(`want {"aspect": create|update|delete, "activityId", "ownerId"} or {"deauthorize": athleteId}`))
+			return
+		}
+		sent := time.Now().UTC()
+		d, err := s.Publish(r.Context(), ev)
+		out := ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
+		switch {
+		case errors.Is(err, ErrNoSubscription):
+			controlError(w, http.StatusConflict, err)
+		case err != nil:
+			writeJSON(w, http.StatusBadGateway, out)
+		default:
+			writeJSON(w, http.StatusOK, out)
+		}
+	})
+	mux.HandleFunc("GET "+ControlPrefix+"stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Stats())
+	})
+}
+
+func decodeControl(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode body: %w", err)
+	}
+	return nil
+}
+
+func controlError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
