@@ -40,6 +40,19 @@ lint:
 	  if [ -n "$$bad" ]; then echo "dependencies must point inward (model <- projections <- handlers/scripts):"; echo "$$bad"; exit 1; fi
 	@echo lint ok
 
+## run: the whole pipeline on this machine until Ctrl-C: DynamoDB Local, the API on CC_HTTP_ADDR
+##   (default 127.0.0.1:8080), the worker, the stream reader feeding the projector, the Strava simulator
+run: dynamodb-local
+	@mkdir -p $(CACHE)/bin
+	$(GO) build -o $(CACHE)/bin/run ./scripts/run
+	exec $(CACHE)/bin/run
+
+## demo: against a running `make run` (another terminal): login, a milestone, a month of activities
+demo:
+	@mkdir -p $(CACHE)/bin
+	$(GO) build -o $(CACHE)/bin/demo ./scripts/demo
+	$(CACHE)/bin/demo $(ARGS)
+
 ## build: one zip per Lambda in dist/ (static linux/arm64 bootstrap, provided.al2023)
 build:
 	$(GO) run ./scripts/build -out dist

@@ -340,6 +340,9 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	c.stats.awards.Add(int64(len(awards)))
 	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
 		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
+	for _, a := range awards {
+		log.InfoContext(ctx, "award minted", "partIndex", a.PartIndex, "activityId", a.ActivityID, "correlationId", a.CorrelationID)
+	}
 
 	details := map[string]string{
 		"milestoneId": m.MilestoneID, "version": strconv.FormatInt(mr.Version, 10),

@@ -1,0 +1,37 @@
+// Command demo is `make demo`: against a running `make run`, a simulated
+// athlete logs in, creates a milestone and a month of activities arrives
+// through the webhook; it prints the progress bar, the awards as they are
+// minted and the end-to-end lag of each step (scripts/localstack.Demo).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/commitcollect/backend/scripts/localstack"
+)
+
+func main() {
+	o := localstack.DemoOptions{Out: os.Stdout}
+	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+env("CC_HTTP_ADDR", localstack.DefaultHTTPAddr)), "the running API")
+	flag.StringVar(&o.SimURL, "sim", "http://"+env("CC_STRAVA_SIM_ADDR", localstack.DefaultSimAddr), "the running Strava simulator")
+	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the month of activities")
+	flag.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each projection (default 30s)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := localstack.Demo(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,274 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// lookup is an environment made of m only.
+func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// failOnce makes the projector fail part-way through batches, once each,
+// and records where the reader resumed: as Lambda does, from the first
+// failed sequence number.
+type failOnce struct {
+	mu sync.Mutex
+	// pending is the sequence number reported failed, awaiting its retry.
+	pending string
+	// resumed pairs each reported sequence number with the first record of
+	// the next delivery.
+	resumed     [][2]string
+	midBatch    bool // a batch of ≥ 3 records failed in its middle
+	workoutFail bool // a batch failed at a workout record
+}
+
+func (f *failOnce) wrap(h streams.Handler) streams.Handler {
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.pending != "" && len(ev.Records) > 0 {
+			f.resumed = append(f.resumed, [2]string{f.pending, ev.Records[0].Change.SequenceNumber})
+			f.pending = ""
+		}
+		at := -1
+		switch {
+		case !f.midBatch && len(ev.Records) >= 3:
+			at, f.midBatch = len(ev.Records)/2, true
+		case !f.workoutFail:
+			for i, r := range ev.Records {
+				if k, ok := r.Change.Keys["SK"]; ok && r.EventName == "INSERT" && k.DataType() == events.DataTypeString {
+					if p, err := model.ParseKey(model.Key{PK: r.Change.Keys["PK"].String(), SK: k.String()}); err == nil && p.Kind == model.KindWorkout {
+						at, f.workoutFail = i, true
+						break
+					}
+				}
+			}
+		}
+		if at < 0 {
+			return h(ctx, ev)
+		}
+		// The records before the failure are processed for real.
+		if at > 0 {
+			resp, err := h(ctx, events.DynamoDBEvent{Records: ev.Records[:at]})
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				return resp, err
+			}
+		}
+		f.pending = ev.Records[at].Change.SequenceNumber
+		return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: f.pending}}}, nil
+	}
+}
+
+// The demo a newcomer runs against `make run`, on the same stack, with the
+// projector failing mid-batch on the way: every step reaches the expected
+// progress, awards are minted once each, the duplicate webhook is refused
+// and the reader resumes exactly at the failed record.
+func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
+	fail := &failOnce{}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	log := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	ctx := context.Background()
+	st, err := localstack.Start(ctx, localstack.Options{
+		Getenv: lookup(map[string]string{
+			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
+			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+		}),
+		Log: log, WrapProjector: fail.wrap, PollInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st.Close(cctx)
+	})
+
+	var out bytes.Buffer
+	res, err := localstack.Demo(ctx, localstack.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	f := res.Final
+	if f.Status != "completed" || len(f.Awards) != res.PartCount || f.Progress.Value < res.Target {
+		t.Fatalf("final milestone %+v, want completed with %d awards", f, res.PartCount)
+	}
+	for i, a := range f.Awards {
+		if a.PartIndex != i || a.ActivityID == 0 {
+			t.Fatalf("award %d = %+v", i, a)
+		}
+	}
+	if res.Duplicate != "duplicate" {
+		t.Errorf("duplicate webhook answered %q, want duplicate", res.Duplicate)
+	}
+	minted := 0
+	for _, s := range res.Steps {
+		minted += len(s.NewAwards)
+	}
+	if minted != res.PartCount {
+		t.Errorf("steps minted %d awards in all, want %d", minted, res.PartCount)
+	}
+
+	fail.mu.Lock()
+	defer fail.mu.Unlock()
+	if !fail.midBatch || !fail.workoutFail || fail.pending != "" || len(fail.resumed) != 2 {
+		t.Fatalf("failures injected: mid-batch %v, at a workout %v, pending %q, resumed %v", fail.midBatch, fail.workoutFail, fail.pending, fail.resumed)
+	}
+	for _, r := range fail.resumed {
+		if r[0] != r[1] {
+			t.Errorf("reported failure at %s, next delivery started at %s", r[0], r[1])
+		}
+	}
+	// The narration shows the progress bar and each award.
+	for _, want := range []string{"Logged in as", "lag ", "minted", "milestone completed", "End-to-end lag"} {
+		if !bytes.Contains(out.Bytes(), []byte(want)) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// One log line per webhook, workout write, projection and award.
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, msg := range []string{"webhook event accepted", "workout written", "milestone projected", "award minted"} {
+		if !bytes.Contains(logs.Bytes(), []byte(`"msg":"`+msg+`"`)) {
+			t.Errorf("logs lack %q", msg)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// `make run` is the scripts/run binary: it starts its own DynamoDB Local,
+// prints where everything listens, keeps the tables in CC_DATA_DIR across
+// restarts, and on Ctrl-C (SIGINT) stops without leaving DynamoDB Local
+// behind.
+func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
+	root, err := dynamolocal.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "run")
+	build := exec.Command("go", "build", "-o", bin, "./scripts/run")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./scripts/run: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	for round := 1; round <= 2; round++ {
+		cmd := exec.Command(bin)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CC_HTTP_ADDR=127.0.0.1:0", "CC_STRAVA_SIM_ADDR=127.0.0.1:0", "CC_DATA_DIR="+data,
+			"DYNAMODB_ENDPOINT=", "STRAVA_BASE_URL=")
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		api, dynamo := readBanner(t, &stdout, cmd, &stderr)
+		resp, err := http.Get(api + "/webhooks/strava?hub.mode=subscribe&hub.verify_token=commitcollect-local&hub.challenge=r" + fmt.Sprint(round))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("round %d: handshake at %s: %v %v", round, api, resp, err)
+		}
+		resp.Body.Close()
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: run exited with %v\n%s", round, err, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("round %d: run did not stop within 30s of SIGINT\n%s", round, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "run: stopped") {
+			t.Errorf("round %d: no clean stop in the logs:\n%s", round, stderr.String())
+		}
+		// DynamoDB Local is gone: nothing answers on its port any more.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", dynamo, 200*time.Millisecond)
+			if err != nil {
+				break
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: DynamoDB Local still listening on %s after run stopped", round, dynamo)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "shared-local-instance.db")); err != nil {
+		t.Errorf("CC_DATA_DIR holds no DynamoDB Local database: %v", err)
+	}
+}
+
+var (
+	apiLine    = regexp.MustCompile(`API\s+(http://\S+)`)
+	dynamoLine = regexp.MustCompile(`DynamoDB\s+http://(\S+)`)
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// readBanner waits for run to print where the API and DynamoDB Local listen.
+func readBanner(t *testing.T, stdout *syncBuffer, cmd *exec.Cmd, stderr *syncBuffer) (api, dynamo string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out := stdout.String()
+		a, d := apiLine.FindStringSubmatch(out), dynamoLine.FindStringSubmatch(out)
+		if a != nil && d != nil {
+			return a[1], d[1]
+		}
+		if cmd.ProcessState != nil || time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("run did not print where it listens:\n%s\n%s", out, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
