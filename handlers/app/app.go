@@ -1,6 +1,6 @@
 // Package app assembles the api's http.Handler from the configuration: the
-// Strava webhook (handlers/ingest) and the BFF (handlers/bff) on one
-// net/http mux. The api Lambda and the local stack (scripts/run) both call
+// Strava webhook (handlers/ingest), the BFF and its landing page
+// (handlers/bff) on one net/http mux. The api Lambda and the local stack (scripts/run) both call
 // NewAPI, so what runs locally is what runs behind API Gateway.
 package app
 
@@ -52,5 +52,6 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID,
 	}, st, d, log).Mount(mux)
 	h.Register(mux)
+	h.RegisterPage(mux)
 	return mux, nil
 }

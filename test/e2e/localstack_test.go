@@ -150,6 +150,9 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// What the athlete sees at / after signing in, in a real browser.
+	t.Run("landing page in chromium", func(t *testing.T) { checkPageInChromium(t, st, res) })
+
 	// One log line per webhook, workout write, projection and award.
 	logMu.Lock()
 	defer logMu.Unlock()

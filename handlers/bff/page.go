@@ -1,0 +1,75 @@
+package bff
+
+import (
+	_ "embed"
+	"errors"
+	"html/template"
+	"math"
+	"net/http"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// PageRoute is the read-only landing page the OAuth callback redirects to.
+const PageRoute = "GET /{$}"
+
+//go:embed page/index.html
+var pageHTML string
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"km":  func(m float64) float64 { return math.Round(m/100) / 10 },
+	"inc": func(i int) int { return i + 1 },
+	"pct": func(p float64) int { return int(math.Round(math.Min(p, 100))) },
+}).Parse(pageHTML))
+
+// pageData is what the page shows: nothing but a sign-in link without a
+// session, else the athlete's milestones with their progress and awards.
+type pageData struct {
+	SignedIn    bool
+	DisplayName string
+	AthleteID   int64
+	Milestones  []MilestoneJSON
+	// Refresh is the seconds between reloads (the page has no script).
+	Refresh int
+}
+
+// RegisterPage adds the landing page (PageRoute) to mux: server-rendered
+// HTML, no script, reloading itself every few seconds so progress and
+// awards appear as the projector writes them. It reads the same projection
+// as GET /v1/milestones.
+func (h *Handler) RegisterPage(mux *http.ServeMux) { mux.HandleFunc(PageRoute, h.page) }
+
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log, _ := h.reqLog(r)
+	data := pageData{Refresh: 3}
+	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
+		sess, err := h.st.Session(ctx, c.Value)
+		switch {
+		case err == nil && !sess.Expired(h.now()):
+			p, err := h.st.Profile(ctx, sess.UserID)
+			if err != nil && !errors.Is(err, model.ErrNotFound) {
+				h.fail(ctx, w, log, "page: read profile", err)
+				return
+			}
+			ms, _, err := h.st.MilestonesWithAwards(ctx, sess.UserID, "")
+			if err != nil {
+				h.fail(ctx, w, log, "page: list milestones", err)
+				return
+			}
+			data.SignedIn, data.DisplayName, data.AthleteID = true, p.DisplayName, p.AthleteID
+			for _, m := range ms {
+				data.Milestones = append(data.Milestones, milestoneJSON(m))
+			}
+		case err != nil && !errors.Is(err, model.ErrNotFound):
+			h.fail(ctx, w, log, "page: read session", err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	if err := pageTmpl.Execute(w, data); err != nil {
+		log.ErrorContext(ctx, "page: render", "error", err)
+	}
+}
