@@ -85,7 +85,10 @@ fuzz:
 # offline plan need the hashicorp/aws provider binary, which no registry
 # serves here: `make tf-provider` builds it once from the Go module proxy
 # (about 50 minutes and 12 GB of memory on two cores; a 1.3 GB binary) into
-# Terraform's implied local mirror, and `make tf-check` uses it.
+# Terraform's implied local mirror, and `make tf-check` uses it. On machines
+# whose module proxy serves only tagged versions (the provider has no Go-module
+# tags past v1.60.0), this build is refused with 403: then validate and plan
+# can only run where the Terraform registry or a provider mirror is reachable.
 TF_AWS_PROVIDER_REF ?= main
 TF_PLUGIN_ROOT := $(HOME)/.terraform.d/plugins/registry.terraform.io/hashicorp/aws
 TF_PLATFORM := $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
