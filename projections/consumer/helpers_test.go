@@ -27,7 +27,7 @@ var (
 
 // env is one test's tables, stream and consumer.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	s       *store.Store
 	st      *dynamodbstreams.Client
@@ -54,7 +54,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	db, st := dynamolocal.Clients(t)
 	s := store.New(db, dynamolocal.MustCreateTables(t, db))
