@@ -50,12 +50,11 @@ func checkPageInChromium(t *testing.T, st *localstack.Stack, res localstack.Demo
 		t.Fatal(err)
 	}
 	target, _ := url.Parse(st.APIURL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
-		r.AddCookie(&http.Cookie{Name: bff.SessionCookie, Value: sess.SessionID})
-	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = target.Host
+		r.Out.AddCookie(&http.Cookie{Name: bff.SessionCookie, Value: sess.SessionID})
+	}}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 
