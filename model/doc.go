@@ -1,7 +1,9 @@
 // Package model is CommitCollect's domain: the entities stored in DynamoDB, the
 // keys that address them, their schema versions, the guardrails and the error
-// vocabulary. It imports nothing from AWS; adapters live in subpackages
-// (model/store is the DynamoDB adapter).
+// vocabulary. It depends on the standard library only (imports_test.go
+// checks); technology adapters live in subpackages (model/store is the
+// DynamoDB adapter, model/streams the DynamoDB Streams reader, model/strava
+// the Strava client).
 //
 // Replay sensitivity: renaming a key prefix in keys.go, or changing how an
 // entity's schema version is normalized, changes what the projector reads and

@@ -119,14 +119,32 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	} else {
 		args = append(args, "-inMemory", "-sharedDb")
 	}
+	// DynamoDB Local writes dynamodb-local-metadata.json into its working
+	// directory: keep it next to the data, or in a scratch folder removed by
+	// Stop, never in the caller's (the repository's) folder.
+	workDir, scratch := o.DataDir, ""
+	if workDir == "" {
+		if scratch, err = os.MkdirTemp("", "dynamodb-local-"); err != nil {
+			return nil, fmt.Errorf("create DynamoDB Local work dir: %w", err)
+		}
+		workDir = scratch
+	}
 	cmd := exec.Command("java", args...)
+	cmd.Dir = workDir
 	cmd.Stdout, cmd.Stderr = o.Log, o.Log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(scratch)
 		return nil, fmt.Errorf("start DynamoDB Local (java on PATH?): %w", err)
 	}
 	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	go func() {
+		_ = cmd.Wait()
+		if scratch != "" {
+			_ = os.RemoveAll(scratch)
+		}
+		close(s.done)
+	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if ready(s.Endpoint) {
