@@ -169,8 +169,17 @@ func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string,
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
 
+// Sources of parked records: the failure paths that park instead of
+// dropping, read back by redrive.
+const (
+	// ParkSourceProjector holds stream records the projector gave up on.
+	ParkSourceProjector = "PROJECTOR"
+	// ParkSourceWorker holds ingestion jobs that failed for good.
+	ParkSourceWorker = "WORKER"
+)
+
 // ParkedPK is the partition holding records parked by a failure path
-// (source is e.g. "PROJECTOR" or "WORKER"), the local stand-in for a DLQ.
+// (ParkSourceProjector, ParkSourceWorker), the local stand-in for a DLQ.
 func ParkedPK(source string) string { return PrefixParked + source }
 
 // ParkedKey addresses one parked record.

@@ -33,9 +33,6 @@ import (
 	"github.com/commitcollect/backend/projections"
 )
 
-// ParkSource is the source under which the consumer parks records.
-const ParkSource = "PROJECTOR"
-
 // Audit event types the consumer writes.
 const (
 	EventProgressUpdated     = "MILESTONE_PROGRESS_UPDATED"
@@ -562,12 +559,12 @@ func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d D
 	if id == "" {
 		id = rec.Change.SequenceNumber
 	}
-	r := &model.ParkedRecord{Source: ParkSource, RecordID: id, Reason: why.Error(), Payload: string(payload),
+	r := &model.ParkedRecord{Source: model.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
 		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now()}
 	if err := c.st.Park(ctx, r); err != nil {
 		return err
 	}
-	subject := model.ParkedPK(ParkSource)
+	subject := model.ParkedPK(model.ParkSourceProjector)
 	if d.UserID != "" {
 		subject = model.UserPK(d.UserID)
 	}

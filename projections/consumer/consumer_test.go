@@ -371,7 +371,7 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 	if got := e.milestone("stuck", "m1"); got.ProgressValue != 0 {
 		t.Errorf("stuck: got %+v, want nothing projected", got.Projection)
 	}
-	parked, err := e.s.Parked(e.ctx, consumer.ParkSource)
+	parked, err := e.s.Parked(e.ctx, model.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 	if err := c.Discard(ctx, recs, errors.New("still failing")); err != nil {
 		t.Fatal(err)
 	}
-	parked, err := e.s.Parked(ctx, consumer.ParkSource)
+	parked, err := e.s.Parked(ctx, model.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,10 +314,6 @@ func (s *Stack) Close(ctx context.Context) {
 	})
 }
 
-// WorkerParkSource is the parked-record source of worker jobs that failed
-// for good (rebuildkit's SourceWorker; redrive hands them to the worker).
-const WorkerParkSource = "WORKER"
-
 // parkJob is the local queue's on-failure destination (the worker Lambda's
 // DLQ in AWS): the job is kept for redrive, never dropped.
 func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
@@ -326,7 +322,7 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 		s.log.ErrorContext(ctx, "worker job lost: cannot encode it", "correlationId", job.CorrelationID, "error", err)
 		return
 	}
-	r := &model.ParkedRecord{Source: WorkerParkSource, RecordID: job.IdempotencyKey, Reason: cause.Error(),
+	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
 		Payload: string(payload), CorrelationID: job.CorrelationID}
 	if r.RecordID == "" {
 		r.RecordID = job.CorrelationID

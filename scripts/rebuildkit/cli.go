@@ -473,11 +473,11 @@ func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		var sources []string
 		switch *source {
 		case "projector":
-			sources = []string{SourceProjector}
+			sources = []string{model.ParkSourceProjector}
 		case "worker":
-			sources = []string{SourceWorker}
+			sources = []string{model.ParkSourceWorker}
 		case "all":
-			sources = []string{SourceProjector, SourceWorker}
+			sources = []string{model.ParkSourceProjector, model.ParkSourceWorker}
 		default:
 			fmt.Fprintf(std.Err, "redrive: --source %q: want projector, worker or all\n", *source)
 			return ExitError

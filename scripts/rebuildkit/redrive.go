@@ -18,13 +18,6 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 )
 
-// Sources of parked records (model.ParkedPK): the projector's and the
-// worker's failure paths.
-const (
-	SourceProjector = "PROJECTOR"
-	SourceWorker    = "WORKER"
-)
-
 // ProcessJob processes one worker Job (its JSON) again: the worker's Handle.
 // It returns nil when the job is done (or dropped as poison, which the worker
 // audits) and an error when it should be tried again later.
@@ -83,8 +76,8 @@ func (r *Redriver) log() *slog.Logger {
 	return r.Logger
 }
 
-// RedriveParked processes the records parked under source (SourceProjector
-// or SourceWorker) and unparks each one that succeeded. Projector records
+// RedriveParked processes the records parked under source (model.ParkSourceProjector
+// or model.ParkSourceWorker) and unparks each one that succeeded. Projector records
 // are grouped by user: one recompute per user, then all of that user's
 // records are unparked. (Feeding a record back to the stream handler would
 // not do: a record that fails again is parked again under the same id, which
@@ -98,7 +91,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 		return sum, err
 	}
 	switch source {
-	case SourceProjector:
+	case model.ParkSourceProjector:
 		byUser := map[string][]model.ParkedRecord{}
 		for _, p := range recs {
 			var rec events.DynamoDBEventRecord
@@ -139,7 +132,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 				r.log().InfoContext(ctx, "redriven", "source", source, "recordId", p.RecordID, "userId", u, "correlationId", p.CorrelationID)
 			}
 		}
-	case SourceWorker:
+	case model.ParkSourceWorker:
 		for _, p := range recs {
 			if r.ProcessJob == nil {
 				sum.keep(fmt.Sprintf("parked %s record %s: no worker wired into this command; left parked", source, p.RecordID))
@@ -158,7 +151,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 			r.log().InfoContext(ctx, "redriven", "source", source, "recordId", p.RecordID, "correlationId", p.CorrelationID)
 		}
 	default:
-		return sum, fmt.Errorf("redrive: unknown source %q (want %s or %s): %w", source, SourceProjector, SourceWorker, model.ErrInvalid)
+		return sum, fmt.Errorf("redrive: unknown source %q (want %s or %s): %w", source, model.ParkSourceProjector, model.ParkSourceWorker, model.ErrInvalid)
 	}
 	return sum, nil
 }

@@ -65,11 +65,11 @@ func TestRedriveParkedRecords(t *testing.T) {
 		return events.DynamoDBEventRecord{EventID: "ev", EventName: "MODIFY", Change: events.DynamoDBStreamRecord{SequenceNumber: "1",
 			Keys: map[string]events.DynamoDBAttributeValue{"PK": events.NewStringAttribute(k.PK), "SK": events.NewStringAttribute(k.SK)}}}
 	}
-	park(rebuildkit.SourceProjector, "ev-1", rec(model.WorkoutKey("p000", 3)))
-	park(rebuildkit.SourceProjector, "ev-2", rec(model.MilestoneKey("p000", "dist")))
-	park(rebuildkit.SourceProjector, "ev-3", rec(model.ModelPartKey("rocket", 1))) // no user: cannot be redriven
-	park(rebuildkit.SourceWorker, "job-ok", map[string]any{"correlationId": "ok", "event": map[string]any{"object_id": 1}})
-	park(rebuildkit.SourceWorker, "job-bad", map[string]any{"correlationId": "bad", "event": map[string]any{"object_id": 2}})
+	park(model.ParkSourceProjector, "ev-1", rec(model.WorkoutKey("p000", 3)))
+	park(model.ParkSourceProjector, "ev-2", rec(model.MilestoneKey("p000", "dist")))
+	park(model.ParkSourceProjector, "ev-3", rec(model.ModelPartKey("rocket", 1))) // no user: cannot be redriven
+	park(model.ParkSourceWorker, "job-ok", map[string]any{"correlationId": "ok", "event": map[string]any{"object_id": 1}})
+	park(model.ParkSourceWorker, "job-bad", map[string]any{"correlationId": "bad", "event": map[string]any{"object_id": 2}})
 
 	var jobs []string
 	h.env.ProcessJob = func(_ context.Context, job json.RawMessage) error {
@@ -90,10 +90,10 @@ func TestRedriveParkedRecords(t *testing.T) {
 		!strings.Contains(out, "ev-3: no user") || !strings.Contains(out, "job-bad: worker failed again: strava still down") {
 		t.Fatalf("redrive output:\n%s", out)
 	}
-	if got := parkedIDs(t, h.st, rebuildkit.SourceProjector); !slices.Equal(got, []string{"ev-3"}) {
+	if got := parkedIDs(t, h.st, model.ParkSourceProjector); !slices.Equal(got, []string{"ev-3"}) {
 		t.Fatalf("projector records still parked: got %v, want [ev-3]", got)
 	}
-	if got := parkedIDs(t, h.st, rebuildkit.SourceWorker); !slices.Equal(got, []string{"job-bad"}) {
+	if got := parkedIDs(t, h.st, model.ParkSourceWorker); !slices.Equal(got, []string{"job-bad"}) {
 		t.Fatalf("worker records still parked: got %v, want [job-bad]", got)
 	}
 	if got := milestones(t, h.st, "p000")["dist"]; got.ProgressValue != good.ProgressValue {
