@@ -77,8 +77,8 @@ type QueueOptions struct {
 	// Attempts bounds how often a job is tried (default 3, like Lambda's
 	// async invoke: one try and two retries).
 	Attempts int
-	// Backoff is the base of the jittered exponential pause between
-	// attempts (default 100 ms).
+	// Backoff is the first pause between attempts; it doubles with each
+	// retry (default 100 ms).
 	Backoff time.Duration
 	// OnFailure receives a job that failed for good (the local DLQ). Nil
 	// only logs it.
@@ -196,11 +196,8 @@ func (q *Queue) handle(job Job) {
 		if attempt < q.opts.Attempts {
 			q.log.WarnContext(q.ctx, "job failed, will retry", "correlationId", job.CorrelationID,
 				"attempt", attempt, "error", err)
-			d := q.opts.Backoff << (attempt - 1)
-			select {
-			case <-q.ctx.Done():
+			if model.Sleep(q.ctx, q.opts.Backoff<<(attempt-1)) != nil {
 				return
-			case <-time.After(d):
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -442,7 +441,7 @@ func (s *Store) batchWrite(ctx context.Context, table string, reqs []types.Write
 					table, len(pending[table]), BatchWriteRetries, model.ErrRetryable)
 			}
 			if attempt > 0 {
-				if err := sleep(ctx, Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
+				if err := model.Sleep(ctx, model.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
 					return fmt.Errorf("batch write %s: %w", table, err)
 				}
 			}
@@ -454,27 +453,6 @@ func (s *Store) batchWrite(ctx context.Context, table string, reqs []types.Write
 		}
 	}
 	return nil
-}
-
-// Backoff is full-jitter exponential backoff: a random delay in
-// [0, min(max, base·2^attempt)).
-func Backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base << min(attempt, 20)
-	if d <= 0 || d > max {
-		d = max
-	}
-	return time.Duration(rand.Int64N(int64(d)) + 1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // translate maps DynamoDB's errors onto model's vocabulary, keeping the

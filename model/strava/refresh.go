@@ -97,10 +97,8 @@ func (r *Refresher) AccessToken(ctx context.Context, userID string) (string, err
 		}
 		d := min(time.Duration(1<<min(attempt, 6))*25*time.Millisecond, time.Second)
 		d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("access token for %s: %w", userID, ctx.Err())
-		case <-time.After(d):
+		if err := model.Sleep(ctx, d); err != nil {
+			return "", fmt.Errorf("access token for %s: %w", userID, err)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model"
 )
 
 // API is the part of the DynamoDB Streams client the reader uses
@@ -168,7 +168,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			return nil
 		}
 		if !progressed && !drain {
-			if err := sleep(ctx, r.o.PollInterval); err != nil {
+			if err := model.Sleep(ctx, r.o.PollInterval); err != nil {
 				return nil
 			}
 		}
@@ -184,7 +184,7 @@ func (r *Reader) describe(ctx context.Context) error {
 			var le *types.LimitExceededException
 			if errors.As(err, &le) && attempt < 8 {
 				attempt++
-				if err := sleep(ctx, store.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
+				if err := model.Sleep(ctx, model.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 					return err
 				}
 				continue
@@ -253,7 +253,7 @@ func (r *Reader) poll(ctx context.Context, s *shardState, h Handler) (int, error
 			return noAnswer, nil
 		case errors.As(err, &limit):
 			r.o.Logger.WarnContext(ctx, "stream read throttled; backing off", "shardId", s.id)
-			return noAnswer, sleep(ctx, store.Backoff(3, 100*time.Millisecond, 2*time.Second))
+			return noAnswer, model.Sleep(ctx, model.Backoff(3, 100*time.Millisecond, 2*time.Second))
 		case errors.As(err, &trimmed):
 			r.o.Logger.WarnContext(ctx, "checkpoint older than the stream's 24 h retention; resuming at trim horizon", "shardId", s.id)
 			s.cp.SequenceNumber, s.iterator = "", nil
@@ -358,7 +358,7 @@ func (r *Reader) deliver(ctx context.Context, s *shardState, recs []events.Dynam
 		r.Stats.Retries++
 		r.o.Logger.WarnContext(ctx, "retrying stream records", "shardId", s.id,
 			"fromSequenceNumber", recs[0].Change.SequenceNumber, "attempt", attempts, "error", cause)
-		if err := sleep(ctx, store.Backoff(attempts, 50*time.Millisecond, 5*time.Second)); err != nil {
+		if err := model.Sleep(ctx, model.Backoff(attempts, 50*time.Millisecond, 5*time.Second)); err != nil {
 			return err
 		}
 	}
@@ -401,17 +401,6 @@ func sortedShards(m map[string]*shardState) []*shardState {
 		}
 	}
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ReadAll returns every record currently in the stream, shard by shard in

@@ -218,9 +218,9 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			c.stats.conflicts.Add(1)
-			d := store.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
+			d := model.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
 			log.InfoContext(ctx, "conflict, re-reading", "attempt", attempt, "backoff", d.String(), "error", lastErr)
-			if err := sleep(ctx, d); err != nil {
+			if err := model.Sleep(ctx, d); err != nil {
 				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
 			}
 		}
@@ -574,15 +574,4 @@ func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d D
 		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", EventRecordParked, "userId", d.UserID, "error", err)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/commitcollect/backend/model"
 )
 
 // Limiter spaces calls evenly at a fixed rate (a token bucket of one): the
@@ -25,7 +27,7 @@ func NewLimiter(perSecond float64) *Limiter {
 	return &Limiter{
 		interval: time.Duration(float64(time.Second) / perSecond),
 		now:      time.Now,
-		sleep:    sleepCtx,
+		sleep:    model.Sleep,
 	}
 }
 
@@ -50,15 +52,4 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		return l.sleep(ctx, d)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

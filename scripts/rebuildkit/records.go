@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 )
 
@@ -108,7 +107,7 @@ func ReadRange(ctx context.Context, api streams.API, b StreamBatch) ([]events.Dy
 			var limit *types.LimitExceededException
 			if errors.As(err, &limit) && attempt < 8 {
 				attempt++
-				if err := sleepCtx(ctx, store.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
+				if err := model.Sleep(ctx, model.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 					return nil, err
 				}
 				continue
