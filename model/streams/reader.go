@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -394,12 +396,7 @@ func sortedShards(m map[string]*shardState) []*shardState {
 	for _, s := range m {
 		out = append(out, s)
 	}
-	// Insertion sort: shard counts are small.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].id < out[j-1].id; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b *shardState) int { return strings.Compare(a.id, b.id) })
 	return out
 }
 
