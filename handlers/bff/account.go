@@ -34,7 +34,7 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		return
 	}
 	connected := false
-	c, err := h.st.Connection(ctx, s.UserID)
+	c, err := h.st.StravaConnection(ctx, s.UserID)
 	switch {
 	case err == nil:
 		connected = !c.NeedsReauth && hasActivityRead(c.Scopes)
@@ -101,7 +101,7 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 		run  func() error
 	}{
 		{StepDeauthorize, func() error {
-			c, err := h.st.Connection(ctx, userID)
+			c, err := h.st.StravaConnection(ctx, userID)
 			if errors.Is(err, model.ErrNotFound) {
 				return nil // already removed (a re-run, or Strava deauthorized us)
 			}
@@ -181,7 +181,7 @@ func (h *Handler) stopped(rep DeletionReport, step string, err error) (DeletionR
 // deauthorize revokes the app's Strava access with a valid access token,
 // refreshing (and persisting the rotated token) when the stored one has
 // expired. Access that is already revoked counts as done.
-func (h *Handler) deauthorize(ctx context.Context, log *slog.Logger, c model.StravaConnection) error {
+func (h *Handler) deauthorize(ctx context.Context, log *slog.Logger, c *model.StravaConnection) error {
 	token := c.AccessToken
 	if !c.ExpiresAtUtc.After(h.now().Add(time.Minute)) {
 		tok, err := h.strava.Refresh(ctx, c.RefreshToken)
@@ -196,7 +196,7 @@ func (h *Handler) deauthorize(ctx context.Context, log *slog.Logger, c model.Str
 		if tok.RefreshToken != "" {
 			c.RefreshToken = tok.RefreshToken
 		}
-		if err := h.st.SaveLoginTokens(ctx, &c); err != nil {
+		if err := h.st.SaveLoginTokens(ctx, c); err != nil {
 			return fmt.Errorf("persist refreshed token: %w", err)
 		}
 		token = tok.AccessToken

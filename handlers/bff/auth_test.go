@@ -62,7 +62,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
-	conn, err := e.st.Connection(ctx, me.UserID)
+	conn, err := e.st.StravaConnection(ctx, me.UserID)
 	if err != nil || conn.TokenVersion != 1 || !sim.AccessTokenValid(conn.AccessToken) || !sim.RefreshTokenValid(conn.RefreshToken) ||
 		!conn.HasScope("activity:read_all") {
 		t.Fatalf("connection after first login = %+v, %v", conn, err)
@@ -79,7 +79,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if me2.UserID != me.UserID || sid2 == sid {
 		t.Fatalf("returning athlete: user %s session %s, want user %s and a new session", me2.UserID, sid2, me.UserID)
 	}
-	conn2, _ := e.st.Connection(ctx, me.UserID)
+	conn2, _ := e.st.StravaConnection(ctx, me.UserID)
 	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken || !sim.AccessTokenValid(conn2.AccessToken) {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}

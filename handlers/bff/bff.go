@@ -33,7 +33,7 @@ type Store interface {
 	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
 	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
 	Profile(ctx context.Context, userID string) (model.Profile, error)
-	Connection(ctx context.Context, userID string) (model.StravaConnection, error)
+	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
 	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
 	CreateSession(ctx context.Context, s *model.Session) error
 	Session(ctx context.Context, sessionID string) (model.Session, error)

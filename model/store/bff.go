@@ -61,16 +61,6 @@ func (s *Store) Profile(ctx context.Context, userID string) (model.Profile, erro
 	return p, nil
 }
 
-// Connection reads a user's Strava connection; model.ErrNotFound when
-// there is none (never linked, deauthorized or deleted).
-func (s *Store) Connection(ctx context.Context, userID string) (model.StravaConnection, error) {
-	var c model.StravaConnection
-	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
-		return model.StravaConnection{}, fmt.Errorf("strava connection %s: %w", userID, err)
-	}
-	return c, nil
-}
-
 // SaveLoginTokens stores the tokens of a fresh login on the user's
 // connection (creating it if it is gone), bumping tokenVersion with a
 // conditional write so a worker refreshing at the same moment cannot be

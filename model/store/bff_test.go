@@ -53,7 +53,7 @@ func TestSaveLoginTokensBumpsTokenVersion(t *testing.T) {
 	if err := s.SaveLoginTokens(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Connection(ctx, "u1")
+	got, err := s.StravaConnection(ctx, "u1")
 	if err != nil || got.TokenVersion != 2 || got.AccessToken != "a2" || got.AthleteGSI1PK != model.AthletePK(7) {
 		t.Fatalf("connection = %+v, %v; want tokenVersion 2 with the new token", got, err)
 	}
