@@ -404,12 +404,3 @@ func (s *Store) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 		}
 	}
 }
-
-func itemKey(it Item) (model.Key, error) {
-	pk, ok1 := it["PK"].(*types.AttributeValueMemberS)
-	sk, ok2 := it["SK"].(*types.AttributeValueMemberS)
-	if !ok1 || !ok2 {
-		return model.Key{}, fmt.Errorf("item without string PK/SK: %w", model.ErrInvalid)
-	}
-	return model.Key{PK: pk.Value, SK: sk.Value}, nil
-}

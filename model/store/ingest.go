@@ -257,12 +257,11 @@ func (s *Store) ExpireStravaWorkouts(ctx context.Context, userID string, expires
 			return n, fmt.Errorf("expire workouts of %s: %w", userID, translate(err))
 		}
 		for _, it := range page.Items {
-			pk, _ := it["PK"].(*types.AttributeValueMemberS)
-			sk, _ := it["SK"].(*types.AttributeValueMemberS)
-			if pk == nil || sk == nil {
+			k, err := itemKey(it)
+			if err != nil {
 				continue
 			}
-			if err := s.update(ctx, model.Key{PK: pk.Value, SK: sk.Value}, upd); err != nil {
+			if err := s.update(ctx, k, upd); err != nil {
 				return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
 			}
 			n++

@@ -65,8 +65,8 @@ func (s *Store) UserMilestones(ctx context.Context, userID string) (UserMileston
 	}
 	out := UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
 	for _, item := range res.Items {
-		var k model.Key
-		if err := unmarshalKey(item, &k); err != nil {
+		k, err := itemKey(item)
+		if err != nil {
 			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
 			continue
 		}
@@ -97,16 +97,6 @@ func (s *Store) UserMilestones(ctx context.Context, userID string) (UserMileston
 	}
 	sort.Slice(out.Milestones, func(i, j int) bool { return out.Milestones[i].MilestoneID < out.Milestones[j].MilestoneID })
 	return out, nil
-}
-
-func unmarshalKey(item Item, k *model.Key) error {
-	pk, ok1 := item["PK"].(*types.AttributeValueMemberS)
-	sk, ok2 := item["SK"].(*types.AttributeValueMemberS)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("item without string PK/SK: %w", model.ErrInvalid)
-	}
-	k.PK, k.SK = pk.Value, sk.Value
-	return nil
 }
 
 // ModelParts reads the parts of a model (MODEL#{modelId} / PART#…) by part

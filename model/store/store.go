@@ -491,3 +491,14 @@ func translate(err error) error {
 }
 
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
+
+// itemKey reads an item's PK and SK; ErrInvalid when either is missing
+// or not a string.
+func itemKey(it Item) (model.Key, error) {
+	pk, ok1 := it["PK"].(*types.AttributeValueMemberS)
+	sk, ok2 := it["SK"].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return model.Key{}, fmt.Errorf("item without string PK/SK: %w", model.ErrInvalid)
+	}
+	return model.Key{PK: pk.Value, SK: sk.Value}, nil
+}
