@@ -63,17 +63,29 @@ type Profile struct {
 type StravaConnection struct {
 	Key
 	Meta
-	UserID        string    `dynamodbav:"userId"`
-	AthleteID     int64     `dynamodbav:"athleteId"`
-	AccessToken   string    `dynamodbav:"accessToken"`
-	RefreshToken  string    `dynamodbav:"refreshToken"`
-	ExpiresAtUtc  time.Time `dynamodbav:"expiresAtUtc"`
-	Scopes        []string  `dynamodbav:"scopes"`
-	TokenVersion  int64     `dynamodbav:"tokenVersion"`
-	NeedsReauth   bool      `dynamodbav:"needsReauth"`
-	UpdatedAtUtc  time.Time `dynamodbav:"updatedAtUtc"`
-	AthleteGSI1PK string    `dynamodbav:"GSI1PK"`
-	AthleteGSI1SK string    `dynamodbav:"GSI1SK"`
+	UserID    string `dynamodbav:"userId"`
+	AthleteID int64  `dynamodbav:"athleteId"`
+	// AccessToken and RefreshToken are the plaintext tokens, in memory
+	// only: the store seals them into SealedTokens on write and opens them
+	// on read. They are never marshalled.
+	AccessToken  string `dynamodbav:"-"`
+	RefreshToken string `dynamodbav:"-"`
+	// SealedTokens is the token pair sealed with envelope encryption under
+	// the context (userId, strava-tokens) (schema version 2).
+	SealedTokens *SealedSecret `dynamodbav:"sealedTokens,omitempty"`
+	// PlainAccessToken and PlainRefreshToken are the schema version 1
+	// (plain text) tokens: Normalize moves them into AccessToken and
+	// RefreshToken, and no write keeps them (scripts/sealtokens rewrites
+	// the items still holding them).
+	PlainAccessToken  string    `dynamodbav:"accessToken,omitempty"`
+	PlainRefreshToken string    `dynamodbav:"refreshToken,omitempty"`
+	ExpiresAtUtc      time.Time `dynamodbav:"expiresAtUtc"`
+	Scopes            []string  `dynamodbav:"scopes"`
+	TokenVersion      int64     `dynamodbav:"tokenVersion"`
+	NeedsReauth       bool      `dynamodbav:"needsReauth"`
+	UpdatedAtUtc      time.Time `dynamodbav:"updatedAtUtc"`
+	AthleteGSI1PK     string    `dynamodbav:"GSI1PK"`
+	AthleteGSI1SK     string    `dynamodbav:"GSI1SK"`
 }
 
 // AthleteOwner maps a Strava athlete to the one user it belongs to

@@ -9,7 +9,7 @@ import (
 // only with a migration in that type's Normalize and a test of the old shape.
 var SchemaVersions = map[EntityType]int{
 	EntityProfile:          1,
-	EntityStravaConnection: 1,
+	EntityStravaConnection: 2, // 2: tokens sealed (SealedTokens); 1: plain text
 	EntityAthleteOwner:     1,
 	EntityWorkout:          1,
 	EntityMilestone:        1,
@@ -75,8 +75,19 @@ func (c *StravaConnection) Stamp() {
 }
 
 // Normalize implements Entity.
+// Version 1 kept the tokens in plain text: they are moved into the
+// in-memory AccessToken and RefreshToken (Plain* stay set so the store can
+// tell the item still needs sealing). Version 2 items are opened by the
+// store (SealedTokens).
 func (c *StravaConnection) Normalize() error {
-	return normalize(&c.Meta, EntityStravaConnection)
+	if err := CheckSchema(c.Meta, EntityStravaConnection); err != nil {
+		return err
+	}
+	if c.SchemaVersion < 2 && c.SealedTokens == nil {
+		c.AccessToken, c.RefreshToken = c.PlainAccessToken, c.PlainRefreshToken
+	}
+	c.Meta = current(EntityStravaConnection)
+	return nil
 }
 
 // HasScope reports whether the connection was granted scope.

@@ -15,7 +15,6 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/store"
 )
 
 func main() {
@@ -33,7 +32,11 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	st := store.New(db, cfg.Tables())
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		log.Error("store", "error", err)
+		os.Exit(1)
+	}
 	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
 
 	mux, err := app.NewAPI(cfg, st, dispatcher, nil, log)

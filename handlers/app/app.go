@@ -22,7 +22,7 @@ import (
 const CallbackPath = "/auth/strava/callback"
 
 // Need is what NewAPI requires from the configuration.
-var Need = config.Need{Strava: true, Webhook: true, PublicURL: true}
+var Need = config.Need{Strava: true, Webhook: true, PublicURL: true, Tokens: true}
 
 // NewAPI returns the api's handler: the webhook handing new events to d,
 // and the BFF's routes. httpClient carries calls to Strava (nil: the Strava

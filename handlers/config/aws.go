@@ -10,6 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/commitcollect/backend/model/secrets"
+	"github.com/commitcollect/backend/model/secrets/kms"
+	"github.com/commitcollect/backend/model/store"
 )
 
 // AWS loads the default credential chain (with the SDK's standard retryer).
@@ -50,4 +55,23 @@ func (c Config) DynamoDB(cfg aws.Config) (*dynamodb.Client, *dynamodbstreams.Cli
 		}
 	})
 	return db, st
+}
+
+// Store builds the store over db with the token sealer the configuration
+// names: data keys from KMS when CC_TOKEN_KMS_KEY is set, else from the local
+// CC_TOKEN_KEY. With neither, the store has no sealer and refuses to write
+// Strava tokens (store.ErrNoSealer).
+func (c Config) Store(db *dynamodb.Client, cfg aws.Config) (*store.Store, error) {
+	st := store.New(db, c.Tables())
+	switch {
+	case c.TokenKMSKey != "":
+		st.Secrets = secrets.NewSealer(kms.New(awskms.NewFromConfig(cfg), c.TokenKMSKey))
+	case c.TokenKey != nil:
+		p, err := secrets.NewLocalKeyProvider(c.TokenKey)
+		if err != nil {
+			return nil, err
+		}
+		st.Secrets = secrets.NewSealer(p)
+	}
+	return st, nil
 }

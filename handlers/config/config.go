@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -46,6 +47,12 @@ type Config struct {
 	CORSOrigins []string
 	// LogLevel is debug, info, warn or error (CC_LOG_LEVEL, default info).
 	LogLevel slog.Level
+	// TokenKMSKey is the KMS key (id, ARN or alias) that wraps the data keys
+	// sealing Strava tokens (CC_TOKEN_KMS_KEY; AWS).
+	TokenKMSKey string
+	// TokenKey is the local master key for the same envelope format
+	// (CC_TOKEN_KEY, base64 of 32 bytes; `make run` and tests).
+	TokenKey []byte
 }
 
 // Need names the settings a process requires; the rest are optional for it.
@@ -57,6 +64,9 @@ type Need struct {
 	Webhook   bool
 	PublicURL bool
 	Worker    bool // CC_WORKER_FUNCTION
+	// Tokens needs a token key: CC_TOKEN_KMS_KEY or CC_TOKEN_KEY (exactly
+	// one), for processes that read or write Strava tokens.
+	Tokens bool
 }
 
 // Tables returns the table names for this environment.
@@ -108,6 +118,20 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("CC_LOG_LEVEL %q: want debug, info, warn or error", v))
 		}
+	}
+	c.TokenKMSKey = getenv("CC_TOKEN_KMS_KEY")
+	if v := getenv("CC_TOKEN_KEY"); v != "" {
+		k, err := secrets.ParseLocalKey(v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.TokenKey = k
+	}
+	switch {
+	case c.TokenKMSKey != "" && getenv("CC_TOKEN_KEY") != "":
+		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY and CC_TOKEN_KEY are both set: keep one"))
+	case need.Tokens && c.TokenKMSKey == "" && getenv("CC_TOKEN_KEY") == "":
+		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY (AWS) or CC_TOKEN_KEY (local) is required"))
 	}
 	required := func(ok bool, name, val string) {
 		if ok && val == "" {

@@ -12,11 +12,10 @@ import (
 
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/store"
 )
 
 func main() {
-	cfg, err := config.Load(context.Background(), config.Need{Strava: true})
+	cfg, err := config.Load(context.Background(), config.Need{Strava: true, Tokens: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -28,7 +27,12 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	w := ingest.NewStravaWorker(store.New(db, cfg.Tables()), ingest.StravaSettings{
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		log.Error("store", "error", err)
+		os.Exit(1)
+	}
+	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 	}, log)
 	lambda.Start(w.Handle)

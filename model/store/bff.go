@@ -28,6 +28,9 @@ const LoginTokenRetries = 5
 // is taken; nothing is written then.
 func (s *Store) CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error {
 	owner := &model.AthleteOwner{AthleteID: c.AthleteID, UserID: p.UserID, CreatedAtUtc: p.CreatedAtUtc}
+	if err := s.sealConnection(ctx, c); err != nil {
+		return fmt.Errorf("create user %s: %w", p.UserID, err)
+	}
 	var items []types.TransactWriteItem
 	for _, e := range []model.Entity{owner, p, c} {
 		it, err := s.TransactPutIfAbsent(s.t.Main, e)

@@ -80,6 +80,9 @@ func (s *Store) StravaConnection(ctx context.Context, userID string) (*model.Str
 	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
+	if err := s.openConnection(ctx, &c); err != nil {
+		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
+	}
 	return &c, nil
 }
 
@@ -116,9 +119,11 @@ func (s *Store) ReleaseTokenRefreshLease(ctx context.Context, userID string, ver
 // ErrConflict when another writer got there first.
 func (s *Store) SaveRefreshedToken(ctx context.Context, userID string, expectedVersion int64, access, refresh string, expiresAt, now time.Time) (int64, error) {
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(expectedVersion))
-	upd := expression.Set(expression.Name("accessToken"), expression.Value(access)).
-		Set(expression.Name("refreshToken"), expression.Value(refresh)).
-		Set(expression.Name("expiresAtUtc"), expression.Value(expiresAt.UTC())).
+	upd, err := s.sealedTokensUpdate(ctx, userID, access, refresh)
+	if err != nil {
+		return 0, fmt.Errorf("save refreshed token at version %d: %w", expectedVersion, err)
+	}
+	upd = upd.Set(expression.Name("expiresAtUtc"), expression.Value(expiresAt.UTC())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
 		Set(expression.Name(attrTokenVersion), expression.Value(expectedVersion+1)).
 		Set(expression.Name("needsReauth"), expression.Value(false)).

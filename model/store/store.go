@@ -29,6 +29,9 @@ type Store struct {
 	t  Tables
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Secrets seals and opens Strava tokens (model/secrets.Sealer). Without
+	// it, writing or reading sealed tokens fails with ErrNoSealer.
+	Secrets Sealer
 }
 
 // New returns a Store over an injected client and table names.
@@ -118,6 +121,11 @@ func (s *Store) PutIf(ctx context.Context, table string, e model.Entity, cond ex
 }
 
 func (s *Store) put(ctx context.Context, table string, e model.Entity, cond *expression.ConditionBuilder) error {
+	if c, ok := e.(*model.StravaConnection); ok {
+		if err := s.sealConnection(ctx, c); err != nil {
+			return fmt.Errorf("put %s: %w", e.ItemKey(), err)
+		}
+	}
 	item, err := Marshal(e)
 	if err != nil {
 		return err
@@ -243,6 +251,9 @@ func TransactUpdate(in *dynamodb.UpdateItemInput) types.TransactWriteItem {
 // TransactPutIfAbsent builds a transaction item that creates e only if its
 // key is free.
 func (s *Store) TransactPutIfAbsent(table string, e model.Entity) (types.TransactWriteItem, error) {
+	if err := unsealedTokens(e); err != nil {
+		return types.TransactWriteItem{}, err
+	}
 	item, err := Marshal(e)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -259,6 +270,9 @@ func (s *Store) TransactPutIfAbsent(table string, e model.Entity) (types.Transac
 
 // TransactPut builds an unconditional transaction put of e.
 func (s *Store) TransactPut(table string, e model.Entity) (types.TransactWriteItem, error) {
+	if err := unsealedTokens(e); err != nil {
+		return types.TransactWriteItem{}, err
+	}
 	item, err := Marshal(e)
 	if err != nil {
 		return types.TransactWriteItem{}, err

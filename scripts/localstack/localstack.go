@@ -16,6 +16,7 @@ package localstack
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -53,12 +55,16 @@ const (
 	DefaultSubscriptionID = 1
 )
 
+// TokenKeyFile is the file in CC_DATA_DIR that keeps the local token key.
+const TokenKeyFile = "token.key"
+
 // Settings lists the environment variables the stack reads on top of those
 // of handlers/config, for --help and the README.
 var Settings = []struct{ Name, Meaning string }{
 	{"CC_HTTP_ADDR", "where the API listens (default " + DefaultHTTPAddr + "; port 0 picks a free one)"},
 	{"CC_PUBLIC_URL", "the API's public base URL (default http://CC_HTTP_ADDR)"},
-	{"CC_DATA_DIR", "persist DynamoDB Local's tables and the stream checkpoint there (default: in memory)"},
+	{"CC_DATA_DIR", "persist DynamoDB Local's tables, the stream checkpoint and the token key (" + TokenKeyFile + ") there (default: in memory)"},
+	{"CC_TOKEN_KEY", "base64 of the 32-byte key sealing Strava tokens (default: kept in CC_DATA_DIR, or a fresh one per run)"},
 	{"DYNAMODB_ENDPOINT", "use this DynamoDB-compatible endpoint instead of starting DynamoDB Local"},
 	{"CC_TABLE_PREFIX", "prefix of the four table names (default none)"},
 	{"STRAVA_BASE_URL", "use this Strava instead of starting the simulator (then STRAVA_CLIENT_ID/SECRET are required)"},
@@ -175,6 +181,20 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 
 	dataDir := getenv("CC_DATA_DIR")
+	if getenv("CC_TOKEN_KEY") == "" && getenv("CC_TOKEN_KMS_KEY") == "" {
+		// Strava tokens are sealed locally with the same envelope code as
+		// KMS in AWS: a key kept next to the data (so persisted tables stay
+		// readable), or a fresh one for an in-memory run.
+		key := secrets.NewLocalKey()
+		if dataDir != "" {
+			k, err := secrets.LoadOrCreateLocalKey(filepath.Join(dataDir, TokenKeyFile))
+			if err != nil {
+				return nil, err
+			}
+			key = base64.StdEncoding.EncodeToString(k)
+		}
+		env["CC_TOKEN_KEY"] = key
+	}
 	if getenv("DYNAMODB_ENDPOINT") == "" {
 		s.dynamo, err = dynamolocal.Start(ctx, dynamolocal.Options{DataDir: dataDir, Log: o.DynamoLog})
 		if err != nil {
@@ -199,7 +219,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	db, streamsAPI := cfg.DynamoDB(awsCfg)
-	s.Store = store.New(db, cfg.Tables())
+	if s.Store, err = cfg.Store(db, awsCfg); err != nil {
+		return nil, err
+	}
 	if err := store.CreateTables(ctx, db, cfg.Tables()); err != nil {
 		return nil, fmt.Errorf("create tables: %w", err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -281,5 +282,22 @@ func MustCreateTables(tb testing.TB, db *dynamodb.Client) store.Tables {
 func NewStore(tb testing.TB) *store.Store {
 	tb.Helper()
 	db, _ := Clients(tb)
-	return store.New(db, MustCreateTables(tb, db))
+	st := store.New(db, MustCreateTables(tb, db))
+	st.Secrets = NewSealer(tb)
+	return st
+}
+
+// NewSealer returns a token sealer over a fresh random local key: the same
+// envelope code and stored format as KMS in AWS.
+func NewSealer(tb testing.TB) *secrets.Sealer {
+	tb.Helper()
+	k, err := secrets.ParseLocalKey(secrets.NewLocalKey())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := secrets.NewLocalKeyProvider(k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secrets.NewSealer(p)
 }

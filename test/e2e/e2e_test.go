@@ -60,6 +60,7 @@ func newAPI(t *testing.T) *api {
 	db, streamsAPI := dynamolocal.Clients(t)
 	tables := dynamolocal.MustCreateTables(t, db)
 	a.st = store.New(db, tables)
+	a.st.Secrets = dynamolocal.NewSealer(t)
 	arn, err := store.StreamARN(context.Background(), db, tables)
 	if err != nil {
 		t.Fatal(err)

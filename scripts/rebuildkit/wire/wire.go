@@ -36,7 +36,10 @@ func Setup(ctx context.Context, tablePrefix string) (*rebuildkit.Env, error) {
 		return nil, err
 	}
 	db, sc := cfg.DynamoDB(awsCfg)
-	st := store.New(db, cfg.Tables())
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		return nil, err
+	}
 	c := consumer.New(st, consumer.Options{Logger: log, Metrics: io.Discard})
 	return &rebuildkit.Env{
 		Store:      st,

@@ -1,0 +1,184 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// rawConnection reads a user's connection item as DynamoDB holds it.
+func rawConnection(t *testing.T, s *store.Store, userID string) store.Item {
+	t.Helper()
+	k := model.StravaConnectionKey(userID)
+	out, err := s.Client().GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(s.Tables().Main), ConsistentRead: aws.Bool(true),
+		Key: store.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("raw connection of %s: %v (found %v)", userID, err, out != nil && out.Item != nil)
+	}
+	return out.Item
+}
+
+// assertNoSecret fails when any attribute of item (at any depth, any type)
+// contains one of the secrets.
+func assertNoSecret(t *testing.T, item store.Item, secrets ...string) {
+	t.Helper()
+	dump := fmt.Sprintf("%#v", item)
+	for _, v := range item {
+		if b, ok := v.(*types.AttributeValueMemberB); ok {
+			dump += string(b.Value)
+		}
+	}
+	for _, sec := range secrets {
+		if strings.Contains(dump, sec) {
+			t.Errorf("stored item contains the secret %q", sec)
+		}
+	}
+}
+
+// TestConnectionTokensAreSealedAtRest: every way a connection's tokens are
+// written (first login, returning login, refresh, a plain Put) stores them
+// sealed, and reads give them back.
+func TestConnectionTokensAreSealedAtRest(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	check := func(step, access, refresh string) {
+		t.Helper()
+		item := rawConnection(t, s, "u1")
+		assertNoSecret(t, item, access, refresh)
+		if _, ok := item["sealedTokens"]; !ok {
+			t.Errorf("%s: no sealedTokens attribute", step)
+		}
+		c, err := s.StravaConnection(ctx, "u1")
+		if err != nil || c.AccessToken != access || c.RefreshToken != refresh {
+			t.Fatalf("%s: read back %+v, %v; want the tokens %q, %q", step, c, err, access, refresh)
+		}
+	}
+	p, c := newUser("u1", 42)
+	c.AccessToken, c.RefreshToken = "access-first-login", "refresh-first-login"
+	if err := s.CreateUser(ctx, p, c); err != nil {
+		t.Fatal(err)
+	}
+	check("create user", "access-first-login", "refresh-first-login")
+
+	_, c = newUser("u1", 42)
+	c.AccessToken, c.RefreshToken = "access-second-login", "refresh-second-login"
+	if err := s.SaveLoginTokens(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	check("save login tokens", "access-second-login", "refresh-second-login")
+
+	if _, err := s.SaveRefreshedToken(ctx, "u1", c.TokenVersion, "access-refreshed", "refresh-refreshed", now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	check("save refreshed token", "access-refreshed", "refresh-refreshed")
+
+	_, c = newUser("u1", 42)
+	c.AccessToken, c.RefreshToken = "access-put", "refresh-put"
+	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+		t.Fatal(err)
+	}
+	check("put", "access-put", "refresh-put")
+}
+
+// TestSealedTokensDoNotOpenOnAnotherUsersItem: a sealed pair copied onto
+// another user's connection (a stolen item, a mixed-up restore) is refused,
+// because the user id is part of the encryption context.
+func TestSealedTokensDoNotOpenOnAnotherUsersItem(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for i, u := range []string{"victim", "thief"} {
+		p, c := newUser(u, int64(100+i))
+		if err := s.CreateUser(ctx, p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thief := rawConnection(t, s, "thief")
+	thief["sealedTokens"] = rawConnection(t, s, "victim")["sealedTokens"]
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: thief}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.StravaConnection(ctx, "thief"); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("read the thief's connection holding the victim's sealed tokens: %+v, %v; want ErrInvalid", c, err)
+	}
+}
+
+// TestPlainConnectionIsReadAndSealedByMigration: a schema version 1 item
+// (plain text tokens) is still read, and SealPlainConnection rewrites it
+// sealed, once.
+func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	k := model.StravaConnectionKey("old")
+	legacy := store.Item{
+		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
+		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
+		"schemaVersion": &types.AttributeValueMemberN{Value: "1"},
+		"userId":        &types.AttributeValueMemberS{Value: "old"},
+		"athleteId":     &types.AttributeValueMemberN{Value: "7"},
+		"accessToken":   &types.AttributeValueMemberS{Value: "plain-access"},
+		"refreshToken":  &types.AttributeValueMemberS{Value: "plain-refresh"},
+		"tokenVersion":  &types.AttributeValueMemberN{Value: "3"},
+	}
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: legacy}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.StravaConnection(ctx, "old")
+	if err != nil || c.AccessToken != "plain-access" || c.RefreshToken != "plain-refresh" {
+		t.Fatalf("read a plain connection: %+v, %v; want its tokens", c, err)
+	}
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for run, want := range []bool{true, false} {
+		done, err := s.SealPlainConnection(ctx, "old", now)
+		if err != nil || done != want {
+			t.Fatalf("migration run %d: rewrote %v, %v; want %v", run+1, done, err, want)
+		}
+	}
+	item := rawConnection(t, s, "old")
+	assertNoSecret(t, item, "plain-access", "plain-refresh")
+	if v := item["schemaVersion"].(*types.AttributeValueMemberN).Value; v != "2" {
+		t.Errorf("schemaVersion after migration = %s; want 2", v)
+	}
+	c, err = s.StravaConnection(ctx, "old")
+	if err != nil || c.AccessToken != "plain-access" || c.RefreshToken != "plain-refresh" || c.TokenVersion != 3 {
+		t.Fatalf("read after migration: %+v, %v; want the same tokens at tokenVersion 3", c, err)
+	}
+	if done, err := s.SealPlainConnection(ctx, "nobody", now); done || err != nil {
+		t.Fatalf("user without a connection: %v, %v; want false, nil", done, err)
+	}
+}
+
+// TestStoreWithoutSealerRefusesToWriteTokens: tokens are never written in
+// plain text, even by a store wired without a key.
+func TestStoreWithoutSealerRefusesToWriteTokens(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	s.Secrets = nil
+	ctx := context.Background()
+	p, c := newUser("u1", 42)
+	if err := s.CreateUser(ctx, p, c); !errors.Is(err, store.ErrNoSealer) {
+		t.Fatalf("create user without a sealer: %v; want ErrNoSealer", err)
+	}
+	if err := s.SaveLoginTokens(ctx, c); !errors.Is(err, store.ErrNoSealer) {
+		t.Fatalf("save login tokens without a sealer: %v; want ErrNoSealer", err)
+	}
+	if _, err := s.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, store.ErrNoSealer) {
+		t.Fatalf("save refreshed token without a sealer: %v; want ErrNoSealer", err)
+	}
+}
