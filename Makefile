@@ -165,3 +165,9 @@ bench: dynamodb-local
 	       printf "%-22s %-46s %6s %11s %10s %9s  %s\n", pkg, name, $$2, t, b, a, extra; next } \
 	     /^(--- FAIL|FAIL|panic:)/ { print "FAILED: " $$0 }' "$$out"; \
 	if [ $$status -ne 0 ]; then echo "bench: FAILED (exit $$status); see $$out"; fi; exit $$status
+
+.PHONY: sealtokens
+## sealtokens: rewrite Strava connections still holding plain-text tokens with sealed ones (users index, no Scan;
+##   CC_TOKEN_KMS_KEY or CC_TOKEN_KEY, DYNAMODB_ENDPOINT, CC_TABLE_PREFIX). Safe to re-run.
+sealtokens:
+	$(GO) run ./scripts/sealtokens -table-prefix "$(CC_TABLE_PREFIX)"
