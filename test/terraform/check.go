@@ -65,6 +65,8 @@ var Grants = map[string]map[string][]string{
 		`var.strava.verify_token_param_arn`:  {"ssm:GetParameter"},
 		// The optional customer managed key of the SecureString parameters.
 		`statement.value`: {"kms:Decrypt"},
+		// The key sealing Strava tokens (conditions: checkTokenKey).
+		TokenKeyRef: {"kms:GenerateDataKey", "kms:Decrypt"},
 	},
 	"worker": {
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -74,6 +76,7 @@ var Grants = map[string]map[string][]string{
 		`var.strava.client_secret_param_arn`:         {"ssm:GetParameter"},
 		`statement.value`:                            {"kms:Decrypt"},
 		`aws_sqs_queue.worker_dlq.arn`:               {"sqs:SendMessage"},
+		TokenKeyRef:                                  {"kms:GenerateDataKey", "kms:Decrypt"},
 	},
 	"projector": {
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
@@ -148,6 +151,7 @@ func Check(root string, l Layout) ([]string, error) {
 	checkAlarms(&v, cc, fn)
 	checkRoutes(&v, cc)
 	checkSecrets(&v, all)
+	checkTokenKey(&v, cc)
 	checkEnvs(&v, envs)
 	return v, nil
 }

@@ -21,6 +21,7 @@ module "commitcollect" {
   artifacts_dir       = var.artifacts_dir != null ? var.artifacts_dir : abspath("${path.root}/../../../dist")
   strava              = var.strava
   secrets_kms_key_arn = var.secrets_kms_key_arn
+  token_kms_key_arn   = var.token_kms_key_arn
   public_url          = var.public_url
   cors_origins        = var.cors_origins
   log_level           = var.log_level

@@ -36,6 +36,12 @@ variable "secrets_kms_key_arn" {
   default     = null
 }
 
+variable "token_kms_key_arn" {
+  description = "KMS key sealing Strava tokens, or null to let the module create one (with rotation)."
+  type        = string
+  default     = null
+}
+
 variable "alarm_topic_arn" {
   description = "SNS topic that receives every alarm (owned by the platform team)."
   type        = string

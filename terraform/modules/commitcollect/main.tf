@@ -28,6 +28,10 @@ locals {
     CC_TABLE_PREFIX = local.table_prefix
     CC_LOG_LEVEL    = var.log_level
   }
+  # The KMS key sealing Strava tokens (model/secrets/kms): the caller's, or
+  # the one this module creates.
+  token_kms_key_arn = var.token_kms_key_arn != null ? var.token_kms_key_arn : aws_kms_key.tokens[0].arn
+  tokens_env        = { CC_TOKEN_KMS_KEY = local.token_kms_key_arn }
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
     STRAVA_CLIENT_ID           = var.strava.client_id
@@ -60,6 +64,27 @@ resource "aws_sqs_queue" "projector_dlq" {
   tags                      = var.tags
 }
 
+# ---------------------------------------------------------- token key
+
+# Strava tokens are sealed at the item level with envelope encryption: data
+# keys from this key (GenerateDataKey), bound to the user and the purpose by
+# the encryption context. Created here unless var.token_kms_key_arn names one.
+resource "aws_kms_key" "tokens" {
+  count = var.token_kms_key_arn == null ? 1 : 0
+
+  description             = "${local.name}: wraps the data keys sealing Strava tokens"
+  enable_key_rotation     = true
+  deletion_window_in_days = 30
+  tags                    = var.tags
+}
+
+resource "aws_kms_alias" "tokens" {
+  count = var.token_kms_key_arn == null ? 1 : 0
+
+  name          = "alias/${local.name}-tokens"
+  target_key_id = aws_kms_key.tokens[0].key_id
+}
+
 # ------------------------------------------------------- least privilege
 
 # api: webhook dedup (Idempotency), sessions, the BFF reads and writes and
@@ -89,6 +114,36 @@ data "aws_iam_policy_document" "api" {
     sid       = "Audit"
     actions   = ["dynamodb:PutItem"]
     resources = [module.tables.arns["audit"]]
+  }
+  # Seal and open Strava tokens (model/secrets/kms). Only with an encryption
+  # context of exactly {purpose = strava-tokens, userId = …}. The function
+  # calls KMS directly, so these requests carry no kms:ViaService: requiring
+  # it to be absent (Null = true) keeps any AWS service acting for this role
+  # from using the key; a StringEquals on kms:ViaService would deny every call.
+  statement {
+    sid       = "SealStravaTokens"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [local.token_kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:purpose"
+      values   = ["strava-tokens"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:EncryptionContext:userId"
+      values   = ["false"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["purpose", "userId"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:ViaService"
+      values   = ["true"]
+    }
   }
   statement {
     sid       = "InvokeWorker"
@@ -145,6 +200,36 @@ data "aws_iam_policy_document" "worker" {
       resources = [statement.value]
     }
   }
+  # Seal and open Strava tokens (model/secrets/kms). Only with an encryption
+  # context of exactly {purpose = strava-tokens, userId = …}. The function
+  # calls KMS directly, so these requests carry no kms:ViaService: requiring
+  # it to be absent (Null = true) keeps any AWS service acting for this role
+  # from using the key; a StringEquals on kms:ViaService would deny every call.
+  statement {
+    sid       = "SealStravaTokens"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = [local.token_kms_key_arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:purpose"
+      values   = ["strava-tokens"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:EncryptionContext:userId"
+      values   = ["false"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["purpose", "userId"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:ViaService"
+      values   = ["true"]
+    }
+  }
   statement {
     sid       = "OnFailureDestination"
     actions   = ["sqs:SendMessage"]
@@ -198,7 +283,7 @@ module "api" {
   zip_path    = "${var.artifacts_dir}/api.zip"
   settings    = var.functions.api
   policy_json = data.aws_iam_policy_document.api.json
-  environment = merge(local.common_env, local.strava_env, {
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
     STRAVA_VERIFY_TOKEN_PARAM = var.strava.verify_token_param_arn
     CC_PUBLIC_URL             = local.public_url
     CC_WORKER_FUNCTION        = module.worker.function_name
@@ -220,7 +305,7 @@ module "worker" {
   zip_path           = "${var.artifacts_dir}/worker.zip"
   settings           = var.functions.worker
   policy_json        = data.aws_iam_policy_document.worker.json
-  environment        = merge(local.common_env, local.strava_env)
+  environment        = merge(local.common_env, local.strava_env, local.tokens_env)
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
   tags               = var.tags

@@ -54,3 +54,8 @@ output "strava_verify_token_param_arn" {
   description = "SSM parameter holding the webhook verify token (a reference, never the value)."
   value       = var.strava.verify_token_param_arn
 }
+
+output "token_kms_key_arn" {
+  description = "KMS key sealing Strava tokens (created here unless token_kms_key_arn was given)."
+  value       = local.token_kms_key_arn
+}

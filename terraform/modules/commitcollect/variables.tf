@@ -65,6 +65,17 @@ variable "secrets_kms_key_arn" {
   }
 }
 
+variable "token_kms_key_arn" {
+  description = "KMS key that wraps the data keys sealing Strava tokens (CC_TOKEN_KMS_KEY). Null creates one with yearly rotation."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.token_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.token_kms_key_arn))
+    error_message = "token_kms_key_arn must be a KMS key ARN or null."
+  }
+}
+
 variable "public_url" {
   description = "Public base URL of the API (CC_PUBLIC_URL), e.g. a custom domain. Null uses the HTTP API's execute-api endpoint."
   type        = string
