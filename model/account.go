@@ -39,7 +39,7 @@ func (s *UserSession) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntityUserS
 // Normalize implements Entity.
 func (s *UserSession) Normalize() error { return normalize(&s.Meta, EntityUserSession) }
 
-// OAuthState is a login in progress (OAUTHSTATE#{state} / META in the
+// OAuthState is a login in progress (OAUTHSTATE#{stateHash} / META in the
 // sessions table): the state sent to Strava's authorize page, stored so the
 // callback can check it and consume it exactly once. ExpiresAtUtc is epoch
 // seconds, the sessions table's TTL attribute; TTL deletion is lazy, so
@@ -47,7 +47,9 @@ func (s *UserSession) Normalize() error { return normalize(&s.Meta, EntityUserSe
 type OAuthState struct {
 	Key
 	Meta
-	State        string    `dynamodbav:"state"`
+	// StateHash is the SessionHash of the state (the state itself is in the
+	// browser's cookie and Strava's redirect, never in the table).
+	StateHash    string    `dynamodbav:"stateHash"`
 	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
 	ExpiresAtUtc int64     `dynamodbav:"expiresAtUtc"`
 }
@@ -56,7 +58,7 @@ type OAuthState struct {
 func (s *OAuthState) Expired(now time.Time) bool { return now.Unix() >= s.ExpiresAtUtc }
 
 // ItemKey implements Entity.
-func (s *OAuthState) ItemKey() Key { return OAuthStateKey(s.State) }
+func (s *OAuthState) ItemKey() Key { return OAuthStateKey(s.StateHash) }
 
 // Stamp implements Entity.
 func (s *OAuthState) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntityOAuthState) }

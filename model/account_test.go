@@ -56,7 +56,7 @@ func TestAccountEntitiesStampAndExpire(t *testing.T) {
 		t.Fatalf("user session stamped as %+v", us)
 	}
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	st := &OAuthState{State: "abc", ExpiresAtUtc: now.Add(time.Minute).Unix()}
+	st := &OAuthState{StateHash: "abc", ExpiresAtUtc: now.Add(time.Minute).Unix()}
 	st.Stamp()
 	if st.Key != OAuthStateKey("abc") || st.EntityType != EntityOAuthState {
 		t.Fatalf("oauth state stamped as %+v", st)

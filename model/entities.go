@@ -243,6 +243,7 @@ type ModelPart struct {
 type Session struct {
 	Key
 	Meta
+	// SessionID is the SessionHash of the cookie value, never the cookie.
 	SessionID    string    `dynamodbav:"sessionId"`
 	UserID       string    `dynamodbav:"userId"`
 	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`

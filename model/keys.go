@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -122,7 +124,17 @@ func UserListPK(userID string) string {
 // UserListShardPK is the users-index partition of one shard.
 func UserListShardPK(shard int) string { return PrefixUserList + strconv.Itoa(shard) }
 
-// SessionKey addresses a BFF session.
+// SessionHash is all the tables ever hold of a bearer value the browser
+// keeps (the session cookie, the OAuth login state): its SHA-256, hex. Keys,
+// attributes and logs use the hash, so a table dump or a backup cannot be
+// replayed as a cookie.
+func SessionHash(cookieValue string) string {
+	sum := sha256.Sum256([]byte(cookieValue))
+	return hex.EncodeToString(sum[:])
+}
+
+// SessionKey addresses a BFF session by its id as stored: the SessionHash of
+// the cookie value, never the cookie itself.
 func SessionKey(sessionID string) Key { return Key{PrefixSession + sessionID, SKMeta} }
 
 // UserSessionSK is the sort key of a session pointer in the user's partition.
@@ -136,8 +148,9 @@ func UserSessionKey(userID, sessionID string) Key {
 	return Key{UserPK(userID), UserSessionSK(sessionID)}
 }
 
-// OAuthStateKey addresses a pending OAuth login state in the sessions table.
-func OAuthStateKey(state string) Key { return Key{PrefixOAuthState + state, SKMeta} }
+// OAuthStateKey addresses a pending OAuth login state in the sessions table
+// by the SessionHash of the state (the state itself travels in a cookie).
+func OAuthStateKey(stateHash string) Key { return Key{PrefixOAuthState + stateHash, SKMeta} }
 
 // AuditSK is an audit entry's sort key; GSI1SK and GSI2SK share it.
 func AuditSK(at time.Time, requestID string) string {

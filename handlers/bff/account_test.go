@@ -70,10 +70,10 @@ func (e *env) footprint(a account) []string {
 		}
 	}
 	for _, sid := range a.sessions {
-		_, err := e.st.Session(ctx, sid)
+		_, err := e.st.Session(ctx, model.SessionHash(sid))
 		switch {
 		case err == nil:
-			keys = append(keys, model.SessionKey(sid).String())
+			keys = append(keys, model.SessionKey(model.SessionHash(sid)).String())
 		case !errors.Is(err, model.ErrNotFound):
 			e.t.Fatal(err)
 		}

@@ -47,19 +47,20 @@ const callbackPath = "/auth/strava/callback"
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	log, _ := h.reqLog(r)
 	now := h.now().UTC()
-	st := &model.OAuthState{State: model.NewID(), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
+	state := model.NewID()
+	st := &model.OAuthState{StateHash: model.SessionHash(state), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
 	if err := h.st.PutOAuthState(r.Context(), st); err != nil {
 		log.ErrorContext(r.Context(), "store login state failed", "error", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not start the sign-in. Please try again in a moment.", true)
 		return
 	}
-	h.setCookie(w, StateCookie, st.State, callbackPath, h.cfg.StateTTL)
-	http.Redirect(w, r, h.strava.AuthCodeURL(st.State), http.StatusFound)
+	h.setCookie(w, StateCookie, state, callbackPath, h.cfg.StateTTL)
+	http.Redirect(w, r, h.strava.AuthCodeURL(state), http.StatusFound)
 }
 
-// callback finishes a Strava login. The state is consumed first (single
-// use), then checked against this browser's state cookie; a refusal or a
-// grant without activity:read writes nothing.
+// callback finishes a Strava login. The state is checked against this
+// browser's state cookie first, and only a matching pair consumes it (single
+// use); a refusal or a grant without activity:read writes nothing.
 func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, corr := h.reqLog(r)
@@ -71,7 +72,16 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in link is not valid. Please start again.", true)
 		return
 	}
-	st, err := h.st.ConsumeOAuthState(ctx, state)
+	// Check before consuming: only the browser that started this login (the
+	// cookie) may use up its state, so a third party replaying a victim's
+	// state cannot void the victim's sign-in.
+	c, err := r.Cookie(StateCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
+		log.WarnContext(ctx, "login state not bound to this browser")
+		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here.", true)
+		return
+	}
+	st, err := h.st.ConsumeOAuthState(ctx, model.SessionHash(state))
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired or was already used. Please start again.", true)
@@ -82,12 +92,6 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	case st.Expired(h.now()):
 		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired. Please start again.", true)
-		return
-	}
-	c, err := r.Cookie(StateCookie)
-	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
-		log.WarnContext(ctx, "login state not bound to this browser")
-		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here.", true)
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -131,13 +135,14 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	log = log.With("userId", userID)
 	now := h.now().UTC()
-	sess := &model.Session{SessionID: model.NewID(), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
+	cookie := model.NewID()
+	sess := &model.Session{SessionID: model.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
 	if err := h.st.CreateSession(ctx, sess); err != nil {
 		log.ErrorContext(ctx, "create session failed", "error", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment.", true)
 		return
 	}
-	h.setCookie(w, SessionCookie, sess.SessionID, "/", h.cfg.SessionTTL)
+	h.setCookie(w, SessionCookie, cookie, "/", h.cfg.SessionTTL)
 	log.InfoContext(ctx, "signed in")
 	http.Redirect(w, r, "/", http.StatusFound)
 }
@@ -198,7 +203,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, _ := h.reqLog(r)
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.st.Session(ctx, c.Value)
+		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case err == nil:
 			if err := h.st.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
@@ -229,7 +234,7 @@ func (h *Handler) authed(next authedFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "sign in first")
 			return
 		}
-		sess, err := h.st.Session(ctx, c.Value)
+		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session not found, sign in again")

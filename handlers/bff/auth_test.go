@@ -58,7 +58,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if r.status != http.StatusOK || me.AthleteID != 4242 || me.DisplayName != "Grace Hopper" || !me.Connected || me.UserID == "" {
 		t.Fatalf("GET /v1/me = %d %+v", r.status, me)
 	}
-	sess, err := e.st.Session(ctx, sid)
+	sess, err := e.st.Session(ctx, model.SessionHash(sid))
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
@@ -108,7 +108,7 @@ func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 			}
 			resp.Body.Close()
 			sid := sessionFrom(t, b, e.srv.URL)
-			if s, err := e.st.Session(context.Background(), sid); err == nil {
+			if s, err := e.st.Session(context.Background(), model.SessionHash(sid)); err == nil {
 				users[i] = s.UserID
 			}
 		}()

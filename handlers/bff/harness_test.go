@@ -145,11 +145,12 @@ func (e *env) user(userID string, athleteID int64) string {
 func (e *env) session(userID string) string {
 	e.t.Helper()
 	now := e.clock.Now()
-	s := &model.Session{SessionID: model.NewID(), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
+	cookie := model.NewID()
+	s := &model.Session{SessionID: model.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
 	if err := e.st.CreateSession(context.Background(), s); err != nil {
 		e.t.Fatal(err)
 	}
-	return s.SessionID
+	return cookie
 }
 
 type response struct {

@@ -44,7 +44,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	log, _ := h.reqLog(r)
 	data := pageData{Refresh: 3}
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.st.Session(ctx, c.Value)
+		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case err == nil && !sess.Expired(h.now()):
 			p, err := h.st.Profile(ctx, sess.UserID)

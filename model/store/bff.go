@@ -114,7 +114,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *model.Session) error {
 	return nil
 }
 
-// Session reads a session by id; model.ErrNotFound when there is none. It
+// Session reads a session by id (the SessionHash of the cookie); model.ErrNotFound when there is none. It
 // does not check expiry (TTL deletion is lazy): callers must use
 // Session.Expired.
 func (s *Store) Session(ctx context.Context, sessionID string) (model.Session, error) {
@@ -209,12 +209,12 @@ func (s *Store) PutOAuthState(ctx context.Context, st *model.OAuthState) error {
 	return nil
 }
 
-// ConsumeOAuthState deletes a login state and returns it, atomically, so a
-// state can be used once only. It returns model.ErrNotFound when the state
+// ConsumeOAuthState deletes a login state (by the SessionHash of the state)
+// and returns it, atomically, so a state can be used once only. It returns model.ErrNotFound when the state
 // does not exist or was already used. It does not check expiry.
-func (s *Store) ConsumeOAuthState(ctx context.Context, state string) (model.OAuthState, error) {
+func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string) (model.OAuthState, error) {
 	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.t.Sessions), Key: s.keyAV(s.t.Sessions, model.OAuthStateKey(state)),
+		TableName: aws.String(s.t.Sessions), Key: s.keyAV(s.t.Sessions, model.OAuthStateKey(stateHash)),
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {

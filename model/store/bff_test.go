@@ -109,11 +109,11 @@ func TestConsumeOAuthStateOnce(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	if err := s.PutOAuthState(ctx, &model.OAuthState{State: "st", ExpiresAtUtc: 2e9}); err != nil {
+	if err := s.PutOAuthState(ctx, &model.OAuthState{StateHash: "st", ExpiresAtUtc: 2e9}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.ConsumeOAuthState(ctx, "st")
-	if err != nil || st.State != "st" || st.ExpiresAtUtc != 2e9 {
+	if err != nil || st.StateHash != "st" || st.ExpiresAtUtc != 2e9 {
 		t.Fatalf("first consume = %+v, %v", st, err)
 	}
 	if _, err := s.ConsumeOAuthState(ctx, "st"); !errors.Is(err, model.ErrNotFound) {

@@ -45,7 +45,8 @@ func chromium(t *testing.T) string {
 func checkPageInChromium(t *testing.T, st *localstack.Stack, res localstack.DemoResult) {
 	bin := chromium(t)
 	now := time.Now().UTC()
-	sess := &model.Session{SessionID: model.NewID(), UserID: res.UserID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(time.Hour).Unix()}
+	cookie := model.NewID()
+	sess := &model.Session{SessionID: model.SessionHash(cookie), UserID: res.UserID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(time.Hour).Unix()}
 	if err := st.Store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func checkPageInChromium(t *testing.T, st *localstack.Stack, res localstack.Demo
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
 		r.Out.Host = target.Host
-		r.Out.AddCookie(&http.Cookie{Name: bff.SessionCookie, Value: sess.SessionID})
+		r.Out.AddCookie(&http.Cookie{Name: bff.SessionCookie, Value: cookie})
 	}}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
