@@ -35,14 +35,30 @@ func rawConnection(t *testing.T, s *store.Store, userID string) store.Item {
 // contains one of the secrets.
 func assertNoSecret(t *testing.T, item store.Item, secrets ...string) {
 	t.Helper()
-	dump := fmt.Sprintf("%#v", item)
-	for _, v := range item {
-		if b, ok := v.(*types.AttributeValueMemberB); ok {
-			dump += string(b.Value)
+	var b strings.Builder
+	var walk func(types.AttributeValue)
+	walk = func(av types.AttributeValue) {
+		switch v := av.(type) {
+		case *types.AttributeValueMemberM:
+			for k, x := range v.Value {
+				b.WriteString(k + "=")
+				walk(x)
+			}
+		case *types.AttributeValueMemberL:
+			for _, x := range v.Value {
+				walk(x)
+			}
+		case *types.AttributeValueMemberS:
+			b.WriteString(v.Value + " ")
+		case *types.AttributeValueMemberB:
+			b.Write(v.Value)
+		default:
+			fmt.Fprintf(&b, "%v ", v)
 		}
 	}
+	walk(&types.AttributeValueMemberM{Value: item})
 	for _, sec := range secrets {
-		if strings.Contains(dump, sec) {
+		if strings.Contains(b.String(), sec) {
 			t.Errorf("stored item contains the secret %q", sec)
 		}
 	}
