@@ -177,7 +177,8 @@ type Server struct {
 	sub        subscription // the push subscription (Strava allows one per application)
 	window     time.Time    // start of the current 15-minute window
 	day        string
-	usage      [4]int // short, daily, readShort, readDaily
+	usage      [4]int   // short, daily, readShort, readDaily
+	issued     []string // every access and refresh token handed out
 
 	stats struct {
 		authorizations, codeExchanges, tokenRefreshes, refusedTokens, activityFetches,
@@ -332,7 +333,16 @@ func (s *Server) issueLocked(athleteID int64, ttl time.Duration, scope []string)
 	t := Tokens{AccessToken: "sim-access-" + randHex(), RefreshToken: "sim-refresh-" + randHex(), ExpiresAt: exp, Scope: scope}
 	s.access[t.AccessToken] = tokenInfo{athlete: athleteID, expires: exp, scope: scope}
 	s.refresh[t.RefreshToken] = tokenInfo{athlete: athleteID, scope: scope}
+	s.issued = append(s.issued, t.AccessToken, t.RefreshToken)
 	return t
+}
+
+// IssuedTokens returns every access and refresh token the simulator has
+// handed out, revoked or not (for tests that check none is stored).
+func (s *Server) IssuedTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.issued...)
 }
 
 // RefreshTokenValid reports whether refresh would be accepted now.
