@@ -1,6 +1,7 @@
 package bff
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 )
@@ -82,10 +84,33 @@ type CreateMilestoneRequest struct {
 
 // decodeJSON reads a JSON body strictly; a bad body is a *model.ValidationError
 // naming the field when it can.
+// errBodyTooLarge is decodeJSON's answer to a body over maxBody (413).
+var errBodyTooLarge = fmt.Errorf("body is larger than %d bytes", maxBody)
+
+// decodeJSON reads one JSON object into v, strictly. It returns
+// errBodyTooLarge for a body over maxBody, and otherwise a
+// *model.ValidationError naming the problem: every text field that is not
+// valid UTF-8 (refused, never silently replaced), an unknown field, a wrong
+// type, an empty or malformed body.
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errBodyTooLarge
+	}
+	if err != nil {
+		return &model.ValidationError{Fields: []model.FieldError{{Field: "body", Message: "could not be read"}}}
+	}
+	if bad := jsontext.InvalidUTF8(body); len(bad) > 0 {
+		ve := &model.ValidationError{}
+		for _, f := range bad {
+			ve.Add(f, "is not valid UTF-8 text")
+		}
+		return ve
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON value")
 	}
@@ -94,14 +119,11 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	}
 	ve := &model.ValidationError{}
 	var te *json.UnmarshalTypeError
-	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &te) && te.Field != "":
 		ve.Add(te.Field, "must be a %s", jsonKind(te.Type.Kind().String()))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		ve.Add(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
-	case errors.As(err, &mbe):
-		ve.Add("body", "is larger than %d bytes", maxBody)
 	case errors.Is(err, io.EOF):
 		ve.Add("body", "is empty")
 	default:
@@ -128,6 +150,10 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 	}
 	var req CreateMilestoneRequest
 	if err := decodeJSON(r, w, &req); err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, err.Error())
+			return
+		}
 		var ve *model.ValidationError
 		errors.As(err, &ve)
 		writeValidation(w, ve)

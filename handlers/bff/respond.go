@@ -17,6 +17,7 @@ const (
 	CodeNotFound             = "not_found"
 	CodeInvalid              = "invalid"
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodePayloadTooLarge      = "payload_too_large"
 	CodeForbidden            = "forbidden"
 	CodeUnavailable          = "unavailable"
 	CodeInternal             = "internal"

@@ -161,3 +161,44 @@ func TestLoginStoresNoCookieValueAndNoToken(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateMilestoneRefusesHostileBodies: text that is not valid UTF-8 is
+// refused naming the field (never stored with U+FFFD in its place), and a
+// body over the limit is 413; nothing is written.
+func TestCreateMilestoneRefusesHostileBodies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("u1", 1)
+	const rest = `"modelId":"road-bike","metric":"count","target":10,"periodStartAtUtc":"2026-03-01T00:00:00Z"`
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"invalid byte in the title", "{" + rest + ",\"title\":\"Ride \xff\xfe\"}", []string{"title"}},
+		{"escaped lone surrogate", "{" + rest + `,"title":"Ride \udc00"}`, []string{"title"}},
+		{"invalid sport type", "{" + rest + ",\"title\":\"Ride\",\"sportTypes\":[\"Ride\",\"R\xc3\"]}", []string{"sportTypes[1]"}},
+	} {
+		r := e.do(http.MethodPost, "/v1/milestones", sid, tc.body)
+		var body bff.ErrorBody
+		r.json(t, &body)
+		var got []string
+		for _, f := range body.Error.Fields {
+			got = append(got, f.Field)
+		}
+		if r.status != http.StatusBadRequest || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: %d fields %v (%s), want 400 naming %v", tc.name, r.status, got, r.body, tc.want)
+		}
+	}
+	big := "{" + rest + `,"title":"` + strings.Repeat("a", 65<<10) + `"}`
+	r := e.do(http.MethodPost, "/v1/milestones", sid, big)
+	var body bff.ErrorBody
+	r.json(t, &body)
+	if r.status != http.StatusRequestEntityTooLarge || body.Error.Code != bff.CodePayloadTooLarge {
+		t.Errorf("65 KiB body: %d %s, want 413 %s", r.status, body.Error.Code, bff.CodePayloadTooLarge)
+	}
+	var list struct{ Milestones []bff.MilestoneJSON }
+	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
+	if len(list.Milestones) != 0 {
+		t.Fatalf("refused requests wrote milestones: %+v", list.Milestones)
+	}
+}
