@@ -13,6 +13,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -53,10 +54,18 @@ type wireEvent struct {
 // DecodeEvent strictly decodes one webhook body: exactly one JSON object,
 // no unknown fields, every field of the right type, object_type activity or
 // athlete, aspect_type create/update/delete (athlete events are updates
-// only), positive ids and event time, and updates values that are scalars.
+// only), positive ids and event time, updates values that are scalars, and
+// text (keys and values, updates included) that is valid UTF-8.
 // Every failure is a *model.ValidationError (errors.Is model.ErrInvalid)
 // whose fields say what was wrong.
 func DecodeEvent(body []byte) (Event, error) {
+	if bad := jsontext.InvalidUTF8(body); len(bad) > 0 {
+		var v model.ValidationError
+		for _, f := range bad {
+			v.Add(f, "is not valid UTF-8 text")
+		}
+		return Event{}, v.Err()
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
