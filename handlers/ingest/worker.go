@@ -294,7 +294,9 @@ func (w *Worker) audit(ctx context.Context, log *slog.Logger, subjectPK, userID,
 // the fields milestones need plus a minimal name, never the raw payload.
 // sportType falls back to the legacy `type` when sport_type is empty.
 // createdAtUtc is set to now; the store keeps an existing item's value. It
-// returns a *model.ValidationError (model.ErrInvalid) for unusable data.
+// returns a *model.ValidationError (model.ErrInvalid) for unusable data,
+// including numbers beyond the physical bounds of a workout
+// (model.MaxWorkoutDistanceMeters, …).
 func MapActivity(a strava.Activity, userID string, athleteID int64, correlationID string, now time.Time) (*model.Workout, error) {
 	var v model.ValidationError
 	sport := a.SportType
@@ -312,12 +314,22 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 	}
 	if a.Distance < 0 || math.IsNaN(a.Distance) || math.IsInf(a.Distance, 0) {
 		v.Add("distance", "must be a finite non-negative number")
+	} else if a.Distance > model.MaxWorkoutDistanceMeters {
+		v.Add("distance", "%g m is beyond the physical bound of %g m", a.Distance, model.MaxWorkoutDistanceMeters)
 	}
 	if a.TotalElevationGain < 0 || math.IsNaN(a.TotalElevationGain) || math.IsInf(a.TotalElevationGain, 0) {
 		v.Add("total_elevation_gain", "must be a finite non-negative number")
+	} else if a.TotalElevationGain > model.MaxWorkoutElevationMeters {
+		v.Add("total_elevation_gain", "%g m is beyond the physical bound of %g m", a.TotalElevationGain, model.MaxWorkoutElevationMeters)
 	}
+	maxSeconds := int64(model.MaxWorkoutDuration / time.Second)
 	if a.MovingTime < 0 {
 		v.Add("moving_time", "must not be negative")
+	} else if a.MovingTime > maxSeconds {
+		v.Add("moving_time", "%d s is beyond the physical bound of %d s", a.MovingTime, maxSeconds)
+	}
+	if a.ElapsedTime < 0 || a.ElapsedTime > maxSeconds {
+		v.Add("elapsed_time", "%d s is outside 0..%d s", a.ElapsedTime, maxSeconds)
 	}
 	if userID == "" {
 		v.Add("userId", "is required")

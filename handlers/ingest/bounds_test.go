@@ -1,0 +1,79 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+func TestMapActivityPhysicalBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	base := strava.Activity{ID: 7, Name: "x", SportType: "Ride", Distance: 5000, TotalElevationGain: 40, MovingTime: 1800,
+		ElapsedTime: 2000, StartDate: now.Add(-time.Hour)}
+	month := int64(model.MaxWorkoutDuration / time.Second)
+	tests := []struct {
+		name      string
+		given     func(a *strava.Activity)
+		wantField string // "" = accepted
+	}{
+		{"at every bound", func(a *strava.Activity) {
+			a.Distance, a.TotalElevationGain, a.MovingTime, a.ElapsedTime = model.MaxWorkoutDistanceMeters, model.MaxWorkoutElevationMeters, month, month
+		}, ""},
+		{"distance 1e300", func(a *strava.Activity) { a.Distance = 1e300 }, "distance"},
+		{"distance just beyond", func(a *strava.Activity) { a.Distance = model.MaxWorkoutDistanceMeters + 1 }, "distance"},
+		{"elevation beyond", func(a *strava.Activity) { a.TotalElevationGain = 2e6 }, "total_elevation_gain"},
+		{"moving time beyond a month", func(a *strava.Activity) { a.MovingTime = month + 1 }, "moving_time"},
+		{"elapsed time beyond a month", func(a *strava.Activity) { a.ElapsedTime = month + 1 }, "elapsed_time"},
+		{"negative elapsed time", func(a *strava.Activity) { a.ElapsedTime = -1 }, "elapsed_time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := base
+			tt.given(&a)
+			got, err := ingest.MapActivity(a, "u1", 3, "c1", now)
+			if tt.wantField == "" {
+				if err != nil || got == nil {
+					t.Fatalf("got %v, %v; want a workout", got, err)
+				}
+				return
+			}
+			var v *model.ValidationError
+			if !errors.As(err, &v) || len(v.Fields) != 1 || v.Fields[0].Field != tt.wantField {
+				t.Fatalf("got %v, want a ValidationError naming only %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+// TestWorkerRejectsPhysicallyImpossibleActivity: an activity Strava serves
+// with a distance of 1e300 m is rejected at normalization: the job ends (no
+// error, so no retry and no DLQ/park), nothing is written, and the audit
+// trail says why.
+func TestWorkerRejectsPhysicallyImpossibleActivity(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	h.sim.PutActivity(stravasim.Activity{ID: 900, AthleteID: 10, SportType: "Run", Distance: 1e300, MovingTime: 1500,
+		ElapsedTime: 1600, StartDate: time.Now().UTC().Add(-time.Hour)})
+	if err := h.worker.Run(ctx, job(h.sim.ActivityEvent("create", 900, 10, nil))); err != nil {
+		t.Fatalf("worker: %v; want the job finished as rejected (nil)", err)
+	}
+	if _, err := h.st.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("workout 900: %v; want nothing written", err)
+	}
+	rejected := h.audits(model.AthletePK(10))[ingest.AuditEventRejected]
+	if len(rejected) != 1 || !strings.Contains(rejected[0].Details["reason"], "distance") ||
+		!strings.Contains(rejected[0].Details["reason"], "physical bound") {
+		t.Fatalf("rejected audits %+v; want one whose reason names the distance bound", rejected)
+	}
+}
