@@ -18,10 +18,11 @@ import (
 )
 
 // AWS loads the default credential chain (with the SDK's standard retryer).
+// The SDK logs through c.Logger (SDKLogger), so its warnings are JSON too.
 // With DYNAMODB_ENDPOINT set and no credentials configured, it uses dummy
 // static credentials, which is all DynamoDB Local needs.
 func (c Config) AWS(ctx context.Context) (aws.Config, error) {
-	opts := []func(*awsconfig.LoadOptions) error{}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(SDKLogger(c.Logger()))}
 	if c.DynamoDBEndpoint != "" {
 		// A DynamoDB-compatible endpoint (DynamoDB Local) is not on EC2:
 		// asking the instance metadata service for credentials only costs

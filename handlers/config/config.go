@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -47,6 +48,8 @@ type Config struct {
 	CORSOrigins []string
 	// LogLevel is debug, info, warn or error (CC_LOG_LEVEL, default info).
 	LogLevel slog.Level
+	// LogOutput is where Logger writes (os.Stderr when nil; tests set it).
+	LogOutput io.Writer
 	// TokenKMSKey is the KMS key (id, ARN or alias) that wraps the data keys
 	// sealing Strava tokens (CC_TOKEN_KMS_KEY; AWS).
 	TokenKMSKey string
@@ -159,5 +162,9 @@ func or(v, def string) string {
 // Logger returns the JSON slog logger every process uses, with stable keys
 // (correlationId, userId, athleteId, activityId, …). Never log tokens.
 func (c Config) Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	out := c.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	return slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.LogLevel}))
 }
