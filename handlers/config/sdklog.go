@@ -13,7 +13,9 @@ import (
 // source "aws-sdk". The SDK's WARN is slog's Warn and its DEBUG slog's
 // Debug; anything else is Info. Request and response bodies are never
 // logged (no ClientLogMode is set).
-func SDKLogger(log *slog.Logger) logging.Logger { return sdkLogger{log: log, ctx: context.Background()} }
+func SDKLogger(log *slog.Logger) logging.Logger {
+	return sdkLogger{log: log, ctx: context.Background()}
+}
 
 type sdkLogger struct {
 	log *slog.Logger

@@ -69,6 +69,11 @@ func TestSDKLogsAreJSON(t *testing.T) {
 		t.Fatalf("get item after one 500: %v", err)
 	}
 	lines := out.lines()
+	// The SDK's own warning of the issue (a DynamoDB response without the
+	// CRC32 it expected) must be among them, as JSON.
+	if !strings.Contains(strings.Join(lines, "\n"), "did not match expected checksum") {
+		t.Errorf("no SDK checksum warning among %q", lines)
+	}
 	if len(lines) < 2 {
 		t.Fatalf("SDK log lines %q; want the warning and at least one retry line", lines)
 	}
