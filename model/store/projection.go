@@ -164,10 +164,6 @@ func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 		c.Remove = []string{"projectedAtUtc"}
 	}
 	k := model.MilestoneKey(w.UserID, w.MilestoneID)
-	if w.Items() > model.TransactionLimit {
-		return fmt.Errorf("write projection of milestone %s: %d items in one transaction, more than %d: %w",
-			w.MilestoneID, w.Items(), model.TransactionLimit, model.ErrInvalid)
-	}
 	if len(w.Awards) == 0 && len(w.Audits) == 0 {
 		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
