@@ -484,10 +484,10 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 // transaction writes except timestamps (the audit entries by their
 // deterministic keys): the same computation retried (by the SDK, or by a
 // redelivered batch) sends the same token, so DynamoDB applies it once. A
-// cancelled transaction does not use up its token; after a success the same
-// token with other timestamps is IdempotentParameterMismatch, which
-// WriteProjection reports as a conflict (re-read: the version moved). It is
-// 32 hex characters (DynamoDB allows 36).
+// cancelled transaction does not use up its token (so DynamoDB Local
+// shows); after a success the same token with other timestamps is
+// IdempotentParameterMismatch, which WriteProjection reports as a conflict
+// (re-read: the version moved). It is 32 hex characters (DynamoDB allows 36).
 func Token(w store.ProjectionWrite) string {
 	p := w.Projection
 	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
