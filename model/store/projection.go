@@ -223,3 +223,16 @@ func (s *Store) AwardAudits(ctx context.Context, userID, milestoneID string, key
 	}
 	return out, nil
 }
+
+// AuditEntriesAt reads a user's audit entries keyed in the second of at
+// (AUDIT#{unix seconds}#…): one strongly consistent Query. The projector
+// uses it to find AWARD_MINTED entries written before their keys were
+// deterministic, which were keyed at the second of the award's
+// awardedAtUtc.
+func (s *Store) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
+	es, _, err := QueryEntities[model.AuditEntry](ctx, s, s.t.Audit, model.UserPK(userID), model.AuditSK(at, ""), QueryOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
+	}
+	return es, nil
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
@@ -267,5 +268,48 @@ func TestHandRaisedCounterIsNotMinted(t *testing.T) {
 	}
 	if n := e.checkAudited("u-raised", "m1"); n != 6 {
 		t.Fatalf("awards: got %d, want 6", n)
+	}
+}
+
+// TestLegacyAuditedAwardsStay: awards minted before audit keys were
+// deterministic have their AWARD_MINTED entries keyed at the second of the
+// mint. They still justify their awards when the log no longer earns them;
+// an award item with no entry at all does not.
+func TestLegacyAuditedAwardsStay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	e.putMilestone("u-legacy", "m1", hundredKm(10))
+	e.putWorkout(workout("u-legacy", 101, 1, 10, "corr-10")) // earns part 0 only
+	// Ten days ago: well within the audit retention, so age alone justifies nothing.
+	mintedAt := time.Now().UTC().AddDate(0, 0, -10).Truncate(time.Second).Add(500 * time.Millisecond)
+	for i := range 4 {
+		if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.Award{UserID: "u-legacy", MilestoneID: "m1", ModelID: "rocket",
+			PartIndex: i, AwardedAtUtc: mintedAt, ActivityID: 99}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			continue // its entry was lost (observation 3)
+		}
+		legacy := model.NewAuditEntry(model.UserPK("u-legacy"), "u-legacy", consumer.EventAwardMinted, "corr-old",
+			fmt.Sprintf("old-digest-%d", i), mintedAt, map[string]string{"milestoneId": "m1", "partIndex": strconv.Itoa(i)})
+		if err := e.s.AppendAudit(e.ctx, legacy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := e.milestone("u-legacy", "m1")
+	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.Key, m.Version,
+		store.Changes{Set: map[string]any{"awardedParts": 4}}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.consumer(consumer.Options{})
+	rep, err := c.RecomputeUser(e.ctx, "u-legacy", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := rep.Milestones[0]
+	if got := e.milestone("u-legacy", "m1"); got.AwardedParts != 3 || len(mr.Unjustified) != 1 || mr.Unjustified[0] != 3 || len(mr.Minted) != 0 {
+		t.Fatalf("got %+v, unjustified %v, minted %v; want 3 parts kept (legacy entries), part 3 unjustified, nothing minted",
+			got.Projection, mr.Unjustified, mr.Minted)
 	}
 }

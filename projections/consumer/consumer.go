@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type Store interface {
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
 	WriteProjection(ctx context.Context, w store.ProjectionWrite) error
 	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
+	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error
 	Park(ctx context.Context, r *model.ParkedRecord) error
 }
@@ -324,6 +326,13 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 			return mr, err
 		}
 	}
+	if found, err := c.legacyAudits(ctx, m, res.Unjustified, held); err != nil {
+		return mr, err
+	} else if found {
+		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
+			return mr, err
+		}
+	}
 	mr.Recomputed, mr.Changed, mr.NewParts = res.Projection, res.Changed, res.NewParts
 	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
 	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {
@@ -411,6 +420,39 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, mr.Version, -1, details)
 	}
 	return mr, nil
+}
+
+// legacyAudits looks for the AWARD_MINTED entries of unjustified award
+// items that were minted before audit keys were deterministic: those were
+// written after the mint, keyed at the second of the award's awardedAtUtc.
+// It marks the parts it finds in held.Audited and reports whether it found
+// any. One Query per distinct second, and only for award items the log
+// does not justify, so the common path never pays for it.
+func (c *Consumer) legacyAudits(ctx context.Context, m *model.Milestone, unjustified []int, held projections.Held) (bool, error) {
+	if held.Audited == nil {
+		return false, nil // nothing unjustified: the entries were not even needed
+	}
+	bySecond := map[int64][]int{}
+	for _, i := range unjustified {
+		if at, ok := held.Minted[i]; ok {
+			bySecond[at.Unix()] = append(bySecond[at.Unix()], i)
+		}
+	}
+	found := false
+	for sec, parts := range bySecond {
+		es, err := c.st.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
+		if err != nil {
+			return false, err
+		}
+		for _, e := range es {
+			i, err := strconv.Atoi(e.Details["partIndex"])
+			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || err != nil || !slices.Contains(parts, i) {
+				continue
+			}
+			held.Audited[i], found = true, true
+		}
+	}
+	return found, nil
 }
 
 // unminted lists the parts below awarded (and partCount) without an award
