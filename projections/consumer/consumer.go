@@ -472,12 +472,14 @@ func unminted(awarded, partCount int, existing map[int]model.Award) []int {
 // awards in part order, each with its AWARD_MINTED entry (audits, by part)
 // in the same transaction. Write k expects version m.Version+k. Every write
 // but the last stores the consistent prefix it completes: awardedParts
-// counts the leading parts whose award items exist by then (never fewer than
-// the justified parts the stored counter already had) and status is
-// completed only if that is every part; the last stores final. A crash
-// between two writes therefore leaves awards that all have their audit
-// entries and a counter no award is missing from, and the next recompute
-// mints the rest. Without awards it is the single update of final.
+// counts the leading parts whose award items exist by then, status is
+// completed only if that is every part, and the last write stores final.
+// (A stored counter that final still justifies is never lowered meanwhile,
+// even when a lost award item below it is re-minted by a later write.) A
+// crash between two writes therefore leaves awards that all have their
+// audit entries under a counter that claims no new part without its award,
+// and the next recompute mints the rest. Without awards it is the single
+// update of final.
 func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Award, awards []*model.Award,
 	audits map[int]*model.AuditEntry) []store.ProjectionWrite {
 	base := store.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
