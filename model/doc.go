@@ -19,7 +19,8 @@ const (
 	// TransactionLimit is DynamoDB's TransactWriteItems limit.
 	TransactionLimit = 100
 	// MaxPartCount bounds a model's parts so that one transaction holds the
-	// milestone update plus every award.
+	// milestone update plus every award; with their AWARD_MINTED entries a
+	// mint of more than 49 parts takes several transactions (consumer.Plan).
 	MaxPartCount = 99
 	// AuditRetentionDays is how long audit entries live (TTL).
 	AuditRetentionDays = 90

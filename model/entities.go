@@ -270,6 +270,10 @@ type AuditEntry struct {
 	EventMonthPK  string            `dynamodbav:"GSI2PK"`
 	EventMonthSK  string            `dynamodbav:"GSI2SK"`
 	ExpiresAt     int64             `dynamodbav:"expiresAt"`
+	// KeyAtUtc, when set, is the instant the sort key is built from instead
+	// of OccurredAtUtc: entries that need a deterministic key (AWARD_MINTED,
+	// see AwardMintedAuditKey) set it to something stable.
+	KeyAtUtc *time.Time `dynamodbav:"keyAtUtc,omitempty"`
 }
 
 // IdempotencyRecord marks a webhook event as accepted (idempotency table,

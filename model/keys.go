@@ -163,6 +163,48 @@ func AuditKey(subjectPK string, at time.Time, requestID string) Key {
 	return Key{subjectPK, AuditSK(at, requestID)}
 }
 
+// awardMintedRequestPrefix starts the request id of an AWARD_MINTED audit
+// entry (AwardMintedRequestID).
+const awardMintedRequestPrefix = "mint-"
+
+// AwardMintedRequestID is the request id of the AWARD_MINTED audit entry of
+// part partIndex of milestoneID: mint-{milestoneId}-{partIndex, two digits}.
+// It names the part, not the attempt, so every attempt at minting the part
+// writes the same audit key.
+func AwardMintedRequestID(milestoneID string, partIndex int) string {
+	return fmt.Sprintf("%s%s-%02d", awardMintedRequestPrefix, milestoneID, partIndex)
+}
+
+// AwardMintedAuditKey is the deterministic key of the AWARD_MINTED audit
+// entry of one part: AUDIT#{unix seconds of keyAt}#mint-{milestoneId}-{part}.
+// keyAt is the milestone's createdAtUtc, which never changes, so no wall
+// clock enters the key: a retried or repeated mint of the part writes (and
+// finds) the same entry.
+func AwardMintedAuditKey(userID, milestoneID string, keyAt time.Time, partIndex int) Key {
+	return AuditKey(UserPK(userID), keyAt, AwardMintedRequestID(milestoneID, partIndex))
+}
+
+// AwardMintedAuditPrefix is the audit sort-key prefix shared by the
+// AWARD_MINTED entries of every part of milestoneID (see AwardMintedAuditKey).
+func AwardMintedAuditPrefix(milestoneID string, keyAt time.Time) string {
+	return PrefixAudit + strconv.FormatInt(keyAt.Unix(), 10) + sep + awardMintedRequestPrefix + milestoneID + "-"
+}
+
+// ParseAwardMintedAuditSK returns the part index of an AWARD_MINTED audit
+// sort key of milestoneID (keyed at keyAt), and false when sk is not one (for
+// instance the entry of another milestone whose id merely starts the same).
+func ParseAwardMintedAuditSK(sk, milestoneID string, keyAt time.Time) (int, bool) {
+	rest, ok := strings.CutPrefix(sk, AwardMintedAuditPrefix(milestoneID, keyAt))
+	if !ok || len(rest) < 2 || strings.Trim(rest, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n >= MaxPartCount {
+		return 0, false
+	}
+	return n, true
+}
+
 // CorrelationPK is the audit table's GSI1PK.
 func CorrelationPK(correlationID string) string { return PrefixCorrelation + correlationID }
 

@@ -171,3 +171,43 @@ func TestTransactionErrorClassification(t *testing.T) {
 		t.Fatalf("validation error: %v", v.Err())
 	}
 }
+
+func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	k := AwardMintedAuditKey("u1", "m-9", created, 7)
+	if want := (Key{"USER#u1", "AUDIT#1772179200#mint-m-9-07"}); k != want {
+		t.Fatalf("key: got %v, want %v", k, want)
+	}
+	if p, err := ParseKey(k); err != nil || p.Kind != KindAudit {
+		t.Fatalf("ParseKey: got %+v, %v; want an audit key", p, err)
+	}
+	e := NewAwardMintedAudit("u1", "m-9", created, 7, "AWARD_MINTED", "c", created.AddDate(0, 1, 0), nil)
+	if e.ItemKey() != k || e.SK != k.SK || e.CorrelationSK != k.SK {
+		t.Fatalf("entry key: got %v (GSI1SK %s), want %v", e.ItemKey(), e.CorrelationSK, k)
+	}
+	tests := []struct {
+		name      string
+		sk        string
+		milestone string
+		keyAt     time.Time
+		want      int
+		ok        bool
+	}{
+		{"its own part", k.SK, "m-9", created, 7, true},
+		{"part 98", AwardMintedAuditKey("u1", "m-9", created, 98).SK, "m-9", created, 98, true},
+		{"a milestone whose id starts the same", AwardMintedAuditKey("u1", "m-9-01", created, 3).SK, "m-9", created, 0, false},
+		{"another creation second", k.SK, "m-9", created.Add(time.Second), 0, false},
+		{"another audit entry", AuditSK(created, "abc"), "m-9", created, 0, false},
+		{"not a part index", AuditSK(created, "mint-m-9-x1"), "m-9", created, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := ParseAwardMintedAuditSK(tt.sk, tt.milestone, tt.keyAt)
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("ParseAwardMintedAuditSK(%q): got %d %v, want %d %v", tt.sk, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -207,7 +207,25 @@ func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string
 }
 
 // ItemKey implements Entity.
-func (a *AuditEntry) ItemKey() Key { return AuditKey(a.PK, a.OccurredAtUtc, a.RequestID) }
+func (a *AuditEntry) ItemKey() Key {
+	if a.KeyAtUtc != nil {
+		return AuditKey(a.PK, *a.KeyAtUtc, a.RequestID)
+	}
+	return AuditKey(a.PK, a.OccurredAtUtc, a.RequestID)
+}
+
+// NewAwardMintedAudit builds the AWARD_MINTED audit entry of part partIndex
+// of a user's milestone, keyed deterministically (AwardMintedAuditKey, keyAt
+// = the milestone's createdAtUtc) while OccurredAtUtc, the event-month index
+// and the TTL follow at, the instant of the mint.
+func NewAwardMintedAudit(userID, milestoneID string, keyAt time.Time, partIndex int, eventType, correlationID string,
+	at time.Time, details map[string]string) *AuditEntry {
+	a := NewAuditEntry(UserPK(userID), userID, eventType, correlationID, AwardMintedRequestID(milestoneID, partIndex), at, details)
+	k := keyAt.UTC()
+	a.KeyAtUtc = &k
+	a.Stamp()
+	return a
+}
 
 // Stamp implements Entity.
 func (a *AuditEntry) Stamp() {

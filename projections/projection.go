@@ -52,6 +52,11 @@ type Result struct {
 	// NewParts are the part indexes awarded by this projection and not
 	// before (cur.AwardedParts ≤ i < Projection.AwardedParts), ascending.
 	NewParts []int
+	// Unjustified are parts the stored state claims (counted in
+	// cur.AwardedParts, or with an award item) that neither the log nor an
+	// award item with its AWARD_MINTED audit entry justifies, ascending.
+	// Projection.AwardedParts does not count them.
+	Unjustified []int
 	// Changed reports whether Projection differs from the current one
 	// (ignoring ProjectedAtUtc).
 	Changed bool
@@ -185,15 +190,25 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// Project computes def's new projection from cur and the log at now. The
-// result does not depend on the order of log.Workouts (each activity appears
-// once: the log holds one item per activity id). Awards are monotonic: AwardedParts never decreases and status
-// never leaves completed. More than model.MaxWorkoutsToInspect workouts are
-// cut to the earliest ones and the result is truncated.
+// Project is ProjectWith without held awards: only the log justifies awards.
+func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now time.Time) (Result, error) {
+	return ProjectWith(def, cur, Held{}, log, now)
+}
+
+// ProjectWith computes def's new projection from cur, the awards the store
+// holds and the log at now. The result does not depend on the order of
+// log.Workouts (each activity appears once: the log holds one item per
+// activity id). AwardedParts is Justified: parts the log earns plus parts
+// held with proof (award item and AWARD_MINTED entry), so awards are
+// monotonic (a shrinking log never takes a held award back) while a counter
+// nothing backs is lowered to what is justified (Unjustified lists the
+// rest). Status is completed exactly when every part is justified. More
+// than model.MaxWorkoutsToInspect workouts are cut to the earliest ones and
+// the result is truncated.
 //
 // It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
 // projected (see Validate).
-func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now time.Time) (Result, error) {
+func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held, log Log, now time.Time) (Result, error) {
 	if err := Validate(def); err != nil {
 		return Result{}, fmt.Errorf("project %q: %w", def.Title, err)
 	}
@@ -225,15 +240,16 @@ func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now t
 	next := model.Projection{
 		ProgressValue:   value,
 		WorkoutsCounted: counted,
-		AwardedParts:    max(cur.AwardedParts, earned),
+		AwardedParts:    Justified(earned, def.PartCount, held, now),
 		Status:          model.StatusActive,
 		Truncated:       truncated,
 		ProjectedAtUtc:  cur.ProjectedAtUtc,
 	}
-	if cur.Status == model.StatusCompleted || next.AwardedParts >= def.PartCount {
+	if next.AwardedParts >= def.PartCount {
 		next.Status = model.StatusCompleted
 	}
-	r := Result{Projection: next, Earned: earned, Crossings: crossings}
+	r := Result{Projection: next, Earned: earned, Crossings: crossings,
+		Unjustified: unjustified(next.AwardedParts, cur, held, def.PartCount, now)}
 	for i := max(cur.AwardedParts, 0); i < next.AwardedParts; i++ {
 		r.NewParts = append(r.NewParts, i)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,6 +38,31 @@ func run(id int64, day int, metres float64) model.Workout {
 
 func active() model.Projection { return model.Projection{Status: model.StatusActive} }
 
+// heldParts holds award items for parts 0..minted-1 minted at at, the first
+// audited of them with their AWARD_MINTED entry.
+func heldParts(minted, audited int, at time.Time) projections.Held {
+	h := projections.Held{Minted: map[int]time.Time{}, Audited: map[int]bool{}}
+	for i := range minted {
+		h.Minted[i] = at
+		if i < audited {
+			h.Audited[i] = true
+		}
+	}
+	return h
+}
+
+// mint records parts as the consumer does: each award item with its
+// AWARD_MINTED entry, in one transaction.
+func mint(h projections.Held, parts []int, at time.Time) projections.Held {
+	if h.Minted == nil {
+		h.Minted, h.Audited = map[int]time.Time{}, map[int]bool{}
+	}
+	for _, p := range parts {
+		h.Minted[p], h.Audited[p] = at, true
+	}
+	return h
+}
+
 func TestProject(t *testing.T) {
 	t.Parallel()
 	deleted := run(4, 5, 50000)
@@ -50,17 +76,19 @@ func TestProject(t *testing.T) {
 	atStart := run(8, 1, 1000)
 	atStart.StartDateUtc = march
 	tests := []struct {
-		name      string
-		def       func(*model.MilestoneDefinition)
-		cur       model.Projection
-		log       projections.Log
-		wantValue int64
-		wantCount int
-		wantAward int
-		wantNew   []int
-		wantStat  model.MilestoneStatus
-		wantTrunc bool
-		wantTips  []int64 // activity that tipped each earned part
+		name       string
+		def        func(*model.MilestoneDefinition)
+		cur        model.Projection
+		held       projections.Held
+		log        projections.Log
+		wantValue  int64
+		wantCount  int
+		wantAward  int
+		wantNew    []int
+		wantStat   model.MilestoneStatus
+		wantTrunc  bool
+		wantTips   []int64 // activity that tipped each earned part
+		wantUnjust []int
 	}{
 		{
 			name: "25+30+50 km earns every part once, tipped in start order",
@@ -89,8 +117,41 @@ func TestProject(t *testing.T) {
 			name:      "awards never go down when workouts disappear",
 			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
 			cur:       model.Projection{ProgressValue: 105000000, WorkoutsCounted: 3, AwardedParts: 10, Status: model.StatusCompleted},
+			held:      heldParts(10, 10, earlier),
 			wantValue: 25000000, wantCount: 1, wantAward: 10, wantStat: model.StatusCompleted,
 			wantTips: []int64{1, 1},
+		},
+		{
+			name:      "a counter raised by hand is lowered to what the log earns, never completed",
+			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
+			cur:       model.Projection{ProgressValue: 25000000, WorkoutsCounted: 1, AwardedParts: 10, Status: model.StatusCompleted},
+			held:      heldParts(2, 2, earlier),
+			wantValue: 25000000, wantCount: 1, wantAward: 2, wantStat: model.StatusActive,
+			wantTips: []int64{1, 1}, wantUnjust: []int{2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:      "award items without their AWARD_MINTED entry justify nothing",
+			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
+			cur:       model.Projection{ProgressValue: 25000000, WorkoutsCounted: 1, AwardedParts: 4, Status: model.StatusActive},
+			held:      heldParts(4, 2, earlier),
+			wantValue: 25000000, wantCount: 1, wantAward: 2, wantStat: model.StatusActive,
+			wantTips: []int64{1, 1}, wantUnjust: []int{2, 3},
+		},
+		{
+			name:      "an award item older than the audit retention justifies itself",
+			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 25000)}},
+			cur:       model.Projection{ProgressValue: 25000000, WorkoutsCounted: 1, AwardedParts: 4, Status: model.StatusActive},
+			held:      heldParts(4, 0, now.Add(-projections.AuditRetention)),
+			wantValue: 25000000, wantCount: 1, wantAward: 4, wantStat: model.StatusActive,
+			wantTips: []int64{1, 1},
+		},
+		{
+			name:      "an unjustified part ends the run: held parts after it are not counted",
+			log:       projections.Log{Workouts: []model.Workout{run(1, 1, 10000)}},
+			cur:       model.Projection{ProgressValue: 10000000, WorkoutsCounted: 1, AwardedParts: 3, Status: model.StatusActive},
+			held:      projections.Held{Minted: map[int]time.Time{0: earlier, 2: earlier}, Audited: map[int]bool{0: true, 2: true}},
+			wantValue: 10000000, wantCount: 1, wantAward: 1, wantStat: model.StatusActive,
+			wantTips: []int64{1}, wantUnjust: []int{1},
 		},
 		{
 			name: "empty sport types count every sport",
@@ -142,9 +203,12 @@ func TestProject(t *testing.T) {
 			if tt.def != nil {
 				tt.def(&d)
 			}
-			got, err := projections.Project(d, tt.cur, tt.log, now)
+			got, err := projections.ProjectWith(d, tt.cur, tt.held, tt.log, now)
 			if err != nil {
 				t.Fatalf("Project: %v", err)
+			}
+			if !reflect.DeepEqual(got.Unjustified, tt.wantUnjust) {
+				t.Errorf("unjustified: got %v, want %v", got.Unjustified, tt.wantUnjust)
 			}
 			p := got.Projection
 			if p.ProgressValue != tt.wantValue || p.WorkoutsCounted != tt.wantCount || p.AwardedParts != tt.wantAward ||
@@ -350,7 +414,7 @@ func TestPropertyRemovingWorkoutsNeverRemovesAwards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		state := cur.Projection
+		state, held := cur.Projection, mint(projections.Held{}, cur.NewParts, earlier)
 		for len(ws) > 0 {
 			i := r.IntN(len(ws))
 			if r.IntN(2) == 0 {
@@ -362,7 +426,7 @@ func TestPropertyRemovingWorkoutsNeverRemovesAwards(t *testing.T) {
 					ws = append(ws[:i:i], ws[i+1:]...)
 				}
 			}
-			next, err := projections.Project(d, state, projections.Log{Workouts: ws}, now)
+			next, err := projections.ProjectWith(d, state, held, projections.Log{Workouts: ws}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -394,6 +458,75 @@ func TestPropertyAwardsFollowThreshold(t *testing.T) {
 		}
 		if (got.Projection.AwardedParts == d.PartCount) != (got.Projection.Status == model.StatusCompleted) {
 			t.Fatalf("trial %d: awarded %d of %d with status %s", trial, got.Projection.AwardedParts, d.PartCount, got.Projection.Status)
+		}
+	}
+}
+
+// TestPropertyNeverAwardsPastJustified: whatever the stored counter and
+// status say, awardedParts is exactly the longest run of parts each earned by
+// the log or held with proof (award item plus AWARD_MINTED entry, or an item
+// older than the audit retention); a raised counter or status changes
+// nothing; completed means every part is justified; every claimed part left
+// out is listed as unjustified.
+func TestPropertyNeverAwardsPastJustified(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(13, 14))
+	for trial := 0; trial < 500; trial++ {
+		d, ws := randomDef(r), randomLog(r, r.IntN(60))
+		held := projections.Held{Minted: map[int]time.Time{}, Audited: map[int]bool{}}
+		for i := range d.PartCount {
+			if r.IntN(2) == 0 {
+				held.Minted[i] = now.Add(-time.Duration(r.IntN(2*model.AuditRetentionDays)) * 24 * time.Hour)
+			}
+			if r.IntN(2) == 0 {
+				held.Audited[i] = true // an entry without its item (item deleted by hand) proves nothing alone
+			}
+		}
+		cur := model.Projection{AwardedParts: r.IntN(d.PartCount + 5), Status: model.StatusActive}
+		if r.IntN(2) == 0 {
+			cur.Status = model.StatusCompleted
+		}
+		log := projections.Log{Workouts: ws}
+		got, err := projections.ProjectWith(d, cur, held, log, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := got.Projection.AwardedParts
+		justified := func(i int) bool {
+			at, minted := held.Minted[i]
+			return i < got.Earned || (minted && (held.Audited[i] || now.Sub(at) >= projections.AuditRetention))
+		}
+		for i := range n {
+			if !justified(i) {
+				t.Fatalf("trial %d: part %d awarded (awardedParts %d) but neither earned (%d) nor held with proof", trial, i, n, got.Earned)
+			}
+		}
+		if n < d.PartCount && justified(n) {
+			t.Fatalf("trial %d: awardedParts %d stops before justified part %d", trial, n, n)
+		}
+		if (n == d.PartCount) != (got.Projection.Status == model.StatusCompleted) {
+			t.Fatalf("trial %d: awarded %d of %d with status %s", trial, n, d.PartCount, got.Projection.Status)
+		}
+		for _, i := range got.Unjustified {
+			_, minted := held.Minted[i]
+			if i < n || justified(i) || (i >= cur.AwardedParts && !minted) {
+				t.Fatalf("trial %d: part %d listed unjustified (awarded %d, counter %d, minted %v)", trial, i, n, cur.AwardedParts, minted)
+			}
+		}
+		for i := n; i < min(cur.AwardedParts, d.PartCount); i++ {
+			if !justified(i) && !slices.Contains(got.Unjustified, i) {
+				t.Fatalf("trial %d: counter claims part %d without proof and it is not reported (%v)", trial, i, got.Unjustified)
+			}
+		}
+		raised := cur
+		raised.AwardedParts, raised.Status = d.PartCount+r.IntN(5), model.StatusCompleted
+		again, err := projections.ProjectWith(d, raised, held, log, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Projection.AwardedParts != n || again.Projection.Status != got.Projection.Status {
+			t.Fatalf("trial %d: raising the counter to %d moved the projection from %d %s to %d %s", trial,
+				raised.AwardedParts, n, got.Projection.Status, again.Projection.AwardedParts, again.Projection.Status)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -124,18 +125,29 @@ type ProjectionWrite struct {
 	Projection      model.Projection
 	// Awards to mint with the update, each only if absent.
 	Awards []*model.Award
+	// Audits are written in the same transaction, each only if absent (the
+	// AWARD_MINTED entries of Awards, keyed deterministically), so an award
+	// never exists without its audit entry.
+	Audits []*model.AuditEntry
 	// Token is the transaction's ClientRequestToken (≤ 36 characters), used
-	// when Awards is not empty.
+	// when Awards or Audits is not empty.
 	Token string
 }
 
+// Items is how many items the write puts in one transaction: the milestone
+// update plus every award and audit entry (at most model.TransactionLimit).
+func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }
+
 // WriteProjection stores a milestone's projection with writtenBy =
-// projector. Without awards it is one UpdateItem conditioned on the version;
-// with awards one TransactWriteItems holding that update plus a Put per
-// award (attribute_not_exists). It returns ErrConflict when the version
-// moved, the milestone is gone or an award already exists (re-read and
-// recompute), ErrRetryable for transaction conflicts and throttling, and
-// ErrInvalid for more awards than one transaction holds.
+// projector. Without awards or audits it is one UpdateItem conditioned on the
+// version; otherwise one TransactWriteItems (across the main and the audit
+// table) holding that update plus a Put per award and per audit entry, each
+// conditioned on attribute_not_exists, so awards and their AWARD_MINTED
+// entries land together or not at all and a retry never writes either twice.
+// It returns ErrConflict when the version moved, the milestone is gone or an
+// award or audit entry already exists (re-read and recompute), ErrRetryable
+// for transaction conflicts and throttling, and ErrInvalid for more items
+// than one transaction holds (w.Items() > model.TransactionLimit).
 func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 	p := w.Projection
 	c := Changes{Set: map[string]any{
@@ -152,7 +164,7 @@ func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 		c.Remove = []string{"projectedAtUtc"}
 	}
 	k := model.MilestoneKey(w.UserID, w.MilestoneID)
-	if len(w.Awards) == 0 {
+	if len(w.Awards) == 0 && len(w.Audits) == 0 {
 		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
@@ -170,6 +182,13 @@ func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 		}
 		items = append(items, put)
 	}
+	for _, e := range w.Audits {
+		put, err := s.TransactPutIfAbsent(s.t.Audit, e)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put)
+	}
 	if err := s.Transact(ctx, items, w.Token); err != nil {
 		var mismatch *types.IdempotentParameterMismatchException
 		if errors.As(err, &mismatch) {
@@ -180,4 +199,40 @@ func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 		return fmt.Errorf("mint %d awards on milestone %s at version %d: %w", len(w.Awards), w.MilestoneID, w.ExpectedVersion, err)
 	}
 	return nil
+}
+
+// AwardAudits reports which parts of a user's milestone have their
+// AWARD_MINTED audit entry, keyed at keyAt (the milestone's createdAtUtc, see
+// model.AwardMintedAuditKey): one strongly consistent Query of the user's
+// audit partition, begins_with the milestone's prefix, keys only.
+func (s *Store) AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Audit, model.UserPK(userID), model.AwardMintedAuditPrefix(milestoneID, keyAt),
+		QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
+	}
+	out := make(map[int]bool, len(res.Items))
+	for _, item := range res.Items {
+		k, err := itemKey(item)
+		if err != nil {
+			return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
+		}
+		if i, ok := model.ParseAwardMintedAuditSK(k.SK, milestoneID, keyAt); ok {
+			out[i] = true
+		}
+	}
+	return out, nil
+}
+
+// AuditEntriesAt reads a user's audit entries keyed in the second of at
+// (AUDIT#{unix seconds}#…): one strongly consistent Query. The projector
+// uses it to find AWARD_MINTED entries written before their keys were
+// deterministic, which were keyed at the second of the award's
+// awardedAtUtc.
+func (s *Store) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
+	es, _, err := QueryEntities[model.AuditEntry](ctx, s, s.t.Audit, model.UserPK(userID), model.AuditSK(at, ""), QueryOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
+	}
+	return es, nil
 }

@@ -218,3 +218,116 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatalf("cancelled transaction changed the milestone: version %d %+v", m.Version, m.Projection)
 	}
 }
+
+// TestWriteProjectionAuditsInTheSameTransaction: award items and their
+// AWARD_MINTED entries land together (across the two tables) or not at all;
+// the same transaction replayed with its token writes nothing twice; an
+// entry that exists already cancels the whole write instead of being
+// overwritten; more than DynamoDB's 100 items is refused before sending.
+func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "ua", MilestoneID: "m1", CreatedAtUtc: created,
+		MilestoneDefinition: model.MilestoneDefinition{PartCount: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
+	mint := func(version int64, token string, parts ...int) store.ProjectionWrite {
+		w := store.ProjectionWrite{UserID: "ua", MilestoneID: "m1", ExpectedVersion: version, Token: token,
+			Projection: model.Projection{AwardedParts: parts[len(parts)-1] + 1, Status: model.StatusActive}}
+		for _, i := range parts {
+			w.Awards = append(w.Awards, &model.Award{UserID: "ua", MilestoneID: "m1", PartIndex: i, AwardedAtUtc: at})
+			w.Audits = append(w.Audits, model.NewAwardMintedAudit("ua", "m1", created, i, "AWARD_MINTED", "corr", at,
+				map[string]string{"partIndex": fmt.Sprint(i)}))
+		}
+		return w
+	}
+	audited := func() map[int]bool {
+		t.Helper()
+		got, err := s.AwardAudits(ctx, "ua", "m1", created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	w := mint(0, "tok-audit-1", 0, 1)
+	if err := s.WriteProjection(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if got := audited(); len(got) != 2 || !got[0] || !got[1] {
+		t.Fatalf("audited parts: got %v, want 0 and 1", got)
+	}
+	var e model.AuditEntry
+	if err := s.Get(ctx, s.Tables().Audit, model.AwardMintedAuditKey("ua", "m1", created, 1), &e); err != nil {
+		t.Fatalf("entry under its deterministic key: %v", err)
+	}
+	if !e.OccurredAtUtc.Equal(at) || e.EventMonthPK != model.EventMonthPK("AWARD_MINTED", at) || e.ExpiresAt != at.AddDate(0, 0, model.AuditRetentionDays).Unix() {
+		t.Fatalf("entry keyed at the milestone's creation but dated at the mint: %+v", e)
+	}
+	// Replayed with its token: acknowledged, nothing written twice.
+	if err := s.WriteProjection(ctx, w); err != nil {
+		t.Fatalf("replay with the same token: %v", err)
+	}
+	as, _, err := store.QueryEntities[model.AuditEntry](ctx, s, s.Tables().Audit, model.UserPK("ua"), model.PrefixAudit, store.QueryOptions{})
+	if err != nil || len(as) != 2 {
+		t.Fatalf("audit entries after the replay: %d (%v), want 2", len(as), err)
+	}
+
+	// Part 2's entry exists already (say, written by hand): the write that
+	// mints part 2 with an entry is cancelled, award and update included.
+	stray := model.NewAwardMintedAudit("ua", "m1", created, 2, "AWARD_MINTED", "stray", at, nil)
+	if err := s.Put(ctx, s.Tables().Audit, stray); err != nil {
+		t.Fatal(err)
+	}
+	err = s.WriteProjection(ctx, mint(1, "tok-audit-2", 2))
+	var te *model.TransactionError
+	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 2 {
+		t.Fatalf("existing audit entry: got %v, want a conflict on item 2", err)
+	}
+	var award model.Award
+	if err := s.Get(ctx, s.Tables().Main, model.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("award of the cancelled write: %v, want not found", err)
+	}
+	if err := s.Get(ctx, s.Tables().Audit, stray.ItemKey(), &e); err != nil || e.CorrelationID != "stray" {
+		t.Fatalf("existing entry overwritten: %+v (%v)", e, err)
+	}
+
+	big := mint(1, "tok-audit-3", 0)
+	for len(big.Awards)+len(big.Audits) < model.TransactionLimit {
+		big.Awards = append(big.Awards, big.Awards[0])
+	}
+	if err := s.WriteProjection(ctx, big); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("%d items: got %v, want ErrInvalid", big.Items(), err)
+	}
+}
+
+// TestAwardAuditsReadsOnlyItsMilestone: entries of a milestone whose id
+// merely starts the same, other events and other users are not counted.
+func TestAwardAuditsReadsOnlyItsMilestone(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	for _, e := range []*model.AuditEntry{
+		model.NewAwardMintedAudit("ub", "a", created, 0, "AWARD_MINTED", "c", created, nil),
+		model.NewAwardMintedAudit("ub", "a", created, 12, "AWARD_MINTED", "c", created, nil),
+		model.NewAwardMintedAudit("ub", "a-01", created, 3, "AWARD_MINTED", "c", created, nil),
+		model.NewAwardMintedAudit("ub", "a", created.Add(time.Second), 4, "AWARD_MINTED", "c", created, nil),
+		model.NewAwardMintedAudit("uc", "a", created, 5, "AWARD_MINTED", "c", created, nil),
+		model.NewAuditEntry(model.UserPK("ub"), "ub", "MILESTONE_PROGRESS_UPDATED", "c", "r", created, nil),
+	} {
+		if err := s.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.AwardAudits(ctx, "ub", "a", created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0] || !got[12] {
+		t.Fatalf("got %v, want parts 0 and 12", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,8 @@ type Store interface {
 	WorkoutLog(ctx context.Context, userID string) ([]model.Workout, bool, error)
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
 	WriteProjection(ctx context.Context, w store.ProjectionWrite) error
+	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
+	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error
 	Park(ctx context.Context, r *model.ParkedRecord) error
 }
@@ -147,9 +150,16 @@ type MilestoneReport struct {
 	Changed bool
 	// NewParts are parts the log earns that were not awarded yet.
 	NewParts []int
-	// MissingAwards are parts the stored projection counts as awarded but
-	// whose award item does not exist.
+	// MissingAwards are justified parts the stored projection counts as
+	// awarded but whose award item does not exist (minted again).
 	MissingAwards []int
+	// Unjustified are parts the stored state claims (in awardedParts, or
+	// with an award item) that neither the log nor an award item with its
+	// AWARD_MINTED audit entry justifies: never minted, not counted.
+	Unjustified []int
+	// Justified is how many parts the log or the held awards justify (the
+	// recomputed awardedParts); Earned how many the log alone earns.
+	Justified, Earned int
 	// Minted are the award items written (or, in a dry run, that would be).
 	Minted []int
 	// Written: the projection was stored (never in a dry run).
@@ -182,7 +192,19 @@ func (r MilestoneReport) Diffs() []string {
 	if len(r.MissingAwards) > 0 {
 		out = append(out, fmt.Sprintf("award items missing for parts %v", r.MissingAwards))
 	}
+	if len(r.Unjustified) > 0 {
+		out = append(out, r.UnjustifiedMessage())
+	}
 	return out
+}
+
+// UnjustifiedMessage explains Unjustified for operators ("" when empty).
+func (r MilestoneReport) UnjustifiedMessage() string {
+	if len(r.Unjustified) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("awardedParts beyond what is justified: stored %d, justified %d (the log earns %d); parts %v have no award item "+
+		"with its AWARD_MINTED audit entry and are neither minted nor counted", r.Stored.AwardedParts, r.Justified, r.Earned, r.Unjustified)
 }
 
 // UserReport is the outcome of re-projecting one user.
@@ -282,28 +304,54 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
 	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
 	mr := MilestoneReport{MilestoneID: m.MilestoneID, Stored: m.Projection, Recomputed: m.Projection, Version: m.Version}
-	res, err := projections.Project(m.MilestoneDefinition, m.Projection, lg, now)
+	held := projections.Held{Minted: make(map[int]time.Time, len(existing))}
+	for i, a := range existing {
+		held.Minted[i] = a.AwardedAtUtc
+	}
+	res, err := projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now)
 	if err != nil {
 		mr.Skipped = err.Error()
 		log.WarnContext(ctx, "milestone not projected: invalid definition", "error", err)
 		return mr, nil
 	}
+	// The AWARD_MINTED entries matter only for a claim the log does not
+	// justify, or for a part about to be minted (its entry exists already
+	// when only its award item was lost): read them then, not on every
+	// recompute.
+	if len(res.Unjustified) > 0 || len(unminted(res.Projection.AwardedParts, m.PartCount, existing)) > 0 {
+		if held.Audited, err = c.st.AwardAudits(ctx, m.UserID, m.MilestoneID, m.CreatedAtUtc); err != nil {
+			return mr, err
+		}
+		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
+			return mr, err
+		}
+	}
+	if found, err := c.legacyAudits(ctx, m, res.Unjustified, held); err != nil {
+		return mr, err
+	} else if found {
+		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
+			return mr, err
+		}
+	}
 	mr.Recomputed, mr.Changed, mr.NewParts = res.Projection, res.Changed, res.NewParts
-	for i := 0; i < min(m.AwardedParts, m.PartCount); i++ {
+	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
+	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {
 		if _, ok := existing[i]; !ok {
 			mr.MissingAwards = append(mr.MissingAwards, i)
 		}
 	}
-	for i := 0; i < min(res.Projection.AwardedParts, m.PartCount); i++ {
-		if _, ok := existing[i]; !ok {
-			mr.Minted = append(mr.Minted, i)
-		}
+	mr.Minted = unminted(res.Projection.AwardedParts, m.PartCount, existing)
+	if len(res.Unjustified) > 0 {
+		log.WarnContext(ctx, "stored awards not justified by the log or an audited award: not minted, not counted",
+			"storedAwardedParts", m.AwardedParts, "justified", res.Projection.AwardedParts, "earned", res.Earned,
+			"unjustifiedParts", res.Unjustified, "correlationId", correlationID)
 	}
 	if dryRun || (!res.Changed && len(mr.Minted) == 0) {
 		return mr, nil
 	}
 
 	awards := make([]*model.Award, 0, len(mr.Minted))
+	audits := map[int]*model.AuditEntry{}
 	if len(mr.Minted) > 0 {
 		parts, ok := partCache[m.ModelID]
 		if !ok {
@@ -324,40 +372,45 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 				a.ActivityID, a.CorrelationID = cr.ActivityID, cr.CorrelationID
 			}
 			awards = append(awards, a)
+			if held.Audited[i] {
+				continue // audited when the lost item was first minted: once is enough
+			}
+			corr := a.CorrelationID
+			if corr == "" {
+				corr = correlationID
+			}
+			audits[i] = model.NewAwardMintedAudit(m.UserID, m.MilestoneID, m.CreatedAtUtc, i, EventAwardMinted, corr, now,
+				map[string]string{"milestoneId": m.MilestoneID, "modelId": a.ModelID, "partIndex": strconv.Itoa(i),
+					"partName": a.PartName, "activityId": strconv.FormatInt(a.ActivityID, 10)})
 		}
 	}
-	w := store.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID, ExpectedVersion: m.Version,
-		Projection: res.Projection, Awards: awards}
-	w.Token = Token(w)
-	if err := c.st.WriteProjection(ctx, w); err != nil {
-		return mr, err
+	for _, w := range Plan(m, res.Projection, existing, awards, audits) {
+		w.Token = Token(w)
+		if err := c.st.WriteProjection(ctx, w); err != nil {
+			return mr, err
+		}
+		mr.Written, mr.Version = true, w.ExpectedVersion+1
+		c.stats.writes.Add(1)
+		c.stats.awards.Add(int64(len(w.Awards)))
+		for _, a := range w.Awards {
+			log.InfoContext(ctx, "award minted", "partIndex", a.PartIndex, "activityId", a.ActivityID, "correlationId", a.CorrelationID,
+				"version", mr.Version)
+		}
 	}
-	mr.Written, mr.Version = true, m.Version+1
-	c.stats.writes.Add(1)
-	c.stats.awards.Add(int64(len(awards)))
 	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
 		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
-	for _, a := range awards {
-		log.InfoContext(ctx, "award minted", "partIndex", a.PartIndex, "activityId", a.ActivityID, "correlationId", a.CorrelationID)
-	}
 
 	details := map[string]string{
 		"milestoneId": m.MilestoneID, "version": strconv.FormatInt(mr.Version, 10),
 		"progressValue": strconv.FormatInt(res.Projection.ProgressValue, 10), "workoutsCounted": strconv.Itoa(res.Projection.WorkoutsCounted),
 		"awardedParts": strconv.Itoa(res.Projection.AwardedParts), "status": string(res.Projection.Status),
 	}
+	if len(res.Unjustified) > 0 {
+		details["storedAwardedParts"] = strconv.Itoa(m.AwardedParts)
+		details["unjustifiedParts"] = fmt.Sprint(res.Unjustified)
+	}
 	if res.Changed {
 		c.audit(ctx, m.UserID, EventProgressUpdated, correlationID, now, mr.Version, -1, details)
-	}
-	for _, a := range awards {
-		corr := a.CorrelationID
-		if corr == "" {
-			corr = correlationID
-		}
-		c.audit(ctx, m.UserID, EventAwardMinted, corr, now, mr.Version, a.PartIndex, map[string]string{
-			"milestoneId": m.MilestoneID, "modelId": a.ModelID, "partIndex": strconv.Itoa(a.PartIndex),
-			"partName": a.PartName, "activityId": strconv.FormatInt(a.ActivityID, 10),
-		})
 	}
 	if res.Completed {
 		c.audit(ctx, m.UserID, EventMilestoneCompleted, correlationID, now, mr.Version, -1, details)
@@ -369,10 +422,116 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	return mr, nil
 }
 
+// legacyAudits looks for the AWARD_MINTED entries of unjustified award
+// items that were minted before audit keys were deterministic: those were
+// written after the mint, keyed at the second of the award's awardedAtUtc.
+// It marks the parts it finds in held.Audited and reports whether it found
+// any. One Query per distinct second, and only for award items the log
+// does not justify, so the common path never pays for it.
+func (c *Consumer) legacyAudits(ctx context.Context, m *model.Milestone, unjustified []int, held projections.Held) (bool, error) {
+	if held.Audited == nil {
+		return false, nil // nothing unjustified: the entries were not even needed
+	}
+	bySecond := map[int64][]int{}
+	for _, i := range unjustified {
+		if at, ok := held.Minted[i]; ok {
+			bySecond[at.Unix()] = append(bySecond[at.Unix()], i)
+		}
+	}
+	found := false
+	for sec, parts := range bySecond {
+		es, err := c.st.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
+		if err != nil {
+			return false, err
+		}
+		for _, e := range es {
+			i, err := strconv.Atoi(e.Details["partIndex"])
+			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || err != nil || !slices.Contains(parts, i) {
+				continue
+			}
+			held.Audited[i], found = true, true
+		}
+	}
+	return found, nil
+}
+
+// unminted lists the parts below awarded (and partCount) without an award
+// item, ascending: what a write must mint.
+func unminted(awarded, partCount int, existing map[int]model.Award) []int {
+	var out []int
+	for i := 0; i < min(awarded, partCount); i++ {
+		if _, ok := existing[i]; !ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Plan splits one milestone's write into version-checked transactions of at
+// most model.TransactionLimit items each: the milestone update, then the
+// awards in part order, each with its AWARD_MINTED entry (audits, by part)
+// in the same transaction. Write k expects version m.Version+k. Every write
+// but the last stores the consistent prefix it completes: awardedParts
+// counts the leading parts whose award items exist by then, status is
+// completed only if that is every part, and the last write stores final.
+// (A stored counter that final still justifies is never lowered meanwhile,
+// even when a lost award item below it is re-minted by a later write.) A
+// crash between two writes therefore leaves awards that all have their
+// audit entries under a counter that claims no new part without its award,
+// and the next recompute mints the rest. Without awards it is the single
+// update of final.
+func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Award, awards []*model.Award,
+	audits map[int]*model.AuditEntry) []store.ProjectionWrite {
+	base := store.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
+	out := []store.ProjectionWrite{base}
+	for _, a := range awards {
+		need := 1
+		if audits[a.PartIndex] != nil {
+			need = 2
+		}
+		if w := &out[len(out)-1]; len(w.Awards) > 0 && w.Items()+need > model.TransactionLimit {
+			out = append(out, base)
+		}
+		w := &out[len(out)-1]
+		w.Awards = append(w.Awards, a)
+		if e := audits[a.PartIndex]; e != nil {
+			w.Audits = append(w.Audits, e)
+		}
+	}
+	have := make(map[int]bool, len(existing)+len(awards))
+	for i := range existing {
+		have[i] = true
+	}
+	for k := range out {
+		w := &out[k]
+		w.ExpectedVersion, w.Projection = m.Version+int64(k), final
+		if k == len(out)-1 {
+			break
+		}
+		for _, a := range w.Awards {
+			have[a.PartIndex] = true
+		}
+		n := 0
+		for n < final.AwardedParts && have[n] {
+			n++
+		}
+		w.Projection.AwardedParts = max(n, min(m.AwardedParts, final.AwardedParts))
+		w.Projection.Status = model.StatusActive
+		if w.Projection.AwardedParts >= m.PartCount {
+			w.Projection.Status = model.StatusCompleted
+		}
+	}
+	return out
+}
+
 // Token derives a transaction's ClientRequestToken from everything the
-// transaction writes except timestamps: the same computation retried (by the
-// SDK, or by a redelivered batch) sends the same token, so DynamoDB applies
-// it once. It is 32 hex characters (DynamoDB allows 36).
+// transaction writes except timestamps (the audit entries by their
+// deterministic keys): the same computation retried (by the SDK, or by a
+// redelivered batch) sends the same token, so DynamoDB applies it once. A
+// cancelled transaction does not use up its token (so DynamoDB Local
+// shows); after a success the same token with other timestamps is
+// IdempotentParameterMismatch, which WriteProjection reports as a conflict
+// (re-read: the version moved). It is 32 hex characters (DynamoDB allows 36).
 func Token(w store.ProjectionWrite) string {
 	p := w.Projection
 	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
@@ -380,6 +539,9 @@ func Token(w store.ProjectionWrite) string {
 		string(p.Status), strconv.FormatBool(p.Truncated)}
 	for _, a := range w.Awards {
 		parts = append(parts, strconv.Itoa(a.PartIndex), strconv.FormatInt(a.ActivityID, 10))
+	}
+	for _, e := range w.Audits {
+		parts = append(parts, e.ItemKey().SK)
 	}
 	return digest(parts...)
 }

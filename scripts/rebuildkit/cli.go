@@ -166,6 +166,9 @@ const rebuildSynopsis = `rebuild: recompute milestone progress, awards and statu
 
   rebuild --user ID [--user ID…] | --users-file FILE | --all  [--concurrency N] [--rps R] [--state FILE]
 
+Never mints past what is justified: a part counts when the log earns it or its award item has its AWARD_MINTED
+audit entry; an awardedParts raised beyond that (no award item backs it) is lowered, and verify reports it.
+
 Resumable: with --state, completed users and the users-index cursor are saved; running the same command
 again after a kill or Ctrl-C continues where it stopped and never redoes a completed user (a recompute is
 idempotent anyway). Prints a progress bar with ETA on a terminal, plain lines otherwise, and a summary.
@@ -228,7 +231,8 @@ func printSummary(w io.Writer, name string, sum Summary, asJSON bool) {
 }
 
 const verifySynopsis = `verify: recompute milestones from the workout log without writing anything, and print every milestone
-whose stored progress, workouts counted, awarded parts, status or award items differ from the log.
+whose stored progress, workouts counted, awarded parts, status or award items differ from the log
+(awardedParts beyond what the log or audited awards justify is reported with an explanation).
 
   verify --user ID [--user ID…] | --users-file FILE | --all  [--json] [--concurrency N] [--rps R]
 

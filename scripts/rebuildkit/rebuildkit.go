@@ -48,10 +48,15 @@ type Drift struct {
 	MilestoneID string `json:"milestoneId"`
 	// Field is the projected attribute: progressValue, workoutsCounted,
 	// awardedParts, status, truncated, or award (a missing award item, with
-	// the part index in Stored/Recomputed).
+	// the part index in Stored/Recomputed; or award items not justified,
+	// with Message). An awardedParts beyond what the log or audited awards
+	// justify carries Message too.
 	Field      string `json:"field"`
 	Stored     string `json:"stored"`
 	Recomputed string `json:"recomputed"`
+	// Message explains the drift when the values alone do not (awards
+	// claimed beyond what is justified).
+	Message string `json:"message,omitempty"`
 }
 
 // Drift fields the adapters use.
@@ -66,7 +71,11 @@ const (
 
 // String renders a drift line for operators.
 func (d Drift) String() string {
-	return fmt.Sprintf("user=%s milestone=%s %s: stored=%s recomputed=%s", d.UserID, d.MilestoneID, d.Field, d.Stored, d.Recomputed)
+	s := fmt.Sprintf("user=%s milestone=%s %s: stored=%s recomputed=%s", d.UserID, d.MilestoneID, d.Field, d.Stored, d.Recomputed)
+	if d.Message != "" {
+		s += " (" + d.Message + ")"
+	}
+	return s
 }
 
 // SortDrift orders drift lines by user, milestone and field so reports are

@@ -83,7 +83,7 @@ var Grants = map[string]map[string][]string{
 			"dynamodb:Query", "dynamodb:ConditionCheckItem"},
 		`module.tables.stream_arn`:                 {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
 		`"${module.tables.arns["main"]}/stream/*"`: {"dynamodb:ListStreams"},
-		`module.tables.arns["audit"]`:              {"dynamodb:PutItem"},
+		`module.tables.arns["audit"]`:              {"dynamodb:PutItem", "dynamodb:Query"},
 		`aws_sqs_queue.projector_dlq.arn`:          {"sqs:SendMessage"},
 	},
 }

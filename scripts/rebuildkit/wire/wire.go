@@ -118,6 +118,25 @@ func Outcome(rep consumer.UserReport, dryRun bool) rebuildkit.Outcome {
 			out.Drift = append(out.Drift, rebuildkit.Drift{UserID: rep.UserID, MilestoneID: m.MilestoneID,
 				Field: rebuildkit.FieldAward, Stored: "missing", Recomputed: fmt.Sprintf("part %d", i)})
 		}
+		if len(m.Unjustified) > 0 {
+			unjustifiedDrift(&out, rep.UserID, m)
+		}
 	}
 	return out
+}
+
+// unjustifiedDrift explains awards the stored state claims beyond what is
+// justified: on the awardedParts drift when the counter is what claims
+// them, else as an award drift (award items without their AWARD_MINTED
+// entry, which are never counted).
+func unjustifiedDrift(out *rebuildkit.Outcome, userID string, m consumer.MilestoneReport) {
+	msg := m.UnjustifiedMessage()
+	for i := range out.Drift {
+		if d := &out.Drift[i]; d.MilestoneID == m.MilestoneID && d.UserID == userID && d.Field == rebuildkit.FieldAwardedParts {
+			d.Message = msg
+			return
+		}
+	}
+	out.Drift = append(out.Drift, rebuildkit.Drift{UserID: userID, MilestoneID: m.MilestoneID, Field: rebuildkit.FieldAward,
+		Stored: fmt.Sprintf("parts %v", m.Unjustified), Recomputed: "unjustified", Message: msg})
 }

@@ -261,9 +261,11 @@ data "aws_iam_policy_document" "projector" {
     actions   = ["dynamodb:ListStreams"]
     resources = ["${module.tables.arns["main"]}/stream/*"]
   }
+  # AWARD_MINTED entries are put in the mint transaction; Query finds a
+  # milestone's entries (what justifies an award the log no longer earns).
   statement {
     sid       = "Audit"
-    actions   = ["dynamodb:PutItem"]
+    actions   = ["dynamodb:PutItem", "dynamodb:Query"]
     resources = [module.tables.arns["audit"]]
   }
   statement {

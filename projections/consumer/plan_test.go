@@ -1,0 +1,91 @@
+package consumer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/projections/consumer"
+)
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	mint := func(parts []int, audited bool) ([]*model.Award, map[int]*model.AuditEntry) {
+		var as []*model.Award
+		es := map[int]*model.AuditEntry{}
+		for _, i := range parts {
+			as = append(as, &model.Award{UserID: "u", MilestoneID: "m", PartIndex: i})
+			if audited {
+				es[i] = model.NewAwardMintedAudit("u", "m", created, i, consumer.EventAwardMinted, "c", created, nil)
+			}
+		}
+		return as, es
+	}
+	span := func(from, to int) []int {
+		var out []int
+		for i := from; i < to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		stored    int // stored awardedParts
+		existing  []int
+		mint      []int
+		audited   bool
+		final     int
+		wantItems []int // items per transaction
+		wantParts []int // awardedParts each transaction stores
+	}{
+		{"no awards: one update", 3, span(0, 3), nil, true, 3, []int{1}, []int{3}},
+		{"ten parts: one transaction", 0, nil, span(0, 10), true, 10, []int{21}, []int{10}},
+		{"49 parts with entries fit in one", 0, nil, span(0, 49), true, 49, []int{99}, []int{49}},
+		{"50 parts with entries take two", 0, nil, span(0, 50), true, 50, []int{99, 3}, []int{49, 50}},
+		{"99 parts with entries take three", 0, nil, span(0, 99), true, 99, []int{99, 99, 3}, []int{49, 98, 99}},
+		{"99 re-minted items whose entries exist fit in one", 0, nil, span(0, 99), false, 99, []int{100}, []int{99}},
+		{"the prefix counts existing awards", 60, span(0, 60), span(60, 99), true, 99, []int{79}, []int{99}},
+		{"a justified counter is not lowered while lost items wait", 99, nil, span(0, 99), true, 99,
+			[]int{99, 99, 3}, []int{99, 99, 99}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := &model.Milestone{UserID: "u", MilestoneID: "m", Version: 7, CreatedAtUtc: created,
+				MilestoneDefinition: model.MilestoneDefinition{PartCount: 99}, Projection: model.Projection{AwardedParts: tt.stored}}
+			existing := map[int]model.Award{}
+			for _, i := range tt.existing {
+				existing[i] = model.Award{PartIndex: i}
+			}
+			as, es := mint(tt.mint, tt.audited)
+			final := model.Projection{AwardedParts: tt.final, Status: model.StatusActive}
+			if tt.final == 99 {
+				final.Status = model.StatusCompleted
+			}
+			ws := consumer.Plan(m, final, existing, as, es)
+			if len(ws) != len(tt.wantItems) {
+				t.Fatalf("got %d transactions, want %d", len(ws), len(tt.wantItems))
+			}
+			minted := 0
+			for k, w := range ws {
+				if w.Items() != tt.wantItems[k] || w.Projection.AwardedParts != tt.wantParts[k] || w.ExpectedVersion != 7+int64(k) {
+					t.Errorf("transaction %d: got %d items, awardedParts %d, version %d; want %d, %d, %d",
+						k, w.Items(), w.Projection.AwardedParts, w.ExpectedVersion, tt.wantItems[k], tt.wantParts[k], 7+k)
+				}
+				if (w.Projection.Status == model.StatusCompleted) != (w.Projection.AwardedParts == 99) {
+					t.Errorf("transaction %d: status %s", k, w.Projection.Status)
+				}
+				for j, a := range w.Awards {
+					if tt.audited && (j >= len(w.Audits) || w.Audits[j].RequestID != model.AwardMintedRequestID("m", a.PartIndex)) {
+						t.Errorf("transaction %d: award %d without its entry beside it", k, a.PartIndex)
+					}
+				}
+				minted += len(w.Awards)
+			}
+			if minted != len(tt.mint) {
+				t.Errorf("minted %d awards, want %d", minted, len(tt.mint))
+			}
+		})
+	}
+}
