@@ -139,9 +139,15 @@ func providerBlock() *jsonSchema {
 	str := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`"string"`), Optional: true} }
 	boolean := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`"bool"`), Optional: true} }
 	num := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`"number"`), Optional: true} }
-	setStr := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`["set","string"]`), Optional: true} }
-	listStr := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`["list","string"]`), Optional: true} }
-	mapStr := func() *jsonAttribute { return &jsonAttribute{Type: json.RawMessage(`["map","string"]`), Optional: true} }
+	setStr := func() *jsonAttribute {
+		return &jsonAttribute{Type: json.RawMessage(`["set","string"]`), Optional: true}
+	}
+	listStr := func() *jsonAttribute {
+		return &jsonAttribute{Type: json.RawMessage(`["list","string"]`), Optional: true}
+	}
+	mapStr := func() *jsonAttribute {
+		return &jsonAttribute{Type: json.RawMessage(`["map","string"]`), Optional: true}
+	}
 	endpoints := map[string]*jsonAttribute{}
 	for _, svc := range []string{"apigateway", "apigatewayv2", "cloudwatch", "cloudwatchlogs", "dynamodb", "events",
 		"iam", "kms", "lambda", "logs", "scheduler", "sns", "sqs", "ssm", "sts"} {
