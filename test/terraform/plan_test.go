@@ -176,28 +176,56 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 // (and so the state).
 func TestTwoCheckoutsPlanTheSame(t *testing.T) {
 	t.Parallel()
-	var got [2]string
-	var roots [2]string
+	var got [2]map[string]string
 	for i := range got {
 		ws := tfoffline.Copy(t, nil)
 		plan, _ := ws.Plan(t)
-		b, err := json.Marshal(plan.PlannedValues)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[i], roots[i] = string(b), ws.Root
-		if strings.Contains(got[i], ws.Root) {
-			t.Errorf("the plan of copy %d contains its path %s", i, ws.Root)
-		}
-	}
-	if got[0] != got[1] {
-		a, b := strings.Split(strings.ReplaceAll(got[0], ",", ",\n"), "\n"), strings.Split(strings.ReplaceAll(got[1], ",", ",\n"), "\n")
-		for i := 0; i < len(a) && i < len(b); i++ {
-			if a[i] != b[i] {
-				t.Errorf("first difference: %s\n  vs %s", a[i], b[i])
-				break
+		got[i] = plannedByAddress(t, plan)
+		for addr, v := range got[i] {
+			if strings.Contains(v, ws.Root) {
+				t.Errorf("copy %d: %s holds the checkout's path %s: %s", i, addr, ws.Root, v)
 			}
 		}
-		t.Fatalf("plans of %s and %s differ", roots[0], roots[1])
 	}
+	if len(got[0]) == 0 {
+		t.Fatal("no planned resources")
+	}
+	for addr, v := range got[0] {
+		if got[1][addr] != v {
+			t.Errorf("%s differs between two checkouts:\n  %s\n  %s", addr, v, got[1][addr])
+		}
+	}
+	if len(got[0]) != len(got[1]) {
+		t.Errorf("got %d and %d planned resources", len(got[0]), len(got[1]))
+	}
+}
+
+// plannedByAddress returns each planned resource's values (JSON) by address,
+// and the outputs under "output.<name>": Terraform orders child modules as it
+// likes, so whole plans are compared per address.
+func plannedByAddress(t *testing.T, plan *tfjson.Plan) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var walk func(m *tfjson.StateModule)
+	walk = func(m *tfjson.StateModule) {
+		if m == nil {
+			return
+		}
+		for _, r := range m.Resources {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[r.Address] = string(b)
+		}
+		for _, c := range m.ChildModules {
+			walk(c)
+		}
+	}
+	walk(plan.PlannedValues.RootModule)
+	for name, o := range plan.PlannedValues.Outputs {
+		b, _ := json.Marshal(o)
+		out["output."+name] = string(b)
+	}
+	return out
 }
