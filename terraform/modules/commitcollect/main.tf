@@ -73,10 +73,12 @@ resource "aws_sqs_queue" "projector_dlq" {
 
 # ------------------------------------------------------- least privilege
 
-# api: webhook dedup (Idempotency), sessions, the BFF reads and writes and
-# account deletion on the main table, audit, and the async hand-off to the
-# worker. TransactWriteItems is authorised per item (Put/Update/Delete +
-# ConditionCheckItem). No Scan.
+# api: webhook dedup (Idempotency: put, and delete when the hand-off fails),
+# sessions (account deletion removes them in batches), the BFF reads and
+# writes and account deletion on the main table, audit, and the async hand-off
+# to the worker. TransactWriteItems is authorised per item. No Scan. Every
+# grant here is a call the code makes: test/terraform/iam_test.go records the
+# calls and fails on a missing or an unused grant.
 data "aws_iam_policy_document" "api" {
   statement {
     sid       = "Idempotency"
@@ -85,14 +87,14 @@ data "aws_iam_policy_document" "api" {
   }
   statement {
     sid       = "Sessions"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
     resources = [module.tables.arns["sessions"]]
   }
   statement {
     sid = "MainTable"
     actions = [
-      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
+      "dynamodb:Query", "dynamodb:BatchWriteItem",
     ]
     resources = [module.tables.arns["main"]]
   }
@@ -151,7 +153,7 @@ data "aws_iam_policy_document" "worker" {
     sid = "MainTable"
     actions = [
       "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+      "dynamodb:Query",
     ]
     resources = [module.tables.arns["main"]]
   }
@@ -212,11 +214,8 @@ data "aws_iam_policy_document" "worker" {
 # (the event source mapping sends failed batches with the function's role).
 data "aws_iam_policy_document" "projector" {
   statement {
-    sid = "MainTable"
-    actions = [
-      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-      "dynamodb:Query", "dynamodb:ConditionCheckItem",
-    ]
+    sid       = "MainTable"
+    actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
     resources = [module.tables.arns["main"]]
   }
   statement {
