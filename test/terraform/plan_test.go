@@ -14,9 +14,11 @@ import (
 )
 
 // exampleVars are planned on top of example.tfvars so the optional paths are
-// planned too: CORS origins (cors_configuration) and a customer managed key
-// on the tables (its KMS grants).
+// planned too: debug logs (application_log_level), CORS origins
+// (cors_configuration) and a customer managed key on the tables (its KMS
+// grants).
 var exampleVars = []string{
+	`log_level=debug`,
 	`cors_origins=["https://app.example.com"]`,
 	`table_kms_key_arn=arn:aws:kms:ap-southeast-2:123456789012:key/11111111-2222-3333-4444-555555555555`,
 }
@@ -85,12 +87,12 @@ func TestValidateRefusesMistakes(t *testing.T) {
 		{
 			name: "misspelled nested block", file: "modules/commitcollect/main.tf",
 			old: "filter_criteria {", new: "filter_criterion {",
-			wantSummary: "Unsupported block type", wantIn: `"filter_criterion" is not expected here`,
+			wantSummary: "Unsupported block type", wantIn: `"filter_criterion" are not expected here`,
 		},
 		{
 			name: "wrongly typed value", file: "modules/commitcollect/main.tf",
 			old: "bisect_batch_on_function_error = true", new: `bisect_batch_on_function_error = "sometimes"`,
-			wantSummary: "Incorrect attribute value type", wantIn: "bool required",
+			wantSummary: "Incorrect attribute value type", wantIn: "a bool is required",
 		},
 	}
 	for _, tt := range tests {

@@ -95,7 +95,7 @@ func (s *Server) GetMetadata(context.Context, *tfprotov6.GetMetadataRequest) (*t
 	if err != nil {
 		return &tfprotov6.GetMetadataResponse{Diagnostics: errDiag("schema", err)}, nil
 	}
-	resp := &tfprotov6.GetMetadataResponse{ServerCapabilities: &tfprotov6.ServerCapabilities{PlanDestroy: true}}
+	resp := &tfprotov6.GetMetadataResponse{ServerCapabilities: &tfprotov6.ServerCapabilities{PlanDestroy: true, GetProviderSchemaOptional: true}}
 	for _, n := range sortedKeys(sc.Resources) {
 		resp.Resources = append(resp.Resources, tfprotov6.ResourceMetadata{TypeName: n})
 	}

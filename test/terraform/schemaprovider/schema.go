@@ -27,7 +27,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -102,6 +104,14 @@ func Load() (*Schemas, error) {
 	return loaded, loadErr
 }
 
+// TypesEnv optionally limits the reported schema to the listed types
+// ("resource.aws_lambda_function,data.aws_region,…"): a provider process
+// then decodes and sends only what the configuration uses, which makes each
+// Terraform command several times cheaper. A type not listed is unsupported,
+// as a misspelled type would be. test/terraform/tfoffline sets it from the
+// configuration it runs; without it the whole schema is reported.
+const TypesEnv = "CC_TF_SCHEMA_TYPES"
+
 func parse(gz []byte) (*Schemas, error) {
 	r, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
@@ -113,9 +123,9 @@ func parse(gz []byte) (*Schemas, error) {
 	}
 	var dump struct {
 		ProviderSchemas map[string]struct {
-			Provider          *jsonSchema            `json:"provider"`
-			ResourceSchemas   map[string]*jsonSchema `json:"resource_schemas"`
-			DataSourceSchemas map[string]*jsonSchema `json:"data_source_schemas"`
+			Provider          *jsonSchema                `json:"provider"`
+			ResourceSchemas   map[string]json.RawMessage `json:"resource_schemas"`
+			DataSourceSchemas map[string]json.RawMessage `json:"data_source_schemas"`
 		} `json:"provider_schemas"`
 	}
 	if err := json.Unmarshal(raw, &dump); err != nil {
@@ -125,7 +135,30 @@ func parse(gz []byte) (*Schemas, error) {
 	if !ok {
 		return nil, fmt.Errorf("parse schema: no %s in the dump", ProviderAddress)
 	}
-	s := &Schemas{Provider: ps.Provider, Resources: ps.ResourceSchemas, DataSources: ps.DataSourceSchemas}
+	var only map[string]bool
+	if v := os.Getenv(TypesEnv); v != "" {
+		only = map[string]bool{}
+		for _, t := range strings.Split(v, ",") {
+			only[strings.TrimSpace(t)] = true
+		}
+	}
+	s := &Schemas{Provider: ps.Provider, Resources: map[string]*jsonSchema{}, DataSources: map[string]*jsonSchema{}}
+	for _, kind := range []struct {
+		prefix string
+		in     map[string]json.RawMessage
+		out    map[string]*jsonSchema
+	}{{"resource.", ps.ResourceSchemas, s.Resources}, {"data.", ps.DataSourceSchemas, s.DataSources}} {
+		for name, msg := range kind.in {
+			if only != nil && !only[kind.prefix+name] {
+				continue
+			}
+			var js jsonSchema
+			if err := json.Unmarshal(msg, &js); err != nil {
+				return nil, fmt.Errorf("parse schema of %s: %w", name, err)
+			}
+			kind.out[name] = &js
+		}
+	}
 	if s.Provider == nil || len(s.Provider.Block.Attributes) == 0 {
 		s.Provider = providerBlock()
 	}
@@ -392,7 +425,7 @@ func getProviderSchemaResponse() (*tfprotov6.GetProviderSchemaResponse, error) {
 			return
 		}
 		resp := &tfprotov6.GetProviderSchemaResponse{
-			ServerCapabilities: &tfprotov6.ServerCapabilities{PlanDestroy: true},
+			ServerCapabilities: &tfprotov6.ServerCapabilities{PlanDestroy: true, GetProviderSchemaOptional: true},
 			ResourceSchemas:    map[string]*tfprotov6.Schema{},
 			DataSourceSchemas:  map[string]*tfprotov6.Schema{},
 		}

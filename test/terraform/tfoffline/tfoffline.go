@@ -29,7 +29,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +39,8 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/commitcollect/backend/test/terraform/schemaprovider"
 )
 
 // ProviderVersion is the version the mirror advertises (the schema's).
@@ -166,12 +170,44 @@ func Copy(tb testing.TB, mutate func(terraformDir string)) *Workspace {
 	if err := os.WriteFile(filepath.Join(dir, "offline_override.tf"), []byte(BackendOverride), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	return &Workspace{Root: root, Dir: dir, TF: NewTerraform(tb, dir), Log: &bytes.Buffer{}}
+	return &Workspace{Root: root, Dir: dir, TF: NewTerraform(tb, dir, UsedTypes(tb, filepath.Join(root, "terraform"))), Log: &bytes.Buffer{}}
+}
+
+var typeDecl = regexp.MustCompile(`(?m)^\s*(resource|data)\s+"(aws_[a-z0-9_]+)"`)
+
+// UsedTypes lists the aws resource and data source types declared under dir
+// ("resource.aws_x", "data.aws_y"), for schemaprovider.TypesEnv.
+func UsedTypes(tb testing.TB, dir string) []string {
+	tb.Helper()
+	seen := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".tf") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range typeDecl.FindAllStringSubmatch(string(b), -1) {
+			seen[m[1]+"."+m[2]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NewTerraform returns terraform-exec on dir with the offline CLI
-// configuration in its environment.
-func NewTerraform(tb testing.TB, dir string) *tfexec.Terraform {
+// configuration in its environment, the provider limited to types (all when
+// empty).
+func NewTerraform(tb testing.TB, dir string, types []string) *tfexec.Terraform {
 	tb.Helper()
 	bin, err := exec.LookPath("terraform")
 	if err != nil {
@@ -190,6 +226,9 @@ func NewTerraform(tb testing.TB, dir string) *tfexec.Terraform {
 		env[k] = v
 	}
 	env["TF_CLI_CONFIG_FILE"] = CLIConfig(tb)
+	if len(types) > 0 {
+		env[schemaprovider.TypesEnv] = strings.Join(types, ",")
+	}
 	if err := tf.SetEnv(env); err != nil {
 		tb.Fatal(err)
 	}
