@@ -142,6 +142,7 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		wantInErr            string
 	}{
 		{"scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
+		{"table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
 		{"wildcard resource", cc, `resources = [module.worker.function_arn]`, `resources = ["*"]`, `resource "*"`},
 		{"no bisect on error", cc, `bisect_batch_on_function_error = true`, `bisect_batch_on_function_error = false`, "bisect_batch_on_function_error"},
 		{"record age at the stream's retention", cc,

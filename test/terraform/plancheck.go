@@ -207,6 +207,7 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 		}
 	}
 	checkRolesAndPolicies(d, add)
+	checkKMS(d, add)
 	checkFunctionsDeployed(d, add)
 	checkEnvironment(d, add)
 	checkStreamMappingDeployed(d, add)
@@ -277,6 +278,52 @@ func checkRolesAndPolicies(d *Deployed, add addFunc) {
 						add("%s policy statement %q: resource \"*\"", role, st.Sid)
 					}
 				}
+			}
+		}
+	}
+}
+
+// checkKMS: with a customer managed key on the tables, every function may
+// decrypt with it, but only through DynamoDB (kms:ViaService); and no KMS
+// grant anywhere goes without a kms:ViaService condition.
+func checkKMS(d *Deployed, add addFunc) {
+	pols, err := d.RolePolicies()
+	if err != nil {
+		return // reported by checkRolesAndPolicies
+	}
+	for role, ps := range pols {
+		for _, p := range ps {
+			for _, st := range p.Statement {
+				kms := false
+				for _, a := range st.Action {
+					kms = kms || strings.HasPrefix(a, "kms:")
+				}
+				if kms && len(st.Condition["StringEquals"]["kms:ViaService"]) == 0 {
+					add("%s policy statement %q: KMS grant without a kms:ViaService condition", role, st.Sid)
+				}
+			}
+		}
+	}
+	for _, t := range d.Of("aws_dynamodb_table") {
+		sse := t.Block("server_side_encryption")
+		key, _ := sse["kms_key_arn"].(string)
+		if key == "" {
+			continue
+		}
+		region := strings.Split(t.Str("arn"), ":")[3]
+		via := "dynamodb." + region + ".amazonaws.com"
+		for _, role := range FunctionRoles {
+			ok := false
+			for _, p := range pols[role] {
+				for _, st := range p.Statement {
+					if st.Effect == "Allow" && slices.Contains(st.Action, "kms:Decrypt") && slices.Contains(st.Resource, key) &&
+						slices.Equal(st.Condition["StringEquals"]["kms:ViaService"], []string{via}) {
+						ok = true
+					}
+				}
+			}
+			if !ok {
+				add("%s: table %s is encrypted with %s but the role has no kms:Decrypt on it through %s", role, t.Str("name"), key, via)
 			}
 		}
 	}
