@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,18 +73,6 @@ var grantedForAWS = map[string]map[string]string{
 		"logs:CreateLogStream": "the Lambda runtime writes the function's logs",
 		"logs:PutLogEvents":    "the Lambda runtime writes the function's logs",
 	},
-}
-
-// recorder collects the JSON lines of config.RecordCalls.
-type recorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
 }
 
 func readCalls(t *testing.T, path string) []config.RecordedCall {
@@ -206,7 +195,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	shim := &lambdaShim{}
 	lambdaSrv := httptest.NewServer(shim)
 	t.Cleanup(lambdaSrv.Close)
-	apiEnv := envOf(d.Functions["api"])
+	apiEnv := EnvOf(d.Functions["api"])
 	ssmSrv := httptest.NewServer(ssmShim(map[string]string{
 		apiEnv["STRAVA_CLIENT_SECRET_PARAM"]: sim.ClientSecret(),
 		apiEnv["STRAVA_VERIFY_TOKEN_PARAM"]:  verifyToken,
@@ -218,7 +207,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 
 	recFile := filepath.Join(t.TempDir(), "calls.jsonl")
 	env := func(role string) map[string]string {
-		e := envOf(d.Functions[role])
+		e := EnvOf(d.Functions[role])
 		for k, v := range map[string]string{
 			"CC_TABLE_PREFIX": localPrefix, "DYNAMODB_ENDPOINT": endpoint, "STRAVA_BASE_URL": sim.URL,
 			"STRAVA_CLIENT_ID": sim.ClientID(), "AWS_ENDPOINT_URL_LAMBDA": lambdaSrv.URL, "AWS_ENDPOINT_URL_SSM": ssmSrv.URL,
@@ -305,7 +294,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runWorker, runProjector)
 
 	// Map the recordings to the planned resources.
-	plannedPrefix := envOf(d.Functions["api"])["CC_TABLE_PREFIX"]
+	plannedPrefix := EnvOf(d.Functions["api"])["CC_TABLE_PREFIX"]
 	out := map[string][]Used{}
 	for _, c := range readCalls(t, recFile) {
 		res := ""
@@ -527,6 +516,11 @@ func TestIAMMatchesTheCode(t *testing.T) {
 	pols, err := d.RolePolicies()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for role := range d.Functions {
+		if !slices.Contains(FunctionRoles, role) {
+			t.Errorf("function %s is deployed but its calls are never recorded: wire it in recordExample and add it to FunctionRoles", role)
+		}
 	}
 	used := recordExample(t, d)
 	for _, fn := range FunctionRoles {

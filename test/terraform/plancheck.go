@@ -99,11 +99,12 @@ func Resources(st *tfjson.State) []Resource {
 type Deployed struct {
 	All       []Resource
 	byType    map[string][]Resource
-	Functions map[string]Resource // role (api, worker, projector) → aws_lambda_function
+	Functions map[string]Resource // role (api, worker, …: the name after commitcollect-<env>-) → aws_lambda_function
 	Tables    map[string]Resource // table name → aws_dynamodb_table
 }
 
-// FunctionRoles maps a deployed function name's suffix to its role in the code.
+// FunctionRoles are the functions whose code iam_test.go runs and records;
+// every deployed function must be one of them.
 var FunctionRoles = []string{"api", "worker", "projector"}
 
 // NewDeployed indexes a state.
@@ -113,10 +114,11 @@ func NewDeployed(st *tfjson.State) *Deployed {
 		d.byType[r.Type] = append(d.byType[r.Type], r)
 	}
 	for _, f := range d.byType["aws_lambda_function"] {
-		for _, role := range FunctionRoles {
-			if strings.HasSuffix(f.Str("function_name"), "-"+role) {
-				d.Functions[role] = f
-			}
+		// commitcollect-<environment>-<role>
+		if parts := strings.SplitN(f.Str("function_name"), "-", 3); len(parts) == 3 {
+			d.Functions[parts[2]] = f
+		} else {
+			d.Functions[f.Str("function_name")] = f
 		}
 	}
 	for _, t := range d.byType["aws_dynamodb_table"] {
@@ -354,7 +356,7 @@ func checkFunctionsDeployed(d *Deployed, add addFunc) {
 		}
 		// With JSON logs, Lambda drops application logs below
 		// application_log_level (default INFO): it must follow CC_LOG_LEVEL.
-		env := envOf(f)
+		env := EnvOf(f)
 		if want := strings.ToUpper(env["CC_LOG_LEVEL"]); lc["application_log_level"] != want {
 			add("function %s: logging_config.application_log_level = %v, want %q (CC_LOG_LEVEL, or Lambda drops lower levels)", role, lc["application_log_level"], want)
 		}
@@ -364,7 +366,8 @@ func checkFunctionsDeployed(d *Deployed, add addFunc) {
 	}
 }
 
-func envOf(f Resource) map[string]string {
+// EnvOf returns a function's environment variables.
+func EnvOf(f Resource) map[string]string {
 	out := map[string]string{}
 	if e := f.Block("environment"); e != nil {
 		if vars, ok := e["variables"].(map[string]any); ok {
@@ -382,7 +385,7 @@ var ssmParamARN = regexp.MustCompile(`^arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:p
 // resources it names.
 func checkEnvironment(d *Deployed, add addFunc) {
 	for role, f := range d.Functions {
-		env := envOf(f)
+		env := EnvOf(f)
 		prefix, ok := env["CC_TABLE_PREFIX"]
 		if !ok {
 			add("function %s: no CC_TABLE_PREFIX", role)
@@ -402,8 +405,8 @@ func checkEnvironment(d *Deployed, add addFunc) {
 		}
 	}
 	if api, ok := d.Functions["api"]; ok {
-		if w, ok := d.Functions["worker"]; !ok || envOf(api)["CC_WORKER_FUNCTION"] != w.Str("function_name") {
-			add("function api: CC_WORKER_FUNCTION = %q, want the worker's name", envOf(api)["CC_WORKER_FUNCTION"])
+		if w, ok := d.Functions["worker"]; !ok || EnvOf(api)["CC_WORKER_FUNCTION"] != w.Str("function_name") {
+			add("function api: CC_WORKER_FUNCTION = %q, want the worker's name", EnvOf(api)["CC_WORKER_FUNCTION"])
 		}
 	}
 }
@@ -547,7 +550,7 @@ func checkRoutesDeployed(d *Deployed, add addFunc) {
 	}
 	// CORS: when the api allows origins, API Gateway must answer preflights
 	// (no OPTIONS route reaches the Lambda) for the same origins.
-	origins := envOf(api)["CC_CORS_ORIGINS"]
+	origins := EnvOf(api)["CC_CORS_ORIGINS"]
 	for _, a := range d.Of("aws_apigatewayv2_api") {
 		cors := a.Block("cors_configuration")
 		switch {
