@@ -3,6 +3,7 @@ package terraform
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	goversion "github.com/hashicorp/go-version"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -404,6 +406,7 @@ func checkEnvs(v *violations, envs []*Module) {
 		if len(calls) != 1 || attr(calls[0], "source") == nil || e.Text(attr(calls[0], "source").Expr.Range()) != `"../../modules/commitcollect"` {
 			v.add(hcl.Range{Filename: e.Dir}, "an environment root calls module commitcollect from ../../modules/commitcollect")
 		}
+		checkRequiredVersion(v, e)
 		backend := false
 		for _, tf := range e.Blocks("terraform") {
 			for _, b := range child(tf, "backend") {
@@ -422,6 +425,59 @@ func checkEnvs(v *violations, envs []*Module) {
 					v.add(p.DefRange(), "provider aws: %s does not belong in the repository", k)
 				}
 			}
+		}
+	}
+}
+
+// featureVersions are Terraform features an environment may use, how to
+// spot them (in the root's files, backend.hcl.example included) and the
+// first Terraform release that has them.
+var featureVersions = []struct {
+	feature string
+	used    *regexp.Regexp
+	since   string
+}{
+	{"optional() attributes with defaults", regexp.MustCompile(`optional\([^)]*,`), "1.3.0"},
+	{"S3 backend native locking (use_lockfile)", regexp.MustCompile(`(?m)^\s*use_lockfile\s*=\s*true`), "1.11.0"},
+}
+
+// checkRequiredVersion: an environment root's required_version must not
+// admit a Terraform older than a feature it (or the modules it calls) uses.
+func checkRequiredVersion(v *violations, e *Module) {
+	var req string
+	for _, tf := range e.Blocks("terraform") {
+		if a := attr(tf, "required_version"); a != nil {
+			req = strings.Trim(e.Text(a.Expr.Range()), `"`)
+		}
+	}
+	if req == "" {
+		v.add(hcl.Range{Filename: e.Dir}, "an environment root sets terraform.required_version")
+		return
+	}
+	c, err := goversion.NewConstraint(req)
+	if err != nil {
+		v.add(hcl.Range{Filename: e.Dir}, "required_version %q: %v", req, err)
+		return
+	}
+	var src strings.Builder
+	for _, b := range e.src {
+		src.Write(b)
+	}
+	extra, _ := filepath.Glob(filepath.Join(e.Dir, "*.hcl*"))
+	mods, _ := filepath.Glob(filepath.Join(e.Dir, "..", "..", "modules", "*", "*.tf"))
+	for _, f := range append(extra, mods...) {
+		if b, err := os.ReadFile(f); err == nil {
+			src.Write(b)
+		}
+	}
+	for _, f := range featureVersions {
+		if !f.used.MatchString(src.String()) {
+			continue
+		}
+		since := goversion.Must(goversion.NewVersion(f.since))
+		older := goversion.Must(goversion.NewVersion(fmt.Sprintf("%d.%d.99", since.Segments()[0], since.Segments()[1]-1)))
+		if c.Check(older) {
+			v.add(hcl.Range{Filename: e.Dir}, "required_version %q admits Terraform %s, but %s needs %s", req, older, f.feature, f.since)
 		}
 	}
 }

@@ -147,6 +147,18 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			new:       `STRAVA_CLIENT_SECRET = var.strava.client_secret_param_arn`,
 			wantInErr: "plain secret environment variable",
 		},
+		{
+			name: "required_version older than S3 native locking", file: "envs/example/versions.tf",
+			old:       `required_version = ">= 1.11.0"`,
+			new:       `required_version = ">= 1.5.0"`,
+			wantInErr: "S3 backend native locking (use_lockfile) needs 1.11.0",
+		},
+		{
+			name: "policy as inline JSON", file: fn,
+			old:       `policy = data.aws_iam_policy_document.logs.json`,
+			new:       `policy = jsonencode({ Version = "2012-10-17", Statement = [] })`,
+			wantInErr: "policy must reference an aws_iam_policy_document",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
