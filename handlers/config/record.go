@@ -37,11 +37,12 @@ type RecordedCall struct {
 	Lambda    string `json:"lambdaFunction,omitempty"`
 	Parameter string `json:"parameter,omitempty"`
 	Queue     string `json:"queue,omitempty"`
+	Key       string `json:"kmsKey,omitempty"`
 }
 
 // iamPrefix maps the SDK's service id to the IAM service prefix.
 var iamPrefix = map[string]string{
-	"DynamoDB": "dynamodb", "DynamoDB Streams": "dynamodb", "Lambda": "lambda", "SSM": "ssm", "SQS": "sqs",
+	"DynamoDB": "dynamodb", "DynamoDB Streams": "dynamodb", "Lambda": "lambda", "SSM": "ssm", "SQS": "sqs", "KMS": "kms",
 }
 
 // RecordCalls adds a middleware to cfg that writes a RecordedCall line to w
@@ -82,7 +83,7 @@ func recordFromEnv(cfg *aws.Config) error {
 
 // describeCall turns one operation's input into the IAM actions it needs and
 // the resources they name (read by reflection from the SDK's input structs:
-// TableName, IndexName, StreamArn, FunctionName, Name, QueueUrl,
+// TableName, IndexName, StreamArn, FunctionName, Name, QueueUrl, KeyId,
 // RequestItems, TransactItems).
 func describeCall(service, op string, params any) []RecordedCall {
 	prefix := iamPrefix[service]
@@ -147,7 +148,7 @@ func describeCall(service, op string, params any) []RecordedCall {
 	}
 	c := base
 	c.Table, c.Index, c.Stream = str(v, "TableName"), str(v, "IndexName"), str(v, "StreamArn")
-	c.Queue = str(v, "QueueUrl")
+	c.Queue, c.Key = str(v, "QueueUrl"), str(v, "KeyId")
 	switch prefix {
 	case "lambda":
 		c.Lambda = str(v, "FunctionName")

@@ -316,6 +316,14 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 			res = f.Str("arn")
 		case c.Parameter != "":
 			res = c.Parameter
+		case c.Key != "":
+			res = c.Key // a key ARN as the code is configured with it
+		case c.Queue != "":
+			q, ok := d.Find("aws_sqs_queue", "url", c.Queue)
+			if !ok {
+				t.Fatalf("%s called %s on queue %s, which the plan does not create", c.Function, c.Action, c.Queue)
+			}
+			res = q.Str("arn")
 		default:
 			t.Fatalf("recorded call without a resource: %+v", c)
 		}
