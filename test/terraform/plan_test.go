@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,15 @@ func applied(t *testing.T) (*tfjson.Plan, *tfjson.State) {
 // validate` of envs/example against the provider's real schema.
 func TestOfflineValidate(t *testing.T) {
 	t.Parallel()
+	// The repository's environment root is never touched: whatever lock file
+	// or working folder an engineer's own init left there stays as it was.
+	repoEnv := filepath.Join(tfoffline.RepoRoot(t), "terraform", filepath.FromSlash(tfoffline.Example))
+	snapshot := func() string {
+		lock, _ := os.ReadFile(filepath.Join(repoEnv, ".terraform.lock.hcl"))
+		_, err := os.Stat(filepath.Join(repoEnv, ".terraform"))
+		return fmt.Sprintf("lock=%q workdir=%v", lock, err == nil)
+	}
+	before := snapshot()
 	ws := tfoffline.Copy(t, nil)
 	ws.InitNoBackend(t)
 	out := ws.Validate(t)
@@ -62,12 +72,8 @@ func TestOfflineValidate(t *testing.T) {
 	if !out.Valid {
 		t.Fatalf("terraform validate: %d errors", out.ErrorCount)
 	}
-	// The repository never gets a lock file or working folder from this.
-	repoEnv := filepath.Join(tfoffline.RepoRoot(t), "terraform", filepath.FromSlash(tfoffline.Example))
-	for _, n := range []string{".terraform.lock.hcl", ".terraform"} {
-		if _, err := os.Stat(filepath.Join(repoEnv, n)); err == nil {
-			t.Errorf("%s exists in the repository's %s: offline runs must stay in their temporary copy", n, tfoffline.Example)
-		}
+	if after := snapshot(); after != before {
+		t.Errorf("the repository's %s changed: %s, was %s (offline runs must stay in their temporary copy)", tfoffline.Example, after, before)
 	}
 }
 
