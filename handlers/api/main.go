@@ -1,6 +1,7 @@
-// Command api is the commitcollect-api Lambda behind API Gateway's HTTP API
-// (payload v2): one net/http mux serves the Strava webhook (and the BFF's
-// routes, assembled by handlers/app), adapted by aws-lambda-go-api-proxy. Wiring only.
+// Command api is the api Lambda (deployed as commitcollect-<environment>-api)
+// behind API Gateway's HTTP API (payload v2): one net/http mux serves the
+// Strava webhook (and the BFF's routes, assembled by handlers/app), adapted by
+// aws-lambda-go-api-proxy. Wiring only.
 package main
 
 import (

@@ -19,6 +19,7 @@ import (
 
 // AWS loads the default credential chain (with the SDK's standard retryer).
 // The SDK logs through c.Logger (SDKLogger), so its warnings are JSON too.
+// With CC_RECORD_AWS_CALLS set (tests only), every call is recorded (RecordCalls).
 // With DYNAMODB_ENDPOINT set and no credentials configured, it uses dummy
 // static credentials, which is all DynamoDB Local needs.
 func (c Config) AWS(ctx context.Context) (aws.Config, error) {
@@ -38,6 +39,9 @@ func (c Config) AWS(ctx context.Context) (aws.Config, error) {
 		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 			cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 		}
+	}
+	if err := recordFromEnv(&cfg); err != nil {
+		return aws.Config{}, err
 	}
 	return cfg, nil
 }

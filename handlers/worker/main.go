@@ -1,6 +1,7 @@
-// Command worker is the commitcollect-strava-worker Lambda: it receives the
-// Job the api hands off (async invoke), fetches the activity from Strava and
-// writes the normalized workout. Wiring only; the logic is handlers/ingest.
+// Command worker is the worker Lambda (deployed as
+// commitcollect-<environment>-worker): it receives the Job the api hands off
+// (async invoke), fetches the activity from Strava and writes the normalized
+// workout. Wiring only; the logic is handlers/ingest.
 package main
 
 import (

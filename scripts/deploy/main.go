@@ -144,7 +144,7 @@ Flags:
 	_, err = d.Run(ctx, tfdeploy.Options{
 		BackendConfig: absFiles(backendCfg),
 		VarFiles:      absFiles(varFiles),
-		Vars:          append([]string{"artifacts_dir=" + distAbs}, vars...),
+		Vars:          append([]string{"artifacts_dir=" + tfdeploy.ArtifactsDir(*env, distAbs)}, vars...),
 		PlanOut:       out,
 		AllowDestroy:  *allowDestroy,
 		Yes:           *yes,

@@ -3,6 +3,7 @@ package terraform
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	goversion "github.com/hashicorp/go-version"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -34,58 +36,6 @@ var DefaultLayout = Layout{
 	Function:      "modules/function",
 	CommitCollect: "modules/commitcollect",
 	Envs:          "envs",
-}
-
-// Functions are the three Lambdas, by role.
-var Functions = []string{"api", "worker", "projector"}
-
-// Routes are the routes the api Lambda serves through the HTTP API.
-var Routes = []string{
-	"GET /",
-	"GET /webhooks/strava", "POST /webhooks/strava",
-	"GET /auth/strava/login", "GET /auth/strava/callback", "POST /auth/logout",
-	"GET /v1/me", "DELETE /v1/me",
-	"GET /v1/models",
-	"GET /v1/milestones", "POST /v1/milestones", "GET /v1/milestones/{milestoneId}",
-}
-
-// Grants is the least-privilege contract: per function, the resource (as
-// written in HCL) → the actions allowed on it. Anything more or less is a
-// violation. TransactWriteItems is authorised per item (Put/Update/Delete
-// plus ConditionCheckItem); there is no Scan anywhere.
-var Grants = map[string]map[string][]string{
-	"api": {
-		`module.tables.arns["idempotency"]`: {"dynamodb:PutItem", "dynamodb:DeleteItem"},
-		`module.tables.arns["sessions"]`:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
-		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-			"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"},
-		`module.tables.arns["audit"]`:        {"dynamodb:PutItem"},
-		`module.worker.function_arn`:         {"lambda:InvokeFunction"},
-		`var.strava.client_secret_param_arn`: {"ssm:GetParameter"},
-		`var.strava.verify_token_param_arn`:  {"ssm:GetParameter"},
-		// The optional customer managed key of the SecureString parameters.
-		`statement.value`: {"kms:Decrypt"},
-		// The key sealing Strava tokens (conditions: checkTokenKey).
-		TokenKeyRef: {"kms:GenerateDataKey", "kms:Decrypt"},
-	},
-	"worker": {
-		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-			"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"},
-		`"${module.tables.arns["main"]}/index/GSI1"`: {"dynamodb:Query"},
-		`module.tables.arns["audit"]`:                {"dynamodb:PutItem"},
-		`var.strava.client_secret_param_arn`:         {"ssm:GetParameter"},
-		`statement.value`:                            {"kms:Decrypt"},
-		`aws_sqs_queue.worker_dlq.arn`:               {"sqs:SendMessage"},
-		TokenKeyRef:                                  {"kms:GenerateDataKey", "kms:Decrypt"},
-	},
-	"projector": {
-		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-			"dynamodb:Query", "dynamodb:ConditionCheckItem"},
-		`module.tables.stream_arn`:                 {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
-		`"${module.tables.arns["main"]}/stream/*"`: {"dynamodb:ListStreams"},
-		`module.tables.arns["audit"]`:              {"dynamodb:PutItem", "dynamodb:Query"},
-		`aws_sqs_queue.projector_dlq.arn`:          {"sqs:SendMessage"},
-	},
 }
 
 // ProjectorFilters are the event patterns the projector's event source
@@ -113,7 +63,11 @@ func ProjectorFilters() []map[string]any {
 }
 
 // Check loads the modules under root (laid out as l) and returns every
-// violated invariant, or an error when the Terraform cannot be read.
+// violated invariant, or an error when the Terraform cannot be read. What
+// Terraform computes (roles, policies, the stream mapping, async config,
+// routes, alarms, function settings, environment) is checked on the plan
+// instead (plancheck.go); this keeps what only the source shows: tables
+// against store.Specs, how policies are written, secrets and env roots.
 func Check(root string, l Layout) ([]string, error) {
 	load := func(rel string) (*Module, error) { return LoadModule(filepath.Join(root, rel)) }
 	tables, err := load(l.Tables)
@@ -142,16 +96,8 @@ func Check(root string, l Layout) ([]string, error) {
 
 	var v violations
 	checkTables(&v, tables, all)
-	checkPolicies(&v, cc, all)
-	checkFunction(&v, fn)
-	checkFunctionCalls(&v, cc)
-	checkWiring(&v, cc)
-	checkWorkerAsync(&v, cc)
-	checkStreamMapping(&v, cc)
-	checkAlarms(&v, cc, fn)
-	checkRoutes(&v, cc)
+	checkPolicySources(&v, all)
 	checkSecrets(&v, all)
-	checkTokenKey(&v, cc)
 	checkEnvs(&v, envs)
 	return v, nil
 }
@@ -400,84 +346,11 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 
 // ---------------------------------------------------------------- policies
 
-// statement is one IAM policy statement as written.
-type statement struct {
-	rng       hcl.Range
-	actions   []string
-	resources []string // source text of each element
-}
-
-func statements(m *Module, doc *hclsyntax.Block, v *violations) []statement {
-	var blocks []*hclsyntax.Block
-	blocks = append(blocks, child(doc, "statement")...)
-	for _, d := range child(doc, "dynamic") {
-		if len(d.Labels) == 1 && d.Labels[0] == "statement" {
-			blocks = append(blocks, child(d, "content")...)
-		}
-	}
-	var out []statement
-	for _, s := range blocks {
-		st := statement{rng: s.DefRange()}
-		if a := attr(s, "not_actions"); a != nil {
-			v.add(a.SrcRange, "not_actions grants everything else: list actions instead")
-		}
-		if a := attr(s, "not_resources"); a != nil {
-			v.add(a.SrcRange, "not_resources grants everything else: list resources instead")
-		}
-		if e := attr(s, "effect"); e != nil {
-			if val, err := literal(e.Expr); err == nil && val.Type() == cty.String && val.AsString() == "Deny" {
-				continue // a deny statement only ever removes privilege
-			}
-		}
-		a := attr(s, "actions")
-		if a == nil {
-			v.add(s.DefRange(), "statement without actions")
-			continue
-		}
-		val, err := literal(a.Expr)
-		if err == nil {
-			st.actions, err = stringList(val)
-		}
-		if err != nil {
-			v.add(a.SrcRange, "actions must be a literal list of strings so they can be checked: %v", err)
-		}
-		for _, act := range st.actions {
-			if strings.Contains(act, "*") {
-				v.add(a.SrcRange, "wildcard action %q: list the actions the function needs", act)
-			}
-			if strings.EqualFold(act, "dynamodb:Scan") {
-				v.add(a.SrcRange, "dynamodb:Scan is forbidden: query by key instead")
-			}
-		}
-		if r := attr(s, "resources"); r != nil {
-			if tup, ok := r.Expr.(*hclsyntax.TupleConsExpr); ok {
-				for _, e := range tup.Exprs {
-					st.resources = append(st.resources, m.Text(e.Range()))
-				}
-			} else {
-				st.resources = append(st.resources, m.Text(r.Expr.Range()))
-			}
-			for _, res := range st.resources {
-				if res == `"*"` {
-					v.add(r.SrcRange, `resource "*": name the resources`)
-				}
-			}
-		}
-		out = append(out, st)
-	}
-	return out
-}
-
-func checkPolicies(v *violations, cc *Module, all []*Module) {
+// checkPolicySources: every policy is an aws_iam_policy_document attached
+// inline through aws_iam_role_policy (what the documents grant is checked on
+// the plan and against the code's calls, iam_test.go).
+func checkPolicySources(v *violations, all []*Module) {
 	for _, m := range all {
-		for _, doc := range m.Blocks("data", "aws_iam_policy_document") {
-			statements(m, doc, v) // wildcard, Scan and not_* checks everywhere
-		}
-		for _, typ := range []string{"aws_iam_role_policy_attachment", "aws_iam_policy_attachment", "aws_iam_policy"} {
-			for _, r := range m.Resources(typ) {
-				v.add(r.DefRange(), "%s: attach nothing managed; each role gets its own inline least-privilege policy", typ)
-			}
-		}
 		for _, r := range m.Resources("aws_iam_role") {
 			if attr(r, "managed_policy_arns") != nil || len(child(r, "inline_policy")) > 0 {
 				v.add(r.DefRange(), "aws_iam_role.%s: policies go through aws_iam_role_policy with an aws_iam_policy_document", r.Labels[1])
@@ -493,240 +366,6 @@ func checkPolicies(v *violations, cc *Module, all []*Module) {
 			}
 		}
 	}
-	for _, fn := range Functions {
-		docs := cc.Blocks("data", "aws_iam_policy_document", fn)
-		if len(docs) != 1 {
-			v.add(hcl.Range{Filename: cc.Dir}, "no aws_iam_policy_document.%s for the %s function", fn, fn)
-			continue
-		}
-		got := map[string][]string{}
-		for _, st := range statements(cc, docs[0], &violations{}) {
-			for _, res := range st.resources {
-				got[res] = append(got[res], st.actions...)
-			}
-		}
-		want := Grants[fn]
-		for res := range mergeKeys(got, want) {
-			g, w := sorted(got[res]), sorted(want[res])
-			if !slices.Equal(g, w) {
-				v.add(docs[0].DefRange(), "%s policy on %s: got %v, want %v", fn, res, g, w)
-			}
-		}
-	}
-}
-
-func mergeKeys(a, b map[string][]string) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
-}
-
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	sort.Strings(s)
-	return slices.Compact(s)
-}
-
-// --------------------------------------------------------------- functions
-
-func checkFunction(v *violations, fn *Module) {
-	fns := fn.Resources("aws_lambda_function")
-	if len(fns) != 1 {
-		v.add(hcl.Range{Filename: fn.Dir}, "the function module must declare exactly one aws_lambda_function, got %d", len(fns))
-		return
-	}
-	f := fns[0]
-	for name, want := range map[string]string{"runtime": `"provided.al2023"`, "architectures": `["arm64"]`, "handler": `"bootstrap"`} {
-		if a := attr(f, name); a == nil || fn.Text(a.Expr.Range()) != want {
-			v.add(f.DefRange(), "aws_lambda_function: %s must be %s", name, want)
-		}
-	}
-	if a := attr(f, "source_code_hash"); a == nil {
-		v.add(f.DefRange(), "aws_lambda_function: source_code_hash must track the zip")
-	}
-	lcs := child(f, "logging_config")
-	if len(lcs) != 1 || attr(lcs[0], "log_group") == nil {
-		v.add(f.DefRange(), "aws_lambda_function: logging_config.log_group must name the module's log group")
-	}
-	lgs := fn.Resources("aws_cloudwatch_log_group")
-	if len(lgs) != 1 || attr(lgs[0], "retention_in_days") == nil {
-		v.add(f.DefRange(), "the function module needs one log group with retention_in_days")
-	}
-	if len(fn.Resources("aws_iam_role")) != 1 {
-		v.add(f.DefRange(), "each function must have its own aws_iam_role")
-	}
-}
-
-func checkFunctionCalls(v *violations, cc *Module) {
-	for _, name := range Functions {
-		calls := cc.Blocks("module", name)
-		if len(calls) != 1 {
-			v.add(hcl.Range{Filename: cc.Dir}, "no module %q (the %s Lambda)", name, name)
-			continue
-		}
-		c := calls[0]
-		if a := attr(c, "source"); a == nil || cc.Text(a.Expr.Range()) != `"../function"` {
-			v.add(c.DefRange(), "module %s must use ../function", name)
-		}
-		if a := attr(c, "policy_json"); a == nil || cc.Text(a.Expr.Range()) != "data.aws_iam_policy_document."+name+".json" {
-			v.add(c.DefRange(), "module %s: policy_json must be data.aws_iam_policy_document.%s.json", name, name)
-		}
-		if a := attr(c, "zip_path"); a == nil || !strings.HasSuffix(cc.Text(a.Expr.Range()), "/"+name+`.zip"`) {
-			v.add(c.DefRange(), "module %s: zip_path must be <artifacts_dir>/%s.zip", name, name)
-		}
-	}
-}
-
-// checkWiring ties the functions' environment to the resources it names:
-// the table prefix the tables module uses, and the worker the api invokes.
-func checkWiring(v *violations, cc *Module) {
-	tables := cc.Blocks("module", "tables")
-	env := cc.Local("common_env")
-	if len(tables) != 1 || env == nil {
-		v.add(hcl.Range{Filename: cc.Dir}, "want module \"tables\" and local.common_env")
-		return
-	}
-	prefix := attr(tables[0], "table_prefix")
-	obj, ok := env.(*hclsyntax.ObjectConsExpr)
-	if prefix == nil || !ok {
-		v.add(env.Range(), "local.common_env must be an object and module tables must set table_prefix")
-		return
-	}
-	found := false
-	for _, item := range obj.Items {
-		if cc.Text(item.KeyExpr.Range()) == "CC_TABLE_PREFIX" {
-			found = cc.Text(item.ValueExpr.Range()) == cc.Text(prefix.Expr.Range())
-		}
-	}
-	if !found {
-		v.add(env.Range(), "CC_TABLE_PREFIX in local.common_env must be the tables module's table_prefix (%s)", cc.Text(prefix.Expr.Range()))
-	}
-	if api := cc.Blocks("module", "api"); len(api) == 1 {
-		if e := attr(api[0], "environment"); e == nil || !strings.Contains(cc.Text(e.Expr.Range()), "CC_WORKER_FUNCTION=module.worker.function_name") {
-			v.add(api[0].DefRange(), "the api's CC_WORKER_FUNCTION must be module.worker.function_name")
-		}
-	}
-}
-
-// ------------------------------------------------------- async and stream
-
-func checkWorkerAsync(v *violations, cc *Module) {
-	r := cc.Resource("aws_lambda_function_event_invoke_config", "worker")
-	if r == nil {
-		v.add(hcl.Range{Filename: cc.Dir}, "no aws_lambda_function_event_invoke_config.worker")
-		return
-	}
-	vars, err := cc.Vars(nil)
-	if err != nil {
-		v.add(r.DefRange(), "variables: %v", err)
-		return
-	}
-	if a := attr(r, "function_name"); a == nil || cc.Text(a.Expr.Range()) != "module.worker.function_name" {
-		v.add(r.DefRange(), "async invoke config must target module.worker")
-	}
-	bounded(v, cc, r, vars, "maximum_retry_attempts", 0, 2)
-	bounded(v, cc, r, vars, "maximum_event_age_in_seconds", 60, 21600)
-	onFailure(v, cc, r, "destination")
-}
-
-// onFailure requires destination_config.on_failure.<attrName> to be an SQS queue ARN.
-func onFailure(v *violations, m *Module, r *hclsyntax.Block, attrName string) {
-	for _, dc := range child(r, "destination_config") {
-		for _, of := range child(dc, "on_failure") {
-			if a := attr(of, attrName); a != nil && regexp.MustCompile(`^aws_sqs_queue\.[a-z_]+\.arn$`).MatchString(m.Text(a.Expr.Range())) {
-				return
-			}
-		}
-	}
-	v.add(r.DefRange(), "%s.%s: destination_config.on_failure must send to an SQS queue (DLQ)", r.Labels[0], r.Labels[1])
-}
-
-// bounded evaluates an attribute with the module's variable defaults and
-// requires a known number in [lo, hi].
-func bounded(v *violations, m *Module, r *hclsyntax.Block, vars cty.Value, name string, lo, hi int64) {
-	a := attr(r, name)
-	if a == nil {
-		v.add(r.DefRange(), "%s.%s: %s must be set (bounded)", r.Labels[0], r.Labels[1], name)
-		return
-	}
-	val, diags := a.Expr.Value(evalContext(vars, nil))
-	if diags.HasErrors() || !val.IsKnown() || val.IsNull() || val.Type() != cty.Number {
-		v.add(a.SrcRange, "%s: not a known number with the variable defaults", name)
-		return
-	}
-	n, _ := val.AsBigFloat().Int64()
-	if n < lo || n > hi {
-		v.add(a.SrcRange, "%s = %d, want between %d and %d (bounded)", name, n, lo, hi)
-	}
-}
-
-func checkStreamMapping(v *violations, cc *Module) {
-	esms := cc.Resources("aws_lambda_event_source_mapping")
-	if len(esms) != 1 {
-		v.add(hcl.Range{Filename: cc.Dir}, "want exactly one aws_lambda_event_source_mapping (the projector's), got %d", len(esms))
-		return
-	}
-	r := esms[0]
-	vars, err := cc.Vars(nil)
-	if err != nil {
-		v.add(r.DefRange(), "variables: %v", err)
-		return
-	}
-	text := func(name string) string {
-		if a := attr(r, name); a != nil {
-			return cc.Text(a.Expr.Range())
-		}
-		return ""
-	}
-	for name, want := range map[string]string{
-		"function_name":                  "module.projector.function_arn",
-		"event_source_arn":               "module.tables.stream_arn",
-		"function_response_types":        `["ReportBatchItemFailures"]`,
-		"bisect_batch_on_function_error": "true",
-	} {
-		if got := text(name); got != want {
-			v.add(r.DefRange(), "projector event source mapping: %s = %q, want %s", name, got, want)
-		}
-	}
-	for _, name := range []string{"batch_size", "maximum_batching_window_in_seconds"} {
-		if !strings.HasPrefix(text(name), "var.") {
-			v.add(r.DefRange(), "projector event source mapping: %s must come from a variable", name)
-		}
-	}
-	bounded(v, cc, r, vars, "maximum_retry_attempts", 0, 10000)
-	bounded(v, cc, r, vars, "maximum_record_age_in_seconds", 60, 604800)
-	onFailure(v, cc, r, "destination_arn")
-
-	var got []string
-	for _, fc := range child(r, "filter_criteria") {
-		for _, f := range child(fc, "filter") {
-			a := attr(f, "pattern")
-			if a == nil {
-				continue
-			}
-			val, err := literal(a.Expr)
-			if err != nil || val.Type() != cty.String {
-				v.add(a.SrcRange, "filter pattern must be a static jsonencode(...): %v", err)
-				continue
-			}
-			got = append(got, canonicalJSON(val.AsString()))
-		}
-	}
-	var want []string
-	for _, p := range ProjectorFilters() {
-		b, _ := json.Marshal(p)
-		want = append(want, string(b))
-	}
-	sort.Strings(got)
-	sort.Strings(want)
-	if !slices.Equal(got, want) {
-		v.add(r.DefRange(), "projector filter_criteria:\n  got  %s\n  want %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
-	}
 }
 
 func canonicalJSON(s string) string {
@@ -736,98 +375,6 @@ func canonicalJSON(s string) string {
 	}
 	b, _ := json.Marshal(x) // maps marshal with sorted keys
 	return string(b)
-}
-
-// ------------------------------------------------------------------ alarms
-
-// alarm is one aws_cloudwatch_metric_alarm as written.
-type alarm struct {
-	block                         *hclsyntax.Block
-	namespace, metric, dimensions string
-}
-
-func alarms(m *Module) []alarm {
-	var out []alarm
-	for _, r := range m.Resources("aws_cloudwatch_metric_alarm") {
-		t := func(n string) string {
-			if a := attr(r, n); a != nil {
-				return m.Text(a.Expr.Range())
-			}
-			return ""
-		}
-		out = append(out, alarm{block: r, namespace: t("namespace"), metric: t("metric_name"), dimensions: t("dimensions")})
-	}
-	return out
-}
-
-func checkAlarms(v *violations, cc, fn *Module) {
-	need := func(m *Module, what, ns, metric, dimContains string) {
-		for _, a := range alarms(m) {
-			if a.namespace == ns && a.metric == metric && strings.Contains(a.dimensions, dimContains) {
-				return
-			}
-		}
-		v.add(hcl.Range{Filename: m.Dir}, "missing alarm: %s (%s %s)", what, ns, metric)
-	}
-	need(cc, "projector stream iterator age", `"AWS/Lambda"`, `"IteratorAge"`, "module.projector.function_name")
-	need(fn, "function errors", `"AWS/Lambda"`, `"Errors"`, "FunctionName")
-	need(fn, "function throttles", `"AWS/Lambda"`, `"Throttles"`, "FunctionName")
-	dlq := false
-	for _, a := range alarms(cc) {
-		if a.namespace != `"AWS/SQS"` || a.metric != `"ApproximateNumberOfMessagesVisible"` {
-			continue
-		}
-		fe := attr(a.block, "for_each")
-		th := attr(a.block, "threshold")
-		if fe != nil && th != nil && cc.Text(th.Expr.Range()) == "0" &&
-			strings.Contains(cc.Text(fe.Expr.Range()), "aws_sqs_queue.worker_dlq") &&
-			strings.Contains(cc.Text(fe.Expr.Range()), "aws_sqs_queue.projector_dlq") {
-			dlq = true
-		}
-	}
-	if !dlq {
-		v.add(hcl.Range{Filename: cc.Dir}, "missing alarm: DLQ depth > 0 on both the worker and projector DLQs (AWS/SQS ApproximateNumberOfMessagesVisible)")
-	}
-	for _, m := range []*Module{cc, fn} {
-		for _, a := range alarms(m) {
-			act := attr(a.block, "alarm_actions")
-			if act == nil || !strings.Contains(m.Text(act.Expr.Range()), "var.alarms.topic_arn") {
-				v.add(a.block.DefRange(), "alarm %s must notify var.alarms.topic_arn", a.block.Labels[1])
-			}
-		}
-	}
-}
-
-// ------------------------------------------------------------------ routes
-
-func checkRoutes(v *violations, cc *Module) {
-	e := cc.Local("routes")
-	r := cc.Resource("aws_apigatewayv2_route", "api")
-	if e == nil || r == nil {
-		v.add(hcl.Range{Filename: cc.Dir}, "want local.routes and aws_apigatewayv2_route.api")
-		return
-	}
-	val, err := literal(e)
-	var got []string
-	if err == nil {
-		got, err = stringList(val)
-	}
-	if err != nil {
-		v.add(e.Range(), "local.routes must be a literal list: %v", err)
-	}
-	if g, w := sorted(got), sorted(Routes); !slices.Equal(g, w) {
-		v.add(e.Range(), "routes: got %v, want %v", g, w)
-	}
-	if a := attr(r, "for_each"); a == nil || cc.Text(a.Expr.Range()) != "toset(local.routes)" {
-		v.add(r.DefRange(), "aws_apigatewayv2_route.api must use for_each = toset(local.routes)")
-	}
-	ig := cc.Resource("aws_apigatewayv2_integration", "api")
-	if a := attr(ig, "integration_uri"); a == nil || cc.Text(a.Expr.Range()) != "module.api.invoke_arn" {
-		v.add(hcl.Range{Filename: cc.Dir}, "aws_apigatewayv2_integration.api must invoke module.api")
-	}
-	if a := attr(ig, "payload_format_version"); a == nil || cc.Text(a.Expr.Range()) != `"2.0"` {
-		v.add(hcl.Range{Filename: cc.Dir}, "aws_apigatewayv2_integration.api must use payload format 2.0")
-	}
 }
 
 // ----------------------------------------------------------------- secrets
@@ -857,6 +404,7 @@ func checkEnvs(v *violations, envs []*Module) {
 		if len(calls) != 1 || attr(calls[0], "source") == nil || e.Text(attr(calls[0], "source").Expr.Range()) != `"../../modules/commitcollect"` {
 			v.add(hcl.Range{Filename: e.Dir}, "an environment root calls module commitcollect from ../../modules/commitcollect")
 		}
+		checkRequiredVersion(v, e)
 		backend := false
 		for _, tf := range e.Blocks("terraform") {
 			for _, b := range child(tf, "backend") {
@@ -875,6 +423,59 @@ func checkEnvs(v *violations, envs []*Module) {
 					v.add(p.DefRange(), "provider aws: %s does not belong in the repository", k)
 				}
 			}
+		}
+	}
+}
+
+// featureVersions are Terraform features an environment may use, how to
+// spot them (in the root's files, backend.hcl.example included) and the
+// first Terraform release that has them.
+var featureVersions = []struct {
+	feature string
+	used    *regexp.Regexp
+	since   string
+}{
+	{"optional() attributes with defaults", regexp.MustCompile(`optional\([^)]*,`), "1.3.0"},
+	{"S3 backend native locking (use_lockfile)", regexp.MustCompile(`(?m)^\s*use_lockfile\s*=\s*true`), "1.11.0"},
+}
+
+// checkRequiredVersion: an environment root's required_version must not
+// admit a Terraform older than a feature it (or the modules it calls) uses.
+func checkRequiredVersion(v *violations, e *Module) {
+	var req string
+	for _, tf := range e.Blocks("terraform") {
+		if a := attr(tf, "required_version"); a != nil {
+			req = strings.Trim(e.Text(a.Expr.Range()), `"`)
+		}
+	}
+	if req == "" {
+		v.add(hcl.Range{Filename: e.Dir}, "an environment root sets terraform.required_version")
+		return
+	}
+	c, err := goversion.NewConstraint(req)
+	if err != nil {
+		v.add(hcl.Range{Filename: e.Dir}, "required_version %q: %v", req, err)
+		return
+	}
+	var src strings.Builder
+	for _, b := range e.src {
+		src.Write(b)
+	}
+	extra, _ := filepath.Glob(filepath.Join(e.Dir, "*.hcl*"))
+	mods, _ := filepath.Glob(filepath.Join(e.Dir, "..", "..", "modules", "*", "*.tf"))
+	for _, f := range append(extra, mods...) {
+		if b, err := os.ReadFile(f); err == nil {
+			src.Write(b)
+		}
+	}
+	for _, f := range featureVersions {
+		if !f.used.MatchString(src.String()) {
+			continue
+		}
+		since := goversion.Must(goversion.NewVersion(f.since))
+		older := goversion.Must(goversion.NewVersion(fmt.Sprintf("%d.%d.99", since.Segments()[0], since.Segments()[1]-1)))
+		if c.Check(older) {
+			v.add(hcl.Range{Filename: e.Dir}, "required_version %q admits Terraform %s, but %s needs %s", req, older, f.feature, f.since)
 		}
 	}
 }

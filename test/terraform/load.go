@@ -182,28 +182,3 @@ func child(b *hclsyntax.Block, typ string) []*hclsyntax.Block {
 	}
 	return out
 }
-
-// literal evaluates an expression that must not reference anything.
-func literal(e hcl.Expression) (cty.Value, error) {
-	v, diags := e.Value(&hcl.EvalContext{Functions: functions})
-	if diags.HasErrors() {
-		return cty.NilVal, diags
-	}
-	return v, nil
-}
-
-// strings converts a known list/tuple/set of strings.
-func stringList(v cty.Value) ([]string, error) {
-	if v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
-		return nil, fmt.Errorf("not a known list")
-	}
-	var out []string
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		if e.IsNull() || !e.IsKnown() || e.Type() != cty.String {
-			return nil, fmt.Errorf("element is not a known string")
-		}
-		out = append(out, e.AsString())
-	}
-	return out, nil
-}

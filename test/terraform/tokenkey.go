@@ -1,23 +1,25 @@
 package terraform
 
 import (
+	"regexp"
 	"slices"
+	"sort"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/commitcollect/backend/model"
 )
 
-// TokenKeyRef is how the commitcollect module names the KMS key sealing
-// Strava tokens (model/secrets/kms).
-const TokenKeyRef = "local.token_kms_key_arn"
+// TokenKeyEnv is the environment variable naming the KMS key that seals
+// Strava tokens (model/secrets/kms; handlers/config reads it).
+const TokenKeyEnv = "CC_TOKEN_KMS_KEY"
 
 // TokenKeyUsers are the functions that seal or open Strava tokens: the api
 // (OAuth callback, account deletion) and the worker (refresh). The projector
-// never sees a token and must not hold the grant (Grants enforces that).
+// never sees a token and must hold neither the key's name nor a grant on it.
 var TokenKeyUsers = []string{"api", "worker"}
+
+// TokenKeyActions are the only actions granted on the token key.
+var TokenKeyActions = []string{"kms:Decrypt", "kms:GenerateDataKey"}
 
 // TokenKeyConditions are the conditions every grant on the token key must
 // carry, as test → variable → values: exactly the encryption context the
@@ -29,74 +31,89 @@ var TokenKeyConditions = map[string]map[string][]string{
 	"Null":                      {"kms:EncryptionContext:userId": {"false"}, "kms:ViaService": {"true"}},
 }
 
-// checkTokenKey: the key rotates when the module creates it, the grants to
-// TokenKeyUsers carry TokenKeyConditions, and exactly those functions get
-// CC_TOKEN_KMS_KEY (through local.tokens_env).
-func checkTokenKey(v *violations, cc *Module) {
-	for _, k := range cc.Resources("aws_kms_key") {
-		if a := attr(k, "enable_key_rotation"); a == nil || cc.Text(a.Expr.Range()) != "true" {
-			v.add(k.DefRange(), "aws_kms_key.%s: enable_key_rotation must be true", k.Labels[1])
+// checkTokenKey reads the plan: every KMS key of the configuration rotates;
+// exactly TokenKeyUsers get TokenKeyEnv, all the same key; their roles grant
+// TokenKeyActions on it, nothing more, each statement with exactly
+// TokenKeyConditions; no other role names the key.
+func checkTokenKey(d *Deployed, add addFunc) {
+	for _, k := range d.Of("aws_kms_key") {
+		if k.Values["enable_key_rotation"] != true {
+			add("%s: enable_key_rotation must be true", k.Address)
 		}
 	}
-	if env := cc.Local("tokens_env"); env == nil || !strings.Contains(strings.ReplaceAll(cc.Text(env.Range()), " ", ""), "CC_TOKEN_KMS_KEY="+TokenKeyRef) {
-		v.add(hcl.Range{Filename: cc.Dir}, "local.tokens_env must set CC_TOKEN_KMS_KEY = %s", TokenKeyRef)
-	}
-	for _, fn := range Functions {
-		mods := cc.Blocks("module", fn)
-		if len(mods) != 1 {
+	key := ""
+	for role, f := range d.Functions {
+		got, has := EnvOf(f)[TokenKeyEnv]
+		if want := slices.Contains(TokenKeyUsers, role); has != want {
+			add("function %s: has %s = %v, want %v (only %v seal or open Strava tokens)", role, TokenKeyEnv, has, want, TokenKeyUsers)
+		}
+		if !has {
 			continue
 		}
-		e := attr(mods[0], "environment")
-		has := e != nil && strings.Contains(cc.Text(e.Expr.Range()), "local.tokens_env")
-		if want := slices.Contains(TokenKeyUsers, fn); has != want {
-			v.add(mods[0].DefRange(), "module %s: gets CC_TOKEN_KMS_KEY (local.tokens_env) = %v, want %v", fn, has, want)
+		if key != "" && got != key {
+			add("function %s: %s = %q, another function seals with %q", role, TokenKeyEnv, got, key)
 		}
+		key = got
 	}
-	for _, fn := range TokenKeyUsers {
-		docs := cc.Blocks("data", "aws_iam_policy_document", fn)
-		if len(docs) != 1 {
-			continue
-		}
-		for _, s := range tokenKeyStatements(cc, docs[0]) {
-			got := map[string]map[string][]string{}
-			for _, c := range child(s, "condition") {
-				var test, variable string
-				var values []string
-				for name, dst := range map[string]*string{"test": &test, "variable": &variable} {
-					if a := attr(c, name); a != nil {
-						if val, err := literal(a.Expr); err == nil {
-							*dst = val.AsString()
-						}
-					}
+	if key == "" {
+		add("no function has %s: Strava tokens would not be sealed with KMS", TokenKeyEnv)
+		return
+	}
+	pols, err := d.RolePolicies()
+	if err != nil {
+		return // reported by checkRolesAndPolicies
+	}
+	for _, role := range FunctionRoles {
+		var actions []string
+		for _, p := range pols[role] {
+			for _, st := range p.Statement {
+				if st.Effect != "Allow" || !slices.ContainsFunc(st.Resource, func(r string) bool { return iamPattern(r).MatchString(key) }) {
+					continue
 				}
-				if a := attr(c, "values"); a != nil {
-					if val, err := literal(a.Expr); err == nil {
-						values, _ = stringList(val)
-					}
+				if !slices.Contains(TokenKeyUsers, role) {
+					add("%s policy statement %q: grants %v on the token key %s; only %v may use it", role, st.Sid, []string(st.Action), key, TokenKeyUsers)
+					continue
 				}
-				if got[test] == nil {
-					got[test] = map[string][]string{}
-				}
-				got[test][variable] = sorted(append(got[test][variable], values...))
+				actions = append(actions, st.Action...)
+				checkConditions(role, st, add)
 			}
-			for test, vars := range TokenKeyConditions {
-				for variable, want := range vars {
-					if g := got[test][variable]; !slices.Equal(g, sorted(want)) {
-						v.add(s.DefRange(), "%s policy on %s: condition %s %s = %v, want %v", fn, TokenKeyRef, test, variable, g, sorted(want))
-					}
-				}
+		}
+		if !slices.Contains(TokenKeyUsers, role) {
+			continue
+		}
+		sort.Strings(actions)
+		if actions = slices.Compact(actions); !slices.Equal(actions, TokenKeyActions) {
+			add("%s policy on the token key %s: got %v, want %v", role, key, actions, TokenKeyActions)
+		}
+	}
+}
+
+// checkConditions requires st's conditions to be exactly TokenKeyConditions.
+func checkConditions(role string, st PolicyStatement, add addFunc) {
+	for test, vars := range TokenKeyConditions {
+		for variable, want := range vars {
+			got := slices.Clone([]string(st.Condition[test][variable]))
+			sort.Strings(got)
+			want = slices.Sorted(slices.Values(want))
+			if !slices.Equal(got, want) {
+				add("%s policy statement %q on the token key: condition %s %s = %v, want %v", role, st.Sid, test, variable, got, want)
+			}
+		}
+	}
+	for test, vars := range st.Condition {
+		for variable := range vars {
+			if _, ok := TokenKeyConditions[test][variable]; !ok {
+				add("%s policy statement %q on the token key: unexpected condition %s %s (%s)", role, st.Sid, test, variable,
+					strings.Join(st.Condition[test][variable], ","))
 			}
 		}
 	}
 }
 
-// tokenKeyStatements are the statements of doc granting on the token key.
-func tokenKeyStatements(m *Module, doc *hclsyntax.Block) []*hclsyntax.Block {
-	var out []*hclsyntax.Block
-	for _, s := range child(doc, "statement") {
-		if r := attr(s, "resources"); r != nil && strings.Contains(m.Text(r.Expr.Range()), TokenKeyRef) {
-			out = append(out, s)
-		}
-	}
-	return out
+// iamPattern turns an IAM resource pattern (* and ?) into a regexp.
+func iamPattern(p string) *regexp.Regexp {
+	q := regexp.QuoteMeta(p)
+	q = strings.ReplaceAll(q, `\*`, ".*")
+	q = strings.ReplaceAll(q, `\?`, ".")
+	return regexp.MustCompile("^" + q + "$")
 }

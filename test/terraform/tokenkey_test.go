@@ -5,47 +5,104 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/commitcollect/backend/test/terraform/tfoffline"
 )
 
-// TestTokenKeyCheckFailsWhenBroken breaks one protection of the token key
-// per case and requires Check to name it.
-func TestTokenKeyCheckFailsWhenBroken(t *testing.T) {
+// TestTokenKeyChecksFailWhenBroken breaks one protection of the token key
+// per case in a copy of terraform/, plans and applies it offline, and
+// requires CheckDeployed (checkTokenKey) to name it. The api's and the
+// worker's SealStravaTokens statements are alike: the first (the api's) is
+// broken.
+func TestTokenKeyChecksFailWhenBroken(t *testing.T) {
 	t.Parallel()
 	const cc = "modules/commitcollect/main.tf"
 	tests := []struct {
 		name, old, new, wantInErr string
 	}{
-		{name: "projector gets the token key", old: "environment        = local.common_env", new: "environment        = merge(local.common_env, local.tokens_env)",
-			wantInErr: "module projector: gets CC_TOKEN_KMS_KEY"},
-		{name: "no rotation", old: "enable_key_rotation     = true", new: "enable_key_rotation     = false",
-			wantInErr: "enable_key_rotation must be true"},
-		{name: "any encryption context", old: `values   = ["strava-tokens"]`, new: `values   = ["*"]`,
-			wantInErr: "condition StringEquals kms:EncryptionContext:purpose"},
-		{name: "via-service condition that denies direct calls", old: "variable = \"kms:ViaService\"\n      values   = [\"true\"]",
-			new: "variable = \"kms:ViaService\"\n      values   = [\"false\"]", wantInErr: "condition Null kms:ViaService"},
-		{name: "encrypt granted too", old: `actions   = ["kms:GenerateDataKey", "kms:Decrypt"]`, new: `actions   = ["kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"]`,
-			wantInErr: "policy on local.token_kms_key_arn: got"},
+		{"encryption context purpose condition removed",
+			"    condition {\n      test     = \"StringEquals\"\n      variable = \"kms:EncryptionContext:purpose\"\n      values   = [\"strava-tokens\"]\n    }\n", "",
+			`api policy statement "SealStravaTokens" on the token key: condition StringEquals kms:EncryptionContext:purpose`},
+		{"any encryption context keys", `values   = ["purpose", "userId"]`, `values   = ["purpose", "userId", "other"]`,
+			"condition ForAllValues:StringEquals kms:EncryptionContextKeys"},
+		{"via-service condition that denies direct calls", "variable = \"kms:ViaService\"\n      values   = [\"true\"]",
+			"variable = \"kms:ViaService\"\n      values   = [\"false\"]", "condition Null kms:ViaService"},
+		{"encrypt granted too", `actions   = ["kms:GenerateDataKey", "kms:Decrypt"]`, `actions   = ["kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"]`,
+			"api policy on the token key"},
+		{"no rotation", "enable_key_rotation     = true", "enable_key_rotation     = false", "enable_key_rotation must be true"},
+		{"projector gets the token key", "environment        = local.common_env", "environment        = merge(local.common_env, local.tokens_env)",
+			"function projector: has CC_TOKEN_KMS_KEY = true, want false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := copyTree(t)
-			// The first occurrence: the api's policy (the worker's is the same).
-			p := filepath.Join(dir, cc)
-			b, err := os.ReadFile(p)
-			if err != nil || !strings.Contains(string(b), tt.old) {
-				t.Fatalf("mutation target %q not in %s (%v)", tt.old, cc, err)
+			ws := tfoffline.Copy(t, func(dir string) {
+				p := filepath.Join(dir, cc)
+				b, err := os.ReadFile(p)
+				if err != nil || !strings.Contains(string(b), tt.old) {
+					t.Fatalf("mutation target %q not in %s (%v)", tt.old, cc, err)
+				}
+				if err := os.WriteFile(p, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			})
+			_, planFile := ws.Plan(t, exampleVars...)
+			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
+			if !strings.Contains(got, tt.wantInErr) {
+				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)
 			}
-			if err := os.WriteFile(p, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			got, err := Check(dir, DefaultLayout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			joined := strings.Join(got, "\n")
-			if !strings.Contains(joined, tt.wantInErr) {
-				t.Fatalf("got violations:\n%s\nwant one mentioning %q", joined, tt.wantInErr)
+			t.Logf("check failed as it should:\n%s", got)
+		})
+	}
+}
+
+// TestIAMDiffKMS: a grant on a key counts as used only by a call whose
+// encryption context satisfies its conditions, and only grants conditioned
+// on kms:ViaService are left to AWS (grantedForAWS): an unused direct grant
+// on the token key is reported.
+func TestIAMDiffKMS(t *testing.T) {
+	t.Parallel()
+	const tokenKey, tableKey = "arn:aws:kms:r:1:key/token", "arn:aws:kms:r:1:key/table"
+	cond := map[string]map[string]StringOrList{}
+	for test, vars := range TokenKeyConditions {
+		cond[test] = map[string]StringOrList{}
+		for k, v := range vars {
+			cond[test][k] = v
+		}
+	}
+	pols := map[string][]Policy{"worker": {{Statement: []PolicyStatement{
+		{Sid: "SealStravaTokens", Effect: "Allow", Action: TokenKeyActions, Resource: StringOrList{tokenKey}, Condition: cond},
+		{Sid: "TableKey", Effect: "Allow", Action: StringOrList{"kms:Decrypt"}, Resource: StringOrList{tableKey},
+			Condition: map[string]map[string]StringOrList{"StringEquals": {"kms:ViaService": {"dynamodb.r.amazonaws.com"}}}},
+	}}}}
+	ec := map[string]string{"purpose": "strava-tokens", "userId": "u1"}
+	tests := []struct {
+		name                    string
+		used                    []Used
+		wantMissing, wantUnused string
+	}{
+		{name: "both actions with the context", used: []Used{{"kms:GenerateDataKey", tokenKey, ec}, {"kms:Decrypt", tokenKey, ec}}},
+		{name: "decrypt never called", used: []Used{{"kms:GenerateDataKey", tokenKey, ec}},
+			wantUnused: `worker: the role grants kms:Decrypt on ` + tokenKey},
+		{name: "another purpose", used: []Used{{"kms:GenerateDataKey", tokenKey, ec}, {"kms:Decrypt", tokenKey, map[string]string{"purpose": "x", "userId": "u1"}}},
+			wantMissing: "worker: the code calls kms:Decrypt on " + tokenKey + " with encryption context", wantUnused: "grants kms:Decrypt on " + tokenKey},
+		{name: "an extra context key", used: []Used{{"kms:GenerateDataKey", tokenKey, map[string]string{"purpose": "strava-tokens", "userId": "u1", "x": "y"}}, {"kms:Decrypt", tokenKey, ec}},
+			wantMissing: "worker: the code calls kms:GenerateDataKey on " + tokenKey, wantUnused: "grants kms:GenerateDataKey on " + tokenKey},
+		{name: "no context", used: []Used{{"kms:GenerateDataKey", tokenKey, nil}, {"kms:Decrypt", tokenKey, ec}},
+			wantMissing: "worker: the code calls kms:GenerateDataKey on " + tokenKey, wantUnused: "grants kms:GenerateDataKey on " + tokenKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			missing, unused := IAMDiff(pols, map[string][]Used{"worker": tt.used})
+			for _, c := range []struct {
+				got  []string
+				want string
+			}{{missing, tt.wantMissing}, {unused, tt.wantUnused}} {
+				joined := strings.Join(c.got, "\n")
+				if (c.want == "") != (joined == "") || !strings.Contains(joined, c.want) {
+					t.Errorf("got %q, want one mentioning %q", c.got, c.want)
+				}
 			}
 		})
 	}

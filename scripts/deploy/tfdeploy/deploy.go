@@ -223,3 +223,19 @@ func RequireZips(dir string, names []string) error {
 	}
 	return nil
 }
+
+// ArtifactsDir returns the artifacts folder as Terraform should see it:
+// relative to the environment root envDir (where Terraform runs), so the
+// checkout's location never lands in the plan or state and two checkouts plan
+// the same. It falls back to distAbs when no relative path exists.
+func ArtifactsDir(envDir, distAbs string) string {
+	envAbs, err := filepath.Abs(envDir)
+	if err != nil {
+		return distAbs
+	}
+	rel, err := filepath.Rel(envAbs, distAbs)
+	if err != nil {
+		return distAbs
+	}
+	return filepath.ToSlash(rel)
+}

@@ -159,3 +159,20 @@ func TestRequireZips(t *testing.T) {
 		t.Fatalf("got %v, want nil", err)
 	}
 }
+
+func TestArtifactsDirIsRelativeToTheEnvironment(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, env, dist, want string }{
+		{"repository layout", "/src/cc/terraform/envs/prod", "/src/cc/dist", "../../../dist"},
+		{"another checkout plans the same", "/home/b/cc/terraform/envs/prod", "/home/b/cc/dist", "../../../dist"},
+		{"dist inside the environment", "/src/cc/terraform/envs/prod", "/src/cc/terraform/envs/prod/dist", "dist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ArtifactsDir(tt.env, tt.dist); got != tt.want {
+				t.Fatalf("ArtifactsDir(%q, %q) = %q, want %q", tt.env, tt.dist, got, tt.want)
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ variable "environment" {
 }
 
 variable "artifacts_dir" {
-  description = "Folder holding api.zip, worker.zip and projector.zip. Null means dist/ at the repository root."
+  description = "Folder holding api.zip, worker.zip and projector.zip, relative to this folder (an absolute path would put the checkout's location in state). Null means dist/ at the repository root."
   type        = string
   default     = null
 }
@@ -38,6 +38,12 @@ variable "secrets_kms_key_arn" {
 
 variable "token_kms_key_arn" {
   description = "KMS key sealing Strava tokens, or null to let the module create one (with rotation)."
+  type        = string
+  default     = null
+}
+
+variable "table_kms_key_arn" {
+  description = "Customer managed KMS key of the four tables, or null for the AWS managed aws/dynamodb key. The functions get kms:Decrypt on it through DynamoDB only."
   type        = string
   default     = null
 }
@@ -77,7 +83,7 @@ variable "projector" {
     batch_size             = optional(number, 100)
     batching_window_s      = optional(number, 1)
     maximum_retry_attempts = optional(number, 10)
-    maximum_record_age_s   = optional(number, 86400)
+    maximum_record_age_s   = optional(number, 82800) # below the stream's 24 h
   })
   default = {}
 }

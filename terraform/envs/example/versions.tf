@@ -1,5 +1,7 @@
 terraform {
-  required_version = ">= 1.5.0"
+  # 1.11: the S3 backend's native locking (use_lockfile in backend.hcl.example)
+  # is GA from 1.11; optional() defaults need 1.3.
+  required_version = ">= 1.11.0"
 
   required_providers {
     aws = {

@@ -24,20 +24,31 @@ locals {
     "GET /v1/milestones/{milestoneId}",
   ]
 
+  # CC_LOG_LEVEL is set by modules/function from log_level (with Lambda's
+  # application_log_level).
   common_env = {
     CC_TABLE_PREFIX = local.table_prefix
-    CC_LOG_LEVEL    = var.log_level
   }
   # The KMS key sealing Strava tokens (model/secrets/kms): the caller's, or
   # the one this module creates.
   token_kms_key_arn = var.token_kms_key_arn != null ? var.token_kms_key_arn : aws_kms_key.tokens[0].arn
   tokens_env        = { CC_TOKEN_KMS_KEY = local.token_kms_key_arn }
+
+  # kms:ViaService values: a customer managed key is only usable through the
+  # service that owns the data (DynamoDB for the tables, SSM for the secrets).
+  via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"
+  via_ssm      = "ssm.${data.aws_region.current.region}.amazonaws.com"
+  # The tables' customer managed key, as a zero-or-one list for dynamic blocks.
+  table_keys  = var.tables.kms_key_arn == null ? [] : [var.tables.kms_key_arn]
+  secret_keys = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
     STRAVA_CLIENT_ID           = var.strava.client_id
     STRAVA_CLIENT_SECRET_PARAM = var.strava.client_secret_param_arn
   }
 }
+
+data "aws_region" "current" {}
 
 module "tables" {
   source = "../tables"
@@ -87,10 +98,12 @@ resource "aws_kms_alias" "tokens" {
 
 # ------------------------------------------------------- least privilege
 
-# api: webhook dedup (Idempotency), sessions, the BFF reads and writes and
-# account deletion on the main table, audit, and the async hand-off to the
-# worker. TransactWriteItems is authorised per item (Put/Update/Delete +
-# ConditionCheckItem). No Scan.
+# api: webhook dedup (Idempotency: put, and delete when the hand-off fails),
+# sessions (account deletion removes them in batches), the BFF reads and
+# writes and account deletion on the main table, audit, and the async hand-off
+# to the worker. TransactWriteItems is authorised per item. No Scan. Every
+# grant here is a call the code makes: test/terraform/iam_test.go records the
+# calls and fails on a missing or an unused grant.
 data "aws_iam_policy_document" "api" {
   statement {
     sid       = "Idempotency"
@@ -99,14 +112,14 @@ data "aws_iam_policy_document" "api" {
   }
   statement {
     sid       = "Sessions"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
     resources = [module.tables.arns["sessions"]]
   }
   statement {
     sid = "MainTable"
     actions = [
-      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
+      "dynamodb:Query", "dynamodb:BatchWriteItem",
     ]
     resources = [module.tables.arns["main"]]
   }
@@ -155,12 +168,34 @@ data "aws_iam_policy_document" "api" {
     actions   = ["ssm:GetParameter"]
     resources = [var.strava.client_secret_param_arn, var.strava.verify_token_param_arn]
   }
+  # The SecureStrings' customer managed key, only through SSM.
   dynamic "statement" {
-    for_each = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
+    for_each = local.secret_keys
     content {
       sid       = "DecryptSecrets"
       actions   = ["kms:Decrypt"]
       resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_ssm]
+      }
+    }
+  }
+  # The tables' customer managed key, only through DynamoDB: every read and
+  # write (and stream read) of an encrypted table decrypts its table key with
+  # the caller's credentials.
+  dynamic "statement" {
+    for_each = local.table_keys
+    content {
+      sid       = "TableKey"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_dynamodb]
+      }
     }
   }
 }
@@ -173,7 +208,7 @@ data "aws_iam_policy_document" "worker" {
     sid = "MainTable"
     actions = [
       "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-      "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+      "dynamodb:Query",
     ]
     resources = [module.tables.arns["main"]]
   }
@@ -192,12 +227,18 @@ data "aws_iam_policy_document" "worker" {
     actions   = ["ssm:GetParameter"]
     resources = [var.strava.client_secret_param_arn]
   }
+  # The SecureStrings' customer managed key, only through SSM.
   dynamic "statement" {
-    for_each = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
+    for_each = local.secret_keys
     content {
       sid       = "DecryptSecrets"
       actions   = ["kms:Decrypt"]
       resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_ssm]
+      }
     }
   }
   # Seal and open Strava tokens (model/secrets/kms). Only with an encryption
@@ -235,6 +276,22 @@ data "aws_iam_policy_document" "worker" {
     actions   = ["sqs:SendMessage"]
     resources = [aws_sqs_queue.worker_dlq.arn]
   }
+  # The tables' customer managed key, only through DynamoDB: every read and
+  # write (and stream read) of an encrypted table decrypts its table key with
+  # the caller's credentials.
+  dynamic "statement" {
+    for_each = local.table_keys
+    content {
+      sid       = "TableKey"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_dynamodb]
+      }
+    }
+  }
 }
 
 # projector: recompute from the workout log (Query), optimistic progress
@@ -242,11 +299,8 @@ data "aws_iam_policy_document" "worker" {
 # (the event source mapping sends failed batches with the function's role).
 data "aws_iam_policy_document" "projector" {
   statement {
-    sid = "MainTable"
-    actions = [
-      "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-      "dynamodb:Query", "dynamodb:ConditionCheckItem",
-    ]
+    sid       = "MainTable"
+    actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
     resources = [module.tables.arns["main"]]
   }
   statement {
@@ -273,6 +327,22 @@ data "aws_iam_policy_document" "projector" {
     actions   = ["sqs:SendMessage"]
     resources = [aws_sqs_queue.projector_dlq.arn]
   }
+  # The tables' customer managed key, only through DynamoDB: every read and
+  # write (and stream read) of an encrypted table decrypts its table key with
+  # the caller's credentials.
+  dynamic "statement" {
+    for_each = local.table_keys
+    content {
+      sid       = "TableKey"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_dynamodb]
+      }
+    }
+  }
 }
 
 # ------------------------------------------------------------- functions
@@ -285,6 +355,7 @@ module "api" {
   zip_path    = "${var.artifacts_dir}/api.zip"
   settings    = var.functions.api
   policy_json = data.aws_iam_policy_document.api.json
+  log_level   = var.log_level
   environment = merge(local.common_env, local.strava_env, local.tokens_env, {
     STRAVA_VERIFY_TOKEN_PARAM = var.strava.verify_token_param_arn
     CC_PUBLIC_URL             = local.public_url
@@ -307,6 +378,7 @@ module "worker" {
   zip_path           = "${var.artifacts_dir}/worker.zip"
   settings           = var.functions.worker
   policy_json        = data.aws_iam_policy_document.worker.json
+  log_level          = var.log_level
   environment        = merge(local.common_env, local.strava_env, local.tokens_env)
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
@@ -321,6 +393,7 @@ module "projector" {
   zip_path           = "${var.artifacts_dir}/projector.zip"
   settings           = var.functions.projector
   policy_json        = data.aws_iam_policy_document.projector.json
+  log_level          = var.log_level
   environment        = local.common_env
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
@@ -403,7 +476,22 @@ resource "aws_apigatewayv2_api" "http" {
   name          = local.name
   protocol_type = "HTTP"
   description   = "CommitCollect: Strava webhook, OAuth and the /v1 BFF."
-  tags          = var.tags
+
+  # CORS preflights (OPTIONS) are answered here: no OPTIONS route reaches the
+  # Lambda, and API Gateway sets the CORS headers of every response for the
+  # same origins as the api's CC_CORS_ORIGINS (credentials: the session cookie).
+  dynamic "cors_configuration" {
+    for_each = length(var.cors_origins) > 0 ? [1] : []
+    content {
+      allow_origins     = var.cors_origins
+      allow_methods     = ["GET", "POST", "DELETE"]
+      allow_headers     = ["content-type"]
+      allow_credentials = true
+      max_age           = 600
+    }
+  }
+
+  tags = var.tags
 }
 
 resource "aws_apigatewayv2_integration" "api" {
@@ -502,3 +590,56 @@ resource "aws_cloudwatch_metric_alarm" "dlq_depth" {
   ok_actions          = [var.alarms.topic_arn]
   tags                = var.tags
 }
+
+# The worker is invoked asynchronously: an event Lambda could not deliver to
+# the DLQ, or dropped (too old, retries exhausted with no destination), is
+# lost without these.
+resource "aws_cloudwatch_metric_alarm" "worker_async" {
+  for_each = {
+    destination-delivery-failures = "DestinationDeliveryFailures"
+    async-events-dropped          = "AsyncEventsDropped"
+  }
+
+  alarm_name          = "${local.name}-worker-${each.key}"
+  alarm_description   = "The worker's asynchronous invocations lost events (${each.value}): redrive from Strava or the DLQ."
+  namespace           = "AWS/Lambda"
+  metric_name         = each.value
+  dimensions          = { FunctionName = module.worker.function_name }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# The HTTP API: server errors (the api Lambda failing or timing out) and
+# latency (Strava wants the webhook answered within 2 s).
+resource "aws_cloudwatch_metric_alarm" "api" {
+  for_each = {
+    "5xx"   = { statistic = "Sum", threshold = 0, description = "The HTTP API answered 5xx (the api Lambda failed, timed out or was throttled)." }
+    latency = { statistic = "Maximum", threshold = var.alarms.api_latency_ms, description = "The HTTP API's slowest answer exceeded the threshold (Strava waits 2 s for the webhook)." }
+  }
+
+  alarm_name          = "${local.name}-api-${lower(each.key)}"
+  alarm_description   = each.value.description
+  namespace           = "AWS/ApiGateway"
+  metric_name         = each.key == "latency" ? "Latency" : "5xx"
+  dimensions          = { ApiId = aws_apigatewayv2_api.http.id }
+  statistic           = each.value.statistic
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = each.value.threshold
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# Hook for further alarms (the outbox sweeper's backlog, …): declare them next
+# to their resource here and add the metric to RequiredAlarms in
+# test/terraform/plancheck.go, which fails the build while it is missing.

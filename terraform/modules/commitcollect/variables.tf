@@ -157,7 +157,7 @@ variable "projector" {
     batch_size             = optional(number, 100)
     batching_window_s      = optional(number, 1)
     maximum_retry_attempts = optional(number, 10)
-    maximum_record_age_s   = optional(number, 86400)
+    maximum_record_age_s   = optional(number, 82800)
     parallelization_factor = optional(number, 1)
     starting_position      = optional(string, "TRIM_HORIZON")
   })
@@ -176,8 +176,8 @@ variable "projector" {
     error_message = "projector.maximum_retry_attempts must be between 0 and 10000 (never -1: retries must be bounded)."
   }
   validation {
-    condition     = var.projector.maximum_record_age_s >= 60 && var.projector.maximum_record_age_s <= 604800
-    error_message = "projector.maximum_record_age_s must be between 60 and 604800 (never -1: record age must be bounded)."
+    condition     = var.projector.maximum_record_age_s >= 60 && var.projector.maximum_record_age_s < 86400
+    error_message = "projector.maximum_record_age_s must be between 60 and 86399: bounded (never -1) and below the stream's 24 h retention, so a range parked in the DLQ can still be re-read."
   }
   validation {
     condition     = var.projector.parallelization_factor >= 1 && var.projector.parallelization_factor <= 10
@@ -204,11 +204,12 @@ variable "api" {
 }
 
 variable "alarms" {
-  description = "Where alarms go (an SNS topic the platform team owns), the evaluation period and the stream iterator age threshold."
+  description = "Where alarms go (an SNS topic the platform team owns), the evaluation period, the stream iterator age threshold and the API latency threshold (ms)."
   type = object({
     topic_arn       = string
     period_s        = optional(number, 300)
     iterator_age_ms = optional(number, 60000)
+    api_latency_ms  = optional(number, 2000)
   })
 
   validation {

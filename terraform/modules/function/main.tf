@@ -62,12 +62,17 @@ resource "aws_lambda_function" "this" {
   reserved_concurrent_executions = var.settings.reserved_concurrency
 
   environment {
-    variables = var.environment
+    variables = merge(var.environment, { CC_LOG_LEVEL = var.log_level })
   }
 
+  # JSON logs: Lambda filters application logs below application_log_level
+  # (INFO when unset), so it follows the code's CC_LOG_LEVEL or debug logs
+  # never arrive.
   logging_config {
-    log_format = "JSON"
-    log_group  = aws_cloudwatch_log_group.this.name
+    log_format            = "JSON"
+    log_group             = aws_cloudwatch_log_group.this.name
+    application_log_level = upper(var.log_level)
+    system_log_level      = "WARN"
   }
 
   tags = var.tags

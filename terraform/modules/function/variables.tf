@@ -48,6 +48,17 @@ variable "environment" {
   default     = {}
 }
 
+variable "log_level" {
+  description = "Application log level (debug, info, warn, error): CC_LOG_LEVEL for the code and Lambda's application_log_level, which drops lower levels."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.log_level)
+    error_message = "log_level must be debug, info, warn or error."
+  }
+}
+
 variable "policy_json" {
   description = "The function's least-privilege policy (an aws_iam_policy_document's json). CloudWatch Logs access is added by this module."
   type        = string

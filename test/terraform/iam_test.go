@@ -1,0 +1,617 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/commitcollect/backend/handlers/app"
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/secrets/secretstest"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+// IAM from the code.
+//
+// Where the recordings come from: TestIAMMatchesTheCode wires each Lambda
+// exactly as its main does (handlers/{api,worker,projector}/main.go:
+// config.Load, Config.AWS, Config.DynamoDB, store.New, …) with the
+// environment the plan gives that function, overridden only where the test
+// must point elsewhere (DynamoDB Local tables under a test prefix, the Strava
+// simulator, a local Lambda endpoint that accepts the api's async invoke and
+// hands the payload to the worker, a local SSM endpoint answering the
+// *_PARAM references). config.RecordCalls, switched on by
+// CC_RECORD_AWS_CALLS in that environment, records every AWS call the
+// function makes while representative flows run: the webhook handshake and
+// events (create, update, delete, deauthorization), OAuth login/callback in
+// several sessions, the BFF reads and writes, logout, account deletion with
+// two sessions, and the projector on the real stream records those writes
+// produced. Recorded table names are mapped back to the planned tables, and
+// the calls compared with each role's planned policy (the JSON that
+// aws_iam_policy_document computed).
+
+// grantedForAWS are grants the code never uses because AWS uses them on the
+// function's behalf, each with its reason (action → reason; "*" any function).
+var grantedForAWS = map[string]map[string]string{
+	"projector": {
+		"dynamodb:DescribeStream":   "Lambda's event source mapping reads the stream with the function's role",
+		"dynamodb:GetRecords":       "Lambda's event source mapping reads the stream with the function's role",
+		"dynamodb:GetShardIterator": "Lambda's event source mapping reads the stream with the function's role",
+		"dynamodb:ListStreams":      "Lambda's event source mapping lists the table's streams with the function's role",
+		"sqs:SendMessage":           "the event source mapping sends failed batches to the on-failure destination with the function's role",
+	},
+	"worker": {
+		"sqs:SendMessage": "Lambda sends failed asynchronous invocations to the on-failure destination with the function's role",
+	},
+	"*": {
+		// Only grants conditioned on kms:ViaService (viaService): a direct
+		// kms:Decrypt grant, as on the token key, must be used by the code.
+		"kms:Decrypt":          "DynamoDB (table key) and SSM (SecureString key) decrypt with the caller's credentials; kms:ViaService limits it to them",
+		"logs:CreateLogStream": "the Lambda runtime writes the function's logs",
+		"logs:PutLogEvents":    "the Lambda runtime writes the function's logs",
+	},
+}
+
+func readCalls(t *testing.T, path string) []config.RecordedCall {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []config.RecordedCall
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var c config.RecordedCall
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("recorded line %q: %v", line, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// setEnv replaces the environment with env for one function's wiring:
+// variables of the previous function that env lacks are removed.
+func setEnv(t *testing.T, prev map[string]bool, env map[string]string) map[string]bool {
+	t.Helper()
+	for k := range prev {
+		if _, ok := env[k]; !ok {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	now := map[string]bool{}
+	for k, v := range env {
+		t.Setenv(k, v)
+		now[k] = true
+	}
+	return now
+}
+
+// lambdaShim is a local Lambda endpoint: it accepts asynchronous invokes
+// with 202, as Lambda does, and keeps the payloads for the worker.
+type lambdaShim struct {
+	mu       sync.Mutex
+	payloads []json.RawMessage
+	refuse   int // refuse the next n invokes as Lambda does for a missing function
+}
+
+func (l *lambdaShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if r.Header.Get("X-Amz-Invocation-Type") != "Event" || !strings.Contains(r.URL.Path, "/functions/") {
+		http.Error(w, "only asynchronous invokes", http.StatusBadRequest)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.refuse > 0 {
+		l.refuse--
+		w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"Type":"User","Message":"Function not found"}`)
+		return
+	}
+	l.payloads = append(l.payloads, b)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (l *lambdaShim) take() []json.RawMessage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.payloads
+	l.payloads = nil
+	return out
+}
+
+// ssmShim answers SSM GetParameter for the given parameters.
+func ssmShim(values map[string]string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Name string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		v, ok := values[in.Name]
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" || !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"ParameterNotFound","message":"not found"}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{"Name": in.Name, "Type": "SecureString", "Value": v}})
+	})
+}
+
+// Used is one IAM action on one resource ARN, with the encryption context of
+// a KMS call.
+type Used struct {
+	Action, Resource string
+	Context          map[string]string
+}
+
+// recordExample wires the three functions with their planned environment,
+// runs the flows and returns the recorded calls per function, with table
+// names mapped to the planned tables.
+func recordExample(t *testing.T, d *Deployed) map[string][]Used {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	endpoint := dynamolocal.Endpoint(t)
+	db, streamsAPI := dynamolocal.Clients(t)
+	local := dynamolocal.MustCreateTables(t, db)
+	localPrefix := strings.TrimSuffix(local.Main, "CommitCollect")
+	if err := func() error {
+		cat, err := catalog.Default()
+		if err != nil {
+			return err
+		}
+		_, err = catalog.Seed(ctx, store.New(db, local), cat)
+		return err
+	}(); err != nil {
+		t.Fatalf("seed the model catalog: %v", err)
+	}
+
+	const subscriptionID, verifyToken = 4711, "iam-verify-token"
+	// Access tokens expire within the worker's refresh skew (5 min), so every
+	// fetch refreshes them and the worker seals the rotated tokens.
+	sim := stravasim.New(stravasim.Options{SubscriptionID: subscriptionID, DeliveryBackoff: time.Millisecond, TokenTTL: 2 * time.Minute})
+	t.Cleanup(sim.Close)
+	shim := &lambdaShim{}
+	lambdaSrv := httptest.NewServer(shim)
+	t.Cleanup(lambdaSrv.Close)
+	apiEnv := EnvOf(d.Functions["api"])
+	ssmSrv := httptest.NewServer(ssmShim(map[string]string{
+		apiEnv["STRAVA_CLIENT_SECRET_PARAM"]: sim.ClientSecret(),
+		apiEnv["STRAVA_VERIFY_TOKEN_PARAM"]:  verifyToken,
+	}))
+	t.Cleanup(ssmSrv.Close)
+	// The key sealing Strava tokens, as the plan names it to the api.
+	tokenKey := apiEnv[TokenKeyEnv]
+	if tokenKey == "" {
+		t.Fatalf("the plan gives the api no %s", TokenKeyEnv)
+	}
+	kmsSrv := secretstest.NewKMS(t, tokenKey)
+	var mux http.Handler
+	apiSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mux.ServeHTTP(w, r) }))
+	t.Cleanup(apiSrv.Close)
+
+	recFile := filepath.Join(t.TempDir(), "calls.jsonl")
+	env := func(role string) map[string]string {
+		e := EnvOf(d.Functions[role])
+		for k, v := range map[string]string{
+			"CC_TABLE_PREFIX": localPrefix, "DYNAMODB_ENDPOINT": endpoint, "STRAVA_BASE_URL": sim.URL,
+			"STRAVA_CLIENT_ID": sim.ClientID(), "AWS_ENDPOINT_URL_LAMBDA": lambdaSrv.URL, "AWS_ENDPOINT_URL_SSM": ssmSrv.URL,
+			"AWS_ENDPOINT_URL_KMS": kmsSrv.URL,
+			"AWS_REGION":           "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+			"AWS_EC2_METADATA_DISABLED": "true", config.RecordCallsEnv: recFile, "AWS_LAMBDA_FUNCTION_NAME": role,
+		} {
+			e[k] = v
+		}
+		if role == "api" {
+			e["CC_PUBLIC_URL"] = apiSrv.URL
+			e["STRAVA_SUBSCRIPTION_ID"] = fmt.Sprint(subscriptionID)
+		}
+		return e
+	}
+
+	// handlers/api/main.go
+	prev := setEnv(t, nil, env("api"))
+	need := app.Need
+	need.Worker = true
+	apiCfg, err := config.Load(ctx, need)
+	if err != nil {
+		t.Fatalf("api config: %v", err)
+	}
+	awsCfg, err := apiCfg.AWS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiDB, _ := apiCfg.DynamoDB(awsCfg)
+	apiStore, err := apiCfg.Store(apiDB, awsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiMux, err := app.NewAPI(apiCfg, apiStore, ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), apiCfg.WorkerFunction), nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux = apiMux
+
+	// handlers/worker/main.go
+	prev = setEnv(t, prev, env("worker"))
+	wCfg, err := config.Load(ctx, config.Need{Strava: true})
+	if err != nil {
+		t.Fatalf("worker config: %v", err)
+	}
+	if awsCfg, err = wCfg.AWS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wDB, _ := wCfg.DynamoDB(awsCfg)
+	wStore, err := wCfg.Store(wDB, awsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := ingest.NewStravaWorker(wStore, ingest.StravaSettings{
+		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
+	}, log)
+
+	// handlers/projector/main.go
+	setEnv(t, prev, env("projector"))
+	pCfg, err := config.Load(ctx, config.Need{})
+	if err != nil {
+		t.Fatalf("projector config: %v", err)
+	}
+	if awsCfg, err = pCfg.AWS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pDB, _ := pCfg.DynamoDB(awsCfg)
+	projector := consumer.New(store.New(pDB, pCfg.Tables()), consumer.Options{Logger: log})
+
+	// Lambda's side: the async invokes reach the worker, the stream the projector.
+	arn, err := store.StreamARN(ctx, db, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := streams.NewReader(streamsAPI, arn, streams.Options{Logger: log})
+	runWorker := func() {
+		t.Helper()
+		for _, p := range shim.take() {
+			if err := worker.Handle(ctx, p); err != nil {
+				t.Fatalf("worker: %v", err)
+			}
+		}
+	}
+	runProjector := func() {
+		t.Helper()
+		if err := reader.Drain(ctx, func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			return projector.Handle(ctx, ev)
+		}); err != nil {
+			t.Fatalf("projector: %v", err)
+		}
+	}
+	refuseNext := func() { shim.mu.Lock(); shim.refuse = 1; shim.mu.Unlock() }
+	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runWorker, runProjector)
+
+	// Map the recordings to the planned resources.
+	plannedPrefix := EnvOf(d.Functions["api"])["CC_TABLE_PREFIX"]
+	out := map[string][]Used{}
+	for _, c := range readCalls(t, recFile) {
+		res := ""
+		switch {
+		case c.Table != "":
+			tbl, ok := d.Tables[plannedPrefix+strings.TrimPrefix(c.Table, localPrefix)]
+			if !ok {
+				t.Fatalf("%s called %s on table %s, which the plan does not create", c.Function, c.Action, c.Table)
+			}
+			res = tbl.Str("arn")
+			if c.Index != "" {
+				res += "/index/" + c.Index
+			}
+		case c.Lambda != "":
+			f, ok := d.Find("aws_lambda_function", "function_name", c.Lambda)
+			if !ok {
+				t.Fatalf("%s invoked %s, which the plan does not create", c.Function, c.Lambda)
+			}
+			res = f.Str("arn")
+		case c.Parameter != "":
+			res = c.Parameter
+		case c.Key != "":
+			res = c.Key // a key ARN as the code is configured with it
+		case c.Queue != "":
+			q, ok := d.Find("aws_sqs_queue", "url", c.Queue)
+			if !ok {
+				t.Fatalf("%s called %s on queue %s, which the plan does not create", c.Function, c.Action, c.Queue)
+			}
+			res = q.Str("arn")
+		default:
+			t.Fatalf("recorded call without a resource: %+v", c)
+		}
+		out[c.Function] = append(out[c.Function], Used{Action: c.Action, Resource: res, Context: c.EncryptionContext})
+	}
+	if kmsSrv.Requests("GenerateDataKey") == 0 || kmsSrv.Requests("Decrypt") == 0 {
+		t.Fatalf("the local KMS endpoint got %d GenerateDataKey and %d Decrypt requests: the tokens were not sealed with the planned key",
+			kmsSrv.Requests("GenerateDataKey"), kmsSrv.Requests("Decrypt"))
+	}
+	return out
+}
+
+// runFlows drives the api over HTTP (and the worker and projector after it).
+func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext, runWorker, runProjector func()) {
+	t.Helper()
+	ctx := context.Background()
+	do := func(c *http.Client, method, path string, body any) (int, []byte) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	expect := func(what string, got, want int, body []byte) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("%s = %d %s, want %d", what, got, body, want)
+		}
+	}
+	login := func(athlete int64) *http.Client {
+		t.Helper()
+		sim.SetAuthorization(stravasim.Authorization{AthleteID: athlete})
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			if req.URL.Path == "/" {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}}
+		st, b := do(c, http.MethodGet, "/auth/strava/login", nil)
+		expect("login", st, http.StatusFound, b)
+		return c
+	}
+	const athlete, other = 9001, 9002
+	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Ada"})
+	sim.AddAthlete(stravasim.Athlete{ID: other, Firstname: "Bob"})
+
+	st, b := do(http.DefaultClient, http.MethodGet, ingest.WebhookPath+"?hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=c1", nil)
+	expect("handshake", st, http.StatusOK, b)
+	st, b = do(http.DefaultClient, http.MethodGet, "/", nil)
+	expect("landing page", st, http.StatusOK, b)
+
+	s1, s2, s3 := login(athlete), login(athlete), login(athlete)
+	bob := login(other)
+	for _, p := range []string{"/v1/me", "/v1/models", "/v1/milestones"} {
+		st, b = do(s1, http.MethodGet, p, nil)
+		expect("GET "+p, st, http.StatusOK, b)
+	}
+	st, b = do(s1, http.MethodPost, "/v1/milestones", map[string]any{
+		"modelId": "road-bike", "title": "10 km in March", "metric": "distance", "target": 10000,
+		"sportTypes": []string{"Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z", "periodEndAtUtc": "2026-04-01T00:00:00Z",
+	})
+	expect("POST /v1/milestones", st, http.StatusCreated, b)
+	var m struct{ MilestoneID string }
+	_ = json.Unmarshal(b, &m)
+
+	// Strava's events: creates, an update, a delete (the worker fetches each).
+	for i := range 3 {
+		id := int64(70000 + i)
+		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",
+			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 3+i, 6, 0, 0, 0, time.UTC)})
+		if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("update", 70001, athlete, map[string]string{"title": "Long run"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("delete", 70002, athlete, nil)); err != nil {
+		t.Fatal(err)
+	}
+	// An event for an athlete nobody linked: the worker looks it up (OWNER
+	// item, then GSI1) and gives up.
+	sim.PutActivity(stravasim.Activity{ID: 71000, AthleteID: 4242, Name: "Run", SportType: "Run", Distance: 1000,
+		MovingTime: 300, ElapsedTime: 300, StartDate: time.Date(2026, 3, 9, 6, 0, 0, 0, time.UTC)})
+	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("create", 71000, 4242, nil)); err != nil {
+		t.Fatal(err)
+	}
+	runWorker()
+	runProjector()
+	// A hand-off Lambda refuses: the api releases the idempotency key and
+	// answers 503 so that Strava redelivers.
+	refuseNext()
+	st, b = do(http.DefaultClient, http.MethodPost, ingest.WebhookPath, sim.ActivityEvent("update", 70000, athlete, map[string]string{"title": "again"}))
+	expect("webhook with a failing hand-off", st, http.StatusServiceUnavailable, b)
+	st, b = do(s1, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil)
+	expect("GET /v1/milestones/{id}", st, http.StatusOK, b)
+
+	// Bob deauthorizes the app on Strava's side.
+	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.DeauthorizationEvent(other)); err != nil {
+		t.Fatal(err)
+	}
+	runWorker()
+	runProjector()
+	_ = bob
+
+	// Logout of one session; account deletion with the two others.
+	st, b = do(s3, http.MethodPost, "/auth/logout", nil)
+	if st >= 400 {
+		t.Fatalf("logout = %d %s", st, b)
+	}
+	st, b = do(s1, http.MethodDelete, "/v1/me", nil)
+	expect("DELETE /v1/me", st, http.StatusAccepted, b)
+	st, b = do(s2, http.MethodGet, "/v1/me", nil)
+	expect("GET /v1/me with the other session after deletion", st, http.StatusUnauthorized, b)
+	runWorker()
+	runProjector()
+}
+
+// IAMDiff compares the recorded calls with the planned policies: used but
+// not granted (a grant counts only when its conditions hold for the call,
+// see conditionsHold), and granted but neither used nor in grantedForAWS.
+func IAMDiff(pols map[string][]Policy, used map[string][]Used) (missing, unused []string) {
+	for _, fn := range FunctionRoles {
+		type grant struct {
+			action string
+			res    *regexp.Regexp
+			raw    string
+			st     PolicyStatement
+		}
+		var grants []grant
+		for _, p := range pols[fn] {
+			for _, st := range p.Statement {
+				if st.Effect != "Allow" {
+					continue
+				}
+				for _, a := range st.Action {
+					for _, r := range st.Resource {
+						grants = append(grants, grant{a, iamPattern(r), r, st})
+					}
+				}
+			}
+		}
+		allows := func(g grant, u Used) bool {
+			return g.action == u.Action && g.res.MatchString(u.Resource) && conditionsHold(g.st.Condition, requestContext(u))
+		}
+		seen := map[string]bool{}
+		for _, u := range used[fn] {
+			key := fmt.Sprintf("%s %s %v", u.Action, u.Resource, u.Context)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if !slices.ContainsFunc(grants, func(g grant) bool { return allows(g, u) }) {
+				ctx := ""
+				if len(u.Context) > 0 {
+					ctx = fmt.Sprintf(" with encryption context %v", u.Context)
+				}
+				missing = append(missing, fmt.Sprintf("%s: the code calls %s on %s%s, the role does not grant it", fn, u.Action, u.Resource, ctx))
+			}
+		}
+		for _, g := range grants {
+			if slices.ContainsFunc(used[fn], func(u Used) bool { return allows(g, u) }) || grantedForAWS[fn][g.action] != "" {
+				continue
+			}
+			if grantedForAWS["*"][g.action] != "" && (!strings.HasPrefix(g.action, "kms:") || viaService(g.st)) {
+				continue
+			}
+			unused = append(unused, fmt.Sprintf("%s: the role grants %s on %s (statement %q), which the code never calls", fn, g.action, g.raw, g.st.Sid))
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(unused)
+	return missing, unused
+}
+
+// viaService reports whether st is usable only through an AWS service
+// (StringEquals kms:ViaService): the service calls KMS, not the code.
+func viaService(st PolicyStatement) bool {
+	return len(st.Condition["StringEquals"]["kms:ViaService"]) > 0
+}
+
+// requestContext is the IAM request context of a recorded call, as far as
+// the policies' conditions read it: a KMS call's encryption context
+// (kms:EncryptionContext:<key>, kms:EncryptionContextKeys). The functions
+// call AWS directly, so kms:ViaService is never present.
+func requestContext(u Used) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range u.Context {
+		out["kms:EncryptionContext:"+k] = []string{v}
+		out["kms:EncryptionContextKeys"] = append(out["kms:EncryptionContextKeys"], k)
+	}
+	return out
+}
+
+// conditionsHold evaluates a statement's conditions (test → key → values)
+// on a request context. Only the operators the module uses are known; any
+// other fails, so a new operator makes the test say so instead of passing.
+func conditionsHold(cond map[string]map[string]StringOrList, req map[string][]string) bool {
+	for test, keys := range cond {
+		for key, want := range keys {
+			got, present := req[key]
+			switch test {
+			case "StringEquals":
+				if !present || len(got) != 1 || !slices.Contains(want, got[0]) {
+					return false
+				}
+			case "Null":
+				if len(want) != 1 || (want[0] == "true") == present {
+					return false
+				}
+			case "ForAllValues:StringEquals":
+				for _, g := range got {
+					if !slices.Contains(want, g) {
+						return false
+					}
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestIAMMatchesTheCode: per role, used ⊆ granted and granted ⊆ used ∪
+// grantedForAWS.
+func TestIAMMatchesTheCode(t *testing.T) {
+	_, state := applied(t)
+	d := NewDeployed(state)
+	pols, err := d.RolePolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role := range d.Functions {
+		if !slices.Contains(FunctionRoles, role) {
+			t.Errorf("function %s is deployed but its calls are never recorded: wire it in recordExample and add it to FunctionRoles", role)
+		}
+	}
+	used := recordExample(t, d)
+	for _, fn := range FunctionRoles {
+		if len(used[fn]) == 0 {
+			t.Fatalf("no calls recorded for %s: the flows did not exercise it", fn)
+		}
+		counts := map[string]int{}
+		for _, u := range used[fn] {
+			counts[u.Action]++
+		}
+		t.Logf("%s: %d calls recorded: %v", fn, len(used[fn]), counts)
+	}
+	missing, unused := IAMDiff(pols, used)
+	if len(missing)+len(unused) > 0 {
+		t.Fatalf("IAM and code disagree:\n%s", strings.Join(append(missing, unused...), "\n"))
+	}
+}

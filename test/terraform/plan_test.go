@@ -1,0 +1,240 @@
+package terraform
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/commitcollect/backend/test/terraform/tfoffline"
+)
+
+// exampleVars are planned on top of example.tfvars so the optional paths are
+// planned too: debug logs (application_log_level), CORS origins
+// (cors_configuration) and a customer managed key on the tables (its KMS
+// grants).
+var exampleVars = []string{
+	`log_level=debug`,
+	`cors_origins=["https://app.example.com"]`,
+	`table_kms_key_arn=arn:aws:kms:ap-southeast-2:123456789012:key/11111111-2222-3333-4444-555555555555`,
+}
+
+// topicARN is example.tfvars' alarm_topic_arn.
+const topicARN = "arn:aws:sns:ap-southeast-2:123456789012:platform-alarms"
+
+var example struct {
+	once  sync.Once
+	plan  *tfjson.Plan
+	state *tfjson.State
+}
+
+// applied plans envs/example once per test binary (init, plan, show -json,
+// then apply with the schema-only provider and show -json of the state).
+func applied(t *testing.T) (*tfjson.Plan, *tfjson.State) {
+	t.Helper()
+	example.once.Do(func() {
+		ws := tfoffline.Copy(t, nil)
+		plan, planFile := ws.Plan(t, exampleVars...)
+		example.plan, example.state = plan, ws.Apply(t, planFile)
+	})
+	if example.state == nil {
+		t.Fatal("the offline plan of envs/example failed (see the first test that ran it)")
+	}
+	return example.plan, example.state
+}
+
+// TestOfflineValidate is `terraform init -backend=false` and `terraform
+// validate` of envs/example against the provider's real schema.
+func TestOfflineValidate(t *testing.T) {
+	t.Parallel()
+	// The repository's environment root is never touched: whatever lock file
+	// or working folder an engineer's own init left there stays as it was.
+	repoEnv := filepath.Join(tfoffline.RepoRoot(t), "terraform", filepath.FromSlash(tfoffline.Example))
+	snapshot := func() string {
+		lock, _ := os.ReadFile(filepath.Join(repoEnv, ".terraform.lock.hcl"))
+		_, err := os.Stat(filepath.Join(repoEnv, ".terraform"))
+		return fmt.Sprintf("lock=%q workdir=%v", lock, err == nil)
+	}
+	before := snapshot()
+	ws := tfoffline.Copy(t, nil)
+	ws.InitNoBackend(t)
+	out := ws.Validate(t)
+	for _, d := range out.Diagnostics {
+		if d.Severity == tfjson.DiagnosticSeverityError {
+			t.Errorf("validate: %s: %s", d.Summary, d.Detail)
+		}
+	}
+	if !out.Valid {
+		t.Fatalf("terraform validate: %d errors", out.ErrorCount)
+	}
+	if after := snapshot(); after != before {
+		t.Errorf("the repository's %s changed: %s, was %s (offline runs must stay in their temporary copy)", tfoffline.Example, after, before)
+	}
+}
+
+// TestValidateRefusesMistakes shows Terraform itself, through the schema,
+// refusing what no hand-written check looks for.
+func TestValidateRefusesMistakes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, old, new string
+		wantSummary, wantIn  string
+	}{
+		{
+			name: "misspelled argument", file: "modules/function/main.tf",
+			old: "memory_size  ", new: "memory_sise  ",
+			wantSummary: "Unsupported argument", wantIn: `"memory_sise" is not expected here`,
+		},
+		{
+			name: "misspelled nested block", file: "modules/commitcollect/main.tf",
+			old: "filter_criteria {", new: "filter_criterion {",
+			wantSummary: "Unsupported block type", wantIn: `"filter_criterion" are not expected here`,
+		},
+		{
+			name: "wrongly typed value", file: "modules/commitcollect/main.tf",
+			old: "bisect_batch_on_function_error = true", new: `bisect_batch_on_function_error = "sometimes"`,
+			wantSummary: "Incorrect attribute value type", wantIn: "a bool is required",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ws := tfoffline.Copy(t, func(dir string) { mutate(t, dir, tt.file, tt.old, tt.new) })
+			ws.InitNoBackend(t)
+			out := ws.Validate(t)
+			if out.Valid {
+				t.Fatalf("validate accepted %s", tt.name)
+			}
+			var got []string
+			for _, d := range out.Diagnostics {
+				got = append(got, d.Summary+": "+d.Detail)
+				if d.Severity == tfjson.DiagnosticSeverityError && d.Summary == tt.wantSummary && strings.Contains(d.Detail, tt.wantIn) {
+					t.Logf("refused as it should: %s: %s", d.Summary, d.Detail)
+					return
+				}
+			}
+			t.Fatalf("got diagnostics %q, want %q mentioning %q", got, tt.wantSummary, tt.wantIn)
+		})
+	}
+}
+
+// TestPlanChecks runs the invariants of plancheck.go on the applied plan.
+func TestPlanChecks(t *testing.T) {
+	t.Parallel()
+	plan, state := applied(t)
+	for _, rc := range plan.ResourceChanges {
+		if rc.Mode == tfjson.ManagedResourceMode && !rc.Change.Actions.Create() {
+			t.Errorf("%s: planned %v on an empty state, want create", rc.Address, rc.Change.Actions)
+		}
+	}
+	if got := CheckDeployed(NewDeployed(state), topicARN); len(got) > 0 {
+		t.Fatalf("the plan of envs/example breaks %d invariant(s):\n%s", len(got), strings.Join(got, "\n"))
+	}
+}
+
+// TestPlanChecksFailWhenBroken breaks one invariant per case in a copy of
+// terraform/, plans and applies it offline, and requires CheckDeployed to
+// name it.
+func TestPlanChecksFailWhenBroken(t *testing.T) {
+	t.Parallel()
+	const cc, fn = "modules/commitcollect/main.tf", "modules/function/main.tf"
+	tests := []struct {
+		name, file, old, new string
+		wantInErr            string
+	}{
+		{"scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
+		{"table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
+		{"wildcard resource", cc, `resources = [module.worker.function_arn]`, `resources = ["*"]`, `resource "*"`},
+		{"no bisect on error", cc, `bisect_batch_on_function_error = true`, `bisect_batch_on_function_error = false`, "bisect_batch_on_function_error"},
+		{"record age at the stream's retention", cc,
+			`maximum_record_age_in_seconds  = var.projector.maximum_record_age_s`, `maximum_record_age_in_seconds  = 86400`, "below the stream's 24 h retention"},
+		{"filter lets the projector's own writes through", cc,
+			`writtenBy  = { S = [{ "anything-but" = ["projector"] }] }`, `writtenBy  = { S = [{ "anything-but" = ["api"] }] }`, "projector filter_criteria"},
+		{"stream failures go nowhere useful", cc,
+			`destination_arn = aws_sqs_queue.projector_dlq.arn`, `destination_arn = module.worker.function_arn`, "projector mapping: destination_config.on_failure"},
+		{"route missing", cc, `"DELETE /v1/me",`, ``, "routes: got"},
+		{"no CORS preflight answer", cc, `for_each = length(var.cors_origins) > 0 ? [1] : []`, `for_each = []`, "no cors_configuration"},
+		{"iterator age alarm missing", cc, `metric_name         = "IteratorAge"`, `metric_name         = "Duration"`, "missing alarm: projector stream iterator age"},
+		{"async drops unwatched", cc, `"AsyncEventsDropped"`, `"AsyncEventAge"`, "missing alarm: worker async events dropped"},
+		{"debug logs dropped", fn, `application_log_level = upper(var.log_level)`, `application_log_level = "INFO"`, "application_log_level"},
+		{"api invokes something else", cc,
+			`CC_WORKER_FUNCTION        = module.worker.function_name`, `CC_WORKER_FUNCTION        = module.projector.function_name`, "CC_WORKER_FUNCTION"},
+		{"functions read another table prefix", cc, `CC_TABLE_PREFIX = local.table_prefix`, `CC_TABLE_PREFIX = var.environment`, "CC_TABLE_PREFIX"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ws := tfoffline.Copy(t, func(dir string) { mutate(t, dir, tt.file, tt.old, tt.new) })
+			_, planFile := ws.Plan(t, exampleVars...)
+			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
+			if !strings.Contains(got, tt.wantInErr) {
+				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)
+			}
+			t.Logf("check failed as it should:\n%s", got)
+		})
+	}
+}
+
+// TestTwoCheckoutsPlanTheSame plans envs/example from two copies at
+// different paths: nothing of the checkout's location may reach the plan
+// (and so the state).
+func TestTwoCheckoutsPlanTheSame(t *testing.T) {
+	t.Parallel()
+	var got [2]map[string]string
+	for i := range got {
+		ws := tfoffline.Copy(t, nil)
+		plan, _ := ws.Plan(t)
+		got[i] = plannedByAddress(t, plan)
+		for addr, v := range got[i] {
+			if strings.Contains(v, ws.Root) {
+				t.Errorf("copy %d: %s holds the checkout's path %s: %s", i, addr, ws.Root, v)
+			}
+		}
+	}
+	if len(got[0]) == 0 {
+		t.Fatal("no planned resources")
+	}
+	for addr, v := range got[0] {
+		if got[1][addr] != v {
+			t.Errorf("%s differs between two checkouts:\n  %s\n  %s", addr, v, got[1][addr])
+		}
+	}
+	if len(got[0]) != len(got[1]) {
+		t.Errorf("got %d and %d planned resources", len(got[0]), len(got[1]))
+	}
+}
+
+// plannedByAddress returns each planned resource's values (JSON) by address,
+// and the outputs under "output.<name>": Terraform orders child modules as it
+// likes, so whole plans are compared per address.
+func plannedByAddress(t *testing.T, plan *tfjson.Plan) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var walk func(m *tfjson.StateModule)
+	walk = func(m *tfjson.StateModule) {
+		if m == nil {
+			return
+		}
+		for _, r := range m.Resources {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[r.Address] = string(b)
+		}
+		for _, c := range m.ChildModules {
+			walk(c)
+		}
+	}
+	walk(plan.PlannedValues.RootModule)
+	for name, o := range plan.PlannedValues.Outputs {
+		b, _ := json.Marshal(o)
+		out["output."+name] = string(b)
+	}
+	return out
+}
