@@ -312,6 +312,8 @@ type QueryResult struct {
 	Items []Item
 	// Truncated is true when the guardrail stopped the query before the end.
 	Truncated bool
+	// next is the first item left out when Truncated.
+	next Item
 }
 
 // QueryPrefix reads the items of partition pk whose sort key begins with
@@ -355,30 +357,33 @@ func (s *Store) QueryPrefix(ctx context.Context, table, pk, prefix string, o Que
 	} else {
 		in.ConsistentRead = aws.Bool(true)
 	}
+	res, err := s.queryPages(ctx, in, limit)
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, err)
+	}
+	return res, nil
+}
+
+// queryPages runs in page by page and keeps at most limit items (limit may
+// be 0). Truncated says more items follow; next is then the first of them,
+// read so the caller learns where the cut fell (one item beyond the limit
+// is all it ever reads past it).
+func (s *Store) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int) (QueryResult, error) {
 	var res QueryResult
 	for {
 		// Ask for one more than we keep so we know whether the log goes on.
 		in.Limit = aws.Int32(int32(min(limit-len(res.Items)+1, 1000)))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, translate(err))
+			return QueryResult{}, translate(err)
 		}
 		res.Items = append(res.Items, out.Items...)
 		if len(res.Items) > limit {
+			res.next = res.Items[limit]
 			res.Items, res.Truncated = res.Items[:limit], true
 			return res, nil
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return res, nil
-		}
-		if len(res.Items) == limit {
-			// Exactly at the limit with more pages: peek one item.
-			in.ExclusiveStartKey, in.Limit = out.LastEvaluatedKey, aws.Int32(1)
-			more, err := s.db.Query(ctx, in)
-			if err != nil {
-				return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, translate(err))
-			}
-			res.Truncated = len(more.Items) > 0
 			return res, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey

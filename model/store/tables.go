@@ -27,6 +27,13 @@ const (
 	// IndexGSI2 is the main table's sparse users index (only profiles carry
 	// GSI2PK) and the audit table's event-month index.
 	IndexGSI2 = "GSI2"
+	// IndexLSI1 is the main table's local secondary index on LSI1SK, the
+	// workouts' date-ordered key (model.WorkoutDateSK). Only workouts carry
+	// LSI1SK, so it holds nothing else. The projector reads its log from it
+	// with a key condition on the milestones' periods, strongly consistent.
+	IndexLSI1 = "LSI1"
+	// AttrLSI1SK is LSI1's sort key attribute.
+	AttrLSI1SK = "LSI1SK"
 )
 
 // Tables holds the four table names of one environment.
@@ -55,6 +62,15 @@ type IndexSpec struct {
 	RangeKey string
 }
 
+// LocalIndexSpec describes a local secondary index: the table's hash key
+// with another sort key, projecting the keys plus NonKeyAttributes
+// (projection INCLUDE). An LSI can only be created with its table.
+type LocalIndexSpec struct {
+	Name             string
+	RangeKey         string
+	NonKeyAttributes []string
+}
+
 // TableSpec is the single source of truth for one table's shape: the local
 // stack and tests create tables from it, and the Terraform checks compare
 // terraform/ against it. All key attributes are strings.
@@ -63,6 +79,7 @@ type TableSpec struct {
 	HashKey      string
 	RangeKey     string // empty for a hash-only table
 	GSIs         []IndexSpec
+	LSIs         []LocalIndexSpec
 	TTLAttribute string // empty when the table has no TTL
 	StreamView   types.StreamViewType
 	PITR         bool
@@ -76,6 +93,9 @@ func Specs(t Tables) []TableSpec {
 			GSIs: []IndexSpec{
 				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
 				{Name: IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+			},
+			LSIs: []LocalIndexSpec{
+				{Name: IndexLSI1, RangeKey: AttrLSI1SK, NonKeyAttributes: workoutLogNonKeyAttributes()},
 			},
 			TTLAttribute: "expiresAt",
 			StreamView:   types.StreamViewTypeNewAndOldImages,
@@ -126,6 +146,16 @@ func (s TableSpec) CreateTableInput() *dynamodb.CreateTableInput {
 			IndexName:  aws.String(g.Name),
 			KeySchema:  keySchema(g.HashKey, g.RangeKey),
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		})
+	}
+	for _, l := range s.LSIs {
+		addAttr(l.RangeKey)
+		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, types.LocalSecondaryIndex{
+			IndexName: aws.String(l.Name),
+			KeySchema: keySchema(s.HashKey, l.RangeKey),
+			Projection: &types.Projection{
+				ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: l.NonKeyAttributes,
+			},
 		})
 	}
 	in.AttributeDefinitions = defs

@@ -47,7 +47,7 @@ type Drift struct {
 	UserID      string `json:"userId"`
 	MilestoneID string `json:"milestoneId"`
 	// Field is the projected attribute: progressValue, workoutsCounted,
-	// awardedParts, status, truncated, or award (a missing award item, with
+	// awardedParts, status, truncated, exactFromUtc, or award (a missing award item, with
 	// the part index in Stored/Recomputed).
 	Field      string `json:"field"`
 	Stored     string `json:"stored"`
@@ -61,6 +61,7 @@ const (
 	FieldAwardedParts    = "awardedParts"
 	FieldStatus          = "status"
 	FieldTruncated       = "truncated"
+	FieldExactFrom       = "exactFromUtc"
 	FieldAward           = "award"
 )
 
