@@ -208,6 +208,30 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			wantInErr: "missing alarm: projector stream iterator age",
 		},
 		{
+			name: "truncation alarm missing", file: cc,
+			old:       `metric_name         = "MilestonesTruncated"`,
+			new:       `metric_name         = "UsersProjected"`,
+			wantInErr: "missing alarm: milestones truncated by the guardrail",
+		},
+		{
+			name: "date index missing", file: tables,
+			old:       `name      = "LSI1"`,
+			new:       `name      = "LSI9"`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects less than the log reads", file: tables,
+			old:       `"totalElevationGain", "movingTimeSeconds",`,
+			new:       `"movingTimeSeconds",`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects everything", file: tables,
+			old:       `projection_type    = "INCLUDE"`,
+			new:       `projection_type    = "ALL"`,
+			wantInErr: "want INCLUDE",
+		},
+		{
 			name: "throttles alarm missing", file: fn,
 			old:       `metric_name         = "Throttles"`,
 			new:       `metric_name         = "Invocations"`,

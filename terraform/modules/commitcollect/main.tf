@@ -394,6 +394,26 @@ resource "aws_cloudwatch_metric_alarm" "projector_iterator_age" {
   tags                = var.tags
 }
 
+# The projector's own EMF metric (projections/consumer/metrics.go): a
+# milestone's period holds more workouts than the guardrail lets it read, so
+# its progress is exact only from exactFromUtc on.
+resource "aws_cloudwatch_metric_alarm" "projector_truncated" {
+  alarm_name          = "${local.name}-projector-milestones-truncated"
+  alarm_description   = "A milestone's period holds more than 3000 workouts (MaxWorkoutsToInspect): its progress is marked truncated and exact only from exactFromUtc. See the projector's warning logs for the user."
+  namespace           = "CommitCollect/Projector"
+  metric_name         = "MilestonesTruncated"
+  dimensions          = { Service = "projector" }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
 resource "aws_cloudwatch_metric_alarm" "dlq_depth" {
   for_each = {
     worker    = aws_sqs_queue.worker_dlq.name
