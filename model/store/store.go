@@ -427,6 +427,16 @@ func (s *Store) BatchPut(ctx context.Context, table string, es []model.Entity) e
 	return s.batchWrite(ctx, table, reqs)
 }
 
+// BatchPutItems writes raw items (already rendered, e.g. copied from
+// another table by a migration) in chunks of 25, like BatchPut.
+func (s *Store) BatchPutItems(ctx context.Context, table string, items []Item) error {
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	return s.batchWrite(ctx, table, reqs)
+}
+
 // BatchDelete deletes keys in chunks of 25, resending UnprocessedItems with
 // jittered exponential backoff. Missing items are not an error.
 func (s *Store) BatchDelete(ctx context.Context, table string, keys []model.Key) error {
