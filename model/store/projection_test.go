@@ -123,14 +123,14 @@ func TestWorkoutLogReadsOnlyTheWindows(t *testing.T) {
 	april := march.AddDate(0, 1, 0)
 	june, july := march.AddDate(0, 3, 0), march.AddDate(0, 4, 0)
 	at := map[int64]time.Time{
-		1: march.Add(-time.Nanosecond), // before
-		2: march,                       // first instant of March: in
-		3: april.Add(-time.Nanosecond), // last instant of March: in
-		4: april,                       // first instant of April: out
-		5: june.AddDate(0, 0, 3),       // in June
-		6: july,                        // out
-		7: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC),
-		8: march.AddDate(0, 0, 9), // March again, short id
+		1:            march.Add(-time.Nanosecond), // before
+		2:            march,                       // first instant of March: in
+		3:            april.Add(-time.Nanosecond), // last instant of March: in
+		4:            april,                       // first instant of April: out
+		5:            june.AddDate(0, 0, 3),       // in June
+		6:            july,                        // out
+		7:            time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC),
+		8:            march.AddDate(0, 0, 9), // March again, short id
 		123456789012: march.AddDate(0, 0, 9),
 	}
 	var es []model.Entity

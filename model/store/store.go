@@ -1,6 +1,28 @@
 // Package store is the DynamoDB adapter: it reads and writes model entities
 // with aws-sdk-go-v2 (attributevalue, the expression builder) and translates
 // DynamoDB's failures into model's error vocabulary. It never scans.
+//
+// The workout log and its index. The projector reads a user's workouts by
+// start date (WorkoutLog), not by activity id: the main table has a local
+// secondary index LSI1 whose sort key LSI1SK is model.WorkoutDateSK
+// (WORKOUT#{startDateUtc, fixed width with nanoseconds}#{activityId,
+// zero-padded to 19 digits}), set by Workout.Stamp on every write. It is an
+// LSI, not a GSI, on purpose: an LSI can be read strongly consistent, a GSI
+// cannot, and the projector is triggered by the very write it must see (a
+// GSI could miss a fresh workout until the next event). The price: an LSI
+// exists only from table creation (migration: scripts/migrate-lsi), and a
+// user's partition (items plus LSI entries) is limited to 10 GB, far above
+// what one athlete's workouts take. LSI1 projects only WorkoutLogFields
+// (INCLUDE), so the log never reads the table. Only workouts with a start
+// date carry LSI1SK; tombstones (a delete that overtook its create) stay out.
+//
+// WorkoutLog queries the union of the user's milestone periods with a key
+// condition (BETWEEN) per merged period, newest first, and applies the
+// guardrail (model.MaxWorkoutsToInspect) to what it reads: everything it
+// leaves out is older than everything it keeps, and Log.ExactFrom says from
+// which instant the log is complete. Changing WorkoutDateSK's shape is
+// replay-sensitive: re-key every workout (migrate-lsi -backfill after
+// clearing LSI1SK) and rebuild.
 package store
 
 import (
