@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -357,5 +358,22 @@ func TestWriteProjection(t *testing.T) {
 	}
 	if m.Version != 2 || m.AwardedParts != 2 {
 		t.Fatalf("cancelled transaction changed the milestone: version %d %+v", m.Version, m.Projection)
+	}
+}
+
+func TestCreateTablesRefusesAMainTableWithoutTheDateIndex(t *testing.T) {
+	t.Parallel()
+	db, _ := dynamolocal.Clients(t)
+	ctx := context.Background()
+	tables := store.TableNames(dynamolocal.UniquePrefix())
+	old := store.Specs(tables)[0]
+	old.LSIs = nil // as deployments created it before LSI1
+	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
+	err := store.CreateTables(ctx, db, tables)
+	if !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), store.IndexLSI1) {
+		t.Fatalf("CreateTables over an old main table: got %v, want ErrInvalid naming %s", err, store.IndexLSI1)
 	}
 }

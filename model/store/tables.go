@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
 )
 
 // Base table names (seed 000). An environment may prefix them.
@@ -183,6 +185,9 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", s.Name, err)
 		}
+		if err := checkLocalIndexes(ctx, db, s); err != nil {
+			return err
+		}
 		if s.TTLAttribute == "" {
 			continue
 		}
@@ -195,6 +200,30 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		// Enabling TTL twice is refused; that only means it is already on.
 		if err != nil && !isAlreadyEnabled(err) {
 			return fmt.Errorf("enable ttl on %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkLocalIndexes fails when a table that already existed lacks one of
+// the spec's LSIs: an LSI can only be created with its table, so such a
+// table was created by an older version and must be migrated.
+func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
+	if len(s.LSIs) == 0 {
+		return nil
+	}
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", s.Name, err)
+	}
+	have := map[string]bool{}
+	for _, l := range out.Table.LocalSecondaryIndexes {
+		have[aws.ToString(l.IndexName)] = true
+	}
+	for _, l := range s.LSIs {
+		if !have[l.Name] {
+			return fmt.Errorf("table %s exists without local index %s (created by an older version; an LSI can only be created with its table): "+
+				"migrate it with scripts/migrate-lsi, or start from empty tables: %w", s.Name, l.Name, model.ErrInvalid)
 		}
 	}
 	return nil

@@ -80,10 +80,11 @@ var Grants = map[string]map[string][]string{
 	"projector": {
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"dynamodb:Query", "dynamodb:ConditionCheckItem"},
-		`module.tables.stream_arn`:                 {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
-		`"${module.tables.arns["main"]}/stream/*"`: {"dynamodb:ListStreams"},
-		`module.tables.arns["audit"]`:              {"dynamodb:PutItem"},
-		`aws_sqs_queue.projector_dlq.arn`:          {"sqs:SendMessage"},
+		`module.tables.stream_arn`:                   {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
+		`"${module.tables.arns["main"]}/index/LSI1"`: {"dynamodb:Query"},
+		`"${module.tables.arns["main"]}/stream/*"`:   {"dynamodb:ListStreams"},
+		`module.tables.arns["audit"]`:                {"dynamodb:PutItem"},
+		`aws_sqs_queue.projector_dlq.arn`:            {"sqs:SendMessage"},
 	},
 }
 

@@ -119,9 +119,15 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 	}{
 		{
 			name: "scan granted to the projector", file: cc,
-			old:       `"dynamodb:Query", "dynamodb:ConditionCheckItem",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  statement {\n    sid       = \"Stream\"",
-			new:       `"dynamodb:Query", "dynamodb:ConditionCheckItem", "dynamodb:Scan",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  statement {\n    sid       = \"Stream\"",
+			old:       `"dynamodb:Query", "dynamodb:ConditionCheckItem",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  # The workout log",
+			new:       `"dynamodb:Query", "dynamodb:ConditionCheckItem", "dynamodb:Scan",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  # The workout log",
 			wantInErr: "dynamodb:Scan is forbidden",
+		},
+		{
+			name: "projector cannot read the workout log index", file: cc,
+			old:       `resources = ["${module.tables.arns["main"]}/index/LSI1"]`,
+			new:       `resources = ["${module.tables.arns["main"]}/index/*"]`,
+			wantInErr: "projector",
 		},
 		{
 			name: "wildcard action", file: cc,

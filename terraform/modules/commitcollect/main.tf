@@ -164,6 +164,12 @@ data "aws_iam_policy_document" "projector" {
     ]
     resources = [module.tables.arns["main"]]
   }
+  # The workout log: LSI1 (workouts by start date), read strongly consistent.
+  statement {
+    sid       = "WorkoutLogIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/LSI1"]
+  }
   statement {
     sid       = "Stream"
     actions   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
