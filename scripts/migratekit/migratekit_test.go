@@ -27,7 +27,9 @@ func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 	if _, err := db.CreateTable(ctx, spec.CreateTableInput()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(tables.Main)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(tables.Main)})
+	})
 	if err := dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tables.Main)}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
