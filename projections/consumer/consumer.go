@@ -269,7 +269,9 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, dryRu
 		return rep, nil // nothing to project: skip reading the log
 	}
 	// Only workouts inside a milestone's period can count: read just those
-	// (the union of the periods, newest first, up to the guardrail).
+	// (the union of the periods, newest first, up to the guardrail). Every
+	// projected milestone contributes its period, completed ones included:
+	// their value still follows the log (awards never go back).
 	var windows []model.Window
 	for _, m := range um.Milestones {
 		if projections.Validate(m.MilestoneDefinition) == nil {
