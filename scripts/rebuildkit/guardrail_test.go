@@ -136,18 +136,23 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 
 	users := []*edgeUser{olderUser("edge2999", 2999), olderUser("edge3000", 3000), olderUser("edge3001", 3001), longUser("edge8000")}
 
-	// Workouts first, in parallel batches, then milestones.
-	var wg sync.WaitGroup
-	errs := make(chan error, len(users))
+	// Workouts first, in parallel batches (8 writers over all users' items),
+	// then milestones.
+	var all []model.Entity
 	for _, u := range users {
+		for _, w := range u.workouts {
+			all = append(all, w)
+		}
+	}
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		lo, hi := i*len(all)/writers, (i+1)*len(all)/writers
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			es := make([]model.Entity, len(u.workouts))
-			for i, w := range u.workouts {
-				es[i] = w
-			}
-			errs <- h.st.BatchPut(ctx, h.st.Tables().Main, es)
+			errs <- h.st.BatchPut(ctx, h.st.Tables().Main, all[lo:hi])
 		}()
 	}
 	wg.Wait()
