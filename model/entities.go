@@ -119,6 +119,10 @@ type Workout struct {
 	UpdatedAtUtc       time.Time  `dynamodbav:"updatedAtUtc"`
 	CorrelationID      string     `dynamodbav:"correlationId"`
 	ExpiresAt          int64      `dynamodbav:"expiresAt,omitempty"`
+	// DateSK is the date-ordered key (LSI1SK, see WorkoutDateSK) the
+	// projector queries its log by. Stamp sets it from StartDateUtc and
+	// ActivityID whenever the workout is written.
+	DateSK string `dynamodbav:"LSI1SK,omitempty"`
 }
 
 // Metric is what a milestone measures.
@@ -172,7 +176,11 @@ type Projection struct {
 	AwardedParts    int             `dynamodbav:"awardedParts"`
 	Status          MilestoneStatus `dynamodbav:"status"`
 	Truncated       bool            `dynamodbav:"truncated"`
-	ProjectedAtUtc  *time.Time      `dynamodbav:"projectedAtUtc,omitempty"`
+	// ExactFromUtc is set when Truncated: the value is exact for workouts
+	// started at or after it; older workouts of the period were left out by
+	// the guardrail.
+	ExactFromUtc   *time.Time `dynamodbav:"exactFromUtc,omitempty"`
+	ProjectedAtUtc *time.Time `dynamodbav:"projectedAtUtc,omitempty"`
 }
 
 // Milestone is a user's commitment plus its projected progress (USER#{userId}

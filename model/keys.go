@@ -73,6 +73,56 @@ func WorkoutKey(userID string, activityID int64) Key {
 	return Key{UserPK(userID), WorkoutSK(activityID)}
 }
 
+// PrefixWorkoutDate starts the date-ordered key of a workout (LSI1SK, the
+// sort key of the main table's local secondary index LSI1).
+const PrefixWorkoutDate = "WORKOUT#"
+
+// workoutDateLayout renders a start date in fixed width (nanoseconds always
+// printed, UTC), so that string order is time order.
+const workoutDateLayout = "2006-01-02T15:04:05.000000000Z"
+
+// activityIDWidth zero-pads activity ids to the width of the largest int64,
+// so ids of different digit lengths sort numerically.
+const activityIDWidth = 19
+
+// WorkoutDateSK is a workout's date-ordered key (LSI1SK):
+// WORKOUT#{startDateUtc, fixed-width RFC 3339 with nanoseconds}#{activityId,
+// zero-padded to 19 digits}. It orders a user's workouts by (start date,
+// activity id) whatever the digit lengths of the ids. Workouts without a
+// start date (tombstones of deletes that overtook their create) carry no
+// date key and stay out of the index: they never count.
+func WorkoutDateSK(startDateUtc time.Time, activityID int64) string {
+	return workoutDateBound(startDateUtc) + sep + fmt.Sprintf("%0*d", activityIDWidth, activityID)
+}
+
+// workoutDateBound is the date part of WorkoutDateSK: it sorts before every
+// key of a workout started at t and after every key of a workout started
+// earlier.
+func workoutDateBound(t time.Time) string {
+	return PrefixWorkoutDate + t.UTC().Format(workoutDateLayout)
+}
+
+// WorkoutDateRange returns the inclusive LSI1SK bounds (for BETWEEN) that
+// select exactly the workouts started in w: [w.From, w.To), or from w.From
+// on when w.To is nil.
+func WorkoutDateRange(w Window) (lo, hi string) {
+	// Fixed width holds for years 1..9999: clamp what lies outside.
+	if first := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); w.From.Before(first) {
+		w.From = first
+	}
+	if w.To != nil && w.To.UTC().Year() > 9999 {
+		w.To = nil
+	}
+	lo = workoutDateBound(w.From)
+	if w.To == nil {
+		// "~" sorts after every digit: the upper end of all date keys.
+		return lo, PrefixWorkoutDate + "~"
+	}
+	// A key of a workout started at To is the bound followed by "#…", so it
+	// sorts after the bound itself; every earlier start sorts before it.
+	return lo, workoutDateBound(*w.To)
+}
+
 // MilestoneSK is the sort key of a milestone.
 func MilestoneSK(milestoneID string) string { return PrefixMilestone + milestoneID }
 

@@ -113,7 +113,14 @@ func (o *AthleteOwner) Normalize() error { return normalize(&o.Meta, EntityAthle
 func (w *Workout) ItemKey() Key { return WorkoutKey(w.UserID, w.ActivityID) }
 
 // Stamp implements Entity.
-func (w *Workout) Stamp() { w.Key, w.Meta = w.ItemKey(), current(EntityWorkout) }
+// Every written workout with a start date gets its date-ordered index key.
+func (w *Workout) Stamp() {
+	w.Key, w.Meta = w.ItemKey(), current(EntityWorkout)
+	w.DateSK = ""
+	if !w.StartDateUtc.IsZero() {
+		w.DateSK = WorkoutDateSK(w.StartDateUtc, w.ActivityID)
+	}
+}
 
 // Normalize implements Entity. Legacy (v0) workouts predate movingTimeSeconds
 // and userId; the user is recovered from the key.

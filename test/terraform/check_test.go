@@ -119,9 +119,15 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 	}{
 		{
 			name: "scan granted to the projector", file: cc,
-			old:       `"dynamodb:Query", "dynamodb:ConditionCheckItem",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  statement {\n    sid       = \"Stream\"",
-			new:       `"dynamodb:Query", "dynamodb:ConditionCheckItem", "dynamodb:Scan",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  statement {\n    sid       = \"Stream\"",
+			old:       `"dynamodb:Query", "dynamodb:ConditionCheckItem",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  # The workout log",
+			new:       `"dynamodb:Query", "dynamodb:ConditionCheckItem", "dynamodb:Scan",` + "\n    ]\n    resources = [module.tables.arns[\"main\"]]\n  }\n  # The workout log",
 			wantInErr: "dynamodb:Scan is forbidden",
+		},
+		{
+			name: "projector cannot read the workout log index", file: cc,
+			old:       `resources = ["${module.tables.arns["main"]}/index/LSI1"]`,
+			new:       `resources = ["${module.tables.arns["main"]}/index/*"]`,
+			wantInErr: "projector",
 		},
 		{
 			name: "wildcard action", file: cc,
@@ -206,6 +212,30 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			old:       `metric_name         = "IteratorAge"`,
 			new:       `metric_name         = "Duration"`,
 			wantInErr: "missing alarm: projector stream iterator age",
+		},
+		{
+			name: "truncation alarm missing", file: cc,
+			old:       `metric_name         = "MilestonesTruncated"`,
+			new:       `metric_name         = "UsersProjected"`,
+			wantInErr: "missing alarm: milestones truncated by the guardrail",
+		},
+		{
+			name: "date index missing", file: tables,
+			old:       `name      = "LSI1"`,
+			new:       `name      = "LSI9"`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects less than the log reads", file: tables,
+			old:       `"totalElevationGain", "movingTimeSeconds",`,
+			new:       `"movingTimeSeconds",`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects everything", file: tables,
+			old:       `projection_type    = "INCLUDE"`,
+			new:       `projection_type    = "ALL"`,
+			wantInErr: "want INCLUDE",
 		},
 		{
 			name: "throttles alarm missing", file: fn,

@@ -44,7 +44,7 @@ provider "aws" {
 // wantCreates is what the example environment creates, read from the
 // configuration: 4 tables; 3 functions each with a role, 2 inline policies
 // (least privilege + logs), a log group and errors/throttles alarms; 2 DLQs
-// with depth alarms; the projector iterator-age alarm, stream mapping and the
+// with depth alarms; the projector iterator-age and truncation alarms, stream mapping and the
 // worker's async config; the HTTP API with its integration, 12 routes, stage,
 // access-log group and invoke permission.
 var wantCreates = map[string]int{
@@ -53,7 +53,7 @@ var wantCreates = map[string]int{
 	"aws_iam_role":                            3,
 	"aws_iam_role_policy":                     6,
 	"aws_cloudwatch_log_group":                4,
-	"aws_cloudwatch_metric_alarm":             9,
+	"aws_cloudwatch_metric_alarm":             10,
 	"aws_sqs_queue":                           2,
 	"aws_lambda_event_source_mapping":         1,
 	"aws_lambda_function_event_invoke_config": 1,

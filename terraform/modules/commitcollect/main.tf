@@ -249,6 +249,12 @@ data "aws_iam_policy_document" "projector" {
     ]
     resources = [module.tables.arns["main"]]
   }
+  # The workout log: LSI1 (workouts by start date), read strongly consistent.
+  statement {
+    sid       = "WorkoutLogIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/LSI1"]
+  }
   statement {
     sid       = "Stream"
     actions   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
@@ -475,6 +481,26 @@ resource "aws_cloudwatch_metric_alarm" "projector_iterator_age" {
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = var.alarms.iterator_age_ms
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# The projector's own EMF metric (projections/consumer/metrics.go): a
+# milestone's period holds more workouts than the guardrail lets it read, so
+# its progress is exact only from exactFromUtc on.
+resource "aws_cloudwatch_metric_alarm" "projector_truncated" {
+  alarm_name          = "${local.name}-projector-milestones-truncated"
+  alarm_description   = "A milestone's period holds more than 3000 workouts (MaxWorkoutsToInspect): its progress is marked truncated and exact only from exactFromUtc. See the projector's warning logs for the user."
+  namespace           = "CommitCollect/Projector"
+  metric_name         = "MilestonesTruncated"
+  dimensions          = { Service = "projector" }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]
