@@ -25,6 +25,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"session", SessionKey("abc"), ParsedKey{Kind: KindSession, SessionID: "abc"}},
 		{"user audit", AuditKey(UserPK("u1"), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, UserID: "u1"}},
 		{"athlete audit", AuditKey(AthletePK(42), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, AthleteID: 42}},
+		{"athlete reads", AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 14, 59, 0, time.UTC)), ParsedKey{Kind: KindAthleteReads, AthleteID: 42}},
 		{"rate limit is not a domain item", RateLimitKey(), ParsedKey{Kind: KindUnknown}},
 		{"parked is not a domain item", ParkedKey("PROJECTOR", "x"), ParsedKey{Kind: KindUnknown}},
 	}
@@ -169,5 +170,82 @@ func TestTransactionErrorClassification(t *testing.T) {
 	v.Add("target", "must be > 0, got %d", -1)
 	if !errors.Is(v.Err(), ErrInvalid) || v.Error() != "invalid: target: must be > 0, got -1" {
 		t.Fatalf("validation error: %v", v.Err())
+	}
+}
+
+func TestOutboxPendingKeys(t *testing.T) {
+	t.Parallel()
+	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3)
+	shard := OutboxPendingPK(key)
+	if shard != OutboxPendingPK(key) {
+		t.Fatal("the shard of a key must be stable")
+	}
+	found := false
+	for i := range OutboxShards {
+		found = found || OutboxPendingShardPK(i) == shard
+	}
+	if !found {
+		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, OutboxShards)
+	}
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		due     time.Time
+		wantDue bool
+	}{
+		{"long past", time.Unix(0, 0), true},
+		{"a millisecond ago", now.Add(-time.Millisecond), true},
+		{"now", now, true},
+		{"a millisecond ahead", now.Add(time.Millisecond), false},
+		{"a year ahead", now.AddDate(1, 0, 0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sk := OutboxPendingSK(tt.due, key)
+			if got := sk < OutboxDueBefore(now); got != tt.wantDue {
+				t.Fatalf("due %v at %v: got %v (sk %s, bound %s), want %v", tt.due, now, got, sk, OutboxDueBefore(now), tt.wantDue)
+			}
+		})
+	}
+}
+
+func TestAthleteReadsKeyWindows(t *testing.T) {
+	t.Parallel()
+	a := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	b := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 14, 59, 0, time.UTC))
+	c := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC))
+	if a != b || a == c {
+		t.Fatalf("got %s, %s, %s; want the first two in one window and the third in the next", a, b, c)
+	}
+}
+
+func TestIdempotencyRecordNormalize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		given IdempotencyRecord
+		want  OutboxStatus
+	}{
+		{"schema 1 (before the outbox) reads as done", IdempotencyRecord{Meta: Meta{EntityIdempotency, 1}}, OutboxDone},
+		{"legacy without meta reads as done", IdempotencyRecord{}, OutboxDone},
+		{"schema 2 received stays received", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxReceived}, OutboxReceived},
+		{"schema 2 parked stays parked", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxParked}, OutboxParked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := tt.given
+			if err := r.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tt.want || r.SchemaVersion != SchemaVersions[EntityIdempotency] {
+				t.Fatalf("got status %q at schema %d, want %q at %d", r.Status, r.SchemaVersion, tt.want, SchemaVersions[EntityIdempotency])
+			}
+		})
+	}
+	newer := IdempotencyRecord{Meta: Meta{EntityIdempotency, 3}}
+	if err := newer.Normalize(); !errors.Is(err, ErrUnsupportedSchema) {
+		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/commitcollect/backend/model/store"
 )
@@ -46,7 +47,18 @@ type Config struct {
 	CORSOrigins []string
 	// LogLevel is debug, info, warn or error (CC_LOG_LEVEL, default info).
 	LogLevel slog.Level
+	// OutboxLease is how long a hand-off of an accepted webhook event is
+	// presumed in flight before the sweeper dispatches it again
+	// (CC_OUTBOX_LEASE, a Go duration; 0 means the default, 5m).
+	OutboxLease time.Duration
+	// AthleteReadsPerWindow caps the Strava reads one athlete's events may
+	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
+	// the default, 30; 0 disables the cap).
+	AthleteReadsPerWindow int
 }
+
+// DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
+const DefaultAthleteReadsPerWindow = 30
 
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {
@@ -103,6 +115,21 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
+	}
+	if v := getenv("CC_OUTBOX_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("CC_OUTBOX_LEASE %q: want a Go duration of at least 1s (e.g. 5m)", v))
+		}
+		c.OutboxLease = d
+	}
+	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
+	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("CC_ATHLETE_READS_PER_WINDOW %q is not a non-negative integer", v))
+		}
+		c.AthleteReadsPerWindow = n
 	}
 	if v := getenv("CC_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {

@@ -179,6 +179,9 @@ type Job struct {
 	CorrelationID  string    `json:"correlationId"`
 	IdempotencyKey string    `json:"idempotencyKey"`
 	ReceivedAtUtc  time.Time `json:"receivedAtUtc"`
+	// Redrive marks a parked job sent back by an operator (redrive): it runs
+	// even though its outbox item is settled as parked.
+	Redrive bool `json:"redrive,omitempty"`
 }
 
 // DecodeJob reads a Job from the worker's input. It returns an error

@@ -13,11 +13,15 @@ import (
 var (
 	_ IdempotencyStore  = (*store.Store)(nil)
 	_ WorkerStore       = (*store.Store)(nil)
+	_ OutboxStore       = (*store.Store)(nil)
 	_ strava.TokenStore = (*store.Store)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.
 type StravaSettings struct {
+	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
+	// (CC_ATHLETE_READS_PER_WINDOW; 0: no cap).
+	AthleteReadsPerWindow int
 	// BaseURL hangs /oauth/* and /api/v3/* (STRAVA_BASE_URL).
 	BaseURL      string
 	ClientID     string
@@ -32,5 +36,7 @@ type StravaSettings struct {
 func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worker {
 	client := strava.NewClient(s.BaseURL, s.HTTPClient)
 	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
-	return NewWorker(st, refresher, client, log)
+	w := NewWorker(st, refresher, client, log)
+	w.AthleteReadsPerWindow = s.AthleteReadsPerWindow
+	return w
 }

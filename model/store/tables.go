@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
 )
 
 // Base table names (seed 000). An environment may prefix them.
@@ -27,6 +29,11 @@ const (
 	// IndexGSI2 is the main table's sparse users index (only profiles carry
 	// GSI2PK) and the audit table's event-month index.
 	IndexGSI2 = "GSI2"
+	// IndexPending is the idempotency table's sparse index of pending outbox
+	// items (PendingPK = OUTBOX#PENDING#{shard}, PendingSK = due instant and
+	// key): only items in status received carry its keys, so the sweeper
+	// finds due work with a Query per shard, never a Scan.
+	IndexPending = "Pending"
 )
 
 // Tables holds the four table names of one environment.
@@ -91,7 +98,12 @@ func Specs(t Tables) []TableSpec {
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},
-		{Name: t.Idempotency, HashKey: "IdempotencyKey", TTLAttribute: "expiresAt", PITR: true},
+		{
+			Name: t.Idempotency, HashKey: "IdempotencyKey",
+			GSIs:         []IndexSpec{{Name: IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK"}},
+			TTLAttribute: "expiresAt",
+			PITR:         true,
+		},
 	}
 }
 
@@ -153,6 +165,9 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", s.Name, err)
 		}
+		if err := addMissingIndexes(ctx, db, s); err != nil {
+			return err
+		}
 		if s.TTLAttribute == "" {
 			continue
 		}
@@ -165,6 +180,52 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		// Enabling TTL twice is refused; that only means it is already on.
 		if err != nil && !isAlreadyEnabled(err) {
 			return fmt.Errorf("enable ttl on %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// addMissingIndexes creates the spec's GSIs a table made by older code lacks
+// (a persisted local data directory) and waits until they are active.
+func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", s.Name, err)
+	}
+	have := map[string]bool{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	in := s.CreateTableInput()
+	added := false
+	for _, g := range in.GlobalSecondaryIndexes {
+		if have[aws.ToString(g.IndexName)] {
+			continue
+		}
+		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName: aws.String(s.Name), AttributeDefinitions: in.AttributeDefinitions,
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
+			}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", aws.ToString(g.IndexName), s.Name, err)
+		}
+		added = true
+	}
+	for added {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", s.Name, err)
+		}
+		added = false
+		for _, g := range out.Table.GlobalSecondaryIndexes {
+			added = added || g.IndexStatus != types.IndexStatusActive
+		}
+		if added {
+			if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return fmt.Errorf("wait for the indexes of %s: %w", s.Name, err)
+			}
 		}
 	}
 	return nil
