@@ -232,22 +232,21 @@ func (q *Queue) run() {
 		select {
 		case <-q.stop:
 			return
-		default:
-		}
-		select {
-		case <-q.stop:
-			return
 		case job := <-q.jobs:
-			select {
-			case <-q.stop: // closing: do not start it
+			if q.stopping() { // closing: do not start it
 				q.leave(job)
-				return
-			default:
+				continue
 			}
 			q.handle(job)
 			q.finish(job)
 		}
 	}
+}
+
+func (q *Queue) stopping() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 func (q *Queue) handle(job Job) {

@@ -13,28 +13,32 @@ import (
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
+// farTTL keeps items claimed at fixed past dates from being deleted by
+// DynamoDB Local's TTL sweeper during a test.
+const farTTL = 20 * 365 * 24 * time.Hour
+
 func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	rec, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, time.Hour)
+	rec, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
 		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1") ||
-		rec.ExpiresAt != now.Add(time.Hour).Unix() {
+		rec.ExpiresAt != now.Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
 	}
 	// Within the lease: a duplicate.
-	dup, err := s.ClaimOutboxItem(ctx, "k1", "c2", `{"j":2}`, now.Add(59*time.Second), time.Minute, time.Hour)
+	dup, err := s.ClaimOutboxItem(ctx, "k1", "c2", `{"j":2}`, now.Add(59*time.Second), time.Minute, farTTL)
 	if !errors.Is(err, model.ErrConflict) || dup == nil || dup.CorrelationID != "c1" {
 		t.Fatalf("within the lease: got %+v, %v; want ErrConflict with the stored item", dup, err)
 	}
 	// After the lease: the redelivery claims it again, keeping job and correlation.
 	later := now.Add(61 * time.Second)
-	again, err := s.ClaimOutboxItem(ctx, "k1", "c3", `{"j":3}`, later, time.Minute, time.Hour)
+	again, err := s.ClaimOutboxItem(ctx, "k1", "c3", `{"j":3}`, later, time.Minute, farTTL)
 	if err != nil {
 		t.Fatalf("after the lease: got %v, want a re-claim", err)
 	}
@@ -46,7 +50,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxDone, "", later); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, time.Hour); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("after done: got %v, want ErrConflict", err)
 	}
 	got, err := s.OutboxItem(ctx, "k1")
@@ -67,7 +71,7 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 1, 0, 0, time.UTC)
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, time.Hour); err != nil {
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
 	reset := time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)
@@ -80,7 +84,7 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 		t.Fatalf("got %+v, want received, due at the reset, one deferral", got)
 	}
 	// A redelivery after the lease but before the reset is still a duplicate.
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c2", "{}", now.Add(5*time.Minute), time.Minute, time.Hour); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c2", "{}", now.Add(5*time.Minute), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("before the reset: got %v, want ErrConflict", err)
 	}
 	due, err := s.DueOutboxItems(ctx, reset.Add(-time.Millisecond), 10)
@@ -115,7 +119,7 @@ func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, time.Hour); err != nil {
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.LeaseOutboxItem(ctx, "k1", now.Add(30*time.Second), time.Minute); !errors.Is(err, model.ErrConflict) {
@@ -155,7 +159,7 @@ func TestOutboxPendingIndexIsSparse(t *testing.T) {
 	const n = 12
 	for i := range n {
 		at := now.Add(time.Duration(i) * time.Second)
-		if _, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("k%02d", i), "c", "{}", at, time.Minute, time.Hour); err != nil {
+		if _, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("k%02d", i), "c", "{}", at, time.Minute, farTTL); err != nil {
 			t.Fatal(err)
 		}
 	}
