@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -467,4 +468,33 @@ func TestQueueRunsAKeyOnce(t *testing.T) {
 		t.Fatalf("got %d runs, want 2", got)
 	}
 	_ = q.Close(ctx)
+}
+
+func TestSweepResultEMF(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	res := ingest.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, OldestDueAge: 90 * time.Second}
+	if err := res.WriteEMF(&b, time.UnixMilli(1700000000000)); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		AWS struct {
+			Timestamp         int64 `json:"Timestamp"`
+			CloudWatchMetrics []struct {
+				Namespace string              `json:"Namespace"`
+				Metrics   []map[string]string `json:"Metrics"`
+			} `json:"CloudWatchMetrics"`
+		} `json:"_aws"`
+		Due, Dispatched, Failed, Age int
+	}
+	line := strings.NewReplacer(`"OutboxDue"`, `"Due"`, `"OutboxDispatched"`, `"Dispatched"`, `"OutboxDispatchFailed"`, `"Failed"`,
+		`"OutboxOldestDueAge"`, `"Age"`).Replace(b.String())
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("%s: %v", b.String(), err)
+	}
+	if got.AWS.Timestamp != 1700000000000 || len(got.AWS.CloudWatchMetrics) != 1 ||
+		got.AWS.CloudWatchMetrics[0].Namespace != ingest.SweeperMetricsNamespace || len(got.AWS.CloudWatchMetrics[0].Metrics) != 6 ||
+		got.Due != 7 || got.Dispatched != 5 || got.Failed != 1 || got.Age != 90 || !strings.HasSuffix(b.String(), "\n") {
+		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
+	}
 }

@@ -2,8 +2,10 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -159,4 +161,43 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 			return
 		}
 	}
+}
+
+// SweeperMetricsNamespace is the CloudWatch namespace of the sweeper's
+// metrics (the backlog alarm reads OutboxDue there).
+const SweeperMetricsNamespace = "CommitCollect/Sweeper"
+
+// WriteEMF writes the sweep's figures as one CloudWatch Embedded Metric
+// Format line (dimension Service=sweeper): OutboxDue, OutboxDispatched,
+// OutboxSkipped, OutboxDispatchFailed and OutboxParked (counts) and
+// OutboxOldestDueAge (seconds since the oldest due item was accepted).
+func (r SweepResult) WriteEMF(w io.Writer, now time.Time) error {
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  SweeperMetricsNamespace,
+				"Dimensions": [][]string{{"Service"}},
+				"Metrics": []metric{{"OutboxDue", "Count"}, {"OutboxDispatched", "Count"}, {"OutboxSkipped", "Count"},
+					{"OutboxDispatchFailed", "Count"}, {"OutboxParked", "Count"}, {"OutboxOldestDueAge", "Seconds"}},
+			}},
+		},
+		"Service":              "sweeper",
+		"OutboxDue":            r.Due,
+		"OutboxDispatched":     r.Dispatched,
+		"OutboxSkipped":        r.Skipped,
+		"OutboxDispatchFailed": r.Failed,
+		"OutboxParked":         r.Parked,
+		"OutboxOldestDueAge":   int64(r.OldestDueAge.Seconds()),
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode sweep metrics: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
