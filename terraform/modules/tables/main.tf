@@ -38,10 +38,12 @@ locals {
       pitr          = true
     }
     idempotency = {
-      name          = "${var.table_prefix}CommitCollectIdempotency"
-      hash_key      = "IdempotencyKey"
-      range_key     = null
-      gsis          = []
+      name      = "${var.table_prefix}CommitCollectIdempotency"
+      hash_key  = "IdempotencyKey"
+      range_key = null
+      gsis = [
+        { name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }, # sparse: outbox items still pending
+      ]
       ttl_attribute = "expiresAt"
       stream_view   = null
       pitr          = true
