@@ -420,7 +420,7 @@ func TestSweeperParksAnUndecodableJob(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.st.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, time.Hour); err != nil {
+	if _, err := h.st.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
 		t.Fatal(err)
 	}
 	if res := h.sweep(time.Now()); res.Parked != 1 || res.Dispatched != 0 {
