@@ -498,3 +498,34 @@ func TestSweepResultEMF(t *testing.T) {
 		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
 	}
 }
+
+// TestSweepStopsAtAFullQueue: once the local queue is full the sweep stops,
+// so the items it did not reach keep no useless lease and stay due.
+func TestSweepStopsAtAFullQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	q := ingest.NewQueue(func(context.Context, ingest.Job) error { <-release; return nil },
+		ingest.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+	defer func() { close(release); _ = q.Close(ctx) }()
+	past := time.Now().Add(-time.Hour).UTC()
+	for i := range 5 {
+		j := job(h.sim.ActivityEvent("create", int64(1700+i), 10, nil))
+		j.ReceivedAtUtc = past
+		h.claim(j)
+	}
+	sw := ingest.NewSweeper(h.st, q, testLog())
+	res, err := sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One job runs (blocked), one waits in the buffer; the third finds it full.
+	if res.Due != 5 || res.Dispatched < 1 || res.Dispatched > 2 || res.Failed != 1 {
+		t.Fatalf("got %+v, want the sweep to stop at the first full-queue refusal", res)
+	}
+	b, err := h.st.PendingOutbox(ctx, time.Now())
+	if err != nil || b.Due != 5-res.Dispatched-res.Failed {
+		t.Fatalf("got backlog %+v, %v; want %d still due", b, err, 5-res.Dispatched-res.Failed)
+	}
+}

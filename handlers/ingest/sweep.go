@@ -131,6 +131,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			}
 			log.WarnContext(ctx, "sweeper hand-off failed; retried after the lease", "error", err)
 			res.Failed++
+			if errors.Is(err, ErrQueueFull) {
+				break // the rest would only take leases they cannot use
+			}
 			continue
 		}
 		log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
