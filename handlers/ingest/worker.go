@@ -148,10 +148,13 @@ func (e *DeferError) Error() string {
 // Is lets errors.Is(err, model.ErrRetryable) match.
 func (e *DeferError) Is(target error) bool { return target == model.ErrRetryable }
 
-// Handle is the worker Lambda's entry point: it decodes the Job and
-// processes it. It returns an error only for retryable failures (Lambda's
-// async retries, then the failure destination); a poison job (undecodable,
-// or invalid data from Strava) is logged, audited and dropped.
+// Handle is the worker Lambda's entry point: it decodes the Job and runs it
+// (Run). It returns an error only when Run does (the outcome could not be
+// recorded: Lambda's async retries, then the failure destination; the
+// outbox item stays received for the sweeper meanwhile). An undecodable
+// payload is logged and dropped: it names no outbox item, and the item it
+// came from, still received, is dispatched again by the sweeper from its
+// stored job.
 func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 	job, err := DecodeJob(raw)
 	if err != nil {
