@@ -196,14 +196,18 @@ func OutboxDueBefore(now time.Time) string { return outboxInstant(now.Add(time.M
 
 func outboxInstant(t time.Time) string { return fmt.Sprintf("%015d", max(0, t.UnixMilli())) }
 
-// AthleteReadsWindow is the window a per-athlete read counter covers (Strava's
-// short rate-limit window).
+// AthleteReadsWindow is Strava's short rate-limit window (15 minutes, aligned
+// to :00/:15/:30/:45 UTC): the budget windows and the per-athlete read
+// counters use it unless a simulator runs shorter ones (CC_STRAVA_WINDOW).
 const AthleteReadsWindow = 15 * time.Minute
 
+// athleteReadsLayout names a window by its start, to the second.
+const athleteReadsLayout = "20060102150405"
+
 // AthleteReadsKey addresses the read counter of an athlete for the window
-// starting at windowStart (truncated to AthleteReadsWindow).
+// starting at windowStart (the caller truncates it to its window length).
 func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
-	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Truncate(AthleteReadsWindow).Format("200601021504")}
+	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
 }
 
 // RateLimitKey addresses the shared Strava rate-limit counter.
@@ -338,7 +342,7 @@ func ParseKey(k Key) (ParsedKey, error) {
 			return ParsedKey{Kind: KindAudit, AthleteID: id}, nil
 		}
 		if w, ok := strings.CutPrefix(k.SK, PrefixAthleteReads); ok {
-			if _, err := time.Parse("200601021504", w); err != nil {
+			if _, err := time.Parse(athleteReadsLayout, w); err != nil {
 				return bad("athlete reads window")
 			}
 			return ParsedKey{Kind: KindAthleteReads, AthleteID: id}, nil

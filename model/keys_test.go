@@ -25,7 +25,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"session", SessionKey("abc"), ParsedKey{Kind: KindSession, SessionID: "abc"}},
 		{"user audit", AuditKey(UserPK("u1"), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, UserID: "u1"}},
 		{"athlete audit", AuditKey(AthletePK(42), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, AthleteID: 42}},
-		{"athlete reads", AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 14, 59, 0, time.UTC)), ParsedKey{Kind: KindAthleteReads, AthleteID: 42}},
+		{"athlete reads", AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), ParsedKey{Kind: KindAthleteReads, AthleteID: 42}},
 		{"rate limit is not a domain item", RateLimitKey(), ParsedKey{Kind: KindUnknown}},
 		{"parked is not a domain item", ParkedKey("PROJECTOR", "x"), ParsedKey{Kind: KindUnknown}},
 	}
@@ -213,10 +213,10 @@ func TestOutboxPendingKeys(t *testing.T) {
 func TestAthleteReadsKeyWindows(t *testing.T) {
 	t.Parallel()
 	a := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
-	b := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 14, 59, 0, time.UTC))
-	c := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC))
-	if a != b || a == c {
-		t.Fatalf("got %s, %s, %s; want the first two in one window and the third in the next", a, b, c)
+	b := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 10, 0, time.UTC)) // a 10-second simulator window
+	c := AthleteReadsKey(8, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	if a == b || a == c || a.SK != "READS#20260302060000" {
+		t.Fatalf("got %s, %s, %s; want one key per athlete and window start", a, b, c)
 	}
 }
 

@@ -55,6 +55,14 @@ type Config struct {
 	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
 	// the default, 30; 0 disables the cap).
 	AthleteReadsPerWindow int
+	// StravaWindow is the length of Strava's short rate-limit window the
+	// worker assumes (CC_STRAVA_WINDOW; 0 means Strava's 15m). Only a
+	// simulator runs shorter windows (the chaos suite), so deferred work
+	// settles in seconds there.
+	StravaWindow time.Duration
+	// RetryBase is the worker's first backoff after a failed attempt
+	// (CC_RETRY_BASE; 0 means the default, 15s).
+	RetryBase time.Duration
 }
 
 // DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
@@ -122,6 +130,18 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 			errs = append(errs, fmt.Errorf("CC_OUTBOX_LEASE %q: want a Go duration of at least 1s (e.g. 5m)", v))
 		}
 		c.OutboxLease = d
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"CC_STRAVA_WINDOW", &c.StravaWindow}, {"CC_RETRY_BASE", &c.RetryBase}} {
+		if v := getenv(d.name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < time.Millisecond {
+				errs = append(errs, fmt.Errorf("%s %q: want a positive Go duration (e.g. 15m, 500ms)", d.name, v))
+			}
+			*d.dst = x
+		}
 	}
 	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
 	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {

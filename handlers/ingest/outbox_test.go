@@ -529,3 +529,40 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 		t.Fatalf("got backlog %+v, %v; want %d still due", b, err, 5-res.Dispatched-res.Failed)
 	}
 }
+
+// TestShortRateWindow: against a simulator running short rate-limit windows
+// (CC_STRAVA_WINDOW), the read cap and a 429 defer to that window's end.
+func TestShortRateWindow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	w := h.newWorker()
+	w.RateWindow, w.AthleteReadsPerWindow = 10*time.Second, 1
+	now := time.Now().UTC()
+	w.Now = func() time.Time { return now }
+	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
+	jobs := make([]ingest.Job, 3)
+	for i := range jobs {
+		h.activity(int64(1800+i), 10, "Run")
+		jobs[i] = job(h.sim.ActivityEvent("create", int64(1800+i), 10, nil))
+		h.claim(jobs[i])
+	}
+	if err := w.Run(ctx, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx, jobs[1]); err != nil { // the cap of 1 is used up
+		t.Fatal(err)
+	}
+	if rec := h.outbox(jobs[1]); !rec.DueAt().Equal(next) {
+		t.Fatalf("capped: got due %v, want the 10-second window's end %v", rec.DueAt(), next)
+	}
+	w.AthleteReadsPerWindow = 0
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
+	if err := w.Run(ctx, jobs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(jobs[2]); !rec.DueAt().Equal(next) || rec.Failures != 0 {
+		t.Fatalf("429: got %+v (due %v), want deferred to %v", rec, rec.DueAt(), next)
+	}
+}

@@ -49,9 +49,10 @@ type WorkerStore interface {
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 	// Workout reads the stored workout; ErrNotFound when there is none.
 	Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error)
-	// TakeAthleteRead counts one Strava read for the athlete in the current
-	// window; ErrConflict when limit reads were already counted.
-	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, limit int) error
+	// TakeAthleteRead counts one Strava read for the athlete in the window
+	// (of length windowLen) containing now; ErrConflict when limit reads
+	// were already counted.
+	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
 	// Park sets a record aside for redrive (PARKED#{source}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
@@ -97,10 +98,10 @@ const (
 	// DefaultMaxFailures bounds the retryable failures of one job before
 	// it is parked.
 	DefaultMaxFailures = 6
-	// retryBase and retryMax shape the backoff between failed attempts
-	// (full jitter, doubling: up to 30 s, 1 min, 2 min … 15 min).
-	retryBase = 15 * time.Second
-	retryMax  = 15 * time.Minute
+	// DefaultRetryBase is the first backoff after a failed attempt (full
+	// jitter, doubling: up to 30 s, 1 min, 2 min … retryMax).
+	DefaultRetryBase = 15 * time.Second
+	retryMax         = 15 * time.Minute
 	// settleTimeout bounds recording a job's outcome after its context
 	// ended.
 	settleTimeout = 5 * time.Second
@@ -122,13 +123,27 @@ type Worker struct {
 	// MaxFailures bounds the retryable failures of a job before it is
 	// parked.
 	MaxFailures int
+	// RetryBase is the first backoff after a failure (CC_RETRY_BASE).
+	RetryBase time.Duration
+	// RateWindow is Strava's short rate-limit window (model.AthleteReadsWindow;
+	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
+	// their resets and the athlete read counters follow it.
+	RateWindow time.Duration
 }
 
 // NewWorker builds the worker service.
 func NewWorker(store WorkerStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Worker {
 	return &Worker{store: store, tokens: tokens, strava: fetcher, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: DefaultBudgetReserve,
-		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, MaxFailures: DefaultMaxFailures}
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, MaxFailures: DefaultMaxFailures,
+		RetryBase: DefaultRetryBase, RateWindow: model.AthleteReadsWindow}
+}
+
+func (w *Worker) rateWindow() time.Duration {
+	if w.RateWindow <= 0 {
+		return model.AthleteReadsWindow
+	}
+	return w.RateWindow
 }
 
 // DeferError says a job cannot run before Until and is not a failure:
@@ -233,7 +248,7 @@ func (w *Worker) settle(ctx context.Context, log *slog.Logger, job Job, rec *mod
 		err = w.park(ctx, job, reason, now)
 	default:
 		outcome = "retry"
-		until := now.Add(model.Backoff(rec.Failures+1, retryBase, retryMax))
+		until := now.Add(model.Backoff(rec.Failures+1, max(w.RetryBase, time.Millisecond), retryMax))
 		log.WarnContext(ctx, "job failed; retried later", "writeStatus", "retry", "failures", rec.Failures+1,
 			"notBefore", until.Format(time.RFC3339), "error", perr)
 		err = w.store.DeferOutboxItem(ctx, key, until, perr.Error(), true, now)
@@ -337,10 +352,11 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	}
 	if w.AthleteReadsPerWindow > 0 {
 		now := w.Now()
-		err := w.store.TakeAthleteRead(ctx, ev.OwnerID, now, w.AthleteReadsPerWindow)
+		win := w.rateWindow()
+		err := w.store.TakeAthleteRead(ctx, ev.OwnerID, now, win, w.AthleteReadsPerWindow)
 		if errors.Is(err, model.ErrConflict) {
 			return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{
-				Until:  now.UTC().Truncate(model.AthleteReadsWindow).Add(model.AthleteReadsWindow),
+				Until:  now.UTC().Truncate(win).Add(win),
 				Reason: fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, w.AthleteReadsPerWindow),
 			})
 		}
@@ -362,7 +378,7 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
 	if rl.Valid() {
-		if rerr := w.store.RecordRateLimit(ctx, RateLimitStateFrom(rl, w.Now())); rerr != nil {
+		if rerr := w.store.RecordRateLimit(ctx, rateLimitState(rl, w.Now(), w.rateWindow())); rerr != nil {
 			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
 		}
 	}
@@ -370,7 +386,7 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		now := w.Now()
-		until, why := NextBudgetReset(RateLimitStateFrom(rl, now), now)
+		until, why := nextReset(rateLimitState(rl, now, w.rateWindow()), now, 0, w.rateWindow())
 		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{Until: until, Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrNotFound):
@@ -460,8 +476,8 @@ func (w *Worker) checkBudget(ctx context.Context) error {
 		return fmt.Errorf("check strava budget: %w", err)
 	}
 	now := w.Now()
-	if why := BudgetExhausted(st, now, w.BudgetReserve); why != "" {
-		until, _ := nextReset(st, now, w.BudgetReserve)
+	if why := budgetExhausted(st, now, w.BudgetReserve, w.rateWindow()); why != "" {
+		until, _ := nextReset(st, now, w.BudgetReserve, w.rateWindow())
 		return fmt.Errorf("strava budget: %w", &DeferError{Until: until, Reason: why})
 	}
 	return nil
@@ -532,12 +548,16 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 // RateLimitStateFrom turns a header reading at now into the shared counter
 // item (15-minute window and UTC day it belongs to).
 func RateLimitStateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitState {
+	return rateLimitState(rl, now, model.AthleteReadsWindow)
+}
+
+func rateLimitState(rl strava.RateLimit, now time.Time, window time.Duration) *model.RateLimitState {
 	now = now.UTC()
 	return &model.RateLimitState{
 		ShortLimit: rl.ShortLimit, ShortUsage: rl.ShortUsage, DailyLimit: rl.DailyLimit, DailyUsage: rl.DailyUsage,
 		ReadShortLimit: rl.ReadShortLimit, ReadShortUsage: rl.ReadShortUsage,
 		ReadDailyLimit: rl.ReadDailyLimit, ReadDailyUsage: rl.ReadDailyUsage,
-		WindowStartedUtc: now.Truncate(15 * time.Minute), DayUtc: now.Format(time.DateOnly), UpdatedAtUtc: now,
+		WindowStartedUtc: now.Truncate(window), DayUtc: now.Format(time.DateOnly), UpdatedAtUtc: now,
 	}
 }
 
@@ -547,22 +567,22 @@ func RateLimitStateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitStat
 // boundary (:00, :15, :30, :45 UTC), which is also the answer for a 429
 // whose headers show nothing spent (Strava refused; our reading lags).
 func NextBudgetReset(st *model.RateLimitState, now time.Time) (time.Time, string) {
-	return nextReset(st, now, 0)
+	return nextReset(st, now, 0, model.AthleteReadsWindow)
 }
 
-func nextReset(st *model.RateLimitState, now time.Time, reserve float64) (time.Time, string) {
+func nextReset(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
 	now = now.UTC()
 	daily := *st
 	daily.ShortUsage, daily.ReadShortUsage = 0, 0
-	if why := BudgetExhausted(&daily, now, reserve); why != "" {
+	if why := budgetExhausted(&daily, now, reserve, window); why != "" {
 		y, m, d := now.Date()
 		return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), why
 	}
-	why := BudgetExhausted(st, now, reserve)
+	why := budgetExhausted(st, now, reserve, window)
 	if why == "" {
 		why = "no budget reported spent"
 	}
-	return now.Truncate(15 * time.Minute).Add(15 * time.Minute), why
+	return now.Truncate(window).Add(window), why
 }
 
 // BudgetExhausted says why no Strava read should be made now ("" when one
@@ -570,8 +590,12 @@ func nextReset(st *model.RateLimitState, now time.Time, reserve float64) (time.T
 // state was recorded in, and is nearly spent when its usage reaches its
 // limit minus reserve (a share, at least one request).
 func BudgetExhausted(st *model.RateLimitState, now time.Time, reserve float64) string {
+	return budgetExhausted(st, now, reserve, model.AthleteReadsWindow)
+}
+
+func budgetExhausted(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
 	now = now.UTC()
-	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(15 * time.Minute))
+	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(window))
 	sameDay := st.DayUtc == now.Format(time.DateOnly)
 	spent := func(usage, limit int) bool {
 		if limit <= 0 {

@@ -30,7 +30,7 @@ func main() {
 	db, _ := cfg.DynamoDB(awsCfg)
 	w := ingest.NewStravaWorker(store.New(db, cfg.Tables()), ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log)
 	lambda.Start(w.Handle)
 }

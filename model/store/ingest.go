@@ -169,12 +169,12 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 	return nil
 }
 
-// TakeAthleteRead counts one Strava read for the athlete in the 15-minute
-// window containing now (model.AthleteReadsKey; the counter expires an hour
-// after its window) unless limit reads were already counted there: then it
-// returns ErrConflict and counts nothing.
-func (s *Store) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, limit int) error {
-	window := now.UTC().Truncate(model.AthleteReadsWindow)
+// TakeAthleteRead counts one Strava read for the athlete in the window of
+// length windowLen containing now (model.AthleteReadsKey; the counter expires
+// an hour after its window) unless limit reads were already counted there:
+// then it returns ErrConflict and counts nothing.
+func (s *Store) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error {
+	window := now.UTC().Truncate(windowLen)
 	meta := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window}
 	meta.Stamp()
 	reads := expression.Name("reads")
@@ -182,7 +182,7 @@ func (s *Store) TakeAthleteRead(ctx context.Context, athleteID int64, now time.T
 		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
 		Set(expression.Name("athleteId"), expression.Value(athleteID)).
 		Set(expression.Name("windowStartUtc"), expression.Value(window)).
-		Set(expression.Name("expiresAt"), expression.Value(window.Add(model.AthleteReadsWindow+time.Hour).Unix())).
+		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
 		Add(reads, expression.Value(1))
 	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(limit)))
 	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {

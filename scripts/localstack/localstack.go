@@ -68,6 +68,7 @@ var Settings = []struct{ Name, Meaning string }{
 	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
 	{"CC_OUTBOX_LEASE", "how long a webhook hand-off is presumed in flight before the sweeper dispatches it again (default " + DefaultLocalLease.String() + " locally)"},
 	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30; 0: no cap)"},
+	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -233,7 +234,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// The worker, behind the Dispatcher the api's webhook uses.
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log.With("service", "worker"))
 	s.Queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
