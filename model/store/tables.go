@@ -36,6 +36,11 @@ const (
 	IndexLSI1 = "LSI1"
 	// AttrLSI1SK is LSI1's sort key attribute.
 	AttrLSI1SK = "LSI1SK"
+	// IndexPending is the idempotency table's sparse index of pending outbox
+	// items (PendingPK = OUTBOX#PENDING#{shard}, PendingSK = due instant and
+	// key): only items in status received carry its keys, so the sweeper
+	// finds due work with a Query per shard, never a Scan.
+	IndexPending = "Pending"
 )
 
 // Tables holds the four table names of one environment.
@@ -113,7 +118,12 @@ func Specs(t Tables) []TableSpec {
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},
-		{Name: t.Idempotency, HashKey: "IdempotencyKey", TTLAttribute: "expiresAt", PITR: true},
+		{
+			Name: t.Idempotency, HashKey: "IdempotencyKey",
+			GSIs:         []IndexSpec{{Name: IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK"}},
+			TTLAttribute: "expiresAt",
+			PITR:         true,
+		},
 	}
 }
 
@@ -188,6 +198,9 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		if err := checkLocalIndexes(ctx, db, s); err != nil {
 			return err
 		}
+		if err := addMissingIndexes(ctx, db, s); err != nil {
+			return err
+		}
 		if s.TTLAttribute == "" {
 			continue
 		}
@@ -224,6 +237,52 @@ func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 		if !have[l.Name] {
 			return fmt.Errorf("table %s exists without local index %s (created by an older version; an LSI can only be created with its table): "+
 				"migrate it with scripts/migrate-lsi, or start from empty tables: %w", s.Name, l.Name, model.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// addMissingIndexes creates the spec's GSIs a table made by older code lacks
+// (a persisted local data directory) and waits until they are active.
+func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", s.Name, err)
+	}
+	have := map[string]bool{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	in := s.CreateTableInput()
+	added := false
+	for _, g := range in.GlobalSecondaryIndexes {
+		if have[aws.ToString(g.IndexName)] {
+			continue
+		}
+		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName: aws.String(s.Name), AttributeDefinitions: in.AttributeDefinitions,
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
+			}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", aws.ToString(g.IndexName), s.Name, err)
+		}
+		added = true
+	}
+	for added {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", s.Name, err)
+		}
+		added = false
+		for _, g := range out.Table.GlobalSecondaryIndexes {
+			added = added || g.IndexStatus != types.IndexStatusActive
+		}
+		if added {
+			if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return fmt.Errorf("wait for the indexes of %s: %w", s.Name, err)
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -38,8 +39,8 @@ var DefaultLayout = Layout{
 	Envs:          "envs",
 }
 
-// Functions are the three Lambdas, by role.
-var Functions = []string{"api", "worker", "projector"}
+// Functions are the four Lambdas, by role.
+var Functions = []string{"api", "worker", "projector", "sweeper"}
 
 // Routes are the routes the api Lambda serves through the HTTP API.
 var Routes = []string{
@@ -57,7 +58,8 @@ var Routes = []string{
 // plus ConditionCheckItem); there is no Scan anywhere.
 var Grants = map[string]map[string][]string{
 	"api": {
-		`module.tables.arns["idempotency"]`: {"dynamodb:PutItem", "dynamodb:DeleteItem"},
+		// The outbox claim is one conditional UpdateItem.
+		`module.tables.arns["idempotency"]`: {"dynamodb:UpdateItem"},
 		`module.tables.arns["sessions"]`:    {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 			"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"},
@@ -71,6 +73,8 @@ var Grants = map[string]map[string][]string{
 		TokenKeyRef: {"kms:GenerateDataKey", "kms:Decrypt"},
 	},
 	"worker": {
+		// Reading and settling its job's outbox item.
+		`module.tables.arns["idempotency"]`: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
 		`module.tables.arns["main"]`: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 			"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"},
 		`"${module.tables.arns["main"]}/index/GSI1"`: {"dynamodb:Query"},
@@ -88,6 +92,13 @@ var Grants = map[string]map[string][]string{
 		`"${module.tables.arns["main"]}/stream/*"`:   {"dynamodb:ListStreams"},
 		`module.tables.arns["audit"]`:                {"dynamodb:PutItem", "dynamodb:Query"},
 		`aws_sqs_queue.projector_dlq.arn`:            {"sqs:SendMessage"},
+	},
+	// The sweeper queries only the sparse pending index (never the table),
+	// leases items with a conditional update and invokes only the worker.
+	"sweeper": {
+		`"${module.tables.arns["idempotency"]}/index/` + store.IndexPending + `"`: {"dynamodb:Query"},
+		`module.tables.arns["idempotency"]`:                                       {"dynamodb:UpdateItem"},
+		`module.worker.function_arn`:                                              {"lambda:InvokeFunction"},
 	},
 }
 
@@ -152,6 +163,7 @@ func Check(root string, l Layout) ([]string, error) {
 	checkWorkerAsync(&v, cc)
 	checkStreamMapping(&v, cc)
 	checkAlarms(&v, cc, fn)
+	checkSweeper(&v, cc)
 	checkRoutes(&v, cc)
 	checkSecrets(&v, all)
 	checkTokenKey(&v, cc)
@@ -839,6 +851,55 @@ func checkAlarms(v *violations, cc, fn *Module) {
 				v.add(a.block.DefRange(), "alarm %s must notify var.alarms.topic_arn", a.block.Labels[1])
 			}
 		}
+	}
+}
+
+// ----------------------------------------------------------------- sweeper
+
+// checkSweeper: a schedule invokes the sweeper (rule → target → permission
+// scoped to that rule), the sweeper dispatches to the worker, and an alarm
+// watches the outbox backlog the sweeper reports.
+func checkSweeper(v *violations, cc *Module) {
+	text := func(b *hclsyntax.Block, name string) string {
+		if b == nil {
+			return ""
+		}
+		if a := attr(b, name); a != nil {
+			return cc.Text(a.Expr.Range())
+		}
+		return ""
+	}
+	rule := cc.Resource("aws_cloudwatch_event_rule", "sweeper")
+	if rule == nil || !strings.HasPrefix(text(rule, "schedule_expression"), "var.") {
+		v.add(hcl.Range{Filename: cc.Dir}, "want aws_cloudwatch_event_rule.sweeper with schedule_expression from a variable")
+	}
+	target := cc.Resource("aws_cloudwatch_event_target", "sweeper")
+	if text(target, "rule") != "aws_cloudwatch_event_rule.sweeper.name" || text(target, "arn") != "module.sweeper.function_arn" {
+		v.add(hcl.Range{Filename: cc.Dir}, "the sweeper schedule must target module.sweeper.function_arn (aws_cloudwatch_event_target.sweeper)")
+	}
+	perm := false
+	for _, p := range cc.Resources("aws_lambda_permission") {
+		if text(p, "function_name") == "module.sweeper.function_name" && text(p, "principal") == `"events.amazonaws.com"` &&
+			text(p, "source_arn") == "aws_cloudwatch_event_rule.sweeper.arn" && text(p, "action") == `"lambda:InvokeFunction"` {
+			perm = true
+		}
+	}
+	if !perm {
+		v.add(hcl.Range{Filename: cc.Dir}, "want an aws_lambda_permission letting events.amazonaws.com invoke module.sweeper from aws_cloudwatch_event_rule.sweeper only")
+	}
+	if sw := cc.Blocks("module", "sweeper"); len(sw) == 1 {
+		if e := attr(sw[0], "environment"); e == nil || !strings.Contains(strings.Join(strings.Fields(cc.Text(e.Expr.Range())), ""), "CC_WORKER_FUNCTION=module.worker.function_name") {
+			v.add(sw[0].DefRange(), "the sweeper's CC_WORKER_FUNCTION must be module.worker.function_name")
+		}
+	}
+	backlog := false
+	for _, a := range alarms(cc) {
+		if a.namespace == `"`+ingest.SweeperMetricsNamespace+`"` && a.metric == `"OutboxDue"` && strings.Contains(a.dimensions, "sweeper") {
+			backlog = true
+		}
+	}
+	if !backlog {
+		v.add(hcl.Range{Filename: cc.Dir}, "missing alarm: outbox backlog (%s OutboxDue, Service = sweeper)", ingest.SweeperMetricsNamespace)
 	}
 }
 

@@ -42,26 +42,29 @@ provider "aws" {
 `
 
 // wantCreates is what the example environment creates, read from the
-// configuration: 4 tables; 3 functions each with a role, 2 inline policies
+// configuration: 4 tables; 4 functions each with a role, 2 inline policies
 // (least privilege + logs), a log group and errors/throttles alarms; 2 DLQs
-// with depth alarms; the projector iterator-age and truncation alarms, stream mapping and the
-// worker's async config; the HTTP API with its integration, 12 routes, stage,
-// access-log group and invoke permission.
+// with depth alarms; the projector iterator-age and truncation alarms, stream
+// mapping and the worker's async config; the sweeper's schedule (rule,
+// target, invoke permission) and outbox backlog alarm; the HTTP API with its
+// integration, 12 routes, stage, access-log group and invoke permission.
 var wantCreates = map[string]int{
 	"aws_dynamodb_table":                      4,
-	"aws_lambda_function":                     3,
-	"aws_iam_role":                            3,
-	"aws_iam_role_policy":                     6,
-	"aws_cloudwatch_log_group":                4,
-	"aws_cloudwatch_metric_alarm":             10,
+	"aws_lambda_function":                     4,
+	"aws_iam_role":                            4,
+	"aws_iam_role_policy":                     8,
+	"aws_cloudwatch_log_group":                5,
+	"aws_cloudwatch_metric_alarm":             13,
 	"aws_sqs_queue":                           2,
 	"aws_lambda_event_source_mapping":         1,
 	"aws_lambda_function_event_invoke_config": 1,
+	"aws_cloudwatch_event_rule":               1,
+	"aws_cloudwatch_event_target":             1,
 	"aws_apigatewayv2_api":                    1,
 	"aws_apigatewayv2_integration":            1,
 	"aws_apigatewayv2_route":                  12,
 	"aws_apigatewayv2_stage":                  1,
-	"aws_lambda_permission":                   1,
+	"aws_lambda_permission":                   2,
 }
 
 // providerInstalled reports the hashicorp/aws binaries in Terraform's implied

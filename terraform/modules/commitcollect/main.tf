@@ -1,7 +1,7 @@
 # CommitCollect in one AWS account and region: the four tables, the api,
-# worker and projector Lambdas with least-privilege roles, the HTTP API, the
-# worker's async-invoke DLQ, the projector's stream mapping and its DLQ, and
-# the alarms. test/terraform checks the invariants of this file.
+# worker, projector and sweeper Lambdas with least-privilege roles, the HTTP
+# API, the worker's async-invoke DLQ, the sweeper's schedule, the projector's
+# stream mapping and its DLQ, and the alarms. test/terraform checks the invariants of this file.
 
 locals {
   name         = "commitcollect-${var.environment}"
@@ -32,6 +32,10 @@ locals {
   # the one this module creates.
   token_kms_key_arn = var.token_kms_key_arn != null ? var.token_kms_key_arn : aws_kms_key.tokens[0].arn
   tokens_env        = { CC_TOKEN_KMS_KEY = local.token_kms_key_arn }
+  # The outbox lease: the api's claim and the sweeper's re-dispatch use the same.
+  outbox_env = {
+    CC_OUTBOX_LEASE = var.sweeper.lease
+  }
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
     STRAVA_CLIENT_ID           = var.strava.client_id
@@ -87,14 +91,14 @@ resource "aws_kms_alias" "tokens" {
 
 # ------------------------------------------------------- least privilege
 
-# api: webhook dedup (Idempotency), sessions, the BFF reads and writes and
-# account deletion on the main table, audit, and the async hand-off to the
-# worker. TransactWriteItems is authorised per item (Put/Update/Delete +
-# ConditionCheckItem). No Scan.
+# api: the webhook's outbox claim (one conditional UpdateItem on
+# Idempotency), sessions, the BFF reads and writes and account deletion on the
+# main table, audit, and the async hand-off to the worker. TransactWriteItems
+# is authorised per item (Put/Update/Delete + ConditionCheckItem). No Scan.
 data "aws_iam_policy_document" "api" {
   statement {
-    sid       = "Idempotency"
-    actions   = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
+    sid       = "OutboxClaim"
+    actions   = ["dynamodb:UpdateItem"]
     resources = [module.tables.arns["idempotency"]]
   }
   statement {
@@ -166,9 +170,16 @@ data "aws_iam_policy_document" "api" {
 }
 
 # worker: athlete -> user through GSI1, token refresh (conditional writes),
-# the normalized workout, deauthorization clean-up, audit, and its own DLQ
-# (Lambda sends failed async events with the function's role).
+# the normalized workout, the per-athlete read counters and parked jobs,
+# deauthorization clean-up, audit, settling its job's outbox item (read,
+# conditional update), and its own DLQ (Lambda sends failed async events with
+# the function's role).
 data "aws_iam_policy_document" "worker" {
+  statement {
+    sid       = "OutboxSettle"
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [module.tables.arns["idempotency"]]
+  }
   statement {
     sid = "MainTable"
     actions = [
@@ -281,6 +292,28 @@ data "aws_iam_policy_document" "projector" {
   }
 }
 
+# sweeper: lists due outbox items through the sparse Pending index (Query on
+# that index only, never the table, never a Scan), leases each with a
+# conditional UpdateItem (and parks an undecodable one the same way), and
+# hands it to the worker with an async invoke.
+data "aws_iam_policy_document" "sweeper" {
+  statement {
+    sid       = "PendingIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["idempotency"]}/index/Pending"]
+  }
+  statement {
+    sid       = "OutboxLease"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [module.tables.arns["idempotency"]]
+  }
+  statement {
+    sid       = "InvokeWorker"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [module.worker.function_arn]
+  }
+}
+
 # ------------------------------------------------------------- functions
 
 module "api" {
@@ -291,7 +324,7 @@ module "api" {
   zip_path    = "${var.artifacts_dir}/api.zip"
   settings    = var.functions.api
   policy_json = data.aws_iam_policy_document.api.json
-  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, local.outbox_env, {
     STRAVA_VERIFY_TOKEN_PARAM = var.strava.verify_token_param_arn
     CC_PUBLIC_URL             = local.public_url
     CC_WORKER_FUNCTION        = module.worker.function_name
@@ -308,12 +341,14 @@ module "api" {
 module "worker" {
   source = "../function"
 
-  name               = "${local.name}-worker"
-  description        = "CommitCollect worker: fetches a Strava activity and writes the normalized workout."
-  zip_path           = "${var.artifacts_dir}/worker.zip"
-  settings           = var.functions.worker
-  policy_json        = data.aws_iam_policy_document.worker.json
-  environment        = merge(local.common_env, local.strava_env, local.tokens_env)
+  name        = "${local.name}-worker"
+  description = "CommitCollect worker: fetches a Strava activity and writes the normalized workout."
+  zip_path    = "${var.artifacts_dir}/worker.zip"
+  settings    = var.functions.worker
+  policy_json = data.aws_iam_policy_document.worker.json
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
+    CC_ATHLETE_READS_PER_WINDOW = tostring(var.worker.athlete_reads_per_window)
+  })
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
   tags               = var.tags
@@ -331,6 +366,44 @@ module "projector" {
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
   tags               = var.tags
+}
+
+module "sweeper" {
+  source = "../function"
+
+  name        = "${local.name}-sweeper"
+  description = "CommitCollect outbox sweeper: re-dispatches accepted webhook events whose hand-off was lost or whose deferral ended."
+  zip_path    = "${var.artifacts_dir}/sweeper.zip"
+  settings    = var.functions.sweeper
+  policy_json = data.aws_iam_policy_document.sweeper.json
+  environment = merge(local.common_env, local.outbox_env, {
+    CC_WORKER_FUNCTION = module.worker.function_name
+  })
+  log_retention_days = var.log_retention_days
+  alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
+  tags               = var.tags
+}
+
+# ------------------------------------------------------ sweeper schedule
+
+resource "aws_cloudwatch_event_rule" "sweeper" {
+  name                = "${local.name}-sweeper"
+  description         = "Runs the outbox sweeper: accepted webhook events are never lost to a failed hand-off."
+  schedule_expression = var.sweeper.schedule
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "sweeper" {
+  rule = aws_cloudwatch_event_rule.sweeper.name
+  arn  = module.sweeper.function_arn
+}
+
+resource "aws_lambda_permission" "sweeper_schedule" {
+  statement_id  = "AllowScheduleInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = module.sweeper.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.sweeper.arn
 }
 
 # ------------------------------------------------- worker async invoke
@@ -501,6 +574,26 @@ resource "aws_cloudwatch_metric_alarm" "projector_truncated" {
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# The outbox backlog: the sweeper reports how many items were due per sweep
+# (handlers/ingest.SweeperMetricsNamespace). Due items every sweep for three
+# periods means hand-offs keep failing or work arrives faster than it drains.
+resource "aws_cloudwatch_metric_alarm" "outbox_backlog" {
+  alarm_name          = "${local.name}-outbox-backlog"
+  alarm_description   = "Accepted webhook events keep waiting in the outbox (due items per sweep at or above the threshold)."
+  namespace           = "CommitCollect/Sweeper"
+  metric_name         = "OutboxDue"
+  dimensions          = { Service = "sweeper" }
+  statistic           = "Maximum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 3
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = var.sweeper.backlog_alarm_at
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

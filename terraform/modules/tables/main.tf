@@ -53,10 +53,12 @@ locals {
       pitr          = true
     }
     idempotency = {
-      name          = "${var.table_prefix}CommitCollectIdempotency"
-      hash_key      = "IdempotencyKey"
-      range_key     = null
-      gsis          = []
+      name      = "${var.table_prefix}CommitCollectIdempotency"
+      hash_key  = "IdempotencyKey"
+      range_key = null
+      gsis = [
+        { name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }, # sparse: outbox items still pending
+      ]
       lsis          = []
       ttl_attribute = "expiresAt"
       stream_view   = null
