@@ -22,6 +22,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/localstack"
@@ -293,7 +294,19 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 	if err := store.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
+	// The killed stack and the next one share the token key (as CC_DATA_DIR's
+	// token.key makes them do), so the connection it sealed stays readable.
+	tokenKey := secrets.NewLocalKey()
+	master, err := secrets.ParseLocalKey(tokenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := secrets.NewLocalKeyProvider(master)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := store.New(db, tables)
+	st.Secrets = secrets.NewSealer(kp)
 	sim.AddAthlete(stravasim.Athlete{ID: 31, Firstname: "K"})
 	tok := sim.IssueTokens(31, time.Hour)
 	if err := st.Put(ctx, tables.Main, &model.StravaConnection{UserID: "u31", AthleteID: 31, AccessToken: tok.AccessToken,
@@ -322,7 +335,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		Getenv: lookup(map[string]string{
 			"CC_HTTP_ADDR": "127.0.0.1:0", "DYNAMODB_ENDPOINT": endpoint, "CC_TABLE_PREFIX": prefix,
 			"STRAVA_BASE_URL": sim.URL, "STRAVA_CLIENT_ID": sim.ClientID(), "STRAVA_CLIENT_SECRET": sim.ClientSecret(),
-			"STRAVA_SUBSCRIPTION_ID": "7",
+			"STRAVA_SUBSCRIPTION_ID": "7", "CC_TOKEN_KEY": tokenKey,
 		}),
 		Log: slog.New(slog.DiscardHandler), SweepInterval: 50 * time.Millisecond,
 	})
