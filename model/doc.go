@@ -12,7 +12,11 @@ package model
 
 // Guardrails shared by every reader and writer.
 const (
-	// MaxWorkoutsToInspect bounds how many workout items one recompute reads.
+	// MaxWorkoutsToInspect bounds how many workout items one recompute reads:
+	// the newest ones inside the user's milestone periods, read by start date
+	// (WorkoutDateSK), so what it leaves out is always older than what it
+	// keeps, and a milestone whose period reaches past the cut is marked
+	// truncated with the instant from which it is exact.
 	MaxWorkoutsToInspect = 3000
 	// BatchWriteChunk is DynamoDB's BatchWriteItem limit.
 	BatchWriteChunk = 25

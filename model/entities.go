@@ -22,6 +22,7 @@ const (
 	EntityIdempotency      EntityType = "IDEMPOTENCY"
 	EntityRateLimit        EntityType = "RATE_LIMIT"
 	EntityParked           EntityType = "PARKED_RECORD"
+	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
 )
 
 // Meta is carried by every item: what it is and which schema wrote it.
@@ -119,6 +120,23 @@ type Workout struct {
 	UpdatedAtUtc       time.Time  `dynamodbav:"updatedAtUtc"`
 	CorrelationID      string     `dynamodbav:"correlationId"`
 	ExpiresAt          int64      `dynamodbav:"expiresAt,omitempty"`
+	// DateSK is the date-ordered key (LSI1SK, see WorkoutDateSK) the
+	// projector queries its log by. Stamp sets it from StartDateUtc and
+	// ActivityID whenever the workout is written.
+	DateSK string `dynamodbav:"LSI1SK,omitempty"`
+	// FetchStartedAtNs (Unix nanoseconds) is when the Strava fetch this item
+	// was written from started. Writes are ordered by it: an answer whose
+	// fetch started earlier than the stored one's is dropped. Absent on
+	// tombstones and on items written before it existed.
+	FetchStartedAtNs int64 `dynamodbav:"fetchStartedAtNs,omitempty"`
+}
+
+// FetchStarted is FetchStartedAtNs as a time (zero when absent).
+func (w *Workout) FetchStarted() time.Time {
+	if w.FetchStartedAtNs == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, w.FetchStartedAtNs).UTC()
 }
 
 // Metric is what a milestone measures.
@@ -172,7 +190,11 @@ type Projection struct {
 	AwardedParts    int             `dynamodbav:"awardedParts"`
 	Status          MilestoneStatus `dynamodbav:"status"`
 	Truncated       bool            `dynamodbav:"truncated"`
-	ProjectedAtUtc  *time.Time      `dynamodbav:"projectedAtUtc,omitempty"`
+	// ExactFromUtc is set when Truncated: the value is exact for workouts
+	// started at or after it; older workouts of the period were left out by
+	// the guardrail.
+	ExactFromUtc   *time.Time `dynamodbav:"exactFromUtc,omitempty"`
+	ProjectedAtUtc *time.Time `dynamodbav:"projectedAtUtc,omitempty"`
 }
 
 // Milestone is a user's commitment plus its projected progress (USER#{userId}
@@ -276,13 +298,74 @@ type AuditEntry struct {
 	KeyAtUtc *time.Time `dynamodbav:"keyAtUtc,omitempty"`
 }
 
-// IdempotencyRecord marks a webhook event as accepted (idempotency table,
-// keyed by IdempotencyKey alone).
+// OutboxStatus is where an accepted webhook event is in its life.
+type OutboxStatus string
+
+// Outbox statuses: received → done or parked. A received item is pending:
+// it carries the sparse pending-index keys until it leaves that state.
+const (
+	// OutboxReceived: accepted (answered 200) and not yet settled by a worker.
+	OutboxReceived OutboxStatus = "received"
+	// OutboxDone: the worker finished the job (written, or deliberately
+	// nothing to do).
+	OutboxDone OutboxStatus = "done"
+	// OutboxParked: the job failed for good (poison, or bounded retries
+	// spent); Reason says why.
+	OutboxParked OutboxStatus = "parked"
+)
+
+// IdempotencyRecord is an accepted webhook event and the durable hand-off to
+// the worker, the outbox (idempotency table, keyed by IdempotencyKey
+// alone). Claiming records it as received with the job and a lease; the
+// worker settles it as done or parked. While received it is listed in the
+// sparse pending index (PendingPK/PendingSK, see OutboxPendingPK) under the
+// instant it is next due: when the lease lapses or NotBefore passes, the
+// sweeper dispatches it again. Schema 1 records (before the outbox) carry no
+// status and read as done: their events were handed off at most once.
 type IdempotencyRecord struct {
 	Meta
-	IdempotencyKey string    `dynamodbav:"IdempotencyKey"`
-	CorrelationID  string    `dynamodbav:"correlationId"`
-	CreatedAtUtc   time.Time `dynamodbav:"createdAtUtc"`
+	IdempotencyKey string       `dynamodbav:"IdempotencyKey"`
+	CorrelationID  string       `dynamodbav:"correlationId"`
+	CreatedAtUtc   time.Time    `dynamodbav:"createdAtUtc"`
+	ExpiresAt      int64        `dynamodbav:"expiresAt"`
+	Status         OutboxStatus `dynamodbav:"status,omitempty"`
+	// Job is the worker's input as JSON (handlers/ingest.Job).
+	Job string `dynamodbav:"job,omitempty"`
+	// LeaseUntil (Unix ms): a dispatch is presumed in flight until then.
+	LeaseUntil int64 `dynamodbav:"leaseUntil,omitempty"`
+	// NotBefore (Unix ms): the job must not run before then (a deferral,
+	// e.g. until Strava's rate-limit window resets).
+	NotBefore int64 `dynamodbav:"notBefore,omitempty"`
+	// Dispatches counts hand-offs (the first one and every re-dispatch).
+	Dispatches int `dynamodbav:"dispatches"`
+	// Failures counts retryable failures; bounded, then the item is parked.
+	Failures int `dynamodbav:"failures"`
+	// Deferrals counts postponements that are not failures (budget, cap).
+	Deferrals int `dynamodbav:"deferrals"`
+	// Reason is why the item was parked, deferred or last failed.
+	Reason       string    `dynamodbav:"reason,omitempty"`
+	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
+	// PendingPK and PendingSK exist only while Status is received.
+	PendingPK string `dynamodbav:"PendingPK,omitempty"`
+	PendingSK string `dynamodbav:"PendingSK,omitempty"`
+}
+
+// DueAt is when a received item is next due for dispatch: the later of its
+// lease and its not-before time.
+func (r *IdempotencyRecord) DueAt() time.Time {
+	return time.UnixMilli(max(r.LeaseUntil, r.NotBefore)).UTC()
+}
+
+// AthleteReads counts the Strava reads made for one athlete in one 15-minute
+// window (STRAVA#ATHLETE#{id} / READS#{window}); it caps what a flood of
+// events for one athlete can spend. ExpiresAt (TTL) removes it after the
+// window.
+type AthleteReads struct {
+	Key
+	Meta
+	AthleteID      int64     `dynamodbav:"athleteId"`
+	WindowStartUtc time.Time `dynamodbav:"windowStartUtc"`
+	Reads          int       `dynamodbav:"reads"`
 	ExpiresAt      int64     `dynamodbav:"expiresAt"`
 }
 

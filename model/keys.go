@@ -31,6 +31,8 @@ const (
 	PrefixUserList      = "USERS#"
 	PrefixParked        = "PARKED#"
 	PrefixOAuthState    = "OAUTHSTATE#"
+	PrefixOutboxPending = "OUTBOX#PENDING#"
+	PrefixAthleteReads  = "READS#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"
@@ -44,6 +46,10 @@ const (
 // profiles over (so listing users never needs a Scan and never hits one hot
 // partition).
 const UserListShards = 8
+
+// OutboxShards is how many partitions the sparse pending index of the outbox
+// (idempotency table) spreads pending items over; the sweeper queries each.
+const OutboxShards = 4
 
 // Key is the primary key of an item in a PK/SK table.
 type Key struct {
@@ -71,6 +77,56 @@ func WorkoutSK(activityID int64) string {
 // WorkoutKey addresses a user's Strava workout.
 func WorkoutKey(userID string, activityID int64) Key {
 	return Key{UserPK(userID), WorkoutSK(activityID)}
+}
+
+// PrefixWorkoutDate starts the date-ordered key of a workout (LSI1SK, the
+// sort key of the main table's local secondary index LSI1).
+const PrefixWorkoutDate = "WORKOUT#"
+
+// workoutDateLayout renders a start date in fixed width (nanoseconds always
+// printed, UTC), so that string order is time order.
+const workoutDateLayout = "2006-01-02T15:04:05.000000000Z"
+
+// activityIDWidth zero-pads activity ids to the width of the largest int64,
+// so ids of different digit lengths sort numerically.
+const activityIDWidth = 19
+
+// WorkoutDateSK is a workout's date-ordered key (LSI1SK):
+// WORKOUT#{startDateUtc, fixed-width RFC 3339 with nanoseconds}#{activityId,
+// zero-padded to 19 digits}. It orders a user's workouts by (start date,
+// activity id) whatever the digit lengths of the ids. Workouts without a
+// start date (tombstones of deletes that overtook their create) carry no
+// date key and stay out of the index: they never count.
+func WorkoutDateSK(startDateUtc time.Time, activityID int64) string {
+	return workoutDateBound(startDateUtc) + sep + fmt.Sprintf("%0*d", activityIDWidth, activityID)
+}
+
+// workoutDateBound is the date part of WorkoutDateSK: it sorts before every
+// key of a workout started at t and after every key of a workout started
+// earlier.
+func workoutDateBound(t time.Time) string {
+	return PrefixWorkoutDate + t.UTC().Format(workoutDateLayout)
+}
+
+// WorkoutDateRange returns the inclusive LSI1SK bounds (for BETWEEN) that
+// select exactly the workouts started in w: [w.From, w.To), or from w.From
+// on when w.To is nil.
+func WorkoutDateRange(w Window) (lo, hi string) {
+	// Fixed width holds for years 1..9999: clamp what lies outside.
+	if first := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); w.From.Before(first) {
+		w.From = first
+	}
+	if w.To != nil && w.To.UTC().Year() > 9999 {
+		w.To = nil
+	}
+	lo = workoutDateBound(w.From)
+	if w.To == nil {
+		// "~" sorts after every digit: the upper end of all date keys.
+		return lo, PrefixWorkoutDate + "~"
+	}
+	// A key of a workout started at To is the bound followed by "#…", so it
+	// sorts after the bound itself; every earlier start sorts before it.
+	return lo, workoutDateBound(*w.To)
 }
 
 // MilestoneSK is the sort key of a milestone.
@@ -221,6 +277,44 @@ func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string,
 		aspectType, strconv.FormatInt(ownerID, 10), strconv.FormatInt(eventTime, 10)}, sep)
 }
 
+// OutboxPendingPK is the pending-index partition of an outbox item (by a
+// hash of its idempotency key, so pending items spread over OutboxShards).
+func OutboxPendingPK(idempotencyKey string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(idempotencyKey))
+	return OutboxPendingShardPK(int(h.Sum32() % OutboxShards))
+}
+
+// OutboxPendingShardPK is the pending-index partition of one shard.
+func OutboxPendingShardPK(shard int) string { return PrefixOutboxPending + strconv.Itoa(shard) }
+
+// OutboxPendingSK is a pending item's sort key in the pending index: the
+// instant it is next due (Unix ms, zero-padded so strings sort like numbers)
+// and its key (unique).
+func OutboxPendingSK(due time.Time, idempotencyKey string) string {
+	return outboxInstant(due) + sep + idempotencyKey
+}
+
+// OutboxDueBefore is the exclusive upper bound of the pending-index sort
+// keys due at or before now.
+func OutboxDueBefore(now time.Time) string { return outboxInstant(now.Add(time.Millisecond)) }
+
+func outboxInstant(t time.Time) string { return fmt.Sprintf("%015d", max(0, t.UnixMilli())) }
+
+// AthleteReadsWindow is Strava's short rate-limit window (15 minutes, aligned
+// to :00/:15/:30/:45 UTC): the budget windows and the per-athlete read
+// counters use it unless a simulator runs shorter ones (CC_STRAVA_WINDOW).
+const AthleteReadsWindow = 15 * time.Minute
+
+// athleteReadsLayout names a window by its start, to the second.
+const athleteReadsLayout = "20060102150405"
+
+// AthleteReadsKey addresses the read counter of an athlete for the window
+// starting at windowStart (the caller truncates it to its window length).
+func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
+	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
+}
+
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
 
@@ -258,6 +352,7 @@ const (
 	KindAudit
 	KindUserSession
 	KindOAuthState
+	KindAthleteReads
 )
 
 // ParsedKey is what ParseKey learned from a key.
@@ -350,6 +445,12 @@ func ParseKey(k Key) (ParsedKey, error) {
 		}
 		if strings.HasPrefix(k.SK, PrefixAudit) {
 			return ParsedKey{Kind: KindAudit, AthleteID: id}, nil
+		}
+		if w, ok := strings.CutPrefix(k.SK, PrefixAthleteReads); ok {
+			if _, err := time.Parse(athleteReadsLayout, w); err != nil {
+				return bad("athlete reads window")
+			}
+			return ParsedKey{Kind: KindAthleteReads, AthleteID: id}, nil
 		}
 		return bad("unknown athlete item")
 	case strings.HasPrefix(k.PK, PrefixSession):

@@ -25,6 +25,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"session", SessionKey("abc"), ParsedKey{Kind: KindSession, SessionID: "abc"}},
 		{"user audit", AuditKey(UserPK("u1"), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, UserID: "u1"}},
 		{"athlete audit", AuditKey(AthletePK(42), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, AthleteID: 42}},
+		{"athlete reads", AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), ParsedKey{Kind: KindAthleteReads, AthleteID: 42}},
 		{"rate limit is not a domain item", RateLimitKey(), ParsedKey{Kind: KindUnknown}},
 		{"parked is not a domain item", ParkedKey("PROJECTOR", "x"), ParsedKey{Kind: KindUnknown}},
 	}
@@ -209,5 +210,82 @@ func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 				t.Fatalf("ParseAwardMintedAuditSK(%q): got %d %v, want %d %v", tt.sk, got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+func TestOutboxPendingKeys(t *testing.T) {
+	t.Parallel()
+	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3)
+	shard := OutboxPendingPK(key)
+	if shard != OutboxPendingPK(key) {
+		t.Fatal("the shard of a key must be stable")
+	}
+	found := false
+	for i := range OutboxShards {
+		found = found || OutboxPendingShardPK(i) == shard
+	}
+	if !found {
+		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, OutboxShards)
+	}
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		due     time.Time
+		wantDue bool
+	}{
+		{"long past", time.Unix(0, 0), true},
+		{"a millisecond ago", now.Add(-time.Millisecond), true},
+		{"now", now, true},
+		{"a millisecond ahead", now.Add(time.Millisecond), false},
+		{"a year ahead", now.AddDate(1, 0, 0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sk := OutboxPendingSK(tt.due, key)
+			if got := sk < OutboxDueBefore(now); got != tt.wantDue {
+				t.Fatalf("due %v at %v: got %v (sk %s, bound %s), want %v", tt.due, now, got, sk, OutboxDueBefore(now), tt.wantDue)
+			}
+		})
+	}
+}
+
+func TestAthleteReadsKeyWindows(t *testing.T) {
+	t.Parallel()
+	a := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	b := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 10, 0, time.UTC)) // a 10-second simulator window
+	c := AthleteReadsKey(8, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	if a == b || a == c || a.SK != "READS#20260302060000" {
+		t.Fatalf("got %s, %s, %s; want one key per athlete and window start", a, b, c)
+	}
+}
+
+func TestIdempotencyRecordNormalize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		given IdempotencyRecord
+		want  OutboxStatus
+	}{
+		{"schema 1 (before the outbox) reads as done", IdempotencyRecord{Meta: Meta{EntityIdempotency, 1}}, OutboxDone},
+		{"legacy without meta reads as done", IdempotencyRecord{}, OutboxDone},
+		{"schema 2 received stays received", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxReceived}, OutboxReceived},
+		{"schema 2 parked stays parked", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxParked}, OutboxParked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := tt.given
+			if err := r.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tt.want || r.SchemaVersion != SchemaVersions[EntityIdempotency] {
+				t.Fatalf("got status %q at schema %d, want %q at %d", r.Status, r.SchemaVersion, tt.want, SchemaVersions[EntityIdempotency])
+			}
+		})
+	}
+	newer := IdempotencyRecord{Meta: Meta{EntityIdempotency, 3}}
+	if err := newer.Normalize(); !errors.Is(err, ErrUnsupportedSchema) {
+		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
 	}
 }

@@ -18,9 +18,10 @@ var SchemaVersions = map[EntityType]int{
 	EntityModelPart:        1,
 	EntitySession:          1,
 	EntityAudit:            1,
-	EntityIdempotency:      1,
+	EntityIdempotency:      2,
 	EntityRateLimit:        1,
 	EntityParked:           1,
+	EntityAthleteReads:     1,
 	EntityUserSession:      1,
 	EntityOAuthState:       1,
 }
@@ -113,7 +114,14 @@ func (o *AthleteOwner) Normalize() error { return normalize(&o.Meta, EntityAthle
 func (w *Workout) ItemKey() Key { return WorkoutKey(w.UserID, w.ActivityID) }
 
 // Stamp implements Entity.
-func (w *Workout) Stamp() { w.Key, w.Meta = w.ItemKey(), current(EntityWorkout) }
+// Every written workout with a start date gets its date-ordered index key.
+func (w *Workout) Stamp() {
+	w.Key, w.Meta = w.ItemKey(), current(EntityWorkout)
+	w.DateSK = ""
+	if !w.StartDateUtc.IsZero() {
+		w.DateSK = WorkoutDateSK(w.StartDateUtc, w.ActivityID)
+	}
+}
 
 // Normalize implements Entity. Legacy (v0) workouts predate movingTimeSeconds
 // and userId; the user is recovered from the key.
@@ -248,8 +256,27 @@ func (r *IdempotencyRecord) ItemKey() Key { return Key{PK: r.IdempotencyKey} }
 // Stamp implements Entity.
 func (r *IdempotencyRecord) Stamp() { r.Meta = current(EntityIdempotency) }
 
+// Normalize implements Entity. A schema 1 record (before the outbox) has no
+// status: its event was handed off once and is read as done.
+func (r *IdempotencyRecord) Normalize() error {
+	old := r.SchemaVersion
+	if err := normalize(&r.Meta, EntityIdempotency); err != nil {
+		return err
+	}
+	if old < 2 && r.Status == "" {
+		r.Status = OutboxDone
+	}
+	return nil
+}
+
+// ItemKey implements Entity.
+func (r *AthleteReads) ItemKey() Key { return AthleteReadsKey(r.AthleteID, r.WindowStartUtc) }
+
+// Stamp implements Entity.
+func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteReads) }
+
 // Normalize implements Entity.
-func (r *IdempotencyRecord) Normalize() error { return normalize(&r.Meta, EntityIdempotency) }
+func (r *AthleteReads) Normalize() error { return normalize(&r.Meta, EntityAthleteReads) }
 
 // ItemKey implements Entity.
 func (r *RateLimitState) ItemKey() Key { return RateLimitKey() }
@@ -284,4 +311,5 @@ var (
 	_ Entity = (*IdempotencyRecord)(nil)
 	_ Entity = (*RateLimitState)(nil)
 	_ Entity = (*ParkedRecord)(nil)
+	_ Entity = (*AthleteReads)(nil)
 )

@@ -25,8 +25,43 @@ type Log struct {
 	// Workouts in any order; Project sorts its own copy.
 	Workouts []model.Workout
 	// Truncated says the reader stopped at the guardrail
-	// (model.MaxWorkoutsToInspect), so the log may be incomplete.
+	// (model.MaxWorkoutsToInspect): workouts started before ExactFrom may
+	// be missing.
 	Truncated bool
+	// ExactFrom, when Truncated, is the instant from which the log is
+	// complete (it holds every workout started at or after it). A zero
+	// ExactFrom with Truncated means nothing is known to be complete.
+	ExactFrom time.Time
+}
+
+// cutNewest applies the guardrail to a log sorted by byStartThenID: it keeps
+// the newest model.MaxWorkoutsToInspect workouts, minus those sharing the
+// start date of the newest one left out, and returns the instant from which
+// the result is complete (the store reads the same way; this covers callers
+// that pass a longer log).
+func cutNewest(ws []model.Workout) ([]model.Workout, time.Time) {
+	cut := len(ws) - model.MaxWorkoutsToInspect
+	newestLeftOut := ws[cut-1].StartDateUtc
+	for cut < len(ws) && !ws[cut].StartDateUtc.After(newestLeftOut) {
+		cut++
+	}
+	if cut == len(ws) {
+		return nil, newestLeftOut.UTC().Add(time.Nanosecond)
+	}
+	return ws[cut:], ws[cut].StartDateUtc.UTC()
+}
+
+// truncatedFrom says whether def's period reaches before the instant from
+// which log is complete, and returns that instant when it does.
+func truncatedFrom(def model.MilestoneDefinition, log Log) *time.Time {
+	if !log.Truncated {
+		return nil
+	}
+	if !log.ExactFrom.IsZero() && !def.PeriodStartAtUtc.Before(log.ExactFrom) {
+		return nil // the whole period lies where the log is complete
+	}
+	t := log.ExactFrom.UTC()
+	return &t
 }
 
 // Crossing records the workout whose cumulative value first reached part
@@ -183,6 +218,13 @@ func byStartThenID(a, b model.Workout) int {
 	return cmp.Compare(a.ActivityID, b.ActivityID)
 }
 
+func sameInstant(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
 func satAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64
@@ -202,9 +244,11 @@ func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now t
 // held with proof (award item and AWARD_MINTED entry), so awards are
 // monotonic (a shrinking log never takes a held award back) while a counter
 // nothing backs is lowered to what is justified (Unjustified lists the
-// rest). Status is completed exactly when every part is justified. More
-// than model.MaxWorkoutsToInspect workouts are cut to the earliest ones and
-// the result is truncated.
+// rest). Status is completed exactly when every part is justified. The
+// projection is truncated (with ExactFromUtc) only when def's period starts
+// before the instant from which the log is complete: a period the guardrail
+// did not reach into stays exact. More than model.MaxWorkoutsToInspect
+// workouts are cut to the newest ones.
 //
 // It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
 // projected (see Validate).
@@ -214,10 +258,15 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	ws := slices.Clone(log.Workouts)
 	slices.SortFunc(ws, byStartThenID)
-	truncated := log.Truncated
 	if len(ws) > model.MaxWorkoutsToInspect {
-		ws, truncated = ws[:model.MaxWorkoutsToInspect], true
+		var from time.Time
+		ws, from = cutNewest(ws)
+		if !log.Truncated || from.After(log.ExactFrom) {
+			log.ExactFrom = from
+		}
+		log.Truncated = true
 	}
+	exactFrom := truncatedFrom(def, log)
 
 	target := TargetUnits(def)
 	var (
@@ -242,7 +291,8 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 		WorkoutsCounted: counted,
 		AwardedParts:    Justified(earned, def.PartCount, held, now),
 		Status:          model.StatusActive,
-		Truncated:       truncated,
+		Truncated:       exactFrom != nil,
+		ExactFromUtc:    exactFrom,
 		ProjectedAtUtc:  cur.ProjectedAtUtc,
 	}
 	if next.AwardedParts >= def.PartCount {
@@ -258,7 +308,8 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 		curStatus = model.StatusActive
 	}
 	r.Changed = next.ProgressValue != cur.ProgressValue || next.WorkoutsCounted != cur.WorkoutsCounted ||
-		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated
+		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated ||
+		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc)
 	r.Completed = next.Status == model.StatusCompleted && curStatus != model.StatusCompleted
 	r.BecameTruncated = next.Truncated && !cur.Truncated
 	if r.Changed {

@@ -568,20 +568,61 @@ func TestPropertyIncrementalEqualsBatch(t *testing.T) {
 	}
 }
 
-func TestProjectGuardrailKeepsEarliest(t *testing.T) {
+func TestProjectGuardrailKeepsNewest(t *testing.T) {
 	t.Parallel()
 	d := def100km()
 	d.Metric, d.Target, d.PartCount, d.PeriodEndAtUtc = model.MetricCount, 5000, 1, nil
 	ws := make([]model.Workout, model.MaxWorkoutsToInspect+5)
 	for i := range ws {
+		// Ids descend while dates ascend: the cut must follow dates.
 		ws[i] = run(int64(len(ws)-i), 1, 1)
+		ws[i].StartDateUtc = march.Add(time.Duration(i) * time.Minute)
 	}
+	ws[5].StartDateUtc = ws[4].StartDateUtc // the oldest kept shares the newest dropped's date
 	got, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Projection.Truncated || !got.BecameTruncated || got.Projection.WorkoutsCounted != model.MaxWorkoutsToInspect {
-		t.Fatalf("got %+v, want truncated at %d", got.Projection, model.MaxWorkoutsToInspect)
+	p := got.Projection
+	wantFrom := ws[6].StartDateUtc
+	if !p.Truncated || !got.BecameTruncated || p.WorkoutsCounted != model.MaxWorkoutsToInspect-1 ||
+		p.ExactFromUtc == nil || !p.ExactFromUtc.Equal(wantFrom) {
+		t.Fatalf("got %+v, want truncated at %d workouts, exact from %v", p, model.MaxWorkoutsToInspect-1, wantFrom)
+	}
+}
+
+func TestProjectTruncatedOnlyWherePeriodReachesTheCut(t *testing.T) {
+	t.Parallel()
+	cut := march.AddDate(0, 0, 10)
+	log := projections.Log{Workouts: []model.Workout{run(1, 12, 1000), run(2, 15, 2000)}, Truncated: true, ExactFrom: cut}
+	tests := []struct {
+		name      string
+		start     time.Time
+		log       projections.Log
+		wantTrunc bool
+	}{
+		{"period starts before the cut", march, log, true},
+		{"period starts at the cut", cut, log, false},
+		{"period starts after the cut", cut.Add(time.Hour), log, false},
+		{"log not truncated", march, projections.Log{Workouts: log.Workouts}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := def100km()
+			d.PeriodStartAtUtc = tt.start
+			got, err := projections.Project(d, active(), tt.log, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := got.Projection
+			if p.Truncated != tt.wantTrunc || (p.ExactFromUtc != nil) != tt.wantTrunc || p.ProgressValue != 3000000 {
+				t.Fatalf("got %+v, want truncated=%v (exact from %v), value 3000000", p, tt.wantTrunc, cut)
+			}
+			if tt.wantTrunc && !p.ExactFromUtc.Equal(cut) {
+				t.Fatalf("exactFromUtc = %v, want %v", p.ExactFromUtc, cut)
+			}
+		})
 	}
 }
 

@@ -49,7 +49,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	}
 	mux := http.NewServeMux()
 	ingest.NewWebhook(ingest.WebhookConfig{
-		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID,
+		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, Lease: cfg.OutboxLease,
 	}, st, d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)

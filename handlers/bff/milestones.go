@@ -42,7 +42,11 @@ type Progress struct {
 	Target          float64 `json:"target"`
 	Percent         float64 `json:"percent"`
 	WorkoutsCounted int     `json:"workoutsCounted"`
-	Truncated       bool    `json:"truncated"`
+	// Truncated says the period holds more workouts than the guardrail
+	// lets the projector read: the value counts only workouts started at
+	// or after ExactFromUtc (set only then).
+	Truncated    bool       `json:"truncated"`
+	ExactFromUtc *time.Time `json:"exactFromUtc,omitempty"`
 }
 
 // AwardJSON is one minted part.
@@ -61,6 +65,7 @@ func milestoneJSON(mw store.MilestoneWithAwards) MilestoneJSON {
 		Progress: Progress{
 			Value: m.Metric.ProgressInUnit(m.ProgressValue), Target: m.Target,
 			Percent: m.ProgressPercent(m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
+			ExactFromUtc: m.ExactFromUtc,
 		},
 		Awards: make([]AwardJSON, 0, len(mw.Awards)),
 	}

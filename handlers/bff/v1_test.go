@@ -1,6 +1,7 @@
 package bff_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -143,6 +144,23 @@ func TestCreateAndReadMilestones(t *testing.T) {
 		if !strings.Contains(string(r.body), f) {
 			t.Errorf("milestone body lacks %s: %s", f, r.body)
 		}
+	}
+
+	if bytes.Contains(r.body, []byte(`"exactFromUtc"`)) {
+		t.Fatalf("an exact milestone shows exactFromUtc: %s", r.body)
+	}
+	// A period longer than the guardrail: the API says from when it is exact.
+	exactFrom := time.Date(2026, 3, 4, 6, 30, 0, 0, time.UTC)
+	stored.Truncated, stored.ExactFromUtc, stored.Version = true, &exactFrom, 4
+	if err := e.st.Put(ctx, e.st.Tables().Main, &stored); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, sid, nil)
+	got = bff.MilestoneJSON{}
+	r.json(t, &got)
+	if !got.Progress.Truncated || got.Progress.ExactFromUtc == nil || !got.Progress.ExactFromUtc.Equal(exactFrom) ||
+		!bytes.Contains(r.body, []byte(`"exactFromUtc":"2026-03-04T06:30:00Z"`)) {
+		t.Fatalf("truncated milestone: %s, want truncated with exactFromUtc %v", r.body, exactFrom)
 	}
 
 	var list struct {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
@@ -56,7 +57,26 @@ type Config struct {
 	// TokenKey is the local master key for the same envelope format
 	// (CC_TOKEN_KEY, base64 of 32 bytes; `make run` and tests).
 	TokenKey []byte
+	// OutboxLease is how long a hand-off of an accepted webhook event is
+	// presumed in flight before the sweeper dispatches it again
+	// (CC_OUTBOX_LEASE, a Go duration; 0 means the default, 5m).
+	OutboxLease time.Duration
+	// AthleteReadsPerWindow caps the Strava reads one athlete's events may
+	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
+	// the default, 30; 0 disables the cap).
+	AthleteReadsPerWindow int
+	// StravaWindow is the length of Strava's short rate-limit window the
+	// worker assumes (CC_STRAVA_WINDOW; 0 means Strava's 15m). Only a
+	// simulator runs shorter windows (the chaos suite), so deferred work
+	// settles in seconds there.
+	StravaWindow time.Duration
+	// RetryBase is the worker's first backoff after a failed attempt
+	// (CC_RETRY_BASE; 0 means the default, 15s).
+	RetryBase time.Duration
 }
+
+// DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
+const DefaultAthleteReadsPerWindow = 30
 
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {
@@ -116,6 +136,33 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
+	}
+	if v := getenv("CC_OUTBOX_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("CC_OUTBOX_LEASE %q: want a Go duration of at least 1s (e.g. 5m)", v))
+		}
+		c.OutboxLease = d
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"CC_STRAVA_WINDOW", &c.StravaWindow}, {"CC_RETRY_BASE", &c.RetryBase}} {
+		if v := getenv(d.name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < time.Millisecond {
+				errs = append(errs, fmt.Errorf("%s %q: want a positive Go duration (e.g. 15m, 500ms)", d.name, v))
+			}
+			*d.dst = x
+		}
+	}
+	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
+	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("CC_ATHLETE_READS_PER_WINDOW %q is not a non-negative integer", v))
+		}
+		c.AthleteReadsPerWindow = n
 	}
 	if v := getenv("CC_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {

@@ -11,12 +11,14 @@ func TestFromEnvReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := FromEnv(env(map[string]string{
 		"STRAVA_SUBSCRIPTION_ID": "abc", "DYNAMODB_ENDPOINT": "localhost", "CC_LOG_LEVEL": "loud",
+		"CC_OUTBOX_LEASE": "5", "CC_ATHLETE_READS_PER_WINDOW": "-1", "CC_STRAVA_WINDOW": "soon", "CC_RETRY_BASE": "-1s",
 	}), Need{Strava: true, Webhook: true, PublicURL: true})
 	if err == nil {
 		t.Fatal("got nil, want errors")
 	}
 	for _, want := range []string{"STRAVA_SUBSCRIPTION_ID \"abc\"", "DYNAMODB_ENDPOINT", "CC_LOG_LEVEL", "STRAVA_CLIENT_ID is required",
-		"STRAVA_CLIENT_SECRET is required", "STRAVA_VERIFY_TOKEN is required", "CC_PUBLIC_URL is required"} {
+		"STRAVA_CLIENT_SECRET is required", "STRAVA_VERIFY_TOKEN is required", "CC_PUBLIC_URL is required",
+		"CC_OUTBOX_LEASE", "CC_ATHLETE_READS_PER_WINDOW", "CC_STRAVA_WINDOW", "CC_RETRY_BASE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -29,7 +31,14 @@ func TestFromEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.StravaBaseURL != "https://www.strava.com" || c.Tables().Main != "dev-CommitCollect" || len(c.CORSOrigins) != 2 {
+	if c.StravaBaseURL != "https://www.strava.com" || c.Tables().Main != "dev-CommitCollect" || len(c.CORSOrigins) != 2 ||
+		c.OutboxLease != 0 || c.AthleteReadsPerWindow != DefaultAthleteReadsPerWindow {
 		t.Fatalf("got %+v", c)
+	}
+	c, err = FromEnv(env(map[string]string{"CC_OUTBOX_LEASE": "90s", "CC_ATHLETE_READS_PER_WINDOW": "0",
+		"CC_STRAVA_WINDOW": "10s", "CC_RETRY_BASE": "500ms"}), Need{})
+	if err != nil || c.OutboxLease.Seconds() != 90 || c.AthleteReadsPerWindow != 0 || c.StravaWindow.Seconds() != 10 ||
+		c.RetryBase.Milliseconds() != 500 {
+		t.Fatalf("got %+v, %v; want a 90 s lease and no cap", c, err)
 	}
 }

@@ -72,7 +72,7 @@ type QueueOptions struct {
 	// Workers is the number of goroutines processing jobs (default 2).
 	Workers int
 	// Capacity bounds the jobs waiting (default 100); Dispatch fails
-	// beyond it, so the webhook answers 503 and Strava redelivers.
+	// beyond it and the job waits in the outbox for the sweeper.
 	Capacity int
 	// Attempts bounds how often a job is tried (default 3, like Lambda's
 	// async invoke: one try and two retries).
@@ -80,14 +80,19 @@ type QueueOptions struct {
 	// Backoff is the first pause between attempts; it doubles with each
 	// retry (default 100 ms).
 	Backoff time.Duration
-	// OnFailure receives a job that failed for good (the local DLQ). Nil
-	// only logs it.
+	// OnFailure receives a job that failed for good (the local DLQ), with a
+	// live context. Nil only logs it (the job's outbox item stays received).
 	OnFailure func(ctx context.Context, job Job, err error)
 }
 
 // Queue is the in-process Dispatcher of the local stack and tests: a
 // bounded channel drained by worker goroutines that call process, retrying
-// retryable failures like Lambda's async invoke does.
+// retryable failures like Lambda's async invoke does. Durability is the
+// outbox's: a job the queue drops (full, closed, shut down before or while
+// it ran) stays received in the idempotency table and the Sweeper dispatches
+// it again. A job whose idempotency key is already queued or running is not
+// queued twice (the sweeper may re-dispatch an item whose job still waits
+// here).
 type Queue struct {
 	jobs    chan Job
 	process ProcessFunc
@@ -95,10 +100,13 @@ type Queue struct {
 	log     *slog.Logger
 	ctx     context.Context
 	cancel  context.CancelFunc
+	stop    chan struct{}
 	wg      sync.WaitGroup
-	mu      sync.RWMutex
+	mu      sync.Mutex
 	closed  bool
-	pending atomic.Int64 // dispatched and not yet finished
+	keys    map[string]bool // queued or running, by idempotency key
+	pending atomic.Int64    // dispatched and not yet finished
+	left    atomic.Int64    // queued jobs left to the outbox at Close
 }
 
 // NewQueue starts a queue whose workers call process.
@@ -116,7 +124,8 @@ func NewQueue(process ProcessFunc, opts QueueOptions, log *slog.Logger) *Queue {
 		opts.Backoff = 100 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &Queue{jobs: make(chan Job, opts.Capacity), process: process, opts: opts, log: log, ctx: ctx, cancel: cancel}
+	q := &Queue{jobs: make(chan Job, opts.Capacity), process: process, opts: opts, log: log, ctx: ctx, cancel: cancel,
+		stop: make(chan struct{}), keys: map[string]bool{}}
 	for range opts.Workers {
 		q.wg.Add(1)
 		go q.run()
@@ -125,25 +134,31 @@ func NewQueue(process ProcessFunc, opts QueueOptions, log *slog.Logger) *Queue {
 }
 
 // Dispatch queues job without blocking. It returns ErrQueueFull (retryable)
-// when the queue is at capacity and ErrQueueClosed after Close.
+// when the queue is at capacity and ErrQueueClosed after Close; a job whose
+// idempotency key is already queued or running is accepted without being
+// queued again.
 func (q *Queue) Dispatch(_ context.Context, job Job) error {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.closed {
 		return fmt.Errorf("dispatch job %s: %w", job.CorrelationID, ErrQueueClosed)
 	}
-	q.pending.Add(1)
+	if job.IdempotencyKey != "" && q.keys[job.IdempotencyKey] {
+		return nil
+	}
 	select {
 	case q.jobs <- job:
+		// finish (which undoes both) waits for q.mu, held until we return.
+		q.pending.Add(1)
+		q.keys[job.IdempotencyKey] = true
 		return nil
 	default:
-		q.pending.Add(-1)
 		return fmt.Errorf("dispatch job %s: %w", job.CorrelationID, ErrQueueFull)
 	}
 }
 
 // Wait blocks until every job dispatched so far has been processed (or
-// failed for good), or ctx ends.
+// failed for good, or was left at Close), or ctx ends.
 func (q *Queue) Wait(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
@@ -157,34 +172,81 @@ func (q *Queue) Wait(ctx context.Context) error {
 	return nil
 }
 
-// Close stops accepting jobs, lets the workers finish what is queued and
-// waits for them (or for ctx, after which in-flight work is cancelled).
+// Close stops taking work: Dispatch refuses new jobs, jobs still waiting in
+// the queue are not started (they stay received in the outbox, for the
+// sweeper of the next start), and the jobs running finish, bounded by ctx.
+// When ctx ends first the running jobs are cancelled; they do not settle
+// their outbox items, which therefore stay received too. Nothing is
+// dropped: everything not finished is in the outbox. It returns ctx.Err()
+// when the running jobs had to be cancelled.
 func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.closed {
 		q.closed = true
-		close(q.jobs)
+		close(q.stop)
 	}
 	q.mu.Unlock()
 	done := make(chan struct{})
 	go func() { q.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		q.cancel()
-		return nil
 	case <-ctx.Done():
 		q.cancel()
 		<-done
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	q.cancel()
+	for {
+		select {
+		case job := <-q.jobs:
+			q.leave(job)
+		default:
+			if n := q.left.Load(); n > 0 {
+				q.log.WarnContext(ctx, "queue closed with jobs not started; they stay received in the outbox for the sweeper", "jobs", n)
+			}
+			return err
+		}
+	}
+}
+
+// Left counts the jobs Close left to the outbox without starting them.
+func (q *Queue) Left() int64 { return q.left.Load() }
+
+func (q *Queue) leave(job Job) {
+	q.left.Add(1)
+	q.finish(job)
+	q.log.Info("job left to the outbox at shutdown", "correlationId", job.CorrelationID, "idempotencyKey", job.IdempotencyKey)
+}
+
+func (q *Queue) finish(job Job) {
+	q.mu.Lock()
+	delete(q.keys, job.IdempotencyKey)
+	q.mu.Unlock()
+	q.pending.Add(-1)
 }
 
 func (q *Queue) run() {
 	defer q.wg.Done()
-	for job := range q.jobs {
-		q.handle(job)
-		q.pending.Add(-1)
+	for {
+		select {
+		case <-q.stop:
+			return
+		case job := <-q.jobs:
+			if q.stopping() { // closing: do not start it
+				q.leave(job)
+				continue
+			}
+			q.handle(job)
+			q.finish(job)
+		}
 	}
+}
+
+func (q *Queue) stopping() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 func (q *Queue) handle(job Job) {
@@ -193,18 +255,29 @@ func (q *Queue) handle(job Job) {
 		if err = q.process(q.ctx, job); err == nil || !errors.Is(err, model.ErrRetryable) {
 			break
 		}
+		if q.ctx.Err() != nil {
+			break
+		}
 		if attempt < q.opts.Attempts {
 			q.log.WarnContext(q.ctx, "job failed, will retry", "correlationId", job.CorrelationID,
 				"attempt", attempt, "error", err)
 			if model.Sleep(q.ctx, q.opts.Backoff<<(attempt-1)) != nil {
-				return
+				break
 			}
 		}
 	}
-	if err != nil {
-		q.log.ErrorContext(q.ctx, "job failed for good", "correlationId", job.CorrelationID, "error", err)
-		if q.opts.OnFailure != nil {
-			q.opts.OnFailure(q.ctx, job, err)
-		}
+	if err == nil {
+		return
+	}
+	if q.ctx.Err() != nil {
+		// Shut down while it ran: not a failure of the job. Its outbox
+		// item stays received and the sweeper of the next start runs it.
+		q.log.Warn("job interrupted by shutdown; it stays received in the outbox", "correlationId", job.CorrelationID,
+			"idempotencyKey", job.IdempotencyKey, "error", err)
+		return
+	}
+	q.log.Error("job failed for good", "correlationId", job.CorrelationID, "error", err)
+	if q.opts.OnFailure != nil {
+		q.opts.OnFailure(context.WithoutCancel(q.ctx), job, err)
 	}
 }

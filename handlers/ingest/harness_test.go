@@ -101,6 +101,7 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) newWorker() *ingest.Worker {
 	return ingest.NewStravaWorker(h.st, ingest.StravaSettings{
 		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
+		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow,
 	}, testLog())
 }
 
@@ -135,6 +136,41 @@ func (h *harness) deliver(ev stravasim.Event) stravasim.Delivery {
 	}
 	h.wait()
 	return d
+}
+
+// sweep runs one sweep as of at, dispatching to the harness's queue.
+func (h *harness) sweep(at time.Time) ingest.SweepResult {
+	h.t.Helper()
+	sw := ingest.NewSweeper(h.st, h.queue, testLog())
+	sw.Now = func() time.Time { return at }
+	res, err := sw.Sweep(context.Background())
+	if err != nil {
+		h.t.Fatalf("sweep: %v", err)
+	}
+	return res
+}
+
+// claim records j in the outbox as the webhook does (lease from now).
+func (h *harness) claim(j ingest.Job) {
+	h.t.Helper()
+	raw, err := json.Marshal(j)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.st.ClaimOutboxItem(context.Background(), j.IdempotencyKey, j.CorrelationID, string(raw),
+		j.ReceivedAtUtc, ingest.DefaultLease, ingest.IdempotencyTTL); err != nil {
+		h.t.Fatalf("claim %s: %v", j.IdempotencyKey, err)
+	}
+}
+
+// outbox reads the outbox item of j.
+func (h *harness) outbox(j ingest.Job) *model.IdempotencyRecord {
+	h.t.Helper()
+	rec, err := h.st.OutboxItem(context.Background(), j.IdempotencyKey)
+	if err != nil {
+		h.t.Fatalf("outbox %s: %v", j.IdempotencyKey, err)
+	}
+	return rec
 }
 
 func (h *harness) wait() {

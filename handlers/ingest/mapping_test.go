@@ -94,6 +94,39 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 }
 
+func TestNextBudgetReset(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 7, 0, 0, time.UTC)
+	win := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	quarter := time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC)
+	midnight := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	state := func(readShort, readDaily, short, daily int) *model.RateLimitState {
+		return &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+			ShortUsage: short, DailyUsage: daily, ReadShortUsage: readShort, ReadDailyUsage: readDaily,
+			WindowStartedUtc: win, DayUtc: "2026-03-02"}
+	}
+	tests := []struct {
+		name  string
+		given *model.RateLimitState
+		want  time.Time
+	}{
+		{"read 15-minute budget spent: the next quarter hour", state(100, 300, 100, 300), quarter},
+		{"overall 15-minute budget spent", state(10, 300, 200, 300), quarter},
+		{"read daily budget spent: midnight UTC", state(100, 1000, 100, 1000), midnight},
+		{"overall daily budget spent", state(1, 10, 1, 2000), midnight},
+		{"a 429 whose headers show nothing spent: the next quarter hour", state(3, 3, 3, 3), quarter},
+		{"a 429 without headers", &model.RateLimitState{}, quarter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got, why := ingest.NextBudgetReset(tt.given, now); !got.Equal(tt.want) || why == "" {
+				t.Fatalf("got %v (%q), want %v", got, why, tt.want)
+			}
+		})
+	}
+}
+
 func TestRateLimitStateFrom(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 2, 23, 59, 30, 0, time.UTC)

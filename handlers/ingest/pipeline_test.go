@@ -119,7 +119,9 @@ func TestPipelineDeleteBeforeCreateConvergesToDeleted(t *testing.T) {
 	}
 }
 
-func TestPipeline429IsRetryableAndLosesNothing(t *testing.T) {
+// TestPipeline429DefersToTheWindowReset: a 429 is never a failure: the job
+// stays received, not before the next 15-minute boundary, and runs after it.
+func TestPipeline429DefersToTheWindowReset(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.link("u1", 10, time.Hour)
@@ -129,11 +131,9 @@ func TestPipeline429IsRetryableAndLosesNothing(t *testing.T) {
 	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
 	j := job(h.sim.ActivityEvent("create", 300, 10, nil))
 	err := h.worker.Process(ctx, j)
-	if !errors.Is(err, model.ErrRetryable) {
-		t.Fatalf("got %v, want ErrRetryable", err)
-	}
-	if herr := h.worker.Classify(ctx, j, err); herr == nil {
-		t.Fatal("Classify swallowed a retryable error; Lambda would not retry")
+	var de *ingest.DeferError
+	if !errors.As(err, &de) || !errors.Is(err, model.ErrRetryable) {
+		t.Fatalf("got %v, want a DeferError (retryable without an outbox)", err)
 	}
 	st, err := h.st.RateLimitState(ctx)
 	if err != nil {
@@ -143,19 +143,32 @@ func TestPipeline429IsRetryableAndLosesNothing(t *testing.T) {
 		st.ReadDailyLimit != 1000 || st.ShortLimit != 200 || st.DailyLimit != 2000 {
 		t.Fatalf("got rate-limit state %+v, want the 429's headers", st)
 	}
+
+	// Through the webhook and the queue: deferred, not retried, not parked.
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
+	ev := h.sim.ActivityEvent("create", 300, 10, nil)
+	h.deliver(ev)
+	rec := h.outbox(job(ev))
+	reset := time.Now().UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
+	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 ||
+		(rec.NotBefore != reset.UnixMilli() && rec.NotBefore != reset.Add(15*time.Minute).UnixMilli()) {
+		t.Fatalf("got %+v, want received, one deferral, not before %v", rec, reset)
+	}
 	if _, err := h.st.Workout(ctx, "u1", 300); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("got %v, want no workout yet", err)
 	}
-
-	// Through the queue (Lambda's async retries locally): two more 429s,
-	// then the third attempt lands.
-	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 2)
-	h.deliver(h.sim.ActivityEvent("create", 300, 10, nil))
-	if w := h.workout("u1", 300); w.SportType != "Ride" {
-		t.Fatalf("got %+v, want the workout after retries", w)
+	if res := h.sweep(rec.DueAt().Add(-time.Millisecond)); res.Due != 0 {
+		t.Fatalf("got %+v before the reset, want nothing due", res)
 	}
-	if st, _ := h.st.RateLimitState(ctx); st.ReadShortUsage != 4 {
-		t.Fatalf("got read usage %d, want 4 (every answer recorded)", st.ReadShortUsage)
+	if res := h.sweep(rec.DueAt()); res.Dispatched != 1 {
+		t.Fatalf("got %+v at the reset, want it dispatched", res)
+	}
+	h.wait()
+	if w := h.workout("u1", 300); w.SportType != "Ride" {
+		t.Fatalf("got %+v, want the workout after the reset", w)
+	}
+	if rec := h.outbox(job(ev)); rec.Status != model.OutboxDone {
+		t.Fatalf("got %+v, want done", rec)
 	}
 }
 

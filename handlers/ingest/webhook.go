@@ -23,18 +23,25 @@ const IdempotencyTTL = 7 * 24 * time.Hour
 // HeaderCorrelationID carries the correlation id on every webhook answer.
 const HeaderCorrelationID = "X-Correlation-Id"
 
+// DefaultLease is how long a hand-off is presumed in flight before the
+// sweeper dispatches the event again: longer than the worker Lambda's
+// timeout plus the time an async invoke waits in Lambda's queue normally.
+const DefaultLease = 5 * time.Minute
+
 // IdempotencyStore is the persistence the webhook needs (implemented by
-// model/store.Store).
+// model/store.Store): the outbox claim.
 type IdempotencyStore interface {
-	// ClaimIdempotencyKey records the key; ErrConflict when already claimed.
-	ClaimIdempotencyKey(ctx context.Context, key, correlationID string, now time.Time, ttl time.Duration) error
-	// ReleaseIdempotencyKey deletes the key if correlationID still holds it.
-	ReleaseIdempotencyKey(ctx context.Context, key, correlationID string) error
+	// ClaimOutboxItem records the event as received with its job and a
+	// lease and returns the stored item (the original job when a lapsed
+	// claim is taken again); ErrConflict when it is a duplicate (done,
+	// parked, or received and still leased or deferred).
+	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
 }
 
 // Dispatcher hands an accepted job to the worker asynchronously. Dispatch
-// returns once the job is safely queued (not processed); an error means it
-// was not queued and the event must be redelivered.
+// returns once the job is queued (not processed); an error means it was not
+// queued. The job is durable before it is dispatched (its outbox item is
+// received), so a failed or lost hand-off is repaired by the Sweeper.
 type Dispatcher interface {
 	Dispatch(ctx context.Context, job Job) error
 }
@@ -46,6 +53,9 @@ type WebhookConfig struct {
 	// SubscriptionID is the only subscription whose events are accepted
 	// (STRAVA_SUBSCRIPTION_ID).
 	SubscriptionID int64
+	// Lease is how long a hand-off is presumed in flight (DefaultLease
+	// when zero).
+	Lease time.Duration
 }
 
 // Webhook serves GET and POST /webhooks/strava.
@@ -62,6 +72,9 @@ type Webhook struct {
 
 // NewWebhook builds the webhook handler.
 func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d Dispatcher, log *slog.Logger) *Webhook {
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
 	return &Webhook{cfg: cfg, store: store, dispatch: d, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
 }
@@ -88,12 +101,13 @@ func (h *Webhook) Handshake(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"hub.challenge": challenge})
 }
 
-// Receive validates one event, deduplicates it through the idempotency
-// table and hands it to the worker. Answers: 200 accepted or duplicate; 400
-// with a JSON reason for a malformed event; 403 for another subscription;
-// 413 for a body over MaxEventBytes; 503 when the event could not be
-// recorded or handed off (the key is released so Strava's retry is
-// accepted).
+// Receive validates one event, records it in the outbox and hands it to
+// the worker. Answers: 200 accepted (also when the hand-off itself failed:
+// the event is durable and the Sweeper dispatches it) or duplicate (done,
+// parked, or still leased or deferred); 400 with a JSON reason for a
+// malformed event; 403 for another subscription; 413 for a body over
+// MaxEventBytes; 503 only when the event could not be recorded, so that
+// Strava retries.
 func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	corr := h.NewID()
@@ -129,30 +143,42 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 
 	key := ev.IdempotencyKey()
 	now := h.Now()
-	switch err := h.store.ClaimIdempotencyKey(ctx, key, corr, now, IdempotencyTTL); {
-	case errors.Is(err, model.ErrConflict):
-		log.InfoContext(ctx, "webhook event is a duplicate", "idempotency", "duplicate")
-		writeJSON(w, http.StatusOK, map[string]string{"status": "duplicate", "correlationId": corr})
-		return
-	case err != nil:
-		log.ErrorContext(ctx, "webhook idempotency claim failed", "idempotency", "error", "error", err)
+	job := Job{Event: ev, CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now}
+	payload, err := json.Marshal(job)
+	if err != nil {
+		log.ErrorContext(ctx, "webhook job not encodable", "error", err)
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	job := Job{Event: ev, CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now}
-	if err := h.dispatch.Dispatch(ctx, job); err != nil {
-		// Release with a fresh context: the request's may be what failed.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if rerr := h.store.ReleaseIdempotencyKey(rctx, key, corr); rerr != nil {
-			log.ErrorContext(ctx, "webhook idempotency release failed", "error", rerr)
+	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, IdempotencyTTL)
+	switch {
+	case errors.Is(err, model.ErrConflict):
+		status := ""
+		if rec != nil {
+			status = string(rec.Status)
 		}
-		log.ErrorContext(ctx, "webhook hand-off failed", "idempotency", "released", "error", err)
-		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be handed off; retry", nil)
+		log.InfoContext(ctx, "webhook event is a duplicate", "idempotency", "duplicate", "outboxStatus", status)
+		writeJSON(w, http.StatusOK, map[string]string{"status": "duplicate", "correlationId": corr})
+		return
+	case err != nil:
+		log.ErrorContext(ctx, "webhook outbox claim failed", "idempotency", "error", "error", err)
+		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	log.InfoContext(ctx, "webhook event accepted", "idempotency", "new")
-	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": corr})
+	idem := "new"
+	if rec.Job != string(payload) {
+		// A lapsed claim taken again: hand off the job as first accepted.
+		if orig, derr := DecodeJob([]byte(rec.Job)); derr == nil {
+			job, idem = orig, "reclaimed"
+		}
+	}
+	if err := h.dispatch.Dispatch(ctx, job); err != nil {
+		log.WarnContext(ctx, "webhook hand-off failed; the event stays received for the sweeper",
+			"idempotency", idem, "error", err)
+	} else {
+		log.InfoContext(ctx, "webhook event accepted", "idempotency", idem)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

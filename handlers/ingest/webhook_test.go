@@ -139,19 +139,42 @@ func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 	}
 }
 
-func TestWebhookHandOffFailureReleasesKey(t *testing.T) {
+// TestWebhookHandOffFailureIsRepairedBySweeper: a failed hand-off (local
+// queue full, Lambda invoke refused) is answered 200, because the event is
+// already durable in the outbox; the sweeper dispatches it once its lease
+// lapses. Protection: the outbox claim before the hand-off, and the sweeper.
+func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.link("u1", 10, time.Hour)
 	h.activity(100, 10, "Run")
 	h.dispatch.fail.Store(1)
-	// The simulator redelivers after the 503, like Strava.
-	d := h.deliver(h.sim.ActivityEvent("create", 100, 10, nil))
-	if d.Attempts != 2 || d.Statuses[0] != http.StatusServiceUnavailable || d.Statuses[1] != http.StatusOK {
-		t.Fatalf("got delivery %+v, want 503 then 200", d)
+	ev := h.sim.ActivityEvent("create", 100, 10, nil)
+	d := h.deliver(ev)
+	if d.Attempts != 1 || d.Statuses[0] != http.StatusOK {
+		t.Fatalf("got delivery %+v, want 200 at once", d)
 	}
+	if _, err := h.st.Workout(context.Background(), "u1", 100); err == nil {
+		t.Fatal("the workout exists although the hand-off failed")
+	}
+	rec, err := h.st.OutboxItem(context.Background(), job(ev).IdempotencyKey)
+	if err != nil || rec.Status != model.OutboxReceived {
+		t.Fatalf("got %+v, %v; want the event received in the outbox", rec, err)
+	}
+	// Within its lease a redelivery is a duplicate (the hand-off may be in flight).
+	if resp, body := h.post(mustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
+		t.Fatalf("got %d %v, want duplicate within the lease", resp.StatusCode, body)
+	}
+	res := h.sweep(rec.DueAt())
+	if res.Due != 1 || res.Dispatched != 1 {
+		t.Fatalf("got sweep %+v, want the item dispatched", res)
+	}
+	h.wait()
 	if w := h.workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
-		t.Fatalf("got %+v, want the workout written after the redelivery", w)
+		t.Fatalf("got %+v, want the workout written by the sweeper's dispatch", w)
+	}
+	if rec, _ := h.st.OutboxItem(context.Background(), job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+		t.Fatalf("got %+v, want done after 2 dispatches", rec)
 	}
 	if n := h.sim.Stats().ActivityFetches; n != 1 {
 		t.Fatalf("got %d fetches, want 1", n)

@@ -3,6 +3,7 @@ package ingest
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -13,11 +14,19 @@ import (
 var (
 	_ IdempotencyStore  = (*store.Store)(nil)
 	_ WorkerStore       = (*store.Store)(nil)
+	_ OutboxStore       = (*store.Store)(nil)
 	_ strava.TokenStore = (*store.Store)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.
 type StravaSettings struct {
+	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
+	// (CC_ATHLETE_READS_PER_WINDOW; 0: no cap).
+	AthleteReadsPerWindow int
+	// RateWindow is Strava's short rate-limit window (CC_STRAVA_WINDOW; 0:
+	// 15 minutes) and RetryBase the first backoff after a failure
+	// (CC_RETRY_BASE; 0: DefaultRetryBase).
+	RateWindow, RetryBase time.Duration
 	// BaseURL hangs /oauth/* and /api/v3/* (STRAVA_BASE_URL).
 	BaseURL      string
 	ClientID     string
@@ -32,5 +41,13 @@ type StravaSettings struct {
 func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worker {
 	client := strava.NewClient(s.BaseURL, s.HTTPClient)
 	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
-	return NewWorker(st, refresher, client, log)
+	w := NewWorker(st, refresher, client, log)
+	w.AthleteReadsPerWindow = s.AthleteReadsPerWindow
+	if s.RateWindow > 0 {
+		w.RateWindow = s.RateWindow
+	}
+	if s.RetryBase > 0 {
+		w.RetryBase = s.RetryBase
+	}
+	return w
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -46,6 +47,22 @@ type WorkerStore interface {
 	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
 	// Audit writes an audit entry and never fails.
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+	// Workout reads the stored workout; ErrNotFound when there is none.
+	Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error)
+	// TakeAthleteRead counts one Strava read for the athlete in the window
+	// (of length windowLen) containing now; ErrConflict when limit reads
+	// were already counted.
+	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
+	// Park sets a record aside for redrive (PARKED#{source}).
+	Park(ctx context.Context, r *model.ParkedRecord) error
+	// OutboxItem reads the job's outbox item; ErrNotFound when none.
+	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
+	// SettleOutboxItem ends a received item as done or parked; ErrConflict
+	// when it was settled already.
+	SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error
+	// DeferOutboxItem keeps a received item received until notBefore;
+	// ErrConflict when it was settled already.
+	DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error
 }
 
 // TokenProvider hands out valid access tokens (strava.Refresher).
@@ -71,6 +88,25 @@ var (
 // unused: it defers instead of spending the last 5 %.
 const DefaultBudgetReserve = 0.05
 
+// Worker defaults.
+const (
+	// DefaultAthleteReadsPerWindow caps the Strava reads one athlete's
+	// events may cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW):
+	// a flood of (forged) events for one athlete waits instead of spending
+	// the application's budget. 30 is far above what one athlete uploads.
+	DefaultAthleteReadsPerWindow = 30
+	// DefaultMaxFailures bounds the retryable failures of one job before
+	// it is parked.
+	DefaultMaxFailures = 6
+	// DefaultRetryBase is the first backoff after a failed attempt (full
+	// jitter, doubling: up to 30 s, 1 min, 2 min … retryMax).
+	DefaultRetryBase = 15 * time.Second
+	retryMax         = 15 * time.Minute
+	// settleTimeout bounds recording a job's outcome after its context
+	// ended.
+	settleTimeout = 5 * time.Second
+)
+
 // Worker turns webhook jobs into workout items.
 type Worker struct {
 	store  WorkerStore
@@ -81,18 +117,59 @@ type Worker struct {
 	Now func() time.Time
 	// BudgetReserve is the share of a rate-limit budget kept free.
 	BudgetReserve float64
+	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
+	// (0: no cap).
+	AthleteReadsPerWindow int
+	// MaxFailures bounds the retryable failures of a job before it is
+	// parked.
+	MaxFailures int
+	// RetryBase is the first backoff after a failure (CC_RETRY_BASE).
+	RetryBase time.Duration
+	// RateWindow is Strava's short rate-limit window (model.AthleteReadsWindow;
+	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
+	// their resets and the athlete read counters follow it.
+	RateWindow time.Duration
 }
 
 // NewWorker builds the worker service.
 func NewWorker(store WorkerStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Worker {
 	return &Worker{store: store, tokens: tokens, strava: fetcher, log: log,
-		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: DefaultBudgetReserve}
+		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: DefaultBudgetReserve,
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, MaxFailures: DefaultMaxFailures,
+		RetryBase: DefaultRetryBase, RateWindow: model.AthleteReadsWindow}
 }
 
-// Handle is the worker Lambda's entry point: it decodes the Job and
-// processes it. It returns an error only for retryable failures (Lambda's
-// async retries, then the failure destination); a poison job (undecodable,
-// or invalid data from Strava) is logged, audited and dropped.
+func (w *Worker) rateWindow() time.Duration {
+	if w.RateWindow <= 0 {
+		return model.AthleteReadsWindow
+	}
+	return w.RateWindow
+}
+
+// DeferError says a job cannot run before Until and is not a failure:
+// Strava's rate budget is spent until its window resets, or the athlete's
+// read cap is reached for this window. Run keeps the job received with that
+// not-before time; without an outbox item it matches model.ErrRetryable.
+type DeferError struct {
+	Until  time.Time
+	Reason string
+}
+
+// Error implements error.
+func (e *DeferError) Error() string {
+	return fmt.Sprintf("deferred until %s: %s", e.Until.UTC().Format(time.RFC3339), e.Reason)
+}
+
+// Is lets errors.Is(err, model.ErrRetryable) match.
+func (e *DeferError) Is(target error) bool { return target == model.ErrRetryable }
+
+// Handle is the worker Lambda's entry point: it decodes the Job and runs it
+// (Run). It returns an error only when Run does (the outcome could not be
+// recorded: Lambda's async retries, then the failure destination; the
+// outbox item stays received for the sweeper meanwhile). An undecodable
+// payload is logged and dropped: it names no outbox item, and the item it
+// came from, still received, is dispatched again by the sweeper from its
+// stored job.
 func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 	job, err := DecodeJob(raw)
 	if err != nil {
@@ -102,11 +179,105 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 	return w.Run(ctx, job)
 }
 
-// Run processes a job the way the worker Lambda does (Process, then
-// Classify): nil when done or dropped as poison, an error only when a retry
-// may help. It is the ProcessFunc for a local Queue.
+// Run processes a job and settles its outbox item: done when processed (or
+// deliberately dropped), parked with the reason for poison and for a job
+// whose retryable failures reached MaxFailures, received with a not-before
+// time for a deferral (DeferError, not counted as a failure) or a retryable
+// failure (backoff). A job whose item is already settled is not run again.
+// Run returns nil once the outcome is recorded (so Lambda does not retry
+// what the sweeper will); it returns an error only when the outcome could
+// not be recorded, or when ctx ended while the job ran (its item then stays
+// received and the sweeper runs it again). A job without an outbox item
+// (an old payload, a redrive) keeps the old contract (Classify). It is the
+// ProcessFunc of a local Queue.
 func (w *Worker) Run(ctx context.Context, job Job) error {
-	return w.Classify(ctx, job, w.Process(ctx, job))
+	log := w.jobLog(job)
+	var rec *model.IdempotencyRecord
+	if job.IdempotencyKey != "" {
+		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
+		switch {
+		case err == nil && r.Status != model.OutboxReceived && !job.Redrive:
+			log.InfoContext(ctx, "job already settled; not run again", "writeStatus", "skipped", "outboxStatus", r.Status)
+			return nil
+		case err == nil && r.Status == model.OutboxReceived:
+			rec = r
+		case err != nil && !errors.Is(err, model.ErrNotFound):
+			return fmt.Errorf("run %s: %w", job.CorrelationID, err)
+		}
+	}
+	perr := w.Process(ctx, job)
+	if rec == nil {
+		return w.Classify(ctx, job, perr)
+	}
+	if perr != nil && ctx.Err() != nil {
+		log.WarnContext(ctx, "job interrupted; it stays received for the sweeper", "writeStatus", "interrupted", "error", perr)
+		return fmt.Errorf("run %s: interrupted: %w", job.CorrelationID, ctx.Err())
+	}
+	// Record the outcome even if ctx ends now: the work is done.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	return w.settle(sctx, log, job, rec, perr)
+}
+
+// settle records the outcome of a processed job in its outbox item.
+func (w *Worker) settle(ctx context.Context, log *slog.Logger, job Job, rec *model.IdempotencyRecord, perr error) error {
+	now := w.Now()
+	key := job.IdempotencyKey
+	var (
+		err     error
+		outcome string
+		de      *DeferError
+	)
+	switch {
+	case perr == nil:
+		outcome, err = "done", w.store.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
+	case errors.As(perr, &de):
+		outcome = "deferred"
+		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", de.Until.UTC().Format(time.RFC3339), "reason", de.Reason)
+		err = w.store.DeferOutboxItem(ctx, key, de.Until, de.Reason, false, now)
+	case errors.Is(perr, model.ErrInvalid):
+		outcome = "parked"
+		log.ErrorContext(ctx, "job parked as poison", "writeStatus", "rejected", "error", perr)
+		w.audit(ctx, log, model.AthletePK(job.Event.OwnerID), "", AuditEventRejected, job,
+			map[string]string{"reason": perr.Error()})
+		err = w.park(ctx, job, perr.Error(), now)
+	case rec.Failures+1 >= max(w.MaxFailures, 1):
+		outcome = "parked"
+		reason := fmt.Sprintf("gave up after %d failures: %v", rec.Failures+1, perr)
+		log.ErrorContext(ctx, "job parked after bounded retries", "writeStatus", "parked", "error", perr)
+		err = w.park(ctx, job, reason, now)
+	default:
+		outcome = "retry"
+		until := now.Add(model.Backoff(rec.Failures+1, max(w.RetryBase, time.Millisecond), retryMax))
+		log.WarnContext(ctx, "job failed; retried later", "writeStatus", "retry", "failures", rec.Failures+1,
+			"notBefore", until.Format(time.RFC3339), "error", perr)
+		err = w.store.DeferOutboxItem(ctx, key, until, perr.Error(), true, now)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, model.ErrConflict), errors.Is(err, model.ErrNotFound):
+		log.InfoContext(ctx, "outbox item settled elsewhere meanwhile", "outcome", outcome, "error", err)
+		return nil
+	}
+	return fmt.Errorf("run %s: record %s: %w", job.CorrelationID, outcome, err)
+}
+
+// park sets the job aside for an operator: a PARKED#WORKER record (what
+// `make redrive` reads; its payload is the job marked Redrive) and the
+// outbox item settled as parked with the reason.
+func (w *Worker) park(ctx context.Context, job Job, reason string, now time.Time) error {
+	job.Redrive = true
+	payload, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("park %s: encode: %w", job.CorrelationID, err)
+	}
+	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
+		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
+	if err := w.store.Park(ctx, r); err != nil {
+		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
+	}
+	return w.store.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
 }
 
 // Classify decides what a Process error means for the caller: nil for
@@ -161,9 +332,37 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 
 func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, userID string) error {
 	ev := job.Event
+	// Coalesce: a fetch that started after this event was received has
+	// already seen the change it reports, and a deleted activity stays
+	// deleted; neither needs another Strava read.
+	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
+	case err == nil && stored.IsDeleted:
+		log.InfoContext(ctx, "workout already deleted; no fetch", "writeStatus", "skipped")
+		return nil
+	case err == nil && !job.ReceivedAtUtc.IsZero() && stored.FetchStarted().After(job.ReceivedAtUtc):
+		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
+			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))
+		return nil
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
 	if err := w.checkBudget(ctx); err != nil {
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if w.AthleteReadsPerWindow > 0 {
+		now := w.Now()
+		win := w.rateWindow()
+		err := w.store.TakeAthleteRead(ctx, ev.OwnerID, now, win, w.AthleteReadsPerWindow)
+		if errors.Is(err, model.ErrConflict) {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{
+				Until:  now.UTC().Truncate(win).Add(win),
+				Reason: fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, w.AthleteReadsPerWindow),
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+		}
 	}
 	token, err := w.tokens.AccessToken(ctx, userID)
 	switch {
@@ -176,13 +375,20 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	case err != nil:
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
 	if rl.Valid() {
-		if rerr := w.store.RecordRateLimit(ctx, RateLimitStateFrom(rl, w.Now())); rerr != nil {
+		if rerr := w.store.RecordRateLimit(ctx, rateLimitState(rl, w.Now(), w.rateWindow())); rerr != nil {
 			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
 		}
 	}
+	var apiErr *strava.APIError
 	switch {
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+		now := w.Now()
+		until, why := nextReset(rateLimitState(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
+		return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{Until: until, Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrNotFound):
 		return w.markDeleted(ctx, log, job, userID, "404 on fetch")
 	case errors.Is(err, model.ErrUnauthorized):
@@ -201,9 +407,13 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	wo.FetchStartedAtNs = fetchStarted.UnixNano()
 	err = w.store.UpsertWorkout(ctx, wo)
 	if errors.Is(err, model.ErrConflict) {
-		log.InfoContext(ctx, "workout already deleted; stays deleted", "writeStatus", "skipped")
+		// Not an error: the stored item is deleted (deletes win) or holds an
+		// answer whose fetch started later than ours (newest answer wins).
+		log.InfoContext(ctx, "older answer dropped: workout deleted or fetched later", "writeStatus", "stale",
+			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
 		return nil
 	}
 	if err != nil {
@@ -265,8 +475,10 @@ func (w *Worker) checkBudget(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check strava budget: %w", err)
 	}
-	if why := BudgetExhausted(st, w.Now(), w.BudgetReserve); why != "" {
-		return fmt.Errorf("strava budget: %s: %w", why, model.ErrRetryable)
+	now := w.Now()
+	if why := budgetExhausted(st, now, w.BudgetReserve, w.rateWindow()); why != "" {
+		until, _ := nextReset(st, now, w.BudgetReserve, w.rateWindow())
+		return fmt.Errorf("strava budget: %w", &DeferError{Until: until, Reason: why})
 	}
 	return nil
 }
@@ -348,13 +560,41 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 // RateLimitStateFrom turns a header reading at now into the shared counter
 // item (15-minute window and UTC day it belongs to).
 func RateLimitStateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitState {
+	return rateLimitState(rl, now, model.AthleteReadsWindow)
+}
+
+func rateLimitState(rl strava.RateLimit, now time.Time, window time.Duration) *model.RateLimitState {
 	now = now.UTC()
 	return &model.RateLimitState{
 		ShortLimit: rl.ShortLimit, ShortUsage: rl.ShortUsage, DailyLimit: rl.DailyLimit, DailyUsage: rl.DailyUsage,
 		ReadShortLimit: rl.ReadShortLimit, ReadShortUsage: rl.ReadShortUsage,
 		ReadDailyLimit: rl.ReadDailyLimit, ReadDailyUsage: rl.ReadDailyUsage,
-		WindowStartedUtc: now.Truncate(15 * time.Minute), DayUtc: now.Format(time.DateOnly), UpdatedAtUtc: now,
+		WindowStartedUtc: now.Truncate(window), DayUtc: now.Format(time.DateOnly), UpdatedAtUtc: now,
 	}
+}
+
+// NextBudgetReset is when the budget Strava's reading st (taken at now) says
+// is spent becomes available again, and which one it is: the next UTC
+// midnight when a daily budget is used up, else the next 15-minute
+// boundary (:00, :15, :30, :45 UTC), which is also the answer for a 429
+// whose headers show nothing spent (Strava refused; our reading lags).
+func NextBudgetReset(st *model.RateLimitState, now time.Time) (time.Time, string) {
+	return nextReset(st, now, 0, model.AthleteReadsWindow)
+}
+
+func nextReset(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
+	now = now.UTC()
+	daily := *st
+	daily.ShortUsage, daily.ReadShortUsage = 0, 0
+	if why := budgetExhausted(&daily, now, reserve, window); why != "" {
+		y, m, d := now.Date()
+		return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), why
+	}
+	why := budgetExhausted(st, now, reserve, window)
+	if why == "" {
+		why = "no budget reported spent"
+	}
+	return now.Truncate(window).Add(window), why
 }
 
 // BudgetExhausted says why no Strava read should be made now ("" when one
@@ -362,8 +602,12 @@ func RateLimitStateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitStat
 // state was recorded in, and is nearly spent when its usage reaches its
 // limit minus reserve (a share, at least one request).
 func BudgetExhausted(st *model.RateLimitState, now time.Time, reserve float64) string {
+	return budgetExhausted(st, now, reserve, model.AthleteReadsWindow)
+}
+
+func budgetExhausted(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
 	now = now.UTC()
-	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(15 * time.Minute))
+	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(window))
 	sameDay := st.DayUtc == now.Format(time.DateOnly)
 	spent := func(usage, limit int) bool {
 		if limit <= 0 {

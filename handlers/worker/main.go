@@ -35,6 +35,7 @@ func main() {
 	}
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log)
 	lambda.Start(w.Handle)
 }

@@ -23,32 +23,8 @@ const (
 	attrRefreshLeaseUntil = "refreshLeaseUntil" // epoch seconds; absent = no refresh in flight
 	attrCreatedAtUtc      = "createdAtUtc"
 	attrIsDeleted         = "isDeleted"
+	attrFetchStartedAtNs  = "fetchStartedAtNs"
 )
-
-// ClaimIdempotencyKey records key as accepted with a TTL of ttl after now.
-// It returns ErrConflict when the key was already claimed (a duplicate).
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, key, correlationID string, now time.Time, ttl time.Duration) error {
-	rec := &model.IdempotencyRecord{
-		IdempotencyKey: key, CorrelationID: correlationID,
-		CreatedAtUtc: now.UTC(), ExpiresAt: now.Add(ttl).Unix(),
-	}
-	if err := s.PutIfAbsent(ctx, s.t.Idempotency, rec); err != nil {
-		return fmt.Errorf("claim idempotency key %s: %w", key, err)
-	}
-	return nil
-}
-
-// ReleaseIdempotencyKey deletes key if it is still held by correlationID, so
-// a redelivery can be accepted again. Releasing a key someone else holds, or
-// one that is gone, is not an error.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, key, correlationID string) error {
-	cond := expression.Name("correlationId").Equal(expression.Value(correlationID))
-	err := s.DeleteIf(ctx, s.t.Idempotency, model.Key{PK: key}, cond)
-	if err != nil && !isConflict(err) {
-		return fmt.Errorf("release idempotency key %s: %w", key, err)
-	}
-	return nil
-}
 
 // ResolveAthlete returns the user a Strava athlete belongs to: the
 // STRAVA#ATHLETE#{id}/OWNER item, else the connection found through GSI1.
@@ -156,7 +132,10 @@ func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Tim
 // item) and a pending TTL (expiresAt) cleared unless w sets one. A workout
 // already marked deleted stays deleted: the write is refused
 // with ErrConflict, because Strava never revives a deleted activity and a late
-// fetch must not undo a delete.
+// fetch must not undo a delete. Writes are ordered by w.FetchStartedAtNs
+// (when set): the write is refused with ErrConflict unless the stored item
+// has no fetch instant or an older one, so an answer fetched earlier never
+// overwrites one fetched later.
 func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 	item, err := Marshal(w)
 	if err != nil {
@@ -181,8 +160,38 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
 		expression.AttributeNotExists(expression.Name(attrIsDeleted)),
 		expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
+	if w.FetchStartedAtNs > 0 {
+		fetched := expression.Name(attrFetchStartedAtNs)
+		cond = cond.And(expression.Or(expression.AttributeNotExists(fetched),
+			fetched.LessThan(expression.Value(w.FetchStartedAtNs))))
+	}
 	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+		if isConflict(err) {
+			return fmt.Errorf("upsert workout %d of %s: deleted, or an answer fetched later is stored: %w", w.ActivityID, w.UserID, err)
+		}
 		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
+	}
+	return nil
+}
+
+// TakeAthleteRead counts one Strava read for the athlete in the window of
+// length windowLen containing now (model.AthleteReadsKey; the counter expires
+// an hour after its window) unless limit reads were already counted there:
+// then it returns ErrConflict and counts nothing.
+func (s *Store) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error {
+	window := now.UTC().Truncate(windowLen)
+	meta := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window}
+	meta.Stamp()
+	reads := expression.Name("reads")
+	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
+		Set(expression.Name("athleteId"), expression.Value(athleteID)).
+		Set(expression.Name("windowStartUtc"), expression.Value(window)).
+		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
+		Add(reads, expression.Value(1))
+	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(limit)))
+	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
+		return fmt.Errorf("count a strava read of athlete %d in the window of %s: %w", athleteID, window.Format(time.RFC3339), err)
 	}
 	return nil
 }

@@ -25,39 +25,6 @@ func seedConnection(t *testing.T, s *store.Store, user string, athlete int64, ve
 	}
 }
 
-func TestIngestIdempotencyClaimRelease(t *testing.T) {
-	t.Parallel()
-	s := dynamolocal.NewStore(t)
-	ctx := context.Background()
-	now := time.Now()
-	if err := s.ClaimIdempotencyKey(ctx, "k1", "c1", now, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ClaimIdempotencyKey(ctx, "k1", "c2", now, time.Hour); !errors.Is(err, model.ErrConflict) {
-		t.Fatalf("second claim: got %v, want ErrConflict", err)
-	}
-	// Another holder's release leaves the key alone.
-	if err := s.ReleaseIdempotencyKey(ctx, "k1", "c2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ClaimIdempotencyKey(ctx, "k1", "c3", now, time.Hour); !errors.Is(err, model.ErrConflict) {
-		t.Fatalf("after foreign release: got %v, want ErrConflict", err)
-	}
-	if err := s.ReleaseIdempotencyKey(ctx, "k1", "c1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ClaimIdempotencyKey(ctx, "k1", "c4", now, time.Hour); err != nil {
-		t.Fatalf("after release: got %v, want nil", err)
-	}
-	var rec model.IdempotencyRecord
-	if err := s.Get(ctx, s.Tables().Idempotency, model.Key{PK: "k1"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if rec.CorrelationID != "c4" || rec.ExpiresAt != now.Add(time.Hour).Unix() {
-		t.Fatalf("got record %+v, want correlation c4 and expiresAt %d", rec, now.Add(time.Hour).Unix())
-	}
-}
-
 func TestIngestResolveAthlete(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)

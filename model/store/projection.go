@@ -7,6 +7,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
@@ -14,24 +17,105 @@ import (
 
 // WorkoutLogFields are the only workout attributes a projection reads (the
 // projection expression of WorkoutLog): keys and meta for normalization,
-// then what the milestone math and award attribution need.
+// then what the milestone math and award attribution need. LSI1 projects
+// exactly these (plus its own key), so the log never reads the table.
 var WorkoutLogFields = []string{
 	"PK", "SK", "entityType", "schemaVersion", "userId", "activityId", "sportType",
 	"distanceMeters", "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
 }
 
-// WorkoutLog reads a user's Strava workouts (begins_with(SK,
-// "WORKOUT#STRAVA#"), projected to WorkoutLogFields, strongly consistent) up
-// to the MaxWorkoutsToInspect guardrail; truncated says the log goes on.
-// Only the projected fields are set on the returned workouts. It fails closed
-// with ErrUnsupportedSchema when any workout was written by newer code.
-func (s *Store) WorkoutLog(ctx context.Context, userID string) (workouts []model.Workout, truncated bool, err error) {
-	ws, truncated, err := QueryEntities[model.Workout](ctx, s, s.t.Main, model.UserPK(userID), model.PrefixWorkoutStrava,
-		QueryOptions{Projection: WorkoutLogFields})
-	if err != nil {
-		return nil, false, fmt.Errorf("read workout log of user %s: %w", userID, err)
+// workoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
+// LSI1's INCLUDE projection.
+func workoutLogNonKeyAttributes() []string {
+	var out []string
+	for _, f := range WorkoutLogFields {
+		if f != "PK" && f != "SK" {
+			out = append(out, f)
+		}
 	}
-	return ws, truncated, nil
+	return out
+}
+
+// Log is the part of a user's workout log one recompute inspects.
+type Log struct {
+	// Workouts started inside the requested windows, newest first.
+	Workouts []model.Workout
+	// Truncated says the guardrail left out workouts of the windows; every
+	// one left out started before ExactFrom.
+	Truncated bool
+	// ExactFrom (set when Truncated) is the instant from which the log is
+	// complete: Workouts holds every workout of the windows started at or
+	// after it, and none started before it.
+	ExactFrom time.Time
+}
+
+// WorkoutLog reads the user's workouts started inside windows (their union;
+// a window without end reads to the newest workout) from LSI1 with a key
+// condition per merged window, newest first, strongly consistent, projected
+// to WorkoutLogFields, and stops at the MaxWorkoutsToInspect guardrail. So
+// whatever the guardrail leaves out is older than everything it keeps; the
+// workouts sharing the start date of the newest one left out are dropped
+// too, so that Log.ExactFrom is exact. No windows read nothing. Only the
+// projected fields are set on the returned workouts. It fails closed with
+// ErrUnsupportedSchema when a workout read was written by newer code.
+func (s *Store) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (Log, error) {
+	var (
+		items   []Item
+		dropped Item
+		budget  = model.MaxWorkoutsToInspect
+	)
+	proj := make([]expression.NameBuilder, len(WorkoutLogFields))
+	for i, f := range WorkoutLogFields {
+		proj[i] = expression.Name(f)
+	}
+	for _, w := range model.MergeWindows(windows) {
+		lo, hi := model.WorkoutDateRange(w)
+		kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
+			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
+		ex, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(proj[0], proj[1:]...)).Build()
+		if err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
+		}
+		res, err := s.queryPages(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.t.Main), IndexName: aws.String(IndexLSI1), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+			ScanIndexForward: aws.Bool(false),
+		}, budget)
+		if err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
+		}
+		items = append(items, res.Items...)
+		budget -= len(res.Items)
+		if res.Truncated {
+			dropped = res.next
+			break
+		}
+	}
+	out := Log{Workouts: make([]model.Workout, len(items))}
+	for i, item := range items {
+		if err := Unmarshal(item, &out.Workouts[i]); err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+		}
+	}
+	if dropped == nil {
+		return out, nil
+	}
+	var d model.Workout
+	if err := Unmarshal(dropped, &d); err != nil {
+		return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+	}
+	// Keys order (start date, activity id): workouts kept at the very start
+	// date of one left out are only part of that instant, so they go too.
+	ws := out.Workouts
+	for len(ws) > 0 && !ws[len(ws)-1].StartDateUtc.After(d.StartDateUtc) {
+		ws = ws[:len(ws)-1]
+	}
+	out.Workouts, out.Truncated, out.ExactFrom = ws, true, d.StartDateUtc.UTC().Add(time.Nanosecond)
+	if len(ws) > 0 {
+		out.ExactFrom = ws[len(ws)-1].StartDateUtc.UTC()
+	}
+	return out, nil
 }
 
 // UnreadableItem is an item a reader skipped because it could not decode it
@@ -162,6 +246,11 @@ func (s *Store) WriteProjection(ctx context.Context, w ProjectionWrite) error {
 		c.Set["projectedAtUtc"] = p.ProjectedAtUtc.UTC()
 	} else {
 		c.Remove = []string{"projectedAtUtc"}
+	}
+	if p.ExactFromUtc != nil {
+		c.Set["exactFromUtc"] = p.ExactFromUtc.UTC()
+	} else {
+		c.Remove = append(c.Remove, "exactFromUtc")
 	}
 	k := model.MilestoneKey(w.UserID, w.MilestoneID)
 	if len(w.Awards) == 0 && len(w.Audits) == 0 {

@@ -1,6 +1,28 @@
 // Package store is the DynamoDB adapter: it reads and writes model entities
 // with aws-sdk-go-v2 (attributevalue, the expression builder) and translates
 // DynamoDB's failures into model's error vocabulary. It never scans.
+//
+// The workout log and its index. The projector reads a user's workouts by
+// start date (WorkoutLog), not by activity id: the main table has a local
+// secondary index LSI1 whose sort key LSI1SK is model.WorkoutDateSK
+// (WORKOUT#{startDateUtc, fixed width with nanoseconds}#{activityId,
+// zero-padded to 19 digits}), set by Workout.Stamp on every write. It is an
+// LSI, not a GSI, on purpose: an LSI can be read strongly consistent, a GSI
+// cannot, and the projector is triggered by the very write it must see (a
+// GSI could miss a fresh workout until the next event). The price: an LSI
+// exists only from table creation (migration: scripts/migrate-lsi), and a
+// user's partition (items plus LSI entries) is limited to 10 GB, far above
+// what one athlete's workouts take. LSI1 projects only WorkoutLogFields
+// (INCLUDE), so the log never reads the table. Only workouts with a start
+// date carry LSI1SK; tombstones (a delete that overtook its create) stay out.
+//
+// WorkoutLog queries the union of the user's milestone periods with a key
+// condition (BETWEEN) per merged period, newest first, and applies the
+// guardrail (model.MaxWorkoutsToInspect) to what it reads: everything it
+// leaves out is older than everything it keeps, and Log.ExactFrom says from
+// which instant the log is complete. Changing WorkoutDateSK's shape is
+// replay-sensitive: re-key every workout (migrate-lsi -backfill after
+// clearing LSI1SK) and rebuild.
 package store
 
 import (
@@ -326,6 +348,8 @@ type QueryResult struct {
 	Items []Item
 	// Truncated is true when the guardrail stopped the query before the end.
 	Truncated bool
+	// next is the first item left out when Truncated.
+	next Item
 }
 
 // QueryPrefix reads the items of partition pk whose sort key begins with
@@ -369,30 +393,33 @@ func (s *Store) QueryPrefix(ctx context.Context, table, pk, prefix string, o Que
 	} else {
 		in.ConsistentRead = aws.Bool(true)
 	}
+	res, err := s.queryPages(ctx, in, limit)
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, err)
+	}
+	return res, nil
+}
+
+// queryPages runs in page by page and keeps at most limit items (limit may
+// be 0). Truncated says more items follow; next is then the first of them,
+// read so the caller learns where the cut fell (one item beyond the limit
+// is all it ever reads past it).
+func (s *Store) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int) (QueryResult, error) {
 	var res QueryResult
 	for {
 		// Ask for one more than we keep so we know whether the log goes on.
 		in.Limit = aws.Int32(int32(min(limit-len(res.Items)+1, 1000)))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, translate(err))
+			return QueryResult{}, translate(err)
 		}
 		res.Items = append(res.Items, out.Items...)
 		if len(res.Items) > limit {
+			res.next = res.Items[limit]
 			res.Items, res.Truncated = res.Items[:limit], true
 			return res, nil
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return res, nil
-		}
-		if len(res.Items) == limit {
-			// Exactly at the limit with more pages: peek one item.
-			in.ExclusiveStartKey, in.Limit = out.LastEvaluatedKey, aws.Int32(1)
-			more, err := s.db.Query(ctx, in)
-			if err != nil {
-				return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, translate(err))
-			}
-			res.Truncated = len(more.Items) > 0
 			return res, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
@@ -432,6 +459,16 @@ func (s *Store) BatchPut(ctx context.Context, table string, es []model.Entity) e
 			return err
 		}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+	}
+	return s.batchWrite(ctx, table, reqs)
+}
+
+// BatchPutItems writes raw items (already rendered, e.g. copied from
+// another table by a migration) in chunks of 25, like BatchPut.
+func (s *Store) BatchPutItems(ctx context.Context, table string, items []Item) error {
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
 	}
 	return s.batchWrite(ctx, table, reqs)
 }

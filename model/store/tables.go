@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
 )
 
 // Base table names (seed 000). An environment may prefix them.
@@ -27,6 +29,18 @@ const (
 	// IndexGSI2 is the main table's sparse users index (only profiles carry
 	// GSI2PK) and the audit table's event-month index.
 	IndexGSI2 = "GSI2"
+	// IndexLSI1 is the main table's local secondary index on LSI1SK, the
+	// workouts' date-ordered key (model.WorkoutDateSK). Only workouts carry
+	// LSI1SK, so it holds nothing else. The projector reads its log from it
+	// with a key condition on the milestones' periods, strongly consistent.
+	IndexLSI1 = "LSI1"
+	// AttrLSI1SK is LSI1's sort key attribute.
+	AttrLSI1SK = "LSI1SK"
+	// IndexPending is the idempotency table's sparse index of pending outbox
+	// items (PendingPK = OUTBOX#PENDING#{shard}, PendingSK = due instant and
+	// key): only items in status received carry its keys, so the sweeper
+	// finds due work with a Query per shard, never a Scan.
+	IndexPending = "Pending"
 )
 
 // Tables holds the four table names of one environment.
@@ -55,6 +69,15 @@ type IndexSpec struct {
 	RangeKey string
 }
 
+// LocalIndexSpec describes a local secondary index: the table's hash key
+// with another sort key, projecting the keys plus NonKeyAttributes
+// (projection INCLUDE). An LSI can only be created with its table.
+type LocalIndexSpec struct {
+	Name             string
+	RangeKey         string
+	NonKeyAttributes []string
+}
+
 // TableSpec is the single source of truth for one table's shape: the local
 // stack and tests create tables from it, and the Terraform checks compare
 // terraform/ against it. All key attributes are strings.
@@ -63,6 +86,7 @@ type TableSpec struct {
 	HashKey      string
 	RangeKey     string // empty for a hash-only table
 	GSIs         []IndexSpec
+	LSIs         []LocalIndexSpec
 	TTLAttribute string // empty when the table has no TTL
 	StreamView   types.StreamViewType
 	PITR         bool
@@ -76,6 +100,9 @@ func Specs(t Tables) []TableSpec {
 			GSIs: []IndexSpec{
 				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
 				{Name: IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+			},
+			LSIs: []LocalIndexSpec{
+				{Name: IndexLSI1, RangeKey: AttrLSI1SK, NonKeyAttributes: workoutLogNonKeyAttributes()},
 			},
 			TTLAttribute: "expiresAt",
 			StreamView:   types.StreamViewTypeNewAndOldImages,
@@ -91,7 +118,12 @@ func Specs(t Tables) []TableSpec {
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},
-		{Name: t.Idempotency, HashKey: "IdempotencyKey", TTLAttribute: "expiresAt", PITR: true},
+		{
+			Name: t.Idempotency, HashKey: "IdempotencyKey",
+			GSIs:         []IndexSpec{{Name: IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK"}},
+			TTLAttribute: "expiresAt",
+			PITR:         true,
+		},
 	}
 }
 
@@ -128,6 +160,16 @@ func (s TableSpec) CreateTableInput() *dynamodb.CreateTableInput {
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		})
 	}
+	for _, l := range s.LSIs {
+		addAttr(l.RangeKey)
+		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, types.LocalSecondaryIndex{
+			IndexName: aws.String(l.Name),
+			KeySchema: keySchema(s.HashKey, l.RangeKey),
+			Projection: &types.Projection{
+				ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: l.NonKeyAttributes,
+			},
+		})
+	}
 	in.AttributeDefinitions = defs
 	if s.StreamView != "" {
 		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.StreamView}
@@ -153,6 +195,12 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", s.Name, err)
 		}
+		if err := checkLocalIndexes(ctx, db, s); err != nil {
+			return err
+		}
+		if err := addMissingIndexes(ctx, db, s); err != nil {
+			return err
+		}
 		if s.TTLAttribute == "" {
 			continue
 		}
@@ -165,6 +213,76 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t Tables) error {
 		// Enabling TTL twice is refused; that only means it is already on.
 		if err != nil && !isAlreadyEnabled(err) {
 			return fmt.Errorf("enable ttl on %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkLocalIndexes fails when a table that already existed lacks one of
+// the spec's LSIs: an LSI can only be created with its table, so such a
+// table was created by an older version and must be migrated.
+func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
+	if len(s.LSIs) == 0 {
+		return nil
+	}
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", s.Name, err)
+	}
+	have := map[string]bool{}
+	for _, l := range out.Table.LocalSecondaryIndexes {
+		have[aws.ToString(l.IndexName)] = true
+	}
+	for _, l := range s.LSIs {
+		if !have[l.Name] {
+			return fmt.Errorf("table %s exists without local index %s (created by an older version; an LSI can only be created with its table): "+
+				"migrate it with scripts/migrate-lsi, or start from empty tables: %w", s.Name, l.Name, model.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// addMissingIndexes creates the spec's GSIs a table made by older code lacks
+// (a persisted local data directory) and waits until they are active.
+func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", s.Name, err)
+	}
+	have := map[string]bool{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	in := s.CreateTableInput()
+	added := false
+	for _, g := range in.GlobalSecondaryIndexes {
+		if have[aws.ToString(g.IndexName)] {
+			continue
+		}
+		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName: aws.String(s.Name), AttributeDefinitions: in.AttributeDefinitions,
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
+			}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", aws.ToString(g.IndexName), s.Name, err)
+		}
+		added = true
+	}
+	for added {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", s.Name, err)
+		}
+		added = false
+		for _, g := range out.Table.GlobalSecondaryIndexes {
+			added = added || g.IndexStatus != types.IndexStatusActive
+		}
+		if added {
+			if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return fmt.Errorf("wait for the indexes of %s: %w", s.Name, err)
+			}
 		}
 	}
 	return nil

@@ -46,7 +46,7 @@ const (
 // Store is what the consumer needs from the DynamoDB adapter.
 type Store interface {
 	UserMilestones(ctx context.Context, userID string) (store.UserMilestones, error)
-	WorkoutLog(ctx context.Context, userID string) ([]model.Workout, bool, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
 	WriteProjection(ctx context.Context, w store.ProjectionWrite) error
 	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
@@ -189,6 +189,7 @@ func (r MilestoneReport) Diffs() []string {
 	diff("awardedParts", s.AwardedParts, n.AwardedParts)
 	diff("status", s.Status, n.Status)
 	diff("truncated", s.Truncated, n.Truncated)
+	diff("exactFromUtc", fmtInstant(s.ExactFromUtc), fmtInstant(n.ExactFromUtc))
 	if len(r.MissingAwards) > 0 {
 		out = append(out, fmt.Sprintf("award items missing for parts %v", r.MissingAwards))
 	}
@@ -207,12 +208,22 @@ func (r MilestoneReport) UnjustifiedMessage() string {
 		"with its AWARD_MINTED audit entry and are neither minted nor counted", r.Stored.AwardedParts, r.Justified, r.Earned, r.Unjustified)
 }
 
+// fmtInstant renders an optional instant for drift reports ("-" when unset).
+func fmtInstant(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
 // UserReport is the outcome of re-projecting one user.
 type UserReport struct {
 	UserID string
-	// Workouts inspected and whether the log hit the guardrail.
+	// Workouts inspected and whether the log hit the guardrail (then
+	// ExactFrom is the instant from which it is complete).
 	Workouts  int
 	Truncated bool
+	ExactFrom time.Time
 	// Milestones in milestone id order.
 	Milestones []MilestoneReport
 	// Unreadable lists milestone or award items left alone because they
@@ -279,16 +290,26 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, dryRu
 	if len(um.Milestones) == 0 {
 		return rep, nil // nothing to project: skip reading the log
 	}
-	workouts, truncated, err := c.st.WorkoutLog(ctx, userID)
+	// Only workouts inside a milestone's period can count: read just those
+	// (the union of the periods, newest first, up to the guardrail). Every
+	// projected milestone contributes its period, completed ones included:
+	// their value still follows the log (awards never go back).
+	var windows []model.Window
+	for _, m := range um.Milestones {
+		if projections.Validate(m.MilestoneDefinition) == nil {
+			windows = append(windows, m.Window())
+		}
+	}
+	wl, err := c.st.WorkoutLog(ctx, userID, windows)
 	if err != nil {
 		return rep, err
 	}
-	rep.Workouts, rep.Truncated = len(workouts), truncated
+	rep.Workouts, rep.Truncated, rep.ExactFrom = len(wl.Workouts), wl.Truncated, wl.ExactFrom
 	if c.o.BeforeWrite != nil && !dryRun {
 		c.o.BeforeWrite(ctx, userID)
 	}
 	now := c.o.Now()
-	lg := projections.Log{Workouts: workouts, Truncated: truncated}
+	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom}
 	parts := map[string]map[int]model.ModelPart{}
 	for i := range um.Milestones {
 		mr, err := c.milestone(ctx, &um.Milestones[i], um.Awards[um.Milestones[i].MilestoneID], lg, now, correlationID, dryRun, parts)
@@ -335,6 +356,11 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	}
 	mr.Recomputed, mr.Changed, mr.NewParts = res.Projection, res.Changed, res.NewParts
 	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
+	if p := res.Projection; p.Truncated {
+		log.WarnContext(ctx, "milestone truncated by the guardrail: older workouts of its period were not read",
+			"exactFromUtc", fmtInstant(p.ExactFromUtc), "periodStartAtUtc", m.PeriodStartAtUtc.UTC().Format(time.RFC3339),
+			"workoutsInspected", len(lg.Workouts), "limit", model.MaxWorkoutsToInspect, "correlationId", correlationID)
+	}
 	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {
 		if _, ok := existing[i]; !ok {
 			mr.MissingAwards = append(mr.MissingAwards, i)
@@ -417,6 +443,7 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	}
 	if res.BecameTruncated {
 		details["workoutsInspected"] = strconv.Itoa(len(lg.Workouts))
+		details["exactFromUtc"] = fmtInstant(res.Projection.ExactFromUtc)
 		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, mr.Version, -1, details)
 	}
 	return mr, nil
@@ -536,7 +563,7 @@ func Token(w store.ProjectionWrite) string {
 	p := w.Projection
 	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
-		string(p.Status), strconv.FormatBool(p.Truncated)}
+		string(p.Status), strconv.FormatBool(p.Truncated), fmtInstant(p.ExactFromUtc)}
 	for _, a := range w.Awards {
 		parts = append(parts, strconv.Itoa(a.PartIndex), strconv.FormatInt(a.ActivityID, 10))
 	}
@@ -636,6 +663,7 @@ func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 			bm.conflicts += max(rep.Attempts-1, 0)
 			for _, m := range rep.Milestones {
 				bm.minted += len(m.Minted) * btoi(m.Written)
+				bm.truncated += btoi(m.Skipped == "" && m.Recomputed.Truncated)
 			}
 			if err == nil {
 				return

@@ -8,9 +8,17 @@ import (
 // MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
 const MetricsNamespace = "CommitCollect/Projector"
 
+// MetricMilestonesTruncated counts, per batch, the projected milestones whose
+// period holds more workouts than the guardrail (model.MaxWorkoutsToInspect)
+// let the projector read; Terraform alarms when it is above zero.
+const MetricMilestonesTruncated = "MilestonesTruncated"
+
 type batchMetrics struct {
 	seen, ignored, parked, failed, users, conflicts, minted int
-	maxLag, duration                                        time.Duration
+	// truncated counts projected milestones whose period holds more
+	// workouts than the guardrail let the projector read.
+	truncated        int
+	maxLag, duration time.Duration
 }
 
 type emfMetric struct {
@@ -21,7 +29,7 @@ type emfMetric struct {
 // emit writes one CloudWatch Embedded Metric Format line for a batch.
 // Failing to write metrics never fails the batch.
 func (c *Consumer) emit(m batchMetrics) {
-	counts := []string{"RecordsSeen", "RecordsIgnored", "RecordsParked", "RecordsFailed", "UsersProjected", "ConflictsRetried", "AwardsMinted"}
+	counts := []string{"RecordsSeen", "RecordsIgnored", "RecordsParked", "RecordsFailed", "UsersProjected", "ConflictsRetried", "AwardsMinted", MetricMilestonesTruncated}
 	defs := make([]emfMetric, 0, len(counts)+2)
 	for _, n := range counts {
 		defs = append(defs, emfMetric{n, "Count"})
@@ -36,16 +44,17 @@ func (c *Consumer) emit(m batchMetrics) {
 				"Metrics":    defs,
 			}},
 		},
-		"Service":          "projector",
-		"RecordsSeen":      m.seen,
-		"RecordsIgnored":   m.ignored,
-		"RecordsParked":    m.parked,
-		"RecordsFailed":    m.failed,
-		"UsersProjected":   m.users,
-		"ConflictsRetried": m.conflicts,
-		"AwardsMinted":     m.minted,
-		"ProjectionLag":    m.maxLag.Milliseconds(),
-		"BatchDuration":    m.duration.Milliseconds(),
+		"Service":                 "projector",
+		"RecordsSeen":             m.seen,
+		"RecordsIgnored":          m.ignored,
+		"RecordsParked":           m.parked,
+		"RecordsFailed":           m.failed,
+		"UsersProjected":          m.users,
+		"ConflictsRetried":        m.conflicts,
+		"AwardsMinted":            m.minted,
+		MetricMilestonesTruncated: m.truncated,
+		"ProjectionLag":           m.maxLag.Milliseconds(),
+		"BatchDuration":           m.duration.Milliseconds(),
 	}
 	b, err := json.Marshal(line)
 	if err != nil {

@@ -52,7 +52,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		yes          = fs.Bool("yes", false, "apply without asking for confirmation (CI)")
 		planOnly     = fs.Bool("plan-only", false, "stop after the plan summary (and the stateful-resource check); apply nothing")
 		skipBuild    = fs.Bool("skip-build", false, "do not build the Lambda zips; use the ones already in --dist")
-		dist         = fs.String("dist", "dist", "`dir` for the Lambda zips (api.zip, worker.zip, projector.zip), passed as var artifacts_dir")
+		dist         = fs.String("dist", "dist", "`dir` for the Lambda zips (api.zip, worker.zip, projector.zip, sweeper.zip), passed as var artifacts_dir")
 		handlers     = fs.String("handlers", "handlers", "`dir` holding one package per Lambda")
 		tfBin        = fs.String("terraform", "", "terraform binary `path` (default: terraform on PATH)")
 	)
@@ -104,7 +104,7 @@ Flags:
 			return fail(err)
 		}
 	}
-	if err := tfdeploy.RequireZips(distAbs, []string{"api", "worker", "projector"}); err != nil {
+	if err := tfdeploy.RequireZips(distAbs, []string{"api", "worker", "projector", "sweeper"}); err != nil {
 		return fail(err)
 	}
 

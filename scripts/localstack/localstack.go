@@ -72,8 +72,19 @@ var Settings = []struct{ Name, Meaning string }{
 	{"STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET", "the Strava API application (default: the simulator's)"},
 	{"STRAVA_VERIFY_TOKEN", "the webhook handshake token (default " + DefaultVerifyToken + ")"},
 	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
+	{"CC_OUTBOX_LEASE", "how long a webhook hand-off is presumed in flight before the sweeper dispatches it again (default " + DefaultLocalLease.String() + " locally)"},
+	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30; 0: no cap)"},
+	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
+
+// Local defaults of the outbox sweeper: a short lease (the local queue
+// never holds a job twice, so a lease lapsing while a job waits costs
+// nothing) and a sweep every few seconds.
+const (
+	DefaultLocalLease    = 10 * time.Second
+	DefaultSweepInterval = 2 * time.Second
+)
 
 // Options shape a Stack. Zero values take the defaults.
 type Options struct {
@@ -92,6 +103,9 @@ type Options struct {
 	// MaxAttempts bounds deliveries of a failing stream record before it is
 	// parked (default: the reader's).
 	MaxAttempts int
+	// SweepInterval is the pause between outbox sweeps (default
+	// DefaultSweepInterval); the first sweep runs at start.
+	SweepInterval time.Duration
 }
 
 // Stack is a running local pipeline. Close stops it.
@@ -108,19 +122,24 @@ type Stack struct {
 	Store *store.Store
 	// Queue hands webhook events to the worker.
 	Queue *ingest.Queue
+	// Sweeper re-dispatches outbox items whose hand-off was lost or whose
+	// deferral ended (at start, then every SweepInterval).
+	Sweeper *ingest.Sweeper
 	// Projector is the stream consumer; Reader feeds it.
 	Projector *consumer.Consumer
 	Reader    *streams.Reader
 
-	log      *slog.Logger
-	dynamo   *dynamolocal.Server
-	server   *http.Server
-	listener net.Listener
-	handler  streams.Handler
-	runDone  chan struct{}
-	runErr   error
-	cancel   context.CancelFunc
-	once     sync.Once
+	log         *slog.Logger
+	dynamo      *dynamolocal.Server
+	server      *http.Server
+	listener    net.Listener
+	handler     streams.Handler
+	runDone     chan struct{}
+	runErr      error
+	cancel      context.CancelFunc
+	sweepCancel context.CancelFunc
+	sweepDone   chan struct{}
+	once        sync.Once
 }
 
 // Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
@@ -159,6 +178,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.APIURL = "http://" + s.listener.Addr().String()
 	set("CC_PUBLIC_URL", s.APIURL)
 	set("STRAVA_VERIFY_TOKEN", DefaultVerifyToken)
+	set("CC_OUTBOX_LEASE", DefaultLocalLease.String())
 
 	if getenv("STRAVA_BASE_URL") == "" {
 		subID := int64(DefaultSubscriptionID)
@@ -236,8 +256,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// The worker, behind the Dispatcher the api's webhook uses.
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log.With("service", "worker"))
-	s.Queue = ingest.NewQueue(worker.Process, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
+	s.Queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
+	// The sweeper: at start it dispatches what a killed predecessor left
+	// received (accepted but never settled), then every SweepInterval.
+	s.Sweeper = ingest.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
+	s.Sweeper.Lease = cfg.OutboxLease
+	sweepCtx, sweepCancel := context.WithCancel(context.Background())
+	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
+	go func() {
+		defer close(s.sweepDone)
+		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
+	}()
 
 	mux, err := app.NewAPI(cfg, s.Store, s.Queue, nil, log.With("service", "api"))
 	if err != nil {
@@ -303,9 +334,11 @@ func (s *Stack) Err() error {
 }
 
 // Close stops everything in reverse order: the API (in-flight requests
-// finish), the worker queue (queued jobs finish, bounded by ctx), the
-// stream reader, the simulator and DynamoDB Local. It is safe to call more
-// than once.
+// finish), the sweeper, the worker queue (running jobs finish, bounded by
+// ctx; queued ones are not started), the stream reader, the simulator and
+// DynamoDB Local. Every accepted event not finished stays received in the
+// outbox, and the sweeper of the next start (same CC_DATA_DIR) runs it. It
+// is safe to call more than once.
 func (s *Stack) Close(ctx context.Context) {
 	s.once.Do(func() {
 		if s.server != nil {
@@ -314,6 +347,10 @@ func (s *Stack) Close(ctx context.Context) {
 			}
 		} else if s.listener != nil {
 			_ = s.listener.Close()
+		}
+		if s.sweepCancel != nil {
+			s.sweepCancel()
+			<-s.sweepDone
 		}
 		if s.Queue != nil {
 			if err := s.Queue.Close(ctx); err != nil {
@@ -337,11 +374,15 @@ func (s *Stack) Close(ctx context.Context) {
 }
 
 // parkJob is the local queue's on-failure destination (the worker Lambda's
-// DLQ in AWS): the job is kept for redrive, never dropped.
+// DLQ in AWS): the worker could not even record the job's outcome. The job
+// is kept for redrive; its outbox item also stays received, so the sweeper
+// tries it again.
 func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
+	job.Redrive = true
 	payload, err := json.Marshal(job)
 	if err != nil {
-		s.log.ErrorContext(ctx, "worker job lost: cannot encode it", "correlationId", job.CorrelationID, "error", err)
+		s.log.ErrorContext(ctx, "worker job not parked (cannot encode it); it stays received in the outbox",
+			"correlationId", job.CorrelationID, "error", err)
 		return
 	}
 	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
@@ -350,7 +391,8 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 		r.RecordID = job.CorrelationID
 	}
 	if err := s.Store.Park(ctx, r); err != nil {
-		s.log.ErrorContext(ctx, "park worker job failed; job logged here", "job", string(payload), "error", err)
+		s.log.ErrorContext(ctx, "park worker job failed; it stays received in the outbox for the sweeper",
+			"correlationId", job.CorrelationID, "idempotencyKey", job.IdempotencyKey, "error", err)
 		return
 	}
 	s.log.WarnContext(ctx, "worker job parked for redrive", "correlationId", job.CorrelationID, "reason", cause.Error())

@@ -47,10 +47,10 @@ type Drift struct {
 	UserID      string `json:"userId"`
 	MilestoneID string `json:"milestoneId"`
 	// Field is the projected attribute: progressValue, workoutsCounted,
-	// awardedParts, status, truncated, or award (a missing award item, with
-	// the part index in Stored/Recomputed; or award items not justified,
-	// with Message). An awardedParts beyond what the log or audited awards
-	// justify carries Message too.
+	// awardedParts, status, truncated, exactFromUtc, or award (a missing
+	// award item, with the part index in Stored/Recomputed; or award items
+	// not justified, with Message). An awardedParts beyond what the log or
+	// audited awards justify carries Message too.
 	Field      string `json:"field"`
 	Stored     string `json:"stored"`
 	Recomputed string `json:"recomputed"`
@@ -66,6 +66,7 @@ const (
 	FieldAwardedParts    = "awardedParts"
 	FieldStatus          = "status"
 	FieldTruncated       = "truncated"
+	FieldExactFrom       = "exactFromUtc"
 	FieldAward           = "award"
 )
 

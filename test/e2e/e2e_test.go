@@ -79,7 +79,7 @@ func newAPI(t *testing.T) *api {
 	t.Cleanup(a.srv.Close)
 
 	worker := ingest.NewStravaWorker(a.st, ingest.StravaSettings{BaseURL: a.sim.URL, ClientID: a.sim.ClientID(), ClientSecret: a.sim.ClientSecret()}, log)
-	a.queue = ingest.NewQueue(worker.Process, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, log)
+	a.queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, log)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

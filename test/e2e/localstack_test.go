@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,10 +20,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/secrets"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // lookup is an environment made of m only.
@@ -273,5 +278,94 @@ func readBanner(t *testing.T, stdout *syncBuffer, cmd *exec.Cmd, stderr *syncBuf
 			t.Fatalf("run did not print where it listens:\n%s\n%s", out, stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A stack killed (kill -9) after answering 200 leaves its accepted events
+// received in the outbox; the next stack on the same tables writes them all
+// with its sweeper, at start, without any redelivery from Strava.
+func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
+	ctx := context.Background()
+	sim := stravasim.New(stravasim.Options{SubscriptionID: 7})
+	t.Cleanup(sim.Close)
+	endpoint, prefix := dynamolocal.Endpoint(t), dynamolocal.UniquePrefix()
+	db, _ := dynamolocal.Clients(t)
+	tables := store.TableNames(prefix)
+	if err := store.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	// The killed stack and the next one share the token key (as CC_DATA_DIR's
+	// token.key makes them do), so the connection it sealed stays readable.
+	tokenKey := secrets.NewLocalKey()
+	master, err := secrets.ParseLocalKey(tokenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := secrets.NewLocalKeyProvider(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(db, tables)
+	st.Secrets = secrets.NewSealer(kp)
+	sim.AddAthlete(stravasim.Athlete{ID: 31, Firstname: "K"})
+	tok := sim.IssueTokens(31, time.Hour)
+	if err := st.Put(ctx, tables.Main, &model.StravaConnection{UserID: "u31", AthleteID: 31, AccessToken: tok.AccessToken,
+		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: 31, UserID: "u31"}); err != nil {
+		t.Fatal(err)
+	}
+	// What the killed stack's webhook recorded before dying: claims whose
+	// jobs never ran.
+	const n = 10
+	accepted := time.Now().Add(-time.Minute).UTC()
+	for i := range n {
+		id := int64(3100 + i)
+		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: 31, Name: "K", SportType: "Run", Distance: 1000, MovingTime: 300,
+			StartDate: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)})
+		ev := ingest.Event{ObjectType: "activity", ObjectID: id, AspectType: "create", OwnerID: 31, SubscriptionID: 7, EventTime: 1700000000}
+		j := ingest.Job{Event: ev, CorrelationID: model.NewID(), IdempotencyKey: ev.IdempotencyKey(), ReceivedAtUtc: accepted}
+		raw, _ := json.Marshal(j)
+		if _, err := st.ClaimOutboxItem(ctx, j.IdempotencyKey, j.CorrelationID, string(raw), accepted, 10*time.Second, ingest.IdempotencyTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stack, err := localstack.Start(ctx, localstack.Options{
+		Getenv: lookup(map[string]string{
+			"CC_HTTP_ADDR": "127.0.0.1:0", "DYNAMODB_ENDPOINT": endpoint, "CC_TABLE_PREFIX": prefix,
+			"STRAVA_BASE_URL": sim.URL, "STRAVA_CLIENT_ID": sim.ClientID(), "STRAVA_CLIENT_SECRET": sim.ClientSecret(),
+			"STRAVA_SUBSCRIPTION_ID": "7", "CC_TOKEN_KEY": tokenKey,
+		}),
+		Log: slog.New(slog.DiscardHandler), SweepInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stack.Close(cctx)
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := st.PendingOutbox(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, _, err := store.QueryEntities[model.Workout](ctx, st, tables.Main, model.UserPK("u31"), model.PrefixWorkoutStrava, store.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Pending == 0 && len(ws) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %d of %d written, backlog %+v", len(ws), n, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := sim.Stats().ActivityFetches; got != n {
+		t.Errorf("got %d Strava fetches, want %d (one per accepted event)", got, n)
 	}
 }

@@ -118,6 +118,7 @@ type tableView struct {
 	sse        bool
 	attrs      map[string]string // attribute name → type
 	gsiProj    map[string]string // index name → projection type
+	lsiProj    map[string]string // local index name → projection type
 }
 
 func checkTables(v *violations, m *Module, all []*Module) {
@@ -204,7 +205,11 @@ func checkTables(v *violations, m *Module, all []*Module) {
 			v.add(r.DefRange(), "table %s: server_side_encryption must be enabled", s.Name)
 		}
 		wantAttrs := map[string]string{}
-		for _, a := range append([]string{s.HashKey, s.RangeKey}, gsiKeys(s.GSIs)...) {
+		keys := append([]string{s.HashKey, s.RangeKey}, gsiKeys(s.GSIs)...)
+		for _, l := range s.LSIs {
+			keys = append(keys, l.RangeKey)
+		}
+		for _, a := range keys {
 			if a != "" {
 				wantAttrs[a] = "S"
 			}
@@ -215,6 +220,11 @@ func checkTables(v *violations, m *Module, all []*Module) {
 		for name, p := range t.gsiProj {
 			if p != "ALL" {
 				v.add(r.DefRange(), "table %s index %s: projection %q, want ALL", s.Name, name, p)
+			}
+		}
+		for name, p := range t.lsiProj {
+			if p != "INCLUDE" {
+				v.add(r.DefRange(), "table %s local index %s: projection %q, want INCLUDE (the attributes of store.LocalIndexSpec)", s.Name, name, p)
 			}
 		}
 	}
@@ -234,6 +244,16 @@ func normSpec(s store.TableSpec) store.TableSpec {
 	if len(s.GSIs) == 0 {
 		s.GSIs = nil
 	}
+	lsis := make([]store.LocalIndexSpec, 0, len(s.LSIs))
+	for _, l := range s.LSIs {
+		l.NonKeyAttributes = slices.Sorted(slices.Values(l.NonKeyAttributes))
+		lsis = append(lsis, l)
+	}
+	sort.Slice(lsis, func(i, j int) bool { return lsis[i].Name < lsis[j].Name })
+	s.LSIs = nil
+	if len(lsis) > 0 {
+		s.LSIs = lsis
+	}
 	return s
 }
 
@@ -243,14 +263,14 @@ var tableSchema = &hcl.BodySchema{
 		{Name: "stream_enabled"}, {Name: "stream_view_type"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
-		{Type: "attribute"}, {Type: "global_secondary_index"}, {Type: "ttl"},
+		{Type: "attribute"}, {Type: "global_secondary_index"}, {Type: "local_secondary_index"}, {Type: "ttl"},
 		{Type: "point_in_time_recovery"}, {Type: "server_side_encryption"},
 	},
 }
 
 // evalTable expands the dynamic blocks of one table instance and reads it.
 func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
-	tv := tableView{attrs: map[string]string{}, gsiProj: map[string]string{}}
+	tv := tableView{attrs: map[string]string{}, gsiProj: map[string]string{}, lsiProj: map[string]string{}}
 	content, _, diags := dynblock.Expand(body, ctx).PartialContent(tableSchema)
 	if diags.HasErrors() {
 		return tv, diags
@@ -336,6 +356,25 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 			}
 			tv.gsiProj[g.Name] = str(c.Attributes, "projection_type")
 			tv.spec.GSIs = append(tv.spec.GSIs, g)
+		case "local_secondary_index":
+			at := sub(b, "name", "range_key", "projection_type", "non_key_attributes")
+			l := store.LocalIndexSpec{Name: str(at, "name"), RangeKey: str(at, "range_key")}
+			if a, ok := at["non_key_attributes"]; ok {
+				val, d := a.Expr.Value(ctx)
+				switch {
+				case d.HasErrors():
+					errs = append(errs, d.Error())
+				case !val.IsWhollyKnown() || val.IsNull() || !val.CanIterateElements():
+					errs = append(errs, "non_key_attributes is not a static list")
+				default:
+					for it := val.ElementIterator(); it.Next(); {
+						_, e := it.Element()
+						l.NonKeyAttributes = append(l.NonKeyAttributes, e.AsString())
+					}
+				}
+			}
+			tv.lsiProj[l.Name] = str(at, "projection_type")
+			tv.spec.LSIs = append(tv.spec.LSIs, l)
 		}
 	}
 	if len(errs) > 0 {

@@ -118,6 +118,12 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 		wantInErr string
 	}{
 		{
+			name: "pending index drifts from store.Specs", file: tables,
+			old:       `{ name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }`,
+			new:       `{ name = "Pending", hash_key = "PendingPK", range_key = "DueAt" }`,
+			wantInErr: "table chk-CommitCollectIdempotency: got",
+		},
+		{
 			name: "stream view drifts from store.Specs", file: tables,
 			old:       `stream_view   = "NEW_AND_OLD_IMAGES"`,
 			new:       `stream_view   = "KEYS_ONLY"`,
@@ -140,6 +146,24 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			old:       `enabled = each.value.pitr`,
 			new:       `enabled = false`,
 			wantInErr: "PITR:false",
+		},
+		{
+			name: "date index missing", file: tables,
+			old:       `name      = "LSI1"`,
+			new:       `name      = "LSI9"`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects less than the log reads", file: tables,
+			old:       `"totalElevationGain", "movingTimeSeconds",`,
+			new:       `"movingTimeSeconds",`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "date index projects everything", file: tables,
+			old:       `projection_type    = "INCLUDE"`,
+			new:       `projection_type    = "ALL"`,
+			wantInErr: "want INCLUDE",
 		},
 		{
 			name: "secret in a plain environment variable", file: cc,

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // IAM from the code.
 //
 // Where the recordings come from: TestIAMMatchesTheCode wires each Lambda
-// exactly as its main does (handlers/{api,worker,projector}/main.go:
+// exactly as its main does (handlers/{api,worker,projector,sweeper}/main.go:
 // config.Load, Config.AWS, Config.DynamoDB, store.New, …) with the
 // environment the plan gives that function, overridden only where the test
 // must point elsewhere (DynamoDB Local tables under a test prefix, the Strava
@@ -49,7 +49,8 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // *_PARAM references). config.RecordCalls, switched on by
 // CC_RECORD_AWS_CALLS in that environment, records every AWS call the
 // function makes while representative flows run: the webhook handshake and
-// events (create, update, delete, deauthorization), OAuth login/callback in
+// events (create, update, delete, deauthorization), a refused hand-off that
+// the sweeper re-dispatches once its lease lapses, OAuth login/callback in
 // several sessions, the BFF reads and writes, logout, account deletion with
 // two sessions, and the projector on the real stream records those writes
 // produced. Recorded table names are mapped back to the planned tables, and
@@ -174,7 +175,7 @@ type Used struct {
 	Context          map[string]string
 }
 
-// recordExample wires the three functions with their planned environment,
+// recordExample wires the four functions with their planned environment,
 // runs the flows and returns the recorded calls per function, with table
 // names mapped to the planned tables.
 func recordExample(t *testing.T, d *Deployed) map[string][]Used {
@@ -264,7 +265,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 
 	// handlers/worker/main.go
 	prev = setEnv(t, prev, env("worker"))
-	wCfg, err := config.Load(ctx, config.Need{Strava: true})
+	wCfg, err := config.Load(ctx, config.Need{Strava: true, Tokens: true})
 	if err != nil {
 		t.Fatalf("worker config: %v", err)
 	}
@@ -278,10 +279,11 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	}
 	worker := ingest.NewStravaWorker(wStore, ingest.StravaSettings{
 		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
+		AthleteReadsPerWindow: wCfg.AthleteReadsPerWindow, RateWindow: wCfg.StravaWindow, RetryBase: wCfg.RetryBase,
 	}, log)
 
 	// handlers/projector/main.go
-	setEnv(t, prev, env("projector"))
+	prev = setEnv(t, prev, env("projector"))
 	pCfg, err := config.Load(ctx, config.Need{})
 	if err != nil {
 		t.Fatalf("projector config: %v", err)
@@ -291,6 +293,22 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	}
 	pDB, _ := pCfg.DynamoDB(awsCfg)
 	projector := consumer.New(store.New(pDB, pCfg.Tables()), consumer.Options{Logger: log})
+
+	// handlers/sweeper/main.go
+	setEnv(t, prev, env("sweeper"))
+	sCfg, err := config.Load(ctx, config.Need{Worker: true})
+	if err != nil {
+		t.Fatalf("sweeper config: %v", err)
+	}
+	if awsCfg, err = sCfg.AWS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sDB, _ := sCfg.DynamoDB(awsCfg)
+	sweeper := ingest.NewSweeper(store.New(sDB, sCfg.Tables()),
+		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
+	if sCfg.OutboxLease > 0 {
+		sweeper.Lease = sCfg.OutboxLease
+	}
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
 	arn, err := store.StreamARN(ctx, db, local)
@@ -315,7 +333,17 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 	}
 	refuseNext := func() { shim.mu.Lock(); shim.refuse = 1; shim.mu.Unlock() }
-	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runWorker, runProjector)
+	// The schedule's run once the lease of a lost hand-off has lapsed.
+	runSweeper := func() int {
+		t.Helper()
+		sweeper.Now = func() time.Time { return time.Now().Add(sweeper.Lease + time.Second) }
+		res, err := sweeper.Sweep(ctx)
+		if err != nil {
+			t.Fatalf("sweeper: %v (%+v)", err, res)
+		}
+		return res.Dispatched
+	}
+	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runWorker, runProjector)
 
 	// Map the recordings to the planned resources.
 	plannedPrefix := EnvOf(d.Functions["api"])["CC_TABLE_PREFIX"]
@@ -361,7 +389,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 }
 
 // runFlows drives the api over HTTP (and the worker and projector after it).
-func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext, runWorker, runProjector func()) {
+func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext func(), runSweeper func() int, runWorker, runProjector func()) {
 	t.Helper()
 	ctx := context.Background()
 	do := func(c *http.Client, method, path string, body any) (int, []byte) {
@@ -450,11 +478,17 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	}
 	runWorker()
 	runProjector()
-	// A hand-off Lambda refuses: the api releases the idempotency key and
-	// answers 503 so that Strava redelivers.
+	// A hand-off Lambda refuses: the event stays in the outbox and the
+	// sweeper re-dispatches it once its lease lapses (Query on the Pending
+	// index, the lease's UpdateItem, the async invoke); the worker settles it.
 	refuseNext()
 	st, b = do(http.DefaultClient, http.MethodPost, ingest.WebhookPath, sim.ActivityEvent("update", 70000, athlete, map[string]string{"title": "again"}))
-	expect("webhook with a failing hand-off", st, http.StatusServiceUnavailable, b)
+	expect("webhook with a failing hand-off", st, http.StatusOK, b)
+	if n := runSweeper(); n != 1 {
+		t.Fatalf("the sweeper re-dispatched %d outbox items, want the one whose hand-off failed", n)
+	}
+	runWorker()
+	runProjector()
 	st, b = do(s1, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil)
 	expect("GET /v1/milestones/{id}", st, http.StatusOK, b)
 

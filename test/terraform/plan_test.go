@@ -149,7 +149,8 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 	}{
 		{"scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
 		{"table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
-		{"wildcard resource", cc, `resources = [module.worker.function_arn]`, `resources = ["*"]`, `resource "*"`},
+		{"wildcard resource", cc, "resources = [module.worker.function_arn]\n  }\n  statement {\n    sid       = \"ReadSecrets\"",
+			"resources = [\"*\"]\n  }\n  statement {\n    sid       = \"ReadSecrets\"", `resource "*"`},
 		{"no bisect on error", cc, `bisect_batch_on_function_error = true`, `bisect_batch_on_function_error = false`, "bisect_batch_on_function_error"},
 		{"record age at the stream's retention", cc,
 			`maximum_record_age_in_seconds  = var.projector.maximum_record_age_s`, `maximum_record_age_in_seconds  = 86400`, "below the stream's 24 h retention"},
@@ -165,6 +166,12 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		{"api invokes something else", cc,
 			`CC_WORKER_FUNCTION        = module.worker.function_name`, `CC_WORKER_FUNCTION        = module.projector.function_name`, "CC_WORKER_FUNCTION"},
 		{"functions read another table prefix", cc, `CC_TABLE_PREFIX = local.table_prefix`, `CC_TABLE_PREFIX = var.environment`, "CC_TABLE_PREFIX"},
+		{"truncation alarm missing", cc, `metric_name         = "MilestonesTruncated"`, `metric_name         = "UsersProjected"`, "missing alarm: milestones truncated by the guardrail"},
+		{"outbox backlog alarm missing", cc, `metric_name         = "OutboxDue"`, `metric_name         = "OutboxDispatched"`, "missing alarm: outbox backlog"},
+		{"schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
+		{"schedule permission not scoped to the rule", cc,
+			`source_arn    = aws_cloudwatch_event_rule.sweeper.arn`, `source_arn    = null`, "the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only"},
+		{"sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/projections/consumer"
 )
 
 // The checks in this file read what Terraform itself computed: the plan of
@@ -105,7 +106,7 @@ type Deployed struct {
 
 // FunctionRoles are the functions whose code iam_test.go runs and records;
 // every deployed function must be one of them.
-var FunctionRoles = []string{"api", "worker", "projector"}
+var FunctionRoles = []string{"api", "worker", "projector", "sweeper"}
 
 // NewDeployed indexes a state.
 func NewDeployed(st *tfjson.State) *Deployed {
@@ -216,6 +217,7 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 	checkStreamMappingDeployed(d, add)
 	checkWorkerAsyncDeployed(d, add)
 	checkRoutesDeployed(d, add)
+	checkSweeperDeployed(d, add)
 	checkAlarmsDeployed(d, topicARN, add)
 	return v
 }
@@ -499,6 +501,69 @@ func checkWorkerAsyncDeployed(d *Deployed, add addFunc) {
 	}
 }
 
+// ----------------------------------------------------------------- sweeper
+
+var scheduleExpr = regexp.MustCompile(`^(rate|cron)\(`)
+
+// checkSweeperDeployed: a schedule invokes the sweeper (rule → target →
+// permission scoped to that rule) and the sweeper dispatches to the worker
+// with the lease the api's claim takes.
+func checkSweeperDeployed(d *Deployed, add addFunc) {
+	sw, ok := d.Functions["sweeper"]
+	if !ok {
+		return // reported with FunctionRoles
+	}
+	rules := map[string]Resource{} // rule name → rule
+	for _, r := range d.Of("aws_cloudwatch_event_rule") {
+		rules[r.Str("name")] = r
+	}
+	scheduled := map[string]bool{} // rule arn → targets the sweeper
+	for _, tg := range d.Of("aws_cloudwatch_event_target") {
+		r, ok := rules[tg.Str("rule")]
+		if !ok {
+			add("%s: rule %q is not an aws_cloudwatch_event_rule of this configuration", tg.Address, tg.Str("rule"))
+			continue
+		}
+		if tg.Str("arn") != sw.Str("arn") {
+			add("%s: the schedule %s targets %q, want the sweeper %q", tg.Address, r.Str("name"), tg.Str("arn"), sw.Str("arn"))
+			continue
+		}
+		if !scheduleExpr.MatchString(r.Str("schedule_expression")) {
+			add("%s: schedule_expression %q, want rate(...) or cron(...)", r.Address, r.Str("schedule_expression"))
+			continue
+		}
+		scheduled[r.Str("arn")] = true
+	}
+	if len(scheduled) == 0 {
+		add("no aws_cloudwatch_event_rule schedules the sweeper: accepted webhook events whose hand-off failed would wait forever")
+	}
+	permitted := false
+	for _, p := range d.Of("aws_lambda_permission") {
+		if p.Str("principal") != "events.amazonaws.com" {
+			continue
+		}
+		if p.Str("function_name") != sw.Str("function_name") && p.Str("function_name") != sw.Str("arn") {
+			add("%s: EventBridge may invoke %q, want only the sweeper", p.Address, p.Str("function_name"))
+			continue
+		}
+		if !scheduled[p.Str("source_arn")] || p.Str("action") != "lambda:InvokeFunction" {
+			add("%s: the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only (source_arn %q)", p.Address, p.Str("source_arn"))
+			continue
+		}
+		permitted = true
+	}
+	if !permitted {
+		add("the sweeper's schedule has no aws_lambda_permission letting events.amazonaws.com invoke it from that rule")
+	}
+	env := EnvOf(sw)
+	if w, ok := d.Functions["worker"]; !ok || env["CC_WORKER_FUNCTION"] != w.Str("function_name") {
+		add("function sweeper: CC_WORKER_FUNCTION = %q, want the worker's name", env["CC_WORKER_FUNCTION"])
+	}
+	if api, ok := d.Functions["api"]; ok && (env["CC_OUTBOX_LEASE"] == "" || EnvOf(api)["CC_OUTBOX_LEASE"] != env["CC_OUTBOX_LEASE"]) {
+		add("function sweeper: CC_OUTBOX_LEASE = %q, the api's %q: the claim and the re-dispatch must use the same lease", env["CC_OUTBOX_LEASE"], EnvOf(api)["CC_OUTBOX_LEASE"])
+	}
+}
+
 // ------------------------------------------------------------------ routes
 
 // Routes are the routes API Gateway must send to the api Lambda: what its mux
@@ -607,17 +672,25 @@ func allOf(typ, attr string) func(*Deployed) []string {
 }
 
 // RequiredAlarms are the alarms every deployment needs. Add an entry with a
-// new resource that can fail silently (the outbox sweeper's backlog alarm
-// belongs here, next to its resource).
+// new resource that can fail silently.
 var RequiredAlarms = []Alarm{
-	{"function errors", "AWS/Lambda", "Errors", "FunctionName", functionNames("api", "worker", "projector")},
-	{"function throttles", "AWS/Lambda", "Throttles", "FunctionName", functionNames("api", "worker", "projector")},
+	{"function errors", "AWS/Lambda", "Errors", "FunctionName", functionNames(FunctionRoles...)},
+	{"function throttles", "AWS/Lambda", "Throttles", "FunctionName", functionNames(FunctionRoles...)},
 	{"projector stream iterator age", "AWS/Lambda", "IteratorAge", "FunctionName", functionNames("projector")},
 	{"worker async destination delivery failures", "AWS/Lambda", "DestinationDeliveryFailures", "FunctionName", functionNames("worker")},
 	{"worker async events dropped", "AWS/Lambda", "AsyncEventsDropped", "FunctionName", functionNames("worker")},
 	{"DLQ depth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", allOf("aws_sqs_queue", "name")},
 	{"API 5xx", "AWS/ApiGateway", "5xx", "ApiId", allOf("aws_apigatewayv2_api", "id")},
 	{"API latency", "AWS/ApiGateway", "Latency", "ApiId", allOf("aws_apigatewayv2_api", "id")},
+	// The projector's EMF metric: a milestone's period held more workouts
+	// than the guardrail reads (projections/consumer/metrics.go).
+	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
+	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
+	{"outbox backlog", ingest.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
+}
+
+func constant(v string) func(*Deployed) []string {
+	return func(*Deployed) []string { return []string{v} }
 }
 
 func checkAlarmsDeployed(d *Deployed, topicARN string, add addFunc) {

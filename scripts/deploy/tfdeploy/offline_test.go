@@ -13,14 +13,17 @@ import (
 
 // wantAtLeast are the resources the example environment must create (other
 // resources may join without touching this test; test/terraform checks what
-// they are): the four tables, three functions with a role each, the stream
-// mapping and the worker's async config.
+// they are): the four tables, four functions (api, worker, projector,
+// sweeper) with a role each, the stream mapping, the worker's async config
+// and the sweeper's schedule (rule, target).
 var wantAtLeast = map[string]int{
 	"aws_dynamodb_table":                      4,
-	"aws_lambda_function":                     3,
-	"aws_iam_role":                            3,
+	"aws_lambda_function":                     4,
+	"aws_iam_role":                            4,
 	"aws_lambda_event_source_mapping":         1,
 	"aws_lambda_function_event_invoke_config": 1,
+	"aws_cloudwatch_event_rule":               1,
+	"aws_cloudwatch_event_target":             1,
 }
 
 // TestOfflinePlan drives the deploy through terraform-exec as far as an

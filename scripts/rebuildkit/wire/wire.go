@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -114,6 +115,7 @@ func Outcome(rep consumer.UserReport, dryRun bool) rebuildkit.Outcome {
 		d(rebuildkit.FieldAwardedParts, s.AwardedParts, r.AwardedParts)
 		d(rebuildkit.FieldStatus, s.Status, r.Status)
 		d(rebuildkit.FieldTruncated, s.Truncated, r.Truncated)
+		d(rebuildkit.FieldExactFrom, instant(s.ExactFromUtc), instant(r.ExactFromUtc))
 		for _, i := range m.MissingAwards {
 			out.Drift = append(out.Drift, rebuildkit.Drift{UserID: rep.UserID, MilestoneID: m.MilestoneID,
 				Field: rebuildkit.FieldAward, Stored: "missing", Recomputed: fmt.Sprintf("part %d", i)})
@@ -139,4 +141,12 @@ func unjustifiedDrift(out *rebuildkit.Outcome, userID string, m consumer.Milesto
 	}
 	out.Drift = append(out.Drift, rebuildkit.Drift{UserID: userID, MilestoneID: m.MilestoneID, Field: rebuildkit.FieldAward,
 		Stored: fmt.Sprintf("parts %v", m.Unjustified), Recomputed: "unjustified", Message: msg})
+}
+
+// instant renders an optional instant for drift lines ("-" when unset).
+func instant(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

@@ -18,6 +18,7 @@ func worker(cfg config.Config, st *store.Store, log *slog.Logger) rebuildkit.Pro
 	}
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log)
 	return w.Handle
 }

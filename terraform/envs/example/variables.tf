@@ -14,7 +14,7 @@ variable "environment" {
 }
 
 variable "artifacts_dir" {
-  description = "Folder holding api.zip, worker.zip and projector.zip, relative to this folder (an absolute path would put the checkout's location in state). Null means dist/ at the repository root."
+  description = "Folder holding api.zip, worker.zip, projector.zip and sweeper.zip, relative to this folder (an absolute path would put the checkout's location in state). Null means dist/ at the repository root."
   type        = string
   default     = null
 }

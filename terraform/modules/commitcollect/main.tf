@@ -1,7 +1,7 @@
 # CommitCollect in one AWS account and region: the four tables, the api,
-# worker and projector Lambdas with least-privilege roles, the HTTP API, the
-# worker's async-invoke DLQ, the projector's stream mapping and its DLQ, and
-# the alarms. test/terraform checks the invariants of this file.
+# worker, projector and sweeper Lambdas with least-privilege roles, the HTTP
+# API, the worker's async-invoke DLQ, the sweeper's schedule, the projector's
+# stream mapping and its DLQ, and the alarms. test/terraform checks the invariants of this file.
 
 locals {
   name         = "commitcollect-${var.environment}"
@@ -41,6 +41,10 @@ locals {
   # The tables' customer managed key, as a zero-or-one list for dynamic blocks.
   table_keys  = var.tables.kms_key_arn == null ? [] : [var.tables.kms_key_arn]
   secret_keys = var.secrets_kms_key_arn == null ? [] : [var.secrets_kms_key_arn]
+  # The outbox lease: the api's claim and the sweeper's re-dispatch use the same.
+  outbox_env = {
+    CC_OUTBOX_LEASE = var.sweeper.lease
+  }
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
     STRAVA_CLIENT_ID           = var.strava.client_id
@@ -98,16 +102,16 @@ resource "aws_kms_alias" "tokens" {
 
 # ------------------------------------------------------- least privilege
 
-# api: webhook dedup (Idempotency: put, and delete when the hand-off fails),
-# sessions (account deletion removes them in batches), the BFF reads and
-# writes and account deletion on the main table, audit, and the async hand-off
-# to the worker. TransactWriteItems is authorised per item. No Scan. Every
-# grant here is a call the code makes: test/terraform/iam_test.go records the
-# calls and fails on a missing or an unused grant.
+# api: the webhook's outbox claim (one conditional UpdateItem on
+# Idempotency), sessions (account deletion removes them in batches), the BFF
+# reads and writes and account deletion on the main table, audit, and the
+# async hand-off to the worker. TransactWriteItems is authorised per item. No
+# Scan. Every grant here is a call the code makes: test/terraform/iam_test.go
+# records the calls and fails on a missing or an unused grant.
 data "aws_iam_policy_document" "api" {
   statement {
-    sid       = "Idempotency"
-    actions   = ["dynamodb:PutItem", "dynamodb:DeleteItem"]
+    sid       = "OutboxClaim"
+    actions   = ["dynamodb:UpdateItem"]
     resources = [module.tables.arns["idempotency"]]
   }
   statement {
@@ -201,9 +205,16 @@ data "aws_iam_policy_document" "api" {
 }
 
 # worker: athlete -> user through GSI1, token refresh (conditional writes),
-# the normalized workout, deauthorization clean-up, audit, and its own DLQ
-# (Lambda sends failed async events with the function's role).
+# the normalized workout, the per-athlete read counters and parked jobs,
+# deauthorization clean-up, audit, settling its job's outbox item (read,
+# conditional update), and its own DLQ (Lambda sends failed async events with
+# the function's role).
 data "aws_iam_policy_document" "worker" {
+  statement {
+    sid       = "OutboxSettle"
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [module.tables.arns["idempotency"]]
+  }
   statement {
     sid = "MainTable"
     actions = [
@@ -303,6 +314,12 @@ data "aws_iam_policy_document" "projector" {
     actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
     resources = [module.tables.arns["main"]]
   }
+  # The workout log: LSI1 (workouts by start date), read strongly consistent.
+  statement {
+    sid       = "WorkoutLogIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/LSI1"]
+  }
   statement {
     sid       = "Stream"
     actions   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
@@ -345,6 +362,42 @@ data "aws_iam_policy_document" "projector" {
   }
 }
 
+# sweeper: lists due outbox items through the sparse Pending index (Query on
+# that index only, never the table, never a Scan), leases each with a
+# conditional UpdateItem (and parks an undecodable one the same way), and
+# hands it to the worker with an async invoke.
+data "aws_iam_policy_document" "sweeper" {
+  statement {
+    sid       = "PendingIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["idempotency"]}/index/Pending"]
+  }
+  statement {
+    sid       = "OutboxLease"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [module.tables.arns["idempotency"]]
+  }
+  statement {
+    sid       = "InvokeWorker"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [module.worker.function_arn]
+  }
+  # The tables' customer managed key, only through DynamoDB.
+  dynamic "statement" {
+    for_each = local.table_keys
+    content {
+      sid       = "TableKey"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [local.via_dynamodb]
+      }
+    }
+  }
+}
+
 # ------------------------------------------------------------- functions
 
 module "api" {
@@ -356,7 +409,7 @@ module "api" {
   settings    = var.functions.api
   policy_json = data.aws_iam_policy_document.api.json
   log_level   = var.log_level
-  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, local.outbox_env, {
     STRAVA_VERIFY_TOKEN_PARAM = var.strava.verify_token_param_arn
     CC_PUBLIC_URL             = local.public_url
     CC_WORKER_FUNCTION        = module.worker.function_name
@@ -373,13 +426,15 @@ module "api" {
 module "worker" {
   source = "../function"
 
-  name               = "${local.name}-worker"
-  description        = "CommitCollect worker: fetches a Strava activity and writes the normalized workout."
-  zip_path           = "${var.artifacts_dir}/worker.zip"
-  settings           = var.functions.worker
-  policy_json        = data.aws_iam_policy_document.worker.json
-  log_level          = var.log_level
-  environment        = merge(local.common_env, local.strava_env, local.tokens_env)
+  name        = "${local.name}-worker"
+  description = "CommitCollect worker: fetches a Strava activity and writes the normalized workout."
+  zip_path    = "${var.artifacts_dir}/worker.zip"
+  settings    = var.functions.worker
+  policy_json = data.aws_iam_policy_document.worker.json
+  log_level   = var.log_level
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
+    CC_ATHLETE_READS_PER_WINDOW = tostring(var.worker.athlete_reads_per_window)
+  })
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
   tags               = var.tags
@@ -398,6 +453,45 @@ module "projector" {
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
   tags               = var.tags
+}
+
+module "sweeper" {
+  source = "../function"
+
+  name        = "${local.name}-sweeper"
+  description = "CommitCollect outbox sweeper: re-dispatches accepted webhook events whose hand-off was lost or whose deferral ended."
+  zip_path    = "${var.artifacts_dir}/sweeper.zip"
+  settings    = var.functions.sweeper
+  policy_json = data.aws_iam_policy_document.sweeper.json
+  log_level   = var.log_level
+  environment = merge(local.common_env, local.outbox_env, {
+    CC_WORKER_FUNCTION = module.worker.function_name
+  })
+  log_retention_days = var.log_retention_days
+  alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }
+  tags               = var.tags
+}
+
+# ------------------------------------------------------ sweeper schedule
+
+resource "aws_cloudwatch_event_rule" "sweeper" {
+  name                = "${local.name}-sweeper"
+  description         = "Runs the outbox sweeper: accepted webhook events are never lost to a failed hand-off."
+  schedule_expression = var.sweeper.schedule
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "sweeper" {
+  rule = aws_cloudwatch_event_rule.sweeper.name
+  arn  = module.sweeper.function_arn
+}
+
+resource "aws_lambda_permission" "sweeper_schedule" {
+  statement_id  = "AllowScheduleInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = module.sweeper.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.sweeper.arn
 }
 
 # ------------------------------------------------- worker async invoke
@@ -563,6 +657,46 @@ resource "aws_cloudwatch_metric_alarm" "projector_iterator_age" {
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = var.alarms.iterator_age_ms
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# The projector's own EMF metric (projections/consumer/metrics.go): a
+# milestone's period holds more workouts than the guardrail lets it read, so
+# its progress is exact only from exactFromUtc on.
+resource "aws_cloudwatch_metric_alarm" "projector_truncated" {
+  alarm_name          = "${local.name}-projector-milestones-truncated"
+  alarm_description   = "A milestone's period holds more than 3000 workouts (MaxWorkoutsToInspect): its progress is marked truncated and exact only from exactFromUtc. See the projector's warning logs for the user."
+  namespace           = "CommitCollect/Projector"
+  metric_name         = "MilestonesTruncated"
+  dimensions          = { Service = "projector" }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# The outbox backlog: the sweeper reports how many items were due per sweep
+# (handlers/ingest.SweeperMetricsNamespace). Due items every sweep for three
+# periods means hand-offs keep failing or work arrives faster than it drains.
+resource "aws_cloudwatch_metric_alarm" "outbox_backlog" {
+  alarm_name          = "${local.name}-outbox-backlog"
+  alarm_description   = "Accepted webhook events keep waiting in the outbox (due items per sweep at or above the threshold)."
+  namespace           = "CommitCollect/Sweeper"
+  metric_name         = "OutboxDue"
+  dimensions          = { Service = "sweeper" }
+  statistic           = "Maximum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 3
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = var.sweeper.backlog_alarm_at
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

@@ -24,6 +24,7 @@ output "function_names" {
     api       = module.api.function_name
     worker    = module.worker.function_name
     projector = module.projector.function_name
+    sweeper   = module.sweeper.function_name
   }
 }
 

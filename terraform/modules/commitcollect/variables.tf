@@ -125,17 +125,28 @@ variable "functions" {
     api       = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 10), reserved_concurrency = optional(number) }), {})
     worker    = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 60), reserved_concurrency = optional(number) }), {})
     projector = optional(object({ memory_mb = optional(number, 512), timeout_s = optional(number, 120), reserved_concurrency = optional(number) }), {})
+    sweeper   = optional(object({ memory_mb = optional(number, 128), timeout_s = optional(number, 60), reserved_concurrency = optional(number, 1) }), {})
   })
   default = {}
 }
 
 variable "worker" {
-  description = "Asynchronous invocation of the worker: retries and maximum event age before the event goes to the worker DLQ."
+  description = <<-EOT
+    Asynchronous invocation of the worker: retries and maximum event age before
+    the event goes to the worker DLQ; and the cap on Strava reads one athlete's
+    events may cause per 15-minute window (0 disables it).
+  EOT
   type = object({
-    maximum_retry_attempts = optional(number, 2)
-    maximum_event_age_s    = optional(number, 3600)
+    maximum_retry_attempts   = optional(number, 2)
+    maximum_event_age_s      = optional(number, 3600)
+    athlete_reads_per_window = optional(number, 30)
   })
   default = {}
+
+  validation {
+    condition     = var.worker.athlete_reads_per_window >= 0 && floor(var.worker.athlete_reads_per_window) == var.worker.athlete_reads_per_window
+    error_message = "worker.athlete_reads_per_window must be a non-negative integer."
+  }
 
   validation {
     condition     = var.worker.maximum_retry_attempts >= 0 && var.worker.maximum_retry_attempts <= 2
@@ -186,6 +197,35 @@ variable "projector" {
   validation {
     condition     = contains(["TRIM_HORIZON", "LATEST"], var.projector.starting_position)
     error_message = "projector.starting_position must be TRIM_HORIZON or LATEST."
+  }
+}
+
+variable "sweeper" {
+  description = <<-EOT
+    The outbox sweeper: how often it runs (an EventBridge schedule expression),
+    the lease a hand-off of an accepted webhook event holds before the sweeper
+    dispatches it again (a Go duration, longer than the worker's timeout), and
+    the backlog alarm: due outbox items per sweep at or above which, for three
+    periods in a row, the alarm fires.
+  EOT
+  type = object({
+    schedule         = optional(string, "rate(1 minute)")
+    lease            = optional(string, "5m")
+    backlog_alarm_at = optional(number, 100)
+  })
+  default = {}
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(", var.sweeper.schedule))
+    error_message = "sweeper.schedule must be a rate(...) or cron(...) expression."
+  }
+  validation {
+    condition     = can(regex("^[0-9]+(s|m|h)$", var.sweeper.lease))
+    error_message = "sweeper.lease must be a duration like 300s, 5m or 1h."
+  }
+  validation {
+    condition     = var.sweeper.backlog_alarm_at > 0
+    error_message = "sweeper.backlog_alarm_at must be positive."
   }
 }
 

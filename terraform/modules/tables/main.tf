@@ -12,6 +12,19 @@ locals {
         { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # athlete -> user
         { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # sparse users index
       ]
+      # Workouts by start date (LSI1SK = WORKOUT#{start}#{id}), read strongly
+      # consistent by the projector. An LSI exists only from table creation:
+      # see scripts/migrate-lsi for existing deployments.
+      lsis = [
+        {
+          name      = "LSI1"
+          range_key = "LSI1SK"
+          non_key_attributes = [
+            "entityType", "schemaVersion", "userId", "activityId", "sportType", "distanceMeters",
+            "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
+          ]
+        },
+      ]
       ttl_attribute = "expiresAt"
       stream_view   = "NEW_AND_OLD_IMAGES"
       pitr          = true
@@ -21,6 +34,7 @@ locals {
       hash_key      = "PK"
       range_key     = "SK"
       gsis          = []
+      lsis          = []
       ttl_attribute = "expiresAtUtc"
       stream_view   = null
       pitr          = true
@@ -33,15 +47,19 @@ locals {
         { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # by correlation id
         { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # by event type and month
       ]
+      lsis          = []
       ttl_attribute = "expiresAt"
       stream_view   = null
       pitr          = true
     }
     idempotency = {
-      name          = "${var.table_prefix}CommitCollectIdempotency"
-      hash_key      = "IdempotencyKey"
-      range_key     = null
-      gsis          = []
+      name      = "${var.table_prefix}CommitCollectIdempotency"
+      hash_key  = "IdempotencyKey"
+      range_key = null
+      gsis = [
+        { name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }, # sparse: outbox items still pending
+      ]
+      lsis          = []
       ttl_attribute = "expiresAt"
       stream_view   = null
       pitr          = true
@@ -69,6 +87,7 @@ resource "aws_dynamodb_table" "this" {
       each.value.hash_key,
       each.value.range_key,
       [for g in each.value.gsis : [g.hash_key, g.range_key]],
+      [for l in each.value.lsis : l.range_key],
     ])))
     content {
       name = attribute.value
@@ -89,6 +108,16 @@ resource "aws_dynamodb_table" "this" {
           key_type       = key_schema.key == 0 ? "HASH" : "RANGE"
         }
       }
+    }
+  }
+
+  dynamic "local_secondary_index" {
+    for_each = each.value.lsis
+    content {
+      name               = local_secondary_index.value.name
+      range_key          = local_secondary_index.value.range_key
+      projection_type    = "INCLUDE"
+      non_key_attributes = local_secondary_index.value.non_key_attributes
     }
   }
 

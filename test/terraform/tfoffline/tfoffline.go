@@ -50,7 +50,7 @@ const ProviderVersion = "6.47.0"
 const Example = "envs/example"
 
 // Functions are the Lambda artifacts the example environment deploys.
-var Functions = []string{"api", "worker", "projector"}
+var Functions = []string{"api", "worker", "projector", "sweeper"}
 
 // BackendOverride replaces the environment's partial s3 backend with a local
 // one in the temporary copy (Terraform merges *_override.tf files).

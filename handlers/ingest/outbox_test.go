@@ -1,0 +1,568 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// droppedQueue accepts every job and never runs it: the in-memory queue of
+// a process killed (kill -9) right after answering 200.
+type droppedQueue struct{ n atomic.Int64 }
+
+func (d *droppedQueue) Dispatch(context.Context, ingest.Job) error { d.n.Add(1); return nil }
+
+// TestCrashAfterAcceptLosesNothing: events answered 200 whose process dies
+// before running them are all written once a new process's sweeper runs.
+// Protection: the outbox claim (job + lease) and the sweeper.
+func TestCrashAfterAcceptLosesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	dead := &droppedQueue{}
+	mux := http.NewServeMux()
+	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, dead, testLog()).Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	const n = 12
+	evs := make([]stravasim.Event, n)
+	for i := range n {
+		h.activity(int64(1000+i), 10, "Run")
+		evs[i] = h.sim.ActivityEvent("create", int64(1000+i), 10, nil)
+		if d, err := h.sim.Deliver(context.Background(), srv.URL+ingest.WebhookPath, evs[i]); err != nil || d.Statuses[0] != 200 {
+			t.Fatalf("deliver %d: %+v %v", i, d, err)
+		}
+	}
+	if dead.n.Load() != n || len(h.workouts("u1")) != 0 {
+		t.Fatalf("got %d hand-offs and %d workouts, want %d and 0", dead.n.Load(), len(h.workouts("u1")), n)
+	}
+	// Strava's redelivery of an accepted event within the lease is a duplicate…
+	if resp, body := h.post(mustJSON(t, evs[0])); body["status"] != "duplicate" {
+		t.Fatalf("got %d %v, want duplicate", resp.StatusCode, body)
+	}
+	// …and the restarted process's sweeper, once the leases lapse, delivers all.
+	res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second))
+	if res.Due != n || res.Dispatched != n {
+		t.Fatalf("got sweep %+v, want %d dispatched", res, n)
+	}
+	h.wait()
+	if got := len(h.workouts("u1")); got != n {
+		t.Fatalf("got %d workouts, want %d (accepted = written)", got, n)
+	}
+	for _, ev := range evs {
+		if rec := h.outbox(job(ev)); rec.Status != model.OutboxDone || rec.PendingPK != "" {
+			t.Fatalf("got %+v, want done and out of the pending index", rec)
+		}
+	}
+	if res := h.sweep(time.Now().Add(time.Hour)); res.Due != 0 {
+		t.Fatalf("got %+v after everything settled, want nothing due", res)
+	}
+}
+
+// TestRedeliveryAfterLapsedLeaseIsAccepted: a redelivered event whose
+// earlier hand-off was lost (lease lapsed) is claimed again and dispatched,
+// with its original job; a done one stays a duplicate.
+func TestRedeliveryAfterLapsedLeaseIsAccepted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(1100, 10, "Run")
+	ev := h.sim.ActivityEvent("create", 1100, 10, nil)
+	j := job(ev)
+	j.ReceivedAtUtc = time.Now().Add(-time.Hour).UTC()
+	h.claim(j) // accepted an hour ago, lease long lapsed, never run
+	resp, body := h.post(mustJSON(t, ev))
+	if resp.StatusCode != 200 || body["status"] != "accepted" || body["correlationId"] != j.CorrelationID {
+		t.Fatalf("got %d %v, want accepted under the original correlation id %s", resp.StatusCode, body, j.CorrelationID)
+	}
+	h.wait()
+	if w := h.workout("u1", 1100); w.CorrelationID != j.CorrelationID {
+		t.Fatalf("got %+v, want the original job written", w)
+	}
+	if resp, body := h.post(mustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
+		t.Fatalf("got %d %v, want duplicate once done", resp.StatusCode, body)
+	}
+}
+
+// TestQueueCloseLeavesWorkToTheOutbox: Ctrl-C with a backlog. Close does not
+// start queued jobs, lets the running one finish, and a job cancelled by the
+// shutdown limit is not sent to OnFailure (with a dead context) but left;
+// the next start's sweeper writes everything. Protections: Close leaves
+// queued jobs, handle does not report interrupted jobs as failures.
+func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	const n = 8
+	started := make(chan struct{}, n)
+	var failures atomic.Int64
+	slow := ingest.NewQueue(func(ctx context.Context, j ingest.Job) error {
+		started <- struct{}{}
+		<-ctx.Done() // Strava hangs until the shutdown limit cancels us
+		return h.worker.Run(ctx, j)
+	}, ingest.QueueOptions{Workers: 1, OnFailure: func(context.Context, ingest.Job, error) { failures.Add(1) }}, testLog())
+	jobs := make([]ingest.Job, n)
+	for i := range n {
+		h.activity(int64(1200+i), 10, "Run")
+		jobs[i] = job(h.sim.ActivityEvent("create", int64(1200+i), 10, nil))
+		h.claim(jobs[i])
+		if err := slow.Dispatch(ctx, jobs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := slow.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the shutdown limit hit", err)
+	}
+	if got := slow.Left(); got != n-1 {
+		t.Fatalf("got %d jobs left unstarted, want %d", got, n-1)
+	}
+	if failures.Load() != 0 {
+		t.Fatalf("got %d OnFailure calls, want 0 (an interrupted job is not a failure)", failures.Load())
+	}
+	if err := slow.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if rec := h.outbox(j); rec.Status != model.OutboxReceived {
+			t.Fatalf("got %+v, want every unfinished job received", rec)
+		}
+	}
+	res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second))
+	h.wait()
+	if res.Dispatched != n || len(h.workouts("u1")) != n {
+		t.Fatalf("got sweep %+v and %d workouts, want %d of each", res, len(h.workouts("u1")), n)
+	}
+}
+
+// TestWorkerParksAfterBoundedFailures: 5xx answers are retried through the
+// outbox with backoff and parked (with a redrivable record) only after
+// MaxFailures; the parked job redrives.
+func TestWorkerParksAfterBoundedFailures(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(1300, 10, "Run")
+	ctx := context.Background()
+	w := h.newWorker()
+	w.MaxFailures = 3
+	j := job(h.sim.ActivityEvent("create", 1300, 10, nil))
+	h.claim(j)
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusBadGateway, 3)
+	for i := 1; i <= 3; i++ {
+		if err := w.Run(ctx, j); err != nil {
+			t.Fatalf("run %d: got %v, want the outcome recorded", i, err)
+		}
+		rec := h.outbox(j)
+		want := model.OutboxReceived
+		if i == 3 {
+			want = model.OutboxParked
+		}
+		if rec.Status != want || (i < 3 && (rec.Failures != i || rec.NotBefore == 0)) {
+			t.Fatalf("run %d: got %+v, want %s with %d failures", i, rec, want, i)
+		}
+	}
+	parked, err := h.st.Parked(ctx, model.ParkSourceWorker)
+	if err != nil || len(parked) != 1 || parked[0].RecordID != j.IdempotencyKey {
+		t.Fatalf("got %+v, %v; want one parked worker record", parked, err)
+	}
+	if rec := h.outbox(j); rec.Reason == "" || rec.PendingPK != "" {
+		t.Fatalf("got %+v, want a reason and no pending keys", rec)
+	}
+	if err := w.Handle(ctx, json.RawMessage(parked[0].Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if wo := h.workout("u1", 1300); wo.SportType != "Run" {
+		t.Fatalf("got %+v, want the redriven job written", wo)
+	}
+}
+
+// slowFirstFetch fetches at once (so it sees the state Strava had when its
+// fetch started) but holds the answer until released.
+type slowFirstFetch struct {
+	next    ingest.ActivityFetcher
+	fetched chan struct{}
+	release chan struct{}
+}
+
+func (f *slowFirstFetch) GetActivity(ctx context.Context, tok string, id int64) (strava.Activity, strava.RateLimit, error) {
+	a, rl, err := f.next.GetActivity(ctx, tok, id)
+	close(f.fetched)
+	<-f.release
+	return a, rl, err
+}
+
+// TestNewestAnswerWins: two fetches of one activity race; the one that
+// started first (and saw the older state) answers last and is dropped.
+// Protection: UpsertWorkout's condition on fetchStartedAtNs.
+func TestNewestAnswerWins(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.sim.PutActivity(stravasim.Activity{ID: 1400, AthleteID: 10, Name: "Morning", SportType: "Run", Distance: 5000,
+		MovingTime: 1500, StartDate: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)})
+	ctx := context.Background()
+	fast := h.newWorker()
+	client := strava.NewClient(h.sim.URL, nil)
+	slow := &slowFirstFetch{next: client, fetched: make(chan struct{}), release: make(chan struct{})}
+	refresher := strava.NewRefresher(strava.OAuthConfig(h.sim.URL, h.sim.ClientID(), h.sim.ClientSecret(), ""), h.st, client.HTTPClient())
+	older := ingest.NewWorker(h.st, refresher, slow, testLog())
+
+	create := job(h.sim.ActivityEvent("create", 1400, 10, nil))
+	h.claim(create)
+	done := make(chan error, 1)
+	go func() { done <- older.Run(ctx, create) }()
+	<-slow.fetched // the create's fetch saw "Run 5 km"
+	h.sim.UpdateActivity(1400, func(a *stravasim.Activity) { a.SportType, a.Distance = "Ride", 40000 })
+	up := h.sim.ActivityEvent("update", 1400, 10, nil)
+	up.EventTime++
+	update := job(up)
+	h.claim(update)
+	if err := fast.Run(ctx, update); err != nil {
+		t.Fatal(err)
+	}
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w := h.workout("u1", 1400)
+	if w.SportType != "Ride" || w.DistanceMeters != 40000 || w.CorrelationID != update.CorrelationID {
+		t.Fatalf("got %s %.0f m (correlation %s), want the newer answer Ride 40000 m (%s)", w.SportType, w.DistanceMeters,
+			w.CorrelationID, update.CorrelationID)
+	}
+	if rec := h.outbox(create); rec.Status != model.OutboxDone {
+		t.Fatalf("got %+v, want the dropped older answer's job done (not an error)", rec)
+	}
+	// A delete still wins over any later answer.
+	del := job(h.sim.ActivityEvent("delete", 1400, 10, nil))
+	if err := fast.Run(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	again := job(h.sim.ActivityEvent("update", 1400, 10, nil))
+	again.ReceivedAtUtc = time.Now().Add(time.Hour) // no coalescing: it must fetch and be refused
+	if err := fast.Process(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.workout("u1", 1400); !w.IsDeleted {
+		t.Fatalf("got %+v, want it to stay deleted", w)
+	}
+}
+
+// TestSpentBudgetDefersNeverParks: with Strava's read budget spent (its 429
+// headers say so), the 429'd job and the next ones are deferred to the
+// window reset with no further Strava call, none parked; after the reset the
+// sweeper runs them all.
+func TestSpentBudgetDefersNeverParks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	h.sim.SetUsage(100, 100, 100, 100) // the 15-minute read budget is gone
+	const n = 6
+	jobs := make([]ingest.Job, n)
+	for i := range n {
+		h.activity(int64(1500+i), 10, "Run")
+		jobs[i] = job(h.sim.ActivityEvent("create", int64(1500+i), 10, nil))
+		h.claim(jobs[i])
+		if err := h.worker.Run(ctx, jobs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.sim.Stats().ActivityRequests; got != 1 {
+		t.Fatalf("got %d Strava requests, want 1 (the 429; the rest deferred on the recorded budget)", got)
+	}
+	reset := time.Now().UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
+	for _, j := range jobs {
+		rec := h.outbox(j)
+		if rec.Status != model.OutboxReceived || rec.Failures != 0 || !rec.DueAt().Equal(reset) {
+			t.Fatalf("got %+v (due %v), want received, no failure, due at the reset %v", rec, rec.DueAt(), reset)
+		}
+	}
+	if parked, _ := h.st.Parked(ctx, model.ParkSourceWorker); len(parked) != 0 {
+		t.Fatalf("got %d parked, want none", len(parked))
+	}
+	// The window resets (here: Strava's counters and our clock move on).
+	h.sim.SetUsage(0, 0, 0, 0)
+	h.worker.Now = func() time.Time { return reset }
+	if res := h.sweep(reset); res.Dispatched != n {
+		t.Fatalf("got %+v, want %d dispatched at the reset", res, n)
+	}
+	h.wait()
+	if got := len(h.workouts("u1")); got != n {
+		t.Fatalf("got %d workouts, want %d", got, n)
+	}
+}
+
+// TestAthleteReadCapDefersTheFlood: a flood of events for one athlete (here
+// forged ids Strava answers 404 for) fetches at most the cap per window; the
+// rest wait in the outbox for the next window, nothing dropped or parked.
+// Protection: the per-athlete read counter.
+func TestAthleteReadCapDefersTheFlood(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	w := h.newWorker()
+	w.AthleteReadsPerWindow = 5
+	now := time.Now().UTC()
+	w.Now = func() time.Time { return now }
+	const n = 12
+	jobs := make([]ingest.Job, n)
+	for i := range n {
+		jobs[i] = job(h.sim.ActivityEvent("create", int64(900000+i*7919), 10, nil))
+		h.claim(jobs[i])
+		if err := w.Run(ctx, jobs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.sim.Stats().ActivityRequests; got != 5 {
+		t.Fatalf("got %d Strava reads, want the cap 5", got)
+	}
+	if got := len(h.workouts("u1")); got != 5 {
+		t.Fatalf("got %d tombstones, want 5 (bounded by the cap)", got)
+	}
+	next := now.Truncate(model.AthleteReadsWindow).Add(model.AthleteReadsWindow)
+	deferred := 0
+	for _, j := range jobs {
+		rec := h.outbox(j)
+		switch {
+		case rec.Status == model.OutboxDone:
+		case rec.Status == model.OutboxReceived && rec.DueAt().Equal(next) && rec.Failures == 0:
+			deferred++
+		default:
+			t.Fatalf("got %+v, want done or deferred to %v", rec, next)
+		}
+	}
+	if deferred != n-5 {
+		t.Fatalf("got %d deferred, want %d", deferred, n-5)
+	}
+	// In the next window the next 5 are read.
+	w.Now = func() time.Time { return next }
+	for _, j := range jobs {
+		if err := w.Run(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.sim.Stats().ActivityRequests; got != 10 {
+		t.Fatalf("got %d Strava reads after the next window, want 10", got)
+	}
+}
+
+// TestRepeatedEventsCoalesce: events for one activity received before a
+// fetch started are answered by that fetch: one Strava read for all.
+// Protection: the fetch-start check before fetching.
+func TestRepeatedEventsCoalesce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(1600, 10, "Run")
+	ctx := context.Background()
+	const n = 5
+	jobs := make([]ingest.Job, n)
+	for i := range n {
+		ev := h.sim.ActivityEvent("update", 1600, 10, map[string]string{"title": fmt.Sprint(i)})
+		ev.EventTime += int64(i)
+		jobs[i] = job(ev) // all received now, before any fetch
+		h.claim(jobs[i])
+	}
+	var wg sync.WaitGroup
+	if err := h.worker.Run(ctx, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.newWorker().Run(ctx, j); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := h.sim.Stats().ActivityRequests; got != 1 {
+		t.Fatalf("got %d Strava reads, want 1", got)
+	}
+	for _, j := range jobs {
+		if rec := h.outbox(j); rec.Status != model.OutboxDone {
+			t.Fatalf("got %+v, want done", rec)
+		}
+	}
+	// An event received after the stored fetch started is fetched again.
+	later := job(h.sim.ActivityEvent("update", 1600, 10, nil))
+	later.ReceivedAtUtc = time.Now().Add(time.Second).UTC()
+	if err := h.worker.Process(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sim.Stats().ActivityRequests; got != 2 {
+		t.Fatalf("got %d Strava reads, want 2", got)
+	}
+}
+
+// TestSweeperParksAnUndecodableJob: an item whose stored job cannot be
+// decoded is parked with the reason, not re-dispatched forever.
+func TestSweeperParksAnUndecodableJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.st.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.sweep(time.Now()); res.Parked != 1 || res.Dispatched != 0 {
+		t.Fatalf("got %+v, want it parked", res)
+	}
+	rec, err := h.st.OutboxItem(ctx, "bad-key")
+	if err != nil || rec.Status != model.OutboxParked || rec.Reason == "" {
+		t.Fatalf("got %+v, %v; want parked with a reason", rec, err)
+	}
+}
+
+// TestQueueRunsAKeyOnce: the sweeper re-dispatching an item whose job still
+// waits in (or runs from) the local queue does not queue it twice.
+func TestQueueRunsAKeyOnce(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var runs atomic.Int64
+	q := ingest.NewQueue(func(context.Context, ingest.Job) error {
+		runs.Add(1)
+		<-release
+		return nil
+	}, ingest.QueueOptions{Workers: 2}, testLog())
+	ctx := context.Background()
+	j := ingest.Job{CorrelationID: "c", IdempotencyKey: "k"}
+	for range 3 {
+		if err := q.Dispatch(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	if err := q.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 1 {
+		t.Fatalf("got %d runs, want 1", got)
+	}
+	// Once finished, the key may run again (a later re-dispatch).
+	if err := q.Dispatch(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 2 {
+		t.Fatalf("got %d runs, want 2", got)
+	}
+	_ = q.Close(ctx)
+}
+
+func TestSweepResultEMF(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	res := ingest.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, OldestDueAge: 90 * time.Second}
+	if err := res.WriteEMF(&b, time.UnixMilli(1700000000000)); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		AWS struct {
+			Timestamp         int64 `json:"Timestamp"`
+			CloudWatchMetrics []struct {
+				Namespace string              `json:"Namespace"`
+				Metrics   []map[string]string `json:"Metrics"`
+			} `json:"CloudWatchMetrics"`
+		} `json:"_aws"`
+		Due, Dispatched, Failed, Age int
+	}
+	line := strings.NewReplacer(`"OutboxDue"`, `"Due"`, `"OutboxDispatched"`, `"Dispatched"`, `"OutboxDispatchFailed"`, `"Failed"`,
+		`"OutboxOldestDueAge"`, `"Age"`).Replace(b.String())
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("%s: %v", b.String(), err)
+	}
+	if got.AWS.Timestamp != 1700000000000 || len(got.AWS.CloudWatchMetrics) != 1 ||
+		got.AWS.CloudWatchMetrics[0].Namespace != ingest.SweeperMetricsNamespace || len(got.AWS.CloudWatchMetrics[0].Metrics) != 6 ||
+		got.Due != 7 || got.Dispatched != 5 || got.Failed != 1 || got.Age != 90 || !strings.HasSuffix(b.String(), "\n") {
+		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
+	}
+}
+
+// TestSweepStopsAtAFullQueue: once the local queue is full the sweep stops,
+// so the items it did not reach keep no useless lease and stay due.
+func TestSweepStopsAtAFullQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	q := ingest.NewQueue(func(context.Context, ingest.Job) error { <-release; return nil },
+		ingest.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+	defer func() { close(release); _ = q.Close(ctx) }()
+	past := time.Now().Add(-time.Hour).UTC()
+	for i := range 5 {
+		j := job(h.sim.ActivityEvent("create", int64(1700+i), 10, nil))
+		j.ReceivedAtUtc = past
+		h.claim(j)
+	}
+	sw := ingest.NewSweeper(h.st, q, testLog())
+	res, err := sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One job runs (blocked), one waits in the buffer; the third finds it full.
+	if res.Due != 5 || res.Dispatched < 1 || res.Dispatched > 2 || res.Failed != 1 {
+		t.Fatalf("got %+v, want the sweep to stop at the first full-queue refusal", res)
+	}
+	b, err := h.st.PendingOutbox(ctx, time.Now())
+	if err != nil || b.Due != 5-res.Dispatched-res.Failed {
+		t.Fatalf("got backlog %+v, %v; want %d still due", b, err, 5-res.Dispatched-res.Failed)
+	}
+}
+
+// TestShortRateWindow: against a simulator running short rate-limit windows
+// (CC_STRAVA_WINDOW), the read cap and a 429 defer to that window's end.
+func TestShortRateWindow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	ctx := context.Background()
+	w := h.newWorker()
+	w.RateWindow, w.AthleteReadsPerWindow = 10*time.Second, 1
+	now := time.Now().UTC()
+	w.Now = func() time.Time { return now }
+	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
+	jobs := make([]ingest.Job, 3)
+	for i := range jobs {
+		h.activity(int64(1800+i), 10, "Run")
+		jobs[i] = job(h.sim.ActivityEvent("create", int64(1800+i), 10, nil))
+		h.claim(jobs[i])
+	}
+	if err := w.Run(ctx, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx, jobs[1]); err != nil { // the cap of 1 is used up
+		t.Fatal(err)
+	}
+	if rec := h.outbox(jobs[1]); !rec.DueAt().Equal(next) {
+		t.Fatalf("capped: got due %v, want the 10-second window's end %v", rec.DueAt(), next)
+	}
+	w.AthleteReadsPerWindow = 0
+	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
+	if err := w.Run(ctx, jobs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(jobs[2]); !rec.DueAt().Equal(next) || rec.Failures != 0 {
+		t.Fatalf("429: got %+v (due %v), want deferred to %v", rec, rec.DueAt(), next)
+	}
+}

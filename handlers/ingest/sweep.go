@@ -1,0 +1,206 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// OutboxStore is the persistence the sweeper needs (implemented by
+// model/store.Store).
+type OutboxStore interface {
+	// DueOutboxItems lists received items due at now through the sparse
+	// pending index, oldest due first, at most limit.
+	DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error)
+	// LeaseOutboxItem takes a fresh lease on a due item; ErrConflict when it
+	// is no longer due, ErrNotFound when it is gone.
+	LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error)
+	// SettleOutboxItem ends a received item as done or parked.
+	SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error
+}
+
+// Sweeper defaults.
+const (
+	// DefaultSweepLimit bounds the items one sweep dispatches, so a backlog
+	// released at a rate-limit reset drains over several sweeps.
+	DefaultSweepLimit = 200
+)
+
+// Sweeper re-dispatches outbox items whose hand-off was lost (the process
+// died between the claim and the dispatch, the dispatch failed, the worker
+// died before settling) or whose deferral has ended (rate-limit window
+// reset, per-athlete cap, retry backoff). Each item is leased again with a
+// conditional write before it is dispatched, so concurrent sweepers (and a
+// redelivered webhook) dispatch it once per lease. It runs at start and
+// every few seconds in the local stack and once a minute in AWS (the
+// sweeper Lambda on a schedule).
+type Sweeper struct {
+	store    OutboxStore
+	dispatch Dispatcher
+	log      *slog.Logger
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+	// Lease is the lease each dispatch takes (DefaultLease when zero).
+	Lease time.Duration
+	// Limit bounds the items dispatched per sweep (DefaultSweepLimit).
+	Limit int
+}
+
+// NewSweeper builds a sweeper that hands due items to d.
+func NewSweeper(store OutboxStore, d Dispatcher, log *slog.Logger) *Sweeper {
+	return &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
+		Lease: DefaultLease, Limit: DefaultSweepLimit}
+}
+
+// SweepResult counts what one sweep did.
+type SweepResult struct {
+	// Due is how many due items the pending index listed (at most Limit).
+	Due int
+	// Dispatched were leased and handed off.
+	Dispatched int
+	// Skipped were no longer due when leased (settled or taken meanwhile).
+	Skipped int
+	// Failed were leased but the hand-off failed; the next sweep after the
+	// lease retries them.
+	Failed int
+	// Parked carried a job that cannot be decoded.
+	Parked int
+	// OldestDueAge is how long ago the oldest due item was accepted.
+	OldestDueAge time.Duration
+}
+
+// Sweep dispatches the items due now, at most Limit. It returns an error
+// when the pending index cannot be read or the dispatcher is closed; a
+// failure on one item is counted and the sweep goes on.
+func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
+	now := s.Now()
+	lease, limit := s.Lease, s.Limit
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	if limit <= 0 {
+		limit = DefaultSweepLimit
+	}
+	due, err := s.store.DueOutboxItems(ctx, now, limit)
+	if err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
+	res.Due = len(due)
+	for _, d := range due {
+		if age := now.Sub(d.CreatedAtUtc); age > res.OldestDueAge {
+			res.OldestDueAge = age
+		}
+	}
+	for _, d := range due {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+		log := s.log.With("idempotencyKey", d.IdempotencyKey, "correlationId", d.CorrelationID)
+		rec, err := s.store.LeaseOutboxItem(ctx, d.IdempotencyKey, now, lease)
+		if errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound) {
+			res.Skipped++
+			continue
+		}
+		if err != nil {
+			log.WarnContext(ctx, "sweeper could not lease an outbox item", "error", err)
+			res.Failed++
+			continue
+		}
+		job, err := DecodeJob([]byte(rec.Job))
+		if err != nil {
+			reason := "undecodable job: " + err.Error()
+			if serr := s.store.SettleOutboxItem(ctx, d.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
+				log.ErrorContext(ctx, "sweeper could not park an undecodable outbox item", "error", serr)
+				res.Failed++
+				continue
+			}
+			log.ErrorContext(ctx, "outbox item parked", "writeStatus", "parked", "reason", reason)
+			res.Parked++
+			continue
+		}
+		if err := s.dispatch.Dispatch(ctx, job); err != nil {
+			if errors.Is(err, ErrQueueClosed) {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			log.WarnContext(ctx, "sweeper hand-off failed; retried after the lease", "error", err)
+			res.Failed++
+			if errors.Is(err, ErrQueueFull) {
+				break // the rest would only take leases they cannot use
+			}
+			continue
+		}
+		log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
+			"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds())
+		res.Dispatched++
+	}
+	return res, nil
+}
+
+// Run sweeps at once and then every interval until ctx ends (the local
+// stack's loop; in AWS a schedule invokes Sweep). A sweep that dispatched a
+// full Limit is followed by another one at once.
+func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
+	for {
+		res, err := s.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "sweep failed", "error", err)
+		}
+		if res.Due > 0 {
+			s.log.InfoContext(ctx, "sweep", "due", res.Due, "dispatched", res.Dispatched, "skipped", res.Skipped,
+				"failed", res.Failed, "parked", res.Parked, "oldestDueAgeMs", res.OldestDueAge.Milliseconds())
+		}
+		wait := every
+		if err == nil && res.Dispatched > 0 && res.Due >= max(s.Limit, 1) {
+			wait = 0
+		}
+		if model.Sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// SweeperMetricsNamespace is the CloudWatch namespace of the sweeper's
+// metrics (the backlog alarm reads OutboxDue there).
+const SweeperMetricsNamespace = "CommitCollect/Sweeper"
+
+// WriteEMF writes the sweep's figures as one CloudWatch Embedded Metric
+// Format line (dimension Service=sweeper): OutboxDue, OutboxDispatched,
+// OutboxSkipped, OutboxDispatchFailed and OutboxParked (counts) and
+// OutboxOldestDueAge (seconds since the oldest due item was accepted).
+func (r SweepResult) WriteEMF(w io.Writer, now time.Time) error {
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  SweeperMetricsNamespace,
+				"Dimensions": [][]string{{"Service"}},
+				"Metrics": []metric{{"OutboxDue", "Count"}, {"OutboxDispatched", "Count"}, {"OutboxSkipped", "Count"},
+					{"OutboxDispatchFailed", "Count"}, {"OutboxParked", "Count"}, {"OutboxOldestDueAge", "Seconds"}},
+			}},
+		},
+		"Service":              "sweeper",
+		"OutboxDue":            r.Due,
+		"OutboxDispatched":     r.Dispatched,
+		"OutboxSkipped":        r.Skipped,
+		"OutboxDispatchFailed": r.Failed,
+		"OutboxParked":         r.Parked,
+		"OutboxOldestDueAge":   int64(r.OldestDueAge.Seconds()),
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode sweep metrics: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// The outbox: the idempotency item of an accepted webhook event is also the
+// durable hand-off to the worker (model.IdempotencyRecord). Claiming records
+// it as received with the job and a lease; the worker settles it as done or
+// parked, or defers it (a not-before time); the sweeper re-dispatches
+// received items that are due, found through the sparse pending index
+// (IndexPending), never a Scan. Its consumers (handlers/ingest) declare the
+// interfaces.
+
+// Attribute names of the outbox item used in expressions.
+const (
+	attrIdempotencyKey = "IdempotencyKey"
+	attrStatus         = "status"
+	attrLeaseUntil     = "leaseUntil"
+	attrNotBefore      = "notBefore"
+	attrPendingPK      = "PendingPK"
+	attrPendingSK      = "PendingSK"
+)
+
+// dueCondition holds when a received item may be (re-)claimed at now: its
+// lease has lapsed and its not-before time has passed.
+func dueCondition(now time.Time) expression.ConditionBuilder {
+	ms := expression.Value(now.UnixMilli())
+	return expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)).
+		And(expression.Or(expression.AttributeNotExists(expression.Name(attrLeaseUntil)), expression.Name(attrLeaseUntil).LessThanEqual(ms))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name(attrNotBefore)), expression.Name(attrNotBefore).LessThanEqual(ms)))
+}
+
+// ClaimOutboxItem records an accepted event as received with its job and a
+// lease until now+lease, and returns the stored item. A new key is created
+// (TTL now+ttl); a key that is received but due (lease lapsed, not-before
+// passed: its earlier hand-off was lost) is claimed again, keeping the
+// original job and correlation id. It returns ErrConflict (a duplicate) when
+// the item is done, parked, or received and still leased or deferred; the
+// returned item is then the stored one when DynamoDB reported it.
+func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
+	now = now.UTC()
+	meta := &model.IdempotencyRecord{}
+	meta.Stamp()
+	until := now.Add(lease)
+	ifAbsent := func(name string, v any) expression.OperandBuilder {
+		return expression.IfNotExists(expression.Name(name), expression.Value(v))
+	}
+	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
+		Set(expression.Name("correlationId"), ifAbsent("correlationId", correlationID)).
+		Set(expression.Name("job"), ifAbsent("job", job)).
+		Set(expression.Name("createdAtUtc"), ifAbsent("createdAtUtc", now)).
+		Set(expression.Name("expiresAt"), ifAbsent("expiresAt", now.Add(ttl).Unix())).
+		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
+		Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
+		Add(expression.Name("dispatches"), expression.Value(1)).
+		Remove(expression.Name(attrNotBefore))
+	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), dueCondition(now))
+	rec, err := s.updateOutbox(ctx, key, upd, cond)
+	if err != nil {
+		return rec, fmt.Errorf("claim outbox item %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// LeaseOutboxItem is the sweeper's claim: it takes a fresh lease until
+// now+lease on a received item that is due at now and counts the dispatch.
+// It returns ErrConflict when the item is no longer due (settled, deferred,
+// or claimed by someone else since it was listed) and ErrNotFound when it is
+// gone.
+func (s *Store) LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error) {
+	now = now.UTC()
+	until := now.Add(lease)
+	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
+		Add(expression.Name("dispatches"), expression.Value(1)).
+		Remove(expression.Name(attrNotBefore))
+	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).And(dueCondition(now))
+	rec, err := s.updateOutbox(ctx, key, upd, cond)
+	if err != nil {
+		if rec == nil && isConflict(err) {
+			err = fmt.Errorf("%w: %w", model.ErrNotFound, err)
+		}
+		return rec, fmt.Errorf("lease outbox item %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// OutboxItem reads an outbox item (consistent read). It returns ErrNotFound
+// when the key was never claimed (or has expired).
+func (s *Store) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
+	var r model.IdempotencyRecord
+	if err := s.Get(ctx, s.t.Idempotency, model.Key{PK: key}, &r); err != nil {
+		return nil, fmt.Errorf("read outbox item %s: %w", key, err)
+	}
+	return &r, nil
+}
+
+// SettleOutboxItem ends a received item's life as done or parked (with
+// reason) and takes it out of the pending index. It returns ErrConflict when
+// the item was already settled (another run got there first) and
+// ErrNotFound when it does not exist.
+func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error {
+	if status != model.OutboxDone && status != model.OutboxParked {
+		return fmt.Errorf("settle outbox item %s as %q: %w", key, status, model.ErrInvalid)
+	}
+	upd := expression.Set(expression.Name(attrStatus), expression.Value(status)).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+		Remove(expression.Name(attrPendingPK)).Remove(expression.Name(attrPendingSK))
+	if reason != "" {
+		upd = upd.Set(expression.Name("reason"), expression.Value(reason))
+	}
+	if err := s.settle(ctx, key, upd); err != nil {
+		return fmt.Errorf("settle outbox item %s as %s: %w", key, status, err)
+	}
+	return nil
+}
+
+// DeferOutboxItem keeps a received item received but not before notBefore
+// (its lease is dropped, so the sweeper dispatches it once notBefore has
+// passed), recording reason. failure says whether this deferral is a retry
+// after a failure (counted in failures, which are bounded) or a
+// postponement that is not one (rate budget spent, per-athlete cap: counted
+// in deferrals). It returns ErrConflict when the item was settled meanwhile
+// and ErrNotFound when it does not exist.
+func (s *Store) DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error {
+	counter := "deferrals"
+	if failure {
+		counter = "failures"
+	}
+	upd := expression.Set(expression.Name(attrNotBefore), expression.Value(notBefore.UnixMilli())).
+		Set(expression.Name("reason"), expression.Value(reason)).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(notBefore, key))).
+		Add(expression.Name(counter), expression.Value(1)).
+		Remove(expression.Name(attrLeaseUntil))
+	if err := s.settle(ctx, key, upd); err != nil {
+		return fmt.Errorf("defer outbox item %s until %s: %w", key, notBefore.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// settle applies upd to a received item; ErrConflict when it is no longer
+// received, ErrNotFound when it does not exist.
+func (s *Store) settle(ctx context.Context, key string, upd expression.UpdateBuilder) error {
+	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).
+		And(expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)))
+	rec, err := s.updateOutbox(ctx, key, upd, cond)
+	if err != nil && isConflict(err) && rec == nil {
+		return fmt.Errorf("%w: %w", model.ErrNotFound, err)
+	}
+	return err
+}
+
+// DueOutboxItems lists received items due at now (lease lapsed, not-before
+// passed), oldest due first, at most limit of them, by querying every shard
+// of the sparse pending index. The index is eventually consistent: an item
+// listed here may have been settled since, which LeaseOutboxItem detects.
+func (s *Store) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
+	var out []model.IdempotencyRecord
+	for shard := range model.OutboxShards {
+		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard))).
+			And(expression.Key(attrPendingSK).LessThan(expression.Value(model.OutboxDueBefore(now))))
+		recs, err := s.queryPending(ctx, kc, limit)
+		if err != nil {
+			return nil, fmt.Errorf("list due outbox items (shard %d): %w", shard, err)
+		}
+		out = append(out, recs...)
+	}
+	slices.SortFunc(out, func(a, b model.IdempotencyRecord) int { return cmp.Compare(a.PendingSK, b.PendingSK) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// OutboxBacklog is what the pending index holds at one instant.
+type OutboxBacklog struct {
+	// Pending counts received items (due or not).
+	Pending int
+	// Due counts the pending items due now (lease lapsed, not-before passed).
+	Due int
+	// OldestCreatedAtUtc is when the oldest pending item was accepted (zero
+	// when nothing is pending).
+	OldestCreatedAtUtc time.Time
+}
+
+// PendingOutbox counts the received items of the pending index (every
+// shard, every page: the index only ever holds pending items, so this is
+// bounded by the backlog) and finds the oldest. Operators, the sweeper's
+// metrics and the chaos suite read the backlog through it.
+func (s *Store) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
+	var b OutboxBacklog
+	bound := model.OutboxDueBefore(now)
+	for shard := range model.OutboxShards {
+		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard)))
+		recs, err := s.queryPending(ctx, kc, 0)
+		if err != nil {
+			return OutboxBacklog{}, fmt.Errorf("count pending outbox items (shard %d): %w", shard, err)
+		}
+		for _, r := range recs {
+			b.Pending++
+			if r.PendingSK < bound {
+				b.Due++
+			}
+			if b.OldestCreatedAtUtc.IsZero() || r.CreatedAtUtc.Before(b.OldestCreatedAtUtc) {
+				b.OldestCreatedAtUtc = r.CreatedAtUtc
+			}
+		}
+	}
+	return b, nil
+}
+
+// queryPending reads the pending index with kc, all pages (limit <= 0) or
+// up to limit items.
+func (s *Store) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]model.IdempotencyRecord, error) {
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build pending query: %w", err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(s.t.Idempotency), IndexName: aws.String(IndexPending),
+		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(),
+	}
+	var out []model.IdempotencyRecord
+	for {
+		if limit > 0 {
+			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
+		}
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, translate(err)
+		}
+		for _, it := range page.Items {
+			var r model.IdempotencyRecord
+			if err := Unmarshal(it, &r); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// updateOutbox runs one UpdateItem on the idempotency table and returns the
+// new item; when the condition fails, the error matches ErrConflict and the
+// returned item is the stored one (nil when there is none).
+func (s *Store) updateOutbox(ctx context.Context, key string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*model.IdempotencyRecord, error) {
+	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build expression: %w", err)
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.t.Idempotency), Key: s.keyAV(s.t.Idempotency, model.Key{PK: key}),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) && len(ccf.Item) > 0 {
+			var r model.IdempotencyRecord
+			if uerr := Unmarshal(ccf.Item, &r); uerr == nil {
+				return &r, translate(err)
+			}
+		}
+		return nil, translate(err)
+	}
+	var r model.IdempotencyRecord
+	if err := Unmarshal(out.Attributes, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

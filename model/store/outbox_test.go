@@ -1,0 +1,216 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// farTTL keeps items claimed at fixed past dates from being deleted by
+// DynamoDB Local's TTL sweeper during a test.
+const farTTL = 20 * 365 * 24 * time.Hour
+
+func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	rec, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
+		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1") ||
+		rec.ExpiresAt != now.Add(farTTL).Unix() {
+		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
+	}
+	// Within the lease: a duplicate.
+	dup, err := s.ClaimOutboxItem(ctx, "k1", "c2", `{"j":2}`, now.Add(59*time.Second), time.Minute, farTTL)
+	if !errors.Is(err, model.ErrConflict) || dup == nil || dup.CorrelationID != "c1" {
+		t.Fatalf("within the lease: got %+v, %v; want ErrConflict with the stored item", dup, err)
+	}
+	// After the lease: the redelivery claims it again, keeping job and correlation.
+	later := now.Add(61 * time.Second)
+	again, err := s.ClaimOutboxItem(ctx, "k1", "c3", `{"j":3}`, later, time.Minute, farTTL)
+	if err != nil {
+		t.Fatalf("after the lease: got %v, want a re-claim", err)
+	}
+	if again.Job != `{"j":1}` || again.CorrelationID != "c1" || again.Dispatches != 2 || again.LeaseUntil != later.Add(time.Minute).UnixMilli() ||
+		!again.CreatedAtUtc.Equal(now) {
+		t.Fatalf("got %+v, want the original job and correlation, 2 dispatches, a new lease", again)
+	}
+	// Done: a duplicate forever, and out of the pending index.
+	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxDone, "", later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("after done: got %v, want ErrConflict", err)
+	}
+	got, err := s.OutboxItem(ctx, "k1")
+	if err != nil || got.Status != model.OutboxDone || got.PendingPK != "" || got.PendingSK != "" {
+		t.Fatalf("got %+v, %v; want done without pending keys", got, err)
+	}
+	// Settling twice is a conflict; settling a missing item is not found.
+	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxParked, "late", later); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("second settle: got %v, want ErrConflict", err)
+	}
+	if err := s.SettleOutboxItem(ctx, "nope", model.OutboxDone, "", later); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("missing: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 1, 0, 0, time.UTC)
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+	reset := time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)
+	if err := s.DeferOutboxItem(ctx, "k1", reset, "budget", false, now); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.OutboxItem(ctx, "k1")
+	if got.Status != model.OutboxReceived || got.NotBefore != reset.UnixMilli() || got.LeaseUntil != 0 || got.Deferrals != 1 ||
+		got.Failures != 0 || got.PendingSK != model.OutboxPendingSK(reset, "k1") || !got.DueAt().Equal(reset) {
+		t.Fatalf("got %+v, want received, due at the reset, one deferral", got)
+	}
+	// A redelivery after the lease but before the reset is still a duplicate.
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c2", "{}", now.Add(5*time.Minute), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("before the reset: got %v, want ErrConflict", err)
+	}
+	due, err := s.DueOutboxItems(ctx, reset.Add(-time.Millisecond), 10)
+	if err != nil || len(due) != 0 {
+		t.Fatalf("before the reset: got %d due, %v; want none", len(due), err)
+	}
+	due, err = s.DueOutboxItems(ctx, reset, 10)
+	if err != nil || len(due) != 1 || due[0].IdempotencyKey != "k1" {
+		t.Fatalf("at the reset: got %+v, %v; want k1", due, err)
+	}
+	if err := s.DeferOutboxItem(ctx, "k1", reset.Add(time.Minute), "retry", true, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.OutboxItem(ctx, "k1"); got.Failures != 1 || got.Deferrals != 1 {
+		t.Fatalf("got %+v, want one failure and one deferral", got)
+	}
+	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxParked, "bad", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeferOutboxItem(ctx, "k1", reset, "late", false, now); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("defer after park: got %v, want ErrConflict", err)
+	}
+	if got, _ := s.OutboxItem(ctx, "k1"); got.Status != model.OutboxParked || got.Reason != "bad" {
+		t.Fatalf("got %+v, want parked with the reason", got)
+	}
+}
+
+// TestOutboxSweeperLeaseIsExclusive: two sweepers listing the same due item
+// race to lease it; exactly one wins, so it is dispatched once per lapse.
+func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LeaseOutboxItem(ctx, "k1", now.Add(30*time.Second), time.Minute); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("within the lease: got %v, want ErrConflict", err)
+	}
+	at := now.Add(2 * time.Minute)
+	var wins sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for range 4 {
+		wins.Add(1)
+		go func() {
+			defer wins.Done()
+			if _, err := s.LeaseOutboxItem(ctx, "k1", at, time.Minute); err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			} else if !errors.Is(err, model.ErrConflict) {
+				t.Error(err)
+			}
+		}()
+	}
+	wins.Wait()
+	if won != 1 {
+		t.Fatalf("got %d winning leases, want 1", won)
+	}
+	if _, err := s.LeaseOutboxItem(ctx, "missing", at, time.Minute); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("missing: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestOutboxPendingIndexIsSparse(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	const n = 12
+	for i := range n {
+		at := now.Add(time.Duration(i) * time.Second)
+		if _, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("k%02d", i), "c", "{}", at, time.Minute, farTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 { // settle four: they leave the index
+		if err := s.SettleOutboxItem(ctx, fmt.Sprintf("k%02d", i), model.OutboxDone, "", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.PendingOutbox(ctx, now.Add(time.Minute+5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// k04..k11 pending; due by 06:01:05 are those claimed by 06:00:05 (k04, k05).
+	if b.Pending != 8 || b.Due != 2 || !b.OldestCreatedAtUtc.Equal(now.Add(4*time.Second)) {
+		t.Fatalf("got backlog %+v, want 8 pending, 2 due, oldest k04", b)
+	}
+	due, err := s.DueOutboxItems(ctx, now.Add(time.Hour), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 5 || due[0].IdempotencyKey != "k04" || due[4].IdempotencyKey != "k08" {
+		keys := []string{}
+		for _, d := range due {
+			keys = append(keys, d.IdempotencyKey)
+		}
+		t.Fatalf("got due %v, want the 5 oldest due (k04..k08)", keys)
+	}
+}
+
+// TestOutboxTablesGainTheIndex: a data directory made before the outbox has
+// an idempotency table without the pending index; CreateTables adds it.
+func TestOutboxTablesGainTheIndex(t *testing.T) {
+	t.Parallel()
+	db, _ := dynamolocal.Clients(t)
+	ctx := context.Background()
+	tables := store.TableNames(dynamolocal.UniquePrefix())
+	old := store.Specs(tables)[3]
+	old.GSIs = nil
+	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
+	if err := store.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(db, tables)
+	if _, err := s.ClaimOutboxItem(ctx, "k1", "c", "{}", time.Now(), 0, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.DueOutboxItems(ctx, time.Now().Add(time.Second), 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("got %d due, %v; want the item through the added index", len(due), err)
+	}
+}

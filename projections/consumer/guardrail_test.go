@@ -1,0 +1,72 @@
+package consumer_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/projections/consumer"
+)
+
+// A period holding more workouts than the guardrail: the milestone says so
+// (truncated, exactFromUtc), the batch's metrics count it, a warning names
+// it; a milestone whose period lies after the cut stays exact.
+func TestTruncationIsVisible(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	n := model.MaxWorkoutsToInspect + 1
+	es := make([]model.Entity, n)
+	for i := range es {
+		w := workout("u1", int64(n-i), 0, 1, fmt.Sprintf("c%d", i))
+		w.StartDateUtc = march.Add(time.Duration(i) * 10 * time.Minute)
+		es[i] = w
+	}
+	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
+		t.Fatal(err)
+	}
+	e.putMilestone("u1", "march", hundredKm(10))
+	late := hundredKm(10)
+	late.PeriodStartAtUtc = march.AddDate(0, 0, 15)
+	e.putMilestone("u1", "late", late)
+
+	var logs lockedBuffer
+	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp)
+	}
+	exactFrom := march.Add(10 * time.Minute) // the oldest workout is left out
+	m := e.milestone("u1", "march")
+	if !m.Truncated || m.ExactFromUtc == nil || !m.ExactFromUtc.Equal(exactFrom) || m.WorkoutsCounted != model.MaxWorkoutsToInspect {
+		t.Fatalf("march: %+v, want truncated at %d workouts, exact from %v", m.Projection, model.MaxWorkoutsToInspect, exactFrom)
+	}
+	if l := e.milestone("u1", "late"); l.Truncated || l.ExactFromUtc != nil {
+		t.Fatalf("late: %+v, want exact (its period starts after the cut)", l.Projection)
+	}
+	if got := e.metrics.String(); !strings.Contains(got, `"`+consumer.MetricMilestonesTruncated+`":1`) ||
+		!strings.Contains(got, `{"Name":"`+consumer.MetricMilestonesTruncated+`","Unit":"Count"}`) {
+		t.Errorf("metrics do not count the truncated milestone: %s", got)
+	}
+	var warned bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, "truncated by the guardrail") &&
+			strings.Contains(line, `"milestoneId":"march"`) && strings.Contains(line, exactFrom.Format(time.RFC3339Nano)) {
+			warned = true
+		}
+	}
+	if !warned || bytes.Contains([]byte(logs.String()), []byte(`"milestoneId":"late","msg":"milestone truncated`)) {
+		t.Errorf("want one warning naming milestone march and its exactFromUtc:\n%s", logs.String())
+	}
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.UserPK("u1"), model.PrefixAudit, store.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countEvents(as, consumer.EventProjectionTruncated); got != 1 {
+		t.Errorf("%d %s audit entries, want 1", got, consumer.EventProjectionTruncated)
+	}
+}
