@@ -66,6 +66,7 @@ var Settings = []struct{ Name, Meaning string }{
 	{"STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET", "the Strava API application (default: the simulator's)"},
 	{"STRAVA_VERIFY_TOKEN", "the webhook handshake token (default " + DefaultVerifyToken + ")"},
 	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
+	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -212,8 +213,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 
 	// The worker, behind the Dispatcher the api's webhook uses.
+	var stravaHTTP *http.Client
+	if v := getenv("CC_STRAVA_TIMEOUT"); v != "" {
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d <= 0 {
+			return nil, fmt.Errorf("CC_STRAVA_TIMEOUT %q is not a positive Go duration (e.g. 4s)", v)
+		}
+		stravaHTTP = &http.Client{Timeout: d}
+	}
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
-		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
 	}, log.With("service", "worker"))
 	s.Queue = ingest.NewQueue(worker.Process, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
 
