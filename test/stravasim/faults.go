@@ -67,8 +67,9 @@ func (s *Server) takeFault(activityID int64) Fault {
 // SpendReadWindow spends the read budget of the current 15-minute window:
 // read usage is raised to its limit, so every later activity request is
 // answered 429 with headers saying the window is used up, until the window
-// resets. resetIn moves that reset to resetIn from now (0: the next quarter
-// hour, as on Strava), so tests need not wait up to 15 minutes.
+// resets. resetIn moves that reset to resetIn from now (0: the end of the
+// current window, the next quarter hour on Strava; see Options.Window), so
+// tests need not wait up to 15 minutes.
 func (s *Server) SpendReadWindow(resetIn time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -190,3 +190,25 @@ func TestDeliverReportsAnswer(t *testing.T) {
 		t.Fatalf("got %+v %v, want the callback's answer", d, err)
 	}
 }
+
+// A shortened window (Options.Window) rolls on its own boundaries: a spent
+// read budget comes back at the next one, as Strava's does at the quarter
+// hour.
+func TestShortWindowRolls(t *testing.T) {
+	t.Parallel()
+	const window = 400 * time.Millisecond
+	sim := stravasim.New(stravasim.Options{Window: window})
+	t.Cleanup(sim.Close)
+	sim.PutActivity(stravasim.Activity{ID: 1, AthleteID: 5, SportType: "Run", StartDate: time.Now()})
+	tok := sim.IssueTokens(5, 0).AccessToken
+	// Start right after a boundary, so the whole test fits in one window.
+	time.Sleep(time.Until(time.Now().Truncate(window).Add(window + 10*time.Millisecond)))
+	sim.SpendReadWindow(0)
+	if st, _, usage, err := fetch(t, nil, sim, tok, "1"); err != nil || st != http.StatusTooManyRequests {
+		t.Fatalf("in the spent window: got %d usage %q %v, want 429", st, usage, err)
+	}
+	time.Sleep(time.Until(time.Now().Truncate(window).Add(window + 10*time.Millisecond)))
+	if st, _, usage, err := fetch(t, nil, sim, tok, "1"); err != nil || st != http.StatusOK || !strings.HasPrefix(usage, "1,") {
+		t.Fatalf("in the next window: got %d usage %q %v, want 200 with read usage 1", st, usage, err)
+	}
+}

@@ -64,6 +64,10 @@ type Options struct {
 	// Limits are the rate limits reported and enforced; zero fields take
 	// Strava's defaults.
 	Limits Limits
+	// Window is the length of the short rate-limit window, aligned on
+	// the clock like Strava's quarter hours (default 15 minutes; tests
+	// shorten it together with the pipeline's CC_STRAVA_WINDOW).
+	Window time.Duration
 	// SubscriptionID is put into webhook events sent by Deliver helpers.
 	SubscriptionID int64
 	// DeliveryAttempts bounds how often an event is sent when the callback
@@ -227,6 +231,9 @@ func newServer(o Options) *Server {
 	l := &o.Limits
 	l.Short, l.Daily = or(l.Short, DefaultShortLimit), or(l.Daily, DefaultDailyLimit)
 	l.ReadShort, l.ReadDaily = or(l.ReadShort, DefaultReadShortLimit), or(l.ReadDaily, DefaultReadDailyLimit)
+	if o.Window <= 0 {
+		o.Window = 15 * time.Minute
+	}
 	if o.DeliveryAttempts == 0 {
 		o.DeliveryAttempts = 3
 	}
@@ -611,11 +618,11 @@ func activityJSON(a Activity) map[string]any {
 	}
 }
 
-// rollLocked resets usage at quarter-hour and UTC-midnight boundaries, as
-// Strava does.
+// rollLocked resets usage at quarter-hour (Options.Window) and UTC-midnight
+// boundaries, as Strava does.
 func (s *Server) rollLocked() {
 	now := s.opts.Now().UTC()
-	w := now.Truncate(15 * time.Minute)
+	w := now.Truncate(s.opts.Window)
 	if !w.Equal(s.window) || (!s.windowEnd.IsZero() && !now.Before(s.windowEnd)) {
 		s.window, s.windowEnd, s.usage[0], s.usage[2] = w, time.Time{}, 0, 0
 	}
