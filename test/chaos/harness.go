@@ -65,13 +65,21 @@ const (
 	// StravaTimeout bounds one Strava call in the child (CC_STRAVA_TIMEOUT):
 	// longer than the slow answers, shorter than the timeouts.
 	StravaTimeout = 4 * time.Second
+	// Window is the rate-limit window the child assumes (CC_STRAVA_WINDOW)
+	// and the simulator keeps (stravasim.Options.Window): Strava's is 15
+	// minutes, which no test can sit out when work is deferred to a reset.
+	Window = 10 * time.Second
+	// OutboxLease is how long the child presumes an accepted event's
+	// hand-off in flight before its sweeper dispatches it again
+	// (CC_OUTBOX_LEASE).
+	OutboxLease = 2 * time.Second
 )
 
 // ChildEnv are settings every child pipeline gets on top of the harness's
-// own, for knobs that shorten waits the scenarios would otherwise sit out
-// (e.g. a sweeper interval). Entries are NAME=value; CC_CHAOS_ENV (the same
-// form, separated by spaces) adds more from the command line.
-var ChildEnv = []string{}
+// own: knobs that shorten waits the scenarios would otherwise sit out.
+// Entries are NAME=value; CC_CHAOS_ENV (the same form, separated by spaces)
+// adds more from the command line.
+var ChildEnv = []string{"CC_STRAVA_WINDOW=" + Window.String(), "CC_OUTBOX_LEASE=" + OutboxLease.String()}
 
 // Harness runs scenarios against one DynamoDB Local with one built
 // scripts/run binary.
@@ -160,7 +168,7 @@ func (h *Harness) NewEnv(name string) (*Env, error) {
 	}
 	prefix := "chaos-" + strings.TrimPrefix(dynamolocal.UniquePrefix(), "t")
 	e := &Env{h: h, Name: name, Prefix: prefix, DataDir: dir, APIAddr: fmt.Sprintf("127.0.0.1:%d", port),
-		Sim:     stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID}),
+		Sim:     stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window}),
 		Store:   store.New(h.db, store.TableNames(prefix)),
 		logPath: filepath.Join(dir, "run.log"),
 		acked:   map[int64]int64{}, sent: map[int64]int64{}, began: time.Now()}

@@ -30,15 +30,14 @@ var Scenarios = []Scenario{
 }
 
 // Waits of Settle: quiet is how long nothing may change before the
-// pipeline counts as settled; the deadline bounds the wait.
+// pipeline counts as settled (longer than a lease plus a sweep, so work a
+// sweeper will pick up again is waited for); deferredQuiet is the same for
+// work deferred to the next rate-limit window; the deadline bounds the wait.
 const (
-	quiet    = 3 * time.Second
-	deadline = 90 * time.Second
+	quiet         = OutboxLease + 3*time.Second
+	deferredQuiet = Window + 3*time.Second
+	deadline      = 120 * time.Second
 )
-
-// BudgetResetIn is how far ahead the simulator moves the end of the spent
-// read window in budget-429 (Strava's windows end on the quarter hour).
-const BudgetResetIn = 5 * time.Second
 
 func pick(full bool, reduced, fullSize int) int {
 	if full {
@@ -232,7 +231,7 @@ func deliveries(ctx context.Context, e *Env, full bool) (Figures, error) {
 		e.Send(ctx, "delete", del, u.AthleteID)
 		e.Send(ctx, "create", del, u.AthleteID)
 	}
-	return e.Settle(ctx, quiet+2*time.Second, deadline)
+	return e.Settle(ctx, quiet, deadline)
 }
 
 // Issue 13, item 5: Strava says the 15-minute read budget is spent. Jobs
@@ -243,9 +242,9 @@ func budget429(ctx context.Context, e *Env, full bool) (Figures, error) {
 		return Figures{}, err
 	}
 	evs := putRuns(e, users, pick(full, 8, 20))
-	e.Sim.SpendReadWindow(BudgetResetIn)
+	e.Sim.SpendReadWindow(0) // until the window ends, for Strava and for us
 	e.DeliverAll(ctx, evs, 4)
-	return e.Settle(ctx, BudgetResetIn+quiet+2*time.Second, deadline)
+	return e.Settle(ctx, deferredQuiet, deadline)
 }
 
 // Strava's 5xx answers and timeouts, at most two per activity: within the
@@ -312,5 +311,5 @@ func forgedFlood(ctx context.Context, e *Env, full bool) (Figures, error) {
 	<-done
 	real := putRuns(e, users, 3)
 	e.DeliverAll(ctx, real, 1)
-	return e.Settle(ctx, quiet, deadline)
+	return e.Settle(ctx, deferredQuiet, deadline)
 }
