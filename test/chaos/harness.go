@@ -489,6 +489,27 @@ func (e *Env) WaitInFlight(n int64, limit time.Duration) bool {
 	return true
 }
 
+// WaitIdle waits until Strava has had no activity request in flight and
+// received none for calm (the pipeline's fetches are done), or the limit
+// passes.
+func (e *Env) WaitIdle(calm, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	last, since := e.Sim.Stats(), time.Now()
+	for {
+		st := e.Sim.Stats()
+		if st.ActivityInFlight > 0 || st.ActivityRequests != last.ActivityRequests {
+			last, since = st, time.Now()
+		}
+		if time.Since(since) >= calm {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Awards counts the award items of every user (for timing kills during
 // minting).
 func (e *Env) Awards(ctx context.Context) (int, error) {

@@ -198,7 +198,9 @@ func deliveries(ctx context.Context, e *Env, full bool) (Figures, error) {
 	at := func(i int) time.Time { return start.Add(time.Duration(i) * 3 * time.Hour) }
 	for k := range pick(full, 1, 3) {
 		base := u.AthleteID*1000 + int64(k)*10
-		// Slow-stale first, so the only request in flight is its fetch.
+		// Slow-stale first, on an idle pipeline, so the only request in
+		// flight is its fetch.
+		e.WaitIdle(time.Second, 30*time.Second)
 		stale := base + 1
 		e.Sim.PutActivity(Activity(stale, u.AthleteID, "Run", 5000, at(10*k+1)))
 		e.Sim.AddFault(stravasim.Fault{ActivityID: stale, Delay: 2500 * time.Millisecond})
