@@ -32,6 +32,9 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := chaos.New(bin, dynamolocal.Endpoint(t), work, t.Logf)
+	if full {
+		h.Patience = 90 * time.Second // outlasts a few default retry backoffs
+	}
 	only := os.Getenv("CC_CHAOS_ONLY")
 	var all []chaos.Figures
 	for _, sc := range chaos.Scenarios {

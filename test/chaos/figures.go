@@ -47,7 +47,8 @@ type Figures struct {
 	Reads int64
 	// Took is the scenario's wall time, settling included.
 	Took time.Duration
-	// Settled says the pipeline went quiet before the deadline.
+	// Settled says the pipeline went quiet before the deadline (with every
+	// figure at 0, or after Harness.Patience without a change).
 	Settled bool
 	// Notes explain non-zero figures (a few examples each).
 	Notes []string

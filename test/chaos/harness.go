@@ -73,6 +73,8 @@ const (
 	// hand-off in flight before its sweeper dispatches it again
 	// (CC_OUTBOX_LEASE).
 	OutboxLease = 2 * time.Second
+	// DefaultPatience is Harness.Patience's default: two windows.
+	DefaultPatience = 2 * Window
 )
 
 // ChildEnv are settings every child pipeline gets on top of the harness's
@@ -92,6 +94,10 @@ type Harness struct {
 	WorkDir string
 	// Logf narrates progress (never nil after New).
 	Logf func(format string, args ...any)
+	// Patience is how long Settle waits for a change while some figure is
+	// not 0 (default DefaultPatience): the pipeline may be waiting out a
+	// retry backoff or a rate-limit window.
+	Patience time.Duration
 
 	db *dynamodb.Client
 }
@@ -117,7 +123,7 @@ func New(bin, endpoint, workDir string, logf func(string, ...any)) *Harness {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Harness{Bin: bin, Endpoint: endpoint, WorkDir: workDir, Logf: logf,
+	return &Harness{Bin: bin, Endpoint: endpoint, WorkDir: workDir, Logf: logf, Patience: DefaultPatience,
 		db: dynamodb.NewFromConfig(dynamolocal.Config(endpoint))}
 }
 
@@ -527,11 +533,16 @@ func (e *Env) Awards(ctx context.Context) (int, error) {
 }
 
 // Settle polls until the pipeline is quiet — nothing stored changed and
-// Strava answered nothing for quiet, with no Strava request in flight — or
-// the deadline passes, then measures the figures.
+// Strava answered nothing for quiet, with no Strava request in flight —
+// with every figure at 0; when the figures are not all 0 it keeps waiting
+// until nothing changed for Patience (work retried or deferred for a while
+// still counts), and never past the deadline. Then it measures the figures.
 func (e *Env) Settle(ctx context.Context, quiet, deadline time.Duration) (Figures, error) {
 	end := time.Now().Add(deadline)
+	patience := max(e.h.Patience, quiet)
 	last, since := "", time.Now()
+	var measured string // the fingerprint f was measured at
+	var f Figures
 	for {
 		fp, err := e.fingerprint(ctx)
 		if err != nil {
@@ -540,9 +551,18 @@ func (e *Env) Settle(ctx context.Context, quiet, deadline time.Duration) (Figure
 		if fp != last {
 			last, since = fp, time.Now()
 		}
-		inFlight := e.Sim.Stats().ActivityInFlight > 0
-		if !inFlight && time.Since(since) >= quiet {
-			return e.Figures(ctx, true)
+		calm := time.Since(since)
+		if e.Sim.Stats().ActivityInFlight == 0 && calm >= quiet {
+			if measured != fp {
+				if f, err = e.Figures(ctx, true); err != nil {
+					return f, err
+				}
+				measured = fp
+			}
+			if f.OK() || calm >= patience {
+				f.Took = time.Since(e.began)
+				return f, nil
+			}
 		}
 		if time.Now().After(end) {
 			return e.Figures(ctx, false)
