@@ -15,7 +15,8 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 
 // TestChaos runs the chaos suite against the real pipeline: the reduced
 // sizes when CC_CHAOS=reduced (`make test`), the full ones when
-// CC_CHAOS=full (`make chaos`); CC_CHAOS_ONLY=name runs one scenario. It
+// CC_CHAOS=full (`make chaos`); CC_CHAOS_ONLY=name runs one scenario;
+// CC_CHAOS_KEEP=1 keeps the work dir with every child's run.log. It
 // prints one line of figures per scenario and a total, and fails unless
 // nothing was lost, doubled, left unaudited or drifted.
 func TestChaos(t *testing.T) {
@@ -27,6 +28,13 @@ func TestChaos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	work := t.TempDir()
+	if os.Getenv("CC_CHAOS_KEEP") != "" { // keep the children's logs
+		var err error
+		if work, err = os.MkdirTemp("", "chaos-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("work dir (kept): %s", work)
+	}
 	bin, err := chaos.BuildRun(ctx, work)
 	if err != nil {
 		t.Fatal(err)
