@@ -73,6 +73,9 @@ const (
 	// hand-off in flight before its sweeper dispatches it again
 	// (CC_OUTBOX_LEASE).
 	OutboxLease = 2 * time.Second
+	// RetryBase is the first backoff of a job that failed retryably
+	// (CC_RETRY_BASE): Strava's 5xx and timeouts are retried within seconds.
+	RetryBase = 500 * time.Millisecond
 	// DefaultPatience is Harness.Patience's default: two windows.
 	DefaultPatience = 2 * Window
 )
@@ -81,7 +84,8 @@ const (
 // own: knobs that shorten waits the scenarios would otherwise sit out.
 // Entries are NAME=value; CC_CHAOS_ENV (the same form, separated by spaces)
 // adds more from the command line.
-var ChildEnv = []string{"CC_STRAVA_WINDOW=" + Window.String(), "CC_OUTBOX_LEASE=" + OutboxLease.String()}
+var ChildEnv = []string{"CC_STRAVA_WINDOW=" + Window.String(), "CC_OUTBOX_LEASE=" + OutboxLease.String(),
+	"CC_RETRY_BASE=" + RetryBase.String()}
 
 // Harness runs scenarios against one DynamoDB Local with one built
 // scripts/run binary.
