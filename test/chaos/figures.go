@@ -136,6 +136,7 @@ type AwardRef struct {
 	PartIndex   int
 }
 
+// String names the part as "milestoneId/part i".
 func (a AwardRef) String() string { return a.MilestoneID + "/part " + strconv.Itoa(a.PartIndex) }
 
 // AwardAudit checks one user's award items against the AWARD_MINTED entries
