@@ -41,7 +41,7 @@ func TestChaos(t *testing.T) {
 	}
 	h := chaos.New(bin, dynamolocal.Endpoint(t), work, t.Logf)
 	if full {
-		h.Patience = 90 * time.Second // outlasts a few default retry backoffs
+		h.Patience = 60 * time.Second
 	}
 	only := os.Getenv("CC_CHAOS_ONLY")
 	var all []chaos.Figures

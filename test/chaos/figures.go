@@ -25,8 +25,10 @@ type Figures struct {
 	// answers that said "duplicate"; Refused counts events never answered
 	// 200 (Strava gave up after its attempts, or a forged one-shot).
 	Accepted, Duplicates, Refused int
-	// Written counts activities with an acknowledged event whose workout
-	// item exists; Lost those without one: accepted and then dropped.
+	// Written counts the activities owed a workout — an event of theirs
+	// was acknowledged, or Strava's sender sent one (it stops after 3
+	// attempts, so a refusal is a loss too) — whose workout item exists;
+	// Lost counts those without one.
 	Written, Lost int
 	// DupAwards counts awards minted twice (a second AWARD_MINTED entry for
 	// the same part, or an award item outside the model's parts).

@@ -149,7 +149,7 @@ type Env struct {
 
 	mu          sync.Mutex
 	acked       map[int64]int64 // activity id → owner athlete, for events answered 200
-	sent        map[int64]int64 // activity id → owner athlete, for every event sent
+	told        map[int64]int64 // activity id → owner athlete, for events Strava's sender delivered
 	accepted    int
 	duplicates  int
 	refused     int
@@ -165,9 +165,9 @@ type User struct {
 	http       *http.Client
 }
 
-// NewEnv creates the scenario's tables' prefix, data dir and simulator; Start
-// runs the pipeline.
-func (h *Harness) NewEnv(name string) (*Env, error) {
+// NewEnv creates the scenario's tables' prefix, data dir and simulator (with
+// limits; zero fields take Strava's); Start runs the pipeline.
+func (h *Harness) NewEnv(name string, limits stravasim.Limits) (*Env, error) {
 	dir := filepath.Join(h.WorkDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -178,10 +178,10 @@ func (h *Harness) NewEnv(name string) (*Env, error) {
 	}
 	prefix := "chaos-" + strings.TrimPrefix(dynamolocal.UniquePrefix(), "t")
 	e := &Env{h: h, Name: name, Prefix: prefix, DataDir: dir, APIAddr: fmt.Sprintf("127.0.0.1:%d", port),
-		Sim:     stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window}),
+		Sim:     stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window, Limits: limits}),
 		Store:   store.New(h.db, store.TableNames(prefix)),
 		logPath: filepath.Join(dir, "run.log"),
-		acked:   map[int64]int64{}, sent: map[int64]int64{}, began: time.Now()}
+		acked:   map[int64]int64{}, told: map[int64]int64{}, began: time.Now()}
 	return e, nil
 }
 
@@ -420,7 +420,7 @@ func (u *User) call(ctx context.Context, method, url string, in, out any, want i
 // 200 within 2 s) and books the answer.
 func (e *Env) Deliver(ctx context.Context, ev stravasim.Event) stravasim.Delivery {
 	d, err := e.Sim.Deliver(ctx, e.WebhookURL(), ev)
-	e.book(ev, err == nil, d.Answer)
+	e.book(ev, true, err == nil, d.Answer)
 	return d
 }
 
@@ -457,20 +457,25 @@ func (e *Env) PostOnce(ctx context.Context, ev stravasim.Event) int {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
 	if err != nil {
-		e.book(ev, false, "")
+		e.book(ev, false, false, "")
 		return 0
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-	e.book(ev, resp.StatusCode == http.StatusOK, string(body))
+	e.book(ev, false, resp.StatusCode == http.StatusOK, string(body))
 	return resp.StatusCode
 }
 
-func (e *Env) book(ev stravasim.Event, ok bool, answer string) {
+// book records one event's fate: fromStrava says Strava's sender sent it
+// (so the activity must end up counted, answered 200 or not), ok that it
+// was answered 200.
+func (e *Env) book(ev stravasim.Event, fromStrava, ok bool, answer string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ev.ObjectType == "activity" {
-		e.sent[ev.ObjectID] = ev.OwnerID
+		if fromStrava {
+			e.told[ev.ObjectID] = ev.OwnerID
+		}
 		if ok {
 			e.acked[ev.ObjectID] = ev.OwnerID
 		}
@@ -637,9 +642,13 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 	e.mu.Lock()
 	f := Figures{Scenario: e.Name, Accepted: e.accepted, Duplicates: e.duplicates, Refused: e.refused,
 		Reads: e.Sim.Stats().ActivityRequests - e.readsBefore, Took: time.Since(e.began), Settled: settled}
-	acked := make(map[int64]int64, len(e.acked))
+	owed := make(map[int64]int64, len(e.acked)+len(e.told)) // activities that must end up written
+	for k, v := range e.told {
+		owed[k] = v
+	}
+	acked := make(map[int64]bool, len(e.acked))
 	for k, v := range e.acked {
-		acked[k] = v
+		owed[k], acked[k] = v, true
 	}
 	e.mu.Unlock()
 	var n notes
@@ -692,8 +701,8 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 			n.add("driftLog", "%s", d)
 		}
 	}
-	ids := make([]int64, 0, len(acked))
-	for id := range acked {
+	ids := make([]int64, 0, len(owed))
+	for id := range owed {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -701,7 +710,11 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 		w, ok := stored[id]
 		if !ok {
 			f.Lost++
-			n.add("lost", "activity %d (athlete %d)", id, acked[id])
+			if acked[id] {
+				n.add("lost", "activity %d (athlete %d): accepted, never written", id, owed[id])
+			} else {
+				n.add("lost", "activity %d (athlete %d): refused until Strava gave up", id, owed[id])
+			}
 			continue
 		}
 		f.Written++
@@ -743,7 +756,7 @@ func freePort() (int, error) {
 // Run runs one scenario in a fresh Env and returns its figures; notes on
 // non-zero figures and the child's log path go to Logf.
 func (h *Harness) Run(ctx context.Context, sc Scenario, full bool) (Figures, error) {
-	e, err := h.NewEnv(sc.Name)
+	e, err := h.NewEnv(sc.Name, sc.Limits)
 	if err != nil {
 		return Figures{Scenario: sc.Name}, err
 	}
