@@ -76,6 +76,9 @@ const (
 	// RetryBase is the first backoff of a job that failed retryably
 	// (CC_RETRY_BASE): Strava's 5xx and timeouts are retried within seconds.
 	RetryBase = 500 * time.Millisecond
+	// DeliveryBackoff is the simulated Strava sender's pause between
+	// attempts at one event (Strava does not say; it is not instant).
+	DeliveryBackoff = 500 * time.Millisecond
 	// DefaultPatience is Harness.Patience's default: two windows.
 	DefaultPatience = 2 * Window
 )
@@ -178,7 +181,8 @@ func (h *Harness) NewEnv(name string, limits stravasim.Limits) (*Env, error) {
 	}
 	prefix := "chaos-" + strings.TrimPrefix(dynamolocal.UniquePrefix(), "t")
 	e := &Env{h: h, Name: name, Prefix: prefix, DataDir: dir, APIAddr: fmt.Sprintf("127.0.0.1:%d", port),
-		Sim:     stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window, Limits: limits}),
+		Sim: stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window, Limits: limits,
+			DeliveryBackoff: DeliveryBackoff}),
 		Store:   store.New(h.db, store.TableNames(prefix)),
 		logPath: filepath.Join(dir, "run.log"),
 		acked:   map[int64]int64{}, told: map[int64]int64{}, began: time.Now()}
