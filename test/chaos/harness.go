@@ -534,13 +534,24 @@ func (e *Env) WaitIdle(calm, limit time.Duration) bool {
 func (e *Env) Awards(ctx context.Context) (int, error) {
 	n := 0
 	for _, u := range e.Users {
-		um, err := e.Store.UserMilestones(ctx, u.UserID)
+		c, err := e.AwardsOf(ctx, u)
 		if err != nil {
 			return n, err
 		}
-		for _, as := range um.Awards {
-			n += len(as)
-		}
+		n += c
+	}
+	return n, nil
+}
+
+// AwardsOf counts u's award items.
+func (e *Env) AwardsOf(ctx context.Context, u *User) (int, error) {
+	um, err := e.Store.UserMilestones(ctx, u.UserID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, as := range um.Awards {
+		n += len(as)
 	}
 	return n, nil
 }
