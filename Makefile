@@ -37,8 +37,8 @@ test-browser: dynamodb-local chromium
 test: dynamodb-local chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
-	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestChaos$$' ./test/chaos/
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/
+	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestChaos$$' ./test/chaos/
 
 ## chaos: the full chaos suite (test/chaos): scripts/run as a child process with DynamoDB Local and the
 ##   Strava simulator, through kill -9, Ctrl-C, slow/failing Strava, racing deliveries and a forged flood;
