@@ -642,16 +642,6 @@ func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, er
 	return as, nil
 }
 
-// userOf maps athletes to the harness's users.
-func (e *Env) userOf(athleteID int64) *User {
-	for _, u := range e.Users {
-		if u.AthleteID == athleteID {
-			return u
-		}
-	}
-	return nil
-}
-
 // Figures measures the scenario now (see Figures for each count).
 func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 	e.mu.Lock()
