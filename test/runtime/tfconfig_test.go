@@ -19,3 +19,23 @@ func TestLoadDeployment(t *testing.T) {
 		t.Fatalf("env = %v", d.Env)
 	}
 }
+
+func TestRoute(t *testing.T) {
+	t.Parallel()
+	routes := []string{"GET /", "GET /v1/milestones", "GET /v1/milestones/{milestoneId}", "DELETE /v1/me"}
+	tests := []struct{ method, path, want string }{
+		{"GET", "/", "GET /"},
+		{"GET", "/v1/milestones", "GET /v1/milestones"},
+		{"GET", "/v1/milestones/m-1", "GET /v1/milestones/{milestoneId}"},
+		{"GET", "/v1/milestones/", ""},
+		{"POST", "/v1/milestones", ""},
+		{"DELETE", "/v1/me", "DELETE /v1/me"},
+		{"GET", "/v1/milestones/m-1/x", ""},
+		{"OPTIONS", "/v1/me", ""},
+	}
+	for _, tt := range tests {
+		if got := route(routes, tt.method, tt.path); got != tt.want {
+			t.Errorf("route(%s %s) = %q, want %q", tt.method, tt.path, got, tt.want)
+		}
+	}
+}
