@@ -42,7 +42,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 func envValues(f *fixture) map[string]string {
 	return map[string]string{
 		"CC_TABLE_PREFIX":            f.prefix,
-		"CC_LOG_LEVEL":               "info",
+		"CC_LOG_LEVEL":               f.dep.LogLevel,
 		"STRAVA_BASE_URL":            f.sim.URL,
 		"STRAVA_CLIENT_ID":           f.sim.ClientID(),
 		"STRAVA_CLIENT_SECRET_PARAM": secretParam,
@@ -77,7 +77,7 @@ func TestEnvironmentMatchesTerraform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := envValues(&fixture{sim: &stravasim.Server{}})
+	values := envValues(&fixture{sim: &stravasim.Server{}, dep: d})
 	used := map[string]bool{}
 	for _, fn := range Functions {
 		if len(d.Env[fn]) == 0 {
@@ -326,6 +326,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 	f.sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Ada", Lastname: "Runtime"})
 
 	f.aws = NewAWS(t, map[string]string{secretParam: f.sim.ClientSecret(), verifyParam: verifyToken})
+	f.aws.Retries = f.dep.WorkerRetries
 
 	// The bootstraps, built for this machine exactly as `make build` does,
 	// taken out of their zips.
@@ -346,8 +347,10 @@ func newFixture(t *testing.T, rie string) *fixture {
 			// What Lambda gives every function.
 			"AWS_REGION": region, "AWS_DEFAULT_REGION": region,
 			"AWS_ACCESS_KEY_ID": "AKIDRUNTIMETEST", "AWS_SECRET_ACCESS_KEY": "runtime-test-secret", "AWS_SESSION_TOKEN": "runtime-test-session",
-			"AWS_LAMBDA_FUNCTION_NAME": name, "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
-			"AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + name, "AWS_LAMBDA_LOG_FORMAT": "JSON",
+			"AWS_LAMBDA_FUNCTION_NAME":        name,
+			"AWS_LAMBDA_FUNCTION_TIMEOUT":     fmt.Sprint(f.dep.Settings[fn].TimeoutS),
+			"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(f.dep.Settings[fn].MemoryMB),
+			"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + name, "AWS_LAMBDA_LOG_FORMAT": "JSON",
 			"PATH": "/usr/local/bin:/usr/bin:/bin", "TZ": ":UTC", "LANG": "en_US.UTF-8",
 			// The test's stand-ins for AWS endpoints (the SDK's standard variables).
 			"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
@@ -698,7 +701,7 @@ func (f *fixture) report() {
 		if len(warm) > 0 {
 			median = warm[len(warm)/2]
 		}
-		f.t.Logf("REPORT %-9s invocations=%d  Init Duration=%v  first invocation=%.1f ms  median warm=%.1f ms  peak RSS (bootstrap VmHWM)=%.1f MB  (emulator's Max Memory Used=%d MB: the configured size, not measured)",
+		f.t.Logf("REPORT %-9s invocations=%d  Init Duration=%v  first invocation=%.1f ms  median warm=%.1f ms  peak RSS (bootstrap VmHWM)=%.1f MB  (emulator's Max Memory Used=%d MB: Terraform's memory_mb, not measured)",
 			fn, len(reps), inits, reps[0].DurationMs, median, float64(e.PeakRSSKB())/1024, reps[0].MaxMemoryMB)
 		if n := strings.Count(e.Output(), `"level":"ERROR"`); n > 0 {
 			f.t.Errorf("%s logged %d errors", fn, n)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -28,6 +29,20 @@ type Deployment struct {
 	Filters Filters
 	// Routes are the HTTP API's route keys ("GET /v1/me", …).
 	Routes []string
+	// Settings are each function's memory and timeout (the defaults of
+	// modules/commitcollect's var.functions).
+	Settings map[string]FunctionSettings
+	// LogLevel is var.log_level's default (CC_LOG_LEVEL).
+	LogLevel string
+	// WorkerRetries is var.worker.maximum_retry_attempts's default (the
+	// worker's async retries).
+	WorkerRetries int
+}
+
+// FunctionSettings are a function's runtime settings.
+type FunctionSettings struct {
+	MemoryMB int
+	TimeoutS int
 }
 
 // Functions are the modules of modules/commitcollect that are Lambdas.
@@ -110,6 +125,43 @@ func LoadDeployment(root string) (Deployment, error) {
 	}
 	if len(d.Filters) == 0 {
 		return d, fmt.Errorf("the projector's event source mapping has no filters")
+	}
+
+	vars, err := cc.Vars(nil)
+	if err != nil {
+		return d, fmt.Errorf("modules/commitcollect variables: %w", err)
+	}
+	num := func(v cty.Value, path ...string) (int, error) {
+		for _, p := range path {
+			if v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute(p) {
+				return 0, fmt.Errorf("var.%s has no default", strings.Join(path, "."))
+			}
+			v = v.GetAttr(p)
+		}
+		if v.IsNull() || !v.IsKnown() || v.Type() != cty.Number {
+			return 0, fmt.Errorf("var.%s is not a known number", strings.Join(path, "."))
+		}
+		i, _ := v.AsBigFloat().Int64()
+		return int(i), nil
+	}
+	d.Settings = map[string]FunctionSettings{}
+	for _, name := range Functions {
+		var s FunctionSettings
+		if s.MemoryMB, err = num(vars, "functions", name, "memory_mb"); err != nil {
+			return d, err
+		}
+		if s.TimeoutS, err = num(vars, "functions", name, "timeout_s"); err != nil {
+			return d, err
+		}
+		d.Settings[name] = s
+	}
+	if d.WorkerRetries, err = num(vars, "worker", "maximum_retry_attempts"); err != nil {
+		return d, err
+	}
+	if ll := vars.GetAttr("log_level"); ll.Type() == cty.String && ll.IsKnown() && !ll.IsNull() {
+		d.LogLevel = ll.AsString()
+	} else {
+		return d, fmt.Errorf("var.log_level has no default")
 	}
 
 	routes := cc.Local("routes")

@@ -15,6 +15,10 @@ func TestLoadDeployment(t *testing.T) {
 	t.Logf("env: %v", d.Env)
 	t.Logf("filters: %v", d.Filters)
 	t.Logf("routes: %v", d.Routes)
+	t.Logf("settings: %v, log level %q, worker retries %d", d.Settings, d.LogLevel, d.WorkerRetries)
+	if d.Settings["projector"].TimeoutS == 0 || d.Settings["api"].MemoryMB == 0 || d.LogLevel == "" {
+		t.Fatalf("settings = %+v, log level %q", d.Settings, d.LogLevel)
+	}
 	if !slices.Contains(d.Env["api"], "CC_WORKER_FUNCTION") || slices.Contains(d.Env["projector"], "STRAVA_CLIENT_ID") {
 		t.Fatalf("env = %v", d.Env)
 	}
