@@ -76,9 +76,11 @@ demo:
 	$(GO) build -o $(CACHE)/bin/demo ./scripts/demo
 	$(CACHE)/bin/demo $(ARGS)
 
-## build: one zip per Lambda in dist/ (static linux/arm64 bootstrap, provided.al2023)
+## build: one zip per Lambda in dist/ (static linux bootstrap, provided.al2023); GOARCH=arm64 (default,
+##   what Terraform deploys) or GOARCH=amd64, e.g. make build GOARCH=amd64 for the runtime emulator here
+GOARCH ?= arm64
 build:
-	$(GO) run ./scripts/build -out dist
+	env -u GOARCH $(GO) run ./scripts/build -out dist -goarch $(GOARCH)
 
 clean:
 	rm -rf dist
