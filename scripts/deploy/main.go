@@ -1,7 +1,8 @@
 // Command deploy builds the Lambda zips and deploys an environment root with
 // Terraform: init (your backend config), plan to a file, a summary of that
 // plan, a refusal when a table or queue would be destroyed or replaced,
-// confirmation, apply of exactly that plan, then the outputs and the Strava
+// confirmation, apply of exactly that plan, then the outputs, the model
+// catalog seeded into the deployed main table (idempotent) and the Strava
 // push-subscription command.
 //
 //	go run ./scripts/deploy --env terraform/envs/example \
@@ -21,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
@@ -66,7 +69,8 @@ Builds the Lambda zips, runs terraform init (with your --backend-config),
 terraform plan -out, prints what the plan creates, updates, replaces and
 destroys, refuses when a DynamoDB table or SQS queue would be destroyed or
 replaced (unless --allow-destroy), asks for confirmation (unless --yes),
-applies exactly the saved plan and prints the outputs and the Strava
+applies exactly the saved plan, prints the outputs, seeds the model catalog
+into the deployed main table (idempotent) and prints the Strava
 push-subscription command.
 
 Exit status: 0 deployed (or planned with --plan-only), 1 failed,
@@ -139,6 +143,22 @@ Flags:
 				return false, err
 			}
 			return strings.TrimSpace(line) == "yes", nil
+		},
+		Seed: func(ctx context.Context, outs map[string]tfexec.OutputMeta) error {
+			t, err := tfdeploy.TargetFromOutputs(outs)
+			if err != nil {
+				return err
+			}
+			cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(t.Region))
+			if err != nil {
+				return fmt.Errorf("load aws config: %w", err)
+			}
+			n, err := tfdeploy.SeedCatalog(ctx, dynamodb.NewFromConfig(cfg), t.Tables)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "model catalog: %d items changed in %s (%s)\n", n, t.Tables.Main, t.Region)
+			return nil
 		},
 	}
 	_, err = d.Run(ctx, tfdeploy.Options{

@@ -1,6 +1,9 @@
-// Package lambdabuild builds the Lambda zips: one static linux/arm64
-// `bootstrap` per handlers/<name> package, zipped as <out>/<name>.zip.
-// Used by `make build` and by scripts/deploy.
+// Package lambdabuild builds the Lambda zips: one static linux `bootstrap`
+// (built with -tags lambda.norpc, as provided.al2023 runs it) per
+// handlers/<name> package, zipped as <out>/<name>.zip. The architecture is
+// arm64, what Terraform deploys, unless a caller asks for another one (the
+// runtime-emulator tests build for the machine they run on). Used by `make
+// build`, scripts/deploy and test/runtime.
 package lambdabuild
 
 import (
@@ -10,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 )
 
@@ -27,8 +31,20 @@ func Handlers(dir string) ([]string, error) {
 	return names, nil
 }
 
-// BuildAll builds every handler in dir and returns the zip paths.
-func BuildAll(dir, out string) ([]string, error) {
+// DeployArch is the architecture Terraform deploys (modules/function
+// architectures = ["arm64"]).
+const DeployArch = "arm64"
+
+// Arches are the GOARCH values Lambda runs (x86_64 and arm64).
+var Arches = []string{"amd64", "arm64"}
+
+// BuildAll builds every handler in dir for DeployArch and returns the zip
+// paths.
+func BuildAll(dir, out string) ([]string, error) { return BuildAllFor(dir, out, DeployArch) }
+
+// BuildAllFor builds every handler in dir for goarch ("amd64" or "arm64")
+// and returns the zip paths.
+func BuildAllFor(dir, out, goarch string) ([]string, error) {
 	names, err := Handlers(dir)
 	if err != nil {
 		return nil, err
@@ -38,7 +54,7 @@ func BuildAll(dir, out string) ([]string, error) {
 	}
 	var zips []string
 	for _, n := range names {
-		z, err := Build(filepath.Join(dir, n), out)
+		z, err := BuildFor(filepath.Join(dir, n), out, goarch)
 		if err != nil {
 			return nil, err
 		}
@@ -47,16 +63,24 @@ func BuildAll(dir, out string) ([]string, error) {
 	return zips, nil
 }
 
-// Build compiles one handler package and zips its bootstrap.
-func Build(pkgDir, out string) (string, error) {
+// Build compiles one handler package for DeployArch and zips its bootstrap.
+func Build(pkgDir, out string) (string, error) { return BuildFor(pkgDir, out, DeployArch) }
+
+// BuildFor compiles one handler package for linux/goarch and zips its
+// bootstrap as <out>/<name>.zip. It refuses an architecture Lambda does not
+// run.
+func BuildFor(pkgDir, out, goarch string) (string, error) {
 	name := filepath.Base(pkgDir)
+	if !slices.Contains(Arches, goarch) {
+		return "", fmt.Errorf("build %s: GOARCH %q: Lambda runs %v", name, goarch, Arches)
+	}
 	binDir := filepath.Join(out, name)
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	bin := filepath.Join(binDir, "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", bin, "./"+filepath.ToSlash(pkgDir))
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("build %s: go build: %w", name, err)

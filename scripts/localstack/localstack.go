@@ -75,6 +75,7 @@ var Settings = []struct{ Name, Meaning string }{
 	{"CC_OUTBOX_LEASE", "how long a webhook hand-off is presumed in flight before the sweeper dispatches it again (default " + DefaultLocalLease.String() + " locally)"},
 	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30; 0: no cap)"},
 	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
+	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -254,8 +255,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 
 	// The worker, behind the Dispatcher the api's webhook uses.
+	var stravaHTTP *http.Client
+	if v := getenv("CC_STRAVA_TIMEOUT"); v != "" {
+		d, perr := time.ParseDuration(v)
+		if perr != nil || d <= 0 {
+			return nil, fmt.Errorf("CC_STRAVA_TIMEOUT %q is not a positive Go duration (e.g. 4s)", v)
+		}
+		stravaHTTP = &http.Client{Timeout: d}
+	}
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
-		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
+		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log.With("service", "worker"))
 	s.Queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))

@@ -1,10 +1,12 @@
 package stravasim
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -20,6 +22,10 @@ import (
 //	POST   /_sim/events           {"aspect","activityId","ownerId","updates"} or {"deauthorize":athleteId}:
 //	                              sends the webhook event to the push subscription, as Strava does
 //	GET    /_sim/stats            what the simulator served (Stats)
+//	GET    /_sim/activities       every activity Strava holds now ([]ControlActivity, by id)
+//	POST   /_sim/faults           {"activityId","status","delayMs","count"} queues a Fault (AddFault)
+//	DELETE /_sim/faults           drops every queued fault
+//	POST   /_sim/ratelimit/spend  {"resetInMs"} spends the 15-minute read budget (SpendReadWindow)
 const ControlPrefix = "/_sim/"
 
 // ControlActivity is an Activity as the control API reads it: Strava's
@@ -126,6 +132,52 @@ func (s *Server) control(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+ControlPrefix+"stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
+	mux.HandleFunc("GET "+ControlPrefix+"activities", func(w http.ResponseWriter, _ *http.Request) {
+		acts := s.Activities()
+		out := make([]ControlActivity, 0, len(acts))
+		for _, a := range acts {
+			out = append(out, ControlActivity{Activity: a, AthleteID: a.AthleteID})
+		}
+		slices.SortFunc(out, func(a, b ControlActivity) int { return cmp.Compare(a.ID, b.ID) })
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("POST "+ControlPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
+		var c ControlFault
+		err := decodeControl(r, &c)
+		if err == nil && (c.ActivityID < 0 || c.Count < 0 || c.DelayMs < 0 || (c.Status != 0 && (c.Status < 400 || c.Status > 599)) ||
+			(c.Status == 0 && c.DelayMs == 0)) {
+			err = errors.New("want a status in 400..599 or a positive delayMs, and non-negative activityId and count")
+		}
+		if err != nil {
+			controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"activityId", "status", "delayMs", "count"}: %v`, err))
+			return
+		}
+		s.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
+		writeJSON(w, http.StatusCreated, c)
+	})
+	mux.HandleFunc("DELETE "+ControlPrefix+"faults", func(w http.ResponseWriter, _ *http.Request) {
+		s.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+ControlPrefix+"ratelimit/spend", func(w http.ResponseWriter, r *http.Request) {
+		var c struct {
+			ResetInMs int64 `json:"resetInMs"`
+		}
+		if err := decodeControl(r, &c); err != nil || c.ResetInMs < 0 {
+			controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"resetInMs": non-negative}: %v`, err))
+			return
+		}
+		s.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
+		writeJSON(w, http.StatusOK, s.Stats())
+	})
+}
+
+// ControlFault is a Fault as the control API reads it.
+type ControlFault struct {
+	ActivityID int64 `json:"activityId,omitempty"`
+	Status     int   `json:"status,omitempty"`
+	DelayMs    int64 `json:"delayMs,omitempty"`
+	Count      int   `json:"count,omitempty"`
 }
 
 func decodeControl(r *http.Request, v any) error {

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,10 @@ type Options struct {
 	// Limits are the rate limits reported and enforced; zero fields take
 	// Strava's defaults.
 	Limits Limits
+	// Window is the length of the short rate-limit window, aligned on
+	// the clock like Strava's quarter hours (default 15 minutes; tests
+	// shorten it together with the pipeline's CC_STRAVA_WINDOW).
+	Window time.Duration
 	// SubscriptionID is put into webhook events sent by Deliver helpers.
 	SubscriptionID int64
 	// DeliveryAttempts bounds how often an event is sent when the callback
@@ -137,8 +142,9 @@ type Stats struct {
 	ActivityFetches   int64 // activity requests answered 200
 	ActivityRequests  int64 // every activity request, whatever the answer
 	Deauthorizations  int64 // successful /oauth/deauthorize calls
-	ScriptedFailures  int64 // answers produced by FailNext
+	ScriptedFailures  int64 // answers produced by FailNext or a Fault
 	WebhookDeliveries int64 // webhook POST attempts made by Deliver
+	ActivityInFlight  int64 // activity requests being answered now (a gauge)
 }
 
 type tokenInfo struct {
@@ -176,13 +182,15 @@ type Server struct {
 	authz      Authorization
 	sub        subscription // the push subscription (Strava allows one per application)
 	window     time.Time    // start of the current 15-minute window
+	windowEnd  time.Time    // when set, the short windows reset then (SpendReadWindow)
+	faults     []Fault      // scripted activity answers (AddFault)
 	day        string
 	usage      [4]int   // short, daily, readShort, readDaily
 	issued     []string // every access and refresh token handed out
 
 	stats struct {
 		authorizations, codeExchanges, tokenRefreshes, refusedTokens, activityFetches,
-		activityRequests, deauthorizations, scriptedFailures, webhookDeliveries atomic.Int64
+		activityRequests, deauthorizations, scriptedFailures, webhookDeliveries, activityInFlight atomic.Int64
 	}
 }
 
@@ -224,6 +232,9 @@ func newServer(o Options) *Server {
 	l := &o.Limits
 	l.Short, l.Daily = or(l.Short, DefaultShortLimit), or(l.Daily, DefaultDailyLimit)
 	l.ReadShort, l.ReadDaily = or(l.ReadShort, DefaultReadShortLimit), or(l.ReadDaily, DefaultReadDailyLimit)
+	if o.Window <= 0 {
+		o.Window = 15 * time.Minute
+	}
 	if o.DeliveryAttempts == 0 {
 		o.DeliveryAttempts = 3
 	}
@@ -406,7 +417,7 @@ func (s *Server) Stats() Stats {
 		TokenRefreshes: s.stats.tokenRefreshes.Load(), RefusedTokens: s.stats.refusedTokens.Load(),
 		ActivityFetches: s.stats.activityFetches.Load(), ActivityRequests: s.stats.activityRequests.Load(),
 		Deauthorizations: s.stats.deauthorizations.Load(), ScriptedFailures: s.stats.scriptedFailures.Load(),
-		WebhookDeliveries: s.stats.webhookDeliveries.Load(),
+		WebhookDeliveries: s.stats.webhookDeliveries.Load(), ActivityInFlight: s.stats.activityInFlight.Load(),
 	}
 }
 
@@ -551,6 +562,17 @@ func (s *Server) deauthorize(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	s.stats.activityRequests.Add(1)
+	s.stats.activityInFlight.Add(1)
+	defer s.stats.activityInFlight.Add(-1)
+	id, idErr := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	f := s.takeFault(id)
+	// The answer is decided now and written after the fault's delay.
+	rec := httptest.NewRecorder()
+	s.answerActivity(rec, r, id, idErr, f.Status)
+	answerLater(w, r, rec, f.Delay)
+}
+
+func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64, idErr error, faultStatus int) {
 	s.mu.Lock()
 	s.rollLocked()
 	for i := range s.usage {
@@ -564,12 +586,15 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, st)
 		return
 	}
+	if faultStatus != 0 {
+		writeStatus(w, faultStatus)
+		return
+	}
 	if over {
 		writeStatus(w, http.StatusTooManyRequests)
 		return
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
+	if idErr != nil {
 		writeStatus(w, http.StatusNotFound)
 		return
 	}
@@ -603,13 +628,13 @@ func activityJSON(a Activity) map[string]any {
 	}
 }
 
-// rollLocked resets usage at quarter-hour and UTC-midnight boundaries, as
-// Strava does.
+// rollLocked resets usage at quarter-hour (Options.Window) and UTC-midnight
+// boundaries, as Strava does.
 func (s *Server) rollLocked() {
 	now := s.opts.Now().UTC()
-	w := now.Truncate(15 * time.Minute)
-	if !w.Equal(s.window) {
-		s.window, s.usage[0], s.usage[2] = w, 0, 0
+	w := now.Truncate(s.opts.Window)
+	if !w.Equal(s.window) || (!s.windowEnd.IsZero() && !now.Before(s.windowEnd)) {
+		s.window, s.windowEnd, s.usage[0], s.usage[2] = w, time.Time{}, 0, 0
 	}
 	if d := now.Format(time.DateOnly); d != s.day {
 		s.day, s.usage[1], s.usage[3] = d, 0, 0
@@ -669,6 +694,9 @@ func (s *Server) DeauthorizationEvent(athleteID int64) Event {
 type Delivery struct {
 	Attempts int   // POSTs made
 	Statuses []int // answer of each attempt (0 for a transport failure)
+	// Answer is the body of the last answer (at most 4 KiB), e.g.
+	// {"status":"accepted",…} from CommitCollect's webhook.
+	Answer string
 }
 
 // ErrNotDelivered means no attempt was answered 200.
@@ -704,7 +732,9 @@ func (s *Server) Deliver(ctx context.Context, callbackURL string, ev Event) (Del
 			d.Statuses = append(d.Statuses, 0)
 			continue
 		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
+		d.Answer = strings.TrimSpace(string(raw))
 		d.Statuses = append(d.Statuses, resp.StatusCode)
 		if resp.StatusCode == http.StatusOK {
 			return d, nil

@@ -51,20 +51,27 @@ type Deployer struct {
 	// Confirm asks the operator whether to apply; nil means never confirmed
 	// (only Yes applies).
 	Confirm func(prompt string) (bool, error)
+	// Seed writes the data Terraform does not own into the deployed tables
+	// (the model catalog, SeedCatalog), after every apply and after a plan
+	// with no changes, so a fresh environment and a catalog edit without
+	// infrastructure changes are both seeded. Its failure fails the deploy.
+	// nil seeds nothing.
+	Seed func(ctx context.Context, outputs map[string]tfexec.OutputMeta) error
 }
 
 // Result is what a deploy did.
 type Result struct {
 	Summary Summary
 	Applied bool
+	Seeded  bool
 	Outputs map[string]tfexec.OutputMeta
 }
 
 // Run initialises, plans to opts.PlanOut, prints the summary, refuses
 // (ErrRefused) when a stateful resource would be destroyed or replaced
 // without AllowDestroy, asks for confirmation (ErrAborted when refused) unless
-// Yes, applies exactly the saved plan, and prints the outputs and the Strava
-// push-subscription command. Terraform errors are returned wrapped with the
+// Yes, applies exactly the saved plan, prints the outputs, seeds (Seed) and
+// prints the Strava push-subscription command. Terraform errors are returned wrapped with the
 // step that failed.
 func (d *Deployer) Run(ctx context.Context, opts Options) (Result, error) {
 	var res Result
@@ -132,6 +139,13 @@ func (d *Deployer) Run(ctx context.Context, opts Options) (Result, error) {
 		return res, fmt.Errorf("terraform output: %w", err)
 	}
 	WriteOutputs(d.Out, res.Outputs)
+	if d.Seed != nil {
+		fmt.Fprintln(d.Out, "==> seeding the model catalog")
+		if err := d.Seed(ctx, res.Outputs); err != nil {
+			return res, fmt.Errorf("seed: %w", err)
+		}
+		res.Seeded = true
+	}
 	if cmd, err := SubscriptionCommand(res.Outputs); err == nil {
 		fmt.Fprintf(d.Out, "\nCreate the Strava push subscription (once per environment), then set\nstrava.subscription_id to the returned id and deploy again:\n\n%s\n", cmd)
 	} else {

@@ -1,0 +1,68 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/test/chaos"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+// TestChaos runs the chaos suite against the real pipeline: the reduced
+// sizes when CC_CHAOS=reduced (`make test`), the full ones when
+// CC_CHAOS=full (`make chaos`); CC_CHAOS_ONLY=name runs one scenario;
+// CC_CHAOS_KEEP=1 keeps the work dir with every child's run.log. It
+// prints one line of figures per scenario and a total, and fails unless
+// nothing was lost, doubled, left unaudited or drifted.
+func TestChaos(t *testing.T) {
+	mode := os.Getenv("CC_CHAOS")
+	if mode != "reduced" && mode != "full" {
+		t.Skip("the chaos suite runs with CC_CHAOS=reduced (make test) or CC_CHAOS=full (make chaos)")
+	}
+	full := mode == "full"
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+	if os.Getenv("CC_CHAOS_KEEP") != "" { // keep the children's logs
+		var err error
+		if work, err = os.MkdirTemp("", "chaos-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("work dir (kept): %s", work)
+	}
+	bin, err := chaos.BuildRun(ctx, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := chaos.New(bin, dynamolocal.Endpoint(t), work, t.Logf)
+	if full {
+		h.Patience = 60 * time.Second
+	}
+	only := os.Getenv("CC_CHAOS_ONLY")
+	var all []chaos.Figures
+	for _, sc := range chaos.Scenarios {
+		if only != "" && only != sc.Name {
+			continue
+		}
+		t.Logf("%s: %s", sc.Name, sc.What)
+		f, err := h.Run(ctx, sc, full)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		fmt.Println("chaos:", f)
+		all = append(all, f)
+	}
+	total := chaos.Total(all)
+	fmt.Println("chaos:", total)
+	for _, f := range all {
+		if !f.OK() {
+			t.Errorf("%s: lost, duplicate awards, unaudited awards and drift must all be 0: %s", f.Scenario, f)
+		}
+	}
+}
