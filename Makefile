@@ -127,6 +127,29 @@ replay rebuild verify redrive:
 ##   at a time (-p 1: packages must not compete for the cores they measure), then a summary table.
 ##   Raw output goes to .cache/bench/<UTC time>.txt. BENCH selects benchmarks (regexp, default .),
 ##   BENCHTIME is -benchtime (default 2s: enough samples for the lag percentiles), e.g. make bench BENCH=Handle BENCHTIME=3s.
+# What the benchmarks measure (one op each): DecodeEvent (handlers/ingest,
+#   strict decode of the webhook JSON, pure); WebhookAccept (one accepted POST
+#   /webhooks/strava over HTTP: decode, conditional idempotency put, hand-off;
+#   Strava wants an answer within 2 s); WorkerCreate (athlete → user, rate
+#   budget, token, simulator fetch, workout upsert, audit); WriteProjection/
+#   awards=0|1|10 (model/store: the version-checked UpdateItem, alone or with
+#   1 or 10 award Puts in one TransactWriteItems); WriteToHandler (model/streams:
+#   lag from a workout PutItem to the record handed to a running streams.Reader
+#   at 200 ms and 20 ms polls, and a 100-item BatchWriteItem to its last record);
+#   Project3000 (projections: the pure projection of a 3000-workout log, 99
+#   parts); Handle and RecomputeUser3000 (projections/consumer, see its doc).
+# Reading the summary: n is how many ops were timed (few ops = noisy, raise
+#   BENCHTIME); B/op and allocs/op are Go-side memory per op; p50-ms/p95-ms are
+#   per-record lag percentiles (writes land at a random point of the poll cycle,
+#   so lag is about half the poll interval plus one GetRecords); ms/record is a
+#   100-record write spread over its records; records/s, users/s, workouts/s are
+#   throughputs. Setup is never timed, and every benchmark checks it did the work
+#   it claims. Everything runs against DynamoDB Local on this machine: compare
+#   code paths and spot regressions, not AWS latencies (in AWS every call crosses
+#   the network, a transaction costs two write units per item, Lambda polls a
+#   shard about four times a second). The machine is shared: load alone moved
+#   Handle and RecomputeUser3000 by ±2.5× between two runs; repeat before
+#   believing a 2× change.
 BENCH ?= .
 BENCHTIME ?= 2s
 bench: dynamodb-local

@@ -1,27 +1,3 @@
-// Package ingest is the Strava ingestion pipeline shared by the api, worker
-// and sweeper Lambdas (and the local stack): the webhook http.Handler, the
-// Job handed to the worker, the dispatchers that hand it off (Lambda async
-// invoke, in-process queue), the worker service that turns an event into a
-// normalized workout item, and the outbox sweeper.
-//
-// The outbox. The idempotency item of an event (model.IdempotencyRecord) is
-// the durable hand-off. Its life:
-//
-//	(none) ──claim──▶ received ──worker: written / nothing to do──▶ done
-//	                  │  ▲     ──worker: poison, or MaxFailures──▶ parked (+ PARKED#WORKER)
-//	                  │  └── worker: deferred (429, spent budget, athlete cap: until the
-//	                  │      window reset) or failed (backoff) → notBefore
-//	                  └── lease lapsed / notBefore passed → sweeper or a redelivery
-//	                      claims it again (conditional) and dispatches the stored job
-//
-// While received the item carries PendingPK/PendingSK (the sparse Pending
-// index, keyed by due instant), so the sweeper finds due work with one Query
-// per shard. A redelivered event is a duplicate while its item is done,
-// parked, leased or deferred. Delivery to the worker is at least once: a job
-// may run twice (lease lapse, concurrent sweepers are excluded by the
-// conditional lease, but a slow worker is not), so the worker coalesces (a
-// stored fetch that started after the job's receipt answers it) and orders
-// its writes by fetch start (model.Workout.FetchStartedAtNs).
 package ingest
 
 import (

@@ -2,6 +2,16 @@
 // athlete logs in, creates a milestone and a month of activities arrives
 // through the webhook; it prints the progress bar, the awards as they are
 // minted and the end-to-end lag of each step (scripts/localstack.Demo).
+//
+// It adds an athlete to the simulator, logs in through the real OAuth
+// redirects (/auth/strava/login → simulator → /auth/strava/callback), creates
+// "Run 100 km this month" on a model from the catalog, then sends a month of
+// activities as Strava webhooks: runs that count, rides and walks that don't,
+// one webhook delivered twice (the second answered duplicate), a GPS
+// correction, a deleted run (progress drops, awards stay) and a ride
+// re-labelled as a run. After each webhook it waits on GET
+// /v1/milestones/{id}; the lag is webhook sent → milestone updated.
+// `make demo ARGS="-seed 7"` plays another month; ARGS=-help lists the flags.
 package main
 
 import (

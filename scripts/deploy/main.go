@@ -7,6 +7,19 @@
 //
 //	go run ./scripts/deploy --env terraform/envs/example \
 //	    --backend-config backend.hcl --var-file prod.tfvars
+//
+// --skip-build reuses dist/{api,worker,projector,sweeper}.zip; --plan-only
+// stops after the plan and its summary (CI); --yes applies without asking
+// (CI). The summary lists creates, updates, replacements and destroys read
+// from the saved plan as JSON; the command refuses (exit 2) when a DynamoDB
+// table or SQS queue would be destroyed or replaced unless --allow-destroy.
+// After the apply it prints the outputs (API URL, webhook callback URL, table
+// names, stream ARN, DLQ URLs) and the exact curl that creates the Strava
+// push subscription (secrets read from SSM by the command, never printed).
+// Put the returned subscription id in strava.subscription_id and deploy
+// again: until then the api has no STRAVA_SUBSCRIPTION_ID and refuses every
+// event. versions.tf pins hashicorp/aws >= 6.37.0, < 7.0.0 (6.37 is the first
+// release whose global_secondary_index.key_schema works).
 package main
 
 import (

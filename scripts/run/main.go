@@ -1,5 +1,29 @@
 // Command run is `make run`: the whole CommitCollect pipeline on this
 // machine (scripts/localstack) until Ctrl-C. Wiring only.
+//
+// It prints where everything listens (DynamoDB Local on a free port, the API
+// on CC_HTTP_ADDR, the simulator on CC_STRAVA_SIM_ADDR), logs JSON on stderr
+// (one line per webhook, workout write, projection and award) and stops
+// cleanly on Ctrl-C: DynamoDB Local is its child and goes with it. `go run
+// ./scripts/run -help` lists its settings (localstack.Settings). With
+// CC_DATA_DIR the tables survive a restart but the simulator starts empty:
+// athletes it issued tokens to are unknown to it, so their token refreshes
+// fail and the connection is marked for re-authorization, as a revoked Strava
+// app would be. Sign in again (or run `make demo`, which creates a new
+// athlete).
+//
+// By hand, against the simulator's control API:
+//
+//	curl -X POST localhost:8090/_sim/athletes -d '{"id":42,"firstname":"Ada"}'
+//	curl -X PUT  localhost:8090/_sim/authorization -d '{"athleteId":42}'
+//	# open http://127.0.0.1:8080/auth/strava/login: it lands on / (then /v1/me, /v1/milestones)
+//	curl -X PUT  localhost:8090/_sim/activities/1 \
+//	     -d '{"athleteId":42,"sport_type":"Run","distance":5000,"start_date":"2026-11-20T06:00:00Z"}'
+//	curl -X POST localhost:8090/_sim/events -d '{"aspect":"create","activityId":1,"ownerId":42}'
+//
+// The landing page / shows the signed-in user's milestones, progress bars
+// and awards, server-rendered from the same projection as /v1/milestones and
+// reloading every few seconds.
 package main
 
 import (

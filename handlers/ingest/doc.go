@@ -1,0 +1,145 @@
+// Package ingest is the Strava ingestion pipeline shared by the api, worker
+// and sweeper Lambdas (and the local stack): the webhook http.Handler, the
+// Job handed to the worker, the dispatchers that hand it off (Lambda async
+// invoke, in-process queue), the worker service that turns an event into a
+// normalized workout item, and the outbox sweeper.
+//
+// The outbox. The idempotency item of an event (model.IdempotencyRecord) is
+// the durable hand-off. Its life:
+//
+//	(none) ──claim──▶ received ──worker: written / nothing to do──▶ done
+//	                  │  ▲     ──worker: poison, or MaxFailures──▶ parked (+ PARKED#WORKER)
+//	                  │  └── worker: deferred (429, spent budget, athlete cap: until the
+//	                  │      window reset) or failed (backoff) → notBefore
+//	                  └── lease lapsed / notBefore passed → sweeper or a redelivery
+//	                      claims it again (conditional) and dispatches the stored job
+//
+// While received the item carries PendingPK/PendingSK (the sparse Pending
+// index, keyed by due instant), so the sweeper finds due work with one Query
+// per shard. A redelivered event is a duplicate while its item is done,
+// parked, leased or deferred. Delivery to the worker is at least once: a job
+// may run twice (lease lapse, concurrent sweepers are excluded by the
+// conditional lease, but a slow worker is not), so the worker coalesces (a
+// stored fetch that started after the job's receipt answers it) and orders
+// its writes by fetch start (model.Workout.FetchStartedAtNs).
+//
+// # Webhook contract (/webhooks/strava, api Lambda)
+//
+//	GET  ?hub.mode=subscribe&hub.verify_token=$STRAVA_VERIFY_TOKEN&hub.challenge=X
+//	     → 200 {"hub.challenge":"X"}; any other GET → 403
+//	POST valid event, new (or received earlier but its lease lapsed)
+//	     → 200 {"status":"accepted","correlationId":…}, recorded in the outbox and handed
+//	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it)
+//	POST valid event seen before (done, parked, or still leased/deferred)
+//	     → 200 {"status":"duplicate"}, no hand-off
+//	POST malformed (bad JSON, unknown field, wrong type, missing field, unknown
+//	     object_type/aspect_type, non-positive ids, invalid UTF-8)
+//	     → 400 {"error":"invalid_event","reason":…,"fields":[…]}
+//	POST with another subscription_id → 403 {"error":"unknown_subscription"}
+//	     (until STRAVA_SUBSCRIPTION_ID is set, every event is refused)
+//	POST body over 64 KiB → 413 {"error":"body_too_large"}
+//	POST when the event cannot be recorded → 503 (nothing recorded, so Strava's
+//	     redelivery is accepted)
+//
+// Decoding is strict (DisallowUnknownFields, exactly one object, updates
+// values must be scalars); FuzzDecodeWebhook fuzzes it (`make fuzz`,
+// FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
+// model.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
+// event_time) — the event's identity, not the HTTP request's — claimed with
+// one conditional UpdateItem in CommitCollectIdempotency (7-day TTL); that
+// item is the outbox above. Every request gets a correlation id
+// (X-Correlation-Id header) that travels in the job to the worker, onto the
+// workout item (correlationId) and into audit entries (audit GSI1 CORR#…).
+// The webhook routes mount on a shared *http.ServeMux (Webhook.Mount); in AWS
+// the mux is served through aws-lambda-go-api-proxy (httpadapter.NewV2, HTTP
+// API payload v2).
+//
+// Hand-off: Dispatcher. In AWS LambdaDispatcher invokes CC_WORKER_FUNCTION
+// with InvocationType=Event. Locally Queue is a bounded channel with worker
+// goroutines (a key already queued is not queued twice); a full queue leaves
+// the event to the sweeper. The sweeper (Sweeper: every 2 s in `make run` and
+// at its start, the sweeper Lambda every minute in AWS) re-dispatches items
+// whose lease lapsed or whose not-before passed, and reports OutboxDue per
+// sweep (SweeperMetricsNamespace), which Terraform alarms on. Ctrl-C locally:
+// running jobs finish within 15 s, queued ones stay received.
+//
+// # Worker (handlers/worker, input = the Job JSON)
+//
+//  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
+//     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
+//     the athlete's partition) and drop.
+//  2. Deauthorization (object_type athlete, updates.authorized "false"): one
+//     transaction deletes the connection (tokens) and the owner mapping; every
+//     WORKOUT#STRAVA#… item of the user gets expiresAt = now + 30 days
+//     (DynamoDB TTL deletes them, per Strava's terms); audit
+//     STRAVA_ATHLETE_DEAUTHORIZED.
+//  3. delete events mark isDeleted = true (a tombstone when the workout was
+//     never written); no Strava call. Audit STRAVA_ACTIVITY_DELETE.
+//  4. Otherwise: check the shared rate-limit item, get a valid token, GET
+//     /api/v3/activities/{id}, map (sport_type → sportType, distance,
+//     total_elevation_gain, moving_time, start_date, name only — never the raw
+//     payload) and upsert the full item with createdAtUtc kept via
+//     if_not_exists. A deleted workout stays deleted (the upsert is conditioned
+//     on isDeleted <> true), so a delete that overtakes its create converges.
+//     The item carries fetchStartedAtNs and the upsert is conditioned on it
+//     being newer than the stored one: an older answer is dropped (logged
+//     writeStatus=stale). Before fetching, a job whose workout was fetched
+//     after the job's receipt (or is deleted) is done without a fetch, and the
+//     athlete's read counter (STRAVA#ATHLETE#{id}/READS#{window}) must have
+//     room (CC_ATHLETE_READS_PER_WINDOW). A workout beyond physical bounds
+//     (model/bounds.go) is rejected at normalization. Audit
+//     STRAVA_ACTIVITY_CREATE / _UPDATE.
+//  5. Errors: 404 → marked deleted; 401 → connection needsReauth = true, audit
+//     STRAVA_CONNECTION_NEEDS_REAUTH, dropped (no retry storm; a flagged
+//     connection makes no more Strava calls until the athlete reconnects);
+//     429, spent budget, athlete cap → deferred to the window reset (not a
+//     failure); 5xx / transport / DynamoDB failures → retried through the
+//     outbox with backoff (CC_RETRY_BASE first), parked after DefaultMaxFailures (6);
+//     invalid data (model.ErrInvalid) → audit STRAVA_EVENT_REJECTED, parked.
+//     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
+//     never fail ingestion.
+//
+// Tokens (strava.Refresher, golang.org/x/oauth2 with credentials in the form
+// body): a token expiring within 5 minutes is refreshed. One worker takes a
+// short lease on the connection (conditional update on tokenVersion),
+// refreshes and persists the rotated pair with tokenVersion = v → v+1; the
+// others wait and re-read, so a race refreshes once. A worker that still
+// loses the conditional write re-reads and uses the winner's token. A refresh
+// token Strava refuses flags the connection needsReauth. Tokens are stored
+// sealed (model/secrets; see the README's Security section).
+//
+// # Rate limits
+//
+// Strava's budget is per application: 200 / 15 min and 2000 / day overall,
+// 100 / 15 min and 1000 / day for reads. Every Strava answer (including 429s)
+// updates the shared item RATELIMIT#STRAVA / STATE from X-RateLimit-* and
+// X-ReadRateLimit-* (only a newer window or a higher usage in the same window
+// overwrites it). Before a fetch the worker defers the job (outbox not-before
+// = the next :00/:15/:30/:45 UTC, or midnight UTC for a daily budget) when
+// usage has reached the limit minus 5 % (DefaultBudgetReserve), instead of
+// collecting 429s. CC_STRAVA_WINDOW shortens the assumed window (only
+// against a simulator that runs shorter windows, as the chaos suite does).
+//
+// # Configuration and logs
+//
+// api: STRAVA_VERIFY_TOKEN, STRAVA_SUBSCRIPTION_ID, CC_WORKER_FUNCTION,
+// CC_OUTBOX_LEASE; worker: STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET,
+// STRAVA_BASE_URL, CC_TOKEN_KMS_KEY or CC_TOKEN_KEY,
+// CC_ATHLETE_READS_PER_WINDOW, CC_STRAVA_WINDOW, CC_RETRY_BASE; all:
+// DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
+// JSON with correlationId, eventType, athleteId, userId, activityId,
+// idempotency, writeStatus; never tokens.
+//
+// # Testing against the Strava simulator (test/stravasim)
+//
+// stravasim.New(Options{SubscriptionID: …}) (httptest, free port) or
+// stravasim.Start(addr, …); Server.URL plays STRAVA_BASE_URL. Choose the
+// granted scope or a denial with SetAuthorization; drive it with AddAthlete,
+// PutActivity, UpdateActivity, DeleteActivity, IssueTokens, RevokeAthlete,
+// FailNext(endpoint, status, n), SetUsage; register the callback with
+// Subscribe(ctx, callbackURL, verifyToken); send webhooks with Publish(ctx,
+// ev) to the registered callback or Deliver(ctx, callbackURL, ev) where ev is
+// ActivityEvent(…) / DeauthorizationEvent(…) (redelivers until 200, up to 3
+// attempts); check a callback with VerifyCallback; assert on Stats()
+// (refreshes, fetches, deliveries, …).
+package ingest

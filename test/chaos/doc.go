@@ -1,0 +1,52 @@
+// Package chaos is the project's chaos suite: it drives `make run`'s
+// pipeline (the scripts/run binary as a real child process) through crashes,
+// races, floods and Strava outages, and measures whether the promises held:
+// nothing Strava told us about and we acknowledged is lost, no award is
+// doubled or unaudited, and the stored state agrees with its own log and
+// with Strava.
+//
+// It uses only the system's external interfaces, so it keeps working as the
+// internals change:
+//
+//   - the pipeline is scripts/run, built into a temporary folder, started
+//     with a CC_DATA_DIR, DYNAMODB_ENDPOINT (a DynamoDB Local the harness
+//     runs), STRAVA_BASE_URL (a Strava simulator the harness runs, see
+//     test/stravasim) and CC_STRAVA_TIMEOUT; kill -9 and Ctrl-C go to that
+//     process only, so DynamoDB Local and Strava survive it;
+//   - athletes link their Strava account through the API's OAuth login and
+//     create milestones through the BFF (/v1/milestones), as users do;
+//   - events reach POST /webhooks/strava from the simulator, which behaves
+//     like Strava's sender: at most 3 attempts, only while the answer is not
+//     200 within 2 s;
+//   - Strava's faults (slow and stale answers, 5xx, timeouts, a spent read
+//     window) are the simulator's;
+//   - figures are read from the tables through model/store and recomputed
+//     with the projector's own code (the logic of `make verify`).
+//
+// Every scenario prints one line of Figures; TestChaos (chaos_test.go) runs
+// the reduced set in `make test` and the full set in `make chaos`.
+//
+// # Scenarios and figures
+//
+// Scenarios: kill -9 after accepting events, Ctrl-C with a backlog on a slow
+// Strava, kill -9 twice while awards are minted,
+// duplicate/reordered/delete-first/slow-stale deliveries, a 429 with the
+// read budget spent, 5xx and timeouts, and a forged flood. The simulator's
+// faults are stravasim.Fault and SpendReadWindow (control API /_sim/faults,
+// /_sim/ratelimit/spend).
+//
+// Each scenario prints one line — accepted written lost dupAwards unaudited
+// driftLog driftStrava (then informational dupAnswers refused parked reads
+// took) — and a total; it fails unless lost, duplicate awards, awards
+// without AWARD_MINTED, drift against the log (`make verify`'s recompute) and
+// drift against Strava are all 0. `make test` runs the reduced sizes
+// (CC_CHAOS=reduced, about two minutes); `make chaos` the full set
+// (CC_CHAOS=full); CHAOS_ONLY=<scenario> picks one.
+//
+// The child runs on its own table prefix and CC_DATA_DIR and gets
+// CC_STRAVA_TIMEOUT=4s, CC_STRAVA_WINDOW=10s, CC_OUTBOX_LEASE=2s and
+// CC_RETRY_BASE=500ms so deferred work settles in seconds; a scenario counts
+// as settled after nothing changed for a lease plus a sweep (a window for the
+// budget and flood scenarios), bounded by 2 minutes. Each child's log is
+// run.log in its data dir.
+package chaos
