@@ -23,7 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
@@ -41,16 +43,19 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // names equal, so a new variable cannot be missed here.
 func envValues(f *fixture) map[string]string {
 	return map[string]string{
-		"CC_TABLE_PREFIX":            f.prefix,
-		"CC_LOG_LEVEL":               f.dep.LogLevel,
-		"STRAVA_BASE_URL":            f.sim.URL,
-		"STRAVA_CLIENT_ID":           f.sim.ClientID(),
-		"STRAVA_CLIENT_SECRET_PARAM": secretParam,
-		"STRAVA_VERIFY_TOKEN_PARAM":  verifyParam,
-		"CC_PUBLIC_URL":              publicURL,
-		"CC_WORKER_FUNCTION":         workerFunction,
-		"CC_CORS_ORIGINS":            appOrigin,
-		"STRAVA_SUBSCRIPTION_ID":     fmt.Sprint(subscriptionID),
+		"CC_TABLE_PREFIX":             f.prefix,
+		"CC_LOG_LEVEL":                f.dep.LogLevel,
+		"STRAVA_BASE_URL":             f.sim.URL,
+		"STRAVA_CLIENT_ID":            f.sim.ClientID(),
+		"STRAVA_CLIENT_SECRET_PARAM":  secretParam,
+		"STRAVA_VERIFY_TOKEN_PARAM":   verifyParam,
+		"CC_PUBLIC_URL":               publicURL,
+		"CC_WORKER_FUNCTION":          workerFunction,
+		"CC_CORS_ORIGINS":             appOrigin,
+		"STRAVA_SUBSCRIPTION_ID":      fmt.Sprint(subscriptionID),
+		"CC_OUTBOX_LEASE":             outboxLease.String(),
+		"CC_ATHLETE_READS_PER_WINDOW": "30",
+		"CC_TOKEN_KMS_KEY":            tokenKeyARN,
 	}
 }
 
@@ -64,6 +69,8 @@ const (
 	subscriptionID = 4242
 	athleteID      = 777001
 	region         = "ap-southeast-2"
+	tokenKeyARN    = "arn:aws:kms:ap-southeast-2:123456789012:key/0b6a3c2e-7d41-4e7b-9a51-runtime00001"
+	outboxLease    = 5 * time.Minute
 )
 
 func terraformRoot() string { return filepath.Join("..", "..", "terraform") }
@@ -120,6 +127,7 @@ type fixture struct {
 	stream  *streams.Reader
 	streamN struct{ seen, delivered, batches, ownWrites int }
 	invokes int
+	kms     *secretstest.KMS
 }
 
 func TestLambdaRuntime(t *testing.T) {
@@ -248,6 +256,29 @@ func TestLambdaRuntime(t *testing.T) {
 		t.Fatalf("the projector was invoked with %d of its own writes; %d records seen, %d delivered", f.streamN.ownWrites, f.streamN.seen, f.streamN.delivered)
 	}
 
+	// --- the sweeper, invoked by its schedule: an event accepted (200) by an
+	// api that died before its async invoke left a received outbox item whose
+	// lease lapsed; the sweeper hands it to the worker, nobody redelivers.
+	f.sim.PutActivity(stravasim.Activity{ID: 9004, AthleteID: athleteID, Name: "Lost run", SportType: "Run",
+		Distance: 2000, MovingTime: 600, ElapsedTime: 650, StartDate: now.Add(-30 * time.Minute)})
+	f.claimLostHandOff(f.sim.ActivityEvent("create", 9004, athleteID, nil))
+	var sweep ingest.SweepResult
+	out, err := f.fns["sweeper"].Invoke(f.ctx, []byte(scheduledEvent))
+	if err != nil || json.Unmarshal(out, &sweep) != nil || sweep.Dispatched != 1 || sweep.Failed != 0 {
+		t.Fatalf("sweeper: %s %+v, %v; want 1 dispatched", out, sweep, err)
+	}
+	f.drainWorker()
+	if w, err := f.st.Workout(f.ctx, me.UserID, 9004); err != nil || w.DistanceMeters != 2000 {
+		t.Fatalf("workout 9004 after the sweep: %+v, %v", w, err)
+	}
+	f.pumpStream()
+	f.checkMilestone(me.UserID, ms.MilestoneID, 8000, 10, model.StatusCompleted)
+	// Strava tokens were sealed and opened through KMS with the key
+	// Terraform names (login and refresh), never stored raw.
+	if f.kms.Requests("GenerateDataKey") == 0 || f.kms.Requests("Decrypt") == 0 {
+		t.Fatalf("KMS requests: GenerateDataKey %d, Decrypt %d; want both", f.kms.Requests("GenerateDataKey"), f.kms.Requests("Decrypt"))
+	}
+
 	// --- account deletion for a user with two sessions
 	var del struct {
 		Status    string   `json:"status"`
@@ -267,7 +298,7 @@ func TestLambdaRuntime(t *testing.T) {
 		t.Fatalf("sessions left: %v, %v", ids, err)
 	}
 	for _, s := range []string{s1, s2} {
-		if _, err := f.st.Session(f.ctx, strings.TrimPrefix(s, "cc_session=")); !errors.Is(err, model.ErrNotFound) {
+		if _, err := f.st.Session(f.ctx, model.SessionHash(strings.TrimPrefix(s, "cc_session="))); !errors.Is(err, model.ErrNotFound) {
 			t.Fatalf("session %s after deletion: %v, want ErrNotFound", s, err)
 		}
 	}
@@ -326,6 +357,9 @@ func newFixture(t *testing.T, rie string) *fixture {
 	f.sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Ada", Lastname: "Runtime"})
 
 	f.aws = NewAWS(t, map[string]string{secretParam: f.sim.ClientSecret(), verifyParam: verifyToken})
+	// KMS for the token key Terraform gives api and worker (CC_TOKEN_KMS_KEY):
+	// the real KMS client in the bootstraps signs and sends its requests here.
+	f.kms = secretstest.NewKMS(t, tokenKeyARN)
 	f.aws.Retries = f.dep.WorkerRetries
 
 	// The bootstraps, built for this machine exactly as `make build` does,
@@ -356,6 +390,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 			"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
 			"AWS_ENDPOINT_URL_LAMBDA":   f.aws.URL,
 			"AWS_ENDPOINT_URL_SSM":      f.aws.URL,
+			"AWS_ENDPOINT_URL_KMS":      f.kms.URL,
 		}
 		for _, k := range f.dep.Env[fn] {
 			v, ok := values[k]
@@ -582,6 +617,28 @@ func (f *fixture) webhook(ev stravasim.Event, wantStatus string) {
 	}
 	if r.StatusCode != 200 || json.Unmarshal([]byte(r.Body), &got) != nil || got.Status != wantStatus {
 		f.t.Fatalf("webhook %s %d: %d %s, want 200 status %q", ev.AspectType, ev.ObjectID, r.StatusCode, r.Body, wantStatus)
+	}
+}
+
+// scheduledEvent is what an EventBridge schedule invokes the sweeper with.
+const scheduledEvent = `{"version":"0","id":"5f3c1e1a-0000-4000-8000-000000000001","detail-type":"Scheduled Event",` +
+	`"source":"aws.events","account":"123456789012","time":"2026-11-23T12:00:00Z","region":"ap-southeast-2",` +
+	`"resources":["arn:aws:events:ap-southeast-2:123456789012:rule/commitcollect-rt-sweeper"],"detail":{}}`
+
+// claimLostHandOff records ev in the outbox as the webhook does (received,
+// with its job), accepted two leases ago and never dispatched.
+func (f *fixture) claimLostHandOff(sev stravasim.Event) {
+	f.t.Helper()
+	ev := ingest.Event{ObjectType: sev.ObjectType, ObjectID: sev.ObjectID, AspectType: sev.AspectType,
+		OwnerID: sev.OwnerID, SubscriptionID: sev.SubscriptionID, EventTime: sev.EventTime}
+	accepted := time.Now().Add(-2 * outboxLease).UTC()
+	job := ingest.Job{Event: ev, CorrelationID: model.NewID(), IdempotencyKey: ev.IdempotencyKey(), ReceivedAtUtc: accepted}
+	raw, err := json.Marshal(job)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.st.ClaimOutboxItem(f.ctx, job.IdempotencyKey, job.CorrelationID, string(raw), accepted, outboxLease, ingest.IdempotencyTTL); err != nil {
+		f.t.Fatalf("claim the lost hand-off: %v", err)
 	}
 }
 

@@ -46,7 +46,7 @@ type FunctionSettings struct {
 }
 
 // Functions are the modules of modules/commitcollect that are Lambdas.
-var Functions = []string{"api", "worker", "projector"}
+var Functions = []string{"api", "worker", "projector", "sweeper"}
 
 // LoadDeployment reads terraform/modules under root (the repository's
 // terraform folder).
