@@ -406,25 +406,31 @@ func bar(percent float64) string {
 
 func km(m float64) string { return fmt.Sprintf("%.1f km", m/1000) }
 
-// send does one JSON request and decodes a JSON answer into out; an answer
-// other than want is an error quoting the body.
+// send does one JSON request with the demo's client (SendJSON).
 func (d *demo) send(ctx context.Context, method, url string, in, out any, want int) error {
+	return SendJSON(ctx, d.http, method, url, in, out, want)
+}
+
+// SendJSON does one JSON request with client and decodes a JSON answer into
+// out (when not nil); an answer other than want is an error quoting the
+// body. The demo and the chaos suite drive the API with it.
+func SendJSON(ctx context.Context, client *http.Client, method, url string, in, out any, want int) error {
 	var body io.Reader
 	if in != nil {
 		raw, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s %s: encode request: %w", method, url, err)
 		}
 		body = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := d.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
