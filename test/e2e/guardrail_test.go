@@ -3,13 +3,10 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/scripts/localstack"
-	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -19,21 +16,7 @@ import (
 // stream → projector) it counts, and the milestone stays exact.
 func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
 	ctx := context.Background()
-	st, err := localstack.Start(ctx, localstack.Options{
-		Getenv: lookup(map[string]string{
-			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
-			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
-		}),
-		Log: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		st.Close(cctx)
-	})
+	st := startQuietStack(t)
 
 	const athlete, user = int64(7303), "u-guardrail"
 	st.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Long", Lastname: "History"})

@@ -369,3 +369,26 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		t.Errorf("got %d Strava fetches, want %d (one per accepted event)", got, n)
 	}
 }
+
+// startQuietStack starts the local stack (what `make run` runs) with its own
+// simulator on fresh tables of the shared DynamoDB Local, logging nothing,
+// and closes it when the test ends.
+func startQuietStack(t *testing.T) *localstack.Stack {
+	t.Helper()
+	st, err := localstack.Start(context.Background(), localstack.Options{
+		Getenv: lookup(map[string]string{
+			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
+			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+		}),
+		Log: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st.Close(cctx)
+	})
+	return st
+}

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/scripts/localstack"
-	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -31,21 +28,7 @@ import (
 // the client secret. None may appear.
 func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
 	ctx := context.Background()
-	st, err := localstack.Start(ctx, localstack.Options{
-		Getenv: lookup(map[string]string{
-			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
-			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
-		}),
-		Log: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		st.Close(cctx)
-	})
+	st := startQuietStack(t)
 	const athlete = 8675309
 	st.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Dump"})
 	st.Sim.SetAuthorization(stravasim.Authorization{AthleteID: athlete})
