@@ -38,6 +38,7 @@ const (
 	SKStravaConnection = "STRAVA#CONNECTION"
 	SKMeta             = "META"
 	SKOwner            = "OWNER"
+	SKSyncStrava       = "SYNC#STRAVA"
 
 	awardInfix = "#AWARD#"
 )
@@ -68,6 +69,10 @@ func ProfileKey(userID string) Key { return Key{UserPK(userID), SKProfile} }
 
 // StravaConnectionKey addresses a user's Strava tokens.
 func StravaConnectionKey(userID string) Key { return Key{UserPK(userID), SKStravaConnection} }
+
+// SyncStateKey addresses a user's Strava sync state (backfill and
+// reconciliation progress).
+func SyncStateKey(userID string) Key { return Key{UserPK(userID), SKSyncStrava} }
 
 // WorkoutSK is the sort key of a Strava workout.
 func WorkoutSK(activityID int64) string {
@@ -353,6 +358,7 @@ const (
 	KindUserSession
 	KindOAuthState
 	KindAthleteReads
+	KindSyncState
 )
 
 // ParsedKey is what ParseKey learned from a key.
@@ -385,6 +391,8 @@ func ParseKey(k Key) (ParsedKey, error) {
 			p.Kind = KindProfile
 		case k.SK == SKStravaConnection:
 			p.Kind = KindStravaConnection
+		case k.SK == SKSyncStrava:
+			p.Kind = KindSyncState
 		case strings.HasPrefix(k.SK, PrefixWorkoutStrava):
 			id, err := strconv.ParseInt(strings.TrimPrefix(k.SK, PrefixWorkoutStrava), 10, 64)
 			if err != nil || id <= 0 {

@@ -15,6 +15,7 @@ func TestKeyRoundTrip(t *testing.T) {
 	}{
 		{"profile", ProfileKey("u1"), ParsedKey{Kind: KindProfile, UserID: "u1"}},
 		{"connection", StravaConnectionKey("u1"), ParsedKey{Kind: KindStravaConnection, UserID: "u1"}},
+		{"sync state", SyncStateKey("u1"), ParsedKey{Kind: KindSyncState, UserID: "u1"}},
 		{"workout", WorkoutKey("u1", 12345678901), ParsedKey{Kind: KindWorkout, UserID: "u1", ActivityID: 12345678901}},
 		{"milestone", MilestoneKey("u1", "m-9"), ParsedKey{Kind: KindMilestone, UserID: "u1", MilestoneID: "m-9"}},
 		{"award", AwardKey("u1", "m-9", 7), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 7}},
@@ -47,6 +48,7 @@ func TestKeyShapes(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ got, want string }{
 		{UserPK("u1"), "USER#u1"},
+		{SyncStateKey("u1").SK, "SYNC#STRAVA"},
 		{WorkoutSK(99), "WORKOUT#STRAVA#99"},
 		{MilestoneSK("m1"), "MILESTONE#m1"},
 		{AwardSK("m1", 3), "MILESTONE#m1#AWARD#03"},

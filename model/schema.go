@@ -24,6 +24,7 @@ var SchemaVersions = map[EntityType]int{
 	EntityAthleteReads:     1,
 	EntityUserSession:      1,
 	EntityOAuthState:       1,
+	EntitySyncState:        1,
 }
 
 // CheckSchema validates an item's meta against the entity type the reader
