@@ -282,6 +282,22 @@ func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string,
 		aspectType, strconv.FormatInt(ownerID, 10), strconv.FormatInt(eventTime, 10)}, sep)
 }
 
+// SyncJobKey is the deterministic outbox key of a sync job: the same
+// backfill (user, horizon) or the same reconciliation (user, interval slot)
+// enqueued twice is claimed once. at is the horizon of a backfill or the
+// start of a reconciliation's slot; mode is model.SyncModeBackfill or
+// SyncModeReconcile.
+func SyncJobKey(mode, userID string, at time.Time) string {
+	return strings.Join([]string{"STRAVA", "SYNC", mode, userID, strconv.FormatInt(at.Unix(), 10)}, sep)
+}
+
+// SyncRestartKey is the outbox key of an operator's restart of a user's
+// sync (scripts/syncs): unique per restart, since the job it restarts has
+// settled under its own key.
+func SyncRestartKey(userID string, now time.Time) string {
+	return strings.Join([]string{"STRAVA", "SYNC", "restart", userID, strconv.FormatInt(now.UnixNano(), 10)}, sep)
+}
+
 // OutboxPendingPK is the pending-index partition of an outbox item (by a
 // hash of its idempotency key, so pending items spread over OutboxShards).
 func OutboxPendingPK(idempotencyKey string) string {

@@ -49,6 +49,8 @@ func TestKeyShapes(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{UserPK("u1"), "USER#u1"},
 		{SyncStateKey("u1").SK, "SYNC#STRAVA"},
+		{SyncJobKey(SyncModeBackfill, "u1", time.Unix(1700000000, 0)), "STRAVA#SYNC#backfill#u1#1700000000"},
+		{SyncRestartKey("u1", time.Unix(0, 5)), "STRAVA#SYNC#restart#u1#5"},
 		{WorkoutSK(99), "WORKOUT#STRAVA#99"},
 		{MilestoneSK("m1"), "MILESTONE#m1"},
 		{AwardSK("m1", 3), "MILESTONE#m1#AWARD#03"},

@@ -17,6 +17,13 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
+// SyncSettings are the backfill and reconciliation settings of cfg
+// (CC_SYNC_*, CC_RECONCILE_*).
+func SyncSettings(cfg config.Config) ingest.SyncSettings {
+	return ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+}
+
 // CallbackPath is where Strava sends the athlete back after login; the
 // redirect URI is CC_PUBLIC_URL + CallbackPath.
 const CallbackPath = "/auth/strava/callback"
@@ -34,6 +41,11 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		return nil, fmt.Errorf("load model catalog: %w", err)
 	}
 	client := strava.NewClient(cfg.StravaBaseURL, httpClient)
+	sched := ingest.NewSyncScheduler(st, d, log)
+	sched.Settings = SyncSettings(cfg)
+	if cfg.OutboxLease > 0 {
+		sched.Lease = cfg.OutboxLease
+	}
 	h, err := bff.New(bff.Config{PublicURL: cfg.PublicURL, CORSOrigins: cfg.CORSOrigins}, bff.Deps{
 		Store: st,
 		Strava: &bff.OAuthClient{
@@ -43,6 +55,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		},
 		Catalog: cat,
 		Log:     log,
+		Sync:    sched,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build bff: %w", err)

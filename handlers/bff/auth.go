@@ -144,6 +144,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	h.setCookie(w, SessionCookie, cookie, "/", h.cfg.SessionTTL)
 	log.InfoContext(ctx, "signed in")
+	h.ensureBackfill(ctx, log, userID, "strava connect")
 	http.Redirect(w, r, "/", http.StatusFound)
 }
 

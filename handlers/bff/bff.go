@@ -110,6 +110,9 @@ type Deps struct {
 	Now func() time.Time
 	// Log receives JSON logs (slog.Default when nil).
 	Log *slog.Logger
+	// Sync, when set, starts a backfill on connect and on a milestone
+	// reaching before the imported history.
+	Sync SyncTrigger
 }
 
 // Handler serves the BFF routes. It is safe for concurrent use.
@@ -122,6 +125,7 @@ type Handler struct {
 	log          *slog.Logger
 	secureCookie bool
 	origins      map[string]bool
+	sync         SyncTrigger
 	// afterStep, when set (tests), runs after each account-deletion step; an
 	// error stops the deletion there as a crash would.
 	afterStep func(step string) error
@@ -154,7 +158,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, st: d.Store, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
-		secureCookie: secure, origins: map[string]bool{}}
+		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync}
 	if h.now == nil {
 		h.now = time.Now
 	}

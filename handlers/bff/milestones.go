@@ -213,6 +213,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 		return
 	}
 	log.InfoContext(ctx, "milestone created", "milestoneId", m.MilestoneID, "modelId", m.ModelID)
+	h.ensureBackfill(ctx, log, s.UserID, "milestone created")
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
 	writeJSON(w, http.StatusCreated, milestoneJSON(store.MilestoneWithAwards{Milestone: *m}))
 }

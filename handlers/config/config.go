@@ -73,6 +73,19 @@ type Config struct {
 	// RetryBase is the worker's first backoff after a failed attempt
 	// (CC_RETRY_BASE; 0 means the default, 15s).
 	RetryBase time.Duration
+	// SyncMaxDays bounds how far back a backfill imports (CC_SYNC_MAX_DAYS;
+	// 0 means the default, 365).
+	SyncMaxDays int
+	// SyncBudgetShare is the share of each Strava budget window backfill and
+	// reconciliation may spend (CC_SYNC_BUDGET_SHARE, in (0, 1]; 0 means the
+	// default, 0.5); webhooks keep the rest.
+	SyncBudgetShare float64
+	// ReconcileDays is how many recent days a reconciliation re-lists
+	// (CC_RECONCILE_DAYS; 0 means the default, 14).
+	ReconcileDays int
+	// ReconcileInterval is how often every active athlete is reconciled
+	// (CC_RECONCILE_INTERVAL, a Go duration; 0 means the default, 6h).
+	ReconcileInterval time.Duration
 }
 
 // DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
@@ -155,6 +168,32 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 			}
 			*d.dst = x
 		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *int
+	}{{"CC_SYNC_MAX_DAYS", &c.SyncMaxDays}, {"CC_RECONCILE_DAYS", &c.ReconcileDays}} {
+		if v := getenv(d.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 3650 {
+				errs = append(errs, fmt.Errorf("%s %q: want a whole number of days in 1..3650", d.name, v))
+			}
+			*d.dst = n
+		}
+	}
+	if v := getenv("CC_SYNC_BUDGET_SHARE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			errs = append(errs, fmt.Errorf("CC_SYNC_BUDGET_SHARE %q: want a share in (0, 1], e.g. 0.5", v))
+		}
+		c.SyncBudgetShare = f
+	}
+	if v := getenv("CC_RECONCILE_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			errs = append(errs, fmt.Errorf("CC_RECONCILE_INTERVAL %q: want a Go duration of at least 1s (e.g. 6h)", v))
+		}
+		c.ReconcileInterval = d
 	}
 	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
 	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {

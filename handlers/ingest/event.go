@@ -186,6 +186,10 @@ type Job struct {
 	// Redrive marks a parked job sent back by an operator (redrive): it runs
 	// even though its outbox item is settled as parked.
 	Redrive bool `json:"redrive,omitempty"`
+	// Sync, when set, makes this a sync job (backfill or reconciliation,
+	// see SyncJob) instead of a webhook event; Event then only carries the
+	// athlete (owner_id) and the mode (aspect_type) for logs.
+	Sync *SyncJob `json:"sync,omitempty"`
 }
 
 // DecodeJob reads a Job from the worker's input. It returns an error
@@ -197,6 +201,16 @@ func DecodeJob(raw []byte) (Job, error) {
 		return Job{}, fmt.Errorf("decode job: %v: %w", err, model.ErrInvalid)
 	}
 	var v model.ValidationError
+	if j.Sync != nil {
+		j.Sync.validate(&v)
+		if j.CorrelationID == "" {
+			v.Add("correlationId", "is required")
+		}
+		if err := v.Err(); err != nil {
+			return Job{}, fmt.Errorf("decode job: %w", err)
+		}
+		return j, nil
+	}
 	if j.Event.ObjectID <= 0 {
 		v.Add("event.object_id", "must be positive")
 	}

@@ -33,6 +33,9 @@ type StravaSettings struct {
 	ClientSecret string
 	// HTTPClient carries every Strava call (nil: strava.DefaultTimeout).
 	HTTPClient *http.Client
+	// Sync shapes backfill and reconciliation jobs (CC_SYNC_*,
+	// CC_RECONCILE_*; defaults when zero).
+	Sync SyncSettings
 }
 
 // NewStravaWorker wires a Worker over the store: a Strava REST client and an
@@ -49,5 +52,7 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	if s.RetryBase > 0 {
 		w.RetryBase = s.RetryBase
 	}
+	w.Sync = NewSyncer(st, refresher, client, log)
+	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.RateWindow, w.MaxFailures
 	return w
 }

@@ -129,6 +129,9 @@ type Worker struct {
 	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
 	// their resets and the athlete read counters follow it.
 	RateWindow time.Duration
+	// Sync runs the jobs that carry a SyncJob (backfill, reconciliation);
+	// nil refuses them as poison.
+	Sync *Syncer
 }
 
 // NewWorker builds the worker service.
@@ -306,6 +309,9 @@ func (w *Worker) Classify(ctx context.Context, job Job, err error) error {
 // for transient failures (429, 5xx, rate budget nearly spent, DynamoDB), and
 // model.ErrInvalid for data that can never be processed.
 func (w *Worker) Process(ctx context.Context, job Job) error {
+	if job.Sync != nil {
+		return w.processSync(ctx, job)
+	}
 	ev := job.Event
 	log := w.jobLog(job)
 	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)

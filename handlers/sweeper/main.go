@@ -2,11 +2,15 @@
 // by a schedule: it re-dispatches outbox items (accepted webhook events)
 // whose hand-off was lost or whose deferral ended, by async-invoking the
 // worker, and writes the sweep's figures as CloudWatch metrics (the backlog
-// alarm). Wiring only; the logic is handlers/ingest.Sweeper.
+// alarm). A second schedule invokes it with {"task":"reconcile"} every
+// CC_RECONCILE_INTERVAL: it enqueues one reconciliation per active athlete
+// (handlers/ingest.SyncScheduler.ReconcileAll). Wiring only; the logic is
+// handlers/ingest.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -17,6 +21,10 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/store"
 )
+
+// TaskReconcile is the schedule input ({"task":"reconcile"}) that runs a
+// reconciliation round instead of a sweep.
+const TaskReconcile = "reconcile"
 
 func main() {
 	cfg, err := config.Load(context.Background(), config.Need{Worker: true})
@@ -31,12 +39,28 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	sw := ingest.NewSweeper(store.New(db, cfg.Tables()),
-		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction), log)
+	st := store.New(db, cfg.Tables())
+	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
+	sw := ingest.NewSweeper(st, dispatcher, log)
 	if cfg.OutboxLease > 0 {
 		sw.Lease = cfg.OutboxLease
 	}
-	lambda.Start(func(ctx context.Context) (ingest.SweepResult, error) {
+	sched := ingest.NewSyncScheduler(st, dispatcher, log)
+	sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+	if cfg.OutboxLease > 0 {
+		sched.Lease = cfg.OutboxLease
+	}
+	lambda.Start(func(ctx context.Context, in json.RawMessage) (any, error) {
+		var task struct {
+			Task string `json:"task"`
+		}
+		if json.Unmarshal(in, &task) == nil && task.Task == TaskReconcile {
+			res, err := sched.ReconcileAll(ctx)
+			log.InfoContext(ctx, "reconciliation round", "users", res.Users, "enqueued", res.Enqueued,
+				"already", res.Already, "skipped", res.Skipped, "error", err)
+			return res, err
+		}
 		res, err := sw.Sweep(ctx)
 		if merr := res.WriteEMF(os.Stdout, sw.Now()); merr != nil {
 			log.WarnContext(ctx, "sweep metrics not written", "error", merr)

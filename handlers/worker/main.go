@@ -36,6 +36,8 @@ func main() {
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
+		Sync: ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval},
 	}, log)
 	lambda.Start(w.Handle)
 }

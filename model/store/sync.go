@@ -2,7 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -17,4 +23,85 @@ func (s *Store) SyncState(ctx context.Context, userID string) (*model.SyncState,
 		return nil, fmt.Errorf("read sync state of user %s: %w", userID, err)
 	}
 	return &st, nil
+}
+
+// syncStateRetries bounds the read-modify-write attempts of UpdateSyncState.
+const syncStateRetries = 5
+
+// ErrSkipWrite, returned by an UpdateSyncState decision, leaves the stored
+// state as it is; UpdateSyncState then returns the state read and no error.
+var ErrSkipWrite = errors.New("skip write")
+
+// UpdateSyncState is the read-modify-write of a user's sync state: it reads
+// the state (strongly consistent; a fresh idle state when none exists),
+// lets decide change it, and writes it conditioned on the version read
+// (incrementing it), re-reading and deciding again on a conflict, a bounded
+// number of times. decide returning ErrSkipWrite writes nothing; any other
+// error is returned as is. It returns the state as written and ErrConflict
+// when the version kept moving.
+func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
+	for range syncStateRetries {
+		cur, err := s.SyncState(ctx, userID)
+		if errors.Is(err, model.ErrNotFound) {
+			cur, err = &model.SyncState{UserID: userID, State: model.SyncIdle}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		read := cur.Version
+		if err := decide(cur); err != nil {
+			if errors.Is(err, ErrSkipWrite) {
+				return cur, nil
+			}
+			return nil, err
+		}
+		cur.UserID, cur.Version, cur.UpdatedAtUtc = userID, read+1, s.Now().UTC()
+		cond := expression.AttributeNotExists(expression.Name("PK"))
+		if read > 0 {
+			cond = expression.Name("version").Equal(expression.Value(read))
+		}
+		err = s.PutIf(ctx, s.t.Main, cur, cond)
+		if err == nil {
+			return cur, nil
+		}
+		if !isConflict(err) {
+			return nil, fmt.Errorf("write sync state of user %s: %w", userID, err)
+		}
+	}
+	return nil, fmt.Errorf("write sync state of user %s: version kept moving: %w", userID, model.ErrConflict)
+}
+
+// ConnectionStatus reads what a sync needs to know of a user's Strava
+// connection without opening its tokens (a projected, strongly consistent
+// GetItem): the athlete and whether the athlete must reconnect. It returns
+// ErrNotFound when the user has no connection.
+func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID int64, needsReauth bool, err error) {
+	ex, err := expression.NewBuilder().WithProjection(expression.NamesList(
+		expression.Name("athleteId"), expression.Name("needsReauth"), expression.Name("entityType"),
+		expression.Name("schemaVersion"))).Build()
+	if err != nil {
+		return 0, false, fmt.Errorf("read connection status of %s: build projection: %w", userID, err)
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, model.StravaConnectionKey(userID)),
+		ConsistentRead: aws.Bool(true), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, translate(err))
+	}
+	if out.Item == nil {
+		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, model.ErrNotFound)
+	}
+	var c struct {
+		model.Meta
+		AthleteID   int64 `dynamodbav:"athleteId"`
+		NeedsReauth bool  `dynamodbav:"needsReauth"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &c); err != nil {
+		return 0, false, fmt.Errorf("read connection status of %s: %v: %w", userID, err, model.ErrInvalid)
+	}
+	if err := model.CheckSchema(c.Meta, model.EntityStravaConnection); err != nil {
+		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, err)
+	}
+	return c.AthleteID, c.NeedsReauth, nil
 }

@@ -126,6 +126,67 @@ func (c *Client) GetActivity(ctx context.Context, accessToken string, id int64) 
 	return a, rl, nil
 }
 
+// MaxPerPage is the largest page Strava's list endpoints serve.
+const MaxPerPage = 200
+
+// ListOptions selects a page of the athlete's activities
+// (GET /api/v3/athlete/activities). Zero times and numbers are left out of
+// the request (Strava's defaults: no bound, page 1, 30 per page).
+type ListOptions struct {
+	// Before lists activities started before it (Strava's before, epoch
+	// seconds, exclusive).
+	Before time.Time
+	// After lists activities started after it (Strava's after, epoch
+	// seconds, exclusive).
+	After time.Time
+	// Page is 1-based.
+	Page int
+	// PerPage is at most MaxPerPage.
+	PerPage int
+}
+
+// ListActivities fetches one page of the authenticated athlete's activities
+// (GET /api/v3/athlete/activities, SummaryActivity: the same fields as
+// Activity). Strava lists newest first unless only After is given. The
+// rate-limit reading is returned whenever Strava sent the headers, also
+// with an error. It returns ErrInvalid (without a request) for PerPage
+// beyond MaxPerPage or a negative page; Strava's errors classify as in
+// GetActivity (ErrUnauthorized, ErrRetryable for 429/5xx/transport).
+func (c *Client) ListActivities(ctx context.Context, accessToken string, o ListOptions) ([]Activity, RateLimit, error) {
+	if o.PerPage < 0 || o.PerPage > MaxPerPage || o.Page < 0 {
+		return nil, RateLimit{}, fmt.Errorf("list activities: page %d of %d (at most %d): %w", o.Page, o.PerPage, MaxPerPage, model.ErrInvalid)
+	}
+	q := url.Values{}
+	if !o.Before.IsZero() {
+		q.Set("before", strconv.FormatInt(o.Before.Unix(), 10))
+	}
+	if !o.After.IsZero() {
+		q.Set("after", strconv.FormatInt(o.After.Unix(), 10))
+	}
+	if o.Page > 0 {
+		q.Set("page", strconv.Itoa(o.Page))
+	}
+	if o.PerPage > 0 {
+		q.Set("per_page", strconv.Itoa(o.PerPage))
+	}
+	u := c.base + "/api/v3/athlete/activities"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, RateLimit{}, fmt.Errorf("list activities: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	var out []Activity
+	rl, err := c.do(req, &out)
+	if err != nil {
+		return nil, rl, fmt.Errorf("list activities: %w", err)
+	}
+	return out, rl, nil
+}
+
 // Deauthorize revokes an access token and with it the application's access
 // to the athlete (POST /oauth/deauthorize). Errors match model.ErrUnauthorized
 // when the token is already invalid (nothing left to revoke) and

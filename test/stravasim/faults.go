@@ -1,6 +1,7 @@
 package stravasim
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -10,6 +11,9 @@ import (
 // status instead of the activity (5xx, 429 …), a pause before the answer, or
 // both. The chaos suite (test/chaos) builds its Strava outages from these.
 type Fault struct {
+	// Endpoint is the endpoint the fault applies to: EndpointActivity (the
+	// default) or EndpointList.
+	Endpoint Endpoint
 	// ActivityID limits the fault to requests for one activity (0: any).
 	ActivityID int64
 	// Status, when not 0, is answered instead of the activity, with
@@ -43,13 +47,19 @@ func (s *Server) ClearFaults() {
 	s.faults = nil
 }
 
-// takeFault consumes one use of the first fault matching activityID (the
-// zero Fault when none matches).
+// takeFault consumes one use of the first activity fault matching
+// activityID (the zero Fault when none matches).
 func (s *Server) takeFault(activityID int64) Fault {
+	return s.takeEndpointFault(EndpointActivity, activityID)
+}
+
+// takeEndpointFault consumes one use of the first fault of endpoint
+// matching activityID.
+func (s *Server) takeEndpointFault(e Endpoint, activityID int64) Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
-		if f.ActivityID != 0 && f.ActivityID != activityID {
+		if cmp.Or(f.Endpoint, EndpointActivity) != e || (f.ActivityID != 0 && f.ActivityID != activityID) {
 			continue
 		}
 		s.faults[i].Count--

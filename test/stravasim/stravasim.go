@@ -10,6 +10,10 @@
 //	POST /oauth/deauthorize       revokes every token of the athlete
 //	GET  /api/v3/activities/{id}  Bearer auth, Strava's JSON field names and error bodies,
 //	                              X-RateLimit-* and X-ReadRateLimit-* headers
+//	GET  /api/v3/athlete/activities  the token's athlete's activities (summary), before/after
+//	                              (epoch seconds, exclusive), page (1-based), per_page (default 30,
+//	                              400 beyond 200); newest first unless only after is given; the
+//	                              same headers, budget, 429 and scripted failures (EndpointList)
 //	POST /api/v3/push_subscriptions  registers the webhook callback after the
 //	                              hub.challenge handshake (GET lists it, DELETE /{id} removes it)
 //
@@ -23,6 +27,7 @@
 package stravasim
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,6 +39,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,6 +124,7 @@ type Endpoint string
 // The endpoints whose answers can be scripted.
 const (
 	EndpointActivity    Endpoint = "activity"
+	EndpointList        Endpoint = "list"
 	EndpointToken       Endpoint = "token"
 	EndpointDeauthorize Endpoint = "deauthorize"
 )
@@ -145,6 +152,8 @@ type Stats struct {
 	ScriptedFailures  int64 // answers produced by FailNext or a Fault
 	WebhookDeliveries int64 // webhook POST attempts made by Deliver
 	ActivityInFlight  int64 // activity requests being answered now (a gauge)
+	ListRequests      int64 // every list request, whatever the answer
+	ListedActivities  int64 // activities served by list answers
 }
 
 type tokenInfo struct {
@@ -190,7 +199,8 @@ type Server struct {
 
 	stats struct {
 		authorizations, codeExchanges, tokenRefreshes, refusedTokens, activityFetches,
-		activityRequests, deauthorizations, scriptedFailures, webhookDeliveries, activityInFlight atomic.Int64
+		activityRequests, deauthorizations, scriptedFailures, webhookDeliveries, activityInFlight,
+		listRequests, listedActivities atomic.Int64
 	}
 }
 
@@ -271,6 +281,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /oauth/token", s.token)
 	mux.HandleFunc("POST /oauth/deauthorize", s.deauthorize)
 	mux.HandleFunc("GET /api/v3/activities/{id}", s.activity)
+	mux.HandleFunc("GET /api/v3/athlete/activities", s.list)
 	mux.HandleFunc("POST /api/v3/push_subscriptions", s.createSubscription)
 	mux.HandleFunc("GET /api/v3/push_subscriptions", s.listSubscriptions)
 	mux.HandleFunc("DELETE /api/v3/push_subscriptions/{id}", s.deleteSubscription)
@@ -418,6 +429,7 @@ func (s *Server) Stats() Stats {
 		ActivityFetches: s.stats.activityFetches.Load(), ActivityRequests: s.stats.activityRequests.Load(),
 		Deauthorizations: s.stats.deauthorizations.Load(), ScriptedFailures: s.stats.scriptedFailures.Load(),
 		WebhookDeliveries: s.stats.webhookDeliveries.Load(), ActivityInFlight: s.stats.activityInFlight.Load(),
+		ListRequests: s.stats.listRequests.Load(), ListedActivities: s.stats.listedActivities.Load(),
 	}
 }
 
@@ -572,16 +584,22 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	answerLater(w, r, rec, f.Delay)
 }
 
-func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64, idErr error, faultStatus int) {
+// spendRead counts one read request against every budget, sets the
+// rate-limit headers and reports whether a budget is exceeded (429).
+func (s *Server) spendRead(h http.Header) (over bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.rollLocked()
 	for i := range s.usage {
 		s.usage[i]++
 	}
-	s.setRateHeadersLocked(w.Header())
-	over := s.usage[0] > s.opts.Limits.Short || s.usage[1] > s.opts.Limits.Daily ||
+	s.setRateHeadersLocked(h)
+	return s.usage[0] > s.opts.Limits.Short || s.usage[1] > s.opts.Limits.Daily ||
 		s.usage[2] > s.opts.Limits.ReadShort || s.usage[3] > s.opts.Limits.ReadDaily
-	s.mu.Unlock()
+}
+
+func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64, idErr error, faultStatus int) {
+	over := s.spendRead(w.Header())
 	if st := s.takeFailure(EndpointActivity); st != 0 {
 		writeStatus(w, st)
 		return
@@ -616,6 +634,98 @@ func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64
 	}
 	s.stats.activityFetches.Add(1)
 	writeJSON(w, http.StatusOK, activityJSON(a))
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	s.stats.listRequests.Add(1)
+	f := s.takeEndpointFault(EndpointList, 0)
+	rec := httptest.NewRecorder()
+	s.answerList(rec, r, f.Status)
+	answerLater(w, r, rec, f.Delay)
+}
+
+func (s *Server) answerList(w http.ResponseWriter, r *http.Request, faultStatus int) {
+	over := s.spendRead(w.Header())
+	if st := s.takeFailure(EndpointList); st != 0 {
+		writeStatus(w, st)
+		return
+	}
+	if faultStatus != 0 {
+		writeStatus(w, faultStatus)
+		return
+	}
+	if over {
+		writeStatus(w, http.StatusTooManyRequests)
+		return
+	}
+	q := r.URL.Query()
+	num := func(name string, def int64) (int64, bool) {
+		v := q.Get(name)
+		if v == "" {
+			return def, true
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil && n >= 0
+	}
+	before, ok1 := num("before", 0)
+	after, ok2 := num("after", 0)
+	page, ok3 := num("page", 1)
+	perPage, ok4 := num("per_page", 30)
+	switch {
+	case !ok1 || !ok2:
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "before/after", "invalid"})
+		return
+	case !ok3 || page < 1:
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "page", "invalid"})
+		return
+	case !ok4 || perPage < 1 || perPage > 200:
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "per_page", "invalid"})
+		return
+	}
+	s.mu.Lock()
+	ti, ok := s.access[bearer(r)]
+	valid := ok && s.opts.Now().Before(ti.expires)
+	var out []Activity
+	if valid {
+		for _, a := range s.activities {
+			start := a.StartDate.Unix()
+			if a.AthleteID != ti.athlete || (a.Private && !hasScope(ti.scope, "activity:read_all")) ||
+				(q.Get("before") != "" && start >= before) || (q.Get("after") != "" && start <= after) {
+				continue
+			}
+			out = append(out, a)
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case !valid:
+		writeStatus(w, http.StatusUnauthorized)
+		return
+	case !hasScope(ti.scope, "activity:read") && !hasScope(ti.scope, "activity:read_all"):
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"AccessToken", "activity:read_permission", "missing"})
+		return
+	}
+	ascending := q.Get("after") != "" && q.Get("before") == ""
+	slices.SortFunc(out, func(a, b Activity) int {
+		c := a.StartDate.Compare(b.StartDate)
+		if c == 0 {
+			c = cmp.Compare(a.ID, b.ID)
+		}
+		if !ascending {
+			c = -c
+		}
+		return c
+	})
+	lo := min(int64(len(out)), (page-1)*perPage)
+	hi := min(int64(len(out)), lo+perPage)
+	body := make([]map[string]any, 0, hi-lo)
+	for _, a := range out[lo:hi] {
+		j := activityJSON(a)
+		j["resource_state"] = 2 // summary
+		body = append(body, j)
+	}
+	s.stats.listedActivities.Add(hi - lo)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func activityJSON(a Activity) map[string]any {

@@ -1,0 +1,470 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// countingSyncStore is the real store with the sync path's writes counted
+// per activity, and a way to make the page's progress write fail once (a
+// crash between the workout writes and the cursor).
+type countingSyncStore struct {
+	*store.Store
+	mu          sync.Mutex
+	upserts     map[int64]int
+	failCursorN int // fail this many next progress writes
+}
+
+func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout) error {
+	err := c.Store.UpsertWorkout(ctx, w)
+	if err == nil {
+		c.mu.Lock()
+		c.upserts[w.ActivityID]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+var errCrash = fmt.Errorf("simulated crash before the cursor was saved: %w", model.ErrRetryable)
+
+func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
+	c.mu.Lock()
+	crash := c.failCursorN > 0
+	c.mu.Unlock()
+	if !crash {
+		return c.Store.UpdateSyncState(ctx, userID, decide)
+	}
+	// Only the write that moves the cursor (a page's progress) crashes.
+	var moved bool
+	st, err := c.Store.UpdateSyncState(ctx, userID, func(cur *model.SyncState) error {
+		before := cur.CursorBeforeUtc
+		if err := decide(cur); err != nil {
+			return err
+		}
+		if moved = !cur.CursorBeforeUtc.Equal(before); moved {
+			return errCrash
+		}
+		return nil
+	})
+	if moved {
+		c.mu.Lock()
+		c.failCursorN--
+		c.mu.Unlock()
+	}
+	return st, err
+}
+
+// show prints a sync state (its embedded Key's String would hide the rest).
+func show(st *model.SyncState) string {
+	return fmt.Sprintf("{state %s mode %s imported %d horizon %s importedFrom %s window %s cursor %s pages %d listed %d job %s reason %q}",
+		st.State, st.Mode, st.ImportedCount, st.HorizonUtc.Format(time.RFC3339), st.ImportedFromUtc.Format(time.RFC3339),
+		st.WindowFromUtc.Format(time.RFC3339), st.CursorBeforeUtc.Format(time.RFC3339), st.Pages, st.Listed, st.JobKey, st.DeferredReason)
+}
+
+func (c *countingSyncStore) writes() (total, max int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.upserts {
+		total += n
+		if n > max {
+			max = n
+		}
+	}
+	return total, max
+}
+
+func (c *countingSyncStore) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.upserts = map[int64]int{}
+}
+
+// syncRig is the sync path on DynamoDB Local and the simulator: a worker
+// whose Syncer writes through a countingSyncStore, and a scheduler that
+// enqueues on the outbox without dispatching (the test runs the jobs).
+type syncRig struct {
+	*harness
+	counted *countingSyncStore
+	worker  *ingest.Worker
+	sched   *ingest.SyncScheduler
+	now     time.Time
+}
+
+func newSyncRig(t *testing.T, settings ingest.SyncSettings) *syncRig {
+	t.Helper()
+	h := newHarness(t)
+	r := &syncRig{harness: h, counted: &countingSyncStore{Store: h.st, upserts: map[int64]int{}},
+		now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	r.worker = r.newSyncWorker(settings)
+	r.sched = ingest.NewSyncScheduler(h.st, nil, testLog())
+	r.sched.Settings = settings
+	r.sched.Now = func() time.Time { return r.now }
+	return r
+}
+
+// newSyncWorker builds another worker whose syncer writes through the
+// counting store.
+func (r *syncRig) newSyncWorker(settings ingest.SyncSettings) *ingest.Worker {
+	client := strava.NewClient(r.sim.URL, nil)
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
+	w := r.newWorker()
+	w.Sync = ingest.NewSyncer(r.counted, refresher, client, testLog())
+	w.Sync.Settings = settings
+	return w
+}
+
+// history puts n activities of athlete into the simulator, one a day back
+// from the rig's now (ids from first), and returns their ids.
+func (r *syncRig) history(athlete, first int64, n int, every time.Duration) []int64 {
+	var ids []int64
+	for i := range n {
+		id := first + int64(i)
+		r.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: fmt.Sprintf("A%d", id), SportType: "Run",
+			Distance: float64(1000 + i), TotalElevationGain: 10, MovingTime: int64(600 + i), ElapsedTime: int64(700 + i),
+			StartDate: r.now.Add(-time.Duration(i+1) * every).Truncate(time.Second)})
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// drain runs the user's received sync jobs of key until their outbox item
+// settles, at most rounds runs, and returns how many runs it took.
+func (r *syncRig) drain(key string, rounds int) int {
+	r.t.Helper()
+	ctx := context.Background()
+	for i := range rounds {
+		rec, err := r.st.OutboxItem(ctx, key)
+		if err != nil {
+			r.t.Fatalf("outbox %s: %v", key, err)
+		}
+		if rec.Status != model.OutboxReceived {
+			return i
+		}
+		j, err := ingest.DecodeJob([]byte(rec.Job))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := r.worker.Run(ctx, j); err != nil {
+			r.t.Fatalf("run %s: %v", key, err)
+		}
+	}
+	r.t.Fatalf("job %s not settled after %d runs", key, rounds)
+	return rounds
+}
+
+func (r *syncRig) state(user string) *model.SyncState {
+	r.t.Helper()
+	st, err := r.st.SyncState(context.Background(), user)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+func (r *syncRig) backfill(user string) string {
+	r.t.Helper()
+	ok, err := r.sched.EnsureBackfill(context.Background(), user, "test")
+	if err != nil || !ok {
+		r.t.Fatalf("EnsureBackfill: got %v, %v; want a job", ok, err)
+	}
+	h, err := r.sched.Horizon(context.Background(), user, r.now)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return model.SyncJobKey(model.SyncModeBackfill, user, h)
+}
+
+func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 100, PageSize: 40})
+	r.link("u1", 71, time.Hour)
+	ids := r.history(71, 1000, 130, 18*time.Hour) // 130 × 18 h ≈ 97.5 days: all inside 100 days
+	r.sim.PutActivity(stravasim.Activity{ID: 5, AthleteID: 71, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -150)})
+	r.sim.PutActivity(stravasim.Activity{ID: 6, AthleteID: 72, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -1)})
+	key := r.backfill("u1")
+	runs := r.drain(key, 20)
+
+	ws := r.workouts("u1")
+	if len(ws) != len(ids) {
+		t.Fatalf("got %d workouts, want %d (the one beyond the horizon and the other athlete's left out)", len(ws), len(ids))
+	}
+	if total, most := r.counted.writes(); total != len(ids) || most != 1 {
+		t.Fatalf("got %d writes (at most %d per activity), want %d, one each", total, most, len(ids))
+	}
+	st := r.state("u1")
+	wantHorizon := r.now.AddDate(0, 0, -100).Truncate(24 * time.Hour)
+	if st.State != model.SyncIdle || st.ImportedCount != len(ids) || !st.ImportedFromUtc.Equal(wantHorizon) ||
+		!st.HorizonUtc.Equal(wantHorizon) || st.Mode != model.SyncModeBackfill || st.LastSyncAtUtc.IsZero() {
+		t.Fatalf("got state %s, want idle, %d imported back to %s", show(st), len(ids), wantHorizon)
+	}
+	// 130 within the horizon plus one beyond it: pages of 40 with one
+	// second of overlap each are 4 pages, the last one short.
+	if lists := r.sim.Stats().ListRequests; lists != 4 || runs != 4 || st.Pages != 4 {
+		t.Fatalf("got %d list requests in %d runs (state: %d pages), want 4", lists, runs, st.Pages)
+	}
+	if rec := r.outbox(ingest.Job{IdempotencyKey: key}); rec.Status != model.OutboxDone || rec.Failures != 0 {
+		t.Fatalf("got outbox %+v, want done without failures", rec)
+	}
+	// Enqueued again for the same horizon: nothing to do.
+	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "again"); ok || err != nil {
+		t.Fatalf("EnsureBackfill after the import: got %v, %v; want nothing enqueued", ok, err)
+	}
+}
+
+// TestBackfillResumesFromItsCursorAndWritesEachActivityOnce crashes a
+// backfill after a page's workouts were written but before its cursor was
+// saved, twice, and then carries on with another worker: every activity is
+// written exactly once (the re-listed page is compared with the stored
+// workouts) and no page before the cursor is listed again.
+func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 50})
+	r.link("u1", 81, time.Hour)
+	ids := r.history(81, 2000, 180, 24*time.Hour)
+	key := r.backfill("u1")
+	ctx := context.Background()
+	rec, _ := r.st.OutboxItem(ctx, key)
+	j, _ := ingest.DecodeJob([]byte(rec.Job))
+
+	// Page 1 goes through; page 2 crashes twice after its writes.
+	if err := r.worker.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	afterFirst := r.state("u1").CursorBeforeUtc
+	r.counted.failCursorN = 2
+	for range 2 {
+		if err := r.worker.Run(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.state("u1").CursorBeforeUtc; !got.Equal(afterFirst) {
+			t.Fatalf("cursor moved to %s despite the crash, want %s", got, afterFirst)
+		}
+	}
+	if rec := r.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
+		t.Fatalf("got outbox %+v, want received after 2 failures", rec)
+	}
+	// A fresh worker ("after the deploy") carries on from the cursor.
+	r.worker = r.newSyncWorker(ingest.SyncSettings{MaxDays: 365, PageSize: 50})
+	r.drain(key, 20)
+	if total, most := r.counted.writes(); total != len(ids) || most != 1 {
+		t.Fatalf("got %d writes, at most %d for one activity; want %d, each once", total, most, len(ids))
+	}
+	// Pages: 1, 2 (crash), 2 (crash), 2, 3, 4 — nothing before the saved
+	// cursor was listed again.
+	if lists := r.sim.Stats().ListRequests; lists != 6 {
+		t.Fatalf("got %d list requests, want 6 (4 pages, the second listed 3 times)", lists)
+	}
+	if st := r.state("u1"); st.State != model.SyncIdle || st.ImportedCount != len(ids) {
+		t.Fatalf("got state %s, want idle with %d imported", show(st), len(ids))
+	}
+	if got := len(r.workouts("u1")); got != len(ids) {
+		t.Fatalf("got %d workouts, want %d", got, len(ids))
+	}
+}
+
+func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{BudgetShare: 0.5})
+	r.link("u1", 91, time.Hour)
+	r.history(91, 3000, 5, 24*time.Hour)
+	r.activity(3999, 91, "Ride")
+	key := r.backfill("u1")
+	ctx := context.Background()
+	// A webhook's fetch reports read usage at 50 of 100 this window: the
+	// sync share is spent, the webhooks' is not.
+	r.sim.SetUsage(49, 49, 49, 49)
+	r.deliver(r.sim.ActivityEvent("create", 3999, 91, nil))
+	if w := r.workout("u1", 3999); w.SportType != "Ride" {
+		t.Fatalf("webhook workout: got %+v", w)
+	}
+	lists := r.sim.Stats().ListRequests
+	rec, _ := r.st.OutboxItem(ctx, key)
+	j, _ := ingest.DecodeJob([]byte(rec.Job))
+	before := time.Now()
+	if err := r.worker.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.sim.Stats().ListRequests; got != lists {
+		t.Fatalf("sync listed %d pages with its budget share spent, want none", got-lists)
+	}
+	rec = r.outbox(j)
+	reset := before.UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
+	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore < reset.UnixMilli() {
+		t.Fatalf("got outbox %+v, want deferred (not failed) to the window reset %s", rec, reset)
+	}
+	st := r.state("u1")
+	if st.State != model.SyncDeferred || st.DeferredReason == "" || st.NextSyncAtUtc.Before(reset) {
+		t.Fatalf("got state %s, want deferred with a reason until %s", show(st), reset)
+	}
+}
+
+func TestSyncDefersOnStrava429(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{})
+	r.link("u1", 92, time.Hour)
+	r.history(92, 3100, 5, 24*time.Hour)
+	key := r.backfill("u1")
+	ctx := context.Background()
+	r.sim.FailNext(stravasim.EndpointList, 429, 1)
+	rec, _ := r.st.OutboxItem(ctx, key)
+	j, _ := ingest.DecodeJob([]byte(rec.Job))
+	if err := r.worker.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	rec = r.outbox(j)
+	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore <= time.Now().UnixMilli() {
+		t.Fatalf("got outbox %+v, want deferred to the window reset, not failed", rec)
+	}
+	if st := r.state("u1"); st.State != model.SyncDeferred || st.DeferredReason == "" {
+		t.Fatalf("got state %s, want deferred with the reason", show(st))
+	}
+}
+
+// TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence edits and
+// removes activities in the simulator without any webhook: the next
+// reconciliation writes the edited workout only, and the removed one stays.
+func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
+	r.link("u1", 93, time.Hour)
+	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
+		t.Fatal(err)
+	}
+	ids := r.history(93, 4000, 30, 12*time.Hour) // 15 days
+	r.drain(r.backfill("u1"), 10)
+	r.counted.reset()
+	lists := r.sim.Stats().ListRequests
+
+	edited, gone, old := ids[3], ids[5], ids[29] // old started 15 days ago: outside the window
+	r.sim.UpdateActivity(edited, func(a *stravasim.Activity) { a.Distance, a.MovingTime = 4321.5, 1234 })
+	r.sim.UpdateActivity(old, func(a *stravasim.Activity) { a.Distance = 1 })
+	r.sim.DeleteActivity(gone)
+	r.now = r.now.Add(time.Hour)
+	res, err := r.sched.ReconcileAll(context.Background())
+	if err != nil || res.Enqueued != 1 || res.Users != 1 {
+		t.Fatalf("ReconcileAll: got %+v, %v; want one job", res, err)
+	}
+	if res, _ := r.sched.ReconcileAll(context.Background()); res.Enqueued != 0 || res.Already != 1 {
+		t.Fatalf("ReconcileAll in the same slot: got %+v, want nothing new", res)
+	}
+	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+
+	if total, _ := r.counted.writes(); total != 1 || r.counted.upserts[edited] != 1 {
+		t.Fatalf("got writes %v, want exactly one, of the edited activity %d", r.counted.upserts, edited)
+	}
+	if w := r.workout("u1", edited); w.DistanceMeters != 4321.5 || w.MovingTimeSeconds != 1234 {
+		t.Fatalf("edited workout: got %+v", w)
+	}
+	if w := r.workout("u1", gone); w.IsDeleted || w.DistanceMeters == 0 {
+		t.Fatalf("workout absent from the list: got %+v, want it kept as it was", w)
+	}
+	if w := r.workout("u1", old); w.DistanceMeters == 1 {
+		t.Fatalf("workout outside the window was rewritten: %+v", w)
+	}
+	if got := r.sim.Stats().ListRequests - lists; got != 1 {
+		t.Fatalf("reconciliation listed %d pages, want 1", got)
+	}
+	if st := r.state("u1"); st.State != model.SyncIdle || st.Mode != model.SyncModeReconcile || st.ImportedCount != 31 {
+		t.Fatalf("got state %s, want idle after a reconciliation, 30+1 written in all", show(st))
+	}
+}
+
+// TestSyncNeverOverwritesANewerFetch lists a page that Strava answers
+// slowly with the activity as it was; meanwhile the athlete edits it and the
+// webhook's fetch writes the edit. The list's older answer must not win.
+func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{ReconcileInterval: time.Hour})
+	r.link("u1", 94, time.Hour)
+	ids := r.history(94, 5000, 3, 24*time.Hour)
+	r.drain(r.backfill("u1"), 10)
+	r.now = r.now.Add(time.Hour)
+	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
+		t.Fatal(err)
+	}
+	r.sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 2222 })
+	r.sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: 700 * time.Millisecond})
+	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	key := model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.drain(key, 10)
+	}()
+	time.Sleep(200 * time.Millisecond) // the list has started; its answer (2222) is decided
+	r.sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 3333 })
+	r.deliver(r.sim.ActivityEvent("update", ids[0], 94, map[string]string{"title": "x"}))
+	<-done
+	if w := r.workout("u1", ids[0]); w.DistanceMeters != 3333 {
+		t.Fatalf("got distance %v, want the webhook's newer 3333 (the list's older 2222 must lose)", w.DistanceMeters)
+	}
+}
+
+func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 30})
+	r.link("u1", 95, time.Hour)
+	ctx := context.Background()
+	start := r.now.AddDate(0, 0, -20).Truncate(24 * time.Hour)
+	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1",
+		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: start, PartCount: 1},
+		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
+		t.Fatal(err)
+	}
+	ids := r.history(95, 6000, 60, 24*time.Hour) // 60 days
+	r.drain(r.backfill("u1"), 10)
+	if st := r.state("u1"); !st.ImportedFromUtc.Equal(start) || st.ImportedCount != 20 {
+		t.Fatalf("got state %s, want 20 imported back to the milestone's start %s", show(st), start)
+	}
+	lists := r.sim.Stats().ListRequests
+	earlier := r.now.AddDate(0, 0, -45).Truncate(24 * time.Hour)
+	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m2",
+		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: earlier, PartCount: 1},
+		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain(r.backfill("u1"), 10)
+	if got := len(r.workouts("u1")); got != 45 {
+		t.Fatalf("got %d workouts, want the 45 started in the last 45 days", got)
+	}
+	// Days 21..45 are 25 activities: one page of 30 from the old horizon on.
+	if got := r.sim.Stats().ListRequests - lists; got != 1 {
+		t.Fatalf("the second backfill listed %d pages, want 1 (only history older than the first import)", got)
+	}
+	_ = ids
+}
+
+func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{})
+	r.link("u1", 96, time.Hour)
+	r.history(96, 7000, 3, 24*time.Hour)
+	key := r.backfill("u1")
+	r.drain(key, 5)
+	lists := r.sim.Stats().ListRequests
+	// A redelivered (redriven) copy of the finished job does nothing.
+	rec, _ := r.st.OutboxItem(context.Background(), key)
+	j, _ := ingest.DecodeJob([]byte(rec.Job))
+	j.Redrive = true
+	if err := r.worker.Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.sim.Stats().ListRequests; got != lists {
+		t.Fatalf("a finished job listed again (%d requests)", got-lists)
+	}
+	if _, err := ingest.DecodeJob([]byte(`{"correlationId":"c","sync":{"userId":"","mode":"x"}}`)); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("DecodeJob of an invalid sync job: got %v, want ErrInvalid", err)
+	}
+}
