@@ -230,7 +230,7 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj SyncJob, now time.Time) (bool, error) {
 	corr := model.NewID()
 	job := Job{
-		Event: Event{ObjectType: ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},
+		Event:         Event{ObjectType: ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},
 		CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now.UTC(), Sync: &sj,
 	}
 	payload, err := json.Marshal(job)
