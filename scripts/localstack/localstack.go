@@ -76,6 +76,8 @@ var Settings = []struct{ Name, Meaning string }{
 	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30; 0: no cap)"},
 	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
+	{"CC_SYNC_MAX_DAYS, CC_SYNC_BUDGET_SHARE", "how far back a backfill imports (default 365 days) and the share of each Strava budget window sync jobs may spend (default 0.5)"},
+	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and how often it runs (default 6h; the first round after one interval)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -126,6 +128,9 @@ type Stack struct {
 	// Sweeper re-dispatches outbox items whose hand-off was lost or whose
 	// deferral ended (at start, then every SweepInterval).
 	Sweeper *ingest.Sweeper
+	// Scheduler enqueues backfills (on connect and new milestones, through
+	// the api) and a reconciliation round every CC_RECONCILE_INTERVAL.
+	Scheduler *ingest.SyncScheduler
 	// Projector is the stream consumer; Reader feeds it.
 	Projector *consumer.Consumer
 	Reader    *streams.Reader
@@ -266,6 +271,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
+		Sync: app.SyncSettings(cfg),
 	}, log.With("service", "worker"))
 	s.Queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
@@ -274,9 +280,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.Sweeper.Lease = cfg.OutboxLease
 	sweepCtx, sweepCancel := context.WithCancel(context.Background())
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
+	s.Scheduler = ingest.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
+	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettings(cfg), cfg.OutboxLease
 	go func() {
 		defer close(s.sweepDone)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.reconcileEvery(sweepCtx, s.Scheduler.Settings.WithDefaults().ReconcileInterval)
+		}()
 		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
+		wg.Wait()
 	}()
 
 	mux, err := app.NewAPI(cfg, s.Store, s.Queue, nil, log.With("service", "api"))
@@ -380,6 +395,19 @@ func (s *Stack) Close(ctx context.Context) {
 			s.dynamo.Stop()
 		}
 	})
+}
+
+// reconcileEvery runs a reconciliation round every interval (the local
+// stand-in for the Terraform schedule) until ctx ends.
+func (s *Stack) reconcileEvery(ctx context.Context, interval time.Duration) {
+	for model.Sleep(ctx, interval) == nil {
+		res, err := s.Scheduler.ReconcileAll(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "reconciliation round failed", "error", err)
+		}
+		s.log.InfoContext(ctx, "reconciliation round", "users", res.Users, "enqueued", res.Enqueued,
+			"already", res.Already, "skipped", res.Skipped)
+	}
 }
 
 // parkJob is the local queue's on-failure destination (the worker Lambda's

@@ -55,6 +55,8 @@ func envValues(f *fixture) map[string]string {
 		"STRAVA_SUBSCRIPTION_ID":      fmt.Sprint(subscriptionID),
 		"CC_OUTBOX_LEASE":             outboxLease.String(),
 		"CC_ATHLETE_READS_PER_WINDOW": "30",
+		"CC_RECONCILE_DAYS":           "14",
+		"CC_RECONCILE_INTERVAL":       "6h",
 		"CC_TOKEN_KMS_KEY":            tokenKeyARN,
 	}
 }

@@ -280,6 +280,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	worker := ingest.NewStravaWorker(wStore, ingest.StravaSettings{
 		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
 		AthleteReadsPerWindow: wCfg.AthleteReadsPerWindow, RateWindow: wCfg.StravaWindow, RetryBase: wCfg.RetryBase,
+		Sync: app.SyncSettings(wCfg),
 	}, log)
 
 	// handlers/projector/main.go
@@ -309,6 +310,9 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	if sCfg.OutboxLease > 0 {
 		sweeper.Lease = sCfg.OutboxLease
 	}
+	reconciler := ingest.NewSyncScheduler(store.New(sDB, sCfg.Tables()),
+		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
+	reconciler.Settings = app.SyncSettings(sCfg)
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
 	arn, err := store.StreamARN(ctx, db, local)
@@ -343,7 +347,14 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 		return res.Dispatched
 	}
-	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runWorker, runProjector)
+	// The reconcile schedule's run (handlers/sweeper with {"task":"reconcile"}).
+	runReconcile := func() {
+		t.Helper()
+		if res, err := reconciler.ReconcileAll(ctx); err != nil || res.Enqueued == 0 {
+			t.Fatalf("reconcile: got %+v, %v; want jobs enqueued", res, err)
+		}
+	}
+	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runReconcile, runWorker, runProjector)
 
 	// Map the recordings to the planned resources.
 	plannedPrefix := EnvOf(d.Functions["api"])["CC_TABLE_PREFIX"]
@@ -389,7 +400,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 }
 
 // runFlows drives the api over HTTP (and the worker and projector after it).
-func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext func(), runSweeper func() int, runWorker, runProjector func()) {
+func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext func(), runSweeper func() int, runReconcile, runWorker, runProjector func()) {
 	t.Helper()
 	ctx := context.Background()
 	do := func(c *http.Client, method, path string, body any) (int, []byte) {
@@ -499,6 +510,15 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	runWorker()
 	runProjector()
 	_ = bob
+
+	// Reconciliation of the athletes still connected (the sign-ins'
+	// backfills ran with the worker above): it finds an activity no webhook
+	// announced and writes it.
+	sim.PutActivity(stravasim.Activity{ID: 70100, AthleteID: athlete, Name: "Unannounced", SportType: "Run",
+		Distance: 3000, MovingTime: 900, ElapsedTime: 950, StartDate: time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)})
+	runReconcile()
+	runWorker()
+	runProjector()
 
 	// Logout of one session; account deletion with the two others.
 	st, b = do(s3, http.MethodPost, "/auth/logout", nil)

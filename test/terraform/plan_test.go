@@ -171,6 +171,8 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		{"schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
 		{"schedule permission not scoped to the rule", cc,
 			`source_arn    = aws_cloudwatch_event_rule.sweeper.arn`, `source_arn    = null`, "the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only"},
+		{"reconcile schedule missing", cc, `input = jsonencode({ task = "reconcile" })`, `input = jsonencode({ task = "sweep" })`, "reconcile"},
+		{"reconcile rate differs from the key slots", cc, `CC_RECONCILE_INTERVAL = "${var.reconcile.interval_hours}h"`, `CC_RECONCILE_INTERVAL = "1h"`, "reconcile schedule"},
 		{"sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
 	}
 	for _, tt := range tests {

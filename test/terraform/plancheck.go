@@ -556,11 +556,44 @@ func checkSweeperDeployed(d *Deployed, add addFunc) {
 		add("the sweeper's schedule has no aws_lambda_permission letting events.amazonaws.com invoke it from that rule")
 	}
 	env := EnvOf(sw)
+	checkReconcileScheduled(d, sw, rules, add)
 	if w, ok := d.Functions["worker"]; !ok || env["CC_WORKER_FUNCTION"] != w.Str("function_name") {
 		add("function sweeper: CC_WORKER_FUNCTION = %q, want the worker's name", env["CC_WORKER_FUNCTION"])
 	}
 	if api, ok := d.Functions["api"]; ok && (env["CC_OUTBOX_LEASE"] == "" || EnvOf(api)["CC_OUTBOX_LEASE"] != env["CC_OUTBOX_LEASE"]) {
 		add("function sweeper: CC_OUTBOX_LEASE = %q, the api's %q: the claim and the re-dispatch must use the same lease", env["CC_OUTBOX_LEASE"], EnvOf(api)["CC_OUTBOX_LEASE"])
+	}
+}
+
+// reconcileRate is the schedule expression of an interval in whole hours.
+var reconcileRate = regexp.MustCompile(`^rate\(([0-9]+) hours?\)$`)
+
+// checkReconcileScheduled: a rule of its own invokes the sweeper with
+// {"task":"reconcile"} (handlers/sweeper.TaskReconcile) at the rate the
+// sweeper's CC_RECONCILE_INTERVAL slots the reconciliation keys by, and the
+// worker reads the same interval.
+func checkReconcileScheduled(d *Deployed, sw Resource, rules map[string]Resource, add addFunc) {
+	interval := EnvOf(sw)["CC_RECONCILE_INTERVAL"]
+	found := false
+	for _, tg := range d.Of("aws_cloudwatch_event_target") {
+		var in struct {
+			Task string `json:"task"`
+		}
+		if tg.Str("arn") != sw.Str("arn") || json.Unmarshal([]byte(tg.Str("input")), &in) != nil || in.Task != "reconcile" {
+			continue
+		}
+		found = true
+		r := rules[tg.Str("rule")]
+		m := reconcileRate.FindStringSubmatch(r.Str("schedule_expression"))
+		if m == nil || m[1]+"h" != interval {
+			add("%s: reconcile schedule %q, want rate(N hours) equal to the sweeper's CC_RECONCILE_INTERVAL %q", r.Address, r.Str("schedule_expression"), interval)
+		}
+	}
+	if !found {
+		add("no aws_cloudwatch_event_target invokes the sweeper with {\"task\":\"reconcile\"}: edits Strava never pushes would never be reconciled")
+	}
+	if w, ok := d.Functions["worker"]; ok && EnvOf(w)["CC_RECONCILE_INTERVAL"] != interval {
+		add("function worker: CC_RECONCILE_INTERVAL = %q, the sweeper's %q", EnvOf(w)["CC_RECONCILE_INTERVAL"], interval)
 	}
 }
 

@@ -45,6 +45,12 @@ locals {
   outbox_env = {
     CC_OUTBOX_LEASE = var.sweeper.lease
   }
+  # Reconciliation: the window it re-lists and its interval, which also
+  # slots the reconciliation jobs' keys (the schedule below runs at it).
+  reconcile_env = {
+    CC_RECONCILE_DAYS     = tostring(var.reconcile.days)
+    CC_RECONCILE_INTERVAL = "${var.reconcile.interval_hours}h"
+  }
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
     STRAVA_CLIENT_ID           = var.strava.client_id
@@ -228,6 +234,13 @@ data "aws_iam_policy_document" "worker" {
     actions   = ["dynamodb:Query"]
     resources = ["${module.tables.arns["main"]}/index/GSI1"]
   }
+  # Sync jobs (backfill, reconciliation) read a listed page's stored
+  # workouts by start date: LSI1, strongly consistent.
+  statement {
+    sid       = "WorkoutLogIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/LSI1"]
+  }
   statement {
     sid       = "Audit"
     actions   = ["dynamodb:PutItem"]
@@ -365,7 +378,9 @@ data "aws_iam_policy_document" "projector" {
 # sweeper: lists due outbox items through the sparse Pending index (Query on
 # that index only, never the table, never a Scan), leases each with a
 # conditional UpdateItem (and parks an undecodable one the same way), and
-# hands it to the worker with an async invoke.
+# hands it to the worker with an async invoke. On the reconcile schedule it
+# lists users through the sparse users index (GSI2), reads each one's
+# connection status (GetItem) and claims a reconciliation job (UpdateItem).
 data "aws_iam_policy_document" "sweeper" {
   statement {
     sid       = "PendingIndex"
@@ -376,6 +391,16 @@ data "aws_iam_policy_document" "sweeper" {
     sid       = "OutboxLease"
     actions   = ["dynamodb:UpdateItem"]
     resources = [module.tables.arns["idempotency"]]
+  }
+  statement {
+    sid       = "UsersIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/GSI2"]
+  }
+  statement {
+    sid       = "ConnectionStatus"
+    actions   = ["dynamodb:GetItem"]
+    resources = [module.tables.arns["main"]]
   }
   statement {
     sid       = "InvokeWorker"
@@ -432,7 +457,7 @@ module "worker" {
   settings    = var.functions.worker
   policy_json = data.aws_iam_policy_document.worker.json
   log_level   = var.log_level
-  environment = merge(local.common_env, local.strava_env, local.tokens_env, {
+  environment = merge(local.common_env, local.strava_env, local.tokens_env, local.reconcile_env, {
     CC_ATHLETE_READS_PER_WINDOW = tostring(var.worker.athlete_reads_per_window)
   })
   log_retention_days = var.log_retention_days
@@ -464,7 +489,7 @@ module "sweeper" {
   settings    = var.functions.sweeper
   policy_json = data.aws_iam_policy_document.sweeper.json
   log_level   = var.log_level
-  environment = merge(local.common_env, local.outbox_env, {
+  environment = merge(local.common_env, local.outbox_env, local.reconcile_env, {
     CC_WORKER_FUNCTION = module.worker.function_name
   })
   log_retention_days = var.log_retention_days
@@ -492,6 +517,32 @@ resource "aws_lambda_permission" "sweeper_schedule" {
   function_name = module.sweeper.function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweeper.arn
+}
+
+# --------------------------------------------------- reconcile schedule
+
+# Reconciliation: every interval the sweeper enqueues one job per active
+# athlete that re-lists the recent days and writes only what differs (edits
+# Strava never pushes). Its own rule, so its rate is independent of the sweeps.
+resource "aws_cloudwatch_event_rule" "reconcile" {
+  name                = "${local.name}-reconcile"
+  description         = "Enqueues the reconciliation of every active athlete's recent Strava activities."
+  schedule_expression = "rate(${var.reconcile.interval_hours} ${var.reconcile.interval_hours == 1 ? "hour" : "hours"})"
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "reconcile" {
+  rule  = aws_cloudwatch_event_rule.reconcile.name
+  arn   = module.sweeper.function_arn
+  input = jsonencode({ task = "reconcile" })
+}
+
+resource "aws_lambda_permission" "reconcile_schedule" {
+  statement_id  = "AllowReconcileScheduleInvoke"
+  action        = "lambda:InvokeFunction"
+  function_name = module.sweeper.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.reconcile.arn
 }
 
 # ------------------------------------------------- worker async invoke

@@ -229,6 +229,30 @@ variable "sweeper" {
   }
 }
 
+variable "reconcile" {
+  description = <<-EOT
+    Reconciliation of edits Strava never pushes (distance, time, crops): every
+    interval_hours an EventBridge schedule has the sweeper enqueue, for every
+    athlete with a usable connection, a job that re-lists the last `days` days
+    and writes only the workouts that differ (CC_RECONCILE_INTERVAL and
+    CC_RECONCILE_DAYS of the sweeper and worker).
+  EOT
+  type = object({
+    interval_hours = optional(number, 6)
+    days           = optional(number, 14)
+  })
+  default = {}
+
+  validation {
+    condition     = var.reconcile.interval_hours >= 1 && var.reconcile.interval_hours <= 168 && floor(var.reconcile.interval_hours) == var.reconcile.interval_hours
+    error_message = "reconcile.interval_hours must be a whole number of hours between 1 and 168."
+  }
+  validation {
+    condition     = var.reconcile.days >= 1 && var.reconcile.days <= 90 && floor(var.reconcile.days) == var.reconcile.days
+    error_message = "reconcile.days must be a whole number of days between 1 and 90."
+  }
+}
+
 variable "api" {
   description = "HTTP API stage throttling (requests per second and burst)."
   type = object({
