@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -372,15 +373,20 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 
 // startQuietStack starts the local stack (what `make run` runs) with its own
 // simulator on fresh tables of the shared DynamoDB Local, logging nothing,
-// and closes it when the test ends.
-func startQuietStack(t *testing.T) *localstack.Stack {
+// and closes it when the test ends. extra adds (or overrides) environment
+// variables.
+func startQuietStack(t *testing.T, extra ...map[string]string) *localstack.Stack {
 	t.Helper()
+	env := map[string]string{
+		"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
+		"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+	}
+	for _, e := range extra {
+		maps.Copy(env, e)
+	}
 	st, err := localstack.Start(context.Background(), localstack.Options{
-		Getenv: lookup(map[string]string{
-			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
-			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
-		}),
-		Log: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
+		Getenv: lookup(env),
+		Log:    slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
