@@ -114,10 +114,11 @@ seed:
 	$(GO) run ./scripts/seed -table-prefix "$(CC_TABLE_PREFIX)"
 
 ## replay / rebuild / verify / redrive: prove and restore the projections (README, "Replay and rebuild").
+## syncs: list failed, deferred or stuck Strava syncs (backfill, reconciliation); ARGS="-restart <userId>" restarts one.
 ## Flags go in ARGS, e.g. make verify ARGS="--all --json"; each command documents its flags with ARGS=--help.
 ## Built to .cache/bin and run directly so the exit status survives (verify: 0 clean, 1 drift, 2 error).
-.PHONY: replay rebuild verify redrive
-replay rebuild verify redrive:
+.PHONY: replay rebuild verify redrive syncs
+replay rebuild verify redrive syncs:
 	@mkdir -p $(CACHE)/bin
 	$(GO) build -o $(CACHE)/bin/$@ ./scripts/$@
 	$(CACHE)/bin/$@ $(ARGS)

@@ -120,12 +120,69 @@
 // collecting 429s. CC_STRAVA_WINDOW shortens the assumed window (only
 // against a simulator that runs shorter windows, as the chaos suite does).
 //
+// # Backfill and reconciliation (Syncer, SyncScheduler)
+//
+// Sync jobs travel the outbox like webhook events: a Job whose Sync field
+// (SyncJob: user, athlete, mode, FromUtc) is set, claimed under a
+// deterministic key (model.SyncJobKey: backfill per user and horizon,
+// reconciliation per user and CC_RECONCILE_INTERVAL slot), so enqueueing
+// twice claims once. The worker hands them to its Syncer, which runs ONE
+// page per run:
+//
+//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, model.SyncState):
+//     resume its own unfinished job; a backfill reaching further back than
+//     a running one takes it over keeping its cursor; a new backfill lists
+//     only what is older than what earlier backfills imported
+//     (ImportedFromUtc); a reconciliation runs only when no job does; a job
+//     whose key is no longer the state's (superseded) or that finished is
+//     done without a Strava call.
+//  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
+//     shared rate-limit item free (webhooks keep DefaultBudgetReserve): when
+//     their share is spent, or Strava answers 429, the job is deferred
+//     (DeferError, to the window reset; state deferred with the reason),
+//     never failed.
+//  3. GET /api/v3/athlete/activities?before={cursor}&per_page=200, newest
+//     first. Activities older than FromUtc are ignored; each other one is
+//     normalized (MapActivity, the same as a webhook fetch: a summary and
+//     a detailed activity map to the same item) and compared
+//     (WorkoutDiffers: sport type, distance, elevation, moving time, start)
+//     with the stored workouts of the page's date range, read with ONE
+//     strongly consistent LSI1 query. Only differing ones are written,
+//     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
+//     wins, deletes win); deleted workouts stay deleted. Absence from a
+//     list never deletes.
+//  4. the cursor (the oldest start listed, plus one second so activities
+//     sharing it are listed again and found unchanged) and the counts are
+//     saved with a version check; an audit STRAVA_SYNC_PAGE lists the
+//     written ids. A crash between the writes and this save re-lists the
+//     page, which writes nothing (and counts the workouts this job wrote
+//     before as recovered). The job then defers to now (the sweeper runs
+//     the next page) or, on a short page or one reaching FromUtc, ends:
+//     state idle, lastSyncAtUtc, the next reconciliation slot, and for a
+//     backfill importedFromUtc = horizonUtc = FromUtc; audit
+//     STRAVA_SYNC_COMPLETED.
+//
+// A failure is retried through the outbox (state keeps the reason); the
+// one that parks the job marks the sync failed, as does a revoked token.
+// Triggers: the BFF's OAuth callback and milestone creation call
+// SyncScheduler.EnsureBackfill (horizon: the earliest active milestone's
+// period start, at most CC_SYNC_MAX_DAYS days, by UTC day; nothing when the
+// imported history already reaches it); the sweeper Lambda invoked with
+// {"task":"reconcile"} (Terraform's reconcile rule) and the local stack's
+// loop call ReconcileAll, which lists users through the sparse users index
+// and enqueues a reconciliation of the last CC_RECONCILE_DAYS days for each
+// one with a usable connection; scripts/syncs lists failed, deferred and
+// stuck syncs and restarts one (Restart: a unique key, Resume takes over
+// the unfinished job and its cursor).
+//
 // # Configuration and logs
 //
 // api: STRAVA_VERIFY_TOKEN, STRAVA_SUBSCRIPTION_ID, CC_WORKER_FUNCTION,
 // CC_OUTBOX_LEASE; worker: STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET,
 // STRAVA_BASE_URL, CC_TOKEN_KMS_KEY or CC_TOKEN_KEY,
-// CC_ATHLETE_READS_PER_WINDOW, CC_STRAVA_WINDOW, CC_RETRY_BASE; all:
+// CC_ATHLETE_READS_PER_WINDOW, CC_STRAVA_WINDOW, CC_RETRY_BASE,
+// CC_SYNC_BUDGET_SHARE, CC_RECONCILE_INTERVAL; api: CC_SYNC_MAX_DAYS;
+// sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL; all:
 // DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
 // JSON with correlationId, eventType, athleteId, userId, activityId,
 // idempotency, writeStatus; never tokens.

@@ -1,0 +1,106 @@
+// Command syncs lists the Strava syncs (backfill, reconciliation) that need
+// an operator — failed, deferred, or stuck (running but not updated for
+// -stuck-after) — and restarts one with -restart <userId>: a restart takes
+// over the user's unfinished job from its cursor (or ensures the backfill
+// when nothing is unfinished) on the outbox, so the worker carries it on.
+//
+//	make syncs                                  # failed, deferred and stuck syncs
+//	make syncs ARGS="-all"                      # every user's sync
+//	make syncs ARGS="-restart <userId>"         # restart one (locally the sweeper dispatches it)
+//	make syncs ARGS="-restart <userId> -worker-function commitcollect-prod-worker"   # in AWS
+//
+// Users are listed through the sparse users index (never a Scan), one
+// strongly consistent read of the sync state each. Exit status: 0 when
+// nothing needs attention (or the restart was enqueued), 1 when a listed
+// sync is failed or stuck, 2 on an error. Wiring only; the logic is
+// handlers/ingest (SyncScheduler) and model/store.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("syncs", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	prefix := fs.String("table-prefix", getenv("CC_TABLE_PREFIX"), "prefix of the table names (CC_TABLE_PREFIX)")
+	all := fs.Bool("all", false, "list every user's sync, not only those needing attention")
+	stuckAfter := fs.Duration("stuck-after", DefaultStuckAfter, "a running sync not updated for this long is stuck")
+	restart := fs.String("restart", "", "restart this user's sync (resumes an unfinished job from its cursor)")
+	workerFn := fs.String("worker-function", getenv("CC_WORKER_FUNCTION"), "AWS: hand the restarted job to this worker Lambda (else the sweeper dispatches it)")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: syncs [-all] [-stuck-after 30m] [-restart userId [-worker-function name]] [-table-prefix p]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := config.FromEnv(getenv, config.Need{})
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	cfg.TablePrefix = *prefix
+	awsCfg, err := cfg.AWS(ctx)
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	db, _ := cfg.DynamoDB(awsCfg)
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	if *restart != "" {
+		var d ingest.Dispatcher
+		if *workerFn != "" {
+			d = ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
+		}
+		sched := ingest.NewSyncScheduler(st, d, cfg.Logger())
+		sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+		// A short lease: without a dispatcher the sweeper runs it at once.
+		sched.Lease = time.Second
+		if err := sched.Restart(ctx, *restart); err != nil {
+			fmt.Fprintln(errOut, "syncs:", err)
+			return 2
+		}
+		fmt.Fprintf(out, "restart of user %s's sync enqueued\n", *restart)
+		return 0
+	}
+	rows, err := List(ctx, st, time.Now().UTC(), *stuckAfter, *all)
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	Print(out, rows)
+	for _, r := range rows {
+		if r.Attention == AttentionFailed || r.Attention == AttentionStuck {
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+func TestAttention(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		given model.SyncState
+		want  string
+	}{
+		{"idle", model.SyncState{State: model.SyncIdle, UpdatedAtUtc: now.Add(-48 * time.Hour)}, AttentionNone},
+		{"failed", model.SyncState{State: model.SyncFailed, UpdatedAtUtc: now}, AttentionFailed},
+		{"deferred until later", model.SyncState{State: model.SyncDeferred, UpdatedAtUtc: now.Add(-time.Hour), NextSyncAtUtc: now.Add(time.Hour)}, AttentionDeferred},
+		{"deferral long overdue", model.SyncState{State: model.SyncDeferred, UpdatedAtUtc: now.Add(-3 * time.Hour), NextSyncAtUtc: now.Add(-2 * time.Hour)}, AttentionStuck},
+		{"backfilling, fresh", model.SyncState{State: model.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Minute)}, AttentionNone},
+		{"backfilling, silent for an hour", model.SyncState{State: model.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Hour)}, AttentionStuck},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Attention(&tt.given, now, 30*time.Minute); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
+	t.Parallel()
+	st := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	prefix := strings.TrimSuffix(st.Tables().Main, "CommitCollect")
+	now := time.Now().UTC()
+	states := map[string]model.SyncState{
+		"u-failed":   {State: model.SyncFailed, Mode: model.SyncModeBackfill, JobKey: "old", WindowFromUtc: now.AddDate(0, 0, -100), DeferredReason: "failed: strava 500"},
+		"u-deferred": {State: model.SyncDeferred, Mode: model.SyncModeBackfill, NextSyncAtUtc: now.Add(10 * time.Minute), DeferredReason: "sync share spent"},
+		"u-stuck":    {State: model.SyncBackfilling, Mode: model.SyncModeBackfill},
+		"u-idle":     {State: model.SyncIdle, Mode: model.SyncModeReconcile},
+	}
+	for u, s := range states {
+		s.UserID, s.UpdatedAtUtc = u, now
+		if u == "u-stuck" {
+			s.UpdatedAtUtc = now.Add(-2 * time.Hour)
+		}
+		if err := st.Put(ctx, st.Tables().Main, &model.Profile{UserID: u, AthleteID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, st.Tables().Main, &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Put(ctx, st.Tables().Main, &model.StravaConnection{UserID: "u-failed", AthleteID: 5, SealedTokens: &model.SealedSecret{}}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": prefix,
+		"AWS_REGION": "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+	getenv := func(k string) string { return env[k] }
+
+	var out, errOut bytes.Buffer
+	// The users index is eventually consistent: wait for the four profiles.
+	deadline := time.Now().Add(10 * time.Second)
+	code := 0
+	for {
+		out.Reset()
+		code = run(ctx, []string{"-all"}, &out, &errOut, getenv)
+		if strings.Count(out.String(), "\nu-") == 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != 1 || strings.Count(out.String(), "\nu-") != 4 {
+		t.Fatalf("syncs -all: exit %d, output:\n%s%s\nwant 4 users and exit 1 (a failed and a stuck sync)", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	code = run(ctx, nil, &out, &errOut, getenv)
+	got := out.String()
+	for _, want := range []string{"u-failed  failed", "u-deferred  deferred", "u-stuck  stuck"} {
+		if !strings.Contains(strings.Join(strings.Fields(got), "  "), want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "u-idle") || code != 1 {
+		t.Fatalf("syncs: exit %d, output:\n%s\nwant the idle sync left out and exit 1", code, got)
+	}
+
+	out.Reset()
+	if code := run(ctx, []string{"-restart", "u-failed"}, &out, &errOut, getenv); code != 0 {
+		t.Fatalf("restart: exit %d: %s", code, errOut.String())
+	}
+	items, err := st.DueOutboxItems(ctx, now.Add(time.Minute), 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("outbox after the restart: %d items, %v; want the restart job", len(items), err)
+	}
+	j, err := ingest.DecodeJob([]byte(items[0].Job))
+	if err != nil || j.Sync == nil || !j.Sync.Resume || j.Sync.UserID != "u-failed" || j.Sync.AthleteID != 5 {
+		t.Fatalf("restart job: %+v, %v; want a resume of u-failed's sync", j, err)
+	}
+	if code := run(ctx, []string{"-restart", "u-idle"}, &out, &errOut, getenv); code != 2 {
+		t.Fatalf("restart of a user without a connection: exit %d, want 2", code)
+	}
+}
