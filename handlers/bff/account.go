@@ -20,6 +20,9 @@ type MeJSON struct {
 	AthleteID   int64  `json:"athleteId"`
 	DisplayName string `json:"displayName"`
 	Connected   bool   `json:"connected"`
+	// Sync is where the import of the athlete's Strava history and the
+	// reconciliation of recent activities stand.
+	Sync SyncJSON `json:"sync"`
 }
 
 func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
@@ -42,7 +45,12 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		h.fail(ctx, w, log, "read strava connection", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected})
+	sync, err := h.syncState(ctx, s.UserID)
+	if err != nil {
+		h.fail(ctx, w, log, "read sync state", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected, Sync: sync})
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session, _ *slog.Logger, _ string) {

@@ -34,6 +34,7 @@ type Store interface {
 	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
 	Profile(ctx context.Context, userID string) (model.Profile, error)
 	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
 	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
 	CreateSession(ctx context.Context, s *model.Session) error
 	Session(ctx context.Context, sessionID string) (model.Session, error)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -20,6 +21,18 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"km":  func(m float64) float64 { return math.Round(m/100) / 10 },
 	"inc": func(i int) int { return i + 1 },
 	"pct": func(p float64) int { return int(math.Round(math.Min(p, 100))) },
+	"when": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2 Jan 2006 15:04 UTC")
+	},
+	"day": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2 Jan 2006")
+	},
 }).Parse(pageHTML))
 
 // pageData is what the page shows: nothing but a sign-in link without a
@@ -29,6 +42,9 @@ type pageData struct {
 	DisplayName string
 	AthleteID   int64
 	Milestones  []MilestoneJSON
+	// Sync is the Strava sync, shown with a progress bar while history is
+	// imported.
+	Sync SyncJSON
 	// Refresh is the seconds between reloads (the page has no script).
 	Refresh int
 }
@@ -57,7 +73,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 				h.fail(ctx, w, log, "page: list milestones", err)
 				return
 			}
-			data.SignedIn, data.DisplayName, data.AthleteID = true, p.DisplayName, p.AthleteID
+			sync, err := h.syncState(ctx, sess.UserID)
+			if err != nil {
+				h.fail(ctx, w, log, "page: read sync state", err)
+				return
+			}
+			data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
 			for _, m := range ms {
 				data.Milestones = append(data.Milestones, milestoneJSON(m))
 			}

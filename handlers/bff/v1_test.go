@@ -55,7 +55,7 @@ func TestMeModelsAndLogout(t *testing.T) {
 	} else {
 		r.json(t, &me)
 	}
-	if me != (bff.MeJSON{UserID: "u1", AthleteID: 31, DisplayName: "Ath u1", Connected: true}) {
+	if me != (bff.MeJSON{UserID: "u1", AthleteID: 31, DisplayName: "Ath u1", Connected: true, Sync: bff.SyncJSON{State: bff.SyncNone}}) {
 		t.Fatalf("me = %+v", me)
 	}
 	var models catalog.Catalog
