@@ -183,7 +183,11 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 // deliberately dropped), parked with the reason for poison and for a job
 // whose retryable failures reached MaxFailures, received with a not-before
 // time for a deferral (DeferError, not counted as a failure) or a retryable
-// failure (backoff). A job whose item is already settled is not run again.
+// failure (backoff). A job whose item is already settled is not run again
+// when the worker reads the item; a job carrying OutboxFailures (dispatched
+// right after its claim or lease) is not checked first, and its settle then
+// finds the item settled (a rare duplicate dispatch costs a run, never a
+// second outcome: writes are ordered and settles conditional).
 // Run returns nil once the outcome is recorded (so Lambda does not retry
 // what the sweeper will); it returns an error only when the outcome could
 // not be recorded, or when ctx ended while the job ran (its item then stays
@@ -193,7 +197,14 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 func (w *Worker) Run(ctx context.Context, job Job) error {
 	log := w.jobLog(job)
 	var rec *model.IdempotencyRecord
-	if job.IdempotencyKey != "" {
+	switch {
+	case job.IdempotencyKey != "" && job.OutboxFailures != nil && !job.Redrive:
+		// Dispatched right after a claim or lease that found the item
+		// received: no need to read it. If another run settled it since,
+		// the conditional settle below says so.
+		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
+			Failures: *job.OutboxFailures}
+	case job.IdempotencyKey != "":
 		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
 		switch {
 		case err == nil && r.Status != model.OutboxReceived && !job.Redrive:
@@ -499,7 +510,11 @@ func (w *Worker) audit(ctx context.Context, log *slog.Logger, subjectPK, userID,
 	details["athleteId"] = strconv.FormatInt(job.Event.OwnerID, 10)
 	details["objectType"] = job.Event.ObjectType
 	details["aspectType"] = job.Event.AspectType
-	w.store.Audit(ctx, log, model.NewAuditEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), w.Now(), details))
+	newEntry := model.NewAuditEntry
+	if eventType == AuditActivityCreate || eventType == AuditActivityUpdate || eventType == AuditActivityDelete {
+		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
+	}
+	w.store.Audit(ctx, log, newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), w.Now(), details))
 }
 
 // MapActivity projects a Strava activity onto the normalized workout: only

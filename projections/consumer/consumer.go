@@ -582,7 +582,11 @@ func digest(parts ...string) string {
 // derived from what happened so a replayed write audits once.
 func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID string, at time.Time, version int64, part int, details map[string]string) {
 	reqID := digest(eventType, userID, details["milestoneId"], strconv.FormatInt(version, 10), strconv.Itoa(part))
-	e := model.NewAuditEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
+	newEntry := model.NewAuditEntry
+	if eventType == EventProgressUpdated {
+		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
+	}
+	e := newEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
 	if err := c.st.AppendAudit(ctx, e); err != nil {
 		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
 			"correlationId", correlationID, "error", err)
