@@ -40,6 +40,12 @@ const (
 	athleteTTL      = 15 * time.Minute
 	tokenSkew       = 5 * time.Minute
 	rateStateTTL    = 10 * time.Second
+	// createsBeforeCheck: a create event skips the coalescing GetItem (its
+	// activity is new) unless this instance saw more than this many creates
+	// of the athlete in the current rate window: a flood of forged or
+	// replayed creates, where the check saves Strava reads (repeated ids,
+	// and ids Strava already answered 404 for).
+	createsBeforeCheck = 3
 )
 
 // errStaleCache says a cached athlete entry was refused: process again
@@ -62,8 +68,31 @@ type athleteEntry struct {
 }
 
 type athleteCache struct {
-	mu sync.Mutex
-	m  map[int64]athleteEntry
+	mu      sync.Mutex
+	m       map[int64]athleteEntry
+	creates map[int64]createCount
+}
+
+type createCount struct {
+	window time.Time
+	n      int
+}
+
+// crowded counts a create event of the athlete in the window starting at
+// window and says whether it is beyond createsBeforeCheck.
+func (c *athleteCache) crowded(athleteID int64, window time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.creates == nil || len(c.creates) >= cacheMaxEntries {
+		c.creates = make(map[int64]createCount)
+	}
+	cc := c.creates[athleteID]
+	if !cc.window.Equal(window) {
+		cc = createCount{window: window}
+	}
+	cc.n++
+	c.creates[athleteID] = cc
+	return cc.n > createsBeforeCheck
 }
 
 func (c *athleteCache) get(athleteID int64, now time.Time) (athleteEntry, bool) {

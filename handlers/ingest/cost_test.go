@@ -54,7 +54,7 @@ import (
 const (
 	maxRequestsPerEvent = 9
 	maxWCUPerEvent      = 10
-	maxRCUPerEvent      = 10
+	maxRCUPerEvent      = 2
 )
 
 // meteredCall is one DynamoDB request as the meter saw it.

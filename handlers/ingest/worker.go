@@ -363,9 +363,11 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	// Coalesce: a fetch that started after this event was received has
 	// already seen the change it reports, and a deleted activity stays
 	// deleted; neither needs another Strava read. A create event skips the
-	// check (one GetItem less on the common path): its activity is new, and
-	// a create that overtook by a delete is refused by UpsertWorkout anyway.
-	if ev.AspectType == AspectCreate && !job.Redrive {
+	// check (one GetItem less on the common path: its activity is new, and
+	// a create overtaken by a delete is refused by UpsertWorkout anyway)
+	// unless the athlete's creates crowd this window (createsBeforeCheck).
+	if ev.AspectType == AspectCreate && !job.Redrive &&
+		!w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) {
 		return w.fetchNew(ctx, log, job, userID, cached)
 	}
 	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
