@@ -69,7 +69,7 @@ func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
+	h.link("u1", 10, 7*time.Minute) // cached for 2 minutes: 5 before expiry it must be refreshed
 	h.activity(100, 10, "Run")
 	h.activity(101, 10, "Run")
 	w := h.newWorker()
@@ -80,7 +80,7 @@ func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
 	// one is stored. Our clock is past the old token's expiry minus skew.
 	h.sim.RevokeAthlete(10)
 	h.link("u1", 10, time.Hour)
-	w.Now = func() time.Time { return time.Now().UTC().Add(56 * time.Minute) }
+	w.Now = func() time.Time { return time.Now().UTC().Add(3 * time.Minute) } // the mapping is still fresh
 	before := h.sim.Stats()
 	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
 		t.Fatal(err)
