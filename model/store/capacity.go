@@ -72,6 +72,8 @@ func (u Units) Add(v Units) Units {
 // that carries it (WithMeter). The zero value is ready; it is safe for
 // concurrent use. A nil *Meter records nothing.
 type Meter struct {
+	// parent also receives every record (StartMeter).
+	parent  *Meter
 	mu      sync.Mutex
 	total   Units
 	byOp    map[string]Units
@@ -87,6 +89,15 @@ type meterKey struct{}
 // to m.
 func WithMeter(ctx context.Context, m *Meter) context.Context {
 	return context.WithValue(ctx, meterKey{}, m)
+}
+
+// StartMeter returns ctx carrying a fresh meter, and the meter: what one
+// handler invocation (a request, a job, a batch) costs. The calls it records
+// are also added to the meter ctx carried before, if any, so a caller that
+// sums many invocations (the local stack, the bench) keeps its totals.
+func StartMeter(ctx context.Context) (context.Context, *Meter) {
+	m := &Meter{parent: MeterFrom(ctx)}
+	return WithMeter(ctx, m), m
 }
 
 // MeterFrom returns the meter ctx carries, or nil.
@@ -121,6 +132,12 @@ func (m *Meter) Record(op string, consumed []types.ConsumedCapacity, failed bool
 			}
 		}
 	}
+	for ; m != nil; m = m.parent {
+		m.add(op, call, tables)
+	}
+}
+
+func (m *Meter) add(op string, call Units, tables map[string]Units) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byOp == nil {
@@ -226,6 +243,11 @@ func (s Snapshot) LogValue() slog.Value {
 	}
 	return slog.GroupValue(attrs...)
 }
+
+// Attr returns s as an inline slog attribute: requests, rcu, wcu (and
+// failed, ops) at the top level of the log record, where the handlers' log
+// lines carry them.
+func (s Snapshot) Attr() slog.Attr { return slog.Attr{Value: s.LogValue()} }
 
 // capacityMiddlewareID names the meter's middleware in the SDK's stack.
 const capacityMiddlewareID = "commitcollect.ConsumedCapacity"

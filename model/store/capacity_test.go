@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"reflect"
@@ -148,8 +149,11 @@ func TestSnapshotAddAndLog(t *testing.T) {
 		t.Errorf("zero sum: got %+v", z)
 	}
 	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "capacity", sum)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "capacity", sum, sum.Attr())
 	var line struct {
+		Requests int
+		RCU      float64 `json:"rcu"`
+		WCU      float64 `json:"wcu"`
 		Capacity struct {
 			Requests int
 			RCU      float64 `json:"rcu"`
@@ -161,7 +165,31 @@ func TestSnapshotAddAndLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	if line.Capacity.Requests != 3 || line.Capacity.RCU != 1.5 || line.Capacity.WCU != 2 || line.Capacity.Ops["PutItem"]["wcu"] != 2 {
-		t.Errorf("log line: got %s", buf.String())
+		t.Errorf("log line, grouped: got %s", buf.String())
+	}
+	if line.Requests != 3 || line.RCU != 1.5 || line.WCU != 2 {
+		t.Errorf("log line, inline (Attr): got %s", buf.String())
+	}
+}
+
+func TestStartMeterAddsToParent(t *testing.T) {
+	t.Parallel()
+	ctx, outer := StartMeter(context.Background())
+	if outer.parent != nil {
+		t.Fatalf("outer meter: got parent %p, want none", outer.parent)
+	}
+	ctxA, a := StartMeter(ctx)
+	_, b := StartMeter(ctx)
+	if MeterFrom(ctxA) != a {
+		t.Fatal("StartMeter: ctx does not carry the new meter")
+	}
+	a.Record("GetItem", []types.ConsumedCapacity{cu("Main", 1)}, false)
+	b.Record("PutItem", []types.ConsumedCapacity{cu("Main", 2)}, false)
+	if got := a.Snapshot().Units; got != (Units{Requests: 1, RCU: 1}) {
+		t.Errorf("invocation a: got %+v", got)
+	}
+	if got := outer.Snapshot().Units; got != (Units{Requests: 2, RCU: 1, WCU: 2}) {
+		t.Errorf("outer: got %+v, want both invocations", got)
 	}
 }
 
