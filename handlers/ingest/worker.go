@@ -198,6 +198,8 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 // (an old payload, a redrive) keeps the old contract (Classify). It is the
 // ProcessFunc of a local Queue.
 func (w *Worker) Run(ctx context.Context, job Job) error {
+	ctx, logCapacity := w.meterJob(ctx, job)
+	defer logCapacity()
 	log := w.jobLog(job)
 	var rec *model.IdempotencyRecord
 	switch {

@@ -602,6 +602,7 @@ func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID s
 // failures are reported per record.
 func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := c.o.Now()
+	ctx, meter := store.StartMeter(ctx)
 	var bm batchMetrics
 	bm.seen = len(ev.Records)
 	c.stats.seen.Add(int64(len(ev.Records)))
@@ -708,9 +709,10 @@ func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 	c.stats.failed.Add(int64(bm.failed))
 	c.stats.parked.Add(int64(bm.parked))
 	bm.duration = c.o.Now().Sub(start)
+	bm.capacity = meter.Snapshot()
 	c.emit(bm)
 	c.o.Logger.InfoContext(ctx, "batch processed", "records", bm.seen, "ignored", bm.ignored, "parked", bm.parked,
-		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds())
+		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds(), bm.capacity.Attr())
 	return resp, nil
 }
 

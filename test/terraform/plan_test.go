@@ -171,6 +171,10 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		{"schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
 		{"schedule permission not scoped to the rule", cc,
 			`source_arn    = aws_cloudwatch_event_rule.sweeper.arn`, `source_arn    = null`, "the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only"},
+		{"write units off the capacity dashboard", "modules/commitcollect/dashboard.tf", `[local.projector_emf, "ConsumedWriteUnits", "Service", "projector"],`, ``,
+			"capacity dashboard does not show CommitCollect/Projector ConsumedWriteUnits"},
+		{"worker capacity off the dashboard", "modules/commitcollect/dashboard.tf", `| SOURCE '${module.worker.log_group_name}' `, ``,
+			`summing requests, rcu and wcu of "job finished" lines`},
 		{"sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
 	}
 	for _, tt := range tests {
