@@ -64,9 +64,12 @@ type meteredCall struct {
 	scanned                 int
 }
 
-// meter counts the DynamoDB requests of one client and sums the capacity
-// DynamoDB reports for them: it asks for it (ReturnConsumedCapacity INDEXES)
-// on every request. Test only; stage labels the calls that follow.
+// meter lists the DynamoDB requests of one client with the capacity
+// DynamoDB reports for them (it asks for ReturnConsumedCapacity INDEXES on
+// every request) and the items each Query scanned: the per-request view of
+// the test's log. The asserted totals come from the product's own meter
+// (store.WithMeter), which counts the same requests. Test only; stage
+// labels the calls that follow.
 type meter struct {
 	mu    sync.Mutex
 	stage string
@@ -288,8 +291,14 @@ func TestOneCreateEventCost(t *testing.T) {
 		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow}, testLog())
 	proj := consumer.New(st, consumer.Options{Metrics: &strings.Builder{}})
 
-	event := func(id int64, day int, meters float64) []meteredCall {
+	type cost struct {
+		calls []meteredCall
+		total store.Units
+	}
+	event := func(id int64, day int, meters float64) cost {
 		t.Helper()
+		product := store.NewMeter()
+		ctx := store.WithMeter(ctx, product)
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Act", SportType: "Run", Distance: meters,
 			MovingTime: 1500, ElapsedTime: 1600, StartDate: march.AddDate(0, 0, day).Add(7 * time.Hour)})
 		want += int64(meters) * 1000
@@ -297,7 +306,7 @@ func TestOneCreateEventCost(t *testing.T) {
 		m.setStage("webhook")
 		body, _ := json.Marshal(sim.ActivityEvent("create", id, athlete, nil))
 		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ingest.WebhookPath, strings.NewReader(string(body))))
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ingest.WebhookPath, strings.NewReader(string(body))).WithContext(ctx))
 		if rec.Code != http.StatusOK {
 			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
 		}
@@ -306,32 +315,35 @@ func TestOneCreateEventCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.setStage("stream")
-		recs := newRecords()
+		recs := newRecords() // not metered: the stream client is another client
 		m.setStage("projector")
 		resp, err := proj.Handle(ctx, events.DynamoDBEvent{Records: recs})
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("projector: %+v %v", resp, err)
 		}
-		return m.take()
+		return cost{calls: m.take(), total: product.Snapshot().Units}
 	}
 	cold := event(9001, 10, 5000)
 	warm := event(9002, 11, 7000)
 
 	for _, run := range []struct {
-		name  string
-		calls []meteredCall
+		name string
+		c    cost
 	}{{"cold", cold}, {"warm", warm}} {
-		n, rcu, wcu, lines := costReport(run.calls, prefix)
-		t.Logf("%s create event: %d requests, %g RCU, %g WCU\n%s", run.name, n, rcu, wcu, strings.Join(lines, "\n"))
+		n, rcu, wcu, lines := costReport(run.c.calls, prefix)
+		t.Logf("%s create event: %d requests, %g RCU, %g WCU (store meter: %+v)\n%s", run.name, n, rcu, wcu, run.c.total, strings.Join(lines, "\n"))
+		if n != run.c.total.Requests {
+			t.Errorf("%s: the store meter counted %d requests, the test's %d", run.name, run.c.total.Requests, n)
+		}
 	}
-	n, rcu, wcu, lines := costReport(warm, prefix)
-	if n > maxRequestsPerEvent || wcu > maxWCUPerEvent || rcu > maxRCUPerEvent {
-		t.Errorf("warm create event: %d requests, %g RCU, %g WCU; want at most %d, %d, %d:\n%s", n, rcu, wcu,
+	_, _, _, lines := costReport(warm.calls, prefix)
+	if u := warm.total; u.Requests > maxRequestsPerEvent || u.WCU > maxWCUPerEvent || u.RCU > maxRCUPerEvent {
+		t.Errorf("warm create event: %d requests, %g RCU, %g WCU; want at most %d, %d, %d:\n%s", u.Requests, u.RCU, u.WCU,
 			maxRequestsPerEvent, maxRCUPerEvent, maxWCUPerEvent, strings.Join(lines, "\n"))
 	}
 	// Item 2: the log query reads the month's workouts and nothing else.
 	var logScanned []int
-	for _, c := range warm {
+	for _, c := range warm.calls {
 		if c.index == store.IndexLSI1 {
 			logScanned = append(logScanned, c.scanned)
 		}
