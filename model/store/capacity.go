@@ -35,10 +35,12 @@ package store
 //     (transactFloor): a lower bound that AWS's own figure always meets, so
 //     it changes nothing there, and makes Local's figures what AWS charges
 //     for items under 1 KB.
-//   - a Query of an index whose projection covers the read is charged by
-//     Local to the index and, 1 RCU more, to the base table; AWS charges the
-//     index only. Figures from Local over-state such a query by 1 RCU (left
-//     as reported: the meter does not know the index's projection).
+//   - a Query of a local secondary index with a ProjectionExpression is
+//     charged by Local as if every item were fetched from the base table
+//     (1 RCU per item more), even when the index projects every name asked
+//     for; AWS charges the index only. WorkoutLog therefore asks for
+//     ALL_PROJECTED_ATTRIBUTES (LSI1 projects exactly WorkoutLogFields),
+//     which Local charges like AWS.
 
 import (
 	"context"

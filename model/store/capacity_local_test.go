@@ -41,9 +41,10 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	step("Put workout", store.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
 		return st.Put(ctx, main, workout("u1", 1))
 	})
-	// The bounded log: one strongly consistent Query of LSI1 (1 RCU; Local
-	// charges the base table 1 RCU more, see capacity.go).
-	step("WorkoutLog", store.Units{Requests: 1, RCU: 2}, func(ctx context.Context) error {
+	// The bounded log: one strongly consistent Query of LSI1 asking for its
+	// projection (1 RCU; a list of attribute names instead is charged by
+	// Local as a fetch from the table per item, see capacity.go).
+	step("WorkoutLog", store.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
 		from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 		to := from.AddDate(0, 1, 0)
 		l, err := st.WorkoutLog(ctx, "u1", []model.Window{{From: from, To: &to}})
