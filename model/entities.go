@@ -287,11 +287,20 @@ type AuditEntry struct {
 	RequestID     string            `dynamodbav:"requestId"`
 	OccurredAtUtc time.Time         `dynamodbav:"occurredAtUtc"`
 	Details       map[string]string `dynamodbav:"details,omitempty"`
-	CorrelationPK string            `dynamodbav:"GSI1PK"`
-	CorrelationSK string            `dynamodbav:"GSI1SK"`
-	EventMonthPK  string            `dynamodbav:"GSI2PK"`
-	EventMonthSK  string            `dynamodbav:"GSI2SK"`
+	CorrelationPK string            `dynamodbav:"GSI1PK,omitempty"`
+	CorrelationSK string            `dynamodbav:"GSI1SK,omitempty"`
+	EventMonthPK  string            `dynamodbav:"GSI2PK,omitempty"`
+	EventMonthSK  string            `dynamodbav:"GSI2SK,omitempty"`
 	ExpiresAt     int64             `dynamodbav:"expiresAt"`
+	// Routine marks an entry written for nearly every event (a workout
+	// written, progress updated): Stamp gives it no index keys, so it lands
+	// in neither audit index (1 WCU instead of 3). No code path queries the
+	// audit indexes; they serve operators looking for the rare entries
+	// (awards, completions, truncations, deauthorizations, rejections) by
+	// correlation id or by event type and month. A routine entry is still
+	// found by user and time (the table's key) and its correlation id is
+	// on the workout, the outbox item and every log line. Not stored.
+	Routine bool `dynamodbav:"-"`
 	// KeyAtUtc, when set, is the instant the sort key is built from instead
 	// of OccurredAtUtc: entries that need a deterministic key (AWARD_MINTED,
 	// see AwardMintedAuditKey) set it to something stable.

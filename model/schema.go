@@ -199,7 +199,8 @@ func (s *Session) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntitySession) 
 func (s *Session) Normalize() error { return normalize(&s.Meta, EntitySession) }
 
 // NewAuditEntry builds an audit entry about subjectPK (UserPK or AthletePK)
-// with its correlation and event-month index keys and a 90-day TTL.
+// with its correlation and event-month index keys and a 90-day TTL
+// (NewRoutineAuditEntry: without index keys).
 func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string, at time.Time, details map[string]string) *AuditEntry {
 	a := &AuditEntry{
 		Key:           AuditKey(subjectPK, at, requestID),
@@ -243,8 +244,21 @@ func (a *AuditEntry) Stamp() {
 	if corr == "" {
 		corr = a.RequestID
 	}
+	if a.Routine {
+		a.CorrelationPK, a.CorrelationSK, a.EventMonthPK, a.EventMonthSK = "", "", "", ""
+		return
+	}
 	a.CorrelationPK, a.CorrelationSK = CorrelationPK(corr), a.SK
 	a.EventMonthPK, a.EventMonthSK = EventMonthPK(a.EventType, a.OccurredAtUtc), a.SK
+}
+
+// NewRoutineAuditEntry is NewAuditEntry for a routine entry (see
+// AuditEntry.Routine): no index keys.
+func NewRoutineAuditEntry(subjectPK, userID, eventType, correlationID, requestID string, at time.Time, details map[string]string) *AuditEntry {
+	a := NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID, at, details)
+	a.Routine = true
+	a.Stamp()
+	return a
 }
 
 // Normalize implements Entity.

@@ -46,5 +46,6 @@ func main() {
 		os.Exit(1)
 	}
 
-	lambda.Start(httpadapter.NewV2(mux).ProxyWithContext)
+	// Each request is metered and logged with its DynamoDB capacity.
+	lambda.Start(httpadapter.NewV2(app.Metered(mux, log)).ProxyWithContext)
 }

@@ -190,6 +190,21 @@ type Job struct {
 	// see SyncJob) instead of a webhook event; Event then only carries the
 	// athlete (owner_id) and the mode (aspect_type) for logs.
 	Sync *SyncJob `json:"sync,omitempty"`
+	// OutboxFailures is the failure count of the job's outbox item as the
+	// dispatcher's claim or lease returned it (the item was received then).
+	// The worker then trusts it instead of reading the item (one GetItem
+	// less per event); its settle stays conditional on the item being
+	// received. Absent (an older payload, a redrive): the worker reads the
+	// item. Set at dispatch, never stored in the outbox item's job.
+	OutboxFailures *int `json:"outboxFailures,omitempty"`
+}
+
+// WithOutbox returns the job carrying rec's failure count (see
+// OutboxFailures), for the dispatcher that just claimed or leased rec.
+func (j Job) WithOutbox(rec *model.IdempotencyRecord) Job {
+	n := rec.Failures
+	j.OutboxFailures = &n
+	return j
 }
 
 // DecodeJob reads a Job from the worker's input. It returns an error

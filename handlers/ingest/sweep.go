@@ -125,7 +125,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Parked++
 			continue
 		}
-		if err := s.dispatch.Dispatch(ctx, job); err != nil {
+		if err := s.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
 			if errors.Is(err, ErrQueueClosed) {
 				return res, fmt.Errorf("sweep: %w", err)
 			}

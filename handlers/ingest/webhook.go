@@ -172,7 +172,7 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 			job, idem = orig, "reclaimed"
 		}
 	}
-	if err := h.dispatch.Dispatch(ctx, job); err != nil {
+	if err := h.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
 		log.WarnContext(ctx, "webhook hand-off failed; the event stays received for the sweeper",
 			"idempotency", idem, "error", err)
 	} else {

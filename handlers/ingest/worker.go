@@ -132,6 +132,9 @@ type Worker struct {
 	// Sync runs the jobs that carry a SyncJob (backfill, reconciliation);
 	// nil refuses them as poison.
 	Sync *Syncer
+
+	athletes athleteCache // see cache.go
+	rate     rateCache
 }
 
 // NewWorker builds the worker service.
@@ -186,7 +189,11 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 // deliberately dropped), parked with the reason for poison and for a job
 // whose retryable failures reached MaxFailures, received with a not-before
 // time for a deferral (DeferError, not counted as a failure) or a retryable
-// failure (backoff). A job whose item is already settled is not run again.
+// failure (backoff). A job whose item is already settled is not run again
+// when the worker reads the item; a job carrying OutboxFailures (dispatched
+// right after its claim or lease) is not checked first, and its settle then
+// finds the item settled (a rare duplicate dispatch costs a run, never a
+// second outcome: writes are ordered and settles conditional).
 // Run returns nil once the outcome is recorded (so Lambda does not retry
 // what the sweeper will); it returns an error only when the outcome could
 // not be recorded, or when ctx ended while the job ran (its item then stays
@@ -194,9 +201,18 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 // (an old payload, a redrive) keeps the old contract (Classify). It is the
 // ProcessFunc of a local Queue.
 func (w *Worker) Run(ctx context.Context, job Job) error {
+	ctx, logCapacity := w.meterJob(ctx, job)
+	defer logCapacity()
 	log := w.jobLog(job)
 	var rec *model.IdempotencyRecord
-	if job.IdempotencyKey != "" {
+	switch {
+	case job.IdempotencyKey != "" && job.OutboxFailures != nil && !job.Redrive:
+		// Dispatched right after a claim or lease that found the item
+		// received: no need to read it. If another run settled it since,
+		// the conditional settle below says so.
+		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
+			Failures: *job.OutboxFailures}
+	case job.IdempotencyKey != "":
 		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
 		switch {
 		case err == nil && r.Status != model.OutboxReceived && !job.Redrive:
@@ -314,6 +330,15 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 	}
 	ev := job.Event
 	log := w.jobLog(job)
+	fetches := ev.ObjectType == ObjectActivity && ev.AspectType != AspectDelete
+	if e, ok := w.athletes.get(ev.OwnerID, w.Now()); ok && fetches {
+		err := w.fetchAndWrite(ctx, log.With("userId", e.userID), job, e.userID, &e)
+		if !errors.Is(err, errStaleCache) {
+			return err
+		}
+		w.athletes.drop(ev.OwnerID)
+		log.InfoContext(ctx, "cached athlete mapping or token refused; resolving again", "cachedUserId", e.userID)
+	}
 	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)
 	if errors.Is(err, model.ErrNotFound) {
 		log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
@@ -326,6 +351,7 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 	log = log.With("userId", userID)
 	switch {
 	case ev.IsDeauthorization():
+		w.athletes.drop(ev.OwnerID)
 		return w.deauthorize(ctx, log, job, userID)
 	case ev.ObjectType == ObjectAthlete:
 		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
@@ -333,14 +359,25 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 	case ev.AspectType == AspectDelete:
 		return w.markDeleted(ctx, log, job, userID, "delete event")
 	}
-	return w.fetchAndWrite(ctx, log, job, userID)
+	return w.fetchAndWrite(ctx, log, job, userID, nil)
 }
 
-func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, userID string) error {
+// fetchAndWrite fetches the activity and writes its workout for userID.
+// cached is the athlete cache's entry userID came from (nil: from the
+// table); with one, any sign that it is stale returns errStaleCache before
+// anything is written.
+func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, userID string, cached *athleteEntry) error {
 	ev := job.Event
 	// Coalesce: a fetch that started after this event was received has
 	// already seen the change it reports, and a deleted activity stays
-	// deleted; neither needs another Strava read.
+	// deleted; neither needs another Strava read. A create event skips the
+	// check (one GetItem less on the common path: its activity is new, and
+	// a create overtaken by a delete is refused by UpsertWorkout anyway)
+	// unless the athlete's creates crowd this window (createsBeforeCheck).
+	if ev.AspectType == AspectCreate && !job.Redrive &&
+		!w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) {
+		return w.fetchNew(ctx, log, job, userID, cached)
+	}
 	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
 	case err == nil && stored.IsDeleted:
 		log.InfoContext(ctx, "workout already deleted; no fetch", "writeStatus", "skipped")
@@ -352,6 +389,12 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	case err != nil && !errors.Is(err, model.ErrNotFound):
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	return w.fetchNew(ctx, log, job, userID, cached)
+}
+
+// fetchNew is fetchAndWrite after the coalescing check.
+func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID string, cached *athleteEntry) error {
+	ev := job.Event
 	if err := w.checkBudget(ctx); err != nil {
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
@@ -370,8 +413,10 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 		}
 	}
-	token, err := w.tokens.AccessToken(ctx, userID)
+	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)
 	switch {
+	case cached != nil && (errors.Is(err, model.ErrUnauthorized) || errors.Is(err, model.ErrNotFound) || errors.Is(err, errStaleCache)):
+		return errStaleCache
 	case errors.Is(err, model.ErrUnauthorized):
 		return w.needsReauth(ctx, log, job, userID, err)
 	case errors.Is(err, model.ErrNotFound):
@@ -383,13 +428,19 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	}
 	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
+	var apiErr *strava.APIError
 	if rl.Valid() {
-		if rerr := w.store.RecordRateLimit(ctx, rateLimitState(rl, w.Now(), w.rateWindow())); rerr != nil {
-			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+		st := rateLimitState(rl, w.Now(), w.rateWindow())
+		refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
+		if w.rate.observed(st, refused, w.BudgetReserve) {
+			if rerr := w.store.RecordRateLimit(ctx, st); rerr != nil {
+				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+			}
 		}
 	}
-	var apiErr *strava.APIError
 	switch {
+	case cached != nil && errors.Is(err, model.ErrUnauthorized):
+		return errStaleCache
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		now := w.Now()
 		until, why := nextReset(rateLimitState(rl, now, w.rateWindow()), now, 0, w.rateWindow())
@@ -425,6 +476,7 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
 	kind := AuditActivityUpdate
 	if ev.AspectType == AspectCreate {
 		kind = AuditActivityCreate
@@ -434,6 +486,47 @@ func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, u
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType,
 	})
 	return nil
+}
+
+// accessToken returns the user's access token for athleteID and until when
+// the athlete cache may keep it (zero: not at all): the cached one while it
+// is fresh, else the provider's. With a cached mapping, a token of another
+// athlete's connection returns errStaleCache.
+func (w *Worker) accessToken(ctx context.Context, athleteID int64, userID string, cached *athleteEntry) (string, time.Time, error) {
+	if cached != nil && cached.token != "" {
+		return cached.token, cached.tokenUntil, nil
+	}
+	src, ok := w.tokens.(TokenSource)
+	if !ok {
+		token, err := w.tokens.AccessToken(ctx, userID)
+		return token, time.Time{}, err
+	}
+	t, err := src.Token(ctx, userID)
+	switch {
+	case err != nil:
+		return "", time.Time{}, err
+	case t.AthleteID != 0 && t.AthleteID != athleteID && cached != nil:
+		return "", time.Time{}, errStaleCache
+	case t.AthleteID != 0 && t.AthleteID != athleteID:
+		// The table's mapping and the connection disagree: not cached; the
+		// fetched activity's owner check still guards the write.
+		return t.AccessToken, time.Time{}, nil
+	}
+	return t.AccessToken, t.ExpiresAt.Add(-tokenSkew), nil
+}
+
+// remember caches what a successful write confirmed: the athlete's user
+// and, while fresh, its token (tokenUntil zero: the mapping is not cached
+// either, nothing confirmed it).
+func (w *Worker) remember(athleteID int64, userID, token string, tokenUntil time.Time, cached *athleteEntry) {
+	if tokenUntil.IsZero() {
+		return
+	}
+	e := athleteEntry{userID: userID, resolvedAt: w.Now(), token: token, tokenUntil: tokenUntil}
+	if cached != nil {
+		e.resolvedAt = cached.resolvedAt
+	}
+	w.athletes.put(athleteID, e)
 }
 
 func (w *Worker) markDeleted(ctx context.Context, log *slog.Logger, job Job, userID, why string) error {
@@ -472,16 +565,25 @@ func (w *Worker) deauthorize(ctx context.Context, log *slog.Logger, job Job, use
 }
 
 // checkBudget returns an error matching model.ErrRetryable when the shared
-// rate-limit state says the budget is nearly spent.
+// rate-limit state says the budget is nearly spent. It reads the shared
+// item at most every rateStateTTL (cache.go).
 func (w *Worker) checkBudget(ctx context.Context) error {
-	st, err := w.store.RateLimitState(ctx)
-	if errors.Is(err, model.ErrNotFound) {
+	now := w.Now()
+	st, ok := w.rate.get(now)
+	if !ok {
+		stored, err := w.store.RateLimitState(ctx)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			stored = nil
+		case err != nil:
+			return fmt.Errorf("check strava budget: %w", err)
+		}
+		w.rate.loaded(stored, now)
+		st, _ = w.rate.get(now)
+	}
+	if st == nil {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("check strava budget: %w", err)
-	}
-	now := w.Now()
 	if why := budgetExhausted(st, now, w.BudgetReserve, w.rateWindow()); why != "" {
 		until, _ := nextReset(st, now, w.BudgetReserve, w.rateWindow())
 		return fmt.Errorf("strava budget: %w", &DeferError{Until: until, Reason: why})
@@ -505,7 +607,11 @@ func (w *Worker) audit(ctx context.Context, log *slog.Logger, subjectPK, userID,
 	details["athleteId"] = strconv.FormatInt(job.Event.OwnerID, 10)
 	details["objectType"] = job.Event.ObjectType
 	details["aspectType"] = job.Event.AspectType
-	w.store.Audit(ctx, log, model.NewAuditEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), w.Now(), details))
+	newEntry := model.NewAuditEntry
+	if eventType == AuditActivityCreate || eventType == AuditActivityUpdate || eventType == AuditActivityDelete {
+		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
+	}
+	w.store.Audit(ctx, log, newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), w.Now(), details))
 }
 
 // MapActivity projects a Strava activity onto the normalized workout: only

@@ -64,21 +64,21 @@ func (s *Store) WorkoutLog(ctx context.Context, userID string, windows []model.W
 		dropped Item
 		budget  = model.MaxWorkoutsToInspect
 	)
-	proj := make([]expression.NameBuilder, len(WorkoutLogFields))
-	for i, f := range WorkoutLogFields {
-		proj[i] = expression.Name(f)
-	}
 	for _, w := range model.MergeWindows(windows) {
 		lo, hi := model.WorkoutDateRange(w)
 		kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
 			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
-		ex, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(proj[0], proj[1:]...)).Build()
+		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
 			return Log{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
 		}
+		// LSI1 projects exactly WorkoutLogFields: ask for what it holds
+		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
+		// DynamoDB Local bills as a fetch from the table per item (7 RCU
+		// instead of 1 for 6 workouts).
 		res, err := s.queryPages(ctx, &dynamodb.QueryInput{
 			TableName: aws.String(s.t.Main), IndexName: aws.String(IndexLSI1), ConsistentRead: aws.Bool(true),
-			KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
+			KeyConditionExpression: ex.KeyCondition(), Select: types.SelectAllProjectedAttributes,
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 			ScanIndexForward: aws.Bool(false),
 		}, budget)

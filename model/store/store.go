@@ -56,12 +56,15 @@ type Store struct {
 	Secrets Sealer
 }
 
-// New returns a Store over an injected client and table names.
+// New returns a Store over an injected client and table names. It uses a
+// copy of db with the consumed-capacity middleware installed (capacity.go):
+// calls made with a context carrying a Meter are accounted in it.
 func New(db *dynamodb.Client, t Tables) *Store {
-	return &Store{db: db, t: t, Now: func() time.Time { return time.Now().UTC() }}
+	return &Store{db: withCapacity(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
 }
 
-// Client returns the underlying DynamoDB client.
+// Client returns the store's DynamoDB client (the injected one plus the
+// capacity middleware: calls made with a metered context are accounted).
 func (s *Store) Client() *dynamodb.Client { return s.db }
 
 // Tables returns the table names this store uses.

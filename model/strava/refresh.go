@@ -71,41 +71,56 @@ func NewRefresher(cfg *oauth2.Config, store TokenStore, httpClient *http.Client)
 // (Strava or DynamoDB unavailable, or another worker's refresh did not land
 // in time).
 func (r *Refresher) AccessToken(ctx context.Context, userID string) (string, error) {
+	t, err := r.Token(ctx, userID)
+	return t.AccessToken, err
+}
+
+// Token is an access token with what a cache needs to know about it.
+type Token struct {
+	AccessToken string
+	// ExpiresAt is when Strava stops honouring it.
+	ExpiresAt time.Time
+	// AthleteID is the athlete of the connection it was read from.
+	AthleteID int64
+}
+
+// Token is AccessToken with the token's expiry and athlete (same errors).
+func (r *Refresher) Token(ctx context.Context, userID string) (Token, error) {
 	deadline := r.Now().Add(r.Wait)
 	for attempt := 0; ; attempt++ {
 		conn, err := r.store.StravaConnection(ctx, userID)
 		if err != nil {
-			return "", fmt.Errorf("access token for %s: %w", userID, err)
+			return Token{}, fmt.Errorf("access token for %s: %w", userID, err)
 		}
 		if conn.NeedsReauth {
-			return "", fmt.Errorf("access token for %s: connection needs re-authorization: %w", userID, model.ErrUnauthorized)
+			return Token{}, fmt.Errorf("access token for %s: connection needs re-authorization: %w", userID, model.ErrUnauthorized)
 		}
 		now := r.Now()
 		if conn.AccessToken != "" && conn.ExpiresAtUtc.After(now.Add(r.Skew)) {
-			return conn.AccessToken, nil
+			return Token{AccessToken: conn.AccessToken, ExpiresAt: conn.ExpiresAtUtc, AthleteID: conn.AthleteID}, nil
 		}
 		err = r.store.AcquireTokenRefreshLease(ctx, userID, conn.TokenVersion, now, now.Add(r.Lease))
 		switch {
 		case err == nil:
 			return r.refresh(ctx, conn)
 		case !errors.Is(err, model.ErrConflict):
-			return "", fmt.Errorf("access token for %s: %w", userID, err)
+			return Token{}, fmt.Errorf("access token for %s: %w", userID, err)
 		}
 		// Someone else is refreshing (or just did): wait and re-read.
 		if r.Now().After(deadline) {
-			return "", fmt.Errorf("access token for %s: another refresh did not finish within %s: %w", userID, r.Wait, model.ErrRetryable)
+			return Token{}, fmt.Errorf("access token for %s: another refresh did not finish within %s: %w", userID, r.Wait, model.ErrRetryable)
 		}
 		d := min(time.Duration(1<<min(attempt, 6))*25*time.Millisecond, time.Second)
 		d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 		if err := model.Sleep(ctx, d); err != nil {
-			return "", fmt.Errorf("access token for %s: %w", userID, err)
+			return Token{}, fmt.Errorf("access token for %s: %w", userID, err)
 		}
 	}
 }
 
 // refresh runs the refresh_token grant for conn (whose lease we hold) and
 // persists the result.
-func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (string, error) {
+func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (Token, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, r.http)
 	// An expired token makes the oauth2 token source use the refresh grant.
 	src := r.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: conn.RefreshToken, Expiry: time.Unix(1, 0)})
@@ -119,20 +134,20 @@ func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (
 			// lapsed), Strava refused the old one: use the winner's.
 			if cur, rerr := r.store.StravaConnection(ctx, conn.UserID); rerr == nil &&
 				cur.TokenVersion != conn.TokenVersion && !cur.NeedsReauth && cur.AccessToken != "" {
-				return cur.AccessToken, nil
+				return Token{AccessToken: cur.AccessToken, ExpiresAt: cur.ExpiresAtUtc, AthleteID: cur.AthleteID}, nil
 			}
 			// Strava refused the refresh token: only the athlete can fix this.
 			if merr := r.store.MarkNeedsReauth(ctx, conn.UserID, now); merr != nil {
-				return "", fmt.Errorf("refresh token of %s: %w (and %w)", conn.UserID, model.ErrUnauthorized, merr)
+				return Token{}, fmt.Errorf("refresh token of %s: %w (and %w)", conn.UserID, model.ErrUnauthorized, merr)
 			}
-			return "", fmt.Errorf("refresh token of %s: strava refused it (%d): %w", conn.UserID, re.Response.StatusCode, model.ErrUnauthorized)
+			return Token{}, fmt.Errorf("refresh token of %s: strava refused it (%d): %w", conn.UserID, re.Response.StatusCode, model.ErrUnauthorized)
 		}
 		r.release(ctx, conn)
-		return "", fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
+		return Token{}, fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
 	}
 	if tok.AccessToken == "" || tok.RefreshToken == "" {
 		r.release(ctx, conn)
-		return "", fmt.Errorf("refresh token of %s: response lacks a token: %w", conn.UserID, model.ErrRetryable)
+		return Token{}, fmt.Errorf("refresh token of %s: response lacks a token: %w", conn.UserID, model.ErrRetryable)
 	}
 	expiry := tok.Expiry
 	if expiry.IsZero() {
@@ -144,17 +159,17 @@ func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (
 		// token Strava now honours, so use it.
 		winner, rerr := r.store.StravaConnection(ctx, conn.UserID)
 		if rerr != nil {
-			return "", fmt.Errorf("refresh token of %s: re-read after lost race: %w", conn.UserID, rerr)
+			return Token{}, fmt.Errorf("refresh token of %s: re-read after lost race: %w", conn.UserID, rerr)
 		}
 		if winner.NeedsReauth || winner.AccessToken == "" {
-			return "", fmt.Errorf("refresh token of %s: lost race to a refused refresh: %w", conn.UserID, model.ErrUnauthorized)
+			return Token{}, fmt.Errorf("refresh token of %s: lost race to a refused refresh: %w", conn.UserID, model.ErrUnauthorized)
 		}
-		return winner.AccessToken, nil
+		return Token{AccessToken: winner.AccessToken, ExpiresAt: winner.ExpiresAtUtc, AthleteID: winner.AthleteID}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
+		return Token{}, fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
 	}
-	return tok.AccessToken, nil
+	return Token{AccessToken: tok.AccessToken, ExpiresAt: expiry, AthleteID: conn.AthleteID}, nil
 }
 
 // release gives up our lease so the next attempt need not wait for it to

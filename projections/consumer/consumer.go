@@ -582,7 +582,11 @@ func digest(parts ...string) string {
 // derived from what happened so a replayed write audits once.
 func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID string, at time.Time, version int64, part int, details map[string]string) {
 	reqID := digest(eventType, userID, details["milestoneId"], strconv.FormatInt(version, 10), strconv.Itoa(part))
-	e := model.NewAuditEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
+	newEntry := model.NewAuditEntry
+	if eventType == EventProgressUpdated {
+		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
+	}
+	e := newEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
 	if err := c.st.AppendAudit(ctx, e); err != nil {
 		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
 			"correlationId", correlationID, "error", err)
@@ -598,6 +602,7 @@ func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID s
 // failures are reported per record.
 func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := c.o.Now()
+	ctx, meter := store.StartMeter(ctx)
 	var bm batchMetrics
 	bm.seen = len(ev.Records)
 	c.stats.seen.Add(int64(len(ev.Records)))
@@ -704,9 +709,10 @@ func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 	c.stats.failed.Add(int64(bm.failed))
 	c.stats.parked.Add(int64(bm.parked))
 	bm.duration = c.o.Now().Sub(start)
+	bm.capacity = meter.Snapshot()
 	c.emit(bm)
 	c.o.Logger.InfoContext(ctx, "batch processed", "records", bm.seen, "ignored", bm.ignored, "parked", bm.parked,
-		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds())
+		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds(), bm.capacity.Attr())
 	return resp, nil
 }
 

@@ -72,7 +72,7 @@ func TestTenPartsHundredKm(t *testing.T) {
 			t.Errorf("AWARD_MINTED under %s: got %d, want %d", corr, got, want)
 		}
 	}
-	last := e.audits("corr-50") // the batch's last workout triggered the projection
+	last := e.userAudits("u1", "corr-50") // the batch's last workout triggered the projection
 	if countEvents(last, consumer.EventProgressUpdated) != 1 || countEvents(last, consumer.EventMilestoneCompleted) != 1 {
 		t.Errorf("corr-50 audit: got %v, want one progress update and one completion", eventTypes(last))
 	}
@@ -115,8 +115,11 @@ func TestTenPartsHundredKm(t *testing.T) {
 	if got := len(e.awards("u1", "m1")); got != 10 {
 		t.Fatalf("after delete: %d awards, want 10", got)
 	}
-	if got := countEvents(e.audits("corr-del"), consumer.EventProgressUpdated); got != 1 {
+	if got := countEvents(e.userAudits("u1", "corr-del"), consumer.EventProgressUpdated); got != 1 {
 		t.Errorf("after delete: %d progress audits under corr-del, want 1", got)
+	}
+	if got := countEvents(e.audits("corr-del"), consumer.EventProgressUpdated); got != 0 {
+		t.Errorf("after delete: %d progress audits in the correlation index, want 0 (routine entries are not indexed)", got)
 	}
 	if !strings.Contains(e.metrics.String(), `"AwardsMinted":10`) || !strings.Contains(e.metrics.String(), consumer.MetricsNamespace) {
 		t.Errorf("metrics lines: %s", e.metrics.String())

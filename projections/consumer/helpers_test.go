@@ -174,6 +174,24 @@ func (e *env) audits(corr string) []model.AuditEntry {
 	return as
 }
 
+// userAudits lists a user's audit entries of a correlation id from the
+// user's partition: routine entries (progress updates) are in no index.
+func (e *env) userAudits(user, corr string) []model.AuditEntry {
+	e.t.Helper()
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit,
+		store.QueryOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []model.AuditEntry
+	for _, a := range as {
+		if a.CorrelationID == corr {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func countEvents(as []model.AuditEntry, eventType string) int {
 	n := 0
 	for _, a := range as {

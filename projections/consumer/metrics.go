@@ -3,6 +3,8 @@ package consumer
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/commitcollect/backend/model/store"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
@@ -13,7 +15,17 @@ const MetricsNamespace = "CommitCollect/Projector"
 // let the projector read; Terraform alarms when it is above zero.
 const MetricMilestonesTruncated = "MilestonesTruncated"
 
+// Capacity metrics, per batch: what the batch's DynamoDB calls cost, summed
+// by the store's meter (store.StartMeter). Terraform's dashboard shows them.
+const (
+	MetricDynamoDBRequests   = "DynamoDBRequests"
+	MetricConsumedReadUnits  = "ConsumedReadUnits"
+	MetricConsumedWriteUnits = "ConsumedWriteUnits"
+)
+
 type batchMetrics struct {
+	// capacity is what the batch's DynamoDB calls cost.
+	capacity                                                store.Snapshot
 	seen, ignored, parked, failed, users, conflicts, minted int
 	// truncated counts projected milestones whose period holds more
 	// workouts than the guardrail let the projector read.
@@ -34,7 +46,8 @@ func (c *Consumer) emit(m batchMetrics) {
 	for _, n := range counts {
 		defs = append(defs, emfMetric{n, "Count"})
 	}
-	defs = append(defs, emfMetric{"ProjectionLag", "Milliseconds"}, emfMetric{"BatchDuration", "Milliseconds"})
+	defs = append(defs, emfMetric{"ProjectionLag", "Milliseconds"}, emfMetric{"BatchDuration", "Milliseconds"},
+		emfMetric{MetricDynamoDBRequests, "Count"}, emfMetric{MetricConsumedReadUnits, "Count"}, emfMetric{MetricConsumedWriteUnits, "Count"})
 	line := map[string]any{
 		"_aws": map[string]any{
 			"Timestamp": c.o.Now().UnixMilli(),
@@ -55,6 +68,9 @@ func (c *Consumer) emit(m batchMetrics) {
 		MetricMilestonesTruncated: m.truncated,
 		"ProjectionLag":           m.maxLag.Milliseconds(),
 		"BatchDuration":           m.duration.Milliseconds(),
+		MetricDynamoDBRequests:    m.capacity.Requests,
+		MetricConsumedReadUnits:   m.capacity.RCU,
+		MetricConsumedWriteUnits:  m.capacity.WCU,
 	}
 	b, err := json.Marshal(line)
 	if err != nil {

@@ -134,6 +134,10 @@ type Stack struct {
 	// Projector is the stream consumer; Reader feeds it.
 	Projector *consumer.Consumer
 	Reader    *streams.Reader
+	// Capacity sums the DynamoDB capacity each component's invocations
+	// consumed since Start (every request, job and batch is also logged
+	// with its own figures, as in AWS). The bench reads it.
+	Capacity Meters
 
 	log         *slog.Logger
 	dynamo      *dynamolocal.Server
@@ -146,6 +150,13 @@ type Stack struct {
 	sweepCancel context.CancelFunc
 	sweepDone   chan struct{}
 	once        sync.Once
+}
+
+// Meters are the running totals of a stack's consumed capacity: the api's
+// requests, the worker's jobs (api + worker = ingestion) and the projector's
+// batches (projection).
+type Meters struct {
+	API, Worker, Projector *store.Meter
 }
 
 // Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
@@ -162,7 +173,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Stack{log: log, runDone: make(chan struct{})}
+	s := &Stack{log: log, runDone: make(chan struct{}),
+		Capacity: Meters{API: store.NewMeter(), Worker: store.NewMeter(), Projector: store.NewMeter()}}
 	defer func() {
 		if err != nil {
 			s.Close(context.Background())
@@ -273,7 +285,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 		Sync: app.SyncSettings(cfg),
 	}, log.With("service", "worker"))
-	s.Queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
+	run := func(ctx context.Context, job ingest.Job) error {
+		return worker.Run(store.WithMeter(ctx, s.Capacity.Worker), job)
+	}
+	s.Queue = ingest.NewQueue(run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = ingest.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
@@ -299,7 +314,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.WebhookURL = s.APIURL + ingest.WebhookPath
-	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	apiLog := log.With("service", "api")
+	s.server = &http.Server{Handler: app.Metered(mux, apiLog), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return store.WithMeter(context.Background(), s.Capacity.API) }}
 	go func() {
 		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("api server stopped", "error", err)
@@ -331,7 +348,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.WrapProjector != nil {
 		s.handler = o.WrapProjector(s.handler)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Projector))
 	s.cancel = cancel
 	go func() {
 		defer close(s.runDone)

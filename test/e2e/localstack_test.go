@@ -167,6 +167,18 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 			t.Errorf("logs lack %q", msg)
 		}
 	}
+	// Every api request, worker job and projector batch logs what its
+	// DynamoDB calls cost, and the stack sums each component.
+	for _, msg := range []string{"request served", "job finished", "batch processed"} {
+		if !regexp.MustCompile(`"msg":"` + msg + `".*"requests":[1-9]`).Match(logs.Bytes()) {
+			t.Errorf("no %q log line with its DynamoDB requests", msg)
+		}
+	}
+	for name, m := range map[string]*store.Meter{"api": st.Capacity.API, "worker": st.Capacity.Worker, "projector": st.Capacity.Projector} {
+		if got := m.Snapshot(); got.Requests == 0 || got.RCU+got.WCU == 0 {
+			t.Errorf("stack capacity of the %s: got %+v, want requests and units", name, got.Units)
+		}
+	}
 }
 
 type writerFunc func([]byte) (int, error)

@@ -173,6 +173,10 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 			`source_arn    = aws_cloudwatch_event_rule.sweeper.arn`, `source_arn    = null`, "the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only"},
 		{"reconcile schedule missing", cc, `input = jsonencode({ task = "reconcile" })`, `input = jsonencode({ task = "sweep" })`, "reconcile"},
 		{"reconcile rate differs from the key slots", cc, `CC_RECONCILE_INTERVAL = "${var.reconcile.interval_hours}h"`, `CC_RECONCILE_INTERVAL = "1h"`, "reconcile schedule"},
+		{"write units off the capacity dashboard", "modules/commitcollect/dashboard.tf", `[local.projector_emf, "ConsumedWriteUnits", "Service", "projector"],`, ``,
+			"capacity dashboard does not show CommitCollect/Projector ConsumedWriteUnits"},
+		{"worker capacity off the dashboard", "modules/commitcollect/dashboard.tf", `| SOURCE '${module.worker.log_group_name}' `, ``,
+			`summing requests, rcu and wcu of "job finished" lines`},
 		{"sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
 	}
 	for _, tt := range tests {

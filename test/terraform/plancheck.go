@@ -219,6 +219,7 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 	checkRoutesDeployed(d, add)
 	checkSweeperDeployed(d, add)
 	checkAlarmsDeployed(d, topicARN, add)
+	checkDashboardDeployed(d, add)
 	return v
 }
 
@@ -746,6 +747,87 @@ func checkAlarmsDeployed(d *Deployed, topicARN string, add addFunc) {
 		acts, _ := a.Values["alarm_actions"].([]any)
 		if !slices.Contains(acts, any(topicARN)) {
 			add("%s: alarm_actions %v must notify %s", a.Address, acts, topicARN)
+		}
+	}
+}
+
+// --------------------------------------------------------------- dashboard
+
+// DashboardMetric is a metric the capacity dashboard must show.
+type DashboardMetric struct {
+	Namespace, Metric, Dimension string
+	DimValueOf                   func(*Deployed) []string
+}
+
+// DashboardMetrics are what the capacity dashboard must show (issue 16): the
+// projector's consumed capacity per batch beside its lag, the stream's
+// iterator age and every function's errors.
+var DashboardMetrics = []DashboardMetric{
+	{consumer.MetricsNamespace, consumer.MetricDynamoDBRequests, "Service", constant("projector")},
+	{consumer.MetricsNamespace, consumer.MetricConsumedReadUnits, "Service", constant("projector")},
+	{consumer.MetricsNamespace, consumer.MetricConsumedWriteUnits, "Service", constant("projector")},
+	{consumer.MetricsNamespace, "ProjectionLag", "Service", constant("projector")},
+	{"AWS/Lambda", "IteratorAge", "FunctionName", functionNames("projector")},
+	{"AWS/Lambda", "Errors", "FunctionName", functionNames(FunctionRoles...)},
+}
+
+// DashboardLogLines are the log lines whose capacity fields (requests, rcu,
+// wcu) the dashboard's Logs Insights widget sums, with the functions whose
+// log groups it must read: ingestion's capacity is logged, not an EMF metric.
+var DashboardLogLines = map[string]string{"request served": "api", "job finished": "worker"}
+
+func checkDashboardDeployed(d *Deployed, add addFunc) {
+	boards := d.Of("aws_cloudwatch_dashboard")
+	if len(boards) == 0 {
+		add("no aws_cloudwatch_dashboard: the capacity dashboard is missing")
+		return
+	}
+	type metricKey struct{ ns, metric, dim, value string }
+	shown := map[metricKey]bool{}
+	var queries []string
+	for _, b := range boards {
+		var body struct {
+			Widgets []struct {
+				Type       string
+				Properties struct {
+					Metrics [][]any
+					Query   string
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(b.Str("dashboard_body")), &body); err != nil {
+			add("%s: dashboard_body is not JSON: %v", b.Address, err)
+			continue
+		}
+		for _, w := range body.Widgets {
+			for _, m := range w.Properties.Metrics {
+				if len(m) >= 4 {
+					str := func(i int) string { s, _ := m[i].(string); return s }
+					shown[metricKey{str(0), str(1), str(2), str(3)}] = true
+				}
+			}
+			if w.Type == "log" {
+				queries = append(queries, w.Properties.Query)
+			}
+		}
+	}
+	for _, want := range DashboardMetrics {
+		for _, v := range want.DimValueOf(d) {
+			if !shown[metricKey{want.Namespace, want.Metric, want.Dimension, v}] {
+				add("capacity dashboard does not show %s %s (%s=%s)", want.Namespace, want.Metric, want.Dimension, v)
+			}
+		}
+	}
+	for msg, role := range DashboardLogLines {
+		group := "SOURCE '/aws/lambda/" + d.Functions[role].Str("function_name") + "'"
+		found := false
+		for _, q := range queries {
+			if strings.Contains(q, group) && strings.Contains(q, `"`+msg+`"`) && strings.Contains(q, "sum(rcu)") && strings.Contains(q, "sum(wcu)") && strings.Contains(q, "sum(requests)") {
+				found = true
+			}
+		}
+		if !found {
+			add("capacity dashboard has no Logs Insights widget summing requests, rcu and wcu of %q lines from %s", msg, group)
 		}
 	}
 }

@@ -60,3 +60,8 @@ output "token_kms_key_arn" {
   description = "KMS key sealing Strava tokens (created here unless token_kms_key_arn was given)."
   value       = local.token_kms_key_arn
 }
+
+output "capacity_dashboard_name" {
+  description = "CloudWatch dashboard showing DynamoDB requests and capacity units per event beside projector lag, iterator age and errors."
+  value       = aws_cloudwatch_dashboard.capacity.dashboard_name
+}

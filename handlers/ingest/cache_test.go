@@ -1,0 +1,158 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+)
+
+// An athlete deauthorizes (processed by another instance) and reconnects as
+// another user: the instance that cached athlete → old user (and the old
+// user's token) must write the next activity under the new user.
+// Protection: the athlete cache's confirmation (a refused cached token or
+// mapping sends the event back to the table).
+func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("old", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	warm := h.newWorker()
+	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.newWorker().Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.RevokeAthlete(10) // Strava revokes the tokens of a deauthorization
+	h.link("new", 10, time.Hour)
+	h.activity(101, 10, "Ride")
+	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.workout("new", 101); w.SportType != "Ride" {
+		t.Fatalf("got %+v under the new user, want the ride", w)
+	}
+	if _, err := h.st.Workout(ctx, "old", 101); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("the old user got the activity (err %v)", err)
+	}
+	if c, err := h.connection("new"); err != nil || c.NeedsReauth {
+		t.Fatalf("got connection %+v, %v; want the new user's connection intact", c, err)
+	}
+	// The same instance processing the deauthorization forgets at once.
+	if err := warm.Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.RevokeAthlete(10)
+	h.link("third", 10, time.Hour)
+	h.activity(102, 10, "Swim")
+	before := h.sim.Stats()
+	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 102, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.workout("third", 102); w.SportType != "Swim" {
+		t.Fatalf("got %+v, want the swim under the third user", w)
+	}
+	if after := h.sim.Stats(); after.ActivityRequests-before.ActivityRequests != 1 {
+		t.Fatalf("%d activity requests, want 1 (no refused token tried)", after.ActivityRequests-before.ActivityRequests)
+	}
+}
+
+// A cached token is not used past its expiry (minus the refresh skew): the
+// worker reads the connection again, where another instance stored the
+// rotated token. Protection: the token's deadline in the athlete cache.
+func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, 7*time.Minute) // cached for 2 minutes: 5 before expiry it must be refreshed
+	h.activity(100, 10, "Run")
+	h.activity(101, 10, "Run")
+	w := h.newWorker()
+	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	// Another instance refreshed: the old token is gone at Strava, the new
+	// one is stored. Our clock is past the old token's expiry minus skew.
+	h.sim.RevokeAthlete(10)
+	h.link("u1", 10, time.Hour)
+	w.Now = func() time.Time { return time.Now().UTC().Add(3 * time.Minute) } // the mapping is still fresh
+	before := h.sim.Stats()
+	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	after := h.sim.Stats()
+	if req, ok := after.ActivityRequests-before.ActivityRequests, after.ActivityFetches-before.ActivityFetches; req != 1 || ok != 1 {
+		t.Fatalf("%d activity requests, %d answered 200; want one, with the stored token", req, ok)
+	}
+	h.workout("u1", 101)
+}
+
+// Instances share Strava's rate budget through the stored reading: one whose
+// reading nears a limit writes it at once, and another that read the stored
+// state less than its cache life ago reads it again after that and defers
+// without calling Strava. Protection: the material-change rule of the
+// reading's write and the rate cache's life.
+func TestRateReadingNearTheLimitReachesOtherInstances(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	for id := int64(400); id < 404; id++ {
+		h.activity(id, 10, "Run")
+	}
+	base := time.Now().UTC().Truncate(15 * time.Minute).Add(7 * time.Minute) // mid-window
+	a, b := h.newWorker(), h.newWorker()
+	a.Now = func() time.Time { return base }
+	b.Now = func() time.Time { return base }
+	h.sim.SetUsage(10, 10, 10, 10)
+	for i, w := range []*ingest.Worker{b, a} { // both have read and recorded a low reading
+		if err := w.Process(ctx, job(h.sim.ActivityEvent("create", int64(400+i), 10, nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.sim.SetUsage(10, 10, 94, 94)
+	if err := a.Process(ctx, job(h.sim.ActivityEvent("create", 402, 10, nil))); err != nil {
+		t.Fatal(err) // its answer says 95 of 100
+	}
+	b.Now = func() time.Time { return base.Add(11 * time.Second) }
+	before := h.sim.Stats().ActivityRequests
+	var de *ingest.DeferError
+	if err := b.Process(ctx, job(h.sim.ActivityEvent("create", 403, 10, nil))); !errors.As(err, &de) {
+		t.Fatalf("got %v, want a deferral", err)
+	}
+	if after := h.sim.Stats().ActivityRequests; after != before {
+		t.Fatalf("Strava was called although another instance had seen the budget nearly spent (%d → %d)", before, after)
+	}
+}
+
+// A flood of creates for one athlete (forged, or replayed with fresh event
+// times) is coalesced again once it crowds the window: the first few
+// creates skip the stored-workout check, later ones do not fetch what was
+// fetched after they were received. Protection: the crowding check.
+func TestCrowdedCreatesAreCoalesced(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	var jobs []ingest.Job
+	for i := range 8 {
+		ev := h.sim.ActivityEvent("create", 100, 10, nil)
+		ev.EventTime += int64(i)
+		jobs = append(jobs, job(ev))
+	}
+	w := h.newWorker()
+	for _, j := range jobs {
+		if err := w.Process(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.sim.Stats().ActivityRequests; got > 3 {
+		t.Fatalf("%d Strava reads for 8 creates of one activity, want at most 3", got)
+	}
+}

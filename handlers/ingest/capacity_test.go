@@ -1,0 +1,79 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// Each job is metered on its own: the worker's "job finished" line carries
+// the requests, read and write units of the job's DynamoDB calls, and a
+// meter the caller put in the context receives them too.
+func TestWorkerJobCapacityIsLogged(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(100, 10, "Run")
+	var logs lockedLog
+	w := ingest.NewStravaWorker(h.st, ingest.StravaSettings{
+		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
+		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow,
+	}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	ctx, outer := store.StartMeter(context.Background())
+	if err := w.Run(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.Workout(context.Background(), "u1", 100); err != nil {
+		t.Fatalf("workout not written: %v", err)
+	}
+	got := outer.Snapshot()
+	// At least: athlete → user, the connection, the workout write.
+	if got.Requests < 3 || got.RCU <= 0 || got.WCU <= 0 {
+		t.Errorf("job capacity: got %+v, want ≥ 3 requests and both kinds of units", got.Units)
+	}
+	var line struct {
+		Msg, CorrelationID string
+		ActivityID         int64
+		Requests           int
+		RCU                float64 `json:"rcu"`
+		WCU                float64 `json:"wcu"`
+	}
+	found := false
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "job finished" {
+			found = true
+			if line.Requests != got.Requests || line.RCU != got.RCU || line.WCU != got.WCU || line.ActivityID != 100 || line.CorrelationID == "" {
+				t.Errorf("job line: got %+v, want the job's %+v with its ids", line, got.Units)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no job line: %s", logs.String())
+	}
+}
+
+// lockedLog is a log sink safe for the worker's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
