@@ -15,15 +15,16 @@ import (
 // resources may join without touching this test; test/terraform checks what
 // they are): the four tables, four functions (api, worker, projector,
 // sweeper) with a role each, the stream mapping, the worker's async config
-// and the sweeper's schedule (rule, target).
+// and the schedules of the sweeper and of reconciliation (a rule and a
+// target each).
 var wantAtLeast = map[string]int{
 	"aws_dynamodb_table":                      4,
 	"aws_lambda_function":                     4,
 	"aws_iam_role":                            4,
 	"aws_lambda_event_source_mapping":         1,
 	"aws_lambda_function_event_invoke_config": 1,
-	"aws_cloudwatch_event_rule":               1,
-	"aws_cloudwatch_event_target":             1,
+	"aws_cloudwatch_event_rule":               2,
+	"aws_cloudwatch_event_target":             2,
 }
 
 // TestOfflinePlan drives the deploy through terraform-exec as far as an
