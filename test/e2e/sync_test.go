@@ -83,13 +83,10 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 	if err := localstack.SendJSON(ctx, browser, http.MethodGet, st.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
-	sync, err := st.Store.SyncState(ctx, me.UserID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stats := st.Sim.Stats()
-	if sync.State != model.SyncIdle || sync.ImportedCount != 500 || stats.ListRequests != 3 {
-		t.Fatalf("sync state %s with %d imported after %d list requests; want idle, 500, 3", sync.State, sync.ImportedCount, stats.ListRequests)
+	if sync := me.Sync; sync.State != string(model.SyncIdle) || sync.ImportedCount != 500 || sync.ProgressPercent != 100 ||
+		sync.LastSyncAtUtc == nil || sync.Horizon == nil || sync.Horizon.After(start) || stats.ListRequests != 3 {
+		t.Fatalf("GET /v1/me sync %+v after %d list requests; want idle, 500 imported back to %s, 3 requests", sync, stats.ListRequests, start)
 	}
 	t.Logf("500 activities imported and counted %s after the connect: %d list requests (%.1f per 1000 activities), %d activity fetches",
 		time.Since(began).Round(time.Millisecond), stats.ListRequests, float64(stats.ListRequests)*1000/500, stats.ActivityFetches)
