@@ -70,7 +70,8 @@ run: dynamodb-local
 	$(GO) build -o $(CACHE)/bin/run ./scripts/run
 	exec $(CACHE)/bin/run
 
-## demo: against a running `make run` (another terminal): login, a milestone, a month of activities
+## demo: against a running `make run` (another terminal): login, a milestone, a month of activities,
+##   then an athlete with 120 days of history connects and the backfill fills a milestone
 demo:
 	@mkdir -p $(CACHE)/bin
 	$(GO) build -o $(CACHE)/bin/demo ./scripts/demo
@@ -138,7 +139,12 @@ replay rebuild verify redrive syncs:
 #   lag from a workout PutItem to the record handed to a running streams.Reader
 #   at 200 ms and 20 ms polls, and a 100-item BatchWriteItem to its last record);
 #   Project3000 (projections: the pure projection of a 3000-workout log, 99
-#   parts); Handle and RecomputeUser3000 (projections/consumer, see its doc).
+#   parts); Handle and RecomputeUser3000 (projections/consumer, see its doc);
+#   Backfill (handlers/ingest: a new athlete's 3000 activities imported through
+#   the Syncer while the projector reads the stream, one op; activities/s,
+#   Strava requests per 1000 activities, capacity units per activity of the sync
+#   path and of the projector, recomputes per stream batch; CC_BENCH_BACKFILL=n
+#   imports fewer).
 # Reading the summary: n is how many ops were timed (few ops = noisy, raise
 #   BENCHTIME); B/op and allocs/op are Go-side memory per op; p50-ms/p95-ms are
 #   per-record lag percentiles (writes land at a random point of the poll cycle,

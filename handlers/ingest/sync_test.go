@@ -22,15 +22,29 @@ type countingSyncStore struct {
 	*store.Store
 	mu          sync.Mutex
 	upserts     map[int64]int
+	stale       int // upserts refused by the ordered write (ErrConflict)
 	failCursorN int // fail this many next progress writes
+	// beforeUpsert, when set, runs before every upsert of the sync path,
+	// after the page was listed and compared: tests put a change there
+	// that makes the page's answer stale.
+	beforeUpsert func(*model.Workout)
 }
 
 func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout) error {
+	c.mu.Lock()
+	hook := c.beforeUpsert
+	c.mu.Unlock()
+	if hook != nil {
+		hook(w)
+	}
 	err := c.Store.UpsertWorkout(ctx, w)
-	if err == nil {
-		c.mu.Lock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
 		c.upserts[w.ActivityID]++
-		c.mu.Unlock()
+	case errors.Is(err, model.ErrConflict):
+		c.stale++
 	}
 	return err
 }

@@ -10,7 +10,11 @@
 // one webhook delivered twice (the second answered duplicate), a GPS
 // correction, a deleted run (progress drops, awards stay) and a ride
 // re-labelled as a run. After each webhook it waits on GET
-// /v1/milestones/{id}; the lag is webhook sent → milestone updated.
+// /v1/milestones/{id}; the lag is webhook sent → milestone updated. Then a
+// second athlete with 120 days of activities on Strava (never sent as
+// webhooks) connects: the connect's backfill imports them and a "Run 300 km
+// in 60 days" milestone fills from the history, shown as it grows with the
+// imported count (GET /v1/me's sync state) at the end.
 // `make demo ARGS="-seed 7"` plays another month; ARGS=-help lists the flags.
 package main
 

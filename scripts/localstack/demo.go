@@ -61,6 +61,28 @@ type DemoResult struct {
 	Final bff.MilestoneJSON
 	// Duplicate is the webhook's answer to the event sent twice.
 	Duplicate string
+	// History is the second act: an athlete with history connects.
+	History DemoHistory
+}
+
+// DemoHistory is what the backfill act did and saw: an athlete whose
+// Strava history was never sent as webhooks connects, and the backfill
+// fills a milestone whose period started before the connect.
+type DemoHistory struct {
+	AthleteID           int64
+	UserID, MilestoneID string
+	// Activities is how many the athlete holds on Strava; Runs how many of
+	// them count for the milestone.
+	Activities, Runs int
+	// Imported is the sync state's importedCount (GET /v1/me's "sync",
+	// -1 when the API does not show it).
+	Imported int
+	// Counted is the milestone's workoutsCounted at the end.
+	Counted int
+	// Lag is from the connect to the milestone counting every run.
+	Lag time.Duration
+	// Final is the milestone at the end.
+	Final bff.MilestoneJSON
 }
 
 type demoActivity struct {
@@ -88,8 +110,11 @@ type demo struct {
 // rides and walks that do not, two activities corrected afterwards, one
 // deleted, one event delivered twice. After each webhook it polls the BFF
 // until the milestone shows the expected progress and prints a progress bar
-// with the end-to-end lag and every award as it is minted. It returns an
-// error when the stack does not reach the expected state in time.
+// with the end-to-end lag and every award as it is minted. Then another
+// athlete, whose 120 days of history were never sent as webhooks, connects,
+// and the backfill fills a milestone that started before the connect
+// (DemoResult.History). It returns an error when the stack does not reach
+// the expected state in time.
 func Demo(ctx context.Context, o DemoOptions) (DemoResult, error) {
 	if o.APIURL == "" {
 		o.APIURL = "http://" + DefaultHTTPAddr
@@ -277,6 +302,117 @@ func (d *demo) run(ctx context.Context) error {
 			len(lags), lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
 	d.say("See it yourself: GET %s/v1/milestones/%s with the demo athlete's session (log in as athlete %d).", d.o.APIURL, d.res.MilestoneID, d.o.AthleteID)
+	return d.history(ctx)
+}
+
+// history is the second act: another athlete, with 120 days of activities
+// already on Strava and never sent as webhooks, connects; the connect's
+// backfill imports them and a milestone whose period started 60 days ago
+// fills from the history alone.
+func (d *demo) history(ctx context.Context) error {
+	h := &d.res.History
+	h.AthleteID, h.Imported = d.o.AthleteID+1, -1
+	a := stravasim.Athlete{ID: h.AthleteID, Firstname: "History", Lastname: fmt.Sprintf("Athlete %d", h.AthleteID%10000)}
+	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"athletes", a, nil, http.StatusCreated); err != nil {
+		return fmt.Errorf("add history athlete at the simulator: %w", err)
+	}
+	now := time.Now().UTC()
+	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -60)
+	rng := rand.New(rand.NewPCG(d.o.Seed, uint64(h.AthleteID)))
+	id := h.AthleteID * 1000
+	for day := range 120 {
+		sport, dist := "Run", 4000+float64(rng.IntN(6000))
+		if day%3 == 2 {
+			sport, dist = "Ride", 20000+float64(rng.IntN(30000))
+		}
+		id++
+		act := stravasim.Activity{ID: id, AthleteID: h.AthleteID, Name: fmt.Sprintf("History %s %d", sport, day), SportType: sport,
+			Distance: dist, MovingTime: int64(dist / 3), ElapsedTime: int64(dist/3) + 60,
+			StartDate: now.AddDate(0, 0, -day-1).Add(time.Duration(rng.IntN(600)) * time.Minute).Truncate(time.Second)}
+		body := stravasim.ControlActivity{Activity: act, AthleteID: h.AthleteID}
+		if err := d.send(ctx, http.MethodPut, fmt.Sprintf("%s%sactivities/%d", d.o.SimURL, stravasim.ControlPrefix, id), body, nil, http.StatusOK); err != nil {
+			return fmt.Errorf("put history activity %d at the simulator: %w", id, err)
+		}
+		h.Activities++
+		if sport == "Run" && !act.StartDate.Before(start) {
+			h.Runs++
+		}
+	}
+	d.say("\nHistory: athlete %d has %d activities from the last 120 days on Strava, none sent as webhooks. They connect:", h.AthleteID, h.Activities)
+	if err := d.send(ctx, http.MethodPut, d.o.SimURL+stravasim.ControlPrefix+"authorization", map[string]any{"athleteId": h.AthleteID}, nil, http.StatusOK); err != nil {
+		return fmt.Errorf("choose who logs in: %w", err)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: d.http.Timeout, CheckRedirect: d.http.CheckRedirect}
+	connected := time.Now()
+	resp, err := browser.Get(d.o.APIURL + "/auth/strava/login")
+	if err != nil {
+		return fmt.Errorf("history athlete login: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		return fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
+	}
+	var m bff.MilestoneJSON
+	if err := SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
+		"modelId": d.res.Final.ModelID, "title": "Run 300 km in 60 days", "metric": "distance", "target": 300_000,
+		"sportTypes": []string{"Run"}, "periodStartAtUtc": start, "periodEndAtUtc": start.AddDate(0, 0, 61),
+	}, &m, http.StatusCreated); err != nil {
+		return fmt.Errorf("create history milestone: %w", err)
+	}
+	h.MilestoneID = m.MilestoneID
+	deadline := time.Now().Add(2 * d.o.Timeout)
+	shown, lastShown := -1, time.Time{}
+	for {
+		if err := SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID, nil, &m, http.StatusOK); err != nil {
+			return fmt.Errorf("read history milestone: %w", err)
+		}
+		// A line when the count moved, at most every 300 ms, and the last.
+		if c := m.Progress.WorkoutsCounted; c != shown && (c == h.Runs || time.Since(lastShown) > 300*time.Millisecond) {
+			shown, lastShown = c, time.Now()
+			d.say("%-44s %s %5.1f%%  %d runs counted, %d parts", "  backfill filling \""+m.Title+"\"", bar(m.Progress.Percent),
+				m.Progress.Percent, c, len(m.Awards))
+		}
+		if shown == h.Runs {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("history milestone counts %d of %d runs after %s", shown, h.Runs, 2*d.o.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	h.Lag, h.Counted, h.Final = time.Since(connected), m.Progress.WorkoutsCounted, m
+	// The sync state records a page after its writes (which the milestone
+	// may count first): wait for the backfill to show idle.
+	imported := "history imported (GET /v1/me shows no sync state)"
+	for {
+		var me map[string]any
+		if err := SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
+			return fmt.Errorf("history athlete: who am I: %w", err)
+		}
+		h.UserID, _ = me["userId"].(string)
+		sy, ok := me["sync"].(map[string]any)
+		if !ok {
+			break
+		}
+		n, _ := sy["importedCount"].(float64)
+		h.Imported = int(n)
+		imported = fmt.Sprintf("%d of %d activities imported (sync %v)", h.Imported, h.Activities, sy["state"])
+		if sy["state"] == "idle" || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	d.say("Backfill: %s; the milestone counts all %d runs of its period, %s after the connect.",
+		imported, h.Counted, h.Lag.Round(time.Millisecond))
 	return nil
 }
 

@@ -150,8 +150,29 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 			t.Errorf("reported failure at %s, next delivery started at %s", r[0], r[1])
 		}
 	}
+	// The second act: the connect's backfill imports a history never
+	// sent as webhooks and fills a milestone that started before it.
+	h := res.History
+	if h.Runs == 0 || h.Counted != h.Runs || h.Final.Progress.WorkoutsCounted != h.Runs {
+		t.Errorf("history act: milestone counts %d, want the %d runs of its period", h.Counted, h.Runs)
+	}
+	// The page's count is recorded after its writes, which the milestone
+	// may have counted first.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sync, err := st.Store.SyncState(ctx, h.UserID)
+		if err == nil && sync.ImportedCount == h.Activities && sync.State == model.SyncIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("state %s, %d imported", sync.State, sync.ImportedCount)
+			}
+			t.Errorf("history act: sync %v; want idle with %d imported", err, h.Activities)
+			break
+		}
+	}
 	// The narration shows the progress bar and each award.
-	for _, want := range []string{"Logged in as", "lag ", "minted", "milestone completed", "End-to-end lag"} {
+	for _, want := range []string{"Logged in as", "lag ", "minted", "milestone completed", "End-to-end lag", "backfill filling", "Backfill: "} {
 		if !bytes.Contains(out.Bytes(), []byte(want)) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -24,6 +24,10 @@ type Fault struct {
 	// meanwhile; a Delay beyond the client's timeout is a timeout (the
 	// answer is dropped when the client has gone).
 	Delay time.Duration
+	// Gate, when not nil, holds the (already decided) answer until Gate is
+	// closed (Delay follows): tests order a stale answer exactly after the
+	// change that makes it stale.
+	Gate <-chan struct{}
 	// Count is how many requests the fault applies to (default 1).
 	Count int
 }
@@ -66,7 +70,7 @@ func (s *Server) takeEndpointFault(e Endpoint, activityID int64) Fault {
 		if s.faults[i].Count <= 0 {
 			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
 		}
-		if f.Status != 0 || f.Delay > 0 {
+		if f.Status != 0 || f.Delay > 0 || f.Gate != nil {
 			s.stats.scriptedFailures.Add(1)
 		}
 		return f
@@ -107,9 +111,17 @@ func (s *Server) Activities() map[int64]Activity {
 	return out
 }
 
-// answerLater writes the recorded answer to w after delay, unless the
-// client gives up first (a timeout: nothing is written).
-func answerLater(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, delay time.Duration) {
+// answerLater writes the recorded answer to w once gate (when not nil)
+// is closed and delay has passed, unless the client gives up first (a timeout:
+// nothing is written).
+func answerLater(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, delay time.Duration, gate <-chan struct{}) {
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()

@@ -581,7 +581,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	// The answer is decided now and written after the fault's delay.
 	rec := httptest.NewRecorder()
 	s.answerActivity(rec, r, id, idErr, f.Status)
-	answerLater(w, r, rec, f.Delay)
+	answerLater(w, r, rec, f.Delay, f.Gate)
 }
 
 // spendRead counts one read request against every budget, sets the
@@ -641,7 +641,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	f := s.takeEndpointFault(EndpointList, 0)
 	rec := httptest.NewRecorder()
 	s.answerList(rec, r, f.Status)
-	answerLater(w, r, rec, f.Delay)
+	answerLater(w, r, rec, f.Delay, f.Gate)
 }
 
 func (s *Server) answerList(w http.ResponseWriter, r *http.Request, faultStatus int) {

@@ -439,6 +439,7 @@ module "api" {
     CC_PUBLIC_URL             = local.public_url
     CC_WORKER_FUNCTION        = module.worker.function_name
     CC_CORS_ORIGINS           = join(",", var.cors_origins)
+    CC_SYNC_MAX_DAYS          = tostring(var.backfill.max_days)
     }, {
     # Set once the push subscription exists; until then the webhook refuses events.
     for k, v in { STRAVA_SUBSCRIPTION_ID = var.strava.subscription_id } : k => tostring(v) if v != null
@@ -459,6 +460,7 @@ module "worker" {
   log_level   = var.log_level
   environment = merge(local.common_env, local.strava_env, local.tokens_env, local.reconcile_env, {
     CC_ATHLETE_READS_PER_WINDOW = tostring(var.worker.athlete_reads_per_window)
+    CC_SYNC_BUDGET_SHARE        = tostring(var.backfill.budget_share)
   })
   log_retention_days = var.log_retention_days
   alarms             = { topic_arn = var.alarms.topic_arn, period_s = var.alarms.period_s }

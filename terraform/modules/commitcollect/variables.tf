@@ -253,6 +253,31 @@ variable "reconcile" {
   }
 }
 
+variable "backfill" {
+  description = <<-EOT
+    Import of an athlete's Strava history on the first connect and when a
+    milestone starts before what was imported: max_days bounds how far back
+    (CC_SYNC_MAX_DAYS of the api, which enqueues it); budget_share is the
+    share of each Strava budget window backfill and reconciliation jobs may
+    spend before deferring to its reset, webhooks keeping the rest
+    (CC_SYNC_BUDGET_SHARE of the worker).
+  EOT
+  type = object({
+    max_days     = optional(number, 365)
+    budget_share = optional(number, 0.5)
+  })
+  default = {}
+
+  validation {
+    condition     = var.backfill.max_days >= 1 && var.backfill.max_days <= 3650 && floor(var.backfill.max_days) == var.backfill.max_days
+    error_message = "backfill.max_days must be a whole number of days between 1 and 3650."
+  }
+  validation {
+    condition     = var.backfill.budget_share > 0 && var.backfill.budget_share <= 1
+    error_message = "backfill.budget_share must be in (0, 1]."
+  }
+}
+
 variable "api" {
   description = "HTTP API stage throttling (requests per second and burst)."
   type = object({

@@ -1,0 +1,365 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// capacityMeter adds up the capacity units DynamoDB reports for the calls
+// of one client: a middleware asks every call for ReturnConsumedCapacity
+// TOTAL and reads ConsumedCapacity from the answer (DynamoDB Local computes
+// the units as DynamoDB does: 4 KB per read unit, strongly consistent; 1 KB
+// per write unit). Failed calls (a refused condition) report nothing.
+type capacityMeter struct {
+	mu       sync.Mutex
+	rcu, wcu float64
+}
+
+func (m *capacityMeter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("capacityMeter",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				askCapacity(in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				if err == nil {
+					m.add(out.Result)
+				}
+				return out, md, err
+			}), middleware.After)
+	})
+}
+
+func askCapacity(in any) {
+	total := types.ReturnConsumedCapacityTotal
+	switch v := in.(type) {
+	case *dynamodb.GetItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.QueryInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.BatchGetItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.TransactGetItemsInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.PutItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.UpdateItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.DeleteItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.BatchWriteItemInput:
+		v.ReturnConsumedCapacity = total
+	case *dynamodb.TransactWriteItemsInput:
+		v.ReturnConsumedCapacity = total
+	}
+}
+
+func (m *capacityMeter) add(out any) {
+	var read, write []types.ConsumedCapacity
+	one := func(c *types.ConsumedCapacity) []types.ConsumedCapacity {
+		if c == nil {
+			return nil
+		}
+		return []types.ConsumedCapacity{*c}
+	}
+	switch v := out.(type) {
+	case *dynamodb.GetItemOutput:
+		read = one(v.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		read = one(v.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		read = v.ConsumedCapacity
+	case *dynamodb.TransactGetItemsOutput:
+		read = v.ConsumedCapacity
+	case *dynamodb.PutItemOutput:
+		write = one(v.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		write = one(v.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		write = one(v.ConsumedCapacity)
+	case *dynamodb.BatchWriteItemOutput:
+		write = v.ConsumedCapacity
+	case *dynamodb.TransactWriteItemsOutput:
+		write = v.ConsumedCapacity
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range read {
+		if c.CapacityUnits != nil {
+			m.rcu += *c.CapacityUnits
+		}
+	}
+	for _, c := range write {
+		if c.CapacityUnits != nil {
+			m.wcu += *c.CapacityUnits
+		}
+	}
+}
+
+func (m *capacityMeter) units() (rcu, wcu float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rcu, m.wcu
+}
+
+func (m *capacityMeter) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rcu, m.wcu = 0, 0
+}
+
+// backfillRun is what one benchmarked backfill did.
+type backfillRun struct {
+	activities, stravaRequests, listRequests int
+	syncRCU, syncWCU, projRCU, projWCU       float64
+	batches, workoutRecords, recomputes      int
+	elapsed, synced                          time.Duration
+}
+
+// backfillBenchSize is the history the benchmark imports: 3000 activities
+// (model.MaxWorkoutsToInspect, the projector's guardrail), or
+// CC_BENCH_BACKFILL for a quicker run.
+func backfillBenchSize(b *testing.B) int {
+	n := model.MaxWorkoutsToInspect
+	if v := os.Getenv("CC_BENCH_BACKFILL"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > model.MaxWorkoutsToInspect {
+			b.Fatalf("CC_BENCH_BACKFILL=%q: want 1..%d", v, model.MaxWorkoutsToInspect)
+		}
+	}
+	return n
+}
+
+// BenchmarkBackfill imports a new athlete's history of N activities (3000;
+// CC_BENCH_BACKFILL) from the Strava simulator, one op per backfill: the
+// connect's backfill job through the worker and the Syncer (pages of 200,
+// diff against the stored log, ordered upserts, cursor in the sync state,
+// outbox settles) while a stream reader like Lambda's event source mapping
+// (batches of up to 100, a batching window of 1 s) hands the workout records to the projector,
+// until the milestone has counted all N. It reports activities imported per
+// second, Strava requests per 1000 activities, DynamoDB capacity units per
+// imported activity for the sync path and for the projector (read and
+// write), and the projector's recomputes per stream batch: coalescing per
+// user per batch makes that 1, not the batch's record count.
+func BenchmarkBackfill(b *testing.B) {
+	n := backfillBenchSize(b)
+	var sum backfillRun
+	for b.Loop() {
+		b.StopTimer()
+		r := runBackfill(b, n)
+		sum.activities += r.activities
+		sum.stravaRequests += r.stravaRequests
+		sum.listRequests += r.listRequests
+		sum.syncRCU += r.syncRCU
+		sum.syncWCU += r.syncWCU
+		sum.projRCU += r.projRCU
+		sum.projWCU += r.projWCU
+		sum.batches += r.batches
+		sum.workoutRecords += r.workoutRecords
+		sum.recomputes += r.recomputes
+		sum.elapsed += r.elapsed
+		sum.synced += r.synced
+		b.StartTimer() // b.Loop wants it running
+	}
+	acts := float64(sum.activities)
+	b.ReportMetric(acts/sum.elapsed.Seconds(), "activities/s")
+	b.ReportMetric(float64(sum.stravaRequests)*1000/acts, "strava-req/1000act")
+	b.ReportMetric(sum.syncRCU/acts, "sync-RCU/act")
+	b.ReportMetric(sum.syncWCU/acts, "sync-WCU/act")
+	b.ReportMetric(sum.projRCU/acts, "proj-RCU/act")
+	b.ReportMetric(sum.projWCU/acts, "proj-WCU/act")
+	b.ReportMetric(float64(sum.recomputes)/float64(sum.batches), "recomputes/batch")
+	b.Logf("backfill of %d activities in %s (written in %s, projected after): %d strava requests (%d list pages); sync path %.0f RCU %.0f WCU, projector %.0f RCU %.0f WCU; "+
+		"%d stream batches carried %d workout records and cost %d recomputes",
+		sum.activities, sum.elapsed.Round(time.Millisecond), sum.synced.Round(time.Millisecond), sum.stravaRequests, sum.listRequests, sum.syncRCU, sum.syncWCU,
+		sum.projRCU, sum.projWCU, sum.batches, sum.workoutRecords, sum.recomputes)
+}
+
+// runBackfill sets up a fresh table set, simulator and athlete with n
+// activities over the last year and a milestone covering the year, then
+// times the backfill and its projection (the timer runs only meanwhile).
+func runBackfill(b *testing.B, n int) backfillRun {
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	sim := stravasim.New(stravasim.Options{})
+	defer sim.Close()
+	cfg := dynamolocal.Config(dynamolocal.Endpoint(b))
+	var syncMeter, projMeter capacityMeter
+	plain := dynamodb.NewFromConfig(cfg)
+	tables := dynamolocal.MustCreateTables(b, plain)
+	st := store.New(dynamodb.NewFromConfig(cfg, syncMeter.option), tables)
+	st.Secrets = dynamolocal.NewSealer(b)
+	proj := store.New(dynamodb.NewFromConfig(cfg, projMeter.option), tables)
+	arn, err := store.StreamARN(ctx, plain, tables)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	const user, athlete = "bf-user", int64(4242)
+	now := time.Now().UTC()
+	start := now.AddDate(0, 0, -364).Truncate(24 * time.Hour)
+	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "B"})
+	tok := sim.IssueTokens(athlete, 24*time.Hour)
+	every := now.Sub(start) / time.Duration(n+1)
+	total := 0.0
+	for i := range n {
+		d := float64(3000 + i%5000)
+		total += d
+		sim.PutActivity(stravasim.Activity{ID: int64(10_000 + i), AthleteID: athlete, Name: "Run", SportType: "Run", Distance: d,
+			TotalElevationGain: 12, MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Duration(i+1) * every).Truncate(time.Second)})
+	}
+	for _, e := range []model.Entity{
+		&model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
+			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now},
+		&model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now},
+		&model.ModelMeta{ModelID: "rocket", Name: "Rocket", PartCount: 10, CatalogVersion: 1},
+		// Twice the history's distance: the milestone stays active and
+		// earns half its parts, so recomputes write and mint.
+		&model.Milestone{UserID: user, MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket",
+			Title: "A year of running", Metric: model.MetricDistance, Target: 2 * total, SportTypes: []string{"Run"},
+			PeriodStartAtUtc: start, PartCount: 10}, Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now,
+			WrittenBy: model.WriterAPI},
+	} {
+		if err := st.Put(ctx, tables.Main, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := st.Put(ctx, tables.Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprintf("part-%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// The projector, past the setup's records.
+	_, streamsAPI := dynamolocal.Clients(b)
+	reader := streams.NewReader(streamsAPI, arn, streams.Options{BatchSize: 100, PollInterval: 200 * time.Millisecond, Logger: log})
+	if err := reader.Drain(ctx, func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return events.DynamoDBEventResponse{}, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	c := consumer.New(proj, consumer.Options{Metrics: io.Discard, Logger: log})
+	var (
+		mu                      sync.Mutex
+		batches, workoutRecords int
+		allProjected            = make(chan struct{})
+	)
+	// The event source mapping's batching window (terraform's
+	// projector.batching_window_s, 1 s): the next batch is read no sooner
+	// than a window after this one was, so records gather meanwhile.
+	const window = time.Second
+	handle := func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		read := time.Now()
+		defer func() { _ = model.Sleep(ctx, window-time.Since(read)) }()
+		resp, err := c.Handle(ctx, ev)
+		mu.Lock()
+		defer mu.Unlock()
+		batches++
+		for _, rec := range ev.Records {
+			if strings.HasPrefix(rec.Change.Keys["SK"].String(), model.PrefixWorkoutStrava) {
+				workoutRecords++
+			}
+		}
+		if workoutRecords == n {
+			close(allProjected)
+		}
+		return resp, err
+	}
+
+	w := ingest.NewStravaWorker(st, ingest.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
+	sched := ingest.NewSyncScheduler(st, nil, log)
+	syncMeter.reset()
+	projMeter.reset()
+	runCtx, stop := context.WithCancel(ctx)
+	readerDone := make(chan error, 1)
+
+	b.StartTimer()
+	began := time.Now()
+	go func() { readerDone <- reader.Run(runCtx, handle) }()
+	if ok, err := sched.EnsureBackfill(ctx, user, "connect"); err != nil || !ok {
+		b.Fatalf("EnsureBackfill: got %v, %v", ok, err)
+	}
+	horizon, err := sched.Horizon(ctx, user, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := model.SyncJobKey(model.SyncModeBackfill, user, horizon)
+	for runs := 0; ; runs++ {
+		rec, err := st.OutboxItem(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.Status != model.OutboxReceived {
+			break
+		}
+		if runs > n/100+10 {
+			b.Fatalf("backfill not settled after %d runs", runs)
+		}
+		j, err := ingest.DecodeJob([]byte(rec.Job))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Run(ctx, j); err != nil {
+			b.Fatal(err)
+		}
+	}
+	synced := time.Since(began)
+	select {
+	case <-allProjected:
+	case <-time.After(2 * time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		b.Fatalf("the projector saw %d of %d workout records", workoutRecords, n)
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	stop()
+	if err := <-readerDone; err != nil && !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
+
+	// Every activity was imported once and counted by the milestone.
+	ss, err := st.SyncState(ctx, user)
+	if err != nil || ss.State != model.SyncIdle || ss.ImportedCount != n {
+		b.Fatalf("sync state: got %+v, %v; want idle with %d imported", ss, err, n)
+	}
+	var m model.Milestone
+	if err := st.Get(ctx, tables.Main, model.MilestoneKey(user, "year"), &m); err != nil {
+		b.Fatal(err)
+	}
+	if m.WorkoutsCounted != n {
+		b.Fatalf("milestone counted %d workouts, want %d", m.WorkoutsCounted, n)
+	}
+	stats := sim.Stats()
+	syncRCU, syncWCU := syncMeter.units()
+	projRCU, projWCU := projMeter.units()
+	if syncWCU == 0 || projRCU == 0 {
+		b.Fatalf("no consumed capacity reported (sync %v WCU, projector %v RCU)", syncWCU, projRCU)
+	}
+	cs := c.Stats()
+	return backfillRun{activities: n, listRequests: int(stats.ListRequests),
+		stravaRequests: int(stats.ListRequests + stats.ActivityRequests + stats.TokenRefreshes),
+		syncRCU:        syncRCU, syncWCU: syncWCU, projRCU: projRCU, projWCU: projWCU,
+		batches: batches, workoutRecords: workoutRecords, recomputes: int(cs.UsersProjected), elapsed: elapsed, synced: synced}
+}
