@@ -35,16 +35,21 @@ package store
 //     (transactFloor): a lower bound that AWS's own figure always meets, so
 //     it changes nothing there, and makes Local's figures what AWS charges
 //     for items under 1 KB.
-//   - a Query of an index whose projection covers the read is charged by
-//     Local to the index and, 1 RCU more, to the base table; AWS charges the
-//     index only. Figures from Local over-state such a query by 1 RCU (left
-//     as reported: the meter does not know the index's projection).
-
+//   - a Query (or Scan) of a local secondary index with a
+//     ProjectionExpression is charged by Local 1 RCU per item to the base
+//     table on top of the index's units, as if every item were fetched from
+//     the table, even when the index projects every attribute asked for
+//     (AWS then reads the index only). The meter knows the indexes'
+//     projections (Specs) and drops that base-table share when the index
+//     covers the read (indexCatalog.covers); a GSI read never touches the
+//     table either. Where AWS really fetches (an attribute the LSI does not
+//     project, Select=ALL_ATTRIBUTES) the share is kept.
 import (
 	"context"
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -253,27 +258,28 @@ func (s Snapshot) Attr() slog.Attr { return slog.Attr{Value: s.LogValue()} }
 const capacityMiddlewareID = "commitcollect.ConsumedCapacity"
 
 // withCapacity returns a client with db's options plus the capacity meter
-// middleware. A client that already has it (a Store's Client() handed to
-// another New) is wrapped once only.
-func withCapacity(db *dynamodb.Client) *dynamodb.Client {
+// middleware, which knows the indexes of the tables t names. A client that
+// already has it (a Store's Client() handed to another New) is wrapped once
+// only.
+func withCapacity(db *dynamodb.Client, t Tables) *dynamodb.Client {
 	if db == nil {
 		return nil
 	}
-	o := db.Options()
-	o.APIOptions = append(slices.Clip(o.APIOptions), addCapacityMiddleware)
-	return dynamodb.New(o)
-}
-
-func addCapacityMiddleware(stack *middleware.Stack) error {
-	if _, ok := stack.Initialize.Get(capacityMiddlewareID); ok {
-		return nil
+	ix := newIndexCatalog(Specs(t))
+	add := func(stack *middleware.Stack) error {
+		if _, ok := stack.Initialize.Get(capacityMiddlewareID); ok {
+			return nil
+		}
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(capacityMiddlewareID, ix.meterCall), middleware.After)
 	}
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(capacityMiddlewareID, meterCall), middleware.After)
+	o := db.Options()
+	o.APIOptions = append(slices.Clip(o.APIOptions), add)
+	return dynamodb.New(o)
 }
 
 // meterCall is the middleware: it asks for the capacity when the context
 // carries a meter, and records it from the output.
-func meterCall(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+func (ix indexCatalog) meterCall(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	m := MeterFrom(ctx)
 	if m == nil {
 		return next.HandleInitialize(ctx, in)
@@ -287,9 +293,91 @@ func meterCall(ctx context.Context, in middleware.InitializeInput, next middlewa
 	cc := consumedCapacity(out.Result)
 	if err == nil {
 		cc = withFloor(cc, transactFloor(params))
+		if ix.covers(params) {
+			cc = withoutTableShare(cc)
+		}
 	}
 	m.Record(op, cc, err != nil)
 	return out, md, err
+}
+
+// indexCatalog holds, per table and index, the attributes the index
+// projects (nil: all of them, a GSI of ours).
+type indexCatalog map[string]map[string]map[string]bool
+
+func newIndexCatalog(specs []TableSpec) indexCatalog {
+	ix := indexCatalog{}
+	for _, s := range specs {
+		ix[s.Name] = map[string]map[string]bool{}
+		for _, g := range s.GSIs {
+			ix[s.Name][g.Name] = nil
+		}
+		for _, l := range s.LSIs {
+			attrs := map[string]bool{s.HashKey: true, s.RangeKey: true, l.RangeKey: true}
+			for _, a := range l.NonKeyAttributes {
+				attrs[a] = true
+			}
+			ix[s.Name][l.Name] = attrs
+		}
+	}
+	return ix
+}
+
+// covers reports whether p is a Query or Scan of an index that holds every
+// attribute it asks for, so that AWS reads the index only: any GSI (it
+// cannot fetch from the table), or an LSI projecting the
+// ProjectionExpression's attributes (no expression: the projected ones).
+func (ix indexCatalog) covers(p any) bool {
+	var table, index, proj string
+	var names map[string]string
+	var sel types.Select
+	switch v := p.(type) {
+	case *dynamodb.QueryInput:
+		table, index, proj, names, sel = aws.ToString(v.TableName), aws.ToString(v.IndexName), aws.ToString(v.ProjectionExpression), v.ExpressionAttributeNames, v.Select
+	case *dynamodb.ScanInput:
+		table, index, proj, names, sel = aws.ToString(v.TableName), aws.ToString(v.IndexName), aws.ToString(v.ProjectionExpression), v.ExpressionAttributeNames, v.Select
+	default:
+		return false
+	}
+	attrs, ok := ix[table][index]
+	switch {
+	case index == "" || !ok:
+		return false
+	case attrs == nil:
+		return true
+	case sel == types.SelectAllAttributes:
+		return false
+	}
+	for _, path := range strings.Split(proj, ",") {
+		name := strings.TrimSpace(path)
+		if name == "" {
+			continue
+		}
+		if i := strings.IndexAny(name, ".["); i >= 0 {
+			name = name[:i]
+		}
+		if strings.HasPrefix(name, "#") {
+			name = names[name]
+		}
+		if !attrs[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutTableShare removes the base-table share from reports that also
+// carry index shares (the read was the index's alone).
+func withoutTableShare(cc []types.ConsumedCapacity) []types.ConsumedCapacity {
+	out := make([]types.ConsumedCapacity, len(cc))
+	for i, c := range cc {
+		if c.Table != nil && len(c.LocalSecondaryIndexes)+len(c.GlobalSecondaryIndexes) > 0 && c.ReadCapacityUnits == nil && c.WriteCapacityUnits == nil {
+			c.CapacityUnits = aws.Float64(aws.ToFloat64(c.CapacityUnits) - aws.ToFloat64(c.Table.CapacityUnits))
+			c.Table = &types.Capacity{CapacityUnits: aws.Float64(0)}
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // transactFloor returns the least capacity a transaction costs per table: 2

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -102,6 +103,50 @@ func TestTransactFloor(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestIndexCatalogCovers(t *testing.T) {
+	t.Parallel()
+	tb := TableNames("p-")
+	ix := newIndexCatalog(Specs(tb))
+	lsi := func(proj string, names map[string]string, sel types.Select) *dynamodb.QueryInput {
+		in := &dynamodb.QueryInput{TableName: aws.String(tb.Main), IndexName: aws.String(IndexLSI1), ExpressionAttributeNames: names, Select: sel}
+		if proj != "" {
+			in.ProjectionExpression = aws.String(proj)
+		}
+		return in
+	}
+	tests := []struct {
+		name string
+		in   any
+		want bool
+	}{
+		{"LSI, projected fields by placeholder", lsi("#0, #1", map[string]string{"#0": "PK", "#1": "distanceMeters"}, ""), true},
+		{"LSI, every WorkoutLogField", lsi(strings.Join(WorkoutLogFields, ","), nil, ""), true},
+		{"LSI, no projection expression", lsi("", nil, ""), true},
+		{"LSI, nested path of a projected field", lsi("#0.x", map[string]string{"#0": "startDateUtc"}, ""), true},
+		{"LSI, a field it does not project", lsi("#0", map[string]string{"#0": "name"}, ""), false},
+		{"LSI, all attributes", lsi("", nil, types.SelectAllAttributes), false},
+		{"GSI", &dynamodb.QueryInput{TableName: aws.String(tb.Main), IndexName: aws.String(IndexGSI1), Select: types.SelectAllAttributes}, true},
+		{"the table itself", &dynamodb.QueryInput{TableName: aws.String(tb.Main)}, false},
+		{"another table's index", &dynamodb.QueryInput{TableName: aws.String("other"), IndexName: aws.String(IndexLSI1)}, false},
+		{"a write", &dynamodb.PutItemInput{TableName: aws.String(tb.Main)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ix.covers(tt.in); got != tt.want {
+				t.Errorf("covers: got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	local := []types.ConsumedCapacity{{TableName: aws.String(tb.Main), CapacityUnits: aws.Float64(33),
+		Table: &types.Capacity{CapacityUnits: aws.Float64(30)}, LocalSecondaryIndexes: map[string]types.Capacity{IndexLSI1: {CapacityUnits: aws.Float64(3)}}}}
+	m := NewMeter()
+	m.Record("Query", withoutTableShare(local), false)
+	if got := m.Snapshot(); got.RCU != 3 || got.ByTable[tb.Main].RCU != 0 {
+		t.Errorf("without the table share: got %+v by table %+v, want 3 RCU, all the index's", got.Units, got.ByTable)
 	}
 }
 

@@ -60,7 +60,7 @@ type Store struct {
 // copy of db with the consumed-capacity middleware installed (capacity.go):
 // calls made with a context carrying a Meter are accounted in it.
 func New(db *dynamodb.Client, t Tables) *Store {
-	return &Store{db: withCapacity(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
+	return &Store{db: withCapacity(db, t), t: t, Now: func() time.Time { return time.Now().UTC() }}
 }
 
 // Client returns the store's DynamoDB client (the injected one plus the
