@@ -137,7 +137,10 @@ replay rebuild verify redrive:
 #   lag from a workout PutItem to the record handed to a running streams.Reader
 #   at 200 ms and 20 ms polls, and a 100-item BatchWriteItem to its last record);
 #   Project3000 (projections: the pure projection of a 3000-workout log, 99
-#   parts); Handle and RecomputeUser3000 (projections/consumer, see its doc).
+#   parts); Handle and RecomputeUser3000 (projections/consumer, see its doc);
+#   Pipeline (test/bench: the local stack end to end, PutItem baseline, U×E
+#   webhooks, growth table with H = 10…3000, issue 16's targets; it prints
+#   its own tables and runs once; CC_BENCH_* knobs in `go doc ./test/bench`).
 # Reading the summary: n is how many ops were timed (few ops = noisy, raise
 #   BENCHTIME); B/op and allocs/op are Go-side memory per op; p50-ms/p95-ms are
 #   per-record lag percentiles (writes land at a random point of the poll cycle,
