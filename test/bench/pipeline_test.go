@@ -198,11 +198,13 @@ func startPipeline(b *testing.B) *pipeline {
 // users' milestones were recomputed from a log that holds them).
 func (p *pipeline) observe(h streams.Handler) streams.Handler {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		began := time.Now()
 		resp, err := h(ctx, ev)
 		if err != nil {
 			return resp, err
 		}
 		now := time.Now()
+		took := now.Sub(began)
 		ok := len(ev.Records)
 		if len(resp.BatchItemFailures) > 0 {
 			for i, r := range ev.Records {
@@ -221,7 +223,7 @@ func (p *pipeline) observe(h streams.Handler) streams.Handler {
 			switch {
 			case err != nil:
 			case k.Kind == model.KindWorkout:
-				p.tr.projected(k.ActivityID, now)
+				p.tr.projected(k.ActivityID, now, took)
 			case k.Kind == model.KindMilestone && r.EventName == "INSERT":
 				p.tr.milestoneProjected(k.UserID, k.MilestoneID)
 			}
@@ -236,11 +238,13 @@ type tracker struct {
 	mu         sync.Mutex
 	sent       map[int64]time.Time
 	done       map[int64]time.Time
+	batch      map[int64]time.Duration // how long the projecting batch ran
 	milestones map[[2]string]bool
 }
 
 func newTracker() *tracker {
-	return &tracker{sent: map[int64]time.Time{}, done: map[int64]time.Time{}, milestones: map[[2]string]bool{}}
+	return &tracker{sent: map[int64]time.Time{}, done: map[int64]time.Time{}, batch: map[int64]time.Duration{},
+		milestones: map[[2]string]bool{}}
 }
 
 func (t *tracker) milestoneProjected(userID, milestoneID string) {
@@ -261,14 +265,25 @@ func (t *tracker) expect(id int64, at time.Time) {
 	t.sent[id] = at
 }
 
-func (t *tracker) projected(id int64, at time.Time) {
+func (t *tracker) projected(id int64, at time.Time, took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.sent[id]; ok {
 		if _, seen := t.done[id]; !seen {
-			t.done[id] = at
+			t.done[id], t.batch[id] = at, took
 		}
 	}
+}
+
+// batches returns how long the batch that projected each id ran.
+func (t *tracker) batches(ids []int64) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]time.Duration, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, t.batch[id])
+	}
+	return out
 }
 
 // wait blocks until every id is projected; it returns those that were not
@@ -607,6 +622,7 @@ type growthRow struct {
 	minIngest       PerEvent
 	minProject      PerEvent
 	lags            []time.Duration
+	batches         []time.Duration // the projector batch's run time, per event
 	// ingestOps and projectOps are the row's totals by operation.
 	ingestOps, projectOps store.Snapshot
 }
@@ -653,6 +669,7 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		row.project = row.project.Add(Per(pr.Units, n))
 		lag, _ := p.tr.lags([]int64{id})
 		row.lags = append(row.lags, lag...)
+		row.batches = append(row.batches, p.tr.batches([]int64{id})...)
 		row.read = min(inMonth+g+1, model.MaxWorkoutsToInspect)
 		if kind == lifetime {
 			row.read = min(h+g+1, model.MaxWorkoutsToInspect)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -67,12 +68,13 @@ func (r result) print(w io.Writer) {
 		r.settings.growthEvents)
 	p("  (monthly: the last %d days; lifetime: since 2000; \"read\" = workouts the design needs to read, capped at 3000;", monthDays)
 	p("   a projected workout is %d bytes in LSI1)", r.workoutSize)
-	p("  %5s %-9s %5s | %8s %7s %7s %9s | %-17s | %-17s | %s", "H", "milestone", "read", "requests", "RCU", "WCU", "lag p50",
-		"ingest req/RCU/WCU", "project req/RCU/WCU", "design min req/RCU/WCU")
+	p("  (batch p50: how long the projector's batch ran, the part of the lag that can grow with H)")
+	p("  %5s %-9s %5s | %8s %7s %7s %9s %9s | %-17s | %-17s | %s", "H", "milestone", "read", "requests", "RCU", "WCU", "lag p50",
+		"batch p50", "ingest req/RCU/WCU", "project req/RCU/WCU", "design min req/RCU/WCU")
 	for _, g := range r.growth {
 		tot, min := g.ingest.Add(g.project), g.minIngest.Add(g.minProject)
-		p("  %5d %-9s %5d | %8.2f %7.2f %7.2f %9s | %4.1f %5.1f %5.1f  | %4.1f %5.1f %5.1f  | %4.0f %5.1f %4.0f",
-			g.history, g.kind, g.read, tot.Requests, tot.RCU, tot.WCU, ms(Percentile(g.lags, 0.5)),
+		p("  %5d %-9s %5d | %8.2f %7.2f %7.2f %9s %9s | %4.1f %5.1f %5.1f  | %4.1f %5.1f %5.1f  | %4.0f %5.1f %4.0f",
+			g.history, g.kind, g.read, tot.Requests, tot.RCU, tot.WCU, ms(Percentile(g.lags, 0.5)), ms(Percentile(g.batches, 0.5)),
 			g.ingest.Requests, g.ingest.RCU, g.ingest.WCU, g.project.Requests, g.project.RCU, g.project.WCU,
 			min.Requests, min.RCU, min.WCU)
 	}
@@ -83,20 +85,28 @@ func (r result) print(w io.Writer) {
 	}
 	p("")
 	p("Targets (issue 16)")
-	target := func(name string, got float64, unit string, verdict string) {
+	// why follows a missed target with the reasons below.
+	target := func(name string, got float64, unit string, verdict string, why ...string) {
 		p("  %-52s %9.2f %-4s %s", name, got, unit, verdict)
+		if strings.HasPrefix(verdict, "MISSED") {
+			for _, w := range why {
+				p("      why: %s", w)
+			}
+		}
 	}
 	runTot := run.ingest.Add(run.project)
 	if g, ok := find(3000, monthly); ok {
 		tot := g.ingest.Add(g.project)
 		target("RCU/event, H=3000 monthly ≤ 10", tot.RCU, "", Verdict(tot.RCU, targetRCUMonthly3000, true))
-		target("WCU/event, H=3000 monthly ≤ 5", tot.WCU, "", Verdict(tot.WCU, targetWCU, true))
-		target("requests/event, H=3000 monthly ≤ 7", tot.Requests, "", Verdict(tot.Requests, targetRequests, true))
+		target("WCU/event, H=3000 monthly ≤ 5", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
+		target("requests/event, H=3000 monthly ≤ 7", tot.Requests, "", Verdict(tot.Requests, targetRequests, true),
+			whyRequests, fmt.Sprintf(whyCold, r.settings.growthEvents))
 	} else {
 		p("  H=3000 not in CC_BENCH_HISTORY: RCU/WCU/requests targets at H=3000 not measured")
 	}
-	target("WCU/event, U×E run ≤ 5", runTot.WCU, "", Verdict(runTot.WCU, targetWCU, true))
-	target("requests/event, U×E run ≤ 7", runTot.Requests, "", Verdict(runTot.Requests, targetRequests, true))
+	target("WCU/event, U×E run ≤ 5", runTot.WCU, "", Verdict(runTot.WCU, targetWCU, true), whyWCU, whyMint)
+	target("requests/event, U×E run ≤ 7", runTot.Requests, "", Verdict(runTot.Requests, targetRequests, true),
+		whyRequests, whyFlood, whyMint)
 	for _, kind := range []string{monthly, lifetime} {
 		g10, ok10 := find(10, kind)
 		g3000, ok3000 := find(3000, kind)
@@ -105,10 +115,14 @@ func (r result) print(w io.Writer) {
 		}
 		l10, l3000 := Percentile(g10.lags, 0.5), Percentile(g3000.lags, 0.5)
 		ratio := float64(l3000) / float64(max(l10, time.Millisecond))
+		b10, b3000 := Percentile(g10.batches, 0.5), Percentile(g3000.batches, 0.5)
 		target(fmt.Sprintf("lag p50 H=3000 / H=10, %s ≤ 1.3×", kind), ratio, "×",
-			Verdict(ratio, targetLagRatio, true)+fmt.Sprintf(" (%s vs %s)", ms(l3000), ms(l10)))
+			Verdict(ratio, targetLagRatio, true)+fmt.Sprintf(" (%s vs %s)", ms(l3000), ms(l10)),
+			fmt.Sprintf(whyLag, len(g3000.lags), ms(b3000), ms(b10), g3000.read, g10.read))
 	}
-	target("throughput ≥ 15 % of PutItem", pct, "%", Verdict(pct, targetThroughputPct, false))
+	reqs := runTot.Requests * run.eventsPerSec
+	target("throughput ≥ 15 % of PutItem", pct, "%", Verdict(pct, targetThroughputPct, false),
+		fmt.Sprintf(whyThroughput, reqs, b.perSec, runTot.Requests, 100/max(runTot.Requests, 1)))
 	target("webhooks refused = 0", float64(run.refused), "", Verdict(float64(run.refused), 0, true))
 	if g, ok := find(3000, lifetime); ok {
 		tot := g.ingest.Add(g.project)
@@ -116,3 +130,28 @@ func (r result) print(w io.Writer) {
 	}
 	p("")
 }
+
+// The reasons printed under a missed target (issue 16 asks for by how much
+// and why). The figures they cite are the measured ones; the rest is the
+// design's accounting (model/store/capacity.go, handlers/ingest/cost_test.go).
+const (
+	whyWCU = "durability costs 7 WCU before any audit: the outbox claim and its settle each write the item and " +
+		"its Pending index entry (2 + 2; without them an accepted event can be lost), the workout and its LSI1 entry " +
+		"(2; the date-ordered key that bounds reads), the progress update (1); the worker's and the projector's " +
+		"routine audit entries add 1 each (no index keys left to drop)"
+	whyRequests = "a warm event makes 8 requests: claim; workout, audit entry, settle; milestones, bounded log, " +
+		"progress, audit entry. Folding the worker's three writes (or the projector's two) into one " +
+		"TransactWriteItems would save requests but bill 2 WCU per item in it, so it was not done. With the " +
+		"per-athlete read cap on (make run; the bench turns it off) the worker adds 1 UpdateItem and 1 WCU"
+	whyCold = "each growth user is new: its first event resolves athlete → user, reads its token and the " +
+		"shared rate state (GetItem); over %d events that is about 1 request per event more than warm"
+	whyFlood = "the U×E run sends 30 creates per athlete within one 15-minute window: beyond 3 the worker takes " +
+		"it for a flood and checks each create for an earlier fetch (about 1 GetItem per event)"
+	whyMint = "U×E milestones mint 10 parts over 30 events: each mint adds a TransactWriteItems of award, " +
+		"audit and progress (2 WCU per item) and a Query of the audit entries already written"
+	whyLag = "with one event at a time (%d per row) the lag is mostly ingestion and the stream poll wait " +
+		"(0–100 ms, random phase); the projector's batch took p50 %s at H=3000 vs %s at H=10 (%d vs %d workouts read)"
+	whyThroughput = "DynamoDB Local is the bottleneck on this shared 2-core machine: the pipeline made %.0f " +
+		"requests/s against %.0f PutItem/s, so at %.1f requests per event its ceiling is about %.0f %% of the " +
+		"PutItem rate; more queue workers (8 instead of 2) did not raise events/s (one run each: 6.2 %%)"
+)
