@@ -42,17 +42,29 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 		return st.Put(ctx, main, workout("u1", 1))
 	})
 	// The bounded log: one strongly consistent Query of LSI1 asking for its
-	// projection (1 RCU; a list of attribute names instead is charged by
-	// Local as a fetch from the table per item, see capacity.go).
-	step("WorkoutLog", store.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
-		from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-		to := from.AddDate(0, 1, 0)
-		l, err := st.WorkoutLog(ctx, "u1", []model.Window{{From: from, To: &to}})
-		if err == nil && len(l.Workouts) != 1 {
-			t.Errorf("WorkoutLog: got %d workouts, want 1", len(l.Workouts))
-		}
-		return err
-	})
+	// projection (a list of attribute names instead is charged by Local as a
+	// fetch from the table per item, see capacity.go): 31 workouts of under
+	// 512 bytes are at most 4 RCU, all of them LSI1's, none the table's.
+	var es []model.Entity
+	for i := range 30 {
+		w := workout("u1", int64(100+i))
+		w.StartDateUtc = w.StartDateUtc.Add(time.Duration(i) * time.Hour)
+		es = append(es, w)
+	}
+	if err := st.BatchPut(context.Background(), main, es); err != nil {
+		t.Fatal(err)
+	}
+	m := store.NewMeter()
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 1, 0)
+	l, err := st.WorkoutLog(store.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
+	if err != nil || len(l.Workouts) != 31 {
+		t.Fatalf("WorkoutLog: got %d workouts, %v; want 31", len(l.Workouts), err)
+	}
+	got := m.Snapshot()
+	if got.Requests != 1 || got.RCU < 1 || got.RCU > 4 || got.ByTable[main].RCU != 0 || got.ByTable[main+"/"+store.IndexLSI1].RCU != got.RCU {
+		t.Errorf("WorkoutLog of 31 workouts: got %+v by table %+v, want 1 request, 1-4 RCU, all on LSI1", got.Units, got.ByTable)
+	}
 	// Two plain items in one transaction: 2 WCU each (Local reports 2 for
 	// the table; the meter's transaction floor makes it what AWS charges).
 	step("TransactWriteItems via Client()", store.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {

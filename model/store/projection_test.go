@@ -370,12 +370,13 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	// Recent dates: DynamoDB Local deletes audit entries past their TTL.
+	created := time.Now().UTC().Truncate(time.Second).AddDate(0, 0, -6)
 	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "ua", MilestoneID: "m1", CreatedAtUtc: created,
 		MilestoneDefinition: model.MilestoneDefinition{PartCount: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
+	at := created.AddDate(0, 0, 6)
 	mint := func(version int64, token string, parts ...int) store.ProjectionWrite {
 		w := store.ProjectionWrite{UserID: "ua", MilestoneID: "m1", ExpectedVersion: version, Token: token,
 			Projection: model.Projection{AwardedParts: parts[len(parts)-1] + 1, Status: model.StatusActive}}
@@ -452,7 +453,7 @@ func TestAwardAuditsReadsOnlyItsMilestone(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
+	created := time.Now().UTC().Truncate(time.Second).AddDate(0, 0, -1) // within the audit TTL
 	for _, e := range []*model.AuditEntry{
 		model.NewAwardMintedAudit("ub", "a", created, 0, "AWARD_MINTED", "c", created, nil),
 		model.NewAwardMintedAudit("ub", "a", created, 12, "AWARD_MINTED", "c", created, nil),

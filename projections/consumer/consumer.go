@@ -79,7 +79,15 @@ type Options struct {
 	// anything is written (not in dry runs). It exists for tests and fault
 	// injection: it lets a test interleave concurrent projections.
 	BeforeWrite func(ctx context.Context, userID string)
+	// PartsTTL is how long a warm consumer keeps a model's parts (the
+	// catalog) before reading them again (default DefaultPartsTTL; negative:
+	// read them for every mint).
+	PartsTTL time.Duration
 }
+
+// DefaultPartsTTL bounds how long a catalog change (a part's name or
+// metadata) can go unseen by awards minted in a warm projector.
+const DefaultPartsTTL = 5 * time.Minute
 
 // Consumer projects milestones from stream batches and on demand. It is safe
 // for concurrent use.
@@ -89,6 +97,14 @@ type Consumer struct {
 	stats struct {
 		seen, ignored, failed, parked, users, conflicts, writes, awards atomic.Int64
 	}
+	partsMu sync.Mutex
+	parts   map[string]cachedParts // by model id
+}
+
+// cachedParts is a model's parts as read at readAt.
+type cachedParts struct {
+	parts  map[int]model.ModelPart
+	readAt time.Time
 }
 
 // New returns a Consumer over st.
@@ -114,7 +130,10 @@ func New(st Store, o Options) *Consumer {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
-	return &Consumer{st: st, o: o}
+	if o.PartsTTL == 0 {
+		o.PartsTTL = DefaultPartsTTL
+	}
+	return &Consumer{st: st, o: o, parts: map[string]cachedParts{}}
 }
 
 // Stats are the consumer's cumulative counters since New.
@@ -381,7 +400,7 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	if len(mr.Minted) > 0 {
 		parts, ok := partCache[m.ModelID]
 		if !ok {
-			if parts, err = c.st.ModelParts(ctx, m.ModelID); err != nil {
+			if parts, err = c.modelParts(ctx, m.ModelID, m.PartCount, now); err != nil {
 				return mr, err
 			}
 			partCache[m.ModelID] = parts
@@ -447,6 +466,28 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, mr.Version, -1, details)
 	}
 	return mr, nil
+}
+
+// modelParts returns a model's parts: the warm consumer's copy while it is
+// younger than PartsTTL, else the table's. Only a complete catalog (every
+// part of partCount) is kept, so a model still being seeded is read again.
+func (c *Consumer) modelParts(ctx context.Context, modelID string, partCount int, now time.Time) (map[int]model.ModelPart, error) {
+	c.partsMu.Lock()
+	e, ok := c.parts[modelID]
+	c.partsMu.Unlock()
+	if ok && c.o.PartsTTL > 0 && now.Sub(e.readAt) < c.o.PartsTTL && !now.Before(e.readAt) {
+		return e.parts, nil
+	}
+	parts, err := c.st.ModelParts(ctx, modelID)
+	if err != nil {
+		return nil, err
+	}
+	if c.o.PartsTTL > 0 && len(parts) >= partCount {
+		c.partsMu.Lock()
+		c.parts[modelID] = cachedParts{parts: parts, readAt: now}
+		c.partsMu.Unlock()
+	}
+	return parts, nil
 }
 
 // legacyAudits looks for the AWARD_MINTED entries of unjustified award

@@ -109,6 +109,10 @@ type Options struct {
 	// SweepInterval is the pause between outbox sweeps (default
 	// DefaultSweepInterval); the first sweep runs at start.
 	SweepInterval time.Duration
+	// QueueCapacity bounds the jobs waiting for the worker (default
+	// ingest's): beyond it a hand-off fails, the webhook still answers 200
+	// and the sweeper dispatches the event once its lease lapses.
+	QueueCapacity int
 }
 
 // Stack is a running local pipeline. Close stops it.
@@ -288,7 +292,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(store.WithMeter(ctx, s.Capacity.Worker), job)
 	}
-	s.Queue = ingest.NewQueue(run, ingest.QueueOptions{OnFailure: s.parkJob}, log.With("service", "worker"))
+	s.Queue = ingest.NewQueue(run, ingest.QueueOptions{OnFailure: s.parkJob, Capacity: o.QueueCapacity}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = ingest.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))

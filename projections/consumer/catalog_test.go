@@ -1,0 +1,68 @@
+package consumer_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/projections/consumer"
+)
+
+// countingStore counts the catalog reads of the real store.
+type countingStore struct {
+	*store.Store
+	partReads atomic.Int64
+}
+
+func (c *countingStore) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
+	c.partReads.Add(1)
+	return c.Store.ModelParts(ctx, modelID)
+}
+
+// TestWarmConsumerReadsTheCatalogOnce (issue 16, item 3): a warm projector
+// mints awards of one model for three users in three batches and reads the
+// model's parts once; after PartsTTL it reads them again, and a model whose
+// parts are not all there yet is never kept. Protection: the consumer's
+// parts cache (modelParts).
+func TestWarmConsumerReadsTheCatalogOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 4)
+	cs := &countingStore{Store: e.s}
+	now := march.AddDate(0, 0, 20)
+	c := consumer.New(cs, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	mint := func(user string, def model.MilestoneDefinition) {
+		t.Helper()
+		e.putMilestone(user, "m1", def)
+		e.putWorkout(workout(user, 1, 1, 30, "corr-"+user))
+		if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("failures: %+v", resp.BatchItemFailures)
+		}
+		if as := e.awards(user, "m1"); len(as) == 0 || as[0].PartName == "" {
+			t.Fatalf("%s: awards %+v, want minted with the part's name", user, as)
+		}
+	}
+	mint("u-cat-1", hundredKm(4))
+	mint("u-cat-2", hundredKm(4))
+	if got := cs.partReads.Load(); got != 1 {
+		t.Fatalf("two mints of one model in a warm consumer: %d catalog reads, want 1", got)
+	}
+	now = now.Add(consumer.DefaultPartsTTL)
+	mint("u-cat-3", hundredKm(4))
+	if got := cs.partReads.Load(); got != 2 {
+		t.Fatalf("a mint after PartsTTL: %d catalog reads in all, want 2", got)
+	}
+
+	// A model with a part missing (being seeded) is read for every mint.
+	e.putModel("half", 2)
+	def := hundredKm(4)
+	def.ModelID = "half"
+	mint("u-cat-4", def)
+	mint("u-cat-5", def)
+	if got := cs.partReads.Load(); got != 4 {
+		t.Fatalf("two mints of an incomplete model: %d catalog reads in all, want 4", got)
+	}
+}
