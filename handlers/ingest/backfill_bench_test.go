@@ -29,9 +29,10 @@ import (
 
 // capacityMeter adds up the capacity units DynamoDB reports for the calls
 // of one client: a middleware asks every call for ReturnConsumedCapacity
-// TOTAL and reads ConsumedCapacity from the answer (DynamoDB Local computes
-// the units as DynamoDB does: 4 KB per read unit, strongly consistent; 1 KB
-// per write unit). Failed calls (a refused condition) report nothing.
+// TOTAL and reads ConsumedCapacity from the answer. The figures are
+// DynamoDB Local's accounting, close to but not the same as AWS's bill;
+// failed calls (a refused condition) report nothing, though in AWS they
+// cost a write unit.
 type capacityMeter struct {
 	mu       sync.Mutex
 	rcu, wcu float64
