@@ -57,6 +57,8 @@ func envValues(f *fixture) map[string]string {
 		"CC_ATHLETE_READS_PER_WINDOW": "30",
 		"CC_RECONCILE_DAYS":           "14",
 		"CC_RECONCILE_INTERVAL":       "6h",
+		"CC_SYNC_MAX_DAYS":            "365",
+		"CC_SYNC_BUDGET_SHARE":        "0.5",
 		"CC_TOKEN_KMS_KEY":            tokenKeyARN,
 	}
 }

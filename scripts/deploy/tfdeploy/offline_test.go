@@ -15,8 +15,7 @@ import (
 // resources may join without touching this test; test/terraform checks what
 // they are): the four tables, four functions (api, worker, projector,
 // sweeper) with a role each, the stream mapping, the worker's async config
-// and the schedules of the sweeper and of reconciliation (a rule and a
-// target each).
+// and the sweeper's and the reconciliation's schedules (rule, target each).
 var wantAtLeast = map[string]int{
 	"aws_dynamodb_table":                      4,
 	"aws_lambda_function":                     4,
@@ -60,8 +59,8 @@ func TestOfflinePlan(t *testing.T) {
 	sort.Strings(lines)
 	t.Logf("planned resources (%d):\n  %s", total, strings.Join(lines, "\n  "))
 	for typ, n := range wantAtLeast {
-		if got[typ] != n {
-			t.Errorf("creates %d %s, want %d", got[typ], typ, n)
+		if got[typ] < n {
+			t.Errorf("creates %d %s, want at least %d", got[typ], typ, n)
 		}
 	}
 }
