@@ -320,9 +320,13 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		t.Fatal(err)
 	}
 	reader := streams.NewReader(streamsAPI, arn, streams.Options{Logger: log})
+	var firstActivityJob *ingest.Job
 	runWorker := func() {
 		t.Helper()
 		for _, p := range shim.take() {
+			if j, err := ingest.DecodeJob(p); err == nil && firstActivityJob == nil && j.Event.ObjectType == ingest.ObjectActivity {
+				firstActivityJob = &j
+			}
 			if err := worker.Handle(ctx, p); err != nil {
 				t.Fatalf("worker: %v", err)
 			}
@@ -355,6 +359,21 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 	}
 	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runReconcile, runWorker, runProjector)
+	// An operator's `make redrive` of a parked job: its payload carries no
+	// failure count from a dispatcher, so the worker reads the outbox item
+	// (GetItem on the idempotency table) before it runs the job again.
+	if firstActivityJob == nil {
+		t.Fatal("the flows dispatched no activity job to redrive")
+	}
+	redrive := *firstActivityJob
+	redrive.Redrive, redrive.OutboxFailures = true, nil
+	raw, err := json.Marshal(redrive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Handle(ctx, raw); err != nil {
+		t.Fatalf("worker, redriven job: %v", err)
+	}
 
 	// Map the recordings to the planned resources.
 	plannedPrefix := EnvOf(d.Functions["api"])["CC_TABLE_PREFIX"]
