@@ -15,8 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
@@ -26,109 +24,6 @@ import (
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
-
-// capacityMeter adds up the capacity units DynamoDB reports for the calls
-// of one client: a middleware asks every call for ReturnConsumedCapacity
-// TOTAL and reads ConsumedCapacity from the answer. The figures are
-// DynamoDB Local's accounting, close to but not the same as AWS's bill;
-// failed calls (a refused condition) report nothing, though in AWS they
-// cost a write unit.
-type capacityMeter struct {
-	mu       sync.Mutex
-	rcu, wcu float64
-}
-
-func (m *capacityMeter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("capacityMeter",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				askCapacity(in.Parameters)
-				out, md, err := next.HandleInitialize(ctx, in)
-				if err == nil {
-					m.add(out.Result)
-				}
-				return out, md, err
-			}), middleware.After)
-	})
-}
-
-func askCapacity(in any) {
-	total := types.ReturnConsumedCapacityTotal
-	switch v := in.(type) {
-	case *dynamodb.GetItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.QueryInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.BatchGetItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.TransactGetItemsInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.PutItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.UpdateItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.DeleteItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.BatchWriteItemInput:
-		v.ReturnConsumedCapacity = total
-	case *dynamodb.TransactWriteItemsInput:
-		v.ReturnConsumedCapacity = total
-	}
-}
-
-func (m *capacityMeter) add(out any) {
-	var read, write []types.ConsumedCapacity
-	one := func(c *types.ConsumedCapacity) []types.ConsumedCapacity {
-		if c == nil {
-			return nil
-		}
-		return []types.ConsumedCapacity{*c}
-	}
-	switch v := out.(type) {
-	case *dynamodb.GetItemOutput:
-		read = one(v.ConsumedCapacity)
-	case *dynamodb.QueryOutput:
-		read = one(v.ConsumedCapacity)
-	case *dynamodb.BatchGetItemOutput:
-		read = v.ConsumedCapacity
-	case *dynamodb.TransactGetItemsOutput:
-		read = v.ConsumedCapacity
-	case *dynamodb.PutItemOutput:
-		write = one(v.ConsumedCapacity)
-	case *dynamodb.UpdateItemOutput:
-		write = one(v.ConsumedCapacity)
-	case *dynamodb.DeleteItemOutput:
-		write = one(v.ConsumedCapacity)
-	case *dynamodb.BatchWriteItemOutput:
-		write = v.ConsumedCapacity
-	case *dynamodb.TransactWriteItemsOutput:
-		write = v.ConsumedCapacity
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range read {
-		if c.CapacityUnits != nil {
-			m.rcu += *c.CapacityUnits
-		}
-	}
-	for _, c := range write {
-		if c.CapacityUnits != nil {
-			m.wcu += *c.CapacityUnits
-		}
-	}
-}
-
-func (m *capacityMeter) units() (rcu, wcu float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.rcu, m.wcu
-}
-
-func (m *capacityMeter) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rcu, m.wcu = 0, 0
-}
 
 // backfillRun is what one benchmarked backfill did.
 type backfillRun struct {
@@ -208,12 +103,14 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	sim := stravasim.New(stravasim.Options{})
 	defer sim.Close()
 	cfg := dynamolocal.Config(dynamolocal.Endpoint(b))
-	var syncMeter, projMeter capacityMeter
+	// Capacity comes from the product's meter (store.WithMeter): what the
+	// sync path's calls cost, and what the projector's batches cost.
+	syncMeter, projMeter := store.NewMeter(), store.NewMeter()
 	plain := dynamodb.NewFromConfig(cfg)
 	tables := dynamolocal.MustCreateTables(b, plain)
-	st := store.New(dynamodb.NewFromConfig(cfg, syncMeter.option), tables)
+	st := store.New(plain, tables)
 	st.Secrets = dynamolocal.NewSealer(b)
-	proj := store.New(dynamodb.NewFromConfig(cfg, projMeter.option), tables)
+	proj := store.New(plain, tables)
 	arn, err := store.StreamARN(ctx, plain, tables)
 	if err != nil {
 		b.Fatal(err)
@@ -275,7 +172,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	handle := func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		read := time.Now()
 		defer func() { _ = model.Sleep(ctx, window-time.Since(read)) }()
-		resp, err := c.Handle(ctx, ev)
+		resp, err := c.Handle(store.WithMeter(ctx, projMeter), ev)
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -292,8 +189,8 @@ func runBackfill(b *testing.B, n int) backfillRun {
 
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
 	sched := ingest.NewSyncScheduler(st, nil, log)
-	syncMeter.reset()
-	projMeter.reset()
+	setup := ctx // the checks after the run are not metered
+	ctx = store.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)
 	readerDone := make(chan error, 1)
 
@@ -343,20 +240,20 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 
 	// Every activity was imported once and counted by the milestone.
-	ss, err := st.SyncState(ctx, user)
+	ss, err := st.SyncState(setup, user)
 	if err != nil || ss.State != model.SyncIdle || ss.ImportedCount != n {
 		b.Fatalf("sync state: got %+v, %v; want idle with %d imported", ss, err, n)
 	}
 	var m model.Milestone
-	if err := st.Get(ctx, tables.Main, model.MilestoneKey(user, "year"), &m); err != nil {
+	if err := st.Get(setup, tables.Main, model.MilestoneKey(user, "year"), &m); err != nil {
 		b.Fatal(err)
 	}
 	if m.WorkoutsCounted != n {
 		b.Fatalf("milestone counted %d workouts, want %d", m.WorkoutsCounted, n)
 	}
 	stats := sim.Stats()
-	syncRCU, syncWCU := syncMeter.units()
-	projRCU, projWCU := projMeter.units()
+	syncU, projU := syncMeter.Snapshot(), projMeter.Snapshot()
+	syncRCU, syncWCU, projRCU, projWCU := syncU.RCU, syncU.WCU, projU.RCU, projU.WCU
 	if syncWCU == 0 || projRCU == 0 {
 		b.Fatalf("no consumed capacity reported (sync %v WCU, projector %v RCU)", syncWCU, projRCU)
 	}
