@@ -598,18 +598,26 @@ func (s *Server) spendRead(h http.Header) (over bool) {
 		s.usage[2] > s.opts.Limits.ReadShort || s.usage[3] > s.opts.Limits.ReadDaily
 }
 
-func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64, idErr error, faultStatus int) {
+// refuseRead spends one read of the rate budget (its headers go on w) and
+// answers the read with an error instead when a scripted failure, a fault
+// or the spent budget says so; it reports whether it did.
+func (s *Server) refuseRead(w http.ResponseWriter, e Endpoint, faultStatus int) bool {
 	over := s.spendRead(w.Header())
-	if st := s.takeFailure(EndpointActivity); st != 0 {
+	st := s.takeFailure(e)
+	if st == 0 {
+		st = faultStatus
+	}
+	if st == 0 && over {
+		st = http.StatusTooManyRequests
+	}
+	if st != 0 {
 		writeStatus(w, st)
-		return
 	}
-	if faultStatus != 0 {
-		writeStatus(w, faultStatus)
-		return
-	}
-	if over {
-		writeStatus(w, http.StatusTooManyRequests)
+	return st != 0
+}
+
+func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64, idErr error, faultStatus int) {
+	if s.refuseRead(w, EndpointActivity, faultStatus) {
 		return
 	}
 	if idErr != nil {
@@ -645,17 +653,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) answerList(w http.ResponseWriter, r *http.Request, faultStatus int) {
-	over := s.spendRead(w.Header())
-	if st := s.takeFailure(EndpointList); st != 0 {
-		writeStatus(w, st)
-		return
-	}
-	if faultStatus != 0 {
-		writeStatus(w, faultStatus)
-		return
-	}
-	if over {
-		writeStatus(w, http.StatusTooManyRequests)
+	if s.refuseRead(w, EndpointList, faultStatus) {
 		return
 	}
 	q := r.URL.Query()
