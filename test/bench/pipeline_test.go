@@ -56,7 +56,7 @@ func settingsFromEnv(tb testing.TB) settings {
 	}
 	s := settings{
 		users: num("CC_BENCH_USERS", 10), events: num("CC_BENCH_EVENTS", 30), senders: num("CC_BENCH_SENDERS", 8),
-		baselineWorkers: 8, baselineItems: num("CC_BENCH_BASELINE_ITEMS", 3000), growthEvents: num("CC_BENCH_GROWTH_EVENTS", 3),
+		baselineWorkers: 8, baselineItems: num("CC_BENCH_BASELINE_ITEMS", 3000), growthEvents: num("CC_BENCH_GROWTH_EVENTS", 5),
 		timeout: time.Duration(num("CC_BENCH_TIMEOUT_S", 180)) * time.Second,
 	}
 	hs := os.Getenv("CC_BENCH_HISTORY")
