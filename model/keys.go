@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -276,10 +277,26 @@ func EventMonthPK(eventType string, at time.Time) string {
 
 // WebhookIdempotencyKey is the deterministic identity of a Strava webhook
 // event: the same event delivered again yields the same key, whatever the HTTP
-// request looked like.
-func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string, ownerID, eventTime int64) string {
-	return strings.Join([]string{"STRAVA", "WEBHOOK", objectType, strconv.FormatInt(objectID, 10),
-		aspectType, strconv.FormatInt(ownerID, 10), strconv.FormatInt(eventTime, 10)}, sep)
+// request looked like. An event with updates (an update's new title, type or
+// privacy) ends with a hash of them, sorted: two different edits of one
+// activity within the same second (event_time has second resolution) are two
+// events, not a duplicate whose changes would be lost.
+func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string, ownerID, eventTime int64, updates map[string]string) string {
+	parts := []string{"STRAVA", "WEBHOOK", objectType, strconv.FormatInt(objectID, 10),
+		aspectType, strconv.FormatInt(ownerID, 10), strconv.FormatInt(eventTime, 10)}
+	if len(updates) > 0 {
+		names := make([]string, 0, len(updates))
+		for k := range updates {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		h := sha256.New()
+		for _, k := range names {
+			fmt.Fprintf(h, "%q=%q\n", k, updates[k])
+		}
+		parts = append(parts, "U"+hex.EncodeToString(h.Sum(nil)[:8]))
+	}
+	return strings.Join(parts, sep)
 }
 
 // SyncJobKey is the deterministic outbox key of a sync job: the same

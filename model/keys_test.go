@@ -61,7 +61,7 @@ func TestKeyShapes(t *testing.T) {
 		{AuditSK(time.Unix(1700000000, 0), "r"), "AUDIT#1700000000#r"},
 		{CorrelationPK("c"), "CORR#c"},
 		{EventMonthPK("AWARD_MINTED", time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)), "EVENT#AWARD_MINTED#202603"},
-		{WebhookIdempotencyKey("activity", 1, "create", 2, 3), "STRAVA#WEBHOOK#activity#1#create#2#3"},
+		{WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil), "STRAVA#WEBHOOK#activity#1#create#2#3"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -219,7 +219,7 @@ func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 
 func TestOutboxPendingKeys(t *testing.T) {
 	t.Parallel()
-	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3)
+	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)
 	shard := OutboxPendingPK(key)
 	if shard != OutboxPendingPK(key) {
 		t.Fatal("the shard of a key must be stable")
@@ -291,5 +291,32 @@ func TestIdempotencyRecordNormalize(t *testing.T) {
 	newer := IdempotencyRecord{Meta: Meta{EntityIdempotency, 3}}
 	if err := newer.Normalize(); !errors.Is(err, ErrUnsupportedSchema) {
 		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
+	}
+}
+
+// Two edits of one activity within the same second are two events (their
+// updates differ); a redelivery of one (same updates, in any order) is the
+// same event.
+func TestWebhookIdempotencyKeyTellsSameSecondEditsApart(t *testing.T) {
+	t.Parallel()
+	key := func(u map[string]string) string { return WebhookIdempotencyKey("activity", 117, "update", 301, 1700000000, u) }
+	renamed, retyped := key(map[string]string{"title": "T1"}), key(map[string]string{"title": "T2"})
+	both := key(map[string]string{"title": "T1", "type": "Ride"})
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"different titles", renamed, retyped, false},
+		{"an extra field", renamed, both, false},
+		{"a redelivery", both, key(map[string]string{"type": "Ride", "title": "T1"}), true},
+		{"no updates is the bare key", key(nil), "STRAVA#WEBHOOK#activity#117#update#301#1700000000", true},
+		{"no updates differs from some", key(nil), renamed, false},
+		{"a value is not confused with a name", key(map[string]string{"a": "b=c"}), key(map[string]string{"a=b": "c"}), false},
+	}
+	for _, tt := range tests {
+		if (tt.a == tt.b) != tt.same {
+			t.Errorf("%s: %q vs %q, same=%v", tt.name, tt.a, tt.b, tt.a == tt.b)
+		}
 	}
 }

@@ -347,9 +347,13 @@ func TestWebhooksBackfillAndReconcileConvergeConcurrently(t *testing.T) {
 							silent++
 						}
 					case op < 6: // edit with a title change: an update event
+						// Strava's event carries the new title: two edits of one
+						// activity in the same second with the same updates are
+						// one event to Strava and to our idempotency key.
 						x := live[rng.IntN(len(live))]
-						r.sim.UpdateActivity(x, edit(fmt.Sprintf("T%d", rng.IntN(1000)), float64(rng.IntN(20000))))
-						err = r.publish(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "t"}))
+						title := fmt.Sprintf("T%d", rng.IntN(1000))
+						r.sim.UpdateActivity(x, edit(title, float64(rng.IntN(20000))))
+						err = r.publish(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": title}))
 						edited++
 					case op < 8 && len(live) > 10: // delete: a delete event
 						i := rng.IntN(len(live))

@@ -45,7 +45,7 @@
 // values must be scalars); FuzzDecodeWebhook fuzzes it (`make fuzz`,
 // FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
 // model.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
-// event_time) — the event's identity, not the HTTP request's — claimed with
+// event_time, updates) — the event's identity, not the HTTP request's — claimed with
 // one conditional UpdateItem in CommitCollectIdempotency (7-day TTL); that
 // item is the outbox above. Every request gets a correlation id
 // (X-Correlation-Id header) that travels in the job to the worker, onto the

@@ -152,9 +152,17 @@ func fieldErr(field, msg string) error {
 }
 
 // IdempotencyKey is the event's deterministic identity (model's
-// WebhookIdempotencyKey): a redelivery of the same event has the same key.
+// WebhookIdempotencyKey, updates included): a redelivery of the same event
+// has the same key.
 func (e Event) IdempotencyKey() string {
-	return model.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime)
+	var updates map[string]string
+	if len(e.Updates) > 0 {
+		updates = make(map[string]string, len(e.Updates))
+		for k, v := range e.Updates {
+			updates[k] = fmt.Sprint(v)
+		}
+	}
+	return model.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime, updates)
 }
 
 // IsDeauthorization reports whether the event says the athlete revoked

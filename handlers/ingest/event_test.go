@@ -128,11 +128,15 @@ func TestEventIdentityAndDeauthorization(t *testing.T) {
 	a := ingest.Event{ObjectType: "activity", ObjectID: 1, AspectType: "update", OwnerID: 2, SubscriptionID: 3, EventTime: 4,
 		Updates: map[string]any{"title": "a"}}
 	b := a
-	b.Updates = map[string]any{"title": "b"}
+	b.Updates = map[string]any{"title": "a"}
 	if a.IdempotencyKey() != b.IdempotencyKey() {
-		t.Fatal("the key must not depend on the updates payload")
+		t.Fatal("a redelivery (same updates) must have the same key")
 	}
-	b.EventTime = 5
+	b.Updates = map[string]any{"title": "b"}
+	if a.IdempotencyKey() == b.IdempotencyKey() {
+		t.Fatal("another edit in the same second (other updates) must have another key")
+	}
+	b.Updates, b.EventTime = a.Updates, 5
 	if a.IdempotencyKey() == b.IdempotencyKey() {
 		t.Fatal("a later event must have another key")
 	}
