@@ -37,7 +37,9 @@ const (
 // Audit event types of sync jobs.
 const (
 	// AuditSyncPage records one listed page: what was written, unchanged,
-	// dropped as stale and rejected (details writtenIds lists the writes).
+	// dropped as stale and rejected (details writtenIds lists the writes;
+	// recoveredIds the writes of an earlier run of the page that stopped
+	// before recording it).
 	AuditSyncPage = "STRAVA_SYNC_PAGE"
 	// AuditSyncCompleted records a finished backfill or reconciliation.
 	AuditSyncCompleted = "STRAVA_SYNC_COMPLETED"
@@ -300,6 +302,10 @@ type pageResult struct {
 	// they count as imported now.
 	recovered  int
 	writtenIDs []string
+	// recoveredIDs are the recovered workouts' activity ids: the page audit
+	// lists them, so every write of a job is in one audit entry even when
+	// the run that made it died before recording its page.
+	recoveredIDs []string
 }
 
 func (s *Syncer) page(ctx context.Context, job Job) error {
@@ -387,6 +393,7 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	s.audit(ctx, log, job, AuditSyncPage, map[string]string{
 		"listed": strconv.Itoa(res.listed), "written": strconv.Itoa(res.written), "unchanged": strconv.Itoa(res.unchanged),
 		"stale": strconv.Itoa(res.stale), "rejected": strconv.Itoa(res.rejected), "writtenIds": strings.Join(res.writtenIDs, ","),
+		"recoveredIds":    strings.Join(res.recoveredIDs, ","),
 		"cursorBeforeUtc": cursor.UTC().Format(time.RFC3339),
 	})
 	if finished {
@@ -467,6 +474,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cur
 			// (recorded) page overlaps with: its count was lost in a crash.
 			if old.CorrelationID == job.CorrelationID && (cursor.IsZero() || w.StartDateUtc.Before(cursor.Add(-time.Second))) {
 				res.recovered++
+				res.recoveredIDs = append(res.recoveredIDs, strconv.FormatInt(w.ActivityID, 10))
 			}
 			continue
 		}
@@ -483,6 +491,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cur
 		res.writtenIDs = append(res.writtenIDs, strconv.FormatInt(w.ActivityID, 10))
 	}
 	slices.Sort(res.writtenIDs)
+	slices.Sort(res.recoveredIDs)
 	return res, oldest, nil
 }
 
