@@ -299,7 +299,9 @@ func TestIdempotencyRecordNormalize(t *testing.T) {
 // same event.
 func TestWebhookIdempotencyKeyTellsSameSecondEditsApart(t *testing.T) {
 	t.Parallel()
-	key := func(u map[string]string) string { return WebhookIdempotencyKey("activity", 117, "update", 301, 1700000000, u) }
+	key := func(u map[string]string) string {
+		return WebhookIdempotencyKey("activity", 117, "update", 301, 1700000000, u)
+	}
 	renamed, retyped := key(map[string]string{"title": "T1"}), key(map[string]string{"title": "T2"})
 	both := key(map[string]string{"title": "T1", "type": "Ride"})
 	tests := []struct {
