@@ -21,7 +21,8 @@ package store
 //     AWS charges the write units of the item; Failed counts those calls.
 //   - read or write: DynamoDB's ReadCapacityUnits/WriteCapacityUnits when it
 //     reports them, else CapacityUnits attributed by the operation (reads:
-//     GetItem, Query, Scan, BatchGetItem, TransactGetItems; the rest write).
+//     GetItem, Query, BatchGetItem, TransactGetItems; the rest write; the store
+//     never scans).
 //
 // DynamoDB Local reports ConsumedCapacity for every operation the store uses
 // (capacity_local_test.go checks Put, Query and TransactWriteItems against
@@ -153,7 +154,7 @@ func (m *Meter) add(op string, call Units, tables map[string]Units) {
 }
 
 // readOps are the operations whose CapacityUnits are read units.
-var readOps = map[string]bool{"GetItem": true, "Query": true, "Scan": true, "BatchGetItem": true, "TransactGetItems": true}
+var readOps = map[string]bool{"GetItem": true, "Query": true, "BatchGetItem": true, "TransactGetItems": true}
 
 // units splits one capacity report into read and write units: DynamoDB's own
 // split when it gives one, else all of total to the operation's kind.
@@ -384,10 +385,6 @@ func askCapacity(p any) (op string, params any, ok bool) {
 		c := *v
 		c.ReturnConsumedCapacity = idx
 		return "Query", &c, true
-	case *dynamodb.ScanInput:
-		c := *v
-		c.ReturnConsumedCapacity = idx
-		return "Scan", &c, true
 	case *dynamodb.BatchGetItemInput:
 		c := *v
 		c.ReturnConsumedCapacity = idx
@@ -426,8 +423,6 @@ func consumedCapacity(r any) []types.ConsumedCapacity {
 	case *dynamodb.DeleteItemOutput:
 		return one(v.ConsumedCapacity)
 	case *dynamodb.QueryOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.ScanOutput:
 		return one(v.ConsumedCapacity)
 	case *dynamodb.BatchGetItemOutput:
 		return v.ConsumedCapacity

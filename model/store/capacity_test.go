@@ -108,7 +108,7 @@ func TestTransactFloor(t *testing.T) {
 func TestAskCapacityCopiesEveryOperation(t *testing.T) {
 	t.Parallel()
 	inputs := []any{&dynamodb.GetItemInput{}, &dynamodb.PutItemInput{}, &dynamodb.UpdateItemInput{}, &dynamodb.DeleteItemInput{},
-		&dynamodb.QueryInput{}, &dynamodb.ScanInput{}, &dynamodb.BatchGetItemInput{}, &dynamodb.BatchWriteItemInput{},
+		&dynamodb.QueryInput{}, &dynamodb.BatchGetItemInput{}, &dynamodb.BatchWriteItemInput{},
 		&dynamodb.TransactGetItemsInput{}, &dynamodb.TransactWriteItemsInput{}}
 	for _, in := range inputs {
 		op, p, ok := askCapacity(in)
