@@ -23,6 +23,7 @@ const (
 	EntityRateLimit        EntityType = "RATE_LIMIT"
 	EntityParked           EntityType = "PARKED_RECORD"
 	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
+	EntityUserGuard        EntityType = "USER_GUARD"
 )
 
 // Meta is carried by every item: what it is and which schema wrote it.
@@ -408,3 +409,35 @@ type ParkedRecord struct {
 	CorrelationID string    `dynamodbav:"correlationId,omitempty"`
 	ParkedAtUtc   time.Time `dynamodbav:"parkedAtUtc"`
 }
+
+// UserGuard is the per-user state every in-flight writer of user data checks
+// after its write (GUARD#USER#{userId} / GUARD, outside the user's partition
+// so an account deletion can empty that partition and keep the guard):
+//
+//   - DeletedAtUtc: the account was deleted (DELETE /v1/me). A write that
+//     lands afterwards removes what it wrote: deletion is final. The guard
+//     then expires (ExpiresAt, UserGuardRetentionDays) long after anything in
+//     flight could still land.
+//   - StravaRevokedAtUtc / StravaDataExpiresAt: a confirmed deauthorization
+//     (the event's time) scheduled the user's Strava data for deletion at
+//     StravaDataExpiresAt (epoch seconds); a workout written afterwards gets
+//     that expiresAt too. A reconnect clears both.
+//
+// A user without a guard item has no restriction.
+type UserGuard struct {
+	Key
+	Meta
+	UserID              string    `dynamodbav:"userId"`
+	DeletedAtUtc        time.Time `dynamodbav:"deletedAtUtc,omitempty"`
+	StravaRevokedAtUtc  time.Time `dynamodbav:"stravaRevokedAtUtc,omitempty"`
+	StravaDataExpiresAt int64     `dynamodbav:"stravaDataExpiresAt,omitempty"`
+	UpdatedAtUtc        time.Time `dynamodbav:"updatedAtUtc"`
+	ExpiresAt           int64     `dynamodbav:"expiresAt,omitempty"`
+}
+
+// Deleted says whether the user's account was deleted.
+func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
+
+// Revoked says whether a confirmed deauthorization scheduled the user's
+// Strava data for deletion (and no reconnect cleared it since).
+func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }

@@ -34,12 +34,14 @@ const (
 	PrefixOAuthState    = "OAUTHSTATE#"
 	PrefixOutboxPending = "OUTBOX#PENDING#"
 	PrefixAthleteReads  = "READS#"
+	PrefixUserGuard     = "GUARD#USER#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"
 	SKMeta             = "META"
 	SKOwner            = "OWNER"
 	SKSyncStrava       = "SYNC#STRAVA"
+	SKGuard            = "GUARD"
 
 	awardInfix = "#AWARD#"
 )
@@ -353,6 +355,10 @@ func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
 	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
 }
 
+// UserGuardKey addresses a user's write guard (model.UserGuard): its own
+// partition, so deleting the user's partition keeps it.
+func UserGuardKey(userID string) Key { return Key{PrefixUserGuard + userID, SKGuard} }
+
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
 
@@ -392,6 +398,7 @@ const (
 	KindOAuthState
 	KindAthleteReads
 	KindSyncState
+	KindUserGuard
 )
 
 // ParsedKey is what ParseKey learned from a key.
@@ -413,6 +420,12 @@ func ParseKey(k Key) (ParsedKey, error) {
 		return ParsedKey{}, fmt.Errorf("parse key %s: %s: %w", k, why, ErrInvalid)
 	}
 	switch {
+	case strings.HasPrefix(k.PK, PrefixUserGuard):
+		user := strings.TrimPrefix(k.PK, PrefixUserGuard)
+		if user == "" || strings.Contains(user, sep) || k.SK != SKGuard {
+			return bad("user guard")
+		}
+		return ParsedKey{Kind: KindUserGuard, UserID: user}, nil
 	case strings.HasPrefix(k.PK, PrefixUser):
 		user := strings.TrimPrefix(k.PK, PrefixUser)
 		if user == "" || strings.Contains(user, sep) {

@@ -22,6 +22,7 @@ var SchemaVersions = map[EntityType]int{
 	EntityRateLimit:        1,
 	EntityParked:           1,
 	EntityAthleteReads:     1,
+	EntityUserGuard:        1,
 	EntityUserSession:      1,
 	EntityOAuthState:       1,
 	EntitySyncState:        1,
@@ -311,6 +312,15 @@ func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityPark
 // Normalize implements Entity.
 func (r *ParkedRecord) Normalize() error { return normalize(&r.Meta, EntityParked) }
 
+// ItemKey implements Entity.
+func (g *UserGuard) ItemKey() Key { return UserGuardKey(g.UserID) }
+
+// Stamp implements Entity.
+func (g *UserGuard) Stamp() { g.Key, g.Meta = g.ItemKey(), current(EntityUserGuard) }
+
+// Normalize implements Entity.
+func (g *UserGuard) Normalize() error { return normalize(&g.Meta, EntityUserGuard) }
+
 // Compile-time checks that every stored type is an Entity.
 var (
 	_ Entity = (*Profile)(nil)
@@ -327,4 +337,5 @@ var (
 	_ Entity = (*RateLimitState)(nil)
 	_ Entity = (*ParkedRecord)(nil)
 	_ Entity = (*AthleteReads)(nil)
+	_ Entity = (*UserGuard)(nil)
 )

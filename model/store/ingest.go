@@ -171,6 +171,9 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		}
 		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
 	}
+	if err := s.checkGuard(ctx, w.UserID, w.ItemKey()); err != nil {
+		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
+	}
 	return nil
 }
 
@@ -214,6 +217,9 @@ func (s *Store) MarkWorkoutDeleted(ctx context.Context, userID string, athleteID
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name("correlationId"), expression.Value(correlationID))
 	if err := s.update(ctx, w.ItemKey(), upd); err != nil {
+		return fmt.Errorf("mark workout %d of %s deleted: %w", activityID, userID, err)
+	}
+	if err := s.checkGuard(ctx, userID, w.ItemKey()); err != nil {
 		return fmt.Errorf("mark workout %d of %s deleted: %w", activityID, userID, err)
 	}
 	return nil

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// The user guard (model.UserGuard): every writer of user data that may be in
+// flight while the user is deleted or deauthorized (the worker, the sync, a
+// tombstone write) writes first and then reads the guard with a consistent
+// read (write-then-check). The deletion and the deauthorization set the
+// guard first and then sweep the user's items; so a write either landed
+// before the guard was set (the sweep that follows finds it) or its check
+// sees the guard (and the writer removes, or schedules for expiry, what it
+// wrote). One consistent GetItem per write, no transaction.
+
+// UserGuard reads the user's guard. It returns ErrNotFound when the user has
+// none (no restriction).
+func (s *Store) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
+	var g model.UserGuard
+	if err := s.Get(ctx, s.t.Main, model.UserGuardKey(userID), &g); err != nil {
+		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
+	}
+	return &g, nil
+}
+
+// ErrUserDeleted is returned (wrapped, matching model.ErrConflict) by a
+// guarded write that landed after the user's account was deleted: the item
+// it wrote has been removed again.
+var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
+
+// checkGuard is the check after a write of the user's item k: when the
+// account was deleted it deletes k and returns ErrUserDeleted; when a
+// confirmed deauthorization scheduled the user's Strava data for deletion
+// it sets that expiresAt on k unless k carries one. A user without a guard
+// passes.
+func (s *Store) checkGuard(ctx context.Context, userID string, k model.Key) error {
+	g, err := s.UserGuard(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check guard after writing %s: %w", k, err)
+	case g.Deleted():
+		if err := s.Delete(ctx, s.t.Main, k); err != nil {
+			return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
+		}
+		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
+	case g.Revoked():
+		exp := expression.Name("expiresAt")
+		upd := expression.Set(exp, expression.Value(g.StravaDataExpiresAt))
+		cond := expression.And(expression.AttributeExists(expression.Name("PK")), expression.AttributeNotExists(exp))
+		if err := s.update(ctx, k, upd, cond); err != nil && !isConflict(err) {
+			return fmt.Errorf("schedule %s written after a deauthorization for deletion: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// MarkUserDeleted sets the user's guard as deleted at now (kept, the first
+// value wins) and lets it expire UserGuardRetentionDays later. Everything a
+// writer in flight lands afterwards is removed by its own check; call it
+// before sweeping the user's items.
+func (s *Store) MarkUserDeleted(ctx context.Context, userID string, now time.Time) error {
+	g := &model.UserGuard{UserID: userID}
+	g.Stamp()
+	now = now.UTC()
+	del := expression.Name("deletedAtUtc")
+	upd := expression.Set(expression.Name("entityType"), expression.Value(g.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(g.SchemaVersion)).
+		Set(expression.Name("userId"), expression.Value(userID)).
+		Set(del, expression.IfNotExists(del, expression.Value(now))).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+		Set(expression.Name("expiresAt"), expression.Value(now.Add(model.UserGuardRetentionDays*24*time.Hour).Unix()))
+	if err := s.update(ctx, g.ItemKey(), upd); err != nil {
+		return fmt.Errorf("mark user %s deleted: %w", userID, err)
+	}
+	return nil
+}
