@@ -240,9 +240,10 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			return nil
 		},
 	}, {
-		// Deletes win: a create's fetch is answered slowly (the activity
-		// still existed); meanwhile the activity is deleted and its delete
-		// event applied. The create's answer lands last.
+		// The newest fetch wins: a create's fetch is answered slowly (the
+		// activity still existed); meanwhile the activity is deleted and its
+		// delete event confirmed by a later fetch (404). The create's
+		// answer lands last.
 		name: "webhook's slow create loses to its delete",
 		run: func(t *testing.T, r *syncRig, _ []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)
@@ -268,9 +269,10 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			return []int64{n}
 		},
 	}, {
-		// Newest fetch wins and deletes win: a reconciliation's list is
-		// answered slowly; meanwhile one listed activity is edited (with its
-		// event) and another deleted (with its event). The list lands last.
+		// Newest fetch wins: a reconciliation's list is answered slowly;
+		// meanwhile one listed activity is edited (with its event) and
+		// another deleted (with its event, confirmed by a 404 fetched after
+		// the list). The list lands last.
 		name: "reconciliation's slow list loses to webhook edits and deletes",
 		run: func(t *testing.T, r *syncRig, ids []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)
