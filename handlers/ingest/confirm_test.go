@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +15,12 @@ import (
 // Issue 25 items 1 and 2: a webhook is unsigned, so a delete event is only a
 // reason to ask Strava, and Strava's 404 (deleted or made private) is a
 // tombstone that comes back when Strava shows the activity again.
+
+// brief shows what these tests look at (a Workout's %+v prints its key only).
+func brief(w *model.Workout) string {
+	return fmt.Sprintf("{isDeleted %v reason %q deletedAt %v %s %.0f m fetch %d}", w.IsDeleted, w.DeletedReason,
+		w.DeletedAtUtc, w.SportType, w.DistanceMeters, w.FetchStartedAtNs)
+}
 
 // linkReadOnly links like link but with an activity:read grant (the one
 // CommitCollect asks for), to which Strava answers 404 for a private
@@ -66,7 +73,7 @@ func TestForgedDeleteIsNotApplied(t *testing.T) {
 
 	w := h.workout("u1", 500)
 	if w.IsDeleted || w.DeletedAtUtc != nil || w.SportType != "Run" || w.DistanceMeters != 5000 || !h.isCounted("u1", 500) {
-		t.Fatalf("got %+v after a forged delete, want the workout alive and counted", w)
+		t.Fatalf("got %s after a forged delete, want the workout alive and counted", brief(w))
 	}
 	if n := h.sim.Stats().ActivityRequests - before; n != 1 {
 		t.Fatalf("the delete event cost %d Strava reads, want 1", n)
@@ -108,7 +115,7 @@ func TestHiddenActivityComesBackOnUpdate(t *testing.T) {
 	hidden := h.workout("u1", 600)
 	if !hidden.IsDeleted || hidden.DeletedReason != model.WorkoutHiddenOrDeleted || hidden.DeletedAtUtc == nil ||
 		hidden.FetchStartedAtNs == 0 || h.isCounted("u1", 600) {
-		t.Fatalf("got %+v after a confirmed 404, want a hidden-or-deleted tombstone carrying its fetch", hidden)
+		t.Fatalf("got %s after a confirmed 404, want a hidden-or-deleted tombstone carrying its fetch", brief(hidden))
 	}
 	a := h.audits(model.UserPK("u1"))
 	if d := a[ingest.AuditActivityDelete]; len(d) != 1 || d[0].Details["reason"] != model.WorkoutHiddenOrDeleted {
@@ -123,7 +130,7 @@ func TestHiddenActivityComesBackOnUpdate(t *testing.T) {
 	back := h.workout("u1", 600)
 	if back.IsDeleted || back.DeletedReason != "" || back.DeletedAtUtc != nil || back.DistanceMeters != 5100 ||
 		back.FetchStartedAtNs <= hidden.FetchStartedAtNs || !h.isCounted("u1", 600) {
-		t.Fatalf("got %+v after the activity was public again, want it alive (5100 m) and counted", back)
+		t.Fatalf("got %s after the activity was public again, want it alive (5100 m) and counted", brief(back))
 	}
 }
 
@@ -147,7 +154,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 	r.sim.SetPrivate(hiddenID, true)
 	r.deliver(r.sim.ActivityEvent("delete", hiddenID, 94, nil))
 	if w := r.workout("u1", hiddenID); !w.IsDeleted || w.DeletedReason != model.WorkoutHiddenOrDeleted {
-		t.Fatalf("got %+v, want hidden-or-deleted", w)
+		t.Fatalf("got %s, want hidden-or-deleted", brief(w))
 	}
 	// A reconciliation while it is private: absent from the list, kept hidden.
 	r.sim.DeleteActivity(goneID) // and one removed without any event
@@ -161,7 +168,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 		t.Fatalf("got writes %v while the activity is private, want none", r.counted.upserts)
 	}
 	if w := r.workout("u1", goneID); w.IsDeleted {
-		t.Fatalf("got %+v, want a workout absent from a list kept", w)
+		t.Fatalf("got %s, want a workout absent from a list kept", brief(w))
 	}
 
 	// Public again, with no webhook: the next reconciliation revives it.
@@ -175,7 +182,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 		t.Fatalf("got writes %v, want exactly one, of the revived activity %d", r.counted.upserts, hiddenID)
 	}
 	if w := r.workout("u1", hiddenID); w.IsDeleted || w.DeletedReason != "" || w.DeletedAtUtc != nil || !r.isCounted("u1", hiddenID) {
-		t.Fatalf("got %+v after the list showed it again, want it alive and counted", w)
+		t.Fatalf("got %s after the list showed it again, want it alive and counted", brief(w))
 	}
 }
 
@@ -225,7 +232,7 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 		after := h.workout("u1", id)
 		if after.IsDeleted || after.DistanceMeters != before.DistanceMeters || after.FetchStartedAtNs != before.FetchStartedAtNs ||
 			!h.isCounted("u1", id) {
-			t.Fatalf("%s: got %+v, want the workout unchanged", tc.name, after)
+			t.Fatalf("%s: got %s, want the workout unchanged", tc.name, brief(after))
 		}
 		if rec.Status != tc.wantStatus || (rec.Failures == 1) != tc.retried || (rec.Deferrals == 1) != tc.deferred ||
 			(tc.wantStatus == model.OutboxReceived && rec.NotBefore == 0) {
@@ -240,7 +247,7 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 			t.Fatalf("%s: rerun: %v", tc.name, err)
 		}
 		if got := h.workout("u1", id); !got.IsDeleted || got.DeletedReason != model.WorkoutHiddenOrDeleted || h.outbox(j).Status != model.OutboxDone {
-			t.Fatalf("%s: got %+v, outbox %+v after the retry, want it confirmed deleted", tc.name, got, h.outbox(j))
+			t.Fatalf("%s: got %s, outbox %+v after the retry, want it confirmed deleted", tc.name, brief(got), h.outbox(j))
 		}
 	}
 	if c, err := h.connection("u1"); err != nil || !c.NeedsReauth {
