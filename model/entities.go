@@ -103,6 +103,12 @@ type AthleteOwner struct {
 // Workout is a normalized Strava activity (USER#{userId} /
 // WORKOUT#STRAVA#{activityId}). Deleted activities are marked, never removed;
 // ExpiresAt (TTL) is set only when Strava's terms require the data to go.
+// A mark (isDeleted) is a tombstone that can come back: it is written only
+// when Strava answered 404 (DeletedReason WorkoutHiddenOrDeleted: deleted,
+// or made private, which Strava does not tell apart), ordered by its fetch
+// like any answer, and a later fetch or list that shows the activity
+// clears it. DeletedReason says why a workout is marked (absent on live
+// workouts and on tombstones written before reasons were recorded).
 type Workout struct {
 	Key
 	Meta
@@ -117,6 +123,7 @@ type Workout struct {
 	StartDateUtc       time.Time  `dynamodbav:"startDateUtc"`
 	IsDeleted          bool       `dynamodbav:"isDeleted"`
 	DeletedAtUtc       *time.Time `dynamodbav:"deletedAtUtc,omitempty"`
+	DeletedReason      string     `dynamodbav:"deletedReason,omitempty"`
 	CreatedAtUtc       time.Time  `dynamodbav:"createdAtUtc"`
 	UpdatedAtUtc       time.Time  `dynamodbav:"updatedAtUtc"`
 	CorrelationID      string     `dynamodbav:"correlationId"`
@@ -126,11 +133,18 @@ type Workout struct {
 	// ActivityID whenever the workout is written.
 	DateSK string `dynamodbav:"LSI1SK,omitempty"`
 	// FetchStartedAtNs (Unix nanoseconds) is when the Strava fetch this item
-	// was written from started. Writes are ordered by it: an answer whose
-	// fetch started earlier than the stored one's is dropped. Absent on
-	// tombstones and on items written before it existed.
+	// was written from started (for a tombstone: the fetch that answered
+	// 404). Writes are ordered by it: an answer whose fetch started earlier
+	// than the stored one's is dropped. Absent on items (and tombstones)
+	// written before it existed.
 	FetchStartedAtNs int64 `dynamodbav:"fetchStartedAtNs,omitempty"`
 }
+
+// WorkoutHiddenOrDeleted is the DeletedReason of a workout whose activity
+// Strava answered 404 for: deleted, or made private (invisible to an
+// activity:read grant). Strava's answer does not tell the two apart, so the
+// tombstone comes back when a later fetch or list shows the activity.
+const WorkoutHiddenOrDeleted = "hidden-or-deleted"
 
 // FetchStarted is FetchStartedAtNs as a time (zero when absent).
 func (w *Workout) FetchStarted() time.Time {
@@ -440,4 +454,6 @@ func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 
 // Revoked says whether a confirmed deauthorization scheduled the user's
 // Strava data for deletion (and no reconnect cleared it since).
-func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }
+func (g *UserGuard) Revoked() bool {
+	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}

@@ -18,11 +18,13 @@ import (
 // webhook, queue and worker), backfill and reconciliation on one athlete
 // while the simulator's activities change, and check that the workout log
 // ends equal to what the simulator holds (deleted activities marked
-// deleted). The protection they guard is the ordered conditional upsert
-// (store.UpsertWorkout: the answer whose fetch started last wins, a deleted
-// workout stays deleted), which all three paths write through: without its
-// fetch-order condition the "stale answer loses" orderings fail, without
-// its isDeleted condition the "loses to a delete" orderings fail.
+// deleted). The protection they guard is the ordered conditional write
+// (store.UpsertWorkout and, for Strava's 404, store.MarkWorkoutHidden: the
+// answer whose fetch started last wins, whether it shows the activity or
+// answers 404), which all three paths write through: without its
+// fetch-order condition the "stale answer loses" and "loses to a delete"
+// orderings fail (a delete event is confirmed by a fetch that starts after
+// the stale one).
 
 const convergeAthlete = 301
 
@@ -195,9 +197,9 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			return nil
 		},
 	}, {
-		// Deletes win: the backfill listed the activity, then it was
-		// deleted and the delete event applied; the backfill's write comes
-		// last.
+		// The newest fetch wins: the backfill listed the activity, then it
+		// was deleted and the delete event confirmed (404, fetched after
+		// the list); the backfill's write comes last.
 		name: "backfill's stale answer loses to a delete",
 		run: func(t *testing.T, r *syncRig, ids []int64) []int64 {
 			x := ids[12]
@@ -240,9 +242,10 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			return nil
 		},
 	}, {
-		// Deletes win: a create's fetch is answered slowly (the activity
-		// still existed); meanwhile the activity is deleted and its delete
-		// event applied. The create's answer lands last.
+		// The newest fetch wins: a create's fetch is answered slowly (the
+		// activity still existed); meanwhile the activity is deleted and its
+		// delete event confirmed by a later fetch (404). The create's
+		// answer lands last.
 		name: "webhook's slow create loses to its delete",
 		run: func(t *testing.T, r *syncRig, _ []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)
@@ -268,9 +271,10 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			return []int64{n}
 		},
 	}, {
-		// Newest fetch wins and deletes win: a reconciliation's list is
-		// answered slowly; meanwhile one listed activity is edited (with its
-		// event) and another deleted (with its event). The list lands last.
+		// Newest fetch wins: a reconciliation's list is answered slowly;
+		// meanwhile one listed activity is edited (with its event) and
+		// another deleted (with its event, confirmed by a 404 fetched after
+		// the list). The list lands last.
 		name: "reconciliation's slow list loses to webhook edits and deletes",
 		run: func(t *testing.T, r *syncRig, ids []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)

@@ -73,24 +73,44 @@
 //     WORKOUT#STRAVA#… item of the user gets expiresAt = now + 30 days
 //     (DynamoDB TTL deletes them, per Strava's terms); audit
 //     STRAVA_ATHLETE_DEAUTHORIZED.
-//  3. delete events mark isDeleted = true (a tombstone when the workout was
-//     never written); no Strava call. Audit STRAVA_ACTIVITY_DELETE.
-//  4. Otherwise: check the shared rate-limit item, get a valid token, GET
+//  3. delete events are confirmed by a fetch, never applied as they come
+//     (a webhook is unsigned, and athlete and activity ids are public): they
+//     take step 4 like create and update events (budget, athlete cap,
+//     token, GET, ordering), and Strava's answer decides. 200 → the
+//     activity is alive; what Strava says is written (audit
+//     STRAVA_ACTIVITY_UPDATE with reason "delete event not confirmed:
+//     strava serves the activity"). 404 → the workout is marked (step 5).
+//     Any other answer cannot confirm it, so it destroys nothing: 401 →
+//     needsReauth, 429 / spent budget / athlete cap → deferred, 5xx /
+//     transport → retried and eventually parked; an unconfirmable delete
+//     waits (or is parked for `make redrive`) and the workout stays as it
+//     is. A forged delete thus costs one read of the athlete's cap.
+//  4. Fetch: check the shared rate-limit item, get a valid token, GET
 //     /api/v3/activities/{id}, map (sport_type → sportType, distance,
 //     total_elevation_gain, moving_time, start_date, name only — never the raw
 //     payload) and upsert the full item with createdAtUtc kept via
-//     if_not_exists. A deleted workout stays deleted (the upsert is conditioned
-//     on isDeleted <> true), so a delete that overtakes its create converges.
-//     The item carries fetchStartedAtNs and the upsert is conditioned on it
-//     being newer than the stored one: an older answer is dropped (logged
-//     writeStatus=stale). Before fetching, a job whose workout was fetched
-//     after the job's receipt (or is deleted) is done without a fetch, and the
+//     if_not_exists. The item carries fetchStartedAtNs and the upsert is
+//     conditioned on it being newer than the stored one (and on nothing
+//     else): an older answer is dropped (logged writeStatus=stale), a newer
+//     one also revives a tombstone (isDeleted false, deletedAtUtc and
+//     deletedReason removed), including a legacy tombstone that has no
+//     fetchStartedAtNs. Before fetching, a job whose workout was fetched
+//     after the job's receipt is done without a fetch (a stored tombstone
+//     alone never stops a fetch: the activity may be public again), and the
 //     athlete's read counter (STRAVA#ATHLETE#{id}/READS#{window}) must have
 //     room (CC_ATHLETE_READS_PER_WINDOW). A workout beyond physical bounds
 //     (model/bounds.go) is rejected at normalization. Audit
 //     STRAVA_ACTIVITY_CREATE / _UPDATE.
-//  5. Errors: 404 → marked deleted; 401 → connection needsReauth = true, audit
-//     STRAVA_CONNECTION_NEEDS_REAUTH, dropped (no retry storm; a flagged
+//  5. Errors: 404 (to any event) → the workout is marked isDeleted with
+//     deletedReason "hidden-or-deleted" (Strava answers 404 for a deleted
+//     activity and for one made private alike) and the fetch's
+//     fetchStartedAtNs, a tombstone when it was never written; the write
+//     is ordered like the upsert (refused when an answer fetched later is
+//     stored), so the newest fetch wins both ways and a 404 that overtook
+//     its create's write still wins over that older fetch; audit
+//     STRAVA_ACTIVITY_DELETE with that reason. 401 → connection
+//     needsReauth = true, audit STRAVA_CONNECTION_NEEDS_REAUTH, dropped
+//     (no retry storm; a flagged
 //     connection makes no more Strava calls until the athlete reconnects);
 //     429, spent budget, athlete cap → deferred to the window reset (not a
 //     failure); 5xx / transport / DynamoDB failures → retried through the
@@ -149,8 +169,10 @@
 //     with the stored workouts of the page's date range, read with ONE
 //     strongly consistent LSI1 query. Only differing ones are written,
 //     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
-//     wins, deletes win); deleted workouts stay deleted. Absence from a
-//     list never deletes.
+//     wins). A listed activity whose stored workout is a tombstone counts
+//     as changed and is written: a workout hidden by a 404 counts again
+//     once a list newer than that 404 shows it. Absence from a list never
+//     deletes.
 //  4. the cursor (the oldest start listed, plus one second so activities
 //     sharing it are listed again and found unchanged) and the counts are
 //     saved with a version check; an audit STRAVA_SYNC_PAGE lists the
@@ -192,7 +214,8 @@
 // stravasim.New(Options{SubscriptionID: …}) (httptest, free port) or
 // stravasim.Start(addr, …); Server.URL plays STRAVA_BASE_URL. Choose the
 // granted scope or a denial with SetAuthorization; drive it with AddAthlete,
-// PutActivity, UpdateActivity, DeleteActivity, IssueTokens, RevokeAthlete,
+// PutActivity, UpdateActivity, DeleteActivity, SetPrivate (404 and unlisted
+// while private, as for an activity:read grant), IssueTokens, RevokeAthlete,
 // FailNext(endpoint, status, n), SetUsage; register the callback with
 // Subscribe(ctx, callbackURL, verifyToken); send webhooks with Publish(ctx,
 // ev) to the registered callback or Deliver(ctx, callbackURL, ev) where ev is

@@ -249,19 +249,6 @@ func TestNewestAnswerWins(t *testing.T) {
 	if rec := h.outbox(create); rec.Status != model.OutboxDone {
 		t.Fatalf("got %+v, want the dropped older answer's job done (not an error)", rec)
 	}
-	// A delete still wins over any later answer.
-	del := job(h.sim.ActivityEvent("delete", 1400, 10, nil))
-	if err := fast.Run(ctx, del); err != nil {
-		t.Fatal(err)
-	}
-	again := job(h.sim.ActivityEvent("update", 1400, 10, nil))
-	again.ReceivedAtUtc = time.Now().Add(time.Hour) // no coalescing: it must fetch and be refused
-	if err := fast.Process(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-	if w := h.workout("u1", 1400); !w.IsDeleted {
-		t.Fatalf("got %+v, want it to stay deleted", w)
-	}
 }
 
 // TestSpentBudgetDefersNeverParks: with Strava's read budget spent (its 429

@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -68,8 +69,8 @@ func TestPipelineCreateUpdateDelete(t *testing.T) {
 	}
 	got := ws[0]
 	if !got.IsDeleted || got.DeletedAtUtc == nil || got.SportType != "TrailRun" || got.DistanceMeters != 6200 ||
-		!got.CreatedAtUtc.Equal(created.CreatedAtUtc) {
-		t.Fatalf("got %+v after delete, want the latest fields and isDeleted", got)
+		!got.CreatedAtUtc.Equal(created.CreatedAtUtc) || got.DeletedReason != model.WorkoutHiddenOrDeleted {
+		t.Fatalf("got %+v after delete, want the latest fields and isDeleted (hidden-or-deleted)", got)
 	}
 	a := h.audits(model.UserPK("u1"))
 	for _, kind := range []string{ingest.AuditActivityCreate, ingest.AuditActivityUpdate, ingest.AuditActivityDelete} {
@@ -80,9 +81,9 @@ func TestPipelineCreateUpdateDelete(t *testing.T) {
 	if e := a[ingest.AuditActivityCreate][0]; e.ExpiresAt < time.Now().Add(89*24*time.Hour).Unix() || e.UserID != "u1" {
 		t.Fatalf("got audit %+v, want a 90-day TTL and the user", e)
 	}
-	// A delete event does not call Strava.
-	if n := h.sim.Stats().ActivityRequests; n != 2 {
-		t.Fatalf("got %d Strava requests, want 2", n)
+	// A delete event is confirmed by one Strava read (its 404).
+	if n := h.sim.Stats().ActivityRequests; n != 3 {
+		t.Fatalf("got %d Strava requests, want 3", n)
 	}
 }
 
@@ -102,13 +103,23 @@ func TestPipelineDeleteBeforeCreateConvergesToDeleted(t *testing.T) {
 		t.Fatalf("got %+v, want deleted", w)
 	}
 
-	// Even if the create is processed while Strava still serves the
-	// activity (the delete overtook it), a deleted workout stays deleted.
+	// The create's fetch started while Strava still served the activity;
+	// its answer lands after the delete's 404 was written (the tombstone
+	// of a workout never written): the older fetch loses to the 404.
 	h.activity(201, 10, "Run")
+	client := strava.NewClient(h.sim.URL, nil)
+	slow := &slowFirstFetch{next: client, fetched: make(chan struct{}), release: make(chan struct{})}
+	refresher := strava.NewRefresher(strava.OAuthConfig(h.sim.URL, h.sim.ClientID(), h.sim.ClientSecret(), ""), h.st, client.HTTPClient())
+	older := ingest.NewWorker(h.st, refresher, slow, testLog())
+	done := make(chan error, 1)
+	go func() { done <- older.Process(ctx, job(h.sim.ActivityEvent("create", 201, 10, nil))) }()
+	<-slow.fetched
+	h.sim.DeleteActivity(201)
 	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("delete", 201, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", 201, 10, nil))); err != nil {
+	close(slow.release)
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if w := h.workout("u1", 201); !w.IsDeleted {

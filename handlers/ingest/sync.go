@@ -142,7 +142,7 @@ type SyncStore interface {
 	// strongly consistent LSI1 query per window).
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
 	// UpsertWorkout is the ordered conditional write (newest fetch wins,
-	// deletes win); ErrConflict when the stored item wins.
+	// a tombstone too, both ways); ErrConflict when the stored item wins.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
@@ -468,8 +468,11 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cur
 		stored[lg.Workouts[i].ActivityID] = &lg.Workouts[i]
 	}
 	for _, w := range fresh {
-		if old, ok := stored[w.ActivityID]; ok && (old.IsDeleted || !WorkoutDiffers(old, w)) {
-			res.unchanged++ // deletes win; unchanged costs no write
+		// A stored tombstone of a listed activity is a change: Strava shows
+		// it again (made public after a 404), so the ordered write revives
+		// it unless its 404 was fetched after this list.
+		if old, ok := stored[w.ActivityID]; ok && !old.IsDeleted && !WorkoutDiffers(old, w) {
+			res.unchanged++ // unchanged costs no write
 			// Written by this job, and not in the second the previous
 			// (recorded) page overlaps with: its count was lost in a crash.
 			if old.CorrelationID == job.CorrelationID && (cursor.IsZero() || w.StartDateUtc.Before(cursor.Add(-time.Second))) {
@@ -481,7 +484,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cur
 		w.FetchStartedAtNs = fetchStarted.UnixNano()
 		err := s.store.UpsertWorkout(ctx, w)
 		if errors.Is(err, model.ErrConflict) {
-			res.stale++ // deleted, or a later fetch is stored
+			res.stale++ // a later fetch (or 404) is stored
 			continue
 		}
 		if err != nil {

@@ -31,11 +31,15 @@ const (
 type WorkerStore interface {
 	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
 	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
-	// UpsertWorkout writes the full workout keeping createdAtUtc;
-	// ErrConflict when the workout is already marked deleted.
+	// UpsertWorkout writes the full workout keeping createdAtUtc, ordered
+	// by its FetchStartedAtNs (a newer answer also revives a tombstone);
+	// ErrConflict when an answer fetched later is stored.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
-	// MarkWorkoutDeleted sets isDeleted (creating a tombstone if needed).
-	MarkWorkoutDeleted(ctx context.Context, userID string, athleteID, activityID int64, correlationID string, now time.Time) error
+	// MarkWorkoutHidden records a 404 answered to the fetch started at
+	// fetchStartedAtNs (isDeleted with reason; a tombstone if needed),
+	// ordered like UpsertWorkout; ErrConflict when an answer fetched later
+	// is stored.
+	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 	// DeauthorizeAthlete removes tokens and mapping and schedules the
@@ -319,7 +323,8 @@ func (w *Worker) Classify(ctx context.Context, job Job, err error) error {
 }
 
 // Process handles one job: resolve the athlete, then apply a
-// deauthorization or fetch the activity and write its workout. It returns
+// deauthorization or fetch the activity and write its workout (a delete
+// event too: Strava's answer confirms it, see fetchNew). It returns
 // nil when the job is done (including events that are deliberately dropped:
 // unlinked athletes, revoked tokens), an error matching model.ErrRetryable
 // for transient failures (429, 5xx, rate budget nearly spent, DynamoDB), and
@@ -330,7 +335,7 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 	}
 	ev := job.Event
 	log := w.jobLog(job)
-	fetches := ev.ObjectType == ObjectActivity && ev.AspectType != AspectDelete
+	fetches := ev.ObjectType == ObjectActivity
 	if e, ok := w.athletes.get(ev.OwnerID, w.Now()); ok && fetches {
 		err := w.fetchAndWrite(ctx, log.With("userId", e.userID), job, e.userID, &e)
 		if !errors.Is(err, errStaleCache) {
@@ -356,32 +361,30 @@ func (w *Worker) Process(ctx context.Context, job Job) error {
 	case ev.ObjectType == ObjectAthlete:
 		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
 		return nil
-	case ev.AspectType == AspectDelete:
-		return w.markDeleted(ctx, log, job, userID, "delete event")
 	}
 	return w.fetchAndWrite(ctx, log, job, userID, nil)
 }
 
-// fetchAndWrite fetches the activity and writes its workout for userID.
-// cached is the athlete cache's entry userID came from (nil: from the
-// table); with one, any sign that it is stale returns errStaleCache before
-// anything is written.
+// fetchAndWrite fetches the activity and writes its workout for userID
+// (create, update and delete events alike: a webhook is unsigned, so a
+// delete is only a reason to ask Strava). cached is the athlete cache's
+// entry userID came from (nil: from the table); with one, any sign that it
+// is stale returns errStaleCache before anything is written.
 func (w *Worker) fetchAndWrite(ctx context.Context, log *slog.Logger, job Job, userID string, cached *athleteEntry) error {
 	ev := job.Event
 	// Coalesce: a fetch that started after this event was received has
-	// already seen the change it reports, and a deleted activity stays
-	// deleted; neither needs another Strava read. A create event skips the
-	// check (one GetItem less on the common path: its activity is new, and
-	// a create overtaken by a delete is refused by UpsertWorkout anyway)
-	// unless the athlete's creates crowd this window (createsBeforeCheck).
+	// already seen the change it reports (a tombstone's fetch too: it is
+	// the 404 that fetch got), so it needs no other Strava read. A stored
+	// tombstone alone does not stop a fetch: the activity may have been
+	// made public again. A create event skips the check (one GetItem less
+	// on the common path: its activity is new, and the writes are ordered
+	// anyway) unless the athlete's creates crowd this window
+	// (createsBeforeCheck).
 	if ev.AspectType == AspectCreate && !job.Redrive &&
 		!w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) {
 		return w.fetchNew(ctx, log, job, userID, cached)
 	}
 	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
-	case err == nil && stored.IsDeleted:
-		log.InfoContext(ctx, "workout already deleted; no fetch", "writeStatus", "skipped")
-		return nil
 	case err == nil && !job.ReceivedAtUtc.IsZero() && stored.FetchStarted().After(job.ReceivedAtUtc):
 		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
 			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))
@@ -447,7 +450,7 @@ func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID
 		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{Until: until, Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrNotFound):
-		return w.markDeleted(ctx, log, job, userID, "404 on fetch")
+		return w.markHidden(ctx, log, job, userID, fetchStarted)
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return fmt.Errorf("process %s: %w", job.CorrelationID, merr)
@@ -467,9 +470,9 @@ func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID
 	wo.FetchStartedAtNs = fetchStarted.UnixNano()
 	err = w.store.UpsertWorkout(ctx, wo)
 	if errors.Is(err, model.ErrConflict) {
-		// Not an error: the stored item is deleted (deletes win) or holds an
-		// answer whose fetch started later than ours (newest answer wins).
-		log.InfoContext(ctx, "older answer dropped: workout deleted or fetched later", "writeStatus", "stale",
+		// Not an error: the stored item holds an answer (or a 404) whose
+		// fetch started later than ours (newest answer wins).
+		log.InfoContext(ctx, "older answer dropped: workout fetched later", "writeStatus", "stale",
 			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
 		return nil
 	}
@@ -478,15 +481,24 @@ func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID
 	}
 	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
 	kind := AuditActivityUpdate
-	if ev.AspectType == AspectCreate {
+	details := map[string]string{"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType}
+	switch ev.AspectType {
+	case AspectCreate:
 		kind = AuditActivityCreate
+	case AspectDelete:
+		// Strava still serves the activity: the event was forged, or
+		// overtaken by an undelete; what Strava says is stored.
+		details["reason"] = reasonDeleteNotConfirmed
+		log.WarnContext(ctx, "delete event not confirmed: strava serves the activity", "writeStatus", "written")
 	}
 	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
-	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, map[string]string{
-		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType,
-	})
+	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, details)
 	return nil
 }
+
+// reasonDeleteNotConfirmed is the audit reason of a delete event whose
+// confirming fetch found the activity alive.
+const reasonDeleteNotConfirmed = "delete event not confirmed: strava serves the activity"
 
 // accessToken returns the user's access token for athleteID and until when
 // the athlete cache may keep it (zero: not at all): the cached one while it
@@ -529,14 +541,28 @@ func (w *Worker) remember(athleteID int64, userID, token string, tokenUntil time
 	w.athletes.put(athleteID, e)
 }
 
-func (w *Worker) markDeleted(ctx context.Context, log *slog.Logger, job Job, userID, why string) error {
+// markHidden records Strava's 404 to the fetch started at fetchStarted: the
+// activity is deleted or was made private (Strava does not say which), so
+// the workout becomes a tombstone (model.WorkoutHiddenOrDeleted) that a
+// later fetch or list showing the activity revives. The write is ordered by
+// the fetch: a stored answer fetched later wins, and the job is done.
+func (w *Worker) markHidden(ctx context.Context, log *slog.Logger, job Job, userID string, fetchStarted time.Time) error {
 	ev := job.Event
-	if err := w.store.MarkWorkoutDeleted(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, w.Now()); err != nil {
+	err := w.store.MarkWorkoutHidden(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, model.WorkoutHiddenOrDeleted,
+		fetchStarted.UnixNano(), w.Now())
+	if errors.Is(err, model.ErrConflict) {
+		// Not an error, as for UpsertWorkout: an answer fetched later is
+		// stored (or the user's guard removed the write).
+		log.InfoContext(ctx, "older 404 dropped: workout fetched later", "writeStatus", "stale",
+			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	log.InfoContext(ctx, "workout marked deleted", "writeStatus", "deleted", "reason", why)
+	log.InfoContext(ctx, "workout marked hidden-or-deleted (strava answered 404)", "writeStatus", "deleted")
 	w.audit(ctx, log, model.UserPK(userID), userID, AuditActivityDelete, job, map[string]string{
-		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": why,
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": model.WorkoutHiddenOrDeleted,
 	})
 	return nil
 }

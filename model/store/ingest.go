@@ -23,6 +23,8 @@ const (
 	attrRefreshLeaseUntil = "refreshLeaseUntil" // epoch seconds; absent = no refresh in flight
 	attrCreatedAtUtc      = "createdAtUtc"
 	attrIsDeleted         = "isDeleted"
+	attrDeletedAtUtc      = "deletedAtUtc"
+	attrDeletedReason     = "deletedReason"
 	attrFetchStartedAtNs  = "fetchStartedAtNs"
 )
 
@@ -129,13 +131,17 @@ func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Tim
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item) and a pending TTL (expiresAt) cleared unless w sets one. A workout
-// already marked deleted stays deleted: the write is refused
-// with ErrConflict, because Strava never revives a deleted activity and a late
-// fetch must not undo a delete. Writes are ordered by w.FetchStartedAtNs
-// (when set): the write is refused with ErrConflict unless the stored item
-// has no fetch instant or an older one, so an answer fetched earlier never
-// overwrites one fetched later.
+// item) and a pending TTL (expiresAt) cleared unless w sets one.
+//
+// Writes are ordered by w.FetchStartedAtNs (when set): the write is refused
+// with ErrConflict unless the stored item has no fetch instant or an older
+// one, so an answer fetched earlier never overwrites one fetched later. The
+// order alone decides, whether the stored item is a tombstone or not: a
+// tombstone (MarkWorkoutHidden, or a legacy one without a fetch instant)
+// is revived by a newer answer that shows the activity (isDeleted false,
+// deletedAtUtc and deletedReason removed), and a tombstone confirmed by a
+// newer fetch refuses an older answer. Without FetchStartedAtNs (callers
+// that do not order) a workout marked deleted stays deleted (ErrConflict).
 func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 	item, err := Marshal(w)
 	if err != nil {
@@ -157,17 +163,23 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		// scheduled by an earlier deauthorization no longer applies.
 		upd = upd.Remove(expression.Name("expiresAt"))
 	}
-	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
-		expression.AttributeNotExists(expression.Name(attrIsDeleted)),
-		expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
+	if !w.IsDeleted {
+		// Strava shows the activity: whatever hid it no longer holds.
+		upd = upd.Remove(expression.Name(attrDeletedAtUtc)).Remove(expression.Name(attrDeletedReason))
+	}
+	var cond expression.ConditionBuilder
 	if w.FetchStartedAtNs > 0 {
 		fetched := expression.Name(attrFetchStartedAtNs)
-		cond = cond.And(expression.Or(expression.AttributeNotExists(fetched),
-			fetched.LessThan(expression.Value(w.FetchStartedAtNs))))
+		cond = expression.Or(expression.AttributeNotExists(fetched),
+			fetched.LessThan(expression.Value(w.FetchStartedAtNs)))
+	} else {
+		cond = expression.Or(expression.AttributeNotExists(expression.Name("PK")),
+			expression.AttributeNotExists(expression.Name(attrIsDeleted)),
+			expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
 	}
 	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
 		if isConflict(err) {
-			return fmt.Errorf("upsert workout %d of %s: deleted, or an answer fetched later is stored: %w", w.ActivityID, w.UserID, err)
+			return fmt.Errorf("upsert workout %d of %s: an answer fetched later (or, unordered, a tombstone) is stored: %w", w.ActivityID, w.UserID, err)
 		}
 		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
 	}
@@ -199,28 +211,45 @@ func (s *Store) TakeAthleteRead(ctx context.Context, athleteID int64, now time.T
 	return nil
 }
 
-// MarkWorkoutDeleted sets isDeleted on a workout (never a physical delete),
-// creating a tombstone when the workout was never written (a delete that
-// overtook its create). createdAtUtc and deletedAtUtc keep their first values.
-func (s *Store) MarkWorkoutDeleted(ctx context.Context, userID string, athleteID, activityID int64, correlationID string, now time.Time) error {
+// MarkWorkoutHidden records that Strava answered 404 for the activity in a
+// fetch that started at fetchStartedAtNs (Unix ns, > 0): it sets isDeleted,
+// deletedReason = reason (model.WorkoutHiddenOrDeleted) and the fetch
+// instant (never a physical delete), creating a tombstone when the workout
+// was never written (a 404 whose write overtook the create's). Like
+// UpsertWorkout it is ordered by the fetch: it is refused with ErrConflict
+// when the stored item holds an answer fetched later, so the newest fetch
+// wins both ways (a later fetch that shows the activity revives it; a 404
+// confirmed later wins over older answers). createdAtUtc and deletedAtUtc
+// keep their first values.
+func (s *Store) MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error {
+	if fetchStartedAtNs <= 0 {
+		return fmt.Errorf("mark workout %d of %s hidden: no fetch instant: %w", activityID, userID, model.ErrInvalid)
+	}
 	w := &model.Workout{UserID: userID, AthleteID: athleteID, ActivityID: activityID}
 	w.Stamp()
 	now = now.UTC()
+	fetched := expression.Name(attrFetchStartedAtNs)
 	upd := expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
 		Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
 		Set(expression.Name("userId"), expression.Value(userID)).
 		Set(expression.Name("athleteId"), expression.Value(athleteID)).
 		Set(expression.Name("activityId"), expression.Value(activityID)).
 		Set(expression.Name(attrIsDeleted), expression.Value(true)).
-		Set(expression.Name("deletedAtUtc"), expression.IfNotExists(expression.Name("deletedAtUtc"), expression.Value(now))).
+		Set(expression.Name(attrDeletedReason), expression.Value(reason)).
+		Set(expression.Name(attrDeletedAtUtc), expression.IfNotExists(expression.Name(attrDeletedAtUtc), expression.Value(now))).
 		Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name("correlationId"), expression.Value(correlationID))
-	if err := s.update(ctx, w.ItemKey(), upd); err != nil {
-		return fmt.Errorf("mark workout %d of %s deleted: %w", activityID, userID, err)
+		Set(expression.Name("correlationId"), expression.Value(correlationID)).
+		Set(fetched, expression.Value(fetchStartedAtNs))
+	cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
+	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+		if isConflict(err) {
+			return fmt.Errorf("mark workout %d of %s hidden: an answer fetched later is stored: %w", activityID, userID, err)
+		}
+		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
 	}
 	if err := s.checkGuard(ctx, userID, w.ItemKey()); err != nil {
-		return fmt.Errorf("mark workout %d of %s deleted: %w", activityID, userID, err)
+		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
 	}
 	return nil
 }

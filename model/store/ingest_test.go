@@ -68,24 +68,26 @@ func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
 	if !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" || got.CorrelationID != "c2" || !got.UpdatedAtUtc.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("got %+v, want createdAt %v kept, sportType Ride, correlation c2", got, t0)
 	}
-	if err := s.MarkWorkoutDeleted(ctx, "u1", 9, 5, "c3", t0.Add(2*time.Hour)); err != nil {
+	if err := s.MarkWorkoutHidden(ctx, "u1", 9, 5, "c3", model.WorkoutHiddenOrDeleted, t0.Add(2*time.Hour).UnixNano(), t0.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	// An upsert that does not order (no fetch instant) never revives.
 	if err := s.UpsertWorkout(ctx, w2); !errors.Is(err, model.ErrConflict) {
-		t.Fatalf("upsert after delete: got %v, want ErrConflict", err)
+		t.Fatalf("unordered upsert after the 404: got %v, want ErrConflict", err)
 	}
 	got, _ = s.Workout(ctx, "u1", 5)
-	if !got.IsDeleted || got.DeletedAtUtc == nil || !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" {
-		t.Fatalf("got %+v, want deleted Ride created at %v", got, t0)
+	if !got.IsDeleted || got.DeletedAtUtc == nil || !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" ||
+		got.DeletedReason != model.WorkoutHiddenOrDeleted || got.FetchStartedAtNs != t0.Add(2*time.Hour).UnixNano() {
+		t.Fatalf("got %+v, want a hidden-or-deleted Ride created at %v carrying the 404's fetch instant", got, t0)
 	}
 }
 
-func TestIngestMarkDeletedCreatesTombstone(t *testing.T) {
+func TestIngestMarkHiddenCreatesTombstone(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	if err := s.MarkWorkoutDeleted(ctx, "u1", 9, 6, "c1", now); err != nil {
+	if err := s.MarkWorkoutHidden(ctx, "u1", 9, 6, "c1", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Workout(ctx, "u1", 6)
@@ -95,6 +97,110 @@ func TestIngestMarkDeletedCreatesTombstone(t *testing.T) {
 	if !got.IsDeleted || got.ActivityID != 6 || got.AthleteID != 9 || got.EntityType != model.EntityWorkout || !got.CreatedAtUtc.Equal(now) {
 		t.Fatalf("got %+v, want a deleted tombstone for activity 6", got)
 	}
+	if err := s.MarkWorkoutHidden(ctx, "u1", 9, 7, "c1", model.WorkoutHiddenOrDeleted, 0, now); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("a 404 without its fetch instant: got %v, want ErrInvalid", err)
+	}
+}
+
+// TestIngestTombstoneOrdering: a 404 (MarkWorkoutHidden) and an answer that
+// shows the activity (UpsertWorkout) are ordered by their fetch start alone:
+// the newest fetch wins both ways, a legacy tombstone (no fetch instant, an
+// old unconfirmed delete event) is revived by any ordered answer, and an
+// upsert that does not order never revives.
+func TestIngestTombstoneOrdering(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	type step struct {
+		op       string // "show" (UpsertWorkout), "hide" (MarkWorkoutHidden), "legacy" (a tombstone without fetch instant)
+		fetch    int64  // fetch start, in seconds after t0 (0: unordered)
+		conflict bool   // the step is refused with ErrConflict
+	}
+	tests := []struct {
+		name        string
+		steps       []step
+		wantDeleted bool
+		wantFetch   int64
+	}{
+		{"older fetch never overwrites a newer tombstone",
+			[]step{{"show", 1, false}, {"hide", 3, false}, {"show", 2, true}}, true, 3},
+		{"newer fetch revives an older tombstone",
+			[]step{{"show", 1, false}, {"hide", 2, false}, {"show", 3, false}}, false, 3},
+		{"legacy tombstone without fetch instant is revived",
+			[]step{{"legacy", 0, false}, {"show", 1, false}}, false, 1},
+		{"legacy tombstone of a workout without fetch instant is revived",
+			[]step{{"show", 0, false}, {"legacy", 0, false}, {"show", 1, false}}, false, 1},
+		{"legacy tombstone over a fetched workout is revived by a newer fetch",
+			[]step{{"show", 1, false}, {"legacy", 0, false}, {"show", 2, false}}, false, 2},
+		{"unordered upsert never revives",
+			[]step{{"show", 1, false}, {"hide", 2, false}, {"show", 0, true}}, true, 2},
+		{"a 404 confirmed later wins over older answers",
+			[]step{{"show", 2, false}, {"hide", 3, false}}, true, 3},
+		{"an older 404 never hides a newer answer",
+			[]step{{"show", 3, false}, {"hide", 2, true}}, false, 3},
+		{"a 404 that overtook the create's write wins over that create",
+			[]step{{"hide", 2, false}, {"show", 1, true}}, true, 2},
+		{"hidden, shown, hidden again",
+			[]step{{"show", 1, false}, {"hide", 2, false}, {"show", 3, false}, {"hide", 4, false}}, true, 4},
+		{"same fetch instant does not overwrite",
+			[]step{{"show", 2, false}, {"hide", 2, true}}, false, 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := int64(100 + i)
+			for j, st := range tt.steps {
+				at := t0.Add(time.Duration(j) * time.Minute)
+				var fetchNs int64
+				if st.fetch > 0 {
+					fetchNs = t0.Add(time.Duration(st.fetch) * time.Second).UnixNano()
+				}
+				var err error
+				switch st.op {
+				case "show":
+					w := workout("u1", id)
+					w.DistanceMeters, w.UpdatedAtUtc, w.FetchStartedAtNs = float64(1000*(j+1)), at, fetchNs
+					err = s.UpsertWorkout(ctx, w)
+				case "hide":
+					err = s.MarkWorkoutHidden(ctx, "u1", 9, id, "c", model.WorkoutHiddenOrDeleted, fetchNs, at)
+				case "legacy":
+					err = putLegacyTombstone(ctx, s, "u1", id, at)
+				}
+				if st.conflict != errors.Is(err, model.ErrConflict) || (!st.conflict && err != nil) {
+					t.Fatalf("step %d %+v: got %v, want conflict=%v", j, st, err, st.conflict)
+				}
+			}
+			got, err := s.Workout(ctx, "u1", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFetch := t0.Add(time.Duration(tt.wantFetch) * time.Second).UnixNano()
+			if got.IsDeleted != tt.wantDeleted || got.FetchStartedAtNs != wantFetch {
+				t.Fatalf("got isDeleted=%v fetch=%d, want %v %d (%+v)", got.IsDeleted, got.FetchStartedAtNs, tt.wantDeleted, wantFetch, got)
+			}
+			if tt.wantDeleted != (got.DeletedAtUtc != nil) || tt.wantDeleted != (got.DeletedReason == model.WorkoutHiddenOrDeleted) {
+				t.Fatalf("got deletedAtUtc %v reason %q, want both set only on a tombstone", got.DeletedAtUtc, got.DeletedReason)
+			}
+			if !tt.wantDeleted && (got.SportType != "Run" || got.DistanceMeters == 0) {
+				t.Fatalf("got %+v, want the revived workout's fields", got)
+			}
+		})
+	}
+}
+
+// putLegacyTombstone writes what a delete event wrote before deletes were
+// confirmed: isDeleted and deletedAtUtc, no reason, and the fetch instant
+// of the answer it overwrote, if any.
+func putLegacyTombstone(ctx context.Context, s *store.Store, user string, id int64, at time.Time) error {
+	w, err := s.Workout(ctx, user, id)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		w = &model.Workout{UserID: user, AthleteID: 9, ActivityID: id, CreatedAtUtc: at}
+	case err != nil:
+		return err
+	}
+	w.IsDeleted, w.DeletedAtUtc, w.UpdatedAtUtc = true, &at, at
+	return s.Put(ctx, s.Tables().Main, w)
 }
 
 func TestIngestTokenLeaseAndSave(t *testing.T) {

@@ -147,7 +147,7 @@ func TestWorkoutLogReadsOnlyTheWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A tombstone (a delete that overtook its create) has no date: never read.
-	if err := s.MarkWorkoutDeleted(ctx, "u1", 1, 99, "c", march); err != nil {
+	if err := s.MarkWorkoutHidden(ctx, "u1", 1, 99, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

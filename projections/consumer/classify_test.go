@@ -45,6 +45,10 @@ func classifyCases() []classifyCase {
 				w.IsDeleted = true
 				e.putWorkout(w)
 			}},
+		// A tombstone that comes back (Strava shows the activity again after
+		// a 404): a MODIFY flipping isDeleted true → false recomputes.
+		{name: "workout_revived", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
+			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 12, "c1r")) }},
 		{name: "workout_remove", want: consumer.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.WorkoutKey("u1", 1)); err != nil {

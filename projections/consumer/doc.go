@@ -2,8 +2,8 @@
 //
 // Classify decodes each stream record once, at the boundary:
 //
-//	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a delete is a MODIFY
-//	  setting isDeleted)                                        → recompute the user
+//	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
+//	  setting isDeleted, a revival one clearing it)             → recompute the user
 //	INSERT of a milestone                                       → recompute the user
 //	MODIFY of a milestone whose definition changed              → recompute the user
 //	MODIFY of a milestone with the same definition (the projector's own

@@ -74,7 +74,7 @@ func TestCopyKeysWorkoutsAndBringsWhatHangsOffUsers(t *testing.T) {
 	es = append(es, &model.ModelMeta{ModelID: "rocket", Name: "Rocket", PartCount: 1}, &model.ModelPart{ModelID: "rocket", Name: "p"})
 	putLegacy(t, src, es...)
 	// A delete that overtook its create: no start date, so no index key.
-	if err := src.MarkWorkoutDeleted(ctx, "u1", 100, 9, "c", march); err != nil {
+	if err := src.MarkWorkoutHidden(ctx, "u1", 100, 9, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
 		t.Fatal(err)
 	}
 

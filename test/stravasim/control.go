@@ -19,6 +19,7 @@ import (
 //	PUT    /_sim/authorization    {"athleteId","scope","deny"} decides who /oauth/authorize logs in (SetAuthorization)
 //	PUT    /_sim/activities/{id}  {"athleteId","name","sport_type","distance",…} creates or replaces an activity
 //	DELETE /_sim/activities/{id}  removes an activity (Strava then answers 404)
+//	PUT    /_sim/activities/{id}/private  {"private"} hides an activity (404, unlisted) or shows it again (SetPrivate)
 //	POST   /_sim/events           {"aspect","activityId","ownerId","updates"} or {"deauthorize":athleteId}:
 //	                              sends the webhook event to the push subscription, as Strava does
 //	GET    /_sim/stats            what the simulator served (Stats)
@@ -100,6 +101,24 @@ func (s *Server) control(mux *http.ServeMux) {
 		}
 		s.DeleteActivity(id)
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}/private", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		var c struct {
+			Private *bool `json:"private"`
+		}
+		if err == nil {
+			err = decodeControl(r, &c)
+		}
+		if err != nil || c.Private == nil {
+			controlError(w, http.StatusBadRequest, fmt.Errorf(`want an integer id in the path and {"private": true|false}: %v`, err))
+			return
+		}
+		if !s.SetPrivate(id, *c.Private) {
+			controlError(w, http.StatusNotFound, fmt.Errorf("no activity %d", id))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "private": *c.Private})
 	})
 	mux.HandleFunc("POST "+ControlPrefix+"events", func(w http.ResponseWriter, r *http.Request) {
 		var c ControlEvent

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -97,5 +98,66 @@ func TestControlAPI(t *testing.T) {
 	}
 	if status, body := control(t, sim, http.MethodGet, "stats", ""); status != http.StatusOK || !strings.Contains(body, "WebhookDeliveries") {
 		t.Fatalf("GET stats = %d %s", status, body)
+	}
+}
+
+// SetPrivate (and its control endpoint) hides an activity from an
+// activity:read grant, as Strava does for a private one: its fetch answers
+// 404 and lists leave it out, until it is public again.
+func TestSetPrivateHidesAndShows(t *testing.T) {
+	t.Parallel()
+	sim := stravasim.New(stravasim.Options{})
+	t.Cleanup(sim.Close)
+	sim.AddAthlete(stravasim.Athlete{ID: 5})
+	sim.PutActivity(stravasim.Activity{ID: 900, AthleteID: 5, SportType: "Run", Distance: 5000,
+		StartDate: time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)})
+	tok := sim.IssueTokens(5, 0, "activity:read")
+	get := func(path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, sim.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	visible := func(want bool) {
+		t.Helper()
+		status, _ := get("/api/v3/activities/900")
+		_, list := get("/api/v3/athlete/activities")
+		if (status == http.StatusOK) != want || strings.Contains(list, `"id":900`) != want {
+			t.Fatalf("fetch %d, list %s: want visible=%v", status, list, want)
+		}
+	}
+	visible(true)
+	if !sim.SetPrivate(900, true) {
+		t.Fatal("SetPrivate: activity 900 not found")
+	}
+	visible(false)
+	if status, body := control(t, sim, http.MethodPut, "activities/900/private", `{"private":false}`); status != http.StatusOK {
+		t.Fatalf("PUT private=false = %d %s", status, body)
+	}
+	visible(true)
+	if status, _ := control(t, sim, http.MethodPut, "activities/900/private", `{"private":true}`); status != http.StatusOK {
+		t.Fatalf("PUT private=true = %d", status)
+	}
+	visible(false)
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"activities/900/private", `{}`, http.StatusBadRequest},
+		{"activities/x/private", `{"private":true}`, http.StatusBadRequest},
+		{"activities/901/private", `{"private":true}`, http.StatusNotFound},
+	} {
+		if status, body := control(t, sim, http.MethodPut, tc.path, tc.body); status != tc.want {
+			t.Errorf("PUT %s %s = %d %s, want %d", tc.path, tc.body, status, body, tc.want)
+		}
+	}
+	if sim.SetPrivate(901, true) {
+		t.Fatal("SetPrivate of an unknown activity reported true")
 	}
 }

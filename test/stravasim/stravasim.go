@@ -18,7 +18,7 @@
 //	                              hub.challenge handshake (GET lists it, DELETE /{id} removes it)
 //
 // Tests drive it through its exported methods: AddAthlete, PutActivity,
-// DeleteActivity, IssueTokens, FailNext (scripted 401/404/429/500 answers),
+// DeleteActivity, SetPrivate, IssueTokens, FailNext (scripted 401/404/429/500 answers),
 // SetUsage, and Deliver / Publish / VerifyCallback to act as Strava's webhook
 // sender.
 // Stats counts what happened so tests can assert on it (refreshes, fetches,
@@ -325,6 +325,14 @@ func (s *Server) DeleteActivity(id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.activities, id)
+}
+
+// SetPrivate makes an activity private (true) or public again (false); it
+// returns false when the activity does not exist. A private activity is
+// invisible to a grant without activity:read_all: its fetch answers 404
+// (as for a deleted one) and lists leave it out.
+func (s *Server) SetPrivate(id int64, private bool) bool {
+	return s.UpdateActivity(id, func(a *Activity) { a.Private = private })
 }
 
 // SetAuthorization decides what later /oauth/authorize requests do.
