@@ -26,12 +26,12 @@ func small(n int) Assumptions {
 // measured are round per-unit costs (not a measurement: the arithmetic's input).
 var measured = Measured{
 	Create:            Stages{API: Cost{1, 0, 2}, Worker: Cost{4, 1, 5}, Projector: Cost{4, 2, 3}}, // 9 req, 3 RCU, 10 WCU
-	CreateNoMilestone: Stages{API: Cost{1, 0, 2}, Worker: Cost{4, 1, 2}},                          // 5 req, 1 RCU, 4 WCU
+	CreateNoMilestone: Stages{API: Cost{1, 0, 2}, Worker: Cost{4, 1, 2}},                           // 5 req, 1 RCU, 4 WCU
 	Update:            Stages{API: Cost{1, 0, 2}, Worker: Cost{5, 2, 5}, Projector: Cost{4, 2, 2}},
 	Delete:            Stages{API: Cost{1, 0, 2}, Worker: Cost{5, 2, 5}, Projector: Cost{4, 2, 2}},
 	Deauth:            Stages{Worker: Cost{100, 10, 100}}, DeauthWorkouts: 100,
-	BackfillPage:      Stages{Worker: Cost{200, 100, 200}}, BackfillActivities: 100,
-	ReconcilePage:     Stages{API: Cost{1, 0, 1}, Worker: Cost{2, 1, 1}}, // 3 req, 1 RCU, 2 WCU
+	BackfillPage: Stages{Worker: Cost{200, 100, 200}}, BackfillActivities: 100,
+	ReconcilePage: Stages{API: Cost{1, 0, 1}, Worker: Cost{2, 1, 1}}, // 3 req, 1 RCU, 2 WCU
 }
 
 // w7 is the webhook reads of 1050 athletes at ln2/7 activities a day.
@@ -47,9 +47,9 @@ func TestComputeSmall(t *testing.T) {
 		// Reads per day by class, reconciles, the limits needed, the verdict,
 		// write units per day, the month's USD (writes only, $1 each).
 		webhook, backfill, reconcile, confirm, refresh, reconciles float64
-		needDaily, needShort                                        int
-		fits                                                        bool
-		wcu, usd, apiGBs                                            float64
+		needDaily, needShort                                       int
+		fits                                                       bool
+		wcu, usd, apiGBs                                           float64
 	}{
 		{
 			// 100 athletes, 0.5 activities/day: 50 webhook reads. Slot = slow
