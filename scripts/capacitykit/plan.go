@@ -490,7 +490,7 @@ func (p Plan) Print(w io.Writer) {
 	for _, l := range p.Lambdas {
 		pf("  %-22s %14.0f invocations %12.1f GB-s\n", l.Name, l.Invocations, l.GBs)
 	}
-	pf("  webhooks at the evening peak: %.1f requests/s (%.3g× the mean; Terraform var.api throttles the stage)\n", p.PeakWebhooksPerSecond, a.PeakFactor)
+	pf("  webhooks at the evening peak: %.3g requests/s (%.3g× the mean; Terraform var.api throttles the stage)\n", p.PeakWebhooksPerSecond, a.PeakFactor)
 	pf("  HTTP API requests %.0f/day; CloudWatch Logs %.3g GB/day; KMS %.0f requests/day; storage %.3g GB\n\n",
 		p.HTTPRequests, p.LogGB, p.KMSRequests, p.StorageGB)
 
@@ -504,7 +504,11 @@ func (p Plan) Print(w io.Writer) {
 	}
 	pf("  %-34s %16s  $%12.2f  ($%.6f per athlete-month)\n\n", "total", "", p.USDMonth, p.USDPerAthlete)
 
-	pf("Targets (issue 24, at 1,000,000 athletes with the defaults):\n")
+	scope := "here at the target's scale"
+	if a.Athletes != 1_000_000 {
+		scope = fmt.Sprintf("shown for %d athletes: the fixed costs weigh more below that scale", a.Athletes)
+	}
+	pf("Targets (issue 24, stated for 1,000,000 athletes with the defaults; %s):\n", scope)
 	for _, t := range p.Targets {
 		verdict := "missed"
 		if t.Met {
