@@ -180,6 +180,15 @@ bench: dynamodb-local
 	     /^(--- FAIL|FAIL|panic:)/ { print "FAILED: " $$0 }' "$$out"; \
 	if [ $$status -ne 0 ]; then echo "bench: FAILED (exit $$status); see $$out"; fi; exit $$status
 
+## capacity: the capacity plan (scripts/capacitykit): Strava reads per day by class against the limits,
+##   DynamoDB, Lambda and the monthly AWS cost for N athletes, from per-event DynamoDB units measured first
+##   on DynamoDB Local, e.g. make capacity ARGS="-athletes 1000000"; ARGS=--help lists the assumptions.
+.PHONY: capacity
+capacity: dynamodb-local
+	@mkdir -p $(CACHE)/bin
+	$(GO) build -o $(CACHE)/bin/capacity ./scripts/capacity
+	$(CACHE)/bin/capacity $(ARGS)
+
 .PHONY: sealtokens
 ## sealtokens: rewrite Strava connections still holding plain-text tokens with sealed ones (users index, no Scan;
 ##   CC_TOKEN_KMS_KEY or CC_TOKEN_KEY, DYNAMODB_ENDPOINT, CC_TABLE_PREFIX). Safe to re-run.

@@ -11,10 +11,18 @@ import (
 // returns the function that logs the job's line: "job finished" with the
 // job's correlationId, activityId, durationMs and the DynamoDB requests,
 // rcu and wcu it cost (by operation under ops).
+//
+// It also counts the job's Strava reads and writes them as the StravaReads
+// metric of the job's class to Metrics (readmetric.go).
 func (w *Worker) meterJob(ctx context.Context, job Job) (context.Context, func()) {
 	ctx, m := store.StartMeter(ctx)
+	ctx, reads := withReadCounter(ctx)
 	start := w.Now()
 	return ctx, func() {
-		w.jobLog(job).InfoContext(ctx, "job finished", "durationMs", w.Now().Sub(start).Milliseconds(), m.Snapshot().Attr())
+		n := reads.Load()
+		w.jobLog(job).InfoContext(ctx, "job finished", "durationMs", w.Now().Sub(start).Milliseconds(), "stravaReads", n, m.Snapshot().Attr())
+		if err := writeReadsEMF(w.Metrics, ReadClass(job), n, w.Now()); err != nil {
+			w.log.WarnContext(ctx, "strava read metric not written", "error", err)
+		}
 	}
 }

@@ -207,7 +207,12 @@
 // sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL; all:
 // DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
 // JSON with correlationId, eventType, athleteId, userId, activityId,
-// idempotency, writeStatus; never tokens.
+// idempotency, writeStatus; never tokens. Each job's "job finished" line
+// carries its DynamoDB capacity and stravaReads; the worker Lambda also
+// writes the job's Strava reads as the EMF metric StravaReads
+// (WorkerMetricsNamespace) with dimension Class = ReadClass(job): webhook,
+// backfill, reconcile or confirm (readmetric.go; the capacity dashboard's
+// "Strava budget by class" widget). Token refreshes are not reads there.
 //
 // # Testing against the Strava simulator (test/stravasim)
 //

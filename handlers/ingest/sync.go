@@ -189,7 +189,7 @@ type Syncer struct {
 
 // NewSyncer builds the sync job runner.
 func NewSyncer(st SyncStore, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
-	return &Syncer{store: st, tokens: tokens, strava: lister, log: log, Now: func() time.Time { return time.Now().UTC() },
+	return &Syncer{store: st, tokens: tokens, strava: countedLister{lister}, log: log, Now: func() time.Time { return time.Now().UTC() },
 		RateWindow: model.AthleteReadsWindow, MaxFailures: DefaultMaxFailures}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -136,6 +137,10 @@ type Worker struct {
 	// Sync runs the jobs that carry a SyncJob (backfill, reconciliation);
 	// nil refuses them as poison.
 	Sync *Syncer
+	// Metrics receives one CloudWatch EMF line per job that read Strava:
+	// StravaReads by Class (readmetric.go; the worker Lambda's stdout).
+	// Nil writes none.
+	Metrics io.Writer
 
 	athletes athleteCache // see cache.go
 	rate     rateCache
@@ -143,7 +148,7 @@ type Worker struct {
 
 // NewWorker builds the worker service.
 func NewWorker(store WorkerStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Worker {
-	return &Worker{store: store, tokens: tokens, strava: fetcher, log: log,
+	return &Worker{store: store, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: DefaultBudgetReserve,
 		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, MaxFailures: DefaultMaxFailures,
 		RetryBase: DefaultRetryBase, RateWindow: model.AthleteReadsWindow}

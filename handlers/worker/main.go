@@ -39,5 +39,6 @@ func main() {
 		Sync: ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
 			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval},
 	}, log)
+	w.Metrics = os.Stdout // StravaReads by class (EMF), on the capacity dashboard
 	lambda.Start(w.Handle)
 }

@@ -217,6 +217,7 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 	checkStreamMappingDeployed(d, add)
 	checkWorkerAsyncDeployed(d, add)
 	checkRoutesDeployed(d, add)
+	checkAPIThrottling(d, add)
 	checkSweeperDeployed(d, add)
 	checkAlarmsDeployed(d, topicARN, add)
 	checkDashboardDeployed(d, add)
@@ -614,6 +615,39 @@ func Routes() []string {
 	return out
 }
 
+// MinWebhookPeakRPS is the floor of the API stage's steady rate limit:
+// issue 24's estimate of a million athletes' evening peak of webhooks
+// (10x the mean). Below it Strava's deliveries are throttled (429) at the
+// peak; the module's default (500/s) keeps ~4x headroom.
+const MinWebhookPeakRPS = 130
+
+// checkAPIThrottling: the stage throttles (a guard), but not below the
+// webhook peak, and its burst holds at least one second.
+func checkAPIThrottling(d *Deployed, add addFunc) {
+	stages := d.Of("aws_apigatewayv2_stage")
+	if len(stages) == 0 {
+		add("no aws_apigatewayv2_stage")
+	}
+	for _, st := range stages {
+		s := st.Block("default_route_settings")
+		num := func(k string) float64 {
+			if f, ok := s[k].(float64); ok {
+				return f
+			}
+			if n, ok := s[k].(json.Number); ok {
+				f, _ := n.Float64()
+				return f
+			}
+			return -1
+		}
+		rate, burst := num("throttling_rate_limit"), num("throttling_burst_limit")
+		if rate < MinWebhookPeakRPS || burst < rate {
+			add("%s: throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak, issue 24) and a burst of at least the rate",
+				st.Address, rate, burst, MinWebhookPeakRPS)
+		}
+	}
+}
+
 func checkRoutesDeployed(d *Deployed, add addFunc) {
 	api, ok := d.Functions["api"]
 	if !ok {
@@ -769,6 +803,10 @@ var DashboardMetrics = []DashboardMetric{
 	{consumer.MetricsNamespace, "ProjectionLag", "Service", constant("projector")},
 	{"AWS/Lambda", "IteratorAge", "FunctionName", functionNames("projector")},
 	{"AWS/Lambda", "Errors", "FunctionName", functionNames(FunctionRoles...)},
+	// Issue 24: the Strava read budget by class.
+	{ingest.WorkerMetricsNamespace, "StravaReads", "Class", func(*Deployed) []string {
+		return []string{ingest.ReadClassWebhook, ingest.ReadClassBackfill, ingest.ReadClassReconcile, ingest.ReadClassConfirm}
+	}},
 }
 
 // DashboardLogLines are the log lines whose capacity fields (requests, rcu,

@@ -5,11 +5,16 @@
 # iterator age and errors; the api's and worker's capacity from their log
 # lines ("request served", "job finished": requests, rcu, wcu; handlers/app
 # and handlers/ingest) through Logs Insights; the tables' own consumed
-# capacity as DynamoDB bills it. test/terraform checks the metrics are here.
+# capacity as DynamoDB bills it; the Strava read budget by class (the
+# worker's EMF metric StravaReads, dimension Class: webhook, backfill,
+# reconcile, confirm; handlers/ingest/readmetric.go) against the read
+# limit's sync share. test/terraform checks the metrics are here.
 
 locals {
   dashboard_period = var.alarms.period_s
   projector_emf    = "CommitCollect/Projector"
+  worker_emf       = "CommitCollect/Worker"
+  read_classes     = ["webhook", "backfill", "reconcile", "confirm"]
   function_names = {
     api       = module.api.function_name
     worker    = module.worker.function_name
@@ -88,6 +93,18 @@ resource "aws_cloudwatch_dashboard" "capacity" {
             [for role, table in module.tables.names : ["AWS/DynamoDB", "ConsumedReadCapacityUnits", "TableName", table]],
             [for role, table in module.tables.names : ["AWS/DynamoDB", "ConsumedWriteCapacityUnits", "TableName", table]],
           )
+        }
+      },
+      {
+        type = "metric", x = 0, y = 18, width = 24, height = 6
+        properties = {
+          title   = "Strava budget by class: reads per 15 minutes (Strava's read window), stacked"
+          region  = data.aws_region.current.region
+          stat    = "Sum"
+          period  = 900
+          view    = "timeSeries"
+          stacked = true
+          metrics = [for class in local.read_classes : [local.worker_emf, "StravaReads", "Class", class]]
         }
       },
       {

@@ -279,16 +279,30 @@ variable "backfill" {
 }
 
 variable "api" {
-  description = "HTTP API stage throttling (requests per second and burst)."
+  description = <<-EOT
+    HTTP API stage throttling: steady requests per second and burst (the token bucket's size).
+    Sized for Strava's webhook bursts at a million athletes (issue 24): `make capacity
+    ARGS="-athletes 1000000"` models ~52 webhooks/s at an evening peak of 10x the mean, and
+    issue 24 estimated ~130/s with a heavier mix; Strava also redelivers in bursts after an
+    outage of ours (every event up to 3 times). A throttled webhook is a 429 Strava retries, so
+    the limit must sit well above the peak: 500/s is ~4x the issue's estimate and ~10x the
+    model's, and a burst of 1000 absorbs two seconds of a backlog flush. It stays a guard, not a
+    target: at ~30 ms per request 500/s is ~15 concurrent api Lambdas, far below the account's
+    concurrency. Lower it for small deployments only together with the capacity plan.
+  EOT
   type = object({
-    throttling_rate_limit  = optional(number, 50)
-    throttling_burst_limit = optional(number, 100)
+    throttling_rate_limit  = optional(number, 500)
+    throttling_burst_limit = optional(number, 1000)
   })
   default = {}
 
   validation {
     condition     = var.api.throttling_rate_limit > 0 && var.api.throttling_burst_limit > 0
     error_message = "api throttling limits must be positive."
+  }
+  validation {
+    condition     = var.api.throttling_burst_limit >= var.api.throttling_rate_limit
+    error_message = "api.throttling_burst_limit must be at least api.throttling_rate_limit (the bucket holds at least one second)."
   }
 }
 

@@ -1,0 +1,108 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// The Strava budget by class: every Strava API read a worker job makes
+// (GET /activities/{id}, GET /athlete/activities, whatever the answer, as
+// Strava counts them) is counted on the job's context, and when the job
+// ends the worker writes one CloudWatch Embedded Metric Format line
+// (Worker.Metrics; the worker Lambda writes to stdout) with StravaReads
+// under the dimension Class: what the capacity dashboard shows next to the
+// read limit. Token refreshes (POST /oauth/token) go through the refresher,
+// not these calls, and are not counted (see scripts/capacitykit).
+
+// WorkerMetricsNamespace is the CloudWatch namespace of the worker's
+// metrics.
+const WorkerMetricsNamespace = "CommitCollect/Worker"
+
+// Classes of Strava reads (the StravaReads metric's Class dimension).
+const (
+	// ReadClassWebhook: fetches of created or updated activities.
+	ReadClassWebhook = "webhook"
+	// ReadClassBackfill and ReadClassReconcile: sync list pages.
+	ReadClassBackfill  = "backfill"
+	ReadClassReconcile = "reconcile"
+	// ReadClassConfirm: reads confirming a delete or a deauthorization.
+	ReadClassConfirm = "confirm"
+)
+
+// ReadClass is the class of the Strava reads job makes.
+func ReadClass(job Job) string {
+	switch {
+	case job.Sync != nil && job.Sync.Mode == model.SyncModeBackfill:
+		return ReadClassBackfill
+	case job.Sync != nil:
+		return ReadClassReconcile
+	case job.Event.ObjectType == "athlete" || job.Event.AspectType == "delete":
+		return ReadClassConfirm
+	default:
+		return ReadClassWebhook
+	}
+}
+
+type readsKey struct{}
+
+// withReadCounter returns ctx carrying a fresh read counter.
+func withReadCounter(ctx context.Context) (context.Context, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return context.WithValue(ctx, readsKey{}, n), n
+}
+
+// countRead adds one Strava read to ctx's counter, if any.
+func countRead(ctx context.Context) {
+	if n, ok := ctx.Value(readsKey{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
+}
+
+// countedFetcher counts every GetActivity on the caller's context.
+type countedFetcher struct{ ActivityFetcher }
+
+func (c countedFetcher) GetActivity(ctx context.Context, token string, id int64) (strava.Activity, strava.RateLimit, error) {
+	countRead(ctx)
+	return c.ActivityFetcher.GetActivity(ctx, token, id)
+}
+
+// countedLister counts every ListActivities on the caller's context.
+type countedLister struct{ ActivityLister }
+
+func (c countedLister) ListActivities(ctx context.Context, token string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error) {
+	countRead(ctx)
+	return c.ActivityLister.ListActivities(ctx, token, o)
+}
+
+// writeReadsEMF writes the job's StravaReads line (nothing for a job that
+// made no read: the metric is a sum, and a missing point is a zero).
+func writeReadsEMF(w io.Writer, class string, reads int64, now time.Time) error {
+	if w == nil || reads == 0 {
+		return nil
+	}
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  WorkerMetricsNamespace,
+				"Dimensions": [][]string{{"Class"}},
+				"Metrics":    []map[string]string{{"Name": "StravaReads", "Unit": "Count"}},
+			}},
+		},
+		"Class":       class,
+		"StravaReads": reads,
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode strava read metrics: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

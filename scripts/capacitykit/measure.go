@@ -1,0 +1,374 @@
+package capacitykit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/test/bench"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// MeasureOptions shape a measurement.
+type MeasureOptions struct {
+	// Endpoint is a running DynamoDB(-compatible) endpoint; empty starts
+	// DynamoDB Local (java, `make dynamodb-local`) for the measurement.
+	Endpoint string
+	// Warm events per class averaged (after one warm-up event per athlete).
+	Events int
+	// BackfillActivities is the history the backfill athlete has at Strava
+	// (at most one page: capped at the page size).
+	BackfillActivities int
+	// HistoryDays and ReconcileDays configure the stack (CC_SYNC_MAX_DAYS,
+	// CC_RECONCILE_DAYS).
+	HistoryDays, ReconcileDays int
+	// Log receives the stack's errors (nil: discarded).
+	Log io.Writer
+	// Timeout bounds one unit of work reaching quiet (default 60 s).
+	Timeout time.Duration
+}
+
+// Measure runs the pipeline's real code (scripts/localstack: the api's
+// handler, the worker, the stream reader feeding the projector, the sync
+// scheduler) on DynamoDB Local against the Strava simulator, and returns
+// what each unit of work costs as the product's capacity meters
+// (Stack.Capacity, store.StartMeter per request, job and batch) record it:
+// webhook creates (with and without an active milestone), updates and
+// deletes, one deauthorization, one backfill page and one reconcile of an
+// unchanged athlete. Each unit is sent alone and measured from the meters'
+// growth until the stack is quiet again (the bench's method: test/bench).
+func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
+	if o.Events <= 0 {
+		o.Events = 3
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	if o.BackfillActivities <= 0 {
+		o.BackfillActivities = 1
+	}
+	o.BackfillActivities = min(o.BackfillActivities, ingest.DefaultSyncPageSize)
+	logW := o.Log
+	if logW == nil {
+		logW = io.Discard
+	}
+	env := map[string]string{
+		"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0", "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+		"DYNAMODB_ENDPOINT": o.Endpoint, "CC_ATHLETE_READS_PER_WINDOW": "0",
+		"CC_SYNC_MAX_DAYS": strconv.Itoa(max(o.HistoryDays, 1)), "CC_RECONCILE_DAYS": strconv.Itoa(max(o.ReconcileDays, 1)),
+	}
+	st, err := localstack.Start(ctx, localstack.Options{
+		Getenv: func(k string) string { return env[k] },
+		Log:    slog.New(slog.NewJSONHandler(logW, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return Measured{}, fmt.Errorf("measure: start the local stack: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st.Close(cctx)
+	}()
+	r := &run{st: st, sim: st.Sim, sched: store.NewMeter(), timeout: o.Timeout, next: time.Now().Unix() * 1000}
+	m := Measured{Reads: map[string]float64{},
+		Source: fmt.Sprintf("local stack on %s with the Strava simulator; %d warm events per class", st.DynamoDBEndpoint, o.Events)}
+	if err := r.measure(ctx, o, &m); err != nil {
+		return Measured{}, fmt.Errorf("measure: %w", err)
+	}
+	return m, nil
+}
+
+type run struct {
+	st      *localstack.Stack
+	sim     *stravasim.Server
+	sched   *store.Meter
+	timeout time.Duration
+	next    int64
+}
+
+func (r *run) id() int64 { r.next++; return r.next }
+
+// snap is every meter at one instant.
+type snap struct{ api, worker, projector, sched store.Snapshot }
+
+func (r *run) snap() snap {
+	c := r.st.Capacity
+	return snap{c.API.Snapshot(), c.Worker.Snapshot(), c.Projector.Snapshot(), r.sched.Snapshot()}
+}
+
+func (s snap) units() [4]store.Units {
+	return [4]store.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
+}
+
+// quiet waits until the worker's queue is drained and no meter has moved
+// for a while (the projector's batches land after the worker's job), and
+// returns the meters then.
+func (r *run) quiet(ctx context.Context) (snap, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	const still = 700 * time.Millisecond // several stream polls (100 ms) with nothing new
+	prev, since := r.snap(), time.Now()
+	for {
+		if err := r.st.Queue.Wait(ctx); err != nil {
+			return snap{}, fmt.Errorf("the worker queue did not drain: %w", err)
+		}
+		if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return snap{}, errors.New("the stack kept calling DynamoDB: never quiet")
+		}
+		cur := r.snap()
+		if cur.units() != prev.units() {
+			prev, since = cur, time.Now()
+			continue
+		}
+		if time.Since(since) >= still {
+			return cur, nil
+		}
+	}
+}
+
+// stages returns what the meters recorded between two quiet instants,
+// divided by n units; the scheduler's figures count as the api stage.
+func stages(before, after snap, n int) Stages {
+	per := func(a, b store.Snapshot) Cost {
+		u := bench.Minus(a.Units, b.Units)
+		return Cost{float64(u.Requests), u.RCU, u.WCU}.Scale(1 / float64(n))
+	}
+	return Stages{API: per(after.api, before.api).Add(per(after.sched, before.sched)),
+		Worker: per(after.worker, before.worker), Projector: per(after.projector, before.projector)}
+}
+
+func (r *run) reads() int64 {
+	s := r.sim.Stats()
+	return s.ActivityRequests + s.ListRequests
+}
+
+// unit runs do (one unit of work, or n of them) from a quiet stack to a
+// quiet stack and returns its cost and Strava reads per unit.
+func (r *run) unit(ctx context.Context, n int, do func() error) (Stages, float64, error) {
+	before, err := r.quiet(ctx)
+	if err != nil {
+		return Stages{}, 0, err
+	}
+	reads := r.reads()
+	if err := do(); err != nil {
+		return Stages{}, 0, err
+	}
+	after, err := r.quiet(ctx)
+	if err != nil {
+		return Stages{}, 0, err
+	}
+	return stages(before, after, n), float64(r.reads()-reads) / float64(n), nil
+}
+
+func (r *run) publish(ctx context.Context, ev stravasim.Event) error {
+	d, err := r.sim.Publish(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("deliver %s %s %d: %w", ev.ObjectType, ev.AspectType, ev.ObjectID, err)
+	}
+	if len(d.Statuses) == 0 || d.Statuses[len(d.Statuses)-1] != http.StatusOK {
+		return fmt.Errorf("deliver %s %s %d: answers %v", ev.ObjectType, ev.AspectType, ev.ObjectID, d.Statuses)
+	}
+	return nil
+}
+
+// user links a new simulator athlete to a new user (as sign-in does,
+// without its backfill).
+func (r *run) user(ctx context.Context, userID string) (int64, error) {
+	athlete := r.id()
+	r.sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Capacity"})
+	tok := r.sim.IssueTokens(athlete, 12*time.Hour)
+	now := time.Now().UTC()
+	err := r.st.Store.CreateUser(ctx, &model.Profile{UserID: userID, AthleteID: athlete, DisplayName: userID, CreatedAtUtc: now},
+		&model.StravaConnection{UserID: userID, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
+			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now})
+	if err != nil {
+		return 0, fmt.Errorf("create user %s: %w", userID, err)
+	}
+	return athlete, nil
+}
+
+// milestone gives the user an active distance milestone over the last 30
+// days (and one ahead): it overlaps the reconcile window.
+func (r *run) milestone(ctx context.Context, userID string) error {
+	cat, err := catalog.Default()
+	if err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	now := time.Now().UTC()
+	end := now.AddDate(0, 0, 1)
+	def := model.MilestoneDefinition{ModelID: cat.Models[0].ModelID, Title: "Capacity month", Metric: model.MetricDistance,
+		Target: 1e9, PeriodStartAtUtc: now.AddDate(0, 0, -30), PeriodEndAtUtc: &end, PartCount: cat.Models[0].PartCount}
+	m := &model.Milestone{UserID: userID, MilestoneID: "month", MilestoneDefinition: def,
+		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI}
+	if err := r.st.Store.CreateMilestone(ctx, m); err != nil {
+		return fmt.Errorf("create milestone of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// activity puts a new activity of the athlete at Strava, started ago.
+func (r *run) activity(athlete int64, ago time.Duration) int64 {
+	id := r.id()
+	r.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Capacity run", SportType: "Run", Distance: 5000,
+		MovingTime: 1500, ElapsedTime: 1600, StartDate: time.Now().UTC().Add(-ago)})
+	return id
+}
+
+// creates publishes one warm-up and then n measured create events of the
+// athlete (activities of the last days); it returns their ids.
+func (r *run) creates(ctx context.Context, athlete int64, n int, into *Stages, reads *float64) ([]int64, error) {
+	warm := r.activity(athlete, 50*time.Hour)
+	if _, _, err := r.unit(ctx, 1, func() error { return r.publish(ctx, r.sim.ActivityEvent("create", warm, athlete, nil)) }); err != nil {
+		return nil, err
+	}
+	var ids []int64
+	s, rd, err := r.unit(ctx, n, func() error {
+		for i := range n {
+			id := r.activity(athlete, time.Duration(i+1)*26*time.Hour)
+			ids = append(ids, id)
+			if err := r.publish(ctx, r.sim.ActivityEvent("create", id, athlete, nil)); err != nil {
+				return err
+			}
+			// One at a time: a unit is one event's path, not a batch.
+			if _, err := r.quiet(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	*into, *reads = s, rd
+	return ids, err
+}
+
+func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error {
+	n := o.Events
+	// An athlete with an active milestone, and one without.
+	a1, err := r.user(ctx, "capacity-milestone")
+	if err != nil {
+		return err
+	}
+	if err := r.milestone(ctx, "capacity-milestone"); err != nil {
+		return err
+	}
+	a2, err := r.user(ctx, "capacity-plain")
+	if err != nil {
+		return err
+	}
+	var rd float64
+	ids, err := r.creates(ctx, a1, n, &m.Create, &rd)
+	if err != nil {
+		return fmt.Errorf("create events: %w", err)
+	}
+	m.Reads["create"] = rd
+	if _, err := r.creates(ctx, a2, n, &m.CreateNoMilestone, &rd); err != nil {
+		return fmt.Errorf("create events without milestone: %w", err)
+	}
+
+	// Pushed edits, then deletes, of the milestone athlete's activities.
+	m.Update, m.Reads["update"], err = r.unit(ctx, n, func() error {
+		for i, id := range ids {
+			r.sim.UpdateActivity(id, func(a *stravasim.Activity) { a.Distance += 1000; a.Name = "Edited " + strconv.Itoa(i) })
+			if err := r.publish(ctx, r.sim.ActivityEvent("update", id, a1, map[string]string{"title": "Edited " + strconv.Itoa(i)})); err != nil {
+				return err
+			}
+			if _, err := r.quiet(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update events: %w", err)
+	}
+	m.Delete, m.Reads["delete"], err = r.unit(ctx, n, func() error {
+		for _, id := range ids {
+			r.sim.DeleteActivity(id)
+			if err := r.publish(ctx, r.sim.ActivityEvent("delete", id, a1, nil)); err != nil {
+				return err
+			}
+			if _, err := r.quiet(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete events: %w", err)
+	}
+
+	// A new connect's backfill: one page of history.
+	const backfillUser = "capacity-backfill"
+	a3, err := r.user(ctx, backfillUser)
+	if err != nil {
+		return err
+	}
+	k := o.BackfillActivities
+	spread := time.Duration(max(o.HistoryDays, 1)) * 24 * time.Hour / time.Duration(k+1)
+	for i := range k {
+		r.activity(a3, time.Duration(i+1)*spread)
+	}
+	sctx := store.WithMeter(ctx, r.sched)
+	m.BackfillPage, rd, err = r.unit(ctx, 1, func() error {
+		ok, err := r.st.Scheduler.EnsureBackfill(sctx, backfillUser, "capacity")
+		if err == nil && !ok {
+			err = errors.New("no backfill enqueued")
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("backfill: %w", err)
+	}
+	m.Reads["backfill"] = rd
+	if rd > 1 {
+		// More than one page: report per page.
+		m.BackfillPage = m.BackfillPage.scale(1 / rd)
+		m.Reads["backfill"] = 1
+	}
+	m.BackfillActivities = int(math.Round(float64(k) / math.Max(rd, 1)))
+
+	// A reconciliation round over the three athletes, none changed.
+	var enqueued int
+	before, err := r.quiet(ctx)
+	if err != nil {
+		return err
+	}
+	readsBefore := r.reads()
+	res, err := r.st.Scheduler.ReconcileAll(sctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	enqueued = res.Enqueued
+	if enqueued == 0 {
+		return fmt.Errorf("reconcile enqueued nothing (%+v)", res)
+	}
+	after, err := r.quiet(ctx)
+	if err != nil {
+		return err
+	}
+	m.ReconcilePage = stages(before, after, enqueued)
+	m.Reads["reconcile"] = float64(r.reads()-readsBefore) / float64(enqueued)
+
+	// The backfilled athlete leaves.
+	m.Deauth, m.Reads["deauth"], err = r.unit(ctx, 1, func() error { return r.publish(ctx, r.sim.DeauthorizationEvent(a3)) })
+	if err != nil {
+		return fmt.Errorf("deauthorization: %w", err)
+	}
+	m.DeauthWorkouts = k
+	return nil
+}
+
+func (s Stages) scale(f float64) Stages {
+	return Stages{s.API.Scale(f), s.Worker.Scale(f), s.Projector.Scale(f)}
+}

@@ -1,0 +1,533 @@
+package capacitykit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+)
+
+// Limits are Strava's per-application budgets: reads (non-upload
+// endpoints) and overall, per 15-minute window and per UTC day.
+type Limits struct {
+	ReadShort, ReadDaily, Short, Daily int
+}
+
+// Function is one Lambda's memory and billed duration per invocation.
+type Function struct {
+	MemoryMB   float64
+	DurationMs float64
+}
+
+// GBs is the GB-seconds of one invocation.
+func (f Function) GBs() float64 { return f.MemoryMB / 1024 * f.DurationMs / 1000 }
+
+// Prices are the on-demand prices the cost uses, in USD.
+type Prices struct {
+	Region                      string
+	AsOf                        string
+	WriteRequestUnitPerMillion  float64
+	ReadRequestUnitPerMillion   float64
+	StoragePerGBMonth           float64
+	LambdaGBs                   float64
+	LambdaRequestsPerMillion    float64
+	HTTPAPIRequestsPerMillion   float64
+	LogsIngestionPerGB          float64
+	KMSRequestsPer10k           float64
+	StreamsReadsByLambdaPerMill float64
+}
+
+// DefaultPrices are the published on-demand prices in us-east-1 (see the
+// package doc for the sources and the date).
+var DefaultPrices = Prices{
+	Region: "us-east-1", AsOf: "published prices as of 2025 (DynamoDB after its Nov 2024 on-demand cut); looked up 2026-11-25",
+	WriteRequestUnitPerMillion: 0.625, ReadRequestUnitPerMillion: 0.125, StoragePerGBMonth: 0.25,
+	LambdaGBs: 0.0000133334, LambdaRequestsPerMillion: 0.20, HTTPAPIRequestsPerMillion: 1.00,
+	LogsIngestionPerGB: 0.50, KMSRequestsPer10k: 0.03, StreamsReadsByLambdaPerMill: 0,
+}
+
+// Assumptions are the plan's inputs besides the measured units; every one
+// is a flag of scripts/capacity (Defaults lists the defaults and the package
+// doc why).
+type Assumptions struct {
+	Athletes int
+	// Per athlete-day.
+	ActivitiesPerDay, ConnectsPerDay, DeauthsPerDay float64
+	// Per activity.
+	PushedEdits, Deletes, UnpushedEdits float64
+	// MilestoneShare is the share of athletes with an active milestone whose
+	// period overlaps the reconcile window.
+	MilestoneShare float64
+	// PeakFactor is the evening peak's webhook rate over the day's mean.
+	PeakFactor float64
+	// HistoryDays is how far back a new connect's backfill lists
+	// (CC_SYNC_MAX_DAYS); PageSize is a list page (per_page).
+	HistoryDays, PageSize int
+	// ReconcileInterval is each athlete's slot period (CC_RECONCILE_INTERVAL),
+	// SlowInterval the round-robin bound for athletes without activity,
+	// ReconcileDays the window a reconcile lists (CC_RECONCILE_DAYS).
+	ReconcileInterval, SlowInterval time.Duration
+	ReconcileDays                   int
+	// TokenTTL is a Strava access token's life; RefreshesInBudget counts
+	// refreshes against the read budget (off: see the package doc).
+	TokenTTL          time.Duration
+	RefreshesInBudget bool
+	Limits            Limits
+	// BudgetShare is what syncs may spend of each budget
+	// (CC_SYNC_BUDGET_SHARE); BudgetReserve what webhooks leave unused.
+	BudgetShare, BudgetReserve float64
+	// Lambda functions (memory from Terraform's defaults, durations assumed).
+	API, Worker, SyncPage, Projector, Sweeper Function
+	// RecordsPerBatch is the stream records one projector invocation
+	// handles on average; SweeperPerDay the sweeper's invocations a day.
+	RecordsPerBatch, SweeperPerDay float64
+	// AppRequestsPerDay is other API traffic per athlete-day (the app's own
+	// pages; 0: the pipeline only).
+	AppRequestsPerDay float64
+	// LogBytesPerInvocation is what one invocation writes to CloudWatch
+	// Logs (JSON lines, EMF, START/END/REPORT).
+	LogBytesPerInvocation float64
+	// StorageKBPerAthlete is what one athlete keeps in DynamoDB (workouts
+	// and their LSI entries, milestones, audit, outbox within its TTL).
+	StorageKBPerAthlete float64
+	Prices              Prices
+}
+
+// Defaults returns the documented defaults for n athletes.
+func Defaults(n int) Assumptions {
+	return Assumptions{
+		Athletes: n, ActivitiesPerDay: 0.4, ConnectsPerDay: 0.001, DeauthsPerDay: 0.001,
+		PushedEdits: 0.1, Deletes: 0.01, UnpushedEdits: 0.05, MilestoneShare: 0.5, PeakFactor: 10,
+		HistoryDays: ingest.DefaultSyncMaxDays, PageSize: ingest.DefaultSyncPageSize,
+		ReconcileInterval: 7 * 24 * time.Hour, SlowInterval: 28 * 24 * time.Hour, ReconcileDays: ingest.DefaultReconcileDays,
+		TokenTTL:    6 * time.Hour,
+		Limits:      Limits{ReadShort: 100, ReadDaily: 1000, Short: 200, Daily: 2000},
+		BudgetShare: ingest.DefaultSyncBudgetShare, BudgetReserve: ingest.DefaultBudgetReserve,
+		API: Function{256, 30}, Worker: Function{256, 150}, SyncPage: Function{256, 400},
+		Projector: Function{512, 80}, Sweeper: Function{128, 200},
+		RecordsPerBatch: 1, SweeperPerDay: 2 * 24 * 60, LogBytesPerInvocation: 1500, StorageKBPerAthlete: 150,
+		Prices: DefaultPrices,
+	}
+}
+
+// Cost is a DynamoDB cost: requests, read and write units (fractional:
+// averages per event).
+type Cost struct {
+	Requests, RCU, WCU float64
+}
+
+// Add returns c plus d.
+func (c Cost) Add(d Cost) Cost { return Cost{c.Requests + d.Requests, c.RCU + d.RCU, c.WCU + d.WCU} }
+
+// Scale returns c times f.
+func (c Cost) Scale(f float64) Cost { return Cost{c.Requests * f, c.RCU * f, c.WCU * f} }
+
+// Zero reports whether c counts nothing.
+func (c Cost) Zero() bool { return c.Requests == 0 && c.RCU == 0 && c.WCU == 0 }
+
+func (c Cost) String() string {
+	return fmt.Sprintf("%5.2f req %6.2f RCU %6.2f WCU", c.Requests, c.RCU, c.WCU)
+}
+
+// Stages is one unit of work's cost by component: the api (webhook
+// accept; for a reconcile, the scheduler's enqueue), the worker and the
+// projector.
+type Stages struct {
+	API, Worker, Projector Cost
+}
+
+// Total is the sum of the stages.
+func (s Stages) Total() Cost { return s.API.Add(s.Worker).Add(s.Projector) }
+
+// Measured are the per-unit DynamoDB costs the measurement found
+// (Measure), and the Strava reads each unit made there.
+type Measured struct {
+	// Webhook events (warm: the athlete's mapping and token cached):
+	// create for an athlete with an active milestone and for one without,
+	// update (pushed edit), delete.
+	Create, CreateNoMilestone, Update, Delete Stages
+	// Deauth is one deauthorization of an athlete holding DeauthWorkouts
+	// workouts.
+	Deauth         Stages
+	DeauthWorkouts int
+	// BackfillPage is one backfill list page of BackfillActivities new
+	// activities, projected.
+	BackfillPage       Stages
+	BackfillActivities int
+	// ReconcilePage is one reconcile of an unchanged athlete (the
+	// scheduler's enqueue under API).
+	ReconcilePage Stages
+	// Reads are the Strava reads the simulator served per unit, by name
+	// (create, update, delete, deauth, backfill, reconcile).
+	Reads map[string]float64
+	// Source says where the figures come from.
+	Source string
+}
+
+// Reads are Strava reads per day by class.
+type Reads struct {
+	Webhook, Backfill, Reconcile, Confirm, Refresh float64
+}
+
+// Counted is what counts against the read budget.
+func (r Reads) Counted(refreshes bool) float64 {
+	t := r.Webhook + r.Backfill + r.Reconcile + r.Confirm
+	if refreshes {
+		t += r.Refresh
+	}
+	return t
+}
+
+// Lambda is one function's daily load.
+type Lambda struct {
+	Name        string
+	Invocations float64
+	GBs         float64
+}
+
+// Line is one monthly cost line.
+type Line struct {
+	Name, Quantity string
+	USD            float64
+}
+
+// Target is one of issue 24's targets and whether it is met.
+type Target struct {
+	Name      string
+	Got, Want float64
+	Met       bool
+}
+
+// Plan is the capacity plan for a.Athletes athletes.
+type Plan struct {
+	A Assumptions
+	M Measured
+	// Events per day.
+	Activities, Creates, PushedEdits, Deletes, Deauths, Connects, UnpushedCaught float64
+	// Reconciliation: the chance an athlete with a milestone had activity
+	// within one interval, the mean slots between its reconciles, and
+	// reconciles and pages per day.
+	ActiveInInterval, SlotsBetween, Reconciles, ReconcilePages float64
+	BackfillPagesPerConnect                                    float64
+	Reads                                                      Reads
+	ReadsPerDay                                                float64
+	SyncReadsPerDay                                            float64
+	// PeakWindowReads is webhook and confirmation reads in the peak
+	// 15-minute window (syncs defer there: they are paced, not urgent).
+	PeakWindowReads float64
+	// PeakWebhooksPerSecond is the API's webhook rate at the evening peak.
+	PeakWebhooksPerSecond        float64
+	FitsDaily, FitsShort         bool
+	NeedReadDaily, NeedReadShort int
+	FitsOverall                  bool
+	// DynamoDB per day, by class and in total.
+	DynamoByClass []ClassCost
+	Dynamo        Cost
+	Lambdas       []Lambda
+	HTTPRequests  float64
+	LogGB         float64
+	KMSRequests   float64
+	StorageGB     float64
+	Monthly       []Line
+	USDMonth      float64
+	USDPerAthlete float64
+	Targets       []Target
+}
+
+// ClassCost is one class of work's DynamoDB cost per day.
+type ClassCost struct {
+	Name  string
+	Count float64
+	Cost  Cost
+}
+
+// DaysPerMonth converts daily figures to a month.
+const DaysPerMonth = 30
+
+// Compute builds the plan from the assumptions and the measured units.
+// It is pure arithmetic (the package doc states every formula).
+func Compute(a Assumptions, m Measured) Plan {
+	n := float64(a.Athletes)
+	p := Plan{A: a, M: m}
+	p.Activities = n * a.ActivitiesPerDay
+	p.Creates = p.Activities
+	p.PushedEdits = p.Activities * a.PushedEdits
+	p.Deletes = p.Activities * a.Deletes
+	p.Deauths = n * a.DeauthsPerDay
+	p.Connects = n * a.ConnectsPerDay
+
+	// Reconciliation (the lead's design, see the package doc): a slot every
+	// interval; reconciled when active since the last one, or when the
+	// last is SlowInterval old.
+	interval := a.ReconcileInterval.Hours() / 24
+	slots := math.Max(1, math.Round(a.SlowInterval.Hours()/a.ReconcileInterval.Hours()))
+	eventsPerAthleteDay := a.ActivitiesPerDay * (1 + a.PushedEdits + a.Deletes)
+	p.ActiveInInterval = 1 - math.Exp(-eventsPerAthleteDay*interval)
+	if p.ActiveInInterval > 0 {
+		p.SlotsBetween = (1 - math.Pow(1-p.ActiveInInterval, slots)) / p.ActiveInInterval
+	} else {
+		p.SlotsBetween = slots
+	}
+	p.Reconciles = n * a.MilestoneShare / (p.SlotsBetween * interval)
+	p.ReconcilePages = p.Reconciles * pages(float64(a.ReconcileDays)*a.ActivitiesPerDay, a.PageSize)
+	p.UnpushedCaught = p.Activities * a.UnpushedEdits * a.MilestoneShare
+	history := float64(a.HistoryDays) * a.ActivitiesPerDay
+	p.BackfillPagesPerConnect = pages(history, a.PageSize)
+
+	// Strava reads per day by class.
+	p.Reads = Reads{
+		Webhook:   p.Creates + p.PushedEdits,
+		Backfill:  p.Connects * p.BackfillPagesPerConnect,
+		Reconcile: p.ReconcilePages,
+		Confirm:   p.Deletes + p.Deauths,
+	}
+	readsPerAthlete := 0.0
+	if n > 0 {
+		readsPerAthlete = p.Reads.Counted(false) / n
+	}
+	// A token lives TokenTTL; the first read after it expires refreshes:
+	// a renewal process of mean TokenTTL + 1/rate (reads Poisson).
+	if readsPerAthlete > 0 {
+		p.Reads.Refresh = n / (a.TokenTTL.Hours()/24 + 1/readsPerAthlete)
+	}
+	p.ReadsPerDay = p.Reads.Counted(a.RefreshesInBudget)
+	p.SyncReadsPerDay = p.Reads.Backfill + p.Reads.Reconcile
+	windows := 24 * 60 / 15.0
+	urgent := p.ReadsPerDay - p.SyncReadsPerDay
+	p.PeakWindowReads = urgent / windows * a.PeakFactor
+	webShare := 1 - a.BudgetReserve
+	needDaily := math.Max(p.ReadsPerDay/webShare, p.SyncReadsPerDay/a.BudgetShare)
+	needShort := math.Max(p.PeakWindowReads/webShare, p.SyncReadsPerDay/windows/a.BudgetShare)
+	p.NeedReadDaily, p.NeedReadShort = int(math.Ceil(needDaily)), int(math.Ceil(needShort))
+	p.FitsDaily = p.NeedReadDaily <= a.Limits.ReadDaily
+	p.FitsShort = p.NeedReadShort <= a.Limits.ReadShort
+	// Every call the pipeline makes is a read (GET), so the overall budget
+	// needs the same; refreshes (POST /oauth/token) are added when counted.
+	p.FitsOverall = p.NeedReadDaily <= a.Limits.Daily && p.NeedReadShort <= a.Limits.Short
+
+	// DynamoDB per day.
+	create := m.Create.Total().Scale(a.MilestoneShare).Add(m.CreateNoMilestone.Total().Scale(1 - a.MilestoneShare))
+	caught := m.Update.Worker.Add(m.Update.Projector)
+	backfill := Cost{}
+	if m.BackfillActivities > 0 {
+		backfill = m.BackfillPage.Total().Scale(math.Max(history, 1) / float64(m.BackfillActivities))
+	}
+	deauth := m.Deauth.Total()
+	if m.DeauthWorkouts > 0 {
+		deauth = deauth.Scale(math.Max(history, 1) / float64(m.DeauthWorkouts))
+	}
+	p.DynamoByClass = []ClassCost{
+		{"webhook create", p.Creates, create.Scale(p.Creates)},
+		{"webhook update (pushed edit)", p.PushedEdits, m.Update.Total().Scale(p.PushedEdits)},
+		{"webhook delete", p.Deletes, m.Delete.Total().Scale(p.Deletes)},
+		{"deauthorization", p.Deauths, deauth.Scale(p.Deauths)},
+		{"backfill (new connect)", p.Connects, backfill.Scale(p.Connects)},
+		{"reconcile page (unchanged)", p.ReconcilePages, m.ReconcilePage.Total().Scale(p.ReconcilePages)},
+		{"unpushed edit caught", p.UnpushedCaught, caught.Scale(p.UnpushedCaught)},
+	}
+	for _, c := range p.DynamoByClass {
+		p.Dynamo = p.Dynamo.Add(c.Cost)
+	}
+
+	// Lambda per day.
+	webhooks := p.Creates + p.PushedEdits + p.Deletes + p.Deauths
+	p.PeakWebhooksPerSecond = webhooks / 86400 * a.PeakFactor
+	apiCalls := webhooks + p.Connects + n*a.AppRequestsPerDay
+	jobs := webhooks
+	syncPages := p.Connects*p.BackfillPagesPerConnect + p.ReconcilePages
+	batches := (jobs + syncPages) / math.Max(a.RecordsPerBatch, 1e-9)
+	p.Lambdas = []Lambda{
+		{"api", apiCalls, apiCalls * a.API.GBs()},
+		{"worker (webhook jobs)", jobs, jobs * a.Worker.GBs()},
+		{"worker (sync pages)", syncPages, syncPages * a.SyncPage.GBs()},
+		{"projector", batches, batches * a.Projector.GBs()},
+		{"sweeper", a.SweeperPerDay, a.SweeperPerDay * a.Sweeper.GBs()},
+	}
+	var invocations, gbs float64
+	for _, l := range p.Lambdas {
+		invocations += l.Invocations
+		gbs += l.GBs
+	}
+	p.HTTPRequests = apiCalls
+	p.LogGB = invocations * a.LogBytesPerInvocation / 1e9
+	// A refresh seals the new pair (one GenerateDataKey) and a later cold
+	// read unseals it (one Decrypt).
+	p.KMSRequests = 2 * p.Reads.Refresh
+	p.StorageGB = n * a.StorageKBPerAthlete / 1e6
+
+	pr := a.Prices
+	d := float64(DaysPerMonth)
+	p.Monthly = []Line{
+		{"DynamoDB write request units", fmt.Sprintf("%.3gM WRU", p.Dynamo.WCU*d/1e6), p.Dynamo.WCU * d / 1e6 * pr.WriteRequestUnitPerMillion},
+		{"DynamoDB read request units", fmt.Sprintf("%.3gM RRU", p.Dynamo.RCU*d/1e6), p.Dynamo.RCU * d / 1e6 * pr.ReadRequestUnitPerMillion},
+		{"DynamoDB storage", fmt.Sprintf("%.3g GB", p.StorageGB), p.StorageGB * pr.StoragePerGBMonth},
+		{"DynamoDB Streams reads by Lambda", "free", 0},
+		{"Lambda GB-s (arm64)", fmt.Sprintf("%.3g GB-s", gbs*d), gbs * d * pr.LambdaGBs},
+		{"Lambda requests", fmt.Sprintf("%.3gM", invocations*d/1e6), invocations * d / 1e6 * pr.LambdaRequestsPerMillion},
+		{"HTTP API requests", fmt.Sprintf("%.3gM", p.HTTPRequests*d/1e6), p.HTTPRequests * d / 1e6 * pr.HTTPAPIRequestsPerMillion},
+		{"CloudWatch Logs ingestion", fmt.Sprintf("%.3g GB", p.LogGB*d), p.LogGB * d * pr.LogsIngestionPerGB},
+		{"KMS requests (token seal/unseal)", fmt.Sprintf("%.3gM", p.KMSRequests*d/1e6), p.KMSRequests * d / 1e4 * pr.KMSRequestsPer10k},
+	}
+	for _, l := range p.Monthly {
+		p.USDMonth += l.USD
+	}
+	if n > 0 {
+		p.USDPerAthlete = p.USDMonth / n
+	}
+	ratio := 0.0
+	if p.Reads.Webhook > 0 {
+		ratio = p.Reads.Reconcile / p.Reads.Webhook
+	}
+	perAthlete := 0.0
+	if n > 0 {
+		perAthlete = p.ReadsPerDay / n
+	}
+	p.Targets = []Target{
+		{"reconciliation reads / webhook reads", ratio, 0.20, ratio <= 0.20},
+		{"Strava reads per athlete-day", perAthlete, 1.3, perAthlete <= 1.3},
+		{"USD per athlete-month", p.USDPerAthlete, 0.0015, p.USDPerAthlete <= 0.0015},
+	}
+	return p
+}
+
+// pages is the list pages needed for n activities (at least one: an empty
+// answer is a page too).
+func pages(n float64, pageSize int) float64 {
+	if pageSize <= 0 {
+		pageSize = ingest.DefaultSyncPageSize
+	}
+	return math.Max(1, math.Ceil(n/float64(pageSize)))
+}
+
+// Fits is the overall verdict: the daily and the peak 15-minute read
+// budgets, and the overall ones.
+func (p Plan) Fits() bool { return p.FitsDaily && p.FitsShort && p.FitsOverall }
+
+// LastLine is the plan's summary line (issue 24's format).
+func (p Plan) LastLine() string {
+	fits := "no"
+	if p.Fits() {
+		fits = "yes"
+	}
+	return fmt.Sprintf("capacity: athletes=%d reads_per_day=%.0f webhook_reads=%.0f reconcile_reads=%.0f fits=%s usd_per_athlete_month=%.6f",
+		p.A.Athletes, p.ReadsPerDay, p.Reads.Webhook, p.Reads.Reconcile, fits, p.USDPerAthlete)
+}
+
+// Print writes the plan, its last line last.
+func (p Plan) Print(w io.Writer) {
+	a, m := p.A, p.M
+	pf := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "NO"
+	}
+	pf("Capacity plan for %d athletes\n\n", a.Athletes)
+	pf("Assumptions (flags; defaults in `go doc ./scripts/capacitykit`):\n")
+	pf("  activities %.3g per athlete-day; per activity: pushed edits %.3g, deletes %.3g, unpushed edits %.3g\n",
+		a.ActivitiesPerDay, a.PushedEdits, a.Deletes, a.UnpushedEdits)
+	pf("  new connects %.3g and deauthorizations %.3g per athlete-day; backfill history %d days (CC_SYNC_MAX_DAYS) = %.0f activities, %.0f page(s) of %d\n",
+		a.ConnectsPerDay, a.DeauthsPerDay, a.HistoryDays, float64(a.HistoryDays)*a.ActivitiesPerDay, p.BackfillPagesPerConnect, a.PageSize)
+	pf("  athletes with an active milestone overlapping the window: %.0f%%; evening peak %.3g× the mean\n", 100*a.MilestoneShare, a.PeakFactor)
+	pf("  reconciliation: own slot every %s (CC_RECONCILE_INTERVAL), window %d days (CC_RECONCILE_DAYS), slow round-robin %s;\n",
+		human(a.ReconcileInterval), a.ReconcileDays, human(a.SlowInterval))
+	pf("    reconciled at its slot when it has an active milestone and (a webhook since its last reconcile, or that one is %s old)\n", human(a.SlowInterval))
+	pf("    P(activity within one interval) = %.3f, mean slots between reconciles %.3f, one page (after=now-%dd) per reconcile\n",
+		p.ActiveInInterval, p.SlotsBetween, a.ReconcileDays)
+	pf("  Strava limits: read %d/15min %d/day, overall %d/15min %d/day; syncs may spend %.0f%%, webhooks leave %.0f%% unused\n\n",
+		a.Limits.ReadShort, a.Limits.ReadDaily, a.Limits.Short, a.Limits.Daily, 100*a.BudgetShare, 100*a.BudgetReserve)
+
+	pf("Strava reads per day by class:\n")
+	pf("  webhooks (create + pushed edit fetches)   %12.0f\n", p.Reads.Webhook)
+	pf("  backfill (new connects)                    %12.0f\n", p.Reads.Backfill)
+	pf("  reconciliation (%8.0f reconciles)       %12.0f\n", p.Reconciles, p.Reads.Reconcile)
+	pf("  deauth/delete confirmations                %12.0f\n", p.Reads.Confirm)
+	inBudget := "not counted: POST /oauth/token, see the package doc; -refreshes-in-budget counts them"
+	if a.RefreshesInBudget {
+		inBudget = "counted (-refreshes-in-budget)"
+	}
+	pf("  token refreshes (/oauth/token)             %12.0f  (%s)\n", p.Reads.Refresh, inBudget)
+	pf("  total counted                              %12.0f  (%.3f per athlete-day)\n", p.ReadsPerDay, p.ReadsPerDay/math.Max(float64(a.Athletes), 1))
+	pf("Fits the read budget:\n")
+	pf("  daily: %s (needs %d/day: all reads within %.0f%% and syncs within %.0f%%; limit %d)\n",
+		yes(p.FitsDaily), p.NeedReadDaily, 100*(1-a.BudgetReserve), 100*a.BudgetShare, a.Limits.ReadDaily)
+	pf("  peak 15 min: %s (%.0f webhook and confirmation reads in the peak window; needs %d/15min; limit %d)\n",
+		yes(p.FitsShort), p.PeakWindowReads, p.NeedReadShort, a.Limits.ReadShort)
+	pf("  overall budget: %s (limits %d/15min %d/day)\n\n", yes(p.FitsOverall), a.Limits.Short, a.Limits.Daily)
+
+	pf("DynamoDB units per unit of work, measured (%s):\n", m.Source)
+	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/capacity.go)\n")
+	for _, r := range []struct {
+		name string
+		s    Stages
+	}{
+		{"webhook create, milestone", m.Create}, {"webhook create, no milestone", m.CreateNoMilestone},
+		{"webhook update", m.Update}, {"webhook delete", m.Delete},
+		{fmt.Sprintf("deauthorization (%d workouts)", m.DeauthWorkouts), m.Deauth},
+		{fmt.Sprintf("backfill page (%d activities)", m.BackfillActivities), m.BackfillPage},
+		{"reconcile page, unchanged", m.ReconcilePage},
+	} {
+		pf("  %-32s %s   (api %s | worker %s | projector %s)\n", r.name, r.s.Total(), brief(r.s.API), brief(r.s.Worker), brief(r.s.Projector))
+	}
+	if len(m.Reads) > 0 {
+		var parts []string
+		for _, k := range []string{"create", "update", "delete", "deauth", "backfill", "reconcile"} {
+			parts = append(parts, fmt.Sprintf("%s %.3g", k, m.Reads[k]))
+		}
+		pf("  Strava reads per unit in the measurement: %s\n", strings.Join(parts, ", "))
+	}
+	pf("\nDynamoDB per day:\n")
+	for _, c := range p.DynamoByClass {
+		pf("  %-30s %12.0f × → %s\n", c.Name, c.Count, daily(c.Cost))
+	}
+	pf("  %-30s %14s %s\n\n", "total", "", daily(p.Dynamo))
+
+	pf("Lambda per day (arm64; memory: Terraform's defaults; durations: assumptions):\n")
+	for _, l := range p.Lambdas {
+		pf("  %-22s %14.0f invocations %12.1f GB-s\n", l.Name, l.Invocations, l.GBs)
+	}
+	pf("  webhooks at the evening peak: %.3g requests/s (%.3g× the mean; Terraform var.api throttles the stage)\n", p.PeakWebhooksPerSecond, a.PeakFactor)
+	pf("  HTTP API requests %.0f/day; CloudWatch Logs %.3g GB/day; KMS %.0f requests/day; storage %.3g GB\n\n",
+		p.HTTPRequests, p.LogGB, p.KMSRequests, p.StorageGB)
+
+	pf("Monthly AWS cost (%d days, on-demand, %s; %s; no free tier):\n", DaysPerMonth, a.Prices.Region, a.Prices.AsOf)
+	pf("  prices: DynamoDB $%.3g/M WRU, $%.3g/M RRU, $%.3g/GB-month; Streams reads by Lambda free; Lambda arm64 $%.10g/GB-s, $%.3g/M requests;\n",
+		a.Prices.WriteRequestUnitPerMillion, a.Prices.ReadRequestUnitPerMillion, a.Prices.StoragePerGBMonth, a.Prices.LambdaGBs, a.Prices.LambdaRequestsPerMillion)
+	pf("          HTTP API $%.3g/M requests; CloudWatch Logs $%.3g/GB ingested; KMS $%.3g/10k requests\n",
+		a.Prices.HTTPAPIRequestsPerMillion, a.Prices.LogsIngestionPerGB, a.Prices.KMSRequestsPer10k)
+	for _, l := range p.Monthly {
+		pf("  %-34s %16s  $%12.2f\n", l.Name, l.Quantity, l.USD)
+	}
+	pf("  %-34s %16s  $%12.2f  ($%.6f per athlete-month)\n\n", "total", "", p.USDMonth, p.USDPerAthlete)
+
+	scope := "here at the target's scale"
+	if a.Athletes != 1_000_000 {
+		scope = fmt.Sprintf("shown for %d athletes: the fixed costs weigh more below that scale", a.Athletes)
+	}
+	pf("Targets (issue 24, stated for 1,000,000 athletes with the defaults; %s):\n", scope)
+	for _, t := range p.Targets {
+		verdict := "missed"
+		if t.Met {
+			verdict = "met"
+		}
+		pf("  %-40s %.4g (target ≤ %.4g): %s\n", t.Name, t.Got, t.Want, verdict)
+	}
+	pf("%s\n", p.LastLine())
+}
+
+func brief(c Cost) string { return fmt.Sprintf("%.3g/%.3g/%.3g", c.Requests, c.RCU, c.WCU) }
+
+func daily(c Cost) string {
+	return fmt.Sprintf("%14.0f requests %14.0f RCU %14.0f WCU", c.Requests, c.RCU, c.WCU)
+}
+
+func human(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	return d.String()
+}
