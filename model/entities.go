@@ -86,8 +86,26 @@ type StravaConnection struct {
 	TokenVersion      int64     `dynamodbav:"tokenVersion"`
 	NeedsReauth       bool      `dynamodbav:"needsReauth"`
 	UpdatedAtUtc      time.Time `dynamodbav:"updatedAtUtc"`
-	AthleteGSI1PK     string    `dynamodbav:"GSI1PK"`
-	AthleteGSI1SK     string    `dynamodbav:"GSI1SK"`
+	// GrantedAtUtc is when the athlete granted this connection: the OAuth
+	// login that wrote its tokens (token refreshes leave it). A
+	// deauthorization event older than the grant is stale. Connections
+	// written before it existed use UpdatedAtUtc (GrantTime).
+	GrantedAtUtc  *time.Time `dynamodbav:"grantedAtUtc,omitempty"`
+	AthleteGSI1PK string     `dynamodbav:"GSI1PK"`
+	AthleteGSI1SK string     `dynamodbav:"GSI1SK"`
+}
+
+// GrantTime is when the athlete granted the connection: GrantedAtUtc, else
+// (an item written before it existed) UpdatedAtUtc. UpdatedAtUtc is never
+// later than a real revocation of that grant: only logins and successful
+// refreshes move it (a refresh cannot succeed once the grant is revoked), and
+// the writes that do not (MarkNeedsReauth, sealing) freeze grantedAtUtc from
+// it first.
+func (c *StravaConnection) GrantTime() time.Time {
+	if c.GrantedAtUtc != nil && !c.GrantedAtUtc.IsZero() {
+		return *c.GrantedAtUtc
+	}
+	return c.UpdatedAtUtc
 }
 
 // AthleteOwner maps a Strava athlete to the one user it belongs to
@@ -440,4 +458,6 @@ func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 
 // Revoked says whether a confirmed deauthorization scheduled the user's
 // Strava data for deletion (and no reconnect cleared it since).
-func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }
+func (g *UserGuard) Revoked() bool {
+	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}

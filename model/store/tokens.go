@@ -139,7 +139,7 @@ func (s *Store) SealPlainConnection(ctx context.Context, userID string, now time
 	if err != nil {
 		return false, err
 	}
-	upd = upd.Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC()))
+	upd = freezeGrant(upd).Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC()))
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).
 		And(expression.AttributeExists(expression.Name("accessToken")))
 	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
