@@ -128,9 +128,9 @@ func (s *Store) ClearStravaRevocation(ctx context.Context, userID string, revoke
 func (s *Store) ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error) {
 	exp := expression.Name(attrExpiresAt)
 	v := expression.Value(expiresAt.Unix())
-	cond := expression.And(expression.AttributeExists(expression.Name("PK")),
-		expression.Or(expression.AttributeNotExists(exp), exp.NotEqual(v)))
-	n, err := s.eachStravaWorkout(ctx, userID, expression.Set(exp, v), cond)
+	differs := expression.Or(expression.AttributeNotExists(exp), exp.NotEqual(v))
+	cond := expression.And(expression.AttributeExists(expression.Name("PK")), differs)
+	n, err := s.eachStravaWorkout(ctx, userID, differs, expression.Set(exp, v), cond)
 	if err != nil {
 		return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) ExpireStravaWorkouts(ctx context.Context, userID string, expires
 // how many it changed. It is safe to re-run after a failure midway.
 func (s *Store) UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error) {
 	exp := expression.Name(attrExpiresAt)
-	n, err := s.eachStravaWorkout(ctx, userID, expression.Remove(exp), expression.AttributeExists(exp))
+	n, err := s.eachStravaWorkout(ctx, userID, expression.AttributeExists(exp), expression.Remove(exp), expression.AttributeExists(exp))
 	if err != nil {
 		return n, fmt.Errorf("cancel expiry of workouts of %s: %w", userID, err)
 	}
@@ -150,19 +150,20 @@ func (s *Store) UnexpireStravaWorkouts(ctx context.Context, userID string) (int,
 }
 
 // eachStravaWorkout applies upd under cond to every WORKOUT#STRAVA# item of
-// the user (consistent query, keys only) and counts the items changed; a
+// the user that matches filter (consistent query, keys only: the items
+// already as wanted cost reads, no writes) and counts the items changed; a
 // failed condition skips the item.
-func (s *Store) eachStravaWorkout(ctx context.Context, userID string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (int, error) {
+func (s *Store) eachStravaWorkout(ctx context.Context, userID string, filter expression.ConditionBuilder, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (int, error) {
 	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
 		And(expression.Key("SK").BeginsWith(model.PrefixWorkoutStrava))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filter).
 		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
 	if err != nil {
 		return 0, fmt.Errorf("build query: %w", err)
 	}
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(),
-		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+		FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
 		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
 	})
 	n := 0
