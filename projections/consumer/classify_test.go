@@ -45,7 +45,7 @@ func classifyCases() []classifyCase {
 				w.IsDeleted = true
 				e.putWorkout(w)
 			}},
-		{name: "workout_remove", want: consumer.Ignore, wantUser: "u1",
+		{name: "workout_remove", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1d",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.WorkoutKey("u1", 1)); err != nil {
 					t.Fatal(err)
