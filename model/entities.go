@@ -85,7 +85,9 @@ type StravaConnection struct {
 	Scopes            []string  `dynamodbav:"scopes"`
 	TokenVersion      int64     `dynamodbav:"tokenVersion"`
 	NeedsReauth       bool      `dynamodbav:"needsReauth"`
-	UpdatedAtUtc      time.Time `dynamodbav:"updatedAtUtc"`
+	// NeedsReauthAtUtc is when Strava's refusal flagged NeedsReauth.
+	NeedsReauthAtUtc *time.Time `dynamodbav:"needsReauthAtUtc,omitempty"`
+	UpdatedAtUtc     time.Time  `dynamodbav:"updatedAtUtc"`
 	// GrantedAtUtc is when the athlete granted this connection: the OAuth
 	// login that wrote its tokens (token refreshes leave it). A
 	// deauthorization event older than the grant is stale. Connections
@@ -96,11 +98,10 @@ type StravaConnection struct {
 }
 
 // GrantTime is when the athlete granted the connection: GrantedAtUtc, else
-// (an item written before it existed) UpdatedAtUtc. UpdatedAtUtc is never
-// later than a real revocation of that grant: only logins and successful
-// refreshes move it (a refresh cannot succeed once the grant is revoked), and
-// the writes that do not (MarkNeedsReauth, sealing) freeze grantedAtUtc from
-// it first.
+// (an item written before it existed) UpdatedAtUtc, which is never later
+// than a real revocation of that grant: only logins and successful refreshes
+// move it (a refresh cannot succeed once the grant is revoked; flagging
+// needsReauth leaves it, and sealing copies it into GrantedAtUtc first).
 func (c *StravaConnection) GrantTime() time.Time {
 	if c.GrantedAtUtc != nil && !c.GrantedAtUtc.IsZero() {
 		return *c.GrantedAtUtc

@@ -37,17 +37,6 @@ const (
 	attrStravaDataExpires  = "stravaDataExpiresAt"
 )
 
-// freezeGrant adds to upd, for a connection write that is not a new grant and
-// moves updatedAtUtc (MarkNeedsReauth, sealing), grantedAtUtc = the stored
-// updatedAtUtc when the item has no grantedAtUtc yet (written before it
-// existed): the right-hand side reads the item before the update, so the
-// grant time a deauthorization compares with stays that of the last login
-// or successful refresh.
-func freezeGrant(upd expression.UpdateBuilder) expression.UpdateBuilder {
-	g := expression.Name(attrGrantedAtUtc)
-	return upd.Set(g, expression.IfNotExists(g, expression.Name(attrUpdatedAtUtc)))
-}
-
 // StravaConnectionGrant reads the user's connection without opening its
 // tokens (they stay sealed; AccessToken and RefreshToken are empty): what a
 // deauthorization compares with (GrantTime, TokenVersion). It returns

@@ -110,12 +110,15 @@ func (s *Store) SaveRefreshedToken(ctx context.Context, userID string, expectedV
 }
 
 // MarkNeedsReauth flags the user's connection as needing re-authorization
-// (Strava refused its tokens) and drops any refresh lease. It returns
-// ErrNotFound when the connection is gone.
+// (Strava refused its tokens) at now (needsReauthAtUtc) and drops any
+// refresh lease. It leaves updatedAtUtc, which only logins and successful
+// refreshes move (the grant time of connections written before grantedAtUtc
+// existed, model.StravaConnection.GrantTime). It returns ErrNotFound when
+// the connection is gone.
 func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error {
 	cond := expression.AttributeExists(expression.Name("PK"))
-	upd := freezeGrant(expression.Set(expression.Name("needsReauth"), expression.Value(true))).
-		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+	upd := expression.Set(expression.Name("needsReauth"), expression.Value(true)).
+		Set(expression.Name("needsReauthAtUtc"), expression.Value(now.UTC())).
 		Remove(expression.Name(attrRefreshLeaseUntil))
 	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
 		if isConflict(err) {

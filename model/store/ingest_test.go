@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -272,26 +276,44 @@ func TestIngestUpsertKeepsExpiry(t *testing.T) {
 	}
 }
 
-// TestIngestLegacyGrantTimeIsFrozen: a connection written before
-// grantedAtUtc existed keeps, as its grant time, the updatedAtUtc of its last
-// login or refresh when a write that is not a grant (MarkNeedsReauth) moves
-// updatedAtUtc. Protection: freezeGrant in MarkNeedsReauth.
-func TestIngestLegacyGrantTimeIsFrozen(t *testing.T) {
+// TestIngestLegacyGrantTimeIsKept: a connection written before grantedAtUtc
+// existed keeps, as its grant time, the updatedAtUtc of its last login or
+// refresh when Strava's refusal flags it later, and when sealing rewrites
+// it. Protections: MarkNeedsReauth leaving updatedAtUtc; SealPlainConnection
+// copying it into grantedAtUtc.
+func TestIngestLegacyGrantTimeIsKept(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	granted := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	c := &model.StravaConnection{UserID: "u1", AthleteID: 7, AccessToken: "a", RefreshToken: "r",
-		ExpiresAtUtc: granted.Add(6 * time.Hour), TokenVersion: 3, UpdatedAtUtc: granted}
-	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+	k := model.StravaConnectionKey("u1")
+	legacy := store.Item{ // schema version 1: plain tokens, no grantedAtUtc
+		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
+		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
+		"schemaVersion": &types.AttributeValueMemberN{Value: "1"},
+		"userId":        &types.AttributeValueMemberS{Value: "u1"},
+		"athleteId":     &types.AttributeValueMemberN{Value: "7"},
+		"accessToken":   &types.AttributeValueMemberS{Value: "plain-access"},
+		"refreshToken":  &types.AttributeValueMemberS{Value: "plain-refresh"},
+		"tokenVersion":  &types.AttributeValueMemberN{Value: "3"},
+		"updatedAtUtc":  &types.AttributeValueMemberS{Value: granted.Format(time.RFC3339Nano)},
+	}
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: legacy}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkNeedsReauth(ctx, "u1", granted.Add(48*time.Hour)); err != nil {
+	flagged := granted.Add(48 * time.Hour)
+	if err := s.MarkNeedsReauth(ctx, "u1", flagged); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := s.StravaConnectionGrant(ctx, "u1"); err != nil || !got.GrantTime().Equal(granted) {
+		t.Fatalf("flagged: grant %v, %v; want %s kept", got, err, granted)
+	}
+	if done, err := s.SealPlainConnection(ctx, "u1", flagged.Add(time.Hour)); err != nil || !done {
+		t.Fatalf("seal: %v, %v; want it rewritten", done, err)
 	}
 	got, err := s.StravaConnectionGrant(ctx, "u1")
-	if err != nil || !got.GrantTime().Equal(granted) || !got.UpdatedAtUtc.Equal(granted.Add(48*time.Hour)) {
-		t.Fatalf("got grant %s updated %s, %v; want grant time %s kept", got.GrantTime(), got.UpdatedAtUtc, err, granted)
+	if err != nil || !got.GrantTime().Equal(granted) || got.NeedsReauthAtUtc == nil || !got.NeedsReauthAtUtc.Equal(flagged) {
+		t.Fatalf("sealed: grant %v, %v; want grant time %s kept and flagged at %s", got, err, granted, flagged)
 	}
 }
 
