@@ -297,3 +297,26 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// TestDeauthorizationConfirmationDefersOn429: Strava's 429 on the
+// confirmation call defers the job to the window reset (not a failure) and
+// removes nothing. Protection: confirmRevoked's 429 → DeferError.
+func TestDeauthorizationConfirmationDefersOn429(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.sim.RevokeAthlete(10)
+	h.sim.FailNext(stravasim.EndpointAthlete, http.StatusTooManyRequests, 1)
+	j := job(h.sim.DeauthorizationEvent(10))
+	h.claim(j)
+	if err := h.newWorker().Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
+		t.Fatalf("outbox %+v, want received and deferred (no failure)", rec)
+	}
+	if _, err := h.connection("u1"); err != nil {
+		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
+	}
+}
