@@ -14,6 +14,9 @@ const (
 const (
 	AuditUserCreated    = "USER_CREATED"
 	AuditAccountDeleted = "ACCOUNT_DELETED"
+	// AuditStravaReconnected: a deauthorized athlete connected again within
+	// the retention window; the pending deletion of their data is cancelled.
+	AuditStravaReconnected = "STRAVA_RECONNECTED"
 )
 
 // UserSession points from a user's partition to one of their sessions

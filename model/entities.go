@@ -85,9 +85,28 @@ type StravaConnection struct {
 	Scopes            []string  `dynamodbav:"scopes"`
 	TokenVersion      int64     `dynamodbav:"tokenVersion"`
 	NeedsReauth       bool      `dynamodbav:"needsReauth"`
-	UpdatedAtUtc      time.Time `dynamodbav:"updatedAtUtc"`
-	AthleteGSI1PK     string    `dynamodbav:"GSI1PK"`
-	AthleteGSI1SK     string    `dynamodbav:"GSI1SK"`
+	// NeedsReauthAtUtc is when Strava's refusal flagged NeedsReauth.
+	NeedsReauthAtUtc *time.Time `dynamodbav:"needsReauthAtUtc,omitempty"`
+	UpdatedAtUtc     time.Time  `dynamodbav:"updatedAtUtc"`
+	// GrantedAtUtc is when the athlete granted this connection: the OAuth
+	// login that wrote its tokens (token refreshes leave it). A
+	// deauthorization event older than the grant is stale. Connections
+	// written before it existed use UpdatedAtUtc (GrantTime).
+	GrantedAtUtc  *time.Time `dynamodbav:"grantedAtUtc,omitempty"`
+	AthleteGSI1PK string     `dynamodbav:"GSI1PK"`
+	AthleteGSI1SK string     `dynamodbav:"GSI1SK"`
+}
+
+// GrantTime is when the athlete granted the connection: GrantedAtUtc, else
+// (an item written before it existed) UpdatedAtUtc, which is never later
+// than a real revocation of that grant: only logins and successful refreshes
+// move it (a refresh cannot succeed once the grant is revoked; flagging
+// needsReauth leaves it, and sealing copies it into GrantedAtUtc first).
+func (c *StravaConnection) GrantTime() time.Time {
+	if c.GrantedAtUtc != nil && !c.GrantedAtUtc.IsZero() {
+		return *c.GrantedAtUtc
+	}
+	return c.UpdatedAtUtc
 }
 
 // AthleteOwner maps a Strava athlete to the one user it belongs to

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,20 +160,25 @@ func hasActivityRead(scopes []string) bool {
 }
 
 // linkAthlete returns the user the athlete belongs to, updating their
-// tokens, or creates the user (profile, connection and owner mapping in one
-// transaction). Two first logins racing for one athlete end with one user:
-// the loser's transaction fails on the owner mapping and it joins the winner.
+// tokens (a new grant: grantedAtUtc is now), or creates the user (profile,
+// connection and owner mapping in one transaction). Two first logins racing
+// for one athlete end with one user: the loser's transaction fails on the
+// owner mapping and it joins the winner. A deauthorized athlete keeps its
+// owner mapping, so reconnecting reattaches the same user (reattach).
 func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string, a strava.Athlete, tok *oauth2.Token, scopes []string) (string, error) {
 	now := h.now().UTC()
 	conn := func(userID string) *model.StravaConnection {
 		return &model.StravaConnection{
 			UserID: userID, AthleteID: a.ID, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
-			ExpiresAtUtc: tok.Expiry.UTC(), Scopes: scopes, UpdatedAtUtc: now,
+			ExpiresAtUtc: tok.Expiry.UTC(), Scopes: scopes, UpdatedAtUtc: now, GrantedAtUtc: &now,
 		}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		owner, err := h.st.AthleteOwner(ctx, a.ID)
 		if err == nil {
+			if err := h.reattach(ctx, log, corr, owner.UserID, now); err != nil {
+				return "", err
+			}
 			if err := h.st.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
 				return "", err
 			}
@@ -196,6 +203,51 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 		// Another login linked the athlete first: join that user.
 	}
 	return "", errors.New("link athlete: owner mapping kept changing")
+}
+
+// reattach cancels a deauthorization's pending deletion when its athlete
+// connects again (within model.StravaDataRetentionDays, before the workouts'
+// TTL): it clears the guard's revocation (only the one it read), then
+// removes expiresAt from every Strava workout of the user; the caller saves
+// the tokens last. While the connection is missing (tokens not saved yet) the
+// removal runs again on every login, so a login that failed midway is
+// finished by the athlete's retry; any error fails the login. Milestones and
+// awards were never touched.
+func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, now time.Time) error {
+	revoked := false
+	for attempt := 0; ; attempt++ {
+		g, err := h.st.UserGuard(ctx, userID)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("reattach user %s: %w", userID, err)
+		case g.Revoked():
+			err := h.st.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
+			if errors.Is(err, model.ErrConflict) && attempt < 2 {
+				continue // cleared by another login, or replaced: read again
+			}
+			if err != nil && !errors.Is(err, model.ErrConflict) {
+				return fmt.Errorf("reattach user %s: %w", userID, err)
+			}
+			revoked = true
+		}
+		break
+	}
+	if !revoked {
+		if _, err := h.st.StravaConnection(ctx, userID); err == nil || !errors.Is(err, model.ErrNotFound) {
+			return nil // connected: no deauthorization to undo (or an error the save will meet)
+		}
+	}
+	n, err := h.st.UnexpireStravaWorkouts(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("reattach user %s: %w", userID, err)
+	}
+	log.InfoContext(ctx, "athlete reconnected; pending deletion of strava data cancelled", "userId", userID, "workoutsRestored", n)
+	if revoked {
+		h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now,
+			map[string]string{"workoutsRestored": strconv.Itoa(n)}))
+	}
+	return nil
 }
 
 // logout deletes the session (if any) and clears the cookie. It always

@@ -36,6 +36,9 @@ type Store interface {
 	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
 	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
 	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
+	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
+	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
+	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
 	CreateSession(ctx context.Context, s *model.Session) error
 	Session(ctx context.Context, sessionID string) (model.Session, error)
 	DeleteSession(ctx context.Context, userID, sessionID string) error

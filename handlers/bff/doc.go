@@ -28,7 +28,15 @@
 // STRAVA#ATHLETE#{id}/OWNER in one transaction (the owner mapping is
 // conditional), so one athlete is never linked to two users; a login that
 // loses the race joins the winner. A returning athlete keeps their user; the
-// new tokens are stored with a conditional tokenVersion bump.
+// new tokens are stored with a conditional tokenVersion bump and the login's
+// time as the grant (grantedAtUtc, what a deauthorization event is compared
+// with). A confirmed deauthorization keeps the owner mapping, so an athlete
+// reconnecting within the 30-day retention window gets the same user back:
+// the login clears the guard's revocation (conditional on the one it read),
+// removes expiresAt from every Strava workout (STRAVA_RECONNECTED), then
+// saves the tokens; milestones and awards were never touched. While the
+// connection is missing every login removes the expiry again, so a login
+// that failed midway (503) is finished by the athlete's retry.
 //
 // Milestones: validation is model.MilestoneDefinition.Validate and names
 // every bad field (400 fields:[{field,message}]); an unknown model is a bad

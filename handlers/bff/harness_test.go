@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/handlers/bff"
@@ -96,11 +97,20 @@ type envOpts struct {
 	strava    bff.Strava
 	publicURL func(srvURL string) string
 	cors      []string
+	// dynamoHTTP, when set, carries the store's DynamoDB calls (fault
+	// injection in front of DynamoDB Local).
+	dynamoHTTP *http.Client
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	st := dynamolocal.NewStore(t)
+	if o.dynamoHTTP != nil {
+		db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(opt *dynamodb.Options) { opt.HTTPClient = o.dynamoHTTP })
+		faulty := store.New(db, st.Tables())
+		faulty.Secrets = st.Secrets
+		st = faulty
+	}
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +225,17 @@ func (e *env) do(method, path, cookie string, body any, header ...string) respon
 // model/strava REST client) against the Strava simulator.
 func oauthEnv(t *testing.T) (*env, *stravasim.Server) {
 	t.Helper()
+	return oauthEnvWith(t, envOpts{})
+}
+
+// oauthEnvWith is oauthEnv with options (its strava is replaced).
+func oauthEnvWith(t *testing.T, o envOpts) (*env, *stravasim.Server) {
+	t.Helper()
 	sim := stravasim.New(stravasim.Options{})
 	t.Cleanup(sim.Close)
 	client := &bff.OAuthClient{Deauthorizer: strava.NewClient(sim.URL, nil)}
-	e := newEnv(t, envOpts{strava: client})
+	o.strava = client
+	e := newEnv(t, o)
 	client.Config = strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), e.srv.URL+"/auth/strava/callback")
 	return e, sim
 }

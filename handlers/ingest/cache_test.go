@@ -25,10 +25,10 @@ func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
 	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
+	h.sim.RevokeAthlete(10) // Strava revokes the tokens, then sends the deauthorization
 	if err := h.newWorker().Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
 		t.Fatal(err)
 	}
-	h.sim.RevokeAthlete(10) // Strava revokes the tokens of a deauthorization
 	h.link("new", 10, time.Hour)
 	h.activity(101, 10, "Ride")
 	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
@@ -44,10 +44,10 @@ func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
 		t.Fatalf("got connection %+v, %v; want the new user's connection intact", c, err)
 	}
 	// The same instance processing the deauthorization forgets at once.
+	h.sim.RevokeAthlete(10)
 	if err := warm.Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
 		t.Fatal(err)
 	}
-	h.sim.RevokeAthlete(10)
 	h.link("third", 10, time.Hour)
 	h.activity(102, 10, "Swim")
 	before := h.sim.Stats()

@@ -68,11 +68,33 @@
 //  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
 //     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
 //     the athlete's partition) and drop.
-//  2. Deauthorization (object_type athlete, updates.authorized "false"): one
-//     transaction deletes the connection (tokens) and the owner mapping; every
-//     WORKOUT#STRAVA#… item of the user gets expiresAt = now + 30 days
-//     (DynamoDB TTL deletes them, per Strava's terms); audit
-//     STRAVA_ATHLETE_DEAUTHORIZED.
+//  2. Deauthorization (object_type athlete, updates.authorized "false"). The
+//     webhook is unsigned, so the event is a reason to ask, never proof:
+//     an event whose event_time (second resolution) is before the
+//     connection's grant (grantedAtUtc, set by every login and left by
+//     refreshes; updatedAtUtc for items written before it) is stale: audit
+//     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
+//     fail at Strava, through the shared budget and the athlete's read cap
+//     like a fetch: a refresh refused (invalid grant, or needsReauth already
+//     set by Strava's refusal) or GET /api/v3/athlete answering 401 confirms;
+//     200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing removed; 429,
+//     spent budget, cap → deferred; 5xx, transport, any other status →
+//     retried, then parked: an unconfirmable deauthorization waits, it never
+//     destroys. Confirmed → one transaction deletes the connection (only if
+//     its tokenVersion and grant have not moved: a reconnect racing in wins;
+//     a refused condition is retried and judged again) and sets the user
+//     guard's revocation (stravaRevokedAtUtc = event time,
+//     stravaDataExpiresAt = now + 30 days); the owner mapping stays, so a
+//     reconnect reattaches the same user (handlers/bff). Audit
+//     STRAVA_ATHLETE_DEAUTHORIZED. Then every WORKOUT#STRAVA#… item gets that
+//     expiresAt (DynamoDB TTL deletes them, per Strava's terms; the REMOVE
+//     records re-project the milestones). The job fails, and its outbox item
+//     stays pending, until that loop has finished: a retry finds the
+//     connection gone and the guard holding the same event time, and resumes.
+//     A workout written after the revocation (a fetch or sync page in
+//     flight) gets the expiry from its guard check, and no write removes a
+//     pending expiry. When a reconnect cleared the revocation during the
+//     loop, the loop removes the expiry again.
 //  3. delete events are confirmed by a fetch, never applied as they come
 //     (a webhook is unsigned, and athlete and activity ids are public): they
 //     take step 4 like create and update events (budget, athlete cap,

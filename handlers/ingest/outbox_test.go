@@ -208,6 +208,10 @@ func (f *slowFirstFetch) GetActivity(ctx context.Context, tok string, id int64) 
 	return a, rl, err
 }
 
+func (f *slowFirstFetch) GetAthlete(ctx context.Context, tok string) (strava.Athlete, strava.RateLimit, error) {
+	return f.next.GetAthlete(ctx, tok)
+}
+
 // TestNewestAnswerWins: two fetches of one activity race; the one that
 // started first (and saw the older state) answers last and is dropped.
 // Protection: UpsertWorkout's condition on fetchStartedAtNs.

@@ -242,12 +242,13 @@ func TestPipelineDeauthorization(t *testing.T) {
 	h.deliver(h.sim.ActivityEvent("create", 601, 10, nil))
 	ctx := context.Background()
 
+	h.sim.RevokeAthlete(10) // the athlete revoked access on strava.com
 	h.deliver(h.sim.DeauthorizationEvent(10))
 	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed", err)
 	}
-	if _, err := h.st.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
-		t.Fatalf("athlete mapping: got %v, want it removed", err)
+	if u, err := h.st.ResolveAthlete(ctx, 10); err != nil || u != "u1" {
+		t.Fatalf("athlete mapping: got %q, %v; want it kept (a reconnect reattaches u1)", u, err)
 	}
 	want := time.Now().Add(model.StravaDataRetentionDays * 24 * time.Hour).Unix()
 	for _, w := range h.workouts("u1") {
@@ -259,11 +260,11 @@ func TestPipelineDeauthorization(t *testing.T) {
 		t.Fatalf("got %d deauthorization audits, want 1", n)
 	}
 
-	// Later events for the athlete are audited as not linked, without Strava calls.
+	// Later events for the athlete are audited as not connected, without Strava calls.
 	before := h.sim.Stats().ActivityRequests
 	h.activity(602, 10, "Run")
 	h.deliver(h.sim.ActivityEvent("create", 602, 10, nil))
-	if n := len(h.audits(model.AthletePK(10))[ingest.AuditAthleteNotLinked]); n != 1 {
+	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteNotLinked]); n != 1 {
 		t.Fatalf("got %d not-linked audits, want 1", n)
 	}
 	if after := h.sim.Stats().ActivityRequests; after != before {

@@ -13,7 +13,7 @@ import (
 )
 
 // The Strava budget by class: every Strava API read a worker job makes
-// (GET /activities/{id}, GET /athlete/activities, whatever the answer, as
+// (GET /activities/{id}, GET /athlete/activities, GET /athlete, whatever the answer, as
 // Strava counts them) is counted on the job's context, and when the job
 // ends the worker writes one CloudWatch Embedded Metric Format line
 // (Worker.Metrics; the worker Lambda writes to stdout) with StravaReads
@@ -71,6 +71,12 @@ type countedFetcher struct{ ActivityFetcher }
 func (c countedFetcher) GetActivity(ctx context.Context, token string, id int64) (strava.Activity, strava.RateLimit, error) {
 	countRead(ctx)
 	return c.ActivityFetcher.GetActivity(ctx, token, id)
+}
+
+// GetAthlete counts the read confirming a deauthorization.
+func (c countedFetcher) GetAthlete(ctx context.Context, token string) (strava.Athlete, strava.RateLimit, error) {
+	countRead(ctx)
+	return c.ActivityFetcher.GetAthlete(ctx, token)
 }
 
 // countedLister counts every ListActivities on the caller's context.

@@ -22,6 +22,8 @@ const (
 	AuditActivityUpdate     = "STRAVA_ACTIVITY_UPDATE"
 	AuditActivityDelete     = "STRAVA_ACTIVITY_DELETE"
 	AuditAthleteDeauthorize = "STRAVA_ATHLETE_DEAUTHORIZED"
+	AuditDeauthStale        = "STRAVA_DEAUTH_STALE"
+	AuditDeauthUnconfirmed  = "STRAVA_DEAUTH_UNCONFIRMED"
 	AuditAthleteNotLinked   = "STRAVA_ATHLETE_NOT_LINKED"
 	AuditNeedsReauth        = "STRAVA_CONNECTION_NEEDS_REAUTH"
 	AuditEventRejected      = "STRAVA_EVENT_REJECTED"
@@ -43,9 +45,21 @@ type WorkerStore interface {
 	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
-	// DeauthorizeAthlete removes tokens and mapping and schedules the
-	// user's Strava workouts for deletion at expiresAt.
-	DeauthorizeAthlete(ctx context.Context, userID string, athleteID int64, expiresAt time.Time) (int, error)
+	// StravaConnectionGrant reads the user's connection with its tokens
+	// left sealed; ErrNotFound when there is none.
+	StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error)
+	// RevokeStravaConnection deletes the connection if it is still grant c
+	// and records the revocation in the user guard, in one transaction;
+	// ErrConflict when the connection moved or is gone.
+	RevokeStravaConnection(ctx context.Context, c *model.StravaConnection, revokedAt, dataExpiresAt, now time.Time) error
+	// ExpireStravaWorkouts sets expiresAt on every Strava workout of the
+	// user (idempotent, resumable).
+	ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error)
+	// UnexpireStravaWorkouts removes expiresAt from every Strava workout of
+	// the user (idempotent, resumable).
+	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
+	// UserGuard reads the user's guard; ErrNotFound when there is none.
+	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
 	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
 	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
 	// RecordRateLimit stores a reading unless a newer one is stored.
@@ -77,11 +91,15 @@ type TokenProvider interface {
 	AccessToken(ctx context.Context, userID string) (string, error)
 }
 
-// ActivityFetcher reads one activity from Strava (strava.Client).
+// ActivityFetcher reads from Strava (strava.Client): one activity, and the
+// token's athlete (the check that a grant is alive).
 type ActivityFetcher interface {
 	// GetActivity fetches one activity; errors match ErrNotFound,
 	// ErrUnauthorized or ErrRetryable.
 	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
+	// GetAthlete fetches the token's athlete; a *strava.APIError with
+	// status 401 when the grant is revoked.
+	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
 }
 
 var (
@@ -407,19 +425,8 @@ func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	if w.AthleteReadsPerWindow > 0 {
-		now := w.Now()
-		win := w.rateWindow()
-		err := w.store.TakeAthleteRead(ctx, ev.OwnerID, now, win, w.AthleteReadsPerWindow)
-		if errors.Is(err, model.ErrConflict) {
-			return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{
-				Until:  now.UTC().Truncate(win).Add(win),
-				Reason: fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, w.AthleteReadsPerWindow),
-			})
-		}
-		if err != nil {
-			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-		}
+	if err := w.takeAthleteRead(ctx, job); err != nil {
+		return err
 	}
 	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)
 	switch {
@@ -437,15 +444,7 @@ func (w *Worker) fetchNew(ctx context.Context, log *slog.Logger, job Job, userID
 	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
 	var apiErr *strava.APIError
-	if rl.Valid() {
-		st := rateLimitState(rl, w.Now(), w.rateWindow())
-		refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
-		if w.rate.observed(st, refused, w.BudgetReserve) {
-			if rerr := w.store.RecordRateLimit(ctx, st); rerr != nil {
-				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
-			}
-		}
-	}
+	w.observeRate(ctx, log, rl, err)
 	switch {
 	case cached != nil && errors.Is(err, model.ErrUnauthorized):
 		return errStaleCache
@@ -581,17 +580,187 @@ func (w *Worker) needsReauth(ctx context.Context, log *slog.Logger, job Job, use
 	return nil
 }
 
-func (w *Worker) deauthorize(ctx context.Context, log *slog.Logger, job Job, userID string) error {
+// takeAthleteRead counts one Strava read against the athlete's cap
+// (AthleteReadsPerWindow); a DeferError to the next window when the cap is
+// reached.
+func (w *Worker) takeAthleteRead(ctx context.Context, job Job) error {
+	if w.AthleteReadsPerWindow <= 0 {
+		return nil
+	}
+	ev := job.Event
 	now := w.Now()
-	expires := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
-	n, err := w.store.DeauthorizeAthlete(ctx, userID, job.Event.OwnerID, expires)
+	win := w.rateWindow()
+	err := w.store.TakeAthleteRead(ctx, ev.OwnerID, now, win, w.AthleteReadsPerWindow)
+	if errors.Is(err, model.ErrConflict) {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{
+			Until:  now.UTC().Truncate(win).Add(win),
+			Reason: fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, w.AthleteReadsPerWindow),
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	log.InfoContext(ctx, "athlete deauthorized; tokens and mapping removed", "writeStatus", "deauthorized", "workoutsExpiring", n)
+	return nil
+}
+
+// observeRate records the rate-limit reading of a Strava answer (err is the
+// call's error: a 429 always records).
+func (w *Worker) observeRate(ctx context.Context, log *slog.Logger, rl strava.RateLimit, err error) {
+	if !rl.Valid() {
+		return
+	}
+	var apiErr *strava.APIError
+	st := rateLimitState(rl, w.Now(), w.rateWindow())
+	refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
+	if w.rate.observed(st, refused, w.BudgetReserve) {
+		if rerr := w.store.RecordRateLimit(ctx, st); rerr != nil {
+			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+		}
+	}
+}
+
+// deauthorize handles a deauthorization event of userID's athlete (see the
+// package doc, "Deauthorization"): an event older than the connection's
+// grant is stale; otherwise Strava must confirm that the grant is revoked
+// (confirmRevoked) before anything is removed; a confirmed revocation
+// deletes the connection and records the revocation in the user guard (one
+// transaction; the owner mapping stays), then schedules every Strava workout
+// for deletion (expireWorkouts). Until that loop has finished the job fails
+// (retryable) and its outbox item stays pending; a retry finds the
+// connection gone and the guard holding this event's revocation, and
+// resumes the loop.
+func (w *Worker) deauthorize(ctx context.Context, log *slog.Logger, job Job, userID string) error {
+	revokedAt := time.Unix(job.Event.EventTime, 0).UTC()
+	conn, err := w.store.StravaConnectionGrant(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return w.resumeDeauthorization(ctx, log, job, userID, revokedAt)
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	// event_time has second resolution: an event of the grant's own second
+	// may be newer and goes on to Strava's confirmation.
+	if granted := conn.GrantTime().UTC(); revokedAt.Before(granted.Truncate(time.Second)) {
+		log.InfoContext(ctx, "deauthorization older than the connection's grant; dropped", "writeStatus", "stale",
+			"eventTimeUtc", revokedAt.Format(time.RFC3339), "grantedAtUtc", granted.Format(time.RFC3339Nano))
+		w.audit(ctx, log, model.UserPK(userID), userID, AuditDeauthStale, job, map[string]string{
+			"eventTimeUtc": revokedAt.Format(time.RFC3339), "grantedAtUtc": granted.Format(time.RFC3339Nano)})
+		return nil
+	}
+	how, err := w.confirmRevoked(ctx, log, job, userID)
+	if err != nil {
+		return err
+	}
+	if how == "" {
+		log.WarnContext(ctx, "deauthorization not confirmed: strava still honours the grant; nothing removed", "writeStatus", "unconfirmed")
+		w.audit(ctx, log, model.UserPK(userID), userID, AuditDeauthUnconfirmed, job, map[string]string{
+			"eventTimeUtc": revokedAt.Format(time.RFC3339), "reason": "strava answered the grant's authenticated call"})
+		return nil
+	}
+	now := w.Now()
+	expires := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
+	if err := w.store.RevokeStravaConnection(ctx, conn, revokedAt, expires, now); err != nil {
+		if errors.Is(err, model.ErrConflict) {
+			// A login (new grant) or another run moved the connection since
+			// it was read: the retry judges the event again.
+			return fmt.Errorf("process %s: connection changed during the deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+		}
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete deauthorization confirmed; tokens removed", "writeStatus", "deauthorized", "confirmedBy", how)
 	w.audit(ctx, log, model.UserPK(userID), userID, AuditAthleteDeauthorize, job, map[string]string{
-		"workoutsExpiring": strconv.Itoa(n), "expiresAtUtc": expires.Format(time.RFC3339),
+		"confirmedBy": how, "eventTimeUtc": revokedAt.Format(time.RFC3339), "expiresAtUtc": expires.Format(time.RFC3339),
 	})
+	return w.expireWorkouts(ctx, log, job, userID, revokedAt, expires)
+}
+
+// resumeDeauthorization handles a deauthorization whose user has no
+// connection: when the guard holds this event's revocation, a previous run
+// confirmed it and its expiry loop may be unfinished, so the loop runs
+// again; otherwise there is nothing to deauthorize.
+func (w *Worker) resumeDeauthorization(ctx context.Context, log *slog.Logger, job Job, userID string, revokedAt time.Time) error {
+	g, err := w.store.UserGuard(ctx, userID)
+	switch {
+	case err == nil && g.Revoked() && g.StravaRevokedAtUtc.Equal(revokedAt):
+		log.InfoContext(ctx, "deauthorization confirmed earlier; resuming its cleanup")
+		return w.expireWorkouts(ctx, log, job, userID, revokedAt, time.Unix(g.StravaDataExpiresAt, 0).UTC())
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete has no strava connection; deauthorization dropped", "writeStatus", "skipped")
+	w.audit(ctx, log, model.UserPK(userID), userID, AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+	return nil
+}
+
+// confirmRevoked asks Strava whether the user's grant is revoked, through
+// the shared budget and the athlete's read cap like a fetch: it returns how
+// ("token refresh refused", "strava 401") when it is, "" when Strava still
+// honours the grant, a DeferError for a spent budget, cap or 429, and a
+// retryable error when Strava cannot say (5xx, transport, any other
+// status): an unconfirmable deauthorization waits, it never destroys.
+func (w *Worker) confirmRevoked(ctx context.Context, log *slog.Logger, job Job, userID string) (string, error) {
+	if err := w.checkBudget(ctx); err != nil {
+		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
+		return "", fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if err := w.takeAthleteRead(ctx, job); err != nil {
+		return "", err
+	}
+	token, err := w.tokens.AccessToken(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrUnauthorized):
+		// Strava refused the refresh token now, or refused the grant
+		// before (needsReauth is set only on Strava's refusal).
+		return "token refresh refused", nil
+	case errors.Is(err, model.ErrNotFound):
+		return "", fmt.Errorf("process %s: connection removed during the deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+	case err != nil:
+		return "", fmt.Errorf("process %s: confirm deauthorization: %w", job.CorrelationID, err)
+	}
+	_, rl, err := w.strava.GetAthlete(ctx, token)
+	w.observeRate(ctx, log, rl, err)
+	var apiErr *strava.APIError
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:
+		return "strava 401", nil
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+		now := w.Now()
+		until, why := nextReset(rateLimitState(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
+		return "", fmt.Errorf("process %s: %w", job.CorrelationID, &DeferError{Until: until, Reason: "strava 429: " + why})
+	}
+	// Anything else cannot confirm: retried, then parked.
+	return "", fmt.Errorf("process %s: confirm deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+}
+
+// expireWorkouts schedules every Strava workout of the user for deletion at
+// expires (idempotent); an error keeps the job pending so a retry finishes
+// it. Afterwards, when a reconnect cleared this revocation meanwhile, it
+// removes the expiry again: the reconnect's own loop may have run before
+// ours set it.
+func (w *Worker) expireWorkouts(ctx context.Context, log *slog.Logger, job Job, userID string, revokedAt, expires time.Time) error {
+	n, err := w.store.ExpireStravaWorkouts(ctx, userID, expires)
+	if err != nil {
+		return fmt.Errorf("process %s: schedule workouts for deletion (%d so far; resumed on retry): %w", job.CorrelationID, n, err)
+	}
+	g, err := w.store.UserGuard(ctx, userID)
+	switch {
+	case err == nil && g.Revoked():
+		// Still revoked (by this event, or a newer one with its own loop).
+		log.InfoContext(ctx, "workouts scheduled for deletion", "writeStatus", "deauthorized", "workoutsExpiring", n,
+			"expiresAtUtc", expires.Format(time.RFC3339))
+		return nil
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: re-read guard: %w", job.CorrelationID, err)
+	}
+	m, err := w.store.UnexpireStravaWorkouts(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("process %s: cancel expiry after a reconnect: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete reconnected during the cleanup; expiry cancelled", "writeStatus", "reconnected", "workoutsRestored", m,
+		"revokedAtUtc", revokedAt.Format(time.RFC3339))
 	return nil
 }
 

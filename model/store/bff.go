@@ -25,9 +25,14 @@ const LoginTokenRetries = 5
 // owner mapping in one transaction, so an athlete can never be linked to two
 // users. It returns an error matching model.ErrConflict (a
 // *model.TransactionError) when the athlete is already owned or the user id
-// is taken; nothing is written then.
+// is taken; nothing is written then. The connection's grant time
+// (grantedAtUtc) is c.GrantedAtUtc, else c.UpdatedAtUtc: the login's.
 func (s *Store) CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error {
 	owner := &model.AthleteOwner{AthleteID: c.AthleteID, UserID: p.UserID, CreatedAtUtc: p.CreatedAtUtc}
+	if c.GrantedAtUtc == nil {
+		g := c.UpdatedAtUtc
+		c.GrantedAtUtc = &g
+	}
 	if err := s.sealConnection(ctx, c); err != nil {
 		return fmt.Errorf("create user %s: %w", p.UserID, err)
 	}
@@ -69,8 +74,13 @@ func (s *Store) Profile(ctx context.Context, userID string) (model.Profile, erro
 // conditional write so a worker refreshing at the same moment cannot be
 // overwritten blindly: on a conflict it re-reads and retries up to
 // LoginTokenRetries times, then returns an error matching model.ErrConflict.
-// c.TokenVersion is set to the stored value.
+// c.TokenVersion is set to the stored value. A login is a new grant: the
+// item's grantedAtUtc is c.GrantedAtUtc, else c.UpdatedAtUtc.
 func (s *Store) SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error {
+	if c.GrantedAtUtc == nil {
+		g := c.UpdatedAtUtc
+		c.GrantedAtUtc = &g
+	}
 	for attempt := 0; ; attempt++ {
 		var cur model.StravaConnection
 		err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(c.UserID), &cur)

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -53,12 +56,40 @@ func (s *Store) checkGuard(ctx context.Context, userID string, k model.Key) erro
 		}
 		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
 	case g.Revoked():
-		exp := expression.Name("expiresAt")
-		upd := expression.Set(exp, expression.Value(g.StravaDataExpiresAt))
-		cond := expression.And(expression.AttributeExists(expression.Name("PK")), expression.AttributeNotExists(exp))
-		if err := s.update(ctx, k, upd, cond); err != nil && !isConflict(err) {
+		if err := s.expireIfStillRevoked(ctx, userID, k, g); err != nil {
 			return fmt.Errorf("schedule %s written after a deauthorization for deletion: %w", k, err)
 		}
+	}
+	return nil
+}
+
+// expireIfStillRevoked sets g's expiry on k (unless k carries one) in a
+// transaction with a check that the guard still holds g's revocation: a
+// reconnect that cleared it after our read (and removed the expiry from
+// every workout, perhaps before ours landed) wins. A failed condition is not
+// an error.
+func (s *Store) expireIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
+	exp := expression.Name(attrExpiresAt)
+	ex, err := expression.NewBuilder().WithUpdate(expression.Set(exp, expression.Value(g.StravaDataExpiresAt))).
+		WithCondition(expression.And(expression.AttributeExists(expression.Name("PK")), expression.AttributeNotExists(exp))).Build()
+	if err != nil {
+		return fmt.Errorf("build update: %w", err)
+	}
+	upd := TransactUpdate(&dynamodb.UpdateItemInput{
+		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, k), UpdateExpression: ex.Update(),
+		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	cex, err := expression.NewBuilder().WithCondition(
+		expression.Name(attrStravaRevokedAtUtc).Equal(expression.Value(g.StravaRevokedAtUtc.UTC()))).Build()
+	if err != nil {
+		return fmt.Errorf("build guard check: %w", err)
+	}
+	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, model.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
+		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
+	}}
+	if err := s.Transact(ctx, []types.TransactWriteItem{upd, check}, ""); err != nil && !isConflict(err) {
+		return err
 	}
 	return nil
 }

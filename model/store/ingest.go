@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -113,12 +112,15 @@ func (s *Store) SaveRefreshedToken(ctx context.Context, userID string, expectedV
 }
 
 // MarkNeedsReauth flags the user's connection as needing re-authorization
-// (Strava refused its tokens) and drops any refresh lease. It returns
-// ErrNotFound when the connection is gone.
+// (Strava refused its tokens) at now (needsReauthAtUtc) and drops any
+// refresh lease. It leaves updatedAtUtc, which only logins and successful
+// refreshes move (the grant time of connections written before grantedAtUtc
+// existed, model.StravaConnection.GrantTime). It returns ErrNotFound when
+// the connection is gone.
 func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error {
 	cond := expression.AttributeExists(expression.Name("PK"))
 	upd := expression.Set(expression.Name("needsReauth"), expression.Value(true)).
-		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
+		Set(expression.Name("needsReauthAtUtc"), expression.Value(now.UTC())).
 		Remove(expression.Name(attrRefreshLeaseUntil))
 	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
 		if isConflict(err) {
@@ -131,7 +133,10 @@ func (s *Store) MarkNeedsReauth(ctx context.Context, userID string, now time.Tim
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item) and a pending TTL (expiresAt) cleared unless w sets one.
+// item) and a pending TTL (expiresAt) unless w sets one: a write never
+// cancels the deletion a deauthorization scheduled (only a reconnect does,
+// UnexpireStravaWorkouts), and one that lands after a deauthorization gets
+// that expiry from the user guard (checkGuard).
 //
 // Writes are ordered by w.FetchStartedAtNs (when set): the write is refused
 // with ErrConflict unless the stored item has no fetch instant or an older
@@ -157,11 +162,6 @@ func (s *Store) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		default:
 			upd = upd.Set(expression.Name(name), expression.Value(v))
 		}
-	}
-	if w.ExpiresAt == 0 {
-		// A successful fetch means we are authorized again: a deletion
-		// scheduled by an earlier deauthorization no longer applies.
-		upd = upd.Remove(expression.Name("expiresAt"))
 	}
 	if !w.IsDeleted {
 		// Strava shows the activity: whatever hid it no longer holds.
@@ -261,62 +261,6 @@ func (s *Store) Workout(ctx context.Context, userID string, activityID int64) (*
 		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
 	}
 	return &w, nil
-}
-
-// DeauthorizeAthlete removes the user's Strava tokens and the athlete → user
-// mapping in one transaction, then sets expiresAt (TTL) on every Strava
-// workout of the user so the data is gone within Strava's retention window.
-// It returns how many workouts were scheduled for deletion. Running it again
-// is harmless.
-func (s *Store) DeauthorizeAthlete(ctx context.Context, userID string, athleteID int64, expiresAt time.Time) (int, error) {
-	err := s.Transact(ctx, []types.TransactWriteItem{
-		s.TransactDelete(s.t.Main, model.StravaConnectionKey(userID)),
-		s.TransactDelete(s.t.Main, model.AthleteOwnerKey(athleteID)),
-	}, "")
-	if err != nil {
-		return 0, fmt.Errorf("deauthorize athlete %d of %s: %w", athleteID, userID, err)
-	}
-	n, err := s.ExpireStravaWorkouts(ctx, userID, expiresAt)
-	if err != nil {
-		return n, fmt.Errorf("deauthorize athlete %d of %s: %w", athleteID, userID, err)
-	}
-	return n, nil
-}
-
-// ExpireStravaWorkouts sets expiresAt on every Strava workout of the user
-// (all pages, keys only), returning how many were marked.
-func (s *Store) ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error) {
-	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
-		And(expression.Key("SK").BeginsWith(model.PrefixWorkoutStrava))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
-	if err != nil {
-		return 0, fmt.Errorf("expire workouts of %s: build query: %w", userID, err)
-	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(),
-		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
-		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
-	})
-	upd := expression.Set(expression.Name("expiresAt"), expression.Value(expiresAt.Unix()))
-	n := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return n, fmt.Errorf("expire workouts of %s: %w", userID, translate(err))
-		}
-		for _, it := range page.Items {
-			k, err := itemKey(it)
-			if err != nil {
-				continue
-			}
-			if err := s.update(ctx, k, upd); err != nil {
-				return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
-			}
-			n++
-		}
-	}
-	return n, nil
 }
 
 // RateLimitState reads the shared Strava rate-limit counter. It returns

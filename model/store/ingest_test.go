@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -248,7 +252,13 @@ func TestIngestTokenLeaseAndSave(t *testing.T) {
 	}
 }
 
-func TestIngestDeauthorizeAthlete(t *testing.T) {
+// TestIngestRevokeStravaConnection: a confirmed deauthorization removes the
+// tokens (only of the grant it confirmed), records the revocation in the
+// guard, keeps the owner mapping; the expiry loop marks every workout and a
+// later write keeps its expiry; a reconnect clears both.
+// Protections: the grant condition of RevokeStravaConnection; UpsertWorkout
+// no longer removing expiresAt.
+func TestIngestRevokeStravaConnection(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
@@ -261,16 +271,54 @@ func TestIngestDeauthorizeAthlete(t *testing.T) {
 	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	exp := time.Now().Add(30 * 24 * time.Hour)
-	n, err := s.DeauthorizeAthlete(ctx, "u1", 7, exp)
-	if err != nil || n != 30 {
-		t.Fatalf("got %d, %v; want 30 workouts", n, err)
+	seen, err := s.StravaConnectionGrant(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	revokedAt := now.Add(-time.Minute).Truncate(time.Second)
+	exp := now.Add(30 * 24 * time.Hour)
+	if err := s.RevokeStravaConnection(ctx, seen, revokedAt, exp, now); err != nil {
+		t.Fatal(err)
+	}
+	// A login after the revocation is a new grant (at tokenVersion 1 again):
+	// a second run of the same revocation must not remove it.
+	if err := s.SaveLoginTokens(ctx, &model.StravaConnection{UserID: "u1", AthleteID: 7, AccessToken: "a2", RefreshToken: "r2",
+		ExpiresAtUtc: now.Add(time.Hour), UpdatedAtUtc: now}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.StravaConnectionGrant(ctx, "u1"); err != nil || c.TokenVersion != seen.TokenVersion || !c.GrantTime().Equal(now) {
+		t.Fatalf("got %+v, %v; want the login's grant at version %d", c, err, seen.TokenVersion)
+	}
+	if err := s.RevokeStravaConnection(ctx, seen, revokedAt, exp, now); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("revoke of a replaced grant: got %v, want ErrConflict", err)
+	}
+	if _, err := s.StravaConnection(ctx, "u1"); err != nil {
+		t.Fatalf("the new grant must stay: %v", err)
+	}
+	seen, err = s.StravaConnectionGrant(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeStravaConnection(ctx, seen, revokedAt, exp, now); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.StravaConnection(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want ErrNotFound", err)
 	}
-	if _, err := s.ResolveAthlete(ctx, 7); !errors.Is(err, model.ErrNotFound) {
-		t.Fatalf("owner: got %v, want ErrNotFound", err)
+	if u, err := s.ResolveAthlete(ctx, 7); err != nil || u != "u1" {
+		t.Fatalf("owner: got %q, %v; want u1 kept", u, err)
+	}
+	g, err := s.UserGuard(ctx, "u1")
+	if err != nil || !g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt) || g.StravaDataExpiresAt != exp.Unix() {
+		t.Fatalf("guard %+v, %v; want revoked at %s until %d", g, err, revokedAt, exp.Unix())
+	}
+	n, err := s.ExpireStravaWorkouts(ctx, "u1", exp)
+	if err != nil || n != 30 {
+		t.Fatalf("got %d, %v; want 30 workouts", n, err)
+	}
+	if n, err := s.ExpireStravaWorkouts(ctx, "u1", exp); err != nil || n != 0 {
+		t.Fatalf("again: got %d, %v; want 0 (nothing left to change)", n, err)
 	}
 	ws, _, err := store.QueryEntities[model.Workout](ctx, s, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
@@ -285,16 +333,93 @@ func TestIngestDeauthorizeAthlete(t *testing.T) {
 	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatalf("milestone must stay: %v", err)
 	}
-	// Again: harmless.
-	if _, err := s.DeauthorizeAthlete(ctx, "u1", 7, exp); err != nil {
-		t.Fatalf("second deauthorize: %v", err)
-	}
-	// A later successful fetch (the athlete reconnected) cancels the pending deletion.
+	// A later write (a fetch in flight) keeps the pending deletion.
 	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != 0 {
-		t.Fatalf("got %+v, %v; want expiresAt cleared", w, err)
+	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != exp.Unix() {
+		t.Fatalf("got %+v, %v; want expiresAt kept", w, err)
+	}
+	// A reconnect clears the revocation seen, then the expiry.
+	if err := s.ClearStravaRevocation(ctx, "u1", revokedAt.Add(time.Second), now); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("clear another revocation: got %v, want ErrConflict", err)
+	}
+	if err := s.ClearStravaRevocation(ctx, "u1", revokedAt, now); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.UserGuard(ctx, "u1"); err != nil || g.Revoked() {
+		t.Fatalf("guard %+v, %v; want not revoked", g, err)
+	}
+	if n, err := s.UnexpireStravaWorkouts(ctx, "u1"); err != nil || n != 30 {
+		t.Fatalf("unexpire: got %d, %v; want 30", n, err)
+	}
+	if w, err := s.Workout(ctx, "u1", 2); err != nil || w.ExpiresAt != 0 {
+		t.Fatalf("got %+v, %v; want expiresAt removed", w, err)
+	}
+}
+
+// TestIngestUpsertKeepsExpiry: a write never cancels a scheduled deletion,
+// even where no guard says so (only a reconnect's UnexpireStravaWorkouts
+// does). Protection: UpsertWorkout no longer removing expiresAt.
+func TestIngestUpsertKeepsExpiry(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(30 * 24 * time.Hour)
+	if n, err := s.ExpireStravaWorkouts(ctx, "u1", exp); err != nil || n != 1 {
+		t.Fatalf("got %d, %v; want 1", n, err)
+	}
+	w := workout("u1", 1)
+	w.DistanceMeters = 6000
+	if err := s.UpsertWorkout(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Workout(ctx, "u1", 1); err != nil || got.ExpiresAt != exp.Unix() || got.DistanceMeters != 6000 {
+		t.Fatalf("got %+v, %v; want the write with expiresAt %d kept", got, err, exp.Unix())
+	}
+}
+
+// TestIngestLegacyGrantTimeIsKept: a connection written before grantedAtUtc
+// existed keeps, as its grant time, the updatedAtUtc of its last login or
+// refresh when Strava's refusal flags it later, and when sealing rewrites
+// it. Protections: MarkNeedsReauth leaving updatedAtUtc; SealPlainConnection
+// copying it into grantedAtUtc.
+func TestIngestLegacyGrantTimeIsKept(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	granted := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	k := model.StravaConnectionKey("u1")
+	legacy := store.Item{ // schema version 1: plain tokens, no grantedAtUtc
+		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
+		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
+		"schemaVersion": &types.AttributeValueMemberN{Value: "1"},
+		"userId":        &types.AttributeValueMemberS{Value: "u1"},
+		"athleteId":     &types.AttributeValueMemberN{Value: "7"},
+		"accessToken":   &types.AttributeValueMemberS{Value: "plain-access"},
+		"refreshToken":  &types.AttributeValueMemberS{Value: "plain-refresh"},
+		"tokenVersion":  &types.AttributeValueMemberN{Value: "3"},
+		"updatedAtUtc":  &types.AttributeValueMemberS{Value: granted.Format(time.RFC3339Nano)},
+	}
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: legacy}); err != nil {
+		t.Fatal(err)
+	}
+	flagged := granted.Add(48 * time.Hour)
+	if err := s.MarkNeedsReauth(ctx, "u1", flagged); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.StravaConnectionGrant(ctx, "u1"); err != nil || !got.GrantTime().Equal(granted) {
+		t.Fatalf("flagged: grant %v, %v; want %s kept", got, err, granted)
+	}
+	if done, err := s.SealPlainConnection(ctx, "u1", flagged.Add(time.Hour)); err != nil || !done {
+		t.Fatalf("seal: %v, %v; want it rewritten", done, err)
+	}
+	got, err := s.StravaConnectionGrant(ctx, "u1")
+	if err != nil || !got.GrantTime().Equal(granted) || got.NeedsReauthAtUtc == nil || !got.NeedsReauthAtUtc.Equal(flagged) {
+		t.Fatalf("sealed: grant %v, %v; want grant time %s kept and flagged at %s", got, err, granted, flagged)
 	}
 }
 

@@ -139,7 +139,12 @@ func (s *Store) SealPlainConnection(ctx context.Context, userID string, now time
 	if err != nil {
 		return false, err
 	}
-	upd = upd.Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC()))
+	upd = upd.Set(expression.Name(attrUpdatedAtUtc), expression.Value(now.UTC()))
+	if c.GrantedAtUtc == nil && !c.UpdatedAtUtc.IsZero() {
+		// The grant time of an item written before grantedAtUtc existed is
+		// its updatedAtUtc (GrantTime): keep it as the item's grant.
+		upd = upd.Set(expression.Name(attrGrantedAtUtc), expression.Value(c.UpdatedAtUtc.UTC()))
+	}
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).
 		And(expression.AttributeExists(expression.Name("accessToken")))
 	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {

@@ -126,6 +126,27 @@ func (c *Client) GetActivity(ctx context.Context, accessToken string, id int64) 
 	return a, rl, nil
 }
 
+// GetAthlete fetches the athlete the access token belongs to
+// (GET /api/v3/athlete): the cheapest call that proves a grant is alive. The
+// rate-limit reading is returned whenever Strava sent the headers, also with
+// an error. Errors are a *APIError for Strava's answers (401: the token or
+// its grant is revoked; 429, 5xx match model.ErrRetryable), model.ErrRetryable
+// for transport failures and model.ErrInvalid for an undecodable body.
+func (c *Client) GetAthlete(ctx context.Context, accessToken string) (Athlete, RateLimit, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v3/athlete", nil)
+	if err != nil {
+		return Athlete{}, RateLimit{}, fmt.Errorf("get athlete: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	var a Athlete
+	rl, err := c.do(req, &a)
+	if err != nil {
+		return Athlete{}, rl, fmt.Errorf("get athlete: %w", err)
+	}
+	return a, rl, nil
+}
+
 // MaxPerPage is the largest page Strava's list endpoints serve.
 const MaxPerPage = 200
 

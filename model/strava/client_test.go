@@ -181,3 +181,27 @@ func TestDeauthorize(t *testing.T) {
 		t.Fatalf("got %d deauthorizations, want 1", got)
 	}
 }
+
+// TestGetAthlete: a live grant answers the athlete; a revoked one 401
+// (ErrUnauthorized), both with the rate-limit headers.
+func TestGetAthlete(t *testing.T) {
+	t.Parallel()
+	sim := newSim(t)
+	ctx := context.Background()
+	sim.AddAthlete(stravasim.Athlete{ID: 3, Firstname: "Ada"})
+	tok := sim.IssueTokens(3, time.Hour)
+	c := strava.NewClient(sim.URL, nil)
+	a, rl, err := c.GetAthlete(ctx, tok.AccessToken)
+	if err != nil || a.ID != 3 || a.Firstname != "Ada" || !rl.Valid() {
+		t.Fatalf("got %+v, %+v, %v; want athlete 3 with a rate-limit reading", a, rl, err)
+	}
+	sim.RevokeAthlete(3)
+	_, rl, err = c.GetAthlete(ctx, tok.AccessToken)
+	var apiErr *strava.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !errors.Is(err, model.ErrUnauthorized) || !rl.Valid() {
+		t.Fatalf("revoked: got %v, %+v; want a 401 with a rate-limit reading", err, rl)
+	}
+	if got := sim.Stats().AthleteRequests; got != 2 {
+		t.Fatalf("got %d athlete requests, want 2", got)
+	}
+}

@@ -49,7 +49,7 @@ func classifyCases() []classifyCase {
 		// a 404): a MODIFY flipping isDeleted true → false recomputes.
 		{name: "workout_revived", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 12, "c1r")) }},
-		{name: "workout_remove", want: consumer.Ignore, wantUser: "u1",
+		{name: "workout_remove", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.WorkoutKey("u1", 1)); err != nil {
 					t.Fatal(err)

@@ -18,7 +18,8 @@ type Action int
 // The actions Classify decides between.
 const (
 	// Ignore: not a trigger (awards, the projector's own progress writes,
-	// REMOVE records, parked or rate-limit items, …).
+	// REMOVE records of anything but a workout, parked or rate-limit
+	// items, …).
 	Ignore Action = iota
 	// Recompute: the record's user must be re-projected from the log.
 	Recompute
@@ -57,8 +58,9 @@ type Decision struct {
 }
 
 // Classify decodes a stream record once, at the boundary, into model types
-// and decides what to do with it. Triggers: INSERT/MODIFY of a Strava
-// workout; INSERT of a milestone; MODIFY of a milestone whose definition
+// and decides what to do with it. Triggers: INSERT/MODIFY/REMOVE of a
+// Strava workout (a REMOVE is a TTL deletion or an account sweep: the log
+// lost it); INSERT of a milestone; MODIFY of a milestone whose definition
 // changed (the projector's own writes never change it, and mark the item
 // writtenBy = projector). Everything else is ignored. Records that can never
 // be decoded are parked (Decision.Err says why). It never panics.
@@ -92,6 +94,18 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		return Decision{Action: Ignore, Reason: "unknown key"}
 	}
 	d := Decision{UserID: p.UserID, ActivityID: p.ActivityID, MilestoneID: p.MilestoneID}
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) && p.Kind == model.KindWorkout {
+		// The log lost a workout (TTL after a deauthorization, or an account
+		// sweep): the projection must follow. No image is needed.
+		d.Action, d.Reason = Recompute, "workout removed"
+		if v, ok := rec.Change.OldImage["correlationId"]; ok && v.DataType() == events.DataTypeString {
+			d.CorrelationID = v.String()
+		}
+		if rec.UserIdentity != nil && rec.UserIdentity.PrincipalID != "" {
+			d.Reason += " by " + rec.UserIdentity.PrincipalID // dynamodb.amazonaws.com: TTL
+		}
+		return d
+	}
 	if rec.EventName != string(events.DynamoDBOperationTypeInsert) && rec.EventName != string(events.DynamoDBOperationTypeModify) {
 		d.Reason = "event " + rec.EventName
 		return d

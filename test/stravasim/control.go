@@ -22,6 +22,8 @@ import (
 //	PUT    /_sim/activities/{id}/private  {"private"} hides an activity (404, unlisted) or shows it again (SetPrivate)
 //	POST   /_sim/events           {"aspect","activityId","ownerId","updates"} or {"deauthorize":athleteId}:
 //	                              sends the webhook event to the push subscription, as Strava does
+//	                              (a deauthorization revokes the athlete's tokens first, unless
+//	                              "forged": true sends the event alone)
 //	GET    /_sim/stats            what the simulator served (Stats)
 //	GET    /_sim/activities       every activity Strava holds now ([]ControlActivity, by id)
 //	POST   /_sim/faults           {"activityId","status","delayMs","count"} queues a Fault (AddFault)
@@ -43,8 +45,12 @@ type ControlEvent struct {
 	ActivityID int64             `json:"activityId,omitempty"`
 	OwnerID    int64             `json:"ownerId,omitempty"`
 	Updates    map[string]string `json:"updates,omitempty"`
-	// Deauthorize, when set, sends the athlete's deauthorization instead.
+	// Deauthorize, when set, revokes the athlete's tokens (RevokeAthlete)
+	// and sends the athlete's deauthorization instead.
 	Deauthorize int64 `json:"deauthorize,omitempty"`
+	// Forged sends the deauthorization event without revoking anything,
+	// as a third party posting it would.
+	Forged bool `json:"forged,omitempty"`
 }
 
 // ControlDelivery is the answer to POST /_sim/events.
@@ -129,6 +135,9 @@ func (s *Server) control(mux *http.ServeMux) {
 		var ev Event
 		switch {
 		case c.Deauthorize > 0:
+			if !c.Forged {
+				s.RevokeAthlete(c.Deauthorize)
+			}
 			ev = s.DeauthorizationEvent(c.Deauthorize)
 		case (c.Aspect == "create" || c.Aspect == "update" || c.Aspect == "delete") && c.ActivityID > 0 && c.OwnerID > 0:
 			ev = s.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)

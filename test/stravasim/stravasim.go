@@ -8,6 +8,9 @@
 //	POST /oauth/token             authorization_code and refresh_token grants; refresh tokens
 //	                              rotate (the old one stops working); client credentials in the form
 //	POST /oauth/deauthorize       revokes every token of the athlete
+//	GET  /api/v3/athlete          the token's athlete (Bearer auth; 401 once revoked or expired),
+//	                              with the rate-limit headers and budget; scripted failures
+//	                              (EndpointAthlete)
 //	GET  /api/v3/activities/{id}  Bearer auth, Strava's JSON field names and error bodies,
 //	                              X-RateLimit-* and X-ReadRateLimit-* headers
 //	GET  /api/v3/athlete/activities  the token's athlete's activities (summary), before/after
@@ -127,6 +130,7 @@ const (
 	EndpointList        Endpoint = "list"
 	EndpointToken       Endpoint = "token"
 	EndpointDeauthorize Endpoint = "deauthorize"
+	EndpointAthlete     Endpoint = "athlete"
 )
 
 // Authorization decides what /oauth/authorize does.
@@ -154,6 +158,7 @@ type Stats struct {
 	ActivityInFlight  int64 // activity requests being answered now (a gauge)
 	ListRequests      int64 // every list request, whatever the answer
 	ListedActivities  int64 // activities served by list answers
+	AthleteRequests   int64 // every GET /api/v3/athlete, whatever the answer
 }
 
 type tokenInfo struct {
@@ -200,7 +205,7 @@ type Server struct {
 	stats struct {
 		authorizations, codeExchanges, tokenRefreshes, refusedTokens, activityFetches,
 		activityRequests, deauthorizations, scriptedFailures, webhookDeliveries, activityInFlight,
-		listRequests, listedActivities atomic.Int64
+		listRequests, listedActivities, athleteRequests atomic.Int64
 	}
 }
 
@@ -280,6 +285,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /oauth/authorize", s.authorize)
 	mux.HandleFunc("POST /oauth/token", s.token)
 	mux.HandleFunc("POST /oauth/deauthorize", s.deauthorize)
+	mux.HandleFunc("GET /api/v3/athlete", s.athlete)
 	mux.HandleFunc("GET /api/v3/activities/{id}", s.activity)
 	mux.HandleFunc("GET /api/v3/athlete/activities", s.list)
 	mux.HandleFunc("POST /api/v3/push_subscriptions", s.createSubscription)
@@ -438,6 +444,7 @@ func (s *Server) Stats() Stats {
 		Deauthorizations: s.stats.deauthorizations.Load(), ScriptedFailures: s.stats.scriptedFailures.Load(),
 		WebhookDeliveries: s.stats.webhookDeliveries.Load(), ActivityInFlight: s.stats.activityInFlight.Load(),
 		ListRequests: s.stats.listRequests.Load(), ListedActivities: s.stats.listedActivities.Load(),
+		AthleteRequests: s.stats.athleteRequests.Load(),
 	}
 }
 
@@ -579,6 +586,28 @@ func (s *Server) deauthorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // --- API -------------------------------------------------------------------
+
+// athlete answers GET /api/v3/athlete: the token's athlete, 401 for a token
+// that is unknown (revoked) or expired. It spends a read of the budget.
+func (s *Server) athlete(w http.ResponseWriter, r *http.Request) {
+	s.stats.athleteRequests.Add(1)
+	if s.refuseRead(w, EndpointAthlete, 0) {
+		return
+	}
+	s.mu.Lock()
+	ti, ok := s.access[bearer(r)]
+	valid := ok && s.opts.Now().Before(ti.expires)
+	a, known := s.athletes[ti.athlete]
+	s.mu.Unlock()
+	if !valid {
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Athlete", "access_token", "invalid"})
+		return
+	}
+	if !known {
+		a = Athlete{ID: ti.athlete}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": a.ID, "firstname": a.Firstname, "lastname": a.Lastname, "resource_state": 2})
+}
 
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	s.stats.activityRequests.Add(1)

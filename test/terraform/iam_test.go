@@ -522,7 +522,9 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	st, b = do(s1, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil)
 	expect("GET /v1/milestones/{id}", st, http.StatusOK, b)
 
-	// Bob deauthorizes the app on Strava's side.
+	// Bob deauthorizes the app on Strava's side: Strava revokes the tokens,
+	// then sends the event (the worker confirms it before removing anything).
+	sim.RevokeAthlete(other)
 	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.DeauthorizationEvent(other)); err != nil {
 		t.Fatal(err)
 	}

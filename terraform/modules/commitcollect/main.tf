@@ -590,10 +590,12 @@ resource "aws_lambda_event_source_mapping" "projector" {
   # they cannot re-trigger it. Values mirror model.PrefixWorkoutStrava,
   # model.EntityMilestone and model.WriterProjector (checked by test/terraform).
   filter_criteria {
-    # Workouts: a new or changed WORKOUT#STRAVA# item (deletes are marked, not removed).
+    # Workouts: a new, changed or removed WORKOUT#STRAVA# item (deletes are
+    # marked; items are removed by TTL after a deauthorization, or by an
+    # account deletion: the log lost them, the milestones must follow).
     filter {
       pattern = jsonencode({
-        eventName = ["INSERT", "MODIFY"]
+        eventName = ["INSERT", "MODIFY", "REMOVE"]
         dynamodb  = { Keys = { SK = { S = [{ prefix = "WORKOUT#STRAVA#" }] } } }
       })
     }

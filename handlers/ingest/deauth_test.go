@@ -1,0 +1,322 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// The tests of this file run deauthorization events (issue 25, items 3-5):
+// a deauthorization is confirmed by the grant failing at Strava and only
+// when it is newer than the grant; its cleanup is resumable; writes landing
+// afterwards keep the expiry.
+
+// writeActivities stores n activities of athlete (ids from first) through
+// the pipeline.
+func (h *harness) writeActivities(athlete, first int64, n int) {
+	h.t.Helper()
+	for id := first; id < first+int64(n); id++ {
+		h.activity(id, athlete, "Run")
+		h.deliver(h.sim.ActivityEvent("create", id, athlete, nil))
+	}
+}
+
+// TestForgedDeauthorizationIsNotConfirmed: a deauthorization posted while
+// the athlete's grant is valid removes nothing: Strava answers the grant's
+// authenticated call once, the event is audited unconfirmed and settled.
+// Protection: confirmRevoked (the grant must fail).
+func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tok := h.link("u1", 10, time.Hour)
+	h.writeActivities(10, 800, 2)
+	before := h.sim.Stats()
+
+	ev := h.sim.DeauthorizationEvent(10) // forged: Strava revoked nothing
+	h.deliver(ev)
+
+	c, err := h.connection("u1")
+	if err != nil || c.AccessToken != tok.AccessToken || c.RefreshToken != tok.RefreshToken || c.NeedsReauth {
+		t.Fatalf("connection %+v, %v; want the tokens kept", c, err)
+	}
+	for _, w := range h.workouts("u1") {
+		if w.ExpiresAt != 0 {
+			t.Fatalf("workout %d scheduled for deletion (expiresAt %d)", w.ActivityID, w.ExpiresAt)
+		}
+	}
+	if _, err := h.st.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("guard: got %v, want none", err)
+	}
+	a := h.audits(model.UserPK("u1"))
+	if len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
+		t.Fatalf("audits %v: want one %s and no %s", keys(a), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
+	}
+	after := h.sim.Stats()
+	if n := after.AthleteRequests - before.AthleteRequests; n != 1 || after.TokenRefreshes != before.TokenRefreshes {
+		t.Fatalf("%d athlete requests and %d refreshes, want 1 and 0", n, after.TokenRefreshes-before.TokenRefreshes)
+	}
+	if rec := h.outbox(job(ev)); rec.Status != model.OutboxDone {
+		t.Fatalf("outbox %+v, want done", rec)
+	}
+}
+
+// TestLateDeauthorizationIsStale: a deauthorization whose event is older
+// than the connection's grant (the athlete revoked, then connected again;
+// the event is processed late) removes nothing, even when the current grant
+// fails too, and costs no Strava call.
+// Protection: the event time vs. grant time check.
+func TestLateDeauthorizationIsStale(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour) // the reconnect: grant now
+	h.writeActivities(10, 810, 1)
+	// The new grant is refused too (flagged): only the event time tells the
+	// old revocation from a new one.
+	if err := h.st.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := h.sim.Stats()
+	ev := h.sim.DeauthorizationEvent(10)
+	ev.EventTime = time.Now().Add(-time.Hour).Unix() // the revocation before the reconnect
+	h.deliver(ev)
+
+	if _, err := h.connection("u1"); err != nil {
+		t.Fatalf("connection: %v; want it kept", err)
+	}
+	if _, err := h.st.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("guard: got %v, want none", err)
+	}
+	if w := h.workout("u1", 810); w.ExpiresAt != 0 {
+		t.Fatalf("workout scheduled for deletion (expiresAt %d)", w.ExpiresAt)
+	}
+	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditDeauthStale]); n != 1 {
+		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditDeauthStale)
+	}
+	if after := h.sim.Stats(); after.AthleteRequests != before.AthleteRequests || after.TokenRefreshes != before.TokenRefreshes {
+		t.Fatal("a stale deauthorization called Strava")
+	}
+}
+
+// TestUnconfirmableDeauthorizationWaits: when Strava cannot answer (5xx)
+// the deauthorization is retried later, nothing is removed meanwhile; the
+// retry confirms it. Protection: confirmRevoked returning a retryable error
+// for anything but 200 and 401.
+func TestUnconfirmableDeauthorizationWaits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.sim.RevokeAthlete(10)
+	h.sim.FailNext(stravasim.EndpointAthlete, http.StatusServiceUnavailable, 1)
+	j := job(h.sim.DeauthorizationEvent(10))
+	h.claim(j)
+	w := h.newWorker()
+	if err := w.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+		t.Fatalf("outbox %+v, want received with one failure", rec)
+	}
+	if _, err := h.connection("u1"); err != nil {
+		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
+	}
+	if err := w.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection: got %v, want it removed once confirmed", err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+		t.Fatalf("outbox %+v, want done", rec)
+	}
+}
+
+// failingExpiry is an HTTP transport in front of DynamoDB Local that lets
+// `allow` updates setting a workout's expiresAt through and fails every
+// later one (a Lambda timing out, DynamoDB throttling midway through the
+// loop).
+type failingExpiry struct {
+	next  http.RoundTripper
+	allow atomic.Int64
+}
+
+func (f *failingExpiry) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem" && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte("expiresAt")) && bytes.Contains(body, []byte(model.PrefixWorkoutStrava)) &&
+			f.allow.Add(-1) < 0 {
+			return nil, errors.New("injected failure midway through the expiry loop")
+		}
+	}
+	return f.next.RoundTrip(r)
+}
+
+// TestConfirmedDeauthorizationIsResumable: a confirmed deauthorization
+// removes the connection, keeps the owner mapping, records the revocation in
+// the guard and schedules every workout for deletion; a failure midway
+// through that loop leaves the outbox item received, and the retry (finding
+// the connection gone) finishes the loop.
+// Protections: the job failing until the loop is done; the resume path
+// (guard revoked at the event's time → continue the loop).
+func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.writeActivities(10, 820, 5)
+	h.sim.RevokeAthlete(10) // the athlete revoked access on strava.com
+
+	ft := &failingExpiry{next: http.DefaultTransport}
+	ft.allow.Store(2)
+	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: ft}
+	})
+	faulty := store.New(db, h.st.Tables())
+	faulty.Secrets = h.st.Secrets
+	w := ingest.NewStravaWorker(faulty, ingest.StravaSettings{BaseURL: h.sim.URL, ClientID: h.sim.ClientID(),
+		ClientSecret: h.sim.ClientSecret(), AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow}, testLog())
+
+	ev := h.sim.DeauthorizationEvent(10)
+	j := job(ev)
+	h.claim(j)
+	if err := w.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+		t.Fatalf("outbox %+v, want received with one failure after the loop failed", rec)
+	}
+	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection: got %v, want it removed", err)
+	}
+	g, err := h.st.UserGuard(ctx, "u1")
+	if err != nil || !g.Revoked() || g.StravaRevokedAtUtc.Unix() != ev.EventTime {
+		t.Fatalf("guard %+v, %v; want revoked at the event time %d", g, err, ev.EventTime)
+	}
+	expiring := 0
+	for _, wo := range h.workouts("u1") {
+		if wo.ExpiresAt != 0 {
+			expiring++
+		}
+	}
+	if expiring != 2 {
+		t.Fatalf("%d workouts expiring after the failure, want 2", expiring)
+	}
+
+	// The retry (another instance) finds the connection gone and resumes.
+	if err := h.newWorker().Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+		t.Fatalf("outbox %+v, want done", rec)
+	}
+	ws := h.workouts("u1")
+	if len(ws) != 5 {
+		t.Fatalf("%d workouts, want 5", len(ws))
+	}
+	for _, wo := range ws {
+		if wo.ExpiresAt != g.StravaDataExpiresAt {
+			t.Fatalf("workout %d expiresAt %d, want %d", wo.ActivityID, wo.ExpiresAt, g.StravaDataExpiresAt)
+		}
+	}
+	if u, err := h.st.ResolveAthlete(ctx, 10); err != nil || u != "u1" {
+		t.Fatalf("owner: got %q, %v; want u1 kept", u, err)
+	}
+	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
+		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditAthleteDeauthorize)
+	}
+}
+
+// TestFetchInFlightDuringDeauthorizationKeepsExpiry: a fetch answered
+// before the athlete revoked lands after the deauthorization was processed;
+// the workout it writes carries the deletion time.
+// Protection: the guard check after UpsertWorkout (revoked → expiresAt).
+func TestFetchInFlightDuringDeauthorizationKeepsExpiry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.activity(830, 10, "Run")
+	gate := make(chan struct{})
+	h.sim.AddFault(stravasim.Fault{ActivityID: 830, Gate: gate})
+	create := job(h.sim.ActivityEvent("create", 830, 10, nil))
+	h.claim(create)
+	before := h.sim.Stats().ActivityRequests
+	done := make(chan error, 1)
+	go func() { done <- h.newWorker().Run(ctx, create) }()
+	for h.sim.Stats().ActivityRequests == before {
+		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The answer (200) is decided; now the athlete revokes and the
+	// deauthorization is processed before the fetch lands.
+	h.sim.RevokeAthlete(10)
+	deauth := job(h.sim.DeauthorizationEvent(10))
+	h.claim(deauth)
+	if err := h.newWorker().Run(ctx, deauth); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(deauth); rec.Status != model.OutboxDone {
+		t.Fatalf("deauthorization outbox %+v, want done", rec)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.st.UserGuard(ctx, "u1")
+	if err != nil || !g.Revoked() {
+		t.Fatalf("guard %+v, %v; want revoked", g, err)
+	}
+	if w := h.workout("u1", 830); w.ExpiresAt != g.StravaDataExpiresAt {
+		t.Fatalf("workout written after the revocation has expiresAt %d, want %d", w.ExpiresAt, g.StravaDataExpiresAt)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestDeauthorizationConfirmationDefersOn429: Strava's 429 on the
+// confirmation call defers the job to the window reset (not a failure) and
+// removes nothing. Protection: confirmRevoked's 429 → DeferError.
+func TestDeauthorizationConfirmationDefersOn429(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, time.Hour)
+	h.sim.RevokeAthlete(10)
+	h.sim.FailNext(stravasim.EndpointAthlete, http.StatusTooManyRequests, 1)
+	j := job(h.sim.DeauthorizationEvent(10))
+	h.claim(j)
+	if err := h.newWorker().Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
+		t.Fatalf("outbox %+v, want received and deferred (no failure)", rec)
+	}
+	if _, err := h.connection("u1"); err != nil {
+		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
+	}
+}

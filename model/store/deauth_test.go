@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// afterGuardRead is an HTTP transport in front of DynamoDB Local that, once
+// armed, runs hook right after the first read of a user guard has been
+// answered: what another process does between a writer's guard read and
+// its next write.
+type afterGuardRead struct {
+	armed atomic.Bool
+	hook  func()
+}
+
+func (a *afterGuardRead) RoundTrip(r *http.Request) (*http.Response, error) {
+	guardRead := false
+	if a.armed.Load() && r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.GetItem" && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		guardRead = bytes.Contains(body, []byte("GUARD#USER#"))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if guardRead && a.armed.CompareAndSwap(true, false) {
+		a.hook()
+	}
+	return resp, err
+}
+
+// TestGuardExpiryYieldsToReconnect: a workout write whose guard check read
+// the revocation, and whose expiry lands after a reconnect cleared it and
+// removed the expiries, gets no expiry. Protection: the guard condition in
+// the check's expiry transaction (expireIfStillRevoked).
+func TestGuardExpiryYieldsToReconnect(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	seedConnection(t, s, "u1", 7, 1)
+	grant, err := s.StravaConnectionGrant(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	revokedAt := now.Truncate(time.Second)
+	if err := s.RevokeStravaConnection(ctx, grant, revokedAt, now.Add(30*24*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	tr := &afterGuardRead{hook: func() { // the reconnect
+		if err := s.ClearStravaRevocation(ctx, "u1", revokedAt, now); err != nil {
+			t.Error(err)
+		}
+		if _, err := s.UnexpireStravaWorkouts(ctx, "u1"); err != nil {
+			t.Error(err)
+		}
+	}}
+	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: tr}
+	})
+	writer := store.New(db, s.Tables())
+	tr.armed.Store(true)
+	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if tr.armed.Load() {
+		t.Fatal("the write never read the guard")
+	}
+	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != 0 {
+		t.Fatalf("got %+v, %v; want no expiry after the reconnect", w, err)
+	}
+}
