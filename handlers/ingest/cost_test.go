@@ -37,6 +37,7 @@ import (
 //	webhook    UpdateItem  Idempotency  claim the outbox item (+ Pending)        -    2
 //	worker     UpdateItem  Main         count the athlete's Strava read          -    1
 //	worker     UpdateItem  Main         write the workout (+ LSI1)               -    2
+//	worker     GetItem     Main         the user guard, after the write          1    -
 //	worker     PutItem     Audit        STRAVA_ACTIVITY_CREATE (no index keys)   -    1
 //	worker     UpdateItem  Idempotency  settle done (− Pending)                  -    2
 //	projector  Query       Main         milestones and awards                  0.5    -
@@ -50,11 +51,15 @@ import (
 // create), of the rate-limit state (cached briefly) and of the Strava
 // connection (the token is cached until near expiry), and its PutItem of the
 // rate-limit state (written only when it changed materially); both audit
-// entries lost their two index entries (2 WCU each).
+// entries lost their two index entries (2 WCU each). Added back (issue 25):
+// the user guard's consistent read after the workout write (write-then-check:
+// an account deletion or a confirmed deauthorization that lands while the
+// fetch is in flight still wins), one request and 1 RCU, cheaper than making
+// every workout write a transaction with a condition check (2 WCU more).
 const (
-	maxRequestsPerEvent = 9
+	maxRequestsPerEvent = 10
 	maxWCUPerEvent      = 10
-	maxRCUPerEvent      = 2
+	maxRCUPerEvent      = 3
 )
 
 // meteredCall is one DynamoDB request as the meter saw it.

@@ -59,7 +59,8 @@ func (l *lockedBuffer) readsByClass(t *testing.T) map[string]int64 {
 
 // TestStravaReadsMetricByClass: every Strava read a job makes is in the
 // worker's StravaReads metric under the job's class — the backfill's list
-// pages under backfill, a webhook's fetch under webhook — and the sums
+// pages under backfill, a webhook's fetch under webhook, a delete's
+// confirming fetch under confirm — and the sums
 // equal what the simulator served.
 func TestStravaReadsMetricByClass(t *testing.T) {
 	t.Parallel()
@@ -75,9 +76,11 @@ func TestStravaReadsMetricByClass(t *testing.T) {
 
 	s := r.sim.Stats()
 	got := buf.readsByClass(t)
-	if s.ListRequests < 2 || got[ingest.ReadClassBackfill] != s.ListRequests || got[ingest.ReadClassWebhook] != s.ActivityRequests ||
-		s.ActivityRequests != 1 || len(got) != 2 {
-		t.Fatalf("metric by class %v; want backfill = %d list requests, webhook = %d activity request(s), nothing else",
+	// The create's fetch is a webhook read; the delete is confirmed by a
+	// fetch of its own (a confirm read).
+	if s.ListRequests < 2 || got[ingest.ReadClassBackfill] != s.ListRequests || got[ingest.ReadClassWebhook] != 1 ||
+		got[ingest.ReadClassConfirm] != 1 || s.ActivityRequests != 2 || len(got) != 3 {
+		t.Fatalf("metric by class %v; want backfill = %d list requests, webhook = 1 and confirm = 1 of %d activity requests, nothing else",
 			got, s.ListRequests, s.ActivityRequests)
 	}
 }
