@@ -358,6 +358,11 @@ type IdempotencyRecord struct {
 	// PendingPK and PendingSK exist only while Status is received.
 	PendingPK string `dynamodbav:"PendingPK,omitempty"`
 	PendingSK string `dynamodbav:"PendingSK,omitempty"`
+	// TTLSeconds is the lifetime the claim gave the item: ExpiresAt (TTL)
+	// lies that long after the item's last activity, after DueAt while it
+	// is received, after the settle once settled (0: claimed by older
+	// code, store.DefaultOutboxTTL applies).
+	TTLSeconds int64 `dynamodbav:"ttlSeconds,omitempty"`
 }
 
 // DueAt is when a received item is next due for dispatch: the later of its
@@ -440,4 +445,6 @@ func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 
 // Revoked says whether a confirmed deauthorization scheduled the user's
 // Strava data for deletion (and no reconnect cleared it since).
-func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }
+func (g *UserGuard) Revoked() bool {
+	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}
