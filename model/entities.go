@@ -403,7 +403,10 @@ type RateLimitState struct {
 }
 
 // ParkedRecord is a record a failure path could not process and set aside
-// for inspection and redrive (the local stand-in for an SQS DLQ).
+// for inspection and redrive (the local stand-in for an SQS DLQ). Its
+// payload may hold a whole workout image or job, so it names the user (and
+// athlete) it belongs to, which an account deletion uses to delete it, and
+// expires ParkedRetentionDays after parking.
 type ParkedRecord struct {
 	Key
 	Meta
@@ -413,6 +416,12 @@ type ParkedRecord struct {
 	Payload       string    `dynamodbav:"payload"`
 	CorrelationID string    `dynamodbav:"correlationId,omitempty"`
 	ParkedAtUtc   time.Time `dynamodbav:"parkedAtUtc"`
+	// UserID is the user the record belongs to, when the parking path knew
+	// it; AthleteID the Strava athlete, when it knew that.
+	UserID    string `dynamodbav:"userId,omitempty"`
+	AthleteID int64  `dynamodbav:"athleteId,omitempty"`
+	// ExpiresAt (TTL, epoch seconds) removes a record nobody redrove.
+	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
 }
 
 // UserGuard is the per-user state every in-flight writer of user data checks

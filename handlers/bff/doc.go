@@ -43,10 +43,16 @@
 // Account deletion runs these steps, each idempotent, and can be re-run with
 // the same cookie after a stop at any of them: deauthorize (Strava,
 // refreshing an expired token first; already revoked counts as done; if
-// Strava is unreachable nothing is deleted) → connection (connection, then
-// the owner mapping only if it still points at this user) → user_data
-// (workouts, milestones, awards, everything else in USER#{id}, batches of 25)
-// → audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
+// Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
+// deleted, kept 90 days: from now on every writer in flight, the worker's
+// workout writes, the sync state, milestone creation and parking, checks it
+// after its write and removes what it wrote, so nothing written for the user
+// outlives the deletion) → connection (connection, then the owner mapping
+// only if it still points at this user) → user_data (workouts, milestones,
+// awards, everything else in USER#{id}, batches of 25) → parked (the user's
+// PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId
+// when they name no user: a filtered Query of those small partitions) →
+// audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
 // (plus a final sweep of the partition) → sessions (the caller's own last,
 // pointer first).
 //
