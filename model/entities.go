@@ -24,6 +24,7 @@ const (
 	EntityParked           EntityType = "PARKED_RECORD"
 	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
 	EntityUserGuard        EntityType = "USER_GUARD"
+	EntityMilestoneCount   EntityType = "MILESTONE_COUNT"
 )
 
 // Meta is carried by every item: what it is and which schema wrote it.
@@ -456,4 +457,16 @@ func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 // Strava data for deletion (and no reconnect cleared it since).
 func (g *UserGuard) Revoked() bool {
 	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}
+
+// MilestoneCount counts a user's milestones (USER#{userId} /
+// COUNT#MILESTONES) so that creating one can be refused past
+// MaxMilestonesPerUser with a conditional write: the count and the new
+// milestone are written in one transaction.
+type MilestoneCount struct {
+	Key
+	Meta
+	UserID       string    `dynamodbav:"userId"`
+	Count        int       `dynamodbav:"count"`
+	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
 }

@@ -38,7 +38,12 @@
 // MILESTONE#…); value/target are in metres (distance, elevation), seconds
 // (moving_time) or workouts (count); percent is rounded down to 0.1 and
 // capped at 100; truncated and exactFromUtc come from the projector's
-// guardrail. Another user's milestone id is 404.
+// guardrail. Another user's milestone id is 404. A user has at most
+// model.MaxMilestonesPerUser (25) milestones, counted by USER#{id} /
+// COUNT#MILESTONES in the creating transaction: past it POST answers 409
+// milestone_limit, so a recompute's read of the MILESTONE# range (25 × (1 +
+// 99 awards) = 2500 items, under its 3000-item guardrail) always sees every
+// milestone and award.
 //
 // Account deletion runs these steps, each idempotent, and can be re-run with
 // the same cookie after a stop at any of them: deauthorize (Strava,

@@ -39,9 +39,10 @@ func fmtKey(it store.Item) string {
 
 // Writers in flight that land after the account deletion remove what they
 // wrote (issue 25 item 6): a workout, a tombstone, the sync state (whose
-// create condition alone would re-create SYNC#STRAVA), a parked record.
-// Protections: checkGuard in UpsertWorkout / MarkWorkoutDeleted,
-// checkDeleted in UpdateSyncState and Park.
+// create condition alone would re-create SYNC#STRAVA), a milestone (and its
+// count), a parked record. Protections: checkGuard in UpsertWorkout /
+// MarkWorkoutDeleted, checkDeleted in UpdateSyncState, CreateMilestone and
+// Park.
 func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
@@ -63,6 +64,9 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	})
 	if !errors.Is(err, store.ErrUserDeleted) {
 		t.Fatalf("sync state write: got %v, want ErrUserDeleted", err)
+	}
+	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, store.ErrUserDeleted) {
+		t.Fatalf("milestone creation: got %v, want ErrUserDeleted", err)
 	}
 	if left := userItems(t, s, "gone"); len(left) != 0 {
 		t.Fatalf("left in the deleted user's partition: %v", left)
