@@ -61,8 +61,8 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session
 // keeps the deletion re-runnable after a stop at any point: Strava access is
 // revoked while the tokens still exist, the user guard is marked deleted
 // before any data goes (from then on every writer in flight removes what it
-// writes: the worker's workout writes, the sync state, milestones, parked
-// records), ingestion is cut off (connection, then the athlete mapping)
+// writes: the worker's workout writes, the sync state, milestones),
+// ingestion is cut off (connection, then the athlete mapping)
 // before the data goes, the user's parked records go with the data, the
 // profile goes after the data, and the sessions (the caller's own last,
 // pointer first) go at the very end so the same cookie can re-run a deletion

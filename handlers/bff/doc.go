@@ -50,7 +50,7 @@
 // refreshing an expired token first; already revoked counts as done; if
 // Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
 // deleted, kept 90 days: from now on every writer in flight, the worker's
-// workout writes, the sync state, milestone creation and parking, checks it
+// workout writes, the sync state and milestone creation, checks it
 // after its write and removes what it wrote, so nothing written for the user
 // outlives the deletion) → connection (connection, then the owner mapping
 // only if it still points at this user) → user_data (workouts, milestones,

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,10 +36,9 @@ func (s *Store) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry
 // Park sets a record aside for inspection and redrive (the local stand-in
 // for a DLQ; in AWS the failure destinations are SQS queues). Parking the
 // same record twice keeps the first. The record expires
-// model.ParkedRetentionDays after parking unless r sets ExpiresAt. A record
-// of a user whose account is deleted (r.UserID, the user guard read after
-// the write) is removed again: a deletion is final, and Park then returns
-// nil (there is nothing left to redrive).
+// model.ParkedRetentionDays after parking unless r sets ExpiresAt (a record
+// parked after its user's account deletion, by a job in flight that failed
+// for good, is gone by then; the deletion removes those parked before).
 func (s *Store) Park(ctx context.Context, r *model.ParkedRecord) error {
 	if r.ParkedAtUtc.IsZero() {
 		r.ParkedAtUtc = s.Now()
@@ -50,12 +48,6 @@ func (s *Store) Park(ctx context.Context, r *model.ParkedRecord) error {
 	}
 	err := s.PutIfAbsent(ctx, s.t.Main, r)
 	if err != nil && !isConflict(err) {
-		return fmt.Errorf("park %s record %s: %w", r.Source, r.RecordID, err)
-	}
-	if r.UserID == "" {
-		return nil
-	}
-	if err := s.checkDeleted(ctx, r.UserID, r.ItemKey()); err != nil && !errors.Is(err, ErrUserDeleted) {
 		return fmt.Errorf("park %s record %s: %w", r.Source, r.RecordID, err)
 	}
 	return nil

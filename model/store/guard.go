@@ -85,7 +85,7 @@ func (s *Store) MarkUserDeleted(ctx context.Context, userID string, now time.Tim
 }
 
 // checkDeleted is the check after a write of the user's item k that is not
-// Strava data (the sync state, a milestone, a parked record): when the
+// Strava data (the sync state, a milestone): when the
 // account was deleted it deletes k and returns ErrUserDeleted; otherwise
 // (no guard, or only a deauthorization) it passes.
 func (s *Store) checkDeleted(ctx context.Context, userID string, k model.Key) error {
