@@ -36,4 +36,15 @@ const (
 	// flight can take (a pending outbox item for the user resolves its
 	// athlete again and finds no user), as long as the audit trail.
 	UserGuardRetentionDays = 90
+	// ParkedRetentionDays is how long a parked record (model.ParkedRecord)
+	// is kept for an operator's redrive before its TTL removes it: a month
+	// of alarms to act on, and no workout image kept for good.
+	ParkedRetentionDays = 30
+	// MaxMilestonesPerUser caps a user's milestones (POST /v1/milestones
+	// refuses more with 409 milestone_limit). A recompute reads the user's
+	// whole MILESTONE# range (milestones and their awards, at most
+	// MaxPartCount each) with the same guardrail as workouts
+	// (MaxWorkoutsToInspect items): 25 × (1 + 99) = 2500 items always fit,
+	// so the projection never misses a milestone or an award.
+	MaxMilestonesPerUser = 25
 )

@@ -24,6 +24,7 @@ const (
 	EntityParked           EntityType = "PARKED_RECORD"
 	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
 	EntityUserGuard        EntityType = "USER_GUARD"
+	EntityMilestoneCount   EntityType = "MILESTONE_COUNT"
 )
 
 // Meta is carried by every item: what it is and which schema wrote it.
@@ -391,6 +392,11 @@ type IdempotencyRecord struct {
 	// PendingPK and PendingSK exist only while Status is received.
 	PendingPK string `dynamodbav:"PendingPK,omitempty"`
 	PendingSK string `dynamodbav:"PendingSK,omitempty"`
+	// TTLSeconds is the lifetime the claim gave the item: ExpiresAt (TTL)
+	// lies that long after the item's last activity, after DueAt while it
+	// is received, after the settle once settled (0: claimed by older
+	// code, store.DefaultOutboxTTL applies).
+	TTLSeconds int64 `dynamodbav:"ttlSeconds,omitempty"`
 }
 
 // DueAt is when a received item is next due for dispatch: the later of its
@@ -431,7 +437,10 @@ type RateLimitState struct {
 }
 
 // ParkedRecord is a record a failure path could not process and set aside
-// for inspection and redrive (the local stand-in for an SQS DLQ).
+// for inspection and redrive (the local stand-in for an SQS DLQ). Its
+// payload may hold a whole workout image or job, so it names the user (and
+// athlete) it belongs to, which an account deletion uses to delete it, and
+// expires ParkedRetentionDays after parking.
 type ParkedRecord struct {
 	Key
 	Meta
@@ -441,6 +450,12 @@ type ParkedRecord struct {
 	Payload       string    `dynamodbav:"payload"`
 	CorrelationID string    `dynamodbav:"correlationId,omitempty"`
 	ParkedAtUtc   time.Time `dynamodbav:"parkedAtUtc"`
+	// UserID is the user the record belongs to, when the parking path knew
+	// it; AthleteID the Strava athlete, when it knew that.
+	UserID    string `dynamodbav:"userId,omitempty"`
+	AthleteID int64  `dynamodbav:"athleteId,omitempty"`
+	// ExpiresAt (TTL, epoch seconds) removes a record nobody redrove.
+	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
 }
 
 // UserGuard is the per-user state every in-flight writer of user data checks
@@ -475,4 +490,16 @@ func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 // Strava data for deletion (and no reconnect cleared it since).
 func (g *UserGuard) Revoked() bool {
 	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}
+
+// MilestoneCount counts a user's milestones (USER#{userId} /
+// COUNT#MILESTONES) so that creating one can be refused past
+// MaxMilestonesPerUser with a conditional write: the count and the new
+// milestone are written in one transaction.
+type MilestoneCount struct {
+	Key
+	Meta
+	UserID       string    `dynamodbav:"userId"`
+	Count        int       `dynamodbav:"count"`
+	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
 }

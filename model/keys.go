@@ -42,6 +42,7 @@ const (
 	SKOwner            = "OWNER"
 	SKSyncStrava       = "SYNC#STRAVA"
 	SKGuard            = "GUARD"
+	SKMilestoneCount   = "COUNT#MILESTONES"
 
 	awardInfix = "#AWARD#"
 )
@@ -357,6 +358,10 @@ func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
 
 // UserGuardKey addresses a user's write guard (model.UserGuard): its own
 // partition, so deleting the user's partition keeps it.
+// MilestoneCountKey addresses the count of a user's milestones
+// (model.MilestoneCount), outside the MILESTONE# range the recompute reads.
+func MilestoneCountKey(userID string) Key { return Key{UserPK(userID), SKMilestoneCount} }
+
 func UserGuardKey(userID string) Key { return Key{PrefixUserGuard + userID, SKGuard} }
 
 // RateLimitKey addresses the shared Strava rate-limit counter.
@@ -399,6 +404,7 @@ const (
 	KindAthleteReads
 	KindSyncState
 	KindUserGuard
+	KindMilestoneCount
 )
 
 // ParsedKey is what ParseKey learned from a key.
@@ -439,6 +445,8 @@ func ParseKey(k Key) (ParsedKey, error) {
 			p.Kind = KindStravaConnection
 		case k.SK == SKSyncStrava:
 			p.Kind = KindSyncState
+		case k.SK == SKMilestoneCount:
+			p.Kind = KindMilestoneCount
 		case strings.HasPrefix(k.SK, PrefixWorkoutStrava):
 			id, err := strconv.ParseInt(strings.TrimPrefix(k.SK, PrefixWorkoutStrava), 10, 64)
 			if err != nil || id <= 0 {

@@ -17,6 +17,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"connection", StravaConnectionKey("u1"), ParsedKey{Kind: KindStravaConnection, UserID: "u1"}},
 		{"sync state", SyncStateKey("u1"), ParsedKey{Kind: KindSyncState, UserID: "u1"}},
 		{"user guard", UserGuardKey("u1"), ParsedKey{Kind: KindUserGuard, UserID: "u1"}},
+		{"milestone count", MilestoneCountKey("u1"), ParsedKey{Kind: KindMilestoneCount, UserID: "u1"}},
 		{"workout", WorkoutKey("u1", 12345678901), ParsedKey{Kind: KindWorkout, UserID: "u1", ActivityID: 12345678901}},
 		{"milestone", MilestoneKey("u1", "m-9"), ParsedKey{Kind: KindMilestone, UserID: "u1", MilestoneID: "m-9"}},
 		{"award", AwardKey("u1", "m-9", 7), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 7}},

@@ -23,6 +23,7 @@ var SchemaVersions = map[EntityType]int{
 	EntityParked:           1,
 	EntityAthleteReads:     1,
 	EntityUserGuard:        1,
+	EntityMilestoneCount:   1,
 	EntityUserSession:      1,
 	EntityOAuthState:       1,
 	EntitySyncState:        1,
@@ -338,4 +339,14 @@ var (
 	_ Entity = (*ParkedRecord)(nil)
 	_ Entity = (*AthleteReads)(nil)
 	_ Entity = (*UserGuard)(nil)
+	_ Entity = (*MilestoneCount)(nil)
 )
+
+// ItemKey implements Entity.
+func (c *MilestoneCount) ItemKey() Key { return MilestoneCountKey(c.UserID) }
+
+// Stamp implements Entity.
+func (c *MilestoneCount) Stamp() { c.Key, c.Meta = c.ItemKey(), current(EntityMilestoneCount) }
+
+// Normalize implements Entity.
+func (c *MilestoneCount) Normalize() error { return normalize(&c.Meta, EntityMilestoneCount) }

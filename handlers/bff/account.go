@@ -59,21 +59,27 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session
 
 // The steps of account deletion, in order. Each is idempotent; the order
 // keeps the deletion re-runnable after a stop at any point: Strava access is
-// revoked while the tokens still exist, ingestion is cut off (connection,
-// then the athlete mapping) before the data goes, the profile goes after the
-// data, and the sessions (the caller's own last, pointer first) go at the
-// very end so the same cookie can re-run a deletion that stopped.
+// revoked while the tokens still exist, the user guard is marked deleted
+// before any data goes (from then on every writer in flight removes what it
+// writes: the worker's workout writes, the sync state, milestones),
+// ingestion is cut off (connection, then the athlete mapping)
+// before the data goes, the user's parked records go with the data, the
+// profile goes after the data, and the sessions (the caller's own last,
+// pointer first) go at the very end so the same cookie can re-run a deletion
+// that stopped.
 const (
 	StepDeauthorize = "deauthorize"
+	StepGuard       = "guard"
 	StepConnection  = "connection"
 	StepUserData    = "user_data"
+	StepParked      = "parked"
 	StepAudit       = "audit"
 	StepProfile     = "profile"
 	StepSessions    = "sessions"
 )
 
 // DeletionSteps lists the account-deletion steps in the order they run.
-var DeletionSteps = []string{StepDeauthorize, StepConnection, StepUserData, StepAudit, StepProfile, StepSessions}
+var DeletionSteps = []string{StepDeauthorize, StepGuard, StepConnection, StepUserData, StepParked, StepAudit, StepProfile, StepSessions}
 
 // DeletionReport says how far an account deletion got.
 type DeletionReport struct {
@@ -87,9 +93,11 @@ type DeletionReport struct {
 }
 
 // DeleteAccount deletes everything CommitCollect holds about userID: it
-// revokes Strava access, then deletes the Strava connection, the athlete
-// mapping (only if it still points at userID), workouts, milestones, awards
-// and any other item of the user's partition, writes an ACCOUNT_DELETED
+// revokes Strava access, marks the user deleted (the user guard: a write in
+// flight that lands afterwards removes itself, so the deletion is final),
+// then deletes the Strava connection, the athlete mapping (only if it still
+// points at userID), workouts, milestones, awards and any other item of the
+// user's partition, the user's parked records, writes an ACCOUNT_DELETED
 // audit entry (the audit trail itself is kept for its 90-day TTL), deletes
 // the profile, and finally every session (sessionID, the caller's own, last).
 // It never touches another user's items. It is idempotent: re-running after a
@@ -121,6 +129,9 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 			}
 			return h.deauthorize(ctx, log, c)
 		}},
+		{StepGuard, func() error {
+			return h.st.MarkUserDeleted(ctx, userID, h.now())
+		}},
 		{StepConnection, func() error {
 			if err := h.st.Delete(ctx, h.st.Tables().Main, model.StravaConnectionKey(userID)); err != nil {
 				return err
@@ -134,6 +145,10 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 			_, err := h.st.DeleteUserItems(ctx, userID, "", func(p model.ParsedKey) bool {
 				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
 			})
+			return err
+		}},
+		{StepParked, func() error {
+			_, err := h.st.DeleteUserParked(ctx, userID, athleteID)
 			return err
 		}},
 		{StepAudit, func() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"sort"
@@ -13,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
 )
 
 // account is everything one user owns, as created by populate.
@@ -46,11 +49,17 @@ func (e *env) populate(userID string, athleteID int64) account {
 	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
 		e.t.Fatal(err)
 	}
+	// A job of the athlete parked for redrive (its payload may hold a whole
+	// workout image).
+	if err := e.st.Park(ctx, &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: "parked-" + userID,
+		UserID: userID, AthleteID: athleteID, Payload: "{}", Reason: "test"}); err != nil {
+		e.t.Fatal(err)
+	}
 	return a
 }
 
 // footprint lists every key the account has: its partition in the main
-// table, its athlete partition, and its sessions.
+// table, its athlete partition, its parked records and its sessions.
 func (e *env) footprint(a account) []string {
 	e.t.Helper()
 	ctx := context.Background()
@@ -67,6 +76,17 @@ func (e *env) footprint(a account) []string {
 				e.t.Fatalf("item without PK/SK: %v", it)
 			}
 			keys = append(keys, model.Key{PK: pk.Value, SK: sk.Value}.String())
+		}
+	}
+	for _, src := range []string{model.ParkSourceWorker, model.ParkSourceProjector} {
+		recs, err := e.st.Parked(ctx, src)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.UserID == a.userID || (r.UserID == "" && r.AthleteID == a.athleteID) {
+				keys = append(keys, r.ItemKey().String())
+			}
 		}
 	}
 	for _, sid := range a.sessions {
@@ -101,7 +121,7 @@ func TestAccountDeletionSurvivesAStopAfterEveryStep(t *testing.T) {
 	e := newEnv(t, envOpts{strava: fs})
 	bystander := e.populate("bystander", 1)
 	before := e.footprint(bystander)
-	if len(before) != 1+1+30+2*4+3+1+3 { // profile, connection, workouts, milestones+awards, pointers, owner, sessions
+	if len(before) != 1+1+30+2*4+3+1+3+1 { // profile, connection, workouts, milestones+awards, pointers, owner, sessions, parked
 		t.Fatalf("bystander footprint has %d keys: %v", len(before), before)
 	}
 
@@ -236,5 +256,77 @@ func TestAccountDeletionWhenStravaAccessIsAlreadyRevoked(t *testing.T) {
 	rep2, err := e.h.DeleteAccount(context.Background(), "u1", "", "corr")
 	if err != nil || rep2.Status != "deleted" {
 		t.Fatalf("second run: %+v, %v", rep2, err)
+	}
+}
+
+// slowFetch answers one activity fetch only when released (a slow Strava).
+type slowFetch struct {
+	athleteID int64
+	fetched   chan struct{}
+	release   chan struct{}
+}
+
+func (f *slowFetch) GetActivity(_ context.Context, _ string, id int64) (strava.Activity, strava.RateLimit, error) {
+	close(f.fetched)
+	<-f.release
+	return strava.Activity{ID: id, Athlete: strava.ActivityAthlete{ID: f.athleteID}, SportType: "Run", Distance: 5000,
+		MovingTime: 1500, ElapsedTime: 1600, StartDate: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)}, strava.RateLimit{}, nil
+}
+
+// GetAthlete is never reached: the test sends no deauthorization.
+func (f *slowFetch) GetAthlete(context.Context, string) (strava.Athlete, strava.RateLimit, error) {
+	return strava.Athlete{ID: f.athleteID}, strava.RateLimit{}, nil
+}
+
+type fixedToken struct{}
+
+func (fixedToken) AccessToken(context.Context, string) (string, error) { return "tok", nil }
+
+// TestAccountDeletionIsFinalWithWorkInFlight: DELETE /v1/me answers while a
+// fetch is in flight; the fetch lands afterwards, and a sync state write
+// lands even later; neither leaves anything in USER#{id} (issue 25 item 6).
+// Protection: the guard step (MarkUserDeleted) and the writers' check after
+// their write.
+func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{strava: &fakeStrava{}})
+	a := e.populate("inflight", 77)
+	f := &slowFetch{athleteID: 77, fetched: make(chan struct{}), release: make(chan struct{})}
+	w := ingest.NewWorker(e.st, fixedToken{}, f, slog.New(slog.DiscardHandler))
+	w.AthleteReadsPerWindow = 0 // no read counter in the athlete's partition
+	job := ingest.Job{Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 770001, AspectType: ingest.AspectCreate,
+		OwnerID: 77, EventTime: e.clock.Now().Unix()}, CorrelationID: "c-inflight", ReceivedAtUtc: e.clock.Now()}
+	for _, r := range []*model.ParkedRecord{
+		{Source: model.ParkSourceProjector, RecordID: "p-inflight", UserID: a.userID, Payload: "{}"},
+		{Source: model.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 77, Payload: "{}"},
+	} {
+		if err := e.st.Park(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Process(context.Background(), job) }()
+	<-f.fetched // resolved the athlete and asked Strava: in flight
+
+	r := e.do(http.MethodDelete, "/v1/me", a.sessions[0], nil)
+	var rep bff.DeletionReport
+	r.json(t, &rep)
+	if r.status != http.StatusAccepted || rep.Status != "deleted" {
+		t.Fatalf("DELETE /v1/me: %d %s", r.status, r.body)
+	}
+	close(f.release)
+	if err := <-done; err != nil {
+		t.Fatalf("the fetch in flight: %v", err)
+	}
+	// A sync page recorded even later (its put is conditioned only on the
+	// item being absent).
+	if _, err := e.st.UpdateSyncState(context.Background(), a.userID, func(st *model.SyncState) error {
+		st.State = model.SyncBackfilling
+		return nil
+	}); !errors.Is(err, store.ErrUserDeleted) {
+		t.Fatalf("late sync state write: got %v, want ErrUserDeleted", err)
+	}
+	if left := e.footprint(a); len(left) != 0 {
+		t.Fatalf("left after the deletion answered and the work in flight landed: %v", left)
 	}
 }

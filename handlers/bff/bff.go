@@ -51,6 +51,8 @@ type Store interface {
 	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
 	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
+	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
+	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
 	Delete(ctx context.Context, table string, k model.Key) error
 	Tables() store.Tables
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)

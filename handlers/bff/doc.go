@@ -46,15 +46,26 @@
 // MILESTONE#…); value/target are in metres (distance, elevation), seconds
 // (moving_time) or workouts (count); percent is rounded down to 0.1 and
 // capped at 100; truncated and exactFromUtc come from the projector's
-// guardrail. Another user's milestone id is 404.
+// guardrail. Another user's milestone id is 404. A user has at most
+// model.MaxMilestonesPerUser (25) milestones, counted by USER#{id} /
+// COUNT#MILESTONES in the creating transaction: past it POST answers 409
+// milestone_limit, so a recompute's read of the MILESTONE# range (25 × (1 +
+// 99 awards) = 2500 items, under its 3000-item guardrail) always sees every
+// milestone and award.
 //
 // Account deletion runs these steps, each idempotent, and can be re-run with
 // the same cookie after a stop at any of them: deauthorize (Strava,
 // refreshing an expired token first; already revoked counts as done; if
-// Strava is unreachable nothing is deleted) → connection (connection, then
-// the owner mapping only if it still points at this user) → user_data
-// (workouts, milestones, awards, everything else in USER#{id}, batches of 25)
-// → audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
+// Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
+// deleted, kept 90 days: from now on every writer in flight, the worker's
+// workout writes, the sync state and milestone creation, checks it
+// after its write and removes what it wrote, so nothing written for the user
+// outlives the deletion) → connection (connection, then the owner mapping
+// only if it still points at this user) → user_data (workouts, milestones,
+// awards, everything else in USER#{id}, batches of 25) → parked (the user's
+// PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId
+// when they name no user: a filtered Query of those small partitions) →
+// audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
 // (plus a final sweep of the partition) → sessions (the caller's own last,
 // pointer first).
 //

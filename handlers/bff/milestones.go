@@ -209,6 +209,11 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 		Projection: model.Projection{Status: model.StatusActive}, Version: 0, CreatedAtUtc: now, WrittenBy: model.WriterAPI,
 	}
 	if err := h.st.CreateMilestone(ctx, m); err != nil {
+		if errors.Is(err, store.ErrMilestoneLimit) {
+			writeError(w, http.StatusConflict, CodeMilestoneLimit, fmt.Sprintf(
+				"you have %d milestones, the most one account can hold; no milestone was created", model.MaxMilestonesPerUser))
+			return
+		}
 		h.fail(ctx, w, log, "create milestone", err)
 		return
 	}

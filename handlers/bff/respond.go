@@ -21,6 +21,9 @@ const (
 	CodeForbidden            = "forbidden"
 	CodeUnavailable          = "unavailable"
 	CodeInternal             = "internal"
+	// CodeMilestoneLimit: the user has model.MaxMilestonesPerUser
+	// milestones already (409).
+	CodeMilestoneLimit = "milestone_limit"
 )
 
 // ErrorBody is the JSON shape of every error answer.

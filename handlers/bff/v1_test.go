@@ -3,6 +3,7 @@ package bff_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -263,5 +264,60 @@ func TestCORS(t *testing.T) {
 	if p.status != http.StatusNoContent || !strings.Contains(p.header.Get("Access-Control-Allow-Methods"), "POST") ||
 		p.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Fatalf("preflight: %d %v", p.status, p.header)
+	}
+}
+
+// TestMilestoneCap: a user has at most model.MaxMilestonesPerUser
+// milestones; past it POST /v1/milestones answers 409 milestone_limit and
+// writes nothing; at the cap, with every part of every milestone awarded,
+// the projection's read sees every milestone and award (issue 25 item 10).
+// Protection: the counted, conditional create (store.CreateMilestone).
+func TestMilestoneCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("capped", 1)
+	ctx := context.Background()
+	// Milestones from before the cap (no count item yet): all but one.
+	var items []model.Entity
+	for i := range model.MaxMilestonesPerUser - 1 {
+		items = append(items, &model.Milestone{UserID: "capped", MilestoneID: fmt.Sprintf("old%02d", i), MilestoneDefinition: model.MilestoneDefinition{
+			ModelID: "road-bike", Title: "m", Metric: model.MetricCount, Target: 8, PeriodStartAtUtc: e.clock.Now(), PartCount: model.MaxPartCount}})
+	}
+	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"modelId": "road-bike", "title": "Ride", "metric": "count", "target": 10, "periodStartAtUtc": "2026-03-01T00:00:00Z"}
+	r := e.do(http.MethodPost, "/v1/milestones", sid, body)
+	if r.status != http.StatusCreated {
+		t.Fatalf("the milestone at the cap: %d %s, want 201", r.status, r.body)
+	}
+	r = e.do(http.MethodPost, "/v1/milestones", sid, body)
+	var eb bff.ErrorBody
+	r.json(t, &eb)
+	if r.status != http.StatusConflict || eb.Error.Code != bff.CodeMilestoneLimit || eb.Error.Message == "" {
+		t.Fatalf("one past the cap: %d %s, want 409 %s with a reason", r.status, r.body, bff.CodeMilestoneLimit)
+	}
+	// Every part of every milestone awarded: the projection still reads all.
+	um, err := e.st.UserMilestones(ctx, "capped")
+	if err != nil || len(um.Milestones) != model.MaxMilestonesPerUser {
+		t.Fatalf("got %d milestones, %v; want %d", len(um.Milestones), err, model.MaxMilestonesPerUser)
+	}
+	items = items[:0]
+	for _, m := range um.Milestones {
+		for p := range model.MaxPartCount {
+			items = append(items, &model.Award{UserID: "capped", MilestoneID: m.MilestoneID, ModelID: "road-bike", PartIndex: p})
+		}
+	}
+	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+		t.Fatal(err)
+	}
+	um, err = e.st.UserMilestones(ctx, "capped")
+	if err != nil || um.Truncated || len(um.Milestones) != model.MaxMilestonesPerUser {
+		t.Fatalf("at the cap, fully awarded: %d milestones, truncated %v, %v; want %d, not truncated", len(um.Milestones), um.Truncated, err, model.MaxMilestonesPerUser)
+	}
+	for _, m := range um.Milestones {
+		if n := len(um.Awards[m.MilestoneID]); n != model.MaxPartCount {
+			t.Fatalf("milestone %s: the projection read %d awards, want %d", m.MilestoneID, n, model.MaxPartCount)
+		}
 	}
 }

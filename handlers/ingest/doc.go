@@ -23,6 +23,20 @@
 // stored fetch that started after the job's receipt answers it) and orders
 // its writes by fetch start (model.Workout.FetchStartedAtNs).
 //
+// Lifetime: the item's TTL (expiresAt) lies IdempotencyTTL (7 days) after
+// its last activity: every claim, lease and deferral puts it after the new
+// due time, the settle 7 days after the settle, so a received item never
+// expires while pending however long it is deferred (model/store outbox.go).
+//
+// Parked records: a PARKED#WORKER record (PARKED#{source} / {idempotency
+// key}, userId and athleteId when known, expiresAt 30 days after parking,
+// model.ParkedRetentionDays) is written by the worker's park (poison,
+// MaxFailures) and by a local queue's on-failure destination (the outcome
+// could not be recorded; the item stays received). A job done on a later
+// dispatch than its first removes its record, and a redriven job whose item
+// is done is not run again, so `make redrive` never re-runs done work. An
+// account deletion deletes the user's parked records.
+//
 // # Webhook contract (/webhooks/strava, api Lambda)
 //
 //	GET  ?hub.mode=subscribe&hub.verify_token=$STRAVA_VERIFY_TOKEN&hub.challenge=X
@@ -46,7 +60,8 @@
 // FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
 // model.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
 // event_time, updates) — the event's identity, not the HTTP request's — claimed with
-// one conditional UpdateItem in CommitCollectIdempotency (7-day TTL); that
+// one conditional UpdateItem in CommitCollectIdempotency (TTL 7 days after
+// its last activity, see Lifetime); that
 // item is the outbox above. Every request gets a correlation id
 // (X-Correlation-Id header) that travels in the job to the worker, onto the
 // workout item (correlationId) and into audit entries (audit GSI1 CORR#…).

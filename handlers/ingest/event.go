@@ -205,13 +205,20 @@ type Job struct {
 	// received. Absent (an older payload, a redrive): the worker reads the
 	// item. Set at dispatch, never stored in the outbox item's job.
 	OutboxFailures *int `json:"outboxFailures,omitempty"`
+	// OutboxDispatches is the dispatch count of the job's outbox item as
+	// the same claim or lease returned it (set with OutboxFailures). A job
+	// done on a later dispatch than its first may have been parked meanwhile
+	// (a local queue's on-failure destination): its PARKED#WORKER record is
+	// then removed, so a redrive never re-runs done work.
+	OutboxDispatches int `json:"outboxDispatches,omitempty"`
 }
 
-// WithOutbox returns the job carrying rec's failure count (see
+// WithOutbox returns the job carrying rec's failure and dispatch counts (see
 // OutboxFailures), for the dispatcher that just claimed or leased rec.
 func (j Job) WithOutbox(rec *model.IdempotencyRecord) Job {
 	n := rec.Failures
 	j.OutboxFailures = &n
+	j.OutboxDispatches = rec.Dispatches
 	return j
 }
 

@@ -557,3 +557,57 @@ func TestShortRateWindow(t *testing.T) {
 		t.Fatalf("429: got %+v (due %v), want deferred to %v", rec, rec.DueAt(), next)
 	}
 }
+
+// TestParkedRecordGoesWhenTheJobIsDone: a job parked at shutdown (the local
+// queue's on-failure destination: outcome not recorded, the item stays
+// received) and completed later by the sweeper leaves no PARKED#WORKER
+// record, and a stale record of a done job redriven anyway does not run it
+// again (issue 25 item 8). Protections: the worker removes the parked record
+// of a job done on a later dispatch than its first; Run skips a redriven job
+// whose item is done.
+func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.activity(1400, 10, "Run")
+	ctx := context.Background()
+	j := job(h.sim.ActivityEvent("create", 1400, 10, nil))
+	h.claim(j)
+	rj := j
+	rj.Redrive = true
+	parked := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
+		Payload: string(mustJSON(t, rj)), CorrelationID: j.CorrelationID}
+	if err := h.st.Park(ctx, parked); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second)); res.Dispatched != 1 {
+		t.Fatalf("got sweep %+v, want the parked job dispatched", res)
+	}
+	h.wait()
+	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+		t.Fatalf("got %+v, want done", rec)
+	}
+	h.workout("u1", 1400)
+	if recs, err := h.st.Parked(ctx, model.ParkSourceWorker); err != nil || len(recs) != 0 {
+		t.Fatalf("got parked %+v, %v; want none once the job is done", recs, err)
+	}
+	// A stale record (its removal failed, or parked by older code) redriven
+	// anyway: the done job is not run again. A delete event shows it (its
+	// re-run would write the workout again).
+	dj := job(h.sim.ActivityEvent("delete", 1400, 10, nil))
+	h.claim(dj)
+	if err := h.worker.Run(ctx, dj); err != nil {
+		t.Fatal(err)
+	}
+	before := h.workout("u1", 1400)
+	fetches := h.sim.Stats().ActivityRequests
+	dj.Redrive = true
+	if err := h.worker.Handle(ctx, mustJSON(t, dj)); err != nil {
+		t.Fatal(err)
+	}
+	after := h.workout("u1", 1400)
+	if got := h.sim.Stats().ActivityRequests; got != fetches || !after.UpdatedAtUtc.Equal(before.UpdatedAtUtc) {
+		t.Fatalf("got %d activity requests and workout updated at %s after redriving a done job, want %d and %s (not run again)",
+			got, after.UpdatedAtUtc, fetches, before.UpdatedAtUtc)
+	}
+}

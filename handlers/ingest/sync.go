@@ -319,6 +319,10 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
 		return nil
 	}
+	if errors.Is(err, store.ErrUserDeleted) {
+		log.InfoContext(ctx, "sync job dropped: the account is deleted", "writeStatus", "skipped")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", key, err)
 	}
@@ -385,6 +389,10 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		}
 		return nil
 	})
+	if errors.Is(err, store.ErrUserDeleted) {
+		log.InfoContext(ctx, "sync page not recorded: the account is deleted", "writeStatus", "skipped")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("sync %s: record page: %w", key, err)
 	}

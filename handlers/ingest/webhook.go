@@ -11,14 +11,17 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
 )
 
 // WebhookPath is where Strava posts events and performs the handshake.
 const WebhookPath = "/webhooks/strava"
 
-// IdempotencyTTL is how long an accepted event's key is kept: long past
-// Strava's redelivery window.
-const IdempotencyTTL = 7 * 24 * time.Hour
+// IdempotencyTTL is how long an accepted event's key is kept after its last
+// activity (lease end, not-before time, settle): long past Strava's
+// redelivery window, and never while the item is pending (see
+// store.DefaultOutboxTTL).
+const IdempotencyTTL = store.DefaultOutboxTTL
 
 // HeaderCorrelationID carries the correlation id on every webhook answer.
 const HeaderCorrelationID = "X-Correlation-Id"

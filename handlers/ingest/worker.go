@@ -74,6 +74,8 @@ type WorkerStore interface {
 	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
 	// Park sets a record aside for redrive (PARKED#{source}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
+	// Unpark removes a parked record (missing: not an error).
+	Unpark(ctx context.Context, source, recordID string) error
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
 	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 	// SettleOutboxItem ends a received item as done or parked; ErrConflict
@@ -238,10 +240,15 @@ func (w *Worker) Run(ctx context.Context, job Job) error {
 		// received: no need to read it. If another run settled it since,
 		// the conditional settle below says so.
 		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
-			Failures: *job.OutboxFailures}
+			Failures: *job.OutboxFailures, Dispatches: job.OutboxDispatches}
 	case job.IdempotencyKey != "":
 		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
 		switch {
+		case err == nil && r.Status == model.OutboxDone && job.Redrive:
+			// Parked once, done since (the sweeper ran it): a redrive must
+			// not run done work again; the redrive then unparks the record.
+			log.InfoContext(ctx, "redriven job is done already; not run again", "writeStatus", "skipped")
+			return nil
 		case err == nil && r.Status != model.OutboxReceived && !job.Redrive:
 			log.InfoContext(ctx, "job already settled; not run again", "writeStatus", "skipped", "outboxStatus", r.Status)
 			return nil
@@ -277,6 +284,11 @@ func (w *Worker) settle(ctx context.Context, log *slog.Logger, job Job, rec *mod
 	switch {
 	case perr == nil:
 		outcome, err = "done", w.store.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
+		if uerr := w.unparkDone(ctx, job, rec); uerr != nil {
+			// The outcome is recorded; a redrive of the stale record finds
+			// the job done and does not run it again.
+			log.WarnContext(ctx, "parked record of a done job not removed", "error", uerr)
+		}
 	case errors.As(perr, &de):
 		outcome = "deferred"
 		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", de.Until.UTC().Format(time.RFC3339), "reason", de.Reason)
@@ -309,6 +321,23 @@ func (w *Worker) settle(ctx context.Context, log *slog.Logger, job Job, rec *mod
 	return fmt.Errorf("run %s: record %s: %w", job.CorrelationID, outcome, err)
 }
 
+// unparkDone removes the PARKED#WORKER record of a job that is done: one
+// parked at shutdown (or by a failed hand-off) and completed later by the
+// sweeper would otherwise be run again by `make redrive`. Only a job done on
+// a later dispatch than its first can have been parked (0: unknown, a
+// redrive or an old payload), so the common first-dispatch job costs no
+// extra write. Should the removal fail, a redrive of the record still finds
+// the job done and does not run it (Run).
+func (w *Worker) unparkDone(ctx context.Context, job Job, rec *model.IdempotencyRecord) error {
+	if rec.Dispatches == 1 {
+		return nil
+	}
+	if err := w.store.Unpark(ctx, model.ParkSourceWorker, job.IdempotencyKey); err != nil {
+		return fmt.Errorf("remove the parked record of done job %s: %w", job.IdempotencyKey, err)
+	}
+	return nil
+}
+
 // park sets the job aside for an operator: a PARKED#WORKER record (what
 // `make redrive` reads; its payload is the job marked Redrive) and the
 // outbox item settled as parked with the reason.
@@ -320,10 +349,26 @@ func (w *Worker) park(ctx context.Context, job Job, reason string, now time.Time
 	}
 	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
 		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
+	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
 	if err := w.store.Park(ctx, r); err != nil {
 		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
 	}
 	return w.store.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
+}
+
+// parkedOwner names the user and athlete a parked job belongs to, so an
+// account deletion finds its record: a sync job carries both; an event
+// carries the athlete, whose user is resolved when it is linked (best
+// effort: an unresolved record keeps only the athlete).
+func (w *Worker) parkedOwner(ctx context.Context, job Job) (string, int64) {
+	if job.Sync != nil {
+		return job.Sync.UserID, job.Sync.AthleteID
+	}
+	userID, err := w.store.ResolveAthlete(ctx, job.Event.OwnerID)
+	if err != nil {
+		return "", job.Event.OwnerID
+	}
+	return userID, job.Event.OwnerID
 }
 
 // Classify decides what a Process error means for the caller: nil for

@@ -5,10 +5,11 @@
 // tests (LocalKeyProvider). Both run the same Sealer code and produce the
 // same stored format (model.SealedSecret).
 //
-// Every data key is bound to a model.SecretContext (user + purpose): it is
-// KMS's encryption context when the key is generated and unwrapped, and the
-// AEAD's additional data, so a ciphertext moved to another user's item does
-// not open.
+// Every data key is bound to a model.SecretContext: user + purpose are KMS's
+// encryption context when the key is generated and unwrapped, and with the
+// item's key (format 2) they are the AEAD's additional data, so a ciphertext
+// moved to another item, or a whole item copied under another user's key,
+// does not open. Format 1 secrets (no item key) are still opened.
 //
 // The Sealer caches briefly in a warm process: a data key is reused for
 // sealing the same context for at most EncryptTTL and EncryptUses seals,
@@ -117,16 +118,25 @@ func (s *Sealer) Seal(ctx context.Context, ec model.SecretContext, plaintext []b
 		return model.SealedSecret{}, fmt.Errorf("seal %s: nonce: %w", ec, err)
 	}
 	return model.SealedSecret{
-		Format: model.SealedFormatV1, KeyID: dk.KeyID, WrappedKey: dk.Wrapped, Nonce: nonce,
+		Format: ec.Format(), KeyID: dk.KeyID, WrappedKey: dk.Wrapped, Nonce: nonce,
 		Ciphertext: aead.Seal(nil, nonce, plaintext, ec.AAD()),
 	}, nil
 }
 
-// Open decrypts a sealed secret under ec. It returns an error matching
-// ErrUndecryptable (and model.ErrInvalid) when the secret was sealed under
-// another context or key, was tampered with, or has an unknown format.
+// Open decrypts a sealed secret under ec, as its format says: a format 1
+// secret under ec without its Item, a format 2 one under ec whole (ec must
+// name the item's key). It returns an error matching ErrUndecryptable (and
+// model.ErrInvalid) when the secret was sealed under another context or
+// key, was tampered with, or has an unknown format.
 func (s *Sealer) Open(ctx context.Context, ec model.SecretContext, sealed model.SealedSecret) ([]byte, error) {
-	if sealed.Format != model.SealedFormatV1 {
+	switch sealed.Format {
+	case model.SealedFormatV1:
+		ec.Item = ""
+	case model.SealedFormatV2:
+		if ec.Item == "" {
+			return nil, fmt.Errorf("open %s: format 2 is bound to an item key and none was given: %w", ec, ErrUndecryptable)
+		}
+	default:
 		return nil, fmt.Errorf("open %s: format %d: %w", ec, sealed.Format, ErrUndecryptable)
 	}
 	key, err := s.decryptionKey(ctx, ec, sealed)

@@ -151,3 +151,42 @@ func TestSecretContextAADIsUnambiguous(t *testing.T) {
 		t.Fatalf("contexts %v and %v render the same additional data %q", a, b, a.AAD())
 	}
 }
+
+// TestFormatFollowsTheItemKey: a context naming the item's key seals in
+// format 2, which opens only under that key; a format 1 secret opens under
+// a reader's context whatever item key it names (it was bound to the user
+// only), and only for that user.
+func TestFormatFollowsTheItemKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := secrets.NewSealer(localProvider(t))
+	at := func(user string) model.SecretContext {
+		return model.SecretContext{UserID: user, Purpose: model.PurposeStravaTokens, Item: "USER#" + user + " / STRAVA#CONNECTION"}
+	}
+	tests := []struct {
+		name       string
+		seal, open model.SecretContext
+		format     int
+		opens      bool
+	}{
+		{"format 2 under its key", at("u"), at("u"), model.SealedFormatV2, true},
+		{"format 2 under another item of the user", at("u"), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens, Item: "USER#u / OTHER"}, model.SealedFormatV2, false},
+		{"format 2 without an item key", at("u"), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, model.SealedFormatV2, false},
+		{"format 2 under another user's key", at("u"), at("v"), model.SealedFormatV2, false},
+		{"format 1 read at its user's key", model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, at("u"), model.SealedFormatV1, true},
+		{"format 1 read at another user's key", model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, at("v"), model.SealedFormatV1, false},
+	}
+	for _, tc := range tests {
+		sealed, err := s.Seal(ctx, tc.seal, []byte("secret"))
+		if err != nil || sealed.Format != tc.format {
+			t.Fatalf("%s: sealed format %d, %v; want %d", tc.name, sealed.Format, err, tc.format)
+		}
+		pt, err := s.Open(ctx, tc.open, sealed)
+		if got := err == nil && string(pt) == "secret"; got != tc.opens {
+			t.Fatalf("%s: opened %v (%v), want %v", tc.name, got, err, tc.opens)
+		}
+		if !tc.opens && !errors.Is(err, secrets.ErrUndecryptable) {
+			t.Fatalf("%s: got %v, want ErrUndecryptable", tc.name, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -306,13 +307,95 @@ func (s *Store) SeedModel(ctx context.Context, meta *model.ModelMeta, parts []mo
 	return changed + 1, nil
 }
 
-// CreateMilestone writes a new milestone; model.ErrConflict if its id is
-// taken.
+// ErrMilestoneLimit is returned (wrapped, matching model.ErrConflict) by
+// CreateMilestone when the user has model.MaxMilestonesPerUser milestones.
+var ErrMilestoneLimit = fmt.Errorf("%d milestones per user at most: %w", model.MaxMilestonesPerUser, model.ErrConflict)
+
+// milestoneCreateRetries bounds CreateMilestone's attempts when the count
+// moves under it (concurrent creations by the same user).
+const milestoneCreateRetries = 5
+
+// CreateMilestone writes a new milestone and counts it
+// (model.MilestoneCount) in one transaction conditioned on the count read,
+// so concurrent creations never exceed model.MaxMilestonesPerUser. A count
+// that does not exist yet (a user from before the cap) starts from the
+// milestones in the user's MILESTONE# range (keys only). It returns
+// ErrMilestoneLimit at the cap, model.ErrConflict if the milestone's id is
+// taken or the count kept moving, and ErrUserDeleted (the milestone and the
+// count are removed again) when the account was deleted meanwhile.
 func (s *Store) CreateMilestone(ctx context.Context, m *model.Milestone) error {
-	if err := s.PutIfAbsent(ctx, s.t.Main, m); err != nil {
-		return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+	for range milestoneCreateRetries {
+		var cnt model.MilestoneCount
+		err := s.Get(ctx, s.t.Main, model.MilestoneCountKey(m.UserID), &cnt)
+		cond := expression.Name("count").Equal(expression.Value(cnt.Count))
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			n, err := s.countMilestones(ctx, m.UserID)
+			if err != nil {
+				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+			}
+			cnt = model.MilestoneCount{UserID: m.UserID, Count: n}
+			cond = expression.AttributeNotExists(expression.Name("PK"))
+		case err != nil:
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		if cnt.Count >= model.MaxMilestonesPerUser {
+			return fmt.Errorf("create milestone %s: user %s has %d: %w", m.MilestoneID, m.UserID, cnt.Count, ErrMilestoneLimit)
+		}
+		cnt.Count++
+		cnt.UpdatedAtUtc = s.Now().UTC()
+		put, err := s.TransactPutIfAbsent(s.t.Main, m)
+		if err != nil {
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		item, err := Marshal(&cnt)
+		if err != nil {
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		ex, err := expression.NewBuilder().WithCondition(cond).Build()
+		if err != nil {
+			return fmt.Errorf("create milestone %s: build condition: %w", m.MilestoneID, err)
+		}
+		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
+			ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
+		err = s.Transact(ctx, []types.TransactWriteItem{put, count}, "")
+		var te *model.TransactionError
+		switch {
+		case err == nil:
+			if err := s.checkDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
+				_ = s.Delete(ctx, s.t.Main, cnt.ItemKey())
+				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+			}
+			return nil
+		case errors.As(err, &te) && slices.Contains(te.FailedIndexes(), 0):
+			return fmt.Errorf("create milestone %s: id taken: %w", m.MilestoneID, err)
+		case errors.As(err, &te) && slices.Contains(te.FailedIndexes(), 1), errors.Is(err, model.ErrRetryable):
+			continue // the count moved (a concurrent creation): read it again
+		default:
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
 	}
-	return nil
+	return fmt.Errorf("create milestone %s: the milestone count kept moving: %w", m.MilestoneID, model.ErrConflict)
+}
+
+// countMilestones counts the milestones (not awards) of a user's
+// MILESTONE# range, keys only.
+func (s *Store) countMilestones(ctx context.Context, userID string) (int, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		return 0, fmt.Errorf("count milestones of user %s: %w", userID, err)
+	}
+	n := 0
+	for _, it := range res.Items {
+		k, err := itemKey(it)
+		if err != nil {
+			return 0, err
+		}
+		if p, err := model.ParseKey(k); err == nil && p.Kind == model.KindMilestone {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // MilestoneWithAwards is a milestone and the awards minted for it, in part

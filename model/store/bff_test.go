@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +231,43 @@ func TestDeleteAthleteOwnerOfOnlyOwnMapping(t *testing.T) {
 	}
 	if _, err := s.Profile(ctx, "u1"); err != nil {
 		t.Fatalf("skipped profile: %v", err)
+	}
+}
+
+// TestConcurrentMilestoneCreationsStopAtTheCap: creations racing at the
+// cap never exceed model.MaxMilestonesPerUser (the count is part of the
+// creating transaction, conditioned on the value read).
+func TestConcurrentMilestoneCreationsStopAtTheCap(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for i := range model.MaxMilestonesPerUser - 3 {
+		if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("m%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var created atomic.Int64
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("race%d", i)})
+			switch {
+			case err == nil:
+				created.Add(1)
+			case !errors.Is(err, model.ErrConflict):
+				t.Errorf("racing creation: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	um, err := s.UserMilestones(ctx, "u1")
+	if err != nil || len(um.Milestones) > model.MaxMilestonesPerUser || int64(len(um.Milestones)) != model.MaxMilestonesPerUser-3+created.Load() {
+		t.Fatalf("got %d milestones (%d racing creations succeeded), %v; want at most %d, each success counted",
+			len(um.Milestones), created.Load(), err, model.MaxMilestonesPerUser)
+	}
+	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "after"}); len(um.Milestones) == model.MaxMilestonesPerUser && !errors.Is(err, store.ErrMilestoneLimit) {
+		t.Fatalf("at the cap: got %v, want ErrMilestoneLimit", err)
 	}
 }

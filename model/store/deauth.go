@@ -32,7 +32,6 @@ import (
 const (
 	attrGrantedAtUtc       = "grantedAtUtc"
 	attrUpdatedAtUtc       = "updatedAtUtc"
-	attrExpiresAt          = "expiresAt"
 	attrStravaRevokedAtUtc = "stravaRevokedAtUtc"
 	attrStravaDataExpires  = "stravaDataExpiresAt"
 )

@@ -114,3 +114,23 @@ func (s *Store) MarkUserDeleted(ctx context.Context, userID string, now time.Tim
 	}
 	return nil
 }
+
+// checkDeleted is the check after a write of the user's item k that is not
+// Strava data (the sync state, a milestone): when the
+// account was deleted it deletes k and returns ErrUserDeleted; otherwise
+// (no guard, or only a deauthorization) it passes.
+func (s *Store) checkDeleted(ctx context.Context, userID string, k model.Key) error {
+	g, err := s.UserGuard(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check guard after writing %s: %w", k, err)
+	case !g.Deleted():
+		return nil
+	}
+	if err := s.Delete(ctx, s.t.Main, k); err != nil {
+		return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
+	}
+	return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
+}

@@ -50,14 +50,17 @@ func (s *Store) ResolveAthlete(ctx context.Context, athleteID int64) (string, er
 	return conns[0].UserID, nil
 }
 
-// StravaConnection reads a user's Strava connection (consistent read). It
-// returns ErrNotFound when the user has none.
+// StravaConnection reads a user's Strava connection (consistent read),
+// opening its tokens under the item's key (tokens.go). It returns
+// ErrNotFound when the user has none, and an error matching ErrInvalid when
+// the tokens do not open there (an item copied from another user's key).
 func (s *Store) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
 	var c model.StravaConnection
-	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
+	k := model.StravaConnectionKey(userID)
+	if err := s.Get(ctx, s.t.Main, k, &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
-	if err := s.openConnection(ctx, &c); err != nil {
+	if err := s.openConnection(ctx, k, &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
 	return &c, nil

@@ -414,7 +414,7 @@ func TestIngestLegacyGrantTimeIsKept(t *testing.T) {
 	if got, err := s.StravaConnectionGrant(ctx, "u1"); err != nil || !got.GrantTime().Equal(granted) {
 		t.Fatalf("flagged: grant %v, %v; want %s kept", got, err, granted)
 	}
-	if done, err := s.SealPlainConnection(ctx, "u1", flagged.Add(time.Hour)); err != nil || !done {
+	if done, err := s.SealConnection(ctx, "u1", flagged.Add(time.Hour)); err != nil || !done {
 		t.Fatalf("seal: %v, %v; want it rewritten", done, err)
 	}
 	got, err := s.StravaConnectionGrant(ctx, "u1")

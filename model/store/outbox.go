@@ -23,6 +23,15 @@ import (
 // received items that are due, found through the sparse pending index
 // (IndexPending), never a Scan. Its consumers (handlers/ingest) declare the
 // interfaces.
+//
+// Lifetime: an item's TTL (expiresAt) always lies ttl after the item's last
+// activity, never before it is due. The claim records ttl (ttlSeconds) and
+// every claim, lease and deferral pushes expiresAt to ttl after the new lease
+// end or not-before time; the settle sets it to ttl after the settle. So a
+// received item never expires while pending, however long it is deferred
+// (a sync share spent for days), and a settled one is kept ttl for
+// duplicate detection. Items claimed before ttlSeconds existed use
+// DefaultOutboxTTL.
 
 // Attribute names of the outbox item used in expressions.
 const (
@@ -32,7 +41,21 @@ const (
 	attrNotBefore      = "notBefore"
 	attrPendingPK      = "PendingPK"
 	attrPendingSK      = "PendingSK"
+	attrExpiresAt      = "expiresAt"
+	attrTTLSeconds     = "ttlSeconds"
 )
+
+// DefaultOutboxTTL is how long an outbox item is kept after its last
+// activity (lease end, not-before time or settle) when the item does not
+// record its own ttl (claimed by older code): long past Strava's retries.
+const DefaultOutboxTTL = 7 * 24 * time.Hour
+
+// expiresAfter sets expiresAt to the item's ttl (ttlSeconds, else
+// DefaultOutboxTTL) after at: a pending item never expires before it is due.
+func expiresAfter(upd expression.UpdateBuilder, at time.Time) expression.UpdateBuilder {
+	ttl := expression.IfNotExists(expression.Name(attrTTLSeconds), expression.Value(int64(DefaultOutboxTTL/time.Second)))
+	return upd.Set(expression.Name(attrExpiresAt), expression.Plus(ttl, expression.Value(at.Unix())))
+}
 
 // dueCondition holds when a received item may be (re-)claimed at now: its
 // lease has lapsed and its not-before time has passed.
@@ -45,7 +68,8 @@ func dueCondition(now time.Time) expression.ConditionBuilder {
 
 // ClaimOutboxItem records an accepted event as received with its job and a
 // lease until now+lease, and returns the stored item. A new key is created
-// (TTL now+ttl); a key that is received but due (lease lapsed, not-before
+// and records ttl (its TTL is ttl after the lease end, pushed on by every
+// lease and deferral, see Lifetime above); a key that is received but due (lease lapsed, not-before
 // passed: its earlier hand-off was lost) is claimed again, keeping the
 // original job and correlation id. It returns ErrConflict (a duplicate) when
 // the item is done, parked, or received and still leased or deferred; the
@@ -63,7 +87,7 @@ func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job str
 		Set(expression.Name("correlationId"), ifAbsent("correlationId", correlationID)).
 		Set(expression.Name("job"), ifAbsent("job", job)).
 		Set(expression.Name("createdAtUtc"), ifAbsent("createdAtUtc", now)).
-		Set(expression.Name("expiresAt"), ifAbsent("expiresAt", now.Add(ttl).Unix())).
+		Set(expression.Name(attrTTLSeconds), ifAbsent(attrTTLSeconds, int64(ttl/time.Second))).
 		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
 		Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
@@ -71,6 +95,8 @@ func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job str
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
+	// The claim's own ttl, not ttlSeconds: the key may not exist yet.
+	upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(until.Add(ttl).Unix()))
 	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), dueCondition(now))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
 	if err != nil {
@@ -80,7 +106,8 @@ func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job str
 }
 
 // LeaseOutboxItem is the sweeper's claim: it takes a fresh lease until
-// now+lease on a received item that is due at now and counts the dispatch.
+// now+lease on a received item that is due at now, counts the dispatch and
+// pushes the item's TTL to its ttl after the lease end.
 // It returns ErrConflict when the item is no longer due (settled, deferred,
 // or claimed by someone else since it was listed) and ErrNotFound when it is
 // gone.
@@ -93,6 +120,7 @@ func (s *Store) LeaseOutboxItem(ctx context.Context, key string, now time.Time, 
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
+	upd = expiresAfter(upd, until)
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).And(dueCondition(now))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
 	if err != nil {
@@ -115,7 +143,8 @@ func (s *Store) OutboxItem(ctx context.Context, key string) (*model.IdempotencyR
 }
 
 // SettleOutboxItem ends a received item's life as done or parked (with
-// reason) and takes it out of the pending index. It returns ErrConflict when
+// reason), takes it out of the pending index and sets its TTL to its ttl
+// after now (kept that long for duplicate detection). It returns ErrConflict when
 // the item was already settled (another run got there first) and
 // ErrNotFound when it does not exist.
 func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error {
@@ -125,6 +154,7 @@ func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.O
 	upd := expression.Set(expression.Name(attrStatus), expression.Value(status)).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
 		Remove(expression.Name(attrPendingPK)).Remove(expression.Name(attrPendingSK))
+	upd = expiresAfter(upd, now)
 	if reason != "" {
 		upd = upd.Set(expression.Name("reason"), expression.Value(reason))
 	}
@@ -136,7 +166,8 @@ func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.O
 
 // DeferOutboxItem keeps a received item received but not before notBefore
 // (its lease is dropped, so the sweeper dispatches it once notBefore has
-// passed), recording reason. failure says whether this deferral is a retry
+// passed), recording reason, and pushes its TTL to its ttl after notBefore
+// (a pending item never expires before it is due). failure says whether this deferral is a retry
 // after a failure (counted in failures, which are bounded) or a
 // postponement that is not one (rate budget spent, per-athlete cap: counted
 // in deferrals). It returns ErrConflict when the item was settled meanwhile
@@ -153,6 +184,7 @@ func (s *Store) DeferOutboxItem(ctx context.Context, key string, notBefore time.
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(notBefore, key))).
 		Add(expression.Name(counter), expression.Value(1)).
 		Remove(expression.Name(attrLeaseUntil))
+	upd = expiresAfter(upd, notBefore)
 	if err := s.settle(ctx, key, upd); err != nil {
 		return fmt.Errorf("defer outbox item %s until %s: %w", key, notBefore.UTC().Format(time.RFC3339), err)
 	}

@@ -28,7 +28,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 	}
 	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
 		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1") ||
-		rec.ExpiresAt != now.Add(farTTL).Unix() {
+		rec.ExpiresAt != now.Add(time.Minute).Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
 	}
 	// Within the lease: a duplicate.
@@ -212,5 +212,55 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 	due, err := s.DueOutboxItems(ctx, time.Now().Add(time.Second), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("got %d due, %v; want the item through the added index", len(due), err)
+	}
+}
+
+// A pending item never expires while pending: every claim, lease and
+// deferral puts its TTL after the moment it is next due, and the settle
+// keeps it ttl after the settle.
+func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	const ttl = 7 * 24 * time.Hour
+	check := func(step string) *model.IdempotencyRecord {
+		t.Helper()
+		rec, err := s.OutboxItem(ctx, "k")
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if due := rec.DueAt(); !time.Unix(rec.ExpiresAt, 0).After(due) {
+			t.Fatalf("%s: expiresAt %s, due %s; want the TTL after the due time",
+				step, time.Unix(rec.ExpiresAt, 0).UTC().Format(time.RFC3339), due.Format(time.RFC3339))
+		}
+		return rec
+	}
+	if _, err := s.ClaimOutboxItem(ctx, "k", "c", "{}", now, time.Minute, ttl); err != nil {
+		t.Fatal(err)
+	}
+	check("claim")
+	// Deferred far beyond the claim's TTL (a sync share spent for days).
+	far := now.Add(30 * 24 * time.Hour)
+	if err := s.DeferOutboxItem(ctx, "k", far, "sync share spent", false, now); err != nil {
+		t.Fatal(err)
+	}
+	if rec := check("deferral"); rec.ExpiresAt != far.Add(ttl).Unix() {
+		t.Fatalf("deferral: expiresAt %d, want %d (ttl after the not-before time)", rec.ExpiresAt, far.Add(ttl).Unix())
+	}
+	// The sweeper leases it long after it became due (a sweeper stopped for
+	// days): the TTL moves with the lease.
+	leased := far.Add(8 * 24 * time.Hour)
+	if _, err := s.LeaseOutboxItem(ctx, "k", leased, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	check("lease")
+	settled := leased.Add(2 * time.Minute)
+	if err := s.SettleOutboxItem(ctx, "k", model.OutboxDone, "", settled); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.OutboxItem(ctx, "k")
+	if err != nil || rec.ExpiresAt != settled.Add(ttl).Unix() {
+		t.Fatalf("settle: got %+v, %v; want expiresAt %d (ttl after the settle)", rec, err, settled.Add(ttl).Unix())
 	}
 }

@@ -135,7 +135,9 @@ type UserMilestones struct {
 	// Unreadable milestones and awards (newer schema, malformed): the
 	// caller must leave them alone rather than guess.
 	Unreadable []UnreadableItem
-	// Truncated says the user has more milestone items than the guardrail.
+	// Truncated says the user has more milestone items than the guardrail;
+	// CreateMilestone's cap (model.MaxMilestonesPerUser × (1 + MaxPartCount)
+	// ≤ MaxWorkoutsToInspect) keeps it false for milestones it created.
 	Truncated bool
 }
 

@@ -38,7 +38,10 @@ var ErrSkipWrite = errors.New("skip write")
 // (incrementing it), re-reading and deciding again on a conflict, a bounded
 // number of times. decide returning ErrSkipWrite writes nothing; any other
 // error is returned as is. It returns the state as written and ErrConflict
-// when the version kept moving.
+// when the version kept moving. A write that lands after the user's account
+// was deleted (the user guard, read after the write) is removed again and
+// returns ErrUserDeleted: the create condition (attribute_not_exists) alone
+// would let a sync in flight re-create SYNC#STRAVA after the deletion.
 func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
 	for range syncStateRetries {
 		cur, err := s.SyncState(ctx, userID)
@@ -62,6 +65,9 @@ func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(
 		}
 		err = s.PutIf(ctx, s.t.Main, cur, cond)
 		if err == nil {
+			if err := s.checkDeleted(ctx, userID, cur.ItemKey()); err != nil {
+				return nil, fmt.Errorf("write sync state of user %s: %w", userID, err)
+			}
 			return cur, nil
 		}
 		if !isConflict(err) {

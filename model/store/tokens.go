@@ -14,10 +14,16 @@ import (
 )
 
 // Strava tokens never reach a table in plain text: every write of a
-// connection seals the pair (model/secrets envelope encryption, context
-// userId + strava-tokens) and every read opens it. Connections written
-// before sealing (schema version 1) are still read; SealPlainConnection
-// (scripts/sealtokens) rewrites them.
+// connection seals the pair (model/secrets envelope encryption) and every
+// read opens it. The context is the item's key, never its attributes: the
+// user parsed from the PK (model.ParseKey) + strava-tokens, and the whole
+// key in the additional data (model.SealedFormatV2), so a connection item
+// copied whole under another user's key does not open, whether or not its
+// userId attribute was edited. Format 1 pairs (sealed under the userId
+// attribute, which equals the key's user for every genuine item) are opened
+// under the key's user; connections written before sealing (schema version
+// 1) are still read; SealConnection (scripts/sealtokens) rewrites both as
+// format 2.
 
 // Sealer seals and opens secrets bound to a context (model/secrets.Sealer).
 type Sealer interface {
@@ -35,19 +41,34 @@ type tokenPair struct {
 	Refresh string `json:"r"`
 }
 
-func tokenContext(userID string) model.SecretContext {
-	return model.SecretContext{UserID: userID, Purpose: model.PurposeStravaTokens}
+// tokenContext is the context of the tokens held by the connection item at
+// k: the user parsed from k's PK and k itself. It returns ErrInvalid when k
+// is not a connection's key.
+func tokenContext(k model.Key) (model.SecretContext, error) {
+	p, err := model.ParseKey(k)
+	if err != nil {
+		return model.SecretContext{}, fmt.Errorf("token context of %s: %w", k, err)
+	}
+	if p.Kind != model.KindStravaConnection {
+		return model.SecretContext{}, fmt.Errorf("token context of %s: not a strava connection key: %w", k, model.ErrInvalid)
+	}
+	return model.SecretContext{UserID: p.UserID, Purpose: model.PurposeStravaTokens, Item: k.String()}, nil
 }
 
-func (s *Store) sealTokens(ctx context.Context, userID, access, refresh string) (*model.SealedSecret, error) {
+// sealTokens seals the pair for the connection item at k (format 2).
+func (s *Store) sealTokens(ctx context.Context, k model.Key, access, refresh string) (*model.SealedSecret, error) {
 	if s.Secrets == nil {
 		return nil, ErrNoSealer
+	}
+	ec, err := tokenContext(k)
+	if err != nil {
+		return nil, err
 	}
 	pt, err := json.Marshal(tokenPair{Access: access, Refresh: refresh})
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := s.Secrets.Seal(ctx, tokenContext(userID), pt)
+	sealed, err := s.Secrets.Seal(ctx, ec, pt)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +93,7 @@ func (s *Store) sealConnection(ctx context.Context, c *model.StravaConnection) e
 		c.PlainAccessToken, c.PlainRefreshToken = "", ""
 		return nil
 	}
-	sealed, err := s.sealTokens(ctx, c.UserID, c.AccessToken, c.RefreshToken)
+	sealed, err := s.sealTokens(ctx, c.ItemKey(), c.AccessToken, c.RefreshToken)
 	if err != nil {
 		return fmt.Errorf("seal tokens of %s: %w", c.UserID, err)
 	}
@@ -81,17 +102,22 @@ func (s *Store) sealConnection(ctx context.Context, c *model.StravaConnection) e
 }
 
 // openConnection fills c's in-memory tokens from SealedTokens (a schema
-// version 1 item was already filled by Normalize).
-func (s *Store) openConnection(ctx context.Context, c *model.StravaConnection) error {
+// version 1 item was already filled by Normalize), under the context of k,
+// the key the item was read at (never its attributes).
+func (s *Store) openConnection(ctx context.Context, k model.Key, c *model.StravaConnection) error {
 	if c.SealedTokens == nil {
 		return nil
 	}
 	if s.Secrets == nil {
 		return fmt.Errorf("open tokens of %s: %w", c.UserID, ErrNoSealer)
 	}
-	pt, err := s.Secrets.Open(ctx, tokenContext(c.UserID), *c.SealedTokens)
+	ec, err := tokenContext(k)
 	if err != nil {
-		return fmt.Errorf("open tokens of %s: %w", c.UserID, err)
+		return fmt.Errorf("open tokens at %s: %w", k, err)
+	}
+	pt, err := s.Secrets.Open(ctx, ec, *c.SealedTokens)
+	if err != nil {
+		return fmt.Errorf("open tokens at %s (sealed for another item: copied or moved?): %w", k, err)
 	}
 	var p tokenPair
 	if err := json.Unmarshal(pt, &p); err != nil {
@@ -104,7 +130,7 @@ func (s *Store) openConnection(ctx context.Context, c *model.StravaConnection) e
 // sealedTokensUpdate sets a freshly sealed pair on a connection and removes
 // any plain text pair, bringing the item to the current schema version.
 func (s *Store) sealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
-	sealed, err := s.sealTokens(ctx, userID, access, refresh)
+	sealed, err := s.sealTokens(ctx, model.StravaConnectionKey(userID), access, refresh)
 	if err != nil {
 		return expression.UpdateBuilder{}, fmt.Errorf("seal tokens of %s: %w", userID, err)
 	}
@@ -118,24 +144,40 @@ func (s *Store) sealedTokensUpdate(ctx context.Context, userID, access, refresh 
 		Remove(expression.Name("refreshToken")), nil
 }
 
-// SealPlainConnection rewrites a user's connection that still holds its
-// tokens in plain text (schema version 1) with the tokens sealed, only if
-// its tokenVersion has not moved meanwhile (a concurrent refresh writes a
-// sealed pair anyway). It reports whether it rewrote the item; a user
-// without a connection, or whose connection is already sealed, is not an
-// error. It is safe to re-run.
-func (s *Store) SealPlainConnection(ctx context.Context, userID string, now time.Time) (bool, error) {
+// SealConnection rewrites a user's connection whose tokens are not sealed
+// in the current format: held in plain text (schema version 1) or sealed
+// in format 1 (bound to the userId attribute, not the key). The pair is
+// resealed in format 2 (bound to the item's key), only if tokenVersion has
+// not moved meanwhile (a concurrent refresh writes a format 2 pair anyway).
+// A format 1 pair is opened under the key's user first: one that does not
+// open there (an item copied from another key) is an error, not rewritten.
+// It reports whether it rewrote the item; a user without a connection, or
+// whose connection is current, is not an error. It is safe to re-run.
+func (s *Store) SealConnection(ctx context.Context, userID string, now time.Time) (bool, error) {
+	k := model.StravaConnectionKey(userID)
 	var c model.StravaConnection
-	err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c)
+	err := s.Get(ctx, s.t.Main, k, &c)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("seal connection of %s: %w", userID, err)
-	case c.PlainAccessToken == "" && c.PlainRefreshToken == "":
+	}
+	var cond expression.ConditionBuilder
+	access, refresh := c.PlainAccessToken, c.PlainRefreshToken
+	switch {
+	case access != "" || refresh != "":
+		cond = expression.AttributeExists(expression.Name("accessToken"))
+	case c.SealedTokens != nil && c.SealedTokens.Format == model.SealedFormatV1:
+		if err := s.openConnection(ctx, k, &c); err != nil {
+			return false, fmt.Errorf("seal connection of %s: %w", userID, err)
+		}
+		access, refresh = c.AccessToken, c.RefreshToken
+		cond = expression.Name("sealedTokens.v").Equal(expression.Value(model.SealedFormatV1))
+	default:
 		return false, nil
 	}
-	upd, err := s.sealedTokensUpdate(ctx, userID, c.PlainAccessToken, c.PlainRefreshToken)
+	upd, err := s.sealedTokensUpdate(ctx, userID, access, refresh)
 	if err != nil {
 		return false, err
 	}
@@ -145,9 +187,8 @@ func (s *Store) SealPlainConnection(ctx context.Context, userID string, now time
 		// its updatedAtUtc (GrantTime): keep it as the item's grant.
 		upd = upd.Set(expression.Name(attrGrantedAtUtc), expression.Value(c.UpdatedAtUtc.UTC()))
 	}
-	cond := expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).
-		And(expression.AttributeExists(expression.Name("accessToken")))
-	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+	cond = expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).And(cond)
+	if err := s.update(ctx, k, upd, cond); err != nil {
 		if isConflict(err) {
 			return false, nil // rewritten (sealed) by a refresh or a login meanwhile
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -135,7 +136,7 @@ func TestSealedTokensDoNotOpenOnAnotherUsersItem(t *testing.T) {
 }
 
 // TestPlainConnectionIsReadAndSealedByMigration: a schema version 1 item
-// (plain text tokens) is still read, and SealPlainConnection rewrites it
+// (plain text tokens) is still read, and SealConnection rewrites it
 // sealed, once.
 func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	t.Parallel()
@@ -161,7 +162,7 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for run, want := range []bool{true, false} {
-		done, err := s.SealPlainConnection(ctx, "old", now)
+		done, err := s.SealConnection(ctx, "old", now)
 		if err != nil || done != want {
 			t.Fatalf("migration run %d: rewrote %v, %v; want %v", run+1, done, err, want)
 		}
@@ -175,7 +176,7 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	if err != nil || c.AccessToken != "plain-access" || c.RefreshToken != "plain-refresh" || c.TokenVersion != 3 {
 		t.Fatalf("read after migration: %+v, %v; want the same tokens at tokenVersion 3", c, err)
 	}
-	if done, err := s.SealPlainConnection(ctx, "nobody", now); done || err != nil {
+	if done, err := s.SealConnection(ctx, "nobody", now); done || err != nil {
 		t.Fatalf("user without a connection: %v, %v; want false, nil", done, err)
 	}
 }
@@ -197,4 +198,99 @@ func TestStoreWithoutSealerRefusesToWriteTokens(t *testing.T) {
 	if _, err := s.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, store.ErrNoSealer) {
 		t.Fatalf("save refreshed token without a sealer: %v; want ErrNoSealer", err)
 	}
+}
+
+// copyConnection puts the raw connection item of from under to's key, with
+// its userId attribute set to userIDAttr.
+func copyConnection(t *testing.T, s *store.Store, from, to, userIDAttr string) {
+	t.Helper()
+	item := rawConnection(t, s, from)
+	k := model.StravaConnectionKey(to)
+	item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+	item["userId"] = &types.AttributeValueMemberS{Value: userIDAttr}
+	if _, err := s.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sealLegacy overwrites userID's connection tokens with a format 1 pair, as
+// code before issue 25 sealed it: bound to the userId attribute, not the key.
+func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
+	t.Helper()
+	ctx := context.Background()
+	sealed, err := s.Secrets.Seal(ctx, model.SecretContext{UserID: userID, Purpose: model.PurposeStravaTokens},
+		[]byte(fmt.Sprintf(`{"a":%q,"r":%q}`, access, refresh)))
+	if err != nil || sealed.Format != model.SealedFormatV1 {
+		t.Fatalf("seal legacy: format %d, %v", sealed.Format, err)
+	}
+	av, err := attributevalue.Marshal(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := rawConnection(t, s, userID)
+	item["sealedTokens"] = av
+	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCopiedConnectionDoesNotOpen: the encryption context is the item's key
+// (the user parsed from its PK), not its userId attribute: a whole
+// connection item copied under another user's key does not open, whether
+// its userId attribute was edited or not, in format 2 and in the legacy
+// format 1; a format 1 item under its own key still opens until
+// SealConnection rewrites it as format 2 (issue 25 item 9).
+func TestCopiedConnectionDoesNotOpen(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for i, u := range []string{"victim", "legacy"} {
+		p, c := newUser(u, int64(300+i))
+		c.AccessToken, c.RefreshToken = "access-"+u, "refresh-"+u
+		if err := s.CreateUser(ctx, p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(step, user string) {
+		t.Helper()
+		c, err := s.StravaConnection(ctx, user)
+		if !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "copied or moved") {
+			t.Fatalf("%s: read %s's connection: %+v, %v; want ErrInvalid saying it was sealed for another item", step, user, c, err)
+		}
+	}
+	if item := rawConnection(t, s, "victim"); item["sealedTokens"].(*types.AttributeValueMemberM).Value["v"].(*types.AttributeValueMemberN).Value != "2" {
+		t.Fatalf("new connection sealed as %v, want format 2", item["sealedTokens"])
+	}
+	copyConnection(t, s, "victim", "thief1", "victim")
+	refused("format 2 copied, userId attribute kept", "thief1")
+	copyConnection(t, s, "victim", "thief2", "thief2")
+	refused("format 2 copied, userId attribute edited", "thief2")
+
+	sealLegacy(t, s, "legacy", "access-legacy", "refresh-legacy")
+	c, err := s.StravaConnection(ctx, "legacy")
+	if err != nil || c.AccessToken != "access-legacy" || c.RefreshToken != "refresh-legacy" {
+		t.Fatalf("format 1 under its own key: %+v, %v; want it opened", c, err)
+	}
+	copyConnection(t, s, "legacy", "thief3", "legacy")
+	refused("format 1 copied, userId attribute kept", "thief3")
+	copyConnection(t, s, "legacy", "thief4", "thief4")
+	refused("format 1 copied, userId attribute edited", "thief4")
+	if done, err := s.SealConnection(ctx, "thief3", time.Now()); done || !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("migrating a copied format 1 item: rewrote %v, %v; want it refused", done, err)
+	}
+
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for run, want := range []bool{true, false} {
+		if done, err := s.SealConnection(ctx, "legacy", now); err != nil || done != want {
+			t.Fatalf("migration run %d: rewrote %v, %v; want %v", run+1, done, err, want)
+		}
+	}
+	if v := rawConnection(t, s, "legacy")["sealedTokens"].(*types.AttributeValueMemberM).Value["v"].(*types.AttributeValueMemberN).Value; v != "2" {
+		t.Fatalf("after migration: format %s, want 2", v)
+	}
+	if c, err := s.StravaConnection(ctx, "legacy"); err != nil || c.AccessToken != "access-legacy" || c.RefreshToken != "refresh-legacy" {
+		t.Fatalf("after migration: %+v, %v; want the same tokens", c, err)
+	}
+	copyConnection(t, s, "legacy", "thief5", "legacy")
+	refused("migrated item copied", "thief5")
 }

@@ -797,7 +797,7 @@ func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d D
 		id = rec.Change.SequenceNumber
 	}
 	r := &model.ParkedRecord{Source: model.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
-		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now()}
+		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now(), UserID: d.UserID}
 	if err := c.st.Park(ctx, r); err != nil {
 		return err
 	}

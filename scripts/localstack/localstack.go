@@ -459,7 +459,12 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 		return
 	}
 	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
-		Payload: string(payload), CorrelationID: job.CorrelationID}
+		Payload: string(payload), CorrelationID: job.CorrelationID, AthleteID: job.Event.OwnerID}
+	if job.Sync != nil {
+		r.UserID, r.AthleteID = job.Sync.UserID, job.Sync.AthleteID
+	} else if u, err := s.Store.ResolveAthlete(ctx, job.Event.OwnerID); err == nil {
+		r.UserID = u // an account deletion finds the record by user
+	}
 	if r.RecordID == "" {
 		r.RecordID = job.CorrelationID
 	}

@@ -1,6 +1,8 @@
 // Command sealtokens rewrites the Strava connections that still hold their
-// tokens in plain text (schema version 1, before item-level encryption) with
-// the tokens sealed, using the same key the Lambdas use (CC_TOKEN_KMS_KEY in
+// tokens in plain text (schema version 1, before item-level encryption) or
+// sealed in format 1 (bound to the userId attribute, before tokens were bound
+// to the item's key) with the tokens sealed in format 2 (bound to the item's
+// key), using the same key the Lambdas use (CC_TOKEN_KMS_KEY in
 // AWS, CC_TOKEN_KEY locally). Users are listed through the sparse users
 // index (store.ListUsers, shard by shard), never a Scan. Each rewrite is
 // conditional on the connection's tokenVersion, so a refresh racing with it
@@ -60,8 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string) (Report
 	return rep, err
 }
 
-// SealAll walks every shard of the users index and seals each listed user's
-// plain connection (store.SealPlainConnection).
+// SealAll walks every shard of the users index and reseals each listed
+// user's plain or format 1 connection (store.SealConnection).
 func SealAll(ctx context.Context, st *store.Store, now time.Time) (Report, error) {
 	var rep Report
 	for shard := range model.UserListShards {
@@ -73,7 +75,7 @@ func SealAll(ctx context.Context, st *store.Store, now time.Time) (Report, error
 			}
 			for _, u := range page.UserIDs {
 				rep.Users++
-				done, err := st.SealPlainConnection(ctx, u, now)
+				done, err := st.SealConnection(ctx, u, now)
 				if err != nil {
 					return rep, err
 				}

@@ -130,6 +130,8 @@ data "aws_iam_policy_document" "api" {
     actions = [
       "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
       "dynamodb:Query", "dynamodb:BatchWriteItem",
+      # account deletion marks the user guard (GUARD#USER#{id}) deleted
+      "dynamodb:UpdateItem",
     ]
     resources = [module.tables.arns["main"]]
   }

@@ -1,0 +1,137 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// userItems lists the keys left in a user's partition.
+func userItems(t *testing.T, s *store.Store, userID string) []string {
+	t.Helper()
+	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, model.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range res.Items {
+		keys = append(keys, fmtKey(it))
+	}
+	return keys
+}
+
+func fmtKey(it store.Item) string {
+	pk, _ := it["PK"].(*types.AttributeValueMemberS)
+	sk, _ := it["SK"].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return fmt.Sprint(it)
+	}
+	return model.Key{PK: pk.Value, SK: sk.Value}.String()
+}
+
+// Writers in flight that land after the account deletion remove what they
+// wrote (issue 25 item 6): a workout, a tombstone, the sync state (whose
+// create condition alone would re-create SYNC#STRAVA), a milestone (and its
+// count). Protections: checkGuard in UpsertWorkout / MarkWorkoutDeleted,
+// checkDeleted in UpdateSyncState and CreateMilestone.
+func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := s.MarkUserDeleted(ctx, "gone", now); err != nil {
+		t.Fatal(err)
+	}
+	w := workout("gone", 7)
+	if err := s.UpsertWorkout(ctx, w); !errors.Is(err, store.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("workout write: got %v, want ErrUserDeleted (a conflict)", err)
+	}
+	if err := s.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); !errors.Is(err, store.ErrUserDeleted) {
+		t.Fatalf("tombstone write: got %v, want ErrUserDeleted", err)
+	}
+	_, err := s.UpdateSyncState(ctx, "gone", func(st *model.SyncState) error {
+		st.State, st.JobKey = model.SyncBackfilling, "job"
+		return nil
+	})
+	if !errors.Is(err, store.ErrUserDeleted) {
+		t.Fatalf("sync state write: got %v, want ErrUserDeleted", err)
+	}
+	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, store.ErrUserDeleted) {
+		t.Fatalf("milestone creation: got %v, want ErrUserDeleted", err)
+	}
+	if left := userItems(t, s, "gone"); len(left) != 0 {
+		t.Fatalf("left in the deleted user's partition: %v", left)
+	}
+	// Another user is not affected.
+	if err := s.UpsertWorkout(ctx, workout("alive", 7)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSyncState(ctx, "alive", func(st *model.SyncState) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if left := userItems(t, s, "alive"); len(left) != 2 {
+		t.Fatalf("got %v, want the other user's workout and sync state", left)
+	}
+}
+
+// The account deletion deletes the user's parked records (by userId, or by
+// athleteId when they name no user), keeps everyone else's, and parked
+// records expire (issue 25 item 6).
+func TestDeleteUserParked(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for _, r := range []model.ParkedRecord{
+		{Source: model.ParkSourceWorker, RecordID: "w-mine", UserID: "u1", AthleteID: 10},
+		{Source: model.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 10},
+		{Source: model.ParkSourceProjector, RecordID: "p-mine", UserID: "u1"},
+		{Source: model.ParkSourceWorker, RecordID: "w-other", UserID: "u2", AthleteID: 20},
+		{Source: model.ParkSourceWorker, RecordID: "w-other-athlete", AthleteID: 20},
+		// The athlete's record under its new user (signed in again) stays.
+		{Source: model.ParkSourceWorker, RecordID: "w-athlete-new-user", UserID: "u3", AthleteID: 10},
+		{Source: model.ParkSourceProjector, RecordID: "p-other", UserID: "u2"},
+	} {
+		r.Payload, r.ParkedAtUtc = "{}", now
+		if err := s.Park(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.DeleteUserParked(ctx, "u1", 10)
+	if err != nil || n != 3 {
+		t.Fatalf("got %d, %v; want 3 deleted", n, err)
+	}
+	var left []string
+	for _, src := range []string{model.ParkSourceWorker, model.ParkSourceProjector} {
+		recs, err := s.Parked(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			left = append(left, r.RecordID)
+			if want := now.Add(model.ParkedRetentionDays * 24 * time.Hour).Unix(); r.ExpiresAt != want {
+				t.Fatalf("record %s expires at %d, want %d (parked + %d days)", r.RecordID, r.ExpiresAt, want, model.ParkedRetentionDays)
+			}
+		}
+	}
+	want := []string{"w-athlete-new-user", "w-other", "w-other-athlete", "p-other"}
+	if len(left) != len(want) {
+		t.Fatalf("left %v, want %v", left, want)
+	}
+	for i := range want {
+		if left[i] != want[i] {
+			t.Fatalf("left %v, want %v", left, want)
+		}
+	}
+	if n, err := s.DeleteUserParked(ctx, "u1", 10); err != nil || n != 0 {
+		t.Fatalf("re-run: got %d, %v; want nothing left to delete", n, err)
+	}
+}
