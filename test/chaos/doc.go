@@ -31,15 +31,20 @@
 // Scenarios: kill -9 after accepting events, Ctrl-C with a backlog on a slow
 // Strava, kill -9 twice while awards are minted,
 // duplicate/reordered/delete-first/slow-stale deliveries, a 429 with the
-// read budget spent, 5xx and timeouts, and a forged flood. The simulator's
+// read budget spent, 5xx and timeouts, a forged flood, and the unsigned
+// lifecycle (issue 25: a forged delete and a forged deauthorization, an
+// activity made private and public again, a revoke whose event arrives after
+// the reconnect, a confirmed revoke and a reconnect within the retention
+// window, DELETE /v1/me while a slow fetch for the user is in flight; its
+// violations are the lifecycle figure, see lifecycle.go). The simulator's
 // faults are stravasim.Fault and SpendReadWindow (control API /_sim/faults,
 // /_sim/ratelimit/spend).
 //
 // Each scenario prints one line — accepted written lost dupAwards unaudited
-// driftLog driftStrava (then informational dupAnswers refused parked reads
+// driftLog driftStrava lifecycle (then informational dupAnswers refused parked reads
 // took) — and a total; it fails unless lost, duplicate awards, awards
-// without AWARD_MINTED, drift against the log (`make verify`'s recompute) and
-// drift against Strava are all 0. `make test` runs the reduced sizes
+// without AWARD_MINTED, drift against the log (`make verify`'s recompute),
+// drift against Strava and broken lifecycle promises are all 0. `make test` runs the reduced sizes
 // (CC_CHAOS=reduced, about two minutes); `make chaos` the full set
 // (CC_CHAOS=full); CHAOS_ONLY=<scenario> picks one.
 //

@@ -42,6 +42,12 @@ type Figures struct {
 	// activity in a field the projection reads (deleted at Strava: the
 	// workout must be isDeleted).
 	DriftStrava int
+	// Lifecycle counts lifecycle promises broken (issue 25's scenario): a
+	// forged or late event that destroyed or disconnected, a confirmed
+	// deauthorization that did not schedule the data for deletion, a
+	// reconnect that made a new user or kept the schedule, anything left
+	// of a deleted account.
+	Lifecycle int
 	// Parked counts worker jobs parked for an operator (not a failure by
 	// itself: the jobs also show as lost or drift when they mattered).
 	Parked int
@@ -59,7 +65,7 @@ type Figures struct {
 // OK says whether the scenario kept the promises: nothing lost, no award
 // doubled or unaudited, no drift against the log or against Strava.
 func (f Figures) OK() bool {
-	return f.Lost == 0 && f.DupAwards == 0 && f.Unaudited == 0 && f.DriftLog == 0 && f.DriftStrava == 0
+	return f.Lost == 0 && f.DupAwards == 0 && f.Unaudited == 0 && f.DriftLog == 0 && f.DriftStrava == 0 && f.Lifecycle == 0
 }
 
 // String is the scenario's one line of figures.
@@ -72,8 +78,8 @@ func (f Figures) String() string {
 	if !f.Settled {
 		settled = " (deadline)"
 	}
-	return fmt.Sprintf("%-22s accepted=%-4d written=%-4d lost=%-3d dupAwards=%-3d unaudited=%-3d driftLog=%-3d driftStrava=%-3d | dupAnswers=%d refused=%d parked=%d reads=%d took=%s%s %s",
-		f.Scenario, f.Accepted, f.Written, f.Lost, f.DupAwards, f.Unaudited, f.DriftLog, f.DriftStrava,
+	return fmt.Sprintf("%-22s accepted=%-4d written=%-4d lost=%-3d dupAwards=%-3d unaudited=%-3d driftLog=%-3d driftStrava=%-3d lifecycle=%-2d | dupAnswers=%d refused=%d parked=%d reads=%d took=%s%s %s",
+		f.Scenario, f.Accepted, f.Written, f.Lost, f.DupAwards, f.Unaudited, f.DriftLog, f.DriftStrava, f.Lifecycle,
 		f.Duplicates, f.Refused, f.Parked, f.Reads, f.Took.Round(100*time.Millisecond), settled, verdict)
 }
 
@@ -90,6 +96,7 @@ func Total(all []Figures) Figures {
 		t.Unaudited += f.Unaudited
 		t.DriftLog += f.DriftLog
 		t.DriftStrava += f.DriftStrava
+		t.Lifecycle += f.Lifecycle
 		t.Parked += f.Parked
 		t.Reads += f.Reads
 		t.Took += f.Took

@@ -101,6 +101,7 @@ func TestFiguresOK(t *testing.T) {
 		"unaudited":   func(f *chaos.Figures) { f.Unaudited = 1 },
 		"driftLog":    func(f *chaos.Figures) { f.DriftLog = 1 },
 		"driftStrava": func(f *chaos.Figures) { f.DriftStrava = 1 },
+		"lifecycle":   func(f *chaos.Figures) { f.Lifecycle = 1 },
 	} {
 		f := clean
 		spoil(&f)

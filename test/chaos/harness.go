@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
@@ -139,7 +140,10 @@ type User struct {
 	AthleteID  int64
 	UserID     string
 	Milestones []string
-	http       *http.Client
+	// Scope is what the athlete grants at login ("": what the API asks
+	// for); "read,activity:read" hides their private activities from us.
+	Scope string
+	http  *http.Client
 }
 
 // NewEnv creates the scenario's tables' prefix, data dir and simulator (with
@@ -308,38 +312,106 @@ func (e *Env) Interrupt(limit time.Duration) (time.Duration, error) {
 // LinkUser adds an athlete at Strava and logs them in through the API's
 // OAuth flow, which links their Strava account to a new user.
 func (e *Env) LinkUser(ctx context.Context, athleteID int64) (*User, error) {
+	return e.LinkUserScoped(ctx, athleteID, "")
+}
+
+// LinkUserScoped is LinkUser with the scope the athlete grants ("": what
+// the API asks for).
+func (e *Env) LinkUserScoped(ctx context.Context, athleteID int64, scope string) (*User, error) {
 	e.Sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Chaos", Lastname: strconv.FormatInt(athleteID, 10)})
-	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: athleteID})
 	jar, _ := cookiejar.New(nil)
-	u := &User{AthleteID: athleteID, http: &http.Client{Jar: jar, Timeout: 20 * time.Second,
+	u := &User{AthleteID: athleteID, Scope: scope, http: &http.Client{Jar: jar, Timeout: 20 * time.Second,
 		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 			if req.URL.Path == "/" {
 				return http.ErrUseLastResponse // the callback's redirect home ends the login
 			}
 			return nil
 		}}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.APIURL()+"/auth/strava/login", nil)
+	me, err := e.Login(ctx, u)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := u.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("login athlete %d: %w", athleteID, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		return nil, fmt.Errorf("login athlete %d ended at %s with %d", athleteID, resp.Request.URL, resp.StatusCode)
-	}
-	var me bff.MeJSON
-	if err := u.call(ctx, http.MethodGet, e.APIURL()+"/v1/me", nil, &me, http.StatusOK); err != nil {
-		return nil, fmt.Errorf("who is athlete %d: %w", athleteID, err)
-	}
-	if me.UserID == "" || me.AthleteID != athleteID {
-		return nil, fmt.Errorf("login athlete %d: /v1/me says %+v", athleteID, me)
 	}
 	u.UserID = me.UserID
 	e.Users = append(e.Users, u)
 	return u, nil
+}
+
+// Login runs the API's OAuth login for u's athlete again (as the athlete does
+// after disconnecting, or on a new device) and returns what GET /v1/me says
+// afterwards; u.UserID is left alone, so callers can compare.
+func (e *Env) Login(ctx context.Context, u *User) (bff.MeJSON, error) {
+	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: u.AthleteID, Scope: u.Scope})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.APIURL()+"/auth/strava/login", nil)
+	if err != nil {
+		return bff.MeJSON{}, err
+	}
+	resp, err := u.http.Do(req)
+	if err != nil {
+		return bff.MeJSON{}, fmt.Errorf("login athlete %d: %w", u.AthleteID, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		return bff.MeJSON{}, fmt.Errorf("login athlete %d ended at %s with %d", u.AthleteID, resp.Request.URL, resp.StatusCode)
+	}
+	me, err := e.Me(ctx, u)
+	if err != nil {
+		return me, err
+	}
+	if me.UserID == "" || me.AthleteID != u.AthleteID {
+		return me, fmt.Errorf("login athlete %d: /v1/me says %+v", u.AthleteID, me)
+	}
+	return me, nil
+}
+
+// Me is GET /v1/me with u's session.
+func (e *Env) Me(ctx context.Context, u *User) (bff.MeJSON, error) {
+	var me bff.MeJSON
+	if err := u.call(ctx, http.MethodGet, e.APIURL()+"/v1/me", nil, &me, http.StatusOK); err != nil {
+		return me, fmt.Errorf("who is athlete %d: %w", u.AthleteID, err)
+	}
+	return me, nil
+}
+
+// DeleteAccount is DELETE /v1/me with u's session (202 and the report).
+func (e *Env) DeleteAccount(ctx context.Context, u *User) (bff.DeletionReport, error) {
+	var rep bff.DeletionReport
+	if err := u.call(ctx, http.MethodDelete, e.APIURL()+"/v1/me", nil, &rep, http.StatusAccepted); err != nil {
+		return rep, fmt.Errorf("delete the account of athlete %d: %w", u.AthleteID, err)
+	}
+	return rep, nil
+}
+
+// Forget drops u from the figures: after an account deletion nothing of
+// theirs is owed a workout (the scenario checks the emptiness itself).
+func (e *Env) Forget(u *User) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, owner := range e.acked {
+		if owner == u.AthleteID {
+			delete(e.acked, id)
+		}
+	}
+	for id, owner := range e.told {
+		if owner == u.AthleteID {
+			delete(e.told, id)
+		}
+	}
+	e.Users = slices.DeleteFunc(e.Users, func(x *User) bool { return x == u })
+}
+
+// UserItems lists the keys left in the user's partition of the main table.
+func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
+	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, model.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		return nil, fmt.Errorf("read the partition of user %s: %w", userID, err)
+	}
+	var out []string
+	for _, it := range res.Items {
+		if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok {
+			out = append(out, sk.Value)
+		}
+	}
+	return out, nil
 }
 
 // Milestone is what a user commits to (POST /v1/milestones).

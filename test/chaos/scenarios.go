@@ -32,6 +32,7 @@ var Scenarios = []Scenario{
 	{"budget-429", "Strava answers 429 with headers saying the 15-minute read budget is spent", budget429, stravasim.Limits{}},
 	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}},
 	{"forged-flood", "hundreds of forged events for one linked athlete, then real ones", forgedFlood, stravasim.Limits{}},
+	{"unsigned-lifecycle", "forged delete and deauthorization, a private activity, a late revoke, a revoke and reconnect, DELETE /v1/me mid-fetch", lifecycle, stravasim.Limits{}},
 }
 
 // roomyLimits are ten times Strava's.
