@@ -161,7 +161,9 @@ func (f *failingExpiry) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte("expiresAt")) && bytes.Contains(body, []byte(model.PrefixWorkoutStrava)) &&
+		// A workout's key as an attribute value (not merely named in an
+		// error text, as the outbox item's deferral reason names it).
+		if bytes.Contains(body, []byte("expiresAt")) && bytes.Contains(body, []byte(`{"S":"`+model.PrefixWorkoutStrava)) &&
 			f.allow.Add(-1) < 0 {
 			return nil, errors.New("injected failure midway through the expiry loop")
 		}
