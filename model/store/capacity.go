@@ -81,6 +81,9 @@ type Meter struct {
 	total   Units
 	byOp    map[string]Units
 	byTable map[string]Units
+	// keys, when set (CountWriteKeys), counts written items per
+	// partition key (writekeys.go).
+	keys *WriteKeys
 }
 
 // NewMeter returns an empty meter.
@@ -289,6 +292,9 @@ func meterCall(ctx context.Context, in middleware.InitializeInput, next middlewa
 	out, md, err := next.HandleInitialize(ctx, in)
 	cc := consumedCapacity(out.Result)
 	if err == nil {
+		for _, w := range m.writeKeys() {
+			w.recordWrites(params, cc)
+		}
 		cc = withFloor(cc, transactFloor(params))
 	}
 	m.Record(op, cc, err != nil)

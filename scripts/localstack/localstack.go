@@ -121,6 +121,10 @@ type Options struct {
 	// SweepInterval is the pause between outbox sweeps (default
 	// DefaultSweepInterval); the first sweep runs at start.
 	SweepInterval time.Duration
+	// WorkerMetrics receives the worker's CloudWatch EMF lines (StravaReads
+	// by class, one per job that read Strava), as the worker Lambda writes
+	// them to stdout (nil: none are written). The scale simulation reads it.
+	WorkerMetrics io.Writer
 	// QueueCapacity bounds the jobs waiting for the worker (default
 	// DefaultQueueCapacity): beyond it a hand-off fails, the webhook still
 	// answers 200 and the sweeper dispatches the event once its lease lapses.
@@ -169,10 +173,11 @@ type Stack struct {
 }
 
 // Meters are the running totals of a stack's consumed capacity: the api's
-// requests, the worker's jobs (api + worker = ingestion) and the projector's
-// batches (projection).
+// requests, the worker's jobs (api + worker = ingestion), the projector's
+// batches (projection), and the sweeper's and the reconciliation's calls
+// (the scheduled sweeper Lambda in AWS).
 type Meters struct {
-	API, Worker, Projector *store.Meter
+	API, Worker, Projector, Sweeper *store.Meter
 }
 
 // Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
@@ -190,7 +195,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		log = slog.Default()
 	}
 	s := &Stack{log: log, runDone: make(chan struct{}),
-		Capacity: Meters{API: store.NewMeter(), Worker: store.NewMeter(), Projector: store.NewMeter()}}
+		Capacity: Meters{API: store.NewMeter(), Worker: store.NewMeter(), Projector: store.NewMeter(), Sweeper: store.NewMeter()}}
 	defer func() {
 		if err != nil {
 			s.Close(context.Background())
@@ -301,6 +306,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 		Sync: app.SyncSettings(cfg),
 	}, log.With("service", "worker"))
+	worker.Metrics = o.WorkerMetrics
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(store.WithMeter(ctx, s.Capacity.Worker), job)
 	}
@@ -312,7 +318,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = ingest.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
 	s.Sweeper.Lease = cfg.OutboxLease
-	sweepCtx, sweepCancel := context.WithCancel(context.Background())
+	sweepCtx, sweepCancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
 	s.Scheduler = ingest.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
 	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettings(cfg), cfg.OutboxLease
