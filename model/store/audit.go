@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -24,13 +26,67 @@ func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 }
 
 // Audit writes an audit entry and never fails: audit failures must not break
-// business logic, so a failed write is logged (with the entry's identity) and
-// dropped.
+// business logic. A failed write (a throttled one included, once the SDK's
+// retries are spent) is not lost silently: it is counted
+// (AuditWritesDropped), logged at warn as LogAuditDropped with the entry's
+// identity, and, when s.AuditMetrics is set, written as one CloudWatch
+// Embedded Metric Format line (namespace AuditMetricsNamespace, metric
+// MetricAuditWritesDropped, dimension TableName = the audit table) that the
+// Terraform alarm audit_writes_dropped watches.
 func (s *Store) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry) {
-	if err := s.AppendAudit(ctx, e); err != nil {
-		log.ErrorContext(ctx, "audit write failed", "eventType", e.EventType,
-			"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
+	err := s.AppendAudit(ctx, e)
+	if err == nil {
+		return
 	}
+	s.auditDropped.Add(1)
+	log.WarnContext(ctx, LogAuditDropped, "eventType", e.EventType,
+		"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
+	if s.AuditMetrics != nil {
+		if werr := writeAuditDropped(s.AuditMetrics, s.t.Audit, s.Now()); werr != nil {
+			log.WarnContext(ctx, "audit drop metric not written", "error", werr)
+		}
+	}
+}
+
+// Audit-drop accounting (Store.Audit).
+const (
+	// AuditMetricsNamespace is the CloudWatch namespace of the store's
+	// audit metric.
+	AuditMetricsNamespace = "CommitCollect/Audit"
+	// MetricAuditWritesDropped counts audit entries Store.Audit could not
+	// write (throttled past the SDK's retries, or any other failure).
+	MetricAuditWritesDropped = "AuditWritesDropped"
+	// LogAuditDropped is the stable message of the warn line logged for
+	// each dropped audit entry.
+	LogAuditDropped = "audit write dropped"
+)
+
+// AuditWritesDropped returns how many audit entries this store dropped
+// since it was built.
+func (s *Store) AuditWritesDropped() int64 { return s.auditDropped.Load() }
+
+func writeAuditDropped(w io.Writer, table string, now time.Time) error {
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	b, err := json.Marshal(map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  AuditMetricsNamespace,
+				"Dimensions": [][]string{{"TableName"}},
+				"Metrics":    []metric{{MetricAuditWritesDropped, "Count"}},
+			}},
+		},
+		"TableName":              table,
+		MetricAuditWritesDropped: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("encode audit drop metric: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Park sets a record aside for inspection and redrive (the local stand-in

@@ -29,7 +29,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +56,11 @@ type Store struct {
 	// Secrets seals and opens Strava tokens (model/secrets.Sealer). Without
 	// it, writing or reading sealed tokens fails with ErrNoSealer.
 	Secrets Sealer
+	// AuditMetrics receives one EMF line per audit entry Store.Audit drops
+	// (the Lambdas set os.Stdout; nil: counted and logged only).
+	AuditMetrics io.Writer
+
+	auditDropped atomic.Int64
 }
 
 // New returns a Store over an injected client and table names. It uses a

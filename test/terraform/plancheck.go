@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -755,6 +756,19 @@ var RequiredAlarms = []Alarm{
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
 	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
 	{"outbox backlog", ingest.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
+	// The store's EMF metric: audit entries Store.Audit dropped (model/store/audit.go).
+	{"audit writes dropped", store.AuditMetricsNamespace, store.MetricAuditWritesDropped, "TableName", auditTables},
+}
+
+// auditTables are the deployed audit tables' names.
+func auditTables(d *Deployed) []string {
+	var out []string
+	for _, n := range allOf("aws_dynamodb_table", "name")(d) {
+		if strings.HasSuffix(n, store.BaseAudit) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func constant(v string) func(*Deployed) []string {

@@ -760,6 +760,28 @@ resource "aws_cloudwatch_metric_alarm" "outbox_backlog" {
   tags                = var.tags
 }
 
+# Audit entries the store could not write (throttled past the SDK's
+# retries, or any other failure): Store.Audit never fails the business write,
+# so each dropped entry is counted as one EMF line (model/store.
+# AuditMetricsNamespace, AuditWritesDropped, TableName = the audit table).
+# Any drop alarms: the audit trail has a gap.
+resource "aws_cloudwatch_metric_alarm" "audit_writes_dropped" {
+  alarm_name          = "${local.name}-audit-writes-dropped"
+  alarm_description   = "Audit entries were dropped (throttled or failed writes to the audit table); the audit trail has a gap."
+  namespace           = "CommitCollect/Audit"
+  metric_name         = "AuditWritesDropped"
+  dimensions          = { TableName = module.tables.names["audit"] }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
 resource "aws_cloudwatch_metric_alarm" "dlq_depth" {
   for_each = {
     worker    = aws_sqs_queue.worker_dlq.name
