@@ -212,7 +212,8 @@
 //     deletes.
 //  4. the cursor (the oldest start listed, plus one second so activities
 //     sharing it are listed again and found unchanged) and the counts are
-//     saved with a version check; an audit STRAVA_SYNC_PAGE lists the
+//     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
+//     index keys, so parallel syncs write no hot audit GSI2 partition) lists the
 //     written ids. A crash between the writes and this save re-lists the
 //     page, which writes nothing (and counts the workouts this job wrote
 //     before as recovered). The job then defers to now (the sweeper runs

@@ -814,17 +814,9 @@ func (w *Worker) expireWorkouts(ctx context.Context, log *slog.Logger, job Job, 
 // item at most every rateStateTTL (cache.go).
 func (w *Worker) checkBudget(ctx context.Context) error {
 	now := w.Now()
-	st, ok := w.rate.get(now)
-	if !ok {
-		stored, err := w.store.RateLimitState(ctx)
-		switch {
-		case errors.Is(err, model.ErrNotFound):
-			stored = nil
-		case err != nil:
-			return fmt.Errorf("check strava budget: %w", err)
-		}
-		w.rate.loaded(stored, now)
-		st, _ = w.rate.get(now)
+	st, err := w.rate.current(ctx, w.store.RateLimitState, now)
+	if err != nil {
+		return fmt.Errorf("check strava budget: %w", err)
 	}
 	if st == nil {
 		return nil
