@@ -52,9 +52,20 @@ const (
 // partition).
 const UserListShards = 8
 
-// OutboxShards is how many partitions the sparse pending index of the outbox
-// (idempotency table) spreads pending items over; the sweeper queries each.
-const OutboxShards = 4
+// DefaultOutboxShards is how many partitions the sparse pending index of
+// the outbox (idempotency table) spreads pending items over unless
+// configured (CC_OUTBOX_SHARDS, store.Store.OutboxShards); the sweeper
+// queries each. 16 partitions keep the index's busiest key under a
+// fifteenth of the pending writes at a webhook peak (each partition takes
+// 1,000 writes/s).
+const DefaultOutboxShards = 16
+
+// LegacyOutboxShards is the shard count before it was configurable: items
+// written then sit in shards 0..3, which readers always query.
+const LegacyOutboxShards = 4
+
+// MaxOutboxShards bounds CC_OUTBOX_SHARDS (a sweep is one Query per shard).
+const MaxOutboxShards = 256
 
 // Key is the primary key of an item in a PK/SK table.
 type Key struct {
@@ -318,12 +329,16 @@ func SyncRestartKey(userID string, now time.Time) string {
 	return strings.Join([]string{"STRAVA", "SYNC", "restart", userID, strconv.FormatInt(now.UnixNano(), 10)}, sep)
 }
 
-// OutboxPendingPK is the pending-index partition of an outbox item (by a
-// hash of its idempotency key, so pending items spread over OutboxShards).
-func OutboxPendingPK(idempotencyKey string) string {
+// OutboxPendingPK is the pending-index partition of an outbox item among
+// shards (by a hash of its idempotency key, so pending items spread over
+// the shards; shards < 1 means DefaultOutboxShards).
+func OutboxPendingPK(idempotencyKey string, shards int) string {
+	if shards < 1 {
+		shards = DefaultOutboxShards
+	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(idempotencyKey))
-	return OutboxPendingShardPK(int(h.Sum32() % OutboxShards))
+	return OutboxPendingShardPK(int(h.Sum32() % uint32(shards)))
 }
 
 // OutboxPendingShardPK is the pending-index partition of one shard.

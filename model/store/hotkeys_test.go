@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -34,8 +35,8 @@ func (tt *throttleTarget) RoundTrip(r *http.Request) (*http.Response, error) {
 		body := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
 			`"message":"The level of configured provisioned throughput for the table was exceeded."}`
 		return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:  http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"throttled"}},
-			Body:    io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+			Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"throttled"}},
+			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
@@ -93,5 +94,112 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"level":"WARN","msg":"`+store.LogAuditDropped+`"`) {
 		t.Fatalf("got logs %s, want a warn %q", logs.String(), store.LogAuditDropped)
+	}
+}
+
+// TestPendingItemsSpreadOverTheShards: claimed outbox items spread over at
+// least model.DefaultOutboxShards partitions of the pending index, the
+// sweeper's listing finds the due ones in every shard (including an item a
+// 4-shard writer placed, read by a store configured with fewer shards), and
+// the index entries carry no job: the lease returns the whole item.
+// Protections: the default shard count, pendingShards' legacy floor, and
+// the Pending index's INCLUDE projection (store.PendingIndexAttributes).
+func TestPendingItemsSpreadOverTheShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	const n = 160
+	shards := map[string]bool{}
+	for i := range n {
+		rec, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[rec.PendingPK] = true
+	}
+	if len(shards) < 16 {
+		t.Fatalf("%d pending items spread over %d shards, want at least 16", n, len(shards))
+	}
+	// An item written when the count was 4, in shard 3.
+	legacy := ""
+	for i := 0; legacy == ""; i++ {
+		if k := fmt.Sprintf("legacy-%d", i); model.OutboxPendingPK(k, model.LegacyOutboxShards) == model.OutboxPendingShardPK(3) {
+			legacy = k
+		}
+	}
+	old := store.New(s.Client(), s.Tables())
+	old.OutboxShards = model.LegacyOutboxShards
+	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+
+	due, err := s.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != n+1 {
+		t.Fatalf("sweeper listed %d due items, want %d (every shard)", len(due), n+1)
+	}
+	for _, d := range due {
+		if d.Job != "" {
+			t.Fatalf("pending index entry %s carries the job %q, want keys, correlation id and creation only", d.IdempotencyKey, d.Job)
+		}
+		if d.CorrelationID == "" || !d.CreatedAtUtc.Equal(now) {
+			t.Fatalf("pending index entry %+v lacks what the sweeper logs and measures", d)
+		}
+	}
+	rec, err := s.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
+	if err != nil || rec.Job == "" {
+		t.Fatalf("lease: got %+v, %v; want the whole item", rec, err)
+	}
+	// A store configured with fewer shards than the legacy count still reads
+	// the legacy shards.
+	few := store.New(s.Client(), s.Tables())
+	few.OutboxShards = 2
+	due, err = few.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range due {
+		found = found || d.IdempotencyKey == legacy
+	}
+	if !found {
+		t.Fatalf("a 2-shard reader did not find the item in legacy shard 3")
+	}
+}
+
+// TestAthleteIndexProjectsOnlyTheLookup: GSI1 on the main table is not ALL;
+// its entry of a connection holds no tokens (a token write does not write
+// the index entry again in full), and ResolveAthlete still resolves through
+// it. Protection: GSI1's INCLUDE projection (store.AthleteIndexAttributes).
+func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for _, spec := range store.Specs(s.Tables()) {
+		for _, g := range spec.GSIs {
+			if spec.Name == s.Tables().Main && g.Name == store.IndexGSI1 && g.ProjectionType() == "ALL" {
+				t.Fatalf("main table %s projects ALL, want only what the lookup reads", g.Name)
+			}
+		}
+	}
+	seedConnection(t, s, "u1", 4242, 1)
+	if err := s.Delete(ctx, s.Tables().Main, model.AthleteOwnerKey(4242)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ResolveAthlete(ctx, 4242)
+	if err != nil || got != "u1" {
+		t.Fatalf("ResolveAthlete through GSI1: got %q, %v; want u1", got, err)
+	}
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, model.AthletePK(4242), "", store.QueryOptions{Index: store.IndexGSI1})
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("GSI1 query: got %d items, %v; want the connection", len(res.Items), err)
+	}
+	for attr := range res.Items[0] {
+		if strings.Contains(strings.ToLower(attr), "token") {
+			t.Fatalf("GSI1 entry carries %s: the index copies the token write", attr)
+		}
 	}
 }

@@ -56,6 +56,11 @@ type Store struct {
 	// Secrets seals and opens Strava tokens (model/secrets.Sealer). Without
 	// it, writing or reading sealed tokens fails with ErrNoSealer.
 	Secrets Sealer
+	// OutboxShards is how many partitions of the outbox's pending index
+	// items are spread over (CC_OUTBOX_SHARDS; 0: model.DefaultOutboxShards).
+	// Writers (the api's claim, the worker's deferrals, the sweeper's
+	// leases) and the sweeper's reads must use the same count.
+	OutboxShards int
 	// AuditMetrics receives one EMF line per audit entry Store.Audit drops
 	// (the Lambdas set os.Stdout; nil: counted and logged only).
 	AuditMetrics io.Writer

@@ -563,6 +563,12 @@ func checkSweeperDeployed(d *Deployed, add addFunc) {
 	if w, ok := d.Functions["worker"]; !ok || env["CC_WORKER_FUNCTION"] != w.Str("function_name") {
 		add("function sweeper: CC_WORKER_FUNCTION = %q, want the worker's name", env["CC_WORKER_FUNCTION"])
 	}
+	for _, role := range []string{"api", "worker"} {
+		if f, ok := d.Functions[role]; ok && (env["CC_OUTBOX_SHARDS"] == "" || EnvOf(f)["CC_OUTBOX_SHARDS"] != env["CC_OUTBOX_SHARDS"]) {
+			add("function sweeper: CC_OUTBOX_SHARDS = %q, the %s's %q: the pending index's writers and its reader must use the same shards",
+				env["CC_OUTBOX_SHARDS"], role, EnvOf(f)["CC_OUTBOX_SHARDS"])
+		}
+	}
 	if api, ok := d.Functions["api"]; ok && (env["CC_OUTBOX_LEASE"] == "" || EnvOf(api)["CC_OUTBOX_LEASE"] != env["CC_OUTBOX_LEASE"]) {
 		add("function sweeper: CC_OUTBOX_LEASE = %q, the api's %q: the claim and the re-dispatch must use the same lease", env["CC_OUTBOX_LEASE"], EnvOf(api)["CC_OUTBOX_LEASE"])
 	}

@@ -28,6 +28,9 @@ locals {
   # application_log_level).
   common_env = {
     CC_TABLE_PREFIX = local.table_prefix
+    # The outbox's pending-index shards: the api's claim, the worker's
+    # deferrals and the sweeper's leases and queries must agree.
+    CC_OUTBOX_SHARDS = tostring(var.sweeper.outbox_shards)
   }
   # The KMS key sealing Strava tokens (model/secrets/kms): the caller's, or
   # the one this module creates.
