@@ -30,8 +30,10 @@
 // due time, the settle 7 days after the settle, so a received item never
 // expires while pending however long it is deferred (model/store outbox.go).
 //
-// Parked records: a PARKED#WORKER record (PARKED#{source} / {idempotency
-// key}, userId and athleteId when known, expiresAt 30 days after parking,
+// Parked records: a PARKED#WORKER record (PARKED#{source}#{shard} /
+// {idempotency key}, model.ParkedShards shards by a hash of the key; records
+// parked before the shards stay under PARKED#{source} and are still read
+// until they expire; userId and athleteId when known, expiresAt 30 days after parking,
 // model.ParkedRetentionDays) is written by the worker's park (poison,
 // MaxFailures) and by a local queue's on-failure destination (the outcome
 // could not be recorded; the item stays received). A job done on a later

@@ -72,7 +72,7 @@ type WorkerStore interface {
 	// (of length windowLen) containing now; ErrConflict when limit reads
 	// were already counted.
 	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
-	// Park sets a record aside for redrive (PARKED#{source}).
+	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// Unpark removes a parked record (missing: not an error).
 	Unpark(ctx context.Context, source, recordID string) error

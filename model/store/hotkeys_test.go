@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
@@ -200,6 +201,86 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 	for attr := range res.Items[0] {
 		if strings.Contains(strings.ToLower(attr), "token") {
 			t.Fatalf("GSI1 entry carries %s: the index copies the token write", attr)
+		}
+	}
+}
+
+// TestParkedRecordsSpreadOverShards: parked records spread over the
+// source's shards; Parked, Unpark and DeleteUserParked find them all,
+// including records parked before the shards (the unsharded PARKED#WORKER
+// partition). Protections: model.ParkedKey's shard and the readers' walk
+// over model.ParkedPartitions.
+func TestParkedRecordsSpreadOverShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	const n = 40
+	for i := range n {
+		user := []string{"u1", "u2"}[i%2]
+		if err := s.Park(ctx, &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
+			Reason: "poison", UserID: user}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two records parked by older code, under the unsharded partition.
+	var legacy []store.Item
+	for _, r := range []*model.ParkedRecord{
+		{Source: model.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
+		{Source: model.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
+	} {
+		it, err := store.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := model.LegacyParkedKey(r.Source, r.RecordID)
+		it["PK"], it["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+		legacy = append(legacy, it)
+	}
+	if err := s.BatchPutItems(ctx, s.Tables().Main, legacy); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := s.Parked(ctx, model.ParkSourceWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitions := map[string]int{}
+	for _, r := range recs {
+		partitions[r.PK]++
+	}
+	if len(recs) != n+2 || partitions[model.ParkedPK(model.ParkSourceWorker)] != 2 {
+		t.Fatalf("Parked listed %d records (%v), want %d with the 2 legacy ones", len(recs), partitions, n+2)
+	}
+	if len(partitions) < 5 {
+		t.Fatalf("%d parked records in %d partitions %v, want them spread over the %d shards", n, len(partitions), partitions, model.ParkedShards)
+	}
+	for pk, c := range partitions {
+		if c > n/2 {
+			t.Fatalf("partition %s holds %d of %d parked records", pk, c, n)
+		}
+	}
+	// Redrive removes a legacy record by source and id.
+	if err := s.Unpark(ctx, model.ParkSourceWorker, "old-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unpark(ctx, model.ParkSourceWorker, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	// The account deletion finds u1's in every shard and the legacy one.
+	got, err := s.DeleteUserParked(ctx, "u1", 0)
+	if err != nil || got != n/2+1 {
+		t.Fatalf("DeleteUserParked(u1): got %d, %v; want %d", got, err, n/2+1)
+	}
+	recs, err = s.Parked(ctx, model.ParkSourceWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != n/2-1 {
+		t.Fatalf("after unparking 2 and deleting u1's: %d records left, want %d", len(recs), n/2-1)
+	}
+	for _, r := range recs {
+		if r.UserID != "u2" || r.RecordID == "old-2" || r.RecordID == "job-1" {
+			t.Fatalf("left over: %+v", r)
 		}
 	}
 }
