@@ -284,3 +284,36 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateTablesReplacesAnIndexWithAnOldProjection: a local table whose
+// Pending index was created ALL (older code) gets it deleted and created
+// again with the spec's projection. Protection: addMissingIndexes'
+// projection comparison.
+func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
+	t.Parallel()
+	db, _ := dynamolocal.Clients(t)
+	ctx := context.Background()
+	tables := store.TableNames(dynamolocal.UniquePrefix())
+	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
+	for _, spec := range store.Specs(tables) {
+		if spec.Name != tables.Idempotency {
+			continue
+		}
+		in := spec.CreateTableInput()
+		in.GlobalSecondaryIndexes[0].Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
+		if _, err := db.CreateTable(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &tables.Idempotency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := out.Table.GlobalSecondaryIndexes; len(g) != 1 || g[0].Projection.ProjectionType != types.ProjectionTypeInclude ||
+		len(g[0].Projection.NonKeyAttributes) != len(store.PendingIndexAttributes) {
+		t.Fatalf("got index %+v, want Pending recreated INCLUDE %v", g, store.PendingIndexAttributes)
+	}
+}
