@@ -198,9 +198,12 @@ func (s *Store) Parked(ctx context.Context, source string) ([]model.ParkedRecord
 // Unpark removes a parked record once it has been redriven, wherever it
 // was parked (its shard, or the legacy unsharded partition).
 func (s *Store) Unpark(ctx context.Context, source, recordID string) error {
-	keys := []model.Key{model.ParkedKey(source, recordID), model.LegacyParkedKey(source, recordID)}
-	if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
-		return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
+	// Two DeleteItem calls (unconditional: a missing item is no error), not
+	// a batch: the worker's role grants DeleteItem on the main table.
+	for _, k := range []model.Key{model.ParkedKey(source, recordID), model.LegacyParkedKey(source, recordID)} {
+		if err := s.Delete(ctx, s.t.Main, k); err != nil {
+			return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
+		}
 	}
 	return nil
 }
