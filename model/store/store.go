@@ -23,6 +23,21 @@
 // which instant the log is complete. Changing WorkoutDateSK's shape is
 // replay-sensitive: re-key every workout (migrate-lsi -backfill after
 // clearing LSI1SK) and rebuild.
+//
+// Hot keys (issue 24). No partition takes a burst's writes alone: the
+// outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
+// default 16; the 4 legacy shards are always read), parked records over
+// model.ParkedShards per source (the unsharded legacy partition is still
+// read until its records expire), sync-page audit entries are routine
+// (unindexed), and a dropped audit write is counted (AuditWritesDropped,
+// alarmed). GSI1 (athlete → user) and Pending project only what their
+// readers decode (AthleteIndexAttributes, PendingIndexAttributes).
+// Migration of an existing deployment: an index's projection cannot change
+// in place, so GSI1 on the main table and Pending on the idempotency table
+// are deleted and created again (Terraform plans the replacement; apply in
+// a quiet period: while Pending backfills the sweeper finds no due items,
+// while GSI1 does ResolveAthlete relies on the OWNER items alone).
+// CreateTables does the same for a local table (see IndexSpec).
 package store
 
 import (
