@@ -36,7 +36,8 @@
 // in place, so GSI1 on the main table and Pending on the idempotency table
 // are deleted and created again (Terraform plans the replacement; apply in
 // a quiet period: while Pending backfills the sweeper finds no due items,
-// while GSI1 does ResolveAthlete relies on the OWNER items alone).
+// while GSI1 does, an athlete without an OWNER item fails to resolve and
+// its job is retried).
 // CreateTables does the same for a local table (see IndexSpec).
 package store
 

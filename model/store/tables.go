@@ -75,8 +75,9 @@ func TableNames(prefix string) Tables {
 // again (two UpdateTable calls; Terraform plans exactly that when the
 // projection changes, and CreateTables does it for a local table, see
 // addMissingIndexes). While the new index backfills, queries of it fail
-// (ResolveAthlete falls back to nothing but the OWNER item; the sweeper
-// finds no due items until it is ACTIVE): do it in a quiet period.
+// (ResolveAthlete fails, and its job is retried, for an athlete without an
+// OWNER item; the sweeper finds no due items until it is ACTIVE): do it in
+// a quiet period.
 type IndexSpec struct {
 	Name             string
 	HashKey          string
