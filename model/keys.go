@@ -52,9 +52,20 @@ const (
 // partition).
 const UserListShards = 8
 
-// OutboxShards is how many partitions the sparse pending index of the outbox
-// (idempotency table) spreads pending items over; the sweeper queries each.
-const OutboxShards = 4
+// DefaultOutboxShards is how many partitions the sparse pending index of
+// the outbox (idempotency table) spreads pending items over unless
+// configured (CC_OUTBOX_SHARDS, store.Store.OutboxShards); the sweeper
+// queries each. 16 partitions keep the index's busiest key under a
+// fifteenth of the pending writes at a webhook peak (each partition takes
+// 1,000 writes/s).
+const DefaultOutboxShards = 16
+
+// LegacyOutboxShards is the shard count before it was configurable: items
+// written then sit in shards 0..3, which readers always query.
+const LegacyOutboxShards = 4
+
+// MaxOutboxShards bounds CC_OUTBOX_SHARDS (a sweep is one Query per shard).
+const MaxOutboxShards = 256
 
 // Key is the primary key of an item in a PK/SK table.
 type Key struct {
@@ -318,12 +329,16 @@ func SyncRestartKey(userID string, now time.Time) string {
 	return strings.Join([]string{"STRAVA", "SYNC", "restart", userID, strconv.FormatInt(now.UnixNano(), 10)}, sep)
 }
 
-// OutboxPendingPK is the pending-index partition of an outbox item (by a
-// hash of its idempotency key, so pending items spread over OutboxShards).
-func OutboxPendingPK(idempotencyKey string) string {
+// OutboxPendingPK is the pending-index partition of an outbox item among
+// shards (by a hash of its idempotency key, so pending items spread over
+// the shards; shards < 1 means DefaultOutboxShards).
+func OutboxPendingPK(idempotencyKey string, shards int) string {
+	if shards < 1 {
+		shards = DefaultOutboxShards
+	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(idempotencyKey))
-	return OutboxPendingShardPK(int(h.Sum32() % OutboxShards))
+	return OutboxPendingShardPK(int(h.Sum32() % uint32(shards)))
 }
 
 // OutboxPendingShardPK is the pending-index partition of one shard.
@@ -376,12 +391,47 @@ const (
 	ParkSourceWorker = "WORKER"
 )
 
-// ParkedPK is the partition holding records parked by a failure path
-// (ParkSourceProjector, ParkSourceWorker), the local stand-in for a DLQ.
+// ParkedShards is how many partitions the records of one parking source
+// (ParkSourceProjector, ParkSourceWorker) spread over, by a hash of the
+// record id: a burst of failures (a poison batch, a Strava outage) never
+// writes one partition past its 1,000 writes/s. Readers query every shard
+// (ParkedPartitions). Changing it moves where new records land; readers
+// must query the old count's shards until those records expire.
+const ParkedShards = 8
+
+// ParkedPK is a source's unsharded partition: where records were parked
+// before ParkedShards (still read, by ParkedPartitions, until they expire
+// after ParkedRetentionDays) and the audit subject of a record parked
+// without a user.
 func ParkedPK(source string) string { return PrefixParked + source }
 
-// ParkedKey addresses one parked record.
-func ParkedKey(source, id string) Key { return Key{ParkedPK(source), id} }
+// ParkedShardPK is one shard of a source's parked records:
+// PARKED#{source}#{shard}.
+func ParkedShardPK(source string, shard int) string {
+	return ParkedPK(source) + sep + strconv.Itoa(shard)
+}
+
+// ParkedPartitions lists every partition holding a source's parked
+// records: the ParkedShards shards, then the unsharded legacy partition.
+func ParkedPartitions(source string) []string {
+	out := make([]string, 0, ParkedShards+1)
+	for i := range ParkedShards {
+		out = append(out, ParkedShardPK(source, i))
+	}
+	return append(out, ParkedPK(source))
+}
+
+// ParkedKey addresses one parked record, in the shard of a hash of its id
+// (the local stand-in for a DLQ).
+func ParkedKey(source, id string) Key {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return Key{ParkedShardPK(source, int(h.Sum32()%ParkedShards)), id}
+}
+
+// LegacyParkedKey addresses a record parked before ParkedShards (in the
+// unsharded partition).
+func LegacyParkedKey(source, id string) Key { return Key{ParkedPK(source), id} }
 
 // ItemKind classifies a key of the CommitCollect table.
 type ItemKind int

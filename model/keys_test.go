@@ -222,16 +222,16 @@ func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 func TestOutboxPendingKeys(t *testing.T) {
 	t.Parallel()
 	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)
-	shard := OutboxPendingPK(key)
-	if shard != OutboxPendingPK(key) {
+	shard := OutboxPendingPK(key, DefaultOutboxShards)
+	if shard != OutboxPendingPK(key, DefaultOutboxShards) {
 		t.Fatal("the shard of a key must be stable")
 	}
 	found := false
-	for i := range OutboxShards {
+	for i := range DefaultOutboxShards {
 		found = found || OutboxPendingShardPK(i) == shard
 	}
 	if !found {
-		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, OutboxShards)
+		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, DefaultOutboxShards)
 	}
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
 	tests := []struct {

@@ -38,6 +38,7 @@ func main() {
 		log.Error("store", "error", err)
 		os.Exit(1)
 	}
+	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
 	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
 
 	mux, err := app.NewAPI(cfg, st, dispatcher, nil, log)

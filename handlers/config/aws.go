@@ -68,6 +68,7 @@ func (c Config) DynamoDB(cfg aws.Config) (*dynamodb.Client, *dynamodbstreams.Cli
 // Strava tokens (store.ErrNoSealer).
 func (c Config) Store(db *dynamodb.Client, cfg aws.Config) (*store.Store, error) {
 	st := store.New(db, c.Tables())
+	st.OutboxShards = c.OutboxShards
 	switch {
 	case c.TokenKMSKey != "":
 		st.Secrets = secrets.NewSealer(kms.New(awskms.NewFromConfig(cfg), c.TokenKMSKey))

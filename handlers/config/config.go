@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 )
@@ -61,6 +62,12 @@ type Config struct {
 	// presumed in flight before the sweeper dispatches it again
 	// (CC_OUTBOX_LEASE, a Go duration; 0 means the default, 5m).
 	OutboxLease time.Duration
+	// OutboxShards is how many partitions the outbox's pending index spreads
+	// items over (CC_OUTBOX_SHARDS, 1..model.MaxOutboxShards; 0 means the
+	// default, model.DefaultOutboxShards). The api, the worker and the
+	// sweeper must agree; raise it freely, lower it only with an empty
+	// backlog (store.Store.OutboxShards).
+	OutboxShards int
 	// AthleteReadsPerWindow caps the Strava reads one athlete's events may
 	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
 	// the default, 30; 0 disables the cap).
@@ -194,6 +201,13 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 			errs = append(errs, fmt.Errorf("CC_RECONCILE_INTERVAL %q: want a Go duration of at least 1s (e.g. 6h)", v))
 		}
 		c.ReconcileInterval = d
+	}
+	if v := getenv("CC_OUTBOX_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > model.MaxOutboxShards {
+			errs = append(errs, fmt.Errorf("CC_OUTBOX_SHARDS %q: want an integer in 1..%d", v, model.MaxOutboxShards))
+		}
+		c.OutboxShards = n
 	}
 	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
 	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {

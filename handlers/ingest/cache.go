@@ -35,6 +35,8 @@ import (
 //     the shared item only when it matters to the others (see
 //     rateCache.material); the 5 % budget reserve absorbs what an instance
 //     may spend before it sees another's reading.
+//     The worker's budget checks and the sync pages' share one rateCache
+//     per instance (NewStravaWorker; a Syncer built alone has its own).
 const (
 	cacheMaxEntries = 10000
 	athleteTTL      = 15 * time.Minute
@@ -163,6 +165,28 @@ func (c *rateCache) loaded(st *model.RateLimitState, now time.Time) {
 	if st != nil && newer(st, c.st) {
 		c.st = st
 	}
+}
+
+// current returns the reading to decide on: the known one when the shared
+// item was read within rateStateTTL, else the shared item read now with
+// read (nil: no reading yet). Every budget check of this instance, the
+// worker's and the sync pages', goes through it: at most one read of
+// RATELIMIT#STRAVA/STATE per rateStateTTL, whatever the traffic.
+func (c *rateCache) current(ctx context.Context, read func(context.Context) (*model.RateLimitState, error), now time.Time) (*model.RateLimitState, error) {
+	if st, ok := c.get(now); ok {
+		return st, nil
+	}
+	stored, err := read(ctx)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		stored = nil
+	case err != nil:
+		return nil, err
+	}
+	c.loaded(stored, now)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st, nil
 }
 
 // observed keeps a reading from a Strava answer and says whether it should

@@ -15,8 +15,10 @@
 //	                      claims it again (conditional) and dispatches the stored job
 //
 // While received the item carries PendingPK/PendingSK (the sparse Pending
-// index, keyed by due instant), so the sweeper finds due work with one Query
-// per shard. A redelivered event is a duplicate while its item is done,
+// index, keyed by due instant, spread over CC_OUTBOX_SHARDS partitions,
+// default 16, by a hash of the key; the index projects only the keys, the
+// correlation id and the creation instant, and the lease returns the whole
+// item), so the sweeper finds due work with one Query per shard. A redelivered event is a duplicate while its item is done,
 // parked, leased or deferred. Delivery to the worker is at least once: a job
 // may run twice (lease lapse, concurrent sweepers are excluded by the
 // conditional lease, but a slow worker is not), so the worker coalesces (a
@@ -28,8 +30,10 @@
 // due time, the settle 7 days after the settle, so a received item never
 // expires while pending however long it is deferred (model/store outbox.go).
 //
-// Parked records: a PARKED#WORKER record (PARKED#{source} / {idempotency
-// key}, userId and athleteId when known, expiresAt 30 days after parking,
+// Parked records: a PARKED#WORKER record (PARKED#{source}#{shard} /
+// {idempotency key}, model.ParkedShards shards by a hash of the key; records
+// parked before the shards stay under PARKED#{source} and are still read
+// until they expire; userId and athleteId when known, expiresAt 30 days after parking,
 // model.ParkedRetentionDays) is written by the worker's park (poison,
 // MaxFailures) and by a local queue's on-failure destination (the outcome
 // could not be recorded; the item stays received). A job done on a later
@@ -212,7 +216,8 @@
 //     deletes.
 //  4. the cursor (the oldest start listed, plus one second so activities
 //     sharing it are listed again and found unchanged) and the counts are
-//     saved with a version check; an audit STRAVA_SYNC_PAGE lists the
+//     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
+//     index keys, so parallel syncs write no hot audit GSI2 partition) lists the
 //     written ids. A crash between the writes and this save re-lists the
 //     page, which writes nothing (and counts the workouts this job wrote
 //     before as recovered). The job then defers to now (the sweeper runs
@@ -241,8 +246,8 @@
 // STRAVA_BASE_URL, CC_TOKEN_KMS_KEY or CC_TOKEN_KEY,
 // CC_ATHLETE_READS_PER_WINDOW, CC_STRAVA_WINDOW, CC_RETRY_BASE,
 // CC_SYNC_BUDGET_SHARE, CC_RECONCILE_INTERVAL; api: CC_SYNC_MAX_DAYS;
-// sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL; all:
-// DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
+// sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL; api, worker and
+// sweeper alike: CC_OUTBOX_SHARDS; all: DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
 // JSON with correlationId, eventType, athleteId, userId, activityId,
 // idempotency, writeStatus; never tokens. Each job's "job finished" line
 // carries its DynamoDB capacity and stravaReads; the worker Lambda also

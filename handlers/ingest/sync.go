@@ -185,12 +185,15 @@ type Syncer struct {
 	// MaxFailures is the worker's bound: the failure that reaches it marks
 	// the sync failed (the job is parked).
 	MaxFailures int
+	// rate is the instance's rate-limit cache (cache.go): the worker's
+	// when wired by NewStravaWorker, else the syncer's own.
+	rate *rateCache
 }
 
 // NewSyncer builds the sync job runner.
 func NewSyncer(st SyncStore, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
 	return &Syncer{store: st, tokens: tokens, strava: countedLister{lister}, log: log, Now: func() time.Time { return time.Now().UTC() },
-		RateWindow: model.AthleteReadsWindow, MaxFailures: DefaultMaxFailures}
+		RateWindow: model.AthleteReadsWindow, MaxFailures: DefaultMaxFailures, rate: new(rateCache)}
 }
 
 // processSync runs a sync job through the worker's Syncer.
@@ -339,12 +342,17 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	cursor := st.CursorBeforeUtc
 	fetchStarted := s.Now()
 	acts, rl, err := s.strava.ListActivities(ctx, token, strava.ListOptions{Before: cursor, PerPage: cfg.PageSize})
+	var apiErr *strava.APIError
 	if rl.Valid() {
-		if rerr := s.store.RecordRateLimit(ctx, rateLimitState(rl, s.Now(), s.rateWindow())); rerr != nil {
-			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+		// Through the instance's rate cache: written only when the reading
+		// matters to the others (rateCache.observed), never per page.
+		refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
+		if rst := rateLimitState(rl, s.Now(), s.rateWindow()); s.rate.observed(rst, refused, DefaultBudgetReserve) {
+			if rerr := s.store.RecordRateLimit(ctx, rst); rerr != nil {
+				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
+			}
 		}
 	}
-	var apiErr *strava.APIError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		n := s.Now()
@@ -523,12 +531,12 @@ func maxTime(a, b time.Time) time.Time {
 // checkBudget defers when sync jobs have spent their share of a Strava
 // budget: they keep 1-BudgetShare of every budget free for webhooks.
 func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Time) error {
-	st, err := s.store.RateLimitState(ctx)
-	if errors.Is(err, model.ErrNotFound) {
-		return nil
-	}
+	st, err := s.rate.current(ctx, s.store.RateLimitState, now)
 	if err != nil {
 		return fmt.Errorf("check strava budget: %w", err)
+	}
+	if st == nil {
+		return nil
 	}
 	reserve := 1 - cfg.BudgetShare
 	if why := budgetExhausted(st, now, reserve, s.rateWindow()); why != "" {
@@ -571,6 +579,12 @@ func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job Job, eventType
 	details["athleteId"] = strconv.FormatInt(job.Sync.AthleteID, 10)
 	details["mode"] = job.Sync.Mode
 	details["jobKey"] = job.IdempotencyKey
-	s.store.Audit(ctx, log, model.NewAuditEntry(model.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
+	newEntry := model.NewAuditEntry
+	if eventType == AuditSyncPage {
+		// One per page of every sync: indexed, a burst of parallel syncs
+		// would write one audit GSI2 partition (EVENT#{type}#{month}) hot.
+		newEntry = model.NewRoutineAuditEntry
+	}
+	s.store.Audit(ctx, log, newEntry(model.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
 		model.NewID(), s.Now(), details))
 }

@@ -54,5 +54,6 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	}
 	w.Sync = NewSyncer(st, refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.RateWindow, w.MaxFailures
+	w.Sync.rate = &w.rate // one rate-limit cache per instance (cache.go)
 	return w
 }

@@ -72,7 +72,7 @@ type WorkerStore interface {
 	// (of length windowLen) containing now; ErrConflict when limit reads
 	// were already counted.
 	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
-	// Park sets a record aside for redrive (PARKED#{source}).
+	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// Unpark removes a parked record (missing: not an error).
 	Unpark(ctx context.Context, source, recordID string) error
@@ -814,17 +814,9 @@ func (w *Worker) expireWorkouts(ctx context.Context, log *slog.Logger, job Job, 
 // item at most every rateStateTTL (cache.go).
 func (w *Worker) checkBudget(ctx context.Context) error {
 	now := w.Now()
-	st, ok := w.rate.get(now)
-	if !ok {
-		stored, err := w.store.RateLimitState(ctx)
-		switch {
-		case errors.Is(err, model.ErrNotFound):
-			stored = nil
-		case err != nil:
-			return fmt.Errorf("check strava budget: %w", err)
-		}
-		w.rate.loaded(stored, now)
-		st, _ = w.rate.get(now)
+	st, err := w.rate.current(ctx, w.store.RateLimitState, now)
+	if err != nil {
+		return fmt.Errorf("check strava budget: %w", err)
 	}
 	if st == nil {
 		return nil

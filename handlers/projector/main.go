@@ -28,6 +28,8 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	c := consumer.New(store.New(db, cfg.Tables()), consumer.Options{Logger: log})
+	st := store.New(db, cfg.Tables())
+	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
+	c := consumer.New(st, consumer.Options{Logger: log})
 	lambda.Start(c.Handle)
 }

@@ -40,6 +40,8 @@ func main() {
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
 	st := store.New(db, cfg.Tables())
+	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
+	st.OutboxShards = cfg.OutboxShards
 	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
 	sw := ingest.NewSweeper(st, dispatcher, log)
 	if cfg.OutboxLease > 0 {

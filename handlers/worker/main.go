@@ -33,6 +33,7 @@ func main() {
 		log.Error("store", "error", err)
 		os.Exit(1)
 	}
+	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,

@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,13 +28,67 @@ func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 }
 
 // Audit writes an audit entry and never fails: audit failures must not break
-// business logic, so a failed write is logged (with the entry's identity) and
-// dropped.
+// business logic. A failed write (a throttled one included, once the SDK's
+// retries are spent) is not lost silently: it is counted
+// (AuditWritesDropped), logged at warn as LogAuditDropped with the entry's
+// identity, and, when s.AuditMetrics is set, written as one CloudWatch
+// Embedded Metric Format line (namespace AuditMetricsNamespace, metric
+// MetricAuditWritesDropped, dimension TableName = the audit table) that the
+// Terraform alarm audit_writes_dropped watches.
 func (s *Store) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry) {
-	if err := s.AppendAudit(ctx, e); err != nil {
-		log.ErrorContext(ctx, "audit write failed", "eventType", e.EventType,
-			"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
+	err := s.AppendAudit(ctx, e)
+	if err == nil {
+		return
 	}
+	s.auditDropped.Add(1)
+	log.WarnContext(ctx, LogAuditDropped, "eventType", e.EventType,
+		"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
+	if s.AuditMetrics != nil {
+		if werr := writeAuditDropped(s.AuditMetrics, s.t.Audit, s.Now()); werr != nil {
+			log.WarnContext(ctx, "audit drop metric not written", "error", werr)
+		}
+	}
+}
+
+// Audit-drop accounting (Store.Audit).
+const (
+	// AuditMetricsNamespace is the CloudWatch namespace of the store's
+	// audit metric.
+	AuditMetricsNamespace = "CommitCollect/Audit"
+	// MetricAuditWritesDropped counts audit entries Store.Audit could not
+	// write (throttled past the SDK's retries, or any other failure).
+	MetricAuditWritesDropped = "AuditWritesDropped"
+	// LogAuditDropped is the stable message of the warn line logged for
+	// each dropped audit entry.
+	LogAuditDropped = "audit write dropped"
+)
+
+// AuditWritesDropped returns how many audit entries this store dropped
+// since it was built.
+func (s *Store) AuditWritesDropped() int64 { return s.auditDropped.Load() }
+
+func writeAuditDropped(w io.Writer, table string, now time.Time) error {
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	b, err := json.Marshal(map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  AuditMetricsNamespace,
+				"Dimensions": [][]string{{"TableName"}},
+				"Metrics":    []metric{{MetricAuditWritesDropped, "Count"}},
+			}},
+		},
+		"TableName":              table,
+		MetricAuditWritesDropped: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("encode audit drop metric: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Park sets a record aside for inspection and redrive (the local stand-in
@@ -56,9 +114,10 @@ func (s *Store) Park(ctx context.Context, r *model.ParkedRecord) error {
 // DeleteUserParked deletes the parked records (every source) that belong to
 // a user: those naming userID, and those naming no user but athleteID (a
 // worker job parked before its athlete was resolved; athleteID 0 skips
-// them). It reads each PARKED#{source} partition whole with a filter
-// (keys only): the partitions hold only what failed for good and expire
-// after model.ParkedRetentionDays, so they stay small; it is an account
+// them). It reads every partition of each source (model.ParkedPartitions:
+// the shards and the legacy unsharded one) whole with a filter (keys
+// only): they hold only what failed for good and expire after
+// model.ParkedRetentionDays, so they stay small; it is an account
 // deletion's step, never a request path. It returns how many it deleted;
 // re-running it is harmless.
 func (s *Store) DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error) {
@@ -69,49 +128,82 @@ func (s *Store) DeleteUserParked(ctx context.Context, userID string, athleteID i
 	}
 	n := 0
 	for _, source := range []string{model.ParkSourceProjector, model.ParkSourceWorker} {
-		kc := expression.Key("PK").Equal(expression.Value(model.ParkedPK(source)))
-		ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(mine).
-			WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
-		if err != nil {
-			return n, fmt.Errorf("delete parked records of user %s: build query: %w", userID, err)
-		}
-		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-			TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(),
-			ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
-			ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
-		})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
+		for _, pk := range model.ParkedPartitions(source) {
+			m, err := s.deleteParkedIn(ctx, pk, mine)
+			n += m
 			if err != nil {
-				return n, fmt.Errorf("delete parked %s records of user %s: %w", source, userID, translate(err))
+				return n, fmt.Errorf("delete parked records of user %s in %s: %w", userID, pk, err)
 			}
-			keys := make([]model.Key, 0, len(page.Items))
-			for _, it := range page.Items {
-				k, err := itemKey(it)
-				if err != nil {
-					return n, fmt.Errorf("delete parked %s records of user %s: %w", source, userID, err)
-				}
-				keys = append(keys, k)
-			}
-			if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
-				return n, fmt.Errorf("delete parked %s records of user %s: %w", source, userID, err)
-			}
-			n += len(keys)
 		}
 	}
 	return n, nil
 }
 
-// Parked lists the records parked by source (at most MaxWorkoutsToInspect).
-func (s *Store) Parked(ctx context.Context, source string) ([]model.ParkedRecord, error) {
-	recs, _, err := QueryEntities[model.ParkedRecord](ctx, s, s.t.Main, model.ParkedPK(source), "", QueryOptions{})
+// deleteParkedIn deletes the records of partition pk that match filter.
+func (s *Store) deleteParkedIn(ctx context.Context, pk string, filter expression.ConditionBuilder) (int, error) {
+	kc := expression.Key("PK").Equal(expression.Value(pk))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filter).
+		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
 	if err != nil {
-		return nil, fmt.Errorf("list parked %s: %w", source, err)
+		return 0, fmt.Errorf("build query: %w", err)
 	}
-	return recs, nil
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(),
+		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
+	})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, translate(err)
+		}
+		keys := make([]model.Key, 0, len(page.Items))
+		for _, it := range page.Items {
+			k, err := itemKey(it)
+			if err != nil {
+				return n, err
+			}
+			keys = append(keys, k)
+		}
+		if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
+			return n, err
+		}
+		n += len(keys)
+	}
+	return n, nil
 }
 
-// Unpark removes a parked record once it has been redriven.
+// Parked lists the records parked by source (at most MaxWorkoutsToInspect
+// in all), from every shard and the legacy unsharded partition, ordered by
+// record id.
+func (s *Store) Parked(ctx context.Context, source string) ([]model.ParkedRecord, error) {
+	var out []model.ParkedRecord
+	for _, pk := range model.ParkedPartitions(source) {
+		left := model.MaxWorkoutsToInspect - len(out)
+		if left <= 0 {
+			break
+		}
+		recs, _, err := QueryEntities[model.ParkedRecord](ctx, s, s.t.Main, pk, "", QueryOptions{Limit: left})
+		if err != nil {
+			return nil, fmt.Errorf("list parked %s (%s): %w", source, pk, err)
+		}
+		out = append(out, recs...)
+	}
+	// By record id, as one partition listed them before the shards.
+	slices.SortFunc(out, func(a, b model.ParkedRecord) int { return strings.Compare(a.SK, b.SK) })
+	return out, nil
+}
+
+// Unpark removes a parked record once it has been redriven, wherever it
+// was parked (its shard, or the legacy unsharded partition).
 func (s *Store) Unpark(ctx context.Context, source, recordID string) error {
-	return s.Delete(ctx, s.t.Main, model.ParkedKey(source, recordID))
+	// Two DeleteItem calls (unconditional: a missing item is no error), not
+	// a batch: the worker's role grants DeleteItem on the main table.
+	for _, k := range []model.Key{model.ParkedKey(source, recordID), model.LegacyParkedKey(source, recordID)} {
+		if err := s.Delete(ctx, s.t.Main, k); err != nil {
+			return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
+		}
+	}
+	return nil
 }

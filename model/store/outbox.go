@@ -91,7 +91,7 @@ func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job str
 		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
 		Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
@@ -116,7 +116,7 @@ func (s *Store) LeaseOutboxItem(ctx context.Context, key string, now time.Time, 
 	until := now.Add(lease)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
@@ -180,7 +180,7 @@ func (s *Store) DeferOutboxItem(ctx context.Context, key string, notBefore time.
 	upd := expression.Set(expression.Name(attrNotBefore), expression.Value(notBefore.UnixMilli())).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key))).
+		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(notBefore, key))).
 		Add(expression.Name(counter), expression.Value(1)).
 		Remove(expression.Name(attrLeaseUntil))
@@ -203,13 +203,28 @@ func (s *Store) settle(ctx context.Context, key string, upd expression.UpdateBui
 	return err
 }
 
+// pendingShards is how many shards of the pending index readers query: the
+// configured count (Store.OutboxShards, default model.DefaultOutboxShards),
+// and never fewer than model.LegacyOutboxShards (items written before the
+// count was configurable). Raising the count is safe (readers query the
+// old shards too); lowering it strands the items of the dropped shards
+// until their keys are leased or deferred again by a writer with the
+// higher count, so lower it only with an empty backlog.
+func (s *Store) pendingShards() int {
+	n := s.OutboxShards
+	if n < 1 {
+		n = model.DefaultOutboxShards
+	}
+	return max(n, model.LegacyOutboxShards)
+}
+
 // DueOutboxItems lists received items due at now (lease lapsed, not-before
 // passed), oldest due first, at most limit of them, by querying every shard
 // of the sparse pending index. The index is eventually consistent: an item
 // listed here may have been settled since, which LeaseOutboxItem detects.
 func (s *Store) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
 	var out []model.IdempotencyRecord
-	for shard := range model.OutboxShards {
+	for shard := range s.pendingShards() {
 		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard))).
 			And(expression.Key(attrPendingSK).LessThan(expression.Value(model.OutboxDueBefore(now))))
 		recs, err := s.queryPending(ctx, kc, limit)
@@ -243,7 +258,7 @@ type OutboxBacklog struct {
 func (s *Store) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
 	var b OutboxBacklog
 	bound := model.OutboxDueBefore(now)
-	for shard := range model.OutboxShards {
+	for shard := range s.pendingShards() {
 		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard)))
 		recs, err := s.queryPending(ctx, kc, 0)
 		if err != nil {

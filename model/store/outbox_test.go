@@ -27,7 +27,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
-		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1") ||
+		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1", 0) ||
 		rec.ExpiresAt != now.Add(time.Minute).Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
 	}

@@ -23,13 +23,31 @@
 // which instant the log is complete. Changing WorkoutDateSK's shape is
 // replay-sensitive: re-key every workout (migrate-lsi -backfill after
 // clearing LSI1SK) and rebuild.
+//
+// Hot keys (issue 24). No partition takes a burst's writes alone: the
+// outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
+// default 16; the 4 legacy shards are always read), parked records over
+// model.ParkedShards per source (the unsharded legacy partition is still
+// read until its records expire), sync-page audit entries are routine
+// (unindexed), and a dropped audit write is counted (AuditWritesDropped,
+// alarmed). GSI1 (athlete → user) and Pending project only what their
+// readers decode (AthleteIndexAttributes, PendingIndexAttributes).
+// Migration of an existing deployment: an index's projection cannot change
+// in place, so GSI1 on the main table and Pending on the idempotency table
+// are deleted and created again (Terraform plans the replacement; apply in
+// a quiet period: while Pending backfills the sweeper finds no due items,
+// while GSI1 does, an athlete without an OWNER item fails to resolve and
+// its job is retried).
+// CreateTables does the same for a local table (see IndexSpec).
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +72,16 @@ type Store struct {
 	// Secrets seals and opens Strava tokens (model/secrets.Sealer). Without
 	// it, writing or reading sealed tokens fails with ErrNoSealer.
 	Secrets Sealer
+	// OutboxShards is how many partitions of the outbox's pending index
+	// items are spread over (CC_OUTBOX_SHARDS; 0: model.DefaultOutboxShards).
+	// Writers (the api's claim, the worker's deferrals, the sweeper's
+	// leases) and the sweeper's reads must use the same count.
+	OutboxShards int
+	// AuditMetrics receives one EMF line per audit entry Store.Audit drops
+	// (the Lambdas set os.Stdout; nil: counted and logged only).
+	AuditMetrics io.Writer
+
+	auditDropped atomic.Int64
 }
 
 // New returns a Store over an injected client and table names. It uses a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,12 +63,59 @@ func TableNames(prefix string) Tables {
 	}
 }
 
-// IndexSpec describes a global secondary index (all attributes projected).
+// IndexSpec describes a global secondary index. Projection is ALL when
+// empty; INCLUDE projects the keys plus NonKeyAttributes, KEYS_ONLY the
+// table's and the index's keys. A narrow projection makes each index write
+// smaller (an ALL index writes every item twice, whole), so an index
+// projects only what its readers decode.
+//
+// Migration: DynamoDB cannot change the projection of an existing GSI. A
+// deployment whose index was created with another projection (GSI1 and
+// Pending were ALL before issue 24) must delete the index and create it
+// again (two UpdateTable calls; Terraform plans exactly that when the
+// projection changes, and CreateTables does it for a local table, see
+// addMissingIndexes). While the new index backfills, queries of it fail
+// (ResolveAthlete fails, and its job is retried, for an athlete without an
+// OWNER item; the sweeper finds no due items until it is ACTIVE): do it in
+// a quiet period.
 type IndexSpec struct {
-	Name     string
-	HashKey  string
-	RangeKey string
+	Name             string
+	HashKey          string
+	RangeKey         string
+	Projection       types.ProjectionType
+	NonKeyAttributes []string
 }
+
+// ProjectionType is the index's projection (ALL when unset).
+func (g IndexSpec) ProjectionType() types.ProjectionType {
+	if g.Projection == "" {
+		return types.ProjectionTypeAll
+	}
+	return g.Projection
+}
+
+// projection renders the spec's projection for CreateTable/UpdateTable.
+func (g IndexSpec) projection() *types.Projection {
+	p := &types.Projection{ProjectionType: g.ProjectionType()}
+	if p.ProjectionType == types.ProjectionTypeInclude {
+		p.NonKeyAttributes = g.NonKeyAttributes
+	}
+	return p
+}
+
+// AthleteIndexAttributes are what the main table's GSI1 projects beyond
+// the keys: what ResolveAthlete decodes from a Strava connection found
+// through it (the user, the athlete and the schema meta). The tokens and
+// everything else a token refresh rewrites stay out of the index.
+var AthleteIndexAttributes = []string{"entityType", "schemaVersion", "userId", "athleteId"}
+
+// PendingIndexAttributes are what the idempotency table's Pending index
+// projects beyond the keys (IdempotencyKey, PendingPK, PendingSK): what
+// DueOutboxItems and PendingOutbox read (the correlation id for the log,
+// the creation instant for the backlog's age). The job itself is read by
+// the lease (LeaseOutboxItem returns the whole item), so the index entry
+// stays one write unit however large the job is.
+var PendingIndexAttributes = []string{"entityType", "schemaVersion", "correlationId", "createdAtUtc"}
 
 // LocalIndexSpec describes a local secondary index: the table's hash key
 // with another sort key, projecting the keys plus NonKeyAttributes
@@ -98,7 +146,8 @@ func Specs(t Tables) []TableSpec {
 		{
 			Name: t.Main, HashKey: "PK", RangeKey: "SK",
 			GSIs: []IndexSpec{
-				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
+				{Name: IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK",
+					Projection: types.ProjectionTypeInclude, NonKeyAttributes: AthleteIndexAttributes},
 				{Name: IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
 			},
 			LSIs: []LocalIndexSpec{
@@ -120,7 +169,8 @@ func Specs(t Tables) []TableSpec {
 		},
 		{
 			Name: t.Idempotency, HashKey: "IdempotencyKey",
-			GSIs:         []IndexSpec{{Name: IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK"}},
+			GSIs: []IndexSpec{{Name: IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK",
+				Projection: types.ProjectionTypeInclude, NonKeyAttributes: PendingIndexAttributes}},
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},
@@ -157,7 +207,7 @@ func (s TableSpec) CreateTableInput() *dynamodb.CreateTableInput {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
 			IndexName:  aws.String(g.Name),
 			KeySchema:  keySchema(g.HashKey, g.RangeKey),
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+			Projection: g.projection(),
 		})
 	}
 	for _, l := range s.LSIs {
@@ -243,21 +293,30 @@ func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 }
 
 // addMissingIndexes creates the spec's GSIs a table made by older code lacks
-// (a persisted local data directory) and waits until they are active.
+// (a persisted local data directory), deletes and creates again those it
+// has with another projection, and waits until they are active.
 func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
 	if err != nil {
 		return fmt.Errorf("describe table %s: %w", s.Name, err)
 	}
-	have := map[string]bool{}
+	have := map[string]*types.Projection{}
 	for _, g := range out.Table.GlobalSecondaryIndexes {
-		have[aws.ToString(g.IndexName)] = true
+		have[aws.ToString(g.IndexName)] = g.Projection
 	}
 	in := s.CreateTableInput()
 	added := false
 	for _, g := range in.GlobalSecondaryIndexes {
-		if have[aws.ToString(g.IndexName)] {
+		p, ok := have[aws.ToString(g.IndexName)]
+		if ok && sameProjection(p, g.Projection) {
 			continue
+		}
+		if ok {
+			// Created with another projection (older code): an index's
+			// projection cannot change, so it is deleted and created again.
+			if err := dropIndex(ctx, db, s.Name, aws.ToString(g.IndexName)); err != nil {
+				return err
+			}
 		}
 		_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
 			TableName: aws.String(s.Name), AttributeDefinitions: in.AttributeDefinitions,
@@ -286,6 +345,43 @@ func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 		}
 	}
 	return nil
+}
+
+// sameProjection compares two index projections (attribute order aside).
+func sameProjection(a, b *types.Projection) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.ProjectionType != b.ProjectionType {
+		return false
+	}
+	x, y := slices.Sorted(slices.Values(a.NonKeyAttributes)), slices.Sorted(slices.Values(b.NonKeyAttributes))
+	return slices.Equal(x, y)
+}
+
+// dropIndex deletes a GSI of table and waits until it is gone.
+func dropIndex(ctx context.Context, db *dynamodb.Client, table, index string) error {
+	_, err := db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:                   aws.String(table),
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(index)}}},
+	})
+	if err != nil {
+		return fmt.Errorf("delete index %s of table %s (to change its projection): %w", index, table, err)
+	}
+	for {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", table, err)
+		}
+		if !slices.ContainsFunc(out.Table.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndexDescription) bool {
+			return aws.ToString(g.IndexName) == index
+		}) {
+			return nil
+		}
+		if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("wait for index %s of %s to be deleted: %w", index, table, err)
+		}
+	}
 }
 
 func isAlreadyEnabled(err error) bool {

@@ -119,7 +119,7 @@
 // A record that can never be processed (undecodable, written by a newer
 // schema), and every record of a user whose log the code cannot read
 // (ErrUnsupportedSchema, ErrInvalid), is written to the main table under
-// PARKED#PROJECTOR / {eventId} with the reason, the full record as JSON and
+// PARKED#PROJECTOR#{shard} / {eventId} (model.ParkedKey) with the reason, the full record as JSON and
 // its correlation id, and audited (PROJECTOR_RECORD_PARKED). It is then not
 // reported failed, so it cannot block the shard. If parking itself fails,
 // the record is reported failed instead, so nothing is lost. `make redrive`

@@ -124,7 +124,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 			rest = append(rest, it)
 		}
 	}
-	pks := []string{model.ParkedPK(model.ParkSourceProjector), model.ParkedPK(model.ParkSourceWorker)}
+	pks := append(model.ParkedPartitions(model.ParkSourceProjector), model.ParkedPartitions(model.ParkSourceWorker)...)
 	for _, id := range o.ModelIDs {
 		pks = append(pks, model.ModelPK(id))
 	}

@@ -218,8 +218,8 @@ func checkTables(v *violations, m *Module, all []*Module) {
 			v.add(r.DefRange(), "table %s: attributes %v, want exactly the key attributes as strings %v", s.Name, t.attrs, wantAttrs)
 		}
 		for name, p := range t.gsiProj {
-			if p != "ALL" {
-				v.add(r.DefRange(), "table %s index %s: projection %q, want ALL", s.Name, name, p)
+			if p != "ALL" && p != "INCLUDE" && p != "KEYS_ONLY" {
+				v.add(r.DefRange(), "table %s index %s: projection %q, want ALL, INCLUDE or KEYS_ONLY (store.IndexSpec)", s.Name, name, p)
 			}
 		}
 		for name, p := range t.lsiProj {
@@ -240,6 +240,14 @@ func gsiKeys(gs []store.IndexSpec) []string {
 
 func normSpec(s store.TableSpec) store.TableSpec {
 	s.GSIs = slices.Clone(s.GSIs)
+	for i, g := range s.GSIs {
+		g.Projection = g.ProjectionType()
+		g.NonKeyAttributes = slices.Sorted(slices.Values(g.NonKeyAttributes))
+		if len(g.NonKeyAttributes) == 0 {
+			g.NonKeyAttributes = nil
+		}
+		s.GSIs[i] = g
+	}
 	sort.Slice(s.GSIs, func(i, j int) bool { return s.GSIs[i].Name < s.GSIs[j].Name })
 	if len(s.GSIs) == 0 {
 		s.GSIs = nil
@@ -335,8 +343,9 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 			tv.sse = str(sub(b, "enabled"), "enabled") == "true"
 		case "global_secondary_index":
 			c, _, d := b.Body.PartialContent(&hcl.BodySchema{
-				Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "projection_type"}, {Name: "hash_key"}, {Name: "range_key"}},
-				Blocks:     []hcl.BlockHeaderSchema{{Type: "key_schema"}},
+				Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "projection_type"}, {Name: "hash_key"}, {Name: "range_key"},
+					{Name: "non_key_attributes"}},
+				Blocks: []hcl.BlockHeaderSchema{{Type: "key_schema"}},
 			})
 			if d.HasErrors() {
 				errs = append(errs, d.Error())
@@ -355,6 +364,14 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 				}
 			}
 			tv.gsiProj[g.Name] = str(c.Attributes, "projection_type")
+			g.Projection = types.ProjectionType(tv.gsiProj[g.Name])
+			if a, ok := c.Attributes["non_key_attributes"]; ok {
+				nk, err := staticList(a, ctx)
+				if err != nil {
+					errs = append(errs, err.Error())
+				}
+				g.NonKeyAttributes = nk
+			}
 			tv.spec.GSIs = append(tv.spec.GSIs, g)
 		case "local_secondary_index":
 			at := sub(b, "name", "range_key", "projection_type", "non_key_attributes")
@@ -517,4 +534,24 @@ func checkRequiredVersion(v *violations, e *Module) {
 			v.add(hcl.Range{Filename: e.Dir}, "required_version %q admits Terraform %s, but %s needs %s", req, older, f.feature, f.since)
 		}
 	}
+}
+
+// staticList evaluates an attribute that must be a static list of strings
+// (null: none).
+func staticList(a *hcl.Attribute, ctx *hcl.EvalContext) ([]string, error) {
+	val, d := a.Expr.Value(ctx)
+	switch {
+	case d.HasErrors():
+		return nil, d
+	case val.IsNull():
+		return nil, nil
+	case !val.IsWhollyKnown() || !val.CanIterateElements():
+		return nil, fmt.Errorf("%s is not a static list", a.Name)
+	}
+	var out []string
+	for it := val.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		out = append(out, e.AsString())
+	}
+	return out, nil
 }

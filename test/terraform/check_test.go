@@ -119,8 +119,8 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 	}{
 		{
 			name: "pending index drifts from store.Specs", file: tables,
-			old:       `{ name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }`,
-			new:       `{ name = "Pending", hash_key = "PendingPK", range_key = "DueAt" }`,
+			old:       `range_key          = "PendingSK"`,
+			new:       `range_key          = "DueAt"`,
 			wantInErr: "table chk-CommitCollectIdempotency: got",
 		},
 		{
@@ -131,9 +131,21 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 		},
 		{
 			name: "index key drifts from store.Specs", file: tables,
-			old:       `{ name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # athlete -> user`,
-			new:       `{ name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SORT" }, # athlete -> user`,
+			old:       `range_key          = "GSI1SK"`,
+			new:       `range_key          = "GSI1SORT"`,
 			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "athlete index projects more than the lookup reads", file: tables,
+			old:       `non_key_attributes = ["entityType", "schemaVersion", "userId", "athleteId"]`,
+			new:       `non_key_attributes = ["entityType", "schemaVersion", "userId", "athleteId", "accessToken"]`,
+			wantInErr: "table chk-CommitCollect: got",
+		},
+		{
+			name: "pending index projection drifts from store.Specs", file: tables,
+			old:       `non_key_attributes = ["entityType", "schemaVersion", "correlationId", "createdAtUtc"]`,
+			new:       `non_key_attributes = ["entityType", "schemaVersion", "correlationId"]`,
+			wantInErr: "table chk-CommitCollectIdempotency: got",
 		},
 		{
 			name: "ttl attribute drifts from store.Specs", file: tables,
@@ -161,8 +173,8 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 		},
 		{
 			name: "date index projects everything", file: tables,
-			old:       `projection_type    = "INCLUDE"`,
-			new:       `projection_type    = "ALL"`,
+			old:       "projection_type    = \"INCLUDE\"\n      non_key_attributes = local_secondary_index",
+			new:       "projection_type    = \"ALL\"\n      non_key_attributes = local_secondary_index",
 			wantInErr: "want INCLUDE",
 		},
 		{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -562,6 +563,12 @@ func checkSweeperDeployed(d *Deployed, add addFunc) {
 	if w, ok := d.Functions["worker"]; !ok || env["CC_WORKER_FUNCTION"] != w.Str("function_name") {
 		add("function sweeper: CC_WORKER_FUNCTION = %q, want the worker's name", env["CC_WORKER_FUNCTION"])
 	}
+	for _, role := range []string{"api", "worker"} {
+		if f, ok := d.Functions[role]; ok && (env["CC_OUTBOX_SHARDS"] == "" || EnvOf(f)["CC_OUTBOX_SHARDS"] != env["CC_OUTBOX_SHARDS"]) {
+			add("function sweeper: CC_OUTBOX_SHARDS = %q, the %s's %q: the pending index's writers and its reader must use the same shards",
+				env["CC_OUTBOX_SHARDS"], role, EnvOf(f)["CC_OUTBOX_SHARDS"])
+		}
+	}
 	if api, ok := d.Functions["api"]; ok && (env["CC_OUTBOX_LEASE"] == "" || EnvOf(api)["CC_OUTBOX_LEASE"] != env["CC_OUTBOX_LEASE"]) {
 		add("function sweeper: CC_OUTBOX_LEASE = %q, the api's %q: the claim and the re-dispatch must use the same lease", env["CC_OUTBOX_LEASE"], EnvOf(api)["CC_OUTBOX_LEASE"])
 	}
@@ -755,6 +762,19 @@ var RequiredAlarms = []Alarm{
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
 	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
 	{"outbox backlog", ingest.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
+	// The store's EMF metric: audit entries Store.Audit dropped (model/store/audit.go).
+	{"audit writes dropped", store.AuditMetricsNamespace, store.MetricAuditWritesDropped, "TableName", auditTables},
+}
+
+// auditTables are the deployed audit tables' names.
+func auditTables(d *Deployed) []string {
+	var out []string
+	for _, n := range allOf("aws_dynamodb_table", "name")(d) {
+		if strings.HasSuffix(n, store.BaseAudit) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func constant(v string) func(*Deployed) []string {

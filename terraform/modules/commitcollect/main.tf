@@ -28,6 +28,9 @@ locals {
   # application_log_level).
   common_env = {
     CC_TABLE_PREFIX = local.table_prefix
+    # The outbox's pending-index shards: the api's claim, the worker's
+    # deferrals and the sweeper's leases and queries must agree.
+    CC_OUTBOX_SHARDS = tostring(var.sweeper.outbox_shards)
   }
   # The KMS key sealing Strava tokens (model/secrets/kms): the caller's, or
   # the one this module creates.
@@ -754,6 +757,28 @@ resource "aws_cloudwatch_metric_alarm" "outbox_backlog" {
   evaluation_periods  = 3
   comparison_operator = "GreaterThanOrEqualToThreshold"
   threshold           = var.sweeper.backlog_alarm_at
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# Audit entries the store could not write (throttled past the SDK's
+# retries, or any other failure): Store.Audit never fails the business write,
+# so each dropped entry is counted as one EMF line (model/store.
+# AuditMetricsNamespace, AuditWritesDropped, TableName = the audit table).
+# Any drop alarms: the audit trail has a gap.
+resource "aws_cloudwatch_metric_alarm" "audit_writes_dropped" {
+  alarm_name          = "${local.name}-audit-writes-dropped"
+  alarm_description   = "Audit entries were dropped (throttled or failed writes to the audit table); the audit trail has a gap."
+  namespace           = "CommitCollect/Audit"
+  metric_name         = "AuditWritesDropped"
+  dimensions          = { TableName = module.tables.names["audit"] }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

@@ -206,12 +206,15 @@ variable "sweeper" {
     the lease a hand-off of an accepted webhook event holds before the sweeper
     dispatches it again (a Go duration, longer than the worker's timeout), and
     the backlog alarm: due outbox items per sweep at or above which, for three
-    periods in a row, the alarm fires.
+    periods in a row, the alarm fires, and how many partitions the outbox's
+    pending index spreads items over (CC_OUTBOX_SHARDS; one Query per shard
+    per sweep; raise it freely, lower it only with an empty backlog).
   EOT
   type = object({
     schedule         = optional(string, "rate(1 minute)")
     lease            = optional(string, "5m")
     backlog_alarm_at = optional(number, 100)
+    outbox_shards    = optional(number, 16)
   })
   default = {}
 
@@ -222,6 +225,10 @@ variable "sweeper" {
   validation {
     condition     = can(regex("^[0-9]+(s|m|h)$", var.sweeper.lease))
     error_message = "sweeper.lease must be a duration like 300s, 5m or 1h."
+  }
+  validation {
+    condition     = var.sweeper.outbox_shards >= 1 && var.sweeper.outbox_shards <= 256 && floor(var.sweeper.outbox_shards) == var.sweeper.outbox_shards
+    error_message = "sweeper.outbox_shards must be an integer in 1..256."
   }
   validation {
     condition     = var.sweeper.backlog_alarm_at > 0

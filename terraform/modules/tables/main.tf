@@ -9,8 +9,17 @@ locals {
       hash_key  = "PK"
       range_key = "SK"
       gsis = [
-        { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # athlete -> user
-        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # sparse users index
+        # athlete -> user: only what store.ResolveAthlete decodes
+        # (store.AthleteIndexAttributes), so a token write is not written twice.
+        {
+          name               = "GSI1"
+          hash_key           = "GSI1PK"
+          range_key          = "GSI1SK"
+          projection_type    = "INCLUDE"
+          non_key_attributes = ["entityType", "schemaVersion", "userId", "athleteId"]
+        },
+        # sparse users index
+        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK", projection_type = "ALL", non_key_attributes = null },
       ]
       # Workouts by start date (LSI1SK = WORKOUT#{start}#{id}), read strongly
       # consistent by the projector. An LSI exists only from table creation:
@@ -44,8 +53,8 @@ locals {
       hash_key  = "PK"
       range_key = "SK"
       gsis = [
-        { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK" }, # by correlation id
-        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK" }, # by event type and month
+        { name = "GSI1", hash_key = "GSI1PK", range_key = "GSI1SK", projection_type = "ALL", non_key_attributes = null }, # by correlation id
+        { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK", projection_type = "ALL", non_key_attributes = null }, # by event type and month
       ]
       lsis          = []
       ttl_attribute = "expiresAt"
@@ -57,7 +66,15 @@ locals {
       hash_key  = "IdempotencyKey"
       range_key = null
       gsis = [
-        { name = "Pending", hash_key = "PendingPK", range_key = "PendingSK" }, # sparse: outbox items still pending
+        # sparse: outbox items still pending, with what the sweeper lists
+        # (store.PendingIndexAttributes); the lease reads the whole item.
+        {
+          name               = "Pending"
+          hash_key           = "PendingPK"
+          range_key          = "PendingSK"
+          projection_type    = "INCLUDE"
+          non_key_attributes = ["entityType", "schemaVersion", "correlationId", "createdAtUtc"]
+        },
       ]
       lsis          = []
       ttl_attribute = "expiresAt"
@@ -98,8 +115,11 @@ resource "aws_dynamodb_table" "this" {
   dynamic "global_secondary_index" {
     for_each = each.value.gsis
     content {
-      name            = global_secondary_index.value.name
-      projection_type = "ALL"
+      name = global_secondary_index.value.name
+      # Changing an existing index's projection replaces the index (delete,
+      # then create and backfill): see store.IndexSpec's migration note.
+      projection_type    = global_secondary_index.value.projection_type
+      non_key_attributes = global_secondary_index.value.non_key_attributes
 
       dynamic "key_schema" {
         for_each = compact([global_secondary_index.value.hash_key, global_secondary_index.value.range_key])

@@ -1,0 +1,96 @@
+package ingest_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// rateCountingStore counts the sync path's reads and writes of the shared
+// rate-limit item (RATELIMIT#STRAVA/STATE).
+type rateCountingStore struct {
+	*countingSyncStore
+	reads, writes atomic.Int64
+}
+
+func (c *rateCountingStore) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
+	c.reads.Add(1)
+	return c.countingSyncStore.RateLimitState(ctx)
+}
+
+func (c *rateCountingStore) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+	c.writes.Add(1)
+	return c.countingSyncStore.RecordRateLimit(ctx, r)
+}
+
+// TestSyncPagesUseTheInstanceRateCache: a backfill of many pages, run
+// within one rateStateTTL, reads the shared rate-limit item at most once
+// and writes it only when the reading changed materially (the first
+// reading of the window), never once per page. Protection: the Syncer's
+// rateCache (checkBudget through rateCache.current, RecordRateLimit only
+// when rateCache.observed says so).
+func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{MaxDays: 365, PageSize: 10}
+	r := newSyncRig(t, settings)
+	r.link("u1", 61, time.Hour)
+	r.history(61, 6000, 75, 24*time.Hour) // 8 pages: usage stays under a tenth of the simulator's read limit
+	counted := &rateCountingStore{countingSyncStore: r.counted}
+	client := strava.NewClient(r.sim.URL, nil)
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
+	r.worker.Sync = ingest.NewSyncer(counted, refresher, client, testLog())
+	r.worker.Sync.Settings = settings
+	// A clock that moves a millisecond per look: the whole backfill is
+	// well within one rateStateTTL however slow the machine is.
+	var ticks atomic.Int64
+	start := time.Now().UTC()
+	r.worker.Sync.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	key := r.backfill("u1")
+	runs := r.drain(key, 30)
+	if runs < 8 {
+		t.Fatalf("got %d pages, want at least 8 for the count to mean something", runs)
+	}
+	if n := counted.reads.Load(); n > 1 {
+		t.Errorf("got %d reads of the shared rate-limit item over %d pages, want at most 1 (one per %s)", n, runs, "rateStateTTL")
+	}
+	// The simulator's usage grows by one read per page, below a tenth of
+	// its limits: only the window's first reading is material.
+	if n := counted.writes.Load(); n > 1 {
+		t.Errorf("got %d writes of the shared rate-limit item over %d pages, want at most 1 (no write for an unchanged reading)", n, runs)
+	}
+}
+
+// TestSyncPageAuditEntriesAreRoutine: the audit entries of a backfill's
+// pages carry no index keys, so parallel syncs write nothing into the audit
+// table's GSI2 partition of the month (EVENT#STRAVA_SYNC_PAGE#{yyyyMM}).
+// Protection: NewRoutineAuditEntry for AuditSyncPage in Syncer.audit.
+func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 10})
+	r.link("u1", 62, time.Hour)
+	r.history(62, 6200, 45, 24*time.Hour)
+	runs := r.drain(r.backfill("u1"), 20)
+	pages := r.audits(model.UserPK("u1"))[ingest.AuditSyncPage]
+	if len(pages) != runs || runs < 5 {
+		t.Fatalf("got %d page audit entries for %d pages, want one per page (at least 5)", len(pages), runs)
+	}
+	for _, e := range pages {
+		if e.EventMonthPK != "" || e.CorrelationPK != "" {
+			t.Fatalf("page audit entry %s indexed under %q / %q, want no index keys", e.SK, e.EventMonthPK, e.CorrelationPK)
+		}
+	}
+	res, err := r.st.QueryPrefix(context.Background(), r.st.Tables().Audit,
+		model.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", store.QueryOptions{Index: store.IndexGSI2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 0 {
+		t.Fatalf("got %d sync-page entries in the audit GSI2 month partition, want 0", len(res.Items))
+	}
+}

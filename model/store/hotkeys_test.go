@@ -1,0 +1,319 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// throttleTarget is an HTTP transport in front of DynamoDB Local that
+// answers ProvisionedThroughputExceededException, like a hot partition, to
+// every call of one operation (X-Amz-Target suffix) while armed.
+type throttleTarget struct {
+	op        string
+	armed     atomic.Bool
+	throttled atomic.Int64
+}
+
+func (tt *throttleTarget) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tt.armed.Load() && strings.HasSuffix(r.Header.Get("X-Amz-Target"), "."+tt.op) {
+		tt.throttled.Add(1)
+		body := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
+			`"message":"The level of configured provisioned throughput for the table was exceeded."}`
+		return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"throttled"}},
+			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestThrottledAuditWriteIsCounted: Store.Audit never fails the caller, but
+// an entry throttled past the SDK's retries is counted, logged at warn with
+// a stable message and written as an EMF AuditWritesDropped line for the
+// alarm. Protection: the accounting in Store.Audit.
+func TestThrottledAuditWriteIsCounted(t *testing.T) {
+	t.Parallel()
+	tr := &throttleTarget{op: "PutItem"}
+	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: tr}
+		o.RetryMaxAttempts = 2 // the standard retryer retries throttling; keep the test short
+	})
+	s := store.New(db, dynamolocal.MustCreateTables(t, db))
+	var metrics, logs bytes.Buffer
+	s.AuditMetrics = &metrics
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	ctx := context.Background()
+	now := time.Now().UTC()
+
+	s.Audit(ctx, log, model.NewRoutineAuditEntry(model.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c1", "r1", now, nil))
+	if got := s.AuditWritesDropped(); got != 0 {
+		t.Fatalf("got %d dropped before any throttling, want 0", got)
+	}
+	tr.armed.Store(true)
+	s.Audit(ctx, log, model.NewRoutineAuditEntry(model.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c2", "r2", now, nil))
+	tr.armed.Store(false)
+	if tr.throttled.Load() < 2 {
+		t.Fatalf("transport throttled %d calls, want the write and its retry", tr.throttled.Load())
+	}
+	if got := s.AuditWritesDropped(); got != 1 {
+		t.Fatalf("got %d dropped audit writes, want 1 (the throttled one)", got)
+	}
+	var line struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		} `json:"_aws"`
+		TableName string
+		Dropped   int `json:"AuditWritesDropped"`
+	}
+	if err := json.Unmarshal(metrics.Bytes(), &line); err != nil {
+		t.Fatalf("EMF line %q: %v", metrics.String(), err)
+	}
+	cw := line.AWS.CloudWatchMetrics
+	if len(cw) != 1 || cw[0].Namespace != store.AuditMetricsNamespace || len(cw[0].Metrics) != 1 ||
+		cw[0].Metrics[0].Name != store.MetricAuditWritesDropped || line.Dropped != 1 || line.TableName != s.Tables().Audit {
+		t.Fatalf("got EMF line %s, want %s %s=1 for table %s", metrics.String(), store.AuditMetricsNamespace,
+			store.MetricAuditWritesDropped, s.Tables().Audit)
+	}
+	if !strings.Contains(logs.String(), `"level":"WARN","msg":"`+store.LogAuditDropped+`"`) {
+		t.Fatalf("got logs %s, want a warn %q", logs.String(), store.LogAuditDropped)
+	}
+}
+
+// TestPendingItemsSpreadOverTheShards: claimed outbox items spread over at
+// least model.DefaultOutboxShards partitions of the pending index, the
+// sweeper's listing finds the due ones in every shard (including an item a
+// 4-shard writer placed, read by a store configured with fewer shards), and
+// the index entries carry no job: the lease returns the whole item.
+// Protections: the default shard count, pendingShards' legacy floor, and
+// the Pending index's INCLUDE projection (store.PendingIndexAttributes).
+func TestPendingItemsSpreadOverTheShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	const n = 160
+	shards := map[string]bool{}
+	for i := range n {
+		rec, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[rec.PendingPK] = true
+	}
+	if len(shards) < 16 {
+		t.Fatalf("%d pending items spread over %d shards, want at least 16", n, len(shards))
+	}
+	// An item written when the count was 4, in shard 3.
+	legacy := ""
+	for i := 0; legacy == ""; i++ {
+		if k := fmt.Sprintf("legacy-%d", i); model.OutboxPendingPK(k, model.LegacyOutboxShards) == model.OutboxPendingShardPK(3) {
+			legacy = k
+		}
+	}
+	old := store.New(s.Client(), s.Tables())
+	old.OutboxShards = model.LegacyOutboxShards
+	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+
+	due, err := s.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != n+1 {
+		t.Fatalf("sweeper listed %d due items, want %d (every shard)", len(due), n+1)
+	}
+	for _, d := range due {
+		if d.Job != "" {
+			t.Fatalf("pending index entry %s carries the job %q, want keys, correlation id and creation only", d.IdempotencyKey, d.Job)
+		}
+		if d.CorrelationID == "" || !d.CreatedAtUtc.Equal(now) {
+			t.Fatalf("pending index entry %+v lacks what the sweeper logs and measures", d)
+		}
+	}
+	rec, err := s.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
+	if err != nil || rec.Job == "" {
+		t.Fatalf("lease: got %+v, %v; want the whole item", rec, err)
+	}
+	// A store configured with fewer shards than the legacy count still reads
+	// the legacy shards.
+	few := store.New(s.Client(), s.Tables())
+	few.OutboxShards = 2
+	due, err = few.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range due {
+		found = found || d.IdempotencyKey == legacy
+	}
+	if !found {
+		t.Fatalf("a 2-shard reader did not find the item in legacy shard 3")
+	}
+}
+
+// TestAthleteIndexProjectsOnlyTheLookup: GSI1 on the main table is not ALL;
+// its entry of a connection holds no tokens (a token write does not write
+// the index entry again in full), and ResolveAthlete still resolves through
+// it. Protection: GSI1's INCLUDE projection (store.AthleteIndexAttributes).
+func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	for _, spec := range store.Specs(s.Tables()) {
+		for _, g := range spec.GSIs {
+			if spec.Name == s.Tables().Main && g.Name == store.IndexGSI1 && g.ProjectionType() == "ALL" {
+				t.Fatalf("main table %s projects ALL, want only what the lookup reads", g.Name)
+			}
+		}
+	}
+	seedConnection(t, s, "u1", 4242, 1)
+	if err := s.Delete(ctx, s.Tables().Main, model.AthleteOwnerKey(4242)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ResolveAthlete(ctx, 4242)
+	if err != nil || got != "u1" {
+		t.Fatalf("ResolveAthlete through GSI1: got %q, %v; want u1", got, err)
+	}
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, model.AthletePK(4242), "", store.QueryOptions{Index: store.IndexGSI1})
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("GSI1 query: got %d items, %v; want the connection", len(res.Items), err)
+	}
+	for attr := range res.Items[0] {
+		if strings.Contains(strings.ToLower(attr), "token") {
+			t.Fatalf("GSI1 entry carries %s: the index copies the token write", attr)
+		}
+	}
+}
+
+// TestParkedRecordsSpreadOverShards: parked records spread over the
+// source's shards; Parked, Unpark and DeleteUserParked find them all,
+// including records parked before the shards (the unsharded PARKED#WORKER
+// partition). Protections: model.ParkedKey's shard and the readers' walk
+// over model.ParkedPartitions.
+func TestParkedRecordsSpreadOverShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	const n = 40
+	for i := range n {
+		user := []string{"u1", "u2"}[i%2]
+		if err := s.Park(ctx, &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
+			Reason: "poison", UserID: user}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two records parked by older code, under the unsharded partition.
+	var legacy []store.Item
+	for _, r := range []*model.ParkedRecord{
+		{Source: model.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
+		{Source: model.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
+	} {
+		it, err := store.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := model.LegacyParkedKey(r.Source, r.RecordID)
+		it["PK"], it["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+		legacy = append(legacy, it)
+	}
+	if err := s.BatchPutItems(ctx, s.Tables().Main, legacy); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := s.Parked(ctx, model.ParkSourceWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitions := map[string]int{}
+	for _, r := range recs {
+		partitions[r.PK]++
+	}
+	if len(recs) != n+2 || partitions[model.ParkedPK(model.ParkSourceWorker)] != 2 {
+		t.Fatalf("Parked listed %d records (%v), want %d with the 2 legacy ones", len(recs), partitions, n+2)
+	}
+	if len(partitions) < 5 {
+		t.Fatalf("%d parked records in %d partitions %v, want them spread over the %d shards", n, len(partitions), partitions, model.ParkedShards)
+	}
+	for pk, c := range partitions {
+		if c > n/2 {
+			t.Fatalf("partition %s holds %d of %d parked records", pk, c, n)
+		}
+	}
+	// Redrive removes a legacy record by source and id.
+	if err := s.Unpark(ctx, model.ParkSourceWorker, "old-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unpark(ctx, model.ParkSourceWorker, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	// The account deletion finds u1's in every shard and the legacy one.
+	got, err := s.DeleteUserParked(ctx, "u1", 0)
+	if err != nil || got != n/2+1 {
+		t.Fatalf("DeleteUserParked(u1): got %d, %v; want %d", got, err, n/2+1)
+	}
+	recs, err = s.Parked(ctx, model.ParkSourceWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != n/2-1 {
+		t.Fatalf("after unparking 2 and deleting u1's: %d records left, want %d", len(recs), n/2-1)
+	}
+	for _, r := range recs {
+		if r.UserID != "u2" || r.RecordID == "old-2" || r.RecordID == "job-1" {
+			t.Fatalf("left over: %+v", r)
+		}
+	}
+}
+
+// TestCreateTablesReplacesAnIndexWithAnOldProjection: a local table whose
+// Pending index was created ALL (older code) gets it deleted and created
+// again with the spec's projection. Protection: addMissingIndexes'
+// projection comparison.
+func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
+	t.Parallel()
+	db, _ := dynamolocal.Clients(t)
+	ctx := context.Background()
+	tables := store.TableNames(dynamolocal.UniquePrefix())
+	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
+	for _, spec := range store.Specs(tables) {
+		if spec.Name != tables.Idempotency {
+			continue
+		}
+		in := spec.CreateTableInput()
+		in.GlobalSecondaryIndexes[0].Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
+		if _, err := db.CreateTable(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &tables.Idempotency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := out.Table.GlobalSecondaryIndexes; len(g) != 1 || g[0].Projection.ProjectionType != types.ProjectionTypeInclude ||
+		len(g[0].Projection.NonKeyAttributes) != len(store.PendingIndexAttributes) {
+		t.Fatalf("got index %+v, want Pending recreated INCLUDE %v", g, store.PendingIndexAttributes)
+	}
+}
