@@ -77,7 +77,8 @@ var Settings = []struct{ Name, Meaning string }{
 	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
 	{"CC_SYNC_MAX_DAYS, CC_SYNC_BUDGET_SHARE", "how far back a backfill imports (default 365 days) and the share of each Strava budget window sync jobs may spend (default 0.5)"},
-	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and how often it runs (default 6h; the first round after one interval)"},
+	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and each athlete's reconcile slot period (default 168h: every user comes up once per interval, reconciled when it has an active milestone and uploaded since)"},
+	{"CC_RECONCILE_IDLE", "how long an athlete with an active milestone but no upload goes unreconciled (default 672h)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -322,7 +323,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.reconcileEvery(sweepCtx, s.Scheduler.Settings.WithDefaults().ReconcileInterval)
+			s.reconcileEvery(sweepCtx, ReconcileTick(s.Scheduler.Settings.WithDefaults().ReconcileInterval))
 		}()
 		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
 		wg.Wait()
@@ -433,16 +434,27 @@ func (s *Stack) Close(ctx context.Context) {
 	})
 }
 
-// reconcileEvery runs a reconciliation round every interval (the local
+// ReconcileTick is how often the local stack runs a reconciliation step
+// for a CC_RECONCILE_INTERVAL of interval: as Terraform's schedule does
+// for the default week (every minute), scaled down for shorter intervals
+// (at least every second).
+func ReconcileTick(interval time.Duration) time.Duration {
+	return min(time.Minute, max(time.Second, interval/(7*24*60)))
+}
+
+// reconcileEvery runs a reconciliation step every tick (the local
 // stand-in for the Terraform schedule) until ctx ends.
-func (s *Stack) reconcileEvery(ctx context.Context, interval time.Duration) {
-	for model.Sleep(ctx, interval) == nil {
-		res, err := s.Scheduler.ReconcileAll(ctx)
+func (s *Stack) reconcileEvery(ctx context.Context, tick time.Duration) {
+	for model.Sleep(ctx, tick) == nil {
+		res, err := s.Scheduler.ReconcileStep(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "reconciliation round failed", "error", err)
+			s.log.WarnContext(ctx, "reconciliation step failed", "error", err)
 		}
-		s.log.InfoContext(ctx, "reconciliation round", "users", res.Users, "enqueued", res.Enqueued,
-			"already", res.Already, "skipped", res.Skipped)
+		if res.Users > 0 {
+			s.log.InfoContext(ctx, "reconciliation step", "users", res.Users, "enqueued", res.Enqueued,
+				"already", res.Already, "skipped", res.Skipped, "noMilestone", res.NoMilestone,
+				"noUpload", res.NoUpload, "running", res.Running)
+		}
 	}
 }
 

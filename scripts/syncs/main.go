@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		}
 		sched := ingest.NewSyncScheduler(st, d, cfg.Logger())
 		sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 		// A short lease: without a dispatcher the sweeper runs it at once.
 		sched.Lease = time.Second
 		if err := sched.Restart(ctx, *restart); err != nil {
