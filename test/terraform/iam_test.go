@@ -351,9 +351,20 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 		return res.Dispatched
 	}
-	// The reconcile schedule's run (handlers/sweeper with {"task":"reconcile"}).
+	// The reconcile schedule's runs (handlers/sweeper with {"task":"reconcile"}):
+	// a step that begins a cycle (cursor, users count) and one a whole
+	// interval later that comes to every user (milestones, sync state,
+	// recent workouts, connection); then an operator's full round, which
+	// enqueues for every connected athlete whatever it uploaded.
 	runReconcile := func() {
 		t.Helper()
+		for _, at := range []time.Duration{0, reconciler.Settings.WithDefaults().ReconcileInterval} {
+			reconciler.Now = func() time.Time { return time.Now().UTC().Add(at) }
+			if res, err := reconciler.ReconcileStep(ctx); err != nil {
+				t.Fatalf("reconcile step: got %+v, %v", res, err)
+			}
+		}
+		reconciler.Now = func() time.Time { return time.Now().UTC() }
 		if res, err := reconciler.ReconcileAll(ctx); err != nil || res.Enqueued == 0 {
 			t.Fatalf("reconcile: got %+v, %v; want jobs enqueued", res, err)
 		}
