@@ -627,10 +627,14 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 		if b.limit <= 0 {
 			continue
 		}
-		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, head)
+		h := head
+		if b.window > short {
+			h = short // the day's head start: one short window's worth
+		}
+		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
 		err := s.store.TakeSyncRead(ctx, now, b.window, allowed)
 		if errors.Is(err, model.ErrConflict) {
-			until := nextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, head)
+			until := nextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, h)
 			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {
 				until = s.afterReset(until, job, now)
 			} else {

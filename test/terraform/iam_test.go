@@ -354,12 +354,14 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	// The reconcile schedule's runs (handlers/sweeper with {"task":"reconcile"}):
 	// a step that begins a cycle (cursor, users count) and one a whole
 	// interval later that comes to every user (milestones, sync state,
-	// recent workouts, connection); then an operator's full round, which
+	// recent workouts, connection), inside the period of the milestone the
+	// flows create (March 2026); then an operator's full round, which
 	// enqueues for every connected athlete whatever it uploaded.
 	runReconcile := func() {
 		t.Helper()
-		for _, at := range []time.Duration{0, reconciler.Settings.WithDefaults().ReconcileInterval} {
-			reconciler.Now = func() time.Time { return time.Now().UTC().Add(at) }
+		march := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+		for _, at := range []time.Time{march, march.Add(reconciler.Settings.WithDefaults().ReconcileInterval)} {
+			reconciler.Now = func() time.Time { return at }
 			if res, err := reconciler.ReconcileStep(ctx); err != nil {
 				t.Fatalf("reconcile step: got %+v, %v", res, err)
 			}
