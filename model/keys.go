@@ -382,6 +382,19 @@ func UserGuardKey(userID string) Key { return Key{PrefixUserGuard + userID, SKGu
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
 
+// SyncReadsKey addresses the counter of the Strava reads sync jobs took in
+// the budget window of length windowLen starting at windowStart (the caller
+// truncates it): one item per window, at most the sync share of the
+// window's limit writes each.
+func SyncReadsKey(windowStart time.Time, windowLen time.Duration) Key {
+	return Key{"SYNCREADS#STRAVA", "W" + strconv.FormatInt(int64(windowLen/time.Second), 10) + sep +
+		windowStart.UTC().Format(athleteReadsLayout)}
+}
+
+// ReconcileCursorKey addresses the reconciliation's enumeration cursor
+// (model.ReconcileCursor): one item, written once per page of users.
+func ReconcileCursorKey() Key { return Key{"RECONCILE#STRAVA", "CURSOR"} }
+
 // Sources of parked records: the failure paths that park instead of
 // dropping, read back by redrive.
 const (

@@ -27,6 +27,8 @@ var SchemaVersions = map[EntityType]int{
 	EntityUserSession:      1,
 	EntityOAuthState:       1,
 	EntitySyncState:        1,
+	EntitySyncReads:        1,
+	EntityReconcileCursor:  1,
 }
 
 // CheckSchema validates an item's meta against the entity type the reader

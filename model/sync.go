@@ -80,6 +80,21 @@ type SyncState struct {
 	// Pages and Listed count the running job's pages and listed activities.
 	Pages  int `dynamodbav:"pages"`
 	Listed int `dynamodbav:"listed"`
+	// ListedMaxActivityID is the highest activity id the running job listed
+	// (Strava's ids grow with every upload).
+	ListedMaxActivityID int64 `dynamodbav:"listedMaxActivityId,omitempty"`
+	// ReconciledAtUtc is when the last job that listed the recent window
+	// from now completed (a reconciliation, or the first backfill); zero
+	// before one did. The reconciliation scheduler reconciles again only
+	// after an upload since (ReconciledActivityID) or CC_RECONCILE_IDLE.
+	ReconciledAtUtc time.Time `dynamodbav:"reconciledAtUtc"`
+	// ReconciledActivityID is the highest activity id that job listed: a
+	// stored workout with a higher id was uploaded since.
+	ReconciledActivityID int64 `dynamodbav:"reconciledActivityId,omitempty"`
+	// MilestoneEndUtc is the end of the soonest-ending active milestone of
+	// the running job (its priority while it waits for the budget; zero:
+	// none, waits last).
+	MilestoneEndUtc time.Time `dynamodbav:"milestoneEndUtc"`
 	// Version grows with every write (optimistic concurrency).
 	Version int64 `dynamodbav:"version"`
 }
@@ -107,3 +122,73 @@ func (s *SyncState) Normalize() error {
 }
 
 var _ Entity = (*SyncState)(nil)
+
+// EntitySyncReads is the entity type of a sync read counter.
+const EntitySyncReads EntityType = "SYNC_READS"
+
+// SyncReads counts the Strava reads sync jobs took in one budget window
+// (SYNCREADS#STRAVA / W{seconds}#{start}): the pacing of the sync share
+// (handlers/ingest) takes a read only while the count is under the share
+// allowed so far in the window. ExpiresAt (TTL) removes it after the
+// window.
+type SyncReads struct {
+	Key
+	Meta
+	WindowStartUtc time.Time     `dynamodbav:"windowStartUtc"`
+	WindowLen      time.Duration `dynamodbav:"windowLenNs"`
+	Reads          int           `dynamodbav:"reads"`
+	ExpiresAt      int64         `dynamodbav:"expiresAt"`
+}
+
+// ItemKey implements Entity.
+func (r *SyncReads) ItemKey() Key { return SyncReadsKey(r.WindowStartUtc, r.WindowLen) }
+
+// Stamp implements Entity.
+func (r *SyncReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntitySyncReads) }
+
+// Normalize implements Entity.
+func (r *SyncReads) Normalize() error { return normalize(&r.Meta, EntitySyncReads) }
+
+// EntityReconcileCursor is the entity type of the reconciliation cursor.
+const EntityReconcileCursor EntityType = "RECONCILE_CURSOR"
+
+// ReconcileCursor is where the reconciliation's enumeration of users stands
+// (RECONCILE#STRAVA / CURSOR): a cycle walks the sparse users index shard
+// by shard in user id order, once per CC_RECONCILE_INTERVAL, a page per
+// save, so a run that dies resumes from the last saved page and every user
+// comes up once per cycle.
+type ReconcileCursor struct {
+	Key
+	Meta
+	// CycleStartedAtUtc is when the current cycle began; the next one
+	// begins one interval later (or when this one ends, if later).
+	CycleStartedAtUtc time.Time `dynamodbav:"cycleStartedAtUtc"`
+	// CycleUsers is how many users the index held when the cycle began:
+	// the pace is CycleUsers per interval.
+	CycleUsers int `dynamodbav:"cycleUsers"`
+	// Visited counts the users this cycle has come to.
+	Visited int `dynamodbav:"visited"`
+	// Shard and After are the position: the next user is the first of
+	// shard Shard after user id After ("" from the start).
+	Shard int    `dynamodbav:"shard"`
+	After string `dynamodbav:"after"`
+	// Done says the cycle reached the end of the last shard.
+	Done         bool      `dynamodbav:"done"`
+	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
+	// Version grows with every write (optimistic concurrency).
+	Version int64 `dynamodbav:"version"`
+}
+
+// ItemKey implements Entity.
+func (c *ReconcileCursor) ItemKey() Key { return ReconcileCursorKey() }
+
+// Stamp implements Entity.
+func (c *ReconcileCursor) Stamp() { c.Key, c.Meta = c.ItemKey(), current(EntityReconcileCursor) }
+
+// Normalize implements Entity.
+func (c *ReconcileCursor) Normalize() error { return normalize(&c.Meta, EntityReconcileCursor) }
+
+var (
+	_ Entity = (*SyncReads)(nil)
+	_ Entity = (*ReconcileCursor)(nil)
+)

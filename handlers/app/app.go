@@ -21,7 +21,7 @@ import (
 // (CC_SYNC_*, CC_RECONCILE_*).
 func SyncSettings(cfg config.Config) ingest.SyncSettings {
 	return ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 }
 
 // CallbackPath is where Strava sends the athlete back after login; the

@@ -90,9 +90,13 @@ type Config struct {
 	// ReconcileDays is how many recent days a reconciliation re-lists
 	// (CC_RECONCILE_DAYS; 0 means the default, 14).
 	ReconcileDays int
-	// ReconcileInterval is how often every active athlete is reconciled
-	// (CC_RECONCILE_INTERVAL, a Go duration; 0 means the default, 6h).
+	// ReconcileInterval is the period of each athlete's reconciliation slot
+	// (CC_RECONCILE_INTERVAL, a Go duration; 0 means the default, 168h).
 	ReconcileInterval time.Duration
+	// ReconcileIdle is how long an athlete with an active milestone but no
+	// upload goes without a reconciliation (CC_RECONCILE_IDLE, a Go
+	// duration; 0 means the default, 672h).
+	ReconcileIdle time.Duration
 }
 
 // DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
@@ -195,12 +199,17 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 		}
 		c.SyncBudgetShare = f
 	}
-	if v := getenv("CC_RECONCILE_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			errs = append(errs, fmt.Errorf("CC_RECONCILE_INTERVAL %q: want a Go duration of at least 1s (e.g. 6h)", v))
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"CC_RECONCILE_INTERVAL", &c.ReconcileInterval}, {"CC_RECONCILE_IDLE", &c.ReconcileIdle}} {
+		if v := getenv(d.name); v != "" {
+			p, err := time.ParseDuration(v)
+			if err != nil || p < time.Second {
+				errs = append(errs, fmt.Errorf("%s %q: want a Go duration of at least 1s (e.g. 168h)", d.name, v))
+			}
+			*d.dst = p
 		}
-		c.ReconcileInterval = d
 	}
 	if v := getenv("CC_OUTBOX_SHARDS"); v != "" {
 		n, err := strconv.Atoi(v)

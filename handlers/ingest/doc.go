@@ -184,9 +184,9 @@
 // # Backfill and reconciliation (Syncer, SyncScheduler)
 //
 // Sync jobs travel the outbox like webhook events: a Job whose Sync field
-// (SyncJob: user, athlete, mode, FromUtc) is set, claimed under a
-// deterministic key (model.SyncJobKey: backfill per user and horizon,
-// reconciliation per user and CC_RECONCILE_INTERVAL slot), so enqueueing
+// (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed
+// under a deterministic key (model.SyncJobKey: backfill per user and
+// horizon, reconciliation per user and enumeration cycle), so enqueueing
 // twice claims once. The worker hands them to its Syncer, which runs ONE
 // page per run:
 //
@@ -198,12 +198,29 @@
 //     whose key is no longer the state's (superseded) or that finished is
 //     done without a Strava call.
 //  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
-//     shared rate-limit item free (webhooks keep DefaultBudgetReserve): when
-//     their share is spent, or Strava answers 429, the job is deferred
-//     (DeferError, to the window reset; state deferred with the reason),
-//     never failed.
+//     shared rate-limit item free (webhooks keep DefaultBudgetReserve), and
+//     they are paced: a sync read is taken (one conditional write of the
+//     window's SyncReads counter, model.SyncReadsKey, for the 15-minute
+//     window and for the UTC day) only while the reads taken so far are
+//     under PacedAllowance = the share's cap × (elapsed part of the window
+//     + a head start of DefaultSyncHeadStart short windows). A job refused
+//     waits (DeferError, state deferred with the reason, never failed)
+//     for the instant the allowance grows past what is taken, spread by
+//     its priority; a job that finds the share spent, or a Strava 429,
+//     waits for the window's reset plus SyncResetDelay of the short window
+//     (plus as much again by priority): webhook jobs deferred to a reset
+//     are due AT it, so at every reset they run before any sync job.
+//     Priority is the job's MilestoneEndUtc (the soonest-ending active
+//     milestone when enqueued): sooner ends are due earlier, so when the
+//     share cannot cover every due job the most valuable go first. Each
+//     waiting job writes a SyncsWaiting EMF line (WorkerMetricsNamespace,
+//     dimension Mode; SyncWaitSeconds: how far ahead); `make syncs` lists
+//     who waits, why, the next attempt and the milestone end.
 //  3. GET /api/v3/athlete/activities?before={cursor}&per_page=200, newest
-//     first. Activities older than FromUtc are ignored; each other one is
+//     first; a reconciliation also sends after={FromUtc} (and before= now
+//     + 48 h on its first page: Strava lists oldest first when only after
+//     is given), so an unchanged athlete costs one small page. Activities
+//     older than FromUtc are ignored; each other one is
 //     normalized (MapActivity, the same as a webhook fetch: a summary and
 //     a detailed activity map to the same item) and compared
 //     (WorkoutDiffers: sport type, distance, elevation, moving time, start)
@@ -222,8 +239,10 @@
 //     page, which writes nothing (and counts the workouts this job wrote
 //     before as recovered). The job then defers to now (the sweeper runs
 //     the next page) or, on a short page or one reaching FromUtc, ends:
-//     state idle, lastSyncAtUtc, the next reconciliation slot, and for a
-//     backfill importedFromUtc = horizonUtc = FromUtc; audit
+//     state idle, lastSyncAtUtc, and for a backfill importedFromUtc =
+//     horizonUtc = FromUtc; a reconciliation, or the first backfill (it
+//     listed from now), also records reconciledAtUtc and
+//     reconciledActivityId (the highest activity id it listed); audit
 //     STRAVA_SYNC_COMPLETED.
 //
 // A failure is retried through the outbox (state keeps the reason); the
@@ -231,13 +250,52 @@
 // Triggers: the BFF's OAuth callback and milestone creation call
 // SyncScheduler.EnsureBackfill (horizon: the earliest active milestone's
 // period start, at most CC_SYNC_MAX_DAYS days, by UTC day; nothing when the
-// imported history already reaches it); the sweeper Lambda invoked with
-// {"task":"reconcile"} (Terraform's reconcile rule) and the local stack's
-// loop call ReconcileAll, which lists users through the sparse users index
-// and enqueues a reconciliation of the last CC_RECONCILE_DAYS days for each
-// one with a usable connection; scripts/syncs lists failed, deferred and
-// stuck syncs and restarts one (Restart: a unique key, Resume takes over
-// the unfinished job and its cursor).
+// imported history already reaches it); scripts/syncs lists failed,
+// waiting and stuck syncs and restarts one (Restart: a unique key, Resume
+// takes over the unfinished job and its cursor).
+//
+// Reconciliation scheduling (SyncScheduler.ReconcileStep; the sweeper
+// Lambda invoked with {"task":"reconcile"} every minute by Terraform's
+// reconcile rule, the local stack's loop every ReconcileTick). Each user
+// has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
+// the sparse users index (ListUsers over model.UserListShards, never a
+// Scan) in user id order at the pace ceil(users × elapsed / interval),
+// users counted once per cycle (CountUsers). A step comes only to the
+// users whose slot came since the last step (at most
+// DefaultReconcileBatch, stopping before its deadline) and saves the
+// cursor (model.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
+// after every page: a step that dies resumes from its last saved page, a
+// page redone claims the same keys (at most one job per user per cycle), a
+// concurrent step that saved first wins. A cycle that ends early waits
+// for the interval; one that lags catches up a batch per step. At its slot
+// a user costs its checks, cheapest first, and nothing is written unless
+// it is reconciled:
+//
+//   - no active milestone whose period overlaps [now − CC_RECONCILE_DAYS,
+//     now] (one Query of the user's milestones): skipped; such athletes are
+//     never reconciled (nothing a reconciliation changes counts);
+//   - its sync job runs or waits (the sync state): skipped, it lists anyway;
+//   - its last reconciliation (reconciledAtUtc) is CC_RECONCILE_IDLE
+//     (default 672 h) old, or it never had one: reconciled (the slow
+//     round-robin);
+//   - else reconciled only when a stored workout of the window (one LSI1
+//     Query) that is not a tombstone has an activity id above
+//     reconciledActivityId: Strava's ids grow with uploads, so the athlete
+//     uploaded since (no per-webhook write is needed to know it);
+//   - then a usable connection (GetItem), and the job is claimed.
+//
+// Bound: an edit Strava never pushes, to an activity started within the
+// last CC_RECONCILE_DAYS (14) days, of an athlete with an active milestone
+// overlapping that window, is caught within CC_RECONCILE_INTERVAL (7 days)
+// plus one rate window when the athlete uploaded anything in that time,
+// otherwise within CC_RECONCILE_IDLE (28 days) while the activity is still
+// inside the window (an edit to an activity that leaves the window first
+// is not caught); athletes without an active milestone are not reconciled.
+// When the sync share cannot cover every reconciliation due, the jobs wait
+// in priority order (above) and the bound stretches by the wait, which
+// SyncsWaiting and `make syncs` show. ReconcileAll is an operator's and the
+// tools' full round: every connected user at once, without the cursor and
+// without the milestone and upload checks, keyed per interval slot.
 //
 // # Configuration and logs
 //
@@ -245,9 +303,10 @@
 // CC_OUTBOX_LEASE; worker: STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET,
 // STRAVA_BASE_URL, CC_TOKEN_KMS_KEY or CC_TOKEN_KEY,
 // CC_ATHLETE_READS_PER_WINDOW, CC_STRAVA_WINDOW, CC_RETRY_BASE,
-// CC_SYNC_BUDGET_SHARE, CC_RECONCILE_INTERVAL; api: CC_SYNC_MAX_DAYS;
-// sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL; api, worker and
-// sweeper alike: CC_OUTBOX_SHARDS; all: DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
+// CC_SYNC_BUDGET_SHARE, CC_RECONCILE_INTERVAL, CC_RECONCILE_IDLE; api:
+// CC_SYNC_MAX_DAYS; sweeper: CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL,
+// CC_RECONCILE_IDLE; api, worker and sweeper alike: CC_OUTBOX_SHARDS; all:
+// DYNAMODB_ENDPOINT, CC_TABLE_PREFIX, CC_LOG_LEVEL (handlers/config). Logs are
 // JSON with correlationId, eventType, athleteId, userId, activityId,
 // idempotency, writeStatus; never tokens. Each job's "job finished" line
 // carries its DynamoDB capacity and stravaReads; the worker Lambda also

@@ -112,3 +112,33 @@ func writeReadsEMF(w io.Writer, class string, reads int64, now time.Time) error 
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+// writeWaitingEMF writes one SyncsWaiting line: a sync job of mode found
+// the sync share of the budget spent (or paced) and waits wait. Summed per
+// period it is how many sync jobs were turned away; SyncWaitSeconds (its
+// maximum) how far ahead they wait. `make syncs` says who waits and why.
+func writeWaitingEMF(w io.Writer, mode string, wait time.Duration, now time.Time) error {
+	if w == nil {
+		return nil
+	}
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": now.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  WorkerMetricsNamespace,
+				"Dimensions": [][]string{{"Mode"}},
+				"Metrics": []map[string]string{{"Name": "SyncsWaiting", "Unit": "Count"},
+					{"Name": "SyncWaitSeconds", "Unit": "Seconds"}},
+			}},
+		},
+		"Mode":            mode,
+		"SyncsWaiting":    1,
+		"SyncWaitSeconds": max(0, int64(wait.Seconds())),
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode sync waiting metrics: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

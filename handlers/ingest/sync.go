@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,9 +29,27 @@ const (
 	// DefaultReconcileDays is how many recent days a reconciliation
 	// re-lists (CC_RECONCILE_DAYS).
 	DefaultReconcileDays = 14
-	// DefaultReconcileInterval is how often every active athlete is
-	// reconciled (CC_RECONCILE_INTERVAL).
-	DefaultReconcileInterval = 6 * time.Hour
+	// DefaultReconcileInterval is the period of each athlete's
+	// reconciliation slot (CC_RECONCILE_INTERVAL): the scheduler comes to
+	// every user once per interval.
+	DefaultReconcileInterval = 7 * 24 * time.Hour
+	// DefaultReconcileIdle is how long an athlete with an active milestone
+	// but no upload goes without a reconciliation (CC_RECONCILE_IDLE): the
+	// slow round-robin.
+	DefaultReconcileIdle = 28 * 24 * time.Hour
+	// DefaultReconcileBatch bounds the users one scheduler run comes to
+	// (the sweeper Lambda has 60 s; a run also stops early near its
+	// deadline).
+	DefaultReconcileBatch = 500
+	// DefaultSyncHeadStart is the pacing's head start, in short windows:
+	// at a window's start sync jobs may already take this share of the
+	// window's allowance.
+	DefaultSyncHeadStart = 0.1
+	// SyncResetDelay is how long after a budget window's reset a deferred
+	// sync job is due at the earliest, as a share of the short window:
+	// webhook jobs deferred to the reset go first. Jobs spread over the
+	// next SyncResetDelay by priority (soonest-ending milestone first).
+	SyncResetDelay = 0.1
 	// DefaultSyncPageSize is the list page a sync job reads per run.
 	DefaultSyncPageSize = strava.MaxPerPage
 )
@@ -63,6 +83,10 @@ type SyncJob struct {
 	// Resume marks an operator's restart (scripts/syncs): it takes over the
 	// state's unfinished job and cursor instead of starting anew.
 	Resume bool `json:"resume,omitempty"`
+	// MilestoneEndUtc is the end of the user's soonest-ending active
+	// milestone when the job was enqueued: its priority when the sync
+	// share cannot cover every job (sooner first; zero: last).
+	MilestoneEndUtc time.Time `json:"milestoneEndUtc,omitzero"`
 }
 
 func (j *SyncJob) validate(v *model.ValidationError) {
@@ -91,9 +115,18 @@ type SyncSettings struct {
 	// ReconcileDays is the window a reconciliation re-lists
 	// (CC_RECONCILE_DAYS).
 	ReconcileDays int
-	// ReconcileInterval is how often reconciliation runs
-	// (CC_RECONCILE_INTERVAL); it also slots the reconciliation keys.
+	// ReconcileInterval is the period of each user's reconciliation slot
+	// (CC_RECONCILE_INTERVAL): one cycle of the scheduler's enumeration.
 	ReconcileInterval time.Duration
+	// ReconcileIdle is how long a user with an active milestone but no
+	// upload goes without a reconciliation (CC_RECONCILE_IDLE, at least
+	// ReconcileInterval).
+	ReconcileIdle time.Duration
+	// ReconcileBatch bounds the users one ReconcileStep comes to.
+	ReconcileBatch int
+	// HeadStart is the pacing's head start in short windows
+	// (DefaultSyncHeadStart when zero, none when negative).
+	HeadStart float64
 	// PageSize is the list page one run reads (at most strava.MaxPerPage).
 	PageSize int
 }
@@ -112,6 +145,17 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 	if s.ReconcileInterval <= 0 {
 		s.ReconcileInterval = DefaultReconcileInterval
 	}
+	if s.ReconcileIdle <= 0 {
+		s.ReconcileIdle = DefaultReconcileIdle
+	}
+	s.ReconcileIdle = max(s.ReconcileIdle, s.ReconcileInterval)
+	if s.ReconcileBatch <= 0 {
+		s.ReconcileBatch = DefaultReconcileBatch
+	}
+	if s.HeadStart == 0 {
+		s.HeadStart = DefaultSyncHeadStart
+	}
+	s.HeadStart = max(s.HeadStart, 0)
 	if s.PageSize <= 0 || s.PageSize > strava.MaxPerPage {
 		s.PageSize = DefaultSyncPageSize
 	}
@@ -150,6 +194,9 @@ type SyncStore interface {
 	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
 	// RecordRateLimit stores a reading unless a newer one is stored.
 	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+	// TakeSyncRead counts a sync read in the window of length windowLen
+	// containing now unless allowed were counted there; ErrConflict then.
+	TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed int) error
 	// Audit writes an audit entry and never fails.
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
@@ -188,6 +235,9 @@ type Syncer struct {
 	// rate is the instance's rate-limit cache (cache.go): the worker's
 	// when wired by NewStravaWorker, else the syncer's own.
 	rate *rateCache
+	// Metrics receives a SyncsWaiting EMF line per job that waits for the
+	// budget (the worker Lambda: stdout; nil: none).
+	Metrics io.Writer
 }
 
 // NewSyncer builds the sync job runner.
@@ -287,7 +337,8 @@ func decide(cur *model.SyncState, job Job, now time.Time) error {
 		return errSkip // a running job lists anyway; the next slot reconciles
 	}
 	cur.JobKey, cur.Mode, cur.AthleteID, cur.State = key, sj.Mode, sj.AthleteID, syncStatusOf(sj.Mode)
-	cur.WindowFromUtc, cur.CursorBeforeUtc, cur.Pages, cur.Listed = sj.FromUtc, time.Time{}, 0, 0
+	cur.WindowFromUtc, cur.CursorBeforeUtc, cur.Pages, cur.Listed, cur.ListedMaxActivityID = sj.FromUtc, time.Time{}, 0, 0, 0
+	cur.MilestoneEndUtc = sj.MilestoneEndUtc
 	cur.JobStartedAtUtc, cur.DeferredReason, cur.NextSyncAtUtc = now, "", now
 	if sj.Mode == model.SyncModeBackfill {
 		// Earlier backfills imported from ImportedFromUtc on (webhooks and
@@ -329,7 +380,7 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", key, err)
 	}
-	if err := s.checkBudget(ctx, cfg, now); err != nil {
+	if err := s.checkBudget(ctx, cfg, now, job); err != nil {
 		return s.deferJob(ctx, log, job, err)
 	}
 	token, err := s.tokens.AccessToken(ctx, sj.UserID)
@@ -340,8 +391,19 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		return fmt.Errorf("sync %s: %w", key, err)
 	}
 	cursor := st.CursorBeforeUtc
+	opts := strava.ListOptions{Before: cursor, PerPage: cfg.PageSize}
+	if st.Mode == model.SyncModeReconcile {
+		// after= bounds the list to the window, so an unchanged athlete
+		// costs one small page; before= keeps it newest first (Strava
+		// lists oldest first when only after is given), and the margin
+		// covers a device clock ahead of Strava's.
+		opts.After = st.WindowFromUtc.Add(-time.Second)
+		if opts.Before.IsZero() {
+			opts.Before = now.Add(reconcileFutureMargin)
+		}
+	}
 	fetchStarted := s.Now()
-	acts, rl, err := s.strava.ListActivities(ctx, token, strava.ListOptions{Before: cursor, PerPage: cfg.PageSize})
+	acts, rl, err := s.strava.ListActivities(ctx, token, opts)
 	var apiErr *strava.APIError
 	if rl.Valid() {
 		// Through the instance's rate cache: written only when the reading
@@ -357,7 +419,7 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		n := s.Now()
 		until, why := nextReset(rateLimitState(rl, n, s.rateWindow()), n, 0, s.rateWindow())
-		return s.deferJob(ctx, log, job, &DeferError{Until: until, Reason: "strava 429: " + why})
+		return s.deferJob(ctx, log, job, &DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := s.store.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return fmt.Errorf("sync %s: %w", key, merr)
@@ -381,13 +443,22 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		}
 		cur.Pages++
 		cur.Listed += len(acts)
+		for _, a := range acts {
+			cur.ListedMaxActivityID = max(cur.ListedMaxActivityID, a.ID)
+		}
 		cur.CursorBeforeUtc = next
 		cur.State, cur.DeferredReason, cur.NextSyncAtUtc = syncStatusOf(cur.Mode), "", s.Now()
 		if done {
 			finished = true
 			n := s.Now()
 			cur.State, cur.LastSyncAtUtc = model.SyncIdle, n
-			cur.NextSyncAtUtc = n.Truncate(cfg.ReconcileInterval).Add(cfg.ReconcileInterval)
+			cur.NextSyncAtUtc = n.Add(cfg.ReconcileInterval)
+			// A reconciliation, or the first backfill (it listed from now),
+			// has seen the recent window: the scheduler waits for an
+			// upload with a higher id, or the idle interval.
+			if cur.Mode == model.SyncModeReconcile || cur.ImportedFromUtc.IsZero() {
+				cur.ReconciledAtUtc, cur.ReconciledActivityID = n, max(cur.ReconciledActivityID, cur.ListedMaxActivityID)
+			}
 			if cur.Mode == model.SyncModeBackfill {
 				if cur.ImportedFromUtc.IsZero() || cur.WindowFromUtc.Before(cur.ImportedFromUtc) {
 					cur.ImportedFromUtc = cur.WindowFromUtc
@@ -528,9 +599,17 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// checkBudget defers when sync jobs have spent their share of a Strava
-// budget: they keep 1-BudgetShare of every budget free for webhooks.
-func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Time) error {
+// reconcileFutureMargin bounds a reconciliation's first page from above
+// (before= now plus it).
+const reconcileFutureMargin = 48 * time.Hour
+
+// checkBudget defers when sync jobs may not read now: when they have spent
+// their share of a Strava budget (they keep 1-BudgetShare of every budget
+// free for webhooks), or when the paced share of the window so far is
+// taken (pace). A deferral to a window's reset is due SyncResetDelay after
+// it, ordered by the job's priority, so webhooks deferred to the reset run
+// first. The shared reading comes from the instance's rate cache.
+func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Time, job Job) error {
 	st, err := s.rate.current(ctx, s.store.RateLimitState, now)
 	if err != nil {
 		return fmt.Errorf("check strava budget: %w", err)
@@ -541,9 +620,108 @@ func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Tim
 	reserve := 1 - cfg.BudgetShare
 	if why := budgetExhausted(st, now, reserve, s.rateWindow()); why != "" {
 		until, _ := nextReset(st, now, reserve, s.rateWindow())
-		return &DeferError{Until: until, Reason: fmt.Sprintf("sync share %.0f%% of the strava budget spent: %s", cfg.BudgetShare*100, why)}
+		return &DeferError{Until: s.afterReset(until, job, now), Reason: fmt.Sprintf("sync share %.0f%% of the strava budget spent: %s", cfg.BudgetShare*100, why)}
+	}
+	return s.pace(ctx, cfg, st, now, job)
+}
+
+// pace takes one sync read of the paced allowance of the short window and
+// of the day (SyncReads counters, one conditional write each; a read the
+// day refuses stays counted in the short window, erring on less): sync
+// jobs may have taken at most PacedAllowance reads by now, so their share
+// spreads over the window instead of going at its start. A job refused
+// waits for the instant the allowance grows past what is taken (spread by
+// its priority), or for the next window.
+func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimitState, now time.Time, job Job) error {
+	short := s.rateWindow()
+	head := time.Duration(cfg.HeadStart * float64(short))
+	for _, b := range []struct {
+		name   string
+		window time.Duration
+		limit  int
+	}{{"15-minute", short, st.ReadShortLimit}, {"daily", 24 * time.Hour, st.ReadDailyLimit}} {
+		if b.limit <= 0 {
+			continue
+		}
+		h := head
+		if b.window > short {
+			h = short // the day's head start: one short window's worth
+		}
+		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
+		err := s.store.TakeSyncRead(ctx, now, b.window, allowed)
+		if errors.Is(err, model.ErrConflict) {
+			until := nextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, h)
+			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {
+				until = s.afterReset(until, job, now)
+			} else {
+				until = until.Add(time.Duration(priorityOf(job, now) * float64(b.window) / float64(max(shareCap(b.limit, cfg.BudgetShare), 1))))
+			}
+			return &DeferError{Until: until, Reason: fmt.Sprintf("sync paced: %d of the %s read budget's sync share taken so far in the window", allowed, b.name)}
+		}
+		if err != nil {
+			return fmt.Errorf("pace sync reads: %w", err)
+		}
 	}
 	return nil
+}
+
+// shareCap is what sync jobs may read of a budget of limit in a window:
+// the limit less the webhooks' part (1-share of it, at least one read).
+func shareCap(limit int, share float64) int {
+	return max(0, limit-max(1, int(math.Ceil(float64(limit)*(1-share)))))
+}
+
+// PacedAllowance is how many reads sync jobs may have taken by now in the
+// window of length window containing now, of a budget of limit with their
+// share: the share cap times the elapsed part of the window plus head (a
+// head start), at most the cap.
+func PacedAllowance(limit int, share float64, now time.Time, window, head time.Duration) int {
+	c := shareCap(limit, share)
+	elapsed := now.UTC().Sub(now.UTC().Truncate(window)) + head
+	if elapsed >= window {
+		return c
+	}
+	return int(float64(c) * float64(elapsed) / float64(window))
+}
+
+// nextPacingSlot is when the allowance of the window grows past taken
+// reads: the instant it reaches taken+1, or the window's end when the cap
+// is reached within it.
+func nextPacingSlot(limit int, share float64, taken int, now time.Time, window, head time.Duration) time.Time {
+	start := now.UTC().Truncate(window)
+	c := shareCap(limit, share)
+	if taken+1 > c || c == 0 {
+		return start.Add(window)
+	}
+	at := start.Add(time.Duration(math.Ceil(float64(taken+1)*float64(window)/float64(c))) - head)
+	if !at.After(now) {
+		at = now.Add(time.Second)
+	}
+	return at
+}
+
+// priorityOf places job among waiting sync jobs, in [0, 1]: 0 for a
+// milestone ending now (or past), growing with the time left (a week left
+// is 0.5), 1 without a milestone. Deferred jobs are due in its order.
+func priorityOf(job Job, now time.Time) float64 {
+	if job.Sync == nil || job.Sync.MilestoneEndUtc.IsZero() {
+		return 1
+	}
+	left := job.Sync.MilestoneEndUtc.Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	const half = 7 * 24 * time.Hour
+	return float64(left) / float64(left+half)
+}
+
+// afterReset is when a sync job deferred to reset is due: SyncResetDelay
+// of the short window after it, plus up to as much again by priority
+// (soonest-ending milestone first), so webhook jobs deferred to the same
+// reset are due before any sync job.
+func (s *Syncer) afterReset(reset time.Time, job Job, now time.Time) time.Time {
+	w := float64(s.rateWindow())
+	return reset.Add(time.Duration(w * SyncResetDelay * (1 + priorityOf(job, now))))
 }
 
 // deferJob records the deferral on the state and returns it for the
@@ -554,6 +732,9 @@ func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job Job, err er
 		return err
 	}
 	log.InfoContext(ctx, "sync deferred", "writeStatus", "deferred", "notBefore", de.Until.UTC().Format(time.RFC3339), "reason", de.Reason)
+	if err := writeWaitingEMF(s.Metrics, job.Sync.Mode, de.Until.Sub(s.Now()), s.Now()); err != nil {
+		log.WarnContext(ctx, "sync waiting metric not written", "error", err)
+	}
 	s.record(ctx, job, func(cur *model.SyncState) {
 		cur.State, cur.DeferredReason, cur.NextSyncAtUtc = model.SyncDeferred, de.Reason, de.Until.UTC()
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -27,6 +28,16 @@ type SyncSchedulerStore interface {
 	// ClaimOutboxItem records a job as received with a lease; ErrConflict
 	// when the key is already claimed (an idempotent enqueue).
 	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
+	// WorkoutLog reads the user's workouts started in windows (LSI1).
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
+	// CountUsers counts the users index (once per reconciliation cycle).
+	CountUsers(ctx context.Context) (int, error)
+	// ReconcileCursor reads the enumeration cursor; ErrNotFound before the
+	// first cycle.
+	ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error)
+	// SaveReconcileCursor writes it conditioned on its version;
+	// ErrConflict when another run moved it.
+	SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error
 }
 
 var _ SyncSchedulerStore = (*store.Store)(nil)
@@ -61,12 +72,20 @@ func NewSyncScheduler(st SyncSchedulerStore, d Dispatcher, log *slog.Logger) *Sy
 // MaxDays back (also the horizon without any milestone), at UTC day
 // granularity so that the same day yields the same backfill key.
 func (s *SyncScheduler) Horizon(ctx context.Context, userID string, now time.Time) (time.Time, error) {
+	h, _, err := s.horizon(ctx, userID, now)
+	return h, err
+}
+
+// horizon is Horizon and the end of the soonest-ending active milestone
+// (the job's priority; zero without one).
+func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Time) (time.Time, time.Time, error) {
 	cfg := s.Settings.WithDefaults()
 	floor := now.UTC().AddDate(0, 0, -cfg.MaxDays).Truncate(24 * time.Hour)
 	ms, err := s.store.UserMilestones(ctx, userID)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("sync horizon of user %s: %w", userID, err)
+		return time.Time{}, time.Time{}, fmt.Errorf("sync horizon of user %s: %w", userID, err)
 	}
+	_, end := ActiveMilestoneEnd(ms.Milestones, now, now)
 	var earliest time.Time
 	for _, m := range ms.Milestones {
 		if m.Status != model.StatusActive {
@@ -77,9 +96,30 @@ func (s *SyncScheduler) Horizon(ctx context.Context, userID string, now time.Tim
 		}
 	}
 	if earliest.IsZero() || earliest.Before(floor) {
-		return floor, nil
+		return floor, end, nil
 	}
-	return earliest.Truncate(24 * time.Hour), nil
+	return earliest.Truncate(24 * time.Hour), end, nil
+}
+
+// ActiveMilestoneEnd reports whether ms hold an active milestone whose
+// period overlaps [from, to], and the soonest end among them (zero when
+// none of them ends).
+func ActiveMilestoneEnd(ms []model.Milestone, from, to time.Time) (bool, time.Time) {
+	var (
+		any bool
+		end time.Time
+	)
+	for _, m := range ms {
+		if m.Status != model.StatusActive || m.PeriodStartAtUtc.After(to) ||
+			(m.PeriodEndAtUtc != nil && m.PeriodEndAtUtc.Before(from)) {
+			continue
+		}
+		any = true
+		if m.PeriodEndAtUtc != nil && (end.IsZero() || m.PeriodEndAtUtc.Before(end)) {
+			end = m.PeriodEndAtUtc.UTC()
+		}
+	}
+	return any, end
 }
 
 // EnsureBackfill enqueues a backfill of the user's history to its Horizon
@@ -96,7 +136,7 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 		return false, fmt.Errorf("ensure backfill of user %s: %w", userID, err)
 	}
 	now := s.Now()
-	horizon, err := s.Horizon(ctx, userID, now)
+	horizon, end, err := s.horizon(ctx, userID, now)
 	if err != nil {
 		return false, err
 	}
@@ -113,7 +153,7 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 			return false, nil
 		}
 	}
-	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon}
+	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
 	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeBackfill, userID, horizon), job, now)
 	if ok {
 		s.log.InfoContext(ctx, "backfill enqueued", "userId", userID, "athleteId", athleteID, "reason", reason,
@@ -122,28 +162,244 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 	return ok, err
 }
 
-// ReconcileResult counts what one reconciliation round did.
+// ReconcileResult counts what one reconciliation run did.
 type ReconcileResult struct {
-	// Users listed in the users index.
+	// Users the run came to in the users index.
 	Users int
-	// Enqueued reconciliation jobs (new keys for this slot).
+	// Enqueued reconciliation jobs (new keys for this cycle).
 	Enqueued int
-	// Already had this slot's job.
+	// Already had this cycle's job.
 	Already int
 	// Skipped users without a usable Strava connection.
 	Skipped int
+	// NoMilestone: users without an active milestone overlapping the
+	// reconcile window (nothing a reconciliation could change counts).
+	NoMilestone int
+	// NoUpload: users with one but no upload since their last
+	// reconciliation, which is younger than ReconcileIdle.
+	NoUpload int
+	// Running: users whose sync job runs or waits (it lists anyway).
+	Running int
 }
 
-// ReconcileAll enqueues one reconciliation (the last ReconcileDays) for
-// every user with a usable Strava connection, listed through the sparse
-// users index (never a Scan), keyed per user per ReconcileInterval slot: a
-// round repeated in the same slot enqueues nothing more. A failure on one
-// user is logged and the round goes on; the error reports the first one.
+func (r *ReconcileResult) add(o reconcileOutcome) {
+	r.Users++
+	switch o {
+	case outcomeEnqueued:
+		r.Enqueued++
+	case outcomeAlready:
+		r.Already++
+	case outcomeNoConnection:
+		r.Skipped++
+	case outcomeNoMilestone:
+		r.NoMilestone++
+	case outcomeNoUpload:
+		r.NoUpload++
+	case outcomeRunning:
+		r.Running++
+	}
+}
+
+type reconcileOutcome int
+
+const (
+	outcomeEnqueued reconcileOutcome = iota
+	outcomeAlready
+	outcomeNoConnection
+	outcomeNoMilestone
+	outcomeNoUpload
+	outcomeRunning
+)
+
+// ReconcileDue decides whether a user whose slot came up is reconciled at
+// now: never while its sync job runs or waits; when its last
+// reconciliation (st.ReconciledAtUtc; zero: never) is ReconcileIdle old;
+// else only when a workout of the reconcile window that is not a
+// tombstone has an activity id above the highest that reconciliation
+// listed (Strava's ids grow with uploads: the athlete uploaded since).
+// st may be nil (no sync yet). The caller has checked the milestone.
+func ReconcileDue(st *model.SyncState, window []model.Workout, now time.Time, idle time.Duration) bool {
+	if st != nil && st.Running() {
+		return false
+	}
+	if st == nil || st.ReconciledAtUtc.IsZero() || now.Sub(st.ReconciledAtUtc) >= idle {
+		return true
+	}
+	for _, w := range window {
+		if !w.IsDeleted && w.ActivityID > st.ReconciledActivityID {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileUser comes to one user at now: checks (cheapest first, nothing
+// written) that a reconciliation can change something that counts, and
+// enqueues it under the cycle's key. force skips the milestone and upload
+// checks (ReconcileAll).
+func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, userID string, now, cycle time.Time, force bool) (reconcileOutcome, error) {
+	from := now.AddDate(0, 0, -cfg.ReconcileDays)
+	ms, err := s.store.UserMilestones(ctx, userID)
+	if err != nil {
+		return 0, err
+	}
+	active, end := ActiveMilestoneEnd(ms.Milestones, from, now)
+	if !force {
+		if !active {
+			return outcomeNoMilestone, nil
+		}
+		st, err := s.store.SyncState(ctx, userID)
+		if errors.Is(err, model.ErrNotFound) {
+			st, err = nil, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		var window []model.Workout
+		if st != nil && !st.Running() && !st.ReconciledAtUtc.IsZero() && now.Sub(st.ReconciledAtUtc) < cfg.ReconcileIdle {
+			lg, err := s.store.WorkoutLog(ctx, userID, []model.Window{{From: from}})
+			if err != nil {
+				return 0, err
+			}
+			window = lg.Workouts
+		}
+		if !ReconcileDue(st, window, now, cfg.ReconcileIdle) {
+			if st != nil && st.Running() {
+				return outcomeRunning, nil
+			}
+			return outcomeNoUpload, nil
+		}
+	}
+	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
+		return outcomeNoConnection, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: from, MilestoneEndUtc: end}
+	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeReconcile, userID, cycle), job, now)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		return outcomeEnqueued, nil
+	}
+	return outcomeAlready, nil
+}
+
+// reconcileStopMargin is how much of a run's deadline ReconcileStep leaves
+// unused: it saves its cursor and stops before it.
+const reconcileStopMargin = 10 * time.Second
+
+// ReconcileStep is one run of the reconciliation scheduler (the sweeper
+// Lambda's {"task":"reconcile"} schedule, every minute; the local stack's
+// loop). A cycle walks the users index once per ReconcileInterval, at the
+// pace of ceil(users × elapsed / interval): each run comes to the users
+// whose slot has come since the last one (at most ReconcileBatch, and
+// never past its deadline), page by page, saving the cursor
+// (model.ReconcileCursor) after each page, so a run that dies resumes from
+// its last page and every user comes up once per interval (a page redone
+// claims the same keys: at most one job per user per cycle). A cycle that
+// ends early waits for the interval; one that lags catches up, a batch per
+// run. Each user it comes to is checked as reconcileUser says; a failure
+// on one user is logged and the run goes on (the error reports the first).
+// A concurrent run that moved the cursor first wins; this one stops.
+func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, error) {
+	cfg := s.Settings.WithDefaults()
+	now := s.Now()
+	var res ReconcileResult
+	cur, err := s.store.ReconcileCursor(ctx)
+	if errors.Is(err, model.ErrNotFound) {
+		cur, err = &model.ReconcileCursor{Done: true}, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("reconcile step: %w", err)
+	}
+	if cur.Done {
+		if !cur.CycleStartedAtUtc.IsZero() && now.Before(cur.CycleStartedAtUtc.Add(cfg.ReconcileInterval)) {
+			return res, nil
+		}
+		n, err := s.store.CountUsers(ctx)
+		if err != nil {
+			return res, fmt.Errorf("reconcile step: %w", err)
+		}
+		cur.CycleStartedAtUtc, cur.CycleUsers, cur.Visited, cur.Shard, cur.After, cur.Done = now, n, 0, 0, "", false
+		if err := s.store.SaveReconcileCursor(ctx, cur); err != nil {
+			return res, s.cursorLost(ctx, err)
+		}
+	}
+	todo := ReconcilePace(cur.CycleUsers, now.Sub(cur.CycleStartedAtUtc), cfg.ReconcileInterval) - cur.Visited
+	todo = min(todo, cfg.ReconcileBatch)
+	var first error
+	for todo > 0 && !cur.Done {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < reconcileStopMargin {
+			break
+		}
+		page, err := s.store.ListUsers(ctx, cur.Shard, cur.After, min(todo, 100))
+		if err != nil {
+			return res, fmt.Errorf("reconcile step: %w", err)
+		}
+		for _, userID := range page.UserIDs {
+			o, err := s.reconcileUser(ctx, cfg, userID, now, cur.CycleStartedAtUtc, false)
+			if err != nil {
+				s.log.WarnContext(ctx, "reconciliation not enqueued", "userId", userID, "error", err)
+				if first == nil {
+					first = fmt.Errorf("reconcile user %s: %w", userID, err)
+				}
+				res.Users++
+				continue
+			}
+			res.add(o)
+		}
+		cur.Visited += len(page.UserIDs)
+		todo -= len(page.UserIDs)
+		cur.After = page.Next
+		if !page.More {
+			cur.Shard, cur.After = cur.Shard+1, ""
+			cur.Done = cur.Shard >= model.UserListShards
+		}
+		if err := s.store.SaveReconcileCursor(ctx, cur); err != nil {
+			return res, s.cursorLost(ctx, err)
+		}
+	}
+	return res, first
+}
+
+// cursorLost ends a run whose cursor save failed: another run moved it
+// (nil: that one carries on) or the write failed.
+func (s *SyncScheduler) cursorLost(ctx context.Context, err error) error {
+	if errors.Is(err, model.ErrConflict) {
+		s.log.InfoContext(ctx, "reconciliation cursor moved by another run; this run stops")
+		return nil
+	}
+	return fmt.Errorf("reconcile step: %w", err)
+}
+
+// ReconcilePace is how many of users a cycle should have come to after
+// elapsed of interval: ceil(users × elapsed / interval), all of them (and
+// any that joined) once the interval has passed.
+func ReconcilePace(users int, elapsed, interval time.Duration) int {
+	if elapsed >= interval {
+		return math.MaxInt
+	}
+	if elapsed <= 0 {
+		return 0
+	}
+	return int(math.Ceil(float64(users) * float64(elapsed) / float64(interval)))
+}
+
+// ReconcileAll is an operator's (and the tools') full round: it comes to
+// every user of the users index at once, without the cursor, the
+// milestone and the upload checks, and enqueues a reconciliation for each
+// one with a usable connection, keyed per ReconcileInterval slot (a round
+// repeated in the same slot enqueues nothing more). The schedule runs
+// ReconcileStep instead. A failure on one user is logged and the round
+// goes on; the error reports the first one.
 func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, error) {
 	cfg := s.Settings.WithDefaults()
 	now := s.Now()
 	slot := now.Truncate(cfg.ReconcileInterval)
-	from := now.AddDate(0, 0, -cfg.ReconcileDays)
 	var (
 		res   ReconcileResult
 		first error
@@ -156,28 +412,16 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 				return res, fmt.Errorf("reconcile: %w", err)
 			}
 			for _, userID := range page.UserIDs {
-				res.Users++
-				athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
-				if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
-					res.Skipped++
-					continue
-				}
-				if err == nil {
-					job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: from}
-					var ok bool
-					ok, err = s.enqueue(ctx, model.SyncJobKey(model.SyncModeReconcile, userID, slot), job, now)
-					if ok {
-						res.Enqueued++
-					} else if err == nil {
-						res.Already++
-					}
-				}
+				o, err := s.reconcileUser(ctx, cfg, userID, now, slot, true)
 				if err != nil {
 					s.log.WarnContext(ctx, "reconciliation not enqueued", "userId", userID, "error", err)
 					if first == nil {
 						first = fmt.Errorf("reconcile user %s: %w", userID, err)
 					}
+					res.Users++
+					continue
 				}
+				res.add(o)
 			}
 			if !page.More {
 				break

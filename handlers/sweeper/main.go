@@ -3,8 +3,10 @@
 // whose hand-off was lost or whose deferral ended, by async-invoking the
 // worker, and writes the sweep's figures as CloudWatch metrics (the backlog
 // alarm). A second schedule invokes it with {"task":"reconcile"} every
-// CC_RECONCILE_INTERVAL: it enqueues one reconciliation per active athlete
-// (handlers/ingest.SyncScheduler.ReconcileAll). Wiring only; the logic is
+// minute: one step of the reconciliation's resumable enumeration, which
+// comes to each user once per CC_RECONCILE_INTERVAL and enqueues a
+// reconciliation for those that can change something
+// (handlers/ingest.SyncScheduler.ReconcileStep). Wiring only; the logic is
 // handlers/ingest.
 package main
 
@@ -23,7 +25,7 @@ import (
 )
 
 // TaskReconcile is the schedule input ({"task":"reconcile"}) that runs a
-// reconciliation round instead of a sweep.
+// reconciliation step instead of a sweep.
 const TaskReconcile = "reconcile"
 
 func main() {
@@ -49,7 +51,7 @@ func main() {
 	}
 	sched := ingest.NewSyncScheduler(st, dispatcher, log)
 	sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease
 	}
@@ -58,9 +60,10 @@ func main() {
 			Task string `json:"task"`
 		}
 		if json.Unmarshal(in, &task) == nil && task.Task == TaskReconcile {
-			res, err := sched.ReconcileAll(ctx)
-			log.InfoContext(ctx, "reconciliation round", "users", res.Users, "enqueued", res.Enqueued,
-				"already", res.Already, "skipped", res.Skipped, "error", err)
+			res, err := sched.ReconcileStep(ctx)
+			log.InfoContext(ctx, "reconciliation step", "users", res.Users, "enqueued", res.Enqueued,
+				"already", res.Already, "skipped", res.Skipped, "noMilestone", res.NoMilestone,
+				"noUpload", res.NoUpload, "running", res.Running, "error", err)
 			return res, err
 		}
 		res, err := sw.Sweep(ctx)

@@ -38,8 +38,9 @@ func main() {
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 		Sync: ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval},
+			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle},
 	}, log)
-	w.Metrics = os.Stdout // StravaReads by class (EMF), on the capacity dashboard
+	w.Metrics = os.Stdout      // StravaReads by class (EMF), on the capacity dashboard
+	w.Sync.Metrics = os.Stdout // SyncsWaiting (EMF): sync jobs turned away by the budget
 	lambda.Start(w.Handle)
 }

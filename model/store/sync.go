@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -110,4 +111,75 @@ func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID 
 		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, err)
 	}
 	return c.AthleteID, c.NeedsReauth, nil
+}
+
+// TakeSyncRead counts one Strava read of a sync job in the budget window of
+// length windowLen containing now (model.SyncReadsKey; the counter expires
+// an hour after the window) unless allowed reads were counted there
+// already: then it counts nothing and returns ErrConflict. The check and
+// the count are one conditional write, so concurrent sync jobs never take
+// more than allowed between them.
+func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed int) error {
+	window := now.UTC().Truncate(windowLen)
+	meta := &model.SyncReads{WindowStartUtc: window, WindowLen: windowLen}
+	meta.Stamp()
+	if allowed <= 0 {
+		return fmt.Errorf("count a sync read in the window of %s: nothing allowed yet: %w", window.Format(time.RFC3339), model.ErrConflict)
+	}
+	reads := expression.Name("reads")
+	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
+		Set(expression.Name("windowStartUtc"), expression.Value(window)).
+		Set(expression.Name("windowLenNs"), expression.Value(int64(windowLen))).
+		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
+		Add(reads, expression.Value(1))
+	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(allowed)))
+	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
+		return fmt.Errorf("count a sync read in the window of %s: %w", window.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// SyncReads reads how many reads sync jobs took in the window of length
+// windowLen containing now (0 when none).
+func (s *Store) SyncReads(ctx context.Context, now time.Time, windowLen time.Duration) (int, error) {
+	var r model.SyncReads
+	err := s.Get(ctx, s.t.Main, model.SyncReadsKey(now.UTC().Truncate(windowLen), windowLen), &r)
+	if errors.Is(err, model.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read sync reads of the window at %s: %w", now.UTC().Format(time.RFC3339), err)
+	}
+	return r.Reads, nil
+}
+
+// ReconcileCursor reads the reconciliation's enumeration cursor (strongly
+// consistent); ErrNotFound before the first cycle.
+func (s *Store) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error) {
+	var c model.ReconcileCursor
+	if err := s.Get(ctx, s.t.Main, model.ReconcileCursorKey(), &c); err != nil {
+		return nil, fmt.Errorf("read reconcile cursor: %w", err)
+	}
+	return &c, nil
+}
+
+// SaveReconcileCursor writes c conditioned on the version it was read at
+// (c.Version; 0: not stored yet) and increments it; ErrConflict when
+// another run moved the cursor meanwhile.
+func (s *Store) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
+	read := c.Version
+	cond := expression.AttributeNotExists(expression.Name("PK"))
+	if read > 0 {
+		cond = expression.Name("version").Equal(expression.Value(read))
+	}
+	c.Version, c.UpdatedAtUtc = read+1, s.Now().UTC()
+	if err := s.PutIf(ctx, s.t.Main, c, cond); err != nil {
+		c.Version = read
+		if isConflict(err) {
+			return fmt.Errorf("save reconcile cursor at version %d: %w", read, model.ErrConflict)
+		}
+		return fmt.Errorf("save reconcile cursor: %w", err)
+	}
+	return nil
 }

@@ -20,19 +20,21 @@
 // the bench (test/bench; bench.Minus subtracts the snapshots): a warm webhook create for an athlete with
 // an active milestone and for one without, a pushed update, a delete (api accept + worker + projector), a
 // new connect's backfill page of the default history (enqueue + worker + projection of the imported
-// workouts), a reconcile of an unchanged athlete (ReconcileAll's enqueue + the worker's page), and a
+// workouts), a reconcile of an unchanged athlete (ReconcileAll's enqueue — the operator's full round, without
+// the scheduled step's milestone/sync-state/LSI1 checks of a few RCU — + the worker's page), and a
 // deauthorization of the backfilled athlete. The figures are DynamoDB Local's ConsumedCapacity accounting
 // (the meter's package doc lists where it differs from AWS: transactions are floored to AWS's 2 units per
 // item; a Query that finds nothing reports 0 where AWS charges 0.5 RCU). They measure the code as it is:
 // re-run the tool after the reconciliation and hot-key rework, and the plan follows.
 //
-// # The reconciliation the plan assumes (issue 24 items 1 and 2; decided, being implemented)
+// # The reconciliation the plan assumes (issue 24 items 1 and 2; handlers/ingest, "Backfill and reconciliation")
 //
-//   - Each athlete has its own slot in the reconcile interval (a hash of its user id), default 7 days
-//     (CC_RECONCILE_INTERVAL becomes 168h, was 6h).
+//   - Each athlete has its own slot in the reconcile interval (its place in a resumable walk of the users
+//     index, paced over the interval), default 7 days (CC_RECONCILE_INTERVAL 168h, was 6h).
 //   - At its slot an athlete is reconciled only if it has an active milestone whose period overlaps the
-//     reconcile window (CC_RECONCILE_DAYS, 14) AND Strava activity was seen since its last reconcile (a
-//     webhook), or its last reconcile is older than a slow round-robin interval (default 28 days).
+//     reconcile window (CC_RECONCILE_DAYS, 14) AND it uploaded since its last reconcile (a stored workout
+//     of the window with a higher activity id than that reconcile listed; an upload arrives as a create
+//     webhook), or its last reconcile is older than a slow round-robin interval (CC_RECONCILE_IDLE, 28 days).
 //   - One reconcile is one GET /athlete/activities?after=<now-14d>&per_page=200 page for a typical athlete:
 //     an unchanged athlete costs one small page and no writes.
 //   - Documented bound: an edit Strava never pushes, to an activity started within the last 14 days, of an

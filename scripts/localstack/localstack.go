@@ -47,6 +47,10 @@ import (
 )
 
 // Defaults of the local stack's own settings.
+// DefaultLocalAthleteReads is the per-athlete read cap of a local stack on
+// its built-in simulator (the demo's month in a minute needs more than 30).
+const DefaultLocalAthleteReads = 100
+
 const (
 	DefaultHTTPAddr    = "127.0.0.1:8080"
 	DefaultSimAddr     = "127.0.0.1:8090"
@@ -73,11 +77,12 @@ var Settings = []struct{ Name, Meaning string }{
 	{"STRAVA_VERIFY_TOKEN", "the webhook handshake token (default " + DefaultVerifyToken + ")"},
 	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
 	{"CC_OUTBOX_LEASE", "how long a webhook hand-off is presumed in flight before the sweeper dispatches it again (default " + DefaultLocalLease.String() + " locally)"},
-	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30; 0: no cap)"},
+	{"CC_ATHLETE_READS_PER_WINDOW", "Strava reads one athlete's events may cause per 15 minutes (default 30, 100 with the built-in simulator; 0: no cap)"},
 	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
 	{"CC_SYNC_MAX_DAYS, CC_SYNC_BUDGET_SHARE", "how far back a backfill imports (default 365 days) and the share of each Strava budget window sync jobs may spend (default 0.5)"},
-	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and how often it runs (default 6h; the first round after one interval)"},
+	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and each athlete's reconcile slot period (default 168h: every user comes up once per interval, reconciled when it has an active milestone and uploaded since)"},
+	{"CC_RECONCILE_IDLE", "how long an athlete with an active milestone but no upload goes unreconciled (default 672h)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},
 }
 
@@ -220,6 +225,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	set("CC_OUTBOX_LEASE", DefaultLocalLease.String())
 
 	if getenv("STRAVA_BASE_URL") == "" {
+		// Against the built-in simulator `make demo` plays a month of one
+		// athlete's uploads, corrections and a delete (each confirmed by a
+		// read since issue 25) within a minute: more than the production
+		// cap of reads per athlete and window.
+		set("CC_ATHLETE_READS_PER_WINDOW", strconv.Itoa(DefaultLocalAthleteReads))
 		subID := int64(DefaultSubscriptionID)
 		if v := getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
 			if subID, err = strconv.ParseInt(v, 10, 64); err != nil || subID <= 0 {
@@ -328,7 +338,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.reconcileEvery(sweepCtx, s.Scheduler.Settings.WithDefaults().ReconcileInterval)
+			s.reconcileEvery(sweepCtx, ReconcileTick(s.Scheduler.Settings.WithDefaults().ReconcileInterval))
 		}()
 		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
 		wg.Wait()
@@ -439,16 +449,27 @@ func (s *Stack) Close(ctx context.Context) {
 	})
 }
 
-// reconcileEvery runs a reconciliation round every interval (the local
+// ReconcileTick is how often the local stack runs a reconciliation step
+// for a CC_RECONCILE_INTERVAL of interval: as Terraform's schedule does
+// for the default week (every minute), scaled down for shorter intervals
+// (at least every second).
+func ReconcileTick(interval time.Duration) time.Duration {
+	return min(time.Minute, max(time.Second, interval/(7*24*60)))
+}
+
+// reconcileEvery runs a reconciliation step every tick (the local
 // stand-in for the Terraform schedule) until ctx ends.
-func (s *Stack) reconcileEvery(ctx context.Context, interval time.Duration) {
-	for model.Sleep(ctx, interval) == nil {
-		res, err := s.Scheduler.ReconcileAll(ctx)
+func (s *Stack) reconcileEvery(ctx context.Context, tick time.Duration) {
+	for model.Sleep(ctx, tick) == nil {
+		res, err := s.Scheduler.ReconcileStep(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "reconciliation round failed", "error", err)
+			s.log.WarnContext(ctx, "reconciliation step failed", "error", err)
 		}
-		s.log.InfoContext(ctx, "reconciliation round", "users", res.Users, "enqueued", res.Enqueued,
-			"already", res.Already, "skipped", res.Skipped)
+		if res.Users > 0 {
+			s.log.InfoContext(ctx, "reconciliation step", "users", res.Users, "enqueued", res.Enqueued,
+				"already", res.Already, "skipped", res.Skipped, "noMilestone", res.NoMilestone,
+				"noUpload", res.NoUpload, "running", res.Running)
+		}
 	}
 }
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -92,14 +94,30 @@ func List(ctx context.Context, st Lister, now time.Time, stuckAfter time.Duratio
 	return rows, nil
 }
 
-// Print writes rows as a table.
+// Print writes rows as a table: failed and stuck first, then the syncs
+// waiting for the Strava budget in the order they will run (next attempt;
+// the soonest-ending milestones were given the earliest), then the rest;
+// and how many wait.
 func Print(w io.Writer, rows []Row) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no sync needs attention")
 		return
 	}
+	rank := map[string]int{AttentionFailed: 0, AttentionStuck: 1, AttentionDeferred: 2, AttentionNone: 3}
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if c := cmp.Compare(rank[a.Attention], rank[b.Attention]); c != 0 {
+			return c
+		}
+		return a.State.NextSyncAtUtc.Compare(b.State.NextSyncAtUtc)
+	})
+	waiting := 0
+	for _, r := range rows {
+		if r.Attention == AttentionDeferred {
+			waiting++
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "USER\tATTENTION\tSTATE\tMODE\tIMPORTED\tHORIZON\tUPDATED\tNEXT\tREASON")
+	fmt.Fprintln(tw, "USER\tATTENTION\tSTATE\tMODE\tIMPORTED\tHORIZON\tUPDATED\tNEXT\tMILESTONE_END\tREASON")
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -112,8 +130,9 @@ func Print(w io.Writer, rows []Row) {
 		if att == "" {
 			att = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.UserID, att, s.State, s.Mode, s.ImportedCount,
-			ts(s.HorizonUtc), ts(s.UpdatedAtUtc), ts(s.NextSyncAtUtc), s.DeferredReason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.UserID, att, s.State, s.Mode, s.ImportedCount,
+			ts(s.HorizonUtc), ts(s.UpdatedAtUtc), ts(s.NextSyncAtUtc), ts(s.MilestoneEndUtc), s.DeferredReason)
 	}
 	_ = tw.Flush()
+	fmt.Fprintf(w, "%d syncs waiting for the strava budget (deferred: NEXT is the next attempt, REASON why)\n", waiting)
 }

@@ -1,6 +1,8 @@
 // Command syncs lists the Strava syncs (backfill, reconciliation) that need
-// an operator — failed, deferred, or stuck (running but not updated for
-// -stuck-after) — and restarts one with -restart <userId>: a restart takes
+// an operator — failed, deferred (waiting for the Strava budget: who waits,
+// why, the next attempt and the milestone end that orders them; the
+// worker's SyncsWaiting metric counts them), or stuck (running but not
+// updated for -stuck-after) — and restarts one with -restart <userId>: a restart takes
 // over the user's unfinished job from its cursor (or ensures the backfill
 // when nothing is unfinished) on the outbox, so the worker carries it on.
 //
@@ -81,7 +83,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		}
 		sched := ingest.NewSyncScheduler(st, d, cfg.Logger())
 		sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval}
+			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 		// A short lease: without a dispatcher the sweeper runs it at once.
 		sched.Lease = time.Second
 		if err := sched.Restart(ctx, *restart); err != nil {

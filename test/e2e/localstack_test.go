@@ -118,7 +118,15 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	var out bytes.Buffer
 	res, err := localstack.Demo(ctx, localstack.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
 	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, out.String())
+		logMu.Lock()
+		var held []string // what kept work back: deferrals, retries, parking
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"writeStatus":"deferred"`) || strings.Contains(l, `"writeStatus":"retry"`) || strings.Contains(l, `"writeStatus":"parked"`) {
+				held = append(held, l)
+			}
+		}
+		logMu.Unlock()
+		t.Fatalf("demo: %v\n%s\nworker jobs held back:\n%s", err, out.String(), strings.Join(held, "\n"))
 	}
 	f := res.Final
 	if f.Status != "completed" || len(f.Awards) != res.PartCount || f.Progress.Value < res.Target {

@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
@@ -351,9 +352,44 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 		return res.Dispatched
 	}
-	// The reconcile schedule's run (handlers/sweeper with {"task":"reconcile"}).
+	// The reconcile schedule's runs (handlers/sweeper with {"task":"reconcile"}):
+	// a step that begins a cycle (cursor, users count) and one a whole
+	// interval later that comes to every user (milestones, sync state,
+	// recent workouts, connection), inside the period of the milestone the
+	// flows create (March 2026); then an operator's full round, which
+	// enqueues for every connected athlete whatever it uploaded.
 	runReconcile := func() {
 		t.Helper()
+		march := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+		// The flows' milestone has ended by now (the projector says so):
+		// every user gets an active one over the steps' days (test setup,
+		// through the unrestricted client, not a role).
+		admin := store.New(db, local)
+		for shard := range model.UserListShards {
+			page, err := admin.ListUsers(ctx, shard, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range page.UserIDs {
+				end := march.AddDate(0, 1, 0)
+				m := &model.Milestone{UserID: u, MilestoneID: "iam-reconcile", MilestoneDefinition: model.MilestoneDefinition{
+					ModelID: "road-bike", Title: "March", Metric: "distance", Target: 1000, SportTypes: []string{"Run"},
+					PeriodStartAtUtc: march.AddDate(0, -1, 0), PeriodEndAtUtc: &end, PartCount: 1},
+					Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: march, WrittenBy: model.WriterAPI}
+				if err := admin.Put(ctx, local.Main, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, at := range []time.Time{march, march.Add(reconciler.Settings.WithDefaults().ReconcileInterval)} {
+			reconciler.Now = func() time.Time { return at }
+			res, err := reconciler.ReconcileStep(ctx)
+			if err != nil {
+				t.Fatalf("reconcile step: got %+v, %v", res, err)
+			}
+			t.Logf("reconcile step at %s: %+v", at.Format(time.DateOnly), res)
+		}
+		reconciler.Now = func() time.Time { return time.Now().UTC() }
 		if res, err := reconciler.ReconcileAll(ctx); err != nil || res.Enqueued == 0 {
 			t.Fatalf("reconcile: got %+v, %v; want jobs enqueued", res, err)
 		}

@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -574,15 +576,20 @@ func checkSweeperDeployed(d *Deployed, add addFunc) {
 	}
 }
 
-// reconcileRate is the schedule expression of an interval in whole hours.
-var reconcileRate = regexp.MustCompile(`^rate\(([0-9]+) hours?\)$`)
+// reconcileRate is the schedule expression of a step every N minutes.
+var reconcileRate = regexp.MustCompile(`^rate\(([0-9]+) minutes?\)$`)
+
+// maxReconcileStepMinutes bounds the reconcile schedule's period: each step
+// comes to the users whose slot came since the last one, at most a batch
+// (ingest.DefaultReconcileBatch), so rare steps would let the cycle lag.
+const maxReconcileStepMinutes = 15
 
 // checkReconcileScheduled: a rule of its own invokes the sweeper with
-// {"task":"reconcile"} (handlers/sweeper.TaskReconcile) at the rate the
-// sweeper's CC_RECONCILE_INTERVAL slots the reconciliation keys by, and the
-// worker reads the same interval.
+// {"task":"reconcile"} (handlers/sweeper.TaskReconcile) every few minutes
+// (each a step of the resumable enumeration); the idle interval is at
+// least the slot interval; the worker reads the same intervals.
 func checkReconcileScheduled(d *Deployed, sw Resource, rules map[string]Resource, add addFunc) {
-	interval := EnvOf(sw)["CC_RECONCILE_INTERVAL"]
+	interval, idle := EnvOf(sw)["CC_RECONCILE_INTERVAL"], EnvOf(sw)["CC_RECONCILE_IDLE"]
 	found := false
 	for _, tg := range d.Of("aws_cloudwatch_event_target") {
 		var in struct {
@@ -594,16 +601,28 @@ func checkReconcileScheduled(d *Deployed, sw Resource, rules map[string]Resource
 		found = true
 		r := rules[tg.Str("rule")]
 		m := reconcileRate.FindStringSubmatch(r.Str("schedule_expression"))
-		if m == nil || m[1]+"h" != interval {
-			add("%s: reconcile schedule %q, want rate(N hours) equal to the sweeper's CC_RECONCILE_INTERVAL %q", r.Address, r.Str("schedule_expression"), interval)
+		if n, err := strconv.Atoi(safeIndex(m, 1)); m == nil || err != nil || n < 1 || n > maxReconcileStepMinutes {
+			add("%s: reconcile schedule %q, want rate(N minutes) with N at most %d: each run is one bounded step of the enumeration", r.Address, r.Str("schedule_expression"), maxReconcileStepMinutes)
 		}
 	}
 	if !found {
 		add("no aws_cloudwatch_event_target invokes the sweeper with {\"task\":\"reconcile\"}: edits Strava never pushes would never be reconciled")
 	}
-	if w, ok := d.Functions["worker"]; ok && EnvOf(w)["CC_RECONCILE_INTERVAL"] != interval {
-		add("function worker: CC_RECONCILE_INTERVAL = %q, the sweeper's %q", EnvOf(w)["CC_RECONCILE_INTERVAL"], interval)
+	iv, err1 := time.ParseDuration(interval)
+	id, err2 := time.ParseDuration(idle)
+	if err1 != nil || err2 != nil || id < iv {
+		add("function sweeper: CC_RECONCILE_IDLE = %q, CC_RECONCILE_INTERVAL = %q: want durations, the idle interval at least the slot interval", idle, interval)
 	}
+	if w, ok := d.Functions["worker"]; ok && (EnvOf(w)["CC_RECONCILE_INTERVAL"] != interval || EnvOf(w)["CC_RECONCILE_IDLE"] != idle) {
+		add("function worker: CC_RECONCILE_INTERVAL = %q, CC_RECONCILE_IDLE = %q, the sweeper's %q, %q", EnvOf(w)["CC_RECONCILE_INTERVAL"], EnvOf(w)["CC_RECONCILE_IDLE"], interval, idle)
+	}
+}
+
+func safeIndex(m []string, i int) string {
+	if i < len(m) {
+		return m[i]
+	}
+	return ""
 }
 
 // ------------------------------------------------------------------ routes

@@ -48,11 +48,13 @@ locals {
   outbox_env = {
     CC_OUTBOX_LEASE = var.sweeper.lease
   }
-  # Reconciliation: the window it re-lists and its interval, which also
-  # slots the reconciliation jobs' keys (the schedule below runs at it).
+  # Reconciliation: the window it re-lists, each athlete's slot period (one
+  # enumeration cycle; the schedule below steps it every minute) and the
+  # slow round-robin for athletes without an upload.
   reconcile_env = {
     CC_RECONCILE_DAYS     = tostring(var.reconcile.days)
     CC_RECONCILE_INTERVAL = "${var.reconcile.interval_hours}h"
+    CC_RECONCILE_IDLE     = "${var.reconcile.idle_hours}h"
   }
   strava_env = {
     STRAVA_BASE_URL            = var.strava.base_url
@@ -384,8 +386,11 @@ data "aws_iam_policy_document" "projector" {
 # that index only, never the table, never a Scan), leases each with a
 # conditional UpdateItem (and parks an undecodable one the same way), and
 # hands it to the worker with an async invoke. On the reconcile schedule it
-# lists users through the sparse users index (GSI2), reads each one's
-# connection status (GetItem) and claims a reconciliation job (UpdateItem).
+# reads and saves its enumeration cursor (GetItem/PutItem of
+# RECONCILE#STRAVA only), counts and lists users through the sparse users
+# index (GSI2), reads each one's milestones (Query on the table), sync
+# state and connection status (GetItem) and recent workouts (Query on
+# LSI1), and claims a reconciliation job (UpdateItem).
 data "aws_iam_policy_document" "sweeper" {
   statement {
     sid       = "PendingIndex"
@@ -406,6 +411,21 @@ data "aws_iam_policy_document" "sweeper" {
     sid       = "ConnectionStatus"
     actions   = ["dynamodb:GetItem"]
     resources = [module.tables.arns["main"]]
+  }
+  statement {
+    sid       = "ReconcileChecks"
+    actions   = ["dynamodb:Query"]
+    resources = [module.tables.arns["main"], "${module.tables.arns["main"]}/index/LSI1"]
+  }
+  statement {
+    sid       = "ReconcileCursor"
+    actions   = ["dynamodb:PutItem"]
+    resources = [module.tables.arns["main"]]
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["RECONCILE#STRAVA"]
+    }
   }
   statement {
     sid       = "InvokeWorker"
@@ -528,13 +548,17 @@ resource "aws_lambda_permission" "sweeper_schedule" {
 
 # --------------------------------------------------- reconcile schedule
 
-# Reconciliation: every interval the sweeper enqueues one job per active
-# athlete that re-lists the recent days and writes only what differs (edits
-# Strava never pushes). Its own rule, so its rate is independent of the sweeps.
+# Reconciliation: every minute the sweeper takes one step of the resumable
+# enumeration, which comes to each user once per var.reconcile.interval_hours
+# (at ceil(users x 1 min / interval) users a step, cursor saved per page)
+# and enqueues a job re-listing the recent days only for athletes with an
+# active milestone that uploaded since their last reconciliation (or whose
+# last one is idle_hours old); see handlers/ingest, "Backfill and
+# reconciliation". Its own rule, so its rate is independent of the sweeps.
 resource "aws_cloudwatch_event_rule" "reconcile" {
   name                = "${local.name}-reconcile"
-  description         = "Enqueues the reconciliation of every active athlete's recent Strava activities."
-  schedule_expression = "rate(${var.reconcile.interval_hours} ${var.reconcile.interval_hours == 1 ? "hour" : "hours"})"
+  description         = "One step of the reconciliation's enumeration of athletes (each once per interval)."
+  schedule_expression = "rate(1 minute)"
   tags                = var.tags
 }
 

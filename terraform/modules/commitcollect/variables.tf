@@ -238,21 +238,32 @@ variable "sweeper" {
 
 variable "reconcile" {
   description = <<-EOT
-    Reconciliation of edits Strava never pushes (distance, time, crops): every
-    interval_hours an EventBridge schedule has the sweeper enqueue, for every
-    athlete with a usable connection, a job that re-lists the last `days` days
-    and writes only the workouts that differ (CC_RECONCILE_INTERVAL and
-    CC_RECONCILE_DAYS of the sweeper and worker).
+    Reconciliation of edits Strava never pushes (distance, time, crops): each
+    athlete has a slot every interval_hours (an EventBridge schedule steps the
+    sweeper's resumable enumeration every minute); at its slot an athlete with
+    an active milestone overlapping the last `days` days is reconciled when it
+    uploaded since its last reconciliation, or when that one is idle_hours
+    old: one job re-lists the last `days` days (after=) and writes only the
+    workouts that differ. Bound: an unpushed edit to such an activity is
+    caught within interval_hours (plus one rate window) when the athlete
+    uploaded anything meanwhile, else within idle_hours while the activity is
+    inside the window. CC_RECONCILE_INTERVAL, CC_RECONCILE_IDLE and
+    CC_RECONCILE_DAYS of the sweeper and worker.
   EOT
   type = object({
-    interval_hours = optional(number, 6)
+    interval_hours = optional(number, 168)
+    idle_hours     = optional(number, 672)
     days           = optional(number, 14)
   })
   default = {}
 
   validation {
-    condition     = var.reconcile.interval_hours >= 1 && var.reconcile.interval_hours <= 168 && floor(var.reconcile.interval_hours) == var.reconcile.interval_hours
-    error_message = "reconcile.interval_hours must be a whole number of hours between 1 and 168."
+    condition     = var.reconcile.interval_hours >= 1 && var.reconcile.interval_hours <= 720 && floor(var.reconcile.interval_hours) == var.reconcile.interval_hours
+    error_message = "reconcile.interval_hours must be a whole number of hours between 1 and 720."
+  }
+  validation {
+    condition     = var.reconcile.idle_hours >= var.reconcile.interval_hours && var.reconcile.idle_hours <= 2160 && floor(var.reconcile.idle_hours) == var.reconcile.idle_hours
+    error_message = "reconcile.idle_hours must be a whole number of hours, at least interval_hours and at most 2160."
   }
   validation {
     condition     = var.reconcile.days >= 1 && var.reconcile.days <= 90 && floor(var.reconcile.days) == var.reconcile.days

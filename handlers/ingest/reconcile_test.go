@@ -1,0 +1,463 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/stravasim"
+)
+
+// recordingLister records the options of every list call.
+type recordingLister struct {
+	ingest.ActivityLister
+	mu   sync.Mutex
+	opts []strava.ListOptions
+}
+
+func (l *recordingLister) ListActivities(ctx context.Context, tok string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error) {
+	l.mu.Lock()
+	l.opts = append(l.opts, o)
+	l.mu.Unlock()
+	return l.ActivityLister.ListActivities(ctx, tok, o)
+}
+
+// scheduleStore is the real store with the scheduler's visits and claims
+// counted per user, and a cursor save that fails on the nth call (a crash
+// after a page was processed, before its cursor was saved).
+type scheduleStore struct {
+	*store.Store
+	mu        sync.Mutex
+	visits    map[string]int
+	claims    map[string]int
+	keys      map[string]bool
+	saves     int
+	crashSave int
+}
+
+func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (store.UserMilestones, error) {
+	s.mu.Lock()
+	s.visits[userID]++
+	s.mu.Unlock()
+	return s.Store.UserMilestones(ctx, userID)
+}
+
+func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
+	rec, err := s.Store.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
+	if err == nil {
+		j, derr := ingest.DecodeJob([]byte(job))
+		s.mu.Lock()
+		if derr == nil && !s.keys[key] { // a lapsed lease claims the same job again
+			s.keys[key] = true
+			s.claims[j.Sync.UserID]++
+		}
+		s.mu.Unlock()
+	}
+	return rec, err
+}
+
+func (s *scheduleStore) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
+	s.mu.Lock()
+	s.saves++
+	crash := s.saves == s.crashSave
+	s.mu.Unlock()
+	if crash {
+		return fmt.Errorf("simulated crash before the cursor was saved: %w", model.ErrRetryable)
+	}
+	return s.Store.SaveReconcileCursor(ctx, c)
+}
+
+func (s *scheduleStore) take() (visits, claims map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	visits, claims = s.visits, s.claims
+	s.visits, s.claims = map[string]int{}, map[string]int{}
+	return visits, claims
+}
+
+// milestone gives user an active milestone from start to end.
+func (r *syncRig) milestone(user string, start, end time.Time) {
+	r.t.Helper()
+	m := &model.Milestone{UserID: user, MilestoneID: "m-" + user, MilestoneDefinition: model.MilestoneDefinition{
+		ModelID: "distance", Title: "Run", Metric: "distance", Target: 100, SportTypes: []string{"Run"},
+		PeriodStartAtUtc: start, PeriodEndAtUtc: &end, PartCount: 1}, Version: 1, CreatedAtUtc: start, WrittenBy: model.WriterAPI}
+	m.Status = model.StatusActive
+	if err := r.st.Put(context.Background(), r.st.Tables().Main, m); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// profiles puts users' profiles and waits until the users index lists them.
+func (r *syncRig) profiles(users ...string) {
+	r.t.Helper()
+	ctx := context.Background()
+	for i, u := range users {
+		if err := r.st.Put(ctx, r.st.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(1000 + i)}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	r.waitUntil("the users index lists every profile", func() bool {
+		n, err := r.st.CountUsers(ctx)
+		return err == nil && n == len(users)
+	})
+}
+
+func (r *syncRig) scheduleStore(settings ingest.SyncSettings) *scheduleStore {
+	ss := &scheduleStore{Store: r.st, visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
+	r.sched = ingest.NewSyncScheduler(ss, nil, testLog())
+	r.sched.Settings = settings
+	r.sched.Now = func() time.Time { return r.now }
+	return ss
+}
+
+func (r *syncRig) step() ingest.ReconcileResult {
+	r.t.Helper()
+	res, err := r.sched.ReconcileStep(context.Background())
+	if err != nil {
+		r.t.Fatalf("ReconcileStep: %v", err)
+	}
+	return res
+}
+
+// Protections: ReconcileStep's milestone check (reconcileUser) and its
+// upload check (ReconcileDue); removing either enqueues a user this test
+// says must wait.
+func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, ReconcileIdle: 4 * time.Hour}
+	r := newSyncRig(t, settings)
+	ss := r.scheduleStore(settings)
+	ctx := context.Background()
+	r.profiles("u-none", "u-quiet", "u-active")
+	for i, u := range []string{"u-none", "u-quiet", "u-active"} {
+		r.link(u, int64(600+i), 24*time.Hour)
+	}
+	r.milestone("u-quiet", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
+	r.milestone("u-active", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
+	// u-none's milestone ended before the reconcile window.
+	r.milestone("u-none", r.now.AddDate(0, 0, -60), r.now.AddDate(0, 0, -20))
+	// Both were reconciled an hour ago up to activity 7001; u-active
+	// uploaded 7002 since.
+	for _, u := range []string{"u-quiet", "u-active"} {
+		if _, err := r.st.UpdateSyncState(ctx, u, func(cur *model.SyncState) error {
+			cur.State, cur.ReconciledAtUtc, cur.ReconciledActivityID = model.SyncIdle, r.now.Add(-time.Hour), 7001
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct {
+		user string
+		id   int64
+	}{{"u-quiet", 7000}, {"u-quiet", 7001}, {"u-active", 7001}, {"u-active", 7002}} {
+		wo := &model.Workout{UserID: w.user, AthleteID: 1, ActivityID: w.id, SportType: "Run", DistanceMeters: 1000,
+			StartDateUtc: r.now.Add(-time.Duration(w.id-6990) * time.Hour), CreatedAtUtc: r.now, UpdatedAtUtc: r.now, FetchStartedAtNs: r.now.UnixNano()}
+		if err := r.st.UpsertWorkout(ctx, wo); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r.step() // starts the cycle
+	r.now = r.now.Add(time.Hour)
+	res := r.step()
+	visits, claims := ss.take()
+	if res.Users != 3 || visits["u-none"] != 1 || visits["u-quiet"] != 1 || visits["u-active"] != 1 {
+		t.Fatalf("got %+v visits %v, want every user come to once", res, visits)
+	}
+	if claims["u-none"] != 0 || claims["u-quiet"] != 0 || claims["u-active"] != 1 {
+		t.Fatalf("got claims %v, want only u-active's (milestone and an upload since)", claims)
+	}
+	// Idle: the next cycle comes to u-quiet when its reconciliation is four
+	// hours old, and the slow round-robin reconciles it. u-none never.
+	for range 2 {
+		r.now = r.now.Add(time.Hour)
+		r.step()
+	}
+	_, claims = ss.take()
+	if claims["u-none"] != 0 || claims["u-quiet"] != 1 {
+		t.Fatalf("got claims %v over the idle interval, want u-quiet's once, u-none's never", claims)
+	}
+}
+
+// Protection: the reconciliation lists with after= (sync.go page); without
+// it the assertion on the list's options fails.
+func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour}
+	r := newSyncRig(t, settings)
+	lister := &recordingLister{ActivityLister: strava.NewClient(r.sim.URL, nil)}
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, lister.ActivityLister.(*strava.Client).HTTPClient())
+	r.worker.Sync = ingest.NewSyncer(r.counted, refresher, lister, testLog())
+	r.worker.Sync.Settings = settings
+	r.worker.Sync.Now = func() time.Time { return r.now }
+	r.link("u1", 95, 24*time.Hour)
+	r.profiles("u1")
+	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
+	r.history(95, 8000, 5, 24*time.Hour)
+	r.drain(r.backfill("u1"), 10)
+	if st := r.state("u1"); st.ReconciledAtUtc.IsZero() || st.ReconciledActivityID != 8004 {
+		t.Fatalf("got %s reconciled %s up to %d, want the first backfill to count as a reconciliation up to 8004", show(st), st.ReconciledAtUtc, st.ReconciledActivityID)
+	}
+	// An upload, through its webhook.
+	r.sim.PutActivity(stravasim.Activity{ID: 8100, AthleteID: 95, Name: "New", SportType: "Run", Distance: 2000, MovingTime: 700,
+		ElapsedTime: 800, StartDate: r.now.Add(-time.Hour).Truncate(time.Second)})
+	r.deliver(r.sim.ActivityEvent("create", 8100, 95, nil))
+	r.counted.reset()
+	lister.mu.Lock()
+	lister.opts = nil
+	lister.mu.Unlock()
+
+	r.step()
+	r.now = r.now.Add(time.Hour)
+	if res := r.step(); res.Enqueued != 1 {
+		t.Fatalf("got %+v, want u1 reconciled (an upload since)", res)
+	}
+	var cur *model.ReconcileCursor
+	cur, err := r.st.ReconcileCursor(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", cur.CycleStartedAtUtc), 5)
+	lister.mu.Lock()
+	opts := slices.Clone(lister.opts)
+	lister.mu.Unlock()
+	from := r.now.AddDate(0, 0, -14)
+	if len(opts) != 1 || opts[0].After.IsZero() || opts[0].After.After(from) || from.Sub(opts[0].After) > time.Second || opts[0].Before.IsZero() {
+		t.Fatalf("got list calls %+v, want exactly one, with after= the window's start (%s) and before= set", opts, from)
+	}
+	if total, _ := r.counted.writes(); total != 0 {
+		t.Fatalf("got writes %v, want none for an unchanged athlete", r.counted.upserts)
+	}
+}
+
+// Protection: ReconcileStep saves its cursor after every page and keys the
+// job by the cycle; saving only at the end of a run (or keying by the run)
+// makes the crash below visit or enqueue users twice or never.
+func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: 10 * time.Hour, ReconcileBatch: 4}
+	r := newSyncRig(t, settings)
+	ss := r.scheduleStore(settings)
+	var users []string
+	for i := range 20 {
+		users = append(users, fmt.Sprintf("u%02d", i))
+	}
+	r.profiles(users...)
+	for i, u := range users {
+		r.link(u, int64(700+i), 24*time.Hour)
+		r.milestone(u, r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
+	}
+	ss.crashSave = 4 // the third page's save (after the cycle's first)
+	r.step()
+	for cycle := range 2 {
+		// Cycle 0 began with the step above and ends at hour 10; cycle 1
+		// begins at hour 11 (the first step after) and ends at hour 21.
+		for hour := range 10 + cycle {
+			r.now = r.now.Add(time.Hour)
+			res, err := r.sched.ReconcileStep(context.Background())
+			if err != nil && !errors.Is(err, model.ErrRetryable) {
+				t.Fatalf("cycle %d hour %d: %v", cycle, hour, err)
+			}
+			if res.Users > settings.ReconcileBatch {
+				t.Fatalf("a run came to %d users, want at most the batch %d", res.Users, settings.ReconcileBatch)
+			}
+		}
+		visits, claims := ss.take()
+		for _, u := range users {
+			if claims[u] != 1 {
+				t.Fatalf("cycle %d: got claims %v, want every user's reconciliation enqueued exactly once", cycle, claims)
+			}
+			if visits[u] < 1 || (cycle == 1 && visits[u] != 1) {
+				t.Fatalf("cycle %d: got visits %v, want every user come to (exactly once without a crash)", cycle, visits)
+			}
+		}
+		// Idle users again for the next cycle: their jobs were never run.
+		for _, u := range users {
+			if _, err := r.st.UpdateSyncState(context.Background(), u, func(cur *model.SyncState) error {
+				cur.State = model.SyncIdle
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestPacedAllowance(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	w := 15 * time.Minute
+	head := 90 * time.Second
+	tests := []struct {
+		name  string
+		limit int
+		share float64
+		at    time.Duration
+		want  int
+	}{
+		{"window start: the head start", 100, 0.5, 0, 5},
+		{"half way", 100, 0.5, w / 2, 30},
+		{"near the end: the whole share", 100, 0.5, w - time.Second, 50},
+		{"share 1 keeps one read", 100, 1, w - time.Second, 99},
+		{"tiny limit", 2, 0.5, w / 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ingest.PacedAllowance(tt.limit, tt.share, start.Add(tt.at), w, head); got != tt.want {
+				t.Fatalf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// Protections: the pacing (Syncer.pace) and the priority spread of
+// deferred sync jobs (Syncer.afterReset, the pacing slot's spread).
+// Without pacing the first runs take more than the allowance; without the
+// spread the waiting jobs run in another order than their milestones end.
+func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5}
+	r := newSyncRig(t, settings)
+	r.now = time.Date(2026, 11, 20, 12, 0, 30, 0, time.UTC) // 30 s into a window
+	r.worker.Sync.Now = func() time.Time { return r.now }
+	r.worker.Now = func() time.Time { return r.now }
+	ctx := context.Background()
+	const n = 10
+	var users []string
+	for i := range n {
+		users = append(users, fmt.Sprintf("p%02d", i))
+	}
+	r.profiles(users...)
+	for i, u := range users {
+		r.link(u, int64(800+i), 48*time.Hour)
+		// p00's milestone ends last, p09's first.
+		r.milestone(u, r.now.AddDate(0, 0, -30), r.now.Add(time.Duration(n-i)*24*time.Hour))
+		r.sim.PutActivity(stravasim.Activity{ID: int64(9000 + i), AthleteID: int64(800 + i), Name: "A", SportType: "Run",
+			Distance: 1000, MovingTime: 600, ElapsedTime: 700, StartDate: r.now.Add(-24 * time.Hour).Truncate(time.Second)})
+	}
+	// The limits are known (a reading this window, nothing used).
+	if err := r.st.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.sched.ReconcileAll(ctx); err != nil || res.Enqueued != n {
+		t.Fatalf("ReconcileAll: %+v, %v", res, err)
+	}
+	w := 15 * time.Minute
+	head := time.Duration(ingest.DefaultSyncHeadStart * float64(w))
+	lists := r.sim.Stats().ListRequests
+	check := func() {
+		t.Helper()
+		taken := r.sim.Stats().ListRequests - lists
+		if allowed := ingest.PacedAllowance(100, 0.5, r.now, w, head); taken > int64(allowed) {
+			t.Fatalf("at %s syncs listed %d pages, over the paced allowance %d", r.now.Format(time.TimeOnly), taken, allowed)
+		}
+	}
+	slot := r.now.Truncate(time.Hour)
+	keys := map[string]string{}
+	for _, u := range users { // in the order the first runs come
+		keys[model.SyncJobKey(model.SyncModeReconcile, u, slot)] = u
+		rec, err := r.st.OutboxItem(ctx, model.SyncJobKey(model.SyncModeReconcile, u, slot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := ingest.DecodeJob([]byte(rec.Job))
+		if err := r.worker.Run(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		check()
+	}
+	first := int(r.sim.Stats().ListRequests - lists)
+	if want := ingest.PacedAllowance(100, 0.5, r.now, w, head); first != want {
+		t.Fatalf("got %d lists at once, want the paced allowance %d", first, want)
+	}
+	// The rest wait; they run as they come due (the sweeper's order).
+	var order []string
+	for range 5 * n {
+		due, err := r.st.DueOutboxItems(ctx, r.now.Add(24*time.Hour), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) == 0 {
+			break
+		}
+		d := due[0]
+		if at := d.DueAt(); at.After(r.now) {
+			r.now = at
+		}
+		rec, err := r.st.LeaseOutboxItem(ctx, d.IdempotencyKey, r.now, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := ingest.DecodeJob([]byte(rec.Job))
+		before := r.sim.Stats().ListRequests
+		if err := r.worker.Run(ctx, j.WithOutbox(rec)); err != nil {
+			t.Fatal(err)
+		}
+		check()
+		if r.sim.Stats().ListRequests > before {
+			order = append(order, keys[d.IdempotencyKey])
+		}
+	}
+	want := []string{"p09", "p08", "p07", "p06"}
+	if len(order) != n-first || !slices.Equal(order, want[:min(len(want), len(order))]) {
+		t.Fatalf("waiting jobs listed in the order %v, want the soonest-ending milestones first %v", order, want)
+	}
+	if got := r.state("p05"); got.State == model.SyncReconciling {
+		t.Fatalf("got %s", show(got))
+	}
+}
+
+// Protection: Syncer.afterReset (sync deferrals due SyncResetDelay after
+// the reset); without it the deferred sync is due with the webhook.
+func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
+	t.Parallel()
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5}
+	r := newSyncRig(t, settings)
+	r.worker.Sync.Now = func() time.Time { return r.now }
+	r.worker.Now = func() time.Time { return r.now }
+	ctx := context.Background()
+	r.link("u1", 97, 48*time.Hour)
+	r.profiles("u1")
+	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 1))
+	r.activity(9700, 97, "Run")
+	// Everything spent this window: webhooks defer too.
+	if err := r.st.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+		ShortUsage: 100, ReadShortUsage: 100, DailyUsage: 100, ReadDailyUsage: 100,
+		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.sched.ReconcileAll(ctx); err != nil || res.Enqueued != 1 {
+		t.Fatalf("ReconcileAll: %+v, %v", res, err)
+	}
+	syncKey := model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
+	rec, _ := r.st.OutboxItem(ctx, syncKey)
+	sj, _ := ingest.DecodeJob([]byte(rec.Job))
+	if err := r.worker.Run(ctx, sj); err != nil {
+		t.Fatal(err)
+	}
+	hook := job(r.sim.ActivityEvent("create", 9700, 97, nil))
+	hook.ReceivedAtUtc = r.now
+	r.claim(hook)
+	if err := r.worker.Run(ctx, hook); err != nil {
+		t.Fatal(err)
+	}
+	reset := r.now.Truncate(15 * time.Minute).Add(15 * time.Minute)
+	hookDue, syncDue := r.outbox(hook).DueAt(), func() time.Time { rec, _ := r.st.OutboxItem(ctx, syncKey); return rec.DueAt() }()
+	if !hookDue.Equal(reset) || syncDue.Before(reset.Add(time.Duration(ingest.SyncResetDelay*float64(15*time.Minute)))) {
+		t.Fatalf("got webhook due %s, sync due %s; want the webhook at the reset %s and the sync after it", hookDue, syncDue, reset)
+	}
+	due, err := r.st.DueOutboxItems(ctx, reset.Add(time.Second), 10)
+	if err != nil || len(due) != 1 || due[0].IdempotencyKey != hook.IdempotencyKey {
+		t.Fatalf("due at the reset: got %v, %v; want only the webhook", due, err)
+	}
+}
