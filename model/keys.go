@@ -351,6 +351,20 @@ func OutboxPendingSK(due time.Time, idempotencyKey string) string {
 	return outboxInstant(due) + sep + idempotencyKey
 }
 
+// ParseOutboxPendingSK returns the due instant an OutboxPendingSK starts
+// with; false when sk is not one.
+func ParseOutboxPendingSK(sk string) (time.Time, bool) {
+	ms, _, ok := strings.Cut(sk, sep)
+	if !ok || len(ms) != 15 {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n).UTC(), true
+}
+
 // OutboxDueBefore is the exclusive upper bound of the pending-index sort
 // keys due at or before now.
 func OutboxDueBefore(now time.Time) string { return outboxInstant(now.Add(time.Millisecond)) }

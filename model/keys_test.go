@@ -324,3 +324,17 @@ func TestWebhookIdempotencyKeyTellsSameSecondEditsApart(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOutboxPendingSK(t *testing.T) {
+	t.Parallel()
+	due := time.Date(2026, 11, 25, 12, 15, 0, 123000000, time.UTC)
+	got, ok := ParseOutboxPendingSK(OutboxPendingSK(due, "STRAVA#WEBHOOK#x"))
+	if !ok || !got.Equal(due) {
+		t.Errorf("round trip: got %s %v, want %s", got, ok, due)
+	}
+	for _, bad := range []string{"", "abc", "12#x", "00000000000000x#k"} {
+		if _, ok := ParseOutboxPendingSK(bad); ok {
+			t.Errorf("%q: parsed, want refused", bad)
+		}
+	}
+}

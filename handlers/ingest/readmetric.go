@@ -90,27 +90,10 @@ func (c countedLister) ListActivities(ctx context.Context, token string, o strav
 // writeReadsEMF writes the job's StravaReads line (nothing for a job that
 // made no read: the metric is a sum, and a missing point is a zero).
 func writeReadsEMF(w io.Writer, class string, reads int64, now time.Time) error {
-	if w == nil || reads == 0 {
+	if reads == 0 {
 		return nil
 	}
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": now.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  WorkerMetricsNamespace,
-				"Dimensions": [][]string{{"Class"}},
-				"Metrics":    []map[string]string{{"Name": "StravaReads", "Unit": "Count"}},
-			}},
-		},
-		"Class":       class,
-		"StravaReads": reads,
-	}
-	b, err := json.Marshal(line)
-	if err != nil {
-		return fmt.Errorf("encode strava read metrics: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeEMF(w, now, "Class", class, []emfValue{{"StravaReads", "Count", reads}})
 }
 
 // writeWaitingEMF writes one SyncsWaiting line: a sync job of mode found
@@ -118,26 +101,37 @@ func writeReadsEMF(w io.Writer, class string, reads int64, now time.Time) error 
 // period it is how many sync jobs were turned away; SyncWaitSeconds (its
 // maximum) how far ahead they wait. `make syncs` says who waits and why.
 func writeWaitingEMF(w io.Writer, mode string, wait time.Duration, now time.Time) error {
+	return writeEMF(w, now, "Mode", mode, []emfValue{{"SyncsWaiting", "Count", 1},
+		{"SyncWaitSeconds", "Seconds", max(0, int64(wait.Seconds()))}})
+}
+
+// emfValue is one metric of an EMF line.
+type emfValue struct {
+	name, unit string
+	value      int64
+}
+
+// writeEMF writes one CloudWatch Embedded Metric Format line in the
+// worker's namespace with one dimension (nothing when w is nil).
+func writeEMF(w io.Writer, now time.Time, dim, dimValue string, vals []emfValue) error {
 	if w == nil {
 		return nil
 	}
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": now.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  WorkerMetricsNamespace,
-				"Dimensions": [][]string{{"Mode"}},
-				"Metrics": []map[string]string{{"Name": "SyncsWaiting", "Unit": "Count"},
-					{"Name": "SyncWaitSeconds", "Unit": "Seconds"}},
-			}},
-		},
-		"Mode":            mode,
-		"SyncsWaiting":    1,
-		"SyncWaitSeconds": max(0, int64(wait.Seconds())),
+	metrics := make([]map[string]string, len(vals))
+	line := map[string]any{dim: dimValue}
+	for i, v := range vals {
+		metrics[i] = map[string]string{"Name": v.name, "Unit": v.unit}
+		line[v.name] = v.value
+	}
+	line["_aws"] = map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []map[string]any{{
+			"Namespace": WorkerMetricsNamespace, "Dimensions": [][]string{{dim}}, "Metrics": metrics,
+		}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {
-		return fmt.Errorf("encode sync waiting metrics: %w", err)
+		return fmt.Errorf("encode %s metrics: %w", vals[0].name, err)
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err

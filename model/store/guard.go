@@ -38,12 +38,22 @@ func (s *Store) UserGuard(ctx context.Context, userID string) (*model.UserGuard,
 // it wrote has been removed again.
 var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
 
-// checkGuard is the check after a write of the user's item k: when the
-// account was deleted it deletes k and returns ErrUserDeleted; when a
-// confirmed deauthorization scheduled the user's Strava data for deletion
-// it sets that expiresAt on k unless k carries one. A user without a guard
-// passes.
+// checkGuard is the check after a write of the user's Strava data item k
+// (a workout): when the account was deleted it deletes k and returns
+// ErrUserDeleted; when a confirmed deauthorization scheduled the user's
+// Strava data for deletion it sets that expiresAt on k unless k carries
+// one. A user without a guard passes.
 func (s *Store) checkGuard(ctx context.Context, userID string, k model.Key) error {
+	return s.afterWrite(ctx, userID, k, true)
+}
+
+// checkDeleted is checkGuard for an item that is not Strava data (the sync
+// state, a milestone): only a deletion counts.
+func (s *Store) checkDeleted(ctx context.Context, userID string, k model.Key) error {
+	return s.afterWrite(ctx, userID, k, false)
+}
+
+func (s *Store) afterWrite(ctx context.Context, userID string, k model.Key, stravaData bool) error {
 	g, err := s.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -55,7 +65,7 @@ func (s *Store) checkGuard(ctx context.Context, userID string, k model.Key) erro
 			return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
 		}
 		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
-	case g.Revoked():
+	case stravaData && g.Revoked():
 		if err := s.expireIfStillRevoked(ctx, userID, k, g); err != nil {
 			return fmt.Errorf("schedule %s written after a deauthorization for deletion: %w", k, err)
 		}
@@ -113,24 +123,4 @@ func (s *Store) MarkUserDeleted(ctx context.Context, userID string, now time.Tim
 		return fmt.Errorf("mark user %s deleted: %w", userID, err)
 	}
 	return nil
-}
-
-// checkDeleted is the check after a write of the user's item k that is not
-// Strava data (the sync state, a milestone): when the
-// account was deleted it deletes k and returns ErrUserDeleted; otherwise
-// (no guard, or only a deauthorization) it passes.
-func (s *Store) checkDeleted(ctx context.Context, userID string, k model.Key) error {
-	g, err := s.UserGuard(ctx, userID)
-	switch {
-	case errors.Is(err, model.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("check guard after writing %s: %w", k, err)
-	case !g.Deleted():
-		return nil
-	}
-	if err := s.Delete(ctx, s.t.Main, k); err != nil {
-		return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
-	}
-	return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
 }

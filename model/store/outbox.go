@@ -303,6 +303,11 @@ func (s *Store) queryPending(ctx context.Context, kc expression.KeyConditionBuil
 			if err := Unmarshal(it, &r); err != nil {
 				return nil, err
 			}
+			if due, ok := model.ParseOutboxPendingSK(r.PendingSK); ok && r.LeaseUntil == 0 && r.NotBefore == 0 {
+				// The index projects no lease or not-before: the due
+				// instant is the sort key's, so DueAt stays true.
+				r.NotBefore = due.UnixMilli()
+			}
 			out = append(out, r)
 		}
 		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
