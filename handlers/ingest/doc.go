@@ -4,6 +4,20 @@
 // invoke, in-process queue), the worker service that turns an event into a
 // normalized workout item, and the outbox sweeper.
 //
+// # Where each concern lives
+//
+// Five concerns, each a file set behind the small interface its consumer
+// declares, so one can be changed without reading the others:
+//
+//	webhook intake     webhook.go, event.go        IdempotencyStore, Dispatcher
+//	worker             worker.go, cache.go         WorkerStore, TokenProvider, ActivityFetcher
+//	outbox hand-off    dispatch.go, sweep.go       LambdaInvoker, OutboxStore
+//	sync scheduling    sync.go, syncschedule.go    SyncStore, ActivityLister, SyncSchedulerStore
+//	capacity, metrics  capacity.go, readmetric.go  (the store's meter; EMF lines to an io.Writer)
+//
+// They share only the Job, DeferError and the instance's rate cache
+// (cache.go); wiring.go builds the Strava-backed worker and syncer.
+//
 // The outbox. The idempotency item of an event (model.IdempotencyRecord) is
 // the durable hand-off. Its life:
 //
