@@ -360,8 +360,12 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 	m.ReconcilePage = stages(before, after, enqueued)
 	m.Reads["reconcile"] = float64(r.reads()-readsBefore) / float64(enqueued)
 
-	// The backfilled athlete leaves.
-	m.Deauth, m.Reads["deauth"], err = r.unit(ctx, 1, func() error { return r.publish(ctx, r.sim.DeauthorizationEvent(a3)) })
+	// The backfilled athlete leaves: revoked at Strava first, so the event
+	// is confirmed (a forged one would cost one read and remove nothing).
+	m.Deauth, m.Reads["deauth"], err = r.unit(ctx, 1, func() error {
+		r.sim.RevokeAthlete(a3)
+		return r.publish(ctx, r.sim.DeauthorizationEvent(a3))
+	})
 	if err != nil {
 		return fmt.Errorf("deauthorization: %w", err)
 	}

@@ -105,7 +105,12 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 	if err != nil || len(items) != 1 {
 		t.Fatalf("outbox after the restart: %d items, %v; want the restart job", len(items), err)
 	}
-	j, err := ingest.DecodeJob([]byte(items[0].Job))
+	// The pending index lists keys (it does not project the job): read the item.
+	rec, err := st.OutboxItem(ctx, items[0].IdempotencyKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := ingest.DecodeJob([]byte(rec.Job))
 	if err != nil || j.Sync == nil || !j.Sync.Resume || j.Sync.UserID != "u-failed" || j.Sync.AthleteID != 5 {
 		t.Fatalf("restart job: %+v, %v; want a resume of u-failed's sync", j, err)
 	}

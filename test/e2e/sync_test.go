@@ -98,7 +98,9 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 // (CC_RECONCILE_INTERVAL) writes the edit, and the milestone follows.
 func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 	ctx := context.Background()
-	st := startQuietStack(t, map[string]string{"CC_RECONCILE_INTERVAL": "1s"})
+	// No upload follows the backfill, so only the idle round-robin
+	// (CC_RECONCILE_IDLE) lists the athlete again: shortened with the slot.
+	st := startQuietStack(t, map[string]string{"CC_RECONCILE_INTERVAL": "1s", "CC_RECONCILE_IDLE": "2s"})
 	const athlete, user = int64(8802), "u-reconcile"
 	st.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Edit"})
 	tok := st.Sim.IssueTokens(athlete, time.Hour)
