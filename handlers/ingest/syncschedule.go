@@ -340,18 +340,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 		if err != nil {
 			return res, fmt.Errorf("reconcile step: %w", err)
 		}
-		for _, userID := range page.UserIDs {
-			o, err := s.reconcileUser(ctx, cfg, userID, now, cur.CycleStartedAtUtc, false)
-			if err != nil {
-				s.log.WarnContext(ctx, "reconciliation not enqueued", "userId", userID, "error", err)
-				if first == nil {
-					first = fmt.Errorf("reconcile user %s: %w", userID, err)
-				}
-				res.Users++
-				continue
-			}
-			res.add(o)
-		}
+		first = s.reconcilePage(ctx, cfg, page.UserIDs, now, cur.CycleStartedAtUtc, false, &res, first)
 		cur.Visited += len(page.UserIDs)
 		todo -= len(page.UserIDs)
 		cur.After = page.Next
@@ -411,18 +400,7 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 			if err != nil {
 				return res, fmt.Errorf("reconcile: %w", err)
 			}
-			for _, userID := range page.UserIDs {
-				o, err := s.reconcileUser(ctx, cfg, userID, now, slot, true)
-				if err != nil {
-					s.log.WarnContext(ctx, "reconciliation not enqueued", "userId", userID, "error", err)
-					if first == nil {
-						first = fmt.Errorf("reconcile user %s: %w", userID, err)
-					}
-					res.Users++
-					continue
-				}
-				res.add(o)
-			}
+			first = s.reconcilePage(ctx, cfg, page.UserIDs, now, slot, true, &res, first)
 			if !page.More {
 				break
 			}
@@ -430,6 +408,25 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 		}
 	}
 	return res, first
+}
+
+// reconcilePage runs reconcileUser for each user of a users-index page,
+// adding the outcomes to res; a user that fails is logged and counted, and
+// the first such error is returned (first, when it is already set).
+func (s *SyncScheduler) reconcilePage(ctx context.Context, cfg SyncSettings, users []string, now, cycle time.Time, force bool, res *ReconcileResult, first error) error {
+	for _, userID := range users {
+		o, err := s.reconcileUser(ctx, cfg, userID, now, cycle, force)
+		if err != nil {
+			s.log.WarnContext(ctx, "reconciliation not enqueued", "userId", userID, "error", err)
+			if first == nil {
+				first = fmt.Errorf("reconcile user %s: %w", userID, err)
+			}
+			res.Users++
+			continue
+		}
+		res.add(o)
+	}
+	return first
 }
 
 // Restart enqueues an operator's restart of the user's sync (a unique key):
