@@ -36,8 +36,11 @@
 // What it reports (Report.Print):
 //
 //   - webhook lag p50/p99/max, from the POST to the projector being handed
-//     the workout's stream record with the announced state (the latest
-//     webhook of an activity counts); late = lag over one window;
+//     the workout's stream record with the announced state (each webhook
+//     counts: a create until the created state, an update until the edited
+//     one; an unpushed edit is an expectation of its own, so a create that
+//     was written and later edited silently is never counted as lost);
+//     late = lag over one window;
 //   - webhook jobs deferred (the worker's "job deferred" log), and those
 //     deferred in a window where sync list reads had already been spent;
 //   - Strava reads per window: by endpoint as the simulator served them
@@ -46,8 +49,10 @@
 //     a window whose list reads (the syncs') exceed the syncs' share
 //     (CC_SYNC_BUDGET_SHARE of the limit) counts as exceeded;
 //   - unpushed edits of athletes with an active milestone caught within the
-//     bound: reconcile interval + one window after the edit (the run waits
-//     it out after the day);
+//     README's bound: the idle round-robin (CC_RECONCILE_IDLE) + one window
+//     after the edit (the run waits it out after the day), and, printed
+//     only, within reconcile interval + one window (the bound when the
+//     athlete uploads again before their next slot);
 //   - writes per table and index and the hottest partition key's share,
 //     from the capacity meters' WriteKeys (model/store/writekeys.go) over
 //     the day's traffic; only tables and indexes with at least

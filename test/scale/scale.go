@@ -139,6 +139,7 @@ type Env struct {
 	parts    int
 	began    time.Time
 	idleRead bool
+	idle     time.Duration // CC_RECONCILE_IDLE as given to the product
 }
 
 // Start brings up the simulator, its proxy and the local stack on
@@ -179,6 +180,10 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 	// Whether this build reads CC_RECONCILE_IDLE (config ignores unknown
 	// variables, so it is set either way).
 	e.idleRead = knobRead("CC_RECONCILE_IDLE")
+	e.idle = 4 * s.Interval
+	if d, err := time.ParseDuration(knobs["CC_RECONCILE_IDLE"]); err == nil && d > 0 {
+		e.idle = d
+	}
 	st, err := localstack.Start(ctx, localstack.Options{
 		Getenv: func(k string) string { return env[k] }, Log: slog.New(e.logs), WrapProjector: e.tr.observe,
 		WorkerMetrics: e.emf, SweepInterval: max(500*time.Millisecond, s.Window/5),
@@ -297,15 +302,17 @@ func (e *Env) seed(ctx context.Context, rng *rand.Rand) ([]*athlete, error) {
 // connect adds an athlete with days of history at Strava and logs them in
 // through the API's OAuth flow (which links them and enqueues their
 // backfill); it returns the history's activity ids.
-func (e *Env) connect(ctx context.Context, days int) (*athlete, []stravasim.Activity, error) {
+// The history's expectations (counted from began) are registered before
+// the login, so no backfilled write can pass before it is awaited.
+func (e *Env) connect(ctx context.Context, days int, began time.Time) (*athlete, []*expectation, error) {
 	a := &athlete{id: e.nextID.Add(1)}
 	e.Sim.AddAthlete(stravasim.Athlete{ID: a.id, Firstname: "Scale", Lastname: "Connect"})
 	now := time.Now().UTC()
-	var hist []stravasim.Activity
+	var hist []*expectation
 	for d := 1; d <= days; d++ {
 		act := activity(e.nextID.Add(1), a.id, 3000+float64(d), now.Add(-time.Duration(d)*24*time.Hour))
 		e.Sim.PutActivity(act)
-		hist = append(hist, act)
+		hist = append(hist, e.tr.expect(act.ID, act.Distance, began))
 	}
 	e.loginMu.Lock() // the simulator's authorization is one setting
 	defer e.loginMu.Unlock()
@@ -353,29 +360,30 @@ type expectation struct {
 }
 
 // tracker sees every workout record the projector is handed (the stream of
-// the main table) and matches it against expectations.
+// the main table) and matches it against expectations. An activity can owe
+// several states in turn (its create, then an edit): each is its own
+// expectation, so an edit reconciliation never catches does not turn the
+// create that was written into lost work.
 type tracker struct {
 	mu  sync.Mutex
-	exp map[int64]*expectation
+	exp map[int64][]*expectation
 }
 
-func newTracker() *tracker { return &tracker{exp: map[int64]*expectation{}} }
+func newTracker() *tracker { return &tracker{exp: map[int64][]*expectation{}} }
 
-// expect registers (or replaces) what activity id must become.
-func (t *tracker) expect(id int64, distance float64, since time.Time) {
+// expect registers one more state activity id must reach.
+func (t *tracker) expect(id int64, distance float64, since time.Time) *expectation {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.exp[id] = &expectation{distance: distance, since: since}
+	x := &expectation{distance: distance, since: since}
+	t.exp[id] = append(t.exp[id], x)
+	return x
 }
 
-// result returns when the expectation was met (zero when not yet).
-func (t *tracker) result(id int64) (since, done time.Time, ok bool) {
+// result returns when expectation x was met (ok false when not yet).
+func (t *tracker) result(x *expectation) (since, done time.Time, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	x, ok := t.exp[id]
-	if !ok {
-		return time.Time{}, time.Time{}, false
-	}
 	return x.since, x.done, !x.done.IsZero()
 }
 
@@ -392,16 +400,18 @@ func (t *tracker) observe(h streams.Handler) streams.Handler {
 			if err != nil || k.Kind != model.KindWorkout {
 				continue
 			}
-			x, ok := t.exp[k.ActivityID]
-			if !ok || !x.done.IsZero() {
-				continue
-			}
 			d, ok := r.Change.NewImage["distanceMeters"]
 			if !ok || d.DataType() != events.DataTypeNumber {
 				continue
 			}
-			if f, err := strconv.ParseFloat(d.Number(), 64); err == nil && f == x.distance {
-				x.done = now
+			f, err := strconv.ParseFloat(d.Number(), 64)
+			if err != nil {
+				continue
+			}
+			for _, x := range t.exp[k.ActivityID] {
+				if x.done.IsZero() && x.distance == f {
+					x.done = now
+				}
 			}
 		}
 		t.mu.Unlock()
@@ -591,7 +601,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	s := e.S
 	rng := rand.New(rand.NewPCG(seed, 24))
 	r := Report{Mode: s.Mode, Athletes: s.Athletes, Connects: s.Connects, HistoryDays: s.HistoryDays, Day: s.Day, Window: s.Window,
-		Interval: s.Interval, Bound: s.Interval + s.Window, ReadLimit: s.ReadLimit(), SyncShare: e.share,
+		Interval: s.Interval, Bound: e.idle + s.Window, FastBound: s.Interval + s.Window, ReadLimit: s.ReadLimit(), SyncShare: e.share,
 		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, store.BaseMain), ProductKnobs: e.knobs, ReconcileIdleSupported: e.idleRead}
 	t0 := time.Now()
 	as, err := e.seed(ctx, rng)
@@ -647,12 +657,12 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	}
 	var (
 		mu        sync.Mutex
-		webhooks  []int64 // activities whose webhook was sent (their latest expectation is the webhook's)
+		webhooks  []*expectation // one per webhook sent: the state it announced
 		edits     []*athlete
-		editIDs   []int64
+		editExp   []*expectation
 		editAt    []time.Time
 		connects  []time.Time
-		histories [][]int64
+		histories [][]*expectation
 		notAck    int
 		connErr   error
 		perWindow = map[int]int{}
@@ -676,6 +686,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	dayStart := time.Now()
 	e.Logf("day starts: %d steps over %s", len(steps), s.Day)
 	distance := map[int64]float64{}
+	created := map[int64]*expectation{}
 	for _, p := range steps {
 		if d := time.Until(dayStart.Add(p.at)); d > 0 {
 			if err := model.Sleep(ctx, d); err != nil {
@@ -688,47 +699,43 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			m := 2000 + float64(rng.IntN(20000))
 			distance[p.activity] = m
 			e.Sim.PutActivity(activity(p.activity, p.athlete.id, m, now.Add(-time.Hour)))
-			e.tr.expect(p.activity, m, now)
+			x := e.tr.expect(p.activity, m, now)
+			created[p.activity] = x
 			queue <- e.Sim.ActivityEvent("create", p.activity, p.athlete.id, nil)
 			mu.Lock()
-			webhooks = append(webhooks, p.activity)
+			webhooks = append(webhooks, x)
 			perWindow[int(p.at/s.Window)]++
 			mu.Unlock()
 		case "pushed", "unpushed":
-			if _, _, ok := e.tr.result(p.activity); !ok {
+			if _, _, ok := e.tr.result(created[p.activity]); !ok {
 				continue // its create is not written yet: no edit on top of it
 			}
 			m := distance[p.activity] + 100
 			distance[p.activity] = m
 			e.Sim.UpdateActivity(p.activity, func(a *stravasim.Activity) { a.Distance = m })
-			e.tr.expect(p.activity, m, now)
+			x := e.tr.expect(p.activity, m, now)
 			if p.kind == "pushed" {
 				queue <- e.Sim.ActivityEvent("update", p.activity, p.athlete.id, map[string]string{"title": "edited"})
 				mu.Lock()
-				webhooks = append(webhooks, p.activity)
+				webhooks = append(webhooks, x)
 				perWindow[int(p.at/s.Window)]++
 				mu.Unlock()
 				continue
 			}
-			edits, editIDs, editAt = append(edits, p.athlete), append(editIDs, p.activity), append(editAt, now)
+			edits, editExp, editAt = append(edits, p.athlete), append(editExp, x), append(editAt, now)
 		case "connect":
 			side.Add(1)
 			go func() {
 				defer side.Done()
 				began := time.Now()
-				_, hist, err := e.connect(ctx, s.HistoryDays)
+				_, hist, err := e.connect(ctx, s.HistoryDays, began)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					connErr = errors.Join(connErr, err)
 					return
 				}
-				var ids []int64
-				for _, h := range hist {
-					e.tr.expect(h.ID, h.Distance, began)
-					ids = append(ids, h.ID)
-				}
-				connects, histories = append(connects, began), append(histories, ids)
+				connects, histories = append(connects, began), append(histories, hist)
 			}()
 		}
 	}
@@ -749,14 +756,14 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	deadline := time.Now().Add(r.Bound + 3*time.Minute)
 	for {
 		missing := 0
-		for _, id := range webhooks {
-			if _, _, ok := e.tr.result(id); !ok {
+		for _, x := range webhooks {
+			if _, _, ok := e.tr.result(x); !ok {
 				missing++
 			}
 		}
 		for _, h := range histories {
-			for _, id := range h {
-				if _, _, ok := e.tr.result(id); !ok {
+			for _, x := range h {
+				if _, _, ok := e.tr.result(x); !ok {
 					missing++
 				}
 			}
@@ -770,15 +777,10 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	}
 
 	// Measure.
-	// An activity edited with a webhook has one expectation left, the
-	// edit's: its lag is the update webhook's.
-	seen := map[int64]bool{}
-	for _, id := range webhooks {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		since, done, ok := e.tr.result(id)
+	// Every webhook counts with its own lag: a create's from its POST to
+	// the created state, an update's from its POST to the edited state.
+	for _, x := range webhooks {
+		since, done, ok := e.tr.result(x)
 		if !ok {
 			r.Lost++
 			continue
@@ -789,8 +791,8 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	r.NotDelivered = notAck
 	for i, h := range histories {
 		var last time.Duration
-		for _, id := range h {
-			_, done, ok := e.tr.result(id)
+		for _, x := range h {
+			_, done, ok := e.tr.result(x)
 			if !ok {
 				r.Lost++
 				continue
@@ -801,7 +803,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		r.BackfillTimes = append(r.BackfillTimes, last)
 	}
 	for i, a := range edits {
-		_, done, ok := e.tr.result(editIDs[i])
+		_, done, ok := e.tr.result(editExp[i])
 		r.Edits++
 		if ok {
 			r.CaughtAny++
@@ -810,6 +812,9 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			r.EditsMilestone++
 			if ok && done.Sub(editAt[i]) <= r.Bound {
 				r.CaughtMilestone++
+			}
+			if ok && done.Sub(editAt[i]) <= r.FastBound {
+				r.CaughtFast++
 			}
 		}
 	}
