@@ -94,3 +94,29 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 		t.Fatalf("got %d sync-page entries in the audit GSI2 month partition, want 0", len(res.Items))
 	}
 }
+
+// TestReconcileCompletionAuditIsRoutine: a reconciliation's
+// STRAVA_SYNC_COMPLETED entry carries no index keys (one per athlete with
+// a milestone per interval would make EVENT#STRAVA_SYNC_COMPLETED#{month}
+// the audit GSI2's hottest partition, as the scale run showed), while a
+// backfill's (one per connect) stays indexed for the operator. Protection:
+// the reconcile-mode case of NewRoutineAuditEntry in Syncer.audit.
+func TestReconcileCompletionAuditIsRoutine(t *testing.T) {
+	t.Parallel()
+	r, _ := newConvergeRig(t)
+	r.drain(r.backfill("u1"), 20)
+	r.drain(r.reconcileNow(), 10)
+	byMode := map[string][]model.AuditEntry{}
+	for _, e := range r.audits(model.UserPK("u1"))[ingest.AuditSyncCompleted] {
+		byMode[e.Details["mode"]] = append(byMode[e.Details["mode"]], e)
+	}
+	if len(byMode[model.SyncModeBackfill]) != 1 || len(byMode[model.SyncModeReconcile]) != 1 {
+		t.Fatalf("got %d backfill and %d reconcile completions, want one each", len(byMode[model.SyncModeBackfill]), len(byMode[model.SyncModeReconcile]))
+	}
+	if e := byMode[model.SyncModeReconcile][0]; e.EventMonthPK != "" || e.CorrelationPK != "" {
+		t.Errorf("reconcile completion indexed under %q / %q, want no index keys", e.EventMonthPK, e.CorrelationPK)
+	}
+	if e := byMode[model.SyncModeBackfill][0]; e.EventMonthPK != model.EventMonthPK(ingest.AuditSyncCompleted, e.OccurredAtUtc) {
+		t.Errorf("backfill completion indexed under %q, want the event-month partition", e.EventMonthPK)
+	}
+}

@@ -761,9 +761,11 @@ func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job Job, eventType
 	details["mode"] = job.Sync.Mode
 	details["jobKey"] = job.IdempotencyKey
 	newEntry := model.NewAuditEntry
-	if eventType == AuditSyncPage {
-		// One per page of every sync: indexed, a burst of parallel syncs
-		// would write one audit GSI2 partition (EVENT#{type}#{month}) hot.
+	if eventType == AuditSyncPage || (eventType == AuditSyncCompleted && job.Sync.Mode == model.SyncModeReconcile) {
+		// One per page of every sync, and one per reconciliation (every
+		// athlete with a milestone, every interval): indexed, they would
+		// write one audit GSI2 partition (EVENT#{type}#{month}) hot. A
+		// backfill's completion (one per connect) stays indexed.
 		newEntry = model.NewRoutineAuditEntry
 	}
 	s.store.Audit(ctx, log, newEntry(model.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
