@@ -58,7 +58,7 @@ func envValues(f *fixture) map[string]string {
 		"CC_RECONCILE_DAYS":           "14",
 		"CC_RECONCILE_INTERVAL":       "168h",
 		"CC_RECONCILE_IDLE":           "672h",
-		"CC_OUTBOX_SHARDS":            "16",
+		"CC_OUTBOX_SHARDS":            "32",
 		"CC_SYNC_MAX_DAYS":            "365",
 		"CC_SYNC_BUDGET_SHARE":        "0.5",
 		"CC_TOKEN_KMS_KEY":            tokenKeyARN,

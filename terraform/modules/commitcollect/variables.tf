@@ -214,7 +214,7 @@ variable "sweeper" {
     schedule         = optional(string, "rate(1 minute)")
     lease            = optional(string, "5m")
     backlog_alarm_at = optional(number, 100)
-    outbox_shards    = optional(number, 16)
+    outbox_shards    = optional(number, 32)
   })
   default = {}
 
