@@ -250,6 +250,23 @@ func Clients(tb testing.TB) (*dynamodb.Client, *dynamodbstreams.Client) {
 	return dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)
 }
 
+// Private starts a DynamoDB Local of tb's own, stopped when tb ends, and
+// returns a client of it. It is for tests of table administration (an
+// index added to or dropped from an existing table): DynamoDB Local builds
+// such an index in the background, and the shared instance, busy with every
+// other test of a -race run, has left one CREATING for twenty minutes.
+func Private(tb testing.TB) *dynamodb.Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		tb.Fatalf("dynamodb local: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return dynamodb.NewFromConfig(Config(s.Endpoint))
+}
+
 // UniquePrefix returns a table-name prefix no other test run uses.
 func UniquePrefix() string {
 	b := make([]byte, 4)
