@@ -396,16 +396,35 @@ func UserGuardKey(userID string) Key { return Key{PrefixUserGuard + userID, SKGu
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
 
-// SyncReadsKey addresses the counter of the Strava reads sync jobs took in
-// the budget window of length windowLen starting at windowStart (the caller
-// truncates it): SYNCREADS#STRAVA#W{seconds}#{start} / COUNT, one item and
-// one partition per window, at most the sync share of the window's limit
-// writes each (Strava's limit bounds its rate far under a partition's
-// 1,000 writes/s). Each window has its own partition key, so no partition
-// collects the counts of every window.
-func SyncReadsKey(windowStart time.Time, windowLen time.Duration) Key {
+// SyncReadsKey addresses shard shard of the counter of the Strava reads
+// sync jobs took in the budget window of length windowLen starting at
+// windowStart (the caller truncates it):
+// SYNCREADS#STRAVA#W{seconds}#{start}#{shard} / COUNT. Each window has
+// partitions of its own, so no partition collects the counts of every
+// window; a long window (the day's) is split over SyncReadsShards of them
+// (SyncReadsShardAllowance), so a day of sync reads is not one key's.
+func SyncReadsKey(windowStart time.Time, windowLen time.Duration, shard int) Key {
 	return Key{"SYNCREADS#STRAVA" + sep + "W" + strconv.FormatInt(int64(windowLen/time.Second), 10) + sep +
-		windowStart.UTC().Format(athleteReadsLayout), "COUNT"}
+		windowStart.UTC().Format(athleteReadsLayout) + sep + strconv.Itoa(shard), "COUNT"}
+}
+
+// SyncReadsShards is how many counters a long budget window's sync reads
+// are split over (a short window's counter is one item: its share is a few
+// dozen reads).
+const SyncReadsShards = 8
+
+// SyncReadsShardAllowance is shard i's part of allowed reads split over
+// shards counters: allowed/shards, the remainder going to the first
+// shards, so the parts sum to allowed exactly.
+func SyncReadsShardAllowance(allowed, shards, i int) int {
+	if shards <= 1 {
+		return allowed
+	}
+	n := allowed / shards
+	if i < allowed%shards {
+		n++
+	}
+	return n
 }
 
 // ReconcileCursorKey addresses the reconciliation's enumeration cursor

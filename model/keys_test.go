@@ -338,3 +338,20 @@ func TestParseOutboxPendingSK(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncReadsShardAllowance(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ allowed, shards int }{{0, 8}, {1, 8}, {7, 8}, {8, 8}, {250, 8}, {5, 1}, {5, 0}} {
+		sum, lo, hi := 0, c.allowed, 0
+		for i := range max(1, c.shards) {
+			n := SyncReadsShardAllowance(c.allowed, c.shards, i)
+			sum, lo, hi = sum+n, min(lo, n), max(hi, n)
+		}
+		if sum != c.allowed || hi-lo > 1 {
+			t.Errorf("allowed %d over %d shards: parts sum to %d (min %d, max %d), want %d with parts one apart at most", c.allowed, c.shards, sum, lo, hi, c.allowed)
+		}
+	}
+	if a, b := SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
+		t.Errorf("shards 0 and 1 share the partition %q", a.PK)
+	}
+}

@@ -127,7 +127,7 @@ var _ Entity = (*SyncState)(nil)
 const EntitySyncReads EntityType = "SYNC_READS"
 
 // SyncReads counts the Strava reads sync jobs took in one budget window
-// (SYNCREADS#STRAVA / W{seconds}#{start}): the pacing of the sync share
+// (one shard of it: SyncReadsKey): the pacing of the sync share
 // (handlers/ingest) takes a read only while the count is under the share
 // allowed so far in the window. ExpiresAt (TTL) removes it after the
 // window.
@@ -136,12 +136,13 @@ type SyncReads struct {
 	Meta
 	WindowStartUtc time.Time     `dynamodbav:"windowStartUtc"`
 	WindowLen      time.Duration `dynamodbav:"windowLenNs"`
+	Shard          int           `dynamodbav:"shard"`
 	Reads          int           `dynamodbav:"reads"`
 	ExpiresAt      int64         `dynamodbav:"expiresAt"`
 }
 
 // ItemKey implements Entity.
-func (r *SyncReads) ItemKey() Key { return SyncReadsKey(r.WindowStartUtc, r.WindowLen) }
+func (r *SyncReads) ItemKey() Key { return SyncReadsKey(r.WindowStartUtc, r.WindowLen, r.Shard) }
 
 // Stamp implements Entity.
 func (r *SyncReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntitySyncReads) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
@@ -195,8 +196,9 @@ type SyncStore interface {
 	// RecordRateLimit stores a reading unless a newer one is stored.
 	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
 	// TakeSyncRead counts a sync read in the window of length windowLen
-	// containing now unless allowed were counted there; ErrConflict then.
-	TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed int) error
+	// containing now unless allowed were counted there (split over shards
+	// counters, tried from pick); ErrConflict then.
+	TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error
 	// Audit writes an audit entry and never fails.
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
@@ -648,7 +650,13 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 			h = short // the day's head start: one short window's worth
 		}
 		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
-		err := s.store.TakeSyncRead(ctx, now, b.window, allowed)
+		shards := 1
+		if b.window > short {
+			// A day of sync reads is not one partition's: the daily
+			// count is split, each job starting from its own shard.
+			shards = model.SyncReadsShards
+		}
+		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
 		if errors.Is(err, model.ErrConflict) {
 			until := nextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, h)
 			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {
@@ -663,6 +671,15 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 		}
 	}
 	return nil
+}
+
+// pickOf spreads jobs over the daily counter's shards: a hash of the job
+// and the instant, so one job's pages do not all land on one shard.
+func pickOf(job Job, now time.Time) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(job.IdempotencyKey))
+	_, _ = h.Write([]byte(strconv.FormatInt(now.UnixNano(), 10)))
+	return h.Sum64()
 }
 
 // shareCap is what sync jobs may read of a budget of limit in a window:

@@ -114,44 +114,73 @@ func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID 
 }
 
 // TakeSyncRead counts one Strava read of a sync job in the budget window of
-// length windowLen containing now (model.SyncReadsKey; the counter expires
-// an hour after the window) unless allowed reads were counted there
-// already: then it counts nothing and returns ErrConflict. The check and
-// the count are one conditional write, so concurrent sync jobs never take
-// more than allowed between them.
-func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed int) error {
+// length windowLen containing now (the counter expires an hour after the
+// window) unless allowed reads were counted there already: then it counts
+// nothing and returns ErrConflict. The check and the count are one
+// conditional write, so concurrent sync jobs never take more than allowed
+// between them.
+//
+// With shards > 1 the window's count is split over that many counters
+// (model.SyncReadsKey), each allowed its part (model.SyncReadsShardAllowance,
+// the parts sum to allowed): the read is taken from shard pick%shards, or,
+// when that one is full, from one other shard chosen by pick; ErrConflict
+// when both are. A refusal can thus come while other shards have room
+// (erring on fewer reads, never more), and costs at most two writes.
+func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
 	window := now.UTC().Truncate(windowLen)
-	meta := &model.SyncReads{WindowStartUtc: window, WindowLen: windowLen}
+	shards = max(1, shards)
+	first := int(pick % uint64(shards))
+	tries := []int{first}
+	if shards > 1 {
+		tries = append(tries, (first+1+int((pick/uint64(shards))%uint64(shards-1)))%shards)
+	}
+	var err error
+	for _, shard := range tries {
+		err = s.takeSyncRead(ctx, window, windowLen, shard, model.SyncReadsShardAllowance(allowed, shards, shard))
+		if !errors.Is(err, model.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
+	meta := &model.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard}
 	meta.Stamp()
 	if allowed <= 0 {
-		return fmt.Errorf("count a sync read in the window of %s: nothing allowed yet: %w", window.Format(time.RFC3339), model.ErrConflict)
+		return fmt.Errorf("count a sync read in the window of %s (shard %d): nothing allowed yet: %w", window.Format(time.RFC3339), shard, model.ErrConflict)
 	}
 	reads := expression.Name("reads")
 	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
 		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
 		Set(expression.Name("windowStartUtc"), expression.Value(window)).
 		Set(expression.Name("windowLenNs"), expression.Value(int64(windowLen))).
+		Set(expression.Name("shard"), expression.Value(shard)).
 		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
 		Add(reads, expression.Value(1))
 	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(allowed)))
 	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
-		return fmt.Errorf("count a sync read in the window of %s: %w", window.Format(time.RFC3339), err)
+		return fmt.Errorf("count a sync read in the window of %s (shard %d): %w", window.Format(time.RFC3339), shard, err)
 	}
 	return nil
 }
 
 // SyncReads reads how many reads sync jobs took in the window of length
-// windowLen containing now (0 when none).
-func (s *Store) SyncReads(ctx context.Context, now time.Time, windowLen time.Duration) (int, error) {
-	var r model.SyncReads
-	err := s.Get(ctx, s.t.Main, model.SyncReadsKey(now.UTC().Truncate(windowLen), windowLen), &r)
-	if errors.Is(err, model.ErrNotFound) {
-		return 0, nil
+// windowLen containing now, over its shards counters (0 when none).
+func (s *Store) SyncReads(ctx context.Context, now time.Time, windowLen time.Duration, shards int) (int, error) {
+	total := 0
+	for shard := range max(1, shards) {
+		var r model.SyncReads
+		err := s.Get(ctx, s.t.Main, model.SyncReadsKey(now.UTC().Truncate(windowLen), windowLen, shard), &r)
+		if errors.Is(err, model.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read sync reads of the window at %s: %w", now.UTC().Format(time.RFC3339), err)
+		}
+		total += r.Reads
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read sync reads of the window at %s: %w", now.UTC().Format(time.RFC3339), err)
-	}
-	return r.Reads, nil
+	return total, nil
 }
 
 // ReconcileCursor reads the reconciliation's enumeration cursor (strongly

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,5 +30,60 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 	}
 	if got.State != want.State || got.ImportedCount != 12 || !got.HorizonUtc.Equal(horizon) || got.Key != model.SyncStateKey("u1") {
 		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestDailySyncReadsSpreadOverShards: concurrent sync reads of a long
+// window taken over model.SyncReadsShards counters never exceed what is
+// allowed between them, and land on several partitions, not one.
+// Protections: the split allowance (each shard allowed the whole would let
+// shards × allowed through) and the pick (always shard 0 is one key).
+func TestDailySyncReadsSpreadOverShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	const allowed, attempts = 40, 120
+	var mu sync.Mutex
+	taken, refused := 0, 0
+	var wg sync.WaitGroup
+	for i := range attempts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.TakeSyncRead(ctx, now, 24*time.Hour, allowed, model.SyncReadsShards, uint64(i)*2654435761)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				taken++
+			case errors.Is(err, model.ErrConflict):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	total, err := s.SyncReads(ctx, now, 24*time.Hour, model.SyncReadsShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for shard := range model.SyncReadsShards {
+		var r model.SyncReads
+		if err := s.Get(ctx, s.Tables().Main, model.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
+			used++
+		}
+	}
+	t.Logf("%d attempts: %d taken, %d refused, counted %d over %d shards", attempts, taken, refused, total, used)
+	if taken > allowed || total != taken {
+		t.Errorf("took %d reads (counted %d), want at most the %d allowed", taken, total, allowed)
+	}
+	if taken < allowed/2 {
+		t.Errorf("took %d of %d allowed with %d attempts: the two-shard probe leaves too much unused", taken, allowed, attempts)
+	}
+	if used < model.SyncReadsShards/2 {
+		t.Errorf("reads landed on %d counters, want them spread over the %d shards", used, model.SyncReadsShards)
 	}
 }
