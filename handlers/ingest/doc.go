@@ -30,7 +30,7 @@
 //
 // While received the item carries PendingPK/PendingSK (the sparse Pending
 // index, keyed by due instant, spread over CC_OUTBOX_SHARDS partitions,
-// default 16, by a hash of the key; the index projects only the keys, the
+// default 32, by a hash of the key; the index projects only the keys, the
 // correlation id and the creation instant, and the lease returns the whole
 // item), so the sweeper finds due work with one Query per shard. A redelivered event is a duplicate while its item is done,
 // parked, leased or deferred. Delivery to the worker is at least once: a job

@@ -74,8 +74,9 @@ type WorkerStore interface {
 	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
 	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
-	// Unpark removes a parked record (missing: not an error).
-	Unpark(ctx context.Context, source, recordID string) error
+	// RemoveParked removes a done job's parked record from its shard
+	// (missing: not an error).
+	RemoveParked(ctx context.Context, source, recordID string) error
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
 	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 	// SettleOutboxItem ends a received item as done or parked; ErrConflict
@@ -332,7 +333,7 @@ func (w *Worker) unparkDone(ctx context.Context, job Job, rec *model.Idempotency
 	if rec.Dispatches == 1 {
 		return nil
 	}
-	if err := w.store.Unpark(ctx, model.ParkSourceWorker, job.IdempotencyKey); err != nil {
+	if err := w.store.RemoveParked(ctx, model.ParkSourceWorker, job.IdempotencyKey); err != nil {
 		return fmt.Errorf("remove the parked record of done job %s: %w", job.IdempotencyKey, err)
 	}
 	return nil

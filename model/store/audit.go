@@ -195,6 +195,20 @@ func (s *Store) Parked(ctx context.Context, source string) ([]model.ParkedRecord
 	return out, nil
 }
 
+// RemoveParked removes the parked record of a job that turned out done (the
+// worker, for a job done on a later dispatch than its first): one DeleteItem
+// of the record's shard only. The unsharded legacy partition (records parked
+// before the shards, gone with their 30-day TTL) is left to Unpark: a
+// DeleteItem there for every re-dispatched job made PARKED#{source} one of
+// the main table's busiest keys, and a redrive of such a record finds its
+// job done and does not run it.
+func (s *Store) RemoveParked(ctx context.Context, source, recordID string) error {
+	if err := s.Delete(ctx, s.t.Main, model.ParkedKey(source, recordID)); err != nil {
+		return fmt.Errorf("remove parked %s record %s: %w", source, recordID, err)
+	}
+	return nil
+}
+
 // Unpark removes a parked record once it has been redriven, wherever it
 // was parked (its shard, or the legacy unsharded partition).
 func (s *Store) Unpark(ctx context.Context, source, recordID string) error {

@@ -26,7 +26,7 @@
 //
 // Hot keys (issue 24). No partition takes a burst's writes alone: the
 // outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
-// default 16; the 4 legacy shards are always read), parked records over
+// default 32; the 4 legacy shards are always read), parked records over
 // model.ParkedShards per source (the unsharded legacy partition is still
 // read until its records expire), sync-page audit entries are routine
 // (unindexed), and a dropped audit write is counted (AuditWritesDropped,
