@@ -128,7 +128,7 @@ func (a Assumptions) Validate() error {
 		errs = append(errs, errors.New("-history-days, -reconcile-days and -page-size must be positive"))
 	}
 	if a.Limits.ReadShort < 1 || a.Limits.ReadDaily < 1 || a.Limits.Short < 1 || a.Limits.Daily < 1 {
-		errs = append(errs, errors.New("Strava limits must be positive"))
+		errs = append(errs, errors.New("the Strava limits must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -650,11 +650,6 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	}
 	slices.SortStableFunc(steps, func(a, b plan) int { return int(a.at - b.at) })
 
-	type sent struct {
-		id  int64
-		at  time.Time
-		err error
-	}
 	var (
 		mu        sync.Mutex
 		webhooks  []*expectation // one per webhook sent: the state it announced
