@@ -408,10 +408,24 @@ func SyncReadsKey(windowStart time.Time, windowLen time.Duration, shard int) Key
 		windowStart.UTC().Format(athleteReadsLayout) + sep + strconv.Itoa(shard), "COUNT"}
 }
 
-// SyncReadsShards is how many counters a long budget window's sync reads
+// SyncReadsShards is the most counters a long budget window's sync reads
 // are split over (a short window's counter is one item: its share is a few
 // dozen reads).
 const SyncReadsShards = 8
+
+// SyncReadsPerShard is how many reads of a long window's sync cap each
+// counter of the split stands for (SyncReadsShardsFor).
+const SyncReadsPerShard = 1000
+
+// SyncReadsShardsFor is how many counters a long window whose sync cap is
+// capReads reads is split over: one per SyncReadsPerShard reads, at least
+// 1, at most SyncReadsShards. A small cap (Strava's default 1,000 reads a
+// day leaves syncs 500) stays one counter: its writes are few, and split
+// it would leave each shard a read or two early in the day. The cap is
+// the same all window long unless Strava changes the limit mid-window.
+func SyncReadsShardsFor(capReads int) int {
+	return min(SyncReadsShards, max(1, capReads/SyncReadsPerShard))
+}
 
 // SyncReadsShardAllowance is shard i's part of allowed reads split over
 // shards counters: allowed/shards, the remainder going to the first

@@ -351,6 +351,11 @@ func TestSyncReadsShardAllowance(t *testing.T) {
 			t.Errorf("allowed %d over %d shards: parts sum to %d (min %d, max %d), want %d with parts one apart at most", c.allowed, c.shards, sum, lo, hi, c.allowed)
 		}
 	}
+	for _, c := range []struct{ capReads, want int }{{0, 1}, {500, 1}, {1999, 1}, {2000, 2}, {270000, 8}} {
+		if got := SyncReadsShardsFor(c.capReads); got != c.want {
+			t.Errorf("SyncReadsShardsFor(%d) = %d, want %d", c.capReads, got, c.want)
+		}
+	}
 	if a, b := SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
 		t.Errorf("shards 0 and 1 share the partition %q", a.PK)
 	}

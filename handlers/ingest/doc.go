@@ -216,8 +216,9 @@
 //     they are paced: a sync read is taken (one conditional write of the
 //     window's SyncReads counter, model.SyncReadsKey, for the 15-minute
 //     window and for the UTC day, whose count is split over
-//     model.SyncReadsShards counters so a day of sync reads is not one
-//     partition's: Store.TakeSyncRead) only while the reads taken so far are
+//     model.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
+//     raised limits, so a day of sync reads is not one partition's:
+//     Store.TakeSyncRead) only while the reads taken so far are
 //     under PacedAllowance = the share's cap × (elapsed part of the window
 //     + a head start of DefaultSyncHeadStart short windows). A job refused
 //     waits (DeferError, state deferred with the reason, never failed)

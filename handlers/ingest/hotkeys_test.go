@@ -48,8 +48,13 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 	r.worker.Sync.Settings = settings
 	// A clock that moves a millisecond per look: the whole backfill is
 	// well within one rateStateTTL however slow the machine is.
+	// It starts mid-day and mid-way through the real 15-minute window:
+	// at a window's (or the day's) start the paced allowance is smaller
+	// than the 8 pages, and the test failed when run in the first minute
+	// of a window.
 	var ticks atomic.Int64
-	start := time.Now().UTC()
+	start := time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour).
+		Add(time.Now().UTC().Sub(time.Now().UTC().Truncate(time.Hour)).Truncate(15 * time.Minute)).Add(10 * time.Minute)
 	r.worker.Sync.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
 	key := r.backfill("u1")
 	runs := r.drain(key, 30)

@@ -652,9 +652,10 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
 		shards := 1
 		if b.window > short {
-			// A day of sync reads is not one partition's: the daily
-			// count is split, each job starting from its own shard.
-			shards = model.SyncReadsShards
+			// A day of sync reads at raised limits is not one
+			// partition's: the daily count is split, each job starting
+			// from its own shard.
+			shards = model.SyncReadsShardsFor(shareCap(b.limit, cfg.BudgetShare))
 		}
 		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
 		if errors.Is(err, model.ErrConflict) {
