@@ -325,7 +325,7 @@ func TestPacedAllowance(t *testing.T) {
 // spread the waiting jobs run in another order than their milestones end.
 func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5}
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: ingest.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
 	r.now = time.Date(2026, 11, 20, 12, 0, 30, 0, time.UTC) // 30 s into a window
 	r.worker.Sync.Now = func() time.Time { return r.now }
@@ -421,7 +421,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 // the reset); without it the deferred sync is due with the webhook.
 func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5}
+	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: ingest.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
 	r.worker.Sync.Now = func() time.Time { return r.now }
 	r.worker.Now = func() time.Time { return r.now }
