@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,14 +318,7 @@ func (e *Env) LinkUser(ctx context.Context, athleteID int64) (*User, error) {
 // the API asks for).
 func (e *Env) LinkUserScoped(ctx context.Context, athleteID int64, scope string) (*User, error) {
 	e.Sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Chaos", Lastname: strconv.FormatInt(athleteID, 10)})
-	jar, _ := cookiejar.New(nil)
-	u := &User{AthleteID: athleteID, Scope: scope, http: &http.Client{Jar: jar, Timeout: 20 * time.Second,
-		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-			if req.URL.Path == "/" {
-				return http.ErrUseLastResponse // the callback's redirect home ends the login
-			}
-			return nil
-		}}}
+	u := &User{AthleteID: athleteID, Scope: scope, http: localstack.Browser(20 * time.Second)}
 	me, err := e.Login(ctx, u)
 	if err != nil {
 		return nil, err
@@ -341,17 +333,8 @@ func (e *Env) LinkUserScoped(ctx context.Context, athleteID int64, scope string)
 // afterwards; u.UserID is left alone, so callers can compare.
 func (e *Env) Login(ctx context.Context, u *User) (bff.MeJSON, error) {
 	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: u.AthleteID, Scope: u.Scope})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.APIURL()+"/auth/strava/login", nil)
-	if err != nil {
-		return bff.MeJSON{}, err
-	}
-	resp, err := u.http.Do(req)
-	if err != nil {
+	if err := localstack.Login(ctx, u.http, e.APIURL()); err != nil {
 		return bff.MeJSON{}, fmt.Errorf("login athlete %d: %w", u.AthleteID, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		return bff.MeJSON{}, fmt.Errorf("login athlete %d ended at %s with %d", u.AthleteID, resp.Request.URL, resp.StatusCode)
 	}
 	me, err := e.Me(ctx, u)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/bench"
 )
@@ -52,25 +53,24 @@ type Report struct {
 	// window, which holds for every such edit. FastBound (reconcile
 	// interval + one window) holds only when the athlete uploads again
 	// before their next slot; it is printed, not a target.
-	Bound, FastBound       time.Duration
-	ReadLimit, SyncShare   int     // reads per window, and the syncs' share of them
-	PeakFactor             float64 // busiest window's webhooks ÷ the mean window's
-	Webhooks               int     // webhook events Strava sent (create + update)
-	Lags                   []time.Duration
-	NotDelivered           int // events Strava's sender gave up on (no 200 in 3 attempts)
-	Lost                   int // activities told by webhook or backfilled never written
-	Backfilled             int // activities of new connects written
-	BackfillTimes          []time.Duration
-	Edits, EditsMilestone  int // unpushed edits, and those of athletes with an active milestone
-	CaughtMilestone        int // of EditsMilestone, caught within Bound
-	CaughtFast             int // of EditsMilestone, caught within FastBound
-	CaughtAny              int // of Edits, caught at all by the end
-	Windows                []Window
-	HotKeys                []store.HotKey
-	TablePrefix            string
-	Elapsed                time.Duration
-	ProductKnobs           []string
-	ReconcileIdleSupported bool
+	Bound, FastBound      time.Duration
+	ReadLimit, SyncShare  int     // reads per window, and the syncs' share of them
+	PeakFactor            float64 // busiest window's webhooks ÷ the mean window's
+	Webhooks              int     // webhook events Strava sent (create + update)
+	Lags                  []time.Duration
+	NotDelivered          int // events Strava's sender gave up on (no 200 in 3 attempts)
+	Lost                  int // activities told by webhook or backfilled never written
+	Backfilled            int // activities of new connects written
+	BackfillTimes         []time.Duration
+	Edits, EditsMilestone int // unpushed edits, and those of athletes with an active milestone
+	CaughtMilestone       int // of EditsMilestone, caught within Bound
+	CaughtFast            int // of EditsMilestone, caught within FastBound
+	CaughtAny             int // of Edits, caught at all by the end
+	Windows               []Window
+	HotKeys               []store.HotKey
+	TablePrefix           string
+	Elapsed               time.Duration
+	ProductKnobs          []string
 }
 
 // Late is how many webhooks' lag exceeded one window.
@@ -136,7 +136,7 @@ func (r Report) Print(w io.Writer) {
 		"Strava window %s, %d reads per window app-wide (syncs' share %d), reconciliation every %s; %d new connects with %d days of history; took %s",
 		r.Mode, r.Athletes, r.Milestones, r.Day, r.PeakFactor, r.Window, r.ReadLimit, r.SyncShare, r.Interval, r.Connects, r.HistoryDays,
 		r.Elapsed.Round(time.Second))
-	p("  product knobs: %s%s", strings.Join(r.ProductKnobs, " "), map[bool]string{true: "", false: " (CC_RECONCILE_IDLE is not read by this build; set anyway)"}[r.ReconcileIdleSupported])
+	p("  product knobs: %s", strings.Join(r.ProductKnobs, " "))
 	p("")
 	p("webhooks: %d sent, %d never acknowledged, lag POST → workout written p50 %s p99 %s max %s; late (> one window, %s): %d",
 		r.Webhooks, r.NotDelivered, ms(bench.Percentile(r.Lags, 0.5)), ms(bench.Percentile(r.Lags, 0.99)), ms(bench.Percentile(r.Lags, 1)), r.Window, r.Late())
@@ -159,7 +159,7 @@ func (r Report) Print(w io.Writer) {
 			mark = "syncs over their share"
 		}
 		p("  %-3d %8d %6d %7d %4d | %7d %8d %9d %7d | %8d %s", i, w.Activity, w.List, w.Athlete, w.Refused,
-			w.ByClass["webhook"], w.ByClass["backfill"], w.ByClass["reconcile"], w.ByClass["confirm"], w.WebhooksDeferred, mark)
+			w.ByClass[ingest.ReadClassWebhook], w.ByClass[ingest.ReadClassBackfill], w.ByClass[ingest.ReadClassReconcile], w.ByClass[ingest.ReadClassConfirm], w.WebhooksDeferred, mark)
 	}
 	p("")
 	p("writes per table and index (the day's traffic, seeding left out; capacity meter, Space-Saving top-%d; index writes whose key the request does not show are 'unknown'):", store.DefaultTopK)

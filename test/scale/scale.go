@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
@@ -94,7 +92,7 @@ func (s Settings) arrivals(rng *rand.Rand, n int) []time.Duration {
 	out := make([]time.Duration, n)
 	for k := range out {
 		u := rng.Float64() * cdf[steps]
-		i := max(0, sortSearch(cdf, u)-1)
+		i := max(0, sort.SearchFloat64s(cdf, u)-1)
 		frac := (float64(i) + rng.Float64()) / steps
 		out[k] = time.Duration(frac * float64(s.Day))
 	}
@@ -102,57 +100,47 @@ func (s Settings) arrivals(rng *rand.Rand, n int) []time.Duration {
 	return out
 }
 
-func sortSearch(a []float64, v float64) int {
-	lo, hi := 0, len(a)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if a[m] < v {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+// The simulator's webhook subscription: its id and verify token.
+const (
+	scaleSubscriptionID = 24
+	scaleVerifyToken    = "scale"
+)
 
 // Env is one simulation's world: the local stack (in this process, its
 // meters counting keys), the Strava simulator behind a proxy that counts
 // reads per window, and the observers.
 type Env struct {
-	S        Settings
-	St       *localstack.Stack
-	Sim      *stravasim.Server
-	Keys     *store.WriteKeys
-	Logf     func(string, ...any)
-	proxy    *httptest.Server
-	tr       *tracker
-	reads    *readLog
-	emf      *emfLog
-	logs     *logCapture
-	share    int
-	nextID   atomic.Int64
-	loginMu  sync.Mutex
-	knobs    []string
-	subID    int64
-	verify   string
-	modelID  string
-	parts    int
-	began    time.Time
-	idleRead bool
-	idle     time.Duration // CC_RECONCILE_IDLE as given to the product
+	S       Settings
+	St      *localstack.Stack
+	Sim     *stravasim.Server
+	Keys    *store.WriteKeys
+	Logf    func(string, ...any)
+	proxy   *httptest.Server
+	tr      *tracker
+	reads   *readLog
+	emf     *emfLog
+	logs    *logCapture
+	share   int
+	nextID  atomic.Int64
+	loginMu sync.Mutex
+	knobs   []string
+	modelID string
+	parts   int
+	began   time.Time
+	idle    time.Duration // CC_RECONCILE_IDLE as the product applies it
 }
 
 // Start brings up the simulator, its proxy and the local stack on
 // endpoint (DynamoDB Local) with the given table prefix. extraEnv
 // ("NAME=value") override the product knobs.
 func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []string, logf func(string, ...any)) (*Env, error) {
-	e := &Env{S: s, Logf: logf, tr: newTracker(), reads: newReadLog(s.Window), emf: &emfLog{window: s.Window},
-		logs: &logCapture{window: s.Window}, subID: 24, verify: "scale", began: time.Now()}
+	e := &Env{S: s, Logf: logf, tr: newTracker(), reads: newReadLog(s.Window), emf: &emfLog{},
+		logs: &logCapture{window: s.Window, shared: &logShared{deferred: map[time.Time][2]int{}}}, began: time.Now()}
 	e.logs.reads = e.reads
 	e.nextID.Store(time.Now().Unix() * 1000)
 	limit := s.ReadLimit()
 	big := limit * (s.windows() + 1000)
-	e.Sim = stravasim.New(stravasim.Options{SubscriptionID: e.subID, Window: s.Window,
+	e.Sim = stravasim.New(stravasim.Options{SubscriptionID: scaleSubscriptionID, Window: s.Window,
 		Limits: stravasim.Limits{Short: 2 * limit, Daily: 2 * big, ReadShort: limit, ReadDaily: big}})
 	e.proxy = httptest.NewServer(e.reads.wrap(e.Sim.Handler()))
 	knobs := map[string]string{
@@ -172,17 +160,10 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 	env := map[string]string{
 		"CC_HTTP_ADDR": "127.0.0.1:0", "DYNAMODB_ENDPOINT": endpoint, "CC_TABLE_PREFIX": prefix,
 		"STRAVA_BASE_URL": e.proxy.URL, "STRAVA_CLIENT_ID": e.Sim.ClientID(), "STRAVA_CLIENT_SECRET": e.Sim.ClientSecret(),
-		"STRAVA_SUBSCRIPTION_ID": strconv.FormatInt(e.subID, 10), "STRAVA_VERIFY_TOKEN": e.verify,
+		"STRAVA_SUBSCRIPTION_ID": strconv.FormatInt(scaleSubscriptionID, 10), "STRAVA_VERIFY_TOKEN": scaleVerifyToken,
 	}
 	for k, v := range knobs {
 		env[k] = v
-	}
-	// Whether this build reads CC_RECONCILE_IDLE (config ignores unknown
-	// variables, so it is set either way).
-	e.idleRead = knobRead("CC_RECONCILE_IDLE")
-	e.idle = 4 * s.Interval
-	if d, err := time.ParseDuration(knobs["CC_RECONCILE_IDLE"]); err == nil && d > 0 {
-		e.idle = d
 	}
 	st, err := localstack.Start(ctx, localstack.Options{
 		Getenv: func(k string) string { return env[k] }, Log: slog.New(e.logs), WrapProjector: e.tr.observe,
@@ -194,11 +175,12 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 		return nil, err
 	}
 	e.St = st
-	e.share = int(math.Floor(st.Config.SyncBudgetShare * float64(limit)))
-	if e.share == 0 {
-		e.share = limit / 2
-	}
-	if _, err := e.Sim.Subscribe(ctx, st.WebhookURL, e.verify); err != nil {
+	// The idle round-robin and the share as the product applies them
+	// (defaults and bounds included).
+	set := st.Scheduler.Settings.WithDefaults()
+	e.idle = set.ReconcileIdle
+	e.share = int(math.Floor(set.BudgetShare * float64(limit)))
+	if _, err := e.Sim.Subscribe(ctx, st.WebhookURL, scaleVerifyToken); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("subscribe at the simulator: %w", err)
 	}
@@ -210,17 +192,6 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 	e.modelID, e.parts = cat.Models[0].ModelID, cat.Models[0].PartCount
 	e.Keys = store.NewWriteKeys(store.Specs(st.Store.Tables()), 0)
 	return e, nil
-}
-
-// knobRead says whether handlers/config reads the variable (its source
-// names it), for the report's note only.
-func knobRead(name string) bool {
-	for _, s := range localstack.Settings {
-		if strings.Contains(s.Name, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // Close stops everything and drops the tables.
@@ -301,47 +272,30 @@ func (e *Env) seed(ctx context.Context, rng *rand.Rand) ([]*athlete, error) {
 
 // connect adds an athlete with days of history at Strava and logs them in
 // through the API's OAuth flow (which links them and enqueues their
-// backfill); it returns the history's activity ids.
-// The history's expectations (counted from began) are registered before
-// the login, so no backfilled write can pass before it is awaited.
-func (e *Env) connect(ctx context.Context, days int, began time.Time) (*athlete, []*expectation, error) {
-	a := &athlete{id: e.nextID.Add(1)}
-	e.Sim.AddAthlete(stravasim.Athlete{ID: a.id, Firstname: "Scale", Lastname: "Connect"})
+// backfill); it returns the history's expectations (counted from began),
+// registered before the login, so no backfilled write can pass before it
+// is awaited.
+func (e *Env) connect(ctx context.Context, days int, began time.Time) ([]*expectation, error) {
+	id := e.nextID.Add(1)
+	e.Sim.AddAthlete(stravasim.Athlete{ID: id, Firstname: "Scale", Lastname: "Connect"})
 	now := time.Now().UTC()
 	var hist []*expectation
 	for d := 1; d <= days; d++ {
-		act := activity(e.nextID.Add(1), a.id, 3000+float64(d), now.Add(-time.Duration(d)*24*time.Hour))
+		act := activity(e.nextID.Add(1), id, 3000+float64(d), now.Add(-time.Duration(d)*24*time.Hour))
 		e.Sim.PutActivity(act)
 		hist = append(hist, e.tr.expect(act.ID, act.Distance, began))
 	}
 	e.loginMu.Lock() // the simulator's authorization is one setting
 	defer e.loginMu.Unlock()
-	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: a.id})
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Path == "/" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.St.APIURL+"/auth/strava/login", nil)
-	if err != nil {
-		return nil, nil, err
+	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: id})
+	c := localstack.Browser(20 * time.Second)
+	if err := localstack.Login(ctx, c, e.St.APIURL); err != nil {
+		return nil, fmt.Errorf("login athlete %d: %w", id, err)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("login athlete %d: %w", a.id, err)
+	if err := localstack.SendJSON(ctx, c, http.MethodGet, e.St.APIURL+"/v1/me", nil, nil, http.StatusOK); err != nil {
+		return nil, fmt.Errorf("who is athlete %d: %w", id, err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		return nil, nil, fmt.Errorf("login athlete %d ended at %s with %d", a.id, resp.Request.URL, resp.StatusCode)
-	}
-	var me bff.MeJSON
-	if err := localstack.SendJSON(ctx, c, http.MethodGet, e.St.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
-		return nil, nil, fmt.Errorf("who is athlete %d: %w", a.id, err)
-	}
-	a.userID = me.UserID
-	return a, hist, nil
+	return hist, nil
 }
 
 func activity(id, owner int64, metres float64, start time.Time) stravasim.Activity {
@@ -486,10 +440,9 @@ func (l *readLog) listsSoFar(t time.Time) int {
 
 // emfLog reads the worker's EMF lines (StravaReads by Class).
 type emfLog struct {
-	window time.Duration
-	mu     sync.Mutex
-	lines  []emfLine
-	buf    []byte
+	mu    sync.Mutex
+	lines []emfLine
+	buf   []byte
 }
 
 type emfLine struct {
@@ -537,17 +490,10 @@ type logShared struct {
 	errors   []string
 }
 
-func (h *logCapture) sh() *logShared {
-	if h.shared == nil {
-		h.shared = &logShared{deferred: map[time.Time][2]int{}}
-	}
-	return h.shared
-}
-
 func (h *logCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
-	sh := h.sh()
+	sh := h.shared
 	if r.Level >= slog.LevelError {
 		sh.mu.Lock()
 		if len(sh.errors) < 5 {
@@ -582,15 +528,11 @@ func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
 
 func (h *logCapture) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *h
-	c.shared = h.sh()
 	c.attrs = append(slices.Clip(h.attrs), as...)
 	return &c
 }
 
-func (h *logCapture) WithGroup(string) slog.Handler {
-	h.sh()
-	return h
-}
+func (h *logCapture) WithGroup(string) slog.Handler { return h }
 
 // ---------------------------------------------------------------- the run
 
@@ -602,7 +544,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	rng := rand.New(rand.NewPCG(seed, 24))
 	r := Report{Mode: s.Mode, Athletes: s.Athletes, Connects: s.Connects, HistoryDays: s.HistoryDays, Day: s.Day, Window: s.Window,
 		Interval: s.Interval, Bound: e.idle + s.Window, FastBound: s.Interval + s.Window, ReadLimit: s.ReadLimit(), SyncShare: e.share,
-		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, store.BaseMain), ProductKnobs: e.knobs, ReconcileIdleSupported: e.idleRead}
+		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, store.BaseMain), ProductKnobs: e.knobs}
 	t0 := time.Now()
 	as, err := e.seed(ctx, rng)
 	if err != nil {
@@ -723,7 +665,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			go func() {
 				defer side.Done()
 				began := time.Now()
-				_, hist, err := e.connect(ctx, s.HistoryDays, began)
+				hist, err := e.connect(ctx, s.HistoryDays, began)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -824,7 +766,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	r.Windows = e.windows(dayStart, time.Now())
 	r.HotKeys = e.Keys.Hottest()
 	r.Elapsed = time.Since(e.began)
-	if errs := e.logs.sh(); len(errs.errors) > 0 {
+	if errs := e.logs.shared; len(errs.errors) > 0 {
 		e.Logf("first error logs of the stack: %q", errs.errors)
 	}
 	return r, nil
@@ -854,7 +796,7 @@ func (e *Env) windows(from, to time.Time) []Window {
 		get(l.at).ByClass[l.class] += l.reads
 	}
 	e.emf.mu.Unlock()
-	sh := e.logs.sh()
+	sh := e.logs.shared
 	sh.mu.Lock()
 	for start, c := range sh.deferred {
 		w := get(start)
@@ -891,5 +833,3 @@ func (e *Env) waitQuiet(ctx context.Context, limit time.Duration) error {
 		prev = cur
 	}
 }
-
-var _ io.Writer = (*emfLog)(nil)
