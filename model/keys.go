@@ -191,10 +191,14 @@ func AthletePK(athleteID int64) string { return PrefixStravaAthlete + strconv.Fo
 func AthleteOwnerKey(athleteID int64) Key { return Key{AthletePK(athleteID), SKOwner} }
 
 // UserListPK is the sparse users-index partition a user's profile lands in.
-func UserListPK(userID string) string {
+func UserListPK(userID string) string { return UserListShardPK(shardOf(userID, UserListShards)) }
+
+// shardOf places s in one of n shards by its FNV-1a hash: the one spread
+// the users index, the outbox's Pending index and parked records share.
+func shardOf(s string, n int) int {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(userID))
-	return UserListShardPK(int(h.Sum32() % UserListShards))
+	_, _ = h.Write([]byte(s))
+	return int(h.Sum32() % uint32(n))
 }
 
 // UserListShardPK is the users-index partition of one shard.
@@ -336,9 +340,7 @@ func OutboxPendingPK(idempotencyKey string, shards int) string {
 	if shards < 1 {
 		shards = DefaultOutboxShards
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(idempotencyKey))
-	return OutboxPendingShardPK(int(h.Sum32() % uint32(shards)))
+	return OutboxPendingShardPK(shardOf(idempotencyKey, shards))
 }
 
 // OutboxPendingShardPK is the pending-index partition of one shard.
@@ -413,18 +415,30 @@ func SyncReadsKey(windowStart time.Time, windowLen time.Duration, shard int) Key
 // dozen reads).
 const SyncReadsShards = 8
 
-// SyncReadsPerShard is how many reads of a long window's sync cap each
+// syncReadsPerShard is how many reads of a long window's sync cap each
 // counter of the split stands for (SyncReadsShardsFor).
-const SyncReadsPerShard = 1000
+const syncReadsPerShard = 1000
 
 // SyncReadsShardsFor is how many counters a long window whose sync cap is
-// capReads reads is split over: one per SyncReadsPerShard reads, at least
+// capReads reads is split over: one per 1,000 reads, at least
 // 1, at most SyncReadsShards. A small cap (Strava's default 1,000 reads a
 // day leaves syncs 500) stays one counter: its writes are few, and split
 // it would leave each shard a read or two early in the day. The cap is
 // the same all window long unless Strava changes the limit mid-window.
 func SyncReadsShardsFor(capReads int) int {
-	return min(SyncReadsShards, max(1, capReads/SyncReadsPerShard))
+	return min(SyncReadsShards, max(1, capReads/syncReadsPerShard))
+}
+
+// SyncReadsTries is the shards a sync read tries, in order, of a window
+// split over shards counters: the shard pick falls in, then one other
+// chosen by pick (one shard when there is only one).
+func SyncReadsTries(pick uint64, shards int) []int {
+	shards = max(1, shards)
+	first := int(pick % uint64(shards))
+	if shards == 1 {
+		return []int{first}
+	}
+	return []int{first, (first + 1 + int((pick/uint64(shards))%uint64(shards-1))) % shards}
 }
 
 // SyncReadsShardAllowance is shard i's part of allowed reads split over
@@ -487,9 +501,7 @@ func ParkedPartitions(source string) []string {
 // ParkedKey addresses one parked record, in the shard of a hash of its id
 // (the local stand-in for a DLQ).
 func ParkedKey(source, id string) Key {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return Key{ParkedShardPK(source, int(h.Sum32()%ParkedShards)), id}
+	return Key{ParkedShardPK(source, shardOf(id, ParkedShards)), id}
 }
 
 // LegacyParkedKey addresses a record parked before ParkedShards (in the

@@ -356,6 +356,20 @@ func TestSyncReadsShardAllowance(t *testing.T) {
 			t.Errorf("SyncReadsShardsFor(%d) = %d, want %d", c.capReads, got, c.want)
 		}
 	}
+	if got := SyncReadsTries(12345, 1); len(got) != 1 || got[0] != 0 {
+		t.Errorf("SyncReadsTries over one shard = %v, want [0]", got)
+	}
+	seen := map[int]bool{}
+	for pick := range uint64(64) {
+		got := SyncReadsTries(pick*2654435761, 8)
+		if len(got) != 2 || got[0] == got[1] || min(got[0], got[1]) < 0 || max(got[0], got[1]) >= 8 {
+			t.Fatalf("SyncReadsTries(%d, 8) = %v, want two different shards of 8", pick, got)
+		}
+		seen[got[0]] = true
+	}
+	if len(seen) != 8 {
+		t.Errorf("first tries fell on %d of 8 shards, want all", len(seen))
+	}
 	if a, b := SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
 		t.Errorf("shards 0 and 1 share the partition %q", a.PK)
 	}

@@ -60,11 +60,7 @@ func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(
 			return nil, err
 		}
 		cur.UserID, cur.Version, cur.UpdatedAtUtc = userID, read+1, s.Now().UTC()
-		cond := expression.AttributeNotExists(expression.Name("PK"))
-		if read > 0 {
-			cond = expression.Name("version").Equal(expression.Value(read))
-		}
-		err = s.PutIf(ctx, s.t.Main, cur, cond)
+		err = s.PutIf(ctx, s.t.Main, cur, versionCond(read))
 		if err == nil {
 			if err := s.checkDeleted(ctx, userID, cur.ItemKey()); err != nil {
 				return nil, fmt.Errorf("write sync state of user %s: %w", userID, err)
@@ -128,14 +124,8 @@ func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID 
 // (erring on fewer reads, never more), and costs at most two writes.
 func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
 	window := now.UTC().Truncate(windowLen)
-	shards = max(1, shards)
-	first := int(pick % uint64(shards))
-	tries := []int{first}
-	if shards > 1 {
-		tries = append(tries, (first+1+int((pick/uint64(shards))%uint64(shards-1)))%shards)
-	}
 	var err error
-	for _, shard := range tries {
+	for _, shard := range model.SyncReadsTries(pick, shards) {
 		err = s.takeSyncRead(ctx, window, windowLen, shard, model.SyncReadsShardAllowance(allowed, shards, shard))
 		if !errors.Is(err, model.ErrConflict) {
 			return err
@@ -165,22 +155,13 @@ func (s *Store) takeSyncRead(ctx context.Context, window time.Time, windowLen ti
 	return nil
 }
 
-// SyncReads reads how many reads sync jobs took in the window of length
-// windowLen containing now, over its shards counters (0 when none).
-func (s *Store) SyncReads(ctx context.Context, now time.Time, windowLen time.Duration, shards int) (int, error) {
-	total := 0
-	for shard := range max(1, shards) {
-		var r model.SyncReads
-		err := s.Get(ctx, s.t.Main, model.SyncReadsKey(now.UTC().Truncate(windowLen), windowLen, shard), &r)
-		if errors.Is(err, model.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read sync reads of the window at %s: %w", now.UTC().Format(time.RFC3339), err)
-		}
-		total += r.Reads
+// versionCond is the condition of a versioned put: the stored item is
+// still at version read (0: not stored yet).
+func versionCond(read int64) expression.ConditionBuilder {
+	if read > 0 {
+		return expression.Name("version").Equal(expression.Value(read))
 	}
-	return total, nil
+	return expression.AttributeNotExists(expression.Name("PK"))
 }
 
 // ReconcileCursor reads the reconciliation's enumeration cursor (strongly
@@ -198,12 +179,8 @@ func (s *Store) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, er
 // another run moved the cursor meanwhile.
 func (s *Store) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
 	read := c.Version
-	cond := expression.AttributeNotExists(expression.Name("PK"))
-	if read > 0 {
-		cond = expression.Name("version").Equal(expression.Value(read))
-	}
 	c.Version, c.UpdatedAtUtc = read+1, s.Now().UTC()
-	if err := s.PutIf(ctx, s.t.Main, c, cond); err != nil {
+	if err := s.PutIf(ctx, s.t.Main, c, versionCond(read)); err != nil {
 		c.Version = read
 		if isConflict(err) {
 			return fmt.Errorf("save reconcile cursor at version %d: %w", read, model.ErrConflict)

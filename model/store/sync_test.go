@@ -65,14 +65,11 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	total, err := s.SyncReads(ctx, now, 24*time.Hour, model.SyncReadsShards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := 0
+	total, used := 0, 0
 	for shard := range model.SyncReadsShards {
 		var r model.SyncReads
 		if err := s.Get(ctx, s.Tables().Main, model.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
+			total += r.Reads
 			used++
 		}
 	}

@@ -293,19 +293,19 @@ func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 	return nil
 }
 
-// IndexWaitLimit bounds how long CreateTables waits for an index it added
+// indexWaitLimit bounds how long CreateTables waits for an index it added
 // to become ACTIVE, or for one it deleted to be gone (per table).
-var IndexWaitLimit = 5 * time.Minute
+const indexWaitLimit = 5 * time.Minute
 
 // addMissingIndexes creates the spec's GSIs a table made by older code lacks
 // (a persisted local data directory), deletes and creates again those it
 // has with another projection, and waits until they are active.
 //
-// The waits are bounded by IndexWaitLimit (and ctx): an index DynamoDB never
+// The waits are bounded by indexWaitLimit (and ctx): an index DynamoDB never
 // reports ACTIVE (or never removes) is an error naming it, not a start-up
 // that hangs.
 func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
-	ctx, cancel := context.WithTimeout(ctx, IndexWaitLimit)
+	ctx, cancel := context.WithTimeout(ctx, indexWaitLimit)
 	defer cancel()
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
 	if err != nil {
@@ -345,15 +345,13 @@ func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 		if err != nil {
 			return fmt.Errorf("describe table %s: %w", s.Name, err)
 		}
-		added = false
 		var waiting []string
 		for _, g := range out.Table.GlobalSecondaryIndexes {
 			if g.IndexStatus != types.IndexStatusActive {
-				added = true
 				waiting = append(waiting, fmt.Sprintf("%s %s", aws.ToString(g.IndexName), g.IndexStatus))
 			}
 		}
-		if added {
+		if added = len(waiting) > 0; added {
 			if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
 				return fmt.Errorf("wait for the indexes of %s to be ACTIVE (still %s): %w", s.Name, strings.Join(waiting, ", "), err)
 			}

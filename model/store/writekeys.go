@@ -30,6 +30,7 @@ package store
 // upper bound (by Error/Writes) otherwise.
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,20 +172,11 @@ func (m *Meter) writeKeys() []*WriteKeys {
 		m.mu.Lock()
 		k := m.keys
 		m.mu.Unlock()
-		if k != nil && !containsKeys(out, k) {
+		if k != nil && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
 	return out
-}
-
-func containsKeys(ws []*WriteKeys, w *WriteKeys) bool {
-	for _, x := range ws {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }
 
 // recordWrites counts the items a successful write request wrote (params is
