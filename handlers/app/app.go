@@ -17,13 +17,6 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// SyncSettings are the backfill and reconciliation settings of cfg
-// (CC_SYNC_*, CC_RECONCILE_*).
-func SyncSettings(cfg config.Config) ingest.SyncSettings {
-	return ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
-}
-
 // CallbackPath is where Strava sends the athlete back after login; the
 // redirect URI is CC_PUBLIC_URL + CallbackPath.
 const CallbackPath = "/auth/strava/callback"
@@ -42,7 +35,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	}
 	client := strava.NewClient(cfg.StravaBaseURL, httpClient)
 	sched := ingest.NewSyncScheduler(st, d, log)
-	sched.Settings = SyncSettings(cfg)
+	sched.Settings = ingest.SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease
 	}

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 
@@ -205,7 +204,7 @@ func (c *rateCache) observed(st *model.RateLimitState, refused bool, reserve flo
 	for _, u := range [][2]int{{st.ReadShortUsage, st.ReadShortLimit}, {st.ShortUsage, st.ShortLimit},
 		{st.ReadDailyUsage, st.ReadDailyLimit}, {st.DailyUsage, st.DailyLimit}} {
 		usage, limit := u[0], u[1]
-		if limit > 0 && usage >= limit-max(1, int(math.Ceil(float64(limit)*2*reserve))) {
+		if limit > 0 && usage >= limit-reserveOf(limit, 2*reserve) {
 			write = true
 		}
 	}

@@ -686,7 +686,7 @@ func pickOf(job Job, now time.Time) uint64 {
 // shareCap is what sync jobs may read of a budget of limit in a window:
 // the limit less the webhooks' part (1-share of it, at least one read).
 func shareCap(limit int, share float64) int {
-	return max(0, limit-max(1, int(math.Ceil(float64(limit)*(1-share)))))
+	return max(0, limit-reserveOf(limit, 1-share))
 }
 
 // PacedAllowance is how many reads sync jobs may have taken by now in the

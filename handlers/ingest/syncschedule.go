@@ -182,6 +182,13 @@ type ReconcileResult struct {
 	Running int
 }
 
+// LogArgs are the result's counts as slog key-value pairs, for the
+// "reconciliation step" line the sweeper and the local stack write.
+func (r ReconcileResult) LogArgs() []any {
+	return []any{"users", r.Users, "enqueued", r.Enqueued, "already", r.Already, "skipped", r.Skipped,
+		"noMilestone", r.NoMilestone, "noUpload", r.NoUpload, "running", r.Running}
+}
+
 func (r *ReconcileResult) add(o reconcileOutcome) {
 	r.Users++
 	switch o {

@@ -5,9 +5,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 )
+
+// SyncSettingsFrom are the backfill and reconciliation settings of cfg
+// (CC_SYNC_*, CC_RECONCILE_*): the one mapping the worker, the sweeper,
+// `make syncs` and the local stack share.
+func SyncSettingsFrom(cfg config.Config) SyncSettings {
+	return SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
+}
 
 // The DynamoDB store implements every persistence interface of this package
 // and the refresher's.

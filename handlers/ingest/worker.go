@@ -955,6 +955,13 @@ func BudgetExhausted(st *model.RateLimitState, now time.Time, reserve float64) s
 	return budgetExhausted(st, now, reserve, model.AthleteReadsWindow)
 }
 
+// reserveOf is how many reads of a budget of limit a reserve (a share of
+// it) keeps free: at least one. The "spent" check, the sync share's cap
+// and the rate cache's "near the limit" all count it this one way.
+func reserveOf(limit int, reserve float64) int {
+	return max(1, int(math.Ceil(float64(limit)*reserve)))
+}
+
 func budgetExhausted(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
 	now = now.UTC()
 	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(window))
@@ -963,8 +970,7 @@ func budgetExhausted(st *model.RateLimitState, now time.Time, reserve float64, w
 		if limit <= 0 {
 			return false
 		}
-		keep := max(1, int(math.Ceil(float64(limit)*reserve)))
-		return usage >= limit-keep
+		return usage >= limit-reserveOf(limit, reserve)
 	}
 	switch {
 	case sameWindow && spent(st.ReadShortUsage, st.ReadShortLimit):

@@ -50,8 +50,7 @@ func main() {
 		sw.Lease = cfg.OutboxLease
 	}
 	sched := ingest.NewSyncScheduler(st, dispatcher, log)
-	sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
+	sched.Settings = ingest.SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease
 	}
@@ -61,9 +60,7 @@ func main() {
 		}
 		if json.Unmarshal(in, &task) == nil && task.Task == TaskReconcile {
 			res, err := sched.ReconcileStep(ctx)
-			log.InfoContext(ctx, "reconciliation step", "users", res.Users, "enqueued", res.Enqueued,
-				"already", res.Already, "skipped", res.Skipped, "noMilestone", res.NoMilestone,
-				"noUpload", res.NoUpload, "running", res.Running, "error", err)
+			log.InfoContext(ctx, "reconciliation step", append(res.LogArgs(), "error", err)...)
 			return res, err
 		}
 		res, err := sw.Sweep(ctx)

@@ -37,8 +37,7 @@ func main() {
 	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle},
+		Sync: ingest.SyncSettingsFrom(cfg),
 	}, log)
 	w.Metrics = os.Stdout      // StravaReads by class (EMF), on the capacity dashboard
 	w.Sync.Metrics = os.Stdout // SyncsWaiting (EMF): sync jobs turned away by the budget

@@ -314,7 +314,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: app.SyncSettings(cfg),
+		Sync: ingest.SyncSettingsFrom(cfg),
 	}, log.With("service", "worker"))
 	worker.Metrics = o.WorkerMetrics
 	run := func(ctx context.Context, job ingest.Job) error {
@@ -331,7 +331,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	sweepCtx, sweepCancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
 	s.Scheduler = ingest.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
-	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettings(cfg), cfg.OutboxLease
+	s.Scheduler.Settings, s.Scheduler.Lease = ingest.SyncSettingsFrom(cfg), cfg.OutboxLease
 	go func() {
 		defer close(s.sweepDone)
 		var wg sync.WaitGroup
@@ -466,9 +466,7 @@ func (s *Stack) reconcileEvery(ctx context.Context, tick time.Duration) {
 			s.log.WarnContext(ctx, "reconciliation step failed", "error", err)
 		}
 		if res.Users > 0 {
-			s.log.InfoContext(ctx, "reconciliation step", "users", res.Users, "enqueued", res.Enqueued,
-				"already", res.Already, "skipped", res.Skipped, "noMilestone", res.NoMilestone,
-				"noUpload", res.NoUpload, "running", res.Running)
+			s.log.InfoContext(ctx, "reconciliation step", res.LogArgs()...)
 		}
 	}
 }

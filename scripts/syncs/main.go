@@ -82,8 +82,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 			d = ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
 		}
 		sched := ingest.NewSyncScheduler(st, d, cfg.Logger())
-		sched.Settings = ingest.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
-			ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
+		sched.Settings = ingest.SyncSettingsFrom(cfg)
 		// A short lease: without a dispatcher the sweeper runs it at once.
 		sched.Lease = time.Second
 		if err := sched.Restart(ctx, *restart); err != nil {

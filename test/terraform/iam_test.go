@@ -281,7 +281,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	worker := ingest.NewStravaWorker(wStore, ingest.StravaSettings{
 		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
 		AthleteReadsPerWindow: wCfg.AthleteReadsPerWindow, RateWindow: wCfg.StravaWindow, RetryBase: wCfg.RetryBase,
-		Sync: app.SyncSettings(wCfg),
+		Sync: ingest.SyncSettingsFrom(wCfg),
 	}, log)
 
 	// handlers/projector/main.go
@@ -313,7 +313,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	}
 	reconciler := ingest.NewSyncScheduler(store.New(sDB, sCfg.Tables()),
 		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
-	reconciler.Settings = app.SyncSettings(sCfg)
+	reconciler.Settings = ingest.SyncSettingsFrom(sCfg)
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
 	arn, err := store.StreamARN(ctx, db, local)
