@@ -10,12 +10,8 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -120,152 +116,58 @@ type Need struct {
 func (c Config) Tables() store.Tables { return store.TableNames(c.TablePrefix) }
 
 // FromEnv reads the configuration with getenv (os.Getenv when nil) and
-// validates what need requires, returning every problem at once.
+// validates what need requires, returning every problem at once. Each
+// variable is a row of the variables table (env.go).
 func FromEnv(getenv func(string) string, need Need) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	var errs []error
 	c := Config{
-		StravaBaseURL:      strings.TrimRight(or(getenv("STRAVA_BASE_URL"), "https://www.strava.com"), "/"),
-		StravaClientID:     getenv("STRAVA_CLIENT_ID"),
-		StravaClientSecret: getenv("STRAVA_CLIENT_SECRET"),
-		StravaVerifyToken:  getenv("STRAVA_VERIFY_TOKEN"),
-		DynamoDBEndpoint:   getenv("DYNAMODB_ENDPOINT"),
-		TablePrefix:        getenv("CC_TABLE_PREFIX"),
-		PublicURL:          strings.TrimRight(getenv("CC_PUBLIC_URL"), "/"),
-		WorkerFunction:     getenv("CC_WORKER_FUNCTION"),
+		StravaBaseURL:         "https://www.strava.com",
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow,
+	}
+	var errs []error
+	for _, v := range variables {
+		if val := getenv(v.name); val != "" {
+			if err := v.parse(&c, v.name, val); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if u, err := url.Parse(c.StravaBaseURL); err != nil || u.Scheme == "" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("STRAVA_BASE_URL %q is not an absolute URL", c.StravaBaseURL))
 	}
-	if v := getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id <= 0 {
-			errs = append(errs, fmt.Errorf("STRAVA_SUBSCRIPTION_ID %q is not a positive integer", v))
-		}
-		c.StravaSubscriptionID = id
-	}
-	if v := getenv("DYNAMODB_ENDPOINT"); v != "" {
-		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("DYNAMODB_ENDPOINT %q is not an absolute URL", v))
-		}
-	}
-	if v := getenv("CC_PUBLIC_URL"); v != "" {
-		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("CC_PUBLIC_URL %q is not an absolute URL", v))
-		}
-	}
-	for _, o := range strings.Split(getenv("CC_CORS_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.CORSOrigins = append(c.CORSOrigins, o)
-		}
-	}
-	if v := getenv("CC_OUTBOX_LEASE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			errs = append(errs, fmt.Errorf("CC_OUTBOX_LEASE %q: want a Go duration of at least 1s (e.g. 5m)", v))
-		}
-		c.OutboxLease = d
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"CC_STRAVA_WINDOW", &c.StravaWindow}, {"CC_RETRY_BASE", &c.RetryBase}} {
-		if v := getenv(d.name); v != "" {
-			x, err := time.ParseDuration(v)
-			if err != nil || x < time.Millisecond {
-				errs = append(errs, fmt.Errorf("%s %q: want a positive Go duration (e.g. 15m, 500ms)", d.name, v))
-			}
-			*d.dst = x
-		}
-	}
-	for _, d := range []struct {
-		name string
-		dst  *int
-	}{{"CC_SYNC_MAX_DAYS", &c.SyncMaxDays}, {"CC_RECONCILE_DAYS", &c.ReconcileDays}} {
-		if v := getenv(d.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 3650 {
-				errs = append(errs, fmt.Errorf("%s %q: want a whole number of days in 1..3650", d.name, v))
-			}
-			*d.dst = n
-		}
-	}
-	if v := getenv("CC_SYNC_BUDGET_SHARE"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			errs = append(errs, fmt.Errorf("CC_SYNC_BUDGET_SHARE %q: want a share in (0, 1], e.g. 0.5", v))
-		}
-		c.SyncBudgetShare = f
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"CC_RECONCILE_INTERVAL", &c.ReconcileInterval}, {"CC_RECONCILE_IDLE", &c.ReconcileIdle}} {
-		if v := getenv(d.name); v != "" {
-			p, err := time.ParseDuration(v)
-			if err != nil || p < time.Second {
-				errs = append(errs, fmt.Errorf("%s %q: want a Go duration of at least 1s (e.g. 168h)", d.name, v))
-			}
-			*d.dst = p
-		}
-	}
-	if v := getenv("CC_OUTBOX_SHARDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > model.MaxOutboxShards {
-			errs = append(errs, fmt.Errorf("CC_OUTBOX_SHARDS %q: want an integer in 1..%d", v, model.MaxOutboxShards))
-		}
-		c.OutboxShards = n
-	}
-	c.AthleteReadsPerWindow = DefaultAthleteReadsPerWindow
-	if v := getenv("CC_ATHLETE_READS_PER_WINDOW"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("CC_ATHLETE_READS_PER_WINDOW %q is not a non-negative integer", v))
-		}
-		c.AthleteReadsPerWindow = n
-	}
-	if v := getenv("CC_LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			errs = append(errs, fmt.Errorf("CC_LOG_LEVEL %q: want debug, info, warn or error", v))
-		}
-	}
-	c.TokenKMSKey = getenv("CC_TOKEN_KMS_KEY")
-	if v := getenv("CC_TOKEN_KEY"); v != "" {
-		k, err := secrets.ParseLocalKey(v)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		c.TokenKey = k
-	}
-	switch {
-	case c.TokenKMSKey != "" && getenv("CC_TOKEN_KEY") != "":
-		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY and CC_TOKEN_KEY are both set: keep one"))
-	case need.Tokens && c.TokenKMSKey == "" && getenv("CC_TOKEN_KEY") == "":
-		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY (AWS) or CC_TOKEN_KEY (local) is required"))
-	}
-	required := func(ok bool, name, val string) {
-		if ok && val == "" {
-			errs = append(errs, fmt.Errorf("%s is required", name))
-		}
-	}
-	required(need.Strava, "STRAVA_CLIENT_ID", c.StravaClientID)
-	required(need.Strava, "STRAVA_CLIENT_SECRET", c.StravaClientSecret)
-	required(need.Webhook, "STRAVA_VERIFY_TOKEN", c.StravaVerifyToken)
-	required(need.PublicURL, "CC_PUBLIC_URL", c.PublicURL)
-	required(need.Worker, "CC_WORKER_FUNCTION", c.WorkerFunction)
+	errs = append(errs, c.required(getenv, need)...)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration:\n%w", err)
 	}
 	return c, nil
 }
 
-func or(v, def string) string {
-	if v == "" {
-		return def
+// required reports what need requires and c lacks, and a token key set twice.
+func (c Config) required(getenv func(string) string, need Need) []error {
+	var errs []error
+	switch {
+	case c.TokenKMSKey != "" && getenv("CC_TOKEN_KEY") != "":
+		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY and CC_TOKEN_KEY are both set: keep one"))
+	case need.Tokens && c.TokenKMSKey == "" && getenv("CC_TOKEN_KEY") == "":
+		errs = append(errs, errors.New("CC_TOKEN_KMS_KEY (AWS) or CC_TOKEN_KEY (local) is required"))
 	}
-	return v
+	for _, r := range []struct {
+		ok        bool
+		name, val string
+	}{
+		{need.Strava, "STRAVA_CLIENT_ID", c.StravaClientID},
+		{need.Strava, "STRAVA_CLIENT_SECRET", c.StravaClientSecret},
+		{need.Webhook, "STRAVA_VERIFY_TOKEN", c.StravaVerifyToken},
+		{need.PublicURL, "CC_PUBLIC_URL", c.PublicURL},
+		{need.Worker, "CC_WORKER_FUNCTION", c.WorkerFunction},
+	} {
+		if r.ok && r.val == "" {
+			errs = append(errs, fmt.Errorf("%s is required", r.name))
+		}
+	}
+	return errs
 }
 
 // Logger returns the JSON slog logger every process uses, with stable keys
