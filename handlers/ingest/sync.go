@@ -367,33 +367,75 @@ type pageResult struct {
 func (s *Syncer) page(ctx context.Context, job Job) error {
 	sj, key := job.Sync, job.IdempotencyKey
 	cfg := s.Settings.WithDefaults()
-	now := s.Now()
 	log := s.log.With("correlationId", job.CorrelationID, "userId", sj.UserID, "athleteId", sj.AthleteID,
 		"syncMode", sj.Mode, "idempotencyKey", key)
-	st, err := s.store.UpdateSyncState(ctx, sj.UserID, func(cur *model.SyncState) error { return decide(cur, job, now) })
-	if errors.Is(err, errSkip) {
-		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
-		return nil
+	now := s.Now()
+	st, token, ok, err := s.begin(ctx, log, cfg, job, now)
+	if !ok {
+		return err
 	}
-	if errors.Is(err, store.ErrUserDeleted) {
-		log.InfoContext(ctx, "sync job dropped: the account is deleted", "writeStatus", "skipped")
-		return nil
+	cursor := st.CursorBeforeUtc
+	fetchStarted := s.Now()
+	acts, ok, err := s.list(ctx, log, cfg, job, st, token, now)
+	if !ok {
+		return err
 	}
+	res, oldest, err := s.apply(ctx, log, job, st.WindowFromUtc, cursor, acts, fetchStarted)
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", key, err)
 	}
-	if err := s.checkBudget(ctx, cfg, now, job); err != nil {
-		return s.deferJob(ctx, log, job, err)
+	done := len(acts) < cfg.PageSize || oldest.Before(st.WindowFromUtc)
+	finished, err := s.advance(ctx, cfg, job, cursor, acts, res, nextCursor(cursor, oldest), done)
+	if errors.Is(err, store.ErrUserDeleted) {
+		log.InfoContext(ctx, "sync page not recorded: the account is deleted", "writeStatus", "skipped")
+		return nil
 	}
-	token, err := s.tokens.AccessToken(ctx, sj.UserID)
+	if err != nil {
+		return fmt.Errorf("sync %s: record page: %w", key, err)
+	}
+	s.report(ctx, log, job, st, cursor, res, done, finished)
+	if done {
+		return nil
+	}
+	return &DeferError{Until: s.Now(), Reason: "sync: next page"}
+}
+
+// begin decides whether the job runs a page now (the versioned sync state),
+// takes a sync read of the budget and gets the athlete's token. When ok is
+// false the page ends there, with err (nil: nothing to do).
+func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job Job, now time.Time) (st *model.SyncState, token string, ok bool, err error) {
+	sj, key := job.Sync, job.IdempotencyKey
+	st, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *model.SyncState) error { return decide(cur, job, now) })
+	if errors.Is(err, errSkip) {
+		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
+		return nil, "", false, nil
+	}
+	if errors.Is(err, store.ErrUserDeleted) {
+		log.InfoContext(ctx, "sync job dropped: the account is deleted", "writeStatus", "skipped")
+		return nil, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, fmt.Errorf("sync %s: %w", key, err)
+	}
+	if err := s.checkBudget(ctx, cfg, now, job); err != nil {
+		return nil, "", false, s.deferJob(ctx, log, job, err)
+	}
+	token, err = s.tokens.AccessToken(ctx, sj.UserID)
 	switch {
 	case errors.Is(err, model.ErrUnauthorized), errors.Is(err, model.ErrNotFound):
-		return s.stop(ctx, log, job, "strava connection unusable: "+err.Error())
+		return nil, "", false, s.stop(ctx, log, job, "strava connection unusable: "+err.Error())
 	case err != nil:
-		return fmt.Errorf("sync %s: %w", key, err)
+		return nil, "", false, fmt.Errorf("sync %s: %w", key, err)
 	}
-	cursor := st.CursorBeforeUtc
-	opts := strava.ListOptions{Before: cursor, PerPage: cfg.PageSize}
+	return st, token, true, nil
+}
+
+// list asks Strava for the page after the state's cursor and records what
+// the answer says of the budget. When ok is false the page ends there, with
+// err (a deferral at a 429, the stop at a refused token, or a failure).
+func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, job Job, st *model.SyncState, token string, now time.Time) (acts []strava.Activity, ok bool, err error) {
+	sj, key := job.Sync, job.IdempotencyKey
+	opts := strava.ListOptions{Before: st.CursorBeforeUtc, PerPage: cfg.PageSize}
 	if st.Mode == model.SyncModeReconcile {
 		// after= bounds the list to the window, so an unchanged athlete
 		// costs one small page; before= keeps it newest first (Strava
@@ -404,13 +446,12 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 			opts.Before = now.Add(reconcileFutureMargin)
 		}
 	}
-	fetchStarted := s.Now()
 	acts, rl, err := s.strava.ListActivities(ctx, token, opts)
 	var apiErr *strava.APIError
+	refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
 	if rl.Valid() {
 		// Through the instance's rate cache: written only when the reading
 		// matters to the others (rateCache.observed), never per page.
-		refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
 		if rst := rateLimitState(rl, s.Now(), s.rateWindow()); s.rate.observed(rst, refused, DefaultBudgetReserve) {
 			if rerr := s.store.RecordRateLimit(ctx, rst); rerr != nil {
 				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
@@ -418,29 +459,29 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		}
 	}
 	switch {
-	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+	case refused:
 		n := s.Now()
 		until, why := nextReset(rateLimitState(rl, n, s.rateWindow()), n, 0, s.rateWindow())
-		return s.deferJob(ctx, log, job, &DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
+		return nil, false, s.deferJob(ctx, log, job, &DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := s.store.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
-			return fmt.Errorf("sync %s: %w", key, merr)
+			return nil, false, fmt.Errorf("sync %s: %w", key, merr)
 		}
-		return s.stop(ctx, log, job, "strava refused the athlete's token: "+err.Error())
+		return nil, false, s.stop(ctx, log, job, "strava refused the athlete's token: "+err.Error())
 	case err != nil:
-		return fmt.Errorf("sync %s: %w", key, err)
+		return nil, false, fmt.Errorf("sync %s: %w", key, err)
 	}
-	res, oldest, err := s.apply(ctx, log, job, st.WindowFromUtc, cursor, acts, fetchStarted)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", key, err)
-	}
-	done := len(acts) < cfg.PageSize || oldest.Before(st.WindowFromUtc)
-	next := nextCursor(cursor, oldest)
-	var finished bool
-	_, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *model.SyncState) error {
+	return acts, true, nil
+}
+
+// advance records the page in the sync state with a version check: the
+// counts always (the writes happened), the cursor and the job's end only
+// while the job still owns the cursor. finished says this run ended the job.
+func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job Job, cursor time.Time, acts []strava.Activity, res pageResult, next time.Time, done bool) (finished bool, err error) {
+	_, err = s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *model.SyncState) error {
 		finished = false
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
-		if cur.JobKey != key || !cur.CursorBeforeUtc.Equal(cursor) {
+		if cur.JobKey != job.IdempotencyKey || !cur.CursorBeforeUtc.Equal(cursor) {
 			return nil // superseded, or another run of this job moved on: it owns the cursor
 		}
 		cur.Pages++
@@ -452,31 +493,36 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 		cur.State, cur.DeferredReason, cur.NextSyncAtUtc = syncStatusOf(cur.Mode), "", s.Now()
 		if done {
 			finished = true
-			n := s.Now()
-			cur.State, cur.LastSyncAtUtc = model.SyncIdle, n
-			cur.NextSyncAtUtc = n.Add(cfg.ReconcileInterval)
-			// A reconciliation, or the first backfill (it listed from now),
-			// has seen the recent window: the scheduler waits for an
-			// upload with a higher id, or the idle interval.
-			if cur.Mode == model.SyncModeReconcile || cur.ImportedFromUtc.IsZero() {
-				cur.ReconciledAtUtc, cur.ReconciledActivityID = n, max(cur.ReconciledActivityID, cur.ListedMaxActivityID)
-			}
-			if cur.Mode == model.SyncModeBackfill {
-				if cur.ImportedFromUtc.IsZero() || cur.WindowFromUtc.Before(cur.ImportedFromUtc) {
-					cur.ImportedFromUtc = cur.WindowFromUtc
-				}
-				cur.HorizonUtc = cur.ImportedFromUtc
-			}
+			finish(cur, s.Now(), cfg.ReconcileInterval)
 		}
 		return nil
 	})
-	if errors.Is(err, store.ErrUserDeleted) {
-		log.InfoContext(ctx, "sync page not recorded: the account is deleted", "writeStatus", "skipped")
-		return nil
+	return finished, err
+}
+
+// finish ends the job in its state at now: idle, the next sync an interval
+// later, and what the job has seen (the reconciled window, the imported
+// history).
+func finish(cur *model.SyncState, n time.Time, interval time.Duration) {
+	cur.State, cur.LastSyncAtUtc = model.SyncIdle, n
+	cur.NextSyncAtUtc = n.Add(interval)
+	// A reconciliation, or the first backfill (it listed from now),
+	// has seen the recent window: the scheduler waits for an
+	// upload with a higher id, or the idle interval.
+	if cur.Mode == model.SyncModeReconcile || cur.ImportedFromUtc.IsZero() {
+		cur.ReconciledAtUtc, cur.ReconciledActivityID = n, max(cur.ReconciledActivityID, cur.ListedMaxActivityID)
 	}
-	if err != nil {
-		return fmt.Errorf("sync %s: record page: %w", key, err)
+	if cur.Mode == model.SyncModeBackfill {
+		if cur.ImportedFromUtc.IsZero() || cur.WindowFromUtc.Before(cur.ImportedFromUtc) {
+			cur.ImportedFromUtc = cur.WindowFromUtc
+		}
+		cur.HorizonUtc = cur.ImportedFromUtc
 	}
+}
+
+// report logs the recorded page and writes its routine audit entry, and the
+// job's completion when this run finished it.
+func (s *Syncer) report(ctx context.Context, log *slog.Logger, job Job, st *model.SyncState, cursor time.Time, res pageResult, done, finished bool) {
 	log.InfoContext(ctx, "sync page", "writeStatus", "synced", "listed", res.listed, "written", res.written,
 		"unchanged", res.unchanged, "stale", res.stale, "rejected", res.rejected, "done", done)
 	s.audit(ctx, log, job, AuditSyncPage, map[string]string{
@@ -488,10 +534,6 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	if finished {
 		s.audit(ctx, log, job, AuditSyncCompleted, map[string]string{"fromUtc": st.WindowFromUtc.UTC().Format(time.RFC3339)})
 	}
-	if done {
-		return nil
-	}
-	return &DeferError{Until: s.Now(), Reason: "sync: next page"}
 }
 
 // nextCursor is where the page after one whose oldest activity started at

@@ -1,5 +1,29 @@
 package consumer
 
+// # Triggers
+//
+// Classify decodes each stream record once, at the boundary:
+//
+//	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
+//	  setting isDeleted, a revival one clearing it)             → recompute the user
+//	REMOVE of USER#…/WORKOUT#STRAVA#… (DynamoDB's TTL, principal
+//	  dynamodb.amazonaws.com, 30 days after a confirmed
+//	  deauthorization; or an account deletion's sweep)          → recompute the user
+//	INSERT of a milestone                                       → recompute the user
+//	MODIFY of a milestone whose definition changed              → recompute the user
+//	MODIFY of a milestone with the same definition (the projector's own
+//	  writes, writtenBy = projector), award items, other REMOVEs, anything else → ignore
+//	a workout or milestone record that cannot be decoded (bad key, bad
+//	  image, newer schemaVersion)                               → park
+//
+// The Lambda's event source mapping applies a coarser filter on the same
+// lines (workout key prefix with INSERT, MODIFY or REMOVE, milestone
+// INSERT, milestone MODIFY not writtenBy = projector; terraform/modules/commitcollect, checked by
+// test/terraform against model.PrefixWorkoutStrava, model.EntityMilestone
+// and model.WriterProjector), so the projector's own writes never invoke it;
+// Classify repeats them because a replay or redrive reads the unfiltered
+// stream.
+
 import (
 	"fmt"
 	"slices"

@@ -1,0 +1,250 @@
+package consumer
+
+// # The 3000-workout guardrail
+//
+// One recompute reads at most model.MaxWorkoutsToInspect (3000) workouts,
+// and only those started inside the user's milestone periods (a milestone
+// without an end reads to today), from LSI1 newest first, strongly
+// consistent (see package store). So a new activity always counts, and
+// whatever the guardrail leaves out is older than everything it keeps. A
+// milestone whose period reaches back past that cut gets truncated = true and
+// exactFromUtc (its value counts the workouts started from then on); the
+// consumer logs a warning, writes PROJECTION_TRUNCATED and emits
+// MilestonesTruncated, which Terraform alarms on. Example: an athlete with
+// 8000 workouts gets exact monthly and yearly totals; a lifetime milestone
+// counts the newest 3000 and is marked truncated.
+//
+// # Optimistic version
+//
+// Each milestone carries version. The write is conditioned on the version
+// that was read and sets version + 1 (store.WriteProjection). On ErrConflict
+// (another recompute got there first) or ErrRetryable (transaction conflict,
+// throttling) the consumer re-reads and recomputes the whole user, up to 8
+// attempts with full-jitter backoff (20 ms … 1 s), then reports the user's
+// records failed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/projections"
+)
+
+// RecomputeUser re-projects every milestone of userID from the workout log,
+// exactly as the stream path does. With dryRun it writes nothing and
+// returns the per-milestone differences between stored and recomputed
+// state; otherwise it writes them (version-checked, awards minted in a
+// transaction, audited), retrying version conflicts. It returns an error
+// wrapping model.ErrConflict when conflicts persist past MaxAttempts,
+// model.ErrUnsupportedSchema when the log holds a workout written by newer
+// code, and the store's errors otherwise.
+func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
+	return c.recompute(ctx, userID, "", dryRun)
+}
+
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+	log := c.o.Logger.With("userId", userID)
+	var lastErr error
+	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			c.stats.conflicts.Add(1)
+			d := model.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
+			log.InfoContext(ctx, "conflict, re-reading", "attempt", attempt, "backoff", d.String(), "error", lastErr)
+			if err := model.Sleep(ctx, d); err != nil {
+				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
+			}
+		}
+		rep, err := c.once(ctx, userID, correlationID, dryRun)
+		rep.Attempts = attempt + 1
+		if err == nil {
+			c.stats.users.Add(1)
+			return rep, nil
+		}
+		if !errors.Is(err, model.ErrConflict) && !errors.Is(err, model.ErrRetryable) {
+			return rep, fmt.Errorf("project user %s: %w", userID, err)
+		}
+		lastErr = err
+	}
+	return UserReport{UserID: userID, Attempts: c.o.MaxAttempts},
+		fmt.Errorf("project user %s: gave up after %d attempts: %w", userID, c.o.MaxAttempts, lastErr)
+}
+
+// once is one read-compute-write round. Milestones are read before the log:
+// a concurrent projection that wrote after our milestone read makes our
+// write conflict, and one that wrote before it read a log no newer than
+// ours, so the last successful write always reflects every workout written
+// before it (no lost progress).
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+	rep := UserReport{UserID: userID}
+	um, err := c.st.UserMilestones(ctx, userID)
+	if err != nil {
+		return rep, err
+	}
+	for _, u := range um.Unreadable {
+		rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s: %v", u.Key, u.Err))
+		c.o.Logger.WarnContext(ctx, "milestone item left alone: unreadable", "userId", userID, "key", u.Key.String(), "error", u.Err)
+	}
+	if len(um.Milestones) == 0 {
+		return rep, nil // nothing to project: skip reading the log
+	}
+	// Only workouts inside a milestone's period can count: read just those
+	// (the union of the periods, newest first, up to the guardrail). Every
+	// projected milestone contributes its period, completed ones included:
+	// their value still follows the log (awards never go back).
+	var windows []model.Window
+	for _, m := range um.Milestones {
+		if projections.Validate(m.MilestoneDefinition) == nil {
+			windows = append(windows, m.Window())
+		}
+	}
+	wl, err := c.st.WorkoutLog(ctx, userID, windows)
+	if err != nil {
+		return rep, err
+	}
+	rep.Workouts, rep.Truncated, rep.ExactFrom = len(wl.Workouts), wl.Truncated, wl.ExactFrom
+	if c.o.BeforeWrite != nil && !dryRun {
+		c.o.BeforeWrite(ctx, userID)
+	}
+	now := c.o.Now()
+	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom}
+	parts := map[string]map[int]model.ModelPart{}
+	for i := range um.Milestones {
+		mr, err := c.milestone(ctx, &um.Milestones[i], um.Awards[um.Milestones[i].MilestoneID], lg, now, correlationID, dryRun, parts)
+		rep.Milestones = append(rep.Milestones, mr)
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// milestone re-projects one milestone from the log and, unless dryRun or
+// nothing changed, mints its newly earned awards and writes it: project,
+// mint, write, report.
+func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing map[int]model.Award, lg projections.Log,
+	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
+	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
+	mr, res, held, err := c.project(ctx, log, m, existing, lg, now, correlationID)
+	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0) {
+		return mr, err
+	}
+	awards, audits, err := c.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
+	if err != nil {
+		return mr, err
+	}
+	if err := c.write(ctx, log, m, res, existing, awards, audits, &mr); err != nil {
+		return mr, err
+	}
+	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
+		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
+	c.auditProjection(ctx, m, res, mr.Version, len(lg.Workouts), now, correlationID)
+	return mr, nil
+}
+
+// project computes the milestone's projection from the log, reading its
+// award audits only when a claim is unjustified or a part is to be minted,
+// and reports what it found. A definition that cannot be projected is
+// reported Skipped, not failed.
+func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Milestone, existing map[int]model.Award, lg projections.Log,
+	now time.Time, correlationID string) (MilestoneReport, projections.Result, projections.Held, error) {
+	mr := MilestoneReport{MilestoneID: m.MilestoneID, Stored: m.Projection, Recomputed: m.Projection, Version: m.Version}
+	held := projections.Held{Minted: make(map[int]time.Time, len(existing))}
+	for i, a := range existing {
+		held.Minted[i] = a.AwardedAtUtc
+	}
+	res, err := projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now)
+	if err != nil {
+		mr.Skipped = err.Error()
+		log.WarnContext(ctx, "milestone not projected: invalid definition", "error", err)
+		return mr, res, held, nil
+	}
+	// The AWARD_MINTED entries matter only for a claim the log does not
+	// justify, or for a part about to be minted (its entry exists already
+	// when only its award item was lost): read them then, not on every
+	// recompute.
+	if len(res.Unjustified) > 0 || len(unminted(res.Projection.AwardedParts, m.PartCount, existing)) > 0 {
+		if held.Audited, err = c.st.AwardAudits(ctx, m.UserID, m.MilestoneID, m.CreatedAtUtc); err != nil {
+			return mr, res, held, err
+		}
+		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
+			return mr, res, held, err
+		}
+	}
+	if found, err := c.legacyAudits(ctx, m, res.Unjustified, held); err != nil {
+		return mr, res, held, err
+	} else if found {
+		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
+			return mr, res, held, err
+		}
+	}
+	mr.Recomputed, mr.Changed, mr.NewParts = res.Projection, res.Changed, res.NewParts
+	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
+	if p := res.Projection; p.Truncated {
+		log.WarnContext(ctx, "milestone truncated by the guardrail: older workouts of its period were not read",
+			"exactFromUtc", fmtInstant(p.ExactFromUtc), "periodStartAtUtc", m.PeriodStartAtUtc.UTC().Format(time.RFC3339),
+			"workoutsInspected", len(lg.Workouts), "limit", model.MaxWorkoutsToInspect, "correlationId", correlationID)
+	}
+	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {
+		if _, ok := existing[i]; !ok {
+			mr.MissingAwards = append(mr.MissingAwards, i)
+		}
+	}
+	mr.Minted = unminted(res.Projection.AwardedParts, m.PartCount, existing)
+	if len(res.Unjustified) > 0 {
+		log.WarnContext(ctx, "stored awards not justified by the log or an audited award: not minted, not counted",
+			"storedAwardedParts", m.AwardedParts, "justified", res.Projection.AwardedParts, "earned", res.Earned,
+			"unjustifiedParts", res.Unjustified, "correlationId", correlationID)
+	}
+	return mr, res, held, nil
+}
+
+// legacyAudits looks for the AWARD_MINTED entries of unjustified award
+// items that were minted before audit keys were deterministic: those were
+// written after the mint, keyed at the second of the award's awardedAtUtc.
+// It marks the parts it finds in held.Audited and reports whether it found
+// any. One Query per distinct second, and only for award items the log
+// does not justify, so the common path never pays for it.
+func (c *Consumer) legacyAudits(ctx context.Context, m *model.Milestone, unjustified []int, held projections.Held) (bool, error) {
+	if held.Audited == nil {
+		return false, nil // nothing unjustified: the entries were not even needed
+	}
+	bySecond := map[int64][]int{}
+	for _, i := range unjustified {
+		if at, ok := held.Minted[i]; ok {
+			bySecond[at.Unix()] = append(bySecond[at.Unix()], i)
+		}
+	}
+	found := false
+	for sec, parts := range bySecond {
+		es, err := c.st.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
+		if err != nil {
+			return false, err
+		}
+		for _, e := range es {
+			i, err := strconv.Atoi(e.Details["partIndex"])
+			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || err != nil || !slices.Contains(parts, i) {
+				continue
+			}
+			held.Audited[i], found = true, true
+		}
+	}
+	return found, nil
+}
+
+// unminted lists the parts below awarded (and partCount) without an award
+// item, ascending: what a write must mint.
+func unminted(awarded, partCount int, existing map[int]model.Award) []int {
+	var out []int
+	for i := 0; i < min(awarded, partCount); i++ {
+		if _, ok := existing[i]; !ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package consumer
+
+// # Audit entries
+//
+// They go to CommitCollectAudit under USER#{userId} (sort key
+// AUDIT#{unix seconds}#{requestId}), findable by correlation id (GSI1) and by
+// event type and month (GSI2), and expire after 90 days. The consumer writes
+// MILESTONE_PROGRESS_UPDATED (details: version, value, workouts counted,
+// awarded parts, status), AWARD_MINTED (one per part, in the mint
+// transaction, under the correlation id of the workout that tipped it, so an
+// athlete's webhook can be followed to the awards it caused),
+// MILESTONE_COMPLETED, PROJECTION_TRUNCATED and PROJECTOR_RECORD_PARKED. The
+// request id is derived from what happened (event, user, milestone, version,
+// part), and entries are conditional puts. A failed audit write is logged and
+// never fails the projection, except AWARD_MINTED: it is part of the mint.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/projections"
+)
+
+// MilestoneReport compares one milestone's stored projection with the one
+// recomputed from the log.
+type MilestoneReport struct {
+	MilestoneID string
+	Stored      model.Projection
+	Recomputed  model.Projection
+	// Changed: the recomputed projection differs from the stored one.
+	Changed bool
+	// NewParts are parts the log earns that were not awarded yet.
+	NewParts []int
+	// MissingAwards are justified parts the stored projection counts as
+	// awarded but whose award item does not exist (minted again).
+	MissingAwards []int
+	// Unjustified are parts the stored state claims (in awardedParts, or
+	// with an award item) that neither the log nor an award item with its
+	// AWARD_MINTED audit entry justifies: never minted, not counted.
+	Unjustified []int
+	// Justified is how many parts the log or the held awards justify (the
+	// recomputed awardedParts); Earned how many the log alone earns.
+	Justified, Earned int
+	// Minted are the award items written (or, in a dry run, that would be).
+	Minted []int
+	// Written: the projection was stored (never in a dry run).
+	Written bool
+	// Version is the milestone's version after this run.
+	Version int64
+	// Skipped says why the milestone could not be projected (invalid
+	// definition); empty otherwise.
+	Skipped string
+}
+
+// Drift reports whether the stored state differs from the log's.
+func (r MilestoneReport) Drift() bool { return len(r.Diffs()) > 0 }
+
+// Diffs lists the differences between stored and recomputed state, one
+// "field: stored X, recomputed Y" per line.
+func (r MilestoneReport) Diffs() []string {
+	var out []string
+	diff := func(field string, a, b any) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s: stored %v, recomputed %v", field, a, b))
+		}
+	}
+	s, n := r.Stored, r.Recomputed
+	diff("progressValue", s.ProgressValue, n.ProgressValue)
+	diff("workoutsCounted", s.WorkoutsCounted, n.WorkoutsCounted)
+	diff("awardedParts", s.AwardedParts, n.AwardedParts)
+	diff("status", s.Status, n.Status)
+	diff("truncated", s.Truncated, n.Truncated)
+	diff("exactFromUtc", fmtInstant(s.ExactFromUtc), fmtInstant(n.ExactFromUtc))
+	if len(r.MissingAwards) > 0 {
+		out = append(out, fmt.Sprintf("award items missing for parts %v", r.MissingAwards))
+	}
+	if len(r.Unjustified) > 0 {
+		out = append(out, r.UnjustifiedMessage())
+	}
+	return out
+}
+
+// UnjustifiedMessage explains Unjustified for operators ("" when empty).
+func (r MilestoneReport) UnjustifiedMessage() string {
+	if len(r.Unjustified) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("awardedParts beyond what is justified: stored %d, justified %d (the log earns %d); parts %v have no award item "+
+		"with its AWARD_MINTED audit entry and are neither minted nor counted", r.Stored.AwardedParts, r.Justified, r.Earned, r.Unjustified)
+}
+
+// fmtInstant renders an optional instant for drift reports ("-" when unset).
+func fmtInstant(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// UserReport is the outcome of re-projecting one user.
+type UserReport struct {
+	UserID string
+	// Workouts inspected and whether the log hit the guardrail (then
+	// ExactFrom is the instant from which it is complete).
+	Workouts  int
+	Truncated bool
+	ExactFrom time.Time
+	// Milestones in milestone id order.
+	Milestones []MilestoneReport
+	// Unreadable lists milestone or award items left alone because they
+	// could not be decoded (e.g. a newer schema).
+	Unreadable []string
+	// Attempts is how many read-compute-write rounds it took.
+	Attempts int
+}
+
+// audit writes an entry and never fails the projection. The request id is
+// derived from what happened so a replayed write audits once.
+func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID string, at time.Time, version int64, part int, details map[string]string) {
+	reqID := digest(eventType, userID, details["milestoneId"], strconv.FormatInt(version, 10), strconv.Itoa(part))
+	newEntry := model.NewAuditEntry
+	if eventType == EventProgressUpdated {
+		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
+	}
+	e := newEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
+	if err := c.st.AppendAudit(ctx, e); err != nil {
+		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
+			"correlationId", correlationID, "error", err)
+	}
+}
+
+// auditProjection writes the routine audit entries of a written projection:
+// progress changed, milestone completed, projection newly truncated.
+func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res projections.Result, version int64, inspected int, now time.Time, correlationID string) {
+	details := map[string]string{
+		"milestoneId": m.MilestoneID, "version": strconv.FormatInt(version, 10),
+		"progressValue": strconv.FormatInt(res.Projection.ProgressValue, 10), "workoutsCounted": strconv.Itoa(res.Projection.WorkoutsCounted),
+		"awardedParts": strconv.Itoa(res.Projection.AwardedParts), "status": string(res.Projection.Status),
+	}
+	if len(res.Unjustified) > 0 {
+		details["storedAwardedParts"] = strconv.Itoa(m.AwardedParts)
+		details["unjustifiedParts"] = fmt.Sprint(res.Unjustified)
+	}
+	if res.Changed {
+		c.audit(ctx, m.UserID, EventProgressUpdated, correlationID, now, version, -1, details)
+	}
+	if res.Completed {
+		c.audit(ctx, m.UserID, EventMilestoneCompleted, correlationID, now, version, -1, details)
+	}
+	if res.BecameTruncated {
+		details["workoutsInspected"] = strconv.Itoa(inspected)
+		details["exactFromUtc"] = fmtInstant(res.Projection.ExactFromUtc)
+		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, version, -1, details)
+	}
+}
