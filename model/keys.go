@@ -547,110 +547,133 @@ type ParsedKey struct {
 // ParseKey classifies a key and extracts its identifiers. It returns an error
 // matching ErrInvalid for a key it cannot read.
 func ParseKey(k Key) (ParsedKey, error) {
-	bad := func(why string) (ParsedKey, error) {
-		return ParsedKey{}, fmt.Errorf("parse key %s: %s: %w", k, why, ErrInvalid)
-	}
+	var (
+		p   ParsedKey
+		why string
+	)
 	switch {
 	case strings.HasPrefix(k.PK, PrefixUserGuard):
 		user := strings.TrimPrefix(k.PK, PrefixUserGuard)
 		if user == "" || strings.Contains(user, sep) || k.SK != SKGuard {
-			return bad("user guard")
+			why = "user guard"
 		}
-		return ParsedKey{Kind: KindUserGuard, UserID: user}, nil
+		p = ParsedKey{Kind: KindUserGuard, UserID: user}
 	case strings.HasPrefix(k.PK, PrefixUser):
-		user := strings.TrimPrefix(k.PK, PrefixUser)
-		if user == "" || strings.Contains(user, sep) {
-			return bad("user id")
-		}
-		p := ParsedKey{UserID: user}
-		switch {
-		case k.SK == SKProfile:
-			p.Kind = KindProfile
-		case k.SK == SKStravaConnection:
-			p.Kind = KindStravaConnection
-		case k.SK == SKSyncStrava:
-			p.Kind = KindSyncState
-		case k.SK == SKMilestoneCount:
-			p.Kind = KindMilestoneCount
-		case strings.HasPrefix(k.SK, PrefixWorkoutStrava):
-			id, err := strconv.ParseInt(strings.TrimPrefix(k.SK, PrefixWorkoutStrava), 10, 64)
-			if err != nil || id <= 0 {
-				return bad("activity id")
-			}
-			p.Kind, p.ActivityID = KindWorkout, id
-		case strings.HasPrefix(k.SK, PrefixMilestone):
-			rest := strings.TrimPrefix(k.SK, PrefixMilestone)
-			if i := strings.Index(rest, awardInfix); i >= 0 {
-				n, err := strconv.Atoi(rest[i+len(awardInfix):])
-				if err != nil || n < 0 || i == 0 {
-					return bad("award")
-				}
-				p.Kind, p.MilestoneID, p.PartIndex = KindAward, rest[:i], n
-			} else {
-				if rest == "" || strings.Contains(rest, sep) {
-					return bad("milestone id")
-				}
-				p.Kind, p.MilestoneID = KindMilestone, rest
-			}
-		case strings.HasPrefix(k.SK, PrefixAudit):
-			p.Kind = KindAudit
-		case strings.HasPrefix(k.SK, PrefixSession):
-			id := strings.TrimPrefix(k.SK, PrefixSession)
-			if id == "" || strings.Contains(id, sep) {
-				return bad("session id")
-			}
-			p.Kind, p.SessionID = KindUserSession, id
-		default:
-			return bad("unknown user item")
-		}
-		return p, nil
+		p, why = parseUserKey(strings.TrimPrefix(k.PK, PrefixUser), k.SK)
 	case strings.HasPrefix(k.PK, PrefixModel):
-		p := ParsedKey{ModelID: strings.TrimPrefix(k.PK, PrefixModel)}
-		if p.ModelID == "" {
-			return bad("model id")
-		}
-		switch {
-		case k.SK == SKMeta:
-			p.Kind = KindModelMeta
-		case strings.HasPrefix(k.SK, PrefixPart):
-			n, err := strconv.Atoi(strings.TrimPrefix(k.SK, PrefixPart))
-			if err != nil || n < 0 {
-				return bad("part index")
-			}
-			p.Kind, p.PartIndex = KindModelPart, n
-		default:
-			return bad("unknown model item")
-		}
-		return p, nil
+		p, why = parseModelKey(strings.TrimPrefix(k.PK, PrefixModel), k.SK)
 	case strings.HasPrefix(k.PK, PrefixStravaAthlete):
-		id, err := strconv.ParseInt(strings.TrimPrefix(k.PK, PrefixStravaAthlete), 10, 64)
-		if err != nil || id <= 0 {
-			return bad("athlete id")
-		}
-		if k.SK == SKOwner {
-			return ParsedKey{Kind: KindAthleteOwner, AthleteID: id}, nil
-		}
-		if strings.HasPrefix(k.SK, PrefixAudit) {
-			return ParsedKey{Kind: KindAudit, AthleteID: id}, nil
-		}
-		if w, ok := strings.CutPrefix(k.SK, PrefixAthleteReads); ok {
-			if _, err := time.Parse(athleteReadsLayout, w); err != nil {
-				return bad("athlete reads window")
-			}
-			return ParsedKey{Kind: KindAthleteReads, AthleteID: id}, nil
-		}
-		return bad("unknown athlete item")
+		p, why = parseAthleteKey(strings.TrimPrefix(k.PK, PrefixStravaAthlete), k.SK)
 	case strings.HasPrefix(k.PK, PrefixSession):
 		id := strings.TrimPrefix(k.PK, PrefixSession)
 		if id == "" || k.SK != SKMeta {
-			return bad("session")
+			why = "session"
 		}
-		return ParsedKey{Kind: KindSession, SessionID: id}, nil
+		p = ParsedKey{Kind: KindSession, SessionID: id}
 	case strings.HasPrefix(k.PK, PrefixOAuthState):
 		if strings.TrimPrefix(k.PK, PrefixOAuthState) == "" || k.SK != SKMeta {
-			return bad("oauth state")
+			why = "oauth state"
 		}
-		return ParsedKey{Kind: KindOAuthState}, nil
+		p = ParsedKey{Kind: KindOAuthState}
+	default:
+		return ParsedKey{Kind: KindUnknown}, nil
 	}
-	return ParsedKey{Kind: KindUnknown}, nil
+	if why != "" {
+		return ParsedKey{}, fmt.Errorf("parse key %s: %s: %w", k, why, ErrInvalid)
+	}
+	return p, nil
+}
+
+// parseUserKey parses the sort key of an item in USER#{user}; why says what
+// is wrong when it cannot.
+func parseUserKey(user, sk string) (p ParsedKey, why string) {
+	if user == "" || strings.Contains(user, sep) {
+		return p, "user id"
+	}
+	p.UserID = user
+	switch {
+	case sk == SKProfile:
+		p.Kind = KindProfile
+	case sk == SKStravaConnection:
+		p.Kind = KindStravaConnection
+	case sk == SKSyncStrava:
+		p.Kind = KindSyncState
+	case sk == SKMilestoneCount:
+		p.Kind = KindMilestoneCount
+	case strings.HasPrefix(sk, PrefixWorkoutStrava):
+		id, err := strconv.ParseInt(strings.TrimPrefix(sk, PrefixWorkoutStrava), 10, 64)
+		if err != nil || id <= 0 {
+			return p, "activity id"
+		}
+		p.Kind, p.ActivityID = KindWorkout, id
+	case strings.HasPrefix(sk, PrefixMilestone):
+		rest := strings.TrimPrefix(sk, PrefixMilestone)
+		if i := strings.Index(rest, awardInfix); i >= 0 {
+			n, err := strconv.Atoi(rest[i+len(awardInfix):])
+			if err != nil || n < 0 || i == 0 {
+				return p, "award"
+			}
+			p.Kind, p.MilestoneID, p.PartIndex = KindAward, rest[:i], n
+		} else {
+			if rest == "" || strings.Contains(rest, sep) {
+				return p, "milestone id"
+			}
+			p.Kind, p.MilestoneID = KindMilestone, rest
+		}
+	case strings.HasPrefix(sk, PrefixAudit):
+		p.Kind = KindAudit
+	case strings.HasPrefix(sk, PrefixSession):
+		id := strings.TrimPrefix(sk, PrefixSession)
+		if id == "" || strings.Contains(id, sep) {
+			return p, "session id"
+		}
+		p.Kind, p.SessionID = KindUserSession, id
+	default:
+		return p, "unknown user item"
+	}
+	return p, ""
+}
+
+// parseModelKey parses the sort key of an item in MODEL#{modelID}.
+func parseModelKey(modelID, sk string) (p ParsedKey, why string) {
+	p.ModelID = modelID
+	if modelID == "" {
+		return p, "model id"
+	}
+	switch {
+	case sk == SKMeta:
+		p.Kind = KindModelMeta
+	case strings.HasPrefix(sk, PrefixPart):
+		n, err := strconv.Atoi(strings.TrimPrefix(sk, PrefixPart))
+		if err != nil || n < 0 {
+			return p, "part index"
+		}
+		p.Kind, p.PartIndex = KindModelPart, n
+	default:
+		return p, "unknown model item"
+	}
+	return p, ""
+}
+
+// parseAthleteKey parses the sort key of an item in STRAVA#ATHLETE#{id}.
+func parseAthleteKey(athlete, sk string) (p ParsedKey, why string) {
+	id, err := strconv.ParseInt(athlete, 10, 64)
+	if err != nil || id <= 0 {
+		return p, "athlete id"
+	}
+	p.AthleteID = id
+	switch {
+	case sk == SKOwner:
+		p.Kind = KindAthleteOwner
+	case strings.HasPrefix(sk, PrefixAudit):
+		p.Kind = KindAudit
+	case strings.HasPrefix(sk, PrefixAthleteReads):
+		if _, err := time.Parse(athleteReadsLayout, strings.TrimPrefix(sk, PrefixAthleteReads)); err != nil {
+			return p, "athlete reads window"
+		}
+		p.Kind = KindAthleteReads
+	default:
+		return p, "unknown athlete item"
+	}
+	return p, ""
 }
