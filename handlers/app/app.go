@@ -40,7 +40,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		sched.Lease = cfg.OutboxLease
 	}
 	h, err := bff.New(bff.Config{PublicURL: cfg.PublicURL, CORSOrigins: cfg.CORSOrigins}, bff.Deps{
-		Store: st,
+		Stores: BFFStores(st),
 		Strava: &bff.OAuthClient{
 			Config:       strava.OAuthConfig(cfg.StravaBaseURL, cfg.StravaClientID, cfg.StravaClientSecret, cfg.PublicURL+CallbackPath),
 			HTTPClient:   client.HTTPClient(),

@@ -1,5 +1,21 @@
 package bff
 
+// Account deletion runs these steps, each idempotent, and can be re-run with
+// the same cookie after a stop at any of them: deauthorize (Strava,
+// refreshing an expired token first; already revoked counts as done; if
+// Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
+// deleted, kept 90 days: from now on every writer in flight, the worker's
+// workout writes, the sync state and milestone creation, checks it
+// after its write and removes what it wrote, so nothing written for the user
+// outlives the deletion) → connection (connection, then the owner mapping
+// only if it still points at this user) → user_data (workouts, milestones,
+// awards, everything else in USER#{id}, batches of 25) → parked (the user's
+// PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId
+// when they name no user: a filtered Query of those small partitions) →
+// audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
+// (plus a final sweep of the partition) → sessions (the caller's own last,
+// pointer first).
+
 import (
 	"context"
 	"errors"
@@ -10,7 +26,27 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
 )
+
+// ProfileStore reads who the user is: the profile and the Strava connection.
+type ProfileStore interface {
+	Profile(ctx context.Context, userID string) (model.Profile, error)
+	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+}
+
+// DeletionStore is what account deletion's steps remove, and its audit.
+type DeletionStore interface {
+	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
+	Delete(ctx context.Context, table string, k model.Key) error
+	Tables() store.Tables
+	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
+	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
+	DeleteUserSessions(ctx context.Context, userID, keep string) error
+	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
@@ -27,7 +63,7 @@ type MeJSON struct {
 
 func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	ctx := r.Context()
-	p, err := h.st.Profile(ctx, s.UserID)
+	p, err := h.profiles.Profile(ctx, s.UserID)
 	if errors.Is(err, model.ErrNotFound) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "account not found (deleted?)")
 		return
@@ -37,7 +73,7 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		return
 	}
 	connected := false
-	c, err := h.st.StravaConnection(ctx, s.UserID)
+	c, err := h.profiles.StravaConnection(ctx, s.UserID)
 	switch {
 	case err == nil:
 		connected = !c.NeedsReauth && hasActivityRead(c.Scopes)
@@ -104,76 +140,17 @@ type DeletionReport struct {
 // stop at any step finishes the job. It returns the report and the error of
 // the step that stopped it (nil when done).
 func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlationID string) (DeletionReport, error) {
-	log := h.log.With("userId", userID, "correlationId", correlationID)
+	d := &deletion{h: h, log: h.log.With("userId", userID, "correlationId", correlationID),
+		userID: userID, sessionID: sessionID, correlationID: correlationID}
 	rep := DeletionReport{Completed: []string{}}
-	var athleteID int64
-	if p, err := h.st.Profile(ctx, userID); err == nil {
-		athleteID = p.AthleteID
+	if p, err := h.profiles.Profile(ctx, userID); err == nil {
+		d.athleteID = p.AthleteID
 	} else if !errors.Is(err, model.ErrNotFound) {
 		return h.stopped(rep, StepDeauthorize, err)
 	}
-	steps := []struct {
-		name string
-		run  func() error
-	}{
-		{StepDeauthorize, func() error {
-			c, err := h.st.StravaConnection(ctx, userID)
-			if errors.Is(err, model.ErrNotFound) {
-				return nil // already removed (a re-run, or Strava deauthorized us)
-			}
-			if err != nil {
-				return err
-			}
-			if athleteID == 0 {
-				athleteID = c.AthleteID
-			}
-			return h.deauthorize(ctx, log, c)
-		}},
-		{StepGuard, func() error {
-			return h.st.MarkUserDeleted(ctx, userID, h.now())
-		}},
-		{StepConnection, func() error {
-			if err := h.st.Delete(ctx, h.st.Tables().Main, model.StravaConnectionKey(userID)); err != nil {
-				return err
-			}
-			if athleteID == 0 {
-				return nil // no profile and no connection: the mapping went with them
-			}
-			return h.st.DeleteAthleteOwnerOf(ctx, athleteID, userID)
-		}},
-		{StepUserData, func() error {
-			_, err := h.st.DeleteUserItems(ctx, userID, "", func(p model.ParsedKey) bool {
-				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
-			})
-			return err
-		}},
-		{StepParked, func() error {
-			_, err := h.st.DeleteUserParked(ctx, userID, athleteID)
-			return err
-		}},
-		{StepAudit, func() error {
-			h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditAccountDeleted, correlationID,
-				model.NewID(), h.now().UTC(), map[string]string{"athleteId": itoa(athleteID)}))
-			return nil
-		}},
-		{StepProfile, func() error {
-			// Also sweeps anything written since the data step (a worker in flight).
-			_, err := h.st.DeleteUserItems(ctx, userID, "", func(p model.ParsedKey) bool { return p.Kind == model.KindUserSession })
-			return err
-		}},
-		{StepSessions, func() error {
-			if err := h.st.DeleteUserSessions(ctx, userID, sessionID); err != nil {
-				return err
-			}
-			if sessionID == "" {
-				return nil
-			}
-			return h.st.DeleteSessionPointerFirst(ctx, userID, sessionID)
-		}},
-	}
-	for _, s := range steps {
-		if err := s.run(); err != nil {
-			log.WarnContext(ctx, "account deletion stopped", "step", s.name, "error", err)
+	for _, s := range d.steps() {
+		if err := s.run(ctx); err != nil {
+			d.log.WarnContext(ctx, "account deletion stopped", "step", s.name, "error", err)
 			return h.stopped(rep, s.name, err)
 		}
 		if h.afterStep != nil {
@@ -184,8 +161,90 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 		rep.Completed = append(rep.Completed, s.name)
 	}
 	rep.Status = "deleted"
-	log.InfoContext(ctx, "account deleted")
+	d.log.InfoContext(ctx, "account deleted")
 	return rep, nil
+}
+
+// deletion is one run of an account deletion: its steps in order, each
+// safe to run again.
+type deletion struct {
+	h                                *Handler
+	log                              *slog.Logger
+	userID, sessionID, correlationID string
+	// athleteID is the Strava athlete of the profile, or of the connection
+	// when the profile is gone (0: neither is left).
+	athleteID int64
+}
+
+type deletionStep struct {
+	name string
+	run  func(context.Context) error
+}
+
+func (d *deletion) steps() []deletionStep {
+	return []deletionStep{
+		{StepDeauthorize, d.deauthorize},
+		{StepGuard, func(ctx context.Context) error { return d.h.deletions.MarkUserDeleted(ctx, d.userID, d.h.now()) }},
+		{StepConnection, d.connection},
+		{StepUserData, func(ctx context.Context) error {
+			_, err := d.h.deletions.DeleteUserItems(ctx, d.userID, "", func(p model.ParsedKey) bool {
+				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
+			})
+			return err
+		}},
+		{StepParked, func(ctx context.Context) error {
+			_, err := d.h.deletions.DeleteUserParked(ctx, d.userID, d.athleteID)
+			return err
+		}},
+		{StepAudit, func(ctx context.Context) error {
+			d.h.deletions.Audit(ctx, d.log, model.NewAuditEntry(model.UserPK(d.userID), d.userID, model.AuditAccountDeleted, d.correlationID,
+				model.NewID(), d.h.now().UTC(), map[string]string{"athleteId": itoa(d.athleteID)}))
+			return nil
+		}},
+		{StepProfile, func(ctx context.Context) error {
+			// Also sweeps anything written since the data step (a worker in flight).
+			_, err := d.h.deletions.DeleteUserItems(ctx, d.userID, "", func(p model.ParsedKey) bool { return p.Kind == model.KindUserSession })
+			return err
+		}},
+		{StepSessions, d.sessions},
+	}
+}
+
+// deauthorize revokes the grant at Strava, if a connection is left.
+func (d *deletion) deauthorize(ctx context.Context) error {
+	c, err := d.h.profiles.StravaConnection(ctx, d.userID)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil // already removed (a re-run, or Strava deauthorized us)
+	}
+	if err != nil {
+		return err
+	}
+	if d.athleteID == 0 {
+		d.athleteID = c.AthleteID
+	}
+	return d.h.deauthorize(ctx, d.log, c)
+}
+
+// connection deletes the connection and the athlete's owner mapping.
+func (d *deletion) connection(ctx context.Context) error {
+	if err := d.h.deletions.Delete(ctx, d.h.deletions.Tables().Main, model.StravaConnectionKey(d.userID)); err != nil {
+		return err
+	}
+	if d.athleteID == 0 {
+		return nil // no profile and no connection: the mapping went with them
+	}
+	return d.h.deletions.DeleteAthleteOwnerOf(ctx, d.athleteID, d.userID)
+}
+
+// sessions deletes the user's sessions, the caller's pointer last.
+func (d *deletion) sessions(ctx context.Context) error {
+	if err := d.h.deletions.DeleteUserSessions(ctx, d.userID, d.sessionID); err != nil {
+		return err
+	}
+	if d.sessionID == "" {
+		return nil
+	}
+	return d.h.deletions.DeleteSessionPointerFirst(ctx, d.userID, d.sessionID)
 }
 
 func (h *Handler) stopped(rep DeletionReport, step string, err error) (DeletionReport, error) {
@@ -219,7 +278,7 @@ func (h *Handler) deauthorize(ctx context.Context, log *slog.Logger, c *model.St
 		if tok.RefreshToken != "" {
 			c.RefreshToken = tok.RefreshToken
 		}
-		if err := h.st.SaveLoginTokens(ctx, c); err != nil {
+		if err := h.logins.SaveLoginTokens(ctx, c); err != nil {
 			return fmt.Errorf("persist refreshed token: %w", err)
 		}
 		token = tok.AccessToken

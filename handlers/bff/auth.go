@@ -1,5 +1,29 @@
 package bff
 
+// Sessions: cc_session is a 128-bit random id (HttpOnly, SameSite=Lax, Secure
+// unless CC_PUBLIC_URL is plain http on a loopback host; plain http elsewhere
+// is refused at start-up) backed by CommitCollectSessions
+// (SESSION#{sha256(id)}/META, TTL expiresAtUtc, 14 days). TTL deletion is
+// lazy, so expiry is checked on every read. Each session also has a pointer
+// USER#{userId}/SESSION#{sha256(id)} in the main table (same expiry, TTL
+// expiresAt) so a user's sessions can be found without a Scan. Every error is
+// {"error":{"code","message","fields"?}}; invalid UTF-8 text is 400 naming the
+// field, bodies over 64 KiB are 413.
+//
+// First login writes profile, Strava connection (tokens sealed) and
+// STRAVA#ATHLETE#{id}/OWNER in one transaction (the owner mapping is
+// conditional), so one athlete is never linked to two users; a login that
+// loses the race joins the winner. A returning athlete keeps their user; the
+// new tokens are stored with a conditional tokenVersion bump and the login's
+// time as the grant (grantedAtUtc, what a deauthorization event is compared
+// with). A confirmed deauthorization keeps the owner mapping, so an athlete
+// reconnecting within the 30-day retention window gets the same user back:
+// the login clears the guard's revocation (conditional on the one it read),
+// removes expiresAt from every Strava workout (STRAVA_RECONNECTED), then
+// saves the tokens; milestones and awards were never touched. While the
+// connection is missing every login removes the expiry again, so a login
+// that failed midway (503) is finished by the athlete's retry.
+
 import (
 	"context"
 	"crypto/subtle"
@@ -7,6 +31,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +42,32 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/strava"
 )
+
+// SessionStore keeps login states and sessions (the sessions table, and each
+// session's pointer in the user's partition).
+type SessionStore interface {
+	PutOAuthState(ctx context.Context, st *model.OAuthState) error
+	// ConsumeOAuthState deletes and returns a login state; model.ErrNotFound
+	// when it does not exist (expired, or used).
+	ConsumeOAuthState(ctx context.Context, state string) (model.OAuthState, error)
+	CreateSession(ctx context.Context, s *model.Session) error
+	Session(ctx context.Context, sessionID string) (model.Session, error)
+	DeleteSession(ctx context.Context, userID, sessionID string) error
+}
+
+// LoginStore links a Strava athlete to a user at sign-in: a new user with
+// its connection, or a returning one's new tokens, and a reconnect after a
+// revocation.
+type LoginStore interface {
+	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
+	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
+	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
+	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
+	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
+	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
 
 // opaqueID is the shape of ids model.NewID makes (128 random bits, hex):
 // session ids and login states. Anything else is refused before a read.
@@ -51,7 +102,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	now := h.now().UTC()
 	state := model.NewID()
 	st := &model.OAuthState{StateHash: model.SessionHash(state), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
-	if err := h.st.PutOAuthState(r.Context(), st); err != nil {
+	if err := h.sessions.PutOAuthState(r.Context(), st); err != nil {
 		log.ErrorContext(r.Context(), "store login state failed", "error", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not start the sign-in. Please try again in a moment.", true)
 		return
@@ -68,86 +119,121 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	log, corr := h.reqLog(r)
 	q := r.URL.Query()
 	h.clearCookie(w, StateCookie, callbackPath)
-
-	state := q.Get("state")
-	if !opaqueID.MatchString(state) {
-		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in link is not valid. Please start again.", true)
+	if ref := h.consumeState(ctx, log, r, q.Get("state")); ref != nil {
+		ref.render(w)
 		return
 	}
-	// Check before consuming: only the browser that started this login (the
-	// cookie) may use up its state, so a third party replaying a victim's
-	// state cannot void the victim's sign-in.
+	scopes, code, ref := granted(ctx, log, q)
+	if ref != nil {
+		ref.render(w)
+		return
+	}
+	log, userID, ref := h.connect(ctx, log, corr, code, scopes)
+	if ref != nil {
+		ref.render(w)
+		return
+	}
+	if ref := h.startSession(ctx, log, w, userID); ref != nil {
+		ref.render(w)
+		return
+	}
+	log.InfoContext(ctx, "signed in")
+	h.ensureBackfill(ctx, log, userID, "strava connect")
+	http.Redirect(w, r, "/", http.StatusFound)
+}
+
+// refusal is the page a sign-in step answers when it cannot go on; every
+// such page offers to start again.
+type refusal struct {
+	status     int
+	title, msg string
+}
+
+func (f *refusal) render(w http.ResponseWriter) { page(w, f.status, f.title, f.msg, true) }
+
+var errSignInUnavailable = &refusal{http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment."}
+
+// consumeState checks the callback's state and uses it up. It is checked
+// before it is consumed: only the browser that started this login (the
+// cookie) may use up its state, so a third party replaying a victim's state
+// cannot void the victim's sign-in.
+func (h *Handler) consumeState(ctx context.Context, log *slog.Logger, r *http.Request, state string) *refusal {
+	if !opaqueID.MatchString(state) {
+		return &refusal{http.StatusBadRequest, "Sign-in link not valid", "This sign-in link is not valid. Please start again."}
+	}
 	c, err := r.Cookie(StateCookie)
 	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
 		log.WarnContext(ctx, "login state not bound to this browser")
-		page(w, http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here.", true)
-		return
+		return &refusal{http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here."}
 	}
-	st, err := h.st.ConsumeOAuthState(ctx, model.SessionHash(state))
+	st, err := h.sessions.ConsumeOAuthState(ctx, model.SessionHash(state))
 	switch {
 	case errors.Is(err, model.ErrNotFound):
-		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired or was already used. Please start again.", true)
-		return
+		return &refusal{http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired or was already used. Please start again."}
 	case err != nil:
 		log.ErrorContext(ctx, "consume login state failed", "error", err)
-		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not finish the sign-in. Please try again in a moment.", true)
-		return
+		return &refusal{http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not finish the sign-in. Please try again in a moment."}
 	case st.Expired(h.now()):
-		page(w, http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired. Please start again.", true)
-		return
+		return &refusal{http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired. Please start again."}
 	}
+	return nil
+}
+
+// granted reads what the athlete granted at Strava: the scopes (an activity
+// scope is required) and the authorization code.
+func granted(ctx context.Context, log *slog.Logger, q url.Values) ([]string, string, *refusal) {
 	if e := q.Get("error"); e != "" {
 		if e == "access_denied" {
-			page(w, http.StatusForbidden, "Strava not connected", "You chose not to connect Strava, so nothing was saved. CommitCollect needs Strava to track your milestones.", true)
-			return
+			return nil, "", &refusal{http.StatusForbidden, "Strava not connected", "You chose not to connect Strava, so nothing was saved. CommitCollect needs Strava to track your milestones."}
 		}
 		log.WarnContext(ctx, "strava authorize error", "stravaError", e)
-		page(w, http.StatusBadRequest, "Strava sign-in failed", "Strava did not complete the sign-in. Please try again.", true)
-		return
+		return nil, "", &refusal{http.StatusBadRequest, "Strava sign-in failed", "Strava did not complete the sign-in. Please try again."}
 	}
 	scopes := strava.ParseScopes(q.Get("scope"))
 	if !hasActivityRead(scopes) {
-		page(w, http.StatusForbidden, "Permission needed",
-			`CommitCollect needs permission to read your activities ("View data about your activities") to track milestones. Nothing was saved; please connect again and leave that box ticked.`, true)
-		return
+		return nil, "", &refusal{http.StatusForbidden, "Permission needed",
+			`CommitCollect needs permission to read your activities ("View data about your activities") to track milestones. Nothing was saved; please connect again and leave that box ticked.`}
 	}
 	code := q.Get("code")
 	if code == "" {
-		page(w, http.StatusBadRequest, "Sign-in link not valid", "Strava did not send an authorization code. Please start again.", true)
-		return
+		return nil, "", &refusal{http.StatusBadRequest, "Sign-in link not valid", "Strava did not send an authorization code. Please start again."}
 	}
+	return scopes, code, nil
+}
+
+// connect exchanges the code for the athlete's tokens and links the athlete
+// to a user (the same user on a reconnect), returning the logger with both.
+func (h *Handler) connect(ctx context.Context, log *slog.Logger, corr, code string, scopes []string) (*slog.Logger, string, *refusal) {
 	tok, err := h.strava.Exchange(ctx, code)
 	if err != nil {
 		log.WarnContext(ctx, "strava code exchange failed", "error", err)
-		page(w, http.StatusBadGateway, "Strava sign-in failed", "Strava did not accept the sign-in. Please try again.", true)
-		return
+		return log, "", &refusal{http.StatusBadGateway, "Strava sign-in failed", "Strava did not accept the sign-in. Please try again."}
 	}
 	athlete, err := strava.AthleteFromToken(tok)
 	if err != nil {
 		log.WarnContext(ctx, "strava token without athlete", "error", err)
-		page(w, http.StatusBadGateway, "Strava sign-in failed", "Strava did not say who you are. Please try again.", true)
-		return
+		return log, "", &refusal{http.StatusBadGateway, "Strava sign-in failed", "Strava did not say who you are. Please try again."}
 	}
 	log = log.With("athleteId", athlete.ID)
 	userID, err := h.linkAthlete(ctx, log, corr, athlete, tok, scopes)
 	if err != nil {
 		log.ErrorContext(ctx, "link athlete failed", "error", err)
-		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment.", true)
-		return
+		return log, "", errSignInUnavailable
 	}
-	log = log.With("userId", userID)
+	return log.With("userId", userID), userID, nil
+}
+
+// startSession stores a new session of userID and sets its cookie.
+func (h *Handler) startSession(ctx context.Context, log *slog.Logger, w http.ResponseWriter, userID string) *refusal {
 	now := h.now().UTC()
 	cookie := model.NewID()
 	sess := &model.Session{SessionID: model.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
-	if err := h.st.CreateSession(ctx, sess); err != nil {
+	if err := h.sessions.CreateSession(ctx, sess); err != nil {
 		log.ErrorContext(ctx, "create session failed", "error", err)
-		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not save your sign-in. Please try again in a moment.", true)
-		return
+		return errSignInUnavailable
 	}
 	h.setCookie(w, SessionCookie, cookie, "/", h.cfg.SessionTTL)
-	log.InfoContext(ctx, "signed in")
-	h.ensureBackfill(ctx, log, userID, "strava connect")
-	http.Redirect(w, r, "/", http.StatusFound)
+	return nil
 }
 
 func hasActivityRead(scopes []string) bool {
@@ -174,12 +260,12 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 		}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		owner, err := h.st.AthleteOwner(ctx, a.ID)
+		owner, err := h.logins.AthleteOwner(ctx, a.ID)
 		if err == nil {
 			if err := h.reattach(ctx, log, corr, owner.UserID, now); err != nil {
 				return "", err
 			}
-			if err := h.st.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
+			if err := h.logins.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
 				return "", err
 			}
 			return owner.UserID, nil
@@ -191,9 +277,9 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 		p := &model.Profile{UserID: userID, AthleteID: a.ID, DisplayName: strings.TrimSpace(a.Firstname + " " + a.Lastname), CreatedAtUtc: now}
 		c := conn(userID)
 		c.TokenVersion = 1
-		err = h.st.CreateUser(ctx, p, c)
+		err = h.logins.CreateUser(ctx, p, c)
 		if err == nil {
-			h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
+			h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
 				map[string]string{"athleteId": itoa(a.ID)}))
 			return userID, nil
 		}
@@ -216,13 +302,13 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, now time.Time) error {
 	revoked := false
 	for attempt := 0; ; attempt++ {
-		g, err := h.st.UserGuard(ctx, userID)
+		g, err := h.logins.UserGuard(ctx, userID)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
 		case err != nil:
 			return fmt.Errorf("reattach user %s: %w", userID, err)
 		case g.Revoked():
-			err := h.st.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
+			err := h.logins.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
 			if errors.Is(err, model.ErrConflict) && attempt < 2 {
 				continue // cleared by another login, or replaced: read again
 			}
@@ -234,17 +320,17 @@ func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID s
 		break
 	}
 	if !revoked {
-		if _, err := h.st.StravaConnection(ctx, userID); err == nil || !errors.Is(err, model.ErrNotFound) {
+		if _, err := h.profiles.StravaConnection(ctx, userID); err == nil || !errors.Is(err, model.ErrNotFound) {
 			return nil // connected: no deauthorization to undo (or an error the save will meet)
 		}
 	}
-	n, err := h.st.UnexpireStravaWorkouts(ctx, userID)
+	n, err := h.logins.UnexpireStravaWorkouts(ctx, userID)
 	if err != nil {
 		return fmt.Errorf("reattach user %s: %w", userID, err)
 	}
 	log.InfoContext(ctx, "athlete reconnected; pending deletion of strava data cancelled", "userId", userID, "workoutsRestored", n)
 	if revoked {
-		h.st.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now,
+		h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now,
 			map[string]string{"workoutsRestored": strconv.Itoa(n)}))
 	}
 	return nil
@@ -256,10 +342,10 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, _ := h.reqLog(r)
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case err == nil:
-			if err := h.st.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
+			if err := h.sessions.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
 				h.fail(ctx, w, log.With("userId", sess.UserID), "logout", err)
 				return
 			}
@@ -287,7 +373,7 @@ func (h *Handler) authed(next authedFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "sign in first")
 			return
 		}
-		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session not found, sign in again")

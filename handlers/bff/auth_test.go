@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -215,7 +215,7 @@ func TestCookieSecurityFollowsPublicURL(t *testing.T) {
 	t.Parallel()
 	cat, _ := catalog.Default()
 	// New only checks that a store is given; it reads nothing at construction.
-	deps := bff.Deps{Store: (*store.Store)(nil), Strava: &fakeStrava{}, Catalog: cat}
+	deps := bff.Deps{Stores: app.BFFStores(nil), Strava: &fakeStrava{}, Catalog: cat}
 	tests := []struct {
 		name    string
 		given   string

@@ -8,6 +8,23 @@
 // sessions table) and answers 401 JSON without one. Errors are JSON
 // {"error":{"code","message"}}. The routes are listed in openapi.yaml, which a
 // test compares with what Register puts on the mux.
+//
+// Routes (shapes in openapi.yaml; design notes open auth.go, milestones.go,
+// account.go and cors.go):
+//
+//	GET  /auth/strava/login     stores a single-use login state (10 min, sessions table), binds
+//	                            it to the browser (cc_oauth_state cookie), 302 to Strava's
+//	                            authorize page with scope=read,activity:read_all
+//	GET  /auth/strava/callback  checks the state against the cookie, then consumes it; refuses
+//	                            error=access_denied and grants without activity:read or
+//	                            activity:read_all (HTML page, nothing written); exchanges the
+//	                            code (x/oauth2), links the athlete, sets cc_session, 302 to /
+//	POST /auth/logout           deletes the session, clears the cookie (204)
+//	GET  /v1/me                 {userId, athleteId, displayName, connected}
+//	DELETE /v1/me               account deletion, 202 {status: deleted|incomplete, completed, stoppedAt?}
+//	GET  /v1/models             the catalog (model/catalog)
+//	POST /v1/milestones, GET /v1/milestones, GET /v1/milestones/{milestoneId}
+//	                            milestones with projected progress and awards
 package bff
 
 import (
@@ -18,47 +35,38 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
 
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
-	"github.com/commitcollect/backend/model/store"
 )
 
-// Store is what the BFF needs from the DynamoDB adapter.
-type Store interface {
-	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
-	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
-	Profile(ctx context.Context, userID string) (model.Profile, error)
-	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
-	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
-	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
-	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
-	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
-	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
-	CreateSession(ctx context.Context, s *model.Session) error
-	Session(ctx context.Context, sessionID string) (model.Session, error)
-	DeleteSession(ctx context.Context, userID, sessionID string) error
-	DeleteUserSessions(ctx context.Context, userID, keep string) error
-	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
-	PutOAuthState(ctx context.Context, st *model.OAuthState) error
-	ConsumeOAuthState(ctx context.Context, state string) (model.OAuthState, error)
-	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
-	CreateMilestone(ctx context.Context, m *model.Milestone) error
-	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
-	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
-	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
-	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
-	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
-	Delete(ctx context.Context, table string, k model.Key) error
-	Tables() store.Tables
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+// Stores are the BFF's ports to its tables, one per resource, each
+// declared in the file that uses it. handlers/app hands the DynamoDB adapter
+// to every one of them.
+type Stores struct {
+	Sessions   SessionStore   // auth.go: login states and sessions
+	Logins     LoginStore     // auth.go: linking an athlete, reconnecting
+	Profiles   ProfileStore   // account.go: the profile and the Strava connection
+	Milestones MilestoneStore // milestones.go
+	Deletions  DeletionStore  // account.go: account deletion's steps
+	Syncs      SyncStateStore // syncstatus.go
 }
 
-var _ Store = (*store.Store)(nil)
+func (s Stores) missing() []string {
+	var out []string
+	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
+		"Milestones": s.Milestones != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil} {
+		if !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Strava is what the BFF needs from Strava's OAuth endpoints. OAuthClient
 // implements it with golang.org/x/oauth2.
@@ -109,7 +117,7 @@ type Config struct {
 
 // Deps are the BFF's collaborators.
 type Deps struct {
-	Store   Store
+	Stores  Stores
 	Strava  Strava
 	Catalog *catalog.Catalog
 	// Now is the clock (time.Now when nil).
@@ -124,7 +132,12 @@ type Deps struct {
 // Handler serves the BFF routes. It is safe for concurrent use.
 type Handler struct {
 	cfg          Config
-	st           Store
+	sessions     SessionStore
+	logins       LoginStore
+	profiles     ProfileStore
+	milestones   MilestoneStore
+	deletions    DeletionStore
+	syncs        SyncStateStore
 	strava       Strava
 	cat          *catalog.Catalog
 	now          func() time.Time
@@ -141,8 +154,8 @@ type Handler struct {
 // naming every problem (a missing dependency, an unusable PublicURL).
 func New(cfg Config, d Deps) (*Handler, error) {
 	var errs []error
-	if d.Store == nil {
-		errs = append(errs, errors.New("bff: Store is required"))
+	if m := d.Stores.missing(); len(m) > 0 {
+		errs = append(errs, fmt.Errorf("bff: Stores %s required", strings.Join(m, ", ")))
 	}
 	if d.Strava == nil {
 		errs = append(errs, errors.New("bff: Strava is required"))
@@ -163,7 +176,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.StateTTL <= 0 {
 		cfg.StateTTL = DefaultStateTTL
 	}
-	h := &Handler{cfg: cfg, st: d.Store, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
+		milestones: d.Stores.Milestones, deletions: d.Stores.Deletions, syncs: d.Stores.Syncs, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync}
 	if h.now == nil {
 		h.now = time.Now

@@ -1,5 +1,8 @@
 package bff
 
+// CORS is off unless CC_CORS_ORIGINS lists the origin (credentials allowed;
+// preflight on OPTIONS /v1/*).
+
 import (
 	"net/http"
 	"strings"

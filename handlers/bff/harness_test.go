@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"golang.org/x/oauth2"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
@@ -129,7 +130,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.publicURL != nil {
 		public = o.publicURL(e.srv.URL)
 	}
-	e.h, err = bff.New(bff.Config{PublicURL: public, CORSOrigins: o.cors}, bff.Deps{Store: st, Strava: o.strava, Catalog: cat, Now: e.clock.Now})
+	e.h, err = bff.New(bff.Config{PublicURL: public, CORSOrigins: o.cors}, bff.Deps{Stores: app.BFFStores(st), Strava: o.strava, Catalog: cat, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,23 @@
 package bff
 
+// Milestones: validation is model.MilestoneDefinition.Validate and names
+// every bad field (400 fields:[{field,message}]); an unknown model is a bad
+// modelId. partCount is copied from MODEL#{modelId}/META; the item is written
+// with version 0, status active, writtenBy api and the projector picks it up
+// from the stream. Reads are one Query of the user's partition (begins_with
+// MILESTONE#…); value/target are in metres (distance, elevation), seconds
+// (moving_time) or workouts (count); percent is rounded down to 0.1 and
+// capped at 100; truncated and exactFromUtc come from the projector's
+// guardrail. Another user's milestone id is 404. A user has at most
+// model.MaxMilestonesPerUser (25) milestones, counted by USER#{id} /
+// COUNT#MILESTONES in the creating transaction: past it POST answers 409
+// milestone_limit, so a recompute's read of the MILESTONE# range (25 × (1 +
+// 99 awards) = 2500 items, under its 3000-item guardrail) always sees every
+// milestone and award.
+
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +33,13 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 )
+
+// MilestoneStore creates milestones and reads them with their awards.
+type MilestoneStore interface {
+	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
+	CreateMilestone(ctx context.Context, m *model.Milestone) error
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
+}
 
 // maxBody bounds a request body.
 const maxBody = 64 << 10
@@ -169,7 +192,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 	// partCount comes from the model; an unknown model is a bad modelId.
 	modelKnown := false
 	if id := strings.TrimSpace(req.ModelID); id != "" && !strings.Contains(id, "#") {
-		meta, err := h.st.ModelMeta(ctx, id)
+		meta, err := h.milestones.ModelMeta(ctx, id)
 		switch {
 		case err == nil:
 			def.PartCount, modelKnown = meta.PartCount, true
@@ -208,7 +231,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 		UserID: s.UserID, MilestoneID: model.NewID(), MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, Version: 0, CreatedAtUtc: now, WrittenBy: model.WriterAPI,
 	}
-	if err := h.st.CreateMilestone(ctx, m); err != nil {
+	if err := h.milestones.CreateMilestone(ctx, m); err != nil {
 		if errors.Is(err, store.ErrMilestoneLimit) {
 			writeError(w, http.StatusConflict, CodeMilestoneLimit, fmt.Sprintf(
 				"you have %d milestones, the most one account can hold; no milestone was created", model.MaxMilestonesPerUser))
@@ -273,7 +296,7 @@ func (req CreateMilestoneRequest) definition() (model.MilestoneDefinition, *fiel
 // listMilestones answers {milestones:[…]} with one Query of the user's
 // partition.
 func (h *Handler) listMilestones(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
-	ms, truncated, err := h.st.MilestonesWithAwards(r.Context(), s.UserID, "")
+	ms, truncated, err := h.milestones.MilestonesWithAwards(r.Context(), s.UserID, "")
 	if err != nil {
 		h.fail(r.Context(), w, log, "list milestones", err)
 		return
@@ -299,7 +322,7 @@ func (h *Handler) getMilestone(w http.ResponseWriter, r *http.Request, s model.S
 		notFound()
 		return
 	}
-	ms, _, err := h.st.MilestonesWithAwards(r.Context(), s.UserID, id)
+	ms, _, err := h.milestones.MilestonesWithAwards(r.Context(), s.UserID, id)
 	if err != nil {
 		h.fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
 		return

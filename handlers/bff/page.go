@@ -60,15 +60,15 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	log, _ := h.reqLog(r)
 	data := pageData{Refresh: 3}
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.st.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
 		switch {
 		case err == nil && !sess.Expired(h.now()):
-			p, err := h.st.Profile(ctx, sess.UserID)
+			p, err := h.profiles.Profile(ctx, sess.UserID)
 			if err != nil && !errors.Is(err, model.ErrNotFound) {
 				h.fail(ctx, w, log, "page: read profile", err)
 				return
 			}
-			ms, _, err := h.st.MilestonesWithAwards(ctx, sess.UserID, "")
+			ms, _, err := h.milestones.MilestonesWithAwards(ctx, sess.UserID, "")
 			if err != nil {
 				h.fail(ctx, w, log, "page: list milestones", err)
 				return

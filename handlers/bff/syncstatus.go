@@ -9,6 +9,11 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
+// SyncStateStore reads the user's Strava sync state.
+type SyncStateStore interface {
+	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
+}
+
 // SyncNone is the SyncJSON state of a user whose Strava history was never
 // synced (no sync state item yet: the backfill is about to be enqueued, or
 // the user never connected).
@@ -87,7 +92,7 @@ func timePtr(t time.Time) *time.Time {
 
 // syncState reads and presents a user's sync state (SyncNone without one).
 func (h *Handler) syncState(ctx context.Context, userID string) (SyncJSON, error) {
-	st, err := h.st.SyncState(ctx, userID)
+	st, err := h.syncs.SyncState(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return syncJSON(nil), nil
