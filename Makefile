@@ -38,7 +38,7 @@ test-browser: dynamodb-local chromium
 test: dynamodb-local chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
-	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/intake/
 	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestChaos$$' ./test/chaos/
 	CC_SCALE=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestScale$$' ./test/scale/
 
@@ -103,7 +103,7 @@ clean:
 ## fuzz: fuzz the Strava webhook decoder (FUZZTIME, default 60s)
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=$(FUZZTIME) ./handlers/ingest/
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=$(FUZZTIME) ./handlers/ingest/intake/
 
 # ---------------------------------------------------------------- terraform
 # `make test` runs test/terraform: terraform fmt, the source checks (tables =
@@ -143,7 +143,7 @@ replay rebuild verify redrive syncs:
 ##   at a time (-p 1: packages must not compete for the cores they measure), then a summary table.
 ##   Raw output goes to .cache/bench/<UTC time>.txt. BENCH selects benchmarks (regexp, default .),
 ##   BENCHTIME is -benchtime (default 2s: enough samples for the lag percentiles), e.g. make bench BENCH=Handle BENCHTIME=3s.
-# What the benchmarks measure (one op each): DecodeEvent (handlers/ingest,
+# What the benchmarks measure (one op each): DecodeEvent (handlers/ingest/intake,
 #   strict decode of the webhook JSON, pure); WebhookAccept (one accepted POST
 #   /webhooks/strava over HTTP: decode, conditional idempotency put, hand-off;
 #   Strava wants an answer within 2 s); WorkerCreate (athlete → user, rate

@@ -15,7 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func main() {
 		os.Exit(1)
 	}
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
-	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
+	dispatcher := handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
 
 	mux, err := app.NewAPI(cfg, st, dispatcher, nil, log)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -34,14 +36,14 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		return nil, fmt.Errorf("load model catalog: %w", err)
 	}
 	client := strava.NewClient(cfg.StravaBaseURL, httpClient)
-	sched := ingest.NewSyncScheduler(st, d, log)
-	sched.Settings = ingest.SyncSettingsFrom(cfg)
+	sched := syncjobs.NewSyncScheduler(st, d, log)
+	sched.Settings = SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease
 	}
 	h, err := bff.New(bff.Config{PublicURL: cfg.PublicURL, CORSOrigins: cfg.CORSOrigins}, bff.Deps{
 		Stores: BFFStores(st),
-		Strava: &bff.OAuthClient{
+		Strava: &strava.OAuthClient{
 			Config:       strava.OAuthConfig(cfg.StravaBaseURL, cfg.StravaClientID, cfg.StravaClientSecret, cfg.PublicURL+CallbackPath),
 			HTTPClient:   client.HTTPClient(),
 			Deauthorizer: client,
@@ -54,7 +56,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		return nil, fmt.Errorf("build bff: %w", err)
 	}
 	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{
+	intake.NewWebhook(intake.WebhookConfig{
 		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, Lease: cfg.OutboxLease,
 	}, st, d, log).Mount(mux)
 	h.Register(mux)

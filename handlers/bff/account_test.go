@@ -13,7 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
@@ -104,7 +106,7 @@ func (e *env) footprint(a account) []string {
 
 func (e *env) auditEvents(userID string) []string {
 	e.t.Helper()
-	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st, e.st.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
+	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestAccountDeletionSurvivesAStopAfterEveryStep(t *testing.T) {
 		t.Fatalf("bystander footprint has %d keys: %v", len(before), before)
 	}
 
-	for i, step := range append([]string{"none"}, bff.DeletionSteps...) {
+	for i, step := range append([]string{"none"}, deletion.Steps...) {
 		t.Run("stop after "+step, func(t *testing.T) {
 			a := e.populate(fmt.Sprintf("victim%d", i), int64(100+i))
 			if len(e.footprint(a)) != len(before) {
@@ -149,7 +151,7 @@ func TestAccountDeletionSurvivesAStopAfterEveryStep(t *testing.T) {
 				t.Fatalf("first DELETE: %d %s", r.status, r.body)
 			}
 			if step == "none" {
-				if rep.Status != "deleted" || !reflect.DeepEqual(rep.Completed, bff.DeletionSteps) {
+				if rep.Status != "deleted" || !reflect.DeepEqual(rep.Completed, deletion.Steps) {
 					t.Fatalf("report = %+v, want every step", rep)
 				}
 			} else {
@@ -159,7 +161,7 @@ func TestAccountDeletionSurvivesAStopAfterEveryStep(t *testing.T) {
 				// Re-run with the same cookie; after the last step the
 				// session is gone and so is everything else.
 				r = e.do(http.MethodDelete, "/v1/me", cookie, nil)
-				if step == bff.StepSessions {
+				if step == deletion.StepSessions {
 					if r.status != http.StatusUnauthorized {
 						t.Fatalf("re-run after the sessions step: %d %s, want 401 (nothing left)", r.status, r.body)
 					}
@@ -211,7 +213,7 @@ func TestAccountDeletionWaitsForStrava(t *testing.T) {
 	r := e.do(http.MethodDelete, "/v1/me", a.sessions[0], nil)
 	var rep bff.DeletionReport
 	r.json(t, &rep)
-	if r.status != http.StatusAccepted || rep.Status != "incomplete" || rep.StoppedAt != bff.StepDeauthorize ||
+	if r.status != http.StatusAccepted || rep.Status != "incomplete" || rep.StoppedAt != deletion.StepDeauthorize ||
 		rep.Error.Code != bff.CodeUnavailable || len(rep.Completed) != 0 {
 		t.Fatalf("Strava down: %d %+v", r.status, rep)
 	}
@@ -292,8 +294,8 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	e := newEnv(t, envOpts{strava: &fakeStrava{}})
 	a := e.populate("inflight", 77)
 	f := &slowFetch{athleteID: 77, fetched: make(chan struct{}), release: make(chan struct{})}
-	w := ingest.NewWorker(e.st, fixedToken{}, f, slog.New(slog.DiscardHandler))
-	w.AthleteReadsPerWindow = 0 // no read counter in the athlete's partition
+	w := app.NewWorker(e.st, fixedToken{}, f, slog.New(slog.DiscardHandler))
+	w.Fetch.AthleteReadsPerWindow = 0 // no read counter in the athlete's partition
 	job := ingest.Job{Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 770001, AspectType: ingest.AspectCreate,
 		OwnerID: 77, EventTime: e.clock.Now().Unix()}, CorrelationID: "c-inflight", ReceivedAtUtc: e.clock.Now()}
 	for _, r := range []*model.ParkedRecord{

@@ -41,6 +41,8 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/commitcollect/backend/handlers/bff/deletion"
+	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 )
 
@@ -52,8 +54,18 @@ type Stores struct {
 	Logins     LoginStore     // auth.go: linking an athlete, reconnecting
 	Profiles   ProfileStore   // account.go: the profile and the Strava connection
 	Milestones MilestoneStore // milestones.go
-	Deletions  DeletionStore  // account.go: account deletion's steps
+	Deletions  deletion.Store // account.go: account deletion's steps
 	Syncs      SyncStateStore // syncstatus.go
+}
+
+// accounts is what account deletion reads of a user and saves of its tokens.
+type accounts struct {
+	ProfileStore
+	LoginStore
+}
+
+func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
+	return a.ProfileStore.StravaConnection(ctx, userID)
 }
 
 func (s Stores) missing() []string {
@@ -68,7 +80,7 @@ func (s Stores) missing() []string {
 	return out
 }
 
-// Strava is what the BFF needs from Strava's OAuth endpoints. OAuthClient
+// Strava is what the BFF needs from Strava's OAuth endpoints. strava.OAuthClient
 // implements it with golang.org/x/oauth2.
 type Strava interface {
 	// AuthCodeURL is Strava's authorize URL carrying state.
@@ -136,7 +148,6 @@ type Handler struct {
 	logins       LoginStore
 	profiles     ProfileStore
 	milestones   MilestoneStore
-	deletions    DeletionStore
 	syncs        SyncStateStore
 	strava       Strava
 	cat          *catalog.Catalog
@@ -145,9 +156,7 @@ type Handler struct {
 	secureCookie bool
 	origins      map[string]bool
 	sync         SyncTrigger
-	// afterStep, when set (tests), runs after each account-deletion step; an
-	// error stops the deletion there as a crash would.
-	afterStep func(step string) error
+	deleter      *deletion.Deleter
 }
 
 // New validates cfg and deps and returns a Handler. It returns an error
@@ -177,7 +186,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		milestones: d.Stores.Milestones, deletions: d.Stores.Deletions, syncs: d.Stores.Syncs, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync}
 	if h.now == nil {
 		h.now = time.Now
@@ -188,6 +197,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
+	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
+	h.deleter.Now = h.now
 	return h, nil
 }
 

@@ -234,7 +234,7 @@ func oauthEnvWith(t *testing.T, o envOpts) (*env, *stravasim.Server) {
 	t.Helper()
 	sim := stravasim.New(stravasim.Options{})
 	t.Cleanup(sim.Close)
-	client := &bff.OAuthClient{Deauthorizer: strava.NewClient(sim.URL, nil)}
+	client := &strava.OAuthClient{Deauthorizer: strava.NewClient(sim.URL, nil)}
 	o.strava = client
 	e := newEnv(t, o)
 	client.Config = strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), e.srv.URL+"/auth/strava/callback")

@@ -114,7 +114,7 @@ func TestReconnectWithinRetentionReattachesSameUser(t *testing.T) {
 	if g, err := e.st.UserGuard(ctx, user); err != nil || g.Revoked() {
 		t.Fatalf("guard %+v, %v; want the revocation cleared", g, err)
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, e.st, e.st.Tables().Main, model.UserPK(user), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, _, err := store.QueryEntities[model.Workout](ctx, e.st.DB, e.st.Tables().Main, model.UserPK(user), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil || len(ws) != 4 {
 		t.Fatalf("workouts %d, %v; want 4", len(ws), err)
 	}

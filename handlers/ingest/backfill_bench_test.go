@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
@@ -187,8 +189,8 @@ func runBackfill(b *testing.B, n int) backfillRun {
 		return resp, err
 	}
 
-	w := ingest.NewStravaWorker(st, ingest.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
-	sched := ingest.NewSyncScheduler(st, nil, log)
+	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
+	sched := syncjobs.NewSyncScheduler(st, nil, log)
 	setup := ctx // the checks after the run are not metered
 	ctx = store.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)

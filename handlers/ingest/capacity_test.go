@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/app"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -23,9 +24,9 @@ func TestWorkerJobCapacityIsLogged(t *testing.T) {
 	h.link("u1", 10, time.Hour)
 	h.activity(100, 10, "Run")
 	var logs lockedLog
-	w := ingest.NewStravaWorker(h.st, ingest.StravaSettings{
+	w := app.NewStravaWorker(h.st, app.StravaSettings{
 		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
-		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow,
+		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	ctx, outer := store.StartMeter(context.Background())
 	if err := w.Run(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {

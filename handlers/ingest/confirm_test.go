@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -142,7 +143,7 @@ func TestHiddenActivityComesBackOnUpdate(t *testing.T) {
 // it as unchanged makes this test fail.
 func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
+	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
 	r.linkReadOnly("u1", 94)
 	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 		h.claim(j)
 		w := h.newWorker()
 		if tc.maxFails > 0 {
-			w.MaxFailures = tc.maxFails
+			w.Runner.MaxFailures = tc.maxFails
 		}
 		h.sim.FailNext(stravasim.EndpointActivity, tc.status, 1)
 		if err := w.Run(ctx, j); err != nil {

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -28,7 +30,7 @@ import (
 
 const convergeAthlete = 301
 
-var convergeSettings = ingest.SyncSettings{MaxDays: 60, PageSize: 10, ReconcileDays: 14, ReconcileInterval: time.Hour}
+var convergeSettings = syncjobs.SyncSettings{MaxDays: 60, PageSize: 10, ReconcileDays: 14, ReconcileInterval: time.Hour}
 
 // newConvergeRig links u1 to convergeAthlete with 40 days of history (one
 // activity a day, ids from 100), synced in pages of 10 and reconciled over
@@ -36,7 +38,7 @@ var convergeSettings = ingest.SyncSettings{MaxDays: 60, PageSize: 10, ReconcileD
 func newConvergeRig(t *testing.T) (*syncRig, []int64) {
 	t.Helper()
 	r := newSyncRig(t, convergeSettings)
-	r.harness.worker.AthleteReadsPerWindow = 1 << 30 // the athlete cap is not under test
+	r.harness.worker.Fetch.AthleteReadsPerWindow = 1 << 30 // the athlete cap is not under test
 	r.link("u1", convergeAthlete, 24*time.Hour)
 	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: convergeAthlete}); err != nil {
 		t.Fatal(err)
@@ -88,7 +90,7 @@ func (r *syncRig) reconcileNow() string {
 
 // drainWith runs the received sync job of key on w until it settles, at
 // most rounds runs; safe to call from any goroutine.
-func (r *syncRig) drainWith(w *ingest.Worker, key string, rounds int) error {
+func (r *syncRig) drainWith(w *app.Worker, key string, rounds int) error {
 	ctx := context.Background()
 	for range rounds {
 		rec, err := r.st.OutboxItem(ctx, key)

@@ -18,7 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
@@ -291,9 +294,9 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	d := &captureDispatcher{}
 	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, st, d, testLog()).Mount(mux)
-	worker := ingest.NewStravaWorker(st, ingest.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
-		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow}, testLog())
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, st, d, testLog()).Mount(mux)
+	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
+		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, testLog())
 	proj := consumer.New(st, consumer.Options{Metrics: &strings.Builder{}})
 
 	type cost struct {
@@ -311,7 +314,7 @@ func TestOneCreateEventCost(t *testing.T) {
 		m.setStage("webhook")
 		body, _ := json.Marshal(sim.ActivityEvent("create", id, athlete, nil))
 		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ingest.WebhookPath, strings.NewReader(string(body))).WithContext(ctx))
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(string(body))).WithContext(ctx))
 		if rec.Code != http.StatusOK {
 			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -193,8 +195,8 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	})
 	faulty := store.New(db, h.st.Tables())
 	faulty.Secrets = h.st.Secrets
-	w := ingest.NewStravaWorker(faulty, ingest.StravaSettings{BaseURL: h.sim.URL, ClientID: h.sim.ClientID(),
-		ClientSecret: h.sim.ClientSecret(), AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow}, testLog())
+	w := app.NewStravaWorker(faulty, app.StravaSettings{BaseURL: h.sim.URL, ClientID: h.sim.ClientID(),
+		ClientSecret: h.sim.ClientSecret(), AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, testLog())
 
 	ev := h.sim.DeauthorizationEvent(10)
 	j := job(ev)

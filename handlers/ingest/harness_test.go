@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -62,8 +66,8 @@ type harness struct {
 	t        testing.TB
 	sim      *stravasim.Server
 	st       *store.Store
-	worker   *ingest.Worker
-	queue    *ingest.Queue
+	worker   *app.Worker
+	queue    *handoff.Queue
 	dispatch *countingDispatcher
 	srv      *httptest.Server
 	hookURL  string
@@ -76,7 +80,7 @@ func newHarness(t testing.TB) *harness {
 	t.Cleanup(h.sim.Close)
 	h.st = dynamolocal.NewStore(t)
 	h.worker = h.newWorker()
-	h.queue = ingest.NewQueue(h.worker.Run, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, testLog())
+	h.queue = handoff.NewQueue(h.worker.Run, handoff.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, testLog())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -84,11 +88,11 @@ func newHarness(t testing.TB) *harness {
 	})
 	h.dispatch = &countingDispatcher{next: h.queue}
 	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID},
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID},
 		h.st, h.dispatch, testLog()).Mount(mux)
 	h.srv = httptest.NewServer(mux)
 	t.Cleanup(h.srv.Close)
-	h.hookURL = h.srv.URL + ingest.WebhookPath
+	h.hookURL = h.srv.URL + intake.WebhookPath
 	// Register the callback like the deploy does: Strava validates it first.
 	if id, err := h.sim.Subscribe(context.Background(), h.hookURL, verifyToken); err != nil || id != subscriptionID {
 		t.Fatalf("subscribe: got %d, %v; want %d", id, err, subscriptionID)
@@ -98,10 +102,10 @@ func newHarness(t testing.TB) *harness {
 
 // newWorker builds another worker (another "Lambda instance") over the same
 // table and simulator.
-func (h *harness) newWorker() *ingest.Worker {
-	return ingest.NewStravaWorker(h.st, ingest.StravaSettings{
+func (h *harness) newWorker() *app.Worker {
+	return app.NewStravaWorker(h.st, app.StravaSettings{
 		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
-		AthleteReadsPerWindow: ingest.DefaultAthleteReadsPerWindow,
+		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, testLog())
 }
 
@@ -139,9 +143,9 @@ func (h *harness) deliver(ev stravasim.Event) stravasim.Delivery {
 }
 
 // sweep runs one sweep as of at, dispatching to the harness's queue.
-func (h *harness) sweep(at time.Time) ingest.SweepResult {
+func (h *harness) sweep(at time.Time) handoff.SweepResult {
 	h.t.Helper()
-	sw := ingest.NewSweeper(h.st, h.queue, testLog())
+	sw := handoff.NewSweeper(h.st, h.queue, testLog())
 	sw.Now = func() time.Time { return at }
 	res, err := sw.Sweep(context.Background())
 	if err != nil {
@@ -205,7 +209,7 @@ func (h *harness) workout(user string, id int64) *model.Workout {
 
 func (h *harness) workouts(user string) []model.Workout {
 	h.t.Helper()
-	ws, _, err := store.QueryEntities[model.Workout](context.Background(), h.st, h.st.Tables().Main,
+	ws, _, err := store.QueryEntities[model.Workout](context.Background(), h.st.DB, h.st.Tables().Main,
 		model.UserPK(user), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		h.t.Fatal(err)
@@ -216,7 +220,7 @@ func (h *harness) workouts(user string) []model.Workout {
 // audits lists the audit entries of a subject partition by event type.
 func (h *harness) audits(subjectPK string) map[string][]model.AuditEntry {
 	h.t.Helper()
-	es, _, err := store.QueryEntities[model.AuditEntry](context.Background(), h.st, h.st.Tables().Audit,
+	es, _, err := store.QueryEntities[model.AuditEntry](context.Background(), h.st.DB, h.st.Tables().Audit,
 		subjectPK, model.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		h.t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -33,18 +34,18 @@ func (c *rateCountingStore) RecordRateLimit(ctx context.Context, r *model.RateLi
 // within one rateStateTTL, reads the shared rate-limit item at most once
 // and writes it only when the reading changed materially (the first
 // reading of the window), never once per page. Protection: the Syncer's
-// rateCache (checkBudget through rateCache.current, RecordRateLimit only
-// when rateCache.observed says so).
+// budget.RateCache (checkBudget through budget.RateCache.current, RecordRateLimit only
+// when budget.RateCache.observed says so).
 func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{MaxDays: 365, PageSize: 10}
+	settings := syncjobs.SyncSettings{MaxDays: 365, PageSize: 10}
 	r := newSyncRig(t, settings)
 	r.link("u1", 61, time.Hour)
 	r.history(61, 6000, 75, 24*time.Hour) // 8 pages: usage stays under a tenth of the simulator's read limit
 	counted := &rateCountingStore{countingSyncStore: r.counted}
 	client := strava.NewClient(r.sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
-	r.worker.Sync = ingest.NewSyncer(counted, refresher, client, testLog())
+	r.worker.Sync = syncjobs.NewSyncer(counted, refresher, client, testLog())
 	r.worker.Sync.Settings = settings
 	// A clock that moves a millisecond per look: the whole backfill is
 	// well within one rateStateTTL however slow the machine is.
@@ -77,7 +78,7 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 // Protection: NewRoutineAuditEntry for AuditSyncPage in Syncer.audit.
 func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 10})
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 10})
 	r.link("u1", 62, time.Hour)
 	r.history(62, 6200, 45, 24*time.Hour)
 	runs := r.drain(r.backfill("u1"), 20)

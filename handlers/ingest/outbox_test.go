@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -34,7 +38,7 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 	h.link("u1", 10, time.Hour)
 	dead := &droppedQueue{}
 	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, dead, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, dead, testLog()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	const n = 12
@@ -42,7 +46,7 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 	for i := range n {
 		h.activity(int64(1000+i), 10, "Run")
 		evs[i] = h.sim.ActivityEvent("create", int64(1000+i), 10, nil)
-		if d, err := h.sim.Deliver(context.Background(), srv.URL+ingest.WebhookPath, evs[i]); err != nil || d.Statuses[0] != 200 {
+		if d, err := h.sim.Deliver(context.Background(), srv.URL+intake.WebhookPath, evs[i]); err != nil || d.Statuses[0] != 200 {
 			t.Fatalf("deliver %d: %+v %v", i, d, err)
 		}
 	}
@@ -110,11 +114,11 @@ func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 	const n = 8
 	started := make(chan struct{}, n)
 	var failures atomic.Int64
-	slow := ingest.NewQueue(func(ctx context.Context, j ingest.Job) error {
+	slow := handoff.NewQueue(func(ctx context.Context, j ingest.Job) error {
 		started <- struct{}{}
 		<-ctx.Done() // Strava hangs until the shutdown limit cancels us
 		return h.worker.Run(ctx, j)
-	}, ingest.QueueOptions{Workers: 1, OnFailure: func(context.Context, ingest.Job, error) { failures.Add(1) }}, testLog())
+	}, handoff.QueueOptions{Workers: 1, OnFailure: func(context.Context, ingest.Job, error) { failures.Add(1) }}, testLog())
 	jobs := make([]ingest.Job, n)
 	for i := range n {
 		h.activity(int64(1200+i), 10, "Run")
@@ -161,7 +165,7 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 	h.activity(1300, 10, "Run")
 	ctx := context.Background()
 	w := h.newWorker()
-	w.MaxFailures = 3
+	w.Runner.MaxFailures = 3
 	j := job(h.sim.ActivityEvent("create", 1300, 10, nil))
 	h.claim(j)
 	h.sim.FailNext(stravasim.EndpointActivity, http.StatusBadGateway, 3)
@@ -196,7 +200,7 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 // slowFirstFetch fetches at once (so it sees the state Strava had when its
 // fetch started) but holds the answer until released.
 type slowFirstFetch struct {
-	next    ingest.ActivityFetcher
+	next    fetch.ActivityFetcher
 	fetched chan struct{}
 	release chan struct{}
 }
@@ -226,7 +230,7 @@ func TestNewestAnswerWins(t *testing.T) {
 	client := strava.NewClient(h.sim.URL, nil)
 	slow := &slowFirstFetch{next: client, fetched: make(chan struct{}), release: make(chan struct{})}
 	refresher := strava.NewRefresher(strava.OAuthConfig(h.sim.URL, h.sim.ClientID(), h.sim.ClientSecret(), ""), h.st, client.HTTPClient())
-	older := ingest.NewWorker(h.st, refresher, slow, testLog())
+	older := app.NewWorker(h.st, refresher, slow, testLog())
 
 	create := job(h.sim.ActivityEvent("create", 1400, 10, nil))
 	h.claim(create)
@@ -290,7 +294,7 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 	}
 	// The window resets (here: Strava's counters and our clock move on).
 	h.sim.SetUsage(0, 0, 0, 0)
-	h.worker.Now = func() time.Time { return reset }
+	h.worker.SetClock(func() time.Time { return reset })
 	if res := h.sweep(reset); res.Dispatched != n {
 		t.Fatalf("got %+v, want %d dispatched at the reset", res, n)
 	}
@@ -310,9 +314,9 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	h.link("u1", 10, time.Hour)
 	ctx := context.Background()
 	w := h.newWorker()
-	w.AthleteReadsPerWindow = 5
+	w.Fetch.AthleteReadsPerWindow = 5
 	now := time.Now().UTC()
-	w.Now = func() time.Time { return now }
+	w.SetClock(func() time.Time { return now })
 	const n = 12
 	jobs := make([]ingest.Job, n)
 	for i := range n {
@@ -344,7 +348,7 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 		t.Fatalf("got %d deferred, want %d", deferred, n-5)
 	}
 	// In the next window the next 5 are read.
-	w.Now = func() time.Time { return next }
+	w.SetClock(func() time.Time { return next })
 	for _, j := range jobs {
 		if err := w.Run(ctx, j); err != nil {
 			t.Fatal(err)
@@ -429,11 +433,11 @@ func TestQueueRunsAKeyOnce(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	var runs atomic.Int64
-	q := ingest.NewQueue(func(context.Context, ingest.Job) error {
+	q := handoff.NewQueue(func(context.Context, ingest.Job) error {
 		runs.Add(1)
 		<-release
 		return nil
-	}, ingest.QueueOptions{Workers: 2}, testLog())
+	}, handoff.QueueOptions{Workers: 2}, testLog())
 	ctx := context.Background()
 	j := ingest.Job{CorrelationID: "c", IdempotencyKey: "k"}
 	for range 3 {
@@ -464,7 +468,7 @@ func TestQueueRunsAKeyOnce(t *testing.T) {
 func TestSweepResultEMF(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
-	res := ingest.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, OldestDueAge: 90 * time.Second}
+	res := handoff.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, OldestDueAge: 90 * time.Second}
 	if err := res.WriteEMF(&b, time.UnixMilli(1700000000000)); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +488,7 @@ func TestSweepResultEMF(t *testing.T) {
 		t.Fatalf("%s: %v", b.String(), err)
 	}
 	if got.AWS.Timestamp != 1700000000000 || len(got.AWS.CloudWatchMetrics) != 1 ||
-		got.AWS.CloudWatchMetrics[0].Namespace != ingest.SweeperMetricsNamespace || len(got.AWS.CloudWatchMetrics[0].Metrics) != 6 ||
+		got.AWS.CloudWatchMetrics[0].Namespace != handoff.SweeperMetricsNamespace || len(got.AWS.CloudWatchMetrics[0].Metrics) != 6 ||
 		got.Due != 7 || got.Dispatched != 5 || got.Failed != 1 || got.Age != 90 || !strings.HasSuffix(b.String(), "\n") {
 		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
 	}
@@ -497,8 +501,8 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	release := make(chan struct{})
-	q := ingest.NewQueue(func(context.Context, ingest.Job) error { <-release; return nil },
-		ingest.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+	q := handoff.NewQueue(func(context.Context, ingest.Job) error { <-release; return nil },
+		handoff.QueueOptions{Workers: 1, Capacity: 1}, testLog())
 	defer func() { close(release); _ = q.Close(ctx) }()
 	past := time.Now().Add(-time.Hour).UTC()
 	for i := range 5 {
@@ -506,7 +510,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 		j.ReceivedAtUtc = past
 		h.claim(j)
 	}
-	sw := ingest.NewSweeper(h.st, q, testLog())
+	sw := handoff.NewSweeper(h.st, q, testLog())
 	res, err := sw.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -529,9 +533,9 @@ func TestShortRateWindow(t *testing.T) {
 	h.link("u1", 10, time.Hour)
 	ctx := context.Background()
 	w := h.newWorker()
-	w.RateWindow, w.AthleteReadsPerWindow = 10*time.Second, 1
+	w.Fetch.RateWindow, w.Fetch.AthleteReadsPerWindow = 10*time.Second, 1
 	now := time.Now().UTC()
-	w.Now = func() time.Time { return now }
+	w.SetClock(func() time.Time { return now })
 	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
 	jobs := make([]ingest.Job, 3)
 	for i := range jobs {
@@ -548,7 +552,7 @@ func TestShortRateWindow(t *testing.T) {
 	if rec := h.outbox(jobs[1]); !rec.DueAt().Equal(next) {
 		t.Fatalf("capped: got due %v, want the 10-second window's end %v", rec.DueAt(), next)
 	}
-	w.AthleteReadsPerWindow = 0
+	w.Fetch.AthleteReadsPerWindow = 0
 	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
 	if err := w.Run(ctx, jobs[2]); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -25,7 +27,7 @@ import (
 )
 
 func storeQueryAuditByCorrelation(h *harness, corr string) ([]model.AuditEntry, bool, error) {
-	return store.QueryEntities[model.AuditEntry](context.Background(), h.st, h.st.Tables().Audit,
+	return store.QueryEntities[model.AuditEntry](context.Background(), h.st.DB, h.st.Tables().Audit,
 		model.CorrelationPK(corr), "", store.QueryOptions{Index: store.IndexGSI1})
 }
 
@@ -110,7 +112,7 @@ func TestPipelineDeleteBeforeCreateConvergesToDeleted(t *testing.T) {
 	client := strava.NewClient(h.sim.URL, nil)
 	slow := &slowFirstFetch{next: client, fetched: make(chan struct{}), release: make(chan struct{})}
 	refresher := strava.NewRefresher(strava.OAuthConfig(h.sim.URL, h.sim.ClientID(), h.sim.ClientSecret(), ""), h.st, client.HTTPClient())
-	older := ingest.NewWorker(h.st, refresher, slow, testLog())
+	older := app.NewWorker(h.st, refresher, slow, testLog())
 	done := make(chan error, 1)
 	go func() { done <- older.Process(ctx, job(h.sim.ActivityEvent("create", 201, 10, nil))) }()
 	<-slow.fetched
@@ -340,10 +342,10 @@ func TestWorkerHandlePoisonAndRetryable(t *testing.T) {
 func TestQueueFullAndClosed(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	q := ingest.NewQueue(func(ctx context.Context, _ ingest.Job) error {
+	q := handoff.NewQueue(func(ctx context.Context, _ ingest.Job) error {
 		<-release
 		return nil
-	}, ingest.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+	}, handoff.QueueOptions{Workers: 1, Capacity: 1}, testLog())
 	ctx := context.Background()
 	j := ingest.Job{CorrelationID: "c"}
 	if err := q.Dispatch(ctx, j); err != nil { // taken by the worker
@@ -354,14 +356,14 @@ func TestQueueFullAndClosed(t *testing.T) {
 	for err == nil && time.Now().Before(deadline) { // fill the buffer until refused
 		err = q.Dispatch(ctx, j)
 	}
-	if !errors.Is(err, ingest.ErrQueueFull) || !errors.Is(err, model.ErrRetryable) {
+	if !errors.Is(err, handoff.ErrQueueFull) || !errors.Is(err, model.ErrRetryable) {
 		t.Fatalf("got %v, want ErrQueueFull (retryable)", err)
 	}
 	close(release)
 	if err := q.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Dispatch(ctx, j); !errors.Is(err, ingest.ErrQueueClosed) {
+	if err := q.Dispatch(ctx, j); !errors.Is(err, handoff.ErrQueueClosed) {
 		t.Fatalf("after close: got %v, want ErrQueueClosed", err)
 	}
 }
@@ -370,12 +372,12 @@ func TestQueueGivesUpAfterAttempts(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	calls, failed := 0, 0
-	q := ingest.NewQueue(func(context.Context, ingest.Job) error {
+	q := handoff.NewQueue(func(context.Context, ingest.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
 		return model.ErrRetryable
-	}, ingest.QueueOptions{Attempts: 3, Backoff: time.Millisecond, OnFailure: func(context.Context, ingest.Job, error) {
+	}, handoff.QueueOptions{Attempts: 3, Backoff: time.Millisecond, OnFailure: func(context.Context, ingest.Job, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		failed++
@@ -422,7 +424,7 @@ func TestLambdaDispatcher(t *testing.T) {
 		Region: "ap-southeast-2", Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
 		BaseEndpoint: aws.String(srv.URL), Retryer: func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), 1) },
 	})
-	d := ingest.NewLambdaDispatcher(client, "commitcollect-strava-worker")
+	d := handoff.NewLambdaDispatcher(client, "commitcollect-strava-worker")
 	j := ingest.Job{Event: ingest.Event{ObjectType: "activity", ObjectID: 1, AspectType: "create", OwnerID: 2,
 		SubscriptionID: 3, EventTime: 4}, CorrelationID: "corr-1", IdempotencyKey: "k"}
 	if err := d.Dispatch(context.Background(), j); err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -48,7 +50,7 @@ func (l *lockedBuffer) readsByClass(t *testing.T) map[string]int64 {
 			t.Fatalf("metric line %q: %v", sc.Text(), err)
 		}
 		m := line.AWS.CloudWatchMetrics
-		if len(m) != 1 || m[0].Namespace != ingest.WorkerMetricsNamespace || len(m[0].Dimensions) != 1 ||
+		if len(m) != 1 || m[0].Namespace != budget.WorkerMetricsNamespace || len(m[0].Dimensions) != 1 ||
 			m[0].Dimensions[0][0] != "Class" || m[0].Metrics[0].Name != "StravaReads" {
 			t.Fatalf("metric line %q is not the StravaReads EMF", sc.Text())
 		}
@@ -64,9 +66,9 @@ func (l *lockedBuffer) readsByClass(t *testing.T) map[string]int64 {
 // equal what the simulator served.
 func TestStravaReadsMetricByClass(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 100, PageSize: 40})
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 100, PageSize: 40})
 	buf := &lockedBuffer{}
-	r.worker.Metrics, r.harness.worker.Metrics = buf, buf
+	r.worker.Runner.Metrics, r.harness.worker.Runner.Metrics = buf, buf
 	r.link("u1", 71, time.Hour)
 	r.history(71, 1000, 50, 24*time.Hour)
 	r.drain(r.backfill("u1"), 10)

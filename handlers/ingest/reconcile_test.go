@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -18,7 +20,7 @@ import (
 
 // recordingLister records the options of every list call.
 type recordingLister struct {
-	ingest.ActivityLister
+	syncjobs.ActivityLister
 	mu   sync.Mutex
 	opts []strava.ListOptions
 }
@@ -110,15 +112,15 @@ func (r *syncRig) profiles(users ...string) {
 	})
 }
 
-func (r *syncRig) scheduleStore(settings ingest.SyncSettings) *scheduleStore {
+func (r *syncRig) scheduleStore(settings syncjobs.SyncSettings) *scheduleStore {
 	ss := &scheduleStore{Store: r.st, visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
-	r.sched = ingest.NewSyncScheduler(ss, nil, testLog())
+	r.sched = syncjobs.NewSyncScheduler(ss, nil, testLog())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return ss
 }
 
-func (r *syncRig) step() ingest.ReconcileResult {
+func (r *syncRig) step() syncjobs.ReconcileResult {
 	r.t.Helper()
 	res, err := r.sched.ReconcileStep(context.Background())
 	if err != nil {
@@ -132,7 +134,7 @@ func (r *syncRig) step() ingest.ReconcileResult {
 // says must wait.
 func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, ReconcileIdle: 4 * time.Hour}
+	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, ReconcileIdle: 4 * time.Hour}
 	r := newSyncRig(t, settings)
 	ss := r.scheduleStore(settings)
 	ctx := context.Background()
@@ -191,11 +193,11 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 // it the assertion on the list's options fails.
 func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour}
+	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour}
 	r := newSyncRig(t, settings)
 	lister := &recordingLister{ActivityLister: strava.NewClient(r.sim.URL, nil)}
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, lister.ActivityLister.(*strava.Client).HTTPClient())
-	r.worker.Sync = ingest.NewSyncer(r.counted, refresher, lister, testLog())
+	r.worker.Sync = syncjobs.NewSyncer(r.counted, refresher, lister, testLog())
 	r.worker.Sync.Settings = settings
 	r.worker.Sync.Now = func() time.Time { return r.now }
 	r.link("u1", 95, 24*time.Hour)
@@ -243,7 +245,7 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 // makes the crash below visit or enqueue users twice or never.
 func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: 10 * time.Hour, ReconcileBatch: 4}
+	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: 10 * time.Hour, ReconcileBatch: 4}
 	r := newSyncRig(t, settings)
 	ss := r.scheduleStore(settings)
 	var users []string
@@ -291,45 +293,17 @@ func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t 
 	}
 }
 
-func TestPacedAllowance(t *testing.T) {
-	t.Parallel()
-	start := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	w := 15 * time.Minute
-	head := 90 * time.Second
-	tests := []struct {
-		name  string
-		limit int
-		share float64
-		at    time.Duration
-		want  int
-	}{
-		{"window start: the head start", 100, 0.5, 0, 5},
-		{"half way", 100, 0.5, w / 2, 30},
-		{"near the end: the whole share", 100, 0.5, w - time.Second, 50},
-		{"share 1 keeps one read", 100, 1, w - time.Second, 99},
-		{"tiny limit", 2, 0.5, w / 2, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := ingest.PacedAllowance(tt.limit, tt.share, start.Add(tt.at), w, head); got != tt.want {
-				t.Fatalf("got %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 // Protections: the pacing (Syncer.pace) and the priority spread of
 // deferred sync jobs (Syncer.afterReset, the pacing slot's spread).
 // Without pacing the first runs take more than the allowance; without the
 // spread the waiting jobs run in another order than their milestones end.
 func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: ingest.DefaultSyncHeadStart}
+	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: syncjobs.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
 	r.now = time.Date(2026, 11, 20, 12, 0, 30, 0, time.UTC) // 30 s into a window
 	r.worker.Sync.Now = func() time.Time { return r.now }
-	r.worker.Now = func() time.Time { return r.now }
+	r.worker.SetClock(func() time.Time { return r.now })
 	ctx := context.Background()
 	const n = 10
 	var users []string
@@ -353,12 +327,12 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		t.Fatalf("ReconcileAll: %+v, %v", res, err)
 	}
 	w := 15 * time.Minute
-	head := time.Duration(ingest.DefaultSyncHeadStart * float64(w))
+	head := time.Duration(syncjobs.DefaultSyncHeadStart * float64(w))
 	lists := r.sim.Stats().ListRequests
 	check := func() {
 		t.Helper()
 		taken := r.sim.Stats().ListRequests - lists
-		if allowed := ingest.PacedAllowance(100, 0.5, r.now, w, head); taken > int64(allowed) {
+		if allowed := budget.PacedAllowance(100, 0.5, r.now, w, head); taken > int64(allowed) {
 			t.Fatalf("at %s syncs listed %d pages, over the paced allowance %d", r.now.Format(time.TimeOnly), taken, allowed)
 		}
 	}
@@ -377,7 +351,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		check()
 	}
 	first := int(r.sim.Stats().ListRequests - lists)
-	if want := ingest.PacedAllowance(100, 0.5, r.now, w, head); first != want {
+	if want := budget.PacedAllowance(100, 0.5, r.now, w, head); first != want {
 		t.Fatalf("got %d lists at once, want the paced allowance %d", first, want)
 	}
 	// The rest wait; they run as they come due (the sweeper's order).
@@ -421,10 +395,10 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 // the reset); without it the deferred sync is due with the webhook.
 func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	t.Parallel()
-	settings := ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: ingest.DefaultSyncHeadStart}
+	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: syncjobs.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
 	r.worker.Sync.Now = func() time.Time { return r.now }
-	r.worker.Now = func() time.Time { return r.now }
+	r.worker.SetClock(func() time.Time { return r.now })
 	ctx := context.Background()
 	r.link("u1", 97, 48*time.Hour)
 	r.profiles("u1")
@@ -453,7 +427,7 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	}
 	reset := r.now.Truncate(15 * time.Minute).Add(15 * time.Minute)
 	hookDue, syncDue := r.outbox(hook).DueAt(), func() time.Time { rec, _ := r.st.OutboxItem(ctx, syncKey); return rec.DueAt() }()
-	if !hookDue.Equal(reset) || syncDue.Before(reset.Add(time.Duration(ingest.SyncResetDelay*float64(15*time.Minute)))) {
+	if !hookDue.Equal(reset) || syncDue.Before(reset.Add(time.Duration(syncjobs.SyncResetDelay*float64(15*time.Minute)))) {
 		t.Fatalf("got webhook due %s, sync due %s; want the webhook at the reset %s and the sync after it", hookDue, syncDue, reset)
 	}
 	due, err := r.st.DueOutboxItems(ctx, reset.Add(time.Second), 10)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -75,7 +76,7 @@ func TestSummaryAndDetailedActivityMapToTheSameWorkout(t *testing.T) {
 			if !reflect.DeepEqual(fromSummary, fromDetail) {
 				t.Fatalf("summary maps to %+v, detailed to %+v", fromSummary, fromDetail)
 			}
-			if ingest.WorkoutDiffers(fromDetail, fromSummary) {
+			if syncjobs.WorkoutDiffers(fromDetail, fromSummary) {
 				t.Fatalf("WorkoutDiffers(%+v, %+v) = true, want false", fromDetail, fromSummary)
 			}
 		})

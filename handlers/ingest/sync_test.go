@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -109,18 +111,18 @@ func (c *countingSyncStore) reset() {
 type syncRig struct {
 	*harness
 	counted *countingSyncStore
-	worker  *ingest.Worker
-	sched   *ingest.SyncScheduler
+	worker  *app.Worker
+	sched   *syncjobs.SyncScheduler
 	now     time.Time
 }
 
-func newSyncRig(t *testing.T, settings ingest.SyncSettings) *syncRig {
+func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
 	h := newHarness(t)
 	r := &syncRig{harness: h, counted: &countingSyncStore{Store: h.st, upserts: map[int64]int{}},
 		now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
 	r.worker = r.newSyncWorker(settings)
-	r.sched = ingest.NewSyncScheduler(h.st, nil, testLog())
+	r.sched = syncjobs.NewSyncScheduler(h.st, nil, testLog())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
@@ -133,14 +135,14 @@ func newSyncRig(t *testing.T, settings ingest.SyncSettings) *syncRig {
 // test that drains several sync pages without moving time must not depend
 // on where in the 15-minute window the wall clock stands (at a window's
 // start the default allows 5 reads). The pacing tests set theirs.
-func (r *syncRig) newSyncWorker(settings ingest.SyncSettings) *ingest.Worker {
+func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 	if settings.HeadStart == 0 {
 		settings.HeadStart = 1
 	}
 	client := strava.NewClient(r.sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
 	w := r.newWorker()
-	w.Sync = ingest.NewSyncer(r.counted, refresher, client, testLog())
+	w.Sync = syncjobs.NewSyncer(r.counted, refresher, client, testLog())
 	w.Sync.Settings = settings
 	return w
 }
@@ -208,7 +210,7 @@ func (r *syncRig) backfill(user string) string {
 
 func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 100, PageSize: 40})
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 100, PageSize: 40})
 	r.link("u1", 71, time.Hour)
 	ids := r.history(71, 1000, 130, 18*time.Hour) // 130 × 18 h ≈ 97.5 days: all inside 100 days
 	r.sim.PutActivity(stravasim.Activity{ID: 5, AthleteID: 71, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -150)})
@@ -250,7 +252,7 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 // workouts) and no page before the cursor is listed again.
 func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 50})
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
 	r.link("u1", 81, time.Hour)
 	ids := r.history(81, 2000, 180, 24*time.Hour)
 	key := r.backfill("u1")
@@ -276,7 +278,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		t.Fatalf("got outbox %+v, want received after 2 failures", rec)
 	}
 	// A fresh worker ("after the deploy") carries on from the cursor.
-	r.worker = r.newSyncWorker(ingest.SyncSettings{MaxDays: 365, PageSize: 50})
+	r.worker = r.newSyncWorker(syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
 	r.drain(key, 20)
 	if total, most := r.counted.writes(); total != len(ids) || most != 1 {
 		t.Fatalf("got %d writes, at most %d for one activity; want %d, each once", total, most, len(ids))
@@ -296,7 +298,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 
 func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{BudgetShare: 0.5})
+	r := newSyncRig(t, syncjobs.SyncSettings{BudgetShare: 0.5})
 	r.link("u1", 91, time.Hour)
 	r.history(91, 3000, 5, 24*time.Hour)
 	r.activity(3999, 91, "Ride")
@@ -332,7 +334,7 @@ func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 
 func TestSyncDefersOnStrava429(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{})
+	r := newSyncRig(t, syncjobs.SyncSettings{})
 	r.link("u1", 92, time.Hour)
 	r.history(92, 3100, 5, 24*time.Hour)
 	key := r.backfill("u1")
@@ -357,7 +359,7 @@ func TestSyncDefersOnStrava429(t *testing.T) {
 // reconciliation writes the edited workout only, and the removed one stays.
 func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
+	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
 	r.link("u1", 93, time.Hour)
 	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
 		t.Fatal(err)
@@ -406,7 +408,7 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 // webhook's fetch writes the edit. The list's older answer must not win.
 func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{ReconcileInterval: time.Hour})
+	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileInterval: time.Hour})
 	r.link("u1", 94, time.Hour)
 	ids := r.history(94, 5000, 3, 24*time.Hour)
 	r.drain(r.backfill("u1"), 10)
@@ -436,7 +438,7 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 
 func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{MaxDays: 365, PageSize: 30})
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 30})
 	r.link("u1", 95, time.Hour)
 	ctx := context.Background()
 	start := r.now.AddDate(0, 0, -20).Truncate(24 * time.Hour)
@@ -470,7 +472,7 @@ func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 
 func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, ingest.SyncSettings{})
+	r := newSyncRig(t, syncjobs.SyncSettings{})
 	r.link("u1", 96, time.Hour)
 	r.history(96, 7000, 3, 24*time.Hour)
 	key := r.backfill("u1")

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 )
 
 func TestWebhookHandshake(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, nil, nil, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, nil, nil, testLog()).Mount(mux)
 	tests := []struct {
 		name       string
 		given      url.Values
@@ -33,7 +34,7 @@ func TestWebhookHandshake(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
-			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ingest.WebhookPath+"?"+tt.given.Encode(), nil))
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, intake.WebhookPath+"?"+tt.given.Encode(), nil))
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("got %d, want %d", rec.Code, tt.wantStatus)
 			}
@@ -49,7 +50,7 @@ func TestWebhookHandshake(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	h := newHarness(t)
-	if err := h.sim.VerifyCallback(context.Background(), srv.URL+ingest.WebhookPath, verifyToken); err != nil {
+	if err := h.sim.VerifyCallback(context.Background(), srv.URL+intake.WebhookPath, verifyToken); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -72,7 +73,7 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 		{"missing field", strings.Replace(valid, `"owner_id":2,`, ``, 1), 400, "invalid_event", "owner_id: is required"},
 		{"unknown field", strings.Replace(valid, `}`, `,"x":1}`, 1), 400, "invalid_event", "unknown field"},
 		{"wrong subscription", strings.Replace(valid, `120475`, `999`, 1), 403, "unknown_subscription", "subscription_id"},
-		{"too large", `{"updates":{"title":"` + strings.Repeat("a", ingest.MaxEventBytes) + `"}}`, 413, "body_too_large", "64 KiB"},
+		{"too large", `{"updates":{"title":"` + strings.Repeat("a", intake.MaxEventBytes) + `"}}`, 413, "body_too_large", "64 KiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,10 +190,10 @@ func TestWebhookStoreUnavailableIs503(t *testing.T) {
 	// A webhook pointed at tables that do not exist cannot record the key.
 	mux := http.NewServeMux()
 	broken := newBrokenStore(t)
-	ingest.NewWebhook(ingest.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, broken, h.dispatch, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, broken, h.dispatch, testLog()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+ingest.WebhookPath, "application/json",
+	resp, err := http.Post(srv.URL+intake.WebhookPath, "application/json",
 		strings.NewReader(string(mustJSON(t, h.sim.ActivityEvent("create", 1, 2, nil)))))
 	if err != nil {
 		t.Fatal(err)

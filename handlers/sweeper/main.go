@@ -6,7 +6,7 @@
 // minute: one step of the reconciliation's resumable enumeration, which
 // comes to each user once per CC_RECONCILE_INTERVAL and enqueues a
 // reconciliation for those that can change something
-// (handlers/ingest.SyncScheduler.ReconcileStep). Wiring only; the logic is
+// (handlers/syncjobs.SyncScheduler.ReconcileStep). Wiring only; the logic is
 // handlers/ingest.
 package main
 
@@ -19,8 +19,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -44,13 +46,13 @@ func main() {
 	st := store.New(db, cfg.Tables())
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
 	st.OutboxShards = cfg.OutboxShards
-	dispatcher := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
-	sw := ingest.NewSweeper(st, dispatcher, log)
+	dispatcher := handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
+	sw := handoff.NewSweeper(st, dispatcher, log)
 	if cfg.OutboxLease > 0 {
 		sw.Lease = cfg.OutboxLease
 	}
-	sched := ingest.NewSyncScheduler(st, dispatcher, log)
-	sched.Settings = ingest.SyncSettingsFrom(cfg)
+	sched := syncjobs.NewSyncScheduler(st, dispatcher, log)
+	sched.Settings = app.SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease
 	}

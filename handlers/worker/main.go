@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/handlers/ingest"
 )
 
 func main() {
@@ -34,12 +34,12 @@ func main() {
 		os.Exit(1)
 	}
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
-	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
+	w := app.NewStravaWorker(st, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: ingest.SyncSettingsFrom(cfg),
+		Sync: app.SyncSettingsFrom(cfg),
 	}, log)
-	w.Metrics = os.Stdout      // StravaReads by class (EMF), on the capacity dashboard
-	w.Sync.Metrics = os.Stdout // SyncsWaiting (EMF): sync jobs turned away by the budget
+	w.Runner.Metrics = os.Stdout // StravaReads by class (EMF), on the capacity dashboard
+	w.Sync.Metrics = os.Stdout   // SyncsWaiting (EMF): sync jobs turned away by the budget
 	lambda.Start(w.Handle)
 }

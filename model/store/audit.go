@@ -6,20 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/commitcollect/backend/model"
 )
 
+// Audits holds the audit table: entries, and the count of those dropped.
+type Audits struct {
+	*DB
+}
+
 // AppendAudit writes an audit entry. An entry with the same key (a replayed
 // event) is written once.
-func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
+func (s *Audits) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 	err := s.PutIfAbsent(ctx, s.t.Audit, e)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("append audit %s %s: %w", e.EventType, e.ItemKey(), err)
@@ -35,7 +34,7 @@ func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 // Embedded Metric Format line (namespace AuditMetricsNamespace, metric
 // MetricAuditWritesDropped, dimension TableName = the audit table) that the
 // Terraform alarm audit_writes_dropped watches.
-func (s *Store) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry) {
+func (s *Audits) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry) {
 	err := s.AppendAudit(ctx, e)
 	if err == nil {
 		return
@@ -65,7 +64,7 @@ const (
 
 // AuditWritesDropped returns how many audit entries this store dropped
 // since it was built.
-func (s *Store) AuditWritesDropped() int64 { return s.auditDropped.Load() }
+func (s *Audits) AuditWritesDropped() int64 { return s.auditDropped.Load() }
 
 func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 	type metric struct {
@@ -91,133 +90,15 @@ func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 	return err
 }
 
-// Park sets a record aside for inspection and redrive (the local stand-in
-// for a DLQ; in AWS the failure destinations are SQS queues). Parking the
-// same record twice keeps the first. The record expires
-// model.ParkedRetentionDays after parking unless r sets ExpiresAt (a record
-// parked after its user's account deletion, by a job in flight that failed
-// for good, is gone by then; the deletion removes those parked before).
-func (s *Store) Park(ctx context.Context, r *model.ParkedRecord) error {
-	if r.ParkedAtUtc.IsZero() {
-		r.ParkedAtUtc = s.Now()
-	}
-	if r.ExpiresAt == 0 {
-		r.ExpiresAt = r.ParkedAtUtc.Add(model.ParkedRetentionDays * 24 * time.Hour).Unix()
-	}
-	err := s.PutIfAbsent(ctx, s.t.Main, r)
-	if err != nil && !isConflict(err) {
-		return fmt.Errorf("park %s record %s: %w", r.Source, r.RecordID, err)
-	}
-	return nil
-}
-
-// DeleteUserParked deletes the parked records (every source) that belong to
-// a user: those naming userID, and those naming no user but athleteID (a
-// worker job parked before its athlete was resolved; athleteID 0 skips
-// them). It reads every partition of each source (model.ParkedPartitions:
-// the shards and the legacy unsharded one) whole with a filter (keys
-// only): they hold only what failed for good and expire after
-// model.ParkedRetentionDays, so they stay small; it is an account
-// deletion's step, never a request path. It returns how many it deleted;
-// re-running it is harmless.
-func (s *Store) DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error) {
-	mine := expression.Name("userId").Equal(expression.Value(userID))
-	if athleteID != 0 {
-		mine = mine.Or(expression.AttributeNotExists(expression.Name("userId")).
-			And(expression.Name("athleteId").Equal(expression.Value(athleteID))))
-	}
-	n := 0
-	for _, source := range []string{model.ParkSourceProjector, model.ParkSourceWorker} {
-		for _, pk := range model.ParkedPartitions(source) {
-			m, err := s.deleteParkedIn(ctx, pk, mine)
-			n += m
-			if err != nil {
-				return n, fmt.Errorf("delete parked records of user %s in %s: %w", userID, pk, err)
-			}
-		}
-	}
-	return n, nil
-}
-
-// deleteParkedIn deletes the records of partition pk that match filter.
-func (s *Store) deleteParkedIn(ctx context.Context, pk string, filter expression.ConditionBuilder) (int, error) {
-	kc := expression.Key("PK").Equal(expression.Value(pk))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filter).
-		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
+// AuditEntriesAt reads a user's audit entries keyed in the second of at
+// (AUDIT#{unix seconds}#…): one strongly consistent Query. The projector
+// uses it to find AWARD_MINTED entries written before their keys were
+// deterministic, which were keyed at the second of the award's
+// awardedAtUtc.
+func (s *Audits) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
+	es, _, err := QueryEntities[model.AuditEntry](ctx, s.DB, s.t.Audit, model.UserPK(userID), model.AuditSK(at, ""), QueryOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("build query: %w", err)
+		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(),
-		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
-		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
-	})
-	n := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return n, translate(err)
-		}
-		keys := make([]model.Key, 0, len(page.Items))
-		for _, it := range page.Items {
-			k, err := itemKey(it)
-			if err != nil {
-				return n, err
-			}
-			keys = append(keys, k)
-		}
-		if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
-			return n, err
-		}
-		n += len(keys)
-	}
-	return n, nil
-}
-
-// Parked lists the records parked by source (at most MaxWorkoutsToInspect
-// in all), from every shard and the legacy unsharded partition, ordered by
-// record id.
-func (s *Store) Parked(ctx context.Context, source string) ([]model.ParkedRecord, error) {
-	var out []model.ParkedRecord
-	for _, pk := range model.ParkedPartitions(source) {
-		left := model.MaxWorkoutsToInspect - len(out)
-		if left <= 0 {
-			break
-		}
-		recs, _, err := QueryEntities[model.ParkedRecord](ctx, s, s.t.Main, pk, "", QueryOptions{Limit: left})
-		if err != nil {
-			return nil, fmt.Errorf("list parked %s (%s): %w", source, pk, err)
-		}
-		out = append(out, recs...)
-	}
-	// By record id, as one partition listed them before the shards.
-	slices.SortFunc(out, func(a, b model.ParkedRecord) int { return strings.Compare(a.SK, b.SK) })
-	return out, nil
-}
-
-// RemoveParked removes the parked record of a job that turned out done (the
-// worker, for a job done on a later dispatch than its first): one DeleteItem
-// of the record's shard only. The unsharded legacy partition (records parked
-// before the shards, gone with their 30-day TTL) is left to Unpark: a
-// DeleteItem there for every re-dispatched job made PARKED#{source} one of
-// the main table's busiest keys, and a redrive of such a record finds its
-// job done and does not run it.
-func (s *Store) RemoveParked(ctx context.Context, source, recordID string) error {
-	if err := s.Delete(ctx, s.t.Main, model.ParkedKey(source, recordID)); err != nil {
-		return fmt.Errorf("remove parked %s record %s: %w", source, recordID, err)
-	}
-	return nil
-}
-
-// Unpark removes a parked record once it has been redriven, wherever it
-// was parked (its shard, or the legacy unsharded partition).
-func (s *Store) Unpark(ctx context.Context, source, recordID string) error {
-	// Two DeleteItem calls (unconditional: a missing item is no error), not
-	// a batch: the worker's role grants DeleteItem on the main table.
-	for _, k := range []model.Key{model.ParkedKey(source, recordID), model.LegacyParkedKey(source, recordID)} {
-		if err := s.Delete(ctx, s.t.Main, k); err != nil {
-			return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
-		}
-	}
-	return nil
+	return es, nil
 }

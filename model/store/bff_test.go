@@ -156,7 +156,7 @@ func TestSeedCatalogIsIdempotent(t *testing.T) {
 	if n, err := catalog.Seed(ctx, s, next); err != nil || n != 1+1+4 {
 		t.Fatalf("shrinking seed changed %d (%v), want 6 (meta, one renamed part, four removed)", n, err)
 	}
-	parts, _, err := store.QueryEntities[model.ModelPart](ctx, s, s.Tables().Main, model.ModelPK("flying-scotsman"), model.PrefixPart, store.QueryOptions{})
+	parts, _, err := store.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, model.ModelPK("flying-scotsman"), model.PrefixPart, store.QueryOptions{})
 	if err != nil || len(parts) != 2 || parts[1].Name != "Frames" {
 		t.Fatalf("parts after shrink = %+v, %v", parts, err)
 	}

@@ -14,6 +14,11 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
+// Guard holds the user guard (GUARD#USER#{id}) and the check every guarded writer runs after its write.
+type Guard struct {
+	*DB
+}
+
 // The user guard (model.UserGuard): every writer of user data that may be in
 // flight while the user is deleted or deauthorized (the worker, the sync, a
 // tombstone write) writes first and then reads the guard with a consistent
@@ -22,16 +27,6 @@ import (
 // before the guard was set (the sweep that follows finds it) or its check
 // sees the guard (and the writer removes, or schedules for expiry, what it
 // wrote). One consistent GetItem per write, no transaction.
-
-// UserGuard reads the user's guard. It returns ErrNotFound when the user has
-// none (no restriction).
-func (s *Store) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
-	var g model.UserGuard
-	if err := s.Get(ctx, s.t.Main, model.UserGuardKey(userID), &g); err != nil {
-		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
-	}
-	return &g, nil
-}
 
 // ErrUserDeleted is returned (wrapped, matching model.ErrConflict) by a
 // guarded write that landed after the user's account was deleted: the item
@@ -43,17 +38,17 @@ var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
 // ErrUserDeleted; when a confirmed deauthorization scheduled the user's
 // Strava data for deletion it sets that expiresAt on k unless k carries
 // one. A user without a guard passes.
-func (s *Store) checkGuard(ctx context.Context, userID string, k model.Key) error {
+func (s *Guard) checkGuard(ctx context.Context, userID string, k model.Key) error {
 	return s.afterWrite(ctx, userID, k, true)
 }
 
 // checkDeleted is checkGuard for an item that is not Strava data (the sync
 // state, a milestone): only a deletion counts.
-func (s *Store) checkDeleted(ctx context.Context, userID string, k model.Key) error {
+func (s *Guard) checkDeleted(ctx context.Context, userID string, k model.Key) error {
 	return s.afterWrite(ctx, userID, k, false)
 }
 
-func (s *Store) afterWrite(ctx context.Context, userID string, k model.Key, stravaData bool) error {
+func (s *Guard) afterWrite(ctx context.Context, userID string, k model.Key, stravaData bool) error {
 	g, err := s.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -78,7 +73,7 @@ func (s *Store) afterWrite(ctx context.Context, userID string, k model.Key, stra
 // reconnect that cleared it after our read (and removed the expiry from
 // every workout, perhaps before ours landed) wins. A failed condition is not
 // an error.
-func (s *Store) expireIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
+func (s *Guard) expireIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
 	exp := expression.Name(attrExpiresAt)
 	ex, err := expression.NewBuilder().WithUpdate(expression.Set(exp, expression.Value(g.StravaDataExpiresAt))).
 		WithCondition(expression.And(expression.AttributeExists(expression.Name("PK")), expression.AttributeNotExists(exp))).Build()
@@ -86,7 +81,7 @@ func (s *Store) expireIfStillRevoked(ctx context.Context, userID string, k model
 		return fmt.Errorf("build update: %w", err)
 	}
 	upd := TransactUpdate(&dynamodb.UpdateItemInput{
-		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, k), UpdateExpression: ex.Update(),
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k), UpdateExpression: ex.Update(),
 		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	})
 	cex, err := expression.NewBuilder().WithCondition(
@@ -95,7 +90,7 @@ func (s *Store) expireIfStillRevoked(ctx context.Context, userID string, k model
 		return fmt.Errorf("build guard check: %w", err)
 	}
 	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, model.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, model.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
 		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
 	}}
 	if err := s.Transact(ctx, []types.TransactWriteItem{upd, check}, ""); err != nil && !isConflict(err) {
@@ -104,11 +99,21 @@ func (s *Store) expireIfStillRevoked(ctx context.Context, userID string, k model
 	return nil
 }
 
+// UserGuard reads the user's guard. It returns ErrNotFound when the user has
+// none (no restriction).
+func (s *Guard) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
+	var g model.UserGuard
+	if err := s.Get(ctx, s.t.Main, model.UserGuardKey(userID), &g); err != nil {
+		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
+	}
+	return &g, nil
+}
+
 // MarkUserDeleted sets the user's guard as deleted at now (kept, the first
 // value wins) and lets it expire UserGuardRetentionDays later. Everything a
 // writer in flight lands afterwards is removed by its own check; call it
 // before sweeping the user's items.
-func (s *Store) MarkUserDeleted(ctx context.Context, userID string, now time.Time) error {
+func (s *Guard) MarkUserDeleted(ctx context.Context, userID string, now time.Time) error {
 	g := &model.UserGuard{UserID: userID}
 	g.Stamp()
 	now = now.UTC()

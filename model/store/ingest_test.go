@@ -320,7 +320,7 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if n, err := s.ExpireStravaWorkouts(ctx, "u1", exp); err != nil || n != 0 {
 		t.Fatalf("again: got %d, %v; want 0 (nothing left to change)", n, err)
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, s, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, _, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

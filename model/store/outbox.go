@@ -16,6 +16,11 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
+// Outbox holds the outbox (CommitCollectIdempotency): claims, leases, settles and the Pending index.
+type Outbox struct {
+	*DB
+}
+
 // The outbox: the idempotency item of an accepted webhook event is also the
 // durable hand-off to the worker (model.IdempotencyRecord). Claiming records
 // it as received with the job and a lease; the worker settles it as done or
@@ -74,7 +79,7 @@ func dueCondition(now time.Time) expression.ConditionBuilder {
 // original job and correlation id. It returns ErrConflict (a duplicate) when
 // the item is done, parked, or received and still leased or deferred; the
 // returned item is then the stored one when DynamoDB reported it.
-func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
+func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
 	now = now.UTC()
 	meta := &model.IdempotencyRecord{}
 	meta.Stamp()
@@ -111,7 +116,7 @@ func (s *Store) ClaimOutboxItem(ctx context.Context, key, correlationID, job str
 // It returns ErrConflict when the item is no longer due (settled, deferred,
 // or claimed by someone else since it was listed) and ErrNotFound when it is
 // gone.
-func (s *Store) LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error) {
+func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error) {
 	now = now.UTC()
 	until := now.Add(lease)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
@@ -134,7 +139,7 @@ func (s *Store) LeaseOutboxItem(ctx context.Context, key string, now time.Time, 
 
 // OutboxItem reads an outbox item (consistent read). It returns ErrNotFound
 // when the key was never claimed (or has expired).
-func (s *Store) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
+func (s *Outbox) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
 	var r model.IdempotencyRecord
 	if err := s.Get(ctx, s.t.Idempotency, model.Key{PK: key}, &r); err != nil {
 		return nil, fmt.Errorf("read outbox item %s: %w", key, err)
@@ -147,7 +152,7 @@ func (s *Store) OutboxItem(ctx context.Context, key string) (*model.IdempotencyR
 // after now (kept that long for duplicate detection). It returns ErrConflict when
 // the item was already settled (another run got there first) and
 // ErrNotFound when it does not exist.
-func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error {
+func (s *Outbox) SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error {
 	if status != model.OutboxDone && status != model.OutboxParked {
 		return fmt.Errorf("settle outbox item %s as %q: %w", key, status, model.ErrInvalid)
 	}
@@ -172,7 +177,7 @@ func (s *Store) SettleOutboxItem(ctx context.Context, key string, status model.O
 // postponement that is not one (rate budget spent, per-athlete cap: counted
 // in deferrals). It returns ErrConflict when the item was settled meanwhile
 // and ErrNotFound when it does not exist.
-func (s *Store) DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error {
+func (s *Outbox) DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error {
 	counter := "deferrals"
 	if failure {
 		counter = "failures"
@@ -193,7 +198,7 @@ func (s *Store) DeferOutboxItem(ctx context.Context, key string, notBefore time.
 
 // settle applies upd to a received item; ErrConflict when it is no longer
 // received, ErrNotFound when it does not exist.
-func (s *Store) settle(ctx context.Context, key string, upd expression.UpdateBuilder) error {
+func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBuilder) error {
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).
 		And(expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
@@ -210,7 +215,7 @@ func (s *Store) settle(ctx context.Context, key string, upd expression.UpdateBui
 // old shards too); lowering it strands the items of the dropped shards
 // until their keys are leased or deferred again by a writer with the
 // higher count, so lower it only with an empty backlog.
-func (s *Store) pendingShards() int {
+func (s *Outbox) pendingShards() int {
 	n := s.OutboxShards
 	if n < 1 {
 		n = model.DefaultOutboxShards
@@ -222,7 +227,7 @@ func (s *Store) pendingShards() int {
 // passed), oldest due first, at most limit of them, by querying every shard
 // of the sparse pending index. The index is eventually consistent: an item
 // listed here may have been settled since, which LeaseOutboxItem detects.
-func (s *Store) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
+func (s *Outbox) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
 	var out []model.IdempotencyRecord
 	for shard := range s.pendingShards() {
 		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard))).
@@ -255,7 +260,7 @@ type OutboxBacklog struct {
 // shard, every page: the index only ever holds pending items, so this is
 // bounded by the backlog) and finds the oldest. Operators, the sweeper's
 // metrics and the chaos suite read the backlog through it.
-func (s *Store) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
+func (s *Outbox) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
 	var b OutboxBacklog
 	bound := model.OutboxDueBefore(now)
 	for shard := range s.pendingShards() {
@@ -279,7 +284,7 @@ func (s *Store) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog
 
 // queryPending reads the pending index with kc, all pages (limit <= 0) or
 // up to limit items.
-func (s *Store) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]model.IdempotencyRecord, error) {
+func (s *Outbox) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]model.IdempotencyRecord, error) {
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build pending query: %w", err)
@@ -320,13 +325,13 @@ func (s *Store) queryPending(ctx context.Context, kc expression.KeyConditionBuil
 // updateOutbox runs one UpdateItem on the idempotency table and returns the
 // new item; when the condition fails, the error matches ErrConflict and the
 // returned item is the stored one (nil when there is none).
-func (s *Store) updateOutbox(ctx context.Context, key string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*model.IdempotencyRecord, error) {
+func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*model.IdempotencyRecord, error) {
 	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build expression: %w", err)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.t.Idempotency), Key: s.keyAV(s.t.Idempotency, model.Key{PK: key}),
+		TableName: aws.String(s.t.Idempotency), Key: s.t.keyAV(s.t.Idempotency, model.Key{PK: key}),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

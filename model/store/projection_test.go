@@ -414,7 +414,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	if err := s.WriteProjection(ctx, w); err != nil {
 		t.Fatalf("replay with the same token: %v", err)
 	}
-	as, _, err := store.QueryEntities[model.AuditEntry](ctx, s, s.Tables().Audit, model.UserPK("ua"), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, model.UserPK("ua"), model.PrefixAudit, store.QueryOptions{})
 	if err != nil || len(as) != 2 {
 		t.Fatalf("audit entries after the replay: %d (%v), want 2", len(as), err)
 	}

@@ -171,7 +171,7 @@ func TestBatchWrite60(t *testing.T) {
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, s, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestSchemaVersionFailsClosed(t *testing.T) {
 	if old.SchemaVersion != 1 || old.UserID != "u1" || old.ActivityID != 8 || old.EntityType != model.EntityWorkout {
 		t.Fatalf("legacy item not normalized: %+v", old)
 	}
-	_, _, err = store.QueryEntities[model.Workout](ctx, s, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	_, _, err = store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if !errors.Is(err, model.ErrUnsupportedSchema) {
 		t.Fatalf("query over a future item: got %v, want ErrUnsupportedSchema", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -56,7 +55,7 @@ func tokenContext(k model.Key) (model.SecretContext, error) {
 }
 
 // sealTokens seals the pair for the connection item at k (format 2).
-func (s *Store) sealTokens(ctx context.Context, k model.Key, access, refresh string) (*model.SealedSecret, error) {
+func (s *DB) sealTokens(ctx context.Context, k model.Key, access, refresh string) (*model.SealedSecret, error) {
 	if s.Secrets == nil {
 		return nil, ErrNoSealer
 	}
@@ -86,7 +85,7 @@ func unsealedTokens(e model.Entity) error {
 
 // sealConnection seals c's tokens into SealedTokens and drops every plain
 // text copy from what will be marshalled.
-func (s *Store) sealConnection(ctx context.Context, c *model.StravaConnection) error {
+func (s *DB) sealConnection(ctx context.Context, c *model.StravaConnection) error {
 	if c.AccessToken == "" && c.RefreshToken == "" {
 		// No tokens in memory: a connection without tokens, or one read
 		// without opening them (kept sealed as they are).
@@ -104,7 +103,7 @@ func (s *Store) sealConnection(ctx context.Context, c *model.StravaConnection) e
 // openConnection fills c's in-memory tokens from SealedTokens (a schema
 // version 1 item was already filled by Normalize), under the context of k,
 // the key the item was read at (never its attributes).
-func (s *Store) openConnection(ctx context.Context, k model.Key, c *model.StravaConnection) error {
+func (s *DB) openConnection(ctx context.Context, k model.Key, c *model.StravaConnection) error {
 	if c.SealedTokens == nil {
 		return nil
 	}
@@ -129,7 +128,7 @@ func (s *Store) openConnection(ctx context.Context, k model.Key, c *model.Strava
 
 // sealedTokensUpdate sets a freshly sealed pair on a connection and removes
 // any plain text pair, bringing the item to the current schema version.
-func (s *Store) sealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
+func (s *DB) sealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
 	sealed, err := s.sealTokens(ctx, model.StravaConnectionKey(userID), access, refresh)
 	if err != nil {
 		return expression.UpdateBuilder{}, fmt.Errorf("seal tokens of %s: %w", userID, err)
@@ -142,57 +141,4 @@ func (s *Store) sealedTokensUpdate(ctx context.Context, userID, access, refresh 
 		Set(expression.Name("schemaVersion"), expression.Value(model.SchemaVersions[model.EntityStravaConnection])).
 		Remove(expression.Name("accessToken")).
 		Remove(expression.Name("refreshToken")), nil
-}
-
-// SealConnection rewrites a user's connection whose tokens are not sealed
-// in the current format: held in plain text (schema version 1) or sealed
-// in format 1 (bound to the userId attribute, not the key). The pair is
-// resealed in format 2 (bound to the item's key), only if tokenVersion has
-// not moved meanwhile (a concurrent refresh writes a format 2 pair anyway).
-// A format 1 pair is opened under the key's user first: one that does not
-// open there (an item copied from another key) is an error, not rewritten.
-// It reports whether it rewrote the item; a user without a connection, or
-// whose connection is current, is not an error. It is safe to re-run.
-func (s *Store) SealConnection(ctx context.Context, userID string, now time.Time) (bool, error) {
-	k := model.StravaConnectionKey(userID)
-	var c model.StravaConnection
-	err := s.Get(ctx, s.t.Main, k, &c)
-	switch {
-	case errors.Is(err, model.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("seal connection of %s: %w", userID, err)
-	}
-	var cond expression.ConditionBuilder
-	access, refresh := c.PlainAccessToken, c.PlainRefreshToken
-	switch {
-	case access != "" || refresh != "":
-		cond = expression.AttributeExists(expression.Name("accessToken"))
-	case c.SealedTokens != nil && c.SealedTokens.Format == model.SealedFormatV1:
-		if err := s.openConnection(ctx, k, &c); err != nil {
-			return false, fmt.Errorf("seal connection of %s: %w", userID, err)
-		}
-		access, refresh = c.AccessToken, c.RefreshToken
-		cond = expression.Name("sealedTokens.v").Equal(expression.Value(model.SealedFormatV1))
-	default:
-		return false, nil
-	}
-	upd, err := s.sealedTokensUpdate(ctx, userID, access, refresh)
-	if err != nil {
-		return false, err
-	}
-	upd = upd.Set(expression.Name(attrUpdatedAtUtc), expression.Value(now.UTC()))
-	if c.GrantedAtUtc == nil && !c.UpdatedAtUtc.IsZero() {
-		// The grant time of an item written before grantedAtUtc existed is
-		// its updatedAtUtc (GrantTime): keep it as the item's grant.
-		upd = upd.Set(expression.Name(attrGrantedAtUtc), expression.Value(c.UpdatedAtUtc.UTC()))
-	}
-	cond = expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).And(cond)
-	if err := s.update(ctx, k, upd, cond); err != nil {
-		if isConflict(err) {
-			return false, nil // rewritten (sealed) by a refresh or a login meanwhile
-		}
-		return false, fmt.Errorf("seal connection of %s: %w", userID, err)
-	}
-	return true, nil
 }

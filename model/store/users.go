@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,12 @@ import (
 
 	"github.com/commitcollect/backend/model"
 )
+
+// Users holds profiles, the athlete → user mapping, the users index, and a user's items at deletion.
+type Users struct {
+	*DB
+	*Guard
+}
 
 // MaxUsersPage bounds one ListUsers page.
 const MaxUsersPage = 1000
@@ -34,7 +41,7 @@ type UsersPage struct {
 // false. It never scans. The index is eventually consistent: a profile
 // written a moment ago may not be listed yet. It returns ErrInvalid for a
 // shard out of range.
-func (s *Store) ListUsers(ctx context.Context, shard int, after string, limit int) (UsersPage, error) {
+func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (UsersPage, error) {
 	if shard < 0 || shard >= model.UserListShards {
 		return UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, model.UserListShards-1, model.ErrInvalid)
 	}
@@ -85,7 +92,7 @@ func (s *Store) ListUsers(ctx context.Context, shard int, after string, limit in
 // CountUsers counts the profiles in the sparse users index (every shard),
 // with COUNT queries that return no items. It never scans; the count is
 // eventually consistent.
-func (s *Store) CountUsers(ctx context.Context) (int, error) {
+func (s *Users) CountUsers(ctx context.Context) (int, error) {
 	total := 0
 	for shard := range model.UserListShards {
 		kc := expression.Key("GSI2PK").Equal(expression.Value(model.UserListShardPK(shard)))
@@ -110,4 +117,121 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// CreateUser writes a new user's profile, Strava connection and athlete
+// owner mapping in one transaction, so an athlete can never be linked to two
+// users. It returns an error matching model.ErrConflict (a
+// *model.TransactionError) when the athlete is already owned or the user id
+// is taken; nothing is written then. The connection's grant time
+// (grantedAtUtc) is c.GrantedAtUtc, else c.UpdatedAtUtc: the login's.
+func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error {
+	owner := &model.AthleteOwner{AthleteID: c.AthleteID, UserID: p.UserID, CreatedAtUtc: p.CreatedAtUtc}
+	if c.GrantedAtUtc == nil {
+		g := c.UpdatedAtUtc
+		c.GrantedAtUtc = &g
+	}
+	if err := s.sealConnection(ctx, c); err != nil {
+		return fmt.Errorf("create user %s: %w", p.UserID, err)
+	}
+	var items []types.TransactWriteItem
+	for _, e := range []model.Entity{owner, p, c} {
+		it, err := s.TransactPutIfAbsent(s.t.Main, e)
+		if err != nil {
+			return fmt.Errorf("create user %s: %w", p.UserID, err)
+		}
+		items = append(items, it)
+	}
+	if err := s.Transact(ctx, items, ""); err != nil {
+		return fmt.Errorf("create user %s for athlete %d: %w", p.UserID, c.AthleteID, err)
+	}
+	return nil
+}
+
+// AthleteOwner reads the athlete → user mapping. It returns model.ErrNotFound
+// when no user owns the athlete.
+func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error) {
+	var o model.AthleteOwner
+	if err := s.Get(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), &o); err != nil {
+		return model.AthleteOwner{}, fmt.Errorf("athlete owner %d: %w", athleteID, err)
+	}
+	return o, nil
+}
+
+// Profile reads a user's profile; model.ErrNotFound when there is none.
+func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, error) {
+	var p model.Profile
+	if err := s.Get(ctx, s.t.Main, model.ProfileKey(userID), &p); err != nil {
+		return model.Profile{}, fmt.Errorf("profile %s: %w", userID, err)
+	}
+	return p, nil
+}
+
+// DeleteAthleteOwnerOf removes the athlete → user mapping only if it still
+// points at userID, so re-running a deletion never unlinks the athlete from
+// a user it has since joined. A missing mapping or one owned by another user
+// is not an error.
+func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error {
+	err := s.DeleteIf(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), expression.Name("userId").Equal(expression.Value(userID)))
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("delete owner of athlete %d for user %s: %w", athleteID, userID, err)
+	}
+	return nil
+}
+
+// DeleteUserItems deletes the items of a user's partition whose sort key
+// begins with prefix (all of them when empty) and for which skip returns
+// false, in batches of 25, page after page until none is left. It returns how
+// many it deleted; re-running it is harmless.
+func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error) {
+	deleted := 0
+	for {
+		res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), prefix, QueryOptions{Projection: []string{"PK", "SK"}})
+		if err != nil {
+			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
+		}
+		var keys []model.Key
+		for _, it := range res.Items {
+			k, err := itemKey(it)
+			if err != nil {
+				return deleted, err
+			}
+			if skip != nil {
+				if p, err := model.ParseKey(k); err == nil && skip(p) {
+					continue
+				}
+			}
+			keys = append(keys, k)
+		}
+		if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
+			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
+		}
+		deleted += len(keys)
+		if !res.Truncated || len(keys) == 0 {
+			return deleted, nil
+		}
+	}
+}
+
+// ResolveAthlete returns the user a Strava athlete belongs to: the
+// STRAVA#ATHLETE#{id}/OWNER item, else the connection found through GSI1.
+// It returns ErrNotFound when the athlete is not linked.
+func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, error) {
+	var o model.AthleteOwner
+	err := s.Get(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), &o)
+	if err == nil {
+		return o.UserID, nil
+	}
+	if !errors.Is(err, model.ErrNotFound) {
+		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, err)
+	}
+	conns, _, err := QueryEntities[model.StravaConnection](ctx, s.DB, s.t.Main, model.AthletePK(athleteID), "",
+		QueryOptions{Index: IndexGSI1, Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, IndexGSI1, err)
+	}
+	if len(conns) == 0 || conns[0].UserID == "" {
+		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, model.ErrNotFound)
+	}
+	return conns[0].UserID, nil
 }

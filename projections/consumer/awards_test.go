@@ -55,7 +55,7 @@ func (f *faultyStore) WriteProjection(ctx context.Context, w store.ProjectionWri
 // the code writes, so a stray entry under another key counts too).
 func (e *env) mintAudits(user, milestoneID string) map[int]int {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

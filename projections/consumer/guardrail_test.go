@@ -62,7 +62,7 @@ func TestTruncationIsVisible(t *testing.T) {
 	if !warned || bytes.Contains([]byte(logs.String()), []byte(`"milestoneId":"late","msg":"milestone truncated`)) {
 		t.Errorf("want one warning naming milestone march and its exactFromUtc:\n%s", logs.String())
 	}
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.UserPK("u1"), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK("u1"), model.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

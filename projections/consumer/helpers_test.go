@@ -156,7 +156,7 @@ func (e *env) milestone(user, id string) model.Milestone {
 
 func (e *env) awards(user, milestoneID string) []model.Award {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s, e.s.Tables().Main, model.UserPK(user), model.AwardSKPrefix(milestoneID), store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, model.UserPK(user), model.AwardSKPrefix(milestoneID), store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func (e *env) awards(user, milestoneID string) []model.Award {
 // audits lists the audit entries of a correlation id (audit table GSI1).
 func (e *env) audits(corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.CorrelationPK(corr), "",
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.CorrelationPK(corr), "",
 		store.QueryOptions{Index: store.IndexGSI1})
 	if err != nil {
 		e.t.Fatal(err)
@@ -178,7 +178,7 @@ func (e *env) audits(corr string) []model.AuditEntry {
 // user's partition: routine entries (progress updates) are in no index.
 func (e *env) userAudits(user, corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit,
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit,
 		store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)

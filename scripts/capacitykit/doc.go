@@ -68,7 +68,7 @@
 // own line; -refreshes-in-budget counts them (then they also enter the peak window).
 //
 // Fit: webhook and confirmation reads may use the budget minus the webhooks' reserve (5 %,
-// ingest.DefaultBudgetReserve) and syncs (backfill, reconciliation) their share (CC_SYNC_BUDGET_SHARE,
+// budget.DefaultReserve) and syncs (backfill, reconciliation) their share (CC_SYNC_BUDGET_SHARE,
 // 0.5). Daily: needs max(total/0.95, syncs/share) ≤ the daily read limit. Peak 15 minutes: the urgent
 // reads (everything but syncs) of a mean window × the peak factor must fit 95 % of the 15-minute read
 // limit, and the syncs' mean per window their share (syncs are paced and defer at the peak, so they are

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
@@ -59,7 +59,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 	if o.BackfillActivities <= 0 {
 		o.BackfillActivities = 1
 	}
-	o.BackfillActivities = min(o.BackfillActivities, ingest.DefaultSyncPageSize)
+	o.BackfillActivities = min(o.BackfillActivities, syncjobs.DefaultSyncPageSize)
 	logW := o.Log
 	if logW == nil {
 		logW = io.Discard

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 )
 
 // Limits are Strava's per-application budgets: reads (non-upload
@@ -101,11 +102,11 @@ func Defaults(n int) Assumptions {
 	return Assumptions{
 		Athletes: n, ActivitiesPerDay: 0.4, ConnectsPerDay: 0.001, DeauthsPerDay: 0.001,
 		PushedEdits: 0.1, Deletes: 0.01, UnpushedEdits: 0.05, MilestoneShare: 0.5, PeakFactor: 10,
-		HistoryDays: ingest.DefaultSyncMaxDays, PageSize: ingest.DefaultSyncPageSize,
-		ReconcileInterval: 7 * 24 * time.Hour, SlowInterval: 28 * 24 * time.Hour, ReconcileDays: ingest.DefaultReconcileDays,
+		HistoryDays: syncjobs.DefaultSyncMaxDays, PageSize: syncjobs.DefaultSyncPageSize,
+		ReconcileInterval: 7 * 24 * time.Hour, SlowInterval: 28 * 24 * time.Hour, ReconcileDays: syncjobs.DefaultReconcileDays,
 		TokenTTL:    6 * time.Hour,
 		Limits:      Limits{ReadShort: 100, ReadDaily: 1000, Short: 200, Daily: 2000},
-		BudgetShare: ingest.DefaultSyncBudgetShare, BudgetReserve: ingest.DefaultBudgetReserve,
+		BudgetShare: syncjobs.DefaultSyncBudgetShare, BudgetReserve: budget.DefaultReserve,
 		API: Function{256, 30}, Worker: Function{256, 150}, SyncPage: Function{256, 400},
 		Projector: Function{512, 80}, Sweeper: Function{128, 200},
 		RecordsPerBatch: 1, SweeperPerDay: 2 * 24 * 60, LogBytesPerInvocation: 1500, StorageKBPerAthlete: 150,
@@ -397,7 +398,7 @@ func Compute(a Assumptions, m Measured) Plan {
 // answer is a page too).
 func pages(n float64, pageSize int) float64 {
 	if pageSize <= 0 {
-		pageSize = ingest.DefaultSyncPageSize
+		pageSize = syncjobs.DefaultSyncPageSize
 	}
 	return math.Max(1, math.Ceil(n/float64(pageSize)))
 }

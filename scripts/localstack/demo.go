@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -472,7 +472,7 @@ func (d *demo) duplicate(ctx context.Context) error {
 		return errors.New("deliver duplicate webhook: no event sent yet")
 	}
 	var out map[string]string
-	if err := d.send(ctx, http.MethodPost, d.o.APIURL+ingest.WebhookPath, d.last, &out, http.StatusOK); err != nil {
+	if err := d.send(ctx, http.MethodPost, d.o.APIURL+intake.WebhookPath, d.last, &out, http.StatusOK); err != nil {
 		return fmt.Errorf("deliver duplicate webhook: %w", err)
 	}
 	d.res.Duplicate = out["status"]

@@ -36,6 +36,9 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets"
@@ -149,13 +152,13 @@ type Stack struct {
 	// Store is the DynamoDB store every component shares.
 	Store *store.Store
 	// Queue hands webhook events to the worker.
-	Queue *ingest.Queue
+	Queue *handoff.Queue
 	// Sweeper re-dispatches outbox items whose hand-off was lost or whose
 	// deferral ended (at start, then every SweepInterval).
-	Sweeper *ingest.Sweeper
+	Sweeper *handoff.Sweeper
 	// Scheduler enqueues backfills (on connect and new milestones, through
 	// the api) and a reconciliation round every CC_RECONCILE_INTERVAL.
-	Scheduler *ingest.SyncScheduler
+	Scheduler *syncjobs.SyncScheduler
 	// Projector is the stream consumer; Reader feeds it.
 	Projector *consumer.Consumer
 	Reader    *streams.Reader
@@ -311,27 +314,27 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		stravaHTTP = &http.Client{Timeout: d}
 	}
-	worker := ingest.NewStravaWorker(s.Store, ingest.StravaSettings{
+	worker := app.NewStravaWorker(s.Store, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: ingest.SyncSettingsFrom(cfg),
+		Sync: app.SyncSettingsFrom(cfg),
 	}, log.With("service", "worker"))
-	worker.Metrics = o.WorkerMetrics
+	worker.Runner.Metrics = o.WorkerMetrics
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(store.WithMeter(ctx, s.Capacity.Worker), job)
 	}
 	if o.QueueCapacity <= 0 {
 		o.QueueCapacity = DefaultQueueCapacity
 	}
-	s.Queue = ingest.NewQueue(run, ingest.QueueOptions{OnFailure: s.parkJob, Capacity: o.QueueCapacity, Workers: DefaultQueueWorkers}, log.With("service", "worker"))
+	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: o.QueueCapacity, Workers: DefaultQueueWorkers}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
-	s.Sweeper = ingest.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
+	s.Sweeper = handoff.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
 	s.Sweeper.Lease = cfg.OutboxLease
 	sweepCtx, sweepCancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
-	s.Scheduler = ingest.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
-	s.Scheduler.Settings, s.Scheduler.Lease = ingest.SyncSettingsFrom(cfg), cfg.OutboxLease
+	s.Scheduler = syncjobs.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
+	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettingsFrom(cfg), cfg.OutboxLease
 	go func() {
 		defer close(s.sweepDone)
 		var wg sync.WaitGroup
@@ -348,7 +351,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.WebhookURL = s.APIURL + ingest.WebhookPath
+	s.WebhookURL = s.APIURL + intake.WebhookPath
 	apiLog := log.With("service", "api")
 	s.server = &http.Server{Handler: app.Metered(mux, apiLog), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return store.WithMeter(context.Background(), s.Capacity.API) }}

@@ -42,7 +42,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	}
 	awards := func() int {
 		t.Helper()
-		as, _, err := store.QueryEntities[model.Award](ctx, h.st, tbl, model.UserPK("o6"), model.AwardSKPrefix("m"), store.QueryOptions{})
+		as, _, err := store.QueryEntities[model.Award](ctx, h.st.DB, tbl, model.UserPK("o6"), model.AwardSKPrefix("m"), store.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

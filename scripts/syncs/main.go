@@ -30,8 +30,11 @@ import (
 
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 )
 
 func main() {
@@ -79,10 +82,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	if *restart != "" {
 		var d ingest.Dispatcher
 		if *workerFn != "" {
-			d = ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
+			d = handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
 		}
-		sched := ingest.NewSyncScheduler(st, d, cfg.Logger())
-		sched.Settings = ingest.SyncSettingsFrom(cfg)
+		sched := syncjobs.NewSyncScheduler(st, d, cfg.Logger())
+		sched.Settings = app.SyncSettingsFrom(cfg)
 		// A short lease: without a dispatcher the sweeper runs it at once.
 		sched.Lease = time.Second
 		if err := sched.Restart(ctx, *restart); err != nil {

@@ -639,7 +639,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 // workouts reads every workout item of the user, tombstones included (the
 // projector's date-ordered log leaves out items without a start date).
 func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, bool, error) {
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, e.Store, e.Store.Tables().Main, model.UserPK(userID), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := store.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, model.UserPK(userID), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read workouts of user %s: %w", userID, err)
 	}
@@ -647,7 +647,7 @@ func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, boo
 }
 
 func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, error) {
-	as, _, err := store.QueryEntities[model.AuditEntry](ctx, e.Store, e.Store.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit of user %s: %w", userID, err)
 	}

@@ -123,7 +123,7 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 	for {
 		written = 0
 		for u := range users {
-			ws, _, err := store.QueryEntities[model.Workout](ctx, st, tables.Main, model.UserPK("burst-"+string(rune('a'+u))),
+			ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, model.UserPK("burst-"+string(rune('a'+u))),
 				model.PrefixWorkoutStrava, store.QueryOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -19,7 +19,8 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
@@ -45,7 +46,7 @@ type api struct {
 	st    *store.Store
 	srv   *httptest.Server
 	mux   *http.ServeMux
-	queue *ingest.Queue
+	queue *handoff.Queue
 	// stream and projector play the projector Lambda's event source mapping.
 	stream    *streams.Reader
 	projector *consumer.Consumer
@@ -78,8 +79,8 @@ func newAPI(t *testing.T) *api {
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }))
 	t.Cleanup(a.srv.Close)
 
-	worker := ingest.NewStravaWorker(a.st, ingest.StravaSettings{BaseURL: a.sim.URL, ClientID: a.sim.ClientID(), ClientSecret: a.sim.ClientSecret()}, log)
-	a.queue = ingest.NewQueue(worker.Run, ingest.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, log)
+	worker := app.NewStravaWorker(a.st, app.StravaSettings{BaseURL: a.sim.URL, ClientID: a.sim.ClientID(), ClientSecret: a.sim.ClientSecret()}, log)
+	a.queue = handoff.NewQueue(worker.Run, handoff.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, log)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -127,7 +128,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	ctx := context.Background()
 
 	// Every route on the assembled mux is documented, and nothing more.
-	if err := bff.CheckRoutes(a.mux, append(bff.Routes(), bff.PageRoute, "GET "+ingest.WebhookPath, "POST "+ingest.WebhookPath)); err != nil {
+	if err := bff.CheckRoutes(a.mux, append(bff.Routes(), bff.PageRoute, "GET "+intake.WebhookPath, "POST "+intake.WebhookPath)); err != nil {
 		t.Fatalf("openapi.yaml drifted from the api mux:\n%v", err)
 	}
 
@@ -172,7 +173,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 		id := int64(70000 + i)
 		a.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athleteID, Name: "Morning " + sport, SportType: sport,
 			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 3+i, 6, 0, 0, 0, time.UTC)})
-		if d, err := a.sim.Deliver(ctx, a.srv.URL+ingest.WebhookPath, a.sim.ActivityEvent("create", id, athleteID, nil)); err != nil {
+		if d, err := a.sim.Deliver(ctx, a.srv.URL+intake.WebhookPath, a.sim.ActivityEvent("create", id, athleteID, nil)); err != nil {
 			t.Fatalf("deliver activity %d: %+v %v", id, d, err)
 		}
 	}
@@ -181,7 +182,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if err := a.queue.Wait(wctx); err != nil {
 		t.Fatal(err)
 	}
-	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st, a.st.Tables().Main, model.UserPK(me.UserID), model.PrefixWorkoutStrava, store.QueryOptions{})
+	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, model.UserPK(me.UserID), model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil || len(workouts) != 3 {
 		t.Fatalf("workouts of the user = %d (%v), want 3", len(workouts), err)
 	}

@@ -395,7 +395,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _, err := store.QueryEntities[model.Workout](ctx, st, tables.Main, model.UserPK("u31"), model.PrefixWorkoutStrava, store.QueryOptions{})
+		ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, model.UserPK("u31"), model.PrefixWorkoutStrava, store.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

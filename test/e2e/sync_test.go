@@ -220,7 +220,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	// written (page, then completed): wait for the completed one.
 	var entries []model.AuditEntry
 	for {
-		if entries, _, err = store.QueryEntities[model.AuditEntry](ctx, second.Store, second.Store.Tables().Audit,
+		if entries, _, err = store.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.Tables().Audit,
 			model.UserPK(user), model.PrefixAudit, store.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 			t.Errorf("activity %s written %d times", id, c)
 		}
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, second.Store, second.Store.Tables().Main, model.UserPK(user),
+	ws, _, err := store.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, model.UserPK(user),
 		model.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -36,7 +37,7 @@ func TestShimSpeaksTheSDKsProtocols(t *testing.T) {
 
 	// A function the shim does not know is refused as Lambda refuses it, and
 	// the dispatcher reports it retryable (the webhook answers 503).
-	d := ingest.NewLambdaDispatcher(awslambda.NewFromConfig(cfg), "no-such-worker")
+	d := handoff.NewLambdaDispatcher(awslambda.NewFromConfig(cfg), "no-such-worker")
 	err := d.Dispatch(ctx, ingest.Job{CorrelationID: "c1"})
 	if !errors.Is(err, model.ErrRetryable) || !strings.Contains(err.Error(), "ResourceNotFoundException") {
 		t.Fatalf("Dispatch to an unknown function = %v, want ErrRetryable with ResourceNotFoundException", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
@@ -268,7 +269,7 @@ func TestLambdaRuntime(t *testing.T) {
 	f.sim.PutActivity(stravasim.Activity{ID: 9004, AthleteID: athleteID, Name: "Lost run", SportType: "Run",
 		Distance: 2000, MovingTime: 600, ElapsedTime: 650, StartDate: now.Add(-30 * time.Minute)})
 	f.claimLostHandOff(f.sim.ActivityEvent("create", 9004, athleteID, nil))
-	var sweep ingest.SweepResult
+	var sweep handoff.SweepResult
 	out, err := f.fns["sweeper"].Invoke(f.ctx, []byte(scheduledEvent))
 	if err != nil || json.Unmarshal(out, &sweep) != nil || sweep.Dispatched != 1 || sweep.Failed != 0 {
 		t.Fatalf("sweeper: %s %+v, %v; want 1 dispatched", out, sweep, err)

@@ -26,6 +26,9 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
@@ -258,7 +261,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiMux, err := app.NewAPI(apiCfg, apiStore, ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), apiCfg.WorkerFunction), nil, log)
+	apiMux, err := app.NewAPI(apiCfg, apiStore, handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), apiCfg.WorkerFunction), nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,10 +281,10 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker := ingest.NewStravaWorker(wStore, ingest.StravaSettings{
+	worker := app.NewStravaWorker(wStore, app.StravaSettings{
 		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
 		AthleteReadsPerWindow: wCfg.AthleteReadsPerWindow, RateWindow: wCfg.StravaWindow, RetryBase: wCfg.RetryBase,
-		Sync: ingest.SyncSettingsFrom(wCfg),
+		Sync: app.SyncSettingsFrom(wCfg),
 	}, log)
 
 	// handlers/projector/main.go
@@ -306,14 +309,14 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		t.Fatal(err)
 	}
 	sDB, _ := sCfg.DynamoDB(awsCfg)
-	sweeper := ingest.NewSweeper(store.New(sDB, sCfg.Tables()),
-		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
+	sweeper := handoff.NewSweeper(store.New(sDB, sCfg.Tables()),
+		handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
 	if sCfg.OutboxLease > 0 {
 		sweeper.Lease = sCfg.OutboxLease
 	}
-	reconciler := ingest.NewSyncScheduler(store.New(sDB, sCfg.Tables()),
-		ingest.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
-	reconciler.Settings = ingest.SyncSettingsFrom(sCfg)
+	reconciler := syncjobs.NewSyncScheduler(store.New(sDB, sCfg.Tables()),
+		handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
+	reconciler.Settings = app.SyncSettingsFrom(sCfg)
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
 	arn, err := store.StreamARN(ctx, db, local)
@@ -501,7 +504,7 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Ada"})
 	sim.AddAthlete(stravasim.Athlete{ID: other, Firstname: "Bob"})
 
-	st, b := do(http.DefaultClient, http.MethodGet, ingest.WebhookPath+"?hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=c1", nil)
+	st, b := do(http.DefaultClient, http.MethodGet, intake.WebhookPath+"?hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=c1", nil)
 	expect("handshake", st, http.StatusOK, b)
 	st, b = do(http.DefaultClient, http.MethodGet, "/", nil)
 	expect("landing page", st, http.StatusOK, b)
@@ -525,21 +528,21 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 		id := int64(70000 + i)
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",
 			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 3+i, 6, 0, 0, 0, time.UTC)})
-		if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
+		if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("update", 70001, athlete, map[string]string{"title": "Long run"})); err != nil {
+	if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("update", 70001, athlete, map[string]string{"title": "Long run"})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("delete", 70002, athlete, nil)); err != nil {
+	if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("delete", 70002, athlete, nil)); err != nil {
 		t.Fatal(err)
 	}
 	// An event for an athlete nobody linked: the worker looks it up (OWNER
 	// item, then GSI1) and gives up.
 	sim.PutActivity(stravasim.Activity{ID: 71000, AthleteID: 4242, Name: "Run", SportType: "Run", Distance: 1000,
 		MovingTime: 300, ElapsedTime: 300, StartDate: time.Date(2026, 3, 9, 6, 0, 0, 0, time.UTC)})
-	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.ActivityEvent("create", 71000, 4242, nil)); err != nil {
+	if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("create", 71000, 4242, nil)); err != nil {
 		t.Fatal(err)
 	}
 	runWorker()
@@ -548,7 +551,7 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	// sweeper re-dispatches it once its lease lapses (Query on the Pending
 	// index, the lease's UpdateItem, the async invoke); the worker settles it.
 	refuseNext()
-	st, b = do(http.DefaultClient, http.MethodPost, ingest.WebhookPath, sim.ActivityEvent("update", 70000, athlete, map[string]string{"title": "again"}))
+	st, b = do(http.DefaultClient, http.MethodPost, intake.WebhookPath, sim.ActivityEvent("update", 70000, athlete, map[string]string{"title": "again"}))
 	expect("webhook with a failing hand-off", st, http.StatusOK, b)
 	if n := runSweeper(); n != 1 {
 		t.Fatalf("the sweeper re-dispatched %d outbox items, want the one whose hand-off failed", n)
@@ -561,7 +564,7 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	// Bob deauthorizes the app on Strava's side: Strava revokes the tokens,
 	// then sends the event (the worker confirms it before removing anything).
 	sim.RevokeAthlete(other)
-	if _, err := sim.Deliver(ctx, base+ingest.WebhookPath, sim.DeauthorizationEvent(other)); err != nil {
+	if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.DeauthorizationEvent(other)); err != nil {
 		t.Fatal(err)
 	}
 	runWorker()

@@ -15,6 +15,9 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -581,7 +584,7 @@ var reconcileRate = regexp.MustCompile(`^rate\(([0-9]+) minutes?\)$`)
 
 // maxReconcileStepMinutes bounds the reconcile schedule's period: each step
 // comes to the users whose slot came since the last one, at most a batch
-// (ingest.DefaultReconcileBatch), so rare steps would let the cycle lag.
+// (syncjobs.DefaultReconcileBatch), so rare steps would let the cycle lag.
 const maxReconcileStepMinutes = 15
 
 // checkReconcileScheduled: a rule of its own invokes the sweeper with
@@ -631,7 +634,7 @@ func safeIndex(m []string, i int) string {
 // serves (the BFF's table and the webhook), except CORS preflights, which API
 // Gateway answers itself (cors_configuration), plus the landing page.
 func Routes() []string {
-	out := []string{"GET /", "GET " + ingest.WebhookPath, "POST " + ingest.WebhookPath}
+	out := []string{"GET /", "GET " + intake.WebhookPath, "POST " + intake.WebhookPath}
 	for _, r := range bff.Routes() {
 		if !strings.HasPrefix(r, "OPTIONS ") {
 			out = append(out, strings.ReplaceAll(r, "...}", "+}"))
@@ -780,7 +783,7 @@ var RequiredAlarms = []Alarm{
 	// than the guardrail reads (projections/consumer/metrics.go).
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
 	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
-	{"outbox backlog", ingest.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
+	{"outbox backlog", handoff.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
 	// The store's EMF metric: audit entries Store.Audit dropped (model/store/audit.go).
 	{"audit writes dropped", store.AuditMetricsNamespace, store.MetricAuditWritesDropped, "TableName", auditTables},
 }
@@ -843,7 +846,7 @@ var DashboardMetrics = []DashboardMetric{
 	{"AWS/Lambda", "IteratorAge", "FunctionName", functionNames("projector")},
 	{"AWS/Lambda", "Errors", "FunctionName", functionNames(FunctionRoles...)},
 	// Issue 24: the Strava read budget by class.
-	{ingest.WorkerMetricsNamespace, "StravaReads", "Class", func(*Deployed) []string {
+	{budget.WorkerMetricsNamespace, "StravaReads", "Class", func(*Deployed) []string {
 		return []string{ingest.ReadClassWebhook, ingest.ReadClassBackfill, ingest.ReadClassReconcile, ingest.ReadClassConfirm}
 	}},
 }

@@ -3,8 +3,8 @@ package wire
 import (
 	"log/slog"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
@@ -16,7 +16,7 @@ func worker(cfg config.Config, st *store.Store, log *slog.Logger) rebuildkit.Pro
 	if cfg.StravaClientID == "" || cfg.StravaClientSecret == "" {
 		return nil
 	}
-	w := ingest.NewStravaWorker(st, ingest.StravaSettings{
+	w := app.NewStravaWorker(st, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log)

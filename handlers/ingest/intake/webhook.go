@@ -1,4 +1,39 @@
-package ingest
+// Package intake is the Strava webhook endpoint (/webhooks/strava, served
+// by the api Lambda): the subscription handshake, decoding an event, its
+// claim in the outbox and the hand-off to the worker.
+//
+// Contract (/webhooks/strava, api Lambda)
+//
+//	GET  ?hub.mode=subscribe&hub.verify_token=$STRAVA_VERIFY_TOKEN&hub.challenge=X
+//	     → 200 {"hub.challenge":"X"}; any other GET → 403
+//	POST valid event, new (or received earlier but its lease lapsed)
+//	     → 200 {"status":"accepted","correlationId":…}, recorded in the outbox and handed
+//	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it)
+//	POST valid event seen before (done, parked, or still leased/deferred)
+//	     → 200 {"status":"duplicate"}, no hand-off
+//	POST malformed (bad JSON, unknown field, wrong type, missing field, unknown
+//	     object_type/aspect_type, non-positive ids, invalid UTF-8)
+//	     → 400 {"error":"invalid_event","reason":…,"fields":[…]}
+//	POST with another subscription_id → 403 {"error":"unknown_subscription"}
+//	     (until STRAVA_SUBSCRIPTION_ID is set, every event is refused)
+//	POST body over 64 KiB → 413 {"error":"body_too_large"}
+//	POST when the event cannot be recorded → 503 (nothing recorded, so Strava's
+//	     redelivery is accepted)
+//
+// Decoding is strict (DisallowUnknownFields, exactly one object, updates
+// values must be scalars); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
+// FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
+// model.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
+// event_time, updates) — the event's identity, not the HTTP request's — claimed with
+// one conditional UpdateItem in CommitCollectIdempotency (TTL 7 days after
+// its last activity, see Lifetime); that
+// item is the outbox above. Every request gets a correlation id
+// (X-Correlation-Id header) that travels in the job to the worker, onto the
+// workout item (correlationId) and into audit entries (audit GSI1 CORR#…).
+// The webhook routes mount on a shared *http.ServeMux (Webhook.Mount); in AWS
+// the mux is served through aws-lambda-go-api-proxy (httpadapter.NewV2, HTTP
+// API payload v2).
+package intake
 
 import (
 	"context"
@@ -10,26 +45,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
+
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // WebhookPath is where Strava posts events and performs the handshake.
 const WebhookPath = "/webhooks/strava"
-
-// IdempotencyTTL is how long an accepted event's key is kept after its last
-// activity (lease end, not-before time, settle): long past Strava's
-// redelivery window, and never while the item is pending (see
-// store.DefaultOutboxTTL).
-const IdempotencyTTL = store.DefaultOutboxTTL
-
-// HeaderCorrelationID carries the correlation id on every webhook answer.
-const HeaderCorrelationID = "X-Correlation-Id"
-
-// DefaultLease is how long a hand-off is presumed in flight before the
-// sweeper dispatches the event again: longer than the worker Lambda's
-// timeout plus the time an async invoke waits in Lambda's queue normally.
-const DefaultLease = 5 * time.Minute
 
 // IdempotencyStore is the persistence the webhook needs (implemented by
 // model/store.Store): the outbox claim.
@@ -41,14 +63,6 @@ type IdempotencyStore interface {
 	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
 }
 
-// Dispatcher hands an accepted job to the worker asynchronously. Dispatch
-// returns once the job is queued (not processed); an error means it was not
-// queued. The job is durable before it is dispatched (its outbox item is
-// received), so a failed or lost hand-off is repaired by the Sweeper.
-type Dispatcher interface {
-	Dispatch(ctx context.Context, job Job) error
-}
-
 // WebhookConfig is what the webhook checks events against.
 type WebhookConfig struct {
 	// VerifyToken answers the subscription handshake (STRAVA_VERIFY_TOKEN).
@@ -56,7 +70,7 @@ type WebhookConfig struct {
 	// SubscriptionID is the only subscription whose events are accepted
 	// (STRAVA_SUBSCRIPTION_ID).
 	SubscriptionID int64
-	// Lease is how long a hand-off is presumed in flight (DefaultLease
+	// Lease is how long a hand-off is presumed in flight (ingest.DefaultLease
 	// when zero).
 	Lease time.Duration
 }
@@ -65,7 +79,7 @@ type WebhookConfig struct {
 type Webhook struct {
 	cfg      WebhookConfig
 	store    IdempotencyStore
-	dispatch Dispatcher
+	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -74,9 +88,9 @@ type Webhook struct {
 }
 
 // NewWebhook builds the webhook handler.
-func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d Dispatcher, log *slog.Logger) *Webhook {
+func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d ingest.Dispatcher, log *slog.Logger) *Webhook {
 	if cfg.Lease <= 0 {
-		cfg.Lease = DefaultLease
+		cfg.Lease = ingest.DefaultLease
 	}
 	return &Webhook{cfg: cfg, store: store, dispatch: d, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
@@ -114,7 +128,7 @@ func (h *Webhook) Handshake(w http.ResponseWriter, r *http.Request) {
 func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	corr := h.NewID()
-	w.Header().Set(HeaderCorrelationID, corr)
+	w.Header().Set(ingest.HeaderCorrelationID, corr)
 	log := h.log.With("correlationId", corr)
 
 	body, err := readBody(w, r)
@@ -146,14 +160,14 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 
 	key := ev.IdempotencyKey()
 	now := h.Now()
-	job := Job{Event: ev, CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now}
+	job := ingest.Job{Event: ev, CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now}
 	payload, err := json.Marshal(job)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook job not encodable", "error", err)
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, IdempotencyTTL)
+	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, ingest.IdempotencyTTL)
 	switch {
 	case errors.Is(err, model.ErrConflict):
 		status := ""
@@ -171,7 +185,7 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	idem := "new"
 	if rec.Job != string(payload) {
 		// A lapsed claim taken again: hand off the job as first accepted.
-		if orig, derr := DecodeJob([]byte(rec.Job)); derr == nil {
+		if orig, derr := ingest.DecodeJob([]byte(rec.Job)); derr == nil {
 			job, idem = orig, "reclaimed"
 		}
 	}

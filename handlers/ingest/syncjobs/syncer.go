@@ -1,19 +1,101 @@
-package ingest
+// Package syncjobs imports and re-checks athletes' history: backfill on
+// connect (and for a milestone reaching further back) and reconciliation,
+// which catches the edits Strava never pushes. A sync job travels the outbox
+// like a webhook event and runs one list page per run (syncer.go); the
+// scheduler decides who is reconciled when (scheduler.go).
+//
+// Triggers: the BFF's OAuth callback and milestone creation call
+// SyncScheduler.EnsureBackfill (horizon: the earliest active milestone's
+// period start, at most CC_SYNC_MAX_DAYS days, by UTC day; nothing when the
+// imported history already reaches it); scripts/syncs lists failed,
+// waiting and stuck syncs and restarts one (Restart: a unique key, Resume
+// takes over the unfinished job and its cursor).
+package syncjobs
+
+// Backfill and reconciliation (Syncer, SyncScheduler).
+//
+// Sync jobs travel the outbox like webhook events: a Job whose Sync field
+// (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed
+// under a deterministic key (model.SyncJobKey: backfill per user and
+// horizon, reconciliation per user and enumeration cycle), so enqueueing
+// twice claims once. The worker hands them to its Syncer, which runs ONE
+// page per run:
+//
+//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, model.SyncState):
+//     resume its own unfinished job; a backfill reaching further back than
+//     a running one takes it over keeping its cursor; a new backfill lists
+//     only what is older than what earlier backfills imported
+//     (ImportedFromUtc); a reconciliation runs only when no job does; a job
+//     whose key is no longer the state's (superseded) or that finished is
+//     done without a Strava call.
+//  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
+//     shared rate-limit item free (webhooks keep budget.DefaultReserve), and
+//     they are paced: a sync read is taken (one conditional write of the
+//     window's SyncReads counter, model.SyncReadsKey, for the 15-minute
+//     window and for the UTC day, whose count is split over
+//     model.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
+//     raised limits, so a day of sync reads is not one partition's:
+//     Store.TakeSyncRead) only while the reads taken so far are
+//     under PacedAllowance = the share's cap × (elapsed part of the window
+//     + a head start of DefaultSyncHeadStart short windows). A job refused
+//     waits (DeferError, state deferred with the reason, never failed)
+//     for the instant the allowance grows past what is taken, spread by
+//     its priority; a job that finds the share spent, or a Strava 429,
+//     waits for the window's reset plus SyncResetDelay of the short window
+//     (plus as much again by priority): webhook jobs deferred to a reset
+//     are due AT it, so at every reset they run before any sync job.
+//     Priority is the job's MilestoneEndUtc (the soonest-ending active
+//     milestone when enqueued): sooner ends are due earlier, so when the
+//     share cannot cover every due job the most valuable go first. Each
+//     waiting job writes a SyncsWaiting EMF line (WorkerMetricsNamespace,
+//     dimension Mode; SyncWaitSeconds: how far ahead); `make syncs` lists
+//     who waits, why, the next attempt and the milestone end.
+//  3. GET /api/v3/athlete/activities?before={cursor}&per_page=200, newest
+//     first; a reconciliation also sends after={FromUtc} (and before= now
+//     + 48 h on its first page: Strava lists oldest first when only after
+//     is given), so an unchanged athlete costs one small page. Activities
+//     older than FromUtc are ignored; each other one is
+//     normalized (MapActivity, the same as a webhook fetch: a summary and
+//     a detailed activity map to the same item) and compared
+//     (WorkoutDiffers: sport type, distance, elevation, moving time, start)
+//     with the stored workouts of the page's date range, read with ONE
+//     strongly consistent LSI1 query. Only differing ones are written,
+//     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
+//     wins). A listed activity whose stored workout is a tombstone counts
+//     as changed and is written: a workout hidden by a 404 counts again
+//     once a list newer than that 404 shows it. Absence from a list never
+//     deletes.
+//  4. the cursor (the oldest start listed, plus one second so activities
+//     sharing it are listed again and found unchanged) and the counts are
+//     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
+//     index keys, so parallel syncs write no hot audit GSI2 partition) lists the
+//     written ids. A crash between the writes and this save re-lists the
+//     page, which writes nothing (and counts the workouts this job wrote
+//     before as recovered). The job then defers to now (the sweeper runs
+//     the next page) or, on a short page or one reaching FromUtc, ends:
+//     state idle, lastSyncAtUtc, and for a backfill importedFromUtc =
+//     horizonUtc = FromUtc; a reconciliation, or the first backfill (it
+//     listed from now), also records reconciledAtUtc and
+//     reconciledActivityId (the highest activity id it listed); audit
+//     STRAVA_SYNC_COMPLETED.
+//
+// A failure is retried through the outbox (state keeps the reason); the
+// one that parks the job marks the sync failed, as does a revoked token.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -54,56 +136,6 @@ const (
 	// DefaultSyncPageSize is the list page a sync job reads per run.
 	DefaultSyncPageSize = strava.MaxPerPage
 )
-
-// Audit event types of sync jobs.
-const (
-	// AuditSyncPage records one listed page: what was written, unchanged,
-	// dropped as stale and rejected (details writtenIds lists the writes;
-	// recoveredIds the writes of an earlier run of the page that stopped
-	// before recording it).
-	AuditSyncPage = "STRAVA_SYNC_PAGE"
-	// AuditSyncCompleted records a finished backfill or reconciliation.
-	AuditSyncCompleted = "STRAVA_SYNC_COMPLETED"
-)
-
-// ObjectSync is the object_type a sync job's Event carries (for logs only).
-const ObjectSync = "sync"
-
-// SyncJob is what a sync job does: list the user's activities started from
-// FromUtc on, page by page, newest first, and write what differs. The
-// cursor lives in the user's model.SyncState, not in the job, so a job
-// delivered again resumes where the last page ended.
-type SyncJob struct {
-	UserID    string `json:"userId"`
-	AthleteID int64  `json:"athleteId"`
-	// Mode is model.SyncModeBackfill or model.SyncModeReconcile.
-	Mode string `json:"mode"`
-	// FromUtc is the oldest start date listed: the backfill's horizon, or
-	// the start of the reconciliation window.
-	FromUtc time.Time `json:"fromUtc"`
-	// Resume marks an operator's restart (scripts/syncs): it takes over the
-	// state's unfinished job and cursor instead of starting anew.
-	Resume bool `json:"resume,omitempty"`
-	// MilestoneEndUtc is the end of the user's soonest-ending active
-	// milestone when the job was enqueued: its priority when the sync
-	// share cannot cover every job (sooner first; zero: last).
-	MilestoneEndUtc time.Time `json:"milestoneEndUtc,omitzero"`
-}
-
-func (j *SyncJob) validate(v *model.ValidationError) {
-	if j.UserID == "" {
-		v.Add("sync.userId", "is required")
-	}
-	if j.AthleteID <= 0 {
-		v.Add("sync.athleteId", "must be positive")
-	}
-	if j.Mode != model.SyncModeBackfill && j.Mode != model.SyncModeReconcile {
-		v.Add("sync.mode", "unknown mode %q", j.Mode)
-	}
-	if j.FromUtc.IsZero() {
-		v.Add("sync.fromUtc", "is required")
-	}
-}
 
 // SyncSettings shape backfill and reconciliation; zero fields take the
 // defaults.
@@ -205,6 +237,13 @@ type SyncStore interface {
 	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 }
 
+// TokenProvider hands out valid access tokens (strava.Refresher).
+type TokenProvider interface {
+	// AccessToken returns a valid token; ErrUnauthorized when the athlete
+	// must reconnect, ErrNotFound without a connection.
+	AccessToken(ctx context.Context, userID string) (string, error)
+}
+
 // ActivityLister lists an athlete's activities (strava.Client).
 type ActivityLister interface {
 	// ListActivities reads one page; errors match ErrUnauthorized or
@@ -212,14 +251,9 @@ type ActivityLister interface {
 	ListActivities(ctx context.Context, accessToken string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error)
 }
 
-var (
-	_ SyncStore      = (*store.Store)(nil)
-	_ ActivityLister = (*strava.Client)(nil)
-)
-
-// Syncer runs sync jobs, one page per run (see the package doc, "Backfill
+// Syncer runs sync jobs, one page per run (see the notes atop syncer.go, "Backfill
 // and reconciliation"). The worker hands it every job that carries a
-// SyncJob.
+// ingest.SyncJob.
 type Syncer struct {
 	store  SyncStore
 	tokens TokenProvider
@@ -234,9 +268,9 @@ type Syncer struct {
 	// MaxFailures is the worker's bound: the failure that reaches it marks
 	// the sync failed (the job is parked).
 	MaxFailures int
-	// rate is the instance's rate-limit cache (cache.go): the worker's
-	// when wired by NewStravaWorker, else the syncer's own.
-	rate *rateCache
+	// Rate is the instance's rate-limit reading: the fetcher's
+	// when wired by handlers/app, else the syncer's own.
+	Rate *budget.RateCache
 	// Metrics receives a SyncsWaiting EMF line per job that waits for the
 	// budget (the worker Lambda: stdout; nil: none).
 	Metrics io.Writer
@@ -245,15 +279,7 @@ type Syncer struct {
 // NewSyncer builds the sync job runner.
 func NewSyncer(st SyncStore, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
 	return &Syncer{store: st, tokens: tokens, strava: countedLister{lister}, log: log, Now: func() time.Time { return time.Now().UTC() },
-		RateWindow: model.AthleteReadsWindow, MaxFailures: DefaultMaxFailures, rate: new(rateCache)}
-}
-
-// processSync runs a sync job through the worker's Syncer.
-func (w *Worker) processSync(ctx context.Context, job Job) error {
-	if w.Sync == nil {
-		return fmt.Errorf("process %s: sync job but no syncer configured: %w", job.CorrelationID, model.ErrInvalid)
-	}
-	return w.Sync.Process(ctx, job)
+		RateWindow: model.AthleteReadsWindow, MaxFailures: ingest.DefaultMaxFailures, Rate: new(budget.RateCache)}
 }
 
 // errSkip stops a job that has nothing to do (superseded, finished, covered).
@@ -261,14 +287,14 @@ var errSkip = errors.New("nothing to do")
 
 // Process runs one page of a sync job. It returns nil when the job is
 // finished (or has nothing to do: superseded by a newer job of the user,
-// already finished, no usable connection), a *DeferError when the next
+// already finished, no usable connection), a *ingest.DeferError when the next
 // page is due (Until now) or the sync share of the budget is spent or
 // Strava answered 429 (Until the window reset), and any other error for a
 // failure worth retrying (model.ErrInvalid for a poison job). The failure
 // that will park the job marks the sync failed.
-func (s *Syncer) Process(ctx context.Context, job Job) error {
+func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 	err := s.page(ctx, job)
-	var de *DeferError
+	var de *ingest.DeferError
 	if err == nil || errors.As(err, &de) || ctx.Err() != nil {
 		return err
 	}
@@ -291,7 +317,7 @@ func (s *Syncer) Process(ctx context.Context, job Job) error {
 
 // record applies change to the user's sync state when job is still its
 // job; a failure to record is logged (the job's outcome is in the outbox).
-func (s *Syncer) record(ctx context.Context, job Job, change func(*model.SyncState)) {
+func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*model.SyncState)) {
 	_, err := s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *model.SyncState) error {
 		if cur.JobKey != job.IdempotencyKey {
 			return store.ErrSkipWrite
@@ -317,7 +343,7 @@ func syncStatusOf(mode string) model.SyncStatus {
 // backfills imported), a reconciliation runs only when no other job does.
 // It returns errSkip when the job has nothing to do and store.ErrSkipWrite
 // when it runs without changing the state.
-func decide(cur *model.SyncState, job Job, now time.Time) error {
+func decide(cur *model.SyncState, job ingest.Job, now time.Time) error {
 	sj, key := job.Sync, job.IdempotencyKey
 	switch {
 	case cur.JobKey == key && cur.Running():
@@ -364,7 +390,7 @@ type pageResult struct {
 	recoveredIDs []string
 }
 
-func (s *Syncer) page(ctx context.Context, job Job) error {
+func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 	sj, key := job.Sync, job.IdempotencyKey
 	cfg := s.Settings.WithDefaults()
 	log := s.log.With("correlationId", job.CorrelationID, "userId", sj.UserID, "athleteId", sj.AthleteID,
@@ -397,13 +423,13 @@ func (s *Syncer) page(ctx context.Context, job Job) error {
 	if done {
 		return nil
 	}
-	return &DeferError{Until: s.Now(), Reason: "sync: next page"}
+	return &ingest.DeferError{Until: s.Now(), Reason: "sync: next page"}
 }
 
 // begin decides whether the job runs a page now (the versioned sync state),
 // takes a sync read of the budget and gets the athlete's token. When ok is
 // false the page ends there, with err (nil: nothing to do).
-func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job Job, now time.Time) (st *model.SyncState, token string, ok bool, err error) {
+func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, now time.Time) (st *model.SyncState, token string, ok bool, err error) {
 	sj, key := job.Sync, job.IdempotencyKey
 	st, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *model.SyncState) error { return decide(cur, job, now) })
 	if errors.Is(err, errSkip) {
@@ -433,7 +459,7 @@ func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, 
 // list asks Strava for the page after the state's cursor and records what
 // the answer says of the budget. When ok is false the page ends there, with
 // err (a deferral at a 429, the stop at a refused token, or a failure).
-func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, job Job, st *model.SyncState, token string, now time.Time) (acts []strava.Activity, ok bool, err error) {
+func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, st *model.SyncState, token string, now time.Time) (acts []strava.Activity, ok bool, err error) {
 	sj, key := job.Sync, job.IdempotencyKey
 	opts := strava.ListOptions{Before: st.CursorBeforeUtc, PerPage: cfg.PageSize}
 	if st.Mode == model.SyncModeReconcile {
@@ -451,8 +477,8 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 	refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
 	if rl.Valid() {
 		// Through the instance's rate cache: written only when the reading
-		// matters to the others (rateCache.observed), never per page.
-		if rst := rateLimitState(rl, s.Now(), s.rateWindow()); s.rate.observed(rst, refused, DefaultBudgetReserve) {
+		// matters to the others (budget.RateCache.observed), never per page.
+		if rst := budget.StateIn(rl, s.Now(), s.rateWindow()); s.Rate.Observed(rst, refused, budget.DefaultReserve) {
 			if rerr := s.store.RecordRateLimit(ctx, rst); rerr != nil {
 				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
 			}
@@ -461,8 +487,8 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 	switch {
 	case refused:
 		n := s.Now()
-		until, why := nextReset(rateLimitState(rl, n, s.rateWindow()), n, 0, s.rateWindow())
-		return nil, false, s.deferJob(ctx, log, job, &DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
+		until, why := budget.NextResetIn(budget.StateIn(rl, n, s.rateWindow()), n, 0, s.rateWindow())
+		return nil, false, s.deferJob(ctx, log, job, &ingest.DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := s.store.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return nil, false, fmt.Errorf("sync %s: %w", key, merr)
@@ -477,7 +503,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 // advance records the page in the sync state with a version check: the
 // counts always (the writes happened), the cursor and the job's end only
 // while the job still owns the cursor. finished says this run ended the job.
-func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job Job, cursor time.Time, acts []strava.Activity, res pageResult, next time.Time, done bool) (finished bool, err error) {
+func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, cursor time.Time, acts []strava.Activity, res pageResult, next time.Time, done bool) (finished bool, err error) {
 	_, err = s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *model.SyncState) error {
 		finished = false
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
@@ -522,17 +548,17 @@ func finish(cur *model.SyncState, n time.Time, interval time.Duration) {
 
 // report logs the recorded page and writes its routine audit entry, and the
 // job's completion when this run finished it.
-func (s *Syncer) report(ctx context.Context, log *slog.Logger, job Job, st *model.SyncState, cursor time.Time, res pageResult, done, finished bool) {
+func (s *Syncer) report(ctx context.Context, log *slog.Logger, job ingest.Job, st *model.SyncState, cursor time.Time, res pageResult, done, finished bool) {
 	log.InfoContext(ctx, "sync page", "writeStatus", "synced", "listed", res.listed, "written", res.written,
 		"unchanged", res.unchanged, "stale", res.stale, "rejected", res.rejected, "done", done)
-	s.audit(ctx, log, job, AuditSyncPage, map[string]string{
+	s.audit(ctx, log, job, ingest.AuditSyncPage, map[string]string{
 		"listed": strconv.Itoa(res.listed), "written": strconv.Itoa(res.written), "unchanged": strconv.Itoa(res.unchanged),
 		"stale": strconv.Itoa(res.stale), "rejected": strconv.Itoa(res.rejected), "writtenIds": strings.Join(res.writtenIDs, ","),
 		"recoveredIds":    strings.Join(res.recoveredIDs, ","),
 		"cursorBeforeUtc": cursor.UTC().Format(time.RFC3339),
 	})
 	if finished {
-		s.audit(ctx, log, job, AuditSyncCompleted, map[string]string{"fromUtc": st.WindowFromUtc.UTC().Format(time.RFC3339)})
+		s.audit(ctx, log, job, ingest.AuditSyncCompleted, map[string]string{"fromUtc": st.WindowFromUtc.UTC().Format(time.RFC3339)})
 	}
 }
 
@@ -554,7 +580,7 @@ func nextCursor(cursor, oldest time.Time) time.Time {
 // date range with one strongly consistent LSI1 query) through the ordered
 // conditional upsert. It returns the oldest start listed (zero for an empty
 // page).
-func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cursor time.Time, acts []strava.Activity, fetchStarted time.Time) (pageResult, time.Time, error) {
+func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, from, cursor time.Time, acts []strava.Activity, fetchStarted time.Time) (pageResult, time.Time, error) {
 	sj := job.Sync
 	res := pageResult{listed: len(acts)}
 	var (
@@ -573,11 +599,11 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job Job, from, cur
 			log.WarnContext(ctx, "listed activity of another athlete ignored", "activityId", a.ID, "listedAthleteId", a.Athlete.ID)
 			continue
 		}
-		wo, err := MapActivity(a, sj.UserID, sj.AthleteID, job.CorrelationID, fetchStarted)
+		wo, err := ingest.MapActivity(a, sj.UserID, sj.AthleteID, job.CorrelationID, fetchStarted)
 		if err != nil {
 			res.rejected++
 			log.WarnContext(ctx, "listed activity rejected", "activityId", a.ID, "writeStatus", "rejected", "error", err)
-			s.audit(ctx, log, job, AuditEventRejected, map[string]string{"activityId": strconv.FormatInt(a.ID, 10), "reason": err.Error()})
+			s.audit(ctx, log, job, ingest.AuditEventRejected, map[string]string{"activityId": strconv.FormatInt(a.ID, 10), "reason": err.Error()})
 			continue
 		}
 		fresh = append(fresh, wo)
@@ -643,156 +669,15 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-// reconcileFutureMargin bounds a reconciliation's first page from above
-// (before= now plus it).
-const reconcileFutureMargin = 48 * time.Hour
-
-// checkBudget defers when sync jobs may not read now: when they have spent
-// their share of a Strava budget (they keep 1-BudgetShare of every budget
-// free for webhooks), or when the paced share of the window so far is
-// taken (pace). A deferral to a window's reset is due SyncResetDelay after
-// it, ordered by the job's priority, so webhooks deferred to the reset run
-// first. The shared reading comes from the instance's rate cache.
-func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Time, job Job) error {
-	st, err := s.rate.current(ctx, s.store.RateLimitState, now)
-	if err != nil {
-		return fmt.Errorf("check strava budget: %w", err)
-	}
-	if st == nil {
-		return nil
-	}
-	reserve := 1 - cfg.BudgetShare
-	if why := budgetExhausted(st, now, reserve, s.rateWindow()); why != "" {
-		until, _ := nextReset(st, now, reserve, s.rateWindow())
-		return &DeferError{Until: s.afterReset(until, job, now), Reason: fmt.Sprintf("sync share %.0f%% of the strava budget spent: %s", cfg.BudgetShare*100, why)}
-	}
-	return s.pace(ctx, cfg, st, now, job)
-}
-
-// pace takes one sync read of the paced allowance of the short window and
-// of the day (SyncReads counters, one conditional write each; a read the
-// day refuses stays counted in the short window, erring on less): sync
-// jobs may have taken at most PacedAllowance reads by now, so their share
-// spreads over the window instead of going at its start. A job refused
-// waits for the instant the allowance grows past what is taken (spread by
-// its priority), or for the next window.
-func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimitState, now time.Time, job Job) error {
-	short := s.rateWindow()
-	head := time.Duration(cfg.HeadStart * float64(short))
-	for _, b := range []struct {
-		name   string
-		window time.Duration
-		limit  int
-	}{{"15-minute", short, st.ReadShortLimit}, {"daily", 24 * time.Hour, st.ReadDailyLimit}} {
-		if b.limit <= 0 {
-			continue
-		}
-		h := head
-		if b.window > short {
-			h = short // the day's head start: one short window's worth
-		}
-		allowed := PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
-		shards := 1
-		if b.window > short {
-			// A day of sync reads at raised limits is not one
-			// partition's: the daily count is split, each job starting
-			// from its own shard.
-			shards = model.SyncReadsShardsFor(shareCap(b.limit, cfg.BudgetShare))
-		}
-		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
-		if errors.Is(err, model.ErrConflict) {
-			until := nextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, h)
-			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {
-				until = s.afterReset(until, job, now)
-			} else {
-				until = until.Add(time.Duration(priorityOf(job, now) * float64(b.window) / float64(max(shareCap(b.limit, cfg.BudgetShare), 1))))
-			}
-			return &DeferError{Until: until, Reason: fmt.Sprintf("sync paced: %d of the %s read budget's sync share taken so far in the window", allowed, b.name)}
-		}
-		if err != nil {
-			return fmt.Errorf("pace sync reads: %w", err)
-		}
-	}
-	return nil
-}
-
-// pickOf spreads jobs over the daily counter's shards: a hash of the job
-// and the instant, so one job's pages do not all land on one shard.
-func pickOf(job Job, now time.Time) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(job.IdempotencyKey))
-	_, _ = h.Write([]byte(strconv.FormatInt(now.UnixNano(), 10)))
-	return h.Sum64()
-}
-
-// shareCap is what sync jobs may read of a budget of limit in a window:
-// the limit less the webhooks' part (1-share of it, at least one read).
-func shareCap(limit int, share float64) int {
-	return max(0, limit-reserveOf(limit, 1-share))
-}
-
-// PacedAllowance is how many reads sync jobs may have taken by now in the
-// window of length window containing now, of a budget of limit with their
-// share: the share cap times the elapsed part of the window plus head (a
-// head start), at most the cap.
-func PacedAllowance(limit int, share float64, now time.Time, window, head time.Duration) int {
-	c := shareCap(limit, share)
-	elapsed := now.UTC().Sub(now.UTC().Truncate(window)) + head
-	if elapsed >= window {
-		return c
-	}
-	return int(float64(c) * float64(elapsed) / float64(window))
-}
-
-// nextPacingSlot is when the allowance of the window grows past taken
-// reads: the instant it reaches taken+1, or the window's end when the cap
-// is reached within it.
-func nextPacingSlot(limit int, share float64, taken int, now time.Time, window, head time.Duration) time.Time {
-	start := now.UTC().Truncate(window)
-	c := shareCap(limit, share)
-	if taken+1 > c || c == 0 {
-		return start.Add(window)
-	}
-	at := start.Add(time.Duration(math.Ceil(float64(taken+1)*float64(window)/float64(c))) - head)
-	if !at.After(now) {
-		at = now.Add(time.Second)
-	}
-	return at
-}
-
-// priorityOf places job among waiting sync jobs, in [0, 1]: 0 for a
-// milestone ending now (or past), growing with the time left (a week left
-// is 0.5), 1 without a milestone. Deferred jobs are due in its order.
-func priorityOf(job Job, now time.Time) float64 {
-	if job.Sync == nil || job.Sync.MilestoneEndUtc.IsZero() {
-		return 1
-	}
-	left := job.Sync.MilestoneEndUtc.Sub(now)
-	if left <= 0 {
-		return 0
-	}
-	const half = 7 * 24 * time.Hour
-	return float64(left) / float64(left+half)
-}
-
-// afterReset is when a sync job deferred to reset is due: SyncResetDelay
-// of the short window after it, plus up to as much again by priority
-// (soonest-ending milestone first), so webhook jobs deferred to the same
-// reset are due before any sync job.
-func (s *Syncer) afterReset(reset time.Time, job Job, now time.Time) time.Time {
-	w := float64(s.rateWindow())
-	return reset.Add(time.Duration(w * SyncResetDelay * (1 + priorityOf(job, now))))
-}
-
 // deferJob records the deferral on the state and returns it for the
 // outbox (the job waits, received, until de.Until).
-func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job Job, err error) error {
-	var de *DeferError
+func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job ingest.Job, err error) error {
+	var de *ingest.DeferError
 	if !errors.As(err, &de) {
 		return err
 	}
 	log.InfoContext(ctx, "sync deferred", "writeStatus", "deferred", "notBefore", de.Until.UTC().Format(time.RFC3339), "reason", de.Reason)
-	if err := writeWaitingEMF(s.Metrics, job.Sync.Mode, de.Until.Sub(s.Now()), s.Now()); err != nil {
+	if err := budget.WriteWaitingEMF(s.Metrics, job.Sync.Mode, de.Until.Sub(s.Now()), s.Now()); err != nil {
 		log.WarnContext(ctx, "sync waiting metric not written", "error", err)
 	}
 	s.record(ctx, job, func(cur *model.SyncState) {
@@ -803,25 +688,18 @@ func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job Job, err er
 
 // stop ends a job that cannot go on until the athlete acts (reconnects):
 // the sync is marked failed with the reason and the job is done.
-func (s *Syncer) stop(ctx context.Context, log *slog.Logger, job Job, reason string) error {
+func (s *Syncer) stop(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error {
 	log.WarnContext(ctx, "sync stopped", "writeStatus", "skipped", "reason", reason)
 	s.record(ctx, job, func(cur *model.SyncState) { cur.State, cur.DeferredReason = model.SyncFailed, reason })
 	return nil
 }
 
-func (s *Syncer) rateWindow() time.Duration {
-	if s.RateWindow > 0 {
-		return s.RateWindow
-	}
-	return model.AthleteReadsWindow
-}
-
-func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job Job, eventType string, details map[string]string) {
+func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job ingest.Job, eventType string, details map[string]string) {
 	details["athleteId"] = strconv.FormatInt(job.Sync.AthleteID, 10)
 	details["mode"] = job.Sync.Mode
 	details["jobKey"] = job.IdempotencyKey
 	newEntry := model.NewAuditEntry
-	if eventType == AuditSyncPage || (eventType == AuditSyncCompleted && job.Sync.Mode == model.SyncModeReconcile) {
+	if eventType == ingest.AuditSyncPage || (eventType == ingest.AuditSyncCompleted && job.Sync.Mode == model.SyncModeReconcile) {
 		// One per page of every sync, and one per reconciliation (every
 		// athlete with a milestone, every interval): indexed, they would
 		// write one audit GSI2 partition (EVENT#{type}#{month}) hot. A
@@ -831,3 +709,15 @@ func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job Job, eventType
 	s.store.Audit(ctx, log, newEntry(model.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
 		model.NewID(), s.Now(), details))
 }
+
+// countedLister counts every ListActivities on the caller's context.
+type countedLister struct{ ActivityLister }
+
+func (c countedLister) ListActivities(ctx context.Context, token string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error) {
+	budget.CountRead(ctx)
+	return c.ActivityLister.ListActivities(ctx, token, o)
+}
+
+// reconcileFutureMargin bounds a reconciliation's first page from above
+// (before= now plus it).
+const reconcileFutureMargin = 48 * time.Hour

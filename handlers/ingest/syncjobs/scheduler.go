@@ -1,4 +1,47 @@
-package ingest
+package syncjobs
+
+// Reconciliation scheduling (SyncScheduler.ReconcileStep; the sweeper
+// Lambda invoked with {"task":"reconcile"} every minute by Terraform's
+// reconcile rule, the local stack's loop every ReconcileTick). Each user
+// has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
+// the sparse users index (ListUsers over model.UserListShards, never a
+// Scan) in user id order at the pace ceil(users × elapsed / interval),
+// users counted once per cycle (CountUsers). A step comes only to the
+// users whose slot came since the last step (at most
+// DefaultReconcileBatch, stopping before its deadline) and saves the
+// cursor (model.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
+// after every page: a step that dies resumes from its last saved page, a
+// page redone claims the same keys (at most one job per user per cycle), a
+// concurrent step that saved first wins. A cycle that ends early waits
+// for the interval; one that lags catches up a batch per step. At its slot
+// a user costs its checks, cheapest first, and nothing is written unless
+// it is reconciled:
+//
+//   - no active milestone whose period overlaps [now − CC_RECONCILE_DAYS,
+//     now] (one Query of the user's milestones): skipped; such athletes are
+//     never reconciled (nothing a reconciliation changes counts);
+//   - its sync job runs or waits (the sync state): skipped, it lists anyway;
+//   - its last reconciliation (reconciledAtUtc) is CC_RECONCILE_IDLE
+//     (default 672 h) old, or it never had one: reconciled (the slow
+//     round-robin);
+//   - else reconciled only when a stored workout of the window (one LSI1
+//     Query) that is not a tombstone has an activity id above
+//     reconciledActivityId: Strava's ids grow with uploads, so the athlete
+//     uploaded since (no per-webhook write is needed to know it);
+//   - then a usable connection (GetItem), and the job is claimed.
+//
+// Bound: an edit Strava never pushes, to an activity started within the
+// last CC_RECONCILE_DAYS (14) days, of an athlete with an active milestone
+// overlapping that window, is caught within CC_RECONCILE_INTERVAL (7 days)
+// plus one rate window when the athlete uploaded anything in that time,
+// otherwise within CC_RECONCILE_IDLE (28 days) while the activity is still
+// inside the window (an edit to an activity that leaves the window first
+// is not caught); athletes without an active milestone are not reconciled.
+// When the sync share cannot cover every reconciliation due, the jobs wait
+// in priority order (above) and the bound stretches by the wait, which
+// SyncsWaiting and `make syncs` show. ReconcileAll is an operator's and the
+// tools' full round: every connected user at once, without the cursor and
+// without the milestone and upload checks, keyed per interval slot.
 
 import (
 	"context"
@@ -9,6 +52,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 )
@@ -40,8 +84,6 @@ type SyncSchedulerStore interface {
 	SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error
 }
 
-var _ SyncSchedulerStore = (*store.Store)(nil)
-
 // SyncScheduler enqueues sync jobs on the outbox: a backfill when an
 // athlete connects or a milestone reaches before what was imported, a
 // reconciliation per active athlete per interval slot, an operator's
@@ -50,20 +92,20 @@ var _ SyncSchedulerStore = (*store.Store)(nil)
 // scripts/syncs use it.
 type SyncScheduler struct {
 	store    SyncSchedulerStore
-	dispatch Dispatcher
+	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Settings shape the jobs (defaults when zero).
 	Settings SyncSettings
-	// Lease is the lease of a fresh job (DefaultLease when zero): the
+	// Lease is the lease of a fresh job (ingest.DefaultLease when zero): the
 	// sweeper dispatches it again once it lapses.
 	Lease time.Duration
 }
 
 // NewSyncScheduler builds a scheduler that hands new jobs to d (nil: the
 // sweeper dispatches them once their lease lapses).
-func NewSyncScheduler(st SyncSchedulerStore, d Dispatcher, log *slog.Logger) *SyncScheduler {
+func NewSyncScheduler(st SyncSchedulerStore, d ingest.Dispatcher, log *slog.Logger) *SyncScheduler {
 	return &SyncScheduler{store: st, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() }}
 }
 
@@ -153,7 +195,7 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 			return false, nil
 		}
 	}
-	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
 	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeBackfill, userID, horizon), job, now)
 	if ok {
 		s.log.InfoContext(ctx, "backfill enqueued", "userId", userID, "athleteId", athleteID, "reason", reason,
@@ -284,7 +326,7 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 	if err != nil {
 		return 0, err
 	}
-	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: from, MilestoneEndUtc: end}
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: from, MilestoneEndUtc: end}
 	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeReconcile, userID, cycle), job, now)
 	if err != nil {
 		return 0, err
@@ -457,7 +499,7 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 		return fmt.Errorf("restart sync of user %s: %w", userID, err)
 	}
 	now := s.Now()
-	job := SyncJob{UserID: userID, AthleteID: athleteID, Mode: st.Mode, FromUtc: st.WindowFromUtc, Resume: true}
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: st.Mode, FromUtc: st.WindowFromUtc, Resume: true}
 	if job.Mode == "" {
 		job.Mode = model.SyncModeBackfill
 	}
@@ -475,10 +517,10 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 // enqueue claims the job's outbox item and hands it off; false when the key
 // was claimed before (nothing new). A failed hand-off is left to the
 // sweeper (the item is received with a lease).
-func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj SyncJob, now time.Time) (bool, error) {
+func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj ingest.SyncJob, now time.Time) (bool, error) {
 	corr := model.NewID()
-	job := Job{
-		Event:         Event{ObjectType: ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},
+	job := ingest.Job{
+		Event:         ingest.Event{ObjectType: ingest.ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},
 		CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now.UTC(), Sync: &sj,
 	}
 	payload, err := json.Marshal(job)
@@ -487,9 +529,9 @@ func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj SyncJob, now
 	}
 	lease := s.Lease
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = ingest.DefaultLease
 	}
-	if _, err := s.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, IdempotencyTTL); err != nil {
+	if _, err := s.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return false, nil
 		}

@@ -1,4 +1,17 @@
-package ingest
+// Package handoff hands jobs to the worker and sees that none is lost: the
+// Dispatchers (LambdaDispatcher in AWS, Queue in the local stack) and the
+// Sweeper, which dispatches again what the outbox holds past its lease or
+// not-before (package outbox describes the item's life).
+//
+// Hand-off: Dispatcher. In AWS LambdaDispatcher invokes CC_WORKER_FUNCTION
+// with InvocationType=Event. Locally Queue is a bounded channel with worker
+// goroutines (a key already queued is not queued twice); a full queue leaves
+// the event to the sweeper. The sweeper (Sweeper: every 2 s in `make run` and
+// at its start, the sweeper Lambda every minute in AWS) re-dispatches items
+// whose lease lapsed or whose not-before passed, and reports OutboxDue per
+// sweep (SweeperMetricsNamespace), which Terraform alarms on. Ctrl-C locally:
+// running jobs finish within 15 s, queued ones stay received.
+package handoff
 
 import (
 	"context"
@@ -9,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -23,10 +38,8 @@ type LambdaInvoker interface {
 	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
-var _ LambdaInvoker = (*lambda.Client)(nil)
-
 // LambdaDispatcher hands jobs to the worker Lambda with an asynchronous
-// invoke (InvocationType Event): Lambda queues the job, retries failures
+// invoke (InvocationType ingest.Event): Lambda queues the job, retries failures
 // twice and sends what still fails to the function's failure destination.
 type LambdaDispatcher struct {
 	client   LambdaInvoker
@@ -40,7 +53,7 @@ func NewLambdaDispatcher(client LambdaInvoker, function string) *LambdaDispatche
 
 // Dispatch queues job with Lambda. It returns an error (matching
 // model.ErrRetryable) when Lambda did not accept it with 202.
-func (d *LambdaDispatcher) Dispatch(ctx context.Context, job Job) error {
+func (d *LambdaDispatcher) Dispatch(ctx context.Context, job ingest.Job) error {
 	payload, err := json.Marshal(job)
 	if err != nil {
 		return fmt.Errorf("dispatch job %s: encode: %w", job.CorrelationID, err)
@@ -65,7 +78,7 @@ var ErrQueueClosed = errors.New("ingest queue closed")
 
 // ProcessFunc processes one job; an error matching model.ErrRetryable is
 // retried, any other error is final.
-type ProcessFunc func(ctx context.Context, job Job) error
+type ProcessFunc func(ctx context.Context, job ingest.Job) error
 
 // QueueOptions shapes a Queue.
 type QueueOptions struct {
@@ -82,10 +95,10 @@ type QueueOptions struct {
 	Backoff time.Duration
 	// OnFailure receives a job that failed for good (the local DLQ), with a
 	// live context. Nil only logs it (the job's outbox item stays received).
-	OnFailure func(ctx context.Context, job Job, err error)
+	OnFailure func(ctx context.Context, job ingest.Job, err error)
 }
 
-// Queue is the in-process Dispatcher of the local stack and tests: a
+// Queue is the in-process ingest.Dispatcher of the local stack and tests: a
 // bounded channel drained by worker goroutines that call process, retrying
 // retryable failures like Lambda's async invoke does. Durability is the
 // outbox's: a job the queue drops (full, closed, shut down before or while
@@ -94,7 +107,7 @@ type QueueOptions struct {
 // queued twice (the sweeper may re-dispatch an item whose job still waits
 // here).
 type Queue struct {
-	jobs    chan Job
+	jobs    chan ingest.Job
 	process ProcessFunc
 	opts    QueueOptions
 	log     *slog.Logger
@@ -124,7 +137,7 @@ func NewQueue(process ProcessFunc, opts QueueOptions, log *slog.Logger) *Queue {
 		opts.Backoff = 100 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &Queue{jobs: make(chan Job, opts.Capacity), process: process, opts: opts, log: log, ctx: ctx, cancel: cancel,
+	q := &Queue{jobs: make(chan ingest.Job, opts.Capacity), process: process, opts: opts, log: log, ctx: ctx, cancel: cancel,
 		stop: make(chan struct{}), keys: map[string]bool{}}
 	for range opts.Workers {
 		q.wg.Add(1)
@@ -137,7 +150,7 @@ func NewQueue(process ProcessFunc, opts QueueOptions, log *slog.Logger) *Queue {
 // when the queue is at capacity and ErrQueueClosed after Close; a job whose
 // idempotency key is already queued or running is accepted without being
 // queued again.
-func (q *Queue) Dispatch(_ context.Context, job Job) error {
+func (q *Queue) Dispatch(_ context.Context, job ingest.Job) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -213,13 +226,13 @@ func (q *Queue) Close(ctx context.Context) error {
 // Left counts the jobs Close left to the outbox without starting them.
 func (q *Queue) Left() int64 { return q.left.Load() }
 
-func (q *Queue) leave(job Job) {
+func (q *Queue) leave(job ingest.Job) {
 	q.left.Add(1)
 	q.finish(job)
 	q.log.Info("job left to the outbox at shutdown", "correlationId", job.CorrelationID, "idempotencyKey", job.IdempotencyKey)
 }
 
-func (q *Queue) finish(job Job) {
+func (q *Queue) finish(job ingest.Job) {
 	q.mu.Lock()
 	delete(q.keys, job.IdempotencyKey)
 	q.mu.Unlock()
@@ -249,7 +262,7 @@ func (q *Queue) stopping() bool {
 	return q.closed
 }
 
-func (q *Queue) handle(job Job) {
+func (q *Queue) handle(job ingest.Job) {
 	var err error
 	for attempt := 1; attempt <= q.opts.Attempts; attempt++ {
 		if err = q.process(q.ctx, job); err == nil || !errors.Is(err, model.ErrRetryable) {

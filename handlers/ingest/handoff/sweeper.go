@@ -1,4 +1,4 @@
-package ingest
+package handoff
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -42,20 +44,20 @@ const (
 // sweeper Lambda on a schedule).
 type Sweeper struct {
 	store    OutboxStore
-	dispatch Dispatcher
+	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
-	// Lease is the lease each dispatch takes (DefaultLease when zero).
+	// Lease is the lease each dispatch takes (ingest.DefaultLease when zero).
 	Lease time.Duration
 	// Limit bounds the items dispatched per sweep (DefaultSweepLimit).
 	Limit int
 }
 
 // NewSweeper builds a sweeper that hands due items to d.
-func NewSweeper(store OutboxStore, d Dispatcher, log *slog.Logger) *Sweeper {
+func NewSweeper(store OutboxStore, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
 	return &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
-		Lease: DefaultLease, Limit: DefaultSweepLimit}
+		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit}
 }
 
 // SweepResult counts what one sweep did.
@@ -83,7 +85,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	now := s.Now()
 	lease, limit := s.Lease, s.Limit
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = ingest.DefaultLease
 	}
 	if limit <= 0 {
 		limit = DefaultSweepLimit
@@ -113,7 +115,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Failed++
 			continue
 		}
-		job, err := DecodeJob([]byte(rec.Job))
+		job, err := ingest.DecodeJob([]byte(rec.Job))
 		if err != nil {
 			reason := "undecodable job: " + err.Error()
 			if serr := s.store.SettleOutboxItem(ctx, d.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {

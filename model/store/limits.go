@@ -6,32 +6,78 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/commitcollect/backend/model"
 )
+
+// Limits holds counters and versioned states of the Strava budget: rate-limit readings, read counters, sync state and the reconcile cursor.
+type Limits struct {
+	*DB
+	*Guard
+}
+
+// TakeAthleteRead counts one Strava read for the athlete in the window of
+// length windowLen containing now (model.AthleteReadsKey; the counter expires
+// an hour after its window) unless limit reads were already counted there:
+// then it returns ErrConflict and counts nothing.
+func (s *Limits) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error {
+	window := now.UTC().Truncate(windowLen)
+	meta := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window}
+	meta.Stamp()
+	reads := expression.Name("reads")
+	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
+		Set(expression.Name("athleteId"), expression.Value(athleteID)).
+		Set(expression.Name("windowStartUtc"), expression.Value(window)).
+		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
+		Add(reads, expression.Value(1))
+	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(limit)))
+	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
+		return fmt.Errorf("count a strava read of athlete %d in the window of %s: %w", athleteID, window.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// RateLimitState reads the shared Strava rate-limit counter. It returns
+// ErrNotFound before the first Strava response was recorded.
+func (s *Limits) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
+	var r model.RateLimitState
+	if err := s.Get(ctx, s.t.Main, model.RateLimitKey(), &r); err != nil {
+		return nil, fmt.Errorf("read rate limit state: %w", err)
+	}
+	return &r, nil
+}
+
+// RecordRateLimit stores what Strava's headers said, unless the stored state
+// is from a later 15-minute window or shows higher usage in the same window
+// (usage only grows within a window, so the larger reading is the newer one).
+// A refused write is not an error.
+func (s *Limits) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+	win := expression.Name("windowStartedUtc")
+	ours := expression.Value(r.WindowStartedUtc.UTC().Format(time.RFC3339))
+	cond := expression.Or(
+		expression.AttributeNotExists(expression.Name("PK")),
+		win.LessThan(ours),
+		expression.And(win.Equal(ours), expression.Name("readShortUsage").LessThanEqual(expression.Value(r.ReadShortUsage))),
+	)
+	err := s.PutIf(ctx, s.t.Main, r, cond)
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("record rate limit: %w", err)
+	}
+	return nil
+}
 
 // SyncState reads a user's Strava sync state (backfill and reconciliation
 // progress) with a strongly consistent GetItem. It returns ErrNotFound when
 // the user never had a sync, and ErrUnsupportedSchema when the item was
 // written by newer code.
-func (s *Store) SyncState(ctx context.Context, userID string) (*model.SyncState, error) {
+func (s *Limits) SyncState(ctx context.Context, userID string) (*model.SyncState, error) {
 	var st model.SyncState
 	if err := s.Get(ctx, s.t.Main, model.SyncStateKey(userID), &st); err != nil {
 		return nil, fmt.Errorf("read sync state of user %s: %w", userID, err)
 	}
 	return &st, nil
 }
-
-// syncStateRetries bounds the read-modify-write attempts of UpdateSyncState.
-const syncStateRetries = 5
-
-// ErrSkipWrite, returned by an UpdateSyncState decision, leaves the stored
-// state as it is; UpdateSyncState then returns the state read and no error.
-var ErrSkipWrite = errors.New("skip write")
 
 // UpdateSyncState is the read-modify-write of a user's sync state: it reads
 // the state (strongly consistent; a fresh idle state when none exists),
@@ -43,7 +89,7 @@ var ErrSkipWrite = errors.New("skip write")
 // was deleted (the user guard, read after the write) is removed again and
 // returns ErrUserDeleted: the create condition (attribute_not_exists) alone
 // would let a sync in flight re-create SYNC#STRAVA after the deletion.
-func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
+func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
 	for range syncStateRetries {
 		cur, err := s.SyncState(ctx, userID)
 		if errors.Is(err, model.ErrNotFound) {
@@ -74,41 +120,6 @@ func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(
 	return nil, fmt.Errorf("write sync state of user %s: version kept moving: %w", userID, model.ErrConflict)
 }
 
-// ConnectionStatus reads what a sync needs to know of a user's Strava
-// connection without opening its tokens (a projected, strongly consistent
-// GetItem): the athlete and whether the athlete must reconnect. It returns
-// ErrNotFound when the user has no connection.
-func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID int64, needsReauth bool, err error) {
-	ex, err := expression.NewBuilder().WithProjection(expression.NamesList(
-		expression.Name("athleteId"), expression.Name("needsReauth"), expression.Name("entityType"),
-		expression.Name("schemaVersion"))).Build()
-	if err != nil {
-		return 0, false, fmt.Errorf("read connection status of %s: build projection: %w", userID, err)
-	}
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.t.Main), Key: s.keyAV(s.t.Main, model.StravaConnectionKey(userID)),
-		ConsistentRead: aws.Bool(true), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
-	})
-	if err != nil {
-		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, translate(err))
-	}
-	if out.Item == nil {
-		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, model.ErrNotFound)
-	}
-	var c struct {
-		model.Meta
-		AthleteID   int64 `dynamodbav:"athleteId"`
-		NeedsReauth bool  `dynamodbav:"needsReauth"`
-	}
-	if err := attributevalue.UnmarshalMap(out.Item, &c); err != nil {
-		return 0, false, fmt.Errorf("read connection status of %s: %v: %w", userID, err, model.ErrInvalid)
-	}
-	if err := model.CheckSchema(c.Meta, model.EntityStravaConnection); err != nil {
-		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, err)
-	}
-	return c.AthleteID, c.NeedsReauth, nil
-}
-
 // TakeSyncRead counts one Strava read of a sync job in the budget window of
 // length windowLen containing now (the counter expires an hour after the
 // window) unless allowed reads were counted there already: then it counts
@@ -122,7 +133,7 @@ func (s *Store) ConnectionStatus(ctx context.Context, userID string) (athleteID 
 // when that one is full, from one other shard chosen by pick; ErrConflict
 // when both are. A refusal can thus come while other shards have room
 // (erring on fewer reads, never more), and costs at most two writes.
-func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
+func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
 	window := now.UTC().Truncate(windowLen)
 	var err error
 	for _, shard := range model.SyncReadsTries(pick, shards) {
@@ -134,7 +145,7 @@ func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.
 	return err
 }
 
-func (s *Store) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
+func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
 	meta := &model.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard}
 	meta.Stamp()
 	if allowed <= 0 {
@@ -155,18 +166,9 @@ func (s *Store) takeSyncRead(ctx context.Context, window time.Time, windowLen ti
 	return nil
 }
 
-// versionCond is the condition of a versioned put: the stored item is
-// still at version read (0: not stored yet).
-func versionCond(read int64) expression.ConditionBuilder {
-	if read > 0 {
-		return expression.Name("version").Equal(expression.Value(read))
-	}
-	return expression.AttributeNotExists(expression.Name("PK"))
-}
-
 // ReconcileCursor reads the reconciliation's enumeration cursor (strongly
 // consistent); ErrNotFound before the first cycle.
-func (s *Store) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error) {
+func (s *Limits) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error) {
 	var c model.ReconcileCursor
 	if err := s.Get(ctx, s.t.Main, model.ReconcileCursorKey(), &c); err != nil {
 		return nil, fmt.Errorf("read reconcile cursor: %w", err)
@@ -177,7 +179,7 @@ func (s *Store) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, er
 // SaveReconcileCursor writes c conditioned on the version it was read at
 // (c.Version; 0: not stored yet) and increments it; ErrConflict when
 // another run moved the cursor meanwhile.
-func (s *Store) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
+func (s *Limits) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
 	read := c.Version
 	c.Version, c.UpdatedAtUtc = read+1, s.Now().UTC()
 	if err := s.PutIf(ctx, s.t.Main, c, versionCond(read)); err != nil {
@@ -188,4 +190,20 @@ func (s *Store) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCurso
 		return fmt.Errorf("save reconcile cursor: %w", err)
 	}
 	return nil
+}
+
+// syncStateRetries bounds the read-modify-write attempts of UpdateSyncState.
+const syncStateRetries = 5
+
+// ErrSkipWrite, returned by an UpdateSyncState decision, leaves the stored
+// state as it is; UpdateSyncState then returns the state read and no error.
+var ErrSkipWrite = errors.New("skip write")
+
+// versionCond is the condition of a versioned put: the stored item is
+// still at version read (0: not stored yet).
+func versionCond(read int64) expression.ConditionBuilder {
+	if read > 0 {
+		return expression.Name("version").Equal(expression.Value(read))
+	}
+	return expression.AttributeNotExists(expression.Name("PK"))
 }

@@ -1,11 +1,11 @@
-package ingest_test
+package intake_test
 
 import (
 	"errors"
 	"slices"
 	"testing"
 
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -26,7 +26,7 @@ func TestDecodeEventRefusesInvalidUTF8(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ingest.DecodeEvent([]byte(tt.given))
+			_, err := intake.DecodeEvent([]byte(tt.given))
 			var v *model.ValidationError
 			if !errors.As(err, &v) {
 				t.Fatalf("got %v, want a *model.ValidationError", err)

@@ -1,4 +1,4 @@
-package bff
+package strava
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 )
 
 // Deauthorizer revokes an athlete's grant (Strava's POST /oauth/deauthorize;
-// the model/strava REST client implements it). It returns an error matching
+// Client implements it). It returns an error matching
 // model.ErrUnauthorized when the token is not valid any more.
 type Deauthorizer interface {
 	Deauthorize(ctx context.Context, accessToken string) error
 }
 
-// OAuthClient implements Strava with golang.org/x/oauth2 (Config is
+// OAuthClient is the client of Strava's OAuth endpoints (the BFF's login and
+// account deletion) with golang.org/x/oauth2 (Config is
 // strava.OAuthConfig(base, id, secret, publicURL+"/auth/strava/callback")) and
 // a Deauthorizer.
 type OAuthClient struct {
@@ -28,8 +29,6 @@ type OAuthClient struct {
 	HTTPClient *http.Client
 }
 
-var _ Strava = (*OAuthClient)(nil)
-
 func (c *OAuthClient) ctx(ctx context.Context) context.Context {
 	if c.HTTPClient == nil {
 		return ctx
@@ -37,28 +36,29 @@ func (c *OAuthClient) ctx(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oauth2.HTTPClient, c.HTTPClient)
 }
 
-// AuthCodeURL implements Strava.
+// AuthCodeURL is Strava's authorize URL carrying state.
 func (c *OAuthClient) AuthCodeURL(state string) string { return c.Config.AuthCodeURL(state) }
 
-// Exchange implements Strava; a refused code matches model.ErrUnauthorized.
+// Exchange trades an authorization code for a token; a refused code matches model.ErrUnauthorized.
 func (c *OAuthClient) Exchange(ctx context.Context, code string) (*oauth2.Token, error) {
 	tok, err := c.Config.Exchange(c.ctx(ctx), code)
 	if err != nil {
-		return nil, fmt.Errorf("exchange strava code: %w", classify(err))
+		return nil, fmt.Errorf("exchange strava code: %w", classifyTokenError(err))
 	}
 	return tok, nil
 }
 
-// Refresh implements Strava.
+// Refresh trades a refresh token for a new one; a refused one matches
+// model.ErrUnauthorized.
 func (c *OAuthClient) Refresh(ctx context.Context, refreshToken string) (*oauth2.Token, error) {
 	tok, err := c.Config.TokenSource(c.ctx(ctx), &oauth2.Token{RefreshToken: refreshToken}).Token()
 	if err != nil {
-		return nil, fmt.Errorf("refresh strava token: %w", classify(err))
+		return nil, fmt.Errorf("refresh strava token: %w", classifyTokenError(err))
 	}
 	return tok, nil
 }
 
-// Deauthorize implements Strava.
+// Deauthorize revokes the grant of accessToken (through Deauthorizer).
 func (c *OAuthClient) Deauthorize(ctx context.Context, accessToken string) error {
 	if c.Deauthorizer == nil {
 		return fmt.Errorf("deauthorize: no Strava client configured: %w", model.ErrInvalid)
@@ -66,9 +66,9 @@ func (c *OAuthClient) Deauthorize(ctx context.Context, accessToken string) error
 	return c.Deauthorizer.Deauthorize(ctx, accessToken)
 }
 
-// classify maps an oauth2 failure onto model's vocabulary: 400/401 from the
+// classifyTokenError maps an oauth2 failure onto model's vocabulary: 400/401 from the
 // token endpoint means the grant is gone, 429 and 5xx are worth retrying.
-func classify(err error) error {
+func classifyTokenError(err error) error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.Response != nil {
 		switch s := re.Response.StatusCode; {

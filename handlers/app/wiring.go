@@ -1,0 +1,130 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// SyncSettingsFrom are the backfill and reconciliation settings of cfg
+// (CC_SYNC_*, CC_RECONCILE_*): the one mapping the worker, the sweeper,
+// `make syncs` and the local stack share.
+func SyncSettingsFrom(cfg config.Config) syncjobs.SyncSettings {
+	return syncjobs.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
+}
+
+// The DynamoDB store implements every persistence port of ingestion and
+// the refresher's; Strava's REST client and the refresher, the Strava ports.
+var (
+	_ intake.IdempotencyStore     = (*store.Store)(nil)
+	_ handoff.OutboxStore         = (*store.Store)(nil)
+	_ outbox.Store                = (*store.Store)(nil)
+	_ fetch.Store                 = (*store.Store)(nil)
+	_ fetch.RevocationStore       = (*store.Store)(nil)
+	_ syncjobs.SyncStore          = (*store.Store)(nil)
+	_ syncjobs.SyncSchedulerStore = (*store.Store)(nil)
+	_ strava.TokenStore           = (*store.Store)(nil)
+	_ fetch.TokenProvider         = (*strava.Refresher)(nil)
+	_ fetch.TokenSource           = (*strava.Refresher)(nil)
+	_ syncjobs.TokenProvider      = (*strava.Refresher)(nil)
+	_ fetch.ActivityFetcher       = (*strava.Client)(nil)
+	_ syncjobs.ActivityLister     = (*strava.Client)(nil)
+	_ handoff.LambdaInvoker       = (*lambda.Client)(nil)
+	_ ingest.Dispatcher           = (*handoff.Queue)(nil)
+	_ ingest.Dispatcher           = (*handoff.LambdaDispatcher)(nil)
+	_ outbox.Processor            = (*Worker)(nil)
+	_ outbox.Processor            = (*syncjobs.Syncer)(nil)
+	_ outbox.Processor            = (*fetch.Fetcher)(nil)
+)
+
+// StravaSettings locate Strava (or the simulator) and the API application.
+type StravaSettings struct {
+	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
+	// (CC_ATHLETE_READS_PER_WINDOW; 0: no cap).
+	AthleteReadsPerWindow int
+	// RateWindow is Strava's short rate-limit window (CC_STRAVA_WINDOW; 0:
+	// 15 minutes) and RetryBase the first backoff after a failure
+	// (CC_RETRY_BASE; 0: outbox.DefaultRetryBase).
+	RateWindow, RetryBase time.Duration
+	// BaseURL hangs /oauth/* and /api/v3/* (STRAVA_BASE_URL).
+	BaseURL      string
+	ClientID     string
+	ClientSecret string
+	// HTTPClient carries every Strava call (nil: strava.DefaultTimeout).
+	HTTPClient *http.Client
+	// Sync shapes backfill and reconciliation jobs (CC_SYNC_*,
+	// CC_RECONCILE_*; defaults when zero).
+	Sync syncjobs.SyncSettings
+}
+
+// Worker is the worker Lambda's service: the outbox runner (Run, Handle)
+// over the fetcher, which takes event jobs, and the syncer, which takes sync
+// jobs (nil: they are refused as poison).
+type Worker struct {
+	Runner *outbox.Runner
+	Fetch  *fetch.Fetcher
+	Sync   *syncjobs.Syncer
+}
+
+// Run runs job and settles its outbox item (outbox.Runner.Run): a local
+// queue's ProcessFunc.
+func (w *Worker) Run(ctx context.Context, job ingest.Job) error { return w.Runner.Run(ctx, job) }
+
+// Handle is the worker Lambda's entry point (outbox.Runner.Handle).
+func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
+	return w.Runner.Handle(ctx, raw)
+}
+
+// NewWorker wires a Worker without a syncer over st, tokens and fetcher.
+func NewWorker(st *store.Store, tokens fetch.TokenProvider, fetcher fetch.ActivityFetcher, log *slog.Logger) *Worker {
+	w := &Worker{Fetch: fetch.NewFetcher(st, st, tokens, fetcher, log)}
+	w.Runner = outbox.NewRunner(st, w, log)
+	return w
+}
+
+// Process routes job to the fetcher or the syncer (outbox.Route).
+func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
+	var syncs outbox.Processor
+	if w.Sync != nil {
+		syncs = w.Sync
+	}
+	return outbox.Route(w.Fetch, syncs).Process(ctx, job)
+}
+
+// SetClock sets the clock of the runner and the fetcher (tests).
+func (w *Worker) SetClock(now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }
+
+// NewStravaWorker wires a Worker over the store: a Strava REST client, an
+// oauth2 token refresher that persists rotated tokens in st, and a syncer
+// that shares the fetcher's rate-limit cache. It is what the worker Lambda
+// and the local stack run.
+func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worker {
+	client := strava.NewClient(s.BaseURL, s.HTTPClient)
+	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
+	w := NewWorker(st, refresher, client, log)
+	w.Fetch.AthleteReadsPerWindow = s.AthleteReadsPerWindow
+	if s.RateWindow > 0 {
+		w.Fetch.RateWindow = s.RateWindow
+	}
+	if s.RetryBase > 0 {
+		w.Runner.RetryBase = s.RetryBase
+	}
+	w.Sync = syncjobs.NewSyncer(st, refresher, client, log)
+	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.RateWindow, w.Runner.MaxFailures
+	w.Sync.Rate = w.Fetch.Rate // one rate-limit cache per instance
+	return w
+}

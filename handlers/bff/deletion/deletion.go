@@ -1,0 +1,277 @@
+// Package deletion deletes an account: everything CommitCollect holds about
+// a user, in steps that can each run again, so a deletion stopped at any
+// step is finished by running it again. handlers/bff serves it as
+// DELETE /v1/me.
+//
+// Account deletion runs these steps, each idempotent, and can be re-run with
+// the same cookie after a stop at any of them: deauthorize (Strava,
+// refreshing an expired token first; already revoked counts as done; if
+// Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
+// deleted, kept 90 days: from now on every writer in flight, the worker's
+// workout writes, the sync state and milestone creation, checks it
+// after its write and removes what it wrote, so nothing written for the user
+// outlives the deletion) → connection (connection, then the owner mapping
+// only if it still points at this user) → user_data (workouts, milestones,
+// awards, everything else in USER#{id}, batches of 25) → parked (the user's
+// PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId
+// when they name no user: a filtered Query of those small partitions) →
+// audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
+// (plus a final sweep of the partition) → sessions (the caller's own last,
+// pointer first).
+package deletion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// The steps of account deletion, in order. Each is idempotent; the order
+// keeps the deletion re-runnable after a stop at any point: Strava access is
+// revoked while the tokens still exist, the user guard is marked deleted
+// before any data goes (from then on every writer in flight removes what it
+// writes: the worker's workout writes, the sync state, milestones),
+// ingestion is cut off (connection, then the athlete mapping)
+// before the data goes, the user's parked records go with the data, the
+// profile goes after the data, and the sessions (the caller's own last,
+// pointer first) go at the very end so the same cookie can re-run a deletion
+// that stopped.
+const (
+	StepDeauthorize = "deauthorize"
+	StepGuard       = "guard"
+	StepConnection  = "connection"
+	StepUserData    = "user_data"
+	StepParked      = "parked"
+	StepAudit       = "audit"
+	StepProfile     = "profile"
+	StepSessions    = "sessions"
+)
+
+// Steps lists the account-deletion steps in the order they run.
+var Steps = []string{StepDeauthorize, StepGuard, StepConnection, StepUserData, StepParked, StepAudit, StepProfile, StepSessions}
+
+// Store is what the steps remove, and the deletion's audit entry.
+type Store interface {
+	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
+	Delete(ctx context.Context, table string, k model.Key) error
+	Tables() store.Tables
+	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
+	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
+	DeleteUserSessions(ctx context.Context, userID, keep string) error
+	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+// Accounts reads the user's profile and Strava connection, and saves a
+// connection's tokens refreshed to revoke the grant.
+type Accounts interface {
+	Profile(ctx context.Context, userID string) (model.Profile, error)
+	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
+}
+
+// Strava revokes the application's access to the athlete's account.
+type Strava interface {
+	// Refresh trades a refresh token for a new token; an error matching
+	// model.ErrUnauthorized when Strava refuses it (access already revoked).
+	Refresh(ctx context.Context, refreshToken string) (*oauth2.Token, error)
+	// Deauthorize revokes the grant of accessToken; an error matching
+	// model.ErrUnauthorized when the token is not valid any more.
+	Deauthorize(ctx context.Context, accessToken string) error
+}
+
+// Report says how far a deletion got.
+type Report struct {
+	// Status is "deleted" when every step finished, "incomplete" otherwise.
+	Status    string
+	Completed []string
+	// StoppedAt is the step that failed; running the deletion again
+	// resumes safely from the start.
+	StoppedAt string
+}
+
+// Deleter runs account deletions. It is safe for concurrent use.
+type Deleter struct {
+	st       Store
+	accounts Accounts
+	strava   Strava
+	log      *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// AfterStep, when set (tests), runs after each step; an error stops the
+	// deletion there, as a crash would.
+	AfterStep func(step string) error
+}
+
+// New returns a Deleter over st, accounts and Strava.
+func New(st Store, accounts Accounts, s Strava, log *slog.Logger) *Deleter {
+	return &Deleter{st: st, accounts: accounts, strava: s, log: log, Now: time.Now}
+}
+
+// Delete deletes everything CommitCollect holds about userID: it revokes
+// Strava access, marks the user deleted (the user guard: a write in flight
+// that lands afterwards removes itself, so the deletion is final), then
+// deletes the Strava connection, the athlete mapping (only if it still
+// points at userID), workouts, milestones, awards and any other item of the
+// user's partition, the user's parked records, writes an ACCOUNT_DELETED
+// audit entry (the audit trail itself is kept for its 90-day TTL), deletes
+// the profile, and finally every session (sessionID, the caller's own,
+// last). It never touches another user's items. It is idempotent: running
+// it again after a stop at any step finishes the job. It returns the report
+// and the error of the step that stopped it (nil when done).
+func (d *Deleter) Delete(ctx context.Context, userID, sessionID, correlationID string) (Report, error) {
+	r := &run{d: d, log: d.log.With("userId", userID, "correlationId", correlationID),
+		userID: userID, sessionID: sessionID, correlationID: correlationID}
+	rep := Report{Completed: []string{}}
+	if p, err := d.accounts.Profile(ctx, userID); err == nil {
+		r.athleteID = p.AthleteID
+	} else if !errors.Is(err, model.ErrNotFound) {
+		return stopped(rep, StepDeauthorize, err)
+	}
+	for _, s := range r.steps() {
+		if err := s.run(ctx); err != nil {
+			r.log.WarnContext(ctx, "account deletion stopped", "step", s.name, "error", err)
+			return stopped(rep, s.name, err)
+		}
+		if d.AfterStep != nil {
+			if err := d.AfterStep(s.name); err != nil {
+				return stopped(rep, s.name, err)
+			}
+		}
+		rep.Completed = append(rep.Completed, s.name)
+	}
+	rep.Status = "deleted"
+	r.log.InfoContext(ctx, "account deleted")
+	return rep, nil
+}
+
+func stopped(rep Report, step string, err error) (Report, error) {
+	rep.Status, rep.StoppedAt = "incomplete", step
+	return rep, fmt.Errorf("delete account, step %s: %w", step, err)
+}
+
+// run is one run of a deletion: its steps in order, each safe to run again.
+type run struct {
+	d                                *Deleter
+	log                              *slog.Logger
+	userID, sessionID, correlationID string
+	// athleteID is the Strava athlete of the profile, or of the connection
+	// when the profile is gone (0: neither is left).
+	athleteID int64
+}
+
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+func (r *run) steps() []step {
+	st := r.d.st
+	return []step{
+		{StepDeauthorize, r.deauthorize},
+		{StepGuard, func(ctx context.Context) error { return st.MarkUserDeleted(ctx, r.userID, r.d.Now()) }},
+		{StepConnection, r.connection},
+		{StepUserData, func(ctx context.Context) error {
+			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p model.ParsedKey) bool {
+				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
+			})
+			return err
+		}},
+		{StepParked, func(ctx context.Context) error {
+			_, err := st.DeleteUserParked(ctx, r.userID, r.athleteID)
+			return err
+		}},
+		{StepAudit, func(ctx context.Context) error {
+			st.Audit(ctx, r.log, model.NewAuditEntry(model.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
+				model.NewID(), r.d.Now().UTC(), map[string]string{"athleteId": strconv.FormatInt(r.athleteID, 10)}))
+			return nil
+		}},
+		{StepProfile, func(ctx context.Context) error {
+			// Also sweeps anything written since the data step (a worker in flight).
+			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p model.ParsedKey) bool { return p.Kind == model.KindUserSession })
+			return err
+		}},
+		{StepSessions, r.sessions},
+	}
+}
+
+// deauthorize revokes the grant at Strava, if a connection is left.
+func (r *run) deauthorize(ctx context.Context) error {
+	c, err := r.d.accounts.StravaConnection(ctx, r.userID)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil // already removed (a re-run, or Strava deauthorized us)
+	}
+	if err != nil {
+		return err
+	}
+	if r.athleteID == 0 {
+		r.athleteID = c.AthleteID
+	}
+	return r.d.revoke(ctx, r.log, c)
+}
+
+// connection deletes the connection and the athlete's owner mapping.
+func (r *run) connection(ctx context.Context) error {
+	st := r.d.st
+	if err := st.Delete(ctx, st.Tables().Main, model.StravaConnectionKey(r.userID)); err != nil {
+		return err
+	}
+	if r.athleteID == 0 {
+		return nil // no profile and no connection: the mapping went with them
+	}
+	return st.DeleteAthleteOwnerOf(ctx, r.athleteID, r.userID)
+}
+
+// sessions deletes the user's sessions, the caller's pointer last.
+func (r *run) sessions(ctx context.Context) error {
+	if err := r.d.st.DeleteUserSessions(ctx, r.userID, r.sessionID); err != nil {
+		return err
+	}
+	if r.sessionID == "" {
+		return nil
+	}
+	return r.d.st.DeleteSessionPointerFirst(ctx, r.userID, r.sessionID)
+}
+
+// revoke revokes the app's Strava access with a valid access token,
+// refreshing (and persisting the rotated token) when the stored one has
+// expired. Access that is already revoked counts as done.
+func (d *Deleter) revoke(ctx context.Context, log *slog.Logger, c *model.StravaConnection) error {
+	token := c.AccessToken
+	if !c.ExpiresAtUtc.After(d.Now().Add(time.Minute)) {
+		tok, err := d.strava.Refresh(ctx, c.RefreshToken)
+		if errors.Is(err, model.ErrUnauthorized) {
+			log.InfoContext(ctx, "strava refresh refused: access already revoked", "athleteId", c.AthleteID)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("refresh before deauthorize: %w", err)
+		}
+		c.AccessToken, c.ExpiresAtUtc, c.UpdatedAtUtc = tok.AccessToken, tok.Expiry.UTC(), d.Now().UTC()
+		if tok.RefreshToken != "" {
+			c.RefreshToken = tok.RefreshToken
+		}
+		if err := d.accounts.SaveLoginTokens(ctx, c); err != nil {
+			return fmt.Errorf("persist refreshed token: %w", err)
+		}
+		token = tok.AccessToken
+	}
+	err := d.strava.Deauthorize(ctx, token)
+	if errors.Is(err, model.ErrUnauthorized) {
+		log.InfoContext(ctx, "strava deauthorize: access already revoked", "athleteId", c.AthleteID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deauthorize athlete %d: %w", c.AthleteID, err)
+	}
+	return nil
+}

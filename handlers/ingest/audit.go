@@ -1,0 +1,62 @@
+package ingest
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+)
+
+// Audit event types of sync jobs.
+const (
+	// AuditSyncPage records one listed page: what was written, unchanged,
+	// dropped as stale and rejected (details writtenIds lists the writes;
+	// recoveredIds the writes of an earlier run of the page that stopped
+	// before recording it).
+	AuditSyncPage = "STRAVA_SYNC_PAGE"
+	// AuditSyncCompleted records a finished backfill or reconciliation.
+	AuditSyncCompleted = "STRAVA_SYNC_COMPLETED"
+)
+
+// Audit event types written by the ingestion path.
+const (
+	AuditActivityCreate     = "STRAVA_ACTIVITY_CREATE"
+	AuditActivityUpdate     = "STRAVA_ACTIVITY_UPDATE"
+	AuditActivityDelete     = "STRAVA_ACTIVITY_DELETE"
+	AuditAthleteDeauthorize = "STRAVA_ATHLETE_DEAUTHORIZED"
+	AuditDeauthStale        = "STRAVA_DEAUTH_STALE"
+	AuditDeauthUnconfirmed  = "STRAVA_DEAUTH_UNCONFIRMED"
+	AuditAthleteNotLinked   = "STRAVA_ATHLETE_NOT_LINKED"
+	AuditNeedsReauth        = "STRAVA_CONNECTION_NEEDS_REAUTH"
+	AuditEventRejected      = "STRAVA_EVENT_REJECTED"
+)
+
+// AuditEntry is the audit entry of eventType about job (subject subjectPK,
+// user userID when known), its details completed with the event's athlete,
+// object and aspect types. An activity's create, update and delete entries
+// are routine (one per event: no index keys).
+func AuditEntry(subjectPK, userID, eventType string, job Job, details map[string]string, now time.Time) *model.AuditEntry {
+	if details == nil {
+		details = map[string]string{}
+	}
+	details["athleteId"] = strconv.FormatInt(job.Event.OwnerID, 10)
+	details["objectType"] = job.Event.ObjectType
+	details["aspectType"] = job.Event.AspectType
+	newEntry := model.NewAuditEntry
+	if eventType == AuditActivityCreate || eventType == AuditActivityUpdate || eventType == AuditActivityDelete {
+		newEntry = model.NewRoutineAuditEntry
+	}
+	return newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), now, details)
+}
+
+// JobLog is log with the job's correlation id, event type, athlete and, for
+// an activity, the activity id.
+func JobLog(log *slog.Logger, job Job) *slog.Logger {
+	l := log.With("correlationId", job.CorrelationID, "eventType", job.Event.ObjectType+"."+job.Event.AspectType,
+		"athleteId", job.Event.OwnerID)
+	if job.Event.ObjectType == ObjectActivity {
+		l = l.With("activityId", job.Event.ObjectID)
+	}
+	return l
+}

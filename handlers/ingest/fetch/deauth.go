@@ -1,0 +1,160 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// deauthorize handles a deauthorization event of userID's athlete (see the
+// notes atop fetcher.go, step 2): an event older than the connection's
+// grant is stale; otherwise Strava must confirm that the grant is revoked
+// (confirmRevoked) before anything is removed; a confirmed revocation
+// deletes the connection and records the revocation in the user guard (one
+// transaction; the owner mapping stays), then schedules every Strava workout
+// for deletion (expireWorkouts). Until that loop has finished the job fails
+// (retryable) and its outbox item stays pending; a retry finds the
+// connection gone and the guard holding this event's revocation, and
+// resumes the loop.
+func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
+	revokedAt := time.Unix(job.Event.EventTime, 0).UTC()
+	conn, err := w.revoked.StravaConnectionGrant(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return w.resumeDeauthorization(ctx, log, job, userID, revokedAt)
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	// event_time has second resolution: an event of the grant's own second
+	// may be newer and goes on to Strava's confirmation.
+	if granted := conn.GrantTime().UTC(); revokedAt.Before(granted.Truncate(time.Second)) {
+		log.InfoContext(ctx, "deauthorization older than the connection's grant; dropped", "writeStatus", "stale",
+			"eventTimeUtc", revokedAt.Format(time.RFC3339), "grantedAtUtc", granted.Format(time.RFC3339Nano))
+		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditDeauthStale, job, map[string]string{
+			"eventTimeUtc": revokedAt.Format(time.RFC3339), "grantedAtUtc": granted.Format(time.RFC3339Nano)})
+		return nil
+	}
+	how, err := w.confirmRevoked(ctx, log, job, userID)
+	if err != nil {
+		return err
+	}
+	if how == "" {
+		log.WarnContext(ctx, "deauthorization not confirmed: strava still honours the grant; nothing removed", "writeStatus", "unconfirmed")
+		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditDeauthUnconfirmed, job, map[string]string{
+			"eventTimeUtc": revokedAt.Format(time.RFC3339), "reason": "strava answered the grant's authenticated call"})
+		return nil
+	}
+	now := w.Now()
+	expires := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
+	if err := w.revoked.RevokeStravaConnection(ctx, conn, revokedAt, expires, now); err != nil {
+		if errors.Is(err, model.ErrConflict) {
+			// A login (new grant) or another run moved the connection since
+			// it was read: the retry judges the event again.
+			return fmt.Errorf("process %s: connection changed during the deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+		}
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete deauthorization confirmed; tokens removed", "writeStatus", "deauthorized", "confirmedBy", how)
+	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteDeauthorize, job, map[string]string{
+		"confirmedBy": how, "eventTimeUtc": revokedAt.Format(time.RFC3339), "expiresAtUtc": expires.Format(time.RFC3339),
+	})
+	return w.expireWorkouts(ctx, log, job, userID, revokedAt, expires)
+}
+
+// resumeDeauthorization handles a deauthorization whose user has no
+// connection: when the guard holds this event's revocation, a previous run
+// confirmed it and its expiry loop may be unfinished, so the loop runs
+// again; otherwise there is nothing to deauthorize.
+func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
+	g, err := w.revoked.UserGuard(ctx, userID)
+	switch {
+	case err == nil && g.Revoked() && g.StravaRevokedAtUtc.Equal(revokedAt):
+		log.InfoContext(ctx, "deauthorization confirmed earlier; resuming its cleanup")
+		return w.expireWorkouts(ctx, log, job, userID, revokedAt, time.Unix(g.StravaDataExpiresAt, 0).UTC())
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete has no strava connection; deauthorization dropped", "writeStatus", "skipped")
+	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+	return nil
+}
+
+// confirmRevoked asks Strava whether the user's grant is revoked, through
+// the shared budget and the athlete's read cap like a fetch: it returns how
+// ("token refresh refused", "strava 401") when it is, "" when Strava still
+// honours the grant, a ingest.DeferError for a spent budget, cap or 429, and a
+// retryable error when Strava cannot say (5xx, transport, any other
+// status): an unconfirmable deauthorization waits, it never destroys.
+func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) (string, error) {
+	if err := w.checkBudget(ctx); err != nil {
+		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
+		return "", fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if err := w.takeAthleteRead(ctx, job); err != nil {
+		return "", err
+	}
+	token, err := w.tokens.AccessToken(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrUnauthorized):
+		// Strava refused the refresh token now, or refused the grant
+		// before (needsReauth is set only on Strava's refusal).
+		return "token refresh refused", nil
+	case errors.Is(err, model.ErrNotFound):
+		return "", fmt.Errorf("process %s: connection removed during the deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+	case err != nil:
+		return "", fmt.Errorf("process %s: confirm deauthorization: %w", job.CorrelationID, err)
+	}
+	_, rl, err := w.strava.GetAthlete(ctx, token)
+	w.observeRate(ctx, log, rl, err)
+	var apiErr *strava.APIError
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:
+		return "strava 401", nil
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+		now := w.Now()
+		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
+		return "", fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
+	}
+	// Anything else cannot confirm: retried, then parked.
+	return "", fmt.Errorf("process %s: confirm deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+}
+
+// expireWorkouts schedules every Strava workout of the user for deletion at
+// expires (idempotent); an error keeps the job pending so a retry finishes
+// it. Afterwards, when a reconnect cleared this revocation meanwhile, it
+// removes the expiry again: the reconnect's own loop may have run before
+// ours set it.
+func (w *Fetcher) expireWorkouts(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt, expires time.Time) error {
+	n, err := w.revoked.ExpireStravaWorkouts(ctx, userID, expires)
+	if err != nil {
+		return fmt.Errorf("process %s: schedule workouts for deletion (%d so far; resumed on retry): %w", job.CorrelationID, n, err)
+	}
+	g, err := w.revoked.UserGuard(ctx, userID)
+	switch {
+	case err == nil && g.Revoked():
+		// Still revoked (by this event, or a newer one with its own loop).
+		log.InfoContext(ctx, "workouts scheduled for deletion", "writeStatus", "deauthorized", "workoutsExpiring", n,
+			"expiresAtUtc", expires.Format(time.RFC3339))
+		return nil
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: re-read guard: %w", job.CorrelationID, err)
+	}
+	m, err := w.revoked.UnexpireStravaWorkouts(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("process %s: cancel expiry after a reconnect: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "athlete reconnected during the cleanup; expiry cancelled", "writeStatus", "reconnected", "workoutsRestored", m,
+		"revokedAtUtc", revokedAt.Format(time.RFC3339))
+	return nil
+}

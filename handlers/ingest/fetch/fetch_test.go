@@ -1,0 +1,246 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// The fetcher's decisions (coalescing, ordering, the budget, Strava's
+// answers) against function-field fakes of its ports, in the style of wtf's
+// mock package: a nil function is a call the test did not expect. The
+// pipeline tests in handlers/ingest run the same paths on DynamoDB Local
+// and the Strava simulator.
+
+type fakeStore struct {
+	t                 *testing.T
+	WorkoutFn         func(activityID int64) (*model.Workout, error)
+	UpsertWorkoutFn   func(w *model.Workout) error
+	MarkHiddenFn      func(activityID int64, reason string, fetchStartedAtNs int64) error
+	MarkNeedsReauthFn func(userID string) error
+	TakeAthleteReadFn func(athleteID int64, limit int) error
+	audits            []string
+}
+
+func (f *fakeStore) ResolveAthlete(context.Context, int64) (string, error) { return "u1", nil }
+
+func (f *fakeStore) Workout(_ context.Context, _ string, activityID int64) (*model.Workout, error) {
+	if f.WorkoutFn == nil {
+		f.t.Fatalf("unexpected Workout(%d)", activityID)
+	}
+	return f.WorkoutFn(activityID)
+}
+
+func (f *fakeStore) UpsertWorkout(_ context.Context, w *model.Workout) error {
+	if f.UpsertWorkoutFn == nil {
+		f.t.Fatalf("unexpected UpsertWorkout(%d)", w.ActivityID)
+	}
+	return f.UpsertWorkoutFn(w)
+}
+
+func (f *fakeStore) MarkWorkoutHidden(_ context.Context, _ string, _, activityID int64, _, reason string, fetchStartedAtNs int64, _ time.Time) error {
+	if f.MarkHiddenFn == nil {
+		f.t.Fatalf("unexpected MarkWorkoutHidden(%d)", activityID)
+	}
+	return f.MarkHiddenFn(activityID, reason, fetchStartedAtNs)
+}
+
+func (f *fakeStore) MarkNeedsReauth(_ context.Context, userID string, _ time.Time) error {
+	if f.MarkNeedsReauthFn == nil {
+		f.t.Fatalf("unexpected MarkNeedsReauth(%s)", userID)
+	}
+	return f.MarkNeedsReauthFn(userID)
+}
+
+func (f *fakeStore) TakeAthleteRead(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit int) error {
+	if f.TakeAthleteReadFn == nil {
+		return nil
+	}
+	return f.TakeAthleteReadFn(athleteID, limit)
+}
+
+func (f *fakeStore) RateLimitState(context.Context) (*model.RateLimitState, error) {
+	return nil, model.ErrNotFound
+}
+
+func (f *fakeStore) RecordRateLimit(context.Context, *model.RateLimitState) error { return nil }
+
+func (f *fakeStore) Audit(_ context.Context, _ *slog.Logger, e *model.AuditEntry) {
+	f.audits = append(f.audits, e.EventType)
+}
+
+// noRevocations fails the test on any call: activity events never touch a
+// grant.
+type noRevocations struct{ fetch.RevocationStore }
+
+type tokens func(ctx context.Context, userID string) (string, error)
+
+func (t tokens) AccessToken(ctx context.Context, userID string) (string, error) {
+	return t(ctx, userID)
+}
+
+type fakeStrava struct {
+	calls         int
+	GetActivityFn func(id int64) (strava.Activity, error)
+}
+
+func (s *fakeStrava) GetActivity(_ context.Context, _ string, id int64) (strava.Activity, strava.RateLimit, error) {
+	s.calls++
+	a, err := s.GetActivityFn(id)
+	return a, strava.RateLimit{}, err
+}
+
+func (s *fakeStrava) GetAthlete(context.Context, string) (strava.Athlete, strava.RateLimit, error) {
+	return strava.Athlete{}, strava.RateLimit{}, errors.New("unexpected GetAthlete")
+}
+
+var (
+	now      = time.Date(2026, 3, 1, 12, 7, 0, 0, time.UTC)
+	received = now.Add(-time.Minute)
+)
+
+func newFetcher(t *testing.T, st *fakeStore, s *fakeStrava) *fetch.Fetcher {
+	f := fetch.NewFetcher(st, noRevocations{}, tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.Now = func() time.Time { return now }
+	return f
+}
+
+func event(aspect string) ingest.Job {
+	return ingest.Job{CorrelationID: "c1", ReceivedAtUtc: received,
+		Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 7, AspectType: aspect, OwnerID: 9, EventTime: received.Unix()}}
+}
+
+func run(a strava.Activity) func(int64) (strava.Activity, error) {
+	return func(int64) (strava.Activity, error) { return a, nil }
+}
+
+var run5k = strava.Activity{ID: 7, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run", Distance: 5000, MovingTime: 1500,
+	StartDate: now.Add(-2 * time.Hour)}
+
+func TestAnUpdateFetchedAfterItsReceiptIsNotFetchedAgain(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, WorkoutFn: func(int64) (*model.Workout, error) {
+		return &model.Workout{ActivityID: 7, FetchStartedAtNs: received.Add(time.Second).UnixNano()}, nil
+	}}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectUpdate)); err != nil || s.calls != 0 {
+		t.Fatalf("got %v after %d fetches; want nil without a fetch (coalesced)", err, s.calls)
+	}
+}
+
+func TestAnUpdateFetchedBeforeItsReceiptIsFetchedAndWrittenInFetchOrder(t *testing.T) {
+	t.Parallel()
+	var written *model.Workout
+	st := &fakeStore{t: t,
+		WorkoutFn: func(int64) (*model.Workout, error) {
+			return &model.Workout{ActivityID: 7, FetchStartedAtNs: received.Add(-time.Second).UnixNano()}, nil
+		},
+		UpsertWorkoutFn: func(w *model.Workout) error { written = w; return nil },
+	}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectUpdate)); err != nil {
+		t.Fatal(err)
+	}
+	if s.calls != 1 || written == nil || written.FetchStartedAtNs != now.UnixNano() || written.DistanceMeters != 5000 {
+		t.Fatalf("%d fetches, wrote %+v; want one fetch written with its fetch start", s.calls, written)
+	}
+	if len(st.audits) != 1 || st.audits[0] != ingest.AuditActivityUpdate {
+		t.Fatalf("audits %v, want one update", st.audits)
+	}
+}
+
+func TestACreateSkipsTheCoalescingRead(t *testing.T) {
+	t.Parallel()
+	writes := 0
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { writes++; return nil }} // no WorkoutFn: a read fails the test
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate)); err != nil || writes != 1 {
+		t.Fatalf("got %v, %d writes; want one write without a stored read", err, writes)
+	}
+}
+
+func TestA404HidesTheWorkoutWithItsFetchStart(t *testing.T) {
+	t.Parallel()
+	var reason string
+	var at int64
+	st := &fakeStore{t: t,
+		WorkoutFn:    func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
+		MarkHiddenFn: func(_ int64, r string, ns int64) error { reason, at = r, ns; return nil },
+	}
+	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) {
+		return strava.Activity{}, fmt.Errorf("strava 404: %w", model.ErrNotFound)
+	}}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectDelete)); err != nil {
+		t.Fatal(err)
+	}
+	if reason != model.WorkoutHiddenOrDeleted || at != now.UnixNano() {
+		t.Fatalf("hidden with %q at %d; want %q at the fetch start", reason, at, model.WorkoutHiddenOrDeleted)
+	}
+}
+
+func TestADeleteStravaStillServesIsWrittenNotDeleted(t *testing.T) {
+	t.Parallel()
+	writes := 0
+	st := &fakeStore{t: t,
+		WorkoutFn:       func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
+		UpsertWorkoutFn: func(*model.Workout) error { writes++; return nil },
+	}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectDelete)); err != nil || writes != 1 {
+		t.Fatalf("got %v, %d writes; want the live activity written", err, writes)
+	}
+}
+
+func TestAnAthleteAtItsReadCapWaitsWithoutAFetch(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, TakeAthleteReadFn: func(int64, int) error { return model.ErrConflict }}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate))
+	var de *ingest.DeferError
+	if !errors.As(err, &de) || s.calls != 0 || !de.Until.Equal(now.Truncate(15*time.Minute).Add(15*time.Minute)) {
+		t.Fatalf("got %v after %d fetches; want a deferral to the next window, no fetch", err, s.calls)
+	}
+}
+
+func TestStravas429DefersTheJob(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t}
+	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) {
+		return strava.Activity{}, &strava.APIError{Status: http.StatusTooManyRequests}
+	}}
+	var de *ingest.DeferError
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate)); !errors.As(err, &de) {
+		t.Fatalf("got %v, want a deferral", err)
+	}
+}
+
+func TestAnOlderAnswerIsDroppedQuietly(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return fmt.Errorf("stored fetch is newer: %w", model.ErrConflict) }}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate)); err != nil || len(st.audits) != 0 {
+		t.Fatalf("got %v, audits %v; want nil and no audit (the newer answer stands)", err, st.audits)
+	}
+}
+
+func TestAnotherAthletesActivityIsPoison(t *testing.T) {
+	t.Parallel()
+	other := run5k
+	other.Athlete.ID = 10
+	st := &fakeStore{t: t}
+	s := &fakeStrava{GetActivityFn: run(other)}
+	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate)); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid (nothing written)", err)
+	}
+}

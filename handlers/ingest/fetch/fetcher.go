@@ -1,0 +1,453 @@
+// Package fetch runs an event's job (create, update, delete of an activity,
+// an athlete's deauthorization): it resolves the athlete's user, spends the
+// Strava budget and the athlete's read cap, gets a token and asks Strava,
+// and writes what Strava answers, ordered by the fetch's start. A webhook is
+// unsigned: an event is a reason to ask, never proof. The steps and their
+// errors are described at the top of fetcher.go; tokens and the warm
+// instance's caches in cache.go.
+package fetch
+
+// The steps of an event's job (handlers/worker, input = the Job JSON):
+//
+//  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
+//     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
+//     the athlete's partition) and drop.
+//  2. Deauthorization (object_type athlete, updates.authorized "false"). The
+//     webhook is unsigned, so the event is a reason to ask, never proof:
+//     an event whose event_time (second resolution) is before the
+//     connection's grant (grantedAtUtc, set by every login and left by
+//     refreshes; updatedAtUtc for items written before it) is stale: audit
+//     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
+//     fail at Strava, through the shared budget and the athlete's read cap
+//     like a fetch: a refresh refused (invalid grant, or needsReauth already
+//     set by Strava's refusal) or GET /api/v3/athlete answering 401 confirms;
+//     200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing removed; 429,
+//     spent budget, cap → deferred; 5xx, transport, any other status →
+//     retried, then parked: an unconfirmable deauthorization waits, it never
+//     destroys. Confirmed → one transaction deletes the connection (only if
+//     its tokenVersion and grant have not moved: a reconnect racing in wins;
+//     a refused condition is retried and judged again) and sets the user
+//     guard's revocation (stravaRevokedAtUtc = event time,
+//     stravaDataExpiresAt = now + 30 days); the owner mapping stays, so a
+//     reconnect reattaches the same user (handlers/bff). Audit
+//     STRAVA_ATHLETE_DEAUTHORIZED. Then every WORKOUT#STRAVA#… item gets that
+//     expiresAt (DynamoDB TTL deletes them, per Strava's terms; the REMOVE
+//     records re-project the milestones). The job fails, and its outbox item
+//     stays pending, until that loop has finished: a retry finds the
+//     connection gone and the guard holding the same event time, and resumes.
+//     A workout written after the revocation (a fetch or sync page in
+//     flight) gets the expiry from its guard check, and no write removes a
+//     pending expiry. When a reconnect cleared the revocation during the
+//     loop, the loop removes the expiry again.
+//  3. delete events are confirmed by a fetch, never applied as they come
+//     (a webhook is unsigned, and athlete and activity ids are public): they
+//     take step 4 like create and update events (budget, athlete cap,
+//     token, GET, ordering), and Strava's answer decides. 200 → the
+//     activity is alive; what Strava says is written (audit
+//     STRAVA_ACTIVITY_UPDATE with reason "delete event not confirmed:
+//     strava serves the activity"). 404 → the workout is marked (step 5).
+//     Any other answer cannot confirm it, so it destroys nothing: 401 →
+//     needsReauth, 429 / spent budget / athlete cap → deferred, 5xx /
+//     transport → retried and eventually parked; an unconfirmable delete
+//     waits (or is parked for `make redrive`) and the workout stays as it
+//     is. A forged delete thus costs one read of the athlete's cap.
+//  4. Fetch: check the shared rate-limit item, get a valid token, GET
+//     /api/v3/activities/{id}, map (sport_type → sportType, distance,
+//     total_elevation_gain, moving_time, start_date, name only — never the raw
+//     payload) and upsert the full item with createdAtUtc kept via
+//     if_not_exists. The item carries fetchStartedAtNs and the upsert is
+//     conditioned on it being newer than the stored one (and on nothing
+//     else): an older answer is dropped (logged writeStatus=stale), a newer
+//     one also revives a tombstone (isDeleted false, deletedAtUtc and
+//     deletedReason removed), including a legacy tombstone that has no
+//     fetchStartedAtNs. Before fetching, a job whose workout was fetched
+//     after the job's receipt is done without a fetch (a stored tombstone
+//     alone never stops a fetch: the activity may be public again), and the
+//     athlete's read counter (STRAVA#ATHLETE#{id}/READS#{window}) must have
+//     room (CC_ATHLETE_READS_PER_WINDOW). A workout beyond physical bounds
+//     (model/bounds.go) is rejected at normalization. Audit
+//     STRAVA_ACTIVITY_CREATE / _UPDATE.
+//  5. Errors: 404 (to any event) → the workout is marked isDeleted with
+//     deletedReason "hidden-or-deleted" (Strava answers 404 for a deleted
+//     activity and for one made private alike) and the fetch's
+//     fetchStartedAtNs, a tombstone when it was never written; the write
+//     is ordered like the upsert (refused when an answer fetched later is
+//     stored), so the newest fetch wins both ways and a 404 that overtook
+//     its create's write still wins over that older fetch; audit
+//     STRAVA_ACTIVITY_DELETE with that reason. 401 → connection
+//     needsReauth = true, audit STRAVA_CONNECTION_NEEDS_REAUTH, dropped
+//     (no retry storm; a flagged
+//     connection makes no more Strava calls until the athlete reconnects);
+//     429, spent budget, athlete cap → deferred to the window reset (not a
+//     failure); 5xx / transport / DynamoDB failures → retried through the
+//     outbox with backoff (CC_RETRY_BASE first), parked after DefaultMaxFailures (6);
+//     invalid data (model.ErrInvalid) → audit STRAVA_EVENT_REJECTED, parked.
+//     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
+//     never fail ingestion.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// Store is what fetching an activity reads and writes (model/store.Store).
+type Store interface {
+	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
+	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
+	// Workout reads the stored workout; ErrNotFound when there is none.
+	Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error)
+	// UpsertWorkout writes the full workout keeping createdAtUtc, ordered
+	// by its FetchStartedAtNs (a newer answer also revives a tombstone);
+	// ErrConflict when an answer fetched later is stored.
+	UpsertWorkout(ctx context.Context, w *model.Workout) error
+	// MarkWorkoutHidden records a 404 answered to the fetch started at
+	// fetchStartedAtNs (isDeleted with reason; a tombstone if needed),
+	// ordered like UpsertWorkout; ErrConflict when an answer fetched later
+	// is stored.
+	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
+	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
+	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
+	// TakeAthleteRead counts one Strava read for the athlete in the window
+	// (of length windowLen) containing now; ErrConflict when limit reads
+	// were already counted.
+	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
+	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
+	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
+	// RecordRateLimit stores a reading unless a newer one is stored.
+	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+// RevocationStore is what a confirmed deauthorization changes: the grant,
+// the user guard and the athlete's workouts (model/store.Store).
+type RevocationStore interface {
+	// StravaConnectionGrant reads the user's connection with its tokens
+	// left sealed; ErrNotFound when there is none.
+	StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error)
+	// RevokeStravaConnection deletes the connection if it is still grant c
+	// and records the revocation in the user guard, in one transaction;
+	// ErrConflict when the connection moved or is gone.
+	RevokeStravaConnection(ctx context.Context, c *model.StravaConnection, revokedAt, dataExpiresAt, now time.Time) error
+	// ExpireStravaWorkouts sets expiresAt on every Strava workout of the
+	// user (idempotent, resumable).
+	ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error)
+	// UnexpireStravaWorkouts removes expiresAt from every Strava workout of
+	// the user (idempotent, resumable).
+	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
+	// UserGuard reads the user's guard; ErrNotFound when there is none.
+	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
+}
+
+// TokenProvider hands out valid access tokens (strava.Refresher).
+type TokenProvider interface {
+	// AccessToken returns a valid token; ErrUnauthorized when the athlete
+	// must reconnect, ErrNotFound without a connection.
+	AccessToken(ctx context.Context, userID string) (string, error)
+}
+
+// ActivityFetcher reads from Strava (strava.Client): one activity, and the
+// token's athlete (the check that a grant is alive).
+type ActivityFetcher interface {
+	// GetActivity fetches one activity; errors match ErrNotFound,
+	// ErrUnauthorized or ErrRetryable.
+	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
+	// GetAthlete fetches the token's athlete; a *strava.APIError with
+	// status 401 when the grant is revoked.
+	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
+}
+
+// Fetcher defaults.
+const (
+	// DefaultAthleteReadsPerWindow caps the Strava reads one athlete's
+	// events may cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW):
+	// a flood of (forged) events for one athlete waits instead of spending
+	// the application's budget. 30 is far above what one athlete uploads.
+	DefaultAthleteReadsPerWindow = 30
+)
+
+// Fetcher turns an event's job into the athlete's workout: it resolves the
+// athlete, spends the Strava budget and the athlete's read cap, gets a token
+// and fetches the activity, and writes what Strava answers; a
+// deauthorization event is confirmed at Strava before anything is removed
+// (deauth.go).
+type Fetcher struct {
+	store   Store
+	revoked RevocationStore
+	tokens  TokenProvider
+	strava  ActivityFetcher
+	log     *slog.Logger
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+	// BudgetReserve is the share of a rate-limit budget kept free.
+	BudgetReserve float64
+	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
+	// (0: no cap).
+	AthleteReadsPerWindow int
+	// RateWindow is Strava's short rate-limit window (model.AthleteReadsWindow;
+	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
+	// their resets and the athlete read counters follow it.
+	RateWindow time.Duration
+	// Rate is the instance's rate-limit reading, shared with the sync
+	// jobs' pages (handlers/app); NewFetcher gives it one of its own.
+	Rate *budget.RateCache
+
+	athletes athleteCache // see cache.go
+}
+
+// NewFetcher builds the fetcher over st and rev (the DynamoDB store),
+// tokens (the refresher) and Strava's REST client.
+func NewFetcher(st Store, rev RevocationStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
+	return &Fetcher{store: st, revoked: rev, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
+		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, RateWindow: model.AthleteReadsWindow, Rate: new(budget.RateCache)}
+}
+
+// Process handles one job: resolve the athlete, then apply a
+// deauthorization or fetch the activity and write its workout (a delete
+// event too: Strava's answer confirms it, see fetchNew). It returns
+// nil when the job is done (including events that are deliberately dropped:
+// unlinked athletes, revoked tokens), an error matching model.ErrRetryable
+// for transient failures (429, 5xx, rate budget nearly spent, DynamoDB), and
+// model.ErrInvalid for data that can never be processed.
+func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
+	ev := job.Event
+	log := w.jobLog(job)
+	fetches := ev.ObjectType == ingest.ObjectActivity
+	if e, ok := w.athletes.get(ev.OwnerID, w.Now()); ok && fetches {
+		err := w.fetchAndWrite(ctx, log.With("userId", e.userID), job, e.userID, &e)
+		if !errors.Is(err, errStaleCache) {
+			return err
+		}
+		w.athletes.drop(ev.OwnerID)
+		log.InfoContext(ctx, "cached athlete mapping or token refused; resolving again", "cachedUserId", e.userID)
+	}
+	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)
+	if errors.Is(err, model.ErrNotFound) {
+		log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
+		w.audit(ctx, log, model.AthletePK(ev.OwnerID), "", ingest.AuditAthleteNotLinked, job, nil)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log = log.With("userId", userID)
+	switch {
+	case ev.IsDeauthorization():
+		w.athletes.drop(ev.OwnerID)
+		return w.deauthorize(ctx, log, job, userID)
+	case ev.ObjectType == ingest.ObjectAthlete:
+		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
+		return nil
+	}
+	return w.fetchAndWrite(ctx, log, job, userID, nil)
+}
+
+// fetchAndWrite fetches the activity and writes its workout for userID
+// (create, update and delete events alike: a webhook is unsigned, so a
+// delete is only a reason to ask Strava). cached is the athlete cache's
+// entry userID came from (nil: from the table); with one, any sign that it
+// is stale returns errStaleCache before anything is written.
+func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
+	ev := job.Event
+	// Coalesce: a fetch that started after this event was received has
+	// already seen the change it reports (a tombstone's fetch too: it is
+	// the 404 that fetch got), so it needs no other Strava read. A stored
+	// tombstone alone does not stop a fetch: the activity may have been
+	// made public again. A create event skips the check (one GetItem less
+	// on the common path: its activity is new, and the writes are ordered
+	// anyway) unless the athlete's creates crowd this window
+	// (createsBeforeCheck).
+	if ev.AspectType == ingest.AspectCreate && !job.Redrive &&
+		!w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) {
+		return w.fetchNew(ctx, log, job, userID, cached)
+	}
+	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
+	case err == nil && !job.ReceivedAtUtc.IsZero() && stored.FetchStarted().After(job.ReceivedAtUtc):
+		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
+			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))
+		return nil
+	case err != nil && !errors.Is(err, model.ErrNotFound):
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	return w.fetchNew(ctx, log, job, userID, cached)
+}
+
+// fetchNew is fetchAndWrite after the coalescing check.
+func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
+	ev := job.Event
+	if err := w.checkBudget(ctx); err != nil {
+		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if err := w.takeAthleteRead(ctx, job); err != nil {
+		return err
+	}
+	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)
+	switch {
+	case cached != nil && (errors.Is(err, model.ErrUnauthorized) || errors.Is(err, model.ErrNotFound) || errors.Is(err, errStaleCache)):
+		return errStaleCache
+	case errors.Is(err, model.ErrUnauthorized):
+		return w.needsReauth(ctx, log, job, userID, err)
+	case errors.Is(err, model.ErrNotFound):
+		log.InfoContext(ctx, "athlete has no strava connection; event dropped", "writeStatus", "skipped")
+		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+		return nil
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	fetchStarted := w.Now()
+	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
+	var apiErr *strava.APIError
+	w.observeRate(ctx, log, rl, err)
+	switch {
+	case cached != nil && errors.Is(err, model.ErrUnauthorized):
+		return errStaleCache
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+		now := w.Now()
+		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
+		return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
+	case errors.Is(err, model.ErrNotFound):
+		return w.markHidden(ctx, log, job, userID, fetchStarted)
+	case errors.Is(err, model.ErrUnauthorized):
+		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, merr)
+		}
+		return w.needsReauth(ctx, log, job, userID, err)
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if act.Athlete.ID != 0 && act.Athlete.ID != ev.OwnerID {
+		return fmt.Errorf("process %s: activity %d belongs to athlete %d, not %d: %w",
+			job.CorrelationID, act.ID, act.Athlete.ID, ev.OwnerID, model.ErrInvalid)
+	}
+	wo, err := ingest.MapActivity(act, userID, ev.OwnerID, job.CorrelationID, w.Now())
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	wo.FetchStartedAtNs = fetchStarted.UnixNano()
+	err = w.store.UpsertWorkout(ctx, wo)
+	if errors.Is(err, model.ErrConflict) {
+		// Not an error: the stored item holds an answer (or a 404) whose
+		// fetch started later than ours (newest answer wins).
+		log.InfoContext(ctx, "older answer dropped: workout fetched later", "writeStatus", "stale",
+			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
+	kind := ingest.AuditActivityUpdate
+	details := map[string]string{"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType}
+	switch ev.AspectType {
+	case ingest.AspectCreate:
+		kind = ingest.AuditActivityCreate
+	case ingest.AspectDelete:
+		// Strava still serves the activity: the event was forged, or
+		// overtaken by an undelete; what Strava says is stored.
+		details["reason"] = reasonDeleteNotConfirmed
+		log.WarnContext(ctx, "delete event not confirmed: strava serves the activity", "writeStatus", "written")
+	}
+	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
+	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, details)
+	return nil
+}
+
+// reasonDeleteNotConfirmed is the audit reason of a delete event whose
+// confirming fetch found the activity alive.
+const reasonDeleteNotConfirmed = "delete event not confirmed: strava serves the activity"
+
+// accessToken returns the user's access token for athleteID and until when
+// the athlete cache may keep it (zero: not at all): the cached one while it
+// is fresh, else the provider's. With a cached mapping, a token of another
+// athlete's connection returns errStaleCache.
+func (w *Fetcher) accessToken(ctx context.Context, athleteID int64, userID string, cached *athleteEntry) (string, time.Time, error) {
+	if cached != nil && cached.token != "" {
+		return cached.token, cached.tokenUntil, nil
+	}
+	src, ok := w.tokens.(TokenSource)
+	if !ok {
+		token, err := w.tokens.AccessToken(ctx, userID)
+		return token, time.Time{}, err
+	}
+	t, err := src.Token(ctx, userID)
+	switch {
+	case err != nil:
+		return "", time.Time{}, err
+	case t.AthleteID != 0 && t.AthleteID != athleteID && cached != nil:
+		return "", time.Time{}, errStaleCache
+	case t.AthleteID != 0 && t.AthleteID != athleteID:
+		// The table's mapping and the connection disagree: not cached; the
+		// fetched activity's owner check still guards the write.
+		return t.AccessToken, time.Time{}, nil
+	}
+	return t.AccessToken, t.ExpiresAt.Add(-tokenSkew), nil
+}
+
+// remember caches what a successful write confirmed: the athlete's user
+// and, while fresh, its token (tokenUntil zero: the mapping is not cached
+// either, nothing confirmed it).
+func (w *Fetcher) remember(athleteID int64, userID, token string, tokenUntil time.Time, cached *athleteEntry) {
+	if tokenUntil.IsZero() {
+		return
+	}
+	e := athleteEntry{userID: userID, resolvedAt: w.Now(), token: token, tokenUntil: tokenUntil}
+	if cached != nil {
+		e.resolvedAt = cached.resolvedAt
+	}
+	w.athletes.put(athleteID, e)
+}
+
+// markHidden records Strava's 404 to the fetch started at fetchStarted: the
+// activity is deleted or was made private (Strava does not say which), so
+// the workout becomes a tombstone (model.WorkoutHiddenOrDeleted) that a
+// later fetch or list showing the activity revives. The write is ordered by
+// the fetch: a stored answer fetched later wins, and the job is done.
+func (w *Fetcher) markHidden(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, fetchStarted time.Time) error {
+	ev := job.Event
+	err := w.store.MarkWorkoutHidden(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, model.WorkoutHiddenOrDeleted,
+		fetchStarted.UnixNano(), w.Now())
+	if errors.Is(err, model.ErrConflict) {
+		// Not an error, as for UpsertWorkout: an answer fetched later is
+		// stored (or the user's guard removed the write).
+		log.InfoContext(ctx, "older 404 dropped: workout fetched later", "writeStatus", "stale",
+			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	log.InfoContext(ctx, "workout marked hidden-or-deleted (strava answered 404)", "writeStatus", "deleted")
+	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditActivityDelete, job, map[string]string{
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": model.WorkoutHiddenOrDeleted,
+	})
+	return nil
+}
+
+// needsReauth drops the event: only the athlete can repair the connection,
+// and retrying would only repeat the refusal.
+func (w *Fetcher) needsReauth(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cause error) error {
+	log.WarnContext(ctx, "strava refused the athlete's token; connection needs re-authorization",
+		"writeStatus", "skipped", "error", cause)
+	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditNeedsReauth, job, map[string]string{"reason": cause.Error()})
+	return nil
+}
+
+func (w *Fetcher) jobLog(job ingest.Job) *slog.Logger { return ingest.JobLog(w.log, job) }
+
+func (w *Fetcher) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
+	w.store.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
+}

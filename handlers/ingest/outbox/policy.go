@@ -1,0 +1,54 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+)
+
+// Outcomes of a processed job, as its outbox item records them.
+const (
+	OutcomeDone     = "done"
+	OutcomeDeferred = "deferred"
+	OutcomeParked   = "parked"
+	OutcomeRetry    = "retry"
+)
+
+// Outcome is what a processed job's error means for its outbox item.
+type Outcome struct {
+	// Kind is one of the Outcome… constants.
+	Kind string
+	// Until is when a deferred or retried job is due again.
+	Until time.Time
+	// Reason is kept on the item (deferred, parked, retry).
+	Reason string
+	// Poison says a parked job's input can never be processed
+	// (model.ErrInvalid), rather than its failures ran out.
+	Poison bool
+}
+
+// Decide is the retry and park policy for a job whose item has failed
+// failures times before and whose processing returned perr: nil is done; a
+// *ingest.DeferError waits until its instant and is not a failure;
+// model.ErrInvalid is poison, parked at once; the failure that reaches
+// maxFailures (at least one) parks the job; any other failure is retried
+// after a full-jitter backoff from retryBase (at least a millisecond), at
+// most retryMax.
+func Decide(perr error, failures, maxFailures int, retryBase time.Duration, now time.Time) Outcome {
+	var de *ingest.DeferError
+	switch {
+	case perr == nil:
+		return Outcome{Kind: OutcomeDone}
+	case errors.As(perr, &de):
+		return Outcome{Kind: OutcomeDeferred, Until: de.Until, Reason: de.Reason}
+	case errors.Is(perr, model.ErrInvalid):
+		return Outcome{Kind: OutcomeParked, Reason: perr.Error(), Poison: true}
+	case failures+1 >= max(maxFailures, 1):
+		return Outcome{Kind: OutcomeParked, Reason: fmt.Sprintf("gave up after %d failures: %v", failures+1, perr)}
+	}
+	return Outcome{Kind: OutcomeRetry, Until: now.Add(model.Backoff(failures+1, max(retryBase, time.Millisecond), retryMax)),
+		Reason: perr.Error()}
+}

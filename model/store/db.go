@@ -1,0 +1,376 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/commitcollect/backend/model"
+)
+
+// Client returns the store's DynamoDB client (the injected one plus the
+// capacity middleware: calls made with a metered context are accounted).
+func (s *DB) Client() *dynamodb.Client { return s.db }
+
+// Tables returns the table names this store uses.
+func (s *DB) Tables() Tables { return s.t }
+
+// keyAV renders a key for table: the idempotency table has only a hash key.
+func (t Tables) keyAV(table string, k model.Key) Item {
+	if table == t.Idempotency {
+		return Item{"IdempotencyKey": &types.AttributeValueMemberS{Value: k.PK}}
+	}
+	return Item{
+		"PK": &types.AttributeValueMemberS{Value: k.PK},
+		"SK": &types.AttributeValueMemberS{Value: k.SK},
+	}
+}
+
+func (t Tables) hashKeyName(table string) string {
+	if table == t.Idempotency {
+		return "IdempotencyKey"
+	}
+	return "PK"
+}
+
+// Get reads the item at k into e. It returns ErrNotFound when it does not
+// exist and ErrUnsupportedSchema when it was written by newer code.
+func (s *DB) Get(ctx context.Context, table string, k model.Key, e model.Entity) error {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: s.t.keyAV(table, k), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return fmt.Errorf("get %s: %w", k, translate(err))
+	}
+	if out.Item == nil {
+		return fmt.Errorf("get %s: %w", k, model.ErrNotFound)
+	}
+	if err := Unmarshal(out.Item, e); err != nil {
+		return fmt.Errorf("get %s: %w", k, err)
+	}
+	return nil
+}
+
+// Put writes e unconditionally (after stamping it).
+func (s *DB) Put(ctx context.Context, table string, e model.Entity) error {
+	return s.put(ctx, table, e, nil)
+}
+
+// PutIfAbsent writes e only if no item has its key; it returns ErrConflict
+// when one does.
+func (s *DB) PutIfAbsent(ctx context.Context, table string, e model.Entity) error {
+	cond := expression.AttributeNotExists(expression.Name(s.t.hashKeyName(table)))
+	return s.put(ctx, table, e, &cond)
+}
+
+// PutIf writes e only if cond holds on the stored item; ErrConflict otherwise.
+func (s *DB) PutIf(ctx context.Context, table string, e model.Entity, cond expression.ConditionBuilder) error {
+	return s.put(ctx, table, e, &cond)
+}
+
+func (s *DB) put(ctx context.Context, table string, e model.Entity, cond *expression.ConditionBuilder) error {
+	if c, ok := e.(*model.StravaConnection); ok {
+		if err := s.sealConnection(ctx, c); err != nil {
+			return fmt.Errorf("put %s: %w", e.ItemKey(), err)
+		}
+	}
+	item, err := Marshal(e)
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}
+	if cond != nil {
+		ex, err := expression.NewBuilder().WithCondition(*cond).Build()
+		if err != nil {
+			return fmt.Errorf("put %s: build condition: %w", e.ItemKey(), err)
+		}
+		in.ConditionExpression = ex.Condition()
+		in.ExpressionAttributeNames = ex.Names()
+		in.ExpressionAttributeValues = ex.Values()
+	}
+	if _, err := s.db.PutItem(ctx, in); err != nil {
+		return fmt.Errorf("put %s: %w", e.ItemKey(), translate(err))
+	}
+	return nil
+}
+
+// Delete removes the item at k; deleting a missing item is not an error.
+func (s *DB) Delete(ctx context.Context, table string, k model.Key) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: s.t.keyAV(table, k)})
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", k, translate(err))
+	}
+	return nil
+}
+
+// DeleteIf removes the item at k only if cond holds; ErrConflict otherwise.
+func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond expression.ConditionBuilder) error {
+	ex, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("delete %s: build condition: %w", k, err)
+	}
+	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(table), Key: s.t.keyAV(table, k),
+		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", k, translate(err))
+	}
+	return nil
+}
+
+// UpdateVersioned applies changes to the item at k only if its version
+// attribute equals expected, and sets version to expected+1. It returns
+// ErrConflict when the version moved (or the item is gone) and the new item
+// on success.
+func (s *DB) UpdateVersioned(ctx context.Context, table string, k model.Key, expected int64, c Changes) (Item, error) {
+	in, err := s.VersionedUpdateInput(table, k, expected, c)
+	if err != nil {
+		return nil, err
+	}
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("update %s at version %d: %w", k, expected, translate(err))
+	}
+	return out.Attributes, nil
+}
+
+// VersionedUpdateInput builds the conditional update UpdateVersioned sends,
+// so a transaction can carry the same update (see TransactUpdate).
+func (s *DB) VersionedUpdateInput(table string, k model.Key, expected int64, c Changes) (*dynamodb.UpdateItemInput, error) {
+	if _, ok := c.Set["version"]; ok {
+		return nil, fmt.Errorf("update %s: version is managed by the store: %w", k, model.ErrInvalid)
+	}
+	cond := expression.Name("version").Equal(expression.Value(expected))
+	if expected == 0 {
+		// Legacy items may predate the version attribute.
+		cond = expression.Or(cond, expression.AttributeNotExists(expression.Name("version")))
+	}
+	cond = expression.And(expression.AttributeExists(expression.Name("PK")), cond)
+	update, _ := c.builder()
+	update = update.Set(expression.Name("version"), expression.Value(expected+1))
+	ex, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return nil, fmt.Errorf("update %s: build expression: %w", k, err)
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: s.t.keyAV(table, k),
+		ConditionExpression: ex.Condition(), UpdateExpression: ex.Update(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	}, nil
+}
+
+// TransactPutIfAbsent builds a transaction item that creates e only if its
+// key is free.
+func (s *DB) TransactPutIfAbsent(table string, e model.Entity) (types.TransactWriteItem, error) {
+	if err := unsealedTokens(e); err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	item, err := Marshal(e)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	ex, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(s.t.hashKeyName(table)))).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("put %s: build condition: %w", e.ItemKey(), err)
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(table), Item: item,
+		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(),
+	}}, nil
+}
+
+// TransactPut builds an unconditional transaction put of e.
+func (s *DB) TransactPut(table string, e model.Entity) (types.TransactWriteItem, error) {
+	if err := unsealedTokens(e); err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	item, err := Marshal(e)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item}}, nil
+}
+
+// TransactDelete builds an unconditional transaction delete of k.
+func (s *DB) TransactDelete(table string, k model.Key) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(table), Key: s.t.keyAV(table, k)}}
+}
+
+// Transact writes items atomically. token, when not empty, is the
+// ClientRequestToken that makes a retried call idempotent for ten minutes.
+// A cancelled transaction returns a *model.TransactionError with one reason
+// per item (errors.Is ErrConflict when a condition failed).
+func (s *DB) Transact(ctx context.Context, items []types.TransactWriteItem, token string) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if len(items) > model.TransactionLimit {
+		return fmt.Errorf("transact %d items: more than %d: %w", len(items), model.TransactionLimit, model.ErrInvalid)
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	if token != "" {
+		in.ClientRequestToken = aws.String(token)
+	}
+	if _, err := s.db.TransactWriteItems(ctx, in); err != nil {
+		return fmt.Errorf("transact %d items: %w", len(items), translate(err))
+	}
+	return nil
+}
+
+// QueryPrefix reads the items of partition pk whose sort key begins with
+// prefix (all of them when prefix is empty), page by page, stopping at the
+// limit (never more than MaxWorkoutsToInspect) and saying so in Truncated.
+func (s *DB) QueryPrefix(ctx context.Context, table, pk, prefix string, o QueryOptions) (QueryResult, error) {
+	limit := o.Limit
+	if limit <= 0 || limit > model.MaxWorkoutsToInspect {
+		limit = model.MaxWorkoutsToInspect
+	}
+	hk, rk := o.HashKey, o.RangeKey
+	if hk == "" {
+		hk, rk = "PK", "SK"
+		if o.Index != "" {
+			hk, rk = o.Index+"PK", o.Index+"SK"
+		}
+	}
+	kc := expression.Key(hk).Equal(expression.Value(pk))
+	if prefix != "" {
+		kc = kc.And(expression.Key(rk).BeginsWith(prefix))
+	}
+	b := expression.NewBuilder().WithKeyCondition(kc)
+	if len(o.Projection) > 0 {
+		names := make([]expression.NameBuilder, len(o.Projection))
+		for i, p := range o.Projection {
+			names[i] = expression.Name(p)
+		}
+		b = b.WithProjection(expression.NamesList(names[0], names[1:]...))
+	}
+	ex, err := b.Build()
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %s %s: build expression: %w", pk, prefix, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(table), KeyConditionExpression: ex.KeyCondition(),
+		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(), ScanIndexForward: aws.Bool(!o.Descending),
+	}
+	if o.Index != "" {
+		in.IndexName = aws.String(o.Index)
+	} else {
+		in.ConsistentRead = aws.Bool(true)
+	}
+	res, err := s.queryPages(ctx, in, limit)
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, err)
+	}
+	return res, nil
+}
+
+// queryPages runs in page by page and keeps at most limit items (limit may
+// be 0). Truncated says more items follow; next is then the first of them,
+// read so the caller learns where the cut fell (one item beyond the limit
+// is all it ever reads past it).
+func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int) (QueryResult, error) {
+	var res QueryResult
+	for {
+		// Ask for one more than we keep so we know whether the log goes on.
+		in.Limit = aws.Int32(int32(min(limit-len(res.Items)+1, 1000)))
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return QueryResult{}, translate(err)
+		}
+		res.Items = append(res.Items, out.Items...)
+		if len(res.Items) > limit {
+			res.next = res.Items[limit]
+			res.Items, res.Truncated = res.Items[:limit], true
+			return res, nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return res, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// BatchPut writes entities in chunks of 25, resending UnprocessedItems with
+// jittered exponential backoff.
+func (s *DB) BatchPut(ctx context.Context, table string, es []model.Entity) error {
+	reqs := make([]types.WriteRequest, 0, len(es))
+	for _, e := range es {
+		item, err := Marshal(e)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+	}
+	return s.batchWrite(ctx, table, reqs)
+}
+
+// BatchPutItems writes raw items (already rendered, e.g. copied from
+// another table by a migration) in chunks of 25, like BatchPut.
+func (s *DB) BatchPutItems(ctx context.Context, table string, items []Item) error {
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	return s.batchWrite(ctx, table, reqs)
+}
+
+// BatchDelete deletes keys in chunks of 25, resending UnprocessedItems with
+// jittered exponential backoff. Missing items are not an error.
+func (s *DB) BatchDelete(ctx context.Context, table string, keys []model.Key) error {
+	reqs := make([]types.WriteRequest, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: s.t.keyAV(table, k)}})
+	}
+	return s.batchWrite(ctx, table, reqs)
+}
+
+func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteRequest) error {
+	for start := 0; start < len(reqs); start += model.BatchWriteChunk {
+		pending := map[string][]types.WriteRequest{table: reqs[start:min(start+model.BatchWriteChunk, len(reqs))]}
+		for attempt := 0; len(pending[table]) > 0; attempt++ {
+			if attempt > BatchWriteRetries {
+				return fmt.Errorf("batch write %s: %d items still unprocessed after %d retries: %w",
+					table, len(pending[table]), BatchWriteRetries, model.ErrRetryable)
+			}
+			if attempt > 0 {
+				if err := model.Sleep(ctx, model.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
+					return fmt.Errorf("batch write %s: %w", table, err)
+				}
+			}
+			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				return fmt.Errorf("batch write %s: %w", table, translate(err))
+			}
+			pending = out.UnprocessedItems
+		}
+	}
+	return nil
+}
+
+// update runs one UpdateItem on the main table with an optional condition.
+func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if len(cond) > 0 {
+		b = b.WithCondition(cond[0])
+	}
+	ex, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("update %s: build expression: %w", k, err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("update %s: %w", k, translate(err))
+	}
+	return nil
+}

@@ -1,0 +1,433 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/commitcollect/backend/model"
+)
+
+// Milestones holds milestones, their awards and projections, and the model catalog.
+type Milestones struct {
+	*DB
+	*Guard
+}
+
+// ModelMeta reads a model's metadata; model.ErrNotFound for an unknown model.
+func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error) {
+	var m model.ModelMeta
+	if err := s.Get(ctx, s.t.Main, model.ModelMetaKey(modelID), &m); err != nil {
+		return model.ModelMeta{}, fmt.Errorf("model %s: %w", modelID, err)
+	}
+	return m, nil
+}
+
+// SeedModel writes a model's parts and then its metadata where they differ
+// from what is stored, and removes stored parts beyond meta.PartCount. It
+// returns how many items it changed (0 when everything matched, so re-seeding
+// changes nothing and emits no stream records). It returns an error matching
+// model.ErrConflict when the stored model was written by a newer catalog
+// version.
+func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts []model.ModelPart) (int, error) {
+	var cur model.ModelMeta
+	err := s.Get(ctx, s.t.Main, meta.ItemKey(), &cur)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
+	case cur.CatalogVersion > meta.CatalogVersion:
+		return 0, fmt.Errorf("seed model %s: stored catalog version %d is newer than %d: %w",
+			meta.ModelID, cur.CatalogVersion, meta.CatalogVersion, model.ErrConflict)
+	}
+	changed := 0
+	existing, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, model.ModelPK(meta.ModelID), model.PrefixPart, QueryOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
+	}
+	stored := map[int]model.ModelPart{}
+	var stale []model.Key
+	for _, p := range existing {
+		stored[p.PartIndex] = p
+		if p.PartIndex >= meta.PartCount {
+			stale = append(stale, p.ItemKey())
+		}
+	}
+	for i := range parts {
+		p := &parts[i]
+		p.Stamp()
+		if old, ok := stored[p.PartIndex]; ok && reflect.DeepEqual(old, *p) {
+			continue
+		}
+		if err := s.Put(ctx, s.t.Main, p); err != nil {
+			return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
+		}
+		changed++
+	}
+	if err := s.BatchDelete(ctx, s.t.Main, stale); err != nil {
+		return changed, fmt.Errorf("seed model %s: remove parts beyond %d: %w", meta.ModelID, meta.PartCount, err)
+	}
+	changed += len(stale)
+	meta.Stamp()
+	if reflect.DeepEqual(cur, *meta) {
+		return changed, nil
+	}
+	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
+		expression.Name("catalogVersion").LessThanEqual(expression.Value(meta.CatalogVersion)))
+	if err := s.PutIf(ctx, s.t.Main, meta, cond); err != nil {
+		return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
+	}
+	return changed + 1, nil
+}
+
+// CreateMilestone writes a new milestone and counts it
+// (model.MilestoneCount) in one transaction conditioned on the count read,
+// so concurrent creations never exceed model.MaxMilestonesPerUser. A count
+// that does not exist yet (a user from before the cap) starts from the
+// milestones in the user's MILESTONE# range (keys only). It returns
+// ErrMilestoneLimit at the cap, model.ErrConflict if the milestone's id is
+// taken or the count kept moving, and ErrUserDeleted (the milestone and the
+// count are removed again) when the account was deleted meanwhile.
+func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) error {
+	for range milestoneCreateRetries {
+		var cnt model.MilestoneCount
+		err := s.Get(ctx, s.t.Main, model.MilestoneCountKey(m.UserID), &cnt)
+		cond := expression.Name("count").Equal(expression.Value(cnt.Count))
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			n, err := s.countMilestones(ctx, m.UserID)
+			if err != nil {
+				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+			}
+			cnt = model.MilestoneCount{UserID: m.UserID, Count: n}
+			cond = expression.AttributeNotExists(expression.Name("PK"))
+		case err != nil:
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		if cnt.Count >= model.MaxMilestonesPerUser {
+			return fmt.Errorf("create milestone %s: user %s has %d: %w", m.MilestoneID, m.UserID, cnt.Count, ErrMilestoneLimit)
+		}
+		cnt.Count++
+		cnt.UpdatedAtUtc = s.Now().UTC()
+		put, err := s.TransactPutIfAbsent(s.t.Main, m)
+		if err != nil {
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		item, err := Marshal(&cnt)
+		if err != nil {
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+		ex, err := expression.NewBuilder().WithCondition(cond).Build()
+		if err != nil {
+			return fmt.Errorf("create milestone %s: build condition: %w", m.MilestoneID, err)
+		}
+		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
+			ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
+		err = s.Transact(ctx, []types.TransactWriteItem{put, count}, "")
+		var te *model.TransactionError
+		switch {
+		case err == nil:
+			if err := s.checkDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
+				_ = s.Delete(ctx, s.t.Main, cnt.ItemKey())
+				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+			}
+			return nil
+		case errors.As(err, &te) && slices.Contains(te.FailedIndexes(), 0):
+			return fmt.Errorf("create milestone %s: id taken: %w", m.MilestoneID, err)
+		case errors.As(err, &te) && slices.Contains(te.FailedIndexes(), 1), errors.Is(err, model.ErrRetryable):
+			continue // the count moved (a concurrent creation): read it again
+		default:
+			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
+		}
+	}
+	return fmt.Errorf("create milestone %s: the milestone count kept moving: %w", m.MilestoneID, model.ErrConflict)
+}
+
+// countMilestones counts the milestones (not awards) of a user's
+// MILESTONE# range, keys only.
+func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		return 0, fmt.Errorf("count milestones of user %s: %w", userID, err)
+	}
+	n := 0
+	for _, it := range res.Items {
+		k, err := itemKey(it)
+		if err != nil {
+			return 0, err
+		}
+		if p, err := model.ParseKey(k); err == nil && p.Kind == model.KindMilestone {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// MilestonesWithAwards reads a user's milestones and their awards with one Query of
+// the user's partition (begins_with MILESTONE#, or MILESTONE#{milestoneID}
+// when milestoneID is not empty), in key order. Truncated reports the
+// guardrail stopped the read. Items of other milestones sharing the prefix
+// are dropped; an item written by newer code fails the read (fail closed).
+func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []MilestoneWithAwards, truncated bool, err error) {
+	prefix := model.PrefixMilestone
+	if milestoneID != "" {
+		prefix = model.MilestoneSK(milestoneID)
+	}
+	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), prefix, QueryOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
+	}
+	index := map[string]int{}
+	for _, it := range res.Items {
+		k, err := itemKey(it)
+		if err != nil {
+			return nil, false, err
+		}
+		p, err := model.ParseKey(k)
+		if err != nil {
+			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
+		}
+		if milestoneID != "" && p.MilestoneID != milestoneID {
+			continue
+		}
+		switch p.Kind {
+		case model.KindMilestone:
+			var m model.Milestone
+			if err := Unmarshal(it, &m); err != nil {
+				return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
+			}
+			index[m.MilestoneID] = len(ms)
+			ms = append(ms, MilestoneWithAwards{Milestone: m, Awards: []model.Award{}})
+		case model.KindAward:
+			i, ok := index[p.MilestoneID]
+			if !ok {
+				continue // an award sorts after its milestone; none means the milestone is gone
+			}
+			var a model.Award
+			if err := Unmarshal(it, &a); err != nil {
+				return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
+			}
+			ms[i].Awards = append(ms[i].Awards, a)
+		}
+	}
+	return ms, res.Truncated, nil
+}
+
+// UserMilestones reads every milestone and award of a user in one strongly
+// consistent query. Items it cannot decode are listed in Unreadable, not
+// returned as an error, so one bad milestone cannot block the others. It
+// returns an error only when the query itself fails.
+func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMilestones, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{})
+	if err != nil {
+		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
+	}
+	out := UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
+	for _, item := range res.Items {
+		k, err := itemKey(item)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+			continue
+		}
+		p, err := model.ParseKey(k)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+			continue
+		}
+		switch p.Kind {
+		case model.KindMilestone:
+			var m model.Milestone
+			if err := Unmarshal(item, &m); err != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+				continue
+			}
+			out.Milestones = append(out.Milestones, m)
+		case model.KindAward:
+			var a model.Award
+			if err := Unmarshal(item, &a); err != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
+				continue
+			}
+			if out.Awards[p.MilestoneID] == nil {
+				out.Awards[p.MilestoneID] = map[int]model.Award{}
+			}
+			out.Awards[p.MilestoneID][p.PartIndex] = a
+		}
+	}
+	sort.Slice(out.Milestones, func(i, j int) bool { return out.Milestones[i].MilestoneID < out.Milestones[j].MilestoneID })
+	return out, nil
+}
+
+// ModelParts reads the parts of a model (MODEL#{modelId} / PART#…) by part
+// index. A model without parts yields an empty map, not an error; an
+// unreadable part fails the read.
+func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
+	parts, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, model.ModelPK(modelID), model.PrefixPart, QueryOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read parts of model %s: %w", modelID, err)
+	}
+	out := make(map[int]model.ModelPart, len(parts))
+	for _, p := range parts {
+		out[p.PartIndex] = p
+	}
+	return out, nil
+}
+
+// WriteProjection stores a milestone's projection with writtenBy =
+// projector. Without awards or audits it is one UpdateItem conditioned on the
+// version; otherwise one TransactWriteItems (across the main and the audit
+// table) holding that update plus a Put per award and per audit entry, each
+// conditioned on attribute_not_exists, so awards and their AWARD_MINTED
+// entries land together or not at all and a retry never writes either twice.
+// It returns ErrConflict when the version moved, the milestone is gone or an
+// award or audit entry already exists (re-read and recompute), ErrRetryable
+// for transaction conflicts and throttling, and ErrInvalid for more items
+// than one transaction holds (w.Items() > model.TransactionLimit).
+func (s *Milestones) WriteProjection(ctx context.Context, w ProjectionWrite) error {
+	p := w.Projection
+	c := Changes{Set: map[string]any{
+		"progressValue":   p.ProgressValue,
+		"workoutsCounted": p.WorkoutsCounted,
+		"awardedParts":    p.AwardedParts,
+		"status":          string(p.Status),
+		"truncated":       p.Truncated,
+		"writtenBy":       model.WriterProjector,
+	}}
+	if p.ProjectedAtUtc != nil {
+		c.Set["projectedAtUtc"] = p.ProjectedAtUtc.UTC()
+	} else {
+		c.Remove = []string{"projectedAtUtc"}
+	}
+	if p.ExactFromUtc != nil {
+		c.Set["exactFromUtc"] = p.ExactFromUtc.UTC()
+	} else {
+		c.Remove = append(c.Remove, "exactFromUtc")
+	}
+	k := model.MilestoneKey(w.UserID, w.MilestoneID)
+	if len(w.Awards) == 0 && len(w.Audits) == 0 {
+		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		return nil
+	}
+	in, err := s.VersionedUpdateInput(s.t.Main, k, w.ExpectedVersion, c)
+	if err != nil {
+		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+	}
+	items := []types.TransactWriteItem{TransactUpdate(in)}
+	for _, a := range w.Awards {
+		put, err := s.TransactPutIfAbsent(s.t.Main, a)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put)
+	}
+	for _, e := range w.Audits {
+		put, err := s.TransactPutIfAbsent(s.t.Audit, e)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put)
+	}
+	if err := s.Transact(ctx, items, w.Token); err != nil {
+		var mismatch *types.IdempotentParameterMismatchException
+		if errors.As(err, &mismatch) {
+			// The same token was used for a different request: another
+			// delivery computed from the same version first. Re-read.
+			err = fmt.Errorf("%w: %w", model.ErrConflict, err)
+		}
+		return fmt.Errorf("mint %d awards on milestone %s at version %d: %w", len(w.Awards), w.MilestoneID, w.ExpectedVersion, err)
+	}
+	return nil
+}
+
+// AwardAudits reports which parts of a user's milestone have their
+// AWARD_MINTED audit entry, keyed at keyAt (the milestone's createdAtUtc, see
+// model.AwardMintedAuditKey): one strongly consistent Query of the user's
+// audit partition, begins_with the milestone's prefix, keys only.
+func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error) {
+	res, err := s.QueryPrefix(ctx, s.t.Audit, model.UserPK(userID), model.AwardMintedAuditPrefix(milestoneID, keyAt),
+		QueryOptions{Projection: []string{"PK", "SK"}})
+	if err != nil {
+		return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
+	}
+	out := make(map[int]bool, len(res.Items))
+	for _, item := range res.Items {
+		k, err := itemKey(item)
+		if err != nil {
+			return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
+		}
+		if i, ok := model.ParseAwardMintedAuditSK(k.SK, milestoneID, keyAt); ok {
+			out[i] = true
+		}
+	}
+	return out, nil
+}
+
+// ErrMilestoneLimit is returned (wrapped, matching model.ErrConflict) by
+// CreateMilestone when the user has model.MaxMilestonesPerUser milestones.
+var ErrMilestoneLimit = fmt.Errorf("%d milestones per user at most: %w", model.MaxMilestonesPerUser, model.ErrConflict)
+
+// milestoneCreateRetries bounds CreateMilestone's attempts when the count
+// moves under it (concurrent creations by the same user).
+const milestoneCreateRetries = 5
+
+// MilestoneWithAwards is a milestone and the awards minted for it, in part
+// order.
+type MilestoneWithAwards struct {
+	Milestone model.Milestone
+	Awards    []model.Award
+}
+
+// UnreadableItem is an item a reader skipped because it could not decode it
+// (e.g. written by a newer schema); Err says why.
+type UnreadableItem struct {
+	Key model.Key
+	Err error
+}
+
+// UserMilestones is a user's milestones with their minted awards, read with
+// one query of begins_with(SK, "MILESTONE#").
+type UserMilestones struct {
+	// Milestones sorted by id.
+	Milestones []model.Milestone
+	// Awards by milestone id, then part index.
+	Awards map[string]map[int]model.Award
+	// Unreadable milestones and awards (newer schema, malformed): the
+	// caller must leave them alone rather than guess.
+	Unreadable []UnreadableItem
+	// Truncated says the user has more milestone items than the guardrail;
+	// CreateMilestone's cap (model.MaxMilestonesPerUser × (1 + MaxPartCount)
+	// ≤ MaxWorkoutsToInspect) keeps it false for milestones it created.
+	Truncated bool
+}
+
+// ProjectionWrite is one milestone's projected state, written over the
+// version it was computed from.
+type ProjectionWrite struct {
+	UserID, MilestoneID string
+	// ExpectedVersion is the milestone version the projection was computed
+	// from; the write is conditioned on it and sets it to ExpectedVersion+1.
+	ExpectedVersion int64
+	Projection      model.Projection
+	// Awards to mint with the update, each only if absent.
+	Awards []*model.Award
+	// Audits are written in the same transaction, each only if absent (the
+	// AWARD_MINTED entries of Awards, keyed deterministically), so an award
+	// never exists without its audit entry.
+	Audits []*model.AuditEntry
+	// Token is the transaction's ClientRequestToken (≤ 36 characters), used
+	// when Awards or Audits is not empty.
+	Token string
+}
+
+// Items is how many items the write puts in one transaction: the milestone
+// update plus every award and audit entry (at most model.TransactionLimit).
+func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }

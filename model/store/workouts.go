@@ -1,0 +1,301 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/commitcollect/backend/model"
+)
+
+// Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
+type Workouts struct {
+	*DB
+	*Guard
+}
+
+// UpsertWorkout writes the full normalized workout, keeping the stored
+// createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
+// item) and a pending TTL (expiresAt) unless w sets one: a write never
+// cancels the deletion a deauthorization scheduled (only a reconnect does,
+// UnexpireStravaWorkouts), and one that lands after a deauthorization gets
+// that expiry from the user guard (checkGuard).
+//
+// Writes are ordered by w.FetchStartedAtNs (when set): the write is refused
+// with ErrConflict unless the stored item has no fetch instant or an older
+// one, so an answer fetched earlier never overwrites one fetched later. The
+// order alone decides, whether the stored item is a tombstone or not: a
+// tombstone (MarkWorkoutHidden, or a legacy one without a fetch instant)
+// is revived by a newer answer that shows the activity (isDeleted false,
+// deletedAtUtc and deletedReason removed), and a tombstone confirmed by a
+// newer fetch refuses an older answer. Without FetchStartedAtNs (callers
+// that do not order) a workout marked deleted stays deleted (ErrConflict).
+func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
+	item, err := Marshal(w)
+	if err != nil {
+		return err
+	}
+	var upd expression.UpdateBuilder
+	for name, v := range item {
+		switch name {
+		case "PK", "SK":
+			continue
+		case attrCreatedAtUtc:
+			upd = upd.Set(expression.Name(name), expression.IfNotExists(expression.Name(name), expression.Value(v)))
+		default:
+			upd = upd.Set(expression.Name(name), expression.Value(v))
+		}
+	}
+	if !w.IsDeleted {
+		// Strava shows the activity: whatever hid it no longer holds.
+		upd = upd.Remove(expression.Name(attrDeletedAtUtc)).Remove(expression.Name(attrDeletedReason))
+	}
+	var cond expression.ConditionBuilder
+	if w.FetchStartedAtNs > 0 {
+		fetched := expression.Name(attrFetchStartedAtNs)
+		cond = expression.Or(expression.AttributeNotExists(fetched),
+			fetched.LessThan(expression.Value(w.FetchStartedAtNs)))
+	} else {
+		cond = expression.Or(expression.AttributeNotExists(expression.Name("PK")),
+			expression.AttributeNotExists(expression.Name(attrIsDeleted)),
+			expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
+	}
+	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+		if isConflict(err) {
+			return fmt.Errorf("upsert workout %d of %s: an answer fetched later (or, unordered, a tombstone) is stored: %w", w.ActivityID, w.UserID, err)
+		}
+		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
+	}
+	if err := s.checkGuard(ctx, w.UserID, w.ItemKey()); err != nil {
+		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
+	}
+	return nil
+}
+
+// MarkWorkoutHidden records that Strava answered 404 for the activity in a
+// fetch that started at fetchStartedAtNs (Unix ns, > 0): it sets isDeleted,
+// deletedReason = reason (model.WorkoutHiddenOrDeleted) and the fetch
+// instant (never a physical delete), creating a tombstone when the workout
+// was never written (a 404 whose write overtook the create's). Like
+// UpsertWorkout it is ordered by the fetch: it is refused with ErrConflict
+// when the stored item holds an answer fetched later, so the newest fetch
+// wins both ways (a later fetch that shows the activity revives it; a 404
+// confirmed later wins over older answers). createdAtUtc and deletedAtUtc
+// keep their first values.
+func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error {
+	if fetchStartedAtNs <= 0 {
+		return fmt.Errorf("mark workout %d of %s hidden: no fetch instant: %w", activityID, userID, model.ErrInvalid)
+	}
+	w := &model.Workout{UserID: userID, AthleteID: athleteID, ActivityID: activityID}
+	w.Stamp()
+	now = now.UTC()
+	fetched := expression.Name(attrFetchStartedAtNs)
+	upd := expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
+		Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
+		Set(expression.Name("userId"), expression.Value(userID)).
+		Set(expression.Name("athleteId"), expression.Value(athleteID)).
+		Set(expression.Name("activityId"), expression.Value(activityID)).
+		Set(expression.Name(attrIsDeleted), expression.Value(true)).
+		Set(expression.Name(attrDeletedReason), expression.Value(reason)).
+		Set(expression.Name(attrDeletedAtUtc), expression.IfNotExists(expression.Name(attrDeletedAtUtc), expression.Value(now))).
+		Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
+		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+		Set(expression.Name("correlationId"), expression.Value(correlationID)).
+		Set(fetched, expression.Value(fetchStartedAtNs))
+	cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
+	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+		if isConflict(err) {
+			return fmt.Errorf("mark workout %d of %s hidden: an answer fetched later is stored: %w", activityID, userID, err)
+		}
+		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
+	}
+	if err := s.checkGuard(ctx, userID, w.ItemKey()); err != nil {
+		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
+	}
+	return nil
+}
+
+// Workout reads one workout. It returns ErrNotFound when it does not exist.
+func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {
+	var w model.Workout
+	if err := s.Get(ctx, s.t.Main, model.WorkoutKey(userID, activityID), &w); err != nil {
+		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
+	}
+	return &w, nil
+}
+
+// WorkoutLog reads the user's workouts started inside windows (their union;
+// a window without end reads to the newest workout) from LSI1 with a key
+// condition per merged window, newest first, strongly consistent, projected
+// to WorkoutLogFields, and stops at the MaxWorkoutsToInspect guardrail. So
+// whatever the guardrail leaves out is older than everything it keeps; the
+// workouts sharing the start date of the newest one left out are dropped
+// too, so that Log.ExactFrom is exact. No windows read nothing. Only the
+// projected fields are set on the returned workouts. It fails closed with
+// ErrUnsupportedSchema when a workout read was written by newer code.
+func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (Log, error) {
+	var (
+		items   []Item
+		dropped Item
+		budget  = model.MaxWorkoutsToInspect
+	)
+	for _, w := range model.MergeWindows(windows) {
+		lo, hi := model.WorkoutDateRange(w)
+		kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
+			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
+		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+		if err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
+		}
+		// LSI1 projects exactly WorkoutLogFields: ask for what it holds
+		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
+		// DynamoDB Local bills as a fetch from the table per item (7 RCU
+		// instead of 1 for 6 workouts).
+		res, err := s.queryPages(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.t.Main), IndexName: aws.String(IndexLSI1), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression: ex.KeyCondition(), Select: types.SelectAllProjectedAttributes,
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+			ScanIndexForward: aws.Bool(false),
+		}, budget)
+		if err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
+		}
+		items = append(items, res.Items...)
+		budget -= len(res.Items)
+		if res.Truncated {
+			dropped = res.next
+			break
+		}
+	}
+	out := Log{Workouts: make([]model.Workout, len(items))}
+	for i, item := range items {
+		if err := Unmarshal(item, &out.Workouts[i]); err != nil {
+			return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+		}
+	}
+	if dropped == nil {
+		return out, nil
+	}
+	var d model.Workout
+	if err := Unmarshal(dropped, &d); err != nil {
+		return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+	}
+	// Keys order (start date, activity id): workouts kept at the very start
+	// date of one left out are only part of that instant, so they go too.
+	ws := out.Workouts
+	for len(ws) > 0 && !ws[len(ws)-1].StartDateUtc.After(d.StartDateUtc) {
+		ws = ws[:len(ws)-1]
+	}
+	out.Workouts, out.Truncated, out.ExactFrom = ws, true, d.StartDateUtc.UTC().Add(time.Nanosecond)
+	if len(ws) > 0 {
+		out.ExactFrom = ws[len(ws)-1].StartDateUtc.UTC()
+	}
+	return out, nil
+}
+
+// ExpireStravaWorkouts sets expiresAt (TTL) on every Strava workout of the
+// user that does not carry that value yet (all pages, keys only), returning
+// how many it changed. It never creates an item (one removed meanwhile stays
+// removed) and is safe to re-run after a failure midway.
+func (s *Workouts) ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error) {
+	exp := expression.Name(attrExpiresAt)
+	v := expression.Value(expiresAt.Unix())
+	differs := expression.Or(expression.AttributeNotExists(exp), exp.NotEqual(v))
+	cond := expression.And(expression.AttributeExists(expression.Name("PK")), differs)
+	n, err := s.eachStravaWorkout(ctx, userID, differs, expression.Set(exp, v), cond)
+	if err != nil {
+		return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
+	}
+	return n, nil
+}
+
+// UnexpireStravaWorkouts removes expiresAt from every Strava workout of the
+// user that carries one (a reconnect within the retention window), returning
+// how many it changed. It is safe to re-run after a failure midway.
+func (s *Workouts) UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error) {
+	exp := expression.Name(attrExpiresAt)
+	n, err := s.eachStravaWorkout(ctx, userID, expression.AttributeExists(exp), expression.Remove(exp), expression.AttributeExists(exp))
+	if err != nil {
+		return n, fmt.Errorf("cancel expiry of workouts of %s: %w", userID, err)
+	}
+	return n, nil
+}
+
+// eachStravaWorkout applies upd under cond to every WORKOUT#STRAVA# item of
+// the user that matches filter (consistent query, keys only: the items
+// already as wanted cost reads, no writes) and counts the items changed; a
+// failed condition skips the item.
+func (s *Workouts) eachStravaWorkout(ctx context.Context, userID string, filter expression.ConditionBuilder, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (int, error) {
+	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
+		And(expression.Key("SK").BeginsWith(model.PrefixWorkoutStrava))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filter).
+		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("build query: %w", err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(),
+		FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
+	})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, translate(err)
+		}
+		for _, it := range page.Items {
+			k, err := itemKey(it)
+			if err != nil {
+				continue
+			}
+			err = s.update(ctx, k, upd, cond)
+			switch {
+			case isConflict(err):
+				continue
+			case err != nil:
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// WorkoutLogFields are the only workout attributes a projection reads (the
+// projection expression of WorkoutLog): keys and meta for normalization,
+// then what the milestone math and award attribution need. LSI1 projects
+// exactly these (plus its own key), so the log never reads the table.
+var WorkoutLogFields = []string{
+	"PK", "SK", "entityType", "schemaVersion", "userId", "activityId", "sportType",
+	"distanceMeters", "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
+}
+
+// workoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
+// LSI1's INCLUDE projection.
+func workoutLogNonKeyAttributes() []string {
+	var out []string
+	for _, f := range WorkoutLogFields {
+		if f != "PK" && f != "SK" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Log is the part of a user's workout log one recompute inspects.
+type Log struct {
+	// Workouts started inside the requested windows, newest first.
+	Workouts []model.Workout
+	// Truncated says the guardrail left out workouts of the windows; every
+	// one left out started before ExactFrom.
+	Truncated bool
+	// ExactFrom (set when Truncated) is the instant from which the log is
+	// complete: Workouts holds every workout of the windows started at or
+	// after it, and none started before it.
+	ExactFrom time.Time
+}
