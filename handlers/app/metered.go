@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // Metered wraps the api's handler so that each request gets its own
-// consumed-capacity meter (store.StartMeter: a meter the server's base
+// consumed-capacity meter (capacity.StartMeter: a meter the server's base
 // context carries receives the figures too) and one log line, "request
 // served", with method, path (never the query: it can carry OAuth codes),
 // status, durationMs, the correlationId the webhook answered with, and the
@@ -19,7 +19,7 @@ import (
 func Metered(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, m := store.StartMeter(r.Context())
+		ctx, m := capacity.StartMeter(r.Context())
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		log.InfoContext(ctx, "request served", "method", r.Method, "path", r.URL.Path, "status", sw.status,

@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -105,9 +106,9 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	sim := stravasim.New(stravasim.Options{})
 	defer sim.Close()
 	cfg := dynamolocal.Config(dynamolocal.Endpoint(b))
-	// Capacity comes from the product's meter (store.WithMeter): what the
+	// Capacity comes from the product's meter (capacity.WithMeter): what the
 	// sync path's calls cost, and what the projector's batches cost.
-	syncMeter, projMeter := store.NewMeter(), store.NewMeter()
+	syncMeter, projMeter := capacity.NewMeter(), capacity.NewMeter()
 	plain := dynamodb.NewFromConfig(cfg)
 	tables := dynamolocal.MustCreateTables(b, plain)
 	st := store.New(plain, tables)
@@ -174,7 +175,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	handle := func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		read := time.Now()
 		defer func() { _ = model.Sleep(ctx, window-time.Since(read)) }()
-		resp, err := c.Handle(store.WithMeter(ctx, projMeter), ev)
+		resp, err := c.Handle(capacity.WithMeter(ctx, projMeter), ev)
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -192,7 +193,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
 	sched := syncjobs.NewSyncScheduler(st, nil, log)
 	setup := ctx // the checks after the run are not metered
-	ctx = store.WithMeter(ctx, syncMeter)
+	ctx = capacity.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)
 	readerDone := make(chan error, 1)
 

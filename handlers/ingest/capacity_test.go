@@ -12,7 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // Each job is metered on its own: the worker's "job finished" line carries
@@ -28,7 +28,7 @@ func TestWorkerJobCapacityIsLogged(t *testing.T) {
 		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, slog.New(slog.NewJSONHandler(&logs, nil)))
-	ctx, outer := store.StartMeter(context.Background())
+	ctx, outer := capacity.StartMeter(context.Background())
 	if err := w.Run(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}

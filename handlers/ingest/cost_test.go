@@ -24,6 +24,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -76,7 +77,7 @@ type meteredCall struct {
 // DynamoDB reports for them (it asks for ReturnConsumedCapacity INDEXES on
 // every request) and the items each Query scanned: the per-request view of
 // the test's log. The asserted totals come from the product's own meter
-// (store.WithMeter), which counts the same requests. Test only; stage
+// (capacity.WithMeter), which counts the same requests. Test only; stage
 // labels the calls that follow.
 type meter struct {
 	mu    sync.Mutex
@@ -301,12 +302,12 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	type cost struct {
 		calls []meteredCall
-		total store.Units
+		total capacity.Units
 	}
 	event := func(id int64, day int, meters float64) cost {
 		t.Helper()
-		product := store.NewMeter()
-		ctx := store.WithMeter(ctx, product)
+		product := capacity.NewMeter()
+		ctx := capacity.WithMeter(ctx, product)
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Act", SportType: "Run", Distance: meters,
 			MovingTime: 1500, ElapsedTime: 1600, StartDate: march.AddDate(0, 0, day).Add(7 * time.Hour)})
 		want += int64(meters) * 1000

@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -27,10 +28,10 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	tb := st.Tables()
 	main := tb.Main
 
-	step := func(name string, want store.Units, call func(ctx context.Context) error) {
+	step := func(name string, want capacity.Units, call func(ctx context.Context) error) {
 		t.Helper()
-		m := store.NewMeter()
-		if err := call(store.WithMeter(context.Background(), m)); err != nil {
+		m := capacity.NewMeter()
+		if err := call(capacity.WithMeter(context.Background(), m)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got := m.Snapshot().Units; got != want {
@@ -38,12 +39,12 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 		}
 	}
 	// A workout lands in the table and in LSI1 (its date-ordered key).
-	step("Put workout", store.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
+	step("Put workout", capacity.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
 		return st.Put(ctx, main, workout("u1", 1))
 	})
 	// The bounded log: one strongly consistent Query of LSI1 asking for its
 	// projection (a list of attribute names instead is charged by Local as a
-	// fetch from the table per item, see capacity.go): 31 workouts of under
+	// fetch from the table per item, see package capacity): 31 workouts of under
 	// 512 bytes are at most 4 RCU, all of them LSI1's, none the table's.
 	var es []model.Entity
 	for i := range 30 {
@@ -54,10 +55,10 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	if err := st.BatchPut(context.Background(), main, es); err != nil {
 		t.Fatal(err)
 	}
-	m := store.NewMeter()
+	m := capacity.NewMeter()
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 1, 0)
-	l, err := st.WorkoutLog(store.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
+	l, err := st.WorkoutLog(capacity.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
 	if err != nil || len(l.Workouts) != 31 {
 		t.Fatalf("WorkoutLog: got %d workouts, %v; want 31", len(l.Workouts), err)
 	}
@@ -67,7 +68,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	}
 	// Two plain items in one transaction: 2 WCU each (Local reports 2 for
 	// the table; the meter's transaction floor makes it what AWS charges).
-	step("TransactWriteItems via Client()", store.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
+	step("TransactWriteItems via Client()", capacity.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
 		_, err := st.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Put: &types.Put{TableName: aws.String(main), Item: store.Item{"PK": sv("USER#u1"), "SK": sv("T#1")}}},
 			{Put: &types.Put{TableName: aws.String(main), Item: store.Item{"PK": sv("USER#u1"), "SK": sv("T#2")}}},
@@ -76,7 +77,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	})
 	// A refused conditional write is a request and a failure; DynamoDB
 	// returns no capacity with the error.
-	step("PutIfAbsent refused", store.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
+	step("PutIfAbsent refused", capacity.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
 		if err := st.PutIfAbsent(ctx, main, workout("u1", 1)); err == nil {
 			t.Error("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 		}
@@ -84,7 +85,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	})
 	// A store built over another store's client meters each call once.
 	again := store.New(st.Client(), tb)
-	step("Get through a re-wrapped client", store.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
+	step("Get through a re-wrapped client", capacity.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
 		var w model.Workout
 		return again.Get(ctx, main, model.WorkoutKey("u1", 1), &w)
 	})
@@ -103,8 +104,8 @@ func TestMeterAbsentAsksNothing(t *testing.T) {
 	if out.ConsumedCapacity != nil {
 		t.Errorf("no meter: got ConsumedCapacity %+v, want none asked for", out.ConsumedCapacity)
 	}
-	m := store.NewMeter()
-	if _, err := st.Client().PutItem(store.WithMeter(context.Background(), m), in); err != nil {
+	m := capacity.NewMeter()
+	if _, err := st.Client().PutItem(capacity.WithMeter(context.Background(), m), in); err != nil {
 		t.Fatal(err)
 	}
 	if in.ReturnConsumedCapacity != "" {

@@ -57,6 +57,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // Item is one raw DynamoDB item.
@@ -104,10 +105,10 @@ type Store struct {
 }
 
 // New returns a Store over an injected client and table names. It uses a
-// copy of db with the consumed-capacity middleware installed (capacity.go):
+// copy of db with the consumed-capacity middleware installed (package capacity):
 // calls made with a context carrying a Meter are accounted in it.
 func New(db *dynamodb.Client, t Tables) *Store {
-	d := &DB{db: withCapacity(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
+	d := &DB{db: capacity.Install(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
 	g := &Guard{DB: d}
 	return &Store{DB: d, Outbox: &Outbox{DB: d}, ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
 		Workouts: &Workouts{DB: d, Guard: g}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},

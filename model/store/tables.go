@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // Base table names (seed 000). An environment may prefix them.
@@ -425,4 +426,21 @@ func StreamARN(ctx context.Context, db *dynamodb.Client, t Tables) (string, erro
 		return "", fmt.Errorf("table %s has no stream", t.Main)
 	}
 	return *out.Table.LatestStreamArn, nil
+}
+
+// KeySchemas are the keys of specs' tables and indexes, as the write-key
+// accounting needs them (capacity.NewWriteKeys).
+func KeySchemas(specs []TableSpec) []capacity.KeySchema {
+	out := make([]capacity.KeySchema, 0, len(specs))
+	for _, s := range specs {
+		k := capacity.KeySchema{Name: s.Name, HashKey: s.HashKey}
+		for _, g := range s.GSIs {
+			k.GSIs = append(k.GSIs, capacity.Index{Name: g.Name, Key: g.HashKey})
+		}
+		for _, l := range s.LSIs {
+			k.LSIs = append(k.LSIs, capacity.Index{Name: l.Name, Key: l.RangeKey})
+		}
+		out = append(out, k)
+	}
+	return out
 }

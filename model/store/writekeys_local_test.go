@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -17,23 +18,23 @@ func TestMeterCountsWriteKeys(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
 	main := st.Tables().Main
-	keys := store.NewWriteKeys(store.Specs(st.Tables()), 0)
-	m := store.NewMeter()
+	keys := capacity.NewWriteKeys(store.KeySchemas(store.Specs(st.Tables())), 0)
+	m := capacity.NewMeter()
 	m.CountWriteKeys(keys)
-	ctx := store.WithMeter(context.Background(), m)
+	ctx := capacity.WithMeter(context.Background(), m)
 	for i := range 3 {
 		if err := st.Put(ctx, main, workout("u1", int64(i+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	jobCtx, _ := store.StartMeter(ctx)
+	jobCtx, _ := capacity.StartMeter(ctx)
 	if err := st.Put(jobCtx, main, workout("u2", 9)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutIfAbsent(ctx, main, workout("u2", 9)); err == nil {
 		t.Fatal("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 	}
-	got := map[string]store.HotKey{}
+	got := map[string]capacity.HotKey{}
 	for _, h := range keys.Hottest() {
 		got[h.Scope] = h
 	}

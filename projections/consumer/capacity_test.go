@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -25,7 +25,7 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 
 	var logs lockedBuffer
 	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	ctx, outer := store.StartMeter(e.ctx)
+	ctx, outer := capacity.StartMeter(e.ctx)
 	resp, err := c.Handle(ctx, events.DynamoDBEvent{Records: e.newRecords()})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %v %+v", err, resp)

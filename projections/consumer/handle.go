@@ -49,7 +49,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // Handle processes one batch of stream records. Each user with at least one
@@ -61,7 +61,7 @@ import (
 // failures are reported per record.
 func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := c.o.Now()
-	ctx, meter := store.StartMeter(ctx)
+	ctx, meter := capacity.StartMeter(ctx)
 	bm := batchMetrics{seen: len(ev.Records)}
 	c.stats.seen.Add(int64(len(ev.Records)))
 	failed := make([]bool, len(ev.Records))

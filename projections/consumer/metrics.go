@@ -25,7 +25,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
@@ -37,7 +37,7 @@ const MetricsNamespace = "CommitCollect/Projector"
 const MetricMilestonesTruncated = "MilestonesTruncated"
 
 // Capacity metrics, per batch: what the batch's DynamoDB calls cost, summed
-// by the store's meter (store.StartMeter). Terraform's dashboard shows them.
+// by the store's meter (capacity.StartMeter). Terraform's dashboard shows them.
 const (
 	MetricDynamoDBRequests   = "DynamoDBRequests"
 	MetricConsumedReadUnits  = "ConsumedReadUnits"
@@ -46,7 +46,7 @@ const (
 
 type batchMetrics struct {
 	// capacity is what the batch's DynamoDB calls cost.
-	capacity                                                store.Snapshot
+	capacity                                                capacity.Snapshot
 	seen, ignored, parked, failed, users, conflicts, minted int
 	// truncated counts projected milestones whose period holds more
 	// workouts than the guardrail let the projector read.

@@ -15,7 +15,7 @@
 // (scripts/localstack — the api's handler, the worker, the stream reader feeding the projector, the sync
 // scheduler: the Lambdas' code) on DynamoDB Local (started like the tests do, test/dynamolocal, or
 // -endpoint) against the Strava simulator (test/stravasim), read from the product's capacity meters
-// (model/store/capacity.go: Stack.Capacity and store.StartMeter per request, job and batch). Each unit
+// (model/store/capacity/meter.go: Stack.Capacity and capacity.StartMeter per request, job and batch). Each unit
 // of work is sent alone and costed from the meters' growth until the stack is quiet again, the method of
 // the bench (test/bench; bench.Minus subtracts the snapshots): a warm webhook create for an athlete with
 // an active milestone and for one without, a pushed update, a delete (api accept + worker + projector), a

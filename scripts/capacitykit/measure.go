@@ -14,7 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/bench"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -44,7 +44,7 @@ type MeasureOptions struct {
 // handler, the worker, the stream reader feeding the projector, the sync
 // scheduler) on DynamoDB Local against the Strava simulator, and returns
 // what each unit of work costs as the product's capacity meters
-// (Stack.Capacity, store.StartMeter per request, job and batch) record it:
+// (Stack.Capacity, capacity.StartMeter per request, job and batch) record it:
 // webhook creates (with and without an active milestone), updates and
 // deletes, one deauthorization, one backfill page and one reconcile of an
 // unchanged athlete. Each unit is sent alone and measured from the meters'
@@ -81,7 +81,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 		defer cancel()
 		st.Close(cctx)
 	}()
-	r := &run{st: st, sim: st.Sim, sched: store.NewMeter(), timeout: o.Timeout, next: time.Now().Unix() * 1000}
+	r := &run{st: st, sim: st.Sim, sched: capacity.NewMeter(), timeout: o.Timeout, next: time.Now().Unix() * 1000}
 	m := Measured{Reads: map[string]float64{},
 		Source: fmt.Sprintf("local stack on %s with the Strava simulator; %d warm events per class", st.DynamoDBEndpoint, o.Events)}
 	if err := r.measure(ctx, o, &m); err != nil {
@@ -93,7 +93,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 type run struct {
 	st      *localstack.Stack
 	sim     *stravasim.Server
-	sched   *store.Meter
+	sched   *capacity.Meter
 	timeout time.Duration
 	next    int64
 }
@@ -101,15 +101,15 @@ type run struct {
 func (r *run) id() int64 { r.next++; return r.next }
 
 // snap is every meter at one instant.
-type snap struct{ api, worker, projector, sched store.Snapshot }
+type snap struct{ api, worker, projector, sched capacity.Snapshot }
 
 func (r *run) snap() snap {
 	c := r.st.Capacity
 	return snap{c.API.Snapshot(), c.Worker.Snapshot(), c.Projector.Snapshot(), r.sched.Snapshot()}
 }
 
-func (s snap) units() [4]store.Units {
-	return [4]store.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
+func (s snap) units() [4]capacity.Units {
+	return [4]capacity.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
 }
 
 // quiet waits until the worker's queue is drained and no meter has moved
@@ -141,7 +141,7 @@ func (r *run) quiet(ctx context.Context) (snap, error) {
 // stages returns what the meters recorded between two quiet instants,
 // divided by n units; the scheduler's figures count as the api stage.
 func stages(before, after snap, n int) Stages {
-	per := func(a, b store.Snapshot) Cost {
+	per := func(a, b capacity.Snapshot) Cost {
 		u := bench.Minus(a.Units, b.Units)
 		return Cost{float64(u.Requests), u.RCU, u.WCU}.Scale(1 / float64(n))
 	}
@@ -319,7 +319,7 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 	for i := range k {
 		r.activity(a3, time.Duration(i+1)*spread)
 	}
-	sctx := store.WithMeter(ctx, r.sched)
+	sctx := capacity.WithMeter(ctx, r.sched)
 	m.BackfillPage, rd, err = r.unit(ctx, 1, func() error {
 		ok, err := r.st.Scheduler.EnsureBackfill(sctx, backfillUser, "capacity")
 		if err == nil && !ok {

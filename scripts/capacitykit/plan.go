@@ -461,7 +461,7 @@ func (p Plan) Print(w io.Writer) {
 	pf("  overall budget: %s (limits %d/15min %d/day)\n\n", yes(p.FitsOverall), a.Limits.Short, a.Limits.Daily)
 
 	pf("DynamoDB units per unit of work, measured (%s):\n", m.Source)
-	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/capacity.go)\n")
+	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/capacity/meter.go)\n")
 	for _, r := range []struct {
 		name string
 		s    Stages

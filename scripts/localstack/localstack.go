@@ -43,6 +43,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -185,7 +186,7 @@ type Stack struct {
 // batches (projection), and the sweeper's and the reconciliation's calls
 // (the scheduled sweeper Lambda in AWS).
 type Meters struct {
-	API, Worker, Projector, Sweeper *store.Meter
+	API, Worker, Projector, Sweeper *capacity.Meter
 }
 
 // Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
@@ -203,7 +204,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		log = slog.Default()
 	}
 	s := &Stack{log: log, runDone: make(chan struct{}),
-		Capacity: Meters{API: store.NewMeter(), Worker: store.NewMeter(), Projector: store.NewMeter(), Sweeper: store.NewMeter()}}
+		Capacity: Meters{API: capacity.NewMeter(), Worker: capacity.NewMeter(), Projector: capacity.NewMeter(), Sweeper: capacity.NewMeter()}}
 	defer func() {
 		if err != nil {
 			s.Close(context.Background())
@@ -321,7 +322,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}, log.With("service", "worker"))
 	worker.Runner.Metrics = o.WorkerMetrics
 	run := func(ctx context.Context, job ingest.Job) error {
-		return worker.Run(store.WithMeter(ctx, s.Capacity.Worker), job)
+		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
 	}
 	if o.QueueCapacity <= 0 {
 		o.QueueCapacity = DefaultQueueCapacity
@@ -331,7 +332,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = handoff.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
 	s.Sweeper.Lease = cfg.OutboxLease
-	sweepCtx, sweepCancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Sweeper))
+	sweepCtx, sweepCancel := context.WithCancel(capacity.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
 	s.Scheduler = syncjobs.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
 	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettingsFrom(cfg), cfg.OutboxLease
@@ -354,7 +355,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.WebhookURL = s.APIURL + intake.WebhookPath
 	apiLog := log.With("service", "api")
 	s.server = &http.Server{Handler: app.Metered(mux, apiLog), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return store.WithMeter(context.Background(), s.Capacity.API) }}
+		BaseContext: func(net.Listener) context.Context { return capacity.WithMeter(context.Background(), s.Capacity.API) }}
 	go func() {
 		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("api server stopped", "error", err)
@@ -386,7 +387,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.WrapProjector != nil {
 		s.handler = o.WrapProjector(s.handler)
 	}
-	runCtx, cancel := context.WithCancel(store.WithMeter(context.Background(), s.Capacity.Projector))
+	runCtx, cancel := context.WithCancel(capacity.WithMeter(context.Background(), s.Capacity.Projector))
 	s.cancel = cancel
 	go func() {
 		defer close(s.runDone)

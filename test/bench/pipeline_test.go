@@ -25,6 +25,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -387,27 +388,27 @@ func (p *pipeline) baseline(b *testing.B, workers, items int) baselineResult {
 	return baselineResult{workers: workers, items: items, elapsed: elapsed, perSec: float64(items) / elapsed.Seconds()}
 }
 
-// capacity is the stack's three meters at one instant.
-type capacity struct{ api, worker, projector store.Snapshot }
+// meters is the stack's three meters at one instant.
+type meters struct{ api, worker, projector capacity.Snapshot }
 
-func (p *pipeline) capacity() capacity {
-	return capacity{p.st.Capacity.API.Snapshot(), p.st.Capacity.Worker.Snapshot(), p.st.Capacity.Projector.Snapshot()}
+func (p *pipeline) capacity() meters {
+	return meters{p.st.Capacity.API.Snapshot(), p.st.Capacity.Worker.Snapshot(), p.st.Capacity.Projector.Snapshot()}
 }
 
 // ingest and project return what ingestion (api + worker) and projection
 // cost between two instants.
-func (c capacity) ingest(before capacity) store.Snapshot {
+func (c meters) ingest(before meters) capacity.Snapshot {
 	return MinusSnapshot(c.api, before.api).Add(MinusSnapshot(c.worker, before.worker))
 }
 
-func (c capacity) project(before capacity) store.Snapshot {
+func (c meters) project(before meters) capacity.Snapshot {
 	return MinusSnapshot(c.projector, before.projector)
 }
 
 // quiesce waits until no component has made a metered DynamoDB call for a
 // moment (the worker's outbox settle and the projector's last batch land
 // after the projection the tracker saw), and returns the meters then.
-func (p *pipeline) quiesce(b *testing.B) capacity {
+func (p *pipeline) quiesce(b *testing.B) meters {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -530,7 +531,7 @@ type runResult struct {
 	ingest, project        PerEvent
 	minIngest, minProject  PerEvent
 	// ingestOps and projectOps are the run's totals by operation.
-	ingestOps, projectOps store.Snapshot
+	ingestOps, projectOps capacity.Snapshot
 }
 
 // throughput sends U users × E events through the API with S concurrent
@@ -624,7 +625,7 @@ type growthRow struct {
 	lags            []time.Duration
 	batches         []time.Duration // the projector batch's run time, per event
 	// ingestOps and projectOps are the row's totals by operation.
-	ingestOps, projectOps store.Snapshot
+	ingestOps, projectOps capacity.Snapshot
 }
 
 // growthRow gives a new user h workouts (one a day, backwards from

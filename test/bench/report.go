@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // The design minimum of one new-activity event: what the data model itself
@@ -48,9 +47,9 @@ const (
 
 // DesignMinimum returns the design minimum of one event for ingestion and
 // projection when the projection reads n workouts of s bytes each.
-func DesignMinimum(n, s int) (ingest, project store.Units) {
-	ingest = store.Units{Requests: minIngestRequests, WCU: minIngestWCU}
-	project = store.Units{Requests: minProjectRequests, WCU: minProjectWCU,
+func DesignMinimum(n, s int) (ingest, project capacity.Units) {
+	ingest = capacity.Units{Requests: minIngestRequests, WCU: minIngestWCU}
+	project = capacity.Units{Requests: minProjectRequests, WCU: minProjectWCU,
 		RCU: 1 + math.Ceil(float64(n*s)/rcuBytes)}
 	return ingest, project
 }
@@ -115,7 +114,7 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 
 // Per returns u divided by n events (requests stay a count: the ratio is in
 // the float fields of the returned PerEvent).
-func Per(u store.Units, n int) PerEvent {
+func Per(u capacity.Units, n int) PerEvent {
 	if n <= 0 {
 		return PerEvent{}
 	}
@@ -135,18 +134,18 @@ func (p PerEvent) Add(q PerEvent) PerEvent {
 
 // Minus returns a minus b, field by field (a meter's growth between two
 // snapshots).
-func Minus(a, b store.Units) store.Units {
-	return store.Units{Requests: a.Requests - b.Requests, RCU: a.RCU - b.RCU, WCU: a.WCU - b.WCU, Failed: a.Failed - b.Failed}
+func Minus(a, b capacity.Units) capacity.Units {
+	return capacity.Units{Requests: a.Requests - b.Requests, RCU: a.RCU - b.RCU, WCU: a.WCU - b.WCU, Failed: a.Failed - b.Failed}
 }
 
 // MinusSnapshot returns what a meter recorded between snapshot b and the
 // later snapshot a, totals and operations (tables are left out).
-func MinusSnapshot(a, b store.Snapshot) store.Snapshot {
-	r := store.Snapshot{Units: Minus(a.Units, b.Units)}
+func MinusSnapshot(a, b capacity.Snapshot) capacity.Snapshot {
+	r := capacity.Snapshot{Units: Minus(a.Units, b.Units)}
 	for op, u := range a.ByOp {
-		if d := Minus(u, b.ByOp[op]); d != (store.Units{}) {
+		if d := Minus(u, b.ByOp[op]); d != (capacity.Units{}) {
 			if r.ByOp == nil {
-				r.ByOp = map[string]store.Units{}
+				r.ByOp = map[string]capacity.Units{}
 			}
 			r.ByOp[op] = d
 		}
@@ -156,7 +155,7 @@ func MinusSnapshot(a, b store.Snapshot) store.Snapshot {
 
 // OpsPerEvent renders a snapshot's operations divided by n events, in name
 // order, e.g. "GetItem 3.00 req 1.50 RCU · PutItem 4.00 req 10.0 WCU".
-func OpsPerEvent(s store.Snapshot, n int) string {
+func OpsPerEvent(s capacity.Snapshot, n int) string {
 	ops := make([]string, 0, len(s.ByOp))
 	for op := range s.ByOp {
 		ops = append(ops, op)

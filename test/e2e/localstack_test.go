@@ -25,6 +25,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -203,7 +204,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 			t.Errorf("no %q log line with its DynamoDB requests", msg)
 		}
 	}
-	for name, m := range map[string]*store.Meter{"api": st.Capacity.API, "worker": st.Capacity.Worker, "projector": st.Capacity.Projector} {
+	for name, m := range map[string]*capacity.Meter{"api": st.Capacity.API, "worker": st.Capacity.Worker, "projector": st.Capacity.Projector} {
 		if got := m.Snapshot(); got.Requests == 0 || got.RCU+got.WCU == 0 {
 			t.Errorf("stack capacity of the %s: got %+v, want requests and units", name, got.Units)
 		}

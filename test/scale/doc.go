@@ -54,7 +54,7 @@
 //     only, within reconcile interval + one window (the bound when the
 //     athlete uploads again before their next slot);
 //   - writes per table and index and the hottest partition key's share,
-//     from the capacity meters' WriteKeys (model/store/writekeys.go) over
+//     from the capacity meters' WriteKeys (model/store/capacity/writekeys.go) over
 //     the day's traffic; only tables and indexes with at least
 //     MinWritesForHotKey writes count toward hottest_key_share;
 //   - the targets of issue 24, met or MISSED, and a last line:

@@ -23,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -113,7 +114,7 @@ type Env struct {
 	S       Settings
 	St      *localstack.Stack
 	Sim     *stravasim.Server
-	Keys    *store.WriteKeys
+	Keys    *capacity.WriteKeys
 	Logf    func(string, ...any)
 	proxy   *httptest.Server
 	tr      *tracker
@@ -190,7 +191,7 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 		return nil, err
 	}
 	e.modelID, e.parts = cat.Models[0].ModelID, cat.Models[0].PartCount
-	e.Keys = store.NewWriteKeys(store.Specs(st.Store.Tables()), 0)
+	e.Keys = capacity.NewWriteKeys(store.KeySchemas(store.Specs(st.Store.Tables())), 0)
 	return e, nil
 }
 
@@ -560,7 +561,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		return r, err
 	}
 	// From now on every component counts its written keys: the day's traffic.
-	for _, m := range []*store.Meter{e.St.Capacity.API, e.St.Capacity.Worker, e.St.Capacity.Projector, e.St.Capacity.Sweeper} {
+	for _, m := range []*capacity.Meter{e.St.Capacity.API, e.St.Capacity.Worker, e.St.Capacity.Projector, e.St.Capacity.Sweeper} {
 		m.CountWriteKeys(e.Keys)
 	}
 

@@ -52,10 +52,10 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/store/capacity"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // Store is the outbox the runner settles jobs in, and where it parks them.
@@ -325,7 +325,7 @@ func (w *Runner) Classify(ctx context.Context, job ingest.Job, err error) error 
 	return nil
 }
 
-// meterJob gives one job its own consumed-capacity meter (store.StartMeter:
+// meterJob gives one job its own consumed-capacity meter (capacity.StartMeter:
 // a meter the caller's context carries receives the figures too) and
 // returns the function that logs the job's line: "job finished" with the
 // job's correlationId, activityId, durationMs and the DynamoDB requests,
@@ -334,7 +334,7 @@ func (w *Runner) Classify(ctx context.Context, job ingest.Job, err error) error 
 // It also counts the job's Strava reads and writes them as the StravaReads
 // metric of the job's class to Metrics (budget.WriteReadsEMF).
 func (w *Runner) meterJob(ctx context.Context, job ingest.Job) (context.Context, func()) {
-	ctx, m := store.StartMeter(ctx)
+	ctx, m := capacity.StartMeter(ctx)
 	ctx, reads := budget.WithReadCounter(ctx)
 	start := w.Now()
 	return ctx, func() {

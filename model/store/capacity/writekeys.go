@@ -1,4 +1,4 @@
-package store
+package capacity
 
 // Per-partition-key write accounting (hot keys). A WriteKeys counts the
 // items written per table and per index and, for each, the partition keys
@@ -48,18 +48,34 @@ const DefaultTopK = 1024
 // (see the file comment). It is safe for concurrent use.
 type WriteKeys struct {
 	topK   int
-	tables map[string]TableSpec
+	tables map[string]KeySchema
 	mu     sync.Mutex
 	scopes map[string]*keyCounts
 }
 
-// NewWriteKeys returns a counter for the tables of specs (store.Specs),
+// KeySchema is what WriteKeys needs of a table: its name, the attribute of
+// its partition key, and its indexes' (store.KeySchemas derives them from
+// the table specs).
+type KeySchema struct {
+	Name    string
+	HashKey string
+	// GSIs name each global index and the attribute of its partition key.
+	GSIs []Index
+	// LSIs name each local index and the attribute of its sort key (an item
+	// without it is not in the index).
+	LSIs []Index
+}
+
+// Index is one index of a KeySchema: its name and key attribute.
+type Index struct{ Name, Key string }
+
+// NewWriteKeys returns a counter for the tables of specs (store.KeySchemas),
 // keeping at most topK keys per table or index (DefaultTopK when ≤ 0).
-func NewWriteKeys(specs []TableSpec, topK int) *WriteKeys {
+func NewWriteKeys(specs []KeySchema, topK int) *WriteKeys {
 	if topK <= 0 {
 		topK = DefaultTopK
 	}
-	w := &WriteKeys{topK: topK, tables: map[string]TableSpec{}, scopes: map[string]*keyCounts{}}
+	w := &WriteKeys{topK: topK, tables: map[string]KeySchema{}, scopes: map[string]*keyCounts{}}
 	for _, s := range specs {
 		w.tables[s.Name] = s
 	}
@@ -222,14 +238,14 @@ func (w *WriteKeys) recordWrites(params any, consumed []types.ConsumedCapacity) 
 
 // spec returns the table's spec, or a PK-keyed one for a table the specs
 // do not name.
-func (w *WriteKeys) spec(table string) TableSpec {
+func (w *WriteKeys) spec(table string) KeySchema {
 	if s, ok := w.tables[table]; ok {
 		return s
 	}
-	return TableSpec{Name: table, HashKey: "PK"}
+	return KeySchema{Name: table, HashKey: "PK"}
 }
 
-func (w *WriteKeys) put(table string, item Item) {
+func (w *WriteKeys) put(table string, item map[string]types.AttributeValue) {
 	s := w.spec(table)
 	pk, ok := str(item[s.HashKey])
 	if !ok {
@@ -237,12 +253,12 @@ func (w *WriteKeys) put(table string, item Item) {
 	}
 	w.add(table, pk)
 	for _, g := range s.GSIs {
-		if k, ok := str(item[g.HashKey]); ok {
+		if k, ok := str(item[g.Key]); ok {
 			w.add(table+"/"+g.Name, k)
 		}
 	}
 	for _, l := range s.LSIs {
-		if _, ok := item[l.RangeKey]; ok {
+		if _, ok := item[l.Key]; ok {
 			w.add(table+"/"+l.Name, pk)
 		}
 	}
@@ -250,7 +266,7 @@ func (w *WriteKeys) put(table string, item Item) {
 
 // update counts an Update's item and the indexes whose key its SET names;
 // it returns those indexes.
-func (w *WriteKeys) update(table string, key Item, expr string, names map[string]string, values map[string]types.AttributeValue) map[string]bool {
+func (w *WriteKeys) update(table string, key map[string]types.AttributeValue, expr string, names map[string]string, values map[string]types.AttributeValue) map[string]bool {
 	s := w.spec(table)
 	pk, ok := str(key[s.HashKey])
 	if !ok {
@@ -260,13 +276,13 @@ func (w *WriteKeys) update(table string, key Item, expr string, names map[string
 	set := setAssignments(expr, names, values)
 	named := map[string]bool{}
 	for _, g := range s.GSIs {
-		if k, ok := str(set[g.HashKey]); ok {
+		if k, ok := str(set[g.Key]); ok {
 			w.add(table+"/"+g.Name, k)
 			named[g.Name] = true
 		}
 	}
 	for _, l := range s.LSIs {
-		if _, ok := set[l.RangeKey]; ok {
+		if _, ok := set[l.Key]; ok {
 			w.add(table+"/"+l.Name, pk)
 			named[l.Name] = true
 		}
@@ -274,7 +290,7 @@ func (w *WriteKeys) update(table string, key Item, expr string, names map[string
 	return named
 }
 
-func (w *WriteKeys) keyOnly(table string, key Item) {
+func (w *WriteKeys) keyOnly(table string, key map[string]types.AttributeValue) {
 	if pk, ok := str(key[w.spec(table).HashKey]); ok {
 		w.add(table, pk)
 	}

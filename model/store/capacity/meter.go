@@ -1,4 +1,10 @@
-package store
+// Package capacity accounts what DynamoDB calls cost, in the product: a
+// client middleware (Install) adds the requests and the read and write units
+// of every call made with a metered context (Start, With) to its Meter, and
+// a Meter may also count the partition keys writes land on (WriteKeys, for
+// the hot-key figures of test/scale). The Lambdas log a job's or a batch's
+// Snapshot; make capacity and make bench read the same figures.
+package capacity
 
 // Consumed capacity, accounted in the product. store.New installs one
 // middleware on the client it is given (capacityOption); every call the
@@ -258,10 +264,10 @@ func (s Snapshot) Attr() slog.Attr { return slog.Attr{Value: s.LogValue()} }
 // capacityMiddlewareID names the meter's middleware in the SDK's stack.
 const capacityMiddlewareID = "commitcollect.ConsumedCapacity"
 
-// withCapacity returns a client with db's options plus the capacity meter
+// Install returns a client with db's options plus the capacity meter
 // middleware. A client that already has it (a Store's Client() handed to
 // another New) is wrapped once only.
-func withCapacity(db *dynamodb.Client) *dynamodb.Client {
+func Install(db *dynamodb.Client) *dynamodb.Client {
 	if db == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package store
+package capacity
 
 import (
 	"fmt"
@@ -11,6 +11,27 @@ import (
 )
 
 func sAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// Item is an item's attributes, as the store writes them.
+type Item = map[string]types.AttributeValue
+
+// testTables are the tables of testSchemas (store.KeySchemas of the
+// product's specs gives the same keys; model/store tests that).
+type testTables struct{ Main, Audit, Idempotency string }
+
+const (
+	IndexGSI1  = "GSI1"
+	AttrLSI1SK = "LSI1SK"
+)
+
+func testSchemas(tb testTables) []KeySchema {
+	both := []Index{{Name: "GSI1", Key: "GSI1PK"}, {Name: "GSI2", Key: "GSI2PK"}}
+	return []KeySchema{
+		{Name: tb.Main, HashKey: "PK", GSIs: both, LSIs: []Index{{Name: "LSI1", Key: AttrLSI1SK}}},
+		{Name: tb.Audit, HashKey: "PK", GSIs: both},
+		{Name: tb.Idempotency, HashKey: "IdempotencyKey", GSIs: []Index{{Name: "Pending", Key: "PendingPK"}}},
+	}
+}
 
 // hot returns the figures of one scope.
 func hot(t *testing.T, w *WriteKeys, scope string) HotKey {
@@ -25,7 +46,7 @@ func hot(t *testing.T, w *WriteKeys, scope string) HotKey {
 
 func TestWriteKeysRecordWrites(t *testing.T) {
 	t.Parallel()
-	tb := TableNames("p-")
+	tb := testTables{Main: "p-CommitCollect", Audit: "p-CommitCollectAudit", Idempotency: "p-CommitCollectIdempotency"}
 	gsi1 := map[string]types.Capacity{IndexGSI1: {CapacityUnits: aws.Float64(1)}}
 	tests := []struct {
 		name     string
@@ -74,7 +95,7 @@ func TestWriteKeysRecordWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			w := NewWriteKeys(Specs(tb), 0)
+			w := NewWriteKeys(testSchemas(tb), 0)
 			w.recordWrites(tt.params, tt.consumed)
 			got := map[string]HotKey{}
 			for _, h := range w.Hottest() {
