@@ -21,8 +21,6 @@
 //
 // # Configuration and logs
 //
-// # Configuration and logs
-//
 // api: STRAVA_VERIFY_TOKEN, STRAVA_SUBSCRIPTION_ID, CC_WORKER_FUNCTION,
 // CC_OUTBOX_LEASE; worker: STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET,
 // STRAVA_BASE_URL, CC_TOKEN_KMS_KEY or CC_TOKEN_KEY,
