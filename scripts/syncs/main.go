@@ -15,7 +15,7 @@
 // strongly consistent read of the sync state each. Exit status: 0 when
 // nothing needs attention (or the restart was enqueued), 1 when a listed
 // sync is failed or stuck, 2 on an error. Wiring only; the logic is
-// handlers/ingest (SyncScheduler) and model/store.
+// handlers/ingest/syncjobs (SyncScheduler) and model/store.
 package main
 
 import (

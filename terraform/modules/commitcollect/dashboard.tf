@@ -7,7 +7,7 @@
 # and handlers/ingest) through Logs Insights; the tables' own consumed
 # capacity as DynamoDB bills it; the Strava read budget by class (the
 # worker's EMF metric StravaReads, dimension Class: webhook, backfill,
-# reconcile, confirm; handlers/ingest/readmetric.go) against the read
+# reconcile, confirm; handlers/ingest/budget/reads.go) against the read
 # limit's sync share. test/terraform checks the metrics are here.
 
 locals {

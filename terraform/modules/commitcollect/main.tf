@@ -768,7 +768,7 @@ resource "aws_cloudwatch_metric_alarm" "projector_truncated" {
 }
 
 # The outbox backlog: the sweeper reports how many items were due per sweep
-# (handlers/ingest.SweeperMetricsNamespace). Due items every sweep for three
+# (handlers/ingest/handoff.SweeperMetricsNamespace). Due items every sweep for three
 # periods means hand-offs keep failing or work arrives faster than it drains.
 resource "aws_cloudwatch_metric_alarm" "outbox_backlog" {
   alarm_name          = "${local.name}-outbox-backlog"
