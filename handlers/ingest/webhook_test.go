@@ -69,9 +69,8 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 		{"not JSON", `{{`, 400, "invalid_event", "malformed JSON"},
 		{"unknown object type", strings.Replace(valid, `"activity"`, `"route"`, 1), 400, "invalid_event", "unknown object type"},
 		{"unknown aspect type", strings.Replace(valid, `"create"`, `"archive"`, 1), 400, "invalid_event", "unknown aspect type"},
-		{"wrong type", strings.Replace(valid, `"object_id":1`, `"object_id":"1"`, 1), 400, "invalid_event", "object_id"},
+		{"wrong type", strings.Replace(valid, `"object_id":1`, `"object_id":"one"`, 1), 400, "invalid_event", "object_id"},
 		{"missing field", strings.Replace(valid, `"owner_id":2,`, ``, 1), 400, "invalid_event", "owner_id: is required"},
-		{"unknown field", strings.Replace(valid, `}`, `,"x":1}`, 1), 400, "invalid_event", "unknown field"},
 		{"wrong subscription", strings.Replace(valid, `120475`, `999`, 1), 403, "unknown_subscription", "subscription_id"},
 		{"too large", `{"updates":{"title":"` + strings.Repeat("a", intake.MaxEventBytes) + `"}}`, 413, "body_too_large", "64 KiB"},
 	}

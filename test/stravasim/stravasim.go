@@ -835,6 +835,27 @@ func (s *Server) DeauthorizationEvent(athleteID int64) Event {
 		SubscriptionID: s.subscriptionID(), EventTime: s.opts.Now().Unix()}
 }
 
+// Wire is the event as Strava's pushes render it, in the shapes public
+// clients have recorded, so a receiver is held to all of them: an event
+// with an odd object_id carries subscription_id as a numeric string (Strava's
+// own 2017 example and stravalib's recorded payload do), an event without
+// updates omits the key (deletes), and every event carries a field Strava
+// documents nowhere (a reader must ignore what it does not know).
+func (e Event) Wire() map[string]any {
+	m := map[string]any{
+		"object_type": e.ObjectType, "object_id": e.ObjectID, "aspect_type": e.AspectType,
+		"owner_id": e.OwnerID, "subscription_id": e.SubscriptionID, "event_time": e.EventTime,
+		"resource_state": 2,
+	}
+	if e.ObjectID%2 == 1 {
+		m["subscription_id"] = strconv.FormatInt(e.SubscriptionID, 10)
+	}
+	if len(e.Updates) > 0 {
+		m["updates"] = e.Updates
+	}
+	return m
+}
+
 // Delivery reports what happened to one event.
 type Delivery struct {
 	Attempts int   // POSTs made
@@ -851,7 +872,7 @@ var ErrNotDelivered = errors.New("stravasim: webhook event not acknowledged")
 // same event sent again (up to Options.DeliveryAttempts in all) while the
 // answer is not 200. It returns ErrNotDelivered when every attempt failed.
 func (s *Server) Deliver(ctx context.Context, callbackURL string, ev Event) (Delivery, error) {
-	body, err := json.Marshal(ev)
+	body, err := json.Marshal(ev.Wire())
 	if err != nil {
 		return Delivery{}, fmt.Errorf("stravasim: encode event: %w", err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -189,8 +191,17 @@ func TestDeliverRetriesUntil200(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
 	var last stravasim.Event
+	var raw []map[string]any
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewDecoder(r.Body).Decode(&last)
+		b, _ := io.ReadAll(r.Body)
+		var m, wire map[string]any
+		_ = json.Unmarshal(b, &m)
+		_ = json.Unmarshal(b, &wire)
+		raw = append(raw, wire)
+		// Decode the way a tolerant reader does: ids as numbers or strings.
+		m["subscription_id"], _ = strconv.ParseInt(fmt.Sprint(m["subscription_id"]), 10, 64)
+		b, _ = json.Marshal(m)
+		_ = json.Unmarshal(b, &last)
 		if calls.Add(1) < 3 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -207,6 +218,12 @@ func TestDeliverRetriesUntil200(t *testing.T) {
 	}
 	if last.SubscriptionID != 77 || last.ObjectID != 5 || last.AspectType != "create" || last.ObjectType != "activity" {
 		t.Fatalf("got event %+v", last)
+	}
+	// Strava's recorded shapes: an odd object id's subscription_id is a
+	// string, an event without updates has no updates key, and a field no
+	// document names is there.
+	if got := raw[0]; got["subscription_id"] != "77" || got["updates"] != nil || got["resource_state"] == nil {
+		t.Fatalf("got wire %v, want subscription_id \"77\", no updates, and resource_state", got)
 	}
 
 	calls.Store(-100) // never 200 again

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/jsontext"
@@ -15,22 +17,29 @@ import (
 // MaxEventBytes bounds a webhook request body.
 const MaxEventBytes = 64 << 10
 
-// wireEvent detects missing fields (nil) apart from zero values.
+// wireEvent holds a body's known fields as they came; the ids stay raw so
+// that a number and a numeric string both read, and a missing field (nil)
+// differs from a zero one. Fields Strava may add later are not in it and
+// are ignored.
 type wireEvent struct {
-	ObjectType     *string        `json:"object_type"`
-	ObjectID       *int64         `json:"object_id"`
-	AspectType     *string        `json:"aspect_type"`
-	Updates        map[string]any `json:"updates"`
-	OwnerID        *int64         `json:"owner_id"`
-	SubscriptionID *int64         `json:"subscription_id"`
-	EventTime      *int64         `json:"event_time"`
+	ObjectType     *string         `json:"object_type"`
+	ObjectID       json.RawMessage `json:"object_id"`
+	AspectType     *string         `json:"aspect_type"`
+	Updates        map[string]any  `json:"updates"`
+	OwnerID        json.RawMessage `json:"owner_id"`
+	SubscriptionID json.RawMessage `json:"subscription_id"`
+	EventTime      json.RawMessage `json:"event_time"`
 }
 
-// DecodeEvent strictly decodes one webhook body: exactly one JSON object,
-// no unknown fields, every field of the right type, object_type activity or
-// athlete, aspect_type create/update/delete (athlete events are updates
-// only), positive ids and event time, updates values that are scalars, and
-// text (keys and values, updates included) that is valid UTF-8.
+// DecodeEvent decodes one webhook body as a tolerant reader of what Strava
+// sends: exactly one JSON object; fields it does not know are ignored; ids,
+// subscription_id and event_time are positive integers given as JSON numbers
+// or numeric strings (Strava's own examples carry "subscription_id":"1") and
+// read exactly as int64; updates may be missing. What it still refuses is a
+// body that is not a Strava event: not JSON, a required field missing or
+// ill-typed, object_type other than activity or athlete, aspect_type other
+// than create/update/delete (athlete events are updates only), updates values
+// that are not scalars, text that is not valid UTF-8.
 // Every failure is a *model.ValidationError (errors.Is model.ErrInvalid)
 // whose fields say what was wrong.
 func DecodeEvent(body []byte) (ingest.Event, error) {
@@ -42,7 +51,6 @@ func DecodeEvent(body []byte) (ingest.Event, error) {
 		return ingest.Event{}, v.Err()
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	var w wireEvent
 	if err := dec.Decode(&w); err != nil {
@@ -59,15 +67,12 @@ func DecodeEvent(body []byte) (ingest.Event, error) {
 		}
 		return *p
 	}
-	pos := func(field string, p *int64) int64 {
-		switch {
-		case p == nil:
-			v.Add(field, "is required")
-			return 0
-		case *p <= 0:
-			v.Add(field, "must be positive, got %d", *p)
+	pos := func(field string, raw json.RawMessage) int64 {
+		n, err := PositiveID(raw)
+		if err != nil {
+			v.Add(field, "%s", err.Error())
 		}
-		return *p
+		return n
 	}
 	ev := ingest.Event{
 		ObjectType: str("object_type", w.ObjectType), ObjectID: pos("object_id", w.ObjectID),
@@ -121,8 +126,35 @@ func decodeError(err error) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fieldErr("body", "empty or truncated JSON")
 	}
-	// DisallowUnknownFields reports `json: unknown field "x"`.
 	return fieldErr("body", err.Error())
+}
+
+// PositiveID reads one id of a Strava payload exactly: a JSON integer or a
+// string holding one, in 1..2^63-1. Fractions, exponents, overflow and
+// null are refused with the reason (the int64 is never read through float64,
+// where ids above 2^53 would lose their last digits).
+func PositiveID(raw json.RawMessage) (int64, error) {
+	text := string(bytes.TrimSpace(raw))
+	if text == "" || text == "null" {
+		return 0, errors.New("is required")
+	}
+	if strings.HasPrefix(text, `"`) {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, fmt.Errorf("must be an integer, got %s", text)
+		}
+		text = strings.TrimSpace(s)
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("must fit in 64 bits, got %s", text)
+	case err != nil:
+		return 0, fmt.Errorf("must be an integer, got %s", string(raw))
+	case n <= 0:
+		return 0, fmt.Errorf("must be positive, got %d", n)
+	}
+	return n, nil
 }
 
 func fieldErr(field, msg string) error {

@@ -11,7 +11,7 @@
 //	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it)
 //	POST valid event seen before (done, parked, or still leased/deferred)
 //	     → 200 {"status":"duplicate"}, no hand-off
-//	POST malformed (bad JSON, unknown field, wrong type, missing field, unknown
+//	POST malformed (bad JSON, wrong type, missing field, unknown
 //	     object_type/aspect_type, non-positive ids, invalid UTF-8)
 //	     → 400 {"error":"invalid_event","reason":…,"fields":[…]}
 //	POST with another subscription_id → 403 {"error":"unknown_subscription"}
@@ -20,8 +20,8 @@
 //	POST when the event cannot be recorded → 503 (nothing recorded, so Strava's
 //	     redelivery is accepted)
 //
-// Decoding is strict (DisallowUnknownFields, exactly one object, updates
-// values must be scalars); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
+// Decoding is a tolerant reader (DecodeEvent: unknown fields ignored, ids as
+// numbers or numeric strings, updates optional); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
 // FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
 // model.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
 // event_time, updates) — the event's identity, not the HTTP request's — claimed with
