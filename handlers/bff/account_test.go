@@ -284,6 +284,10 @@ type fixedToken struct{}
 
 func (fixedToken) AccessToken(context.Context, string) (string, error) { return "tok", nil }
 
+func (fixedToken) Verify(context.Context, string) (strava.Token, error) {
+	return strava.Token{AccessToken: "tok"}, nil
+}
+
 // TestAccountDeletionIsFinalWithWorkInFlight: DELETE /v1/me answers while a
 // fetch is in flight; the fetch lands afterwards, and a sync state write
 // lands even later; neither leaves anything in USER#{id} (issue 25 item 6).

@@ -32,7 +32,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	q := loc.Query()
 	if loc.Path != "/oauth/authorize" || !strings.HasPrefix(loc.String(), sim.URL) || q.Get("client_id") != sim.ClientID() ||
 		q.Get("redirect_uri") != e.srv.URL+"/auth/strava/callback" || q.Get("response_type") != "code" ||
-		q.Get("scope") != "read,activity:read_all" || len(q.Get("state")) != 32 {
+		q.Get("scope") != "read,activity:read,activity:read_all" || len(q.Get("state")) != 32 {
 		t.Fatalf("authorize redirect = %s", loc)
 	}
 

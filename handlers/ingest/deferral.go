@@ -14,6 +14,26 @@ import (
 type DeferError struct {
 	Until  time.Time
 	Reason string
+	// Cause, when set, is what made the job wait (errors.Is and As see it).
+	Cause error
+}
+
+// Unwrap returns the cause of the wait, if any.
+func (e *DeferError) Unwrap() error { return e.Cause }
+
+// AppCredentialsWait is how long a job waits when Strava refused the
+// application's own credentials (strava.ErrAppCredentials) before it asks
+// again: the operator fixes the secret, the work resumes by itself.
+const AppCredentialsWait = time.Minute
+
+// DeferForAppCredentials is the deferral of a job whose token request
+// Strava refused because of the application's credentials (err matches
+// strava.ErrAppCredentials): no athlete is at fault and nothing is flagged,
+// the job is not failed nor parked, it waits AppCredentialsWait and tries
+// again. The runner counts it in the StravaAppCredentialsRejected metric.
+func DeferForAppCredentials(err error, now time.Time) *DeferError {
+	return &DeferError{Until: now.Add(AppCredentialsWait),
+		Reason: "strava refused the application's client credentials (operator: check the client secret)", Cause: err}
 }
 
 // Error implements error.

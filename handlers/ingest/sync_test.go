@@ -134,10 +134,14 @@ func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 // Unless settings choose a head start, the pacing's is a whole window: a
 // test that drains several sync pages without moving time must not depend
 // on where in the 15-minute window the wall clock stands (at a window's
-// start the default allows 5 reads). The pacing tests set theirs.
+// start the default allows 5 reads), nor on the hour of the day (just after
+// midnight UTC the day's allowance is a few reads). The pacing tests set theirs.
 func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 	if settings.HeadStart == 0 {
 		settings.HeadStart = 1
+	}
+	if settings.DayHeadStart == 0 {
+		settings.DayHeadStart = 1
 	}
 	client := strava.NewClient(r.sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
@@ -182,7 +186,8 @@ func (r *syncRig) drain(key string, rounds int) int {
 			r.t.Fatalf("run %s: %v", key, err)
 		}
 	}
-	r.t.Fatalf("job %s not settled after %d runs", key, rounds)
+	rec, _ := r.st.OutboxItem(ctx, key)
+	r.t.Fatalf("job %s not settled after %d runs (last %+v)", key, rounds, rec)
 	return rounds
 }
 

@@ -69,8 +69,11 @@ type Fault struct {
 }
 
 // APIError is a non-2xx answer from Strava. It matches model.ErrNotFound
-// (404), model.ErrUnauthorized (401, 403) or model.ErrRetryable (429, 5xx)
-// with errors.Is; anything else matches model.ErrInvalid.
+// (404), model.ErrUnauthorized (401: the token is dead or lacks every
+// activity scope) or model.ErrRetryable (429, 5xx) with errors.Is; anything
+// else, 403 included, matches model.ErrInvalid: a 403 says nothing about the
+// athlete's grant, so it flags nobody (the job is parked with Strava's
+// answer for an operator).
 type APIError struct {
 	Status  int
 	Message string  `json:"message"`
@@ -94,7 +97,7 @@ func (e *APIError) Is(target error) bool {
 	switch {
 	case e.Status == http.StatusNotFound:
 		return target == model.ErrNotFound
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+	case e.Status == http.StatusUnauthorized:
 		return target == model.ErrUnauthorized
 	case e.Status == http.StatusTooManyRequests || e.Status >= 500:
 		return target == model.ErrRetryable
@@ -105,7 +108,7 @@ func (e *APIError) Is(target error) bool {
 // GetActivity fetches GET /api/v3/activities/{id} with the athlete's access
 // token. The rate-limit reading is returned whenever Strava sent the headers,
 // also with an error. Errors match model.ErrNotFound (deleted or invisible
-// activity), model.ErrUnauthorized (token revoked or scope missing),
+// activity), model.ErrUnauthorized (401: token revoked or no activity scope),
 // model.ErrRetryable (429, 5xx, transport failures) or model.ErrInvalid (an
 // undecodable body).
 func (c *Client) GetActivity(ctx context.Context, accessToken string, id int64) (Activity, RateLimit, error) {

@@ -64,7 +64,7 @@ func TestAPIErrorClassification(t *testing.T) {
 	}{
 		{"404 not found", 404, model.ErrNotFound},
 		{"401 unauthorized", 401, model.ErrUnauthorized},
-		{"403 forbidden", 403, model.ErrUnauthorized},
+		{"403 forbidden names nobody", 403, model.ErrInvalid},
 		{"429 rate limited", 429, model.ErrRetryable},
 		{"500", 500, model.ErrRetryable},
 		{"503", 503, model.ErrRetryable},

@@ -11,8 +11,10 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
-// Scopes CommitCollect asks for. activity:read_all lets us read private
-// activities; activity:read is the minimum we need.
+// Scopes CommitCollect asks for. Strava's consent page lets the athlete
+// untick each: activity:read_all also reads private activities,
+// activity:read only the others (a private one then answers 404 and counts
+// as hidden); with neither we can read nothing, and only that is a refusal.
 const (
 	ScopeRead            = "read"
 	ScopeActivityRead    = "activity:read"
@@ -28,7 +30,7 @@ func OAuthConfig(baseURL, clientID, clientSecret, redirectURL string) *oauth2.Co
 		ClientID:     clientID,
 		ClientSecret: clientSecret,
 		RedirectURL:  redirectURL,
-		Scopes:       []string{strings.Join([]string{ScopeRead, ScopeActivityReadAll}, ",")},
+		Scopes:       []string{strings.Join([]string{ScopeRead, ScopeActivityRead, ScopeActivityReadAll}, ",")},
 		Endpoint: oauth2.Endpoint{
 			AuthURL:   base + "/oauth/authorize",
 			TokenURL:  base + "/oauth/token",
@@ -51,13 +53,28 @@ func AthleteFromToken(tok *oauth2.Token) (Athlete, error) {
 	if !ok {
 		return Athlete{}, fmt.Errorf("token response has no athlete: %w", model.ErrInvalid)
 	}
-	id, _ := raw["id"].(float64)
-	if id <= 0 {
+	id, err := exactInt(raw["id"])
+	if err != nil || id <= 0 {
 		return Athlete{}, fmt.Errorf("token response athlete id %v: %w", raw["id"], model.ErrInvalid)
 	}
 	first, _ := raw["firstname"].(string)
 	last, _ := raw["lastname"].(string)
-	return Athlete{ID: int64(id), Firstname: first, Lastname: last}, nil
+	return Athlete{ID: id, Firstname: first, Lastname: last}, nil
+}
+
+// ActivityScope is the widest activity scope among the granted ones:
+// activity:read_all, else activity:read, else "" (no activity can be read).
+func ActivityScope(scopes []string) string {
+	best := ""
+	for _, s := range scopes {
+		switch {
+		case s == ScopeActivityReadAll:
+			return s
+		case s == ScopeActivityRead:
+			best = s
+		}
+	}
+	return best
 }
 
 // ParseScopes splits Strava's comma-separated granted-scope string.

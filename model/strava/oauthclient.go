@@ -2,6 +2,7 @@ package strava
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,19 +30,14 @@ type OAuthClient struct {
 	HTTPClient *http.Client
 }
 
-func (c *OAuthClient) ctx(ctx context.Context) context.Context {
-	if c.HTTPClient == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, oauth2.HTTPClient, c.HTTPClient)
-}
-
 // AuthCodeURL is Strava's authorize URL carrying state.
 func (c *OAuthClient) AuthCodeURL(state string) string { return c.Config.AuthCodeURL(state) }
 
 // Exchange trades an authorization code for a token; a refused code matches model.ErrUnauthorized.
 func (c *OAuthClient) Exchange(ctx context.Context, code string) (*oauth2.Token, error) {
-	tok, err := c.Config.Exchange(c.ctx(ctx), code)
+	tok, err := tokenCall(ctx, c.HTTPClient, func(ctx context.Context) (*oauth2.Token, error) {
+		return c.Config.Exchange(ctx, code)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("exchange strava code: %w", classifyTokenError(err))
 	}
@@ -51,7 +47,9 @@ func (c *OAuthClient) Exchange(ctx context.Context, code string) (*oauth2.Token,
 // Refresh trades a refresh token for a new one; a refused one matches
 // model.ErrUnauthorized.
 func (c *OAuthClient) Refresh(ctx context.Context, refreshToken string) (*oauth2.Token, error) {
-	tok, err := c.Config.TokenSource(c.ctx(ctx), &oauth2.Token{RefreshToken: refreshToken}).Token()
+	tok, err := tokenCall(ctx, c.HTTPClient, func(ctx context.Context) (*oauth2.Token, error) {
+		return c.Config.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("refresh strava token: %w", classifyTokenError(err))
 	}
@@ -66,19 +64,40 @@ func (c *OAuthClient) Deauthorize(ctx context.Context, accessToken string) error
 	return c.Deauthorizer.Deauthorize(ctx, accessToken)
 }
 
-// classifyTokenError maps an oauth2 failure onto model's vocabulary: 400/401 from the
-// token endpoint means the grant is gone, 429 and 5xx are worth retrying.
+// ErrAppCredentials means Strava's token endpoint refused the application
+// itself (a fault on resource "Application": a wrong or rotated client id or
+// secret). It is the operator's problem, never evidence about an athlete:
+// errors carrying it also match model.ErrRetryable, and the work waits
+// until the credentials are right.
+var ErrAppCredentials = errors.New("strava refused the application's client credentials")
+
+// classifyTokenError maps an oauth2 failure onto model's vocabulary by what
+// Strava's error body names (see Fault): a fault on "Application" is
+// ErrAppCredentials (and retryable); one on the athlete's own grant
+// ("RefreshToken", "AuthorizationCode") is model.ErrUnauthorized; 429, 5xx
+// and transport failures are retryable. Any other refusal names nobody, so
+// it flags nobody: it is retryable too (and parked by the outbox if it
+// persists), with Strava's answer in the error.
 func classifyTokenError(err error) error {
 	var re *oauth2.RetrieveError
-	if errors.As(err, &re) && re.Response != nil {
-		switch s := re.Response.StatusCode; {
-		case s == http.StatusBadRequest || s == http.StatusUnauthorized:
-			return fmt.Errorf("%w: %w", model.ErrUnauthorized, err)
-		case s == http.StatusTooManyRequests || s >= 500:
-			return fmt.Errorf("%w: %w", model.ErrRetryable, err)
-		}
-		return err
+	if !errors.As(err, &re) || re.Response == nil {
+		// Transport failures (no response) are transient.
+		return fmt.Errorf("%w: %w", model.ErrRetryable, err)
 	}
-	// Transport failures (no response) are transient.
-	return fmt.Errorf("%w: %w", model.ErrRetryable, err)
+	var body struct {
+		Errors []Fault `json:"errors"`
+	}
+	_ = json.Unmarshal(re.Body, &body)
+	for _, f := range body.Errors {
+		if f.Resource == "Application" {
+			return fmt.Errorf("%w: %w: %w", ErrAppCredentials, model.ErrRetryable, err)
+		}
+	}
+	s := re.Response.StatusCode
+	for _, f := range body.Errors {
+		if (f.Resource == "RefreshToken" || f.Resource == "AuthorizationCode") && s >= 400 && s < 500 && s != http.StatusTooManyRequests {
+			return fmt.Errorf("%w: %w", model.ErrUnauthorized, err)
+		}
+	}
+	return fmt.Errorf("%w: strava token endpoint answered %d: %w", model.ErrRetryable, s, err)
 }

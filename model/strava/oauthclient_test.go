@@ -3,6 +3,7 @@ package strava_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,6 +41,14 @@ func TestOAuthClientClassifiesTokenFailures(t *testing.T) {
 			_, err := c.Refresh(ctx, sim.IssueTokens(5, time.Hour).RefreshToken)
 			return err
 		}, model.ErrRetryable},
+		{"rotated application secret", func() error {
+			rotated := &strava.OAuthClient{Config: strava.OAuthConfig(sim.URL, sim.ClientID(), "old-secret", "")}
+			_, err := rotated.Refresh(ctx, sim.IssueTokens(5, time.Hour).RefreshToken)
+			if errors.Is(err, model.ErrUnauthorized) {
+				return fmt.Errorf("the application's refusal taken for the athlete's: %v", err)
+			}
+			return err
+		}, strava.ErrAppCredentials},
 		{"unknown code", func() error { _, err := c.Exchange(ctx, "no-such-code"); return err }, model.ErrUnauthorized},
 		{"no deauthorizer wired", func() error { return (&strava.OAuthClient{Config: c.Config}).Deauthorize(ctx, "at") }, model.ErrInvalid},
 	}

@@ -68,8 +68,9 @@ func NewRefresher(cfg *oauth2.Config, store TokenStore, httpClient *http.Client)
 // match model.ErrNotFound (no connection), model.ErrUnauthorized (the
 // connection needs re-authorization: flagged before, or Strava refused the
 // refresh token now, in which case it is flagged) or model.ErrRetryable
-// (Strava or DynamoDB unavailable, or another worker's refresh did not land
-// in time).
+// (Strava or DynamoDB unavailable, another worker's refresh did not land in
+// time, or ErrAppCredentials: Strava refused the application itself, and
+// nobody is flagged).
 func (r *Refresher) AccessToken(ctx context.Context, userID string) (string, error) {
 	t, err := r.Token(ctx, userID)
 	return t.AccessToken, err
@@ -86,17 +87,38 @@ type Token struct {
 
 // Token is AccessToken with the token's expiry and athlete (same errors).
 func (r *Refresher) Token(ctx context.Context, userID string) (Token, error) {
+	return r.token(ctx, userID, false)
+}
+
+// Verify asks Strava now whether the user's grant is alive: it refreshes
+// the token even when the stored one is fresh or the connection was
+// flagged before (a refresh made by another worker after Verify started
+// also counts). So model.ErrUnauthorized from Verify is evidence obtained
+// now, from Strava's refusal of this athlete's refresh token; never a flag
+// set earlier, perhaps for a reason that no longer holds. A success clears
+// the flag. Errors match as for AccessToken, and ErrAppCredentials when
+// Strava refused the application itself.
+func (r *Refresher) Verify(ctx context.Context, userID string) (Token, error) {
+	return r.token(ctx, userID, true)
+}
+
+func (r *Refresher) token(ctx context.Context, userID string, verify bool) (Token, error) {
 	deadline := r.Now().Add(r.Wait)
+	startVersion := int64(-1)
 	for attempt := 0; ; attempt++ {
 		conn, err := r.store.StravaConnection(ctx, userID)
 		if err != nil {
 			return Token{}, fmt.Errorf("access token for %s: %w", userID, err)
 		}
-		if conn.NeedsReauth {
+		if startVersion < 0 {
+			startVersion = conn.TokenVersion
+		}
+		if conn.NeedsReauth && !verify {
 			return Token{}, fmt.Errorf("access token for %s: connection needs re-authorization: %w", userID, model.ErrUnauthorized)
 		}
 		now := r.Now()
-		if conn.AccessToken != "" && conn.ExpiresAtUtc.After(now.Add(r.Skew)) {
+		refreshedSince := conn.TokenVersion != startVersion && !conn.NeedsReauth
+		if conn.AccessToken != "" && conn.ExpiresAtUtc.After(now.Add(r.Skew)) && (!verify || refreshedSince) {
 			return Token{AccessToken: conn.AccessToken, ExpiresAt: conn.ExpiresAtUtc, AthleteID: conn.AthleteID}, nil
 		}
 		err = r.store.AcquireTokenRefreshLease(ctx, userID, conn.TokenVersion, now, now.Add(r.Lease))
@@ -121,29 +143,31 @@ func (r *Refresher) Token(ctx context.Context, userID string) (Token, error) {
 // refresh runs the refresh_token grant for conn (whose lease we hold) and
 // persists the result.
 func (r *Refresher) refresh(ctx context.Context, conn *model.StravaConnection) (Token, error) {
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, r.http)
 	// An expired token makes the oauth2 token source use the refresh grant.
-	src := r.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: conn.RefreshToken, Expiry: time.Unix(1, 0)})
-	tok, err := src.Token()
+	tok, err := tokenCall(ctx, r.http, func(ctx context.Context) (*oauth2.Token, error) {
+		return r.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: conn.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
+	})
 	now := r.Now()
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 &&
-			re.Response.StatusCode != http.StatusTooManyRequests {
-			// If another worker rotated the token meanwhile (our lease
-			// lapsed), Strava refused the old one: use the winner's.
-			if cur, rerr := r.store.StravaConnection(ctx, conn.UserID); rerr == nil &&
-				cur.TokenVersion != conn.TokenVersion && !cur.NeedsReauth && cur.AccessToken != "" {
-				return Token{AccessToken: cur.AccessToken, ExpiresAt: cur.ExpiresAtUtc, AthleteID: cur.AthleteID}, nil
-			}
-			// Strava refused the refresh token: only the athlete can fix this.
-			if merr := r.store.MarkNeedsReauth(ctx, conn.UserID, now); merr != nil {
-				return Token{}, fmt.Errorf("refresh token of %s: %w (and %w)", conn.UserID, model.ErrUnauthorized, merr)
-			}
-			return Token{}, fmt.Errorf("refresh token of %s: strava refused it (%d): %w", conn.UserID, re.Response.StatusCode, model.ErrUnauthorized)
+		err = classifyTokenError(err)
+		if !errors.Is(err, model.ErrUnauthorized) {
+			// The application's credentials, Strava's availability, or an
+			// answer that names nobody: no athlete is flagged.
+			r.release(ctx, conn)
+			return Token{}, fmt.Errorf("refresh token of %s: %w", conn.UserID, err)
 		}
-		r.release(ctx, conn)
-		return Token{}, fmt.Errorf("refresh token of %s: %w: %w", conn.UserID, model.ErrRetryable, err)
+		// If another worker rotated the token meanwhile (our lease
+		// lapsed), Strava refused the old one: use the winner's.
+		if cur, rerr := r.store.StravaConnection(ctx, conn.UserID); rerr == nil &&
+			cur.TokenVersion != conn.TokenVersion && !cur.NeedsReauth && cur.AccessToken != "" {
+			return Token{AccessToken: cur.AccessToken, ExpiresAt: cur.ExpiresAtUtc, AthleteID: cur.AthleteID}, nil
+		}
+		// Strava refused this athlete's refresh token: only the athlete can
+		// fix this.
+		if merr := r.store.MarkNeedsReauth(ctx, conn.UserID, now); merr != nil {
+			return Token{}, fmt.Errorf("refresh token of %s: %w (and %w)", conn.UserID, err, merr)
+		}
+		return Token{}, fmt.Errorf("refresh token of %s: strava refused it: %w", conn.UserID, err)
 	}
 	if tok.AccessToken == "" || tok.RefreshToken == "" {
 		r.release(ctx, conn)

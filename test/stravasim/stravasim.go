@@ -277,7 +277,28 @@ func (s *Server) Close() { s.server.Close() }
 func (s *Server) ClientID() string { return s.opts.ClientID }
 
 // ClientSecret returns the accepted client secret.
-func (s *Server) ClientSecret() string { return s.opts.ClientSecret }
+func (s *Server) ClientSecret() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.ClientSecret
+}
+
+// RotateClientSecret makes Strava accept only secret from now on, as when an
+// operator rotates the application's secret on Strava's settings page: a
+// token request still carrying the old one is refused with Strava's
+// Application fault (400) until the deployment has the new one.
+func (s *Server) RotateClientSecret(secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.ClientSecret = secret
+}
+
+// appCredentials reports whether id and secret are the application's.
+func (s *Server) appCredentials(id, secret string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return id == s.opts.ClientID && secret == s.opts.ClientSecret
+}
 
 // Handler returns the simulator's routes (for mounting elsewhere).
 func (s *Server) Handler() http.Handler {
@@ -522,12 +543,14 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.stats.refusedTokens.Add(1)
 		writeError(w, status, "Bad Request", f)
 	}
-	if r.PostForm.Get("client_id") != s.opts.ClientID || r.PostForm.Get("client_secret") != s.opts.ClientSecret {
-		refuse(http.StatusUnauthorized, fault{"Application", "client_id", "invalid"})
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.PostForm.Get("client_id") != s.opts.ClientID || r.PostForm.Get("client_secret") != s.opts.ClientSecret {
+		// Strava answers a wrong or rotated client id or secret with 400 and
+		// a fault on the Application, whatever the grant.
+		refuse(http.StatusBadRequest, fault{"Application", "client_id", "invalid"})
+		return
+	}
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
 		code := r.PostForm.Get("code")
@@ -554,9 +577,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		delete(s.refresh, old) // rotation: the old refresh token stops working
 		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
 		s.stats.tokenRefreshes.Add(1)
+		// As in answers public clients recorded: expires_at (the instant on
+		// Strava's clock) and no expires_in.
 		writeJSON(w, http.StatusOK, map[string]any{
 			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
-			"expires_at": t.ExpiresAt.Unix(), "expires_in": int64(s.opts.TokenTTL.Seconds()),
+			"expires_at": t.ExpiresAt.Unix(),
 		})
 	default:
 		refuse(http.StatusBadRequest, fault{"Application", "grant_type", "invalid"})
@@ -960,7 +985,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.Form
-	if f.Get("client_id") != s.opts.ClientID || f.Get("client_secret") != s.opts.ClientSecret {
+	if !s.appCredentials(f.Get("client_id"), f.Get("client_secret")) {
 		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
 		return
 	}
@@ -974,7 +999,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("client_id") != s.opts.ClientID || q.Get("client_secret") != s.opts.ClientSecret {
+	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
 		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
 		return
 	}
@@ -987,7 +1012,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("client_id") != s.opts.ClientID || q.Get("client_secret") != s.opts.ClientSecret {
+	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
 		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/handlers/ingest/outbox"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -784,6 +785,9 @@ var RequiredAlarms = []Alarm{
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
 	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
 	{"outbox backlog", handoff.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
+	// The worker's EMF metric: jobs deferred because Strava refused the
+	// application's credentials (handlers/ingest/outbox/runner.go).
+	{"strava app credentials rejected", budget.WorkerMetricsNamespace, outbox.MetricAppCredentialsRejected, "Service", constant("worker")},
 	// The store's EMF metric: audit entries Store.Audit dropped (model/store/audit.go).
 	{"audit writes dropped", store.AuditMetricsNamespace, store.MetricAuditWritesDropped, "TableName", auditTables},
 }

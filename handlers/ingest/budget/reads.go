@@ -52,6 +52,9 @@ type EMFValue struct {
 	value      int64
 }
 
+// NewEMFValue is one metric of an EMF line: name, CloudWatch unit, value.
+func NewEMFValue(name, unit string, value int64) EMFValue { return EMFValue{name, unit, value} }
+
 // WriteEMF writes one CloudWatch Embedded Metric Format line in the
 // worker's namespace with one dimension (nothing when w is nil).
 func WriteEMF(w io.Writer, now time.Time, dim, dimValue string, vals []EMFValue) error {

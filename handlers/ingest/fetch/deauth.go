@@ -88,8 +88,11 @@ func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, j
 }
 
 // confirmRevoked asks Strava whether the user's grant is revoked, through
-// the shared budget and the athlete's read cap like a fetch: it returns how
-// ("token refresh refused", "strava 401") when it is, "" when Strava still
+// the shared budget and the athlete's read cap like a fetch. Only evidence
+// about this athlete obtained after the event counts: a refresh refused now
+// (the RefreshToken fault; Verify ignores an earlier flag) or a 401 to the
+// token that refresh just issued. An Application fault is the operator's
+// and defers the job. It returns how ("token refresh refused", "strava 401") when it is, "" when Strava still
 // honours the grant, a ingest.DeferError for a spent budget, cap or 429, and a
 // retryable error when Strava cannot say (5xx, transport, any other
 // status): an unconfirmable deauthorization waits, it never destroys.
@@ -101,17 +104,22 @@ func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job inge
 	if err := w.takeAthleteRead(ctx, job); err != nil {
 		return "", err
 	}
-	token, err := w.tokens.AccessToken(ctx, userID)
+	// Evidence is obtained now, after the event: a refresh of the athlete's
+	// grant, whatever the stored token and any flag set earlier (a flag may
+	// come from a refusal that no longer holds).
+	fresh, err := w.tokens.Verify(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrUnauthorized):
-		// Strava refused the refresh token now, or refused the grant
-		// before (needsReauth is set only on Strava's refusal).
+		// Strava refused this athlete's refresh token, now.
 		return "token refresh refused", nil
 	case errors.Is(err, model.ErrNotFound):
 		return "", fmt.Errorf("process %s: connection removed during the deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+	case errors.Is(err, strava.ErrAppCredentials):
+		return "", fmt.Errorf("process %s: confirm deauthorization: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now()))
 	case err != nil:
 		return "", fmt.Errorf("process %s: confirm deauthorization: %w", job.CorrelationID, err)
 	}
+	token := fresh.AccessToken
 	_, rl, err := w.strava.GetAthlete(ctx, token)
 	w.observeRate(ctx, log, rl, err)
 	var apiErr *strava.APIError

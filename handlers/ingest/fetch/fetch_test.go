@@ -89,6 +89,11 @@ func (t tokens) AccessToken(ctx context.Context, userID string) (string, error) 
 	return t(ctx, userID)
 }
 
+func (t tokens) Verify(ctx context.Context, userID string) (strava.Token, error) {
+	tok, err := t(ctx, userID)
+	return strava.Token{AccessToken: tok}, err
+}
+
 type fakeStrava struct {
 	calls         int
 	GetActivityFn func(id int64) (strava.Activity, error)

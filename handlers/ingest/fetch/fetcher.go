@@ -153,8 +153,13 @@ type RevocationStore interface {
 // TokenProvider hands out valid access tokens (strava.Refresher).
 type TokenProvider interface {
 	// AccessToken returns a valid token; ErrUnauthorized when the athlete
-	// must reconnect, ErrNotFound without a connection.
+	// must reconnect, ErrNotFound without a connection,
+	// strava.ErrAppCredentials when Strava refused the application.
 	AccessToken(ctx context.Context, userID string) (string, error)
+	// Verify refreshes the token now, whatever the stored one and any
+	// earlier flag: ErrUnauthorized from it is Strava's refusal of this
+	// athlete's grant, obtained now (what confirms a deauthorization).
+	Verify(ctx context.Context, userID string) (strava.Token, error)
 }
 
 // ActivityFetcher reads from Strava (strava.Client): one activity, and the
@@ -304,30 +309,16 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		log.InfoContext(ctx, "athlete has no strava connection; event dropped", "writeStatus", "skipped")
 		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
 		return nil
+	case errors.Is(err, strava.ErrAppCredentials):
+		return fmt.Errorf("process %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now()))
 	case err != nil:
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
-	var apiErr *strava.APIError
 	w.observeRate(ctx, log, rl, err)
-	switch {
-	case cached != nil && errors.Is(err, model.ErrUnauthorized):
-		return errStaleCache
-	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
-		now := w.Now()
-		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
-		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
-		return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
-	case errors.Is(err, model.ErrNotFound):
-		return w.markHidden(ctx, log, job, userID, fetchStarted)
-	case errors.Is(err, model.ErrUnauthorized):
-		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
-			return fmt.Errorf("process %s: %w", job.CorrelationID, merr)
-		}
-		return w.needsReauth(ctx, log, job, userID, err)
-	case err != nil:
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	if err != nil {
+		return w.fetchFailed(ctx, log, job, userID, cached, fetchStarted, rl, err)
 	}
 	if act.Athlete.ID != 0 && act.Athlete.ID != ev.OwnerID {
 		return fmt.Errorf("process %s: activity %d belongs to athlete %d, not %d: %w",
@@ -364,6 +355,32 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
 	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, details)
 	return nil
+}
+
+// fetchFailed settles a GET the athlete's token made that Strava did not
+// answer 200: a cached token refused is retried without the cache, a 429
+// defers to the window reset, a 404 marks the workout hidden, a 401 to the
+// athlete's own token flags the connection, anything else is returned.
+func (w *Fetcher) fetchFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry,
+	fetchStarted time.Time, rl strava.RateLimit, err error) error {
+	var apiErr *strava.APIError
+	switch {
+	case cached != nil && errors.Is(err, model.ErrUnauthorized):
+		return errStaleCache
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
+		now := w.Now()
+		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
+		return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
+	case errors.Is(err, model.ErrNotFound):
+		return w.markHidden(ctx, log, job, userID, fetchStarted)
+	case errors.Is(err, model.ErrUnauthorized):
+		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, merr)
+		}
+		return w.needsReauth(ctx, log, job, userID, err)
+	}
+	return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 }
 
 // reasonDeleteNotConfirmed is the audit reason of a delete event whose

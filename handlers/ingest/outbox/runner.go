@@ -53,6 +53,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/strava"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
@@ -230,6 +231,7 @@ func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, r
 			log.WarnContext(ctx, "parked record of a done job not removed", "error", uerr)
 		}
 	case OutcomeDeferred:
+		w.countAppCredentials(ctx, log, perr, now)
 		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", o.Until.UTC().Format(time.RFC3339), "reason", o.Reason)
 		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
 	case OutcomeParked:
@@ -255,6 +257,26 @@ func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, r
 	}
 	return fmt.Errorf("run %s: record %s: %w", job.CorrelationID, o.Kind, err)
 }
+
+// countAppCredentials writes the StravaAppCredentialsRejected metric (the
+// alarm of the same name pages the operator) for a job deferred because
+// Strava refused the application's credentials, and logs it as an error:
+// no athlete can fix it.
+func (w *Runner) countAppCredentials(ctx context.Context, log *slog.Logger, perr error, now time.Time) {
+	if !errors.Is(perr, strava.ErrAppCredentials) {
+		return
+	}
+	log.ErrorContext(ctx, "strava refused the application's client credentials; job waits for the operator",
+		"writeStatus", "deferred", "error", perr)
+	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
+		[]budget.EMFValue{budget.NewEMFValue(MetricAppCredentialsRejected, "Count", 1)}); err != nil {
+		log.WarnContext(ctx, "app credentials metric not written", "error", err)
+	}
+}
+
+// MetricAppCredentialsRejected is the worker metric counting jobs deferred
+// because Strava refused the application's client credentials.
+const MetricAppCredentialsRejected = "StravaAppCredentialsRejected"
 
 // unparkDone removes the PARKED#WORKER record of a job that is done: one
 // parked at shutdown (or by a failed hand-off) and completed later by the

@@ -55,7 +55,8 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 		}
 		h := head
 		if b.window > short {
-			h = short // the day's head start: one short window's worth
+			// The day's head start: one short window's worth, unless set.
+			h = max(short, time.Duration(cfg.DayHeadStart*float64(b.window)))
 		}
 		allowed := budget.PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
 		shards := 1

@@ -160,6 +160,11 @@ type SyncSettings struct {
 	// HeadStart is the pacing's head start in short windows
 	// (DefaultSyncHeadStart when zero, none when negative).
 	HeadStart float64
+	// DayHeadStart is the daily pacing's head start as a part of the day
+	// (0: one short window). Tests that drain many pages at any hour set 1,
+	// so the wall clock's hour (just after midnight UTC the day's
+	// allowance is small) does not decide their outcome.
+	DayHeadStart float64
 	// PageSize is the list page one run reads (at most strava.MaxPerPage).
 	PageSize int
 }
@@ -450,6 +455,9 @@ func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, 
 	switch {
 	case errors.Is(err, model.ErrUnauthorized), errors.Is(err, model.ErrNotFound):
 		return nil, "", false, s.stop(ctx, log, job, "strava connection unusable: "+err.Error())
+	case errors.Is(err, strava.ErrAppCredentials):
+		// The operator's problem: the job waits, the athlete is not at fault.
+		return nil, "", false, s.deferJob(ctx, log, job, ingest.DeferForAppCredentials(err, s.Now()))
 	case err != nil:
 		return nil, "", false, fmt.Errorf("sync %s: %w", key, err)
 	}

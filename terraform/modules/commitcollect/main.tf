@@ -809,6 +809,29 @@ resource "aws_cloudwatch_metric_alarm" "audit_writes_dropped" {
   tags                = var.tags
 }
 
+# Strava refused the application's own client id or secret (a fault on the
+# "Application" resource, e.g. a secret rotated on Strava's settings page and
+# not yet here). No athlete is flagged and no job fails: every job that needs
+# a token waits (handlers/ingest.DeferForAppCredentials) and the worker counts
+# each in its EMF metric StravaAppCredentialsRejected. Work resumes by itself
+# once the deployment has the right secret.
+resource "aws_cloudwatch_metric_alarm" "strava_app_credentials_rejected" {
+  alarm_name          = "${local.name}-strava-app-credentials-rejected"
+  alarm_description   = "StravaAppCredentialsRejected: Strava refuses this application's client id or secret. Put the current secret in the deployment; waiting jobs resume by themselves."
+  namespace           = "CommitCollect/Worker"
+  metric_name         = "StravaAppCredentialsRejected"
+  dimensions          = { Service = "worker" }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
 resource "aws_cloudwatch_metric_alarm" "dlq_depth" {
   for_each = {
     worker    = aws_sqs_queue.worker_dlq.name
@@ -860,7 +883,7 @@ resource "aws_cloudwatch_metric_alarm" "worker_async" {
 # latency (Strava wants the webhook answered within 2 s).
 resource "aws_cloudwatch_metric_alarm" "api" {
   for_each = {
-    "5xx"   = { statistic = "Sum", threshold = 0, description = "The HTTP API answered 5xx (the api Lambda failed, timed out or was throttled)." }
+    "5xx"   = { statistic = "Sum", threshold = 0, description = "The HTTP API answered 5xx (the api Lambda failed, timed out or was throttled). Strava gives up on a webhook after three attempts: once fixed, run make syncs ARGS=\"-reconcile-since <start of the outage, RFC3339>\" to re-list every athlete's activities since then." }
     latency = { statistic = "Maximum", threshold = var.alarms.api_latency_ms, description = "The HTTP API's slowest answer exceeded the threshold (Strava waits 2 s for the webhook)." }
   }
 

@@ -1,0 +1,100 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/model"
+)
+
+// TestRotatedAppSecretFlagsNobodyAndResumes: Strava refuses the
+// application's secret (rotated at Strava, not yet here). An activity event
+// and a forged revocation both wait: nobody is flagged, nothing is removed,
+// no failure is counted, and the StravaAppCredentialsRejected metric is
+// written. Once the secret is right the same jobs finish by themselves: the
+// workout is written, the forged revocation is not confirmed.
+// Protections: classifyTokenError's Application fault (without it the
+// athlete is flagged), DeferForAppCredentials (without it the jobs count
+// failures), the runner's metric, and Verify for the confirmation.
+func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	h.link("u1", 10, -time.Minute) // expired: every job needs a refresh
+	h.activity(901, 10, "Run")
+	var metrics bytes.Buffer
+	h.worker.Runner.Metrics = &metrics
+	good := h.sim.ClientSecret()
+	h.sim.RotateClientSecret("rotated-at-strava")
+
+	create, revoke := h.sim.ActivityEvent("create", 901, 10, nil), h.sim.DeauthorizationEvent(10)
+	h.deliver(create)
+	h.deliver(revoke)
+	for _, ev := range []ingest.Job{job(create), job(revoke)} {
+		rec := h.outbox(ev)
+		if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals == 0 || !strings.Contains(rec.Reason, "credentials") {
+			t.Fatalf("outbox %+v: want received, deferred for the credentials, no failure", rec)
+		}
+	}
+	c, err := h.connection("u1")
+	if err != nil || c.NeedsReauth {
+		t.Fatalf("connection %+v, %v: want it kept and not flagged", c, err)
+	}
+	if _, err := h.st.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("guard: %v; want no revocation", err)
+	}
+	if got := strings.Count(metrics.String(), `"`+outbox.MetricAppCredentialsRejected+`":1`); got != 2 {
+		t.Fatalf("got %d %s points, want 2:\n%s", got, outbox.MetricAppCredentialsRejected, metrics.String())
+	}
+
+	h.sim.RotateClientSecret(good)
+	h.sweep(time.Now().Add(ingest.AppCredentialsWait + time.Second))
+	h.wait()
+	for _, ev := range []ingest.Job{job(create), job(revoke)} {
+		if rec := h.outbox(ev); rec.Status != model.OutboxDone {
+			t.Fatalf("outbox %+v after the secret is right: want done", rec)
+		}
+	}
+	if w := h.workout("u1", 901); w == nil || w.IsDeleted {
+		t.Fatalf("workout %+v: want it written", w)
+	}
+	if c, err := h.connection("u1"); err != nil || c.NeedsReauth {
+		t.Fatalf("connection %+v, %v: the forged revocation removed or flagged it", c, err)
+	}
+	if a := h.audits(model.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
+		t.Fatalf("audits %v: want the revocation unconfirmed", keys(a))
+	}
+}
+
+// TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed: a connection flagged
+// earlier (for a reason that no longer holds) is not proof of a
+// revocation: the confirmation asks Strava now, Strava honours the grant,
+// nothing is removed and the flag is cleared.
+// Protection: confirmRevoked's Verify (with AccessToken, the old flag
+// confirms and the athlete's data is deleted).
+func TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.link("u1", 10, time.Hour)
+	h.writeActivities(10, 800, 2)
+	if err := h.st.MarkNeedsReauth(context.Background(), "u1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(h.sim.DeauthorizationEvent(10))
+	c, err := h.connection("u1")
+	if err != nil || c.NeedsReauth {
+		t.Fatalf("connection %+v, %v: want it kept, the stale flag cleared by Strava's answer", c, err)
+	}
+	if n := len(h.workouts("u1")); n != 2 {
+		t.Fatalf("%d workouts left, want 2", n)
+	}
+	if a := h.audits(model.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
+		t.Fatalf("audits %v: want one %s", keys(a), ingest.AuditDeauthUnconfirmed)
+	}
+}
