@@ -9,6 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
 )
 
 // ProfileStore reads who the user is: the profile and the Strava connection.
@@ -25,6 +26,10 @@ type MeJSON struct {
 	AthleteID   int64  `json:"athleteId"`
 	DisplayName string `json:"displayName"`
 	Connected   bool   `json:"connected"`
+	// ActivityScope is the activity scope the athlete granted:
+	// "activity:read_all" (private activities count too), "activity:read"
+	// (private activities are not read and do not count), or empty.
+	ActivityScope string `json:"activityScope,omitempty"`
 	// Sync is where the import of the athlete's Strava history and the
 	// reconciliation of recent activities stand.
 	Sync SyncJSON `json:"sync"`
@@ -41,11 +46,11 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		h.fail(ctx, w, log, "read profile", err)
 		return
 	}
-	connected := false
+	connected, scope := false, ""
 	c, err := h.profiles.StravaConnection(ctx, s.UserID)
 	switch {
 	case err == nil:
-		connected = !c.NeedsReauth && hasActivityRead(c.Scopes)
+		connected, scope = !c.NeedsReauth && hasActivityRead(c.Scopes), strava.ActivityScope(c.Scopes)
 	case !errors.Is(err, model.ErrNotFound):
 		h.fail(ctx, w, log, "read strava connection", err)
 		return
@@ -55,7 +60,8 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 		h.fail(ctx, w, log, "read sync state", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected, Sync: sync})
+	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected,
+		ActivityScope: scope, Sync: sync})
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session, _ *slog.Logger, _ string) {

@@ -236,14 +236,10 @@ func (h *Handler) startSession(ctx context.Context, log *slog.Logger, w http.Res
 	return nil
 }
 
-func hasActivityRead(scopes []string) bool {
-	for _, s := range scopes {
-		if s == strava.ScopeActivityRead || s == strava.ScopeActivityReadAll {
-			return true
-		}
-	}
-	return false
-}
+// hasActivityRead reports whether the athlete granted an activity scope:
+// either works (activity:read alone counts private activities as hidden);
+// only neither is a refusal.
+func hasActivityRead(scopes []string) bool { return strava.ActivityScope(scopes) != "" }
 
 // linkAthlete returns the user the athlete belongs to, updating their
 // tokens (a new grant: grantedAtUtc is now), or creates the user (profile,

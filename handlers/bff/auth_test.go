@@ -55,7 +55,8 @@ func TestLoginThroughRedirects(t *testing.T) {
 	var me bff.MeJSON
 	r := e.do(http.MethodGet, "/v1/me", sid, nil)
 	r.json(t, &me)
-	if r.status != http.StatusOK || me.AthleteID != 4242 || me.DisplayName != "Grace Hopper" || !me.Connected || me.UserID == "" {
+	if r.status != http.StatusOK || me.AthleteID != 4242 || me.DisplayName != "Grace Hopper" || !me.Connected || me.UserID == "" ||
+		me.ActivityScope != "activity:read_all" {
 		t.Fatalf("GET /v1/me = %d %+v", r.status, me)
 	}
 	sess, err := e.st.Session(ctx, model.SessionHash(sid))
@@ -155,10 +156,21 @@ func TestCallbackRefusals(t *testing.T) {
 		}
 		nothingWritten(t)
 	})
-	t.Run("activity:read is enough", func(t *testing.T) {
+	t.Run("activity:read is enough, and the page says so", func(t *testing.T) {
 		sim.SetAuthorization(stravasim.Authorization{AthleteID: 100, Scope: "read,activity:read"})
-		if r := e.login(e.browser()); r.status != http.StatusFound {
+		b := e.browser()
+		if r := e.login(b); r.status != http.StatusFound {
 			t.Fatalf("activity:read: %d %s", r.status, r.body)
+		}
+		var me bff.MeJSON
+		r := e.do(http.MethodGet, "/v1/me", sessionFrom(t, b, e.srv.URL), nil)
+		r.json(t, &me)
+		if !me.Connected || me.ActivityScope != "activity:read" {
+			t.Fatalf("GET /v1/me = %+v, want connected with activityScope activity:read", me)
+		}
+		page := e.do(http.MethodGet, "/", sessionFrom(t, b, e.srv.URL), nil)
+		if !strings.Contains(string(page.body), `data-scope="activity:read"`) || !strings.Contains(string(page.body), "except private ones") {
+			t.Fatalf("page does not say which scope was granted:\n%s", page.body)
 		}
 	})
 

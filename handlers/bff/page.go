@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
 )
 
 // PageRoute is the read-only landing page the OAuth callback redirects to.
@@ -41,7 +42,9 @@ type pageData struct {
 	SignedIn    bool
 	DisplayName string
 	AthleteID   int64
-	Milestones  []MilestoneJSON
+	// Scope is the activity scope the athlete granted (strava.ActivityScope).
+	Scope      string
+	Milestones []MilestoneJSON
 	// Sync is the Strava sync, shown with a progress bar while history is
 	// imported.
 	Sync SyncJSON
@@ -79,6 +82,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
+			if c, err := h.profiles.StravaConnection(ctx, sess.UserID); err == nil {
+				data.Scope = strava.ActivityScope(c.Scopes)
+			}
 			for _, m := range ms {
 				data.Milestones = append(data.Milestones, milestoneJSON(m))
 			}
