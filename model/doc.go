@@ -28,9 +28,6 @@ const (
 	MaxPartCount = 99
 	// AuditRetentionDays is how long audit entries live (TTL).
 	AuditRetentionDays = 90
-	// StravaDataRetentionDays is how long Strava-derived data may be kept after
-	// an athlete deauthorizes (Strava's API agreement).
-	StravaDataRetentionDays = 30
 	// UserGuardRetentionDays is how long a deleted user's guard
 	// (model.UserGuard) outlives the deletion: far longer than any job in
 	// flight can take (a pending outbox item for the user resolves its

@@ -467,9 +467,8 @@ type ParkedRecord struct {
 //     then expires (ExpiresAt, UserGuardRetentionDays) long after anything in
 //     flight could still land.
 //   - StravaRevokedAtUtc / StravaDataExpiresAt: a confirmed deauthorization
-//     (the event's time) scheduled the user's Strava data for deletion at
-//     StravaDataExpiresAt (epoch seconds); a workout written afterwards gets
-//     that expiresAt too. A reconnect clears both.
+//     (the event's time; when its purge began): a workout written afterwards
+//     removes itself. A reconnect clears both.
 //
 // A user without a guard item has no restriction.
 type UserGuard struct {
@@ -486,11 +485,8 @@ type UserGuard struct {
 // Deleted says whether the user's account was deleted.
 func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 
-// Revoked says whether a confirmed deauthorization scheduled the user's
-// Strava data for deletion (and no reconnect cleared it since).
-func (g *UserGuard) Revoked() bool {
-	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
-}
+// Revoked says whether a confirmed deauthorization holds (no reconnect since).
+func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }
 
 // MilestoneCount counts a user's milestones (USER#{userId} /
 // COUNT#MILESTONES) so that creating one can be refused past

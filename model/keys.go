@@ -190,6 +190,10 @@ func AthletePK(athleteID int64) string { return PrefixStravaAthlete + strconv.Fo
 // AthleteOwnerKey addresses the athlete → user mapping.
 func AthleteOwnerKey(athleteID int64) Key { return Key{AthletePK(athleteID), SKOwner} }
 
+// RevokedAthleteKey addresses the mapping a revoked athlete leaves to its
+// user: hash is a keyed hash of the athlete id (no Strava id in the clear).
+func RevokedAthleteKey(hash string) Key { return Key{"STRAVA#REVOKED#" + hash, SKOwner} }
+
 // UserListPK is the sparse users-index partition a user's profile lands in.
 func UserListPK(userID string) string { return UserListShardPK(shardOf(userID, UserListShards)) }
 

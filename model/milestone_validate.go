@@ -2,8 +2,11 @@ package model
 
 import (
 	"math"
+
 	"strings"
 	"unicode/utf8"
+
+	"github.com/commitcollect/backend/model/sport"
 )
 
 // Limits on a milestone definition.
@@ -12,8 +15,6 @@ const (
 	MaxTitleLength = 120
 	// MaxSportTypes bounds the sport-type filter.
 	MaxSportTypes = 50
-	// MaxSportTypeLength is the longest sport-type name.
-	MaxSportTypeLength = 64
 	// MaxTarget bounds a target in the metric's unit, so that the projector's
 	// integer arithmetic (millimetres × part count) cannot overflow.
 	MaxTarget = 1e9
@@ -59,8 +60,8 @@ func (d MilestoneDefinition) Validate() error {
 	seen := map[string]bool{}
 	for _, s := range d.SportTypes {
 		switch {
-		case strings.TrimSpace(s) == "" || s != strings.TrimSpace(s) || len(s) > MaxSportTypeLength:
-			v.Add("sportTypes", "%q is not a sport type", s)
+		case !sport.Known(s): // "run" would never match: names are exact
+			v.Add("sportTypes", "%s", sport.Unknown(s))
 		case seen[s]:
 			v.Add("sportTypes", "%q is listed twice", s)
 		}

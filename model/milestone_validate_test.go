@@ -45,6 +45,8 @@ func TestMilestoneDefinitionValidate(t *testing.T) {
 		{"fractional count", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricCount, 2.5 }, []string{"target"}},
 		{"fractional seconds", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricMovingTime, 0.5 }, []string{"target"}},
 		{"empty sport type", func(d *MilestoneDefinition) { d.SportTypes = []string{"Run", ""} }, []string{"sportTypes"}},
+		{"sport type in the wrong case never matches", func(d *MilestoneDefinition) { d.SportTypes = []string{"run"} }, []string{"sportTypes"}},
+		{"sport type Strava does not have", func(d *MilestoneDefinition) { d.SportTypes = []string{"Jogging"} }, []string{"sportTypes"}},
 		{"duplicate sport type", func(d *MilestoneDefinition) { d.SportTypes = []string{"Run", "Run"} }, []string{"sportTypes"}},
 		{"missing start", func(d *MilestoneDefinition) { d.PeriodStartAtUtc = time.Time{} }, []string{"periodStartAtUtc"}},
 		{"end before start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &before }, []string{"periodEndAtUtc"}},

@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/outbox"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -27,6 +28,18 @@ func SyncSettingsFrom(cfg config.Config) syncjobs.SyncSettings {
 		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 }
 
+// Revocations is the store with the purge of a revoked athlete's Strava
+// data: what a confirmed deauthorization and a reconnect change.
+type Revocations struct {
+	*store.Store
+	*purge.Purger
+}
+
+// NewRevocations pairs st with its purger.
+func NewRevocations(st *store.Store) Revocations {
+	return Revocations{Store: st, Purger: purge.New(st)}
+}
+
 // The DynamoDB store implements every persistence port of ingestion and
 // the refresher's; Strava's REST client and the refresher, the Strava ports.
 var (
@@ -34,7 +47,7 @@ var (
 	_ handoff.OutboxStore         = (*store.Store)(nil)
 	_ outbox.Store                = (*store.Store)(nil)
 	_ fetch.Store                 = (*store.Store)(nil)
-	_ fetch.RevocationStore       = (*store.Store)(nil)
+	_ fetch.RevocationStore       = Revocations{}
 	_ syncjobs.SyncStore          = (*store.Store)(nil)
 	_ syncjobs.SyncSchedulerStore = (*store.Store)(nil)
 	_ strava.TokenStore           = (*store.Store)(nil)
@@ -91,7 +104,7 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
 func NewWorker(st *store.Store, tokens fetch.TokenProvider, fetcher fetch.ActivityFetcher, log *slog.Logger) *Worker {
-	w := &Worker{Fetch: fetch.NewFetcher(st, st, tokens, fetcher, log)}
+	w := &Worker{Fetch: fetch.NewFetcher(st, NewRevocations(st), tokens, fetcher, log)}
 	w.Runner = outbox.NewRunner(st, w, log)
 	return w
 }

@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,7 +64,11 @@ type LoginStore interface {
 	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
 	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
 	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
-	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
+	// RevokedAthleteOwner finds the user of an athlete who revoked the grant
+	// (a keyed-hash mapping); ErrNotFound when there is none.
+	RevokedAthleteOwner(ctx context.Context, athleteID int64) (string, error)
+	// ReclaimRevokedAthlete links the athlete to that user again.
+	ReclaimRevokedAthlete(ctx context.Context, athleteID int64, userID, name string, now time.Time) error
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
@@ -245,8 +248,9 @@ func hasActivityRead(scopes []string) bool { return strava.ActivityScope(scopes)
 // tokens (a new grant: grantedAtUtc is now), or creates the user (profile,
 // connection and owner mapping in one transaction). Two first logins racing
 // for one athlete end with one user: the loser's transaction fails on the
-// owner mapping and it joins the winner. A deauthorized athlete keeps its
-// owner mapping, so reconnecting reattaches the same user (reattach).
+// owner mapping and it joins the winner. A deauthorized athlete's owner
+// mapping is gone (it names the athlete), but a keyed-hash mapping finds
+// the same user, whose Strava identity comes back (reattach).
 func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string, a strava.Athlete, tok *oauth2.Token, scopes []string) (string, error) {
 	now := h.now().UTC()
 	conn := func(userID string) *model.StravaConnection {
@@ -256,7 +260,7 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 		}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		owner, err := h.logins.AthleteOwner(ctx, a.ID)
+		owner, err := h.athleteOwner(ctx, a, now)
 		if err == nil {
 			if err := h.reattach(ctx, log, corr, owner.UserID, now); err != nil {
 				return "", err
@@ -287,14 +291,32 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 	return "", errors.New("link athlete: owner mapping kept changing")
 }
 
-// reattach cancels a deauthorization's pending deletion when its athlete
-// connects again (within model.StravaDataRetentionDays, before the workouts'
-// TTL): it clears the guard's revocation (only the one it read), then
-// removes expiresAt from every Strava workout of the user; the caller saves
-// the tokens last. While the connection is missing (tokens not saved yet) the
-// removal runs again on every login, so a login that failed midway is
-// finished by the athlete's retry; any error fails the login. Milestones and
-// awards were never touched.
+// athleteOwner is the athlete's owner mapping, or, for an athlete who
+// revoked the grant (whose mapping was deleted with the Strava data), the
+// user the keyed-hash mapping names, linked to the athlete again.
+func (h *Handler) athleteOwner(ctx context.Context, a strava.Athlete, now time.Time) (model.AthleteOwner, error) {
+	owner, err := h.logins.AthleteOwner(ctx, a.ID)
+	if !errors.Is(err, model.ErrNotFound) {
+		return owner, err
+	}
+	userID, rerr := h.logins.RevokedAthleteOwner(ctx, a.ID)
+	switch {
+	case errors.Is(rerr, model.ErrNotFound):
+		return owner, err
+	case rerr != nil:
+		return owner, rerr
+	}
+	if err := h.logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now); err != nil {
+		return owner, err
+	}
+	return model.AthleteOwner{AthleteID: a.ID, UserID: userID}, nil
+}
+
+// reattach lifts a deauthorization when its athlete connects again: it
+// clears the guard's revocation (only the one it read), so writes of Strava
+// data are kept again; the caller saves the tokens last, and the login's
+// backfill imports the history again (the revocation deleted it and the
+// sync state). Milestones and awards were never touched.
 func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, now time.Time) error {
 	revoked := false
 	for attempt := 0; ; attempt++ {
@@ -315,19 +337,9 @@ func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID s
 		}
 		break
 	}
-	if !revoked {
-		if _, err := h.profiles.StravaConnection(ctx, userID); err == nil || !errors.Is(err, model.ErrNotFound) {
-			return nil // connected: no deauthorization to undo (or an error the save will meet)
-		}
-	}
-	n, err := h.logins.UnexpireStravaWorkouts(ctx, userID)
-	if err != nil {
-		return fmt.Errorf("reattach user %s: %w", userID, err)
-	}
-	log.InfoContext(ctx, "athlete reconnected; pending deletion of strava data cancelled", "userId", userID, "workoutsRestored", n)
 	if revoked {
-		h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now,
-			map[string]string{"workoutsRestored": strconv.Itoa(n)}))
+		log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
+		h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
 	}
 	return nil
 }

@@ -36,3 +36,23 @@ func SchemaProperties(name string) (props, required []string, err error) {
 	}
 	return props, s.Required, nil
 }
+
+// SchemaEnum lists the enum of a schema of the embedded OpenAPI document's
+// components.
+func SchemaEnum(name string) ([]string, error) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Enum []string `yaml:"enum"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(openAPI, &doc); err != nil {
+		return nil, err
+	}
+	s, ok := doc.Components.Schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("openapi.yaml has no schema %s", name)
+	}
+	return s.Enum, nil
+}

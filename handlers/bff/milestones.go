@@ -31,6 +31,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/sport"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -51,6 +52,9 @@ type MilestoneJSON struct {
 	Title          string      `json:"title"`
 	Metric         string      `json:"metric"`
 	Target         float64     `json:"target"`
+	// SportTypes are the Strava sport types the milestone counts (empty:
+	// every sport); groups were expanded when it was created.
+	SportTypes []string `json:"sportTypes"`
 	Status         string      `json:"status"`
 	Version        int64       `json:"version"`
 	ProjectedAtUtc *time.Time  `json:"projectedAtUtc"`
@@ -84,7 +88,7 @@ func milestoneJSON(mw store.MilestoneWithAwards) MilestoneJSON {
 	m := mw.Milestone
 	out := MilestoneJSON{
 		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
-		Status: string(m.Status), Version: m.Version, ProjectedAtUtc: m.ProjectedAtUtc,
+		SportTypes: m.SportTypes, Status: string(m.Status), Version: m.Version, ProjectedAtUtc: m.ProjectedAtUtc,
 		Progress: Progress{
 			Value: m.Metric.ProgressInUnit(m.ProgressValue), Target: m.Target,
 			Percent: m.ProgressPercent(m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
@@ -263,11 +267,12 @@ func (req CreateMilestoneRequest) definition() (model.MilestoneDefinition, *fiel
 	ve := &fieldErrors{}
 	d := model.MilestoneDefinition{
 		ModelID: strings.TrimSpace(req.ModelID), Title: strings.TrimSpace(req.Title), Metric: model.Metric(req.Metric),
-		SportTypes: req.SportTypes,
 	}
-	if d.SportTypes == nil {
-		d.SportTypes = []string{}
-	}
+	// Groups ("group:rides") become their explicit types here, so the
+	// stored definition is a plain filter; unknown names are refused by
+	// Validate, which names each.
+	types, unknown := sport.Expand(req.SportTypes)
+	d.SportTypes = append(append([]string{}, types...), unknown...)
 	if req.Target == nil {
 		ve.Add("target", "is required")
 	} else {

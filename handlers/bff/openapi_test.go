@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/model/sport"
 )
 
 func TestOpenAPIListsEveryRoute(t *testing.T) {
@@ -53,5 +54,19 @@ func TestCheckRoutesCatchesDrift(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got %v, want an error containing %s", tt.name, err, tt.want)
 		}
+	}
+}
+
+// The OpenAPI document's SportType enum is exactly what the API accepts:
+// Strava's sport types and the documented groups.
+func TestOpenAPISportTypesMatchTheAPI(t *testing.T) {
+	t.Parallel()
+	got, err := bff.SchemaEnum("SportType")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(sport.Types), sport.GroupNames()...)
+	if !slices.Equal(got, want) {
+		t.Fatalf("openapi SportType enum = %v\nwant %v", got, want)
 	}
 }

@@ -39,6 +39,10 @@ func TestLandingPage(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), `id="empty"`) {
 		t.Fatalf("signed in without milestones: %d\n%s", r.status, r.body)
 	}
+	// The page says which activity scope the athlete granted.
+	if !strings.Contains(string(r.body), `data-scope="activity:read_all"`) || !strings.Contains(string(r.body), "private ones included") {
+		t.Fatalf("page does not say which scope was granted:\n%s", r.body)
+	}
 
 	m := &model.Milestone{UserID: "u1", MilestoneID: model.NewID(), Version: 2, WrittenBy: model.WriterProjector,
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "saturn-v", Title: `<script>alert(1)</script> 100 km`,

@@ -1,55 +1,29 @@
 package bff_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
-// failingUnexpire is an HTTP transport in front of DynamoDB Local that,
-// while armed, lets `allow` updates removing a workout's expiresAt through
-// and fails every later one.
-type failingUnexpire struct {
-	armed atomic.Bool
-	allow atomic.Int64
-}
-
-func (f *failingUnexpire) RoundTrip(r *http.Request) (*http.Response, error) {
-	if f.armed.Load() && r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem" && r.Body != nil {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, err
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte("REMOVE")) && bytes.Contains(body, []byte(model.PrefixWorkoutStrava)) && f.allow.Add(-1) < 0 {
-			return nil, errors.New("injected failure midway through the reconnect")
-		}
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// TestReconnectWithinRetentionReattachesSameUser: an athlete whose
-// deauthorization was confirmed (connection gone, guard revoked, workouts
-// expiring) signs in again through Strava's OAuth: the same user comes back
-// with a new grant, the guard is cleared and no workout expires any more;
-// milestones and awards are untouched. A login failing midway answers an
-// error, and the athlete's retry finishes the job.
-// Protections: reattach clearing the guard, removing the expiry, and
-// removing it again while the connection is missing.
-func TestReconnectWithinRetentionReattachesSameUser(t *testing.T) {
+// TestReconnectAfterRevocationReattachesSameUser: an athlete whose
+// revocation was confirmed and purged (connection, workouts, owner mapping,
+// Strava name gone; only a keyed-hash mapping left) signs in again through
+// Strava's OAuth: the same user comes back with a new grant, its Strava
+// identity restored, the guard cleared and the keyed-hash mapping gone;
+// milestones and awards are untouched (the award without its activity id).
+// Protections: athleteOwner's keyed-hash lookup (without it a new user is
+// created), ReclaimRevokedAthlete, reattach clearing the guard.
+func TestReconnectAfterRevocationReattachesSameUser(t *testing.T) {
 	t.Parallel()
-	ft := &failingUnexpire{}
-	e, sim := oauthEnvWith(t, envOpts{dynamoHTTP: &http.Client{Transport: ft}})
+	e, sim := oauthEnvWith(t, envOpts{})
 	sim.AddAthlete(stravasim.Athlete{ID: 4242, Firstname: "Grace", Lastname: "Hopper"})
 	ctx := context.Background()
 	if cb := e.login(e.browser()); cb.status != http.StatusFound {
@@ -81,27 +55,17 @@ func TestReconnectWithinRetentionReattachesSameUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	exp := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
-	if err := e.st.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), exp, now); err != nil {
+	if err := e.st.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.st.ExpireStravaWorkouts(ctx, user, exp); err != nil || n != 4 {
-		t.Fatalf("expire: %d, %v", n, err)
+	if _, err := purge.New(e.st).PurgeStravaData(ctx, user, 4242, now.Truncate(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.st.Profile(ctx, user); err != nil || p.DisplayName != "" || p.AthleteID != 0 {
+		t.Fatalf("profile %+v, %v; want the Strava name and id gone", p, err)
 	}
 
-	// A reconnect that fails midway (one workout restored) answers an error.
 	e.clock.Add(time.Hour)
-	ft.allow.Store(1)
-	ft.armed.Store(true)
-	if cb := e.login(e.browser()); cb.status != http.StatusServiceUnavailable {
-		t.Fatalf("reconnect failing midway: %d %s, want 503", cb.status, cb.body)
-	}
-	ft.armed.Store(false)
-	if _, err := e.st.StravaConnection(ctx, user); !errors.Is(err, model.ErrNotFound) {
-		t.Fatalf("connection: got %v, want none before the reconnect finished", err)
-	}
-
-	// The athlete's retry finishes it.
 	b := e.browser()
 	if cb := e.login(b); cb.status != http.StatusFound {
 		t.Fatalf("reconnect: %d %s", cb.status, cb.body)
@@ -114,14 +78,11 @@ func TestReconnectWithinRetentionReattachesSameUser(t *testing.T) {
 	if g, err := e.st.UserGuard(ctx, user); err != nil || g.Revoked() {
 		t.Fatalf("guard %+v, %v; want the revocation cleared", g, err)
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, e.st.DB, e.st.Tables().Main, model.UserPK(user), model.PrefixWorkoutStrava, store.QueryOptions{})
-	if err != nil || len(ws) != 4 {
-		t.Fatalf("workouts %d, %v; want 4", len(ws), err)
+	if p, err := e.st.Profile(ctx, user); err != nil || p.DisplayName != "Grace Hopper" || p.AthleteID != 4242 {
+		t.Fatalf("profile %+v, %v; want the Strava identity back", p, err)
 	}
-	for _, w := range ws {
-		if w.ExpiresAt != 0 {
-			t.Fatalf("workout %d still expires at %d", w.ActivityID, w.ExpiresAt)
-		}
+	if _, err := purge.New(e.st).RevokedAthleteOwner(ctx, 4242); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("keyed-hash mapping: %v; want it gone once the owner mapping is back", err)
 	}
 	c, err := e.st.StravaConnection(ctx, user)
 	if err != nil || !c.GrantTime().Equal(e.clock.Now()) || !sim.AccessTokenValid(c.AccessToken) {
@@ -132,7 +93,7 @@ func TestReconnectWithinRetentionReattachesSameUser(t *testing.T) {
 	if err := e.st.Get(ctx, e.st.Tables().Main, m.ItemKey(), &gotM); err != nil || gotM.Version != 3 {
 		t.Fatalf("milestone %+v, %v; want it untouched", gotM, err)
 	}
-	if err := e.st.Get(ctx, e.st.Tables().Main, a.ItemKey(), &gotA); err != nil || gotA.PartName != "Nose" {
-		t.Fatalf("award %+v, %v; want it untouched", gotA, err)
+	if err := e.st.Get(ctx, e.st.Tables().Main, a.ItemKey(), &gotA); err != nil || gotA.PartName != "Nose" || gotA.ActivityID != 0 {
+		t.Fatalf("award %+v, %v; want it kept, without the Strava activity id", gotA, err)
 	}
 }

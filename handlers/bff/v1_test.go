@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/sport"
 )
 
 func TestV1NeedsAValidSession(t *testing.T) {
@@ -56,7 +58,8 @@ func TestMeModelsAndLogout(t *testing.T) {
 	} else {
 		r.json(t, &me)
 	}
-	if me != (bff.MeJSON{UserID: "u1", AthleteID: 31, DisplayName: "Ath u1", Connected: true, Sync: bff.SyncJSON{State: bff.SyncNone}}) {
+	if me != (bff.MeJSON{UserID: "u1", AthleteID: 31, DisplayName: "Ath u1", Connected: true, ActivityScope: "activity:read_all",
+		Sync: bff.SyncJSON{State: bff.SyncNone}}) {
 		t.Fatalf("me = %+v", me)
 	}
 	var models catalog.Catalog
@@ -212,6 +215,8 @@ func TestCreateMilestoneRejects(t *testing.T) {
 		{"bad start time", with("periodStartAtUtc", "yesterday"), []string{"periodStartAtUtc"}},
 		{"end before start", with("periodEndAtUtc", "2026-02-01T00:00:00Z"), []string{"periodEndAtUtc"}},
 		{"unknown field", with("colour", "red"), []string{"colour"}},
+		{"sport type in the wrong case", with("sportTypes", []string{"Run", "run"}), []string{"sportTypes"}},
+		{"unknown sport group", with("sportTypes", []string{"group:flying"}), []string{"sportTypes"}},
 		{"not json", "{", []string{"body"}},
 		{"everything wrong", map[string]any{"modelId": "nope", "metric": "x", "target": 0},
 			[]string{"title", "metric", "target", "periodStartAtUtc", "modelId"}},
@@ -228,7 +233,12 @@ func TestCreateMilestoneRejects(t *testing.T) {
 			t.Errorf("%s: %d fields %v (%s), want 400 naming %v", tt.name, r.status, got, r.body, tt.want)
 		}
 	}
-	r := e.do(http.MethodPost, "/v1/milestones", sid, nil, "Content-Type", "text/plain")
+	// The error names the unknown value and the type it likely meant.
+	r := e.do(http.MethodPost, "/v1/milestones", sid, with("sportTypes", []string{"run"}))
+	if !strings.Contains(string(r.body), `\"run\"`) || !strings.Contains(string(r.body), `did you mean \"Run\"`) {
+		t.Fatalf("unknown sport type: %d %s, want the value named with a hint", r.status, r.body)
+	}
+	r = e.do(http.MethodPost, "/v1/milestones", sid, nil, "Content-Type", "text/plain")
 	if r.status != http.StatusUnsupportedMediaType {
 		t.Fatalf("text/plain body: %d, want 415", r.status)
 	}
@@ -236,6 +246,21 @@ func TestCreateMilestoneRejects(t *testing.T) {
 	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
 	if len(list.Milestones) != 0 {
 		t.Fatalf("rejected requests wrote milestones: %+v", list.Milestones)
+	}
+}
+
+// A sport group expands into explicit types when the milestone is created,
+// so the projection stays a plain filter on stored names.
+func TestCreateMilestoneExpandsSportGroups(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	sid := e.user("u1", 31)
+	r := e.do(http.MethodPost, "/v1/milestones", sid, map[string]any{"modelId": "road-bike", "title": "Rides", "metric": "count",
+		"target": 10, "sportTypes": []string{"group:rides", "Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z"})
+	var created bff.MilestoneJSON
+	r.json(t, &created)
+	if want := append(slices.Clone(sport.Groups["group:rides"]), "Run"); r.status != http.StatusCreated || !slices.Equal(created.SportTypes, want) {
+		t.Fatalf("group:rides: %d %s, want 201 with sportTypes %v", r.status, r.body, want)
 	}
 }
 

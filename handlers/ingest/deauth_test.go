@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -150,39 +151,35 @@ func TestUnconfirmableDeauthorizationWaits(t *testing.T) {
 	}
 }
 
-// failingExpiry is an HTTP transport in front of DynamoDB Local that lets
-// `allow` updates setting a workout's expiresAt through and fails every
-// later one (a Lambda timing out, DynamoDB throttling midway through the
-// loop).
-type failingExpiry struct {
+// failingPurge is an HTTP transport in front of DynamoDB Local that lets
+// `allow` batch deletes of workouts through and fails every later one (a
+// Lambda timing out, DynamoDB throttling midway through the purge).
+type failingPurge struct {
 	next  http.RoundTripper
 	allow atomic.Int64
 }
 
-func (f *failingExpiry) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem" && r.Body != nil {
+func (f *failingPurge) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.BatchWriteItem" && r.Body != nil {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		// A workout's key as an attribute value (not merely named in an
-		// error text, as the outbox item's deferral reason names it).
-		if bytes.Contains(body, []byte("expiresAt")) && bytes.Contains(body, []byte(`{"S":"`+model.PrefixWorkoutStrava)) &&
-			f.allow.Add(-1) < 0 {
-			return nil, errors.New("injected failure midway through the expiry loop")
+		if bytes.Contains(body, []byte(`{"S":"`+model.PrefixWorkoutStrava)) && f.allow.Add(-1) < 0 {
+			return nil, errors.New("injected failure midway through the purge")
 		}
 	}
 	return f.next.RoundTrip(r)
 }
 
 // TestConfirmedDeauthorizationIsResumable: a confirmed deauthorization
-// removes the connection, keeps the owner mapping, records the revocation in
-// the guard and schedules every workout for deletion; a failure midway
-// through that loop leaves the outbox item received, and the retry (finding
-// the connection gone) finishes the loop.
-// Protections: the job failing until the loop is done; the resume path
-// (guard revoked at the event's time → continue the loop).
+// removes the connection, records the revocation in the guard and deletes
+// what came from Strava; a failure midway through that purge leaves the
+// outbox item received, and the retry (finding the connection gone)
+// finishes it: no workout, no owner mapping, a keyed-hash mapping to u1.
+// Protections: the job failing until the purge is done; the resume path
+// (guard revoked at the event's time → purge again).
 func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -191,8 +188,8 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	h.writeActivities(10, 820, 5)
 	h.sim.RevokeAthlete(10) // the athlete revoked access on strava.com
 
-	ft := &failingExpiry{next: http.DefaultTransport}
-	ft.allow.Store(2)
+	ft := &failingPurge{next: http.DefaultTransport}
+	ft.allow.Store(0)
 	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 	})
@@ -208,7 +205,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
-		t.Fatalf("outbox %+v, want received with one failure after the loop failed", rec)
+		t.Fatalf("outbox %+v, want received with one failure after the purge failed", rec)
 	}
 	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed", err)
@@ -217,14 +214,8 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if err != nil || !g.Revoked() || g.StravaRevokedAtUtc.Unix() != ev.EventTime {
 		t.Fatalf("guard %+v, %v; want revoked at the event time %d", g, err, ev.EventTime)
 	}
-	expiring := 0
-	for _, wo := range h.workouts("u1") {
-		if wo.ExpiresAt != 0 {
-			expiring++
-		}
-	}
-	if expiring != 2 {
-		t.Fatalf("%d workouts expiring after the failure, want 2", expiring)
+	if n := len(h.workouts("u1")); n != 5 {
+		t.Fatalf("%d workouts after the failed purge, want 5 (the delete failed)", n)
 	}
 
 	// The retry (another instance) finds the connection gone and resumes.
@@ -234,28 +225,25 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if rec := h.outbox(j); rec.Status != model.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
-	ws := h.workouts("u1")
-	if len(ws) != 5 {
-		t.Fatalf("%d workouts, want 5", len(ws))
+	if n := len(h.workouts("u1")); n != 0 {
+		t.Fatalf("%d workouts, want 0", n)
 	}
-	for _, wo := range ws {
-		if wo.ExpiresAt != g.StravaDataExpiresAt {
-			t.Fatalf("workout %d expiresAt %d, want %d", wo.ActivityID, wo.ExpiresAt, g.StravaDataExpiresAt)
-		}
+	if _, err := h.st.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("owner: %v; want the mapping deleted", err)
 	}
-	if u, err := h.st.ResolveAthlete(ctx, 10); err != nil || u != "u1" {
-		t.Fatalf("owner: got %q, %v; want u1 kept", u, err)
+	if u, err := purge.New(h.st).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
+		t.Fatalf("revoked owner: %q, %v; want u1", u, err)
 	}
 	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
 		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditAthleteDeauthorize)
 	}
 }
 
-// TestFetchInFlightDuringDeauthorizationKeepsExpiry: a fetch answered
+// TestFetchInFlightDuringDeauthorizationLeavesNothing: a fetch answered
 // before the athlete revoked lands after the deauthorization was processed;
-// the workout it writes carries the deletion time.
-// Protection: the guard check after UpsertWorkout (revoked → expiresAt).
-func TestFetchInFlightDuringDeauthorizationKeepsExpiry(t *testing.T) {
+// the workout it writes removes itself.
+// Protection: the guard check after UpsertWorkout (revoked → delete).
+func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
@@ -292,8 +280,8 @@ func TestFetchInFlightDuringDeauthorizationKeepsExpiry(t *testing.T) {
 	if err != nil || !g.Revoked() {
 		t.Fatalf("guard %+v, %v; want revoked", g, err)
 	}
-	if w := h.workout("u1", 830); w.ExpiresAt != g.StravaDataExpiresAt {
-		t.Fatalf("workout written after the revocation has expiresAt %d, want %d", w.ExpiresAt, g.StravaDataExpiresAt)
+	if _, err := h.st.Workout(ctx, "u1", 830); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("workout written after the revocation: %v, want it removed", err)
 	}
 }
 

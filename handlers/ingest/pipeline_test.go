@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -249,14 +250,16 @@ func TestPipelineDeauthorization(t *testing.T) {
 	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed", err)
 	}
-	if u, err := h.st.ResolveAthlete(ctx, 10); err != nil || u != "u1" {
-		t.Fatalf("athlete mapping: got %q, %v; want it kept (a reconnect reattaches u1)", u, err)
+	// Everything that came from Strava is gone within the job: the
+	// workouts, the athlete mapping (a keyed hash of the id finds u1).
+	if _, err := h.st.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("athlete mapping: got %v, want it deleted", err)
 	}
-	want := time.Now().Add(model.StravaDataRetentionDays * 24 * time.Hour).Unix()
-	for _, w := range h.workouts("u1") {
-		if w.ExpiresAt < want-60 || w.ExpiresAt > want+60 {
-			t.Fatalf("workout %d expiresAt %d, want about %d (30 days)", w.ActivityID, w.ExpiresAt, want)
-		}
+	if u, err := purge.New(h.st).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
+		t.Fatalf("revoked athlete mapping: got %q, %v; want u1", u, err)
+	}
+	if ws := h.workouts("u1"); len(ws) != 0 {
+		t.Fatalf("%d workouts left after the revocation, want 0", len(ws))
 	}
 	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
 		t.Fatalf("got %d deauthorization audits, want 1", n)
@@ -266,7 +269,7 @@ func TestPipelineDeauthorization(t *testing.T) {
 	before := h.sim.Stats().ActivityRequests
 	h.activity(602, 10, "Run")
 	h.deliver(h.sim.ActivityEvent("create", 602, 10, nil))
-	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteNotLinked]); n != 1 {
+	if n := len(h.audits(model.AthletePK(10))[ingest.AuditAthleteNotLinked]); n != 1 {
 		t.Fatalf("got %d not-linked audits, want 1", n)
 	}
 	if after := h.sim.Stats().ActivityRequests; after != before {

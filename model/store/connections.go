@@ -20,21 +20,20 @@ type Connections struct {
 	*Guard
 }
 
-// A confirmed Strava deauthorization and a reconnect within the retention
-// window (model.StravaDataRetentionDays):
+// A confirmed Strava deauthorization and a reconnect:
 //
 //   - RevokeStravaConnection deletes the connection (only the grant that was
 //     confirmed revoked: a reconnect racing in wins) and records the
-//     revocation in the user guard, in one transaction; the athlete → user
-//     owner mapping stays, so a later login reattaches the same user.
-//   - ExpireStravaWorkouts then sets the guard's expiry on every Strava
-//     workout; a write landing meanwhile gets it from its guard check.
-//   - A reconnect clears the guard's revocation (ClearStravaRevocation), then
-//     removes the expiry again (UnexpireStravaWorkouts).
+//     revocation in the user guard, in one transaction; from then on a write
+//     of Strava data landing for the user removes itself (its guard check).
+//   - PurgeStravaData (revocation.go) then deletes what came from Strava,
+//     leaving a keyed-hash mapping of the athlete for a reconnect.
+//   - A reconnect reclaims the user through that mapping
+//     (ReclaimRevokedAthlete), clears the guard's revocation
+//     (ClearStravaRevocation), and its backfill imports the history again.
 //
-// Both loops are idempotent and resumable: the worker keeps the
-// deauthorization's outbox item pending until its loop has finished, the
-// login answers an error until its loop has.
+// The purge is idempotent and resumable: the worker keeps the
+// deauthorization's outbox item pending until it has finished.
 
 // SaveLoginTokens stores the tokens of a fresh login on the user's
 // connection (creating it if it is gone), bumping tokenVersion with a

@@ -356,6 +356,12 @@ func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteReq
 
 // update runs one UpdateItem on the main table with an optional condition.
 func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
+	return s.UpdateIn(ctx, s.t.Main, k, upd, cond...)
+}
+
+// UpdateIn applies upd to the item k of table under cond (if given); a
+// failed condition matches model.ErrConflict.
+func (s *DB) UpdateIn(ctx context.Context, table string, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if len(cond) > 0 {
 		b = b.WithCondition(cond[0])
@@ -365,7 +371,7 @@ func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuild
 		return fmt.Errorf("update %s: build expression: %w", k, err)
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k),
+		TableName: aws.String(table), Key: s.t.keyAV(table, k),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	})

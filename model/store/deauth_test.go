@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -41,11 +42,11 @@ func (a *afterGuardRead) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// TestGuardExpiryYieldsToReconnect: a workout write whose guard check read
-// the revocation, and whose expiry lands after a reconnect cleared it and
-// removed the expiries, gets no expiry. Protection: the guard condition in
-// the check's expiry transaction (expireIfStillRevoked).
-func TestGuardExpiryYieldsToReconnect(t *testing.T) {
+// TestGuardRemovalYieldsToReconnect: a workout write whose guard check read
+// the revocation, and whose removal runs after a reconnect cleared it, is
+// kept (the reconnect's backfill may have written it). Protection: the
+// guard condition in the check's removal transaction (deleteIfStillRevoked).
+func TestGuardRemovalYieldsToReconnect(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
@@ -56,14 +57,11 @@ func TestGuardExpiryYieldsToReconnect(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	revokedAt := now.Truncate(time.Second)
-	if err := s.RevokeStravaConnection(ctx, grant, revokedAt, now.Add(30*24*time.Hour), now); err != nil {
+	if err := s.RevokeStravaConnection(ctx, grant, revokedAt, now, now); err != nil {
 		t.Fatal(err)
 	}
 	tr := &afterGuardRead{hook: func() { // the reconnect
 		if err := s.ClearStravaRevocation(ctx, "u1", revokedAt, now); err != nil {
-			t.Error(err)
-		}
-		if _, err := s.UnexpireStravaWorkouts(ctx, "u1"); err != nil {
 			t.Error(err)
 		}
 	}}
@@ -72,13 +70,13 @@ func TestGuardExpiryYieldsToReconnect(t *testing.T) {
 	})
 	writer := store.New(db, s.Tables())
 	tr.armed.Store(true)
-	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
-		t.Fatal(err)
+	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); !errors.Is(err, store.ErrStravaRevoked) {
+		t.Fatalf("got %v; the write read the revocation, want ErrStravaRevoked", err)
 	}
 	if tr.armed.Load() {
 		t.Fatal("the write never read the guard")
 	}
-	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != 0 {
-		t.Fatalf("got %+v, %v; want no expiry after the reconnect", w, err)
+	if _, err := s.Workout(ctx, "u1", 1); err != nil {
+		t.Fatalf("workout: %v; want it kept after the reconnect", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
@@ -25,19 +24,23 @@ type Guard struct {
 // read (write-then-check). The deletion and the deauthorization set the
 // guard first and then sweep the user's items; so a write either landed
 // before the guard was set (the sweep that follows finds it) or its check
-// sees the guard (and the writer removes, or schedules for expiry, what it
-// wrote). One consistent GetItem per write, no transaction.
+// sees the guard (and the writer removes what it wrote). One consistent GetItem per write, no transaction.
 
 // ErrUserDeleted is returned (wrapped, matching model.ErrConflict) by a
 // guarded write that landed after the user's account was deleted: the item
 // it wrote has been removed again.
 var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
 
+// ErrStravaRevoked is returned (wrapped, matching model.ErrConflict) by a
+// write of Strava data that landed after the athlete revoked the grant: the
+// item has been removed again.
+var ErrStravaRevoked = fmt.Errorf("strava grant revoked: %w", model.ErrConflict)
+
 // checkGuard is the check after a write of the user's Strava data item k
 // (a workout): when the account was deleted it deletes k and returns
-// ErrUserDeleted; when a confirmed deauthorization scheduled the user's
-// Strava data for deletion it sets that expiresAt on k unless k carries
-// one. A user without a guard passes.
+// ErrUserDeleted; when a confirmed deauthorization revoked the grant it
+// deletes k (unless a reconnect cleared the revocation) and returns
+// ErrStravaRevoked. A user without a guard passes.
 func (s *Guard) checkGuard(ctx context.Context, userID string, k model.Key) error {
 	return s.afterWrite(ctx, userID, k, true)
 }
@@ -61,29 +64,20 @@ func (s *Guard) afterWrite(ctx context.Context, userID string, k model.Key, stra
 		}
 		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
 	case stravaData && g.Revoked():
-		if err := s.expireIfStillRevoked(ctx, userID, k, g); err != nil {
-			return fmt.Errorf("schedule %s written after a deauthorization for deletion: %w", k, err)
+		if err := s.deleteIfStillRevoked(ctx, userID, k, g); err != nil {
+			return fmt.Errorf("remove %s written after a deauthorization: %w", k, err)
 		}
+		return fmt.Errorf("write %s: %w", k, ErrStravaRevoked)
 	}
 	return nil
 }
 
-// expireIfStillRevoked sets g's expiry on k (unless k carries one) in a
-// transaction with a check that the guard still holds g's revocation: a
-// reconnect that cleared it after our read (and removed the expiry from
-// every workout, perhaps before ours landed) wins. A failed condition is not
-// an error.
-func (s *Guard) expireIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
-	exp := expression.Name(attrExpiresAt)
-	ex, err := expression.NewBuilder().WithUpdate(expression.Set(exp, expression.Value(g.StravaDataExpiresAt))).
-		WithCondition(expression.And(expression.AttributeExists(expression.Name("PK")), expression.AttributeNotExists(exp))).Build()
-	if err != nil {
-		return fmt.Errorf("build update: %w", err)
-	}
-	upd := TransactUpdate(&dynamodb.UpdateItemInput{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k), UpdateExpression: ex.Update(),
-		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-	})
+// deleteIfStillRevoked deletes k in a transaction with a check that the
+// guard still holds g's revocation: a reconnect that cleared it after our
+// read wins (its backfill may have written k). A failed condition is not an
+// error.
+func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k)}}
 	cex, err := expression.NewBuilder().WithCondition(
 		expression.Name(attrStravaRevokedAtUtc).Equal(expression.Value(g.StravaRevokedAtUtc.UTC()))).Build()
 	if err != nil {
@@ -93,7 +87,7 @@ func (s *Guard) expireIfStillRevoked(ctx context.Context, userID string, k model
 		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, model.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
 		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
 	}}
-	if err := s.Transact(ctx, []types.TransactWriteItem{upd, check}, ""); err != nil && !isConflict(err) {
+	if err := s.Transact(ctx, []types.TransactWriteItem{del, check}, ""); err != nil && !isConflict(err) {
 		return err
 	}
 	return nil

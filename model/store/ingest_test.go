@@ -253,11 +253,10 @@ func TestIngestTokenLeaseAndSave(t *testing.T) {
 }
 
 // TestIngestRevokeStravaConnection: a confirmed deauthorization removes the
-// tokens (only of the grant it confirmed), records the revocation in the
-// guard, keeps the owner mapping; the expiry loop marks every workout and a
-// later write keeps its expiry; a reconnect clears both.
-// Protections: the grant condition of RevokeStravaConnection; UpsertWorkout
-// no longer removing expiresAt.
+// tokens (only of the grant it confirmed) and records the revocation in the
+// guard; a later write of Strava data removes itself; a reconnect clears
+// the revocation. Protections: the grant condition of
+// RevokeStravaConnection; the guard check's revoked case.
 func TestIngestRevokeStravaConnection(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
@@ -306,41 +305,18 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if _, err := s.StravaConnection(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want ErrNotFound", err)
 	}
-	if u, err := s.ResolveAthlete(ctx, 7); err != nil || u != "u1" {
-		t.Fatalf("owner: got %q, %v; want u1 kept", u, err)
-	}
 	g, err := s.UserGuard(ctx, "u1")
-	if err != nil || !g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt) || g.StravaDataExpiresAt != exp.Unix() {
-		t.Fatalf("guard %+v, %v; want revoked at %s until %d", g, err, revokedAt, exp.Unix())
+	if err != nil || !g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt) {
+		t.Fatalf("guard %+v, %v; want revoked at %s", g, err, revokedAt)
 	}
-	n, err := s.ExpireStravaWorkouts(ctx, "u1", exp)
-	if err != nil || n != 30 {
-		t.Fatalf("got %d, %v; want 30 workouts", n, err)
+	// A later write (a fetch in flight) removes itself.
+	if err := s.UpsertWorkout(ctx, workout("u1", 99)); !errors.Is(err, store.ErrStravaRevoked) {
+		t.Fatalf("write after the revocation: got %v, want ErrStravaRevoked", err)
 	}
-	if n, err := s.ExpireStravaWorkouts(ctx, "u1", exp); err != nil || n != 0 {
-		t.Fatalf("again: got %d, %v; want 0 (nothing left to change)", n, err)
+	if _, err := s.Workout(ctx, "u1", 99); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("workout written after the revocation: %v, want it removed", err)
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range ws {
-		if w.ExpiresAt != exp.Unix() {
-			t.Fatalf("workout %d expiresAt %d, want %d", w.ActivityID, w.ExpiresAt, exp.Unix())
-		}
-	}
-	var m model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
-		t.Fatalf("milestone must stay: %v", err)
-	}
-	// A later write (a fetch in flight) keeps the pending deletion.
-	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
-		t.Fatal(err)
-	}
-	if w, err := s.Workout(ctx, "u1", 1); err != nil || w.ExpiresAt != exp.Unix() {
-		t.Fatalf("got %+v, %v; want expiresAt kept", w, err)
-	}
-	// A reconnect clears the revocation seen, then the expiry.
+	// A reconnect clears the revocation it read, and only that one.
 	if err := s.ClearStravaRevocation(ctx, "u1", revokedAt.Add(time.Second), now); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("clear another revocation: got %v, want ErrConflict", err)
 	}
@@ -350,35 +326,8 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if g, err := s.UserGuard(ctx, "u1"); err != nil || g.Revoked() {
 		t.Fatalf("guard %+v, %v; want not revoked", g, err)
 	}
-	if n, err := s.UnexpireStravaWorkouts(ctx, "u1"); err != nil || n != 30 {
-		t.Fatalf("unexpire: got %d, %v; want 30", n, err)
-	}
-	if w, err := s.Workout(ctx, "u1", 2); err != nil || w.ExpiresAt != 0 {
-		t.Fatalf("got %+v, %v; want expiresAt removed", w, err)
-	}
-}
-
-// TestIngestUpsertKeepsExpiry: a write never cancels a scheduled deletion,
-// even where no guard says so (only a reconnect's UnexpireStravaWorkouts
-// does). Protection: UpsertWorkout no longer removing expiresAt.
-func TestIngestUpsertKeepsExpiry(t *testing.T) {
-	t.Parallel()
-	s := dynamolocal.NewStore(t)
-	ctx := context.Background()
-	if err := s.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
-		t.Fatal(err)
-	}
-	exp := time.Now().Add(30 * 24 * time.Hour)
-	if n, err := s.ExpireStravaWorkouts(ctx, "u1", exp); err != nil || n != 1 {
-		t.Fatalf("got %d, %v; want 1", n, err)
-	}
-	w := workout("u1", 1)
-	w.DistanceMeters = 6000
-	if err := s.UpsertWorkout(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Workout(ctx, "u1", 1); err != nil || got.ExpiresAt != exp.Unix() || got.DistanceMeters != 6000 {
-		t.Fatalf("got %+v, %v; want the write with expiresAt %d kept", got, err, exp.Unix())
+	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
+		t.Fatalf("write after the reconnect: %v", err)
 	}
 }
 

@@ -258,6 +258,9 @@ func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
 
 // itemKey reads an item's PK and SK; ErrInvalid when either is missing
 // or not a string.
+// KeyOf is the primary key (PK, SK) of a raw item.
+func KeyOf(it Item) (model.Key, error) { return itemKey(it) }
+
 func itemKey(it Item) (model.Key, error) {
 	pk, ok1 := it["PK"].(*types.AttributeValueMemberS)
 	sk, ok2 := it["SK"].(*types.AttributeValueMemberS)

@@ -20,10 +20,8 @@ type Workouts struct {
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item) and a pending TTL (expiresAt) unless w sets one: a write never
-// cancels the deletion a deauthorization scheduled (only a reconnect does,
-// UnexpireStravaWorkouts), and one that lands after a deauthorization gets
-// that expiry from the user guard (checkGuard).
+// item) and a pending TTL (expiresAt) unless w sets one; one that lands
+// after a deauthorization removes itself (the user guard, checkGuard).
 //
 // Writes are ordered by w.FetchStartedAtNs (when set): the write is refused
 // with ErrConflict unless the stored item has no fetch instant or an older
@@ -195,75 +193,6 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		out.ExactFrom = ws[len(ws)-1].StartDateUtc.UTC()
 	}
 	return out, nil
-}
-
-// ExpireStravaWorkouts sets expiresAt (TTL) on every Strava workout of the
-// user that does not carry that value yet (all pages, keys only), returning
-// how many it changed. It never creates an item (one removed meanwhile stays
-// removed) and is safe to re-run after a failure midway.
-func (s *Workouts) ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error) {
-	exp := expression.Name(attrExpiresAt)
-	v := expression.Value(expiresAt.Unix())
-	differs := expression.Or(expression.AttributeNotExists(exp), exp.NotEqual(v))
-	cond := expression.And(expression.AttributeExists(expression.Name("PK")), differs)
-	n, err := s.eachStravaWorkout(ctx, userID, differs, expression.Set(exp, v), cond)
-	if err != nil {
-		return n, fmt.Errorf("expire workouts of %s: %w", userID, err)
-	}
-	return n, nil
-}
-
-// UnexpireStravaWorkouts removes expiresAt from every Strava workout of the
-// user that carries one (a reconnect within the retention window), returning
-// how many it changed. It is safe to re-run after a failure midway.
-func (s *Workouts) UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error) {
-	exp := expression.Name(attrExpiresAt)
-	n, err := s.eachStravaWorkout(ctx, userID, expression.AttributeExists(exp), expression.Remove(exp), expression.AttributeExists(exp))
-	if err != nil {
-		return n, fmt.Errorf("cancel expiry of workouts of %s: %w", userID, err)
-	}
-	return n, nil
-}
-
-// eachStravaWorkout applies upd under cond to every WORKOUT#STRAVA# item of
-// the user that matches filter (consistent query, keys only: the items
-// already as wanted cost reads, no writes) and counts the items changed; a
-// failed condition skips the item.
-func (s *Workouts) eachStravaWorkout(ctx context.Context, userID string, filter expression.ConditionBuilder, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (int, error) {
-	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
-		And(expression.Key("SK").BeginsWith(model.PrefixWorkoutStrava))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filter).
-		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
-	if err != nil {
-		return 0, fmt.Errorf("build query: %w", err)
-	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName: aws.String(s.t.Main), KeyConditionExpression: ex.KeyCondition(),
-		FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
-		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
-	})
-	n := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return n, translate(err)
-		}
-		for _, it := range page.Items {
-			k, err := itemKey(it)
-			if err != nil {
-				continue
-			}
-			err = s.update(ctx, k, upd, cond)
-			switch {
-			case isConflict(err):
-				continue
-			case err != nil:
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
 }
 
 // WorkoutLogFields are the only workout attributes a projection reads (the

@@ -19,11 +19,10 @@ import (
 // grant is stale; otherwise Strava must confirm that the grant is revoked
 // (confirmRevoked) before anything is removed; a confirmed revocation
 // deletes the connection and records the revocation in the user guard (one
-// transaction; the owner mapping stays), then schedules every Strava workout
-// for deletion (expireWorkouts). Until that loop has finished the job fails
-// (retryable) and its outbox item stays pending; a retry finds the
-// connection gone and the guard holding this event's revocation, and
-// resumes the loop.
+// transaction), then deletes what came from Strava (purge). Until the purge
+// has finished the job fails (retryable) and its outbox item stays pending;
+// a retry finds the connection gone and the guard holding this event's
+// revocation, and resumes the purge.
 func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
 	revokedAt := time.Unix(job.Event.EventTime, 0).UTC()
 	conn, err := w.revoked.StravaConnectionGrant(ctx, userID)
@@ -53,8 +52,7 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 		return nil
 	}
 	now := w.Now()
-	expires := now.Add(model.StravaDataRetentionDays * 24 * time.Hour)
-	if err := w.revoked.RevokeStravaConnection(ctx, conn, revokedAt, expires, now); err != nil {
+	if err := w.revoked.RevokeStravaConnection(ctx, conn, revokedAt, now, now); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			// A login (new grant) or another run moved the connection since
 			// it was read: the retry judges the event again.
@@ -64,9 +62,8 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 	}
 	log.InfoContext(ctx, "athlete deauthorization confirmed; tokens removed", "writeStatus", "deauthorized", "confirmedBy", how)
 	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteDeauthorize, job, map[string]string{
-		"confirmedBy": how, "eventTimeUtc": revokedAt.Format(time.RFC3339), "expiresAtUtc": expires.Format(time.RFC3339),
-	})
-	return w.expireWorkouts(ctx, log, job, userID, revokedAt, expires)
+		"confirmedBy": how, "eventTimeUtc": revokedAt.Format(time.RFC3339)})
+	return w.purge(ctx, log, job, userID, revokedAt)
 }
 
 // resumeDeauthorization handles a deauthorization whose user has no
@@ -77,8 +74,8 @@ func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, j
 	g, err := w.revoked.UserGuard(ctx, userID)
 	switch {
 	case err == nil && g.Revoked() && g.StravaRevokedAtUtc.Equal(revokedAt):
-		log.InfoContext(ctx, "deauthorization confirmed earlier; resuming its cleanup")
-		return w.expireWorkouts(ctx, log, job, userID, revokedAt, time.Unix(g.StravaDataExpiresAt, 0).UTC())
+		log.InfoContext(ctx, "deauthorization confirmed earlier; resuming its purge")
+		return w.purge(ctx, log, job, userID, revokedAt)
 	case err != nil && !errors.Is(err, model.ErrNotFound):
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
@@ -138,31 +135,25 @@ func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job inge
 	return "", fmt.Errorf("process %s: confirm deauthorization: %w: %w", job.CorrelationID, model.ErrRetryable, err)
 }
 
-// expireWorkouts schedules every Strava workout of the user for deletion at
-// expires (idempotent); an error keeps the job pending so a retry finishes
-// it. Afterwards, when a reconnect cleared this revocation meanwhile, it
-// removes the expiry again: the reconnect's own loop may have run before
-// ours set it.
-func (w *Fetcher) expireWorkouts(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt, expires time.Time) error {
-	n, err := w.revoked.ExpireStravaWorkouts(ctx, userID, expires)
-	if err != nil {
-		return fmt.Errorf("process %s: schedule workouts for deletion (%d so far; resumed on retry): %w", job.CorrelationID, n, err)
-	}
+// purge deletes what came from Strava for the user (store.PurgeStravaData:
+// workouts, sync state, the Strava name and ids, parked records, the owner
+// mapping, leaving a keyed-hash mapping for a reconnect); an error keeps
+// the job pending so a retry finishes it. A reconnect that cleared this
+// revocation before the purge ran stops it: the athlete is back, and the
+// reconnect's own backfill imports the history.
+func (w *Fetcher) purge(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
 	g, err := w.revoked.UserGuard(ctx, userID)
 	switch {
-	case err == nil && g.Revoked():
-		// Still revoked (by this event, or a newer one with its own loop).
-		log.InfoContext(ctx, "workouts scheduled for deletion", "writeStatus", "deauthorized", "workoutsExpiring", n,
-			"expiresAtUtc", expires.Format(time.RFC3339))
+	case errors.Is(err, model.ErrNotFound) || (err == nil && (!g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt))):
+		log.InfoContext(ctx, "athlete reconnected before the purge; nothing deleted", "writeStatus", "reconnected")
 		return nil
-	case err != nil && !errors.Is(err, model.ErrNotFound):
+	case err != nil:
 		return fmt.Errorf("process %s: re-read guard: %w", job.CorrelationID, err)
 	}
-	m, err := w.revoked.UnexpireStravaWorkouts(ctx, userID)
+	n, err := w.revoked.PurgeStravaData(ctx, userID, job.Event.OwnerID, revokedAt)
 	if err != nil {
-		return fmt.Errorf("process %s: cancel expiry after a reconnect: %w", job.CorrelationID, err)
+		return fmt.Errorf("process %s: delete strava data (%d items so far, resumed on retry): %w", job.CorrelationID, n, err)
 	}
-	log.InfoContext(ctx, "athlete reconnected during the cleanup; expiry cancelled", "writeStatus", "reconnected", "workoutsRestored", m,
-		"revokedAtUtc", revokedAt.Format(time.RFC3339))
+	log.InfoContext(ctx, "strava data deleted", "writeStatus", "deauthorized", "itemsDeleted", n)
 	return nil
 }

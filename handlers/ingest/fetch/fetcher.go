@@ -140,12 +140,11 @@ type RevocationStore interface {
 	// and records the revocation in the user guard, in one transaction;
 	// ErrConflict when the connection moved or is gone.
 	RevokeStravaConnection(ctx context.Context, c *model.StravaConnection, revokedAt, dataExpiresAt, now time.Time) error
-	// ExpireStravaWorkouts sets expiresAt on every Strava workout of the
-	// user (idempotent, resumable).
-	ExpireStravaWorkouts(ctx context.Context, userID string, expiresAt time.Time) (int, error)
-	// UnexpireStravaWorkouts removes expiresAt from every Strava workout of
-	// the user (idempotent, resumable).
-	UnexpireStravaWorkouts(ctx context.Context, userID string) (int, error)
+	// PurgeStravaData deletes what came from Strava for the user, keeping
+	// milestones and awards and a keyed-hash mapping for a reconnect
+	// (idempotent, resumable).
+	// It returns how many items it deleted or changed.
+	PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error)
 	// UserGuard reads the user's guard; ErrNotFound when there is none.
 	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
 }

@@ -1,0 +1,322 @@
+// Package purge deletes what came from Strava when an athlete revokes the
+// grant, keeping what the athlete made here, and keeps the keyed-hash
+// mapping a reconnect needs (no Strava id in the clear).
+package purge
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// Purger removes what came from Strava when an athlete revokes the
+// grant (Strava's API agreement: all personal data obtained through the API
+// is deleted), keeping what the athlete made here (milestones, awards), and
+// keeps the one thing a reconnect needs: a mapping from a keyed hash of the
+// athlete id to the user (RevokedAthleteKey), so no Strava id stays in the
+// clear. The hash key is a random 32-byte HMAC key stored in the table
+// sealed like the tokens (envelope encryption under the token key or KMS).
+type Purger struct {
+	st      *store.Store
+	hashMu  sync.Mutex
+	hashKey []byte
+}
+
+// New returns a Purger over st (which must have a Sealer: the hash key is
+// sealed).
+func New(st *store.Store) *Purger { return &Purger{st: st} }
+
+// revokedOwner is the mapping item a revoked athlete leaves behind.
+type revokedOwner struct {
+	PK           string    `dynamodbav:"PK"`
+	SK           string    `dynamodbav:"SK"`
+	EntityType   string    `dynamodbav:"entityType"`
+	UserID       string    `dynamodbav:"userId"`
+	RevokedAtUtc time.Time `dynamodbav:"revokedAtUtc"`
+}
+
+// sealedHashKey is the item holding the sealed HMAC key.
+type sealedHashKey struct {
+	PK     string             `dynamodbav:"PK"`
+	SK     string             `dynamodbav:"SK"`
+	Sealed model.SealedSecret `dynamodbav:"sealed"`
+}
+
+// athleteHashKeyItem is where the sealed HMAC key lives.
+var athleteHashKeyItem = model.Key{PK: "APP#KEYS", SK: "ATHLETE_HASH"}
+
+// athleteHash is the keyed hash (HMAC-SHA-256, hex) of an athlete id.
+func (s *Purger) athleteHash(ctx context.Context, athleteID int64) (string, error) {
+	key, err := s.athleteHashKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(strconv.FormatInt(athleteID, 10)))
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// athleteHashKey returns the HMAC key, creating and sealing it on first
+// use (a racing creator's key wins: the put is conditional, then re-read).
+func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
+	s.hashMu.Lock()
+	defer s.hashMu.Unlock()
+	if s.hashKey != nil {
+		return s.hashKey, nil
+	}
+	if s.st.Secrets == nil {
+		return nil, store.ErrNoSealer
+	}
+	ec := model.SecretContext{UserID: "app", Purpose: "athlete-hash", Item: athleteHashKeyItem.String()}
+	for attempt := 0; attempt < 2; attempt++ {
+		var item sealedHashKey
+		out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),
+			Key: keyAV(athleteHashKeyItem), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("read athlete hash key: %w", err)
+		}
+		if out.Item != nil {
+			if err := attributevalue.UnmarshalMap(out.Item, &item); err != nil {
+				return nil, fmt.Errorf("decode athlete hash key: %w", err)
+			}
+			key, err := s.st.Secrets.Open(ctx, ec, item.Sealed)
+			if err != nil {
+				return nil, fmt.Errorf("open athlete hash key: %w", err)
+			}
+			s.hashKey = key
+			return key, nil
+		}
+		fresh := make([]byte, 32)
+		_, _ = rand.Read(fresh)
+		sealed, err := s.st.Secrets.Seal(ctx, ec, fresh)
+		if err != nil {
+			return nil, fmt.Errorf("seal athlete hash key: %w", err)
+		}
+		av, err := attributevalue.MarshalMap(sealedHashKey{PK: athleteHashKeyItem.PK, SK: athleteHashKeyItem.SK, Sealed: sealed})
+		if err != nil {
+			return nil, fmt.Errorf("encode athlete hash key: %w", err)
+		}
+		_, err = s.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.Tables().Main), Item: av,
+			ConditionExpression: aws.String("attribute_not_exists(PK)")})
+		var taken *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &taken) {
+			return nil, fmt.Errorf("store athlete hash key: %w", err)
+		}
+	}
+	return nil, errors.New("athlete hash key: created but not readable")
+}
+
+// RememberRevokedAthlete writes the keyed-hash mapping of athleteID to
+// userID (idempotent), so a reconnect finds the same user once the owner
+// mapping, which names the athlete, is gone.
+func (s *Purger) RememberRevokedAthlete(ctx context.Context, athleteID int64, userID string, revokedAt time.Time) error {
+	h, err := s.athleteHash(ctx, athleteID)
+	if err != nil {
+		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
+	}
+	k := model.RevokedAthleteKey(h)
+	av, err := attributevalue.MarshalMap(revokedOwner{PK: k.PK, SK: k.SK, EntityType: "REVOKED_ATHLETE", UserID: userID,
+		RevokedAtUtc: revokedAt.UTC()})
+	if err != nil {
+		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
+	}
+	if _, err := s.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.Tables().Main), Item: av}); err != nil {
+		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// RevokedAthleteOwner returns the user a revoked athlete belonged to;
+// ErrNotFound when the athlete never revoked (or was never ours).
+func (s *Purger) RevokedAthleteOwner(ctx context.Context, athleteID int64) (string, error) {
+	h, err := s.athleteHash(ctx, athleteID)
+	if err != nil {
+		return "", fmt.Errorf("revoked owner: %w", err)
+	}
+	out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),
+		Key: keyAV(model.RevokedAthleteKey(h)), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return "", fmt.Errorf("revoked owner: %w", err)
+	}
+	var o revokedOwner
+	if out.Item == nil {
+		return "", fmt.Errorf("revoked owner: %w", model.ErrNotFound)
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &o); err != nil || o.UserID == "" {
+		return "", fmt.Errorf("revoked owner: undecodable mapping: %w", model.ErrInvalid)
+	}
+	return o.UserID, nil
+}
+
+// ForgetRevokedAthlete removes the keyed-hash mapping (a reconnect has
+// restored the owner mapping, or the account is deleted).
+func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) error {
+	h, err := s.athleteHash(ctx, athleteID)
+	if err != nil {
+		return fmt.Errorf("forget revoked athlete: %w", err)
+	}
+	return s.st.Delete(ctx, s.st.Tables().Main, model.RevokedAthleteKey(h))
+}
+
+// ForgetStravaIdentity removes from the user's profile what Strava said
+// about the athlete (the name, the athlete id). A missing profile is not an
+// error.
+func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string) error {
+	upd := expression.Set(expression.Name("displayName"), expression.Value("")).
+		Set(expression.Name("athleteId"), expression.Value(0))
+	err := s.st.UpdateIn(ctx, s.st.Tables().Main, model.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
+	if err != nil && !errors.Is(err, model.ErrConflict) {
+		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// RestoreStravaIdentity puts the athlete's id and name back on the profile
+// (a reconnect of a revoked athlete).
+func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athleteID int64, name string) error {
+	upd := expression.Set(expression.Name("displayName"), expression.Value(name)).
+		Set(expression.Name("athleteId"), expression.Value(athleteID))
+	if err := s.st.UpdateIn(ctx, s.st.Tables().Main, model.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
+		return fmt.Errorf("restore strava identity of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// StripStravaIDs removes the Strava ids from what stays of the user: the
+// activity id on each award, and athleteId, activityId and sportType from
+// the details of each audit entry about the user. It returns how many items
+// it changed; re-running it is harmless.
+func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error) {
+	n, err := s.stripEach(ctx, s.st.Tables().Main, model.UserPK(userID), model.PrefixMilestone, []string{"activityId"})
+	if err != nil {
+		return n, fmt.Errorf("strip strava ids from awards of %s: %w", userID, err)
+	}
+	m, err := s.stripEach(ctx, s.st.Tables().Audit, model.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
+	if err != nil {
+		return n + m, fmt.Errorf("strip strava ids from audit entries of %s: %w", userID, err)
+	}
+	return n + m, nil
+}
+
+// stripEach removes the attributes at paths from every item of the
+// partition pk under prefix that has any of them (page after page).
+func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths []string) (int, error) {
+	var has expression.ConditionBuilder
+	var upd expression.UpdateBuilder
+	for i, p := range paths {
+		c := expression.AttributeExists(expression.Name(p))
+		if i == 0 {
+			has, upd = c, expression.Remove(expression.Name(p))
+			continue
+		}
+		has, upd = expression.Or(has, c), upd.Remove(expression.Name(p))
+	}
+	kc := expression.Key("PK").Equal(expression.Value(pk))
+	if prefix != "" {
+		kc = kc.And(expression.Key("SK").BeginsWith(prefix))
+	}
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(has).
+		WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("build query: %w", err)
+	}
+	p := dynamodb.NewQueryPaginator(s.st.Client(), &dynamodb.QueryInput{TableName: aws.String(table),
+		KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true)})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, err
+		}
+		for _, it := range page.Items {
+			k, err := store.KeyOf(it)
+			if err != nil {
+				return n, err
+			}
+			if err := s.st.UpdateIn(ctx, table, k, upd, has); err != nil && !errors.Is(err, model.ErrConflict) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PurgeStravaData deletes what came from Strava for a user whose athlete
+// revoked the grant at revokedAt, keeping milestones and awards: it records
+// the keyed-hash mapping first (so a reconnect finds the user), then
+// removes every Strava workout (a hard delete; the
+// stream's REMOVE records re-project the milestones, whose progress falls;
+// awards stay), the sync state and its cursors, the Strava name and id on
+// the profile, the Strava ids on awards and audit entries, the user's
+// parked records, and last the owner mapping (so a retry of a purge stopped
+// earlier still resolves the athlete). It returns how many items it deleted
+// or changed. Each
+// step is idempotent, so a run stopped anywhere is finished by running it
+// again.
+func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error) {
+	var r struct{ Workouts, Stripped, Parked int }
+	if err := s.RememberRevokedAthlete(ctx, athleteID, userID, revokedAt); err != nil {
+		return r.Workouts + r.Stripped, err
+	}
+	n, err := s.st.DeleteUserItems(ctx, userID, model.PrefixWorkoutStrava, nil)
+	r.Workouts = n
+	if err != nil {
+		return n, fmt.Errorf("purge strava data of %s (%d workouts deleted so far): %w", userID, n, err)
+	}
+	if err := s.st.Delete(ctx, s.st.Tables().Main, model.SyncStateKey(userID)); err != nil {
+		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
+	}
+	if err := s.ForgetStravaIdentity(ctx, userID); err != nil {
+		return r.Workouts + r.Stripped, err
+	}
+	if r.Stripped, err = s.StripStravaIDs(ctx, userID); err != nil {
+		return r.Workouts + r.Stripped, err
+	}
+	if r.Parked, err = s.st.DeleteUserParked(ctx, userID, athleteID); err != nil {
+		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: parked records: %w", userID, err)
+	}
+	// Last: a retry of a purge stopped earlier still resolves the athlete.
+	if err := s.st.DeleteAthleteOwnerOf(ctx, athleteID, userID); err != nil {
+		return r.Workouts + r.Stripped + r.Parked, fmt.Errorf("purge strava data of %s: %w", userID, err)
+	}
+	return r.Workouts + r.Stripped + r.Parked, nil
+}
+
+// ReclaimRevokedAthlete reattaches a revoked athlete who connects again to
+// its user: the owner mapping is written again (unless one exists), the
+// profile gets the athlete's id and name back, and the keyed-hash mapping
+// goes.
+func (s *Purger) ReclaimRevokedAthlete(ctx context.Context, athleteID int64, userID, name string, now time.Time) error {
+	o := &model.AthleteOwner{AthleteID: athleteID, UserID: userID, CreatedAtUtc: now.UTC()}
+	if err := s.st.PutIfAbsent(ctx, s.st.Tables().Main, o); err != nil && !errors.Is(err, model.ErrConflict) {
+		return fmt.Errorf("reclaim athlete for %s: %w", userID, err)
+	}
+	if err := s.RestoreStravaIdentity(ctx, userID, athleteID, name); err != nil {
+		return err
+	}
+	return s.ForgetRevokedAthlete(ctx, athleteID)
+}
+
+// keyAV is the primary key of k as attribute values (the main table's
+// PK and SK).
+func keyAV(k model.Key) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}
+}

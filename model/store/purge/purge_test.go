@@ -1,0 +1,100 @@
+package purge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/purge"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+func TestMain(m *testing.M) { dynamolocal.Main(m) }
+
+// TestPurgeStravaDataLeavesNoStravaData: after a revocation's purge the
+// user's partition holds no workout, sync state, owner mapping, Strava name
+// or id; awards and audit entries stay without Strava ids; milestones stay;
+// the keyed-hash mapping finds the user and holds no id in the clear; a
+// second run changes nothing. Protections: each step of PurgeStravaData.
+func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	pu := purge.New(s)
+	ctx := context.Background()
+	const athlete = 987654321
+	c := &model.StravaConnection{UserID: "u1", AthleteID: athlete, AccessToken: "a", RefreshToken: "r",
+		ExpiresAtUtc: time.Now().Add(time.Hour).UTC(), TokenVersion: 1, Scopes: []string{"read"}}
+	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, s.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: "u1", CreatedAtUtc: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	put := func(e model.Entity) {
+		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&model.Profile{UserID: "u1", AthleteID: athlete, DisplayName: "Ada Lovelace", CreatedAtUtc: now})
+	put(&model.Milestone{UserID: "u1", MilestoneID: "m1"})
+	put(&model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 4242, AwardedAtUtc: now})
+	put(&model.SyncState{UserID: "u1", AthleteID: athlete})
+	for id := int64(1); id <= 40; id++ {
+		if err := s.UpsertWorkout(ctx, &model.Workout{UserID: "u1", ActivityID: id, SportType: "Run", DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC), CreatedAtUtc: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(model.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
+		map[string]string{"athleteId": "987654321", "activityId": "4242", "sportType": "Run", "reason": "kept"}))
+	grant, err := s.StravaConnectionGrant(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
+		t.Fatal(err)
+	}
+	for run := 0; run < 2; run++ {
+		if _, err := pu.PurgeStravaData(ctx, "u1", athlete, now.Truncate(time.Second)); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
+	if u, err := pu.RevokedAthleteOwner(ctx, athlete); err != nil || u != "u1" {
+		t.Fatalf("revoked owner: %q, %v; want u1", u, err)
+	}
+	if _, err := s.ResolveAthlete(ctx, athlete); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("owner mapping: %v; want it gone", err)
+	}
+	left := map[string]bool{}
+	for _, table := range []string{s.Tables().Main, s.Tables().Audit} {
+		out, err := s.Client().Scan(ctx, &dynamodb.ScanInput{TableName: &table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range out.Items {
+			var raw map[string]any
+			if err := attributevalue.UnmarshalMap(it, &raw); err != nil {
+				t.Fatal(err)
+			}
+			text := fmt.Sprint(raw)
+			for _, clear := range []string{"987654321", "Ada Lovelace", "4242", "WORKOUT#", "SYNC#"} {
+				if strings.Contains(text, clear) {
+					t.Errorf("%s still holds %q: %s", table, clear, text)
+				}
+			}
+			left[fmt.Sprint(raw["entityType"])] = true
+		}
+	}
+	for _, kept := range []string{"MILESTONE", "AWARD", "PROFILE", "AUDIT"} {
+		if !left[kept] {
+			t.Errorf("no %s left (kinds left: %v); what the athlete made here stays", kept, left)
+		}
+	}
+}
