@@ -56,6 +56,7 @@ type Stores struct {
 	Milestones MilestoneStore // milestones.go
 	Deletions  deletion.Store // account.go: account deletion's steps
 	Syncs      SyncStateStore // syncstatus.go
+	Exports    ExportStore    // export.go: the athlete's data, streamed
 }
 
 // accounts is what account deletion reads of a user and saves of its tokens.
@@ -149,6 +150,7 @@ type Handler struct {
 	profiles     ProfileStore
 	milestones   MilestoneStore
 	syncs        SyncStateStore
+	exports      ExportStore
 	strava       Strava
 	cat          *catalog.Catalog
 	now          func() time.Time
@@ -186,7 +188,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync}
 	if h.now == nil {
 		h.now = time.Now
@@ -234,6 +236,7 @@ var routes = []route{
 	{"POST /auth/logout", func(h *Handler) http.HandlerFunc { return h.logout }},
 	{"GET /v1/me", func(h *Handler) http.HandlerFunc { return h.authed(h.me) }},
 	{"DELETE /v1/me", func(h *Handler) http.HandlerFunc { return h.authed(h.deleteMe) }},
+	{"GET /v1/me/export", func(h *Handler) http.HandlerFunc { return h.authed(h.export) }},
 	{"GET /v1/models", func(h *Handler) http.HandlerFunc { return h.authed(h.models) }},
 	{"POST /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.createMilestone) }},
 	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.listMilestones) }},

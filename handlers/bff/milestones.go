@@ -47,14 +47,14 @@ const maxBody = 64 << 10
 
 // MilestoneJSON is the API shape of a milestone and its projected progress.
 type MilestoneJSON struct {
-	MilestoneID    string      `json:"milestoneId"`
-	ModelID        string      `json:"modelId"`
-	Title          string      `json:"title"`
-	Metric         string      `json:"metric"`
-	Target         float64     `json:"target"`
+	MilestoneID string  `json:"milestoneId"`
+	ModelID     string  `json:"modelId"`
+	Title       string  `json:"title"`
+	Metric      string  `json:"metric"`
+	Target      float64 `json:"target"`
 	// SportTypes are the Strava sport types the milestone counts (empty:
 	// every sport); groups were expanded when it was created.
-	SportTypes []string `json:"sportTypes"`
+	SportTypes     []string    `json:"sportTypes"`
 	Status         string      `json:"status"`
 	Version        int64       `json:"version"`
 	ProjectedAtUtc *time.Time  `json:"projectedAtUtc"`

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/openapi"
 	"github.com/commitcollect/backend/model/sport"
 )
 
 func TestOpenAPIListsEveryRoute(t *testing.T) {
 	t.Parallel()
-	spec, err := bff.SpecRoutes()
+	spec, err := openapi.SpecRoutes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	}
 
 	e := newEnv(t, envOpts{})
-	if err := bff.CheckRoutes(e.mux, bff.Routes(), "bff"); err != nil {
+	if err := openapi.CheckRoutes(e.mux, bff.Routes(), "bff"); err != nil {
 		t.Fatalf("openapi.yaml and the BFF routes drifted:\n%v", err)
 	}
 }
@@ -50,7 +51,7 @@ func TestCheckRoutesCatchesDrift(t *testing.T) {
 		{"a listed route missing from the mux", bff.Routes(), http.NewServeMux(), `resolves to "" on the mux`},
 	}
 	for _, tt := range tests {
-		err := bff.CheckRoutes(tt.mux, tt.registered, "bff")
+		err := openapi.CheckRoutes(tt.mux, tt.registered, "bff")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got %v, want an error containing %s", tt.name, err, tt.want)
 		}
@@ -61,7 +62,7 @@ func TestCheckRoutesCatchesDrift(t *testing.T) {
 // Strava's sport types and the documented groups.
 func TestOpenAPISportTypesMatchTheAPI(t *testing.T) {
 	t.Parallel()
-	got, err := bff.SchemaEnum("SportType")
+	got, err := openapi.SchemaEnum("SportType")
 	if err != nil {
 		t.Fatal(err)
 	}

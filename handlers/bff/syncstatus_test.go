@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/openapi"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -140,7 +141,7 @@ func TestOpenAPIDescribesMe(t *testing.T) {
 		schema string
 		typ    reflect.Type
 	}{{"Me", reflect.TypeFor[bff.MeJSON]()}, {"SyncStatus", reflect.TypeFor[bff.SyncJSON]()}} {
-		props, required, err := bff.SchemaProperties(tc.schema)
+		props, required, err := openapi.SchemaProperties(tc.schema)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -234,4 +235,36 @@ func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, er
 		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, model.ErrNotFound)
 	}
 	return conns[0].UserID, nil
+}
+
+// EachUserItem calls fn with every item of the user's partition whose sort
+// key begins with prefix, decoded as stored (attribute names, numbers as
+// float64), page after page (a consistent query of at most pageSize items
+// each), so a partition of any size is read in bounded memory. An error
+// from fn stops the walk and is returned.
+func (s *Users) EachUserItem(ctx context.Context, userID, prefix string, pageSize int32, fn func(map[string]any) error) error {
+	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).And(expression.Key("SK").BeginsWith(prefix))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return fmt.Errorf("items of %s: build query: %w", userID, err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: aws.String(s.t.Main),
+		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
+		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(pageSize)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("items of %s under %s: %w", userID, prefix, translate(err))
+		}
+		for _, it := range page.Items {
+			var m map[string]any
+			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
+				return fmt.Errorf("items of %s: decode: %w", userID, err)
+			}
+			if err := fn(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/openapi"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
@@ -128,7 +129,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	ctx := context.Background()
 
 	// Every route on the assembled mux is documented, and nothing more.
-	if err := bff.CheckRoutes(a.mux, append(bff.Routes(), bff.PageRoute, "GET "+intake.WebhookPath, "POST "+intake.WebhookPath)); err != nil {
+	if err := openapi.CheckRoutes(a.mux, append(bff.Routes(), bff.PageRoute, "GET "+intake.WebhookPath, "POST "+intake.WebhookPath)); err != nil {
 		t.Fatalf("openapi.yaml drifted from the api mux:\n%v", err)
 	}
 

@@ -1,4 +1,6 @@
-package bff
+// Package openapi holds the OpenAPI 3 document of every route the api
+// serves, and the check that the registered routes and the document agree.
+package openapi
 
 import (
 	_ "embed"
@@ -16,8 +18,8 @@ import (
 //go:embed openapi.yaml
 var openAPI []byte
 
-// OpenAPI returns the OpenAPI 3 document of every route the api serves.
-func OpenAPI() []byte { return slices.Clone(openAPI) }
+// Doc returns the OpenAPI 3 document of every route the api serves.
+func Doc() []byte { return slices.Clone(openAPI) }
 
 // SpecRoute is one operation of the OpenAPI document as a mux pattern
 // ("GET /v1/milestones/{milestoneId}"; a last path parameter named path is
