@@ -435,3 +435,33 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 		t.Fatalf("due at the reset: got %v, %v; want only the webhook", due, err)
 	}
 }
+
+// TestReconcileSinceCatchesWhatAnOutageDropped: Strava gave up on the
+// webhooks of an outage; the operator's ReconcileSince (make syncs
+// -reconcile-since) enqueues a reconciliation listing from the outage's
+// start, and working it off writes the activity no webhook brought, even
+// for a user whose regular reconciliation would skip it (no milestone).
+// Protection: ReconcileSince's job (without it the activity waits for the
+// idle round-robin).
+func TestReconcileSinceCatchesWhatAnOutageDropped(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, syncjobs.SyncSettings{})
+	ctx := context.Background()
+	r.profiles("u1")
+	r.link("u1", 650, 24*time.Hour)
+	outage := r.now.Add(-6 * time.Hour)
+	r.sim.PutActivity(stravasim.Activity{ID: 6501, AthleteID: 650, Name: "During the outage", SportType: "Run", Distance: 8000,
+		MovingTime: 2400, ElapsedTime: 2500, StartDate: outage.Add(2 * time.Hour)})
+	r.sched.Now = func() time.Time { return r.now }
+	res, err := r.sched.ReconcileSince(ctx, outage)
+	if err != nil || res.Enqueued != 1 {
+		t.Fatalf("ReconcileSince = %+v, %v; want one job", res, err)
+	}
+	r.drain(model.SyncJobKey(syncjobs.RecoverKeyMode, "u1", outage), 10)
+	if w := r.workout("u1", 6501); w == nil || w.DistanceMeters != 8000 {
+		t.Fatalf("workout %+v: want the activity the outage dropped written", w)
+	}
+	if _, err := r.sched.ReconcileSince(ctx, r.now.Add(time.Hour)); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("a future instant: %v, want ErrInvalid", err)
+	}
+}

@@ -10,6 +10,7 @@
 //	make syncs ARGS="-all"                      # every user's sync
 //	make syncs ARGS="-restart <userId>"         # restart one (locally the sweeper dispatches it)
 //	make syncs ARGS="-restart <userId> -worker-function commitcollect-prod-worker"   # in AWS
+//	make syncs ARGS="-reconcile-since 2026-11-25T08:00:00Z"   # after an outage: re-list every connected athlete since then
 //
 // Users are listed through the sparse users index (never a Scan), one
 // strongly consistent read of the sync state each. Exit status: 0 when
@@ -51,9 +52,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	all := fs.Bool("all", false, "list every user's sync, not only those needing attention")
 	stuckAfter := fs.Duration("stuck-after", DefaultStuckAfter, "a running sync not updated for this long is stuck")
 	restart := fs.String("restart", "", "restart this user's sync (resumes an unfinished job from its cursor)")
+	since := fs.String("reconcile-since", "", "after an outage: enqueue for every connected user a reconciliation listing activities since this RFC 3339 instant")
 	workerFn := fs.String("worker-function", getenv("CC_WORKER_FUNCTION"), "AWS: hand the restarted job to this worker Lambda (else the sweeper dispatches it)")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: syncs [-all] [-stuck-after 30m] [-restart userId [-worker-function name]] [-table-prefix p]")
+		fmt.Fprintln(errOut, "usage: syncs [-all] [-stuck-after 30m] [-restart userId | -reconcile-since RFC3339 [-worker-function name]] [-table-prefix p]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -79,15 +81,18 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2
 	}
+	var d ingest.Dispatcher
+	if *workerFn != "" {
+		d = handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
+	}
+	sched := syncjobs.NewSyncScheduler(st, d, cfg.Logger())
+	sched.Settings = app.SyncSettingsFrom(cfg)
+	// A short lease: without a dispatcher the sweeper runs it at once.
+	sched.Lease = time.Second
+	if *since != "" {
+		return reconcileSince(ctx, sched, *since, out, errOut)
+	}
 	if *restart != "" {
-		var d ingest.Dispatcher
-		if *workerFn != "" {
-			d = handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
-		}
-		sched := syncjobs.NewSyncScheduler(st, d, cfg.Logger())
-		sched.Settings = app.SyncSettingsFrom(cfg)
-		// A short lease: without a dispatcher the sweeper runs it at once.
-		sched.Lease = time.Second
 		if err := sched.Restart(ctx, *restart); err != nil {
 			fmt.Fprintln(errOut, "syncs:", err)
 			return 2
@@ -106,5 +111,23 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 			return 1
 		}
 	}
+	return 0
+}
+
+// reconcileSince enqueues the outage reconciliations and says what it did.
+func reconcileSince(ctx context.Context, sched *syncjobs.SyncScheduler, since string, out, errOut io.Writer) int {
+	at, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		fmt.Fprintf(errOut, "syncs: -reconcile-since %q is not an RFC 3339 instant (e.g. 2026-11-25T08:00:00Z)\n", since)
+		return 2
+	}
+	res, err := sched.ReconcileSince(ctx, at)
+	fmt.Fprintf(out, "reconciliation since %s: %d users, %d enqueued, %d already enqueued, %d without a usable connection\n",
+		at.UTC().Format(time.RFC3339), res.Users, res.Enqueued, res.Already, res.Skipped)
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	fmt.Fprintln(out, "the worker (locally: the running stack's sweeper) works them off within the sync share; `make syncs` shows them")
 	return 0
 }

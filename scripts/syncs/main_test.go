@@ -118,3 +118,65 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 		t.Fatalf("restart of a user without a connection: exit %d, want 2", code)
 	}
 }
+
+// TestReconcileSinceEnqueuesEveryConnectedUser: after an outage the
+// operator's -reconcile-since enqueues one reconciliation per connected user
+// listing from that instant; a second run enqueues nothing new; a bad
+// instant is exit 2.
+func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
+	t.Parallel()
+	st := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	prefix := strings.TrimSuffix(st.Tables().Main, "CommitCollect")
+	for i, u := range []string{"u-a", "u-b", "u-gone"} {
+		if err := st.Put(ctx, st.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(10 + i)}); err != nil {
+			t.Fatal(err)
+		}
+		if u == "u-gone" {
+			continue
+		}
+		if err := st.Put(ctx, st.Tables().Main, &model.StravaConnection{UserID: u, AthleteID: int64(10 + i), SealedTokens: &model.SealedSecret{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": prefix,
+		"AWS_REGION": "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+	getenv := func(k string) string { return env[k] }
+	since := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	var out, errOut bytes.Buffer
+	deadline := time.Now().Add(10 * time.Second) // the users index is eventually consistent
+	for !strings.Contains(out.String(), "3 users") && time.Now().Before(deadline) {
+		out.Reset()
+		if code := run(ctx, []string{"-reconcile-since", since.Format(time.RFC3339)}, &out, &errOut, getenv); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	items, err := st.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("outbox: %d items, %v; want one job per connected user (2)\n%s", len(items), err, out.String())
+	}
+	for _, it := range items {
+		rec, err := st.OutboxItem(ctx, it.IdempotencyKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := ingest.DecodeJob([]byte(rec.Job))
+		if err != nil || j.Sync == nil || j.Sync.Mode != model.SyncModeReconcile || !j.Sync.FromUtc.Equal(since) {
+			t.Fatalf("job %+v, %v; want a reconciliation from %s", j.Sync, err, since)
+		}
+	}
+	// A second run finds the same keys: no new job (a key whose short
+	// lease lapsed is taken over and handed off again, the same job).
+	out.Reset()
+	if code := run(ctx, []string{"-reconcile-since", since.Format(time.RFC3339)}, &out, &errOut, getenv); code != 0 ||
+		!strings.Contains(out.String(), "1 without a usable connection") {
+		t.Fatalf("second run: exit %d, %s", code, out.String())
+	}
+	if items, err := st.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10); err != nil || len(items) != 2 {
+		t.Fatalf("outbox after a second run: %d items, %v; want still 2", len(items), err)
+	}
+	if code := run(ctx, []string{"-reconcile-since", "yesterday"}, &out, &errOut, getenv); code != 2 {
+		t.Fatalf("a bad instant: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,92 @@
+package syncjobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
+)
+
+// Recovering from an outage. Strava gives up on a webhook event after three
+// attempts without a 200; an activity whose event we never answered would
+// then be caught only by the idle round-robin reconciliation (weeks). After
+// an outage an operator runs `make syncs ARGS="-reconcile-since <RFC3339>"`
+// (ReconcileSince): every connected user gets a reconciliation whose list
+// starts at that instant, under a key of its own per instant (a second run
+// with the same instant enqueues nothing new). The jobs are ordinary sync
+// jobs: paced within the sync share, resumable from their cursor, shown by
+// `make syncs`, and worked off by the running stack (in AWS, the worker).
+
+// RecoverKeyMode is the mode segment of an outage reconciliation's outbox
+// key (model.SyncJobKey(RecoverKeyMode, userID, since)); the job itself is a
+// reconciliation.
+const RecoverKeyMode = "recover"
+
+// ReconcileSince enqueues, for every user with a usable Strava connection,
+// a reconciliation listing the activities started since since (the start
+// of an outage). Users without a usable connection are skipped (counted);
+// a failure on one user is logged and the round goes on, returning the
+// first error.
+func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (ReconcileResult, error) {
+	now := s.Now()
+	if since.IsZero() || !since.Before(now) {
+		return ReconcileResult{}, fmt.Errorf("reconcile since %s: must be in the past: %w", since.Format(time.RFC3339), model.ErrInvalid)
+	}
+	var (
+		res   ReconcileResult
+		first error
+	)
+	for shard := range model.UserListShards {
+		for after := ""; ; {
+			page, err := s.store.ListUsers(ctx, shard, after, 0)
+			if err != nil {
+				return res, fmt.Errorf("reconcile since: %w", err)
+			}
+			for _, userID := range page.UserIDs {
+				o, err := s.recoverUser(ctx, userID, since.UTC(), now)
+				if err != nil {
+					s.log.WarnContext(ctx, "outage reconciliation not enqueued", "userId", userID, "error", err)
+					if first == nil {
+						first = fmt.Errorf("reconcile since: user %s: %w", userID, err)
+					}
+					res.Users++
+					continue
+				}
+				res.add(o)
+			}
+			if !page.More {
+				break
+			}
+			after = page.Next
+		}
+	}
+	return res, first
+}
+
+// recoverUser enqueues one user's outage reconciliation.
+func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, now time.Time) (reconcileOutcome, error) {
+	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
+		return outcomeNoConnection, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ms, err := s.store.UserMilestones(ctx, userID)
+	if err != nil {
+		return 0, err
+	}
+	_, end := ActiveMilestoneEnd(ms.Milestones, since, now)
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: since, MilestoneEndUtc: end}
+	ok, err := s.enqueue(ctx, model.SyncJobKey(RecoverKeyMode, userID, since), job, now)
+	switch {
+	case err != nil:
+		return 0, err
+	case ok:
+		return outcomeEnqueued, nil
+	}
+	return outcomeAlready, nil
+}
