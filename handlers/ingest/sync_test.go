@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -247,6 +248,19 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	// Enqueued again for the same horizon: nothing to do.
 	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "again"); ok || err != nil {
 		t.Fatalf("EnsureBackfill after the import: got %v, %v; want nothing enqueued", ok, err)
+	}
+	// A revocation's purge deletes the history and the sync state; the
+	// reconnect's backfill imports it again under a key of its own (the
+	// horizon's key was used). Protection: EnsureBackfill's reimport key.
+	if _, err := purge.New(r.st).PurgeStravaData(context.Background(), "u1", 71, r.now); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "strava reconnect"); !ok || err != nil {
+		t.Fatalf("EnsureBackfill after a purge: got %v, %v; want a new import", ok, err)
+	}
+	r.drain(model.SyncJobKey(syncjobs.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
+	if ws := r.workouts("u1"); len(ws) != len(ids) {
+		t.Fatalf("after the reimport: %d workouts, want %d", len(ws), len(ids))
 	}
 }
 

@@ -33,6 +33,7 @@ var Scenarios = []Scenario{
 	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}},
 	{"forged-flood", "hundreds of forged events for one linked athlete, then real ones", forgedFlood, stravasim.Limits{}},
 	{"unsigned-lifecycle", "forged delete and deauthorization, a private activity, a late revoke, a revoke and reconnect, DELETE /v1/me mid-fetch", lifecycle, stravasim.Limits{}},
+	{"rotated-app-secret", "the app's secret rotated at Strava: a forged revoke waits, nobody flagged; secret restored: work resumes; a real revoke deletes, a reconnect restores", rotatedSecret, stravasim.Limits{}},
 }
 
 // roomyLimits are ten times Strava's.

@@ -197,12 +197,22 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 	}
 	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
 	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeBackfill, userID, horizon), job, now)
+	if err == nil && !ok && st == nil {
+		// The key was claimed before, yet no sync state exists: a
+		// revocation's purge deleted it (and the history); a reconnect
+		// imports again, under a key of its own (one per minute).
+		ok, err = s.enqueue(ctx, model.SyncJobKey(ReimportKeyMode, userID, now.Truncate(time.Minute)), job, now)
+	}
 	if ok {
 		s.log.InfoContext(ctx, "backfill enqueued", "userId", userID, "athleteId", athleteID, "reason", reason,
 			"horizonUtc", horizon.Format(time.RFC3339))
 	}
 	return ok, err
 }
+
+// ReimportKeyMode is the mode segment of the outbox key of a backfill that
+// imports a history again after a revocation deleted it.
+const ReimportKeyMode = "reimport"
 
 // ReconcileResult counts what one reconciliation run did.
 type ReconcileResult struct {
