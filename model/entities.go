@@ -486,7 +486,9 @@ type UserGuard struct {
 func (g *UserGuard) Deleted() bool { return !g.DeletedAtUtc.IsZero() }
 
 // Revoked says whether a confirmed deauthorization holds (no reconnect since).
-func (g *UserGuard) Revoked() bool { return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0 }
+func (g *UserGuard) Revoked() bool {
+	return !g.StravaRevokedAtUtc.IsZero() && g.StravaDataExpiresAt > 0
+}
 
 // MilestoneCount counts a user's milestones (USER#{userId} /
 // COUNT#MILESTONES) so that creating one can be refused past
