@@ -1,6 +1,10 @@
 package model
 
-import "time"
+import (
+	"time"
+
+	"github.com/commitcollect/backend/model/keys"
+)
 
 // Entity types of the BFF's account and login items.
 const (
@@ -34,7 +38,7 @@ type UserSession struct {
 }
 
 // ItemKey implements Entity.
-func (s *UserSession) ItemKey() Key { return UserSessionKey(s.UserID, s.SessionID) }
+func (s *UserSession) ItemKey() Key { return keys.UserSessionKey(s.UserID, s.SessionID) }
 
 // Stamp implements Entity.
 func (s *UserSession) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntityUserSession) }
@@ -61,7 +65,7 @@ type OAuthState struct {
 func (s *OAuthState) Expired(now time.Time) bool { return now.Unix() >= s.ExpiresAtUtc }
 
 // ItemKey implements Entity.
-func (s *OAuthState) ItemKey() Key { return OAuthStateKey(s.StateHash) }
+func (s *OAuthState) ItemKey() Key { return keys.OAuthStateKey(s.StateHash) }
 
 // Stamp implements Entity.
 func (s *OAuthState) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntityOAuthState) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func TestAccountKeys(t *testing.T) {
@@ -11,11 +13,11 @@ func TestAccountKeys(t *testing.T) {
 	tests := []struct {
 		name  string
 		given Key
-		want  ParsedKey
+		want  keys.ParsedKey
 		shape Key
 	}{
-		{"session pointer", UserSessionKey("u1", "s9"), ParsedKey{Kind: KindUserSession, UserID: "u1", SessionID: "s9"}, Key{"USER#u1", "SESSION#s9"}},
-		{"oauth state", OAuthStateKey("st"), ParsedKey{Kind: KindOAuthState}, Key{"OAUTHSTATE#st", "META"}},
+		{"session pointer", keys.UserSessionKey("u1", "s9"), keys.ParsedKey{Kind: keys.KindUserSession, UserID: "u1", SessionID: "s9"}, Key{PK: "USER#u1", SK: "SESSION#s9"}},
+		{"oauth state", keys.OAuthStateKey("st"), keys.ParsedKey{Kind: keys.KindOAuthState}, Key{PK: "OAUTHSTATE#st", SK: "META"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -23,7 +25,7 @@ func TestAccountKeys(t *testing.T) {
 			if tt.given != tt.shape {
 				t.Fatalf("key = %s, want %s", tt.given, tt.shape)
 			}
-			got, err := ParseKey(tt.given)
+			got, err := keys.ParseKey(tt.given)
 			if err != nil {
 				t.Fatalf("ParseKey(%s): %v", tt.given, err)
 			}
@@ -37,12 +39,12 @@ func TestAccountKeys(t *testing.T) {
 func TestAccountKeysReject(t *testing.T) {
 	t.Parallel()
 	for _, k := range []Key{
-		{"USER#u1", "SESSION#"},
-		{"USER#u1", "SESSION#a#b"},
-		{"OAUTHSTATE#", "META"},
-		{"OAUTHSTATE#x", "OTHER"},
+		{PK: "USER#u1", SK: "SESSION#"},
+		{PK: "USER#u1", SK: "SESSION#a#b"},
+		{PK: "OAUTHSTATE#", SK: "META"},
+		{PK: "OAUTHSTATE#x", SK: "OTHER"},
 	} {
-		if _, err := ParseKey(k); !errors.Is(err, ErrInvalid) {
+		if _, err := keys.ParseKey(k); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseKey(%s): got %v, want ErrInvalid", k, err)
 		}
 	}
@@ -52,13 +54,13 @@ func TestAccountEntitiesStampAndExpire(t *testing.T) {
 	t.Parallel()
 	us := &UserSession{UserID: "u1", SessionID: "s1"}
 	us.Stamp()
-	if us.Key != UserSessionKey("u1", "s1") || us.EntityType != EntityUserSession || us.SchemaVersion != 1 {
+	if us.Key != keys.UserSessionKey("u1", "s1") || us.EntityType != EntityUserSession || us.SchemaVersion != 1 {
 		t.Fatalf("user session stamped as %+v", us)
 	}
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	st := &OAuthState{StateHash: "abc", ExpiresAtUtc: now.Add(time.Minute).Unix()}
 	st.Stamp()
-	if st.Key != OAuthStateKey("abc") || st.EntityType != EntityOAuthState {
+	if st.Key != keys.OAuthStateKey("abc") || st.EntityType != EntityOAuthState {
 		t.Fatalf("oauth state stamped as %+v", st)
 	}
 	if st.Expired(now) {

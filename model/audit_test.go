@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Routine audit entries (one per event) carry no index keys, so they land
@@ -17,8 +18,8 @@ func TestRoutineAuditEntriesAreNotIndexed(t *testing.T) {
 		given   *model.AuditEntry
 		indexed bool
 	}{
-		{"routine", model.NewRoutineAuditEntry(model.UserPK("u"), "u", "STRAVA_ACTIVITY_CREATE", "c", "r", at, nil), false},
-		{"rare", model.NewAuditEntry(model.UserPK("u"), "u", "STRAVA_ATHLETE_DEAUTHORIZED", "c", "r", at, nil), true},
+		{"routine", model.NewRoutineAuditEntry(keys.UserPK("u"), "u", "STRAVA_ACTIVITY_CREATE", "c", "r", at, nil), false},
+		{"rare", model.NewAuditEntry(keys.UserPK("u"), "u", "STRAVA_ATHLETE_DEAUTHORIZED", "c", "r", at, nil), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

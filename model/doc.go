@@ -5,10 +5,12 @@
 // DynamoDB adapter, model/streams the DynamoDB Streams reader, model/strava
 // the Strava client).
 //
-// Replay sensitivity: renaming a key prefix in keys.go, or changing how an
+// Replay sensitivity: renaming a key prefix in model/keys, or changing how an
 // entity's schema version is normalized, changes what the projector reads and
 // forces a rebuild (scripts/rebuild) of every projected milestone.
 package model
+
+import "github.com/commitcollect/backend/model/keys"
 
 // Guardrails shared by every reader and writer.
 const (
@@ -25,7 +27,7 @@ const (
 	// MaxPartCount bounds a model's parts so that one transaction holds the
 	// milestone update plus every award; with their AWARD_MINTED entries a
 	// mint of more than 49 parts takes several transactions (consumer.Plan).
-	MaxPartCount = 99
+	MaxPartCount = keys.MaxPartCount
 	// AuditRetentionDays is how long audit entries live (TTL).
 	AuditRetentionDays = 90
 	// UserGuardRetentionDays is how long a deleted user's guard

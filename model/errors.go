@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // The error vocabulary. Adapters translate their own failures into these so
@@ -15,7 +17,7 @@ var (
 	// version moved since it was read (optimistic concurrency).
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid means input or a stored item is malformed.
-	ErrInvalid = errors.New("invalid")
+	ErrInvalid = keys.ErrInvalid
 	// ErrUnsupportedSchema means an item was written by newer code than this
 	// one; reads fail closed rather than guess.
 	ErrUnsupportedSchema = errors.New("unsupported schema version")

@@ -14,6 +14,7 @@ import (
 // each is itself checked to import the standard library only.
 var domainLeaves = map[string]string{
 	"github.com/commitcollect/backend/model/sport": "sport",
+	"github.com/commitcollect/backend/model/keys":  "keys",
 }
 
 // The domain package stays free of adapters: every non-test file imports

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func TestKeyRoundTrip(t *testing.T) {
@@ -11,31 +13,31 @@ func TestKeyRoundTrip(t *testing.T) {
 	tests := []struct {
 		name  string
 		given Key
-		want  ParsedKey
+		want  keys.ParsedKey
 	}{
-		{"profile", ProfileKey("u1"), ParsedKey{Kind: KindProfile, UserID: "u1"}},
-		{"connection", StravaConnectionKey("u1"), ParsedKey{Kind: KindStravaConnection, UserID: "u1"}},
-		{"sync state", SyncStateKey("u1"), ParsedKey{Kind: KindSyncState, UserID: "u1"}},
-		{"user guard", UserGuardKey("u1"), ParsedKey{Kind: KindUserGuard, UserID: "u1"}},
-		{"milestone count", MilestoneCountKey("u1"), ParsedKey{Kind: KindMilestoneCount, UserID: "u1"}},
-		{"workout", WorkoutKey("u1", 12345678901), ParsedKey{Kind: KindWorkout, UserID: "u1", ActivityID: 12345678901}},
-		{"milestone", MilestoneKey("u1", "m-9"), ParsedKey{Kind: KindMilestone, UserID: "u1", MilestoneID: "m-9"}},
-		{"award", AwardKey("u1", "m-9", 7), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 7}},
-		{"award 98", AwardKey("u1", "m-9", 98), ParsedKey{Kind: KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 98}},
-		{"model meta", ModelMetaKey("rocket"), ParsedKey{Kind: KindModelMeta, ModelID: "rocket"}},
-		{"model part", ModelPartKey("rocket", 3), ParsedKey{Kind: KindModelPart, ModelID: "rocket", PartIndex: 3}},
-		{"athlete owner", AthleteOwnerKey(42), ParsedKey{Kind: KindAthleteOwner, AthleteID: 42}},
-		{"session", SessionKey("abc"), ParsedKey{Kind: KindSession, SessionID: "abc"}},
-		{"user audit", AuditKey(UserPK("u1"), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, UserID: "u1"}},
-		{"athlete audit", AuditKey(AthletePK(42), time.Unix(1700000000, 0), "r1"), ParsedKey{Kind: KindAudit, AthleteID: 42}},
-		{"athlete reads", AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), ParsedKey{Kind: KindAthleteReads, AthleteID: 42}},
-		{"rate limit is not a domain item", RateLimitKey(), ParsedKey{Kind: KindUnknown}},
-		{"parked is not a domain item", ParkedKey("PROJECTOR", "x"), ParsedKey{Kind: KindUnknown}},
+		{"profile", keys.ProfileKey("u1"), keys.ParsedKey{Kind: keys.KindProfile, UserID: "u1"}},
+		{"connection", keys.StravaConnectionKey("u1"), keys.ParsedKey{Kind: keys.KindStravaConnection, UserID: "u1"}},
+		{"sync state", keys.SyncStateKey("u1"), keys.ParsedKey{Kind: keys.KindSyncState, UserID: "u1"}},
+		{"user guard", keys.UserGuardKey("u1"), keys.ParsedKey{Kind: keys.KindUserGuard, UserID: "u1"}},
+		{"milestone count", keys.MilestoneCountKey("u1"), keys.ParsedKey{Kind: keys.KindMilestoneCount, UserID: "u1"}},
+		{"workout", keys.WorkoutKey("u1", 12345678901), keys.ParsedKey{Kind: keys.KindWorkout, UserID: "u1", ActivityID: 12345678901}},
+		{"milestone", keys.MilestoneKey("u1", "m-9"), keys.ParsedKey{Kind: keys.KindMilestone, UserID: "u1", MilestoneID: "m-9"}},
+		{"award", keys.AwardKey("u1", "m-9", 7), keys.ParsedKey{Kind: keys.KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 7}},
+		{"award 98", keys.AwardKey("u1", "m-9", 98), keys.ParsedKey{Kind: keys.KindAward, UserID: "u1", MilestoneID: "m-9", PartIndex: 98}},
+		{"model meta", keys.ModelMetaKey("rocket"), keys.ParsedKey{Kind: keys.KindModelMeta, ModelID: "rocket"}},
+		{"model part", keys.ModelPartKey("rocket", 3), keys.ParsedKey{Kind: keys.KindModelPart, ModelID: "rocket", PartIndex: 3}},
+		{"athlete owner", keys.AthleteOwnerKey(42), keys.ParsedKey{Kind: keys.KindAthleteOwner, AthleteID: 42}},
+		{"session", keys.SessionKey("abc"), keys.ParsedKey{Kind: keys.KindSession, SessionID: "abc"}},
+		{"user audit", keys.AuditKey(keys.UserPK("u1"), time.Unix(1700000000, 0), "r1"), keys.ParsedKey{Kind: keys.KindAudit, UserID: "u1"}},
+		{"athlete audit", keys.AuditKey(keys.AthletePK(42), time.Unix(1700000000, 0), "r1"), keys.ParsedKey{Kind: keys.KindAudit, AthleteID: 42}},
+		{"athlete reads", keys.AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
+		{"rate limit is not a domain item", keys.RateLimitKey(), keys.ParsedKey{Kind: keys.KindUnknown}},
+		{"parked is not a domain item", keys.ParkedKey("PROJECTOR", "x"), keys.ParsedKey{Kind: keys.KindUnknown}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ParseKey(tt.given)
+			got, err := keys.ParseKey(tt.given)
 			if err != nil {
 				t.Fatalf("ParseKey(%s): %v", tt.given, err)
 			}
@@ -49,21 +51,21 @@ func TestKeyRoundTrip(t *testing.T) {
 func TestKeyShapes(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ got, want string }{
-		{UserPK("u1"), "USER#u1"},
-		{SyncStateKey("u1").SK, "SYNC#STRAVA"},
-		{SyncJobKey(SyncModeBackfill, "u1", time.Unix(1700000000, 0)), "STRAVA#SYNC#backfill#u1#1700000000"},
-		{SyncRestartKey("u1", time.Unix(0, 5)), "STRAVA#SYNC#restart#u1#5"},
-		{WorkoutSK(99), "WORKOUT#STRAVA#99"},
-		{MilestoneSK("m1"), "MILESTONE#m1"},
-		{AwardSK("m1", 3), "MILESTONE#m1#AWARD#03"},
-		{AwardSKPrefix("m1"), "MILESTONE#m1#AWARD#"},
-		{PartSK(4), "PART#04"},
-		{AthletePK(5), "STRAVA#ATHLETE#5"},
-		{SessionKey("s").PK, "SESSION#s"},
-		{AuditSK(time.Unix(1700000000, 0), "r"), "AUDIT#1700000000#r"},
-		{CorrelationPK("c"), "CORR#c"},
-		{EventMonthPK("AWARD_MINTED", time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)), "EVENT#AWARD_MINTED#202603"},
-		{WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil), "STRAVA#WEBHOOK#activity#1#create#2#3"},
+		{keys.UserPK("u1"), "USER#u1"},
+		{keys.SyncStateKey("u1").SK, "SYNC#STRAVA"},
+		{keys.SyncJobKey("backfill", "u1", time.Unix(1700000000, 0)), "STRAVA#SYNC#backfill#u1#1700000000"},
+		{keys.SyncRestartKey("u1", time.Unix(0, 5)), "STRAVA#SYNC#restart#u1#5"},
+		{keys.WorkoutSK(99), "WORKOUT#STRAVA#99"},
+		{keys.MilestoneSK("m1"), "MILESTONE#m1"},
+		{keys.AwardSK("m1", 3), "MILESTONE#m1#AWARD#03"},
+		{keys.AwardSKPrefix("m1"), "MILESTONE#m1#AWARD#"},
+		{keys.PartSK(4), "PART#04"},
+		{keys.AthletePK(5), "STRAVA#ATHLETE#5"},
+		{keys.SessionKey("s").PK, "SESSION#s"},
+		{keys.AuditSK(time.Unix(1700000000, 0), "r"), "AUDIT#1700000000#r"},
+		{keys.CorrelationPK("c"), "CORR#c"},
+		{keys.EventMonthPK("AWARD_MINTED", time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)), "EVENT#AWARD_MINTED#202603"},
+		{keys.WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil), "STRAVA#WEBHOOK#activity#1#create#2#3"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -73,17 +75,17 @@ func TestKeyShapes(t *testing.T) {
 	// The users index spreads profiles over every shard deterministically.
 	seen := map[string]bool{}
 	for i := 0; i < 200; i++ {
-		pk := UserListPK(string(rune('a'+i%26)) + string(rune('0'+i/26)))
+		pk := keys.UserListPK(string(rune('a'+i%26)) + string(rune('0'+i/26)))
 		seen[pk] = true
 	}
-	if len(seen) != UserListShards {
-		t.Errorf("users index used %d shards, want %d", len(seen), UserListShards)
+	if len(seen) != keys.UserListShards {
+		t.Errorf("users index used %d shards, want %d", len(seen), keys.UserListShards)
 	}
 	// The shard is stored in the index, so the mapping must not change
 	// between releases: pinned values (FNV-1a of the user id, mod 8).
 	for user, want := range map[string]string{"u1": "USERS#3", "u2": "USERS#6", "athlete-42": "USERS#1"} {
-		if got := UserListPK(user); got != want {
-			t.Errorf("UserListPK(%q): got %q, want %q", user, got, want)
+		if got := keys.UserListPK(user); got != want {
+			t.Errorf("keys.UserListPK(%q): got %q, want %q", user, got, want)
 		}
 	}
 }
@@ -91,17 +93,17 @@ func TestKeyShapes(t *testing.T) {
 func TestParseKeyRejects(t *testing.T) {
 	t.Parallel()
 	for _, k := range []Key{
-		{"USER#", "PROFILE"},
-		{"USER#u1", "WORKOUT#STRAVA#abc"},
-		{"USER#u1", "WORKOUT#STRAVA#-4"},
-		{"USER#u1", "MILESTONE#m1#AWARD#x"},
-		{"USER#u1", "MILESTONE#"},
-		{"USER#u1", "SOMETHING"},
-		{"MODEL#m", "PART#z"},
-		{"STRAVA#ATHLETE#0", "OWNER"},
-		{"SESSION#", "META"},
+		{PK: "USER#", SK: "PROFILE"},
+		{PK: "USER#u1", SK: "WORKOUT#STRAVA#abc"},
+		{PK: "USER#u1", SK: "WORKOUT#STRAVA#-4"},
+		{PK: "USER#u1", SK: "MILESTONE#m1#AWARD#x"},
+		{PK: "USER#u1", SK: "MILESTONE#"},
+		{PK: "USER#u1", SK: "SOMETHING"},
+		{PK: "MODEL#m", SK: "PART#z"},
+		{PK: "STRAVA#ATHLETE#0", SK: "OWNER"},
+		{PK: "SESSION#", SK: "META"},
 	} {
-		if _, err := ParseKey(k); !errors.Is(err, ErrInvalid) {
+		if _, err := keys.ParseKey(k); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseKey(%s): got %v, want ErrInvalid", k, err)
 		}
 	}
@@ -130,7 +132,7 @@ func TestCheckSchema(t *testing.T) {
 
 func TestNormalizeLegacyMilestone(t *testing.T) {
 	t.Parallel()
-	m := &Milestone{Key: MilestoneKey("u", "m")}
+	m := &Milestone{Key: keys.MilestoneKey("u", "m")}
 	if err := m.Normalize(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +150,11 @@ func TestStampSetsIndexKeys(t *testing.T) {
 	}
 	p := &Profile{UserID: "u1"}
 	p.Stamp()
-	if p.UserListPK != UserListPK("u1") || p.UserListSK != "u1" {
+	if p.UserListPK != keys.UserListPK("u1") || p.UserListSK != "u1" {
 		t.Fatalf("profile index keys: %+v", p)
 	}
 	at := time.Date(2026, 3, 9, 1, 2, 3, 0, time.UTC)
-	a := NewAuditEntry(UserPK("u1"), "u1", "AWARD_MINTED", "corr-1", "req-1", at, nil)
+	a := NewAuditEntry(keys.UserPK("u1"), "u1", "AWARD_MINTED", "corr-1", "req-1", at, nil)
 	if a.CorrelationPK != "CORR#corr-1" || a.EventMonthPK != "EVENT#AWARD_MINTED#202603" || a.CorrelationSK != a.SK ||
 		a.ExpiresAt != at.Add(90*24*time.Hour).Unix() {
 		t.Fatalf("audit keys: %+v", a)
@@ -182,11 +184,11 @@ func TestTransactionErrorClassification(t *testing.T) {
 func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 	t.Parallel()
 	created := time.Date(2026, 2, 27, 8, 0, 0, 0, time.UTC)
-	k := AwardMintedAuditKey("u1", "m-9", created, 7)
-	if want := (Key{"USER#u1", "AUDIT#1772179200#mint-m-9-07"}); k != want {
+	k := keys.AwardMintedAuditKey("u1", "m-9", created, 7)
+	if want := (Key{PK: "USER#u1", SK: "AUDIT#1772179200#mint-m-9-07"}); k != want {
 		t.Fatalf("key: got %v, want %v", k, want)
 	}
-	if p, err := ParseKey(k); err != nil || p.Kind != KindAudit {
+	if p, err := keys.ParseKey(k); err != nil || p.Kind != keys.KindAudit {
 		t.Fatalf("ParseKey: got %+v, %v; want an audit key", p, err)
 	}
 	e := NewAwardMintedAudit("u1", "m-9", created, 7, "AWARD_MINTED", "c", created.AddDate(0, 1, 0), nil)
@@ -202,18 +204,18 @@ func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 		ok        bool
 	}{
 		{"its own part", k.SK, "m-9", created, 7, true},
-		{"part 98", AwardMintedAuditKey("u1", "m-9", created, 98).SK, "m-9", created, 98, true},
-		{"a milestone whose id starts the same", AwardMintedAuditKey("u1", "m-9-01", created, 3).SK, "m-9", created, 0, false},
+		{"part 98", keys.AwardMintedAuditKey("u1", "m-9", created, 98).SK, "m-9", created, 98, true},
+		{"a milestone whose id starts the same", keys.AwardMintedAuditKey("u1", "m-9-01", created, 3).SK, "m-9", created, 0, false},
 		{"another creation second", k.SK, "m-9", created.Add(time.Second), 0, false},
-		{"another audit entry", AuditSK(created, "abc"), "m-9", created, 0, false},
-		{"not a part index", AuditSK(created, "mint-m-9-x1"), "m-9", created, 0, false},
+		{"another audit entry", keys.AuditSK(created, "abc"), "m-9", created, 0, false},
+		{"not a part index", keys.AuditSK(created, "mint-m-9-x1"), "m-9", created, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := ParseAwardMintedAuditSK(tt.sk, tt.milestone, tt.keyAt)
+			got, ok := keys.ParseAwardMintedAuditSK(tt.sk, tt.milestone, tt.keyAt)
 			if got != tt.want || ok != tt.ok {
-				t.Fatalf("ParseAwardMintedAuditSK(%q): got %d %v, want %d %v", tt.sk, got, ok, tt.want, tt.ok)
+				t.Fatalf("keys.ParseAwardMintedAuditSK(%q): got %d %v, want %d %v", tt.sk, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
@@ -221,17 +223,17 @@ func TestAwardMintedAuditKeyRoundTrip(t *testing.T) {
 
 func TestOutboxPendingKeys(t *testing.T) {
 	t.Parallel()
-	key := WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)
-	shard := OutboxPendingPK(key, DefaultOutboxShards)
-	if shard != OutboxPendingPK(key, DefaultOutboxShards) {
+	key := keys.WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)
+	shard := keys.OutboxPendingPK(key, keys.DefaultOutboxShards)
+	if shard != keys.OutboxPendingPK(key, keys.DefaultOutboxShards) {
 		t.Fatal("the shard of a key must be stable")
 	}
 	found := false
-	for i := range DefaultOutboxShards {
-		found = found || OutboxPendingShardPK(i) == shard
+	for i := range keys.DefaultOutboxShards {
+		found = found || keys.OutboxPendingShardPK(i) == shard
 	}
 	if !found {
-		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, DefaultOutboxShards)
+		t.Fatalf("got shard %q, want one of the %d shard partitions", shard, keys.DefaultOutboxShards)
 	}
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -248,9 +250,9 @@ func TestOutboxPendingKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sk := OutboxPendingSK(tt.due, key)
-			if got := sk < OutboxDueBefore(now); got != tt.wantDue {
-				t.Fatalf("due %v at %v: got %v (sk %s, bound %s), want %v", tt.due, now, got, sk, OutboxDueBefore(now), tt.wantDue)
+			sk := keys.OutboxPendingSK(tt.due, key)
+			if got := sk < keys.OutboxDueBefore(now); got != tt.wantDue {
+				t.Fatalf("due %v at %v: got %v (sk %s, bound %s), want %v", tt.due, now, got, sk, keys.OutboxDueBefore(now), tt.wantDue)
 			}
 		})
 	}
@@ -258,9 +260,9 @@ func TestOutboxPendingKeys(t *testing.T) {
 
 func TestAthleteReadsKeyWindows(t *testing.T) {
 	t.Parallel()
-	a := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
-	b := AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 10, 0, time.UTC)) // a 10-second simulator window
-	c := AthleteReadsKey(8, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	a := keys.AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
+	b := keys.AthleteReadsKey(7, time.Date(2026, 3, 2, 6, 0, 10, 0, time.UTC)) // a 10-second simulator window
+	c := keys.AthleteReadsKey(8, time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
 	if a == b || a == c || a.SK != "READS#20260302060000" {
 		t.Fatalf("got %s, %s, %s; want one key per athlete and window start", a, b, c)
 	}
@@ -302,7 +304,7 @@ func TestIdempotencyRecordNormalize(t *testing.T) {
 func TestWebhookIdempotencyKeyTellsSameSecondEditsApart(t *testing.T) {
 	t.Parallel()
 	key := func(u map[string]string) string {
-		return WebhookIdempotencyKey("activity", 117, "update", 301, 1700000000, u)
+		return keys.WebhookIdempotencyKey("activity", 117, "update", 301, 1700000000, u)
 	}
 	renamed, retyped := key(map[string]string{"title": "T1"}), key(map[string]string{"title": "T2"})
 	both := key(map[string]string{"title": "T1", "type": "Ride"})
@@ -328,12 +330,12 @@ func TestWebhookIdempotencyKeyTellsSameSecondEditsApart(t *testing.T) {
 func TestParseOutboxPendingSK(t *testing.T) {
 	t.Parallel()
 	due := time.Date(2026, 11, 25, 12, 15, 0, 123000000, time.UTC)
-	got, ok := ParseOutboxPendingSK(OutboxPendingSK(due, "STRAVA#WEBHOOK#x"))
+	got, ok := keys.ParseOutboxPendingSK(keys.OutboxPendingSK(due, "STRAVA#WEBHOOK#x"))
 	if !ok || !got.Equal(due) {
 		t.Errorf("round trip: got %s %v, want %s", got, ok, due)
 	}
 	for _, bad := range []string{"", "abc", "12#x", "00000000000000x#k"} {
-		if _, ok := ParseOutboxPendingSK(bad); ok {
+		if _, ok := keys.ParseOutboxPendingSK(bad); ok {
 			t.Errorf("%q: parsed, want refused", bad)
 		}
 	}
@@ -344,7 +346,7 @@ func TestSyncReadsShardAllowance(t *testing.T) {
 	for _, c := range []struct{ allowed, shards int }{{0, 8}, {1, 8}, {7, 8}, {8, 8}, {250, 8}, {5, 1}, {5, 0}} {
 		sum, lo, hi := 0, c.allowed, 0
 		for i := range max(1, c.shards) {
-			n := SyncReadsShardAllowance(c.allowed, c.shards, i)
+			n := keys.SyncReadsShardAllowance(c.allowed, c.shards, i)
 			sum, lo, hi = sum+n, min(lo, n), max(hi, n)
 		}
 		if sum != c.allowed || hi-lo > 1 {
@@ -352,25 +354,25 @@ func TestSyncReadsShardAllowance(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ capReads, want int }{{0, 1}, {500, 1}, {1999, 1}, {2000, 2}, {270000, 8}} {
-		if got := SyncReadsShardsFor(c.capReads); got != c.want {
-			t.Errorf("SyncReadsShardsFor(%d) = %d, want %d", c.capReads, got, c.want)
+		if got := keys.SyncReadsShardsFor(c.capReads); got != c.want {
+			t.Errorf("keys.SyncReadsShardsFor(%d) = %d, want %d", c.capReads, got, c.want)
 		}
 	}
-	if got := SyncReadsTries(12345, 1); len(got) != 1 || got[0] != 0 {
-		t.Errorf("SyncReadsTries over one shard = %v, want [0]", got)
+	if got := keys.SyncReadsTries(12345, 1); len(got) != 1 || got[0] != 0 {
+		t.Errorf("keys.SyncReadsTries over one shard = %v, want [0]", got)
 	}
 	seen := map[int]bool{}
 	for pick := range uint64(64) {
-		got := SyncReadsTries(pick*2654435761, 8)
+		got := keys.SyncReadsTries(pick*2654435761, 8)
 		if len(got) != 2 || got[0] == got[1] || min(got[0], got[1]) < 0 || max(got[0], got[1]) >= 8 {
-			t.Fatalf("SyncReadsTries(%d, 8) = %v, want two different shards of 8", pick, got)
+			t.Fatalf("keys.SyncReadsTries(%d, 8) = %v, want two different shards of 8", pick, got)
 		}
 		seen[got[0]] = true
 	}
 	if len(seen) != 8 {
 		t.Errorf("first tries fell on %d of 8 shards, want all", len(seen))
 	}
-	if a, b := SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
+	if a, b := keys.SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), keys.SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
 		t.Errorf("shards 0 and 1 share the partition %q", a.PK)
 	}
 }

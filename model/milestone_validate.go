@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/sport"
 )
 
@@ -29,7 +30,7 @@ func (d MilestoneDefinition) Validate() error {
 	switch {
 	case strings.TrimSpace(d.ModelID) == "":
 		v.Add("modelId", "is required")
-	case strings.Contains(d.ModelID, sep) || d.ModelID != strings.TrimSpace(d.ModelID):
+	case strings.Contains(d.ModelID, keys.Separator) || d.ModelID != strings.TrimSpace(d.ModelID):
 		v.Add("modelId", "%q is not a model id", d.ModelID)
 	}
 	switch title := strings.TrimSpace(d.Title); {

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"time"
+
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // SchemaVersions is the current schema version of each entity type. Bump one
@@ -48,6 +50,12 @@ func CheckSchema(m Meta, want EntityType) error {
 	return nil
 }
 
+// CurrentMeta is the Meta an entity of type t is stamped with.
+func CurrentMeta(t EntityType) Meta { return current(t) }
+
+// NormalizeMeta checks a stored item's Meta against want (see normalize).
+func NormalizeMeta(m *Meta, want EntityType) error { return normalize(m, want) }
+
 func current(t EntityType) Meta { return Meta{EntityType: t, SchemaVersion: SchemaVersions[t]} }
 
 // normalize checks the meta and upgrades it to the current version.
@@ -60,24 +68,24 @@ func normalize(m *Meta, want EntityType) error {
 }
 
 // ItemKey implements Entity.
-func (p *Profile) ItemKey() Key { return ProfileKey(p.UserID) }
+func (p *Profile) ItemKey() Key { return keys.ProfileKey(p.UserID) }
 
 // Stamp implements Entity.
 func (p *Profile) Stamp() {
 	p.Key, p.Meta = p.ItemKey(), current(EntityProfile)
-	p.UserListPK, p.UserListSK = UserListPK(p.UserID), p.UserID
+	p.UserListPK, p.UserListSK = keys.UserListPK(p.UserID), p.UserID
 }
 
 // Normalize implements Entity.
 func (p *Profile) Normalize() error { return normalize(&p.Meta, EntityProfile) }
 
 // ItemKey implements Entity.
-func (c *StravaConnection) ItemKey() Key { return StravaConnectionKey(c.UserID) }
+func (c *StravaConnection) ItemKey() Key { return keys.StravaConnectionKey(c.UserID) }
 
 // Stamp implements Entity.
 func (c *StravaConnection) Stamp() {
 	c.Key, c.Meta = c.ItemKey(), current(EntityStravaConnection)
-	c.AthleteGSI1PK, c.AthleteGSI1SK = AthletePK(c.AthleteID), UserPK(c.UserID)
+	c.AthleteGSI1PK, c.AthleteGSI1SK = keys.AthletePK(c.AthleteID), keys.UserPK(c.UserID)
 }
 
 // Normalize implements Entity.
@@ -107,7 +115,7 @@ func (c *StravaConnection) HasScope(scope string) bool {
 }
 
 // ItemKey implements Entity.
-func (o *AthleteOwner) ItemKey() Key { return AthleteOwnerKey(o.AthleteID) }
+func (o *AthleteOwner) ItemKey() Key { return keys.AthleteOwnerKey(o.AthleteID) }
 
 // Stamp implements Entity.
 func (o *AthleteOwner) Stamp() { o.Key, o.Meta = o.ItemKey(), current(EntityAthleteOwner) }
@@ -116,7 +124,7 @@ func (o *AthleteOwner) Stamp() { o.Key, o.Meta = o.ItemKey(), current(EntityAthl
 func (o *AthleteOwner) Normalize() error { return normalize(&o.Meta, EntityAthleteOwner) }
 
 // ItemKey implements Entity.
-func (w *Workout) ItemKey() Key { return WorkoutKey(w.UserID, w.ActivityID) }
+func (w *Workout) ItemKey() Key { return keys.WorkoutKey(w.UserID, w.ActivityID) }
 
 // Stamp implements Entity.
 // Every written workout with a start date gets its date-ordered index key.
@@ -124,7 +132,7 @@ func (w *Workout) Stamp() {
 	w.Key, w.Meta = w.ItemKey(), current(EntityWorkout)
 	w.DateSK = ""
 	if !w.StartDateUtc.IsZero() {
-		w.DateSK = WorkoutDateSK(w.StartDateUtc, w.ActivityID)
+		w.DateSK = keys.WorkoutDateSK(w.StartDateUtc, w.ActivityID)
 	}
 }
 
@@ -135,7 +143,7 @@ func (w *Workout) Normalize() error {
 		return err
 	}
 	if w.UserID == "" && w.PK != "" {
-		if p, err := ParseKey(w.Key); err == nil && p.Kind == KindWorkout {
+		if p, err := keys.ParseKey(w.Key); err == nil && p.Kind == keys.KindWorkout {
 			w.UserID = p.UserID
 			if w.ActivityID == 0 {
 				w.ActivityID = p.ActivityID
@@ -146,7 +154,7 @@ func (w *Workout) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (m *Milestone) ItemKey() Key { return MilestoneKey(m.UserID, m.MilestoneID) }
+func (m *Milestone) ItemKey() Key { return keys.MilestoneKey(m.UserID, m.MilestoneID) }
 
 // Stamp implements Entity.
 func (m *Milestone) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityMilestone) }
@@ -167,7 +175,7 @@ func (m *Milestone) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (a *Award) ItemKey() Key { return AwardKey(a.UserID, a.MilestoneID, a.PartIndex) }
+func (a *Award) ItemKey() Key { return keys.AwardKey(a.UserID, a.MilestoneID, a.PartIndex) }
 
 // Stamp implements Entity.
 func (a *Award) Stamp() { a.Key, a.Meta = a.ItemKey(), current(EntityAward) }
@@ -176,7 +184,7 @@ func (a *Award) Stamp() { a.Key, a.Meta = a.ItemKey(), current(EntityAward) }
 func (a *Award) Normalize() error { return normalize(&a.Meta, EntityAward) }
 
 // ItemKey implements Entity.
-func (m *ModelMeta) ItemKey() Key { return ModelMetaKey(m.ModelID) }
+func (m *ModelMeta) ItemKey() Key { return keys.ModelMetaKey(m.ModelID) }
 
 // Stamp implements Entity.
 func (m *ModelMeta) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityModelMeta) }
@@ -185,7 +193,7 @@ func (m *ModelMeta) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityModelMe
 func (m *ModelMeta) Normalize() error { return normalize(&m.Meta, EntityModelMeta) }
 
 // ItemKey implements Entity.
-func (p *ModelPart) ItemKey() Key { return ModelPartKey(p.ModelID, p.PartIndex) }
+func (p *ModelPart) ItemKey() Key { return keys.ModelPartKey(p.ModelID, p.PartIndex) }
 
 // Stamp implements Entity.
 func (p *ModelPart) Stamp() { p.Key, p.Meta = p.ItemKey(), current(EntityModelPart) }
@@ -194,7 +202,7 @@ func (p *ModelPart) Stamp() { p.Key, p.Meta = p.ItemKey(), current(EntityModelPa
 func (p *ModelPart) Normalize() error { return normalize(&p.Meta, EntityModelPart) }
 
 // ItemKey implements Entity.
-func (s *Session) ItemKey() Key { return SessionKey(s.SessionID) }
+func (s *Session) ItemKey() Key { return keys.SessionKey(s.SessionID) }
 
 // Stamp implements Entity.
 func (s *Session) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntitySession) }
@@ -207,7 +215,7 @@ func (s *Session) Normalize() error { return normalize(&s.Meta, EntitySession) }
 // (NewRoutineAuditEntry: without index keys).
 func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string, at time.Time, details map[string]string) *AuditEntry {
 	a := &AuditEntry{
-		Key:           AuditKey(subjectPK, at, requestID),
+		Key:           keys.AuditKey(subjectPK, at, requestID),
 		UserID:        userID,
 		EventType:     eventType,
 		CorrelationID: correlationID,
@@ -223,9 +231,9 @@ func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string
 // ItemKey implements Entity.
 func (a *AuditEntry) ItemKey() Key {
 	if a.KeyAtUtc != nil {
-		return AuditKey(a.PK, *a.KeyAtUtc, a.RequestID)
+		return keys.AuditKey(a.PK, *a.KeyAtUtc, a.RequestID)
 	}
-	return AuditKey(a.PK, a.OccurredAtUtc, a.RequestID)
+	return keys.AuditKey(a.PK, a.OccurredAtUtc, a.RequestID)
 }
 
 // NewAwardMintedAudit builds the AWARD_MINTED audit entry of part partIndex
@@ -234,7 +242,7 @@ func (a *AuditEntry) ItemKey() Key {
 // and the TTL follow at, the instant of the mint.
 func NewAwardMintedAudit(userID, milestoneID string, keyAt time.Time, partIndex int, eventType, correlationID string,
 	at time.Time, details map[string]string) *AuditEntry {
-	a := NewAuditEntry(UserPK(userID), userID, eventType, correlationID, AwardMintedRequestID(milestoneID, partIndex), at, details)
+	a := NewAuditEntry(keys.UserPK(userID), userID, eventType, correlationID, keys.AwardMintedRequestID(milestoneID, partIndex), at, details)
 	k := keyAt.UTC()
 	a.KeyAtUtc = &k
 	a.Stamp()
@@ -252,8 +260,8 @@ func (a *AuditEntry) Stamp() {
 		a.CorrelationPK, a.CorrelationSK, a.EventMonthPK, a.EventMonthSK = "", "", "", ""
 		return
 	}
-	a.CorrelationPK, a.CorrelationSK = CorrelationPK(corr), a.SK
-	a.EventMonthPK, a.EventMonthSK = EventMonthPK(a.EventType, a.OccurredAtUtc), a.SK
+	a.CorrelationPK, a.CorrelationSK = keys.CorrelationPK(corr), a.SK
+	a.EventMonthPK, a.EventMonthSK = keys.EventMonthPK(a.EventType, a.OccurredAtUtc), a.SK
 }
 
 // NewRoutineAuditEntry is NewAuditEntry for a routine entry (see
@@ -289,7 +297,7 @@ func (r *IdempotencyRecord) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (r *AthleteReads) ItemKey() Key { return AthleteReadsKey(r.AthleteID, r.WindowStartUtc) }
+func (r *AthleteReads) ItemKey() Key { return keys.AthleteReadsKey(r.AthleteID, r.WindowStartUtc) }
 
 // Stamp implements Entity.
 func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteReads) }
@@ -298,7 +306,7 @@ func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthl
 func (r *AthleteReads) Normalize() error { return normalize(&r.Meta, EntityAthleteReads) }
 
 // ItemKey implements Entity.
-func (r *RateLimitState) ItemKey() Key { return RateLimitKey() }
+func (r *RateLimitState) ItemKey() Key { return keys.RateLimitKey() }
 
 // Stamp implements Entity.
 func (r *RateLimitState) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityRateLimit) }
@@ -307,7 +315,7 @@ func (r *RateLimitState) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityRa
 func (r *RateLimitState) Normalize() error { return normalize(&r.Meta, EntityRateLimit) }
 
 // ItemKey implements Entity.
-func (r *ParkedRecord) ItemKey() Key { return ParkedKey(r.Source, r.RecordID) }
+func (r *ParkedRecord) ItemKey() Key { return keys.ParkedKey(r.Source, r.RecordID) }
 
 // Stamp implements Entity.
 func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityParked) }
@@ -316,7 +324,7 @@ func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityPark
 func (r *ParkedRecord) Normalize() error { return normalize(&r.Meta, EntityParked) }
 
 // ItemKey implements Entity.
-func (g *UserGuard) ItemKey() Key { return UserGuardKey(g.UserID) }
+func (g *UserGuard) ItemKey() Key { return keys.UserGuardKey(g.UserID) }
 
 // Stamp implements Entity.
 func (g *UserGuard) Stamp() { g.Key, g.Meta = g.ItemKey(), current(EntityUserGuard) }
@@ -345,7 +353,7 @@ var (
 )
 
 // ItemKey implements Entity.
-func (c *MilestoneCount) ItemKey() Key { return MilestoneCountKey(c.UserID) }
+func (c *MilestoneCount) ItemKey() Key { return keys.MilestoneCountKey(c.UserID) }
 
 // Stamp implements Entity.
 func (c *MilestoneCount) Stamp() { c.Key, c.Meta = c.ItemKey(), current(EntityMilestoneCount) }

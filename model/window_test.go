@@ -5,13 +5,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func TestWorkoutDateSKOrdersByDateThenNumericID(t *testing.T) {
 	t.Parallel()
 	d := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
-	if got, want := WorkoutDateSK(d, 42), "WORKOUT#2026-03-01T07:00:00.000000000Z#0000000000000000042"; got != want {
-		t.Fatalf("WorkoutDateSK = %q, want %q", got, want)
+	if got, want := keys.WorkoutDateSK(d, 42), "WORKOUT#2026-03-01T07:00:00.000000000Z#0000000000000000042"; got != want {
+		t.Fatalf("keys.WorkoutDateSK = %q, want %q", got, want)
 	}
 	ordered := []struct {
 		at time.Time
@@ -25,12 +27,12 @@ func TestWorkoutDateSKOrdersByDateThenNumericID(t *testing.T) {
 		{d.Add(time.Second), 5},
 		{d.In(time.FixedZone("x", 3600)).Add(2 * time.Second), 2}, // zones do not matter
 	}
-	var keys []string
+	var ks []string
 	for _, o := range ordered {
-		keys = append(keys, WorkoutDateSK(o.at, o.id))
+		ks = append(ks, keys.WorkoutDateSK(o.at, o.id))
 	}
-	if !slices.IsSorted(keys) {
-		t.Fatalf("keys not in (date, id) order: %q", keys)
+	if !slices.IsSorted(ks) {
+		t.Fatalf("ks not in (date, id) order: %q", ks)
 	}
 }
 
@@ -56,9 +58,9 @@ func TestWorkoutDateRangeSelectsHalfOpenWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			lo, hi := WorkoutDateRange(tt.w)
+			lo, hi := keys.WorkoutDateRange(tt.w.From, tt.w.To)
 			for _, id := range []int64{1, 9223372036854775807} {
-				k := WorkoutDateSK(tt.at, id)
+				k := keys.WorkoutDateSK(tt.at, id)
 				if got := lo <= k && k <= hi; got != tt.want {
 					t.Fatalf("%s in [%s, %s] = %v, want %v", k, lo, hi, got, tt.want)
 				}

@@ -18,8 +18,10 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // account is everything one user owns, as created by populate.
@@ -53,7 +55,7 @@ func (e *env) populate(userID string, athleteID int64) account {
 	}
 	// A job of the athlete parked for redrive (its payload may hold a whole
 	// workout image).
-	if err := e.st.Park(ctx, &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: "parked-" + userID,
+	if err := e.st.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: "parked-" + userID,
 		UserID: userID, AthleteID: athleteID, Payload: "{}", Reason: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -65,8 +67,8 @@ func (e *env) populate(userID string, athleteID int64) account {
 func (e *env) footprint(a account) []string {
 	e.t.Helper()
 	ctx := context.Background()
-	var keys []string
-	for _, pk := range []string{model.UserPK(a.userID), model.AthletePK(a.athleteID)} {
+	var ks []string
+	for _, pk := range []string{keys.UserPK(a.userID), keys.AthletePK(a.athleteID)} {
 		res, err := e.st.QueryPrefix(ctx, e.st.Tables().Main, pk, "", store.QueryOptions{})
 		if err != nil {
 			e.t.Fatal(err)
@@ -77,36 +79,36 @@ func (e *env) footprint(a account) []string {
 			if pk == nil || sk == nil {
 				e.t.Fatalf("item without PK/SK: %v", it)
 			}
-			keys = append(keys, model.Key{PK: pk.Value, SK: sk.Value}.String())
+			ks = append(ks, model.Key{PK: pk.Value, SK: sk.Value}.String())
 		}
 	}
-	for _, src := range []string{model.ParkSourceWorker, model.ParkSourceProjector} {
+	for _, src := range []string{keys.ParkSourceWorker, keys.ParkSourceProjector} {
 		recs, err := e.st.Parked(ctx, src)
 		if err != nil {
 			e.t.Fatal(err)
 		}
 		for _, r := range recs {
 			if r.UserID == a.userID || (r.UserID == "" && r.AthleteID == a.athleteID) {
-				keys = append(keys, r.ItemKey().String())
+				ks = append(ks, r.ItemKey().String())
 			}
 		}
 	}
 	for _, sid := range a.sessions {
-		_, err := e.st.Session(ctx, model.SessionHash(sid))
+		_, err := e.st.Session(ctx, keys.SessionHash(sid))
 		switch {
 		case err == nil:
-			keys = append(keys, model.SessionKey(model.SessionHash(sid)).String())
+			ks = append(ks, keys.SessionKey(keys.SessionHash(sid)).String())
 		case !errors.Is(err, model.ErrNotFound):
 			e.t.Fatal(err)
 		}
 	}
-	sort.Strings(keys)
-	return keys
+	sort.Strings(ks)
+	return ks
 }
 
 func (e *env) auditEvents(userID string) []string {
 	e.t.Helper()
-	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
+	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, keys.UserPK(userID), "", store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -303,8 +305,8 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	job := ingest.Job{Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 770001, AspectType: ingest.AspectCreate,
 		OwnerID: 77, EventTime: e.clock.Now().Unix()}, CorrelationID: "c-inflight", ReceivedAtUtc: e.clock.Now()}
 	for _, r := range []*model.ParkedRecord{
-		{Source: model.ParkSourceProjector, RecordID: "p-inflight", UserID: a.userID, Payload: "{}"},
-		{Source: model.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 77, Payload: "{}"},
+		{Source: keys.ParkSourceProjector, RecordID: "p-inflight", UserID: a.userID, Payload: "{}"},
+		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 77, Payload: "{}"},
 	} {
 		if err := e.st.Park(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -326,8 +328,8 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	}
 	// A sync page recorded even later (its put is conditioned only on the
 	// item being absent).
-	if _, err := e.st.UpdateSyncState(context.Background(), a.userID, func(st *model.SyncState) error {
-		st.State = model.SyncBackfilling
+	if _, err := e.st.UpdateSyncState(context.Background(), a.userID, func(st *syncstate.SyncState) error {
+		st.State = syncstate.SyncBackfilling
 		return nil
 	}); !errors.Is(err, store.ErrUserDeleted) {
 		t.Fatalf("late sync state write: got %v, want ErrUserDeleted", err)

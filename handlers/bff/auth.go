@@ -39,6 +39,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -104,7 +105,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	log, _ := h.reqLog(r)
 	now := h.now().UTC()
 	state := model.NewID()
-	st := &model.OAuthState{StateHash: model.SessionHash(state), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
+	st := &model.OAuthState{StateHash: keys.SessionHash(state), CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.StateTTL).Unix()}
 	if err := h.sessions.PutOAuthState(r.Context(), st); err != nil {
 		log.ErrorContext(r.Context(), "store login state failed", "error", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in is unavailable", "We could not start the sign-in. Please try again in a moment.", true)
@@ -169,7 +170,7 @@ func (h *Handler) consumeState(ctx context.Context, log *slog.Logger, r *http.Re
 		log.WarnContext(ctx, "login state not bound to this browser")
 		return &refusal{http.StatusBadRequest, "Sign-in link not valid", "This sign-in was started in another browser. Please start again here."}
 	}
-	st, err := h.sessions.ConsumeOAuthState(ctx, model.SessionHash(state))
+	st, err := h.sessions.ConsumeOAuthState(ctx, keys.SessionHash(state))
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return &refusal{http.StatusBadRequest, "Sign-in link expired", "This sign-in link has expired or was already used. Please start again."}
@@ -230,7 +231,7 @@ func (h *Handler) connect(ctx context.Context, log *slog.Logger, corr, code stri
 func (h *Handler) startSession(ctx context.Context, log *slog.Logger, w http.ResponseWriter, userID string) *refusal {
 	now := h.now().UTC()
 	cookie := model.NewID()
-	sess := &model.Session{SessionID: model.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
+	sess := &model.Session{SessionID: keys.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(h.cfg.SessionTTL).Unix()}
 	if err := h.sessions.CreateSession(ctx, sess); err != nil {
 		log.ErrorContext(ctx, "create session failed", "error", err)
 		return errSignInUnavailable
@@ -279,7 +280,7 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 		c.TokenVersion = 1
 		err = h.logins.CreateUser(ctx, p, c)
 		if err == nil {
-			h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
+			h.logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
 				map[string]string{"athleteId": itoa(a.ID)}))
 			return userID, nil
 		}
@@ -339,7 +340,7 @@ func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID s
 	}
 	if revoked {
 		log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
-		h.logins.Audit(ctx, log, model.NewAuditEntry(model.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
+		h.logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
 	}
 	return nil
 }
@@ -350,7 +351,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, _ := h.reqLog(r)
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case err == nil:
 			if err := h.sessions.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
@@ -381,7 +382,7 @@ func (h *Handler) authed(next authedFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "sign in first")
 			return
 		}
-		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session not found, sign in again")

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -59,7 +60,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 		me.ActivityScope != "activity:read_all" {
 		t.Fatalf("GET /v1/me = %d %+v", r.status, me)
 	}
-	sess, err := e.st.Session(ctx, model.SessionHash(sid))
+	sess, err := e.st.Session(ctx, keys.SessionHash(sid))
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
@@ -109,7 +110,7 @@ func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 			}
 			resp.Body.Close()
 			sid := sessionFrom(t, b, e.srv.URL)
-			if s, err := e.st.Session(context.Background(), model.SessionHash(sid)); err == nil {
+			if s, err := e.st.Session(context.Background(), keys.SessionHash(sid)); err == nil {
 				users[i] = s.UserID
 			}
 		}()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -74,7 +75,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, s model.Session
 	_, _ = w.Write(raw[:len(raw)-1])
 	_, _ = w.Write([]byte(`,"workouts":[`))
 	n := 0
-	err = h.exports.EachUserItem(ctx, s.UserID, model.PrefixWorkoutStrava, exportPageSize, func(item map[string]any) error {
+	err = h.exports.EachUserItem(ctx, s.UserID, keys.PrefixWorkoutStrava, exportPageSize, func(item map[string]any) error {
 		b, err := json.Marshal(item)
 		if err != nil {
 			return fmt.Errorf("encode workout: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -157,7 +158,7 @@ func (e *env) session(userID string) string {
 	e.t.Helper()
 	now := e.clock.Now()
 	cookie := model.NewID()
-	s := &model.Session{SessionID: model.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
+	s := &model.Session{SessionID: keys.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
 	if err := e.st.CreateSession(context.Background(), s); err != nil {
 		e.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -63,7 +64,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	log, _ := h.reqLog(r)
 	data := pageData{Refresh: 3}
 	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
-		sess, err := h.sessions.Session(ctx, model.SessionHash(c.Value))
+		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case err == nil && !sess.Expired(h.now()):
 			p, err := h.profiles.Profile(ctx, sess.UserID)

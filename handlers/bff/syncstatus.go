@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // SyncStateStore reads the user's Strava sync state.
 type SyncStateStore interface {
-	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
+	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 }
 
 // SyncNone is the SyncJSON state of a user whose Strava history was never
@@ -47,7 +48,7 @@ type SyncJSON struct {
 }
 
 // syncJSON presents a stored sync state; st is nil when there is none.
-func syncJSON(st *model.SyncState) SyncJSON {
+func syncJSON(st *syncstate.SyncState) SyncJSON {
 	if st == nil {
 		return SyncJSON{State: SyncNone}
 	}
@@ -56,7 +57,7 @@ func syncJSON(st *model.SyncState) SyncJSON {
 		Horizon: timePtr(st.HorizonUtc), LastSyncAtUtc: timePtr(st.LastSyncAtUtc), NextSyncAtUtc: timePtr(st.NextSyncAtUtc),
 		ProgressPercent: syncProgress(st),
 	}
-	if st.State == model.SyncDeferred || st.State == model.SyncFailed {
+	if st.State == syncstate.SyncDeferred || st.State == syncstate.SyncFailed {
 		out.Reason = st.DeferredReason
 	}
 	return out
@@ -67,12 +68,12 @@ func syncJSON(st *model.SyncState) SyncJSON {
 // an earlier one, where that one reached) back to WindowFromUtc, so the
 // cursor's distance from the top over the window's length is how far it
 // got; a job that has not listed a page yet (zero cursor) is at 0.
-func syncProgress(st *model.SyncState) int {
-	if st.State == model.SyncIdle {
+func syncProgress(st *syncstate.SyncState) int {
+	if st.State == syncstate.SyncIdle {
 		return 100
 	}
 	from, start, cursor := st.WindowFromUtc, st.JobStartedAtUtc, st.CursorBeforeUtc
-	if st.Mode == model.SyncModeBackfill && !st.ImportedFromUtc.IsZero() && st.ImportedFromUtc.Before(start) {
+	if st.Mode == syncstate.SyncModeBackfill && !st.ImportedFromUtc.IsZero() && st.ImportedFromUtc.Before(start) {
 		start = st.ImportedFromUtc
 	}
 	if cursor.IsZero() || from.IsZero() || start.IsZero() || !start.After(from) {

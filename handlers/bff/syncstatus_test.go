@@ -12,7 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/bff/openapi"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 func at(s string) time.Time {
@@ -28,29 +28,29 @@ func TestSyncJSONOf(t *testing.T) {
 	started, horizon := at("2026-11-20T12:00:00Z"), at("2025-11-20T12:00:00Z")
 	tests := []struct {
 		name string
-		st   *model.SyncState
+		st   *syncstate.SyncState
 		want bff.SyncJSON
 	}{
 		{"never synced", nil, bff.SyncJSON{State: bff.SyncNone}},
-		{"backfill before its first page", &model.SyncState{State: model.SyncBackfilling, Mode: model.SyncModeBackfill,
+		{"backfill before its first page", &syncstate.SyncState{State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill,
 			HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started, NextSyncAtUtc: started},
 			bff.SyncJSON{State: "backfilling", Mode: "backfill", Horizon: &horizon, NextSyncAtUtc: &started}},
-		{"backfill a quarter through its year", &model.SyncState{State: model.SyncBackfilling, Mode: model.SyncModeBackfill, ImportedCount: 120,
+		{"backfill a quarter through its year", &syncstate.SyncState{State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill, ImportedCount: 120,
 			HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started, CursorBeforeUtc: started.Add(-started.Sub(horizon) / 4)},
 			bff.SyncJSON{State: "backfilling", Mode: "backfill", ImportedCount: 120, Horizon: &horizon, ProgressPercent: 25}},
-		{"a backfill extending an earlier one counts from where that one reached", &model.SyncState{State: model.SyncBackfilling,
-			Mode: model.SyncModeBackfill, HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started,
+		{"a backfill extending an earlier one counts from where that one reached", &syncstate.SyncState{State: syncstate.SyncBackfilling,
+			Mode: syncstate.SyncModeBackfill, HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started,
 			ImportedFromUtc: horizon.AddDate(0, 0, 180), CursorBeforeUtc: horizon.AddDate(0, 0, 90)},
 			bff.SyncJSON{State: "backfilling", Mode: "backfill", Horizon: &horizon, ProgressPercent: 50}},
-		{"deferred with its reason and the end of the wait", &model.SyncState{State: model.SyncDeferred, Mode: model.SyncModeBackfill,
+		{"deferred with its reason and the end of the wait", &syncstate.SyncState{State: syncstate.SyncDeferred, Mode: syncstate.SyncModeBackfill,
 			HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started, CursorBeforeUtc: horizon, NextSyncAtUtc: started,
 			DeferredReason: "sync budget share spent"},
 			bff.SyncJSON{State: "deferred", Mode: "backfill", Horizon: &horizon, NextSyncAtUtc: &started, Reason: "sync budget share spent", ProgressPercent: 100}},
-		{"failed shows why", &model.SyncState{State: model.SyncFailed, Mode: model.SyncModeReconcile, DeferredReason: "strava refused the token"},
+		{"failed shows why", &syncstate.SyncState{State: syncstate.SyncFailed, Mode: syncstate.SyncModeReconcile, DeferredReason: "strava refused the token"},
 			bff.SyncJSON{State: "failed", Mode: "reconcile", Reason: "strava refused the token"}},
-		{"a stale reason is not shown while running", &model.SyncState{State: model.SyncReconciling, Mode: model.SyncModeReconcile, DeferredReason: "old"},
+		{"a stale reason is not shown while running", &syncstate.SyncState{State: syncstate.SyncReconciling, Mode: syncstate.SyncModeReconcile, DeferredReason: "old"},
 			bff.SyncJSON{State: "reconciling", Mode: "reconcile"}},
-		{"idle is complete, with its last and next check", &model.SyncState{State: model.SyncIdle, Mode: model.SyncModeReconcile, ImportedCount: 500,
+		{"idle is complete, with its last and next check", &syncstate.SyncState{State: syncstate.SyncIdle, Mode: syncstate.SyncModeReconcile, ImportedCount: 500,
 			HorizonUtc: horizon, LastSyncAtUtc: started, NextSyncAtUtc: started.Add(6 * time.Hour)},
 			bff.SyncJSON{State: "idle", Mode: "reconcile", ImportedCount: 500, Horizon: &horizon, LastSyncAtUtc: &started,
 				NextSyncAtUtc: ptr(started.Add(6 * time.Hour)), ProgressPercent: 100}},
@@ -92,7 +92,7 @@ func TestMeAndPageShowTheSyncState(t *testing.T) {
 	}
 
 	started, horizon := time.Now().UTC().Truncate(time.Second), time.Now().UTC().AddDate(-1, 0, 0).Truncate(time.Second)
-	st := &model.SyncState{UserID: "u1", AthleteID: 31, State: model.SyncDeferred, Mode: model.SyncModeBackfill, ImportedCount: 321,
+	st := &syncstate.SyncState{UserID: "u1", AthleteID: 31, State: syncstate.SyncDeferred, Mode: syncstate.SyncModeBackfill, ImportedCount: 321,
 		HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started, CursorBeforeUtc: started.Add(-started.Sub(horizon) * 6 / 10),
 		NextSyncAtUtc: started.Add(15 * time.Minute), DeferredReason: "sync <budget> share spent"}
 	if err := e.st.Put(ctx, e.st.Tables().Main, st); err != nil {
@@ -116,7 +116,7 @@ func TestMeAndPageShowTheSyncState(t *testing.T) {
 		}
 	}
 
-	st.State, st.LastSyncAtUtc, st.NextSyncAtUtc = model.SyncIdle, started, started.Add(6*time.Hour)
+	st.State, st.LastSyncAtUtc, st.NextSyncAtUtc = syncstate.SyncIdle, started, started.Add(6*time.Hour)
 	if err := e.st.Put(ctx, e.st.Tables().Main, st); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/sport"
 )
 
@@ -110,7 +111,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 		t.Fatalf("created = %+v", created)
 	}
 	var stored model.Milestone
-	if err := e.st.Get(ctx, e.st.Tables().Main, model.MilestoneKey("u1", created.MilestoneID), &stored); err != nil {
+	if err := e.st.Get(ctx, e.st.Tables().Main, keys.MilestoneKey("u1", created.MilestoneID), &stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored.PartCount != 10 || stored.WrittenBy != model.WriterAPI || stored.Version != 0 || stored.Status != model.StatusActive ||

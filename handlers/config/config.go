@@ -59,8 +59,8 @@ type Config struct {
 	// (CC_OUTBOX_LEASE, a Go duration; 0 means the default, 5m).
 	OutboxLease time.Duration
 	// OutboxShards is how many partitions the outbox's pending index spreads
-	// items over (CC_OUTBOX_SHARDS, 1..model.MaxOutboxShards; 0 means the
-	// default, model.DefaultOutboxShards). The api, the worker and the
+	// items over (CC_OUTBOX_SHARDS, 1..keys.MaxOutboxShards; 0 means the
+	// default, keys.DefaultOutboxShards). The api, the worker and the
 	// sweeper must agree; raise it freely, lower it only with an empty
 	// backlog (store.Store.OutboxShards).
 	OutboxShards int

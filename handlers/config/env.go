@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 )
 
@@ -64,8 +64,8 @@ var variables = []variable{
 	{"CC_OUTBOX_SHARDS", func(c *Config, name, v string) error {
 		n, err := strconv.Atoi(v)
 		c.OutboxShards = n
-		if err != nil || n < 1 || n > model.MaxOutboxShards {
-			return fmt.Errorf("%s %q: want an integer in 1..%d", name, v, model.MaxOutboxShards)
+		if err != nil || n < 1 || n > keys.MaxOutboxShards {
+			return fmt.Errorf("%s %q: want an integer in 1..%d", name, v, keys.MaxOutboxShards)
 		}
 		return nil
 	}},

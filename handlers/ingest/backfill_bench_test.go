@@ -20,9 +20,11 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -180,7 +182,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 		defer mu.Unlock()
 		batches++
 		for _, rec := range ev.Records {
-			if strings.HasPrefix(rec.Change.Keys["SK"].String(), model.PrefixWorkoutStrava) {
+			if strings.HasPrefix(rec.Change.Keys["SK"].String(), keys.PrefixWorkoutStrava) {
 				workoutRecords++
 			}
 		}
@@ -207,7 +209,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key := model.SyncJobKey(model.SyncModeBackfill, user, horizon)
+	key := keys.SyncJobKey(syncstate.SyncModeBackfill, user, horizon)
 	for runs := 0; ; runs++ {
 		rec, err := st.OutboxItem(ctx, key)
 		if err != nil {
@@ -244,11 +246,11 @@ func runBackfill(b *testing.B, n int) backfillRun {
 
 	// Every activity was imported once and counted by the milestone.
 	ss, err := st.SyncState(setup, user)
-	if err != nil || ss.State != model.SyncIdle || ss.ImportedCount != n {
+	if err != nil || ss.State != syncstate.SyncIdle || ss.ImportedCount != n {
 		b.Fatalf("sync state: got %+v, %v; want idle with %d imported", ss, err, n)
 	}
 	var m model.Milestone
-	if err := st.Get(setup, tables.Main, model.MilestoneKey(user, "year"), &m); err != nil {
+	if err := st.Get(setup, tables.Main, keys.MilestoneKey(user, "year"), &m); err != nil {
 		b.Fatal(err)
 	}
 	if m.WorkoutsCounted != n {

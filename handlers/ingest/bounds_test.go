@@ -9,6 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -71,7 +72,7 @@ func TestWorkerRejectsPhysicallyImpossibleActivity(t *testing.T) {
 	if _, err := h.st.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout 900: %v; want nothing written", err)
 	}
-	rejected := h.audits(model.AthletePK(10))[ingest.AuditEventRejected]
+	rejected := h.audits(keys.AthletePK(10))[ingest.AuditEventRejected]
 	if len(rejected) != 1 || !strings.Contains(rejected[0].Details["reason"], "distance") ||
 		!strings.Contains(rejected[0].Details["reason"], "physical bound") {
 		t.Fatalf("rejected audits %+v; want one whose reason names the distance bound", rejected)

@@ -10,6 +10,8 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -79,7 +81,7 @@ func TestForgedDeleteIsNotApplied(t *testing.T) {
 	if n := h.sim.Stats().ActivityRequests - before; n != 1 {
 		t.Fatalf("the delete event cost %d Strava reads, want 1", n)
 	}
-	a := h.audits(model.UserPK("u1"))
+	a := h.audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditActivityDelete]) != 0 {
 		t.Fatalf("got %d delete audits, want none", len(a[ingest.AuditActivityDelete]))
 	}
@@ -118,7 +120,7 @@ func TestHiddenActivityComesBackOnUpdate(t *testing.T) {
 		hidden.FetchStartedAtNs == 0 || h.isCounted("u1", 600) {
 		t.Fatalf("got %s after a confirmed 404, want a hidden-or-deleted tombstone carrying its fetch", brief(hidden))
 	}
-	a := h.audits(model.UserPK("u1"))
+	a := h.audits(keys.UserPK("u1"))
 	if d := a[ingest.AuditActivityDelete]; len(d) != 1 || d[0].Details["reason"] != model.WorkoutHiddenOrDeleted {
 		t.Fatalf("got delete audits %v, want one with reason %s", d, model.WorkoutHiddenOrDeleted)
 	}
@@ -164,7 +166,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
 	if total, _ := r.counted.writes(); total != 0 {
 		t.Fatalf("got writes %v while the activity is private, want none", r.counted.upserts)
 	}
@@ -178,7 +180,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
 	if total, _ := r.counted.writes(); total != 1 || r.counted.upserts[hiddenID] != 1 {
 		t.Fatalf("got writes %v, want exactly one, of the revived activity %d", r.counted.upserts, hiddenID)
 	}

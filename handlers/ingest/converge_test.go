@@ -13,6 +13,8 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -85,7 +87,7 @@ func (r *syncRig) reconcileNow() string {
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		r.t.Fatalf("ReconcileAll: %v", err)
 	}
-	return model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(convergeSettings.ReconcileInterval))
+	return keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(convergeSettings.ReconcileInterval))
 }
 
 // drainWith runs the received sync job of key on w until it settles, at

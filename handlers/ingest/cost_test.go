@@ -23,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
@@ -362,7 +363,7 @@ func TestOneCreateEventCost(t *testing.T) {
 		t.Errorf("the projector's log queries scanned %v items, want one query of the %d March workouts", logScanned, inMarch+2)
 	}
 	var ms model.Milestone
-	if err := seedStore.Get(ctx, tables.Main, model.MilestoneKey(user, "march"), &ms); err != nil {
+	if err := seedStore.Get(ctx, tables.Main, keys.MilestoneKey(user, "march"), &ms); err != nil {
 		t.Fatal(err)
 	}
 	if ms.ProgressValue != want || ms.WorkoutsCounted != inMarch+2 || ms.Truncated {

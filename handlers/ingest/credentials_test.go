@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/outbox"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // TestRotatedAppSecretFlagsNobodyAndResumes: Strava refuses the
@@ -67,8 +68,8 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	if c, err := h.connection("u1"); err != nil || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v: the forged revocation removed or flagged it", c, err)
 	}
-	if a := h.audits(model.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
-		t.Fatalf("audits %v: want the revocation unconfirmed", keys(a))
+	if a := h.audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
+		t.Fatalf("audits %v: want the revocation unconfirmed", mapKeys(a))
 	}
 }
 
@@ -94,7 +95,7 @@ func TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed(t *testing.T) {
 	if n := len(h.workouts("u1")); n != 2 {
 		t.Fatalf("%d workouts left, want 2", n)
 	}
-	if a := h.audits(model.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
-		t.Fatalf("audits %v: want one %s", keys(a), ingest.AuditDeauthUnconfirmed)
+	if a := h.audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
+		t.Fatalf("audits %v: want one %s", mapKeys(a), ingest.AuditDeauthUnconfirmed)
 	}
 }

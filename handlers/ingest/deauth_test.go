@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -65,9 +66,9 @@ func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 	if _, err := h.st.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: got %v, want none", err)
 	}
-	a := h.audits(model.UserPK("u1"))
+	a := h.audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
-		t.Fatalf("audits %v: want one %s and no %s", keys(a), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
+		t.Fatalf("audits %v: want one %s and no %s", mapKeys(a), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
 	}
 	after := h.sim.Stats()
 	if n := after.AthleteRequests - before.AthleteRequests; n != 1 || after.TokenRefreshes != before.TokenRefreshes+1 {
@@ -108,7 +109,7 @@ func TestLateDeauthorizationIsStale(t *testing.T) {
 	if w := h.workout("u1", 810); w.ExpiresAt != 0 {
 		t.Fatalf("workout scheduled for deletion (expiresAt %d)", w.ExpiresAt)
 	}
-	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditDeauthStale]); n != 1 {
+	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditDeauthStale]); n != 1 {
 		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditDeauthStale)
 	}
 	if after := h.sim.Stats(); after.AthleteRequests != before.AthleteRequests || after.TokenRefreshes != before.TokenRefreshes {
@@ -166,7 +167,7 @@ func (f *failingPurge) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`{"S":"`+model.PrefixWorkoutStrava)) && f.allow.Add(-1) < 0 {
+		if bytes.Contains(body, []byte(`{"S":"`+keys.PrefixWorkoutStrava)) && f.allow.Add(-1) < 0 {
 			return nil, errors.New("injected failure midway through the purge")
 		}
 	}
@@ -234,7 +235,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if u, err := purge.New(h.st).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
 		t.Fatalf("revoked owner: %q, %v; want u1", u, err)
 	}
-	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
+	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
 		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditAthleteDeauthorize)
 	}
 }
@@ -285,7 +286,7 @@ func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	}
 }
 
-func keys[V any](m map[string]V) []string {
+func mapKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

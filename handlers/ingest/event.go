@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Object and aspect types of Strava webhook events.
@@ -39,7 +40,7 @@ func (e Event) IdempotencyKey() string {
 			updates[k] = fmt.Sprint(v)
 		}
 	}
-	return model.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime, updates)
+	return keys.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime, updates)
 }
 
 // IsDeauthorization reports whether the event says the athlete revoked

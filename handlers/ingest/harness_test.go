@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -210,7 +211,7 @@ func (h *harness) workout(user string, id int64) *model.Workout {
 func (h *harness) workouts(user string) []model.Workout {
 	h.t.Helper()
 	ws, _, err := store.QueryEntities[model.Workout](context.Background(), h.st.DB, h.st.Tables().Main,
-		model.UserPK(user), model.PrefixWorkoutStrava, store.QueryOptions{})
+		keys.UserPK(user), keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func (h *harness) workouts(user string) []model.Workout {
 func (h *harness) audits(subjectPK string) map[string][]model.AuditEntry {
 	h.t.Helper()
 	es, _, err := store.QueryEntities[model.AuditEntry](context.Background(), h.st.DB, h.st.Tables().Audit,
-		subjectPK, model.PrefixAudit, store.QueryOptions{})
+		subjectPK, keys.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // rateCountingStore counts the sync path's reads and writes of the shared
@@ -82,7 +84,7 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 	r.link("u1", 62, time.Hour)
 	r.history(62, 6200, 45, 24*time.Hour)
 	runs := r.drain(r.backfill("u1"), 20)
-	pages := r.audits(model.UserPK("u1"))[ingest.AuditSyncPage]
+	pages := r.audits(keys.UserPK("u1"))[ingest.AuditSyncPage]
 	if len(pages) != runs || runs < 5 {
 		t.Fatalf("got %d page audit entries for %d pages, want one per page (at least 5)", len(pages), runs)
 	}
@@ -92,7 +94,7 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 		}
 	}
 	res, err := r.st.QueryPrefix(context.Background(), r.st.Tables().Audit,
-		model.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", store.QueryOptions{Index: store.IndexGSI2})
+		keys.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", store.QueryOptions{Index: store.IndexGSI2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,16 +115,16 @@ func TestReconcileCompletionAuditIsRoutine(t *testing.T) {
 	r.drain(r.backfill("u1"), 20)
 	r.drain(r.reconcileNow(), 10)
 	byMode := map[string][]model.AuditEntry{}
-	for _, e := range r.audits(model.UserPK("u1"))[ingest.AuditSyncCompleted] {
+	for _, e := range r.audits(keys.UserPK("u1"))[ingest.AuditSyncCompleted] {
 		byMode[e.Details["mode"]] = append(byMode[e.Details["mode"]], e)
 	}
-	if len(byMode[model.SyncModeBackfill]) != 1 || len(byMode[model.SyncModeReconcile]) != 1 {
-		t.Fatalf("got %d backfill and %d reconcile completions, want one each", len(byMode[model.SyncModeBackfill]), len(byMode[model.SyncModeReconcile]))
+	if len(byMode[syncstate.SyncModeBackfill]) != 1 || len(byMode[syncstate.SyncModeReconcile]) != 1 {
+		t.Fatalf("got %d backfill and %d reconcile completions, want one each", len(byMode[syncstate.SyncModeBackfill]), len(byMode[syncstate.SyncModeReconcile]))
 	}
-	if e := byMode[model.SyncModeReconcile][0]; e.EventMonthPK != "" || e.CorrelationPK != "" {
+	if e := byMode[syncstate.SyncModeReconcile][0]; e.EventMonthPK != "" || e.CorrelationPK != "" {
 		t.Errorf("reconcile completion indexed under %q / %q, want no index keys", e.EventMonthPK, e.CorrelationPK)
 	}
-	if e := byMode[model.SyncModeBackfill][0]; e.EventMonthPK != model.EventMonthPK(ingest.AuditSyncCompleted, e.OccurredAtUtc) {
+	if e := byMode[syncstate.SyncModeBackfill][0]; e.EventMonthPK != keys.EventMonthPK(ingest.AuditSyncCompleted, e.OccurredAtUtc) {
 		t.Errorf("backfill completion indexed under %q, want the event-month partition", e.EventMonthPK)
 	}
 }

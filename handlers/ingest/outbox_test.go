@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -182,7 +183,7 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 			t.Fatalf("run %d: got %+v, want %s with %d failures", i, rec, want, i)
 		}
 	}
-	parked, err := h.st.Parked(ctx, model.ParkSourceWorker)
+	parked, err := h.st.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil || len(parked) != 1 || parked[0].RecordID != j.IdempotencyKey {
 		t.Fatalf("got %+v, %v; want one parked worker record", parked, err)
 	}
@@ -289,7 +290,7 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 			t.Fatalf("got %+v (due %v), want received, no failure, due at the reset %v", rec, rec.DueAt(), reset)
 		}
 	}
-	if parked, _ := h.st.Parked(ctx, model.ParkSourceWorker); len(parked) != 0 {
+	if parked, _ := h.st.Parked(ctx, keys.ParkSourceWorker); len(parked) != 0 {
 		t.Fatalf("got %d parked, want none", len(parked))
 	}
 	// The window resets (here: Strava's counters and our clock move on).
@@ -332,7 +333,7 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	if got := len(h.workouts("u1")); got != 5 {
 		t.Fatalf("got %d tombstones, want 5 (bounded by the cap)", got)
 	}
-	next := now.Truncate(model.AthleteReadsWindow).Add(model.AthleteReadsWindow)
+	next := now.Truncate(keys.AthleteReadsWindow).Add(keys.AthleteReadsWindow)
 	deferred := 0
 	for _, j := range jobs {
 		rec := h.outbox(j)
@@ -579,7 +580,7 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	h.claim(j)
 	rj := j
 	rj.Redrive = true
-	parked := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
+	parked := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
 		Payload: string(mustJSON(t, rj)), CorrelationID: j.CorrelationID}
 	if err := h.st.Park(ctx, parked); err != nil {
 		t.Fatal(err)
@@ -592,7 +593,7 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 		t.Fatalf("got %+v, want done", rec)
 	}
 	h.workout("u1", 1400)
-	if recs, err := h.st.Parked(ctx, model.ParkSourceWorker); err != nil || len(recs) != 0 {
+	if recs, err := h.st.Parked(ctx, keys.ParkSourceWorker); err != nil || len(recs) != 0 {
 		t.Fatalf("got parked %+v, %v; want none once the job is done", recs, err)
 	}
 	// A stale record (its removal failed, or parked by older code) redriven

@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
@@ -29,7 +30,7 @@ import (
 
 func storeQueryAuditByCorrelation(h *harness, corr string) ([]model.AuditEntry, bool, error) {
 	return store.QueryEntities[model.AuditEntry](context.Background(), h.st.DB, h.st.Tables().Audit,
-		model.CorrelationPK(corr), "", store.QueryOptions{Index: store.IndexGSI1})
+		keys.CorrelationPK(corr), "", store.QueryOptions{Index: store.IndexGSI1})
 }
 
 func newBrokenStore(t *testing.T) *store.Store {
@@ -75,7 +76,7 @@ func TestPipelineCreateUpdateDelete(t *testing.T) {
 		!got.CreatedAtUtc.Equal(created.CreatedAtUtc) || got.DeletedReason != model.WorkoutHiddenOrDeleted {
 		t.Fatalf("got %+v after delete, want the latest fields and isDeleted (hidden-or-deleted)", got)
 	}
-	a := h.audits(model.UserPK("u1"))
+	a := h.audits(keys.UserPK("u1"))
 	for _, kind := range []string{ingest.AuditActivityCreate, ingest.AuditActivityUpdate, ingest.AuditActivityDelete} {
 		if len(a[kind]) != 1 {
 			t.Fatalf("got %d %s audits, want 1 (all: %v)", len(a[kind]), kind, a)
@@ -230,7 +231,7 @@ func TestPipeline401MarksNeedsReauthWithoutRetrying(t *testing.T) {
 	if after.ActivityRequests != before.ActivityRequests || after.TokenRefreshes != before.TokenRefreshes {
 		t.Fatal("a connection needing re-authorization still called Strava")
 	}
-	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditNeedsReauth]); n != 2 {
+	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditNeedsReauth]); n != 2 {
 		t.Fatalf("got %d %s audits, want 2", n, ingest.AuditNeedsReauth)
 	}
 }
@@ -261,7 +262,7 @@ func TestPipelineDeauthorization(t *testing.T) {
 	if ws := h.workouts("u1"); len(ws) != 0 {
 		t.Fatalf("%d workouts left after the revocation, want 0", len(ws))
 	}
-	if n := len(h.audits(model.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
+	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
 		t.Fatalf("got %d deauthorization audits, want 1", n)
 	}
 
@@ -269,7 +270,7 @@ func TestPipelineDeauthorization(t *testing.T) {
 	before := h.sim.Stats().ActivityRequests
 	h.activity(602, 10, "Run")
 	h.deliver(h.sim.ActivityEvent("create", 602, 10, nil))
-	if n := len(h.audits(model.AthletePK(10))[ingest.AuditAthleteNotLinked]); n != 1 {
+	if n := len(h.audits(keys.AthletePK(10))[ingest.AuditAthleteNotLinked]); n != 1 {
 		t.Fatalf("got %d not-linked audits, want 1", n)
 	}
 	if after := h.sim.Stats().ActivityRequests; after != before {
@@ -330,7 +331,7 @@ func TestWorkerHandlePoisonAndRetryable(t *testing.T) {
 	if err := h.worker.Handle(ctx, raw); err != nil {
 		t.Fatalf("poison activity: got %v, want nil", err)
 	}
-	if n := len(h.audits(model.AthletePK(10))[ingest.AuditEventRejected]); n != 1 {
+	if n := len(h.audits(keys.AthletePK(10))[ingest.AuditEventRejected]); n != 1 {
 		t.Fatalf("got %d rejected audits, want 1", n)
 	}
 	// A 500 is returned so Lambda retries.

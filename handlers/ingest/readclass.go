@@ -1,8 +1,6 @@
 package ingest
 
-import (
-	"github.com/commitcollect/backend/model"
-)
+import "github.com/commitcollect/backend/model/syncstate"
 
 // Classes of Strava reads (the StravaReads metric's Class dimension).
 const (
@@ -18,7 +16,7 @@ const (
 // ReadClass is the class of the Strava reads job makes.
 func ReadClass(job Job) string {
 	switch {
-	case job.Sync != nil && job.Sync.Mode == model.SyncModeBackfill:
+	case job.Sync != nil && job.Sync.Mode == syncstate.SyncModeBackfill:
 		return ReadClassBackfill
 	case job.Sync != nil:
 		return ReadClassReconcile

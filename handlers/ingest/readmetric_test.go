@@ -12,7 +12,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the queue's worker goroutines.
@@ -96,8 +96,8 @@ func TestReadClass(t *testing.T) {
 		{ingest.Job{Event: ingest.Event{ObjectType: "activity", AspectType: "update"}}, ingest.ReadClassWebhook},
 		{ingest.Job{Event: ingest.Event{ObjectType: "activity", AspectType: "delete"}}, ingest.ReadClassConfirm},
 		{ingest.Job{Event: ingest.Event{ObjectType: "athlete", AspectType: "update"}}, ingest.ReadClassConfirm},
-		{ingest.Job{Sync: &ingest.SyncJob{Mode: model.SyncModeBackfill}}, ingest.ReadClassBackfill},
-		{ingest.Job{Sync: &ingest.SyncJob{Mode: model.SyncModeReconcile}}, ingest.ReadClassReconcile},
+		{ingest.Job{Sync: &ingest.SyncJob{Mode: syncstate.SyncModeBackfill}}, ingest.ReadClassBackfill},
+		{ingest.Job{Sync: &ingest.SyncJob{Mode: syncstate.SyncModeReconcile}}, ingest.ReadClassReconcile},
 	} {
 		if got := ingest.ReadClass(tc.job); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.job.Event, got, tc.want)

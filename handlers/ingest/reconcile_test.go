@@ -13,8 +13,10 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -66,7 +68,7 @@ func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job stri
 	return rec, err
 }
 
-func (s *scheduleStore) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
+func (s *scheduleStore) SaveReconcileCursor(ctx context.Context, c *syncstate.ReconcileCursor) error {
 	s.mu.Lock()
 	s.saves++
 	crash := s.saves == s.crashSave
@@ -149,8 +151,8 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	// Both were reconciled an hour ago up to activity 7001; u-active
 	// uploaded 7002 since.
 	for _, u := range []string{"u-quiet", "u-active"} {
-		if _, err := r.st.UpdateSyncState(ctx, u, func(cur *model.SyncState) error {
-			cur.State, cur.ReconciledAtUtc, cur.ReconciledActivityID = model.SyncIdle, r.now.Add(-time.Hour), 7001
+		if _, err := r.st.UpdateSyncState(ctx, u, func(cur *syncstate.SyncState) error {
+			cur.State, cur.ReconciledAtUtc, cur.ReconciledActivityID = syncstate.SyncIdle, r.now.Add(-time.Hour), 7001
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -222,12 +224,12 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 	if res := r.step(); res.Enqueued != 1 {
 		t.Fatalf("got %+v, want u1 reconciled (an upload since)", res)
 	}
-	var cur *model.ReconcileCursor
+	var cur *syncstate.ReconcileCursor
 	cur, err := r.st.ReconcileCursor(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", cur.CycleStartedAtUtc), 5)
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", cur.CycleStartedAtUtc), 5)
 	lister.mu.Lock()
 	opts := slices.Clone(lister.opts)
 	lister.mu.Unlock()
@@ -283,8 +285,8 @@ func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t 
 		}
 		// Idle users again for the next cycle: their jobs were never run.
 		for _, u := range users {
-			if _, err := r.st.UpdateSyncState(context.Background(), u, func(cur *model.SyncState) error {
-				cur.State = model.SyncIdle
+			if _, err := r.st.UpdateSyncState(context.Background(), u, func(cur *syncstate.SyncState) error {
+				cur.State = syncstate.SyncIdle
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -337,10 +339,10 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		}
 	}
 	slot := r.now.Truncate(time.Hour)
-	keys := map[string]string{}
+	jobKeys := map[string]string{}
 	for _, u := range users { // in the order the first runs come
-		keys[model.SyncJobKey(model.SyncModeReconcile, u, slot)] = u
-		rec, err := r.st.OutboxItem(ctx, model.SyncJobKey(model.SyncModeReconcile, u, slot))
+		jobKeys[keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot)] = u
+		rec, err := r.st.OutboxItem(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,14 +381,14 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		}
 		check()
 		if r.sim.Stats().ListRequests > before {
-			order = append(order, keys[d.IdempotencyKey])
+			order = append(order, jobKeys[d.IdempotencyKey])
 		}
 	}
 	want := []string{"p09", "p08", "p07", "p06"}
 	if len(order) != n-first || !slices.Equal(order, want[:min(len(want), len(order))]) {
 		t.Fatalf("waiting jobs listed in the order %v, want the soonest-ending milestones first %v", order, want)
 	}
-	if got := r.state("p05"); got.State == model.SyncReconciling {
+	if got := r.state("p05"); got.State == syncstate.SyncReconciling {
 		t.Fatalf("got %s", show(got))
 	}
 }
@@ -413,7 +415,7 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	if res, err := r.sched.ReconcileAll(ctx); err != nil || res.Enqueued != 1 {
 		t.Fatalf("ReconcileAll: %+v, %v", res, err)
 	}
-	syncKey := model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
+	syncKey := keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
 	rec, _ := r.st.OutboxItem(ctx, syncKey)
 	sj, _ := ingest.DecodeJob([]byte(rec.Job))
 	if err := r.worker.Run(ctx, sj); err != nil {
@@ -457,7 +459,7 @@ func TestReconcileSinceCatchesWhatAnOutageDropped(t *testing.T) {
 	if err != nil || res.Enqueued != 1 {
 		t.Fatalf("ReconcileSince = %+v, %v; want one job", res, err)
 	}
-	r.drain(model.SyncJobKey(syncjobs.RecoverKeyMode, "u1", outage), 10)
+	r.drain(keys.SyncJobKey(syncjobs.RecoverKeyMode, "u1", outage), 10)
 	if w := r.workout("u1", 6501); w == nil || w.DistanceMeters != 8000 {
 		t.Fatalf("workout %+v: want the activity the outage dropped written", w)
 	}

@@ -12,9 +12,11 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -54,7 +56,7 @@ func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout)
 
 var errCrash = fmt.Errorf("simulated crash before the cursor was saved: %w", model.ErrRetryable)
 
-func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
+func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error) {
 	c.mu.Lock()
 	crash := c.failCursorN > 0
 	c.mu.Unlock()
@@ -63,7 +65,7 @@ func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, 
 	}
 	// Only the write that moves the cursor (a page's progress) crashes.
 	var moved bool
-	st, err := c.Store.UpdateSyncState(ctx, userID, func(cur *model.SyncState) error {
+	st, err := c.Store.UpdateSyncState(ctx, userID, func(cur *syncstate.SyncState) error {
 		before := cur.CursorBeforeUtc
 		if err := decide(cur); err != nil {
 			return err
@@ -82,7 +84,7 @@ func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, 
 }
 
 // show prints a sync state (its embedded Key's String would hide the rest).
-func show(st *model.SyncState) string {
+func show(st *syncstate.SyncState) string {
 	return fmt.Sprintf("{state %s mode %s imported %d horizon %s importedFrom %s window %s cursor %s pages %d listed %d job %s reason %q}",
 		st.State, st.Mode, st.ImportedCount, st.HorizonUtc.Format(time.RFC3339), st.ImportedFromUtc.Format(time.RFC3339),
 		st.WindowFromUtc.Format(time.RFC3339), st.CursorBeforeUtc.Format(time.RFC3339), st.Pages, st.Listed, st.JobKey, st.DeferredReason)
@@ -192,7 +194,7 @@ func (r *syncRig) drain(key string, rounds int) int {
 	return rounds
 }
 
-func (r *syncRig) state(user string) *model.SyncState {
+func (r *syncRig) state(user string) *syncstate.SyncState {
 	r.t.Helper()
 	st, err := r.st.SyncState(context.Background(), user)
 	if err != nil {
@@ -211,7 +213,7 @@ func (r *syncRig) backfill(user string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return model.SyncJobKey(model.SyncModeBackfill, user, h)
+	return keys.SyncJobKey(syncstate.SyncModeBackfill, user, h)
 }
 
 func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
@@ -233,8 +235,8 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	}
 	st := r.state("u1")
 	wantHorizon := r.now.AddDate(0, 0, -100).Truncate(24 * time.Hour)
-	if st.State != model.SyncIdle || st.ImportedCount != len(ids) || !st.ImportedFromUtc.Equal(wantHorizon) ||
-		!st.HorizonUtc.Equal(wantHorizon) || st.Mode != model.SyncModeBackfill || st.LastSyncAtUtc.IsZero() {
+	if st.State != syncstate.SyncIdle || st.ImportedCount != len(ids) || !st.ImportedFromUtc.Equal(wantHorizon) ||
+		!st.HorizonUtc.Equal(wantHorizon) || st.Mode != syncstate.SyncModeBackfill || st.LastSyncAtUtc.IsZero() {
 		t.Fatalf("got state %s, want idle, %d imported back to %s", show(st), len(ids), wantHorizon)
 	}
 	// 130 within the horizon plus one beyond it: pages of 40 with one
@@ -258,7 +260,7 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "strava reconnect"); !ok || err != nil {
 		t.Fatalf("EnsureBackfill after a purge: got %v, %v; want a new import", ok, err)
 	}
-	r.drain(model.SyncJobKey(syncjobs.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
+	r.drain(keys.SyncJobKey(syncjobs.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
 	if ws := r.workouts("u1"); len(ws) != len(ids) {
 		t.Fatalf("after the reimport: %d workouts, want %d", len(ws), len(ids))
 	}
@@ -307,7 +309,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	if lists := r.sim.Stats().ListRequests; lists != 6 {
 		t.Fatalf("got %d list requests, want 6 (4 pages, the second listed 3 times)", lists)
 	}
-	if st := r.state("u1"); st.State != model.SyncIdle || st.ImportedCount != len(ids) {
+	if st := r.state("u1"); st.State != syncstate.SyncIdle || st.ImportedCount != len(ids) {
 		t.Fatalf("got state %s, want idle with %d imported", show(st), len(ids))
 	}
 	if got := len(r.workouts("u1")); got != len(ids) {
@@ -346,7 +348,7 @@ func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 		t.Fatalf("got outbox %+v, want deferred (not failed) to the window reset %s", rec, reset)
 	}
 	st := r.state("u1")
-	if st.State != model.SyncDeferred || st.DeferredReason == "" || st.NextSyncAtUtc.Before(reset) {
+	if st.State != syncstate.SyncDeferred || st.DeferredReason == "" || st.NextSyncAtUtc.Before(reset) {
 		t.Fatalf("got state %s, want deferred with a reason until %s", show(st), reset)
 	}
 }
@@ -368,7 +370,7 @@ func TestSyncDefersOnStrava429(t *testing.T) {
 	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore <= time.Now().UnixMilli() {
 		t.Fatalf("got outbox %+v, want deferred to the window reset, not failed", rec)
 	}
-	if st := r.state("u1"); st.State != model.SyncDeferred || st.DeferredReason == "" {
+	if st := r.state("u1"); st.State != syncstate.SyncDeferred || st.DeferredReason == "" {
 		t.Fatalf("got state %s, want deferred with the reason", show(st))
 	}
 }
@@ -400,7 +402,7 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	if res, _ := r.sched.ReconcileAll(context.Background()); res.Enqueued != 0 || res.Already != 1 {
 		t.Fatalf("ReconcileAll in the same slot: got %+v, want nothing new", res)
 	}
-	r.drain(model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
 
 	if total, _ := r.counted.writes(); total != 1 || r.counted.upserts[edited] != 1 {
 		t.Fatalf("got writes %v, want exactly one, of the edited activity %d", r.counted.upserts, edited)
@@ -417,7 +419,7 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	if got := r.sim.Stats().ListRequests - lists; got != 1 {
 		t.Fatalf("reconciliation listed %d pages, want 1", got)
 	}
-	if st := r.state("u1"); st.State != model.SyncIdle || st.Mode != model.SyncModeReconcile || st.ImportedCount != 31 {
+	if st := r.state("u1"); st.State != syncstate.SyncIdle || st.Mode != syncstate.SyncModeReconcile || st.ImportedCount != 31 {
 		t.Fatalf("got state %s, want idle after a reconciliation, 30+1 written in all", show(st))
 	}
 }
@@ -440,7 +442,7 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	key := model.SyncJobKey(model.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
+	key := keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // ObjectSync is the object_type a sync job's Event carries (for logs only).
@@ -11,12 +12,12 @@ const ObjectSync = "sync"
 
 // SyncJob is what a sync job does: list the user's activities started from
 // FromUtc on, page by page, newest first, and write what differs. The
-// cursor lives in the user's model.SyncState, not in the job, so a job
+// cursor lives in the user's syncstate.SyncState, not in the job, so a job
 // delivered again resumes where the last page ended.
 type SyncJob struct {
 	UserID    string `json:"userId"`
 	AthleteID int64  `json:"athleteId"`
-	// Mode is model.SyncModeBackfill or model.SyncModeReconcile.
+	// Mode is syncstate.SyncModeBackfill or syncstate.SyncModeReconcile.
 	Mode string `json:"mode"`
 	// FromUtc is the oldest start date listed: the backfill's horizon, or
 	// the start of the reconciliation window.
@@ -37,7 +38,7 @@ func (j *SyncJob) validate(v *model.ValidationError) {
 	if j.AthleteID <= 0 {
 		v.Add("sync.athleteId", "must be positive")
 	}
-	if j.Mode != model.SyncModeBackfill && j.Mode != model.SyncModeReconcile {
+	if j.Mode != syncstate.SyncModeBackfill && j.Mode != syncstate.SyncModeReconcile {
 		v.Add("sync.mode", "unknown mode %q", j.Mode)
 	}
 	if j.FromUtc.IsZero() {

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func TestWebhookHandshake(t *testing.T) {
@@ -121,7 +122,7 @@ func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 	if n := h.sim.Stats().ActivityFetches; n != 1 {
 		t.Fatalf("got %d Strava fetches, want 1", n)
 	}
-	a := h.audits(model.UserPK("u1"))
+	a := h.audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditActivityCreate]) != 1 || len(a[ingest.AuditActivityUpdate]) != 0 {
 		t.Fatalf("got audits %v, want exactly one %s", a, ingest.AuditActivityCreate)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func TestDefaultCatalogIsValid(t *testing.T) {
@@ -79,10 +80,10 @@ func TestEntities(t *testing.T) {
 		{PartIndex: 1, Name: "p1", Metadata: map[string]string{}},
 	}}
 	meta, parts := m.Entities(3)
-	if meta.ModelID != "a" || meta.PartCount != 2 || meta.CatalogVersion != 3 || meta.ItemKey() != model.ModelMetaKey("a") {
+	if meta.ModelID != "a" || meta.PartCount != 2 || meta.CatalogVersion != 3 || meta.ItemKey() != keys.ModelMetaKey("a") {
 		t.Fatalf("meta = %+v", meta)
 	}
-	if len(parts) != 2 || parts[1].ItemKey() != model.ModelPartKey("a", 1) || parts[0].Metadata["rarity"] != "common" {
+	if len(parts) != 2 || parts[1].ItemKey() != keys.ModelPartKey("a", 1) || parts[0].Metadata["rarity"] != "common" {
 		t.Fatalf("parts = %+v", parts)
 	}
 	if parts[1].Metadata != nil {

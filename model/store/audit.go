@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Audits holds the audit table: entries, and the count of those dropped.
@@ -96,7 +97,7 @@ func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 // deterministic, which were keyed at the second of the award's
 // awardedAtUtc.
 func (s *Audits) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
-	es, _, err := QueryEntities[model.AuditEntry](ctx, s.DB, s.t.Audit, model.UserPK(userID), model.AuditSK(at, ""), QueryOptions{})
+	es, _, err := QueryEntities[model.AuditEntry](ctx, s.DB, s.t.Audit, keys.UserPK(userID), keys.AuditSK(at, ""), QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
 	}

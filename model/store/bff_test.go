@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -57,11 +58,11 @@ func TestSaveLoginTokensBumpsTokenVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.StravaConnection(ctx, "u1")
-	if err != nil || got.TokenVersion != 2 || got.AccessToken != "a2" || got.AthleteGSI1PK != model.AthletePK(7) {
+	if err != nil || got.TokenVersion != 2 || got.AccessToken != "a2" || got.AthleteGSI1PK != keys.AthletePK(7) {
 		t.Fatalf("connection = %+v, %v; want tokenVersion 2 with the new token", got, err)
 	}
 	// A connection that is gone (deauthorized) is created again.
-	if err := s.Delete(ctx, s.Tables().Main, model.StravaConnectionKey("u1")); err != nil {
+	if err := s.Delete(ctx, s.Tables().Main, keys.StravaConnectionKey("u1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SaveLoginTokens(ctx, fresh); err != nil || fresh.TokenVersion != 1 {
@@ -156,7 +157,7 @@ func TestSeedCatalogIsIdempotent(t *testing.T) {
 	if n, err := catalog.Seed(ctx, s, next); err != nil || n != 1+1+4 {
 		t.Fatalf("shrinking seed changed %d (%v), want 6 (meta, one renamed part, four removed)", n, err)
 	}
-	parts, _, err := store.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, model.ModelPK("flying-scotsman"), model.PrefixPart, store.QueryOptions{})
+	parts, _, err := store.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK("flying-scotsman"), keys.PrefixPart, store.QueryOptions{})
 	if err != nil || len(parts) != 2 || parts[1].Name != "Frames" {
 		t.Fatalf("parts after shrink = %+v, %v", parts, err)
 	}
@@ -225,7 +226,7 @@ func TestDeleteAthleteOwnerOfOnlyOwnMapping(t *testing.T) {
 	if _, err := s.AthleteOwner(ctx, 9); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("mapping after delete: %v", err)
 	}
-	n, err := s.DeleteUserItems(ctx, "u1", "", func(p model.ParsedKey) bool { return p.Kind == model.KindProfile })
+	n, err := s.DeleteUserItems(ctx, "u1", "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindProfile })
 	if err != nil || n != 1 {
 		t.Fatalf("DeleteUserItems deleted %d (%v), want 1 (the connection)", n, err)
 	}

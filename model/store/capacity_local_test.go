@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -87,7 +88,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	again := store.New(st.Client(), tb)
 	step("Get through a re-wrapped client", capacity.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
 		var w model.Workout
-		return again.Get(ctx, main, model.WorkoutKey("u1", 1), &w)
+		return again.Get(ctx, main, keys.WorkoutKey("u1", 1), &w)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Connections holds Strava connections: sealed tokens, refresh leases, grants and their revocation.
@@ -49,7 +50,7 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 	}
 	for attempt := 0; ; attempt++ {
 		var cur model.StravaConnection
-		err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(c.UserID), &cur)
+		err := s.Get(ctx, s.t.Main, keys.StravaConnectionKey(c.UserID), &cur)
 		var cond expression.ConditionBuilder
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -77,7 +78,7 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 // the tokens do not open there (an item copied from another user's key).
 func (s *Connections) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
 	var c model.StravaConnection
-	k := model.StravaConnectionKey(userID)
+	k := keys.StravaConnectionKey(userID)
 	if err := s.Get(ctx, s.t.Main, k, &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
@@ -96,7 +97,7 @@ func (s *Connections) AcquireTokenRefreshLease(ctx context.Context, userID strin
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version)).And(
 		expression.Or(expression.AttributeNotExists(lease), lease.LessThan(expression.Value(now.Unix()))))
 	upd := expression.Set(lease, expression.Value(until.Unix()))
-	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		return fmt.Errorf("acquire token refresh lease of %s at version %d: %w", userID, version, err)
 	}
 	return nil
@@ -108,7 +109,7 @@ func (s *Connections) AcquireTokenRefreshLease(ctx context.Context, userID strin
 func (s *Connections) ReleaseTokenRefreshLease(ctx context.Context, userID string, version int64) error {
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version))
 	upd := expression.Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
+	if err := s.update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
 		return fmt.Errorf("release token refresh lease of %s at version %d: %w", userID, version, err)
 	}
 	return nil
@@ -129,7 +130,7 @@ func (s *Connections) SaveRefreshedToken(ctx context.Context, userID string, exp
 		Set(expression.Name(attrTokenVersion), expression.Value(expectedVersion+1)).
 		Set(expression.Name("needsReauth"), expression.Value(false)).
 		Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		return 0, fmt.Errorf("save refreshed token of %s at version %d: %w", userID, expectedVersion, err)
 	}
 	return expectedVersion + 1, nil
@@ -146,7 +147,7 @@ func (s *Connections) MarkNeedsReauth(ctx context.Context, userID string, now ti
 	upd := expression.Set(expression.Name("needsReauth"), expression.Value(true)).
 		Set(expression.Name("needsReauthAtUtc"), expression.Value(now.UTC())).
 		Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.update(ctx, model.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		if isConflict(err) {
 			err = model.ErrNotFound
 		}
@@ -161,7 +162,7 @@ func (s *Connections) MarkNeedsReauth(ctx context.Context, userID string, now ti
 // ErrNotFound when the user has none.
 func (s *Connections) StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error) {
 	var c model.StravaConnection
-	if err := s.Get(ctx, s.t.Main, model.StravaConnectionKey(userID), &c); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.StravaConnectionKey(userID), &c); err != nil {
 		return nil, fmt.Errorf("read strava grant of %s: %w", userID, err)
 	}
 	return &c, nil
@@ -188,7 +189,7 @@ func (s *Connections) RevokeStravaConnection(ctx context.Context, c *model.Strav
 		return fmt.Errorf("revoke strava connection of %s: build condition: %w", c.UserID, err)
 	}
 	del := types.TransactWriteItem{Delete: &types.Delete{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, model.StravaConnectionKey(c.UserID)),
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, keys.StravaConnectionKey(c.UserID)),
 		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}}
 	g := &model.UserGuard{UserID: c.UserID}
@@ -222,7 +223,7 @@ func (s *Connections) ClearStravaRevocation(ctx context.Context, userID string, 
 	upd := expression.Remove(expression.Name(attrStravaRevokedAtUtc)).
 		Remove(expression.Name(attrStravaDataExpires)).
 		Set(expression.Name(attrUpdatedAtUtc), expression.Value(now.UTC()))
-	if err := s.update(ctx, model.UserGuardKey(userID), upd, cond); err != nil {
+	if err := s.update(ctx, keys.UserGuardKey(userID), upd, cond); err != nil {
 		return fmt.Errorf("clear strava revocation of %s at %s: %w", userID, revokedAt.UTC().Format(time.RFC3339), err)
 	}
 	return nil
@@ -244,7 +245,7 @@ func (s *Connections) ConnectionStatus(ctx context.Context, userID string) (athl
 		return 0, false, fmt.Errorf("read connection status of %s: build projection: %w", userID, err)
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, model.StravaConnectionKey(userID)),
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, keys.StravaConnectionKey(userID)),
 		ConsistentRead: aws.Bool(true), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
 	})
 	if err != nil {
@@ -277,7 +278,7 @@ func (s *Connections) ConnectionStatus(ctx context.Context, userID string) (athl
 // It reports whether it rewrote the item; a user without a connection, or
 // whose connection is current, is not an error. It is safe to re-run.
 func (s *Connections) SealConnection(ctx context.Context, userID string, now time.Time) (bool, error) {
-	k := model.StravaConnectionKey(userID)
+	k := keys.StravaConnectionKey(userID)
 	var c model.StravaConnection
 	err := s.Get(ctx, s.t.Main, k, &c)
 	switch {

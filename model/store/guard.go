@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Guard holds the user guard (GUARD#USER#{id}) and the check every guarded writer runs after its write.
@@ -84,7 +85,7 @@ func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model
 		return fmt.Errorf("build guard check: %w", err)
 	}
 	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, model.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
+		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, keys.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
 		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
 	}}
 	if err := s.Transact(ctx, []types.TransactWriteItem{del, check}, ""); err != nil && !isConflict(err) {
@@ -97,7 +98,7 @@ func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model
 // none (no restriction).
 func (s *Guard) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
 	var g model.UserGuard
-	if err := s.Get(ctx, s.t.Main, model.UserGuardKey(userID), &g); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.UserGuardKey(userID), &g); err != nil {
 		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
 	}
 	return &g, nil

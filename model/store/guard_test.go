@@ -10,14 +10,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
 // userItems lists the keys left in a user's partition.
 func userItems(t *testing.T, s *store.Store, userID string) []string {
 	t.Helper()
-	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, model.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, keys.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +59,8 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); !errors.Is(err, store.ErrUserDeleted) {
 		t.Fatalf("tombstone write: got %v, want ErrUserDeleted", err)
 	}
-	_, err := s.UpdateSyncState(ctx, "gone", func(st *model.SyncState) error {
-		st.State, st.JobKey = model.SyncBackfilling, "job"
+	_, err := s.UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
+		st.State, st.JobKey = syncstate.SyncBackfilling, "job"
 		return nil
 	})
 	if !errors.Is(err, store.ErrUserDeleted) {
@@ -74,7 +76,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.UpsertWorkout(ctx, workout("alive", 7)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSyncState(ctx, "alive", func(st *model.SyncState) error { return nil }); err != nil {
+	if _, err := s.UpdateSyncState(ctx, "alive", func(st *syncstate.SyncState) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if left := userItems(t, s, "alive"); len(left) != 2 {
@@ -91,14 +93,14 @@ func TestDeleteUserParked(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	for _, r := range []model.ParkedRecord{
-		{Source: model.ParkSourceWorker, RecordID: "w-mine", UserID: "u1", AthleteID: 10},
-		{Source: model.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 10},
-		{Source: model.ParkSourceProjector, RecordID: "p-mine", UserID: "u1"},
-		{Source: model.ParkSourceWorker, RecordID: "w-other", UserID: "u2", AthleteID: 20},
-		{Source: model.ParkSourceWorker, RecordID: "w-other-athlete", AthleteID: 20},
+		{Source: keys.ParkSourceWorker, RecordID: "w-mine", UserID: "u1", AthleteID: 10},
+		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 10},
+		{Source: keys.ParkSourceProjector, RecordID: "p-mine", UserID: "u1"},
+		{Source: keys.ParkSourceWorker, RecordID: "w-other", UserID: "u2", AthleteID: 20},
+		{Source: keys.ParkSourceWorker, RecordID: "w-other-athlete", AthleteID: 20},
 		// The athlete's record under its new user (signed in again) stays.
-		{Source: model.ParkSourceWorker, RecordID: "w-athlete-new-user", UserID: "u3", AthleteID: 10},
-		{Source: model.ParkSourceProjector, RecordID: "p-other", UserID: "u2"},
+		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-new-user", UserID: "u3", AthleteID: 10},
+		{Source: keys.ParkSourceProjector, RecordID: "p-other", UserID: "u2"},
 	} {
 		r.Payload, r.ParkedAtUtc = "{}", now
 		if err := s.Park(ctx, &r); err != nil {
@@ -110,7 +112,7 @@ func TestDeleteUserParked(t *testing.T) {
 		t.Fatalf("got %d, %v; want 3 deleted", n, err)
 	}
 	var left []string
-	for _, src := range []string{model.ParkSourceWorker, model.ParkSourceProjector} {
+	for _, src := range []string{keys.ParkSourceWorker, keys.ParkSourceProjector} {
 		recs, err := s.Parked(ctx, src)
 		if err != nil {
 			t.Fatal(err)

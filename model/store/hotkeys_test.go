@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -60,12 +61,12 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 
-	s.Audit(ctx, log, model.NewRoutineAuditEntry(model.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c1", "r1", now, nil))
+	s.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c1", "r1", now, nil))
 	if got := s.AuditWritesDropped(); got != 0 {
 		t.Fatalf("got %d dropped before any throttling, want 0", got)
 	}
 	tr.armed.Store(true)
-	s.Audit(ctx, log, model.NewRoutineAuditEntry(model.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c2", "r2", now, nil))
+	s.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c2", "r2", now, nil))
 	tr.armed.Store(false)
 	if tr.throttled.Load() < 2 {
 		t.Fatalf("transport throttled %d calls, want the write and its retry", tr.throttled.Load())
@@ -99,7 +100,7 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 }
 
 // TestPendingItemsSpreadOverTheShards: claimed outbox items spread over at
-// least model.DefaultOutboxShards partitions of the pending index, the
+// least keys.DefaultOutboxShards partitions of the pending index, the
 // sweeper's listing finds the due ones in every shard (including an item a
 // 4-shard writer placed, read by a store configured with fewer shards), and
 // the index entries carry no job: the lease returns the whole item.
@@ -125,12 +126,12 @@ func TestPendingItemsSpreadOverTheShards(t *testing.T) {
 	// An item written when the count was 4, in shard 3.
 	legacy := ""
 	for i := 0; legacy == ""; i++ {
-		if k := fmt.Sprintf("legacy-%d", i); model.OutboxPendingPK(k, model.LegacyOutboxShards) == model.OutboxPendingShardPK(3) {
+		if k := fmt.Sprintf("legacy-%d", i); keys.OutboxPendingPK(k, keys.LegacyOutboxShards) == keys.OutboxPendingShardPK(3) {
 			legacy = k
 		}
 	}
 	old := store.New(s.Client(), s.Tables())
-	old.OutboxShards = model.LegacyOutboxShards
+	old.OutboxShards = keys.LegacyOutboxShards
 	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +188,14 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 		}
 	}
 	seedConnection(t, s, "u1", 4242, 1)
-	if err := s.Delete(ctx, s.Tables().Main, model.AthleteOwnerKey(4242)); err != nil {
+	if err := s.Delete(ctx, s.Tables().Main, keys.AthleteOwnerKey(4242)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.ResolveAthlete(ctx, 4242)
 	if err != nil || got != "u1" {
 		t.Fatalf("ResolveAthlete through GSI1: got %q, %v; want u1", got, err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, model.AthletePK(4242), "", store.QueryOptions{Index: store.IndexGSI1})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.AthletePK(4242), "", store.QueryOptions{Index: store.IndexGSI1})
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("GSI1 query: got %d items, %v; want the connection", len(res.Items), err)
 	}
@@ -208,8 +209,8 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 // TestParkedRecordsSpreadOverShards: parked records spread over the
 // source's shards; Parked, Unpark and DeleteUserParked find them all,
 // including records parked before the shards (the unsharded PARKED#WORKER
-// partition). Protections: model.ParkedKey's shard and the readers' walk
-// over model.ParkedPartitions.
+// partition). Protections: keys.ParkedKey's shard and the readers' walk
+// over keys.ParkedPartitions.
 func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
@@ -217,7 +218,7 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	const n = 40
 	for i := range n {
 		user := []string{"u1", "u2"}[i%2]
-		if err := s.Park(ctx, &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
+		if err := s.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
 			Reason: "poison", UserID: user}); err != nil {
 			t.Fatal(err)
 		}
@@ -225,14 +226,14 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	// Two records parked by older code, under the unsharded partition.
 	var legacy []store.Item
 	for _, r := range []*model.ParkedRecord{
-		{Source: model.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
-		{Source: model.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
+		{Source: keys.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
+		{Source: keys.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
 	} {
 		it, err := store.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := model.LegacyParkedKey(r.Source, r.RecordID)
+		k := keys.LegacyParkedKey(r.Source, r.RecordID)
 		it["PK"], it["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
 		legacy = append(legacy, it)
 	}
@@ -240,7 +241,7 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs, err := s.Parked(ctx, model.ParkSourceWorker)
+	recs, err := s.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +249,11 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	for _, r := range recs {
 		partitions[r.PK]++
 	}
-	if len(recs) != n+2 || partitions[model.ParkedPK(model.ParkSourceWorker)] != 2 {
+	if len(recs) != n+2 || partitions[keys.ParkedPK(keys.ParkSourceWorker)] != 2 {
 		t.Fatalf("Parked listed %d records (%v), want %d with the 2 legacy ones", len(recs), partitions, n+2)
 	}
 	if len(partitions) < 5 {
-		t.Fatalf("%d parked records in %d partitions %v, want them spread over the %d shards", n, len(partitions), partitions, model.ParkedShards)
+		t.Fatalf("%d parked records in %d partitions %v, want them spread over the %d shards", n, len(partitions), partitions, keys.ParkedShards)
 	}
 	for pk, c := range partitions {
 		if c > n/2 {
@@ -260,16 +261,16 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		}
 	}
 	// Redrive removes a legacy record by source and id.
-	if err := s.Unpark(ctx, model.ParkSourceWorker, "old-2"); err != nil {
+	if err := s.Unpark(ctx, keys.ParkSourceWorker, "old-2"); err != nil {
 		t.Fatal(err)
 	}
 	// The worker removes a done job's record from its shard alone: it
 	// writes nothing to the legacy partition (old-1 stays, and is counted
 	// by the account deletion below).
-	if err := s.RemoveParked(ctx, model.ParkSourceWorker, "job-1"); err != nil {
+	if err := s.RemoveParked(ctx, keys.ParkSourceWorker, "job-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveParked(ctx, model.ParkSourceWorker, "old-1"); err != nil {
+	if err := s.RemoveParked(ctx, keys.ParkSourceWorker, "old-1"); err != nil {
 		t.Fatal(err)
 	}
 	// The account deletion finds u1's in every shard and the legacy one.
@@ -277,7 +278,7 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	if err != nil || got != n/2+1 {
 		t.Fatalf("DeleteUserParked(u1): got %d, %v; want %d", got, err, n/2+1)
 	}
-	recs, err = s.Parked(ctx, model.ParkSourceWorker)
+	recs, err = s.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -39,7 +40,7 @@ func TestIngestResolveAthlete(t *testing.T) {
 		t.Fatalf("got %q, %v; want u1", got, err)
 	}
 	// Without the owner item the connection is found through GSI1.
-	if err := s.Delete(ctx, s.Tables().Main, model.AthleteOwnerKey(77)); err != nil {
+	if err := s.Delete(ctx, s.Tables().Main, keys.AthleteOwnerKey(77)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = s.ResolveAthlete(ctx, 77); err != nil || got != "u1" {
@@ -341,7 +342,7 @@ func TestIngestLegacyGrantTimeIsKept(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	granted := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	k := model.StravaConnectionKey("u1")
+	k := keys.StravaConnectionKey("u1")
 	legacy := store.Item{ // schema version 1: plain tokens, no grantedAtUtc
 		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},

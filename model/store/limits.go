@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // Limits holds counters and versioned states of the Strava budget: rate-limit readings, read counters, sync state and the reconcile cursor.
@@ -17,7 +19,7 @@ type Limits struct {
 }
 
 // TakeAthleteRead counts one Strava read for the athlete in the window of
-// length windowLen containing now (model.AthleteReadsKey; the counter expires
+// length windowLen containing now (keys.AthleteReadsKey; the counter expires
 // an hour after its window) unless limit reads were already counted there:
 // then it returns ErrConflict and counts nothing.
 func (s *Limits) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error {
@@ -42,7 +44,7 @@ func (s *Limits) TakeAthleteRead(ctx context.Context, athleteID int64, now time.
 // ErrNotFound before the first Strava response was recorded.
 func (s *Limits) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
 	var r model.RateLimitState
-	if err := s.Get(ctx, s.t.Main, model.RateLimitKey(), &r); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.RateLimitKey(), &r); err != nil {
 		return nil, fmt.Errorf("read rate limit state: %w", err)
 	}
 	return &r, nil
@@ -71,9 +73,9 @@ func (s *Limits) RecordRateLimit(ctx context.Context, r *model.RateLimitState) e
 // progress) with a strongly consistent GetItem. It returns ErrNotFound when
 // the user never had a sync, and ErrUnsupportedSchema when the item was
 // written by newer code.
-func (s *Limits) SyncState(ctx context.Context, userID string) (*model.SyncState, error) {
-	var st model.SyncState
-	if err := s.Get(ctx, s.t.Main, model.SyncStateKey(userID), &st); err != nil {
+func (s *Limits) SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error) {
+	var st syncstate.SyncState
+	if err := s.Get(ctx, s.t.Main, keys.SyncStateKey(userID), &st); err != nil {
 		return nil, fmt.Errorf("read sync state of user %s: %w", userID, err)
 	}
 	return &st, nil
@@ -89,11 +91,11 @@ func (s *Limits) SyncState(ctx context.Context, userID string) (*model.SyncState
 // was deleted (the user guard, read after the write) is removed again and
 // returns ErrUserDeleted: the create condition (attribute_not_exists) alone
 // would let a sync in flight re-create SYNC#STRAVA after the deletion.
-func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error) {
+func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error) {
 	for range syncStateRetries {
 		cur, err := s.SyncState(ctx, userID)
 		if errors.Is(err, model.ErrNotFound) {
-			cur, err = &model.SyncState{UserID: userID, State: model.SyncIdle}, nil
+			cur, err = &syncstate.SyncState{UserID: userID, State: syncstate.SyncIdle}, nil
 		}
 		if err != nil {
 			return nil, err
@@ -128,7 +130,7 @@ func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func
 // between them.
 //
 // With shards > 1 the window's count is split over that many counters
-// (model.SyncReadsKey), each allowed its part (model.SyncReadsShardAllowance,
+// (keys.SyncReadsKey), each allowed its part (keys.SyncReadsShardAllowance,
 // the parts sum to allowed): the read is taken from shard pick%shards, or,
 // when that one is full, from one other shard chosen by pick; ErrConflict
 // when both are. A refusal can thus come while other shards have room
@@ -136,8 +138,8 @@ func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func
 func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
 	window := now.UTC().Truncate(windowLen)
 	var err error
-	for _, shard := range model.SyncReadsTries(pick, shards) {
-		err = s.takeSyncRead(ctx, window, windowLen, shard, model.SyncReadsShardAllowance(allowed, shards, shard))
+	for _, shard := range keys.SyncReadsTries(pick, shards) {
+		err = s.takeSyncRead(ctx, window, windowLen, shard, keys.SyncReadsShardAllowance(allowed, shards, shard))
 		if !errors.Is(err, model.ErrConflict) {
 			return err
 		}
@@ -146,7 +148,7 @@ func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time
 }
 
 func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
-	meta := &model.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard}
+	meta := &syncstate.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard}
 	meta.Stamp()
 	if allowed <= 0 {
 		return fmt.Errorf("count a sync read in the window of %s (shard %d): nothing allowed yet: %w", window.Format(time.RFC3339), shard, model.ErrConflict)
@@ -168,9 +170,9 @@ func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen t
 
 // ReconcileCursor reads the reconciliation's enumeration cursor (strongly
 // consistent); ErrNotFound before the first cycle.
-func (s *Limits) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error) {
-	var c model.ReconcileCursor
-	if err := s.Get(ctx, s.t.Main, model.ReconcileCursorKey(), &c); err != nil {
+func (s *Limits) ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCursor, error) {
+	var c syncstate.ReconcileCursor
+	if err := s.Get(ctx, s.t.Main, keys.ReconcileCursorKey(), &c); err != nil {
 		return nil, fmt.Errorf("read reconcile cursor: %w", err)
 	}
 	return &c, nil
@@ -179,7 +181,7 @@ func (s *Limits) ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, e
 // SaveReconcileCursor writes c conditioned on the version it was read at
 // (c.Version; 0: not stored yet) and increments it; ErrConflict when
 // another run moved the cursor meanwhile.
-func (s *Limits) SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error {
+func (s *Limits) SaveReconcileCursor(ctx context.Context, c *syncstate.ReconcileCursor) error {
 	read := c.Version
 	c.Version, c.UpdatedAtUtc = read+1, s.Now().UTC()
 	if err := s.PutIf(ctx, s.t.Main, c, versionCond(read)); err != nil {

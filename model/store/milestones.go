@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Milestones holds milestones, their awards and projections, and the model catalog.
@@ -24,7 +25,7 @@ type Milestones struct {
 // ModelMeta reads a model's metadata; model.ErrNotFound for an unknown model.
 func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error) {
 	var m model.ModelMeta
-	if err := s.Get(ctx, s.t.Main, model.ModelMetaKey(modelID), &m); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.ModelMetaKey(modelID), &m); err != nil {
 		return model.ModelMeta{}, fmt.Errorf("model %s: %w", modelID, err)
 	}
 	return m, nil
@@ -48,7 +49,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 			meta.ModelID, cur.CatalogVersion, meta.CatalogVersion, model.ErrConflict)
 	}
 	changed := 0
-	existing, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, model.ModelPK(meta.ModelID), model.PrefixPart, QueryOptions{})
+	existing, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, keys.ModelPK(meta.ModelID), keys.PrefixPart, QueryOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 	}
@@ -98,7 +99,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) error {
 	for range milestoneCreateRetries {
 		var cnt model.MilestoneCount
-		err := s.Get(ctx, s.t.Main, model.MilestoneCountKey(m.UserID), &cnt)
+		err := s.Get(ctx, s.t.Main, keys.MilestoneCountKey(m.UserID), &cnt)
 		cond := expression.Name("count").Equal(expression.Value(cnt.Count))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -153,7 +154,7 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 // countMilestones counts the milestones (not awards) of a user's
 // MILESTONE# range, keys only.
 func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixMilestone, QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return 0, fmt.Errorf("count milestones of user %s: %w", userID, err)
 	}
@@ -163,7 +164,7 @@ func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, e
 		if err != nil {
 			return 0, err
 		}
-		if p, err := model.ParseKey(k); err == nil && p.Kind == model.KindMilestone {
+		if p, err := keys.ParseKey(k); err == nil && p.Kind == keys.KindMilestone {
 			n++
 		}
 	}
@@ -176,11 +177,11 @@ func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, e
 // guardrail stopped the read. Items of other milestones sharing the prefix
 // are dropped; an item written by newer code fails the read (fail closed).
 func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []MilestoneWithAwards, truncated bool, err error) {
-	prefix := model.PrefixMilestone
+	prefix := keys.PrefixMilestone
 	if milestoneID != "" {
-		prefix = model.MilestoneSK(milestoneID)
+		prefix = keys.MilestoneSK(milestoneID)
 	}
-	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), prefix, QueryOptions{})
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), prefix, QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 	}
@@ -190,7 +191,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 		if err != nil {
 			return nil, false, err
 		}
-		p, err := model.ParseKey(k)
+		p, err := keys.ParseKey(k)
 		if err != nil {
 			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 		}
@@ -198,14 +199,14 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 			continue
 		}
 		switch p.Kind {
-		case model.KindMilestone:
+		case keys.KindMilestone:
 			var m model.Milestone
 			if err := Unmarshal(it, &m); err != nil {
 				return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 			}
 			index[m.MilestoneID] = len(ms)
 			ms = append(ms, MilestoneWithAwards{Milestone: m, Awards: []model.Award{}})
-		case model.KindAward:
+		case keys.KindAward:
 			i, ok := index[p.MilestoneID]
 			if !ok {
 				continue // an award sorts after its milestone; none means the milestone is gone
@@ -225,7 +226,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // returned as an error, so one bad milestone cannot block the others. It
 // returns an error only when the query itself fails.
 func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMilestones, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixMilestone, QueryOptions{})
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixMilestone, QueryOptions{})
 	if err != nil {
 		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
@@ -236,20 +237,20 @@ func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMil
 			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
 			continue
 		}
-		p, err := model.ParseKey(k)
+		p, err := keys.ParseKey(k)
 		if err != nil {
 			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
 			continue
 		}
 		switch p.Kind {
-		case model.KindMilestone:
+		case keys.KindMilestone:
 			var m model.Milestone
 			if err := Unmarshal(item, &m); err != nil {
 				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
 				continue
 			}
 			out.Milestones = append(out.Milestones, m)
-		case model.KindAward:
+		case keys.KindAward:
 			var a model.Award
 			if err := Unmarshal(item, &a); err != nil {
 				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
@@ -269,7 +270,7 @@ func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMil
 // index. A model without parts yields an empty map, not an error; an
 // unreadable part fails the read.
 func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
-	parts, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, model.ModelPK(modelID), model.PrefixPart, QueryOptions{})
+	parts, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, keys.ModelPK(modelID), keys.PrefixPart, QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read parts of model %s: %w", modelID, err)
 	}
@@ -310,7 +311,7 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ProjectionWrite) err
 	} else {
 		c.Remove = append(c.Remove, "exactFromUtc")
 	}
-	k := model.MilestoneKey(w.UserID, w.MilestoneID)
+	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
 	if len(w.Awards) == 0 && len(w.Audits) == 0 {
 		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
@@ -350,10 +351,10 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ProjectionWrite) err
 
 // AwardAudits reports which parts of a user's milestone have their
 // AWARD_MINTED audit entry, keyed at keyAt (the milestone's createdAtUtc, see
-// model.AwardMintedAuditKey): one strongly consistent Query of the user's
+// keys.AwardMintedAuditKey): one strongly consistent Query of the user's
 // audit partition, begins_with the milestone's prefix, keys only.
 func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Audit, model.UserPK(userID), model.AwardMintedAuditPrefix(milestoneID, keyAt),
+	res, err := s.QueryPrefix(ctx, s.t.Audit, keys.UserPK(userID), keys.AwardMintedAuditPrefix(milestoneID, keyAt),
 		QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
@@ -364,7 +365,7 @@ func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string
 		if err != nil {
 			return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
 		}
-		if i, ok := model.ParseAwardMintedAuditSK(k.SK, milestoneID, keyAt); ok {
+		if i, ok := keys.ParseAwardMintedAuditSK(k.SK, milestoneID, keyAt); ok {
 			out[i] = true
 		}
 	}

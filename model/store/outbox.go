@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Outbox holds the outbox (CommitCollectIdempotency): claims, leases, settles and the Pending index.
@@ -96,8 +97,8 @@ func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job st
 		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
 		Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
-		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
 	// The claim's own ttl, not ttlSeconds: the key may not exist yet.
@@ -121,8 +122,8 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 	until := now.Add(lease)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
-		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(until, key))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
 	upd = expiresAfter(upd, until)
@@ -185,8 +186,8 @@ func (s *Outbox) DeferOutboxItem(ctx context.Context, key string, notBefore time
 	upd := expression.Set(expression.Name(attrNotBefore), expression.Value(notBefore.UnixMilli())).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
-		Set(expression.Name(attrPendingPK), expression.Value(model.OutboxPendingPK(key, s.OutboxShards))).
-		Set(expression.Name(attrPendingSK), expression.Value(model.OutboxPendingSK(notBefore, key))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(notBefore, key))).
 		Add(expression.Name(counter), expression.Value(1)).
 		Remove(expression.Name(attrLeaseUntil))
 	upd = expiresAfter(upd, notBefore)
@@ -209,8 +210,8 @@ func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBu
 }
 
 // pendingShards is how many shards of the pending index readers query: the
-// configured count (Store.OutboxShards, default model.DefaultOutboxShards),
-// and never fewer than model.LegacyOutboxShards (items written before the
+// configured count (Store.OutboxShards, default keys.DefaultOutboxShards),
+// and never fewer than keys.LegacyOutboxShards (items written before the
 // count was configurable). Raising the count is safe (readers query the
 // old shards too); lowering it strands the items of the dropped shards
 // until their keys are leased or deferred again by a writer with the
@@ -218,9 +219,9 @@ func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBu
 func (s *Outbox) pendingShards() int {
 	n := s.OutboxShards
 	if n < 1 {
-		n = model.DefaultOutboxShards
+		n = keys.DefaultOutboxShards
 	}
-	return max(n, model.LegacyOutboxShards)
+	return max(n, keys.LegacyOutboxShards)
 }
 
 // DueOutboxItems lists received items due at now (lease lapsed, not-before
@@ -230,8 +231,8 @@ func (s *Outbox) pendingShards() int {
 func (s *Outbox) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
 	var out []model.IdempotencyRecord
 	for shard := range s.pendingShards() {
-		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard))).
-			And(expression.Key(attrPendingSK).LessThan(expression.Value(model.OutboxDueBefore(now))))
+		kc := expression.Key(attrPendingPK).Equal(expression.Value(keys.OutboxPendingShardPK(shard))).
+			And(expression.Key(attrPendingSK).LessThan(expression.Value(keys.OutboxDueBefore(now))))
 		recs, err := s.queryPending(ctx, kc, limit)
 		if err != nil {
 			return nil, fmt.Errorf("list due outbox items (shard %d): %w", shard, err)
@@ -262,9 +263,9 @@ type OutboxBacklog struct {
 // metrics and the chaos suite read the backlog through it.
 func (s *Outbox) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
 	var b OutboxBacklog
-	bound := model.OutboxDueBefore(now)
+	bound := keys.OutboxDueBefore(now)
 	for shard := range s.pendingShards() {
-		kc := expression.Key(attrPendingPK).Equal(expression.Value(model.OutboxPendingShardPK(shard)))
+		kc := expression.Key(attrPendingPK).Equal(expression.Value(keys.OutboxPendingShardPK(shard)))
 		recs, err := s.queryPending(ctx, kc, 0)
 		if err != nil {
 			return OutboxBacklog{}, fmt.Errorf("count pending outbox items (shard %d): %w", shard, err)
@@ -308,7 +309,7 @@ func (s *Outbox) queryPending(ctx context.Context, kc expression.KeyConditionBui
 			if err := Unmarshal(it, &r); err != nil {
 				return nil, err
 			}
-			if due, ok := model.ParseOutboxPendingSK(r.PendingSK); ok && r.LeaseUntil == 0 && r.NotBefore == 0 {
+			if due, ok := keys.ParseOutboxPendingSK(r.PendingSK); ok && r.LeaseUntil == 0 && r.NotBefore == 0 {
 				// The index projects no lease or not-before: the due
 				// instant is the sort key's, so DueAt stays true.
 				r.NotBefore = due.UnixMilli()

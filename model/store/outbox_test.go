@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -27,7 +28,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
-		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != model.OutboxPendingPK("k1", 0) ||
+		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != keys.OutboxPendingPK("k1", 0) ||
 		rec.ExpiresAt != now.Add(time.Minute).Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
 	}
@@ -80,7 +81,7 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 	}
 	got, _ := s.OutboxItem(ctx, "k1")
 	if got.Status != model.OutboxReceived || got.NotBefore != reset.UnixMilli() || got.LeaseUntil != 0 || got.Deferrals != 1 ||
-		got.Failures != 0 || got.PendingSK != model.OutboxPendingSK(reset, "k1") || !got.DueAt().Equal(reset) {
+		got.Failures != 0 || got.PendingSK != keys.OutboxPendingSK(reset, "k1") || !got.DueAt().Equal(reset) {
 		t.Fatalf("got %+v, want received, due at the reset, one deferral", got)
 	}
 	// A redelivery after the lease but before the reset is still a duplicate.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // ParkedRecords holds records set aside for redrive (PARKED#{source}#{shard}).
@@ -41,7 +42,7 @@ func (s *ParkedRecords) Park(ctx context.Context, r *model.ParkedRecord) error {
 // DeleteUserParked deletes the parked records (every source) that belong to
 // a user: those naming userID, and those naming no user but athleteID (a
 // worker job parked before its athlete was resolved; athleteID 0 skips
-// them). It reads every partition of each source (model.ParkedPartitions:
+// them). It reads every partition of each source (keys.ParkedPartitions:
 // the shards and the legacy unsharded one) whole with a filter (keys
 // only): they hold only what failed for good and expire after
 // model.ParkedRetentionDays, so they stay small; it is an account
@@ -54,8 +55,8 @@ func (s *ParkedRecords) DeleteUserParked(ctx context.Context, userID string, ath
 			And(expression.Name("athleteId").Equal(expression.Value(athleteID))))
 	}
 	n := 0
-	for _, source := range []string{model.ParkSourceProjector, model.ParkSourceWorker} {
-		for _, pk := range model.ParkedPartitions(source) {
+	for _, source := range []string{keys.ParkSourceProjector, keys.ParkSourceWorker} {
+		for _, pk := range keys.ParkedPartitions(source) {
 			m, err := s.deleteParkedIn(ctx, pk, mine)
 			n += m
 			if err != nil {
@@ -106,7 +107,7 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 // record id.
 func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]model.ParkedRecord, error) {
 	var out []model.ParkedRecord
-	for _, pk := range model.ParkedPartitions(source) {
+	for _, pk := range keys.ParkedPartitions(source) {
 		left := model.MaxWorkoutsToInspect - len(out)
 		if left <= 0 {
 			break
@@ -130,7 +131,7 @@ func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]model.Park
 // the main table's busiest keys, and a redrive of such a record finds its
 // job done and does not run it.
 func (s *ParkedRecords) RemoveParked(ctx context.Context, source, recordID string) error {
-	if err := s.Delete(ctx, s.t.Main, model.ParkedKey(source, recordID)); err != nil {
+	if err := s.Delete(ctx, s.t.Main, keys.ParkedKey(source, recordID)); err != nil {
 		return fmt.Errorf("remove parked %s record %s: %w", source, recordID, err)
 	}
 	return nil
@@ -141,7 +142,7 @@ func (s *ParkedRecords) RemoveParked(ctx context.Context, source, recordID strin
 func (s *ParkedRecords) Unpark(ctx context.Context, source, recordID string) error {
 	// Two DeleteItem calls (unconditional: a missing item is no error), not
 	// a batch: the worker's role grants DeleteItem on the main table.
-	for _, k := range []model.Key{model.ParkedKey(source, recordID), model.LegacyParkedKey(source, recordID)} {
+	for _, k := range []model.Key{keys.ParkedKey(source, recordID), keys.LegacyParkedKey(source, recordID)} {
 		if err := s.Delete(ctx, s.t.Main, k); err != nil {
 			return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -261,7 +262,7 @@ func TestUserMilestones(t *testing.T) {
 	if len(got.Awards["a"]) != 2 || got.Awards["a"][11].PartIndex != 11 || len(got.Awards["b"]) != 0 {
 		t.Fatalf("awards: got %+v", got.Awards)
 	}
-	if len(got.Unreadable) != 1 || got.Unreadable[0].Key != model.MilestoneKey("u1", "c") ||
+	if len(got.Unreadable) != 1 || got.Unreadable[0].Key != keys.MilestoneKey("u1", "c") ||
 		!errors.Is(got.Unreadable[0].Err, model.ErrUnsupportedSchema) {
 		t.Fatalf("unreadable: got %+v, want milestone c with ErrUnsupportedSchema", got.Unreadable)
 	}
@@ -307,7 +308,7 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 1 || m.ProgressValue != 10 || m.WrittenBy != model.WriterProjector || m.Title != "keep me" || !m.ProjectedAtUtc.Equal(at) {
@@ -327,7 +328,7 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = model.Milestone{} // Get does not clear attributes the item no longer has
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 || m.ProjectedAtUtc != nil {
@@ -338,7 +339,7 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatalf("replayed transaction with the same token: %v", err)
 	}
 	m = model.Milestone{}
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 {
@@ -353,7 +354,7 @@ func TestWriteProjection(t *testing.T) {
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 1 {
 		t.Fatalf("existing award: got %v, want a conflict on item 1", err)
 	}
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 {
@@ -404,17 +405,17 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 		t.Fatalf("audited parts: got %v, want 0 and 1", got)
 	}
 	var e model.AuditEntry
-	if err := s.Get(ctx, s.Tables().Audit, model.AwardMintedAuditKey("ua", "m1", created, 1), &e); err != nil {
+	if err := s.Get(ctx, s.Tables().Audit, keys.AwardMintedAuditKey("ua", "m1", created, 1), &e); err != nil {
 		t.Fatalf("entry under its deterministic key: %v", err)
 	}
-	if !e.OccurredAtUtc.Equal(at) || e.EventMonthPK != model.EventMonthPK("AWARD_MINTED", at) || e.ExpiresAt != at.AddDate(0, 0, model.AuditRetentionDays).Unix() {
+	if !e.OccurredAtUtc.Equal(at) || e.EventMonthPK != keys.EventMonthPK("AWARD_MINTED", at) || e.ExpiresAt != at.AddDate(0, 0, model.AuditRetentionDays).Unix() {
 		t.Fatalf("entry keyed at the milestone's creation but dated at the mint: %+v", e)
 	}
 	// Replayed with its token: acknowledged, nothing written twice.
 	if err := s.WriteProjection(ctx, w); err != nil {
 		t.Fatalf("replay with the same token: %v", err)
 	}
-	as, _, err := store.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, model.UserPK("ua"), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, keys.UserPK("ua"), keys.PrefixAudit, store.QueryOptions{})
 	if err != nil || len(as) != 2 {
 		t.Fatalf("audit entries after the replay: %d (%v), want 2", len(as), err)
 	}
@@ -431,7 +432,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 		t.Fatalf("existing audit entry: got %v, want a conflict on item 2", err)
 	}
 	var award model.Award
-	if err := s.Get(ctx, s.Tables().Main, model.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {
+	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("award of the cancelled write: %v, want not found", err)
 	}
 	if err := s.Get(ctx, s.Tables().Audit, stray.ItemKey(), &e); err != nil || e.CorrelationID != "stray" {
@@ -460,7 +461,7 @@ func TestAwardAuditsReadsOnlyItsMilestone(t *testing.T) {
 		model.NewAwardMintedAudit("ub", "a-01", created, 3, "AWARD_MINTED", "c", created, nil),
 		model.NewAwardMintedAudit("ub", "a", created.Add(time.Second), 4, "AWARD_MINTED", "c", created, nil),
 		model.NewAwardMintedAudit("uc", "a", created, 5, "AWARD_MINTED", "c", created, nil),
-		model.NewAuditEntry(model.UserPK("ub"), "ub", "MILESTONE_PROGRESS_UPDATED", "c", "r", created, nil),
+		model.NewAuditEntry(keys.UserPK("ub"), "ub", "MILESTONE_PROGRESS_UPDATED", "c", "r", created, nil),
 	} {
 		if err := s.AppendAudit(ctx, e); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Sessions holds sessions (the sessions table, and their pointers in the user's partition) and login states.
@@ -39,7 +40,7 @@ func (s *Sessions) CreateSession(ctx context.Context, sess *model.Session) error
 // Session.Expired.
 func (s *Sessions) Session(ctx context.Context, sessionID string) (model.Session, error) {
 	var sess model.Session
-	if err := s.Get(ctx, s.t.Sessions, model.SessionKey(sessionID), &sess); err != nil {
+	if err := s.Get(ctx, s.t.Sessions, keys.SessionKey(sessionID), &sess); err != nil {
 		return model.Session{}, fmt.Errorf("session: %w", err)
 	}
 	return sess, nil
@@ -48,10 +49,10 @@ func (s *Sessions) Session(ctx context.Context, sessionID string) (model.Session
 // DeleteSession removes a session and then its pointer. Deleting a missing
 // session is not an error.
 func (s *Sessions) DeleteSession(ctx context.Context, userID, sessionID string) error {
-	if err := s.Delete(ctx, s.t.Sessions, model.SessionKey(sessionID)); err != nil {
+	if err := s.Delete(ctx, s.t.Sessions, keys.SessionKey(sessionID)); err != nil {
 		return fmt.Errorf("delete session of user %s: %w", userID, err)
 	}
-	if err := s.Delete(ctx, s.t.Main, model.UserSessionKey(userID, sessionID)); err != nil {
+	if err := s.Delete(ctx, s.t.Main, keys.UserSessionKey(userID, sessionID)); err != nil {
 		return fmt.Errorf("delete session pointer of user %s: %w", userID, err)
 	}
 	return nil
@@ -60,7 +61,7 @@ func (s *Sessions) DeleteSession(ctx context.Context, userID, sessionID string) 
 // UserSessionIDs lists the session ids a user's partition points to (at
 // most MaxWorkoutsToInspect; truncated says there are more).
 func (s *Sessions) UserSessionIDs(ctx context.Context, userID string) (ids []string, truncated bool, err error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), model.PrefixSession, QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixSession, QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, false, fmt.Errorf("list sessions of user %s: %w", userID, err)
 	}
@@ -69,7 +70,7 @@ func (s *Sessions) UserSessionIDs(ctx context.Context, userID string) (ids []str
 		if err != nil {
 			return nil, false, err
 		}
-		if p, err := model.ParseKey(k); err == nil && p.Kind == model.KindUserSession {
+		if p, err := keys.ParseKey(k); err == nil && p.Kind == keys.KindUserSession {
 			ids = append(ids, p.SessionID)
 		}
 	}
@@ -91,8 +92,8 @@ func (s *Sessions) DeleteUserSessions(ctx context.Context, userID, keep string) 
 			if id == keep {
 				continue
 			}
-			sessions = append(sessions, model.SessionKey(id))
-			pointers = append(pointers, model.UserSessionKey(userID, id))
+			sessions = append(sessions, keys.SessionKey(id))
+			pointers = append(pointers, keys.UserSessionKey(userID, id))
 		}
 		if err := s.BatchDelete(ctx, s.t.Sessions, sessions); err != nil {
 			return fmt.Errorf("delete sessions of user %s: %w", userID, err)
@@ -111,10 +112,10 @@ func (s *Sessions) DeleteUserSessions(ctx context.Context, userID, keep string) 
 // deletion, so that if it stops in between the session still works and the
 // deletion can be re-run with it.
 func (s *Sessions) DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error {
-	if err := s.Delete(ctx, s.t.Main, model.UserSessionKey(userID, sessionID)); err != nil {
+	if err := s.Delete(ctx, s.t.Main, keys.UserSessionKey(userID, sessionID)); err != nil {
 		return fmt.Errorf("delete session pointer of user %s: %w", userID, err)
 	}
-	if err := s.Delete(ctx, s.t.Sessions, model.SessionKey(sessionID)); err != nil {
+	if err := s.Delete(ctx, s.t.Sessions, keys.SessionKey(sessionID)); err != nil {
 		return fmt.Errorf("delete session of user %s: %w", userID, err)
 	}
 	return nil
@@ -134,7 +135,7 @@ func (s *Sessions) PutOAuthState(ctx context.Context, st *model.OAuthState) erro
 // does not exist or was already used. It does not check expiry.
 func (s *Sessions) ConsumeOAuthState(ctx context.Context, stateHash string) (model.OAuthState, error) {
 	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.t.Sessions), Key: s.t.keyAV(s.t.Sessions, model.OAuthStateKey(stateHash)),
+		TableName: aws.String(s.t.Sessions), Key: s.t.keyAV(s.t.Sessions, keys.OAuthStateKey(stateHash)),
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {

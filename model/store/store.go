@@ -4,7 +4,7 @@
 //
 // The workout log and its index. The projector reads a user's workouts by
 // start date (WorkoutLog), not by activity id: the main table has a local
-// secondary index LSI1 whose sort key LSI1SK is model.WorkoutDateSK
+// secondary index LSI1 whose sort key LSI1SK is keys.WorkoutDateSK
 // (WORKOUT#{startDateUtc, fixed width with nanoseconds}#{activityId,
 // zero-padded to 19 digits}), set by Workout.Stamp on every write. It is an
 // LSI, not a GSI, on purpose: an LSI can be read strongly consistent, a GSI
@@ -27,7 +27,7 @@
 // Hot keys (issue 24). No partition takes a burst's writes alone: the
 // outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
 // default 32; the 4 legacy shards are always read), parked records over
-// model.ParkedShards per source (the unsharded legacy partition is still
+// keys.ParkedShards per source (the unsharded legacy partition is still
 // read until its records expire), sync-page audit entries are routine
 // (unindexed), and a dropped audit write is counted (AuditWritesDropped,
 // alarmed). GSI1 (athlete → user) and Pending project only what their
@@ -75,7 +75,7 @@ type DB struct {
 	// it, writing or reading sealed tokens fails with ErrNoSealer.
 	Secrets Sealer
 	// OutboxShards is how many partitions of the outbox's pending index
-	// items are spread over (CC_OUTBOX_SHARDS; 0: model.DefaultOutboxShards).
+	// items are spread over (CC_OUTBOX_SHARDS; 0: keys.DefaultOutboxShards).
 	// Writers (the api's claim, the worker's deferrals, the sweeper's
 	// leases) and the sweeper's reads must use the same count.
 	OutboxShards int

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -40,7 +41,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &got); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.PK != "USER#u1" || got.SK != "MILESTONE#m1" || got.EntityType != model.EntityMilestone || got.SchemaVersion != 1 {
@@ -49,7 +50,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 	if got.Target != 100000 || !got.PeriodEndAtUtc.Equal(end) || got.SportTypes[0] != "Run" || got.PartCount != 10 {
 		t.Fatalf("got definition %+v", got.MilestoneDefinition)
 	}
-	err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "nope"), &got)
+	err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "nope"), &got)
 	if !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing item: got %v, want ErrNotFound", err)
 	}
@@ -103,7 +104,7 @@ func TestUpdateVersionedConflict(t *testing.T) {
 	if !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("stale update: got %v, want ErrConflict", err)
 	}
-	_, err = s.UpdateVersioned(ctx, s.Tables().Main, model.MilestoneKey("u1", "gone"), 0, upd)
+	_, err = s.UpdateVersioned(ctx, s.Tables().Main, keys.MilestoneKey("u1", "gone"), 0, upd)
 	if !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("update of a missing item must not create it: got %v", err)
 	}
@@ -120,7 +121,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	upd, err := s.VersionedUpdateInput(s.Tables().Main, model.MilestoneKey("u1", "m1"), 1,
+	upd, err := s.VersionedUpdateInput(s.Tables().Main, keys.MilestoneKey("u1", "m1"), 1,
 		store.Changes{Set: map[string]any{"awardedParts": 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	}
 	// Nothing of the cancelled transaction was applied.
 	var m model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, model.MilestoneKey("u1", "m1"), &m); err != nil || m.Version != 1 || m.AwardedParts != 0 {
+	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil || m.Version != 1 || m.AwardedParts != 0 {
 		t.Fatalf("milestone after cancelled transaction: %+v %v", m.Projection, err)
 	}
 	// The same transaction without the duplicate commits, and a retry with
@@ -171,21 +172,21 @@ func TestBatchWrite60(t *testing.T) {
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ws) != 60 || truncated {
 		t.Fatalf("got %d workouts (truncated %v), want 60", len(ws), truncated)
 	}
-	var keys []model.Key
+	var ks []model.Key
 	for _, w := range ws {
-		keys = append(keys, w.ItemKey())
+		ks = append(ks, w.ItemKey())
 	}
-	if err := s.BatchDelete(ctx, s.Tables().Main, keys); err != nil {
+	if err := s.BatchDelete(ctx, s.Tables().Main, ks); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, model.UserPK("u1"), "", store.QueryOptions{})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), "", store.QueryOptions{})
 	if err != nil || len(res.Items) != 0 {
 		t.Fatalf("after batch delete: %d items, %v", len(res.Items), err)
 	}
@@ -205,7 +206,7 @@ func TestQueryGuardrail(t *testing.T) {
 		t.Fatal(err)
 	}
 	proj := store.QueryOptions{Projection: []string{"activityId", "distanceMeters"}}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, proj)
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, proj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +217,11 @@ func TestQueryGuardrail(t *testing.T) {
 		t.Fatalf("projection expression ignored: %v", res.Items[0])
 	}
 	// Exactly at a smaller limit, with nothing after it, is not truncated.
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{Limit: 10})
+	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{Limit: 10})
 	if err != nil || len(res.Items) != 10 || !res.Truncated {
 		t.Fatalf("limit 10: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, model.UserPK("u1"), model.PrefixMilestone, store.QueryOptions{Limit: 1})
+	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixMilestone, store.QueryOptions{Limit: 1})
 	if err != nil || len(res.Items) != 1 || res.Truncated {
 		t.Fatalf("exact fit: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
@@ -248,19 +249,19 @@ func TestSchemaVersionFailsClosed(t *testing.T) {
 		}
 	}
 	var w model.Workout
-	err = s.Get(ctx, s.Tables().Main, model.WorkoutKey("u1", 7), &w)
+	err = s.Get(ctx, s.Tables().Main, keys.WorkoutKey("u1", 7), &w)
 	var sve *model.SchemaVersionError
 	if !errors.Is(err, model.ErrUnsupportedSchema) || !errors.As(err, &sve) || sve.Got != 99 {
 		t.Fatalf("future version: got %v, want SchemaVersionError(99)", err)
 	}
 	var old model.Workout
-	if err := s.Get(ctx, s.Tables().Main, model.WorkoutKey("u1", 8), &old); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.WorkoutKey("u1", 8), &old); err != nil {
 		t.Fatalf("legacy item: %v", err)
 	}
 	if old.SchemaVersion != 1 || old.UserID != "u1" || old.ActivityID != 8 || old.EntityType != model.EntityWorkout {
 		t.Fatalf("legacy item not normalized: %+v", old)
 	}
-	_, _, err = store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, model.UserPK("u1"), model.PrefixWorkoutStrava, store.QueryOptions{})
+	_, _, err = store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if !errors.Is(err, model.ErrUnsupportedSchema) {
 		t.Fatalf("query over a future item: got %v, want ErrUnsupportedSchema", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -19,7 +21,7 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 		t.Fatalf("SyncState of a user without one: got %v, want ErrNotFound", err)
 	}
 	horizon := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	want := model.SyncState{UserID: "u1", AthleteID: 7, State: model.SyncBackfilling, Mode: model.SyncModeBackfill,
+	want := syncstate.SyncState{UserID: "u1", AthleteID: 7, State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill,
 		ImportedCount: 12, HorizonUtc: horizon, UpdatedAtUtc: horizon.Add(time.Hour)}
 	if err := s.Put(ctx, s.Tables().Main, &want); err != nil {
 		t.Fatal(err)
@@ -28,13 +30,13 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != want.State || got.ImportedCount != 12 || !got.HorizonUtc.Equal(horizon) || got.Key != model.SyncStateKey("u1") {
+	if got.State != want.State || got.ImportedCount != 12 || !got.HorizonUtc.Equal(horizon) || got.Key != keys.SyncStateKey("u1") {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }
 
 // TestDailySyncReadsSpreadOverShards: concurrent sync reads of a long
-// window taken over model.SyncReadsShards counters never exceed what is
+// window taken over keys.SyncReadsShards counters never exceed what is
 // allowed between them, and land on several partitions, not one.
 // Protections: the split allowance (each shard allowed the whole would let
 // shards × allowed through) and the pick (always shard 0 is one key).
@@ -51,7 +53,7 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.TakeSyncRead(ctx, now, 24*time.Hour, allowed, model.SyncReadsShards, uint64(i)*2654435761)
+			err := s.TakeSyncRead(ctx, now, 24*time.Hour, allowed, keys.SyncReadsShards, uint64(i)*2654435761)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -66,9 +68,9 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 	}
 	wg.Wait()
 	total, used := 0, 0
-	for shard := range model.SyncReadsShards {
-		var r model.SyncReads
-		if err := s.Get(ctx, s.Tables().Main, model.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
+	for shard := range keys.SyncReadsShards {
+		var r syncstate.SyncReads
+		if err := s.Get(ctx, s.Tables().Main, keys.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
 			total += r.Reads
 			used++
 		}
@@ -80,7 +82,7 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 	if taken < allowed/2 {
 		t.Errorf("took %d of %d allowed with %d attempts: the two-shard probe leaves too much unused", taken, allowed, attempts)
 	}
-	if used < model.SyncReadsShards/2 {
-		t.Errorf("reads landed on %d counters, want them spread over the %d shards", used, model.SyncReadsShards)
+	if used < keys.SyncReadsShards/2 {
+		t.Errorf("reads landed on %d counters, want them spread over the %d shards", used, keys.SyncReadsShards)
 	}
 }

@@ -33,7 +33,7 @@ const (
 	// GSI2PK) and the audit table's event-month index.
 	IndexGSI2 = "GSI2"
 	// IndexLSI1 is the main table's local secondary index on LSI1SK, the
-	// workouts' date-ordered key (model.WorkoutDateSK). Only workouts carry
+	// workouts' date-ordered key (keys.WorkoutDateSK). Only workouts carry
 	// LSI1SK, so it holds nothing else. The projector reads its log from it
 	// with a key condition on the milestones' periods, strongly consistent.
 	IndexLSI1 = "LSI1"

@@ -10,12 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Strava tokens never reach a table in plain text: every write of a
 // connection seals the pair (model/secrets envelope encryption) and every
 // read opens it. The context is the item's key, never its attributes: the
-// user parsed from the PK (model.ParseKey) + strava-tokens, and the whole
+// user parsed from the PK (keys.ParseKey) + strava-tokens, and the whole
 // key in the additional data (model.SealedFormatV2), so a connection item
 // copied whole under another user's key does not open, whether or not its
 // userId attribute was edited. Format 1 pairs (sealed under the userId
@@ -44,11 +45,11 @@ type tokenPair struct {
 // k: the user parsed from k's PK and k itself. It returns ErrInvalid when k
 // is not a connection's key.
 func tokenContext(k model.Key) (model.SecretContext, error) {
-	p, err := model.ParseKey(k)
+	p, err := keys.ParseKey(k)
 	if err != nil {
 		return model.SecretContext{}, fmt.Errorf("token context of %s: %w", k, err)
 	}
-	if p.Kind != model.KindStravaConnection {
+	if p.Kind != keys.KindStravaConnection {
 		return model.SecretContext{}, fmt.Errorf("token context of %s: not a strava connection key: %w", k, model.ErrInvalid)
 	}
 	return model.SecretContext{UserID: p.UserID, Purpose: model.PurposeStravaTokens, Item: k.String()}, nil
@@ -129,7 +130,7 @@ func (s *DB) openConnection(ctx context.Context, k model.Key, c *model.StravaCon
 // sealedTokensUpdate sets a freshly sealed pair on a connection and removes
 // any plain text pair, bringing the item to the current schema version.
 func (s *DB) sealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
-	sealed, err := s.sealTokens(ctx, model.StravaConnectionKey(userID), access, refresh)
+	sealed, err := s.sealTokens(ctx, keys.StravaConnectionKey(userID), access, refresh)
 	if err != nil {
 		return expression.UpdateBuilder{}, fmt.Errorf("seal tokens of %s: %w", userID, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -21,7 +22,7 @@ import (
 // rawConnection reads a user's connection item as DynamoDB holds it.
 func rawConnection(t *testing.T, s *store.Store, userID string) store.Item {
 	t.Helper()
-	k := model.StravaConnectionKey(userID)
+	k := keys.StravaConnectionKey(userID)
 	out, err := s.Client().GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(s.Tables().Main), ConsistentRead: aws.Bool(true),
 		Key: store.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
@@ -142,7 +143,7 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	k := model.StravaConnectionKey("old")
+	k := keys.StravaConnectionKey("old")
 	legacy := store.Item{
 		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
@@ -205,7 +206,7 @@ func TestStoreWithoutSealerRefusesToWriteTokens(t *testing.T) {
 func copyConnection(t *testing.T, s *store.Store, from, to, userIDAttr string) {
 	t.Helper()
 	item := rawConnection(t, s, from)
-	k := model.StravaConnectionKey(to)
+	k := keys.StravaConnectionKey(to)
 	item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
 	item["userId"] = &types.AttributeValueMemberS{Value: userIDAttr}
 	if _, err := s.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Users holds profiles, the athlete → user mapping, the users index, and a user's items at deletion.
@@ -38,18 +39,18 @@ type UsersPage struct {
 // one shard of the sparse users index (GSI2, UserListShardPK(shard)) whose id
 // sorts after after ("" starts at the beginning). The cursor is a user id, so
 // callers can persist it and resume a listing in another process; listing
-// every user means walking shards 0..model.UserListShards-1 until More is
+// every user means walking shards 0..keys.UserListShards-1 until More is
 // false. It never scans. The index is eventually consistent: a profile
 // written a moment ago may not be listed yet. It returns ErrInvalid for a
 // shard out of range.
 func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (UsersPage, error) {
-	if shard < 0 || shard >= model.UserListShards {
-		return UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, model.UserListShards-1, model.ErrInvalid)
+	if shard < 0 || shard >= keys.UserListShards {
+		return UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, keys.UserListShards-1, model.ErrInvalid)
 	}
 	if limit <= 0 || limit > MaxUsersPage {
 		limit = MaxUsersPage
 	}
-	kc := expression.Key("GSI2PK").Equal(expression.Value(model.UserListShardPK(shard)))
+	kc := expression.Key("GSI2PK").Equal(expression.Value(keys.UserListShardPK(shard)))
 	if after != "" {
 		kc = kc.And(expression.Key("GSI2SK").GreaterThan(expression.Value(after)))
 	}
@@ -95,8 +96,8 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 // eventually consistent.
 func (s *Users) CountUsers(ctx context.Context) (int, error) {
 	total := 0
-	for shard := range model.UserListShards {
-		kc := expression.Key("GSI2PK").Equal(expression.Value(model.UserListShardPK(shard)))
+	for shard := range keys.UserListShards {
+		kc := expression.Key("GSI2PK").Equal(expression.Value(keys.UserListShardPK(shard)))
 		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
 			return 0, fmt.Errorf("count users of shard %d: build expression: %w", shard, err)
@@ -153,7 +154,7 @@ func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.Strav
 // when no user owns the athlete.
 func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error) {
 	var o model.AthleteOwner
-	if err := s.Get(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), &o); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &o); err != nil {
 		return model.AthleteOwner{}, fmt.Errorf("athlete owner %d: %w", athleteID, err)
 	}
 	return o, nil
@@ -162,7 +163,7 @@ func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.Athlet
 // Profile reads a user's profile; model.ErrNotFound when there is none.
 func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, error) {
 	var p model.Profile
-	if err := s.Get(ctx, s.t.Main, model.ProfileKey(userID), &p); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.ProfileKey(userID), &p); err != nil {
 		return model.Profile{}, fmt.Errorf("profile %s: %w", userID, err)
 	}
 	return p, nil
@@ -173,7 +174,7 @@ func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, erro
 // a user it has since joined. A missing mapping or one owned by another user
 // is not an error.
 func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error {
-	err := s.DeleteIf(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), expression.Name("userId").Equal(expression.Value(userID)))
+	err := s.DeleteIf(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), expression.Name("userId").Equal(expression.Value(userID)))
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete owner of athlete %d for user %s: %w", athleteID, userID, err)
 	}
@@ -184,31 +185,31 @@ func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userI
 // begins with prefix (all of them when empty) and for which skip returns
 // false, in batches of 25, page after page until none is left. It returns how
 // many it deleted; re-running it is harmless.
-func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error) {
+func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error) {
 	deleted := 0
 	for {
-		res, err := s.QueryPrefix(ctx, s.t.Main, model.UserPK(userID), prefix, QueryOptions{Projection: []string{"PK", "SK"}})
+		res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), prefix, QueryOptions{Projection: []string{"PK", "SK"}})
 		if err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
-		var keys []model.Key
+		var batch []model.Key
 		for _, it := range res.Items {
 			k, err := itemKey(it)
 			if err != nil {
 				return deleted, err
 			}
 			if skip != nil {
-				if p, err := model.ParseKey(k); err == nil && skip(p) {
+				if p, err := keys.ParseKey(k); err == nil && skip(p) {
 					continue
 				}
 			}
-			keys = append(keys, k)
+			batch = append(batch, k)
 		}
-		if err := s.BatchDelete(ctx, s.t.Main, keys); err != nil {
+		if err := s.BatchDelete(ctx, s.t.Main, batch); err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
-		deleted += len(keys)
-		if !res.Truncated || len(keys) == 0 {
+		deleted += len(batch)
+		if !res.Truncated || len(batch) == 0 {
 			return deleted, nil
 		}
 	}
@@ -219,14 +220,14 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 // It returns ErrNotFound when the athlete is not linked.
 func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, error) {
 	var o model.AthleteOwner
-	err := s.Get(ctx, s.t.Main, model.AthleteOwnerKey(athleteID), &o)
+	err := s.Get(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &o)
 	if err == nil {
 		return o.UserID, nil
 	}
 	if !errors.Is(err, model.ErrNotFound) {
 		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, err)
 	}
-	conns, _, err := QueryEntities[model.StravaConnection](ctx, s.DB, s.t.Main, model.AthletePK(athleteID), "",
+	conns, _, err := QueryEntities[model.StravaConnection](ctx, s.DB, s.t.Main, keys.AthletePK(athleteID), "",
 		QueryOptions{Index: IndexGSI1, Limit: 1})
 	if err != nil {
 		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, IndexGSI1, err)
@@ -243,7 +244,7 @@ func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, er
 // each), so a partition of any size is read in bounded memory. An error
 // from fn stops the walk and is returned.
 func (s *Users) EachUserItem(ctx context.Context, userID, prefix string, pageSize int32, fn func(map[string]any) error) error {
-	kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).And(expression.Key("SK").BeginsWith(prefix))
+	kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).And(expression.Key("SK").BeginsWith(prefix))
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return fmt.Errorf("items of %s: build query: %w", userID, err)

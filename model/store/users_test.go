@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -31,7 +32,7 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 
 	var got []string
 	pages := 0
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		after := ""
 		for {
 			page, err := s.ListUsers(ctx, shard, after, 7)
@@ -46,8 +47,8 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 				t.Fatalf("shard %d: got %v after %q, want ascending ids after the cursor", shard, page.UserIDs, after)
 			}
 			for _, id := range page.UserIDs {
-				if model.UserListPK(id) != model.UserListShardPK(shard) {
-					t.Fatalf("got %s in shard %d, want it in %s", id, shard, model.UserListPK(id))
+				if keys.UserListPK(id) != keys.UserListShardPK(shard) {
+					t.Fatalf("got %s in shard %d, want it in %s", id, shard, keys.UserListPK(id))
 				}
 			}
 			got = append(got, page.UserIDs...)
@@ -82,7 +83,7 @@ func TestListUsersExactPageAndBadShard(t *testing.T) {
 	var ids []string
 	for i := 0; len(ids) < 3; i++ {
 		id := fmt.Sprintf("u%d", i)
-		if model.UserListPK(id) == model.UserListShardPK(0) {
+		if keys.UserListPK(id) == keys.UserListShardPK(0) {
 			ids = append(ids, id)
 			if err := s.Put(ctx, s.Tables().Main, &model.Profile{UserID: id}); err != nil {
 				t.Fatal(err)
@@ -101,7 +102,7 @@ func TestListUsersExactPageAndBadShard(t *testing.T) {
 	if err != nil || len(page.UserIDs) != 0 || page.More || page.Next != "" {
 		t.Fatalf("past the end: got %+v, %v; want an empty final page", page, err)
 	}
-	if _, err := s.ListUsers(ctx, model.UserListShards, "", 0); !errors.Is(err, model.ErrInvalid) {
+	if _, err := s.ListUsers(ctx, keys.UserListShards, "", 0); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("bad shard: got %v, want ErrInvalid", err)
 	}
 	if page, err := s.ListUsers(ctx, 0, "", 0); err != nil || len(page.UserIDs) != 3 {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
@@ -120,7 +121,7 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 // Workout reads one workout. It returns ErrNotFound when it does not exist.
 func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {
 	var w model.Workout
-	if err := s.Get(ctx, s.t.Main, model.WorkoutKey(userID, activityID), &w); err != nil {
+	if err := s.Get(ctx, s.t.Main, keys.WorkoutKey(userID, activityID), &w); err != nil {
 		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
 	}
 	return &w, nil
@@ -142,8 +143,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		budget  = model.MaxWorkoutsToInspect
 	)
 	for _, w := range model.MergeWindows(windows) {
-		lo, hi := model.WorkoutDateRange(w)
-		kc := expression.Key("PK").Equal(expression.Value(model.UserPK(userID))).
+		lo, hi := keys.WorkoutDateRange(w.From, w.To)
+		kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).
 			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
 		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 )
 
@@ -62,7 +63,7 @@ func benchWriteToHandler(b *testing.B, records int, poll time.Duration) {
 	wait := func(ids []int64) []time.Time {
 		pending := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			pending[model.WorkoutSK(id)] = true
+			pending[keys.WorkoutSK(id)] = true
 		}
 		var ats []time.Time
 		timeout := time.After(30 * time.Second)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -63,7 +64,7 @@ func TestReadAllConvertsLikeLambda(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.putWorkouts(t, "u1", 1, 3)
-	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, model.WorkoutKey("u1", 2), 0, store.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
+	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 2), 0, store.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := streams.ReadAll(ctx, e.api, e.arn)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -39,10 +40,10 @@ func (f *faultyStore) AppendAudit(ctx context.Context, e *model.AuditEntry) erro
 func (f *faultyStore) WriteProjection(ctx context.Context, w store.ProjectionWrite) error {
 	if n := f.writes.Add(1); n == f.bumpBeforeWrite {
 		var m model.Milestone
-		if err := f.Get(ctx, f.Tables().Main, model.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {
+		if err := f.Get(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {
 			return err
 		}
-		if _, err := f.UpdateVersioned(ctx, f.Tables().Main, model.MilestoneKey(w.UserID, w.MilestoneID), m.Version,
+		if _, err := f.UpdateVersioned(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), m.Version,
 			store.Changes{Set: map[string]any{"writtenBy": "concurrent"}}); err != nil {
 			return err
 		}
@@ -55,7 +56,7 @@ func (f *faultyStore) WriteProjection(ctx context.Context, w store.ProjectionWri
 // the code writes, so a stray entry under another key counts too).
 func (e *env) mintAudits(user, milestoneID string) map[int]int {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestRetriedMintAuditsOnce(t *testing.T) {
 		t.Fatalf("awards: got %d, want 2", n)
 	}
 
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.AwardKey("u-retry", "m1", 1)); err != nil {
+	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.AwardKey("u-retry", "m1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := c.RecomputeUser(e.ctx, "u-retry", false)
@@ -243,7 +244,7 @@ func TestHandRaisedCounterIsNotMinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := e.milestone("u-raised", "m1")
-	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, model.MilestoneKey("u-raised", "m1"), m.Version,
+	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, keys.MilestoneKey("u-raised", "m1"), m.Version,
 		store.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestLegacyAuditedAwardsStay(t *testing.T) {
 		if i == 3 {
 			continue // its entry was lost (observation 3)
 		}
-		legacy := model.NewAuditEntry(model.UserPK("u-legacy"), "u-legacy", consumer.EventAwardMinted, "corr-old",
+		legacy := model.NewAuditEntry(keys.UserPK("u-legacy"), "u-legacy", consumer.EventAwardMinted, "corr-old",
 			fmt.Sprintf("old-digest-%d", i), mintedAt, map[string]string{"milestoneId": "m1", "partIndex": strconv.Itoa(i)})
 		if err := e.s.AppendAudit(e.ctx, legacy); err != nil {
 			t.Fatal(err)

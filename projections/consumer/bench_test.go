@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -34,7 +35,7 @@ func (f *feed) workouts() []events.DynamoDBEventRecord {
 	var out []events.DynamoDBEventRecord
 	err := f.r.Drain(f.e.ctx, func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		for _, r := range ev.Records {
-			if strings.HasPrefix(r.Change.Keys["SK"].String(), model.PrefixWorkoutStrava) {
+			if strings.HasPrefix(r.Change.Keys["SK"].String(), keys.PrefixWorkoutStrava) {
 				out = append(out, r)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -51,7 +52,7 @@ func classifyCases() []classifyCase {
 			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 12, "c1r")) }},
 		{name: "workout_remove", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.WorkoutKey("u1", 1)); err != nil {
+				if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
 					t.Fatal(err)
 				}
 			}},

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -374,7 +375,7 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 	if got := e.milestone("stuck", "m1"); got.ProgressValue != 0 {
 		t.Errorf("stuck: got %+v, want nothing projected", got.Projection)
 	}
-	parked, err := e.s.Parked(e.ctx, model.ParkSourceProjector)
+	parked, err := e.s.Parked(e.ctx, keys.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 	e.handle(c, e.newRecords())
 
 	// Drift: a lost award item and a progress value that does not match.
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.AwardKey("u1", "m1", 3)); err != nil {
+	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.AwardKey("u1", "m1", 3)); err != nil {
 		t.Fatal(err)
 	}
 	m := e.milestone("u1", "m1")

@@ -19,7 +19,7 @@ package consumer
 // The Lambda's event source mapping applies a coarser filter on the same
 // lines (workout key prefix with INSERT, MODIFY or REMOVE, milestone
 // INSERT, milestone MODIFY not writtenBy = projector; terraform/modules/commitcollect, checked by
-// test/terraform against model.PrefixWorkoutStrava, model.EntityMilestone
+// test/terraform against keys.PrefixWorkoutStrava, model.EntityMilestone
 // and model.WriterProjector), so the projector's own writes never invoke it;
 // Classify repeats them because a replay or redrive reads the unfiltered
 // stream.
@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -97,28 +98,28 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		}
 		return d
 	}
-	keys, err := Image(rec.Change.Keys)
+	keyImage, err := Image(rec.Change.Keys)
 	if err != nil {
 		return park(Decision{}, fmt.Errorf("keys: %w", err))
 	}
-	pk, ok1 := keys["PK"].(*types.AttributeValueMemberS)
-	sk, ok2 := keys["SK"].(*types.AttributeValueMemberS)
+	pk, ok1 := keyImage["PK"].(*types.AttributeValueMemberS)
+	sk, ok2 := keyImage["SK"].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {
 		return park(Decision{}, fmt.Errorf("keys: no string PK and SK: %w", model.ErrInvalid))
 	}
 	k := model.Key{PK: pk.Value, SK: sk.Value}
-	p, err := model.ParseKey(k)
+	p, err := keys.ParseKey(k)
 	if err != nil {
 		// A malformed key that claims to be a trigger cannot be processed;
 		// any other unknown user item is simply not ours.
-		if strings.HasPrefix(k.PK, model.PrefixUser) &&
-			(strings.HasPrefix(k.SK, model.PrefixWorkoutStrava) || strings.HasPrefix(k.SK, model.PrefixMilestone)) {
+		if strings.HasPrefix(k.PK, keys.PrefixUser) &&
+			(strings.HasPrefix(k.SK, keys.PrefixWorkoutStrava) || strings.HasPrefix(k.SK, keys.PrefixMilestone)) {
 			return park(Decision{}, err)
 		}
 		return Decision{Action: Ignore, Reason: "unknown key"}
 	}
 	d := Decision{UserID: p.UserID, ActivityID: p.ActivityID, MilestoneID: p.MilestoneID}
-	if rec.EventName == string(events.DynamoDBOperationTypeRemove) && p.Kind == model.KindWorkout {
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) && p.Kind == keys.KindWorkout {
 		// The log lost a workout (TTL after a deauthorization, or an account
 		// sweep): the projection must follow. No image is needed.
 		d.Action, d.Reason = Recompute, "workout removed"
@@ -135,14 +136,14 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		return d
 	}
 	switch p.Kind {
-	case model.KindWorkout:
+	case keys.KindWorkout:
 		var w model.Workout
 		if err := decodeImage(rec.Change.NewImage, &w); err != nil {
 			return park(d, fmt.Errorf("workout new image: %w", err))
 		}
 		d.Action, d.CorrelationID, d.Reason = Recompute, w.CorrelationID, "workout "+strings.ToLower(rec.EventName)
 		return d
-	case model.KindMilestone:
+	case keys.KindMilestone:
 		var m model.Milestone
 		if err := decodeImage(rec.Change.NewImage, &m); err != nil {
 			return park(d, fmt.Errorf("milestone new image: %w", err))

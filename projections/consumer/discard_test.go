@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -29,7 +30,7 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 	if err := c.Discard(ctx, recs, errors.New("still failing")); err != nil {
 		t.Fatal(err)
 	}
-	parked, err := e.s.Parked(ctx, model.ParkSourceProjector)
+	parked, err := e.s.Parked(ctx, keys.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 		}
 	}
 	var w model.Milestone
-	if err := e.s.Get(ctx, e.s.Tables().Main, model.MilestoneKey("u1", "m1"), &w); err != nil || w.Version != 0 {
+	if err := e.s.Get(ctx, e.s.Tables().Main, keys.MilestoneKey("u1", "m1"), &w); err != nil || w.Version != 0 {
 		t.Fatalf("discard must not project: milestone version %d (%v)", w.Version, err)
 	}
 }

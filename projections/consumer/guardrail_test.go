@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -62,7 +63,7 @@ func TestTruncationIsVisible(t *testing.T) {
 	if !warned || bytes.Contains([]byte(logs.String()), []byte(`"milestoneId":"late","msg":"milestone truncated`)) {
 		t.Errorf("want one warning naming milestone march and its exactFromUtc:\n%s", logs.String())
 	}
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK("u1"), model.PrefixAudit, store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK("u1"), keys.PrefixAudit, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

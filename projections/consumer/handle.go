@@ -33,7 +33,7 @@ package consumer
 // A record that can never be processed (undecodable, written by a newer
 // schema), and every record of a user whose log the code cannot read
 // (ErrUnsupportedSchema, ErrInvalid), is written to the main table under
-// PARKED#PROJECTOR#{shard} / {eventId} (model.ParkedKey) with the reason, the full record as JSON and
+// PARKED#PROJECTOR#{shard} / {eventId} (keys.ParkedKey) with the reason, the full record as JSON and
 // its correlation id, and audited (PROJECTOR_RECORD_PARKED). It is then not
 // reported failed, so it cannot block the shard. If parking itself fails,
 // the record is reported failed instead, so nothing is lost. `make redrive`
@@ -49,6 +49,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/capacity"
 )
 
@@ -238,14 +239,14 @@ func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d D
 	if id == "" {
 		id = rec.Change.SequenceNumber
 	}
-	r := &model.ParkedRecord{Source: model.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
+	r := &model.ParkedRecord{Source: keys.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
 		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now(), UserID: d.UserID}
 	if err := c.st.Park(ctx, r); err != nil {
 		return err
 	}
-	subject := model.ParkedPK(model.ParkSourceProjector)
+	subject := keys.ParkedPK(keys.ParkSourceProjector)
 	if d.UserID != "" {
-		subject = model.UserPK(d.UserID)
+		subject = keys.UserPK(d.UserID)
 	}
 	e := model.NewAuditEntry(subject, d.UserID, EventRecordParked, d.CorrelationID, digest(EventRecordParked, id), c.o.Now(),
 		map[string]string{"recordId": id, "sequenceNumber": rec.Change.SequenceNumber, "reason": why.Error()})

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -148,7 +149,7 @@ func (e *env) putWorkout(w *model.Workout) {
 func (e *env) milestone(user, id string) model.Milestone {
 	e.t.Helper()
 	var m model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, model.MilestoneKey(user, id), &m); err != nil {
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.MilestoneKey(user, id), &m); err != nil {
 		e.t.Fatal(err)
 	}
 	return m
@@ -156,7 +157,7 @@ func (e *env) milestone(user, id string) model.Milestone {
 
 func (e *env) awards(user, milestoneID string) []model.Award {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, model.UserPK(user), model.AwardSKPrefix(milestoneID), store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, keys.UserPK(user), keys.AwardSKPrefix(milestoneID), store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func (e *env) awards(user, milestoneID string) []model.Award {
 // audits lists the audit entries of a correlation id (audit table GSI1).
 func (e *env) audits(corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.CorrelationPK(corr), "",
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.CorrelationPK(corr), "",
 		store.QueryOptions{Index: store.IndexGSI1})
 	if err != nil {
 		e.t.Fatal(err)
@@ -178,7 +179,7 @@ func (e *env) audits(corr string) []model.AuditEntry {
 // user's partition: routine entries (progress updates) are in no index.
 func (e *env) userAudits(user, corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, model.UserPK(user), model.PrefixAudit,
+	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit,
 		store.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)

@@ -13,7 +13,7 @@ package consumer
 //
 //   - Never unaudited. The AWARD_MINTED entry's key is deterministic,
 //     AUDIT#{milestone createdAtUtc}#mint-{milestoneId}-{part}
-//     (model.AwardMintedAuditKey), so a retry writes the same key and never
+//     (keys.AwardMintedAuditKey), so a retry writes the same key and never
 //     audits twice; a lost award item is minted again without a second entry.
 //     Other audit entries stay best effort.
 //   - Over 100 items (≥ 50 parts at once): the mint is split into

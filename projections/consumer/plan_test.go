@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -77,7 +78,7 @@ func TestPlan(t *testing.T) {
 					t.Errorf("transaction %d: status %s", k, w.Projection.Status)
 				}
 				for j, a := range w.Awards {
-					if tt.audited && (j >= len(w.Audits) || w.Audits[j].RequestID != model.AwardMintedRequestID("m", a.PartIndex)) {
+					if tt.audited && (j >= len(w.Audits) || w.Audits[j].RequestID != keys.AwardMintedRequestID("m", a.PartIndex)) {
 						t.Errorf("transaction %d: award %d without its entry beside it", k, a.PartIndex)
 					}
 				}

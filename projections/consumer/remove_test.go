@@ -3,7 +3,7 @@ package consumer_test
 import (
 	"testing"
 
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -28,7 +28,7 @@ func TestWorkoutRemovalReprojects(t *testing.T) {
 	}
 	e.newRecords() // the projector's own writes
 
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, model.WorkoutKey("u1", 1)); err != nil {
+	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	recs := e.newRecords()

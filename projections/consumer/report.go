@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections"
 )
 
@@ -125,7 +126,7 @@ func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID s
 	if eventType == EventProgressUpdated {
 		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
 	}
-	e := newEntry(model.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
+	e := newEntry(keys.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
 	if err := c.st.AppendAudit(ctx, e); err != nil {
 		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
 			"correlationId", correlationID, "error", err)

@@ -41,6 +41,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
@@ -487,7 +488,7 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 			"correlationId", job.CorrelationID, "error", err)
 		return
 	}
-	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
+	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
 		Payload: string(payload), CorrelationID: job.CorrelationID, AthleteID: job.Event.OwnerID}
 	if job.Sync != nil {
 		r.UserID, r.AthleteID = job.Sync.UserID, job.Sync.AthleteID

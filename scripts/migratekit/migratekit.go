@@ -1,5 +1,5 @@
 // Package migratekit moves a deployment onto the main table with LSI1, the
-// workouts' date-ordered index (model.WorkoutDateSK). A local secondary
+// workouts' date-ordered index (keys.WorkoutDateSK). A local secondary
 // index can only be created with its table, so existing deployments create
 // a new table set (Terraform, another table prefix) and copy their items
 // over; this package does the copy and the backfill, and
@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -93,7 +94,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 	}
 	athletes := map[int64]bool{}
 	err := eachUser(ctx, src, func(userID string) error {
-		items, err := partition(ctx, src, model.UserPK(userID))
+		items, err := partition(ctx, src, keys.UserPK(userID))
 		if err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 	}
 	var rest []store.Item
 	for a := range athletes {
-		it, err := get(ctx, src, model.AthleteOwnerKey(a))
+		it, err := get(ctx, src, keys.AthleteOwnerKey(a))
 		if err != nil {
 			return sum, err
 		}
@@ -124,9 +125,9 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 			rest = append(rest, it)
 		}
 	}
-	pks := append(model.ParkedPartitions(model.ParkSourceProjector), model.ParkedPartitions(model.ParkSourceWorker)...)
+	pks := append(keys.ParkedPartitions(keys.ParkSourceProjector), keys.ParkedPartitions(keys.ParkSourceWorker)...)
 	for _, id := range o.ModelIDs {
-		pks = append(pks, model.ModelPK(id))
+		pks = append(pks, keys.ModelPK(id))
 	}
 	for _, pk := range pks {
 		items, err := partition(ctx, src, pk)
@@ -135,7 +136,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 		}
 		rest = append(rest, items...)
 	}
-	if it, err := get(ctx, src, model.RateLimitKey()); err != nil {
+	if it, err := get(ctx, src, keys.RateLimitKey()); err != nil {
 		return sum, err
 	} else if it != nil {
 		rest = append(rest, it)
@@ -151,7 +152,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) {
 	var sum Summary
 	err := eachUser(ctx, st, func(userID string) error {
-		items, err := partition(ctx, st, model.UserPK(userID))
+		items, err := partition(ctx, st, keys.UserPK(userID))
 		if err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) 
 
 // eachUser calls f for every user of the sparse users index, shard by shard.
 func eachUser(ctx context.Context, st *store.Store, f func(userID string) error) error {
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		after := ""
 		for {
 			page, err := st.ListUsers(ctx, shard, after, 0)
@@ -257,7 +258,7 @@ func get(ctx context.Context, st *store.Store, k model.Key) (store.Item, error) 
 // athleteOf returns the athlete id a user's Strava connection names.
 func athleteOf(it store.Item) (int64, bool) {
 	sk, ok := it["SK"].(*types.AttributeValueMemberS)
-	if !ok || sk.Value != model.SKStravaConnection {
+	if !ok || sk.Value != keys.SKStravaConnection {
 		return 0, false
 	}
 	var c struct {
@@ -273,7 +274,7 @@ func athleteOf(it store.Item) (int64, bool) {
 // not workouts or have no start date (tombstones stay out of the index).
 func dateKey(it store.Item) (string, bool, error) {
 	sk, isS := it["SK"].(*types.AttributeValueMemberS)
-	if !isS || !strings.HasPrefix(sk.Value, model.PrefixWorkoutStrava) {
+	if !isS || !strings.HasPrefix(sk.Value, keys.PrefixWorkoutStrava) {
 		return "", false, nil
 	}
 	var w model.Workout
@@ -283,7 +284,7 @@ func dateKey(it store.Item) (string, bool, error) {
 	if w.StartDateUtc.IsZero() {
 		return "", false, nil
 	}
-	return model.WorkoutDateSK(w.StartDateUtc, w.ActivityID), true, nil
+	return keys.WorkoutDateSK(w.StartDateUtc, w.ActivityID), true, nil
 }
 
 // write stores items in dst, keying workouts on the way.

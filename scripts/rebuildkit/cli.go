@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 )
@@ -117,7 +118,7 @@ func ReadUsersFile(path string) ([]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if strings.ContainsAny(line, " \t,") || strings.Contains(line, model.PrefixUser) {
+		if strings.ContainsAny(line, " \t,") || strings.Contains(line, keys.PrefixUser) {
 			return nil, fmt.Errorf("users file %s line %d: %q is not a user id: %w", path, n, line, model.ErrInvalid)
 		}
 		ids = append(ids, line)
@@ -477,11 +478,11 @@ func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		var sources []string
 		switch *source {
 		case "projector":
-			sources = []string{model.ParkSourceProjector}
+			sources = []string{keys.ParkSourceProjector}
 		case "worker":
-			sources = []string{model.ParkSourceWorker}
+			sources = []string{keys.ParkSourceWorker}
 		case "all":
-			sources = []string{model.ParkSourceProjector, model.ParkSourceWorker}
+			sources = []string{keys.ParkSourceProjector, keys.ParkSourceWorker}
 		default:
 			fmt.Fprintf(std.Err, "redrive: --source %q: want projector, worker or all\n", *source)
 			return ExitError

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
@@ -74,7 +75,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	if robbed.AwardedParts == 0 {
 		t.Fatalf("fixture: c001/count has no awards to delete: %+v", robbed.Projection)
 	}
-	if err := h.st.Delete(ctx, tbl, model.AwardKey("c001", "count", 0)); err != nil {
+	if err := h.st.Delete(ctx, tbl, keys.AwardKey("c001", "count", 0)); err != nil {
 		t.Fatal(err)
 	}
 	bumped := milestones(t, h.st, "c002")["dist"]
@@ -119,7 +120,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 		t.Fatalf("edited milestone: got progress %d, want %d restored", got.ProgressValue, edited.ProgressValue)
 	}
 	var a model.Award
-	if err := h.st.Get(ctx, tbl, model.AwardKey("c001", "count", 0), &a); err != nil {
+	if err := h.st.Get(ctx, tbl, keys.AwardKey("c001", "count", 0), &a); err != nil {
 		t.Fatalf("deleted award not restored: %v", err)
 	}
 

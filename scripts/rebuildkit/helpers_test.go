@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -147,7 +148,7 @@ func names(prefix string, n int) []string {
 // milestones reads every milestone of a user.
 func milestones(t testing.TB, st *store.Store, user string) map[string]model.Milestone {
 	t.Helper()
-	res, err := st.QueryPrefix(context.Background(), st.Tables().Main, model.UserPK(user), model.PrefixMilestone, store.QueryOptions{})
+	res, err := st.QueryPrefix(context.Background(), st.Tables().Main, keys.UserPK(user), keys.PrefixMilestone, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
@@ -42,7 +43,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	}
 	awards := func() int {
 		t.Helper()
-		as, _, err := store.QueryEntities[model.Award](ctx, h.st.DB, tbl, model.UserPK("o6"), model.AwardSKPrefix("m"), store.QueryOptions{})
+		as, _, err := store.QueryEntities[model.Award](ctx, h.st.DB, tbl, keys.UserPK("o6"), keys.AwardSKPrefix("m"), store.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

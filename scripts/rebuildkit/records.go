@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 )
 
@@ -42,12 +43,12 @@ func TriggerUser(rec events.DynamoDBEventRecord) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	p, err := model.ParseKey(k)
+	p, err := keys.ParseKey(k)
 	if err != nil || p.UserID == "" {
 		return "", false
 	}
 	switch p.Kind {
-	case model.KindWorkout, model.KindMilestone:
+	case keys.KindWorkout, keys.KindMilestone:
 		return p.UserID, true
 	}
 	return "", false
@@ -60,7 +61,7 @@ func RecordUser(rec events.DynamoDBEventRecord) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	p, err := model.ParseKey(k)
+	p, err := keys.ParseKey(k)
 	if err != nil || p.UserID == "" {
 		return "", false
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 )
@@ -76,8 +77,8 @@ func (r *Redriver) log() *slog.Logger {
 	return r.Logger
 }
 
-// RedriveParked processes the records parked under source (model.ParkSourceProjector
-// or model.ParkSourceWorker) and unparks each one that succeeded. Projector records
+// RedriveParked processes the records parked under source (keys.ParkSourceProjector
+// or keys.ParkSourceWorker) and unparks each one that succeeded. Projector records
 // are grouped by user: one recompute per user, then all of that user's
 // records are unparked. (Feeding a record back to the stream handler would
 // not do: a record that fails again is parked again under the same id, which
@@ -91,7 +92,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 		return sum, err
 	}
 	switch source {
-	case model.ParkSourceProjector:
+	case keys.ParkSourceProjector:
 		byUser := map[string][]model.ParkedRecord{}
 		for _, p := range recs {
 			var rec events.DynamoDBEventRecord
@@ -132,7 +133,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 				r.log().InfoContext(ctx, "redriven", "source", source, "recordId", p.RecordID, "userId", u, "correlationId", p.CorrelationID)
 			}
 		}
-	case model.ParkSourceWorker:
+	case keys.ParkSourceWorker:
 		for _, p := range recs {
 			if r.ProcessJob == nil {
 				sum.keep(fmt.Sprintf("parked %s record %s: no worker wired into this command; left parked", source, p.RecordID))
@@ -151,7 +152,7 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 			r.log().InfoContext(ctx, "redriven", "source", source, "recordId", p.RecordID, "correlationId", p.CorrelationID)
 		}
 	default:
-		return sum, fmt.Errorf("redrive: unknown source %q (want %s or %s): %w", source, model.ParkSourceProjector, model.ParkSourceWorker, model.ErrInvalid)
+		return sum, fmt.Errorf("redrive: unknown source %q (want %s or %s): %w", source, keys.ParkSourceProjector, keys.ParkSourceWorker, model.ErrInvalid)
 	}
 	return sum, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
@@ -65,11 +66,11 @@ func TestRedriveParkedRecords(t *testing.T) {
 		return events.DynamoDBEventRecord{EventID: "ev", EventName: "MODIFY", Change: events.DynamoDBStreamRecord{SequenceNumber: "1",
 			Keys: map[string]events.DynamoDBAttributeValue{"PK": events.NewStringAttribute(k.PK), "SK": events.NewStringAttribute(k.SK)}}}
 	}
-	park(model.ParkSourceProjector, "ev-1", rec(model.WorkoutKey("p000", 3)))
-	park(model.ParkSourceProjector, "ev-2", rec(model.MilestoneKey("p000", "dist")))
-	park(model.ParkSourceProjector, "ev-3", rec(model.ModelPartKey("rocket", 1))) // no user: cannot be redriven
-	park(model.ParkSourceWorker, "job-ok", map[string]any{"correlationId": "ok", "event": map[string]any{"object_id": 1}})
-	park(model.ParkSourceWorker, "job-bad", map[string]any{"correlationId": "bad", "event": map[string]any{"object_id": 2}})
+	park(keys.ParkSourceProjector, "ev-1", rec(keys.WorkoutKey("p000", 3)))
+	park(keys.ParkSourceProjector, "ev-2", rec(keys.MilestoneKey("p000", "dist")))
+	park(keys.ParkSourceProjector, "ev-3", rec(keys.ModelPartKey("rocket", 1))) // no user: cannot be redriven
+	park(keys.ParkSourceWorker, "job-ok", map[string]any{"correlationId": "ok", "event": map[string]any{"object_id": 1}})
+	park(keys.ParkSourceWorker, "job-bad", map[string]any{"correlationId": "bad", "event": map[string]any{"object_id": 2}})
 
 	var jobs []string
 	h.env.ProcessJob = func(_ context.Context, job json.RawMessage) error {
@@ -90,10 +91,10 @@ func TestRedriveParkedRecords(t *testing.T) {
 		!strings.Contains(out, "ev-3: no user") || !strings.Contains(out, "job-bad: worker failed again: strava still down") {
 		t.Fatalf("redrive output:\n%s", out)
 	}
-	if got := parkedIDs(t, h.st, model.ParkSourceProjector); !slices.Equal(got, []string{"ev-3"}) {
+	if got := parkedIDs(t, h.st, keys.ParkSourceProjector); !slices.Equal(got, []string{"ev-3"}) {
 		t.Fatalf("projector records still parked: got %v, want [ev-3]", got)
 	}
-	if got := parkedIDs(t, h.st, model.ParkSourceWorker); !slices.Equal(got, []string{"job-bad"}) {
+	if got := parkedIDs(t, h.st, keys.ParkSourceWorker); !slices.Equal(got, []string{"job-bad"}) {
 		t.Fatalf("worker records still parked: got %v, want [job-bad]", got)
 	}
 	if got := milestones(t, h.st, "p000")["dist"]; got.ProgressValue != good.ProgressValue {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 )
 
@@ -63,7 +64,7 @@ func (r *Replayer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 	if r.User != "" {
 		keep = nil
 		for _, rec := range ev.Records {
-			if k, err := RecordKey(rec); err == nil && k.PK == model.UserPK(r.User) {
+			if k, err := RecordKey(rec); err == nil && k.PK == keys.UserPK(r.User) {
 				keep = append(keep, rec)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 func record(seq string, k model.Key) events.DynamoDBEventRecord {
@@ -32,12 +33,12 @@ func TestTriggerUserAndAffectedUsers(t *testing.T) {
 		wantUser string
 		want     bool
 	}{
-		{"workout", record("1", model.WorkoutKey("u1", 7)), "u1", true},
-		{"milestone", record("2", model.MilestoneKey("u2", "m")), "u2", true},
-		{"award is the projector's own output", record("3", model.AwardKey("u1", "m", 0)), "", false},
-		{"profile", record("4", model.ProfileKey("u1")), "", false},
-		{"model part", record("5", model.ModelPartKey("rocket", 1)), "", false},
-		{"parked record", record("6", model.ParkedKey("PROJECTOR", "x")), "", false},
+		{"workout", record("1", keys.WorkoutKey("u1", 7)), "u1", true},
+		{"milestone", record("2", keys.MilestoneKey("u2", "m")), "u2", true},
+		{"award is the projector's own output", record("3", keys.AwardKey("u1", "m", 0)), "", false},
+		{"profile", record("4", keys.ProfileKey("u1")), "", false},
+		{"model part", record("5", keys.ModelPartKey("rocket", 1)), "", false},
+		{"parked record", record("6", keys.ParkedKey("PROJECTOR", "x")), "", false},
 		{"numeric keys", events.DynamoDBEventRecord{Change: events.DynamoDBStreamRecord{Keys: map[string]events.DynamoDBAttributeValue{
 			"PK": events.NewNumberAttribute("1"), "SK": events.NewStringAttribute("x")}}}, "", false},
 	}
@@ -52,11 +53,11 @@ func TestTriggerUserAndAffectedUsers(t *testing.T) {
 			}
 		})
 	}
-	recs = append(recs, record("9", model.WorkoutKey("u1", 8)))
+	recs = append(recs, record("9", keys.WorkoutKey("u1", 8)))
 	if got, want := AffectedUsers(recs), []string{"u1", "u2"}; !slices.Equal(got, want) {
 		t.Fatalf("AffectedUsers: got %v, want %v", got, want)
 	}
-	if u, ok := RecordUser(record("1", model.AwardKey("u3", "m", 1))); u != "u3" || !ok {
+	if u, ok := RecordUser(record("1", keys.AwardKey("u3", "m", 1))); u != "u3" || !ok {
 		t.Fatalf("RecordUser(award): got %q %v, want u3", u, ok)
 	}
 }
@@ -64,10 +65,10 @@ func TestTriggerUserAndAffectedUsers(t *testing.T) {
 func TestReplayerFiltersAndForwards(t *testing.T) {
 	t.Parallel()
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		record("10", model.WorkoutKey("u1", 1)),
-		record("11", model.WorkoutKey("u2", 1)),
-		record("12", model.MilestoneKey("u1", "m")),
-		record("13", model.WorkoutKey("u3", 1)),
+		record("10", keys.WorkoutKey("u1", 1)),
+		record("11", keys.WorkoutKey("u2", 1)),
+		record("12", keys.MilestoneKey("u1", "m")),
+		record("13", keys.WorkoutKey("u3", 1)),
 	}}
 	var got []string
 	rp := &Replayer{User: "u1", Forward: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {

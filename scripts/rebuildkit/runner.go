@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -240,7 +241,7 @@ func (r *Runner) produce(ctx context.Context, target Target, tr *tracker, jobs c
 	if pageSize <= 0 {
 		pageSize = 100
 	}
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		ss := tr.shard(shard)
 		if ss.Done {
 			continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -24,7 +25,7 @@ func newMemUsers(ids []string) memUsers {
 	m := memUsers{}
 	for _, id := range ids {
 		var shard int
-		_, _ = fmt.Sscanf(model.UserListPK(id), model.PrefixUserList+"%d", &shard)
+		_, _ = fmt.Sscanf(keys.UserListPK(id), keys.PrefixUserList+"%d", &shard)
 		m[shard] = append(m[shard], id)
 	}
 	for _, s := range m {
@@ -179,7 +180,7 @@ func TestRunAllResumesAfterCancelWithoutRepeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		if len(index[shard]) > 0 && (!st.Shards[shard].Done || st.Shards[shard].Cursor != index[shard][len(index[shard])-1]) {
 			t.Errorf("shard %d: got %+v, want done at its last user", shard, st.Shards[shard])
 		}

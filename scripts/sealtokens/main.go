@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) (Report
 // user's plain or format 1 connection (store.SealConnection).
 func SealAll(ctx context.Context, st *store.Store, now time.Time) (Report, error) {
 	var rep Report
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		after := ""
 		for {
 			page, err := st.ListUsers(ctx, shard, after, 0)

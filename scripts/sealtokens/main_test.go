@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -38,7 +39,7 @@ func TestSealTokensRewritesPlainConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := model.StravaConnectionKey(u)
+		k := keys.StravaConnectionKey(u)
 		conn := store.Item{
 			"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 			"entityType": &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)}, "schemaVersion": &types.AttributeValueMemberN{Value: "1"},

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // DefaultStuckAfter is how long a running sync may go without an update
@@ -30,14 +32,14 @@ const (
 // Row is one user's sync as listed.
 type Row struct {
 	UserID    string
-	State     *model.SyncState
+	State     *syncstate.SyncState
 	Attention string
 }
 
 // Lister is what List reads (model/store.Store).
 type Lister interface {
 	ListUsers(ctx context.Context, shard int, after string, limit int) (store.UsersPage, error)
-	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
+	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 }
 
 var _ Lister = (*store.Store)(nil)
@@ -45,17 +47,17 @@ var _ Lister = (*store.Store)(nil)
 // Attention classifies a sync at now: failed; stuck when it runs (or is
 // deferred) but has not been updated for stuckAfter past when it was due;
 // deferred while it waits for Strava's budget; none otherwise.
-func Attention(s *model.SyncState, now time.Time, stuckAfter time.Duration) string {
+func Attention(s *syncstate.SyncState, now time.Time, stuckAfter time.Duration) string {
 	due := s.UpdatedAtUtc
 	if s.NextSyncAtUtc.After(due) {
 		due = s.NextSyncAtUtc
 	}
 	switch {
-	case s.State == model.SyncFailed:
+	case s.State == syncstate.SyncFailed:
 		return AttentionFailed
 	case s.Running() && now.Sub(due) > stuckAfter:
 		return AttentionStuck
-	case s.State == model.SyncDeferred:
+	case s.State == syncstate.SyncDeferred:
 		return AttentionDeferred
 	}
 	return AttentionNone
@@ -65,7 +67,7 @@ func Attention(s *model.SyncState, now time.Time, stuckAfter time.Duration) stri
 // and returns those needing attention (every one with all).
 func List(ctx context.Context, st Lister, now time.Time, stuckAfter time.Duration, all bool) ([]Row, error) {
 	var rows []Row
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		after := ""
 		for {
 			page, err := st.ListUsers(ctx, shard, after, 0)

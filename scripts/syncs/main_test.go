@@ -9,6 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -19,15 +20,15 @@ func TestAttention(t *testing.T) {
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name  string
-		given model.SyncState
+		given syncstate.SyncState
 		want  string
 	}{
-		{"idle", model.SyncState{State: model.SyncIdle, UpdatedAtUtc: now.Add(-48 * time.Hour)}, AttentionNone},
-		{"failed", model.SyncState{State: model.SyncFailed, UpdatedAtUtc: now}, AttentionFailed},
-		{"deferred until later", model.SyncState{State: model.SyncDeferred, UpdatedAtUtc: now.Add(-time.Hour), NextSyncAtUtc: now.Add(time.Hour)}, AttentionDeferred},
-		{"deferral long overdue", model.SyncState{State: model.SyncDeferred, UpdatedAtUtc: now.Add(-3 * time.Hour), NextSyncAtUtc: now.Add(-2 * time.Hour)}, AttentionStuck},
-		{"backfilling, fresh", model.SyncState{State: model.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Minute)}, AttentionNone},
-		{"backfilling, silent for an hour", model.SyncState{State: model.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Hour)}, AttentionStuck},
+		{"idle", syncstate.SyncState{State: syncstate.SyncIdle, UpdatedAtUtc: now.Add(-48 * time.Hour)}, AttentionNone},
+		{"failed", syncstate.SyncState{State: syncstate.SyncFailed, UpdatedAtUtc: now}, AttentionFailed},
+		{"deferred until later", syncstate.SyncState{State: syncstate.SyncDeferred, UpdatedAtUtc: now.Add(-time.Hour), NextSyncAtUtc: now.Add(time.Hour)}, AttentionDeferred},
+		{"deferral long overdue", syncstate.SyncState{State: syncstate.SyncDeferred, UpdatedAtUtc: now.Add(-3 * time.Hour), NextSyncAtUtc: now.Add(-2 * time.Hour)}, AttentionStuck},
+		{"backfilling, fresh", syncstate.SyncState{State: syncstate.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Minute)}, AttentionNone},
+		{"backfilling, silent for an hour", syncstate.SyncState{State: syncstate.SyncBackfilling, UpdatedAtUtc: now.Add(-time.Hour)}, AttentionStuck},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,11 +46,11 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 	ctx := context.Background()
 	prefix := strings.TrimSuffix(st.Tables().Main, "CommitCollect")
 	now := time.Now().UTC()
-	states := map[string]model.SyncState{
-		"u-failed":   {State: model.SyncFailed, Mode: model.SyncModeBackfill, JobKey: "old", WindowFromUtc: now.AddDate(0, 0, -100), DeferredReason: "failed: strava 500"},
-		"u-deferred": {State: model.SyncDeferred, Mode: model.SyncModeBackfill, NextSyncAtUtc: now.Add(10 * time.Minute), DeferredReason: "sync share spent"},
-		"u-stuck":    {State: model.SyncBackfilling, Mode: model.SyncModeBackfill},
-		"u-idle":     {State: model.SyncIdle, Mode: model.SyncModeReconcile},
+	states := map[string]syncstate.SyncState{
+		"u-failed":   {State: syncstate.SyncFailed, Mode: syncstate.SyncModeBackfill, JobKey: "old", WindowFromUtc: now.AddDate(0, 0, -100), DeferredReason: "failed: strava 500"},
+		"u-deferred": {State: syncstate.SyncDeferred, Mode: syncstate.SyncModeBackfill, NextSyncAtUtc: now.Add(10 * time.Minute), DeferredReason: "sync share spent"},
+		"u-stuck":    {State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill},
+		"u-idle":     {State: syncstate.SyncIdle, Mode: syncstate.SyncModeReconcile},
 	}
 	for u, s := range states {
 		s.UserID, s.UpdatedAtUtc = u, now
@@ -162,7 +163,7 @@ func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		j, err := ingest.DecodeJob([]byte(rec.Job))
-		if err != nil || j.Sync == nil || j.Sync.Mode != model.SyncModeReconcile || !j.Sync.FromUtc.Equal(since) {
+		if err != nil || j.Sync == nil || j.Sync.Mode != syncstate.SyncModeReconcile || !j.Sync.FromUtc.Equal(since) {
 			t.Fatalf("job %+v, %v; want a reconciliation from %s", j.Sync, err, since)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
@@ -220,12 +221,12 @@ func (p *pipeline) observe(h streams.Handler) streams.Handler {
 			if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeString {
 				continue
 			}
-			k, err := model.ParseKey(model.Key{PK: pk.String(), SK: sk.String()})
+			k, err := keys.ParseKey(model.Key{PK: pk.String(), SK: sk.String()})
 			switch {
 			case err != nil:
-			case k.Kind == model.KindWorkout:
+			case k.Kind == keys.KindWorkout:
 				p.tr.projected(k.ActivityID, now, took)
-			case k.Kind == model.KindMilestone && r.EventName == "INSERT":
+			case k.Kind == keys.KindMilestone && r.EventName == "INSERT":
 				p.tr.milestoneProjected(k.UserID, k.MilestoneID)
 			}
 		}
@@ -370,8 +371,8 @@ func (p *pipeline) baseline(b *testing.B, workers, items int) baselineResult {
 				for k, v := range tmpl {
 					item[k] = v
 				}
-				item["PK"] = &types.AttributeValueMemberS{Value: model.UserPK(fmt.Sprintf("b%d", i%50))}
-				item["SK"] = &types.AttributeValueMemberS{Value: model.WorkoutKey("b", i).SK}
+				item["PK"] = &types.AttributeValueMemberS{Value: keys.UserPK(fmt.Sprintf("b%d", i%50))}
+				item["SK"] = &types.AttributeValueMemberS{Value: keys.WorkoutKey("b", i).SK}
 				if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 					errs <- err
 					return
@@ -482,7 +483,7 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 func (p *pipeline) milestone(ctx context.Context, b *testing.B, userID, id string) model.Milestone {
 	b.Helper()
 	var m model.Milestone
-	if err := p.st.Store.Get(ctx, p.st.Store.Tables().Main, model.MilestoneKey(userID, id), &m); err != nil {
+	if err := p.st.Store.Get(ctx, p.st.Store.Tables().Main, keys.MilestoneKey(userID, id), &m); err != nil {
 		b.Fatalf("read milestone %s of %s: %v", id, userID, err)
 	}
 	return m

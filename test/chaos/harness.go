@@ -24,6 +24,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -384,7 +385,7 @@ func (e *Env) Forget(u *User) {
 
 // UserItems lists the keys left in the user's partition of the main table.
 func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
-	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, model.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, keys.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read the partition of user %s: %w", userID, err)
 	}
@@ -628,7 +629,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 		}
 		fmt.Fprintf(&b, "a%d;", len(audits))
 	}
-	parked, err := e.Store.Parked(ctx, model.ParkSourceWorker)
+	parked, err := e.Store.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		return "", err
 	}
@@ -639,7 +640,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 // workouts reads every workout item of the user, tombstones included (the
 // projector's date-ordered log leaves out items without a start date).
 func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, bool, error) {
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, model.UserPK(userID), model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := store.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read workouts of user %s: %w", userID, err)
 	}
@@ -647,7 +648,7 @@ func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, boo
 }
 
 func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, error) {
-	as, _, err := store.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, model.UserPK(userID), "", store.QueryOptions{})
+	as, _, err := store.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, keys.UserPK(userID), "", store.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit of user %s: %w", userID, err)
 	}
@@ -744,7 +745,7 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 			n.add("driftStrava", "activity %d %s", id, strings.Join(d, ", "))
 		}
 	}
-	parked, err := e.Store.Parked(ctx, model.ParkSourceWorker)
+	parked, err := e.Store.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		return f, err
 	}

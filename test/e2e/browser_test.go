@@ -15,6 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/scripts/localstack"
 )
 
@@ -46,7 +47,7 @@ func checkPageInChromium(t *testing.T, st *localstack.Stack, res localstack.Demo
 	bin := chromium(t)
 	now := time.Now().UTC()
 	cookie := model.NewID()
-	sess := &model.Session{SessionID: model.SessionHash(cookie), UserID: res.UserID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(time.Hour).Unix()}
+	sess := &model.Session{SessionID: keys.SessionHash(cookie), UserID: res.UserID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(time.Hour).Unix()}
 	if err := st.Store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -123,8 +124,8 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 	for {
 		written = 0
 		for u := range users {
-			ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, model.UserPK("burst-"+string(rune('a'+u))),
-				model.PrefixWorkoutStrava, store.QueryOptions{})
+			ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK("burst-"+string(rune('a'+u))),
+				keys.PrefixWorkoutStrava, store.QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -183,7 +184,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if err := a.queue.Wait(wctx); err != nil {
 		t.Fatal(err)
 	}
-	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, model.UserPK(me.UserID), model.PrefixWorkoutStrava, store.QueryOptions{})
+	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, keys.UserPK(me.UserID), keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil || len(workouts) != 3 {
 		t.Fatalf("workouts of the user = %d (%v), want 3", len(workouts), err)
 	}
@@ -218,7 +219,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if s := a.sim.Stats(); s.Deauthorizations != 1 {
 		t.Fatalf("simulator deauthorizations = %d, want 1", s.Deauthorizations)
 	}
-	for _, pk := range []string{model.UserPK(me.UserID), model.AthletePK(athleteID)} {
+	for _, pk := range []string{keys.UserPK(me.UserID), keys.AthletePK(athleteID)} {
 		res, err := a.st.QueryPrefix(ctx, a.st.Tables().Main, pk, "", store.QueryOptions{})
 		if err != nil || len(res.Items) != 0 {
 			t.Fatalf("partition %s after deletion: %d items (%v)", pk, len(res.Items), err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -60,7 +61,7 @@ func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
 	var got model.Milestone
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if err := st.Store.Get(ctx, st.Store.Tables().Main, model.MilestoneKey(user, "march"), &got); err != nil {
+		if err := st.Store.Get(ctx, st.Store.Tables().Main, keys.MilestoneKey(user, "march"), &got); err != nil {
 			t.Fatal(err)
 		}
 		if got.WorkoutsCounted == 1 || time.Now().After(deadline) {

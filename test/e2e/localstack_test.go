@@ -23,10 +23,12 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -64,7 +66,7 @@ func (f *failOnce) wrap(h streams.Handler) streams.Handler {
 		case !f.workoutFail:
 			for i, r := range ev.Records {
 				if k, ok := r.Change.Keys["SK"]; ok && r.EventName == "INSERT" && k.DataType() == events.DataTypeString {
-					if p, err := model.ParseKey(model.Key{PK: r.Change.Keys["PK"].String(), SK: k.String()}); err == nil && p.Kind == model.KindWorkout {
+					if p, err := keys.ParseKey(model.Key{PK: r.Change.Keys["PK"].String(), SK: k.String()}); err == nil && p.Kind == keys.KindWorkout {
 						at, f.workoutFail = i, true
 						break
 					}
@@ -169,7 +171,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	// may have counted first.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		sync, err := st.Store.SyncState(ctx, h.UserID)
-		if err == nil && sync.ImportedCount == h.Activities && sync.State == model.SyncIdle {
+		if err == nil && sync.ImportedCount == h.Activities && sync.State == syncstate.SyncIdle {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -396,7 +398,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, model.UserPK("u31"), model.PrefixWorkoutStrava, store.QueryOptions{})
+		ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK("u31"), keys.PrefixWorkoutStrava, store.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -85,7 +86,7 @@ func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var w model.Workout
-		err := st.Store.Get(ctx, st.Store.Tables().Main, model.WorkoutKey(owner.UserID, 5550001), &w)
+		err := st.Store.Get(ctx, st.Store.Tables().Main, keys.WorkoutKey(owner.UserID, 5550001), &w)
 		if err == nil {
 			break
 		}

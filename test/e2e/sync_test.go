@@ -13,7 +13,9 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/localstack"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -85,7 +87,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	stats := st.Sim.Stats()
-	if sync := me.Sync; sync.State != string(model.SyncIdle) || sync.ImportedCount != 500 || sync.ProgressPercent != 100 ||
+	if sync := me.Sync; sync.State != string(syncstate.SyncIdle) || sync.ImportedCount != 500 || sync.ProgressPercent != 100 ||
 		sync.LastSyncAtUtc == nil || sync.Horizon == nil || sync.Horizon.After(start) || stats.ListRequests != 3 {
 		t.Fatalf("GET /v1/me sync %+v after %d list requests; want idle, 500 imported back to %s, 3 requests", sync, stats.ListRequests, start)
 	}
@@ -126,7 +128,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 		deadline := began.Add(time.Minute)
 		for {
 			var got model.Milestone
-			if err := st.Store.Get(ctx, st.Store.Tables().Main, model.MilestoneKey(user, "month"), &got); err != nil {
+			if err := st.Store.Get(ctx, st.Store.Tables().Main, keys.MilestoneKey(user, "month"), &got); err != nil {
 				t.Fatal(err)
 			}
 			if got.ProgressValue == want {
@@ -199,16 +201,16 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	cancel() // no grace: the running job is cancelled mid-page
 	first.Close(stopped)
 	mid, err := first.Store.SyncState(ctx, user)
-	if err != nil || mid.State == model.SyncIdle || mid.Pages != 1 {
+	if err != nil || mid.State == syncstate.SyncIdle || mid.Pages != 1 {
 		t.Fatalf("after the stop: %d pages, state %s, %v; want the backfill unfinished after one page", mid.Pages, mid.State, err)
 	}
 	listsAtStop := sim.Stats().ListRequests
 
 	second := startQuietStack(t, env)
 	deadline = time.Now().Add(2 * time.Minute)
-	var s *model.SyncState
+	var s *syncstate.SyncState
 	for {
-		if s, err = second.Store.SyncState(ctx, user); err == nil && s.State == model.SyncIdle {
+		if s, err = second.Store.SyncState(ctx, user); err == nil && s.State == syncstate.SyncIdle {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -221,7 +223,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	var entries []model.AuditEntry
 	for {
 		if entries, _, err = store.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.Tables().Audit,
-			model.UserPK(user), model.PrefixAudit, store.QueryOptions{}); err != nil {
+			keys.UserPK(user), keys.PrefixAudit, store.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if slices.ContainsFunc(entries, func(e model.AuditEntry) bool { return e.EventType == ingest.AuditSyncCompleted }) {
@@ -252,8 +254,8 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 			t.Errorf("activity %s written %d times", id, c)
 		}
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, model.UserPK(user),
-		model.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, _, err := store.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, keys.UserPK(user),
+		keys.PrefixWorkoutStrava, store.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

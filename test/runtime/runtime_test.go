@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
@@ -305,14 +306,14 @@ func TestLambdaRuntime(t *testing.T) {
 		t.Fatalf("sessions left: %v, %v", ids, err)
 	}
 	for _, s := range []string{s1, s2} {
-		if _, err := f.st.Session(f.ctx, model.SessionHash(strings.TrimPrefix(s, "cc_session="))); !errors.Is(err, model.ErrNotFound) {
+		if _, err := f.st.Session(f.ctx, keys.SessionHash(strings.TrimPrefix(s, "cc_session="))); !errors.Is(err, model.ErrNotFound) {
 			t.Fatalf("session %s after deletion: %v, want ErrNotFound", s, err)
 		}
 	}
 	if _, err := f.st.Profile(f.ctx, me.UserID); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("profile after deletion: %v", err)
 	}
-	if left, err := f.st.QueryPrefix(f.ctx, f.tables.Main, model.UserPK(me.UserID), "", store.QueryOptions{}); err != nil || len(left.Items) != 0 {
+	if left, err := f.st.QueryPrefix(f.ctx, f.tables.Main, keys.UserPK(me.UserID), "", store.QueryOptions{}); err != nil || len(left.Items) != 0 {
 		t.Fatalf("user partition after deletion: %d items, %v", len(left.Items), err)
 	}
 	f.pumpStream() // the deletions' REMOVE records are filtered out

@@ -22,6 +22,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
@@ -351,8 +352,8 @@ func (t *tracker) observe(h streams.Handler) streams.Handler {
 			if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeString {
 				continue
 			}
-			k, err := model.ParseKey(model.Key{PK: pk.String(), SK: sk.String()})
-			if err != nil || k.Kind != model.KindWorkout {
+			k, err := keys.ParseKey(model.Key{PK: pk.String(), SK: sk.String()})
+			if err != nil || k.Kind != keys.KindWorkout {
 				continue
 			}
 			d, ok := r.Change.NewImage["distanceMeters"]

@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -46,7 +47,7 @@ func ProjectorFilters() []map[string]any {
 	return []map[string]any{
 		{
 			"eventName": []any{"INSERT", "MODIFY", "REMOVE"},
-			"dynamodb":  map[string]any{"Keys": map[string]any{"SK": map[string]any{"S": []any{map[string]any{"prefix": model.PrefixWorkoutStrava}}}}},
+			"dynamodb":  map[string]any{"Keys": map[string]any{"SK": map[string]any{"S": []any{map[string]any{"prefix": keys.PrefixWorkoutStrava}}}}},
 		},
 		{
 			"eventName": []any{"INSERT"},

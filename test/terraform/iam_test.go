@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
@@ -368,7 +369,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		// every user gets an active one over the steps' days (test setup,
 		// through the unrestricted client, not a role).
 		admin := store.New(db, local)
-		for shard := range model.UserListShards {
+		for shard := range keys.UserListShards {
 			page, err := admin.ListUsers(ctx, shard, "", 0)
 			if err != nil {
 				t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -64,7 +65,7 @@ type Store interface {
 	Delete(ctx context.Context, table string, k model.Key) error
 	Tables() store.Tables
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
-	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(model.ParsedKey) bool) (int, error)
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
 	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
 	DeleteUserSessions(ctx context.Context, userID, keep string) error
 	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
@@ -181,8 +182,8 @@ func (r *run) steps() []step {
 		{StepGuard, func(ctx context.Context) error { return st.MarkUserDeleted(ctx, r.userID, r.d.Now()) }},
 		{StepConnection, r.connection},
 		{StepUserData, func(ctx context.Context) error {
-			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p model.ParsedKey) bool {
-				return p.Kind == model.KindProfile || p.Kind == model.KindUserSession
+			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool {
+				return p.Kind == keys.KindProfile || p.Kind == keys.KindUserSession
 			})
 			return err
 		}},
@@ -191,13 +192,13 @@ func (r *run) steps() []step {
 			return err
 		}},
 		{StepAudit, func(ctx context.Context) error {
-			st.Audit(ctx, r.log, model.NewAuditEntry(model.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
+			st.Audit(ctx, r.log, model.NewAuditEntry(keys.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
 				model.NewID(), r.d.Now().UTC(), map[string]string{"athleteId": strconv.FormatInt(r.athleteID, 10)}))
 			return nil
 		}},
 		{StepProfile, func(ctx context.Context) error {
 			// Also sweeps anything written since the data step (a worker in flight).
-			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p model.ParsedKey) bool { return p.Kind == model.KindUserSession })
+			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindUserSession })
 			return err
 		}},
 		{StepSessions, r.sessions},
@@ -222,7 +223,7 @@ func (r *run) deauthorize(ctx context.Context) error {
 // connection deletes the connection and the athlete's owner mapping.
 func (r *run) connection(ctx context.Context) error {
 	st := r.d.st
-	if err := st.Delete(ctx, st.Tables().Main, model.StravaConnectionKey(r.userID)); err != nil {
+	if err := st.Delete(ctx, st.Tables().Main, keys.StravaConnectionKey(r.userID)); err != nil {
 		return err
 	}
 	if r.athleteID == 0 {

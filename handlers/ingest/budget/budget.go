@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -39,7 +40,7 @@ const DefaultReserve = 0.05
 // StateFrom turns a header reading at now into the shared counter
 // item (15-minute window and UTC day it belongs to).
 func StateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitState {
-	return StateIn(rl, now, model.AthleteReadsWindow)
+	return StateIn(rl, now, keys.AthleteReadsWindow)
 }
 
 func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.RateLimitState {
@@ -58,7 +59,7 @@ func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.Ra
 // boundary (:00, :15, :30, :45 UTC), which is also the answer for a 429
 // whose headers show nothing spent (Strava refused; our reading lags).
 func NextReset(st *model.RateLimitState, now time.Time) (time.Time, string) {
-	return NextResetIn(st, now, 0, model.AthleteReadsWindow)
+	return NextResetIn(st, now, 0, keys.AthleteReadsWindow)
 }
 
 func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
@@ -81,7 +82,7 @@ func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, windo
 // state was recorded in, and is nearly spent when its usage reaches its
 // limit minus reserve (a share, at least one request).
 func Exhausted(st *model.RateLimitState, now time.Time, reserve float64) string {
-	return ExhaustedIn(st, now, reserve, model.AthleteReadsWindow)
+	return ExhaustedIn(st, now, reserve, keys.AthleteReadsWindow)
 }
 
 // ReserveOf is how many reads of a budget of limit a reserve (a share of

@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -37,7 +38,7 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 	if granted := conn.GrantTime().UTC(); revokedAt.Before(granted.Truncate(time.Second)) {
 		log.InfoContext(ctx, "deauthorization older than the connection's grant; dropped", "writeStatus", "stale",
 			"eventTimeUtc", revokedAt.Format(time.RFC3339), "grantedAtUtc", granted.Format(time.RFC3339Nano))
-		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditDeauthStale, job, map[string]string{
+		w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditDeauthStale, job, map[string]string{
 			"eventTimeUtc": revokedAt.Format(time.RFC3339), "grantedAtUtc": granted.Format(time.RFC3339Nano)})
 		return nil
 	}
@@ -47,7 +48,7 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 	}
 	if how == "" {
 		log.WarnContext(ctx, "deauthorization not confirmed: strava still honours the grant; nothing removed", "writeStatus", "unconfirmed")
-		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditDeauthUnconfirmed, job, map[string]string{
+		w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditDeauthUnconfirmed, job, map[string]string{
 			"eventTimeUtc": revokedAt.Format(time.RFC3339), "reason": "strava answered the grant's authenticated call"})
 		return nil
 	}
@@ -61,7 +62,7 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	log.InfoContext(ctx, "athlete deauthorization confirmed; tokens removed", "writeStatus", "deauthorized", "confirmedBy", how)
-	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteDeauthorize, job, map[string]string{
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditAthleteDeauthorize, job, map[string]string{
 		"confirmedBy": how, "eventTimeUtc": revokedAt.Format(time.RFC3339)})
 	return w.purge(ctx, log, job, userID, revokedAt)
 }
@@ -80,7 +81,7 @@ func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, j
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	log.InfoContext(ctx, "athlete has no strava connection; deauthorization dropped", "writeStatus", "skipped")
-	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
 	return nil
 }
 

@@ -98,6 +98,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -199,7 +200,7 @@ type Fetcher struct {
 	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
 	// (0: no cap).
 	AthleteReadsPerWindow int
-	// RateWindow is Strava's short rate-limit window (model.AthleteReadsWindow;
+	// RateWindow is Strava's short rate-limit window (keys.AthleteReadsWindow;
 	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
 	// their resets and the athlete read counters follow it.
 	RateWindow time.Duration
@@ -215,7 +216,7 @@ type Fetcher struct {
 func NewFetcher(st Store, rev RevocationStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
 	return &Fetcher{store: st, revoked: rev, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
-		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, RateWindow: model.AthleteReadsWindow, Rate: new(budget.RateCache)}
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, RateWindow: keys.AthleteReadsWindow, Rate: new(budget.RateCache)}
 }
 
 // Process handles one job: resolve the athlete, then apply a
@@ -240,7 +241,7 @@ func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
 	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)
 	if errors.Is(err, model.ErrNotFound) {
 		log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
-		w.audit(ctx, log, model.AthletePK(ev.OwnerID), "", ingest.AuditAthleteNotLinked, job, nil)
+		w.audit(ctx, log, keys.AthletePK(ev.OwnerID), "", ingest.AuditAthleteNotLinked, job, nil)
 		return nil
 	}
 	if err != nil {
@@ -306,7 +307,7 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		return w.needsReauth(ctx, log, job, userID, err)
 	case errors.Is(err, model.ErrNotFound):
 		log.InfoContext(ctx, "athlete has no strava connection; event dropped", "writeStatus", "skipped")
-		w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
+		w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
 		return nil
 	case errors.Is(err, strava.ErrAppCredentials):
 		return fmt.Errorf("process %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now()))
@@ -352,7 +353,7 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		log.WarnContext(ctx, "delete event not confirmed: strava serves the activity", "writeStatus", "written")
 	}
 	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
-	w.audit(ctx, log, model.UserPK(userID), userID, kind, job, details)
+	w.audit(ctx, log, keys.UserPK(userID), userID, kind, job, details)
 	return nil
 }
 
@@ -447,7 +448,7 @@ func (w *Fetcher) markHidden(ctx context.Context, log *slog.Logger, job ingest.J
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	log.InfoContext(ctx, "workout marked hidden-or-deleted (strava answered 404)", "writeStatus", "deleted")
-	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditActivityDelete, job, map[string]string{
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditActivityDelete, job, map[string]string{
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": model.WorkoutHiddenOrDeleted,
 	})
 	return nil
@@ -458,7 +459,7 @@ func (w *Fetcher) markHidden(ctx context.Context, log *slog.Logger, job ingest.J
 func (w *Fetcher) needsReauth(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cause error) error {
 	log.WarnContext(ctx, "strava refused the athlete's token; connection needs re-authorization",
 		"writeStatus", "skipped", "error", cause)
-	w.audit(ctx, log, model.UserPK(userID), userID, ingest.AuditNeedsReauth, job, map[string]string{"reason": cause.Error()})
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditNeedsReauth, job, map[string]string{"reason": cause.Error()})
 	return nil
 }
 

@@ -11,12 +11,13 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
 func (w *Fetcher) rateWindow() time.Duration {
 	if w.RateWindow <= 0 {
-		return model.AthleteReadsWindow
+		return keys.AthleteReadsWindow
 	}
 	return w.RateWindow
 }

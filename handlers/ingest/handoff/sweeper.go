@@ -2,7 +2,6 @@ package handoff
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -177,32 +176,10 @@ const SweeperMetricsNamespace = "CommitCollect/Sweeper"
 // OutboxSkipped, OutboxDispatchFailed and OutboxParked (counts) and
 // OutboxOldestDueAge (seconds since the oldest due item was accepted).
 func (r SweepResult) WriteEMF(w io.Writer, now time.Time) error {
-	type metric struct {
-		Name string `json:"Name"`
-		Unit string `json:"Unit"`
-	}
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": now.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  SweeperMetricsNamespace,
-				"Dimensions": [][]string{{"Service"}},
-				"Metrics": []metric{{"OutboxDue", "Count"}, {"OutboxDispatched", "Count"}, {"OutboxSkipped", "Count"},
-					{"OutboxDispatchFailed", "Count"}, {"OutboxParked", "Count"}, {"OutboxOldestDueAge", "Seconds"}},
-			}},
-		},
-		"Service":              "sweeper",
-		"OutboxDue":            r.Due,
-		"OutboxDispatched":     r.Dispatched,
-		"OutboxSkipped":        r.Skipped,
-		"OutboxDispatchFailed": r.Failed,
-		"OutboxParked":         r.Parked,
-		"OutboxOldestDueAge":   int64(r.OldestDueAge.Seconds()),
-	}
-	b, err := json.Marshal(line)
-	if err != nil {
-		return fmt.Errorf("encode sweep metrics: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return ingest.WriteEMF(w, SweeperMetricsNamespace, now, "Service", "sweeper", []ingest.EMFValue{
+		{Name: "OutboxDue", Unit: "Count", Value: int64(r.Due)}, {Name: "OutboxDispatched", Unit: "Count", Value: int64(r.Dispatched)},
+		{Name: "OutboxSkipped", Unit: "Count", Value: int64(r.Skipped)}, {Name: "OutboxDispatchFailed", Unit: "Count", Value: int64(r.Failed)},
+		{Name: "OutboxParked", Unit: "Count", Value: int64(r.Parked)},
+		{Name: "OutboxOldestDueAge", Unit: "Seconds", Value: int64(r.OldestDueAge.Seconds())},
+	})
 }

@@ -31,7 +31,7 @@
 // expires while pending however long it is deferred (model/store outbox.go).
 //
 // Parked records: a PARKED#WORKER record (PARKED#{source}#{shard} /
-// {idempotency key}, model.ParkedShards shards by a hash of the key; records
+// {idempotency key}, keys.ParkedShards shards by a hash of the key; records
 // parked before the shards stay under PARKED#{source} and are still read
 // until they expire; userId and athleteId when known, expiresAt 30 days after parking,
 // model.ParkedRetentionDays) is written by the worker's park (poison,
@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/strava"
 
@@ -237,7 +238,7 @@ func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, r
 	case OutcomeParked:
 		if o.Poison {
 			log.ErrorContext(ctx, "job parked as poison", "writeStatus", "rejected", "error", perr)
-			w.audit(ctx, log, model.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
+			w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
 				map[string]string{"reason": perr.Error()})
 		} else {
 			log.ErrorContext(ctx, "job parked after bounded retries", "writeStatus", "parked", "error", perr)
@@ -269,7 +270,7 @@ func (w *Runner) countAppCredentials(ctx context.Context, log *slog.Logger, perr
 	log.ErrorContext(ctx, "strava refused the application's client credentials; job waits for the operator",
 		"writeStatus", "deferred", "error", perr)
 	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
-		[]budget.EMFValue{budget.NewEMFValue(MetricAppCredentialsRejected, "Count", 1)}); err != nil {
+		[]ingest.EMFValue{{Name: MetricAppCredentialsRejected, Unit: "Count", Value: 1}}); err != nil {
 		log.WarnContext(ctx, "app credentials metric not written", "error", err)
 	}
 }
@@ -289,7 +290,7 @@ func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *model.Idem
 	if rec.Dispatches == 1 {
 		return nil
 	}
-	if err := w.store.RemoveParked(ctx, model.ParkSourceWorker, job.IdempotencyKey); err != nil {
+	if err := w.store.RemoveParked(ctx, keys.ParkSourceWorker, job.IdempotencyKey); err != nil {
 		return fmt.Errorf("remove the parked record of done job %s: %w", job.IdempotencyKey, err)
 	}
 	return nil
@@ -304,7 +305,7 @@ func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now ti
 	if err != nil {
 		return fmt.Errorf("park %s: encode: %w", job.CorrelationID, err)
 	}
-	r := &model.ParkedRecord{Source: model.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
+	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
 		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
 	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
 	if err := w.store.Park(ctx, r); err != nil {
@@ -342,7 +343,7 @@ func (w *Runner) Classify(ctx context.Context, job ingest.Job, err error) error 
 		return err
 	}
 	log.ErrorContext(ctx, "job dropped as poison", "writeStatus", "rejected", "error", err)
-	w.audit(ctx, log, model.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
+	w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
 		map[string]string{"reason": err.Error()})
 	return nil
 }

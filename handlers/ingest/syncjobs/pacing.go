@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 )
 
 // checkBudget defers when sync jobs may not read now: when they have spent
@@ -64,7 +65,7 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 			// A day of sync reads at raised limits is not one
 			// partition's: the daily count is split, each job starting
 			// from its own shard.
-			shards = model.SyncReadsShardsFor(budget.ShareCap(b.limit, cfg.BudgetShare))
+			shards = keys.SyncReadsShardsFor(budget.ShareCap(b.limit, cfg.BudgetShare))
 		}
 		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
 		if errors.Is(err, model.ErrConflict) {
@@ -120,5 +121,5 @@ func (s *Syncer) rateWindow() time.Duration {
 	if s.RateWindow > 0 {
 		return s.RateWindow
 	}
-	return model.AthleteReadsWindow
+	return keys.AthleteReadsWindow
 }

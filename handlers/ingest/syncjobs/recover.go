@@ -8,6 +8,8 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // Recovering from an outage. Strava gives up on a webhook event after three
@@ -21,7 +23,7 @@ import (
 // `make syncs`, and worked off by the running stack (in AWS, the worker).
 
 // RecoverKeyMode is the mode segment of an outage reconciliation's outbox
-// key (model.SyncJobKey(RecoverKeyMode, userID, since)); the job itself is a
+// key (keys.SyncJobKey(RecoverKeyMode, userID, since)); the job itself is a
 // reconciliation.
 const RecoverKeyMode = "recover"
 
@@ -39,7 +41,7 @@ func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (Re
 		res   ReconcileResult
 		first error
 	)
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		for after := ""; ; {
 			page, err := s.store.ListUsers(ctx, shard, after, 0)
 			if err != nil {
@@ -80,8 +82,8 @@ func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, n
 		return 0, err
 	}
 	_, end := ActiveMilestoneEnd(ms.Milestones, since, now)
-	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: since, MilestoneEndUtc: end}
-	ok, err := s.enqueue(ctx, model.SyncJobKey(RecoverKeyMode, userID, since), job, now)
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeReconcile, FromUtc: since, MilestoneEndUtc: end}
+	ok, err := s.enqueue(ctx, keys.SyncJobKey(RecoverKeyMode, userID, since), job, now)
 	switch {
 	case err != nil:
 		return 0, err

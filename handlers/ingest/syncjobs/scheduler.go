@@ -4,12 +4,12 @@ package syncjobs
 // Lambda invoked with {"task":"reconcile"} every minute by Terraform's
 // reconcile rule, the local stack's loop every ReconcileTick). Each user
 // has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
-// the sparse users index (ListUsers over model.UserListShards, never a
+// the sparse users index (ListUsers over keys.UserListShards, never a
 // Scan) in user id order at the pace ceil(users × elapsed / interval),
 // users counted once per cycle (CountUsers). A step comes only to the
 // users whose slot came since the last step (at most
 // DefaultReconcileBatch, stopping before its deadline) and saves the
-// cursor (model.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
+// cursor (syncstate.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
 // after every page: a step that dies resumes from its last saved page, a
 // page redone claims the same keys (at most one job per user per cycle), a
 // concurrent step that saved first wins. A cycle that ends early waits
@@ -54,14 +54,16 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // SyncSchedulerStore is the persistence the sync scheduler needs
 // (implemented by model/store.Store).
 type SyncSchedulerStore interface {
 	// SyncState reads the user's sync state; ErrNotFound when none.
-	SyncState(ctx context.Context, userID string) (*model.SyncState, error)
+	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 	// ConnectionStatus says whose athlete the user is and whether the
 	// athlete must reconnect; ErrNotFound without a connection.
 	ConnectionStatus(ctx context.Context, userID string) (int64, bool, error)
@@ -78,16 +80,16 @@ type SyncSchedulerStore interface {
 	CountUsers(ctx context.Context) (int, error)
 	// ReconcileCursor reads the enumeration cursor; ErrNotFound before the
 	// first cycle.
-	ReconcileCursor(ctx context.Context) (*model.ReconcileCursor, error)
+	ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCursor, error)
 	// SaveReconcileCursor writes it conditioned on its version;
 	// ErrConflict when another run moved it.
-	SaveReconcileCursor(ctx context.Context, c *model.ReconcileCursor) error
+	SaveReconcileCursor(ctx context.Context, c *syncstate.ReconcileCursor) error
 }
 
 // SyncScheduler enqueues sync jobs on the outbox: a backfill when an
 // athlete connects or a milestone reaches before what was imported, a
 // reconciliation per active athlete per interval slot, an operator's
-// restart. Keys are deterministic (model.SyncJobKey), so enqueueing twice
+// restart. Keys are deterministic (keys.SyncJobKey), so enqueueing twice
 // claims once. The api (BFF hooks), the sweeper (reconciliation) and
 // scripts/syncs use it.
 type SyncScheduler struct {
@@ -188,20 +190,20 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 	}
 	if st != nil {
 		covered := st.ImportedFromUtc
-		if st.Running() && st.Mode == model.SyncModeBackfill && (covered.IsZero() || st.WindowFromUtc.Before(covered)) {
+		if st.Running() && st.Mode == syncstate.SyncModeBackfill && (covered.IsZero() || st.WindowFromUtc.Before(covered)) {
 			covered = st.WindowFromUtc
 		}
 		if !covered.IsZero() && !horizon.Before(covered) {
 			return false, nil
 		}
 	}
-	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
-	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeBackfill, userID, horizon), job, now)
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeBackfill, FromUtc: horizon, MilestoneEndUtc: end}
+	ok, err := s.enqueue(ctx, keys.SyncJobKey(syncstate.SyncModeBackfill, userID, horizon), job, now)
 	if err == nil && !ok && st == nil {
 		// The key was claimed before, yet no sync state exists: a
 		// revocation's purge deleted it (and the history); a reconnect
 		// imports again, under a key of its own (one per minute).
-		ok, err = s.enqueue(ctx, model.SyncJobKey(ReimportKeyMode, userID, now.Truncate(time.Minute)), job, now)
+		ok, err = s.enqueue(ctx, keys.SyncJobKey(ReimportKeyMode, userID, now.Truncate(time.Minute)), job, now)
 	}
 	if ok {
 		s.log.InfoContext(ctx, "backfill enqueued", "userId", userID, "athleteId", athleteID, "reason", reason,
@@ -277,7 +279,7 @@ const (
 // tombstone has an activity id above the highest that reconciliation
 // listed (Strava's ids grow with uploads: the athlete uploaded since).
 // st may be nil (no sync yet). The caller has checked the milestone.
-func ReconcileDue(st *model.SyncState, window []model.Workout, now time.Time, idle time.Duration) bool {
+func ReconcileDue(st *syncstate.SyncState, window []model.Workout, now time.Time, idle time.Duration) bool {
 	if st != nil && st.Running() {
 		return false
 	}
@@ -336,8 +338,8 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 	if err != nil {
 		return 0, err
 	}
-	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: model.SyncModeReconcile, FromUtc: from, MilestoneEndUtc: end}
-	ok, err := s.enqueue(ctx, model.SyncJobKey(model.SyncModeReconcile, userID, cycle), job, now)
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeReconcile, FromUtc: from, MilestoneEndUtc: end}
+	ok, err := s.enqueue(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, userID, cycle), job, now)
 	if err != nil {
 		return 0, err
 	}
@@ -357,7 +359,7 @@ const reconcileStopMargin = 10 * time.Second
 // pace of ceil(users × elapsed / interval): each run comes to the users
 // whose slot has come since the last one (at most ReconcileBatch, and
 // never past its deadline), page by page, saving the cursor
-// (model.ReconcileCursor) after each page, so a run that dies resumes from
+// (syncstate.ReconcileCursor) after each page, so a run that dies resumes from
 // its last page and every user comes up once per interval (a page redone
 // claims the same keys: at most one job per user per cycle). A cycle that
 // ends early waits for the interval; one that lags catches up, a batch per
@@ -370,7 +372,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 	var res ReconcileResult
 	cur, err := s.store.ReconcileCursor(ctx)
 	if errors.Is(err, model.ErrNotFound) {
-		cur, err = &model.ReconcileCursor{Done: true}, nil
+		cur, err = &syncstate.ReconcileCursor{Done: true}, nil
 	}
 	if err != nil {
 		return res, fmt.Errorf("reconcile step: %w", err)
@@ -405,7 +407,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 		cur.After = page.Next
 		if !page.More {
 			cur.Shard, cur.After = cur.Shard+1, ""
-			cur.Done = cur.Shard >= model.UserListShards
+			cur.Done = cur.Shard >= keys.UserListShards
 		}
 		if err := s.store.SaveReconcileCursor(ctx, cur); err != nil {
 			return res, s.cursorLost(ctx, err)
@@ -452,7 +454,7 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 		res   ReconcileResult
 		first error
 	)
-	for shard := range model.UserListShards {
+	for shard := range keys.UserListShards {
 		after := ""
 		for {
 			page, err := s.store.ListUsers(ctx, shard, after, 0)
@@ -501,7 +503,7 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 		return fmt.Errorf("restart sync of user %s: %w", userID, err)
 	}
 	st, err := s.store.SyncState(ctx, userID)
-	if errors.Is(err, model.ErrNotFound) || (err == nil && (st.State == model.SyncIdle || st.JobKey == "")) {
+	if errors.Is(err, model.ErrNotFound) || (err == nil && (st.State == syncstate.SyncIdle || st.JobKey == "")) {
 		_, err := s.EnsureBackfill(ctx, userID, "operator restart")
 		return err
 	}
@@ -511,14 +513,14 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 	now := s.Now()
 	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: st.Mode, FromUtc: st.WindowFromUtc, Resume: true}
 	if job.Mode == "" {
-		job.Mode = model.SyncModeBackfill
+		job.Mode = syncstate.SyncModeBackfill
 	}
 	if job.FromUtc.IsZero() {
 		if job.FromUtc, err = s.Horizon(ctx, userID, now); err != nil {
 			return err
 		}
 	}
-	if _, err := s.enqueue(ctx, model.SyncRestartKey(userID, now), job, now); err != nil {
+	if _, err := s.enqueue(ctx, keys.SyncRestartKey(userID, now), job, now); err != nil {
 		return fmt.Errorf("restart sync of user %s: %w", userID, err)
 	}
 	return nil

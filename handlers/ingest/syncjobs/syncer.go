@@ -16,12 +16,12 @@ package syncjobs
 //
 // Sync jobs travel the outbox like webhook events: a Job whose Sync field
 // (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed
-// under a deterministic key (model.SyncJobKey: backfill per user and
+// under a deterministic key (keys.SyncJobKey: backfill per user and
 // horizon, reconciliation per user and enumeration cycle), so enqueueing
 // twice claims once. The worker hands them to its Syncer, which runs ONE
 // page per run:
 //
-//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, model.SyncState):
+//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, syncstate.SyncState):
 //     resume its own unfinished job; a backfill reaching further back than
 //     a running one takes it over keeping its cursor; a new backfill lists
 //     only what is older than what earlier backfills imported
@@ -31,9 +31,9 @@ package syncjobs
 //  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
 //     shared rate-limit item free (webhooks keep budget.DefaultReserve), and
 //     they are paced: a sync read is taken (one conditional write of the
-//     window's SyncReads counter, model.SyncReadsKey, for the 15-minute
+//     window's SyncReads counter, keys.SyncReadsKey, for the 15-minute
 //     window and for the UTC day, whose count is split over
-//     model.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
+//     keys.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
 //     raised limits, so a day of sync reads is not one partition's:
 //     Store.TakeSyncRead) only while the reads taken so far are
 //     under PacedAllowance = the share's cap × (elapsed part of the window
@@ -97,8 +97,10 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // Sync defaults (the environment variables are read by handlers/config).
@@ -219,7 +221,7 @@ func WorkoutDiffers(stored, fresh *model.Workout) bool {
 type SyncStore interface {
 	// UpdateSyncState reads, decides and writes the user's sync state with
 	// a version check (store.ErrSkipWrite from decide writes nothing).
-	UpdateSyncState(ctx context.Context, userID string, decide func(*model.SyncState) error) (*model.SyncState, error)
+	UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error)
 	// WorkoutLog reads the user's workouts started in windows (one
 	// strongly consistent LSI1 query per window).
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
@@ -284,7 +286,7 @@ type Syncer struct {
 // NewSyncer builds the sync job runner.
 func NewSyncer(st SyncStore, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
 	return &Syncer{store: st, tokens: tokens, strava: countedLister{lister}, log: log, Now: func() time.Time { return time.Now().UTC() },
-		RateWindow: model.AthleteReadsWindow, MaxFailures: ingest.DefaultMaxFailures, Rate: new(budget.RateCache)}
+		RateWindow: keys.AthleteReadsWindow, MaxFailures: ingest.DefaultMaxFailures, Rate: new(budget.RateCache)}
 }
 
 // errSkip stops a job that has nothing to do (superseded, finished, covered).
@@ -309,9 +311,9 @@ func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 			final = true
 		}
 	}
-	s.record(ctx, job, func(cur *model.SyncState) {
+	s.record(ctx, job, func(cur *syncstate.SyncState) {
 		if final {
-			cur.State = model.SyncFailed
+			cur.State = syncstate.SyncFailed
 			cur.DeferredReason = "failed: " + err.Error()
 			return
 		}
@@ -322,8 +324,8 @@ func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 
 // record applies change to the user's sync state when job is still its
 // job; a failure to record is logged (the job's outcome is in the outbox).
-func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*model.SyncState)) {
-	_, err := s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *model.SyncState) error {
+func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*syncstate.SyncState)) {
+	_, err := s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
 		if cur.JobKey != job.IdempotencyKey {
 			return store.ErrSkipWrite
 		}
@@ -335,11 +337,11 @@ func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*model.
 	}
 }
 
-func syncStatusOf(mode string) model.SyncStatus {
-	if mode == model.SyncModeReconcile {
-		return model.SyncReconciling
+func syncStatusOf(mode string) syncstate.SyncStatus {
+	if mode == syncstate.SyncModeReconcile {
+		return syncstate.SyncReconciling
 	}
-	return model.SyncBackfilling
+	return syncstate.SyncBackfilling
 }
 
 // decide takes the job on (or not) in the user's sync state: it resumes
@@ -348,32 +350,32 @@ func syncStatusOf(mode string) model.SyncStatus {
 // backfills imported), a reconciliation runs only when no other job does.
 // It returns errSkip when the job has nothing to do and store.ErrSkipWrite
 // when it runs without changing the state.
-func decide(cur *model.SyncState, job ingest.Job, now time.Time) error {
+func decide(cur *syncstate.SyncState, job ingest.Job, now time.Time) error {
 	sj, key := job.Sync, job.IdempotencyKey
 	switch {
 	case cur.JobKey == key && cur.Running():
 		return store.ErrSkipWrite
 	case cur.JobKey == key:
 		return errSkip // finished or failed: a repeated delivery
-	case sj.Resume && cur.JobKey != "" && cur.State != model.SyncIdle:
+	case sj.Resume && cur.JobKey != "" && cur.State != syncstate.SyncIdle:
 		cur.JobKey, cur.State, cur.DeferredReason = key, syncStatusOf(cur.Mode), ""
 		return nil
-	case sj.Mode == model.SyncModeBackfill && cur.Running() && cur.Mode == model.SyncModeBackfill:
+	case sj.Mode == syncstate.SyncModeBackfill && cur.Running() && cur.Mode == syncstate.SyncModeBackfill:
 		if !sj.FromUtc.Before(cur.WindowFromUtc) {
 			return errSkip // the running backfill reaches as far back
 		}
 		cur.JobKey, cur.WindowFromUtc, cur.HorizonUtc = key, sj.FromUtc, sj.FromUtc
 		return nil
-	case sj.Mode == model.SyncModeBackfill && !cur.ImportedFromUtc.IsZero() && !sj.FromUtc.Before(cur.ImportedFromUtc):
+	case sj.Mode == syncstate.SyncModeBackfill && !cur.ImportedFromUtc.IsZero() && !sj.FromUtc.Before(cur.ImportedFromUtc):
 		return errSkip // imported already
-	case sj.Mode == model.SyncModeReconcile && cur.Running():
+	case sj.Mode == syncstate.SyncModeReconcile && cur.Running():
 		return errSkip // a running job lists anyway; the next slot reconciles
 	}
 	cur.JobKey, cur.Mode, cur.AthleteID, cur.State = key, sj.Mode, sj.AthleteID, syncStatusOf(sj.Mode)
 	cur.WindowFromUtc, cur.CursorBeforeUtc, cur.Pages, cur.Listed, cur.ListedMaxActivityID = sj.FromUtc, time.Time{}, 0, 0, 0
 	cur.MilestoneEndUtc = sj.MilestoneEndUtc
 	cur.JobStartedAtUtc, cur.DeferredReason, cur.NextSyncAtUtc = now, "", now
-	if sj.Mode == model.SyncModeBackfill {
+	if sj.Mode == syncstate.SyncModeBackfill {
 		// Earlier backfills imported from ImportedFromUtc on (webhooks and
 		// reconciliation keep the rest current): list only what is older.
 		cur.CursorBeforeUtc, cur.HorizonUtc = cur.ImportedFromUtc, sj.FromUtc
@@ -434,9 +436,9 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 // begin decides whether the job runs a page now (the versioned sync state),
 // takes a sync read of the budget and gets the athlete's token. When ok is
 // false the page ends there, with err (nil: nothing to do).
-func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, now time.Time) (st *model.SyncState, token string, ok bool, err error) {
+func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, now time.Time) (st *syncstate.SyncState, token string, ok bool, err error) {
 	sj, key := job.Sync, job.IdempotencyKey
-	st, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *model.SyncState) error { return decide(cur, job, now) })
+	st, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *syncstate.SyncState) error { return decide(cur, job, now) })
 	if errors.Is(err, errSkip) {
 		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
 		return nil, "", false, nil
@@ -467,10 +469,10 @@ func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, 
 // list asks Strava for the page after the state's cursor and records what
 // the answer says of the budget. When ok is false the page ends there, with
 // err (a deferral at a 429, the stop at a refused token, or a failure).
-func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, st *model.SyncState, token string, now time.Time) (acts []strava.Activity, ok bool, err error) {
+func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, st *syncstate.SyncState, token string, now time.Time) (acts []strava.Activity, ok bool, err error) {
 	sj, key := job.Sync, job.IdempotencyKey
 	opts := strava.ListOptions{Before: st.CursorBeforeUtc, PerPage: cfg.PageSize}
-	if st.Mode == model.SyncModeReconcile {
+	if st.Mode == syncstate.SyncModeReconcile {
 		// after= bounds the list to the window, so an unchanged athlete
 		// costs one small page; before= keeps it newest first (Strava
 		// lists oldest first when only after is given), and the margin
@@ -512,7 +514,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 // counts always (the writes happened), the cursor and the job's end only
 // while the job still owns the cursor. finished says this run ended the job.
 func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, cursor time.Time, acts []strava.Activity, res pageResult, next time.Time, done bool) (finished bool, err error) {
-	_, err = s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *model.SyncState) error {
+	_, err = s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
 		finished = false
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
 		if cur.JobKey != job.IdempotencyKey || !cur.CursorBeforeUtc.Equal(cursor) {
@@ -537,16 +539,16 @@ func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, 
 // finish ends the job in its state at now: idle, the next sync an interval
 // later, and what the job has seen (the reconciled window, the imported
 // history).
-func finish(cur *model.SyncState, n time.Time, interval time.Duration) {
-	cur.State, cur.LastSyncAtUtc = model.SyncIdle, n
+func finish(cur *syncstate.SyncState, n time.Time, interval time.Duration) {
+	cur.State, cur.LastSyncAtUtc = syncstate.SyncIdle, n
 	cur.NextSyncAtUtc = n.Add(interval)
 	// A reconciliation, or the first backfill (it listed from now),
 	// has seen the recent window: the scheduler waits for an
 	// upload with a higher id, or the idle interval.
-	if cur.Mode == model.SyncModeReconcile || cur.ImportedFromUtc.IsZero() {
+	if cur.Mode == syncstate.SyncModeReconcile || cur.ImportedFromUtc.IsZero() {
 		cur.ReconciledAtUtc, cur.ReconciledActivityID = n, max(cur.ReconciledActivityID, cur.ListedMaxActivityID)
 	}
-	if cur.Mode == model.SyncModeBackfill {
+	if cur.Mode == syncstate.SyncModeBackfill {
 		if cur.ImportedFromUtc.IsZero() || cur.WindowFromUtc.Before(cur.ImportedFromUtc) {
 			cur.ImportedFromUtc = cur.WindowFromUtc
 		}
@@ -556,7 +558,7 @@ func finish(cur *model.SyncState, n time.Time, interval time.Duration) {
 
 // report logs the recorded page and writes its routine audit entry, and the
 // job's completion when this run finished it.
-func (s *Syncer) report(ctx context.Context, log *slog.Logger, job ingest.Job, st *model.SyncState, cursor time.Time, res pageResult, done, finished bool) {
+func (s *Syncer) report(ctx context.Context, log *slog.Logger, job ingest.Job, st *syncstate.SyncState, cursor time.Time, res pageResult, done, finished bool) {
 	log.InfoContext(ctx, "sync page", "writeStatus", "synced", "listed", res.listed, "written", res.written,
 		"unchanged", res.unchanged, "stale", res.stale, "rejected", res.rejected, "done", done)
 	s.audit(ctx, log, job, ingest.AuditSyncPage, map[string]string{
@@ -688,8 +690,8 @@ func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job ingest.Job,
 	if err := budget.WriteWaitingEMF(s.Metrics, job.Sync.Mode, de.Until.Sub(s.Now()), s.Now()); err != nil {
 		log.WarnContext(ctx, "sync waiting metric not written", "error", err)
 	}
-	s.record(ctx, job, func(cur *model.SyncState) {
-		cur.State, cur.DeferredReason, cur.NextSyncAtUtc = model.SyncDeferred, de.Reason, de.Until.UTC()
+	s.record(ctx, job, func(cur *syncstate.SyncState) {
+		cur.State, cur.DeferredReason, cur.NextSyncAtUtc = syncstate.SyncDeferred, de.Reason, de.Until.UTC()
 	})
 	return fmt.Errorf("sync %s: %w", job.IdempotencyKey, de)
 }
@@ -698,7 +700,7 @@ func (s *Syncer) deferJob(ctx context.Context, log *slog.Logger, job ingest.Job,
 // the sync is marked failed with the reason and the job is done.
 func (s *Syncer) stop(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error {
 	log.WarnContext(ctx, "sync stopped", "writeStatus", "skipped", "reason", reason)
-	s.record(ctx, job, func(cur *model.SyncState) { cur.State, cur.DeferredReason = model.SyncFailed, reason })
+	s.record(ctx, job, func(cur *syncstate.SyncState) { cur.State, cur.DeferredReason = syncstate.SyncFailed, reason })
 	return nil
 }
 
@@ -707,14 +709,14 @@ func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job ingest.Job, ev
 	details["mode"] = job.Sync.Mode
 	details["jobKey"] = job.IdempotencyKey
 	newEntry := model.NewAuditEntry
-	if eventType == ingest.AuditSyncPage || (eventType == ingest.AuditSyncCompleted && job.Sync.Mode == model.SyncModeReconcile) {
+	if eventType == ingest.AuditSyncPage || (eventType == ingest.AuditSyncCompleted && job.Sync.Mode == syncstate.SyncModeReconcile) {
 		// One per page of every sync, and one per reconciliation (every
 		// athlete with a milestone, every interval): indexed, they would
 		// write one audit GSI2 partition (EVENT#{type}#{month}) hot. A
 		// backfill's completion (one per connect) stays indexed.
 		newEntry = model.NewRoutineAuditEntry
 	}
-	s.store.Audit(ctx, log, newEntry(model.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
+	s.store.Audit(ctx, log, newEntry(keys.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
 		model.NewID(), s.Now(), details))
 }
 

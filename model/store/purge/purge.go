@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -130,7 +131,7 @@ func (s *Purger) RememberRevokedAthlete(ctx context.Context, athleteID int64, us
 	if err != nil {
 		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
 	}
-	k := model.RevokedAthleteKey(h)
+	k := keys.RevokedAthleteKey(h)
 	av, err := attributevalue.MarshalMap(revokedOwner{PK: k.PK, SK: k.SK, EntityType: "REVOKED_ATHLETE", UserID: userID,
 		RevokedAtUtc: revokedAt.UTC()})
 	if err != nil {
@@ -150,7 +151,7 @@ func (s *Purger) RevokedAthleteOwner(ctx context.Context, athleteID int64) (stri
 		return "", fmt.Errorf("revoked owner: %w", err)
 	}
 	out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),
-		Key: keyAV(model.RevokedAthleteKey(h)), ConsistentRead: aws.Bool(true)})
+		Key: keyAV(keys.RevokedAthleteKey(h)), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return "", fmt.Errorf("revoked owner: %w", err)
 	}
@@ -171,7 +172,7 @@ func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) erro
 	if err != nil {
 		return fmt.Errorf("forget revoked athlete: %w", err)
 	}
-	return s.st.Delete(ctx, s.st.Tables().Main, model.RevokedAthleteKey(h))
+	return s.st.Delete(ctx, s.st.Tables().Main, keys.RevokedAthleteKey(h))
 }
 
 // ForgetStravaIdentity removes from the user's profile what Strava said
@@ -180,7 +181,7 @@ func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) erro
 func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string) error {
 	upd := expression.Set(expression.Name("displayName"), expression.Value("")).
 		Set(expression.Name("athleteId"), expression.Value(0))
-	err := s.st.UpdateIn(ctx, s.st.Tables().Main, model.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
+	err := s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
 	if err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
 	}
@@ -192,7 +193,7 @@ func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string) error 
 func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athleteID int64, name string) error {
 	upd := expression.Set(expression.Name("displayName"), expression.Value(name)).
 		Set(expression.Name("athleteId"), expression.Value(athleteID))
-	if err := s.st.UpdateIn(ctx, s.st.Tables().Main, model.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
+	if err := s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
 		return fmt.Errorf("restore strava identity of %s: %w", userID, err)
 	}
 	return nil
@@ -203,11 +204,11 @@ func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athle
 // the details of each audit entry about the user. It returns how many items
 // it changed; re-running it is harmless.
 func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error) {
-	n, err := s.stripEach(ctx, s.st.Tables().Main, model.UserPK(userID), model.PrefixMilestone, []string{"activityId"})
+	n, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, []string{"activityId"})
 	if err != nil {
 		return n, fmt.Errorf("strip strava ids from awards of %s: %w", userID, err)
 	}
-	m, err := s.stripEach(ctx, s.st.Tables().Audit, model.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
+	m, err := s.stripEach(ctx, s.st.Tables().Audit, keys.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
 	if err != nil {
 		return n + m, fmt.Errorf("strip strava ids from audit entries of %s: %w", userID, err)
 	}
@@ -276,12 +277,12 @@ func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID i
 	if err := s.RememberRevokedAthlete(ctx, athleteID, userID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
-	n, err := s.st.DeleteUserItems(ctx, userID, model.PrefixWorkoutStrava, nil)
+	n, err := s.st.DeleteUserItems(ctx, userID, keys.PrefixWorkoutStrava, nil)
 	r.Workouts = n
 	if err != nil {
 		return n, fmt.Errorf("purge strava data of %s (%d workouts deleted so far): %w", userID, n, err)
 	}
-	if err := s.st.Delete(ctx, s.st.Tables().Main, model.SyncStateKey(userID)); err != nil {
+	if err := s.st.Delete(ctx, s.st.Tables().Main, keys.SyncStateKey(userID)); err != nil {
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
 	if err := s.ForgetStravaIdentity(ctx, userID); err != nil {

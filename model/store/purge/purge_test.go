@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/purge"
+	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -46,13 +48,13 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	put(&model.Profile{UserID: "u1", AthleteID: athlete, DisplayName: "Ada Lovelace", CreatedAtUtc: now})
 	put(&model.Milestone{UserID: "u1", MilestoneID: "m1"})
 	put(&model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 4242, AwardedAtUtc: now})
-	put(&model.SyncState{UserID: "u1", AthleteID: athlete})
+	put(&syncstate.SyncState{UserID: "u1", AthleteID: athlete})
 	for id := int64(1); id <= 40; id++ {
 		if err := s.UpsertWorkout(ctx, &model.Workout{UserID: "u1", ActivityID: id, SportType: "Run", DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC), CreatedAtUtc: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(model.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
+	s.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
 		map[string]string{"athleteId": "987654321", "activityId": "4242", "sportType": "Run", "reason": "kept"}))
 	grant, err := s.StravaConnectionGrant(ctx, "u1")
 	if err != nil {

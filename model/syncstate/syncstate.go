@@ -1,9 +1,14 @@
-package model
+// Package syncstate holds the items of Strava syncs (backfill and
+// reconciliation): a user's sync state and cursor, the sync share's read
+// counters, and the reconciliation scheduler's cursor.
+package syncstate
 
-import "time"
+import (
+	"time"
 
-// EntitySyncState is the entity type of a user's Strava sync state.
-const EntitySyncState EntityType = "SYNC_STATE"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+)
 
 // SyncStatus is where a user's Strava sync (backfill or reconciliation) is.
 type SyncStatus string
@@ -37,8 +42,8 @@ const (
 // they keep their progress between pages, so a crash or a deploy resumes
 // from CursorBeforeUtc.
 type SyncState struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	UserID    string     `dynamodbav:"userId"`
 	AthleteID int64      `dynamodbav:"athleteId"`
 	State     SyncStatus `dynamodbav:"state"`
@@ -105,14 +110,14 @@ func (s *SyncState) Running() bool {
 }
 
 // ItemKey implements Entity.
-func (s *SyncState) ItemKey() Key { return SyncStateKey(s.UserID) }
+func (s *SyncState) ItemKey() model.Key { return keys.SyncStateKey(s.UserID) }
 
 // Stamp implements Entity.
-func (s *SyncState) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntitySyncState) }
+func (s *SyncState) Stamp() { s.Key, s.Meta = s.ItemKey(), model.CurrentMeta(model.EntitySyncState) }
 
 // Normalize implements Entity. An item without a state reads as idle.
 func (s *SyncState) Normalize() error {
-	if err := normalize(&s.Meta, EntitySyncState); err != nil {
+	if err := model.NormalizeMeta(&s.Meta, model.EntitySyncState); err != nil {
 		return err
 	}
 	if s.State == "" {
@@ -121,10 +126,7 @@ func (s *SyncState) Normalize() error {
 	return nil
 }
 
-var _ Entity = (*SyncState)(nil)
-
-// EntitySyncReads is the entity type of a sync read counter.
-const EntitySyncReads EntityType = "SYNC_READS"
+var _ model.Entity = (*SyncState)(nil)
 
 // SyncReads counts the Strava reads sync jobs took in one budget window
 // (one shard of it: SyncReadsKey): the pacing of the sync share
@@ -132,8 +134,8 @@ const EntitySyncReads EntityType = "SYNC_READS"
 // allowed so far in the window. ExpiresAt (TTL) removes it after the
 // window.
 type SyncReads struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	WindowStartUtc time.Time     `dynamodbav:"windowStartUtc"`
 	WindowLen      time.Duration `dynamodbav:"windowLenNs"`
 	Shard          int           `dynamodbav:"shard"`
@@ -142,16 +144,15 @@ type SyncReads struct {
 }
 
 // ItemKey implements Entity.
-func (r *SyncReads) ItemKey() Key { return SyncReadsKey(r.WindowStartUtc, r.WindowLen, r.Shard) }
+func (r *SyncReads) ItemKey() model.Key {
+	return keys.SyncReadsKey(r.WindowStartUtc, r.WindowLen, r.Shard)
+}
 
 // Stamp implements Entity.
-func (r *SyncReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntitySyncReads) }
+func (r *SyncReads) Stamp() { r.Key, r.Meta = r.ItemKey(), model.CurrentMeta(model.EntitySyncReads) }
 
 // Normalize implements Entity.
-func (r *SyncReads) Normalize() error { return normalize(&r.Meta, EntitySyncReads) }
-
-// EntityReconcileCursor is the entity type of the reconciliation cursor.
-const EntityReconcileCursor EntityType = "RECONCILE_CURSOR"
+func (r *SyncReads) Normalize() error { return model.NormalizeMeta(&r.Meta, model.EntitySyncReads) }
 
 // ReconcileCursor is where the reconciliation's enumeration of users stands
 // (RECONCILE#STRAVA / CURSOR): a cycle walks the sparse users index shard
@@ -159,8 +160,8 @@ const EntityReconcileCursor EntityType = "RECONCILE_CURSOR"
 // save, so a run that dies resumes from the last saved page and every user
 // comes up once per cycle.
 type ReconcileCursor struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	// CycleStartedAtUtc is when the current cycle began; the next one
 	// begins one interval later (or when this one ends, if later).
 	CycleStartedAtUtc time.Time `dynamodbav:"cycleStartedAtUtc"`
@@ -181,15 +182,19 @@ type ReconcileCursor struct {
 }
 
 // ItemKey implements Entity.
-func (c *ReconcileCursor) ItemKey() Key { return ReconcileCursorKey() }
+func (c *ReconcileCursor) ItemKey() model.Key { return keys.ReconcileCursorKey() }
 
 // Stamp implements Entity.
-func (c *ReconcileCursor) Stamp() { c.Key, c.Meta = c.ItemKey(), current(EntityReconcileCursor) }
+func (c *ReconcileCursor) Stamp() {
+	c.Key, c.Meta = c.ItemKey(), model.CurrentMeta(model.EntityReconcileCursor)
+}
 
 // Normalize implements Entity.
-func (c *ReconcileCursor) Normalize() error { return normalize(&c.Meta, EntityReconcileCursor) }
+func (c *ReconcileCursor) Normalize() error {
+	return model.NormalizeMeta(&c.Meta, model.EntityReconcileCursor)
+}
 
 var (
-	_ Entity = (*SyncReads)(nil)
-	_ Entity = (*ReconcileCursor)(nil)
+	_ model.Entity = (*SyncReads)(nil)
+	_ model.Entity = (*ReconcileCursor)(nil)
 )

@@ -1,8 +1,12 @@
-package model
+// Package keys is the one place that builds and parses the keys of
+// CommitCollect's tables (nobody else writes the "#" separator). It is the
+// lowest package of the domain: model and everything else import it.
+package keys
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -11,11 +15,21 @@ import (
 	"time"
 )
 
-// This file is the one place that builds and parses keys. Nobody else writes
-// the "#" separator. Changing a prefix here is replay-sensitive: stored items
-// keep the old keys, so a prefix change needs a migration and a rebuild.
+// Changing a prefix here is replay-sensitive: stored items keep the old
+// keys, so a prefix change needs a migration and a rebuild.
 
 const sep = "#"
+
+// Separator is the "#" between a key's segments, for checks that an id
+// cannot forge one.
+const Separator = sep
+
+// MaxPartCount bounds a model's parts (and an award's part index).
+const MaxPartCount = 99
+
+// ErrInvalid is model.ErrInvalid (defined here, the lowest domain package,
+// so that parsing a key can report it).
+var ErrInvalid = errors.New("invalid")
 
 // Key prefixes and fixed sort keys of the CommitCollect table.
 const (
@@ -129,9 +143,13 @@ func workoutDateBound(t time.Time) string {
 }
 
 // WorkoutDateRange returns the inclusive LSI1SK bounds (for BETWEEN) that
-// select exactly the workouts started in w: [w.From, w.To), or from w.From
-// on when w.To is nil.
-func WorkoutDateRange(w Window) (lo, hi string) {
+// select exactly the workouts started in [from, to), or from from on when
+// to is nil.
+func WorkoutDateRange(from time.Time, to *time.Time) (lo, hi string) {
+	w := struct {
+		From time.Time
+		To   *time.Time
+	}{from, to}
 	// Fixed width holds for years 1..9999: clamp what lies outside.
 	if first := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); w.From.Before(first) {
 		w.From = first
@@ -324,7 +342,7 @@ func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string,
 // SyncJobKey is the deterministic outbox key of a sync job: the same
 // backfill (user, horizon) or the same reconciliation (user, interval slot)
 // enqueued twice is claimed once. at is the horizon of a backfill or the
-// start of a reconciliation's slot; mode is model.SyncModeBackfill or
+// start of a reconciliation's slot; mode is syncstate.SyncModeBackfill or
 // SyncModeReconcile.
 func SyncJobKey(mode, userID string, at time.Time) string {
 	return strings.Join([]string{"STRAVA", "SYNC", mode, userID, strconv.FormatInt(at.Unix(), 10)}, sep)
@@ -460,7 +478,7 @@ func SyncReadsShardAllowance(allowed, shards, i int) int {
 }
 
 // ReconcileCursorKey addresses the reconciliation's enumeration cursor
-// (model.ReconcileCursor): one item, written once per page of users.
+// (syncstate.ReconcileCursor): one item, written once per page of users.
 func ReconcileCursorKey() Key { return Key{"RECONCILE#STRAVA", "CURSOR"} }
 
 // Sources of parked records: the failure paths that park instead of
