@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -29,8 +28,8 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	ctx := context.Background()
 	h.link("u1", 10, -time.Minute) // expired: every job needs a refresh
 	h.activity(901, 10, "Run")
-	var metrics bytes.Buffer
-	h.worker.Runner.Metrics = &metrics
+	metrics := &lockedBuffer{}
+	h.worker.Runner.Metrics = metrics
 	good := h.sim.ClientSecret()
 	h.sim.RotateClientSecret("rotated-at-strava")
 
@@ -71,6 +70,12 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	if a := h.audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
 		t.Fatalf("audits %v: want the revocation unconfirmed", mapKeys(a))
 	}
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed: a connection flagged

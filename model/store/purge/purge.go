@@ -84,7 +84,9 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 	if s.st.Secrets == nil {
 		return nil, store.ErrNoSealer
 	}
-	ec := model.SecretContext{UserID: "app", Purpose: "athlete-hash", Item: athleteHashKeyItem.String()}
+	// Sealed like the tokens (the same purpose, so the same KMS grant), bound
+	// to the application rather than a user and to this item's key.
+	ec := model.SecretContext{UserID: "app", Purpose: model.PurposeStravaTokens, Item: athleteHashKeyItem.String()}
 	for attempt := 0; attempt < 2; attempt++ {
 		var item sealedHashKey
 		out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),

@@ -18,6 +18,7 @@ locals {
     "POST /auth/logout",
     "GET /v1/me",
     "DELETE /v1/me",
+    "GET /v1/me/export",
     "GET /v1/models",
     "GET /v1/milestones",
     "POST /v1/milestones",
@@ -248,9 +249,12 @@ data "aws_iam_policy_document" "worker" {
     actions   = ["dynamodb:Query"]
     resources = ["${module.tables.arns["main"]}/index/LSI1"]
   }
+  # Audit entries; a confirmed revocation also removes the Strava ids from
+  # the user's entries (model/store/purge: a Query of the user's partition,
+  # an UpdateItem per entry).
   statement {
     sid       = "Audit"
-    actions   = ["dynamodb:PutItem"]
+    actions   = ["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = [module.tables.arns["audit"]]
   }
   statement {
