@@ -160,7 +160,7 @@ replay rebuild verify redrive syncs:
 #   path and of the projector, recomputes per stream batch; CC_BENCH_BACKFILL=n
 #   imports fewer).
 #   Pipeline (test/bench: the local stack end to end, PutItem baseline, U×E
-#   webhooks, growth table with H = 10…3000, issue 16's targets; it prints
+#   webhooks, growth table with H = 10…3000, the targets; it prints
 #   its own tables and runs once; CC_BENCH_* knobs in `go doc ./test/bench`).
 # Reading the summary: n is how many ops were timed (few ops = noisy, raise
 #   BENCHTIME); B/op and allocs/op are Go-side memory per op; p50-ms/p95-ms are

@@ -292,7 +292,7 @@ func (fixedToken) Verify(context.Context, string) (strava.Token, error) {
 
 // TestAccountDeletionIsFinalWithWorkInFlight: DELETE /v1/me answers while a
 // fetch is in flight; the fetch lands afterwards, and a sync state write
-// lands even later; neither leaves anything in USER#{id} (issue 25 item 6).
+// lands even later; neither leaves anything in USER#{id}.
 // Protection: the guard step (MarkUserDeleted) and the writers' check after
 // their write.
 func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {

@@ -296,7 +296,7 @@ func TestCORS(t *testing.T) {
 // TestMilestoneCap: a user has at most model.MaxMilestonesPerUser
 // milestones; past it POST /v1/milestones answers 409 milestone_limit and
 // writes nothing; at the cap, with every part of every milestone awarded,
-// the projection's read sees every milestone and award (issue 25 item 10).
+// the projection's read sees every milestone and award.
 // Protection: the counted, conditional create (store.CreateMilestone).
 func TestMilestoneCap(t *testing.T) {
 	t.Parallel()

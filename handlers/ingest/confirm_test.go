@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
-// Issue 25 items 1 and 2: a webhook is unsigned, so a delete event is only a
+// A webhook is unsigned, so a delete event is only a
 // reason to ask Strava, and Strava's 404 (deleted or made private) is a
 // tombstone that comes back when Strava shows the activity again.
 

@@ -56,7 +56,7 @@ import (
 // create), of the rate-limit state (cached briefly) and of the Strava
 // connection (the token is cached until near expiry), and its PutItem of the
 // rate-limit state (written only when it changed materially); both audit
-// entries lost their two index entries (2 WCU each). Added back (issue 25):
+// entries lost their two index entries (2 WCU each). Added back:
 // the user guard's consistent read after the workout write (write-then-check:
 // an account deletion or a confirmed deauthorization that lands while the
 // fetch is in flight still wins), one request and 1 RCU, cheaper than making

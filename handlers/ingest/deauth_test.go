@@ -23,7 +23,7 @@ import (
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
-// The tests of this file run deauthorization events (issue 25, items 3-5):
+// The tests of this file run deauthorization events:
 // a deauthorization is confirmed by the grant failing at Strava and only
 // when it is newer than the grant; its cleanup is resumable; writes landing
 // afterwards keep the expiry.

@@ -567,7 +567,7 @@ func TestShortRateWindow(t *testing.T) {
 // queue's on-failure destination: outcome not recorded, the item stays
 // received) and completed later by the sweeper leaves no PARKED#WORKER
 // record, and a stale record of a done job redriven anyway does not run it
-// again (issue 25 item 8). Protections: the worker removes the parked record
+// again. Protections: the worker removes the parked record
 // of a job done on a later dispatch than its first; Run skips a redriven job
 // whose item is done.
 func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {

@@ -40,7 +40,7 @@ func fmtKey(it store.Item) string {
 }
 
 // Writers in flight that land after the account deletion remove what they
-// wrote (issue 25 item 6): a workout, a tombstone, the sync state (whose
+// wrote: a workout, a tombstone, the sync state (whose
 // create condition alone would re-create SYNC#STRAVA), a milestone (and its
 // count). Protections: checkGuard in UpsertWorkout / MarkWorkoutDeleted,
 // checkDeleted in UpdateSyncState and CreateMilestone.
@@ -86,7 +86,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 
 // The account deletion deletes the user's parked records (by userId, or by
 // athleteId when they name no user), keeps everyone else's, and parked
-// records expire (issue 25 item 6).
+// records expire.
 func TestDeleteUserParked(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)

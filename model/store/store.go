@@ -24,7 +24,7 @@
 // replay-sensitive: re-key every workout (migrate-lsi -backfill after
 // clearing LSI1SK) and rebuild.
 //
-// Hot keys (issue 24). No partition takes a burst's writes alone: the
+// Hot keys. No partition takes a burst's writes alone: the
 // outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
 // default 32; the 4 legacy shards are always read), parked records over
 // keys.ParkedShards per source (the unsharded legacy partition is still

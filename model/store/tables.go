@@ -73,7 +73,7 @@ func TableNames(prefix string) Tables {
 //
 // Migration: DynamoDB cannot change the projection of an existing GSI. A
 // deployment whose index was created with another projection (GSI1 and
-// Pending were ALL before issue 24) must delete the index and create it
+// Pending were ALL before index projections changed) must delete the index and create it
 // again (two UpdateTable calls; Terraform plans exactly that when the
 // projection changes, and CreateTables does it for a local table, see
 // addMissingIndexes). While the new index backfills, queries of it fail

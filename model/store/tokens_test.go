@@ -215,7 +215,7 @@ func copyConnection(t *testing.T, s *store.Store, from, to, userIDAttr string) {
 }
 
 // sealLegacy overwrites userID's connection tokens with a format 1 pair, as
-// code before issue 25 sealed it: bound to the userId attribute, not the key.
+// older code sealed it: bound to the userId attribute, not the key.
 func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
 	t.Helper()
 	ctx := context.Background()
@@ -240,7 +240,7 @@ func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
 // connection item copied under another user's key does not open, whether
 // its userId attribute was edited or not, in format 2 and in the legacy
 // format 1; a format 1 item under its own key still opens until
-// SealConnection rewrites it as format 2 (issue 25 item 9).
+// SealConnection rewrites it as format 2.
 func TestCopiedConnectionDoesNotOpen(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)

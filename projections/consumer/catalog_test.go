@@ -22,7 +22,7 @@ func (c *countingStore) ModelParts(ctx context.Context, modelID string) (map[int
 	return c.Store.ModelParts(ctx, modelID)
 }
 
-// TestWarmConsumerReadsTheCatalogOnce (issue 16, item 3): a warm projector
+// TestWarmConsumerReadsTheCatalogOnce: a warm projector
 // mints awards of one model for three users in three batches and reads the
 // model's parts once; after PartsTTL it reads them again, and a model whose
 // parts are not all there yet is never kept. Protection: the consumer's

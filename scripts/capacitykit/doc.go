@@ -1,11 +1,11 @@
-// Package capacitykit is the capacity plan behind `make capacity` (scripts/capacity, issue 24 item 3):
+// Package capacitykit is the capacity plan behind `make capacity` (scripts/capacity):
 // for N athletes on one Strava application it prints Strava reads per day by class and whether they fit
 // the application's limits, DynamoDB requests/RCU/WCU per day, Lambda invocations and GB-s per day, and
 // a monthly AWS cost at published on-demand prices. Its last line is
 //
 //	capacity: athletes=N reads_per_day=R webhook_reads=W reconcile_reads=C fits=yes|no usd_per_athlete_month=X
 //
-// followed by nothing; above it, issue 24's three targets at 1,000,000 athletes (reconciliation reads
+// followed by nothing; above it, the three targets at 1,000,000 athletes (reconciliation reads
 // ≤ 20 % of webhook reads, ≤ 1.3 Strava reads per athlete-day, ≤ $0.0015 per athlete-month) as met/missed
 // lines. Nothing asserts them: they are printed.
 //
@@ -27,7 +27,7 @@
 // item; a Query that finds nothing reports 0 where AWS charges 0.5 RCU). They measure the code as it is:
 // re-run the tool after the reconciliation and hot-key rework, and the plan follows.
 //
-// # The reconciliation the plan assumes (issue 24 items 1 and 2; handlers/ingest, "Backfill and reconciliation")
+// # The reconciliation the plan assumes (handlers/ingest, "Backfill and reconciliation")
 //
 //   - Each athlete has its own slot in the reconcile interval (its place in a resumable walk of the users
 //     index, paced over the interval), default 7 days (CC_RECONCILE_INTERVAL 168h, was 6h).
@@ -54,7 +54,7 @@
 //	webhooks        N·activities·(1 + edits)                  one GET /activities/{id} per create or pushed edit
 //	backfill        N·connects·max(1, ⌈history-days·activities/page-size⌉)
 //	reconciliation  as above
-//	confirmations   N·activities·deletes + N·deauths          one read each (issue 25 confirms a delete by a
+//	confirmations   N·activities·deletes + N·deauths          one read each (a delete is confirmed by a
 //	                                                          fetch and a deauthorization by the grant failing;
 //	                                                          today's code does neither: the measurement shows 0)
 //	token refreshes N / (token-ttl + 1/r) with r the reads per athlete-day: a token lives 6 h and the first

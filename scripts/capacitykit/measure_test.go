@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // warm event per class, a 20-activity backfill) and the tool's plan from
 // it: every unit of work cost something in every stage that touches
 // DynamoDB for it, the webhook and sync units made the Strava reads they
-// should, and the output ends with issue 24's summary line.
+// should, and the output ends with the summary line.
 func TestMeasureAndPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -62,7 +62,7 @@ func TestMeasureAndPlan(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	last := lines[len(lines)-1]
 	if !lastLine.MatchString(last) || !strings.HasPrefix(last, "capacity: athletes=80 ") || !strings.Contains(last, "fits=yes") {
-		t.Errorf("last line %q: want issue 24's format for 80 athletes that fit the default limits", last)
+		t.Errorf("last line %q: want the format for 80 athletes that fit the default limits", last)
 	}
 }
 

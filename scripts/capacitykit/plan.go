@@ -195,7 +195,7 @@ type Line struct {
 	USD            float64
 }
 
-// Target is one of issue 24's targets and whether it is met.
+// Target is one of the targets and whether it is met.
 type Target struct {
 	Name      string
 	Got, Want float64
@@ -407,7 +407,7 @@ func pages(n float64, pageSize int) float64 {
 // budgets, and the overall ones.
 func (p Plan) Fits() bool { return p.FitsDaily && p.FitsShort && p.FitsOverall }
 
-// LastLine is the plan's summary line (issue 24's format).
+// LastLine is the plan's summary line.
 func (p Plan) LastLine() string {
 	fits := "no"
 	if p.Fits() {
@@ -509,7 +509,7 @@ func (p Plan) Print(w io.Writer) {
 	if a.Athletes != 1_000_000 {
 		scope = fmt.Sprintf("shown for %d athletes: the fixed costs weigh more below that scale", a.Athletes)
 	}
-	pf("Targets (issue 24, stated for 1,000,000 athletes with the defaults; %s):\n", scope)
+	pf("Targets (stated for 1,000,000 athletes with the defaults; %s):\n", scope)
 	for _, t := range p.Targets {
 		verdict := "missed"
 		if t.Met {

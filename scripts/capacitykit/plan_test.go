@@ -138,12 +138,12 @@ func TestRefreshesInBudget(t *testing.T) {
 	}
 }
 
-// lastLine is issue 24's summary format.
+// lastLine is the summary format.
 var lastLine = regexp.MustCompile(`^capacity: athletes=\d+ reads_per_day=\d+ webhook_reads=\d+ reconcile_reads=\d+ fits=(yes|no) usd_per_athlete_month=\d+\.\d+$`)
 
 // TestDefaultsMillion runs the model on its documented defaults at a
 // million athletes (the measured units are fixed here): reconciliation
-// stays within issue 24's read targets, the targets are printed, and the
+// stays within the read targets, the targets are printed, and the
 // output ends with the summary line.
 func TestDefaultsMillion(t *testing.T) {
 	a := Defaults(1_000_000)

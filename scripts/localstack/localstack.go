@@ -232,7 +232,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if getenv("STRAVA_BASE_URL") == "" {
 		// Against the built-in simulator `make demo` plays a month of one
 		// athlete's uploads, corrections and a delete (each confirmed by a
-		// read since issue 25) within a minute: more than the production
+		// read since deletes are confirmed) within a minute: more than the production
 		// cap of reads per athlete and window.
 		set("CC_ATHLETE_READS_PER_WINDOW", strconv.Itoa(DefaultLocalAthleteReads))
 		subID := int64(DefaultSubscriptionID)

@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
 
-// TestRebuildMintsOnlyWhatIsJustified reproduces issue 13's observation 6:
+// TestRebuildMintsOnlyWhatIsJustified reproduces an observed failure:
 // a milestone's awardedParts raised by hand from 6 to 12. verify reports the
 // counter as drift beyond what is justified; rebuild mints nothing the log
 // does not earn, lowers the counter back (no award item backs the raised

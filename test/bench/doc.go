@@ -41,7 +41,7 @@
 //     wait), and "read", the workouts the design has to read (those in the
 //     period, at most 3000). A cost that grows with H for the monthly milestone means
 //     the projector reads outside the period.
-//  4. Targets of issue 16 beside the figures, each "met (x to spare)" or
+//  4. Targets beside the figures, each "met (x to spare)" or
 //     "MISSED by x (r× the limit)", a missed one followed by "why:" lines
 //     (the reasons, with the measured figures they cite). They are printed,
 //     not asserted.

@@ -16,7 +16,7 @@ type result struct {
 	workoutSize int
 }
 
-// The issue's targets (issue 16) and its measured "today".
+// The targets and what was measured before.
 const (
 	targetRCUMonthly3000 = 10
 	targetWCU            = 5
@@ -84,7 +84,7 @@ func (r result) print(w io.Writer) {
 		p("    projection: %s", OpsPerEvent(g.projectOps, g.events))
 	}
 	p("")
-	p("Targets (issue 16)")
+	p("Targets")
 	// why follows a missed target with the reasons below.
 	target := func(name string, got float64, unit string, verdict string, why ...string) {
 		p("  %-52s %9.2f %-4s %s", name, got, unit, verdict)
@@ -135,7 +135,7 @@ func (r result) print(w io.Writer) {
 	p("")
 }
 
-// The reasons printed under a missed target (issue 16 asks for by how much
+// The reasons printed under a missed target (the targets ask by how much
 // and why). The figures they cite are the measured ones; the rest is the
 // design's accounting (model/store/capacity/meter.go, handlers/ingest/cost_test.go).
 const (

@@ -32,7 +32,7 @@
 // Strava, kill -9 twice while awards are minted,
 // duplicate/reordered/delete-first/slow-stale deliveries, a 429 with the
 // read budget spent, 5xx and timeouts, a forged flood, and the unsigned
-// lifecycle (issue 25: a forged delete and a forged deauthorization, an
+// lifecycle (a forged delete and a forged deauthorization, an
 // activity made private and public again, a revoke whose event arrives after
 // the reconnect, a confirmed revoke and a reconnect within the retention
 // window, DELETE /v1/me while a slow fetch for the user is in flight; its

@@ -42,7 +42,7 @@ type Figures struct {
 	// activity in a field the projection reads (deleted at Strava: the
 	// workout must be isDeleted).
 	DriftStrava int
-	// Lifecycle counts lifecycle promises broken (issue 25's scenario): a
+	// Lifecycle counts lifecycle promises broken (the scenario): a
 	// forged or late event that destroyed or disconnected, a confirmed
 	// deauthorization that did not schedule the data for deletion, a
 	// reconnect that made a new user or kept the schedule, anything left

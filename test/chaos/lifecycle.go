@@ -8,7 +8,7 @@ import (
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
-// Issue 25: Strava's webhooks are unsigned, so an event is a hint to ask
+// Strava's webhooks are unsigned, so an event is a hint to ask
 // Strava, never proof; and every lifecycle path converges while work for the
 // athlete is in flight. Through external interfaces only:
 //

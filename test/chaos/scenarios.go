@@ -109,7 +109,7 @@ func putRuns(e *Env, users []*User, per int) []stravasim.Event {
 	return evs
 }
 
-// Issue 13, item 1: every event is answered 200 and the pipeline dies
+// every event is answered 200 and the pipeline dies
 // before the worker finished; Strava never sends an acknowledged event
 // again, so whatever was accepted must survive the crash.
 func killAfterAccept(ctx context.Context, e *Env, full bool) (Figures, error) {
@@ -128,7 +128,7 @@ func killAfterAccept(ctx context.Context, e *Env, full bool) (Figures, error) {
 	return e.Settle(ctx, quiet, deadline)
 }
 
-// Issue 13, item 2: Ctrl-C while a backlog waits on a slow Strava, then a
+// Ctrl-C while a backlog waits on a slow Strava, then a
 // restart. Shutdown may leave work for later but must not drop it.
 func ctrlCBacklog(ctx context.Context, e *Env, full bool) (Figures, error) {
 	users, err := linkUsers(ctx, e, 2, 2000, distanceMilestone(50))
@@ -147,7 +147,7 @@ func ctrlCBacklog(ctx context.Context, e *Env, full bool) (Figures, error) {
 	return e.Settle(ctx, quiet, deadline)
 }
 
-// Issue 13, item 3: kill -9 twice while many users' awards are being
+// kill -9 twice while many users' awards are being
 // minted; each restart resumes from the stream checkpoint. The events come
 // in three waves, and each of the first two kills lands while its wave is
 // being minted (no event is sent while the pipeline is down).
@@ -213,7 +213,7 @@ func waitAwards(ctx context.Context, e *Env, want int, limit time.Duration) (int
 	}
 }
 
-// Issue 13, item 4 and the delivery races: the same event three times, an
+// the same event three times, an
 // update before its create, a delete before its create, and a create whose
 // fetch is answered slowly (the old state) after a newer update was
 // fetched and stored.
@@ -265,7 +265,7 @@ func deliveries(ctx context.Context, e *Env, full bool) (Figures, error) {
 	return e.Settle(ctx, quiet, deadline)
 }
 
-// Issue 13, item 5: Strava says the 15-minute read budget is spent. Jobs
+// Strava says the 15-minute read budget is spent. Jobs
 // must wait for the window to reset, not be parked.
 func budget429(ctx context.Context, e *Env, full bool) (Figures, error) {
 	users, err := linkUsers(ctx, e, 1, 5000, distanceMilestone(50))
@@ -306,7 +306,7 @@ func stravaErrors(ctx context.Context, e *Env, full bool) (Figures, error) {
 	return e.Settle(ctx, quiet, deadline)
 }
 
-// Issue 13, item 7: one source forges hundreds of events for a linked
+// one source forges hundreds of events for a linked
 // athlete — activities that do not exist, and a few ids repeated with
 // fresh event times to get past deduplication — then Strava sends real
 // ones. Every accepted event must be handled, the real ones included.

@@ -21,7 +21,7 @@ import (
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
-// TestLocalStackAbsorbsABurst (issue 16, item 4): 300 webhooks from 8
+// TestLocalStackAbsorbsABurst: 300 webhooks from 8
 // concurrent senders into the local stack (what `make run` runs) with a
 // worker queue of 8. Every one is answered 200 accepted at the first
 // attempt, none refused although the queue overflows (the log shows failed

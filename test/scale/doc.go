@@ -1,4 +1,4 @@
-// Package scale is the scale simulation `make scale` runs (issue 24 item 4),
+// Package scale is the scale simulation `make scale` runs,
 // with a reduced run in `make test`: the local stack (scripts/localstack, in
 // this process so its capacity meters can be read) on DynamoDB Local,
 // against the Strava simulator (test/stravasim) enforcing app-wide read
@@ -57,7 +57,7 @@
 //     from the capacity meters' WriteKeys (model/store/capacity/writekeys.go) over
 //     the day's traffic; only tables and indexes with at least
 //     MinWritesForHotKey writes count toward hottest_key_share;
-//   - the targets of issue 24, met or MISSED, and a last line:
+//   - the targets, met or MISSED, and a last line:
 //     scale: athletes=N webhooks_late=L share_exceeded=S edits_caught=P% hottest_key_share=H%
 //
 // TestScale fails only when work was lost (an announced or backfilled

@@ -18,7 +18,7 @@ import (
 // says nothing (two writes to one key are 100 %).
 const MinWritesForHotKey = 100
 
-// Targets of issue 24 (printed met/missed, never asserted).
+// Targets (printed met/missed, never asserted).
 const (
 	TargetLate        = 0
 	TargetExceeded    = 0
@@ -178,7 +178,7 @@ func (r Report) Print(w io.Writer) {
 	}
 	p("")
 	hot, _ := r.Hottest()
-	p("targets (issue 24; printed, not asserted):")
+	p("targets (printed, not asserted):")
 	p("  webhooks late past one window   %6d   want %d       %s", r.Late(), TargetLate, metOr(r.Late() <= TargetLate))
 	p("  windows syncs exceed the share  %6d   want %d       %s", r.Exceeded(), TargetExceeded, metOr(r.Exceeded() <= TargetExceeded))
 	p("  unpushed edits caught in bound  %5.1f%%   want ≥ %.0f%%  %s", 100*r.EditsCaught(), 100*TargetEditsCaught, metOr(r.EditsCaught() >= TargetEditsCaught))

@@ -646,7 +646,7 @@ func Routes() []string {
 }
 
 // MinWebhookPeakRPS is the floor of the API stage's steady rate limit:
-// issue 24's estimate of a million athletes' evening peak of webhooks
+// the estimate of a million athletes' evening peak of webhooks
 // (10x the mean). Below it Strava's deliveries are throttled (429) at the
 // peak; the module's default (500/s) keeps ~4x headroom.
 const MinWebhookPeakRPS = 130
@@ -672,7 +672,7 @@ func checkAPIThrottling(d *Deployed, add addFunc) {
 		}
 		rate, burst := num("throttling_rate_limit"), num("throttling_burst_limit")
 		if rate < MinWebhookPeakRPS || burst < rate {
-			add("%s: throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak, issue 24) and a burst of at least the rate",
+			add("%s: throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak) and a burst of at least the rate",
 				st.Address, rate, burst, MinWebhookPeakRPS)
 		}
 	}
@@ -839,7 +839,7 @@ type DashboardMetric struct {
 	DimValueOf                   func(*Deployed) []string
 }
 
-// DashboardMetrics are what the capacity dashboard must show (issue 16): the
+// DashboardMetrics are what the capacity dashboard must show: the
 // projector's consumed capacity per batch beside its lag, the stream's
 // iterator age and every function's errors.
 var DashboardMetrics = []DashboardMetric{
@@ -849,7 +849,7 @@ var DashboardMetrics = []DashboardMetric{
 	{consumer.MetricsNamespace, "ProjectionLag", "Service", constant("projector")},
 	{"AWS/Lambda", "IteratorAge", "FunctionName", functionNames("projector")},
 	{"AWS/Lambda", "Errors", "FunctionName", functionNames(FunctionRoles...)},
-	// Issue 24: the Strava read budget by class.
+	// the Strava read budget by class.
 	{budget.WorkerMetricsNamespace, "StravaReads", "Class", func(*Deployed) []string {
 		return []string{ingest.ReadClassWebhook, ingest.ReadClassBackfill, ingest.ReadClassReconcile, ingest.ReadClassConfirm}
 	}},

@@ -299,9 +299,9 @@ variable "backfill" {
 variable "api" {
   description = <<-EOT
     HTTP API stage throttling: steady requests per second and burst (the token bucket's size).
-    Sized for Strava's webhook bursts at a million athletes (issue 24): `make capacity
+    Sized for Strava's webhook bursts at a million athletes: `make capacity
     ARGS="-athletes 1000000"` models ~52 webhooks/s at an evening peak of 10x the mean, and
-    issue 24 estimated ~130/s with a heavier mix; Strava also redelivers in bursts after an
+    the estimate was ~130/s with a heavier mix; Strava also redelivers in bursts after an
     outage of ours (every event up to 3 times). A throttled webhook is a 429 Strava retries, so
     the limit must sit well above the peak: 500/s is ~4x the issue's estimate and ~10x the
     model's, and a burst of 1000 absorbs two seconds of a backlog flush. It stays a guard, not a
