@@ -16,13 +16,12 @@ package bff
 // loses the race joins the winner. A returning athlete keeps their user; the
 // new tokens are stored with a conditional tokenVersion bump and the login's
 // time as the grant (grantedAtUtc, what a deauthorization event is compared
-// with). A confirmed deauthorization keeps the owner mapping, so an athlete
-// reconnecting within the 30-day retention window gets the same user back:
-// the login clears the guard's revocation (conditional on the one it read),
-// removes expiresAt from every Strava workout (STRAVA_RECONNECTED), then
-// saves the tokens; milestones and awards were never touched. While the
-// connection is missing every login removes the expiry again, so a login
-// that failed midway (503) is finished by the athlete's retry.
+// with). A confirmed deauthorization deletes the owner mapping with the
+// Strava data but leaves a keyed hash of the athlete id, so a reconnecting
+// athlete gets the same user back: the login restores the athlete's id and
+// name, clears the guard's revocation (conditional on the one it read;
+// STRAVA_RECONNECTED), saves the tokens, and the backfill imports the
+// history again; milestones and awards were never touched.
 
 import (
 	"context"

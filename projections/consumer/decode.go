@@ -6,9 +6,8 @@ package consumer
 //
 //	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
 //	  setting isDeleted, a revival one clearing it)             → recompute the user
-//	REMOVE of USER#…/WORKOUT#STRAVA#… (DynamoDB's TTL, principal
-//	  dynamodb.amazonaws.com, 30 days after a confirmed
-//	  deauthorization; or an account deletion's sweep)          → recompute the user
+//	REMOVE of USER#…/WORKOUT#STRAVA#… (a confirmed deauthorization's
+//	  purge, an account deletion's sweep, or DynamoDB's TTL)    → recompute the user
 //	INSERT of a milestone                                       → recompute the user
 //	MODIFY of a milestone whose definition changed              → recompute the user
 //	MODIFY of a milestone with the same definition (the projector's own

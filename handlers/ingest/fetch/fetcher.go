@@ -18,27 +18,28 @@ package fetch
 //     connection's grant (grantedAtUtc, set by every login and left by
 //     refreshes; updatedAtUtc for items written before it) is stale: audit
 //     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
-//     fail at Strava, through the shared budget and the athlete's read cap
-//     like a fetch: a refresh refused (invalid grant, or needsReauth already
-//     set by Strava's refusal) or GET /api/v3/athlete answering 401 confirms;
-//     200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing removed; 429,
-//     spent budget, cap → deferred; 5xx, transport, any other status →
-//     retried, then parked: an unconfirmable deauthorization waits, it never
-//     destroys. Confirmed → one transaction deletes the connection (only if
-//     its tokenVersion and grant have not moved: a reconnect racing in wins;
-//     a refused condition is retried and judged again) and sets the user
-//     guard's revocation (stravaRevokedAtUtc = event time,
-//     stravaDataExpiresAt = now + 30 days); the owner mapping stays, so a
-//     reconnect reattaches the same user (handlers/bff). Audit
-//     STRAVA_ATHLETE_DEAUTHORIZED. Then every WORKOUT#STRAVA#… item gets that
-//     expiresAt (DynamoDB TTL deletes them, per Strava's terms; the REMOVE
-//     records re-project the milestones). The job fails, and its outbox item
-//     stays pending, until that loop has finished: a retry finds the
-//     connection gone and the guard holding the same event time, and resumes.
-//     A workout written after the revocation (a fetch or sync page in
-//     flight) gets the expiry from its guard check, and no write removes a
-//     pending expiry. When a reconnect cleared the revocation during the
-//     loop, the loop removes the expiry again.
+//     fail at Strava now, through the shared budget and the athlete's read
+//     cap like a fetch: a refresh made for the check (Verify, whatever the
+//     stored token and any earlier flag) refused with Strava's RefreshToken
+//     fault, or GET /api/v3/athlete answering 401 to the token it issued,
+//     confirms; 200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing
+//     removed; an Application fault (our client secret) → deferred, nobody
+//     flagged; 429, spent budget, cap → deferred; 5xx, transport, any other
+//     status → retried, then parked: an unconfirmable deauthorization waits,
+//     it never destroys. Confirmed → one transaction deletes the connection
+//     (only if its tokenVersion and grant have not moved: a reconnect racing
+//     in wins; a refused condition is retried and judged again) and sets the
+//     user guard's revocation (stravaRevokedAtUtc = event time). Audit
+//     STRAVA_ATHLETE_DEAUTHORIZED. Then the purge (deauth.go, model/store/
+//     purge) deletes what came from Strava: workouts (the REMOVE records
+//     re-project the milestones), sync state, the Strava name and id,
+//     Strava ids on awards and audit entries, parked records, and last the
+//     owner mapping, leaving a keyed-hash mapping for a reconnect
+//     (handlers/bff). The job fails, and its outbox item stays pending,
+//     until the purge has finished: a retry finds the connection gone and
+//     the guard holding the same event time, and resumes. A workout written
+//     after the revocation (a fetch or sync page in flight) removes itself
+//     (its guard check).
 //  3. delete events are confirmed by a fetch, never applied as they come
 //     (a webhook is unsigned, and athlete and activity ids are public): they
 //     take step 4 like create and update events (budget, athlete cap,
