@@ -3,6 +3,7 @@ package bff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -37,31 +38,40 @@ type MeJSON struct {
 
 func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	ctx := r.Context()
-	p, err := h.profiles.Profile(ctx, s.UserID)
+	me, _, err := h.readMe(ctx, s.UserID)
 	if errors.Is(err, model.ErrNotFound) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "account not found (deleted?)")
 		return
 	}
 	if err != nil {
-		h.fail(ctx, w, log, "read profile", err)
+		h.fail(ctx, w, log, "read me", err)
 		return
 	}
-	connected, scope := false, ""
-	c, err := h.profiles.StravaConnection(ctx, s.UserID)
+	writeJSON(w, http.StatusOK, me)
+}
+
+// readMe reads what GET /v1/me and the export say of the user: the
+// profile, the Strava connection (nil without one) and the sync state.
+// ErrNotFound when the profile is gone.
+func (h *Handler) readMe(ctx context.Context, userID string) (MeJSON, *model.StravaConnection, error) {
+	p, err := h.profiles.Profile(ctx, userID)
+	if err != nil {
+		return MeJSON{}, nil, fmt.Errorf("read profile: %w", err)
+	}
+	me := MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName}
+	c, err := h.profiles.StravaConnection(ctx, userID)
 	switch {
 	case err == nil:
-		connected, scope = !c.NeedsReauth && hasActivityRead(c.Scopes), strava.ActivityScope(c.Scopes)
-	case !errors.Is(err, model.ErrNotFound):
-		h.fail(ctx, w, log, "read strava connection", err)
-		return
+		me.Connected, me.ActivityScope = !c.NeedsReauth && hasActivityRead(c.Scopes), strava.ActivityScope(c.Scopes)
+	case errors.Is(err, model.ErrNotFound):
+		c = nil
+	default:
+		return MeJSON{}, nil, fmt.Errorf("read strava connection: %w", err)
 	}
-	sync, err := h.syncState(ctx, s.UserID)
-	if err != nil {
-		h.fail(ctx, w, log, "read sync state", err)
-		return
+	if me.Sync, err = h.syncState(ctx, userID); err != nil {
+		return MeJSON{}, nil, fmt.Errorf("read sync state: %w", err)
 	}
-	writeJSON(w, http.StatusOK, MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName, Connected: connected,
-		ActivityScope: scope, Sync: sync})
+	return me, c, nil
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session, _ *slog.Logger, _ string) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/strava"
 )
 
 // GET /v1/me/export gives athletes their data (Strava's API agreement: an
@@ -97,23 +96,14 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, s model.Session
 
 // exportHead reads the profile, the connection and the milestones.
 func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, error) {
-	p, err := h.profiles.Profile(ctx, userID)
+	me, c, err := h.readMe(ctx, userID)
 	if err != nil {
 		return exportHead{}, err
 	}
-	head := exportHead{ExportedAtUtc: h.now().UTC(), Profile: MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName},
-		Milestones: []MilestoneJSON{}}
-	c, err := h.profiles.StravaConnection(ctx, userID)
-	switch {
-	case err == nil:
+	head := exportHead{ExportedAtUtc: h.now().UTC(), Profile: me, Milestones: []MilestoneJSON{}}
+	if c != nil {
 		head.Connection = &ExportConnectionJSON{AthleteID: c.AthleteID, Scopes: c.Scopes, GrantedAtUtc: c.GrantedAtUtc,
-			NeedsReauth: c.NeedsReauth, ActivityScope: strava.ActivityScope(c.Scopes)}
-		head.Profile.Connected, head.Profile.ActivityScope = !c.NeedsReauth && hasActivityRead(c.Scopes), strava.ActivityScope(c.Scopes)
-	case !errors.Is(err, model.ErrNotFound):
-		return exportHead{}, err
-	}
-	if head.Profile.Sync, err = h.syncState(ctx, userID); err != nil {
-		return exportHead{}, err
+			NeedsReauth: c.NeedsReauth, ActivityScope: me.ActivityScope}
 	}
 	ms, _, err := h.milestones.MilestonesWithAwards(ctx, userID, "")
 	if err != nil {

@@ -41,29 +41,22 @@ func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (Re
 		res   ReconcileResult
 		first error
 	)
-	for shard := range keys.UserListShards {
-		for after := ""; ; {
-			page, err := s.store.ListUsers(ctx, shard, after, 0)
+	err := s.eachUsersPage(ctx, func(users []string) {
+		for _, userID := range users {
+			o, err := s.recoverUser(ctx, userID, since.UTC(), now)
 			if err != nil {
-				return res, fmt.Errorf("reconcile since: %w", err)
-			}
-			for _, userID := range page.UserIDs {
-				o, err := s.recoverUser(ctx, userID, since.UTC(), now)
-				if err != nil {
-					s.log.WarnContext(ctx, "outage reconciliation not enqueued", "userId", userID, "error", err)
-					if first == nil {
-						first = fmt.Errorf("reconcile since: user %s: %w", userID, err)
-					}
-					res.Users++
-					continue
+				s.log.WarnContext(ctx, "outage reconciliation not enqueued", "userId", userID, "error", err)
+				if first == nil {
+					first = fmt.Errorf("reconcile since: user %s: %w", userID, err)
 				}
-				res.add(o)
+				res.Users++
+				continue
 			}
-			if !page.More {
-				break
-			}
-			after = page.Next
+			res.add(o)
 		}
+	})
+	if err != nil {
+		return res, fmt.Errorf("reconcile since: %w", err)
 	}
 	return res, first
 }

@@ -454,21 +454,32 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 		res   ReconcileResult
 		first error
 	)
+	err := s.eachUsersPage(ctx, func(users []string) {
+		first = s.reconcilePage(ctx, cfg, users, now, slot, true, &res, first)
+	})
+	if err != nil {
+		return res, fmt.Errorf("reconcile: %w", err)
+	}
+	return res, first
+}
+
+// eachUsersPage calls fn with every page of the users index, shard by
+// shard (never a Scan).
+func (s *SyncScheduler) eachUsersPage(ctx context.Context, fn func(users []string)) error {
 	for shard := range keys.UserListShards {
-		after := ""
-		for {
+		for after := ""; ; {
 			page, err := s.store.ListUsers(ctx, shard, after, 0)
 			if err != nil {
-				return res, fmt.Errorf("reconcile: %w", err)
+				return err
 			}
-			first = s.reconcilePage(ctx, cfg, page.UserIDs, now, slot, true, &res, first)
+			fn(page.UserIDs)
 			if !page.More {
 				break
 			}
 			after = page.Next
 		}
 	}
-	return res, first
+	return nil
 }
 
 // reconcilePage runs reconcileUser for each user of a users-index page,
