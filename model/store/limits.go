@@ -18,12 +18,15 @@ type Limits struct {
 	*Guard
 }
 
-// TakeAthleteRead counts one Strava read for the athlete in the window of
+// TakeAthleteReads counts n Strava reads for the athlete in the window of
 // length windowLen containing now (keys.AthleteReadsKey; the counter expires
-// an hour after its window) unless limit reads were already counted there:
-// then it returns ErrConflict and counts nothing.
-func (s *Limits) TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error {
+// an hour after its window) unless that would count more than limit reads
+// there: then it returns ErrConflict and counts nothing.
+func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
 	window := now.UTC().Truncate(windowLen)
+	if n < 1 || n > limit {
+		return fmt.Errorf("count %d strava reads of athlete %d against a cap of %d: %w", n, athleteID, limit, model.ErrConflict)
+	}
 	meta := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window}
 	meta.Stamp()
 	reads := expression.Name("reads")
@@ -32,10 +35,10 @@ func (s *Limits) TakeAthleteRead(ctx context.Context, athleteID int64, now time.
 		Set(expression.Name("athleteId"), expression.Value(athleteID)).
 		Set(expression.Name("windowStartUtc"), expression.Value(window)).
 		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
-		Add(reads, expression.Value(1))
-	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(limit)))
+		Add(reads, expression.Value(n))
+	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n)))
 	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
-		return fmt.Errorf("count a strava read of athlete %d in the window of %s: %w", athleteID, window.Format(time.RFC3339), err)
+		return fmt.Errorf("count %d strava reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
 	}
 	return nil
 }

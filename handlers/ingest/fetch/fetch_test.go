@@ -28,7 +28,7 @@ type fakeStore struct {
 	UpsertWorkoutFn   func(w *model.Workout) error
 	MarkHiddenFn      func(activityID int64, reason string, fetchStartedAtNs int64) error
 	MarkNeedsReauthFn func(userID string) error
-	TakeAthleteReadFn func(athleteID int64, limit int) error
+	TakeAthleteReadFn func(athleteID int64, limit, n int) error
 	audits            []string
 }
 
@@ -62,11 +62,11 @@ func (f *fakeStore) MarkNeedsReauth(_ context.Context, userID string, _ time.Tim
 	return f.MarkNeedsReauthFn(userID)
 }
 
-func (f *fakeStore) TakeAthleteRead(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit int) error {
+func (f *fakeStore) TakeAthleteReads(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit, n int) error {
 	if f.TakeAthleteReadFn == nil {
 		return nil
 	}
-	return f.TakeAthleteReadFn(athleteID, limit)
+	return f.TakeAthleteReadFn(athleteID, limit, n)
 }
 
 func (f *fakeStore) RateLimitState(context.Context) (*model.RateLimitState, error) {
@@ -209,9 +209,11 @@ func TestADeleteStravaStillServesIsWrittenNotDeleted(t *testing.T) {
 
 func TestAnAthleteAtItsReadCapWaitsWithoutAFetch(t *testing.T) {
 	t.Parallel()
-	st := &fakeStore{t: t, TakeAthleteReadFn: func(int64, int) error { return model.ErrConflict }}
+	st := &fakeStore{t: t, TakeAthleteReadFn: func(int64, int, int) error { return model.ErrConflict }}
 	s := &fakeStrava{GetActivityFn: run(run5k)}
-	err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate))
+	f := newFetcher(t, st, s)
+	f.AthleteReadsPerWindow = 1 // no read within the instance's own allowance
+	err := f.Process(context.Background(), event(ingest.AspectCreate))
 	var de *ingest.DeferError
 	if !errors.As(err, &de) || s.calls != 0 || !de.Until.Equal(now.Truncate(15*time.Minute).Add(15*time.Minute)) {
 		t.Fatalf("got %v after %d fetches; want a deferral to the next window, no fetch", err, s.calls)
@@ -247,5 +249,50 @@ func TestAnotherAthletesActivityIsPoison(t *testing.T) {
 	s := &fakeStrava{GetActivityFn: run(other)}
 	if err := newFetcher(t, st, s).Process(context.Background(), event(ingest.AspectCreate)); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("got %v, want ErrInvalid (nothing written)", err)
+	}
+}
+
+// TestAthleteReadCounterIsTouchedOnlyNearTheCap: an instance reads an
+// athlete's first localReadAllowance (3) activities of a window without
+// writing the shared counter; the 4th adds all four, later ones one each,
+// and a refusal keeps the unshared reads for the next attempt. Protection:
+// the instance's read tally (removing it writes the counter for every read).
+func TestAthleteReadCounterIsTouchedOnlyNearTheCap(t *testing.T) {
+	t.Parallel()
+	var adds []int
+	refuse := false
+	st := &fakeStore{t: t, TakeAthleteReadFn: func(_ int64, limit, n int) error {
+		if limit != fetch.DefaultAthleteReadsPerWindow {
+			t.Errorf("cap %d, want %d", limit, fetch.DefaultAthleteReadsPerWindow)
+		}
+		adds = append(adds, n)
+		if refuse {
+			return model.ErrConflict
+		}
+		return nil
+	},
+		WorkoutFn:       func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
+		UpsertWorkoutFn: func(*model.Workout) error { return nil },
+	}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	f := newFetcher(t, st, s)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := f.Process(ctx, event(ingest.AspectUpdate)); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if fmt.Sprint(adds) != "[4 1]" || s.calls != 5 {
+		t.Fatalf("counter additions %v after %d reads; want [4 1] after 5 (3 unseen, then 4 at once, then 1)", adds, s.calls)
+	}
+	refuse = true
+	var de *ingest.DeferError
+	if err := f.Process(ctx, event(ingest.AspectUpdate)); !errors.As(err, &de) || s.calls != 5 {
+		t.Fatalf("at the cap: got %v after %d reads, want a deferral without a read", err, s.calls)
+	}
+	// Another athlete, or the next window, starts its own allowance.
+	f.Now = func() time.Time { return now.Add(15 * time.Minute) }
+	if err := f.Process(ctx, event(ingest.AspectUpdate)); err != nil || len(adds) != 3 {
+		t.Fatalf("next window: got %v, additions %v; want the read within the new allowance", err, adds)
 	}
 }

@@ -120,10 +120,10 @@ type Store interface {
 	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
-	// TakeAthleteRead counts one Strava read for the athlete in the window
-	// (of length windowLen) containing now; ErrConflict when limit reads
-	// were already counted.
-	TakeAthleteRead(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit int) error
+	// TakeAthleteReads counts n Strava reads for the athlete in the window
+	// (of length windowLen) containing now; ErrConflict when that would
+	// count more than limit.
+	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
 	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
 	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
 	// RecordRateLimit stores a reading unless a newer one is stored.
@@ -210,6 +210,7 @@ type Fetcher struct {
 	Rate *budget.RateCache
 
 	athletes athleteCache // see cache.go
+	reads    readTally    // see spend.go
 }
 
 // NewFetcher builds the fetcher over st and rev (the DynamoDB store),
