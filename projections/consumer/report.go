@@ -6,7 +6,11 @@ package consumer
 // AUDIT#{unix seconds}#{requestId}), findable by correlation id (GSI1) and by
 // event type and month (GSI2), and expire after 90 days. The consumer writes
 // MILESTONE_PROGRESS_UPDATED (details: version, value, workouts counted,
-// awarded parts, status), AWARD_MINTED (one per part, in the mint
+// awarded parts, status) when a projection's awarded parts or status change
+// or it drops unjustified parts, never for a new running value alone: the
+// worker's STRAVA_ACTIVITY_* entry already records the event, the log
+// explains the value and the milestone's version counts the writes, so an
+// event costs at most one routine audit write. Then AWARD_MINTED (one per part, in the mint
 // transaction, under the correlation id of the workout that tipped it, so an
 // athlete's webhook can be followed to the awards it caused),
 // MILESTONE_COMPLETED, PROJECTION_TRUNCATED and PROJECTOR_RECORD_PARKED. The
@@ -145,7 +149,7 @@ func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res 
 		details["storedAwardedParts"] = strconv.Itoa(m.AwardedParts)
 		details["unjustifiedParts"] = fmt.Sprint(res.Unjustified)
 	}
-	if res.Changed {
+	if stepped(m.Projection, res) {
 		c.audit(ctx, m.UserID, EventProgressUpdated, correlationID, now, version, -1, details)
 	}
 	if res.Completed {
@@ -156,4 +160,12 @@ func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res 
 		details["exactFromUtc"] = fmtInstant(res.Projection.ExactFromUtc)
 		c.audit(ctx, m.UserID, EventProjectionTruncated, correlationID, now, version, -1, details)
 	}
+}
+
+// stepped says whether a written projection is worth its own audit entry:
+// its awarded parts or status changed, or it dropped unjustified parts. A
+// new running value alone is not (see Audit entries above).
+func stepped(stored model.Projection, res projections.Result) bool {
+	return res.Changed && (res.Projection.AwardedParts != stored.AwardedParts || res.Projection.Status != stored.Status ||
+		len(res.Unjustified) > 0)
 }
