@@ -158,6 +158,11 @@ type Workout struct {
 	// than the stored one's is dropped. Absent on items (and tombstones)
 	// written before it existed.
 	FetchStartedAtNs int64 `dynamodbav:"fetchStartedAtNs,omitempty"`
+	// SyncJobKey names the sync job whose list page wrote this version of
+	// the item (absent when a webhook fetch or a 404 wrote it). The
+	// projector leaves such writes to the page's end, which projects the
+	// whole page at once (the sync state's importedCount grows).
+	SyncJobKey string `dynamodbav:"syncJobKey,omitempty"`
 }
 
 // WorkoutHiddenOrDeleted is the DeletedReason of a workout whose activity
@@ -458,9 +463,9 @@ type ParkedRecord struct {
 	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
 }
 
-// UserGuard is the per-user state every in-flight writer of user data checks
-// after its write (GUARD#USER#{userId} / GUARD, outside the user's partition
-// so an account deletion can empty that partition and keep the guard):
+// UserGuard is the per-user state checked after every in-flight write of
+// user data (USER#{userId} / GUARD, right before the milestones so the
+// projector reads it with them; deleting a user's items always keeps it):
 //
 //   - DeletedAtUtc: the account was deleted (DELETE /v1/me). A write that
 //     lands afterwards removes what it wrote: deletion is final. The guard

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
@@ -20,6 +22,8 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -99,6 +103,27 @@ func newHarness(t testing.TB) *harness {
 		t.Fatalf("subscribe: got %d, %v; want %d", id, err, subscriptionID)
 	}
 	return h
+}
+
+// project hands every stream record so far to a projector, as the stream's
+// event source mapping would (the check of the user guard after a webhook
+// fetch's write happens there).
+func (h *harness) project() {
+	h.t.Helper()
+	ctx := context.Background()
+	db, streamsAPI := dynamolocal.Clients(h.t)
+	arn, err := store.StreamARN(ctx, db, h.st.Tables())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	recs, err := streams.ReadAll(ctx, streamsAPI, arn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	proj := consumer.New(h.st, consumer.Options{Metrics: io.Discard})
+	if resp, err := proj.Handle(ctx, events.DynamoDBEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) > 0 {
+		h.t.Fatalf("projector: %+v, %v", resp, err)
+	}
 }
 
 // newWorker builds another worker (another "Lambda instance") over the same

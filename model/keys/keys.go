@@ -48,7 +48,6 @@ const (
 	PrefixOAuthState    = "OAUTHSTATE#"
 	PrefixOutboxPending = "OUTBOX#PENDING#"
 	PrefixAthleteReads  = "READS#"
-	PrefixUserGuard     = "GUARD#USER#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"
@@ -409,13 +408,24 @@ func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
 	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
 }
 
-// UserGuardKey addresses a user's write guard (model.UserGuard): its own
-// partition, so deleting the user's partition keeps it.
 // MilestoneCountKey addresses the count of a user's milestones
-// (model.MilestoneCount), outside the MILESTONE# range the recompute reads.
+// (model.MilestoneCount), outside the range the recompute reads
+// (GuardAndMilestones).
 func MilestoneCountKey(userID string) Key { return Key{UserPK(userID), SKMilestoneCount} }
 
-func UserGuardKey(userID string) Key { return Key{PrefixUserGuard + userID, SKGuard} }
+// UserGuardKey addresses a user's write guard (model.UserGuard): in the
+// user's partition, just before the milestones, so the projector's one read
+// of a user's milestones also reads the guard (GuardAndMilestones).
+// Deleting a user's items always keeps it (store.DeleteUserItems).
+func UserGuardKey(userID string) Key { return Key{UserPK(userID), SKGuard} }
+
+// GuardAndMilestones bounds (inclusively) the sort keys of a user's guard,
+// milestones and awards, and nothing else of the user's partition: GUARD
+// sorts right before MILESTONE#, and every milestone or award key sorts
+// before MILESTONE$ ('$' follows the separator '#').
+func GuardAndMilestones() (from, through string) {
+	return SKGuard, strings.TrimSuffix(PrefixMilestone, sep) + "$"
+}
 
 // RateLimitKey addresses the shared Strava rate-limit counter.
 func RateLimitKey() Key { return Key{"RATELIMIT#STRAVA", "STATE"} }
@@ -574,12 +584,6 @@ func ParseKey(k Key) (ParsedKey, error) {
 		why string
 	)
 	switch {
-	case strings.HasPrefix(k.PK, PrefixUserGuard):
-		user := strings.TrimPrefix(k.PK, PrefixUserGuard)
-		if user == "" || strings.Contains(user, sep) || k.SK != SKGuard {
-			why = "user guard"
-		}
-		p = ParsedKey{Kind: KindUserGuard, UserID: user}
 	case strings.HasPrefix(k.PK, PrefixUser):
 		p, why = parseUserKey(strings.TrimPrefix(k.PK, PrefixUser), k.SK)
 	case strings.HasPrefix(k.PK, PrefixModel):
@@ -622,6 +626,8 @@ func parseUserKey(user, sk string) (p ParsedKey, why string) {
 		p.Kind = KindSyncState
 	case sk == SKMilestoneCount:
 		p.Kind = KindMilestoneCount
+	case sk == SKGuard:
+		p.Kind = KindUserGuard
 	case strings.HasPrefix(sk, PrefixWorkoutStrava):
 		id, err := strconv.ParseInt(strings.TrimPrefix(sk, PrefixWorkoutStrava), 10, 64)
 		if err != nil || id <= 0 {

@@ -17,4 +17,5 @@ const (
 	attrDeletedAtUtc      = "deletedAtUtc"
 	attrDeletedReason     = "deletedReason"
 	attrFetchStartedAtNs  = "fetchStartedAtNs"
+	attrSyncJobKey        = "syncJobKey"
 )

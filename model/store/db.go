@@ -239,7 +239,10 @@ func (s *DB) QueryPrefix(ctx context.Context, table, pk, prefix string, o QueryO
 		}
 	}
 	kc := expression.Key(hk).Equal(expression.Value(pk))
-	if prefix != "" {
+	switch {
+	case o.Through != "":
+		kc = kc.And(expression.Key(rk).Between(expression.Value(prefix), expression.Value(o.Through)))
+	case prefix != "":
 		kc = kc.And(expression.Key(rk).BeginsWith(prefix))
 	}
 	b := expression.NewBuilder().WithKeyCondition(kc)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -33,7 +35,7 @@ func (a *afterGuardRead) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		guardRead = bytes.Contains(body, []byte("GUARD#USER#"))
+		guardRead = bytes.Contains(body, []byte(`"GUARD"`))
 	}
 	resp, err := http.DefaultTransport.RoundTrip(r)
 	if guardRead && a.armed.CompareAndSwap(true, false) {
@@ -70,8 +72,11 @@ func TestGuardRemovalYieldsToReconnect(t *testing.T) {
 	})
 	writer := store.New(db, s.Tables())
 	tr.armed.Store(true)
-	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); !errors.Is(err, store.ErrStravaRevoked) {
-		t.Fatalf("got %v; the write read the revocation, want ErrStravaRevoked", err)
+	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, store.ErrStravaRevoked) {
+		t.Fatalf("got %v; the check read the revocation, want ErrStravaRevoked", err)
 	}
 	if tr.armed.Load() {
 		t.Fatal("the write never read the guard")

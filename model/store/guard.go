@@ -14,18 +14,26 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 )
 
-// Guard holds the user guard (GUARD#USER#{id}) and the check every guarded writer runs after its write.
+// Guard holds the user guard (USER#{id} / GUARD) and what a writer does when
+// it finds its writes guarded.
 type Guard struct {
 	*DB
 }
 
 // The user guard (model.UserGuard): every writer of user data that may be in
-// flight while the user is deleted or deauthorized (the worker, the sync, a
-// tombstone write) writes first and then reads the guard with a consistent
-// read (write-then-check). The deletion and the deauthorization set the
-// guard first and then sweep the user's items; so a write either landed
-// before the guard was set (the sweep that follows finds it) or its check
-// sees the guard (and the writer removes what it wrote). One consistent GetItem per write, no transaction.
+// flight while the user is deleted or deauthorized writes first and then
+// reads the guard with a consistent read (write-then-check). The deletion and
+// the deauthorization set the guard first and then sweep the user's items;
+// so a write either landed before the guard was set (the sweep that follows
+// finds it) or a check after it sees the guard (and what it wrote is
+// removed). Who checks, so that no write pays a request of its own:
+//
+//   - a workout written for a webhook event: the projector. Its one read of
+//     the user's milestones covers the guard (keys.GuardAndMilestones), and
+//     the stream hands it every workout write after the write landed; a
+//     guarded user's written workouts are removed there (RemoveGuarded).
+//   - a sync page's workouts: the syncer, once per page (CheckWrites).
+//   - the sync state and a milestone: their own write (checkDeleted).
 
 // ErrUserDeleted is returned (wrapped, matching model.ErrConflict) by a
 // guarded write that landed after the user's account was deleted: the item
@@ -37,22 +45,61 @@ var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
 // item has been removed again.
 var ErrStravaRevoked = fmt.Errorf("strava grant revoked: %w", model.ErrConflict)
 
-// checkGuard is the check after a write of the user's Strava data item k
-// (a workout): when the account was deleted it deletes k and returns
-// ErrUserDeleted; when a confirmed deauthorization revoked the grant it
-// deletes k (unless a reconnect cleared the revocation) and returns
-// ErrStravaRevoked. A user without a guard passes.
-func (s *Guard) checkGuard(ctx context.Context, userID string, k model.Key) error {
-	return s.afterWrite(ctx, userID, k, true)
+// CheckWrites is the check after writes of the user's Strava data items ks
+// (a sync page's workouts): one consistent read of the guard, then, when the
+// account was deleted, ks are deleted and it returns ErrUserDeleted; when a
+// confirmed deauthorization revoked the grant, ks are deleted (unless a
+// reconnect cleared the revocation) and it returns ErrStravaRevoked. A user
+// without a guard passes.
+func (s *Guard) CheckWrites(ctx context.Context, userID string, ks []model.Key) error {
+	g, err := s.UserGuard(ctx, userID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check guard after writing %d items: %w", len(ks), err)
+	}
+	if _, err := s.RemoveGuarded(ctx, g, ks); err != nil {
+		return err
+	}
+	switch {
+	case g.Deleted():
+		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrUserDeleted)
+	case g.Revoked():
+		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrStravaRevoked)
+	}
+	return nil
 }
 
-// checkDeleted is checkGuard for an item that is not Strava data (the sync
-// state, a milestone): only a deletion counts.
+// RemoveGuarded removes the user's Strava data items ks written while g held
+// (read after their writes): all of them when the account was deleted, each
+// one unless a reconnect cleared the revocation since (deleteIfStillRevoked)
+// when the grant was revoked; nothing otherwise. It returns how many it
+// removed (or found already gone).
+func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error) {
+	n := 0
+	for _, k := range ks {
+		switch {
+		case g.Deleted():
+			if err := s.Delete(ctx, s.t.Main, k); err != nil {
+				return n, fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
+			}
+		case g.Revoked():
+			if err := s.deleteIfStillRevoked(ctx, g.UserID, k, g); err != nil {
+				return n, fmt.Errorf("remove %s written after a deauthorization: %w", k, err)
+			}
+		default:
+			return n, nil
+		}
+		n++
+	}
+	return n, nil
+}
+
+// checkDeleted is the check after writing item k of the user that is not
+// Strava data (the sync state, a milestone): when the account was deleted
+// it deletes k and returns ErrUserDeleted.
 func (s *Guard) checkDeleted(ctx context.Context, userID string, k model.Key) error {
-	return s.afterWrite(ctx, userID, k, false)
-}
-
-func (s *Guard) afterWrite(ctx context.Context, userID string, k model.Key, stravaData bool) error {
 	g, err := s.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -64,11 +111,6 @@ func (s *Guard) afterWrite(ctx context.Context, userID string, k model.Key, stra
 			return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
 		}
 		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
-	case stravaData && g.Revoked():
-		if err := s.deleteIfStillRevoked(ctx, userID, k, g); err != nil {
-			return fmt.Errorf("remove %s written after a deauthorization: %w", k, err)
-		}
-		return fmt.Errorf("write %s: %w", k, ErrStravaRevoked)
 	}
 	return nil
 }

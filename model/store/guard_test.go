@@ -40,10 +40,12 @@ func fmtKey(it store.Item) string {
 }
 
 // Writers in flight that land after the account deletion remove what they
-// wrote: a workout, a tombstone, the sync state (whose
-// create condition alone would re-create SYNC#STRAVA), a milestone (and its
-// count). Protections: checkGuard in UpsertWorkout / MarkWorkoutDeleted,
-// checkDeleted in UpdateSyncState and CreateMilestone.
+// wrote: a sync page's workouts and tombstone (its one check), the sync
+// state (whose create condition alone would re-create SYNC#STRAVA), a
+// milestone (and its count); the guard itself stays. Protections:
+// CheckWrites, checkDeleted in UpdateSyncState and CreateMilestone, the
+// guard kept by DeleteUserItems. (A webhook's workout write is removed by
+// the projector: consumer TestGuardedWorkoutWritesAreRemovedByTheProjector.)
 func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
@@ -53,11 +55,15 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := workout("gone", 7)
-	if err := s.UpsertWorkout(ctx, w); !errors.Is(err, store.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
-		t.Fatalf("workout write: got %v, want ErrUserDeleted (a conflict)", err)
+	if err := s.UpsertWorkout(ctx, w); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); !errors.Is(err, store.ErrUserDeleted) {
-		t.Fatalf("tombstone write: got %v, want ErrUserDeleted", err)
+	if err := s.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); err != nil {
+		t.Fatal(err)
+	}
+	page := []model.Key{keys.WorkoutKey("gone", 7), keys.WorkoutKey("gone", 8)}
+	if err := s.CheckWrites(ctx, "gone", page); !errors.Is(err, store.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("page check: got %v, want ErrUserDeleted (a conflict)", err)
 	}
 	_, err := s.UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
 		st.State, st.JobKey = syncstate.SyncBackfilling, "job"
@@ -69,8 +75,14 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, store.ErrUserDeleted) {
 		t.Fatalf("milestone creation: got %v, want ErrUserDeleted", err)
 	}
-	if left := userItems(t, s, "gone"); len(left) != 0 {
-		t.Fatalf("left in the deleted user's partition: %v", left)
+	if left := userItems(t, s, "gone"); len(left) != 1 || left[0] != keys.UserGuardKey("gone").String() {
+		t.Fatalf("left in the deleted user's partition: %v, want only the guard", left)
+	}
+	if _, err := s.DeleteUserItems(ctx, "gone", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserGuard(ctx, "gone"); err != nil {
+		t.Fatalf("guard after deleting the user's items: %v, want it kept", err)
 	}
 	// Another user is not affected.
 	if err := s.UpsertWorkout(ctx, workout("alive", 7)); err != nil {

@@ -310,8 +310,11 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if err != nil || !g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt) {
 		t.Fatalf("guard %+v, %v; want revoked at %s", g, err, revokedAt)
 	}
-	// A later write (a fetch in flight) removes itself.
-	if err := s.UpsertWorkout(ctx, workout("u1", 99)); !errors.Is(err, store.ErrStravaRevoked) {
+	// A later write (a sync page in flight) is removed by its check.
+	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); !errors.Is(err, store.ErrStravaRevoked) {
 		t.Fatalf("write after the revocation: got %v, want ErrStravaRevoked", err)
 	}
 	if _, err := s.Workout(ctx, "u1", 99); !errors.Is(err, model.ErrNotFound) {
@@ -329,6 +332,9 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	}
 	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
 		t.Fatalf("write after the reconnect: %v", err)
+	}
+	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); err != nil {
+		t.Fatalf("check after the reconnect: %v", err)
 	}
 }
 

@@ -226,7 +226,8 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // returned as an error, so one bad milestone cannot block the others. It
 // returns an error only when the query itself fails.
 func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMilestones, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixMilestone, QueryOptions{})
+	from, through := keys.GuardAndMilestones()
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), from, QueryOptions{Through: through})
 	if err != nil {
 		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
@@ -243,6 +244,12 @@ func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMil
 			continue
 		}
 		switch p.Kind {
+		case keys.KindUserGuard:
+			var g model.UserGuard
+			if err := Unmarshal(item, &g); err != nil {
+				return UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, err)
+			}
+			out.Guard = &g
 		case keys.KindMilestone:
 			var m model.Milestone
 			if err := Unmarshal(item, &m); err != nil {
@@ -404,6 +411,8 @@ type UserMilestones struct {
 	// Unreadable milestones and awards (newer schema, malformed): the
 	// caller must leave them alone rather than guess.
 	Unreadable []UnreadableItem
+	// Guard is the user's guard, read with them (nil: the user has none).
+	Guard *model.UserGuard
 	// Truncated says the user has more milestone items than the guardrail;
 	// CreateMilestone's cap (model.MaxMilestonesPerUser × (1 + MaxPartCount)
 	// ≤ MaxWorkoutsToInspect) keeps it false for milestones it created.

@@ -185,6 +185,9 @@ type QueryOptions struct {
 	Limit int
 	// Descending reads the sort key backwards.
 	Descending bool
+	// Through, when set, makes the query a range: sort keys from the prefix
+	// through this one (both inclusive) instead of those beginning with it.
+	Through string
 }
 
 // QueryResult is one bounded prefix query.

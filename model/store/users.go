@@ -183,7 +183,8 @@ func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userI
 
 // DeleteUserItems deletes the items of a user's partition whose sort key
 // begins with prefix (all of them when empty) and for which skip returns
-// false, in batches of 25, page after page until none is left. It returns how
+// false, in batches of 25, page after page until none is left; the user
+// guard always stays (it must outlive the deletion, guard.go). It returns how
 // many it deleted; re-running it is harmless.
 func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error) {
 	deleted := 0
@@ -198,10 +199,8 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 			if err != nil {
 				return deleted, err
 			}
-			if skip != nil {
-				if p, err := keys.ParseKey(k); err == nil && skip(p) {
-					continue
-				}
+			if p, err := keys.ParseKey(k); err == nil && (p.Kind == keys.KindUserGuard || skip != nil && skip(p)) {
+				continue
 			}
 			batch = append(batch, k)
 		}

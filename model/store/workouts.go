@@ -21,8 +21,9 @@ type Workouts struct {
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item) and a pending TTL (expiresAt) unless w sets one; one that lands
-// after a deauthorization removes itself (the user guard, checkGuard).
+// item) and a pending TTL (expiresAt) unless w sets one. It does not read
+// the user guard: the projector (or, for a sync page, CheckWrites) removes
+// a workout written after a deletion or deauthorization (guard.go).
 //
 // Writes are ordered by w.FetchStartedAtNs (when set): the write is refused
 // with ErrConflict unless the stored item has no fetch instant or an older
@@ -53,6 +54,9 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		// Strava shows the activity: whatever hid it no longer holds.
 		upd = upd.Remove(expression.Name(attrDeletedAtUtc)).Remove(expression.Name(attrDeletedReason))
 	}
+	if w.SyncJobKey == "" {
+		upd = upd.Remove(expression.Name(attrSyncJobKey)) // this version is not a sync page's
+	}
 	var cond expression.ConditionBuilder
 	if w.FetchStartedAtNs > 0 {
 		fetched := expression.Name(attrFetchStartedAtNs)
@@ -67,9 +71,6 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		if isConflict(err) {
 			return fmt.Errorf("upsert workout %d of %s: an answer fetched later (or, unordered, a tombstone) is stored: %w", w.ActivityID, w.UserID, err)
 		}
-		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
-	}
-	if err := s.checkGuard(ctx, w.UserID, w.ItemKey()); err != nil {
 		return fmt.Errorf("upsert workout %d of %s: %w", w.ActivityID, w.UserID, err)
 	}
 	return nil
@@ -104,15 +105,13 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 		Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name("correlationId"), expression.Value(correlationID)).
-		Set(fetched, expression.Value(fetchStartedAtNs))
+		Set(fetched, expression.Value(fetchStartedAtNs)).
+		Remove(expression.Name(attrSyncJobKey))
 	cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
 	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
 		if isConflict(err) {
 			return fmt.Errorf("mark workout %d of %s hidden: an answer fetched later is stored: %w", activityID, userID, err)
 		}
-		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
-	}
-	if err := s.checkGuard(ctx, userID, w.ItemKey()); err != nil {
 		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
 	}
 	return nil

@@ -50,6 +50,8 @@ type Store interface {
 	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error
 	Park(ctx context.Context, r *model.ParkedRecord) error
+	// RemoveGuarded removes workouts written while the user's guard held.
+	RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error)
 }
 
 var _ Store = (*store.Store)(nil)

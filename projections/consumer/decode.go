@@ -34,6 +34,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/syncstate"
 )
 
 // Action is what the consumer does with one stream record.
@@ -74,6 +75,9 @@ type Decision struct {
 	// ActivityID of a workout record, MilestoneID of a milestone record.
 	ActivityID  int64
 	MilestoneID string
+	// Written: the record is a webhook fetch's write of that workout
+	// (INSERT or MODIFY), removed again when the user's guard holds.
+	Written bool
 	// Reason says why, for logs.
 	Reason string
 	// Err is why a record must be parked (matches model.ErrInvalid or
@@ -140,8 +144,17 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		if err := decodeImage(rec.Change.NewImage, &w); err != nil {
 			return park(d, fmt.Errorf("workout new image: %w", err))
 		}
-		d.Action, d.CorrelationID, d.Reason = Recompute, w.CorrelationID, "workout "+strings.ToLower(rec.EventName)
+		d.CorrelationID = w.CorrelationID
+		if w.SyncJobKey != "" {
+			// The page's end projects it (the sync state record below), and
+			// the syncer checked the guard for the page.
+			d.Reason = "workout written by sync page of " + w.SyncJobKey
+			return d
+		}
+		d.Action, d.Written, d.Reason = Recompute, true, "workout "+strings.ToLower(rec.EventName)
 		return d
+	case keys.KindSyncState:
+		return classifySyncState(rec, d)
 	case keys.KindMilestone:
 		var m model.Milestone
 		if err := decodeImage(rec.Change.NewImage, &m); err != nil {
@@ -166,6 +179,32 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		return d
 	}
 	d.Reason = "not a trigger"
+	return d
+}
+
+// classifySyncState makes a sync page's end a trigger: the sync state's
+// importedCount grew (the page wrote workouts, or found ones an interrupted
+// run of it wrote), so the user is projected once for the whole page.
+func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
+	var cur, old syncstate.SyncState
+	if err := decodeImage(rec.Change.NewImage, &cur); err != nil {
+		// Not a milestone or workout: nothing to park, but a page's end
+		// must not be lost: recompute, which is always safe.
+		d.Action, d.Reason = Recompute, "sync state unreadable: "+err.Error()
+		return d
+	}
+	if rec.EventName == string(events.DynamoDBOperationTypeModify) {
+		if err := decodeImage(rec.Change.OldImage, &old); err != nil {
+			d.Action, d.Reason = Recompute, "sync state modify without readable old image"
+			return d
+		}
+	}
+	if cur.ImportedCount == old.ImportedCount {
+		d.Reason = "sync state without new imports"
+		return d
+	}
+	d.Action = Recompute
+	d.Reason = fmt.Sprintf("sync page imported %d workouts", cur.ImportedCount-old.ImportedCount)
 	return d
 }
 

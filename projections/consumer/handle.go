@@ -85,6 +85,7 @@ type userWork struct {
 	userID        string
 	records       []int
 	correlationID string
+	written       []int64 // activity ids of the webhook workout writes
 }
 
 // group classifies the batch's records: ignored ones are counted, poison
@@ -121,6 +122,9 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 				order = append(order, u)
 			}
 			u.records = append(u.records, i)
+			if d.Written {
+				u.written = append(u.written, d.ActivityID)
+			}
 			if d.CorrelationID != "" {
 				u.correlationID = d.CorrelationID
 			}
@@ -145,7 +149,7 @@ func (c *Consumer) fanOut(ctx context.Context, ev events.DynamoDBEvent, users []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep, err := c.recompute(ctx, u.userID, u.correlationID, false)
+			rep, err := c.recompute(ctx, u.userID, u.correlationID, u.written, false)
 			mu.Lock()
 			defer mu.Unlock()
 			bm.users++

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections"
 )
 
@@ -45,10 +46,13 @@ import (
 // model.ErrUnsupportedSchema when the log holds a workout written by newer
 // code, and the store's errors otherwise.
 func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
-	return c.recompute(ctx, userID, "", dryRun)
+	return c.recompute(ctx, userID, "", nil, dryRun)
 }
 
-func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+// recompute re-projects the user; written are the activity ids of the
+// webhook workout writes that triggered it (removed again when the user's
+// guard holds, see once).
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, dryRun bool) (UserReport, error) {
 	log := c.o.Logger.With("userId", userID)
 	var lastErr error
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
@@ -60,7 +64,7 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
 			}
 		}
-		rep, err := c.once(ctx, userID, correlationID, dryRun)
+		rep, err := c.once(ctx, userID, correlationID, written, dryRun)
 		rep.Attempts = attempt + 1
 		if err == nil {
 			c.stats.users.Add(1)
@@ -75,16 +79,40 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 		fmt.Errorf("project user %s: gave up after %d attempts: %w", userID, c.o.MaxAttempts, lastErr)
 }
 
+// removeGuarded removes the webhook workout writes of a user whose guard
+// holds (an account deletion, or a confirmed deauthorization no reconnect
+// cleared): the write-then-check of the user guard (model/store/guard.go),
+// made here because the read of the milestones already read the guard and
+// the stream hands over every write after it landed.
+func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, written []int64, correlationID string) error {
+	ks := make([]model.Key, len(written))
+	for i, id := range written {
+		ks[i] = keys.WorkoutKey(g.UserID, id)
+	}
+	n, err := c.st.RemoveGuarded(ctx, g, ks)
+	if err != nil {
+		return fmt.Errorf("remove workouts written for guarded user %s: %w", g.UserID, err)
+	}
+	c.o.Logger.InfoContext(ctx, "workouts written after the user's deletion or deauthorization removed", "userId", g.UserID,
+		"removed", n, "deleted", g.Deleted(), "correlationId", correlationID)
+	return nil
+}
+
 // once is one read-compute-write round. Milestones are read before the log:
 // a concurrent projection that wrote after our milestone read makes our
 // write conflict, and one that wrote before it read a log no newer than
 // ours, so the last successful write always reflects every workout written
 // before it (no lost progress).
-func (c *Consumer) once(ctx context.Context, userID, correlationID string, dryRun bool) (UserReport, error) {
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, dryRun bool) (UserReport, error) {
 	rep := UserReport{UserID: userID}
 	um, err := c.st.UserMilestones(ctx, userID)
 	if err != nil {
 		return rep, err
+	}
+	if g := um.Guard; g != nil && (g.Deleted() || g.Revoked()) && len(written) > 0 && !dryRun {
+		if err := c.removeGuarded(ctx, g, written, correlationID); err != nil {
+			return rep, err
+		}
 	}
 	for _, u := range um.Unreadable {
 		rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s: %v", u.Key, u.Err))

@@ -41,13 +41,18 @@ var DefaultLayout = Layout{
 
 // ProjectorFilters are the event patterns the projector's event source
 // mapping must carry, built from the same constants the code uses: workout
-// inserts/changes/removals (TTL) by key prefix, milestone inserts, and milestone changes not
+// inserts/changes/removals (TTL) by key prefix, sync state writes (a page's
+// end), milestone inserts, and milestone changes not
 // written by the projector itself (so its own writes never re-trigger it).
 func ProjectorFilters() []map[string]any {
 	return []map[string]any{
 		{
 			"eventName": []any{"INSERT", "MODIFY", "REMOVE"},
 			"dynamodb":  map[string]any{"Keys": map[string]any{"SK": map[string]any{"S": []any{map[string]any{"prefix": keys.PrefixWorkoutStrava}}}}},
+		},
+		{
+			"eventName": []any{"INSERT", "MODIFY"},
+			"dynamodb":  map[string]any{"Keys": map[string]any{"SK": map[string]any{"S": []any{keys.SKSyncStrava}}}},
 		},
 		{
 			"eventName": []any{"INSERT"},

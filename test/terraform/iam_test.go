@@ -398,7 +398,34 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 			t.Fatalf("reconcile: got %+v, %v; want jobs enqueued", res, err)
 		}
 	}
-	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runReconcile, runWorker, runProjector)
+	// Test setup through the unrestricted client: a revocation confirmed
+	// while a sync page is in flight, and a fetch that lands after it.
+	admin := store.New(db, local)
+	revoke := func(athleteID int64) string {
+		t.Helper()
+		user, err := admin.ResolveAthlete(ctx, athleteID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grant, err := admin.StravaConnectionGrant(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		if err := admin.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
+			t.Fatal(err)
+		}
+		return user
+	}
+	landLate := func(user string, athleteID, activityID int64) {
+		t.Helper()
+		now := time.Now().UTC()
+		if err := admin.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: athleteID, ActivityID: activityID, SportType: "Run",
+			DistanceMeters: 1000, StartDateUtc: now.Add(-time.Hour), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "late"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runFlows(t, apiSrv.URL, sim, verifyToken, refuseNext, runSweeper, runReconcile, runWorker, runProjector, revoke, landLate)
 	// An operator's `make redrive` of a parked job: its payload carries no
 	// failure count from a dispatcher, so the worker reads the outbox item
 	// (GetItem on the idempotency table) before it runs the job again.
@@ -459,7 +486,8 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 }
 
 // runFlows drives the api over HTTP (and the worker and projector after it).
-func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext func(), runSweeper func() int, runReconcile, runWorker, runProjector func()) {
+func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken string, refuseNext func(), runSweeper func() int, runReconcile, runWorker, runProjector func(),
+	revoke func(athleteID int64) string, landLate func(user string, athleteID, activityID int64)) {
 	t.Helper()
 	ctx := context.Background()
 	do := func(c *http.Client, method, path string, body any) (int, []byte) {
@@ -579,6 +607,33 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 		Distance: 3000, MovingTime: 900, ElapsedTime: 950, StartDate: time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)})
 	runReconcile()
 	runWorker()
+	runProjector()
+
+	// Cy connects; the backfill's list page is answered only after Cy's
+	// revocation was confirmed: the page's guard check removes its writes
+	// (a transaction checking that no reconnect cleared the revocation).
+	// Then a webhook fetch in flight lands: the projector removes it.
+	const cy = 9003
+	sim.AddAthlete(stravasim.Athlete{ID: cy, Firstname: "Cy"})
+	sim.PutActivity(stravasim.Activity{ID: 70300, AthleteID: cy, Name: "Run", SportType: "Run", Distance: 5000,
+		MovingTime: 1500, ElapsedTime: 1550, StartDate: time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)})
+	listed := sim.Stats().ListRequests
+	_ = login(cy)
+	gate := make(chan struct{})
+	sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Gate: gate})
+	worked := make(chan struct{})
+	go func() { defer close(worked); runWorker() }()
+	for deadline := time.Now().Add(30 * time.Second); sim.Stats().ListRequests == listed; {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("Cy's backfill never listed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cyUser := revoke(cy)
+	close(gate)
+	<-worked
+	landLate(cyUser, cy, 70301)
 	runProjector()
 
 	// Logout of one session; account deletion with the two others.

@@ -6,11 +6,11 @@
 // Account deletion runs these steps, each idempotent, and can be re-run with
 // the same cookie after a stop at any of them: deauthorize (Strava,
 // refreshing an expired token first; already revoked counts as done; if
-// Strava is unreachable nothing is deleted) → guard (GUARD#USER#{id} marked
-// deleted, kept 90 days: from now on every writer in flight, the worker's
-// workout writes, the sync state and milestone creation, checks it
-// after its write and removes what it wrote, so nothing written for the user
-// outlives the deletion) → connection (connection, then the owner mapping
+// Strava is unreachable nothing is deleted) → guard (USER#{id} / GUARD marked
+// deleted, kept 90 days: from now on what any writer in flight writes is
+// removed after it lands, by the projector for a webhook's workout, by the
+// writer's own check for a sync page, the sync state and milestone
+// creation, so nothing written for the user outlives the deletion) → connection (connection, then the owner mapping
 // only if it still points at this user) → user_data (workouts, milestones,
 // awards, everything else in USER#{id}, batches of 25) → parked (the user's
 // PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId

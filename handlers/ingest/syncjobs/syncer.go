@@ -61,10 +61,13 @@ package syncjobs
 //     with the stored workouts of the page's date range, read with ONE
 //     strongly consistent LSI1 query. Only differing ones are written,
 //     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
-//     wins). A listed activity whose stored workout is a tombstone counts
-//     as changed and is written: a workout hidden by a 404 counts again
-//     once a list newer than that 404 shows it. Absence from a list never
-//     deletes.
+//     wins) and the job's key (syncJobKey: the projector leaves these
+//     writes to the page's end). After the writes, one read of the user
+//     guard for the whole page (CheckWrites) removes them again when the
+//     account was deleted or the grant revoked meanwhile. A listed
+//     activity whose stored workout is a tombstone counts as changed and is
+//     written: a workout hidden by a 404 counts again once a list newer
+//     than that 404 shows it. Absence from a list never deletes.
 //  4. the cursor (the oldest start listed, plus one second so activities
 //     sharing it are listed again and found unchanged) and the counts are
 //     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
@@ -228,6 +231,9 @@ type SyncStore interface {
 	// UpsertWorkout is the ordered conditional write (newest fetch wins,
 	// a tombstone too, both ways); ErrConflict when the stored item wins.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
+	// CheckWrites reads the user guard once after a page's writes and
+	// removes them when it holds (ErrUserDeleted, ErrStravaRevoked).
+	CheckWrites(ctx context.Context, userID string, ks []model.Key) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
@@ -395,6 +401,8 @@ type pageResult struct {
 	// lists them, so every write of a job is in one audit entry even when
 	// the run that made it died before recording its page.
 	recoveredIDs []string
+	// keys of the written and recovered workouts: the page's guard check.
+	keys []model.Key
 }
 
 func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
@@ -416,6 +424,18 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 	res, oldest, err := s.apply(ctx, log, job, st.WindowFromUtc, cursor, acts, fetchStarted)
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", key, err)
+	}
+	if len(res.keys) > 0 {
+		// The page's write-then-check of the user guard: one read for the
+		// whole page (model/store/guard.go).
+		switch err := s.store.CheckWrites(ctx, sj.UserID, res.keys); {
+		case errors.Is(err, store.ErrUserDeleted), errors.Is(err, store.ErrStravaRevoked):
+			log.InfoContext(ctx, "sync page removed: the account was deleted or the grant revoked meanwhile", "writeStatus", "skipped",
+				"removed", len(res.keys), "error", err)
+			return nil
+		case err != nil:
+			return fmt.Errorf("sync %s: %w", key, err)
+		}
 	}
 	done := len(acts) < cfg.PageSize || oldest.Before(st.WindowFromUtc)
 	finished, err := s.advance(ctx, cfg, job, cursor, acts, res, nextCursor(cursor, oldest), done)
@@ -645,10 +665,11 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, fr
 			if old.CorrelationID == job.CorrelationID && (cursor.IsZero() || w.StartDateUtc.Before(cursor.Add(-time.Second))) {
 				res.recovered++
 				res.recoveredIDs = append(res.recoveredIDs, strconv.FormatInt(w.ActivityID, 10))
+				res.keys = append(res.keys, w.ItemKey())
 			}
 			continue
 		}
-		w.FetchStartedAtNs = fetchStarted.UnixNano()
+		w.FetchStartedAtNs, w.SyncJobKey = fetchStarted.UnixNano(), job.IdempotencyKey
 		err := s.store.UpsertWorkout(ctx, w)
 		if errors.Is(err, model.ErrConflict) {
 			res.stale++ // a later fetch (or 404) is stored
@@ -659,6 +680,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, fr
 		}
 		res.written++
 		res.writtenIDs = append(res.writtenIDs, strconv.FormatInt(w.ActivityID, 10))
+		res.keys = append(res.keys, w.ItemKey())
 	}
 	slices.Sort(res.writtenIDs)
 	slices.Sort(res.recoveredIDs)

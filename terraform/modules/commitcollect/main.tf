@@ -136,7 +136,7 @@ data "aws_iam_policy_document" "api" {
     actions = [
       "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
       "dynamodb:Query", "dynamodb:BatchWriteItem",
-      # account deletion marks the user guard (GUARD#USER#{id}) deleted
+      # account deletion marks the user guard (USER#{id} / GUARD) deleted
       "dynamodb:UpdateItem",
     ]
     resources = [module.tables.arns["main"]]
@@ -234,6 +234,9 @@ data "aws_iam_policy_document" "worker" {
     actions = [
       "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
       "dynamodb:Query",
+      # a sync page written after a revocation is deleted in a transaction
+      # with a check that no reconnect cleared the revocation
+      "dynamodb:ConditionCheckItem",
     ]
     resources = [module.tables.arns["main"]]
   }
@@ -336,6 +339,14 @@ data "aws_iam_policy_document" "projector" {
   statement {
     sid       = "MainTable"
     actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+    resources = [module.tables.arns["main"]]
+  }
+  # The user guard's check for webhook workout writes: a workout written
+  # after an account deletion is deleted, one written after a revocation is
+  # deleted in a transaction with a check that no reconnect cleared it.
+  statement {
+    sid       = "GuardedWrites"
+    actions   = ["dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"]
     resources = [module.tables.arns["main"]]
   }
   # The workout log: LSI1 (workouts by start date), read strongly consistent.
@@ -630,6 +641,14 @@ resource "aws_lambda_event_source_mapping" "projector" {
       pattern = jsonencode({
         eventName = ["INSERT", "MODIFY", "REMOVE"]
         dynamodb  = { Keys = { SK = { S = [{ prefix = "WORKOUT#STRAVA#" }] } } }
+      })
+    }
+    # A sync page's end: the sync state (its importedCount grew, the
+    # consumer checks) projects the page's workouts at once.
+    filter {
+      pattern = jsonencode({
+        eventName = ["INSERT", "MODIFY"]
+        dynamodb  = { Keys = { SK = { S = ["SYNC#STRAVA"] } } }
       })
     }
     # A new milestone.

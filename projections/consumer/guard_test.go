@@ -1,0 +1,155 @@
+package consumer_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/dynamolocal"
+)
+
+// TestGuardedWorkoutWritesAreRemovedByTheProjector: a webhook fetch's
+// workout write that lands after the account deletion, or after a
+// confirmed deauthorization, is removed when the projector handles its
+// record (the guard is read with the milestones, no request of its own); a
+// reconnect before that keeps it. Protection: the guard in the milestone
+// read (keys.GuardAndMilestones) and Consumer.removeGuarded.
+func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 4)
+	e.putMilestone("revoked", "m1", hundredKm(4))
+	e.putWorkout(workout("revoked", 1, 1, 10, "c1"))
+	c := e.consumer(consumer.Options{})
+	e.handle(c, e.newRecords())
+	e.newRecords()
+	now := time.Now().UTC()
+
+	// The account of "gone" is deleted while its fetch is in flight.
+	if err := e.s.MarkUserDeleted(e.ctx, "gone", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.UpsertWorkout(e.ctx, workout("gone", 5, 1, 10, "late")); err != nil {
+		t.Fatal(err)
+	}
+	// The grant of "revoked" is revoked while its fetch is in flight.
+	seedGrant(t, e, "revoked")
+	grant, err := e.s.StravaConnectionGrant(e.ctx, "revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := now.Truncate(time.Second)
+	if err := e.s.RevokeStravaConnection(e.ctx, grant, revokedAt, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.UpsertWorkout(e.ctx, workout("revoked", 2, 2, 20, "late")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	for _, w := range []struct {
+		user string
+		id   int64
+	}{{"gone", 5}, {"revoked", 2}} {
+		if _, err := e.s.Workout(e.ctx, w.user, w.id); !errors.Is(err, model.ErrNotFound) {
+			t.Errorf("workout %d of %s written after the guard: %v, want it removed", w.id, w.user, err)
+		}
+	}
+	if m := e.milestone("revoked", "m1"); m.ProgressValue != 10_000_000 {
+		t.Errorf("revoked user's progress %d, want 10 km (the late write not counted)", m.ProgressValue)
+	}
+	if _, err := e.s.Workout(e.ctx, "revoked", 1); err != nil {
+		t.Errorf("workout written before the revocation: %v (the purge's to delete, not the projector's)", err)
+	}
+
+	// A reconnect clears the revocation before the projector sees the
+	// next late write: it stays (the reconnect's backfill may own it).
+	if err := e.s.UpsertWorkout(e.ctx, workout("revoked", 3, 3, 30, "late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.ClearStravaRevocation(e.ctx, "revoked", revokedAt, now); err != nil {
+		t.Fatal(err)
+	}
+	e.handle(c, e.newRecords())
+	if _, err := e.s.Workout(e.ctx, "revoked", 3); err != nil {
+		t.Errorf("workout after the reconnect: %v, want it kept", err)
+	}
+}
+
+// TestASyncPageIsProjectedOnceAtItsEnd: workouts a sync page wrote
+// (syncJobKey set) trigger nothing by themselves; the page's end (the sync
+// state's importedCount grows) projects the user once, whatever the number
+// of records; a later webhook write of the same workout triggers again.
+// Protections: Classify ignoring sync-page writes, and its sync state
+// trigger (without it the milestone never counts the page).
+func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 4)
+	e.putMilestone("u1", "m1", hundredKm(4))
+	c := e.consumer(consumer.Options{})
+	e.handle(c, e.newRecords())
+	e.newRecords()
+	for i := range 5 {
+		w := workout("u1", int64(10+i), i+1, 10, "sync")
+		w.SyncJobKey = "SYNC#backfill#u1"
+		if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := c.Stats().UsersProjected
+	if e.handle(c, e.newRecords()); c.Stats().UsersProjected != before {
+		t.Fatalf("the page's workout records projected the user %d times, want 0", c.Stats().UsersProjected-before)
+	}
+	if m := e.milestone("u1", "m1"); m.ProgressValue != 0 {
+		t.Fatalf("progress %d before the page's end, want 0", m.ProgressValue)
+	}
+	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+		st.ImportedCount += 5
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if e.handle(c, e.newRecords()); c.Stats().UsersProjected != before+1 {
+		t.Fatalf("the page's end projected the user %d times, want 1", c.Stats().UsersProjected-before)
+	}
+	if m := e.milestone("u1", "m1"); m.ProgressValue != 50_000_000 || m.WorkoutsCounted != 5 {
+		t.Fatalf("after the page's end: %d mm, %d workouts; want 50 km, 5", m.ProgressValue, m.WorkoutsCounted)
+	}
+	e.newRecords()
+	// A sync state write without new imports triggers nothing.
+	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+		st.State = syncstate.SyncIdle
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if e.handle(c, e.newRecords()); c.Stats().UsersProjected != before+1 {
+		t.Fatal("a sync state write without imports projected the user")
+	}
+	// A webhook fetch's write of an imported workout is its own trigger.
+	w := workout("u1", 10, 1, 25, "hook")
+	if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if e.handle(c, e.newRecords()); e.milestone("u1", "m1").ProgressValue != 65_000_000 {
+		t.Fatalf("after the webhook's edit: %d mm, want 65 km", e.milestone("u1", "m1").ProgressValue)
+	}
+}
+
+// seedGrant stores a Strava connection for user (tokens sealed).
+func seedGrant(t *testing.T, e *env, user string) {
+	t.Helper()
+	if e.s.Secrets == nil {
+		e.s.Secrets = dynamolocal.NewSealer(t)
+	}
+	c := &model.StravaConnection{UserID: user, AthleteID: 77, AccessToken: "a", RefreshToken: "r",
+		ExpiresAtUtc: time.Now().Add(time.Hour).UTC(), TokenVersion: 1, Scopes: []string{"read"}, UpdatedAtUtc: time.Now().UTC()}
+	if err := e.s.Put(e.ctx, e.s.Tables().Main, c); err != nil {
+		t.Fatal(err)
+	}
+}
