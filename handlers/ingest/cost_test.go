@@ -40,31 +40,33 @@ import (
 //
 //	stage      op          table        what                                   RCU  WCU
 //	webhook    UpdateItem  Idempotency  claim the outbox item (+ Pending)        -    2
-//	worker     UpdateItem  Main         count the athlete's Strava read          -    1
 //	worker     UpdateItem  Main         write the workout (+ LSI1)               -    2
-//	worker     GetItem     Main         the user guard, after the write          1    -
 //	worker     PutItem     Audit        STRAVA_ACTIVITY_CREATE (no index keys)   -    1
 //	worker     UpdateItem  Idempotency  settle done (− Pending)                  -    2
-//	projector  Query       Main         milestones and awards                  0.5    -
+//	projector  Query       Main         the guard, milestones and awards         1    -
 //	projector  Query       Main/LSI1    the month's workouts only                1    -
 //	projector  UpdateItem  Main         progress, version-checked                -    1
-//	projector  PutItem     Audit        MILESTONE_PROGRESS_UPDATED (no keys)     -    1
 //
-// Gone from the path (each was one request before): the worker's GetItem of
-// the outbox item (the job carries its failure count), of the athlete →
-// user mapping (cached), of the stored workout for coalescing (not for a
-// create), of the rate-limit state (cached briefly) and of the Strava
-// connection (the token is cached until near expiry), and its PutItem of the
-// rate-limit state (written only when it changed materially); both audit
-// entries lost their two index entries (2 WCU each). Added back:
-// the user guard's consistent read after the workout write (write-then-check:
-// an account deletion or a confirmed deauthorization that lands while the
-// fetch is in flight still wins), one request and 1 RCU, cheaper than making
-// every workout write a transaction with a condition check (2 WCU more).
+// 7 requests, 2 RCU, 8 WCU. Gone from the path (each was one request
+// before): the worker's GetItem of the outbox item (the job carries its
+// failure count), of the athlete → user mapping (cached), of the stored
+// workout for coalescing (not for a create), of the rate-limit state (cached
+// briefly) and of the Strava connection (the token is cached until near
+// expiry), and its PutItem of the rate-limit state (written only when it
+// changed materially); both audit entries lost their two index entries
+// (2 WCU each). Then, at the floor:
+//   - the user guard's consistent GetItem after the workout write (1 RCU):
+//     the projector's milestone read covers the guard (store/guard.go);
+//     putting it back breaks maxRCUPerEvent and maxRequestsPerEvent;
+//   - the athlete's read counter (1 WCU): touched only past the instance's
+//     own allowance (fetch/spend.go); back, it breaks maxWCUPerEvent;
+//   - the projector's MILESTONE_PROGRESS_UPDATED for a new running value
+//     (1 WCU): only parts and status changes are audited (consumer
+//     report.go); back, it breaks maxWCUPerEvent.
 const (
-	maxRequestsPerEvent = 10
-	maxWCUPerEvent      = 10
-	maxRCUPerEvent      = 3
+	maxRequestsPerEvent = 7
+	maxWCUPerEvent      = 8
+	maxRCUPerEvent      = 2
 )
 
 // meteredCall is one DynamoDB request as the meter saw it.

@@ -30,7 +30,7 @@
 //     justified in report.go), and the same split by DynamoDB operation.
 //     Per-event projection cost can fall below the minimum: one batch
 //     recomputes a user once for all of its events in the batch.
-//  3. Growth table: for H in CC_BENCH_HISTORY (default 10,100,1000,3000), a
+//  3. Growth table: for H in CC_BENCH_HISTORY (default 10,100,1000,2900), a
 //     user with H workouts (one a day, backwards from yesterday) and one
 //     milestone, monthly or lifetime (since 2000), with a target no history
 //     reaches (so no award is minted); then CC_BENCH_GROWTH_EVENTS events

@@ -63,7 +63,7 @@ func settingsFromEnv(tb testing.TB) settings {
 	}
 	hs := os.Getenv("CC_BENCH_HISTORY")
 	if hs == "" {
-		hs = "10,100,1000,3000"
+		hs = "10,100,1000,2900"
 	}
 	for _, f := range strings.Split(hs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
