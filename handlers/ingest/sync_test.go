@@ -270,20 +270,39 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 // backfill after a page's workouts were written but before its cursor was
 // saved, twice, and then carries on with another worker: every activity is
 // written exactly once (the re-listed page is compared with the stored
-// workouts) and no page before the cursor is listed again.
+// workouts) and no page before the cursor is listed again. The projector,
+// run after every page, counts a page at its end; the interrupted page's
+// workouts are counted once its re-run records them (recovered).
 func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
 	r.link("u1", 81, time.Hour)
 	ids := r.history(81, 2000, 180, 24*time.Hour)
-	key := r.backfill("u1")
 	ctx := context.Background()
+	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{
+		ModelID: "rocket", Title: "A year", Metric: model.MetricCount, Target: 1000, PeriodStartAtUtc: r.now.AddDate(-1, 0, 0), PartCount: 1},
+		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: r.now, WrittenBy: model.WriterAPI}); err != nil {
+		t.Fatal(err)
+	}
+	counted := func() int {
+		t.Helper()
+		r.project()
+		var m model.Milestone
+		if err := r.st.Get(ctx, r.st.Tables().Main, keys.MilestoneKey("u1", "year"), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.WorkoutsCounted
+	}
+	key := r.backfill("u1")
 	rec, _ := r.st.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 
 	// Page 1 goes through; page 2 crashes twice after its writes.
 	if err := r.worker.Run(ctx, j); err != nil {
 		t.Fatal(err)
+	}
+	if n := counted(); n != 50 {
+		t.Fatalf("after page 1 the milestone counts %d, want 50", n)
 	}
 	afterFirst := r.state("u1").CursorBeforeUtc
 	r.counted.failCursorN = 2
@@ -294,6 +313,9 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		if got := r.state("u1").CursorBeforeUtc; !got.Equal(afterFirst) {
 			t.Fatalf("cursor moved to %s despite the crash, want %s", got, afterFirst)
 		}
+	}
+	if n := counted(); n != 50 {
+		t.Fatalf("after the interrupted page the milestone counts %d, want 50 (the page never ended)", n)
 	}
 	if rec := r.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
 		t.Fatalf("got outbox %+v, want received after 2 failures", rec)
@@ -314,6 +336,9 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	}
 	if got := len(r.workouts("u1")); got != len(ids) {
 		t.Fatalf("got %d workouts, want %d", got, len(ids))
+	}
+	if n := counted(); n != len(ids) {
+		t.Fatalf("the milestone counts %d, want all %d (the interrupted page converged)", n, len(ids))
 	}
 }
 

@@ -6,6 +6,10 @@ package consumer
 //
 //	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
 //	  setting isDeleted, a revival one clearing it)             → recompute the user
+//	                                                              (and remove it if the guard holds)
+//	  … written by a sync page (syncJobKey set)                 → ignore: its page's end projects it
+//	INSERT or MODIFY of USER#…/SYNC#STRAVA whose importedCount
+//	  grew (a sync page's end)                                  → recompute the user
 //	REMOVE of USER#…/WORKOUT#STRAVA#… (a confirmed deauthorization's
 //	  purge, an account deletion's sweep, or DynamoDB's TTL)    → recompute the user
 //	INSERT of a milestone                                       → recompute the user
@@ -16,8 +20,9 @@ package consumer
 //	  image, newer schemaVersion)                               → park
 //
 // The Lambda's event source mapping applies a coarser filter on the same
-// lines (workout key prefix with INSERT, MODIFY or REMOVE, milestone
-// INSERT, milestone MODIFY not writtenBy = projector; terraform/modules/commitcollect, checked by
+// lines (workout key prefix with INSERT, MODIFY or REMOVE, the sync state's
+// key with INSERT or MODIFY, milestone INSERT, milestone MODIFY not
+// writtenBy = projector; terraform/modules/commitcollect, checked by
 // test/terraform against keys.PrefixWorkoutStrava, model.EntityMilestone
 // and model.WriterProjector), so the projector's own writes never invoke it;
 // Classify repeats them because a replay or redrive reads the unfiltered

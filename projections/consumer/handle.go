@@ -6,9 +6,11 @@ package consumer
 // to add: it is a reason to recompute that user's milestones from the log. A
 // batch is grouped by user; each user is recomputed once however many of their
 // records the batch holds, and up to 4 users (Options.Concurrency) run in
-// parallel. One recompute is: read the user's milestones and award items (one
-// strongly consistent Query, begins_with(SK, "MILESTONE#"); no milestones
-// means nothing else is read), then the workout log inside the milestones'
+// parallel. One recompute is: read the user's guard, milestones and award
+// items (one strongly consistent Query, SK between GUARD and MILESTONE$,
+// keys.GuardAndMilestones; a guard that holds removes the batch's webhook
+// workout writes, recompute.go; no milestones means nothing else is read),
+// then the workout log inside the milestones'
 // periods (store.WorkoutLog, the guardrail below), then projections.Project
 // per milestone. A milestone whose projection did not change and has no award
 // to mint is not written. Milestones are read before the log on purpose: a

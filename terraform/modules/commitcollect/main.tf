@@ -631,7 +631,7 @@ resource "aws_lambda_event_source_mapping" "projector" {
 
   # Only the records the projector acts on (DESIGN.md, projection contract).
   # Its own progress writes stamp writtenBy = "projector" and never match, so
-  # they cannot re-trigger it. Values mirror model.PrefixWorkoutStrava,
+  # they cannot re-trigger it. Values mirror keys.PrefixWorkoutStrava, keys.SKSyncStrava,
   # model.EntityMilestone and model.WriterProjector (checked by test/terraform).
   filter_criteria {
     # Workouts: a new, changed or removed WORKOUT#STRAVA# item (deletes are
