@@ -100,24 +100,21 @@ func (s *DB) put(ctx context.Context, table string, e model.Entity, cond *expres
 
 // Delete removes the item at k; deleting a missing item is not an error.
 func (s *DB) Delete(ctx context.Context, table string, k model.Key) error {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: s.t.keyAV(table, k)})
-	if err != nil {
-		return fmt.Errorf("delete %s: %w", k, translate(err))
-	}
-	return nil
+	return s.DeleteIf(ctx, table, k, nil)
 }
 
-// DeleteIf removes the item at k only if cond holds; ErrConflict otherwise.
-func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond expression.ConditionBuilder) error {
-	ex, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return fmt.Errorf("delete %s: build condition: %w", k, err)
+// DeleteIf removes the item at k only if cond (nil: none) holds; ErrConflict
+// otherwise.
+func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond *expression.ConditionBuilder) error {
+	in := &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: s.t.keyAV(table, k)}
+	if cond != nil {
+		ex, err := expression.NewBuilder().WithCondition(*cond).Build()
+		if err != nil {
+			return fmt.Errorf("delete %s: build condition: %w", k, err)
+		}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = ex.Condition(), ex.Names(), ex.Values()
 	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(table), Key: s.t.keyAV(table, k),
-		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-	})
-	if err != nil {
+	if _, err := s.db.DeleteItem(ctx, in); err != nil {
 		return fmt.Errorf("delete %s: %w", k, translate(err))
 	}
 	return nil
@@ -195,11 +192,6 @@ func (s *DB) TransactPut(table string, e model.Entity) (types.TransactWriteItem,
 		return types.TransactWriteItem{}, err
 	}
 	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item}}, nil
-}
-
-// TransactDelete builds an unconditional transaction delete of k.
-func (s *DB) TransactDelete(table string, k model.Key) types.TransactWriteItem {
-	return types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(table), Key: s.t.keyAV(table, k)}}
 }
 
 // Transact writes items atomically. token, when not empty, is the

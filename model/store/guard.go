@@ -20,99 +20,76 @@ type Guard struct {
 	*DB
 }
 
-// The user guard (model.UserGuard): every writer of user data that may be in
-// flight while the user is deleted or deauthorized writes first and then
-// reads the guard with a consistent read (write-then-check). The deletion and
-// the deauthorization set the guard first and then sweep the user's items;
-// so a write either landed before the guard was set (the sweep that follows
-// finds it) or a check after it sees the guard (and what it wrote is
-// removed). Who checks, so that no write pays a request of its own:
-//
-//   - a workout written for a webhook event: the projector. Its one read of
-//     the user's milestones covers the guard (keys.GuardAndMilestones), and
-//     the stream hands it every workout write after the write landed; a
-//     guarded user's written workouts are removed there (RemoveGuarded).
-//   - a sync page's workouts: the syncer, once per page (CheckWrites).
-//   - the sync state and a milestone: their own write (checkDeleted).
+// The user guard (model.UserGuard) is written first by a deletion or a
+// deauthorization, which then sweep the user's items; every write that may
+// be in flight meanwhile is followed by a consistent read of the guard
+// (write-then-check), so it either landed before the sweep or is removed.
+// No write pays its own read: the projector checks a webhook's workout (the
+// guard comes with its milestone read, keys.GuardAndMilestones; the stream
+// hands it every write once landed), a sync page checks once for all its
+// workouts (CheckWrites), the sync state and a milestone check themselves.
 
-// ErrUserDeleted is returned (wrapped, matching model.ErrConflict) by a
-// guarded write that landed after the user's account was deleted: the item
-// it wrote has been removed again.
+// ErrUserDeleted (matching model.ErrConflict): a write landed after the
+// user's account was deleted, and what it wrote was removed again.
 var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
 
-// ErrStravaRevoked is returned (wrapped, matching model.ErrConflict) by a
-// write of Strava data that landed after the athlete revoked the grant: the
-// item has been removed again.
+// ErrStravaRevoked (matching model.ErrConflict): a write of Strava data
+// landed after the grant was revoked, and was removed again.
 var ErrStravaRevoked = fmt.Errorf("strava grant revoked: %w", model.ErrConflict)
 
 // CheckWrites is the check after writes of the user's Strava data items ks
-// (a sync page's workouts): one consistent read of the guard, then, when the
-// account was deleted, ks are deleted and it returns ErrUserDeleted; when a
-// confirmed deauthorization revoked the grant, ks are deleted (unless a
-// reconnect cleared the revocation) and it returns ErrStravaRevoked. A user
-// without a guard passes.
+// (a sync page's workouts): one consistent read of the guard; when it holds,
+// RemoveGuarded removes ks and it returns ErrUserDeleted or
+// ErrStravaRevoked. A user without a guard passes.
 func (s *Guard) CheckWrites(ctx context.Context, userID string, ks []model.Key) error {
+	return s.afterWrites(ctx, userID, ks, true)
+}
+
+// checkDeleted is the check after writing item k of the user that is not
+// Strava data (the sync state, a milestone): only a deletion counts.
+func (s *Guard) checkDeleted(ctx context.Context, userID string, k model.Key) error {
+	return s.afterWrites(ctx, userID, []model.Key{k}, false)
+}
+
+func (s *Guard) afterWrites(ctx context.Context, userID string, ks []model.Key, stravaData bool) error {
 	g, err := s.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return nil
 	case err != nil:
 		return fmt.Errorf("check guard after writing %d items: %w", len(ks), err)
+	case !g.Deleted() && !(stravaData && g.Revoked()):
+		return nil
 	}
 	if _, err := s.RemoveGuarded(ctx, g, ks); err != nil {
 		return err
 	}
-	switch {
-	case g.Deleted():
+	if g.Deleted() {
 		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrUserDeleted)
-	case g.Revoked():
-		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrStravaRevoked)
 	}
-	return nil
+	return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrStravaRevoked)
 }
 
-// RemoveGuarded removes the user's Strava data items ks written while g held
-// (read after their writes): all of them when the account was deleted, each
-// one unless a reconnect cleared the revocation since (deleteIfStillRevoked)
-// when the grant was revoked; nothing otherwise. It returns how many it
-// removed (or found already gone).
+// RemoveGuarded removes the user's items ks written while g held (read after
+// their writes): every one when the account was deleted; when the grant was
+// revoked, each unless a reconnect cleared the revocation since
+// (deleteIfStillRevoked). It returns how many it removed (or found gone).
 func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error) {
-	n := 0
-	for _, k := range ks {
+	for i, k := range ks {
+		var err error
 		switch {
 		case g.Deleted():
-			if err := s.Delete(ctx, s.t.Main, k); err != nil {
-				return n, fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
-			}
+			err = s.Delete(ctx, s.t.Main, k)
 		case g.Revoked():
-			if err := s.deleteIfStillRevoked(ctx, g.UserID, k, g); err != nil {
-				return n, fmt.Errorf("remove %s written after a deauthorization: %w", k, err)
-			}
+			err = s.deleteIfStillRevoked(ctx, g.UserID, k, g)
 		default:
-			return n, nil
+			return i, nil
 		}
-		n++
-	}
-	return n, nil
-}
-
-// checkDeleted is the check after writing item k of the user that is not
-// Strava data (the sync state, a milestone): when the account was deleted
-// it deletes k and returns ErrUserDeleted.
-func (s *Guard) checkDeleted(ctx context.Context, userID string, k model.Key) error {
-	g, err := s.UserGuard(ctx, userID)
-	switch {
-	case errors.Is(err, model.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("check guard after writing %s: %w", k, err)
-	case g.Deleted():
-		if err := s.Delete(ctx, s.t.Main, k); err != nil {
-			return fmt.Errorf("remove %s written after the user's deletion: %w", k, err)
+		if err != nil {
+			return i, fmt.Errorf("remove %s written while user %s was guarded: %w", k, g.UserID, err)
 		}
-		return fmt.Errorf("write %s: %w", k, ErrUserDeleted)
 	}
-	return nil
+	return len(ks), nil
 }
 
 // deleteIfStillRevoked deletes k in a transaction with a check that the

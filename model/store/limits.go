@@ -19,28 +19,35 @@ type Limits struct {
 }
 
 // TakeAthleteReads counts n Strava reads for the athlete in the window of
-// length windowLen containing now (keys.AthleteReadsKey; the counter expires
-// an hour after its window) unless that would count more than limit reads
-// there: then it returns ErrConflict and counts nothing.
+// length windowLen containing now (keys.AthleteReadsKey, expiring an hour
+// after it) unless more than limit would be counted there (ErrConflict).
 func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
 	window := now.UTC().Truncate(windowLen)
-	if n < 1 || n > limit {
-		return fmt.Errorf("count %d strava reads of athlete %d against a cap of %d: %w", n, athleteID, limit, model.ErrConflict)
-	}
-	meta := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window}
-	meta.Stamp()
-	reads := expression.Name("reads")
-	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
-		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
-		Set(expression.Name("athleteId"), expression.Value(athleteID)).
-		Set(expression.Name("windowStartUtc"), expression.Value(window)).
-		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
-		Add(reads, expression.Value(n))
-	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n)))
-	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
+	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
+	if err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d strava reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// countReads adds n to the read counter e (its other attributes set as e
+// has them) unless it would pass limit: ErrConflict then, nothing counted.
+func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) error {
+	if n < 1 || n > limit {
+		return fmt.Errorf("%d reads against %d allowed: %w", n, limit, model.ErrConflict)
+	}
+	item, err := Marshal(e)
+	if err != nil {
+		return err
+	}
+	reads := expression.Name("reads")
+	upd := expression.Add(reads, expression.Value(n))
+	for name, v := range item {
+		if name != "PK" && name != "SK" && name != "reads" {
+			upd = upd.Set(expression.Name(name), expression.Value(v))
+		}
+	}
+	return s.update(ctx, e.ItemKey(), upd, expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n))))
 }
 
 // RateLimitState reads the shared Strava rate-limit counter. It returns
@@ -151,21 +158,8 @@ func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time
 }
 
 func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
-	meta := &syncstate.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard}
-	meta.Stamp()
-	if allowed <= 0 {
-		return fmt.Errorf("count a sync read in the window of %s (shard %d): nothing allowed yet: %w", window.Format(time.RFC3339), shard, model.ErrConflict)
-	}
-	reads := expression.Name("reads")
-	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
-		Set(expression.Name("schemaVersion"), expression.Value(meta.SchemaVersion)).
-		Set(expression.Name("windowStartUtc"), expression.Value(window)).
-		Set(expression.Name("windowLenNs"), expression.Value(int64(windowLen))).
-		Set(expression.Name("shard"), expression.Value(shard)).
-		Set(expression.Name("expiresAt"), expression.Value(window.Add(windowLen+time.Hour).Unix())).
-		Add(reads, expression.Value(1))
-	cond := expression.Or(expression.AttributeNotExists(reads), reads.LessThan(expression.Value(allowed)))
-	if err := s.update(ctx, meta.ItemKey(), upd, cond); err != nil {
+	c := &syncstate.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
+	if err := s.countReads(ctx, c, 1, allowed); err != nil {
 		return fmt.Errorf("count a sync read in the window of %s (shard %d): %w", window.Format(time.RFC3339), shard, err)
 	}
 	return nil

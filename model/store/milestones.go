@@ -160,7 +160,7 @@ func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, e
 	}
 	n := 0
 	for _, it := range res.Items {
-		k, err := itemKey(it)
+		k, err := KeyOf(it)
 		if err != nil {
 			return 0, err
 		}
@@ -186,36 +186,18 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 		return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 	}
 	index := map[string]int{}
-	for _, it := range res.Items {
-		k, err := itemKey(it)
-		if err != nil {
-			return nil, false, err
-		}
-		p, err := keys.ParseKey(k)
-		if err != nil {
-			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
-		}
-		if milestoneID != "" && p.MilestoneID != milestoneID {
-			continue
-		}
-		switch p.Kind {
-		case keys.KindMilestone:
-			var m model.Milestone
-			if err := Unmarshal(it, &m); err != nil {
-				return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
+	for _, d := range decodeMilestoneItems(res.Items) {
+		switch {
+		case milestoneID != "" && d.p.MilestoneID != "" && d.p.MilestoneID != milestoneID:
+		case d.err != nil:
+			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, d.err)
+		case d.m != nil:
+			index[d.m.MilestoneID] = len(ms)
+			ms = append(ms, MilestoneWithAwards{Milestone: *d.m, Awards: []model.Award{}})
+		case d.a != nil:
+			if i, ok := index[d.p.MilestoneID]; ok { // an award sorts after its milestone; none: the milestone is gone
+				ms[i].Awards = append(ms[i].Awards, *d.a)
 			}
-			index[m.MilestoneID] = len(ms)
-			ms = append(ms, MilestoneWithAwards{Milestone: m, Awards: []model.Award{}})
-		case keys.KindAward:
-			i, ok := index[p.MilestoneID]
-			if !ok {
-				continue // an award sorts after its milestone; none means the milestone is gone
-			}
-			var a model.Award
-			if err := Unmarshal(it, &a); err != nil {
-				return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
-			}
-			ms[i].Awards = append(ms[i].Awards, a)
 		}
 	}
 	return ms, res.Truncated, nil
@@ -232,45 +214,59 @@ func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMil
 		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
 	out := UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
-	for _, item := range res.Items {
-		k, err := itemKey(item)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
-			continue
-		}
-		p, err := keys.ParseKey(k)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
-			continue
-		}
-		switch p.Kind {
-		case keys.KindUserGuard:
-			var g model.UserGuard
-			if err := Unmarshal(item, &g); err != nil {
-				return UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, err)
+	for _, d := range decodeMilestoneItems(res.Items) {
+		switch {
+		case d.err != nil && d.p.Kind == keys.KindUserGuard:
+			return UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, d.err)
+		case d.err != nil:
+			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: d.key, Err: d.err})
+		case d.g != nil:
+			out.Guard = d.g
+		case d.m != nil:
+			out.Milestones = append(out.Milestones, *d.m)
+		case d.a != nil:
+			if out.Awards[d.p.MilestoneID] == nil {
+				out.Awards[d.p.MilestoneID] = map[int]model.Award{}
 			}
-			out.Guard = &g
-		case keys.KindMilestone:
-			var m model.Milestone
-			if err := Unmarshal(item, &m); err != nil {
-				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
-				continue
-			}
-			out.Milestones = append(out.Milestones, m)
-		case keys.KindAward:
-			var a model.Award
-			if err := Unmarshal(item, &a); err != nil {
-				out.Unreadable = append(out.Unreadable, UnreadableItem{Key: k, Err: err})
-				continue
-			}
-			if out.Awards[p.MilestoneID] == nil {
-				out.Awards[p.MilestoneID] = map[int]model.Award{}
-			}
-			out.Awards[p.MilestoneID][p.PartIndex] = a
+			out.Awards[d.p.MilestoneID][d.p.PartIndex] = *d.a
 		}
 	}
 	sort.Slice(out.Milestones, func(i, j int) bool { return out.Milestones[i].MilestoneID < out.Milestones[j].MilestoneID })
 	return out, nil
+}
+
+// milestoneItem is one item of a read of a user's milestones, decoded: the
+// milestone, award or guard it holds, or why it could not be read.
+type milestoneItem struct {
+	key model.Key
+	p   keys.ParsedKey
+	m   *model.Milestone
+	a   *model.Award
+	g   *model.UserGuard
+	err error
+}
+
+func decodeMilestoneItems(items []Item) []milestoneItem {
+	out := make([]milestoneItem, len(items))
+	for i, it := range items {
+		d := &out[i]
+		if d.key, d.err = KeyOf(it); d.err == nil {
+			d.p, d.err = keys.ParseKey(d.key)
+		}
+		switch {
+		case d.err != nil:
+		case d.p.Kind == keys.KindMilestone:
+			d.m = new(model.Milestone)
+			d.err = Unmarshal(it, d.m)
+		case d.p.Kind == keys.KindAward:
+			d.a = new(model.Award)
+			d.err = Unmarshal(it, d.a)
+		case d.p.Kind == keys.KindUserGuard:
+			d.g = new(model.UserGuard)
+			d.err = Unmarshal(it, d.g)
+		}
+	}
+	return out
 }
 
 // ModelParts reads the parts of a model (MODEL#{modelId} / PART#…) by part
@@ -368,7 +364,7 @@ func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string
 	}
 	out := make(map[int]bool, len(res.Items))
 	for _, item := range res.Items {
-		k, err := itemKey(item)
+		k, err := KeyOf(item)
 		if err != nil {
 			return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
 		}

@@ -88,7 +88,7 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 		}
 		keys := make([]model.Key, 0, len(page.Items))
 		for _, it := range page.Items {
-			k, err := itemKey(it)
+			k, err := KeyOf(it)
 			if err != nil {
 				return n, err
 			}

@@ -66,7 +66,7 @@ func (s *Sessions) UserSessionIDs(ctx context.Context, userID string) (ids []str
 		return nil, false, fmt.Errorf("list sessions of user %s: %w", userID, err)
 	}
 	for _, it := range res.Items {
-		k, err := itemKey(it)
+		k, err := KeyOf(it)
 		if err != nil {
 			return nil, false, err
 		}

@@ -111,7 +111,7 @@ func New(db *dynamodb.Client, t Tables) *Store {
 	d := &DB{db: capacity.Install(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
 	g := &Guard{DB: d}
 	return &Store{DB: d, Outbox: &Outbox{DB: d}, ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
-		Workouts: &Workouts{DB: d, Guard: g}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
+		Workouts: &Workouts{DB: d}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
 		Connections: &Connections{DB: d, Guard: g}, Sessions: &Sessions{DB: d}, Limits: &Limits{DB: d, Guard: g}, Guard: g}
 }
 
@@ -167,8 +167,7 @@ func (c Changes) builder() (expression.UpdateBuilder, bool) {
 func TransactUpdate(in *dynamodb.UpdateItemInput) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
-		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
-		ExpressionAttributeValues: in.ExpressionAttributeValues,
+		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
 	}}
 }
 
@@ -185,8 +184,7 @@ type QueryOptions struct {
 	Limit int
 	// Descending reads the sort key backwards.
 	Descending bool
-	// Through, when set, makes the query a range: sort keys from the prefix
-	// through this one (both inclusive) instead of those beginning with it.
+	// Through, when set, reads the sort keys from prefix through it.
 	Through string
 }
 
@@ -259,12 +257,9 @@ func translate(err error) error {
 
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
 
-// itemKey reads an item's PK and SK; ErrInvalid when either is missing
-// or not a string.
-// KeyOf is the primary key (PK, SK) of a raw item.
-func KeyOf(it Item) (model.Key, error) { return itemKey(it) }
-
-func itemKey(it Item) (model.Key, error) {
+// KeyOf is the primary key (PK, SK) of a raw item; ErrInvalid when either
+// is missing or not a string.
+func KeyOf(it Item) (model.Key, error) {
 	pk, ok1 := it["PK"].(*types.AttributeValueMemberS)
 	sk, ok2 := it["SK"].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {

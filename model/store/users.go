@@ -174,7 +174,8 @@ func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, erro
 // a user it has since joined. A missing mapping or one owned by another user
 // is not an error.
 func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error {
-	err := s.DeleteIf(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), expression.Name("userId").Equal(expression.Value(userID)))
+	mine := expression.Name("userId").Equal(expression.Value(userID))
+	err := s.DeleteIf(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &mine)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete owner of athlete %d for user %s: %w", athleteID, userID, err)
 	}
@@ -195,7 +196,7 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 		}
 		var batch []model.Key
 		for _, it := range res.Items {
-			k, err := itemKey(it)
+			k, err := KeyOf(it)
 			if err != nil {
 				return deleted, err
 			}

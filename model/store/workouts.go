@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +17,6 @@ import (
 // Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
 type Workouts struct {
 	*DB
-	*Guard
 }
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
@@ -182,16 +182,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 	if err := Unmarshal(dropped, &d); err != nil {
 		return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 	}
-	// Keys order (start date, activity id): workouts kept at the very start
-	// date of one left out are only part of that instant, so they go too.
-	ws := out.Workouts
-	for len(ws) > 0 && !ws[len(ws)-1].StartDateUtc.After(d.StartDateUtc) {
-		ws = ws[:len(ws)-1]
-	}
-	out.Workouts, out.Truncated, out.ExactFrom = ws, true, d.StartDateUtc.UTC().Add(time.Nanosecond)
-	if len(ws) > 0 {
-		out.ExactFrom = ws[len(ws)-1].StartDateUtc.UTC()
-	}
+	out.Workouts, out.ExactFrom = model.CutAtInstant(out.Workouts, d.StartDateUtc)
+	out.Truncated = true
 	return out, nil
 }
 
@@ -207,13 +199,7 @@ var WorkoutLogFields = []string{
 // workoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
 // LSI1's INCLUDE projection.
 func workoutLogNonKeyAttributes() []string {
-	var out []string
-	for _, f := range WorkoutLogFields {
-		if f != "PK" && f != "SK" {
-			out = append(out, f)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(WorkoutLogFields), func(f string) bool { return f == "PK" || f == "SK" })
 }
 
 // Log is the part of a user's workout log one recompute inspects.

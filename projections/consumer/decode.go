@@ -93,7 +93,8 @@ type Decision struct {
 // Classify decodes a stream record once, at the boundary, into model types
 // and decides what to do with it. Triggers: INSERT/MODIFY/REMOVE of a
 // Strava workout (a REMOVE is a TTL deletion or an account sweep: the log
-// lost it); INSERT of a milestone; MODIFY of a milestone whose definition
+// lost it) unless a sync page wrote it; a sync page's end (the sync
+// state's importedCount grew); INSERT of a milestone; MODIFY of a milestone whose definition
 // changed (the projector's own writes never change it, and mark the item
 // writtenBy = projector). Everything else is ignored. Records that can never
 // be decoded are parked (Decision.Err says why). It never panics.
@@ -165,25 +166,31 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		if err := decodeImage(rec.Change.NewImage, &m); err != nil {
 			return park(d, fmt.Errorf("milestone new image: %w", err))
 		}
-		if rec.EventName == string(events.DynamoDBOperationTypeInsert) {
-			d.Action, d.Reason = Recompute, "milestone insert"
-			return d
-		}
-		var old model.Milestone
-		if err := decodeImage(rec.Change.OldImage, &old); err != nil {
-			// Without the old image we cannot tell what changed: recompute,
-			// which is always safe.
-			d.Action, d.Reason = Recompute, "milestone modify without readable old image"
-			return d
-		}
-		if SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
-			d.Reason = "milestone modify by " + m.WrittenBy + " without definition change"
-			return d
-		}
-		d.Action, d.Reason = Recompute, "milestone definition changed by "+m.WrittenBy
-		return d
+		return classifyMilestone(rec, d, &m)
 	}
 	d.Reason = "not a trigger"
+	return d
+}
+
+// classifyMilestone decides on a milestone record whose new image m was
+// read: an insert, or a change of its definition, is a trigger.
+func classifyMilestone(rec events.DynamoDBEventRecord, d Decision, m *model.Milestone) Decision {
+	if rec.EventName == string(events.DynamoDBOperationTypeInsert) {
+		d.Action, d.Reason = Recompute, "milestone insert"
+		return d
+	}
+	var old model.Milestone
+	if err := decodeImage(rec.Change.OldImage, &old); err != nil {
+		// Without the old image we cannot tell what changed: recompute,
+		// which is always safe.
+		d.Action, d.Reason = Recompute, "milestone modify without readable old image"
+		return d
+	}
+	if SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
+		d.Reason = "milestone modify by " + m.WrittenBy + " without definition change"
+		return d
+	}
+	d.Action, d.Reason = Recompute, "milestone definition changed by "+m.WrittenBy
 	return d
 }
 

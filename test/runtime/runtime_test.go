@@ -115,8 +115,8 @@ func TestEnvironmentMatchesTerraform(t *testing.T) {
 			t.Errorf("api environment %v lacks %s", d.Env["api"], want)
 		}
 	}
-	if len(d.Filters) != 3 {
-		t.Errorf("projector filters = %v, want 3", d.Filters)
+	if len(d.Filters) != 4 {
+		t.Errorf("projector filters = %v, want 4", d.Filters)
 	}
 }
 

@@ -38,11 +38,13 @@ const (
 	cacheMaxEntries = 10000
 	athleteTTL      = 15 * time.Minute
 	tokenSkew       = 5 * time.Minute
-	// createsBeforeCheck: a create event skips the coalescing GetItem (its
-	// activity is new) unless this instance saw more than this many creates
-	// of the athlete in the current rate window: a flood of forged or
-	// replayed creates, where the check saves Strava reads (repeated ids,
-	// and ids Strava already answered 404 for).
+	// createsBeforeCheck: a create event is fetched without a coalescing
+	// check (its activity is new) unless this instance saw more than this
+	// many creates of the athlete in the current rate window: a flood of
+	// forged or replayed creates. Then the instance's own memory of what it
+	// fetched (athleteCache.fetched, no request) coalesces repeated ids and
+	// ids Strava already answered 404 for; repeats another instance fetched
+	// cost a Strava read each, within the athlete's read cap.
 	createsBeforeCheck = 3
 )
 
@@ -67,6 +69,29 @@ type athleteCache struct {
 	mu      sync.Mutex
 	m       map[int64]athleteEntry
 	creates map[int64]createCount
+	fetched map[int64]time.Time // activity id → when its last fetch here started
+}
+
+// sawFetch records that this instance fetched the activity (an answer or a
+// 404 was written) in a fetch that started at started.
+func (c *athleteCache) sawFetch(activityID int64, started time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fetched == nil || len(c.fetched) >= cacheMaxEntries {
+		c.fetched = make(map[int64]time.Time)
+	}
+	if started.After(c.fetched[activityID]) {
+		c.fetched[activityID] = started
+	}
+}
+
+// fetchedAfter says whether this instance fetched the activity in a fetch
+// that started after t (within athleteTTL of now).
+func (c *athleteCache) fetchedAfter(activityID int64, t, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	started, ok := c.fetched[activityID]
+	return ok && started.After(t) && now.Sub(started) <= athleteTTL
 }
 
 type createCount struct {

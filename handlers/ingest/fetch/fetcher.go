@@ -272,12 +272,16 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 	// already seen the change it reports (a tombstone's fetch too: it is
 	// the 404 that fetch got), so it needs no other Strava read. A stored
 	// tombstone alone does not stop a fetch: the activity may have been
-	// made public again. A create event skips the check (one GetItem less
-	// on the common path: its activity is new, and the writes are ordered
-	// anyway) unless the athlete's creates crowd this window
-	// (createsBeforeCheck).
-	if ev.AspectType == ingest.AspectCreate && !job.Redrive &&
-		!w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) {
+	// made public again. A create event skips the stored workout's read
+	// (its activity is new, and the writes are ordered anyway); when the
+	// athlete's creates crowd this window (createsBeforeCheck) the
+	// instance's memory of its own fetches coalesces it instead.
+	if ev.AspectType == ingest.AspectCreate && !job.Redrive {
+		if w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) &&
+			!job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
+			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")
+			return nil
+		}
 		return w.fetchNew(ctx, log, job, userID, cached)
 	}
 	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
@@ -342,6 +346,7 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	w.athletes.sawFetch(ev.ObjectID, fetchStarted)
 	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
 	kind := ingest.AuditActivityUpdate
 	details := map[string]string{"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType}
@@ -449,6 +454,7 @@ func (w *Fetcher) markHidden(ctx context.Context, log *slog.Logger, job ingest.J
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
+	w.athletes.sawFetch(ev.ObjectID, fetchStarted)
 	log.InfoContext(ctx, "workout marked hidden-or-deleted (strava answered 404)", "writeStatus", "deleted")
 	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditActivityDelete, job, map[string]string{
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "reason": model.WorkoutHiddenOrDeleted,
