@@ -171,7 +171,7 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	}
 	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
 		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
-	c.auditProjection(ctx, m, res, mr.Version, len(lg.Workouts), now, correlationID)
+	c.auditProjection(ctx, m, res, mr.Version, len(lg.Workouts), len(awards), now, correlationID)
 	return mr, nil
 }
 

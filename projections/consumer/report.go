@@ -6,8 +6,9 @@ package consumer
 // AUDIT#{unix seconds}#{requestId}), findable by correlation id (GSI1) and by
 // event type and month (GSI2), and expire after 90 days. The consumer writes
 // MILESTONE_PROGRESS_UPDATED (details: version, value, workouts counted,
-// awarded parts, status) when a projection's awarded parts or status change
-// or it drops unjustified parts, never for a new running value alone: the
+// awarded parts, status) when a projection drops unjustified parts, or its
+// parts or status change without their own entry (AWARD_MINTED,
+// MILESTONE_COMPLETED), never for a new running value alone: the
 // worker's STRAVA_ACTIVITY_* entry already records the event, the log
 // explains the value and the milestone's version counts the writes, so an
 // event costs at most one routine audit write. Then AWARD_MINTED (one per part, in the mint
@@ -139,7 +140,7 @@ func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID s
 
 // auditProjection writes the routine audit entries of a written projection:
 // progress changed, milestone completed, projection newly truncated.
-func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res projections.Result, version int64, inspected int, now time.Time, correlationID string) {
+func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res projections.Result, version int64, inspected, minted int, now time.Time, correlationID string) {
 	details := map[string]string{
 		"milestoneId": m.MilestoneID, "version": strconv.FormatInt(version, 10),
 		"progressValue": strconv.FormatInt(res.Projection.ProgressValue, 10), "workoutsCounted": strconv.Itoa(res.Projection.WorkoutsCounted),
@@ -149,7 +150,7 @@ func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res 
 		details["storedAwardedParts"] = strconv.Itoa(m.AwardedParts)
 		details["unjustifiedParts"] = fmt.Sprint(res.Unjustified)
 	}
-	if stepped(m.Projection, res) {
+	if stepped(m.Projection, res, minted) {
 		c.audit(ctx, m.UserID, EventProgressUpdated, correlationID, now, version, -1, details)
 	}
 	if res.Completed {
@@ -162,10 +163,12 @@ func (c *Consumer) auditProjection(ctx context.Context, m *model.Milestone, res 
 	}
 }
 
-// stepped says whether a written projection is worth its own audit entry:
-// its awarded parts or status changed, or it dropped unjustified parts. A
-// new running value alone is not (see Audit entries above).
-func stepped(stored model.Projection, res projections.Result) bool {
-	return res.Changed && (res.Projection.AwardedParts != stored.AwardedParts || res.Projection.Status != stored.Status ||
-		len(res.Unjustified) > 0)
+// stepped says whether a written projection needs its own audit entry:
+// it dropped unjustified parts, its awarded parts changed without a mint in
+// the same write (whose AWARD_MINTED entries say so already), or its status
+// changed other than to completed (MILESTONE_COMPLETED says that). A new
+// running value alone does not (see Audit entries above).
+func stepped(stored model.Projection, res projections.Result, minted int) bool {
+	return res.Changed && (len(res.Unjustified) > 0 || (res.Projection.AwardedParts != stored.AwardedParts && minted == 0) ||
+		(res.Projection.Status != stored.Status && !res.Completed))
 }

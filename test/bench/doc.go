@@ -34,7 +34,8 @@
 //     user with H workouts (one a day, backwards from yesterday) and one
 //     milestone, monthly or lifetime (since 2000), with a target no history
 //     reaches (so no award is minted); then CC_BENCH_GROWTH_EVENTS events
-//     (default 5) sent one at a time, each waited for until the stack is
+//     (default 5) sent one at a time after one unmeasured warm-up event (the
+//     worker has seen the athlete), each waited for until the stack is
 //     idle. Per event: requests, RCU, WCU (total and split), lag p50, batch
 //     p50 (how long the projector batch that projected it ran: the part of
 //     the lag that can grow with H; the rest is ingestion and stream poll

@@ -652,11 +652,13 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	}
 	// A target no history reaches: the measured events mint no award.
 	p.newMilestone(ctx, b, userID, kind, model.MaxTarget)
-	for g := range n {
+	// One event first, not measured: the worker has then seen the athlete
+	// (mapping, token, rate state cached), as for every event but an
+	// athlete's first; the rows are the steady cost per event.
+	sendOne := func(g int) {
 		id := p.nextID.Add(1)
 		p.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Bench run", SportType: "Run",
 			Distance: 1000, MovingTime: 300, ElapsedTime: 320, StartDate: time.Now().UTC().Add(-time.Hour - time.Duration(g)*time.Minute)})
-		before := p.quiesce(b)
 		p.tr.expect(id, time.Now())
 		if refused, err := p.send(ctx, event{athlete, id}); err != nil || refused > 0 {
 			b.Fatalf("growth H=%d %s: webhook: %d refused, %v", h, kind, refused, err)
@@ -664,6 +666,12 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		if missing := p.tr.wait([]int64{id}, time.Minute); len(missing) > 0 {
 			b.Fatalf("growth H=%d %s: event never projected", h, kind)
 		}
+	}
+	sendOne(n)
+	for g := range n {
+		before := p.quiesce(b)
+		sendOne(g)
+		id := p.nextID.Load()
 		after := p.quiesce(b)
 		in, pr := after.ingest(before), after.project(before)
 		row.ingestOps, row.projectOps = row.ingestOps.Add(in), row.projectOps.Add(pr)
@@ -672,9 +680,9 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		lag, _ := p.tr.lags([]int64{id})
 		row.lags = append(row.lags, lag...)
 		row.batches = append(row.batches, p.tr.batches([]int64{id})...)
-		row.read = min(inMonth+g+1, model.MaxWorkoutsToInspect)
+		row.read = min(inMonth+g+2, model.MaxWorkoutsToInspect) // the warm-up event's workout too
 		if kind == lifetime {
-			row.read = min(h+g+1, model.MaxWorkoutsToInspect)
+			row.read = min(h+g+2, model.MaxWorkoutsToInspect)
 		}
 		minIn, minPr := DesignMinimum(row.read, p.workoutSize)
 		row.minIngest = row.minIngest.Add(Per(minIn, n))

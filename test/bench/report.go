@@ -38,7 +38,7 @@ import (
 // (a Pending index entry on claim and settle: 1 request and 3 WCU), the
 // seed's routine audit entry (1 request, 1 WCU) and the guard read with the
 // milestones (no request): 7 requests, 2 RCU, 8 WCU (the targets in
-// print_test.go: 8, 2, 8).
+// print_test.go: 8, 2, 8; 2 RCU when the period's log fits 4 KB).
 const (
 	minIngestRequests  = 2
 	minIngestWCU       = 3
