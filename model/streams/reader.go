@@ -50,6 +50,13 @@ type Options struct {
 	BatchSize int
 	// PollInterval is the pause after a round that found nothing (default 200ms).
 	PollInterval time.Duration
+	// BatchingWindow is the pause after a busy round, one that delivered at
+	// least busyRound records (0: none), so that records arriving meanwhile
+	// are delivered together, as the event source mapping's batching
+	// window gathers them: a burst is handled in fewer, larger batches (one
+	// recompute per user per batch), while a lone record and the writes it
+	// causes are read within PollInterval.
+	BatchingWindow time.Duration
 	// MaxAttempts bounds deliveries of one failing record (default 10); after
 	// that OnDiscard receives the rest of the batch, as Lambda's on-failure
 	// destination would, and the shard moves on.
@@ -126,6 +133,10 @@ func (r *Reader) Drain(ctx context.Context, h Handler) error {
 
 const describeEvery = 10 * time.Second
 
+// busyRound is how many records one round must deliver before the reader
+// waits BatchingWindow: a burst, not one event and the writes it causes.
+const busyRound = 4
+
 // noAnswer is poll's count when GetRecords must be called again.
 const noAnswer = -1
 
@@ -146,7 +157,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			lastDescribe = time.Now()
 		}
 		progressed := false
-		active := 0
+		active, delivered := 0, 0
 		for _, s := range r.eligible() {
 			if drain && caughtUp[s.id] {
 				continue
@@ -161,7 +172,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			}
 			switch {
 			case n > 0:
-				progressed = true
+				progressed, delivered = true, delivered+n
 			case n == 0 && drain:
 				caughtUp[s.id] = true
 			}
@@ -169,8 +180,15 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 		if drain && active == 0 {
 			return nil
 		}
-		if !progressed && !drain {
-			if err := model.Sleep(ctx, r.o.PollInterval); err != nil {
+		pause := r.o.PollInterval
+		if progressed {
+			pause = 0
+			if delivered >= busyRound {
+				pause = r.o.BatchingWindow
+			}
+		}
+		if !drain && pause > 0 {
+			if err := model.Sleep(ctx, pause); err != nil {
 				return nil
 			}
 		}

@@ -265,3 +265,70 @@ func TestRunStopsOnCancel(t *testing.T) {
 		t.Fatal("Run did not stop on cancel")
 	}
 }
+
+// TestBatchingWindowGathersABurst: while records keep coming, a reader with
+// a batching window delivers them in fewer batches than one without (it
+// waits the window after busy rounds); a lone record after a quiet spell is
+// delivered within the poll interval, not a window later. Protection:
+// Options.BatchingWindow.
+func TestBatchingWindowGathersABurst(t *testing.T) {
+	t.Parallel()
+	without, _ := burst(t, 0)
+	with, lone := burst(t, 700*time.Millisecond)
+	t.Logf("a burst of 40 records over about a second: %d batches without a window, %d with one; a lone record after %s", without, with, lone)
+	if with*2 > without {
+		t.Fatalf("the window gathered the burst into %d batches, without it %d: want at most half", with, without)
+	}
+	if lone > 500*time.Millisecond {
+		t.Fatalf("a lone record waited %s, want well under the window", lone)
+	}
+}
+
+// burst runs a reader with the batching window over a fresh stream: one lone
+// record (how long it took), then 40 records written 5 at a time over about
+// a second (how many batches carried them).
+func burst(t *testing.T, window time.Duration) (batches int, lone time.Duration) {
+	t.Helper()
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type batch struct {
+		n  int
+		at time.Time
+	}
+	got := make(chan batch, 100)
+	r := streams.NewReader(e.api, e.arn, streams.Options{PollInterval: 20 * time.Millisecond, BatchingWindow: window})
+	go func() {
+		_ = r.Run(ctx, func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			got <- batch{len(ev.Records), time.Now()}
+			return events.DynamoDBEventResponse{}, nil
+		})
+	}()
+	sent := time.Now()
+	e.putWorkouts(t, "lone", 1, 1)
+	select {
+	case b := <-got:
+		lone = b.at.Sub(sent)
+	case <-time.After(30 * time.Second):
+		t.Fatal("lone record never delivered")
+	}
+	for i := range int64(8) { // 8 writes of 5 workouts at once (BatchWriteItem)
+		var ws []model.Entity
+		for id := 1 + i*5; id <= 5+i*5; id++ {
+			ws = append(ws, &model.Workout{UserID: "burst", ActivityID: id, SportType: "Run", StartDateUtc: time.Unix(1700000000+id, 0).UTC()})
+		}
+		if err := e.s.BatchPut(context.Background(), e.s.Tables().Main, ws); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(120 * time.Millisecond)
+	}
+	for total := 0; total < 40; {
+		select {
+		case b := <-got:
+			batches, total = batches+1, total+b.n
+		case <-time.After(30 * time.Second):
+			t.Fatalf("burst: %d of 40 records delivered", total)
+		}
+	}
+	return batches, lone
+}

@@ -6,7 +6,7 @@
 // Hand-off: Dispatcher. In AWS LambdaDispatcher invokes CC_WORKER_FUNCTION
 // with InvocationType=Event. Locally Queue is a bounded channel with worker
 // goroutines (a key already queued is not queued twice); a full queue leaves
-// the event to the sweeper. The sweeper (Sweeper: every 2 s in `make run` and
+// the event to the sweeper. The sweeper (Sweeper: every 5 s in `make run` and
 // at its start, the sweeper Lambda every minute in AWS) re-dispatches items
 // whose lease lapsed or whose not-before passed, and reports OutboxDue per
 // sweep (SweeperMetricsNamespace), which Terraform alarms on. Ctrl-C locally:
