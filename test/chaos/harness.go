@@ -383,7 +383,8 @@ func (e *Env) Forget(u *User) {
 	e.Users = slices.DeleteFunc(e.Users, func(x *User) bool { return x == u })
 }
 
-// UserItems lists the keys left in the user's partition of the main table.
+// UserItems lists the keys left in the user's partition of the main table
+// (its guard, kept on purpose, aside).
 func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
 	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, keys.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
@@ -391,7 +392,8 @@ func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
 	}
 	var out []string
 	for _, it := range res.Items {
-		if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok {
+		// The user guard stays on purpose (90 days): what writers in flight check.
+		if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok && sk.Value != keys.SKGuard {
 			out = append(out, sk.Value)
 		}
 	}
