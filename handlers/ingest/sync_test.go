@@ -538,3 +538,47 @@ func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
 		t.Fatalf("DecodeJob of an invalid sync job: got %v, want ErrInvalid", err)
 	}
 }
+
+// TestASyncPageLandingAfterTheGuardLeavesNothing: the account is deleted
+// while a backfill's list page is in flight; the page's writes land after
+// the deletion's sweep and are removed by the page's one guard check, and
+// the job ends. Protection: the syncer's CheckWrites after the page's writes
+// (the projector leaves sync-page records to the page's end, so nothing else
+// would remove them).
+func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
+	r.link("u1", 83, time.Hour)
+	r.history(83, 4000, 20, 24*time.Hour)
+	key := r.backfill("u1")
+	ctx := context.Background()
+	rec, _ := r.st.OutboxItem(ctx, key)
+	j, _ := ingest.DecodeJob([]byte(rec.Job))
+	gate := make(chan struct{})
+	r.sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Gate: gate})
+	listed := r.sim.Stats().ListRequests
+	done := make(chan error, 1)
+	go func() { done <- r.worker.Run(ctx, j) }()
+	for r.sim.Stats().ListRequests == listed {
+		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The deletion marks the guard and sweeps while the page is in flight.
+	if err := r.st.MarkUserDeleted(ctx, "u1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.DeleteUserItems(ctx, "u1", keys.PrefixWorkoutStrava, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ws := r.workouts("u1"); len(ws) != 0 {
+		t.Fatalf("%d workouts of the deleted user after the page landed, want none", len(ws))
+	}
+	if rec := r.outbox(j); rec.Status != model.OutboxDone {
+		t.Fatalf("outbox %+v, want the job done", rec)
+	}
+}
