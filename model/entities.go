@@ -23,6 +23,7 @@ const (
 	EntityRateLimit        EntityType = "RATE_LIMIT"
 	EntityParked           EntityType = "PARKED_RECORD"
 	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
+	EntityAthleteDayReads  EntityType = "STRAVA_ATHLETE_DAY_READS"
 	EntityUserGuard        EntityType = "USER_GUARD"
 	EntityMilestoneCount   EntityType = "MILESTONE_COUNT"
 )
@@ -170,6 +171,12 @@ type Workout struct {
 // activity:read grant). Strava's answer does not tell the two apart, so the
 // tombstone comes back when a later fetch or list shows the activity.
 const WorkoutHiddenOrDeleted = "hidden-or-deleted"
+
+// NotFoundTombstoneTTL is how long a tombstone of an activity that was never
+// stored lives (a create Strava answered 404 for, such as a forged one): it
+// only orders fetches still in flight, which end within the outbox's lease
+// and retries, so it expires instead of staying for good.
+const NotFoundTombstoneTTL = 24 * time.Hour
 
 // FetchStarted is FetchStartedAtNs as a time (zero when absent).
 func (w *Workout) FetchStarted() time.Time {
@@ -421,6 +428,22 @@ type AthleteReads struct {
 	WindowStartUtc time.Time `dynamodbav:"windowStartUtc"`
 	Reads          int       `dynamodbav:"reads"`
 	ExpiresAt      int64     `dynamodbav:"expiresAt"`
+}
+
+// AthleteDayReads counts the Strava reads made for one athlete in one UTC
+// day (STRAVA#ATHLETE#{id} / READSDAY#{yyyymmdd}): the daily allowance
+// beside the window cap. Only athletes who read past an instance's own
+// allowance have one, so the day's readers listing (GSI2, keys.ReadersPK)
+// holds the heavy readers only. ExpiresAt (TTL) removes it two days later.
+type AthleteDayReads struct {
+	Key
+	Meta
+	AthleteID int64  `dynamodbav:"athleteId"`
+	DayUtc    string `dynamodbav:"dayUtc"`
+	Reads     int    `dynamodbav:"reads"`
+	ExpiresAt int64  `dynamodbav:"expiresAt"`
+	ReadersPK string `dynamodbav:"GSI2PK"`
+	ReadersSK string `dynamodbav:"GSI2SK"`
 }
 
 // RateLimitState is the shared view of Strava's per-application budget,

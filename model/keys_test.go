@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"user audit", keys.AuditKey(keys.UserPK("u1"), time.Unix(1700000000, 0), "r1"), keys.ParsedKey{Kind: keys.KindAudit, UserID: "u1"}},
 		{"athlete audit", keys.AuditKey(keys.AthletePK(42), time.Unix(1700000000, 0), "r1"), keys.ParsedKey{Kind: keys.KindAudit, AthleteID: 42}},
 		{"athlete reads", keys.AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
+		{"athlete day reads", keys.AthleteDayReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
 		{"rate limit is not a domain item", keys.RateLimitKey(), keys.ParsedKey{Kind: keys.KindUnknown}},
 		{"parked is not a domain item", keys.ParkedKey("PROJECTOR", "x"), keys.ParsedKey{Kind: keys.KindUnknown}},
 	}
@@ -374,5 +376,39 @@ func TestSyncReadsShardAllowance(t *testing.T) {
 	}
 	if a, b := keys.SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 0), keys.SyncReadsKey(time.Unix(0, 0), 24*time.Hour, 1); a.PK == b.PK {
 		t.Errorf("shards 0 and 1 share the partition %q", a.PK)
+	}
+}
+
+// TestOutboxKeysSayWhoseWorkTheyAre: the sweeper shares work out by what an
+// outbox key says; each parser reads back what its builder wrote.
+func TestOutboxKeysSayWhoseWorkTheyAre(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		given string
+		want  string
+	}{
+		{"create", keys.WebhookIdempotencyKey("activity", 123, "create", 42, 1700000000, nil), "{activity 123 create 42} true"},
+		{"update with updates", keys.WebhookIdempotencyKey("activity", 9, "update", 7, 1, map[string]string{"title": "x"}), "{activity 9 update 7} true"},
+		{"deauthorization", keys.WebhookIdempotencyKey("athlete", 7, "update", 7, 1, map[string]string{"authorized": "false"}), "{athlete 7 update 7} true"},
+		{"a sync key is not a webhook's", keys.SyncJobKey("backfill", "u1", time.Unix(1, 0)), "{ 0  0} false"},
+		{"garbage", "STRAVA#WEBHOOK#activity#x#create#1#2", "{ 0  0} false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			k, ok := keys.ParseWebhookIdempotencyKey(tt.given)
+			if got := fmt.Sprint(k, " ", ok); got != tt.want {
+				t.Fatalf("ParseWebhookIdempotencyKey(%s) = %s, want %s", tt.given, got, tt.want)
+			}
+		})
+	}
+	for _, k := range []string{keys.SyncJobKey("reconcile", "u9", time.Unix(5, 0)), keys.SyncRestartKey("u9", time.Unix(0, 5))} {
+		if u, ok := keys.ParseSyncJobKey(k); !ok || u != "u9" {
+			t.Fatalf("ParseSyncJobKey(%s) = %q, %v; want u9", k, u, ok)
+		}
+	}
+	if _, ok := keys.ParseSyncJobKey(keys.WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)); ok {
+		t.Fatal("a webhook key parsed as a sync key")
 	}
 }

@@ -24,6 +24,7 @@ var SchemaVersions = map[EntityType]int{
 	EntityRateLimit:        1,
 	EntityParked:           1,
 	EntityAthleteReads:     1,
+	EntityAthleteDayReads:  1,
 	EntityUserGuard:        1,
 	EntityMilestoneCount:   1,
 	EntityUserSession:      1,
@@ -304,6 +305,26 @@ func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthl
 
 // Normalize implements Entity.
 func (r *AthleteReads) Normalize() error { return normalize(&r.Meta, EntityAthleteReads) }
+
+// NewAthleteDayReads is the athlete's daily read counter for the UTC day
+// containing at, listed under that day's readers (GSI2).
+func NewAthleteDayReads(athleteID int64, at time.Time) *AthleteDayReads {
+	day := at.UTC().Truncate(24 * time.Hour)
+	return &AthleteDayReads{AthleteID: athleteID, DayUtc: day.Format("2006-01-02"), ExpiresAt: day.Add(72 * time.Hour).Unix(),
+		ReadersPK: keys.ReadersPK(athleteID, day), ReadersSK: keys.AthletePK(athleteID)}
+}
+
+// ItemKey implements Entity.
+func (r *AthleteDayReads) ItemKey() Key {
+	day, _ := time.Parse("2006-01-02", r.DayUtc)
+	return keys.AthleteDayReadsKey(r.AthleteID, day)
+}
+
+// Stamp implements Entity.
+func (r *AthleteDayReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteDayReads) }
+
+// Normalize implements Entity.
+func (r *AthleteDayReads) Normalize() error { return normalize(&r.Meta, EntityAthleteDayReads) }
 
 // ItemKey implements Entity.
 func (r *RateLimitState) ItemKey() Key { return keys.RateLimitKey() }

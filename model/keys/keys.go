@@ -48,6 +48,10 @@ const (
 	PrefixOAuthState    = "OAUTHSTATE#"
 	PrefixOutboxPending = "OUTBOX#PENDING#"
 	PrefixAthleteReads  = "READS#"
+	// PrefixAthleteDayReads starts an athlete's daily read counter's sort
+	// key; PrefixReaders a day's partitions of the readers listing (GSI2).
+	PrefixAthleteDayReads = "READSDAY#"
+	PrefixReaders         = "READERS#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"
@@ -338,6 +342,41 @@ func WebhookIdempotencyKey(objectType string, objectID int64, aspectType string,
 	return strings.Join(parts, sep)
 }
 
+// WebhookKey is what an event's outbox key (WebhookIdempotencyKey) says of
+// the event: enough for the sweeper to share the work out fairly and to
+// gather an athlete's creates, before it reads any item.
+type WebhookKey struct {
+	ObjectType string
+	ObjectID   int64
+	AspectType string
+	OwnerID    int64
+}
+
+// ParseWebhookIdempotencyKey reads a WebhookIdempotencyKey; false when key
+// is not one (a sync job's key, a malformed key).
+func ParseWebhookIdempotencyKey(key string) (WebhookKey, bool) {
+	parts := strings.Split(key, sep)
+	if len(parts) < 7 || parts[0] != "STRAVA" || parts[1] != "WEBHOOK" {
+		return WebhookKey{}, false
+	}
+	obj, err1 := strconv.ParseInt(parts[3], 10, 64)
+	owner, err2 := strconv.ParseInt(parts[5], 10, 64)
+	if err1 != nil || err2 != nil || owner <= 0 || parts[2] == "" || parts[4] == "" {
+		return WebhookKey{}, false
+	}
+	return WebhookKey{ObjectType: parts[2], ObjectID: obj, AspectType: parts[4], OwnerID: owner}, true
+}
+
+// ParseSyncJobKey returns the user of a SyncJobKey or SyncRestartKey; false
+// when key is not one.
+func ParseSyncJobKey(key string) (userID string, ok bool) {
+	parts := strings.Split(key, sep)
+	if len(parts) < 5 || parts[0] != "STRAVA" || parts[1] != "SYNC" || parts[3] == "" {
+		return "", false
+	}
+	return parts[3], true
+}
+
 // SyncJobKey is the deterministic outbox key of a sync job: the same
 // backfill (user, horizon) or the same reconciliation (user, interval slot)
 // enqueued twice is claimed once. at is the horizon of a backfill or the
@@ -406,6 +445,31 @@ const athleteReadsLayout = "20060102150405"
 // starting at windowStart (the caller truncates it to its window length).
 func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
 	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
+}
+
+// dayLayout names a UTC day.
+const dayLayout = "20060102"
+
+// AthleteDayReadsKey addresses the daily read counter of an athlete for the
+// UTC day containing at.
+func AthleteDayReadsKey(athleteID int64, at time.Time) Key {
+	return Key{AthletePK(athleteID), PrefixAthleteDayReads + at.UTC().Format(dayLayout)}
+}
+
+// ReadersShards spreads a day's readers listing over this many GSI2
+// partitions, so a flood of heavy readers never writes one partition hot.
+const ReadersShards = 8
+
+// ReadersShardPK is the GSI2 partition of one shard of the day's readers
+// listing (the athletes whose daily read counter exists that day).
+func ReadersShardPK(day time.Time, shard int) string {
+	return PrefixReaders + day.UTC().Format(dayLayout) + sep + strconv.Itoa(shard)
+}
+
+// ReadersPK is the readers-listing partition of an athlete on the day
+// containing at (ReadersShardPK of its shard).
+func ReadersPK(athleteID int64, at time.Time) string {
+	return ReadersShardPK(at, shardOf(strconv.FormatInt(athleteID, 10), ReadersShards))
 }
 
 // MilestoneCountKey addresses the count of a user's milestones
@@ -698,6 +762,11 @@ func parseAthleteKey(athlete, sk string) (p ParsedKey, why string) {
 	case strings.HasPrefix(sk, PrefixAthleteReads):
 		if _, err := time.Parse(athleteReadsLayout, strings.TrimPrefix(sk, PrefixAthleteReads)); err != nil {
 			return p, "athlete reads window"
+		}
+		p.Kind = KindAthleteReads
+	case strings.HasPrefix(sk, PrefixAthleteDayReads):
+		if _, err := time.Parse(dayLayout, strings.TrimPrefix(sk, PrefixAthleteDayReads)); err != nil {
+			return p, "athlete reads day"
 		}
 		p.Kind = KindAthleteReads
 	default:

@@ -102,6 +102,29 @@ func TestIngestMarkHiddenCreatesTombstone(t *testing.T) {
 	if !got.IsDeleted || got.ActivityID != 6 || got.AthleteID != 9 || got.EntityType != model.EntityWorkout || !got.CreatedAtUtc.Equal(now) {
 		t.Fatalf("got %+v, want a deleted tombstone for activity 6", got)
 	}
+	// Nothing was stored before: the tombstone only orders fetches in
+	// flight, so it expires; a fetch that shows the activity keeps it for
+	// good. Protection: the not-found tombstone's expiry (removing it
+	// leaves an item for good per forged create).
+	if got.ExpiresAt != now.Add(model.NotFoundTombstoneTTL).Unix() {
+		t.Fatalf("tombstone of a never-stored activity expires at %d, want %d", got.ExpiresAt, now.Add(model.NotFoundTombstoneTTL).Unix())
+	}
+	shown := &model.Workout{UserID: "u1", AthleteID: 9, ActivityID: 6, SportType: "Run", DistanceMeters: 5000, StartDateUtc: now,
+		CreatedAtUtc: now, UpdatedAtUtc: now, FetchStartedAtNs: now.Add(time.Second).UnixNano()}
+	shown.Stamp()
+	if err := s.UpsertWorkout(ctx, shown); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Workout(ctx, "u1", 6); err != nil || got.IsDeleted || got.ExpiresAt != 0 {
+		t.Fatalf("revived: got %+v, %v; want a live workout without expiry", got, err)
+	}
+	later := now.Add(time.Minute)
+	if err := s.MarkWorkoutHidden(ctx, "u1", 9, 6, "c2", model.WorkoutHiddenOrDeleted, later.UnixNano(), later); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Workout(ctx, "u1", 6); err != nil || !got.IsDeleted || got.ExpiresAt != 0 {
+		t.Fatalf("a stored workout's 404: got %+v, %v; want a tombstone that never expires", got, err)
+	}
 	if err := s.MarkWorkoutHidden(ctx, "u1", 9, 7, "c1", model.WorkoutHiddenOrDeleted, 0, now); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("a 404 without its fetch instant: got %v, want ErrInvalid", err)
 	}

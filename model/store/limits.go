@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -205,4 +207,32 @@ func versionCond(read int64) expression.ConditionBuilder {
 		return expression.Name("version").Equal(expression.Value(read))
 	}
 	return expression.AttributeNotExists(expression.Name("PK"))
+}
+
+// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC day
+// containing now (model.AthleteDayReads, listed under the day's readers)
+// unless more than limit would be counted that day (ErrConflict).
+func (s *Limits) TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
+	c := model.NewAthleteDayReads(athleteID, now)
+	if err := s.countReads(ctx, c, n, limit); err != nil {
+		return fmt.Errorf("count %d strava reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
+	}
+	return nil
+}
+
+// HeaviestReaders lists the athletes with the most Strava reads counted on
+// the UTC day containing day, most first, at most limit (every shard of the
+// day's readers listing, GSI2; only athletes that read past an instance's
+// own allowance are listed).
+func (s *Limits) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error) {
+	var out []model.AthleteDayReads
+	for shard := range keys.ReadersShards {
+		page, _, err := QueryEntities[model.AthleteDayReads](ctx, s.DB, s.t.Main, keys.ReadersShardPK(day, shard), "", QueryOptions{Index: IndexGSI2})
+		if err != nil {
+			return nil, fmt.Errorf("list readers of %s (shard %d): %w", day.UTC().Format(time.DateOnly), shard, err)
+		}
+		out = append(out, page...)
+	}
+	slices.SortFunc(out, func(a, b model.AthleteDayReads) int { return cmp.Compare(b.Reads, a.Reads) })
+	return out[:min(len(out), max(limit, 0))], nil
 }

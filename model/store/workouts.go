@@ -21,7 +21,8 @@ type Workouts struct {
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
 // createdAtUtc when the item exists (w.CreatedAtUtc is used only for a new
-// item) and a pending TTL (expiresAt) unless w sets one. It does not read
+// item); a workout Strava shows loses the expiry of a not-found tombstone
+// (expiresAt) unless w sets one. It does not read
 // the user guard: the projector (or, for a sync page, CheckWrites) removes
 // a workout written after a deletion or deauthorization (guard.go).
 //
@@ -51,8 +52,12 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 		}
 	}
 	if !w.IsDeleted {
-		// Strava shows the activity: whatever hid it no longer holds.
+		// Strava shows the activity: whatever hid it no longer holds, and
+		// a not-found tombstone's expiry (MarkWorkoutHidden) goes with it.
 		upd = upd.Remove(expression.Name(attrDeletedAtUtc)).Remove(expression.Name(attrDeletedReason))
+		if w.ExpiresAt == 0 {
+			upd = upd.Remove(expression.Name(attrExpiresAt))
+		}
 	}
 	if w.SyncJobKey == "" {
 		upd = upd.Remove(expression.Name(attrSyncJobKey)) // this version is not a sync page's
@@ -80,7 +85,11 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 // fetch that started at fetchStartedAtNs (Unix ns, > 0): it sets isDeleted,
 // deletedReason = reason (model.WorkoutHiddenOrDeleted) and the fetch
 // instant (never a physical delete), creating a tombstone when the workout
-// was never written (a 404 whose write overtook the create's). Like
+// was never written (a 404 whose write overtook the create's, or a create
+// event for an activity that never existed). Such a tombstone holds nothing
+// but the order of in-flight fetches, so it expires (expiresAt,
+// model.NotFoundTombstoneTTL after now) unless a fetch shows the activity
+// first; a tombstone of a stored workout never expires. Like
 // UpsertWorkout it is ordered by the fetch: it is refused with ErrConflict
 // when the stored item holds an answer fetched later, so the newest fetch
 // wins both ways (a later fetch that shows the activity revives it; a 404
@@ -94,24 +103,36 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 	w.Stamp()
 	now = now.UTC()
 	fetched := expression.Name(attrFetchStartedAtNs)
-	upd := expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
-		Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
-		Set(expression.Name("userId"), expression.Value(userID)).
-		Set(expression.Name("athleteId"), expression.Value(athleteID)).
-		Set(expression.Name("activityId"), expression.Value(activityID)).
-		Set(expression.Name(attrIsDeleted), expression.Value(true)).
-		Set(expression.Name(attrDeletedReason), expression.Value(reason)).
-		Set(expression.Name(attrDeletedAtUtc), expression.IfNotExists(expression.Name(attrDeletedAtUtc), expression.Value(now))).
-		Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
-		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name("correlationId"), expression.Value(correlationID)).
-		Set(fetched, expression.Value(fetchStartedAtNs)).
-		Remove(expression.Name(attrSyncJobKey))
-	cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
-	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
-		if isConflict(err) {
-			return fmt.Errorf("mark workout %d of %s hidden: an answer fetched later is stored: %w", activityID, userID, err)
-		}
+	// A builder per attempt: an UpdateBuilder shares its operations map
+	// with the builders derived from it.
+	tombstone := func() expression.UpdateBuilder {
+		return expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
+			Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
+			Set(expression.Name("userId"), expression.Value(userID)).
+			Set(expression.Name("athleteId"), expression.Value(athleteID)).
+			Set(expression.Name("activityId"), expression.Value(activityID)).
+			Set(expression.Name(attrIsDeleted), expression.Value(true)).
+			Set(expression.Name(attrDeletedReason), expression.Value(reason)).
+			Set(expression.Name(attrDeletedAtUtc), expression.IfNotExists(expression.Name(attrDeletedAtUtc), expression.Value(now))).
+			Set(expression.Name(attrCreatedAtUtc), expression.IfNotExists(expression.Name(attrCreatedAtUtc), expression.Value(now))).
+			Set(expression.Name("updatedAtUtc"), expression.Value(now)).
+			Set(expression.Name("correlationId"), expression.Value(correlationID)).
+			Set(fetched, expression.Value(fetchStartedAtNs)).
+			Remove(expression.Name(attrSyncJobKey))
+	}
+	// First as a new item with its expiry (one write for a create nothing
+	// answered), else ordered against the stored one, which keeps no expiry
+	// of its own making.
+	fresh := tombstone().Set(expression.Name(attrExpiresAt), expression.Value(now.Add(model.NotFoundTombstoneTTL).Unix()))
+	err := s.update(ctx, w.ItemKey(), fresh, expression.AttributeNotExists(expression.Name("PK")))
+	if isConflict(err) {
+		cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
+		err = s.update(ctx, w.ItemKey(), tombstone(), cond)
+	}
+	switch {
+	case isConflict(err):
+		return fmt.Errorf("mark workout %d of %s hidden: an answer fetched later is stored: %w", activityID, userID, err)
+	case err != nil:
 		return fmt.Errorf("mark workout %d of %s hidden: %w", activityID, userID, err)
 	}
 	return nil
