@@ -62,6 +62,8 @@ var (
 	_ outbox.Processor            = (*Worker)(nil)
 	_ outbox.Processor            = (*syncjobs.Syncer)(nil)
 	_ outbox.Processor            = (*fetch.Fetcher)(nil)
+	_ outbox.BurstProcessor       = (*Worker)(nil)
+	_ fetch.ActivityLister        = (*strava.Client)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.
@@ -69,6 +71,9 @@ type StravaSettings struct {
 	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
 	// (CC_ATHLETE_READS_PER_WINDOW; 0: no cap).
 	AthleteReadsPerWindow int
+	// AthleteReadsPerDay caps Strava reads per athlete per UTC day
+	// (CC_ATHLETE_READS_PER_DAY; 0: no cap).
+	AthleteReadsPerDay int
 	// RateWindow is Strava's short rate-limit window (CC_STRAVA_WINDOW; 0:
 	// 15 minutes) and RetryBase the first backoff after a failure
 	// (CC_RETRY_BASE; 0: outbox.DefaultRetryBase).
@@ -118,6 +123,11 @@ func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
 	return outbox.Route(w.Fetch, syncs).Process(ctx, job)
 }
 
+// ProcessBurst serves a burst of one athlete's creates (fetch.Fetcher).
+func (w *Worker) ProcessBurst(ctx context.Context, job ingest.Job) []error {
+	return w.Fetch.ProcessBurst(ctx, job)
+}
+
 // SetClock sets the clock of the runner and the fetcher (tests).
 func (w *Worker) SetClock(now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }
 
@@ -129,7 +139,8 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	client := strava.NewClient(s.BaseURL, s.HTTPClient)
 	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
 	w := NewWorker(st, refresher, client, log)
-	w.Fetch.AthleteReadsPerWindow = s.AthleteReadsPerWindow
+	w.Fetch.AthleteReadsPerWindow, w.Fetch.AthleteReadsPerDay = s.AthleteReadsPerWindow, s.AthleteReadsPerDay
+	w.Fetch.Lister = client // bursts of creates are served from list pages
 	if s.RateWindow > 0 {
 		w.Fetch.RateWindow = s.RateWindow
 	}

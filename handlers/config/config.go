@@ -68,6 +68,10 @@ type Config struct {
 	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
 	// the default, 30; 0 disables the cap).
 	AthleteReadsPerWindow int
+	// AthleteReadsPerDay caps the Strava reads one athlete's events may
+	// cause per UTC day (CC_ATHLETE_READS_PER_DAY; unset means the default,
+	// 100; 0 disables the cap).
+	AthleteReadsPerDay int
 	// StravaWindow is the length of Strava's short rate-limit window the
 	// worker assumes (CC_STRAVA_WINDOW; 0 means Strava's 15m). Only a
 	// simulator runs shorter windows (the chaos suite), so deferred work
@@ -98,6 +102,9 @@ type Config struct {
 // DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
 const DefaultAthleteReadsPerWindow = 30
 
+// DefaultAthleteReadsPerDay is CC_ATHLETE_READS_PER_DAY's default.
+const DefaultAthleteReadsPerDay = 100
+
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {
 	Strava bool // client id and secret
@@ -125,6 +132,7 @@ func FromEnv(getenv func(string) string, need Need) (Config, error) {
 	c := Config{
 		StravaBaseURL:         "https://www.strava.com",
 		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow,
+		AthleteReadsPerDay:    DefaultAthleteReadsPerDay,
 	}
 	var errs []error
 	for _, v := range variables {

@@ -77,6 +77,14 @@ var variables = []variable{
 		}
 		return nil
 	}},
+	{"CC_ATHLETE_READS_PER_DAY", func(c *Config, name, v string) error {
+		n, err := strconv.Atoi(v)
+		c.AthleteReadsPerDay = n
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s %q is not a non-negative integer", name, v)
+		}
+		return nil
+	}},
 	{"CC_LOG_LEVEL", func(c *Config, name, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("%s %q: want debug, info, warn or error", name, v)

@@ -30,6 +30,10 @@ const (
 	AuditAthleteNotLinked   = "STRAVA_ATHLETE_NOT_LINKED"
 	AuditNeedsReauth        = "STRAVA_CONNECTION_NEEDS_REAUTH"
 	AuditEventRejected      = "STRAVA_EVENT_REJECTED"
+	// AuditBurstServed records one burst of an athlete's creates served
+	// from list pages (counts only: pages, written, not found, fetched
+	// alone; never the ids of creates Strava does not know).
+	AuditBurstServed = "STRAVA_BURST_SERVED"
 )
 
 // AuditEntry is the audit entry of eventType about job (subject subjectPK,
@@ -44,7 +48,8 @@ func AuditEntry(subjectPK, userID, eventType string, job Job, details map[string
 	details["objectType"] = job.Event.ObjectType
 	details["aspectType"] = job.Event.AspectType
 	newEntry := model.NewAuditEntry
-	if eventType == AuditActivityCreate || eventType == AuditActivityUpdate || eventType == AuditActivityDelete {
+	switch eventType {
+	case AuditActivityCreate, AuditActivityUpdate, AuditActivityDelete, AuditBurstServed:
 		newEntry = model.NewRoutineAuditEntry
 	}
 	return newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), now, details)

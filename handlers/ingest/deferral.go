@@ -16,6 +16,13 @@ type DeferError struct {
 	Reason string
 	// Cause, when set, is what made the job wait (errors.Is and As see it).
 	Cause error
+	// AthleteCap says the athlete's own read cap (per window or per day)
+	// held the job back, not the application's budget (the
+	// AthleteReadsHeldBack metric).
+	AthleteCap bool
+	// Gathered says a create waits to be gathered with the athlete's other
+	// creates and served from list pages (a burst), not for a budget.
+	Gathered bool
 }
 
 // Unwrap returns the cause of the wait, if any.

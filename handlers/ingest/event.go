@@ -83,6 +83,15 @@ type Job struct {
 	// received. Absent (an older payload, a redrive): the worker reads the
 	// item. Set at dispatch, never stored in the outbox item's job.
 	OutboxFailures *int `json:"outboxFailures,omitempty"`
+	// Gathered says the sweeper dispatched this create after gathering the
+	// athlete's due creates (a lone one, or one a burst could not settle):
+	// it is fetched as it is, never deferred to be gathered again.
+	Gathered bool `json:"gathered,omitempty"`
+	// Burst, when set, makes this a burst job: one athlete's gathered
+	// create events, served together from list pages (the sweeper leases
+	// each one's outbox item; the runner settles each). Event, Sync and
+	// IdempotencyKey are then unset; CorrelationID names the burst.
+	Burst []Job `json:"burst,omitempty"`
 	// OutboxDispatches is the dispatch count of the job's outbox item as
 	// the same claim or lease returned it (set with OutboxFailures). A job
 	// done on a later dispatch than its first may have been parked meanwhile
@@ -109,6 +118,9 @@ func DecodeJob(raw []byte) (Job, error) {
 		return Job{}, fmt.Errorf("decode job: %v: %w", err, model.ErrInvalid)
 	}
 	var v model.ValidationError
+	if len(j.Burst) > 0 {
+		return j, validateBurst(j)
+	}
 	if j.Sync != nil {
 		j.Sync.validate(&v)
 		if j.CorrelationID == "" {
@@ -135,4 +147,33 @@ func DecodeJob(raw []byte) (Job, error) {
 		return Job{}, fmt.Errorf("decode job: %w", err)
 	}
 	return j, nil
+}
+
+// validateBurst checks a burst job: a correlation id, and create events of
+// one athlete, each with its outbox key.
+func validateBurst(j Job) error {
+	var v model.ValidationError
+	if j.CorrelationID == "" {
+		v.Add("correlationId", "is required")
+	}
+	owner := j.Burst[0].Event.OwnerID
+	for i, b := range j.Burst {
+		if b.Event.ObjectType != ObjectActivity || b.Event.AspectType != AspectCreate || b.Event.OwnerID != owner ||
+			b.Event.OwnerID <= 0 || b.Event.ObjectID <= 0 || b.IdempotencyKey == "" || len(b.Burst) > 0 || b.Sync != nil {
+			v.Add(fmt.Sprintf("burst[%d]", i), "must be a create event of athlete %d with its outbox key", owner)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("decode job: %w", err)
+	}
+	return nil
+}
+
+// NewBurst is the burst job of jobs, one athlete's gathered creates (see
+// Job.Burst): its Event names the athlete and the aspect for logs, audit
+// entries and the read class.
+func NewBurst(jobs []Job, correlationID string) Job {
+	owner := jobs[0].Event.OwnerID
+	return Job{Event: Event{ObjectType: ObjectActivity, AspectType: AspectCreate, OwnerID: owner},
+		CorrelationID: correlationID, ReceivedAtUtc: jobs[0].ReceivedAtUtc, Burst: jobs}
 }

@@ -140,11 +140,18 @@ func (h *harness) project() {
 
 // newWorker builds another worker (another "Lambda instance") over the same
 // table and simulator.
+//
+// Its fetcher has no lister: every create is fetched alone, however many
+// of one athlete a test runs in a row, so a test's setup never waits for
+// the sweeper to gather a burst. Bursts are decided in package fetch
+// (burst_test.go) and run wired in test/e2e (TestNoisyNeighbours).
 func (h *harness) newWorker() *app.Worker {
-	return app.NewStravaWorker(h.st, app.StravaSettings{
+	w := app.NewStravaWorker(h.st, app.StravaSettings{
 		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, testLog())
+	w.Fetch.Lister = nil
+	return w
 }
 
 // link connects athlete to user with simulator-issued tokens living ttl.

@@ -507,7 +507,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 	defer func() { close(release); _ = q.Close(ctx) }()
 	past := time.Now().Add(-time.Hour).UTC()
 	for i := range 5 {
-		j := job(h.sim.ActivityEvent("create", int64(1700+i), 10, nil))
+		j := job(h.sim.ActivityEvent("update", int64(1700+i), 10, nil)) // updates: a turn each (creates would be one burst)
 		j.ReceivedAtUtc = past
 		h.claim(j)
 	}

@@ -36,10 +36,11 @@ func main() {
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
 	w := app.NewStravaWorker(st, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 		Sync: app.SyncSettingsFrom(cfg),
 	}, log)
-	w.Runner.Metrics = os.Stdout // StravaReads by class (EMF), on the capacity dashboard
+	w.Runner.Metrics = os.Stdout // StravaReads by class, AthleteReadsHeldBack (EMF)
+	w.Fetch.Metrics = os.Stdout  // AthleteReadShare (EMF), alarmed
 	w.Sync.Metrics = os.Stdout   // SyncsWaiting (EMF): sync jobs turned away by the budget
 	lambda.Start(w.Handle)
 }

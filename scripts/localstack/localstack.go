@@ -334,10 +334,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	worker := app.NewStravaWorker(s.Store, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 		Sync: app.SyncSettingsFrom(cfg),
 	}, log.With("service", "worker"))
-	worker.Runner.Metrics = o.WorkerMetrics
+	worker.Runner.Metrics, worker.Fetch.Metrics = o.WorkerMetrics, o.WorkerMetrics
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
 	}

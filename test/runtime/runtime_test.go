@@ -56,14 +56,14 @@ func envValues(f *fixture) map[string]string {
 		"CC_CORS_ORIGINS":             appOrigin,
 		"STRAVA_SUBSCRIPTION_ID":      fmt.Sprint(subscriptionID),
 		"CC_OUTBOX_LEASE":             outboxLease.String(),
-		"CC_ATHLETE_READS_PER_WINDOW": "30",
-		"CC_RECONCILE_DAYS":           "14",
-		"CC_RECONCILE_INTERVAL":       "168h",
-		"CC_RECONCILE_IDLE":           "672h",
-		"CC_OUTBOX_SHARDS":            "32",
-		"CC_SYNC_MAX_DAYS":            "365",
-		"CC_SYNC_BUDGET_SHARE":        "0.5",
-		"CC_TOKEN_KMS_KEY":            tokenKeyARN,
+		"CC_ATHLETE_READS_PER_WINDOW": "30", "CC_ATHLETE_READS_PER_DAY": "100",
+		"CC_RECONCILE_DAYS":     "14",
+		"CC_RECONCILE_INTERVAL": "168h",
+		"CC_RECONCILE_IDLE":     "672h",
+		"CC_OUTBOX_SHARDS":      "32",
+		"CC_SYNC_MAX_DAYS":      "365",
+		"CC_SYNC_BUDGET_SHARE":  "0.5",
+		"CC_TOKEN_KMS_KEY":      tokenKeyARN,
 	}
 }
 

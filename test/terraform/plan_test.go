@@ -167,6 +167,7 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 			`CC_WORKER_FUNCTION        = module.worker.function_name`, `CC_WORKER_FUNCTION        = module.projector.function_name`, "CC_WORKER_FUNCTION"},
 		{"functions read another table prefix", cc, `CC_TABLE_PREFIX = local.table_prefix`, `CC_TABLE_PREFIX = var.environment`, "CC_TABLE_PREFIX"},
 		{"truncation alarm missing", cc, `metric_name         = "MilestonesTruncated"`, `metric_name         = "UsersProjected"`, "missing alarm: milestones truncated by the guardrail"},
+		{"athlete share alarm missing", cc, `metric_name         = "AthleteReadShare"`, `metric_name         = "AthleteReadsHeldBack"`, "missing alarm: one athlete's share of a read window"},
 		{"outbox backlog alarm missing", cc, `metric_name         = "OutboxDue"`, `metric_name         = "OutboxDispatched"`, "missing alarm: outbox backlog"},
 		{"schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
 		{"schedule permission not scoped to the rule", cc,

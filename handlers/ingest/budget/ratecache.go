@@ -118,3 +118,15 @@ func (c *RateCache) Observed(st *model.RateLimitState, refused bool, reserve flo
 	}
 	return write
 }
+
+// Peek returns the newest reading the instance knows, however old (nil:
+// none), without reading the shared item.
+func (c *RateCache) Peek() *model.RateLimitState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// DefaultReadShortLimit is Strava's default read budget per window (100
+// reads per 15 minutes), assumed until a reading says otherwise.
+const DefaultReadShortLimit = 100

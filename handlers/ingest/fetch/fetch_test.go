@@ -29,6 +29,7 @@ type fakeStore struct {
 	MarkHiddenFn      func(activityID int64, reason string, fetchStartedAtNs int64) error
 	MarkNeedsReauthFn func(userID string) error
 	TakeAthleteReadFn func(athleteID int64, limit, n int) error
+	TakeDayReadsFn    func(athleteID int64, limit, n int) error
 	audits            []string
 }
 
@@ -67,6 +68,13 @@ func (f *fakeStore) TakeAthleteReads(_ context.Context, athleteID int64, _ time.
 		return nil
 	}
 	return f.TakeAthleteReadFn(athleteID, limit, n)
+}
+
+func (f *fakeStore) TakeAthleteDayReads(_ context.Context, athleteID int64, _ time.Time, limit, n int) error {
+	if f.TakeDayReadsFn == nil {
+		return nil
+	}
+	return f.TakeDayReadsFn(athleteID, limit, n)
 }
 
 func (f *fakeStore) RateLimitState(context.Context) (*model.RateLimitState, error) {

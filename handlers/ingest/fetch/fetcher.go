@@ -64,8 +64,11 @@ package fetch
 //     fetchStartedAtNs. Before fetching, a job whose workout was fetched
 //     after the job's receipt is done without a fetch (a stored tombstone
 //     alone never stops a fetch: the activity may be public again), and the
-//     athlete's read counter (STRAVA#ATHLETE#{id}/READS#{window}) must have
-//     room (CC_ATHLETE_READS_PER_WINDOW). A workout beyond physical bounds
+//     athlete's read counters (STRAVA#ATHLETE#{id}/READS#{window} and
+//     READSDAY#{day}) must have room (CC_ATHLETE_READS_PER_WINDOW,
+//     CC_ATHLETE_READS_PER_DAY; spend.go). A create of an athlete whose
+//     creates crowd the window is gathered into a burst and served from
+//     list pages instead (burst.go). A workout beyond physical bounds
 //     (model/bounds.go) is rejected at normalization. Audit
 //     STRAVA_ACTIVITY_CREATE / _UPDATE.
 //  5. Errors: 404 (to any event) → the workout is marked isDeleted with
@@ -90,6 +93,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -124,6 +128,9 @@ type Store interface {
 	// (of length windowLen) containing now; ErrConflict when that would
 	// count more than limit.
 	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
+	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
+	// day containing now; ErrConflict when that would count more than limit.
+	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
 	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
 	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
 	// RecordRateLimit stores a reading unless a newer one is stored.
@@ -181,6 +188,12 @@ const (
 	// a flood of (forged) events for one athlete waits instead of spending
 	// the application's budget. 30 is far above what one athlete uploads.
 	DefaultAthleteReadsPerWindow = 30
+	// DefaultAthleteReadsPerDay caps the Strava reads one athlete's events
+	// may cause per UTC day (CC_ATHLETE_READS_PER_DAY): a tenth of
+	// Strava's default daily read budget, so that no handful of athletes
+	// can spend the day's budget, and far above an honest day (a bulk
+	// upload of a year costs a few list pages).
+	DefaultAthleteReadsPerDay = 100
 )
 
 // Fetcher turns an event's job into the athlete's workout: it resolves the
@@ -208,6 +221,17 @@ type Fetcher struct {
 	// Rate is the instance's rate-limit reading, shared with the sync
 	// jobs' pages (handlers/app); NewFetcher gives it one of its own.
 	Rate *budget.RateCache
+	// AthleteReadsPerDay caps Strava reads per athlete per UTC day
+	// (CC_ATHLETE_READS_PER_DAY; 0: no daily cap).
+	AthleteReadsPerDay int
+	// Lister lists an athlete's activities: a burst of creates is served
+	// from its pages (burst.go). Nil: every create is fetched alone.
+	Lister ActivityLister
+	// BurstGather is the grid on which an athlete's crowded creates are
+	// gathered into one burst (0: the rate window's quarter, at most 10 s).
+	BurstGather time.Duration
+	// Metrics receives the AthleteReadShare EMF lines (nil: none).
+	Metrics io.Writer
 
 	athletes athleteCache // see cache.go
 	reads    readTally    // see spend.go
@@ -218,7 +242,8 @@ type Fetcher struct {
 func NewFetcher(st Store, rev RevocationStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
 	return &Fetcher{store: st, revoked: rev, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
-		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, RateWindow: keys.AthleteReadsWindow, Rate: new(budget.RateCache)}
+		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, AthleteReadsPerDay: DefaultAthleteReadsPerDay,
+		RateWindow: keys.AthleteReadsWindow, Rate: new(budget.RateCache)}
 }
 
 // Process handles one job: resolve the athlete, then apply a
@@ -277,10 +302,13 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 	// athlete's creates crowd this window (createsBeforeCheck) the
 	// instance's memory of its own fetches coalesces it instead.
 	if ev.AspectType == ingest.AspectCreate && !job.Redrive {
-		if w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow())) &&
-			!job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
+		crowded := !job.Gathered && w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
+		if crowded && !job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
 			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")
 			return nil
+		}
+		if crowded && w.Lister != nil && job.IdempotencyKey != "" {
+			return w.gather(ctx, log, job)
 		}
 		return w.fetchNew(ctx, log, job, userID, cached)
 	}

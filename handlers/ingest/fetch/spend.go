@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -23,101 +24,178 @@ func (w *Fetcher) rateWindow() time.Duration {
 	return w.RateWindow
 }
 
-// The athlete's read cap (AthleteReadsPerWindow) is a shared counter per
-// athlete and window (STRAVA#ATHLETE#{id} / READS#{window}), but an athlete
-// who uploads one activity in a window is nowhere near it: touching the
-// counter for every read would cost every event a write. So each instance
-// keeps its own tally per athlete and window (readTally) and reads without
-// touching the counter while its tally is under localReadAllowance (at most
-// half the cap). Past that it adds every read not yet counted, its own
-// earlier ones included, with a condition that the counter stays within the
-// cap: from then on this instance's reads are counted exactly and refused at
-// the cap. Across instances, each may spend its allowance unseen by the
-// others before its first write (the local stack is one instance, so there
-// the cap is exact); the application-wide budget check still bounds them all.
-const localReadAllowance = 3
+// The athlete's read caps (AthleteReadsPerWindow, AthleteReadsPerDay) are
+// shared counters per athlete and window (STRAVA#ATHLETE#{id} /
+// READS#{window}) and per athlete and UTC day (READSDAY#{day}), but an
+// athlete who uploads one activity in a window is nowhere near them:
+// touching the counters for every read would cost every event a write. So
+// each instance keeps its own tally per athlete (readTally) and reads without
+// touching the counters while its tally in the window is under
+// localReadAllowance (at most half the cap) and its reads the day counter has
+// not seen are under localDayAllowance. Past either it adds every read not
+// yet counted, its own earlier ones included, with a condition that the
+// counter stays within its cap: from then on this instance's reads are
+// counted exactly and refused at the caps. Across instances, each may spend
+// localReadAllowance reads of an athlete per window unseen by the window
+// counter, and at most localDayAllowance unseen by the day counter (the
+// tally carries unseen reads from window to window within the day), so the
+// daily overshoot is bounded by localDayAllowance per concurrent instance.
+// The local stack is one instance: there the caps are exact. The
+// application-wide budget check still bounds them all.
+const (
+	localReadAllowance = 3
+	localDayAllowance  = 6
+)
 
 // readTally is the instance's own count of Strava reads per athlete in the
-// current window, and how many of them the shared counter has not seen.
+// current window, and how many of them the shared counters have not seen.
 type readTally struct {
 	mu sync.Mutex
 	m  map[int64]tally
 }
 
 type tally struct {
-	window          time.Time
-	reads, unshared int
+	window, day time.Time
+	// reads in the window; unshared: not on the window counter;
+	// dayUnshared: not on the day counter (carried across windows).
+	reads, unshared, dayUnshared int
 }
 
-// take counts one read of the athlete in the window starting at window. It
-// returns 0 when the read stays within the instance's allowance, else how
-// many reads the shared counter must take now (the unshared ones and this
-// one); the caller reports the outcome with settle.
-func (t *readTally) take(athleteID int64, window time.Time, allowance int) int {
+// take counts one read of the athlete at now. It returns how many reads the
+// window and day counters must take now (0, 0: the read stays within the
+// instance's allowances); the caller reports a refusal with settle.
+func (t *readTally) take(athleteID int64, window, day time.Time, allowance int) (addWindow, addDay int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil || len(t.m) >= cacheMaxEntries {
 		t.m = make(map[int64]tally)
 	}
 	c := t.m[athleteID]
+	if !c.day.Equal(day) {
+		c = tally{day: day}
+	}
 	if !c.window.Equal(window) {
-		c = tally{window: window}
+		c.window, c.reads, c.unshared = window, 0, 0
 	}
 	c.reads++
-	if c.reads <= allowance {
+	c.dayUnshared++
+	switch {
+	case c.reads > allowance:
+		addWindow, addDay = c.unshared+1, c.dayUnshared
+		c.unshared, c.dayUnshared = 0, 0
+	case c.dayUnshared > localDayAllowance:
+		addDay = c.dayUnshared
 		c.unshared++
-		t.m[athleteID] = c
-		return 0
+		c.dayUnshared = 0
+	default:
+		c.unshared++
 	}
-	add := c.unshared + 1
-	c.unshared = 0
 	t.m[athleteID] = c
-	return add
+	return addWindow, addDay
 }
 
-// settle undoes take's count of add reads when the shared counter refused
-// them: the read is not made, and the unshared ones stay unshared.
-func (t *readTally) settle(athleteID int64, window time.Time, add int) {
+// settle undoes take's count when a shared counter refused it: the read is
+// not made, and the reads the counters did not take stay unshared.
+func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[athleteID]
+	if !ok || !c.window.Equal(window) {
+		return
+	}
+	c.reads--
+	c.dayUnshared += max(addDay-1, 0)
+	if addWindow > 0 {
+		c.unshared += addWindow - 1
+	} else {
+		c.unshared--
+	}
+	t.m[athleteID] = c
+}
+
+// windowReads is the instance's count of the athlete's reads in window.
+func (t *readTally) windowReads(athleteID int64, window time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.m[athleteID]; ok && c.window.Equal(window) {
-		c.reads--
-		c.unshared += add - 1
-		t.m[athleteID] = c
+		return c.reads
 	}
+	return 0
 }
 
-// takeAthleteRead counts one Strava read against the athlete's cap
-// (AthleteReadsPerWindow, see readTally); a ingest.DeferError to the next
-// window when the cap is reached.
+// takeAthleteRead counts one Strava read against the athlete's caps
+// (AthleteReadsPerWindow, AthleteReadsPerDay, see readTally); an
+// ingest.DeferError (AthleteCap set) to the next window, or the next UTC
+// day, when a cap is reached.
 func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
-	limit := w.AthleteReadsPerWindow
-	if limit <= 0 {
+	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
+	if limit <= 0 && dayLimit <= 0 {
 		return nil
+	}
+	allowance := min(localReadAllowance, limit/2)
+	if limit <= 0 {
+		allowance = math.MaxInt32 // only the day counts
 	}
 	ev := job.Event
 	now := w.Now()
 	win := w.rateWindow()
-	window := now.UTC().Truncate(win)
-	add := w.reads.take(ev.OwnerID, window, min(localReadAllowance, limit/2))
-	if add == 0 {
-		return nil
+	window, day := now.UTC().Truncate(win), now.UTC().Truncate(24*time.Hour)
+	addWindow, addDay := w.reads.take(ev.OwnerID, window, day, allowance)
+	var err error
+	if addWindow > 0 && w.AthleteReadsPerWindow > 0 {
+		if err = w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
+			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
+			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, limit))
+		}
 	}
-	err := w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, add)
+	if err == nil && addDay > 0 && dayLimit > 0 {
+		// The window's counter has taken the reads already; a refusal
+		// here leaves them counted there (erring on fewer reads).
+		if err = w.store.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
+			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
+			return w.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d strava reads", ev.OwnerID, dayLimit))
+		}
+	}
 	if err != nil {
-		w.reads.settle(ev.OwnerID, window, add)
-	}
-	if errors.Is(err, model.ErrConflict) {
-		return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{
-			Until:  window.Add(win),
-			Reason: fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, limit),
-		})
-	}
-	if err != nil {
+		w.reads.settle(ev.OwnerID, window, addWindow, addDay)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	if addWindow > 0 {
+		w.reportShare(ev.OwnerID, w.reads.windowReads(ev.OwnerID, window), now)
 	}
 	return nil
 }
+
+// heldBack is the deferral of a job whose athlete reached a read cap.
+func (w *Fetcher) heldBack(job ingest.Job, until time.Time, reason string) error {
+	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: reason, AthleteCap: true})
+}
+
+// reportShare writes the AthleteReadShare metric: the athlete's reads in
+// this window (this instance's count, exact once the counter is touched)
+// as a percentage of the application's read budget per window (Strava's
+// reported limit, else its default). Only athletes past the instance's
+// allowance are reported, so the metric's maximum is the heaviest athlete
+// of the period; Terraform alarms on it.
+func (w *Fetcher) reportShare(athleteID int64, reads int, now time.Time) {
+	limit := budget.DefaultReadShortLimit
+	if st := w.Rate.Peek(); st != nil && st.ReadShortLimit > 0 {
+		limit = st.ReadShortLimit
+	}
+	err := budget.WriteEMF(w.Metrics, now, "Service", "worker", []ingest.EMFValue{
+		{Name: MetricAthleteReadShare, Unit: "Percent", Value: int64(reads * 100 / limit)}})
+	if err != nil {
+		w.log.Warn("athlete read share metric not written", "athleteId", athleteID, "error", err)
+	}
+}
+
+// Metrics of the athletes' read caps (the worker's namespace,
+// budget.WorkerMetricsNamespace).
+const (
+	// MetricAthleteReadShare is the largest share (percent) of the
+	// application's read window one athlete took (AthleteReadShare alarm).
+	MetricAthleteReadShare = "AthleteReadShare"
+)
 
 // observeRate records the rate-limit reading of a Strava answer (err is the
 // call's error: a 429 always records).

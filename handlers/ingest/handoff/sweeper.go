@@ -49,14 +49,17 @@ type Sweeper struct {
 	Now func() time.Time
 	// Lease is the lease each dispatch takes (ingest.DefaultLease when zero).
 	Lease time.Duration
-	// Limit bounds the items dispatched per sweep (DefaultSweepLimit).
+	// Limit bounds the turns dispatched per sweep (DefaultSweepLimit).
 	Limit int
+	// PerTenant bounds the turns one athlete (or one user's syncs) gets
+	// per sweep (DefaultPerTenant).
+	PerTenant int
 }
 
 // NewSweeper builds a sweeper that hands due items to d.
 func NewSweeper(store OutboxStore, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
 	return &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
-		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit}
+		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, PerTenant: DefaultPerTenant}
 }
 
 // SweepResult counts what one sweep did.
@@ -72,24 +75,26 @@ type SweepResult struct {
 	Failed int
 	// Parked carried a job that cannot be decoded.
 	Parked int
+	// Bursts counts the burst jobs dispatched (their items count in
+	// Dispatched).
+	Bursts int
 	// OldestDueAge is how long ago the oldest due item was accepted.
 	OldestDueAge time.Duration
 }
 
-// Sweep dispatches the items due now, at most Limit. It returns an error
-// when the pending index cannot be read or the dispatcher is closed; a
-// failure on one item is counted and the sweep goes on.
+// Sweep dispatches the items due now: at most Limit turns, shared out
+// fairly over tenants (Plan, fair.go), an athlete's due creates as one burst.
+// It returns an error when the pending index cannot be read or the
+// dispatcher is closed; a failure on one item is counted and the sweep goes
+// on.
 func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := s.Now()
-	lease, limit := s.Lease, s.Limit
-	if lease <= 0 {
-		lease = ingest.DefaultLease
-	}
+	limit := s.Limit
 	if limit <= 0 {
 		limit = DefaultSweepLimit
 	}
-	due, err := s.store.DueOutboxItems(ctx, now, limit)
+	due, err := s.store.DueOutboxItems(ctx, now, limit*dueLookahead)
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
@@ -99,10 +104,47 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.OldestDueAge = age
 		}
 	}
-	for _, d := range due {
+	for _, turn := range Plan(due, limit, s.PerTenant) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
+		jobs := s.leaseTurn(ctx, turn, now, &res)
+		if len(jobs) == 0 {
+			continue
+		}
+		job := jobs[0]
+		if turn.Burst {
+			job = ingest.NewBurst(jobs, "burst-"+jobs[0].CorrelationID)
+		}
+		if err := s.dispatch.Dispatch(ctx, job); err != nil {
+			if errors.Is(err, ErrQueueClosed) {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			s.log.WarnContext(ctx, "sweeper hand-off failed; retried after the lease", "correlationId", job.CorrelationID, "error", err)
+			res.Failed += len(jobs)
+			if errors.Is(err, ErrQueueFull) {
+				break // the rest would only take leases they cannot use
+			}
+			continue
+		}
+		res.Dispatched += len(jobs)
+		if turn.Burst {
+			res.Bursts++
+		}
+	}
+	return res, nil
+}
+
+// leaseTurn leases the turn's items and returns their jobs, ready to
+// dispatch (a create marked Gathered: it was gathered already). Items no
+// longer due are skipped, undecodable ones parked, each counted in res.
+func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *SweepResult) []ingest.Job {
+	lease := s.Lease
+	if lease <= 0 {
+		lease = ingest.DefaultLease
+	}
+	var jobs []ingest.Job
+	for _, d := range turn.Items {
 		log := s.log.With("idempotencyKey", d.IdempotencyKey, "correlationId", d.CorrelationID)
 		rec, err := s.store.LeaseOutboxItem(ctx, d.IdempotencyKey, now, lease)
 		if errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound) {
@@ -126,22 +168,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Parked++
 			continue
 		}
-		if err := s.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
-			if errors.Is(err, ErrQueueClosed) {
-				return res, fmt.Errorf("sweep: %w", err)
-			}
-			log.WarnContext(ctx, "sweeper hand-off failed; retried after the lease", "error", err)
-			res.Failed++
-			if errors.Is(err, ErrQueueFull) {
-				break // the rest would only take leases they cannot use
-			}
-			continue
-		}
+		job = job.WithOutbox(rec)
+		job.Gathered = job.Event.AspectType == ingest.AspectCreate
 		log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
-			"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds())
-		res.Dispatched++
+			"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds(), "burst", turn.Burst)
+		jobs = append(jobs, job)
 	}
-	return res, nil
+	return jobs
 }
 
 // Run sweeps at once and then every interval until ctx ends (the local
@@ -154,11 +187,11 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 			s.log.WarnContext(ctx, "sweep failed", "error", err)
 		}
 		if res.Due > 0 {
-			s.log.InfoContext(ctx, "sweep", "due", res.Due, "dispatched", res.Dispatched, "skipped", res.Skipped,
+			s.log.InfoContext(ctx, "sweep", "due", res.Due, "dispatched", res.Dispatched, "bursts", res.Bursts, "skipped", res.Skipped,
 				"failed", res.Failed, "parked", res.Parked, "oldestDueAgeMs", res.OldestDueAge.Milliseconds())
 		}
 		wait := every
-		if err == nil && res.Dispatched > 0 && res.Due >= max(s.Limit, 1) {
+		if err == nil && res.Dispatched > 0 && res.Due >= max(s.Limit, 1)*dueLookahead {
 			wait = 0
 		}
 		if model.Sleep(ctx, wait) != nil {

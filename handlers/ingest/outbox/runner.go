@@ -121,11 +121,60 @@ func NewRunner(st Store, work Processor, log *slog.Logger) *Runner {
 		MaxFailures: ingest.DefaultMaxFailures, RetryBase: DefaultRetryBase}
 }
 
+// BurstProcessor serves a burst job (ingest.Job.Burst): one outcome per
+// create, in order (fetch.Fetcher).
+type BurstProcessor interface {
+	ProcessBurst(ctx context.Context, job ingest.Job) []error
+}
+
+// runBurst serves a burst and settles each create's outbox item with its own
+// outcome, as Run would have for it alone. A burst has no outbox item of its
+// own: an outcome that cannot be recorded leaves that item received, and the
+// sweeper dispatches it again after its lease.
+func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
+	log := w.jobLog(job)
+	bp, ok := w.work.(BurstProcessor)
+	if !ok {
+		log.ErrorContext(ctx, "burst job but no burst processor configured; its items wait for their leases")
+		return
+	}
+	outcomes := bp.ProcessBurst(ctx, job)
+	if ctx.Err() != nil {
+		log.WarnContext(ctx, "burst interrupted; its items stay received for the sweeper", "writeStatus", "interrupted")
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	for i, sub := range job.Burst {
+		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches}
+		if sub.OutboxFailures != nil {
+			rec.Failures = *sub.OutboxFailures
+		}
+		if err := w.settle(sctx, w.jobLog(sub), sub, rec, outcomes[i]); err != nil {
+			log.WarnContext(ctx, "burst item's outcome not recorded; it waits for its lease", "idempotencyKey", sub.IdempotencyKey, "error", err)
+		}
+	}
+}
+
 // Route hands sync jobs to syncs and every other job to events. A sync job
 // without syncs is poison (model.ErrInvalid).
 func Route(events, syncs Processor) Processor { return router{events, syncs} }
 
 type router struct{ events, syncs Processor }
+
+// ProcessBurst hands a burst to events when it serves bursts; otherwise
+// every create of the burst is processed alone.
+func (r router) ProcessBurst(ctx context.Context, job ingest.Job) []error {
+	if bp, ok := r.events.(BurstProcessor); ok {
+		return bp.ProcessBurst(ctx, job)
+	}
+	out := make([]error, len(job.Burst))
+	for i, sub := range job.Burst {
+		sub.Gathered = true
+		out[i] = r.events.Process(ctx, sub)
+	}
+	return out
+}
 
 func (r router) Process(ctx context.Context, job ingest.Job) error {
 	if job.Sync == nil {
@@ -177,6 +226,10 @@ func (w *Runner) Handle(ctx context.Context, raw json.RawMessage) error {
 func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 	ctx, logCapacity := w.meterJob(ctx, job)
 	defer logCapacity()
+	if len(job.Burst) > 0 {
+		w.runBurst(ctx, job)
+		return nil
+	}
 	log := w.jobLog(job)
 	var rec *model.IdempotencyRecord
 	switch {
@@ -233,6 +286,7 @@ func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, r
 		}
 	case OutcomeDeferred:
 		w.countAppCredentials(ctx, log, perr, now)
+		w.countHeldBack(ctx, log, perr, now)
 		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", o.Until.UTC().Format(time.RFC3339), "reason", o.Reason)
 		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
 	case OutcomeParked:
@@ -274,6 +328,23 @@ func (w *Runner) countAppCredentials(ctx context.Context, log *slog.Logger, perr
 		log.WarnContext(ctx, "app credentials metric not written", "error", err)
 	}
 }
+
+// countHeldBack writes the AthleteReadsHeldBack metric for a job its
+// athlete's own read cap (window or day) deferred.
+func (w *Runner) countHeldBack(ctx context.Context, log *slog.Logger, perr error, now time.Time) {
+	var de *ingest.DeferError
+	if !errors.As(perr, &de) || !de.AthleteCap {
+		return
+	}
+	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
+		[]ingest.EMFValue{{Name: MetricAthleteReadsHeldBack, Unit: "Count", Value: 1}}); err != nil {
+		log.WarnContext(ctx, "held-back metric not written", "error", err)
+	}
+}
+
+// MetricAthleteReadsHeldBack is the worker metric counting jobs held back by
+// their athlete's own read cap (per window or per day).
+const MetricAthleteReadsHeldBack = "AthleteReadsHeldBack"
 
 // MetricAppCredentialsRejected is the worker metric counting jobs deferred
 // because Strava refused the application's client credentials.

@@ -18,7 +18,7 @@ func worker(cfg config.Config, st *store.Store, log *slog.Logger) rebuildkit.Pro
 	}
 	w := app.NewStravaWorker(st, app.StravaSettings{
 		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
 	}, log)
 	return w.Handle
 }

@@ -500,6 +500,7 @@ module "worker" {
   log_level   = var.log_level
   environment = merge(local.common_env, local.strava_env, local.tokens_env, local.reconcile_env, {
     CC_ATHLETE_READS_PER_WINDOW = tostring(var.worker.athlete_reads_per_window)
+    CC_ATHLETE_READS_PER_DAY    = tostring(var.worker.athlete_reads_per_day)
     CC_SYNC_BUDGET_SHARE        = tostring(var.backfill.budget_share)
   })
   log_retention_days = var.log_retention_days
@@ -849,6 +850,28 @@ resource "aws_cloudwatch_metric_alarm" "strava_app_credentials_rejected" {
   evaluation_periods  = 1
   comparison_operator = "GreaterThanOrEqualToThreshold"
   threshold           = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# One athlete took more than a set share of Strava's read window: the worker
+# writes AthleteReadShare (EMF, percent of the window's read limit) for each
+# athlete past an instance's own allowance, so its maximum is the heaviest
+# athlete of the period. Their caps hold them back (AthleteReadsHeldBack
+# counts the jobs); `make syncs ARGS=-readers` names the heaviest today.
+resource "aws_cloudwatch_metric_alarm" "athlete_read_share" {
+  alarm_name          = "${local.name}-athlete-read-share"
+  alarm_description   = "AthleteReadShare: one athlete took more than ${var.alarms.athlete_read_share_pct}% of a Strava read window. Their caps hold them back; find them with make syncs ARGS=-readers (a forged flood, a bulk upload, a stuck device)."
+  namespace           = "CommitCollect/Worker"
+  metric_name         = "AthleteReadShare"
+  dimensions          = { Service = "worker" }
+  statistic           = "Maximum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarms.athlete_read_share_pct
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

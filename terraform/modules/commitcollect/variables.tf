@@ -134,18 +134,23 @@ variable "worker" {
   description = <<-EOT
     Asynchronous invocation of the worker: retries and maximum event age before
     the event goes to the worker DLQ; and the cap on Strava reads one athlete's
-    events may cause per 15-minute window (0 disables it).
+    events may cause per 15-minute window and per UTC day (0 disables each).
   EOT
   type = object({
     maximum_retry_attempts   = optional(number, 2)
     maximum_event_age_s      = optional(number, 3600)
     athlete_reads_per_window = optional(number, 30)
+    athlete_reads_per_day    = optional(number, 100)
   })
   default = {}
 
   validation {
     condition     = var.worker.athlete_reads_per_window >= 0 && floor(var.worker.athlete_reads_per_window) == var.worker.athlete_reads_per_window
     error_message = "worker.athlete_reads_per_window must be a non-negative integer."
+  }
+  validation {
+    condition     = var.worker.athlete_reads_per_day >= 0 && floor(var.worker.athlete_reads_per_day) == var.worker.athlete_reads_per_day
+    error_message = "worker.athlete_reads_per_day must be a non-negative integer."
   }
 
   validation {
@@ -331,11 +336,18 @@ variable "alarms" {
     period_s        = optional(number, 300)
     iterator_age_ms = optional(number, 60000)
     api_latency_ms  = optional(number, 2000)
+    # The largest share (percent) of Strava's read window one athlete may
+    # take before the AthleteReadShare alarm fires.
+    athlete_read_share_pct = optional(number, 20)
   })
 
   validation {
     condition     = can(regex("^arn:aws[a-z-]*:sns:", var.alarms.topic_arn))
     error_message = "alarms.topic_arn must be an SNS topic ARN."
+  }
+  validation {
+    condition     = var.alarms.athlete_read_share_pct > 0 && var.alarms.athlete_read_share_pct <= 100
+    error_message = "alarms.athlete_read_share_pct must be in (0, 100]."
   }
   validation {
     condition     = var.alarms.iterator_age_ms > 0

@@ -1,0 +1,262 @@
+package fetch
+
+// Bursts: one athlete's many creates served by list pages.
+//
+// A bulk upload of a year of files, a new device syncing hundreds of
+// activities, or a forged flood of creates for ids that never existed all
+// look alike: many create events of one athlete in little time. One fetch
+// each would spend the application's shared read budget on one athlete, so:
+//
+//  1. Gather. A create of an athlete whose creates crowd this instance's
+//     window (more than createsBeforeCheck) is not fetched: it is deferred
+//     to the next tick of the gather grid (BurstGather; by default a
+//     quarter of the rate window, at most maxBurstGather), where the sweeper finds it due with the
+//     athlete's other creates (handoff's fair plan) and dispatches them as
+//     one burst job (ingest.Job.Burst), each outbox item leased.
+//  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
+//     page (GET /athlete/activities), through the same budget check and
+//     athlete caps as a fetch, until every create of the burst was listed,
+//     a short page ends the history, or maxBurstPages were read. A listed
+//     create is written through the ordered conditional write
+//     (UpsertWorkout, ordered by the page's fetch start), so a page settles
+//     many outbox items for one read.
+//  3. Settle. A create the walk did not list although it reached the end of
+//     the history, and whose event was received before the walk started,
+//     is not at Strava (or is private to a grant that cannot read it, which
+//     a fetch answers 404 too): it is done, as not found, and nothing is
+//     stored for it. What the walk could not settle (a history longer than
+//     maxBurstPages, an event received after the walk started) is fetched
+//     alone, within the caps. A wait for the budget or the caps defers
+//     every create not yet settled; the runner settles each outbox item
+//     with its own outcome.
+//
+// So a forged create costs a share of one list page, and an honest bulk
+// upload of 250 costs two pages plus the few creates fetched before the
+// athlete's creates crowded the window.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// ActivityLister lists the token's athlete's activities (strava.Client).
+type ActivityLister interface {
+	// ListActivities reads one page; errors match ErrUnauthorized or
+	// ErrRetryable (a 429 is a *strava.APIError).
+	ListActivities(ctx context.Context, accessToken string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error)
+}
+
+const (
+	// maxBurstPages bounds the list pages one burst reads (1,000
+	// activities): past them the creates left are fetched alone.
+	maxBurstPages = 5
+	// maxBurstGather bounds the gather grid: in AWS the sweeper's minute
+	// sets the pace anyway; locally a gathered create waits seconds.
+	maxBurstGather = 10 * time.Second
+	// minBurstForList is the smallest burst served by a list page: one
+	// create costs a fetch either way.
+	minBurstForList = 2
+	// ReasonGathered is the deferral reason of a create gathered for a
+	// burst.
+	ReasonGathered = "gathered with the athlete's other creates, to be served from list pages"
+)
+
+// gather defers a crowded create to the next tick of the gather grid, where
+// the sweeper dispatches it with the athlete's other due creates.
+func (w *Fetcher) gather(ctx context.Context, log *slog.Logger, job ingest.Job) error {
+	g := w.BurstGather
+	if g <= 0 {
+		g = min(w.rateWindow()/4, maxBurstGather)
+	}
+	until := w.Now().UTC().Truncate(g).Add(g)
+	log.InfoContext(ctx, "create gathered for a burst", "writeStatus", "deferred", "notBefore", until.Format(time.RFC3339))
+	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: ReasonGathered, Gathered: true})
+}
+
+// walk is what the list pages of a burst showed.
+type walk struct {
+	started  time.Time // the first page's fetch start
+	pages    int
+	listed   int
+	complete bool            // a short page ended the athlete's history
+	found    map[int64]error // listed creates and their write's outcome
+	// stop, when set, is the outcome of every create the walk left: a
+	// deferral (budget, caps, 429), a dropped connection (nil error with
+	// dropped), or a failure to retry.
+	stop    error
+	dropped bool
+}
+
+// ProcessBurst serves job.Burst, one athlete's gathered creates, from list
+// pages (see the notes above) and returns each create's outcome in order,
+// as Process would for it alone: nil when done (written, not found, or
+// dropped with the connection), a DeferError to wait, another error to
+// retry or park.
+func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
+	out := make([]error, len(job.Burst))
+	owner := job.Burst[0].Event.OwnerID
+	log := w.jobLog(job).With("burst", len(job.Burst))
+	userID, err := w.store.ResolveAthlete(ctx, owner)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		log.InfoContext(ctx, "athlete not linked; burst dropped", "writeStatus", "skipped")
+		w.audit(ctx, log, keys.AthletePK(owner), "", ingest.AuditAthleteNotLinked, job, map[string]string{"burst": strconv.Itoa(len(job.Burst))})
+		return out
+	case err != nil:
+		return fill(out, fmt.Errorf("burst %s: %w", job.CorrelationID, err))
+	}
+	log = log.With("userId", userID)
+	wk := walk{found: map[int64]error{}}
+	if len(job.Burst) >= minBurstForList && w.Lister != nil {
+		wk = w.walk(ctx, log, job, userID)
+	}
+	notFound, alone := 0, 0
+	for i, sub := range job.Burst {
+		id := sub.Event.ObjectID
+		werr, listed := wk.found[id]
+		switch {
+		case listed:
+			out[i] = werr
+		case wk.complete && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(wk.started):
+			notFound++ // done: not at Strava, nothing stored
+		case wk.stop != nil || wk.dropped:
+			out[i] = wk.stop
+		default:
+			alone++
+			sub.Gathered = true
+			out[i] = w.fetchAndWrite(ctx, w.jobLog(sub).With("userId", userID), sub, userID, nil)
+		}
+	}
+	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "written", len(wk.found),
+		"notFound", notFound, "fetchedAlone", alone, "complete", wk.complete)
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, map[string]string{
+		"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages), "written": strconv.Itoa(len(wk.found)),
+		"notFound": strconv.Itoa(notFound), "fetchedAlone": strconv.Itoa(alone)})
+	return out
+}
+
+func fill(out []error, err error) []error {
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// walk reads the athlete's list pages, newest first, writing the burst's
+// creates it finds, until each is found, the history ends or maxBurstPages
+// were read; each page goes through the budget check and the athlete caps.
+func (w *Fetcher) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) walk {
+	wk := walk{found: map[int64]error{}}
+	want := make(map[int64]ingest.Job, len(job.Burst))
+	for _, sub := range job.Burst {
+		want[sub.Event.ObjectID] = sub
+	}
+	first := job.Burst[0]
+	token, _, err := w.accessToken(ctx, first.Event.OwnerID, userID, nil)
+	if err != nil {
+		wk.stop, wk.dropped = w.tokenRefused(ctx, log, job, userID, err)
+		return wk
+	}
+	for page := 1; page <= maxBurstPages && len(wk.found) < len(want); page++ {
+		if err := w.checkBudget(ctx); err != nil {
+			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
+			return wk
+		}
+		if err := w.takeAthleteRead(ctx, first); err != nil {
+			wk.stop = err
+			return wk
+		}
+		started := w.Now()
+		if page == 1 {
+			wk.started = started
+		}
+		budget.CountRead(ctx)
+		acts, rl, err := w.Lister.ListActivities(ctx, token, strava.ListOptions{Page: page, PerPage: strava.MaxPerPage})
+		w.observeRate(ctx, log, rl, err)
+		if err != nil {
+			wk.stop, wk.dropped = w.listFailed(ctx, log, job, userID, rl, err)
+			return wk
+		}
+		wk.pages++
+		wk.listed += len(acts)
+		for _, a := range acts {
+			if sub, ok := want[a.ID]; ok {
+				wk.found[a.ID] = w.writeListed(ctx, log, sub, userID, a, started)
+			}
+		}
+		if len(acts) < strava.MaxPerPage {
+			wk.complete = true
+			return wk
+		}
+	}
+	return wk
+}
+
+// writeListed writes a listed create through the ordered write (a later
+// fetch stored wins, as for a fetch) and audits it like a fetched create.
+func (w *Fetcher) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
+	ev := job.Event
+	if a.Athlete.ID != 0 && a.Athlete.ID != ev.OwnerID {
+		return fmt.Errorf("process %s: listed activity %d belongs to athlete %d: %w", job.CorrelationID, a.ID, a.Athlete.ID, model.ErrInvalid)
+	}
+	wo, err := ingest.MapActivity(a, userID, ev.OwnerID, job.CorrelationID, w.Now())
+	if err != nil {
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	wo.FetchStartedAtNs = started.UnixNano()
+	switch err := w.store.UpsertWorkout(ctx, wo); {
+	case errors.Is(err, model.ErrConflict):
+		return nil // a later fetch is stored
+	case err != nil:
+		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	w.athletes.sawFetch(ev.ObjectID, started)
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditActivityCreate, job, map[string]string{
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"})
+	return nil
+}
+
+// tokenRefused is the outcome of every create of a burst whose token could
+// not be had: dropped (done) when the athlete must reconnect or has no
+// connection, deferred when Strava refused the application, else retried.
+func (w *Fetcher) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, err error) (error, bool) {
+	switch {
+	case errors.Is(err, model.ErrUnauthorized):
+		return w.needsReauth(ctx, log, job, userID, err), true
+	case errors.Is(err, model.ErrNotFound):
+		log.InfoContext(ctx, "athlete has no strava connection; burst dropped", "writeStatus", "skipped")
+		return nil, true
+	case errors.Is(err, strava.ErrAppCredentials):
+		return fmt.Errorf("burst %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now())), false
+	}
+	return fmt.Errorf("burst %s: %w", job.CorrelationID, err), false
+}
+
+// listFailed is the outcome of every create a list page left: a 429 defers
+// them to the window reset, a 401 flags the connection and drops them, any
+// other failure is retried.
+func (w *Fetcher) listFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, rl strava.RateLimit, err error) (error, bool) {
+	var apiErr *strava.APIError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status == 429:
+		now := w.Now()
+		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		return fmt.Errorf("burst %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why}), false
+	case errors.Is(err, model.ErrUnauthorized):
+		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+			return fmt.Errorf("burst %s: %w", job.CorrelationID, merr), false
+		}
+		return w.needsReauth(ctx, log, job, userID, err), true
+	}
+	return fmt.Errorf("burst %s: %w", job.CorrelationID, err), false
+}

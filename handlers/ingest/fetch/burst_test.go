@@ -1,0 +1,199 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/strava"
+)
+
+// Bursts against function-field fakes: what is gathered, what a list page
+// settles, what is left to a fetch of its own, and what the caps hold back.
+
+// fakeLister serves an athlete's activities newest first, 200 a page, like
+// GET /athlete/activities.
+type fakeLister struct {
+	mu    sync.Mutex
+	acts  []strava.Activity // newest first
+	pages []int
+}
+
+func (l *fakeLister) ListActivities(_ context.Context, _ string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pages = append(l.pages, o.Page)
+	lo := min(len(l.acts), (o.Page-1)*o.PerPage)
+	return l.acts[lo:min(len(l.acts), lo+o.PerPage)], strava.RateLimit{}, nil
+}
+
+func history(n int, firstID int64) []strava.Activity {
+	out := make([]strava.Activity, n)
+	for i := range out {
+		out[i] = strava.Activity{ID: firstID + int64(i), Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run",
+			Distance: 5000, MovingTime: 1500, StartDate: now.Add(-time.Duration(i+1) * time.Hour)}
+	}
+	return out
+}
+
+func creates(ids ...int64) []ingest.Job {
+	out := make([]ingest.Job, len(ids))
+	for i, id := range ids {
+		out[i] = ingest.Job{CorrelationID: fmt.Sprintf("c%d", id), ReceivedAtUtc: received, IdempotencyKey: fmt.Sprintf("k%d", id),
+			Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: id, AspectType: ingest.AspectCreate, OwnerID: 9}}
+	}
+	return out
+}
+
+func span(from int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = from + int64(i)
+	}
+	return out
+}
+
+func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fetch.Fetcher {
+	f := newFetcher(t, st, s)
+	f.Lister = l
+	return f
+}
+
+// TestCrowdedCreatesAreGatheredForABurst: past createsBeforeCheck creates of
+// one athlete in a window, a create is deferred to the gather grid, not
+// fetched; a gathered one (dispatched by the sweeper) is fetched. Protection:
+// the gathering (removing it fetches every create of a flood alone).
+func TestCrowdedCreatesAreGatheredForABurst(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	f := burstFetcher(t, st, s, &fakeLister{})
+	ctx := context.Background()
+	var outcomes []string
+	for _, job := range creates(span(100, 6)...) {
+		err := f.Process(ctx, job)
+		var de *ingest.DeferError
+		switch {
+		case err == nil:
+			outcomes = append(outcomes, "fetched")
+		case errors.As(err, &de) && de.Gathered && de.Until.Equal(now.Truncate(10*time.Second).Add(10*time.Second)):
+			outcomes = append(outcomes, "gathered")
+		default:
+			t.Fatalf("create %d: %v", job.Event.ObjectID, err)
+		}
+	}
+	if fmt.Sprint(outcomes) != "[fetched fetched fetched gathered gathered gathered]" || s.calls != 3 {
+		t.Fatalf("outcomes %v after %d fetches; want 3 fetched, then gathered to the next quarter window", outcomes, s.calls)
+	}
+	job := creates(200)[0]
+	job.Gathered = true
+	if err := f.Process(ctx, job); err != nil || s.calls != 4 {
+		t.Fatalf("a gathered create: %v after %d fetches; want it fetched", err, s.calls)
+	}
+}
+
+// TestABulkUploadIsServedByTwoListPages: 250 creates of an athlete whose
+// history is those 250 are written from two list pages (200 + a short 50),
+// no fetch. Protection: the list walk (removing it costs 250 fetches).
+func TestABulkUploadIsServedByTwoListPages(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	written := map[int64]int64{}
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(w *model.Workout) error {
+		mu.Lock()
+		defer mu.Unlock()
+		written[w.ActivityID] = w.FetchStartedAtNs
+		return nil
+	}}
+	l := &fakeLister{acts: history(250, 1000)}
+	s := &fakeStrava{}
+	f := burstFetcher(t, st, s, l)
+	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(creates(span(1000, 250)...), "b1"))
+	for i, err := range outs {
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	if fmt.Sprint(l.pages) != "[1 2]" || s.calls != 0 || len(written) != 250 || written[1000] != now.UnixNano() {
+		t.Fatalf("pages %v, %d fetches, %d written; want pages [1 2], no fetch, 250 written in page order", l.pages, s.calls, len(written))
+	}
+}
+
+// TestForgedCreatesSettleAsNotFoundForOnePage: creates for ids the athlete's
+// whole history (one short page) does not show are done, nothing stored; a
+// create received after the page was read is fetched alone. Protection: the
+// not-found settle (removing it fetches each forged id).
+func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil },
+		MarkHiddenFn: func(int64, string, int64) error { return nil }}
+	l := &fakeLister{acts: history(3, 10)}
+	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
+	jobs := creates(append(span(5000, 300), 10)...)
+	late := creates(6000)[0]
+	late.ReceivedAtUtc = now.Add(time.Second)
+	jobs = append(jobs, late)
+	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b1"))
+	for i, err := range outs {
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	if len(l.pages) != 1 || s.calls != 1 {
+		t.Fatalf("%d pages, %d fetches; want one page for 300 forged creates, one fetch for the late one", len(l.pages), s.calls)
+	}
+}
+
+// TestALongHistoryLeavesTheRestToFetches: when maxBurstPages full pages do
+// not show a create, it is fetched alone (never settled unseen).
+func TestALongHistoryLeavesTheRestToFetches(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	l := &fakeLister{acts: history(1200, 1)}
+	s := &fakeStrava{GetActivityFn: run(strava.Activity{ID: 1150, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run",
+		Distance: 5000, MovingTime: 1500, StartDate: now.Add(-1150 * time.Hour)})}
+	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(creates(3, 1150), "b1"))
+	if outs[0] != nil || outs[1] != nil || len(l.pages) != 5 || s.calls != 1 {
+		t.Fatalf("outcomes %v, pages %v, %d fetches; want 5 pages, the unlisted create fetched alone", outs, l.pages, s.calls)
+	}
+}
+
+// TestTheDailyAllowanceHoldsAnAthleteBack: a read the day counter refuses
+// defers the job to the next UTC day, marked as the athlete's cap.
+// Protection: the daily allowance.
+func TestTheDailyAllowanceHoldsAnAthleteBack(t *testing.T) {
+	t.Parallel()
+	var dayAdds []int
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil },
+		WorkoutFn: func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
+		TakeDayReadsFn: func(_ int64, limit, n int) error {
+			dayAdds = append(dayAdds, n)
+			if limit != fetch.DefaultAthleteReadsPerDay {
+				t.Errorf("daily cap %d, want %d", limit, fetch.DefaultAthleteReadsPerDay)
+			}
+			if len(dayAdds) > 1 {
+				return model.ErrConflict
+			}
+			return nil
+		}}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	f := newFetcher(t, st, s)
+	f.AthleteReadsPerWindow = 0 // only the day counts
+	var err error
+	for i := 0; i < 20 && err == nil; i++ {
+		err = f.Process(context.Background(), event(ingest.AspectUpdate))
+	}
+	var de *ingest.DeferError
+	if !errors.As(err, &de) || !de.AthleteCap || !de.Until.Equal(now.Truncate(24*time.Hour).Add(24*time.Hour)) {
+		t.Fatalf("got %v; want a deferral to the next UTC day marked as the athlete's cap", err)
+	}
+	if fmt.Sprint(dayAdds) != "[7 7]" || s.calls != 13 {
+		t.Fatalf("day additions %v after %d reads; want [7 7] after 13 (6 unseen each time, the 14th refused)", dayAdds, s.calls)
+	}
+}
