@@ -172,8 +172,16 @@ func validateBurst(j Job) error {
 // NewBurst is the burst job of jobs, one athlete's gathered creates (see
 // Job.Burst): its Event names the athlete and the aspect for logs, audit
 // entries and the read class.
+//
+// A create's updates (free-form, sized by whoever posted the event) are left
+// out: a create is served from Strava's answer, and the outbox key already
+// names the event, so a burst's payload is bounded by its size (about 400
+// bytes a create).
 func NewBurst(jobs []Job, correlationID string) Job {
 	owner := jobs[0].Event.OwnerID
+	for i := range jobs {
+		jobs[i].Event.Updates = nil
+	}
 	return Job{Event: Event{ObjectType: ObjectActivity, AspectType: AspectCreate, OwnerID: owner},
 		CorrelationID: correlationID, ReceivedAtUtc: jobs[0].ReceivedAtUtc, Burst: jobs}
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -62,5 +65,28 @@ func TestDecodeJob(t *testing.T) {
 		if _, err := ingest.DecodeJob([]byte(bad)); !errors.Is(err, model.ErrInvalid) {
 			t.Fatalf("DecodeJob(%s): got %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// TestABurstPayloadStaysUnderLambdasLimit: a burst of MaxBurst creates fits
+// an asynchronous invoke (256 KB) whatever updates a forger put on them.
+// Protection: NewBurst leaving the creates' updates out.
+func TestABurstPayloadStaysUnderLambdasLimit(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 10<<10)
+	jobs := make([]ingest.Job, handoff.MaxBurst)
+	for i := range jobs {
+		ev := ingest.Event{ObjectType: "activity", ObjectID: 12345678901 + int64(i), AspectType: "create", OwnerID: 123456789,
+			SubscriptionID: 123456, EventTime: 1795706724, Updates: map[string]any{"title": big}}
+		jobs[i] = ingest.Job{Event: ev, CorrelationID: model.NewID(), IdempotencyKey: ev.IdempotencyKey(), ReceivedAtUtc: time.Now().UTC(),
+			Gathered: true}.WithOutbox(&model.IdempotencyRecord{Failures: 5, Dispatches: 12})
+	}
+	raw, err := json.Marshal(ingest.NewBurst(jobs, "burst-"+model.NewID()))
+	if err != nil || len(raw) > 256<<10 {
+		t.Fatalf("burst payload %d bytes (%v), want at most 256 KB", len(raw), err)
+	}
+	back, err := ingest.DecodeJob(raw)
+	if err != nil || len(back.Burst) != handoff.MaxBurst || back.Burst[7].IdempotencyKey != jobs[7].IdempotencyKey {
+		t.Fatalf("decoded %d creates, %v; want the burst back", len(back.Burst), err)
 	}
 }

@@ -26,10 +26,11 @@ const (
 	// DefaultPerTenant bounds the turns (dispatches) one tenant gets per
 	// sweep.
 	DefaultPerTenant = 5
-	// MaxBurst bounds the creates of one burst job (its payload stays far
-	// under Lambda's asynchronous invoke limit); the rest wait for the next
-	// sweep.
-	MaxBurst = 200
+	// MaxBurst bounds the creates of one burst job: the pages one burst
+	// reads at most cover them, and its payload (about 400 bytes a create)
+	// stays under Lambda's 256 KB asynchronous invoke limit. Creates past it
+	// are another burst (another turn).
+	MaxBurst = 500
 	// dueLookahead: a sweep reads up to this many times its Limit of due
 	// items, so the tenants behind a large backlog are seen too.
 	dueLookahead = 5

@@ -60,8 +60,8 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 		want       string
 	}{
 		{"a flood of creates is one burst turn, the others follow at once",
-			append(noisy(300, "create"), webhook("create", 7, 2, 400), webhook("update", 8, 3, 401)), 200, 5,
-			"[a1.createx200 a2.create a3.update a1.createx100]"},
+			append(noisy(600, "create"), webhook("create", 7, 2, 700), webhook("update", 8, 3, 701)), 200, 5,
+			"[a1.createx500 a2.create a3.update a1.createx100]"},
 		{"a flood of updates gets a turn per round, at most per-tenant",
 			append(noisy(12, "update"), webhook("update", 7, 2, 50), webhook("update", 8, 3, 60)), 200, 3,
 			"[a1.update a2.update a3.update a1.update a1.update]"},
