@@ -30,6 +30,9 @@ type Figures struct {
 	// attempts, so a refusal is a loss too) — whose workout item exists;
 	// Lost counts those without one.
 	Written, Lost int
+	// Unknown counts acknowledged events of activities Strava never had (a
+	// forged create) that left no workout: nothing to keep, not a loss.
+	Unknown int
 	// DupAwards counts awards minted twice (a second AWARD_MINTED entry for
 	// the same part, or an award item outside the model's parts).
 	DupAwards int
@@ -51,13 +54,17 @@ type Figures struct {
 	// Parked counts worker jobs parked for an operator (not a failure by
 	// itself: the jobs also show as lost or drift when they mattered).
 	Parked int
-	// Reads counts activity requests Strava received in the scenario.
+	// Reads counts read requests Strava received in the scenario
+	// (activities and list pages).
 	Reads int64
 	// Took is the scenario's wall time, settling included.
 	Took time.Duration
 	// Settled says the pipeline went quiet before the deadline (with every
 	// figure at 0, or after Harness.Patience without a change).
 	Settled bool
+	// Missed counts a scenario's own targets it missed (the noisy
+	// neighbours' latencies and reads), each explained in Notes.
+	Missed int
 	// Notes explain non-zero figures (a few examples each).
 	Notes []string
 }
@@ -65,7 +72,7 @@ type Figures struct {
 // OK says whether the scenario kept the promises: nothing lost, no award
 // doubled or unaudited, no drift against the log or against Strava.
 func (f Figures) OK() bool {
-	return f.Lost == 0 && f.DupAwards == 0 && f.Unaudited == 0 && f.DriftLog == 0 && f.DriftStrava == 0 && f.Lifecycle == 0
+	return f.Lost == 0 && f.DupAwards == 0 && f.Unaudited == 0 && f.DriftLog == 0 && f.DriftStrava == 0 && f.Lifecycle == 0 && f.Missed == 0
 }
 
 // String is the scenario's one line of figures.
@@ -78,9 +85,9 @@ func (f Figures) String() string {
 	if !f.Settled {
 		settled = " (deadline)"
 	}
-	return fmt.Sprintf("%-22s accepted=%-4d written=%-4d lost=%-3d dupAwards=%-3d unaudited=%-3d driftLog=%-3d driftStrava=%-3d lifecycle=%-2d | dupAnswers=%d refused=%d parked=%d reads=%d took=%s%s %s",
+	return fmt.Sprintf("%-22s accepted=%-4d written=%-4d lost=%-3d dupAwards=%-3d unaudited=%-3d driftLog=%-3d driftStrava=%-3d lifecycle=%-2d | dupAnswers=%d refused=%d parked=%d unknown=%d missed=%d reads=%d took=%s%s %s",
 		f.Scenario, f.Accepted, f.Written, f.Lost, f.DupAwards, f.Unaudited, f.DriftLog, f.DriftStrava, f.Lifecycle,
-		f.Duplicates, f.Refused, f.Parked, f.Reads, f.Took.Round(100*time.Millisecond), settled, verdict)
+		f.Duplicates, f.Refused, f.Parked, f.Unknown, f.Missed, f.Reads, f.Took.Round(100*time.Millisecond), settled, verdict)
 }
 
 // Total sums every scenario's figures into one line named "total".
@@ -98,6 +105,8 @@ func Total(all []Figures) Figures {
 		t.DriftStrava += f.DriftStrava
 		t.Lifecycle += f.Lifecycle
 		t.Parked += f.Parked
+		t.Unknown += f.Unknown
+		t.Missed += f.Missed
 		t.Reads += f.Reads
 		t.Took += f.Took
 		t.Settled = t.Settled && f.Settled

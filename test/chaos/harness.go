@@ -120,6 +120,9 @@ type Env struct {
 	Store   *store.Store
 	APIAddr string
 	Users   []*User
+	// Window is the rate-limit window of the scenario (Window unless the
+	// scenario sets its own).
+	Window time.Duration
 
 	child   *child
 	starts  int
@@ -149,6 +152,12 @@ type User struct {
 // NewEnv creates the scenario's tables' prefix, data dir and simulator (with
 // limits; zero fields take Strava's); Start runs the pipeline.
 func (h *Harness) NewEnv(name string, limits stravasim.Limits) (*Env, error) {
+	return h.NewEnvWindow(name, limits, Window)
+}
+
+// NewEnvWindow is NewEnv with the rate-limit window the simulator keeps and
+// the child assumes (CC_STRAVA_WINDOW) set to window instead of Window.
+func (h *Harness) NewEnvWindow(name string, limits stravasim.Limits, window time.Duration) (*Env, error) {
 	dir := filepath.Join(h.WorkDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -159,11 +168,11 @@ func (h *Harness) NewEnv(name string, limits stravasim.Limits) (*Env, error) {
 	}
 	prefix := "chaos-" + strings.TrimPrefix(dynamolocal.UniquePrefix(), "t")
 	e := &Env{h: h, Name: name, Prefix: prefix, DataDir: dir, APIAddr: fmt.Sprintf("127.0.0.1:%d", port),
-		Sim: stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: Window, Limits: limits,
+		Sim: stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: window, Limits: limits,
 			DeliveryBackoff: DeliveryBackoff}),
 		Store:   store.New(h.db, store.TableNames(prefix)),
 		logPath: filepath.Join(dir, "run.log"),
-		acked:   map[int64]int64{}, told: map[int64]int64{}, began: time.Now()}
+		acked:   map[int64]int64{}, told: map[int64]int64{}, began: time.Now(), Window: window}
 	return e, nil
 }
 
@@ -227,6 +236,7 @@ func (e *Env) Start(ctx context.Context) error {
 		"STRAVA_SUBSCRIPTION_ID="+strconv.Itoa(SubscriptionID), "STRAVA_VERIFY_TOKEN="+VerifyToken,
 		"CC_STRAVA_TIMEOUT="+StravaTimeout.String(), "CC_LOG_LEVEL=info", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local")
 	cmd.Env = append(cmd.Env, ChildEnv...)
+	cmd.Env = append(cmd.Env, "CC_STRAVA_WINDOW="+e.Window.String()) // the last value of a name wins
 	cmd.Env = append(cmd.Env, strings.Fields(os.Getenv("CC_CHAOS_ENV"))...)
 	cmd.Stdout, cmd.Stderr = io.Discard, f
 	// Its own process group, so a signal meant for it never reaches us.
@@ -521,7 +531,7 @@ func (e *Env) WaitIdle(calm, limit time.Duration) bool {
 	last, since := e.Sim.Stats(), time.Now()
 	for {
 		st := e.Sim.Stats()
-		if st.ActivityInFlight > 0 || st.ActivityRequests != last.ActivityRequests {
+		if st.ActivityInFlight > 0 || st.ActivityRequests+st.ListRequests != last.ActivityRequests+last.ListRequests {
 			last, since = st, time.Now()
 		}
 		if time.Since(since) >= calm {
@@ -609,7 +619,7 @@ func (e *Env) Settle(ctx context.Context, quiet, deadline time.Duration) (Figure
 // anyone can see.
 func (e *Env) fingerprint(ctx context.Context) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "reads=%d;", e.Sim.Stats().ActivityRequests)
+	fmt.Fprintf(&b, "reads=%d;", e.Reads())
 	for _, u := range e.Users {
 		ws, _, err := e.workouts(ctx, u.UserID)
 		if err != nil {
@@ -661,7 +671,7 @@ func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, er
 func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 	e.mu.Lock()
 	f := Figures{Scenario: e.Name, Accepted: e.accepted, Duplicates: e.duplicates, Refused: e.refused,
-		Reads: e.Sim.Stats().ActivityRequests - e.readsBefore, Took: time.Since(e.began), Settled: settled}
+		Reads: e.Reads() - e.readsBefore, Took: time.Since(e.began), Settled: settled}
 	owed := make(map[int64]int64, len(e.acked)+len(e.told)) // activities that must end up written
 	for k, v := range e.told {
 		owed[k] = v
@@ -728,6 +738,10 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		w, ok := stored[id]
+		if _, atStrava := strava[id]; !ok && !atStrava {
+			f.Unknown++ // Strava never had it (a forged create): nothing to keep
+			continue
+		}
 		if !ok {
 			f.Lost++
 			if acked[id] {
@@ -756,6 +770,13 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 	return f, nil
 }
 
+// Reads counts the read requests Strava received: activities and list
+// pages.
+func (e *Env) Reads() int64 {
+	st := e.Sim.Stats()
+	return st.ActivityRequests + st.ListRequests
+}
+
 // Activity is a Strava activity for the scenarios: owner, sport, metres,
 // start.
 func Activity(id, owner int64, sport string, metres float64, start time.Time) stravasim.Activity {
@@ -776,7 +797,11 @@ func freePort() (int, error) {
 // Run runs one scenario in a fresh Env and returns its figures; notes on
 // non-zero figures and the child's log path go to Logf.
 func (h *Harness) Run(ctx context.Context, sc Scenario, full bool) (Figures, error) {
-	e, err := h.NewEnv(sc.Name, sc.Limits)
+	window := sc.Window
+	if window <= 0 {
+		window = Window
+	}
+	e, err := h.NewEnvWindow(sc.Name, sc.Limits, window)
 	if err != nil {
 		return Figures{Scenario: sc.Name}, err
 	}
@@ -784,7 +809,7 @@ func (h *Harness) Run(ctx context.Context, sc Scenario, full bool) (Figures, err
 	if err := e.Start(ctx); err != nil {
 		return Figures{Scenario: sc.Name}, err
 	}
-	e.readsBefore = e.Sim.Stats().ActivityRequests
+	e.readsBefore = e.Reads()
 	f, err := sc.Run(ctx, e, full)
 	f.Scenario = sc.Name
 	if err != nil {

@@ -18,22 +18,25 @@ type Scenario struct {
 	// Limits are Strava's rate limits in the scenario (zero: Strava's own,
 	// 100 reads per window).
 	Limits stravasim.Limits
+	// Window is the scenario's rate-limit window (zero: Window).
+	Window time.Duration
 }
 
 // Scenarios are the suite, in the order they run. full picks the sizes of
 // `make chaos`; otherwise the reduced sizes of `make test`.
 var Scenarios = []Scenario{
-	{"kill9-after-accept", "events answered 200 while Strava is slow, kill -9, restart on the same CC_DATA_DIR", killAfterAccept, stravasim.Limits{}},
-	{"ctrl-c-backlog", "a backlog while Strava is slow, Ctrl-C (SIGINT), restart", ctrlCBacklog, stravasim.Limits{}},
+	{"kill9-after-accept", "events answered 200 while Strava is slow, kill -9, restart on the same CC_DATA_DIR", killAfterAccept, stravasim.Limits{}, 0},
+	{"ctrl-c-backlog", "a backlog while Strava is slow, Ctrl-C (SIGINT), restart", ctrlCBacklog, stravasim.Limits{}, 0},
 	// Minting needs many reads in little time, and the budget is not what
 	// this scenario is about.
-	{"kill9-during-minting", "many users × workouts and milestones, kill -9 twice while awards are minted", killDuringMinting, roomyLimits},
-	{"deliveries", "duplicate, reordered, delete-first and slow-stale deliveries", deliveries, stravasim.Limits{}},
-	{"budget-429", "Strava answers 429 with headers saying the 15-minute read budget is spent", budget429, stravasim.Limits{}},
-	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}},
-	{"forged-flood", "hundreds of forged events for one linked athlete, then real ones", forgedFlood, stravasim.Limits{}},
-	{"unsigned-lifecycle", "forged delete and deauthorization, a private activity, a late revoke, a revoke and reconnect, DELETE /v1/me mid-fetch", lifecycle, stravasim.Limits{}},
-	{"rotated-app-secret", "the app's secret rotated at Strava: a forged revoke waits, nobody flagged; secret restored: work resumes; a real revoke deletes, a reconnect restores", rotatedSecret, stravasim.Limits{}},
+	{"kill9-during-minting", "many users × workouts and milestones, kill -9 twice while awards are minted", killDuringMinting, roomyLimits, 0},
+	{"deliveries", "duplicate, reordered, delete-first and slow-stale deliveries", deliveries, stravasim.Limits{}, 0},
+	{"budget-429", "Strava answers 429 with headers saying the 15-minute read budget is spent", budget429, stravasim.Limits{}, 0},
+	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}, 0},
+	{"forged-flood", "hundreds of forged events for one linked athlete, then real ones", forgedFlood, stravasim.Limits{}, 0},
+	{"unsigned-lifecycle", "forged delete and deauthorization, a private activity, a late revoke, a revoke and reconnect, DELETE /v1/me mid-fetch", lifecycle, stravasim.Limits{}, 0},
+	{"rotated-app-secret", "the app's secret rotated at Strava: a forged revoke waits, nobody flagged; secret restored: work resumes; a real revoke deletes, a reconnect restores", rotatedSecret, stravasim.Limits{}, 0},
+	{"noisy-neighbours", "three athletes forge creates for two minutes while ten others upload one activity and one bulk-uploads 250, at 60 reads a minute", noisyNeighbours, noisyLimits, NoisyWindow},
 }
 
 // roomyLimits are ten times Strava's.

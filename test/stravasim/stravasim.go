@@ -199,8 +199,9 @@ type Server struct {
 	windowEnd  time.Time    // when set, the short windows reset then (SpendReadWindow)
 	faults     []Fault      // scripted activity answers (AddFault)
 	day        string
-	usage      [4]int   // short, daily, readShort, readDaily
-	issued     []string // every access and refresh token handed out
+	usage      [4]int          // short, daily, readShort, readDaily
+	issued     []string        // every access and refresh token handed out
+	readsBy    map[int64]int64 // activity and list requests by the token's athlete
 
 	stats struct {
 		authorizations, codeExchanges, tokenRefreshes, refusedTokens, activityFetches,
@@ -634,7 +635,30 @@ func (s *Server) athlete(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": a.ID, "firstname": a.Firstname, "lastname": a.Lastname, "resource_state": 2})
 }
 
+// countReadOf counts a read request (an activity or a list) for the
+// athlete whose token made it (ReadsOf).
+func (s *Server) countReadOf(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ti, ok := s.access[bearer(r)]; ok {
+		if s.readsBy == nil {
+			s.readsBy = map[int64]int64{}
+		}
+		s.readsBy[ti.athlete]++
+	}
+}
+
+// ReadsOf counts the activity and list requests made with the athlete's
+// tokens, whatever the answer: what one athlete's events cost the
+// application's read budget.
+func (s *Server) ReadsOf(athleteID int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readsBy[athleteID]
+}
+
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+	s.countReadOf(r)
 	s.stats.activityRequests.Add(1)
 	s.stats.activityInFlight.Add(1)
 	defer s.stats.activityInFlight.Add(-1)
@@ -707,6 +731,7 @@ func (s *Server) answerActivity(w http.ResponseWriter, r *http.Request, id int64
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	s.countReadOf(r)
 	s.stats.listRequests.Add(1)
 	f := s.takeEndpointFault(EndpointList, 0)
 	rec := httptest.NewRecorder()
