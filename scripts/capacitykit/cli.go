@@ -50,6 +50,8 @@ func ParseFlags(args []string, errW io.Writer) (Assumptions, MeasureOptions, err
 	fs.Float64Var(&a.PushedEdits, "edits", a.PushedEdits, "edits Strava pushes (update webhooks) per activity")
 	fs.Float64Var(&a.Deletes, "deletes", a.Deletes, "deletes per activity")
 	fs.Float64Var(&a.UnpushedEdits, "unpushed-edits", a.UnpushedEdits, "edits Strava never pushes, per activity (caught by reconciliation)")
+	fs.Float64Var(&a.BurstShare, "burst-share", a.BurstShare, "share of creates arriving in bursts (bulk uploads, device syncs), served by list pages")
+	fs.IntVar(&a.BurstSize, "burst-size", a.BurstSize, "mean creates per burst")
 	fs.Float64Var(&a.MilestoneShare, "milestone-share", a.MilestoneShare, "share of athletes with an active milestone overlapping the reconcile window")
 	fs.Float64Var(&a.PeakFactor, "peak", a.PeakFactor, "evening peak webhook rate over the day's mean")
 	fs.Float64Var(&a.ConnectsPerDay, "connects", a.ConnectsPerDay, "new connects (each backfills its history) per athlete-day")
@@ -111,6 +113,9 @@ func (a Assumptions) Validate() error {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", f.name))
 		}
+	}
+	if a.BurstShare < 0 || a.BurstShare > 1 || a.BurstSize < 1 {
+		errs = append(errs, errors.New("-burst-share must be in [0, 1] and -burst-size at least 1"))
 	}
 	if a.MilestoneShare < 0 || a.MilestoneShare > 1 {
 		errs = append(errs, errors.New("-milestone-share must be in [0, 1]"))

@@ -59,6 +59,14 @@ type Assumptions struct {
 	ActivitiesPerDay, ConnectsPerDay, DeauthsPerDay float64
 	// Per activity.
 	PushedEdits, Deletes, UnpushedEdits float64
+	// BurstShare is the share of creates that arrive in bursts (a bulk
+	// upload, a new device's sync: more than an instance's
+	// createsBeforeCheck of one athlete in a window), BurstSize their mean
+	// size. A burst costs its first creates' fetches (BurstSingles) and then
+	// list pages of PageSize, not a fetch each.
+	BurstShare   float64
+	BurstSize    int
+	BurstSingles int
 	// MilestoneShare is the share of athletes with an active milestone whose
 	// period overlaps the reconcile window.
 	MilestoneShare float64
@@ -102,6 +110,7 @@ func Defaults(n int) Assumptions {
 	return Assumptions{
 		Athletes: n, ActivitiesPerDay: 0.4, ConnectsPerDay: 0.001, DeauthsPerDay: 0.001,
 		PushedEdits: 0.1, Deletes: 0.01, UnpushedEdits: 0.05, MilestoneShare: 0.5, PeakFactor: 10,
+		BurstShare: 0.1, BurstSize: 50, BurstSingles: 3,
 		HistoryDays: syncjobs.DefaultSyncMaxDays, PageSize: syncjobs.DefaultSyncPageSize,
 		ReconcileInterval: 7 * 24 * time.Hour, SlowInterval: 28 * 24 * time.Hour, ReconcileDays: syncjobs.DefaultReconcileDays,
 		TokenTTL:    6 * time.Hour,
@@ -208,6 +217,9 @@ type Plan struct {
 	M Measured
 	// Events per day.
 	Activities, Creates, PushedEdits, Deletes, Deauths, Connects, UnpushedCaught float64
+	// CreateReads are the reads of the day's creates, bursts served by
+	// list pages counted (Bursts of them).
+	CreateReads, Bursts float64
 	// Reconciliation: the chance an athlete with a milestone had activity
 	// within one interval, the mean slots between its reconciles, and
 	// reconciles and pages per day.
@@ -248,6 +260,19 @@ type ClassCost struct {
 // DaysPerMonth converts daily figures to a month.
 const DaysPerMonth = 30
 
+// createReads is what creates cost in Strava reads: one fetch each, but a
+// burst costs its first BurstSingles fetches and list pages for the rest
+// (handlers/ingest/fetch/burst.go). It returns the reads and the bursts.
+func createReads(creates float64, a Assumptions) (reads, bursts float64) {
+	size := float64(max(a.BurstSize, 1))
+	if a.BurstShare <= 0 || size <= float64(a.BurstSingles) {
+		return creates, 0
+	}
+	bursts = creates * a.BurstShare / size
+	perBurst := float64(a.BurstSingles) + pages(size-float64(a.BurstSingles), a.PageSize)
+	return creates*(1-a.BurstShare) + bursts*perBurst, bursts
+}
+
 // Compute builds the plan from the assumptions and the measured units.
 // It is pure arithmetic (the package doc states every formula).
 func Compute(a Assumptions, m Measured) Plan {
@@ -279,8 +304,9 @@ func Compute(a Assumptions, m Measured) Plan {
 	p.BackfillPagesPerConnect = pages(history, a.PageSize)
 
 	// Strava reads per day by class.
+	p.CreateReads, p.Bursts = createReads(p.Creates, a)
 	p.Reads = Reads{
-		Webhook:   p.Creates + p.PushedEdits,
+		Webhook:   p.CreateReads + p.PushedEdits,
 		Backfill:  p.Connects * p.BackfillPagesPerConnect,
 		Reconcile: p.ReconcilePages,
 		Confirm:   p.Deletes + p.Deauths,
@@ -444,6 +470,8 @@ func (p Plan) Print(w io.Writer) {
 
 	pf("Strava reads per day by class:\n")
 	pf("  webhooks (create + pushed edit fetches)   %12.0f\n", p.Reads.Webhook)
+	pf("    creates: %.0f for %.0f reads = %.3f reads per activity, bursts counted (%.0f%% in %.0f bursts of %d: %d fetches + list pages of %d)\n",
+		p.Creates, p.CreateReads, p.CreateReads/math.Max(p.Creates, 1), 100*a.BurstShare, p.Bursts, a.BurstSize, a.BurstSingles, a.PageSize)
 	pf("  backfill (new connects)                    %12.0f\n", p.Reads.Backfill)
 	pf("  reconciliation (%8.0f reconciles)       %12.0f\n", p.Reconciles, p.Reads.Reconcile)
 	pf("  deauth/delete confirmations                %12.0f\n", p.Reads.Confirm)

@@ -19,6 +19,7 @@ func small(n int) Assumptions {
 	a.Limits = Limits{ReadShort: 5, ReadDaily: 100, Short: 5, Daily: 100}
 	a.API, a.Worker, a.SyncPage, a.Projector, a.Sweeper = Function{1024, 1000}, Function{1024, 2000}, Function{2048, 1000}, Function{1024, 500}, Function{}
 	a.RecordsPerBatch, a.SweeperPerDay, a.LogBytesPerInvocation, a.StorageKBPerAthlete = 1, 0, 0, 0
+	a.BurstShare = 0 // a fetch per create; TestBurstsAreServedByListPages counts bursts
 	a.Prices = Prices{WriteRequestUnitPerMillion: 1e6} // $1 per write unit, nothing else
 	return a
 }
@@ -195,5 +196,17 @@ func TestValidate(t *testing.T) {
 	}
 	if err := Defaults(10).Validate(); err != nil {
 		t.Errorf("defaults rejected: %v", err)
+	}
+}
+
+// TestBurstsAreServedByListPages: creates in bursts cost their first fetches
+// and list pages, not a fetch each.
+func TestBurstsAreServedByListPages(t *testing.T) {
+	a := small(100) // 50 creates a day
+	a.BurstShare, a.BurstSize, a.BurstSingles, a.PageSize = 0.5, 25, 3, 200
+	p := Compute(a, measured)
+	// 25 alone + one burst of 25: 3 fetches and one page of 22.
+	if !near(p.Bursts, 1) || !near(p.CreateReads, 25+4) || !near(p.Reads.Webhook, 29) {
+		t.Errorf("bursts %v, create reads %v, webhook reads %v; want 1, 29, 29", p.Bursts, p.CreateReads, p.Reads.Webhook)
 	}
 }

@@ -11,6 +11,7 @@
 //	make syncs ARGS="-restart <userId>"         # restart one (locally the sweeper dispatches it)
 //	make syncs ARGS="-restart <userId> -worker-function commitcollect-prod-worker"   # in AWS
 //	make syncs ARGS="-reconcile-since 2026-11-25T08:00:00Z"   # after an outage: re-list every connected athlete since then
+//	make syncs ARGS="-readers 20"               # the 20 athletes with the most Strava reads today (UTC)
 //
 // Users are listed through the sparse users index (never a Scan), one
 // strongly consistent read of the sync state each. Exit status: 0 when
@@ -36,6 +37,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/model"
 )
 
 func main() {
@@ -53,9 +55,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	stuckAfter := fs.Duration("stuck-after", DefaultStuckAfter, "a running sync not updated for this long is stuck")
 	restart := fs.String("restart", "", "restart this user's sync (resumes an unfinished job from its cursor)")
 	since := fs.String("reconcile-since", "", "after an outage: enqueue for every connected user a reconciliation listing activities since this RFC 3339 instant")
+	readers := fs.Int("readers", 0, "list the N athletes with the most Strava reads today (UTC), from their daily read counters")
 	workerFn := fs.String("worker-function", getenv("CC_WORKER_FUNCTION"), "AWS: hand the restarted job to this worker Lambda (else the sweeper dispatches it)")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: syncs [-all] [-stuck-after 30m] [-restart userId | -reconcile-since RFC3339 [-worker-function name]] [-table-prefix p]")
+		fmt.Fprintln(errOut, "usage: syncs [-all] [-stuck-after 30m] [-restart userId | -reconcile-since RFC3339 [-worker-function name] | -readers N] [-table-prefix p]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,6 +83,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	if err != nil {
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2
+	}
+	if *readers > 0 {
+		return heaviestReaders(ctx, st, *readers, cfg.AthleteReadsPerDay, out, errOut)
 	}
 	var d ingest.Dispatcher
 	if *workerFn != "" {
@@ -129,5 +135,30 @@ func reconcileSince(ctx context.Context, sched *syncjobs.SyncScheduler, since st
 		return 2
 	}
 	fmt.Fprintln(out, "the worker (locally: the running stack's sweeper) works them off within the sync share; `make syncs` shows them")
+	return 0
+}
+
+// ReadersStore lists the day's heaviest Strava readers (model/store).
+type ReadersStore interface {
+	HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error)
+}
+
+// heaviestReaders prints the n athletes with the most Strava reads today,
+// against the daily allowance. Only athletes that read past a worker
+// instance's own allowance have a counter; the rest read a few at most.
+func heaviestReaders(ctx context.Context, st ReadersStore, n, allowance int, out, errOut io.Writer) int {
+	today := time.Now().UTC()
+	rows, err := st.HeaviestReaders(ctx, today, n)
+	if err != nil {
+		fmt.Fprintln(errOut, "syncs:", err)
+		return 2
+	}
+	fmt.Fprintf(out, "heaviest Strava readers on %s (daily allowance %d per athlete):\n", today.Format(time.DateOnly), allowance)
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "  none: no athlete read past a worker's own allowance today")
+	}
+	for _, r := range rows {
+		fmt.Fprintf(out, "  athlete %-12d reads %4d  (%3d%% of the allowance)\n", r.AthleteID, r.Reads, r.Reads*100/max(allowance, 1))
+	}
 	return 0
 }

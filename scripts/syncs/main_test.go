@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,33 @@ func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
 	}
 	if code := run(ctx, []string{"-reconcile-since", "yesterday"}, &out, &errOut, getenv); code != 2 {
 		t.Fatalf("a bad instant: exit %d, want 2", code)
+	}
+}
+
+// TestHeaviestReadersAreListed: -readers N names the athletes with the most
+// Strava reads today, most first, from the daily counters' index.
+func TestHeaviestReadersAreListed(t *testing.T) {
+	t.Parallel()
+	st := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for athlete, reads := range map[int64]int{11: 5, 12: 40, 13: 17} {
+		if err := st.TakeAthleteDayReads(ctx, athlete, now, 100, reads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.TakeAthleteDayReads(ctx, 12, now, 100, 61); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("past the allowance: got %v, want ErrConflict", err)
+	}
+	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": strings.TrimSuffix(st.Tables().Main, "CommitCollect"),
+		"AWS_REGION": "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-readers", "2"}, &out, &errOut, func(k string) string { return env[k] }); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	got := out.String()
+	i12, i13 := strings.Index(got, "athlete 12 "), strings.Index(got, "athlete 13 ")
+	if i12 < 0 || i13 < i12 || strings.Contains(got, "athlete 11 ") || !strings.Contains(got, "reads   40") {
+		t.Fatalf("got:\n%s\nwant athletes 12 (40 reads) then 13, not 11", got)
 	}
 }
