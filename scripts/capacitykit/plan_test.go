@@ -19,7 +19,7 @@ func small(n int) Assumptions {
 	a.Limits = Limits{ReadShort: 5, ReadDaily: 100, Short: 5, Daily: 100}
 	a.API, a.Worker, a.SyncPage, a.Projector, a.Sweeper = Function{1024, 1000}, Function{1024, 2000}, Function{2048, 1000}, Function{1024, 500}, Function{}
 	a.RecordsPerBatch, a.SweeperPerDay, a.LogBytesPerInvocation, a.StorageKBPerAthlete = 1, 0, 0, 0
-	a.BurstShare = 0 // a fetch per create; TestBurstsAreServedByListPages counts bursts
+	a.BurstShare = 0                                   // a fetch per create; TestBurstsAreServedByListPages counts bursts
 	a.Prices = Prices{WriteRequestUnitPerMillion: 1e6} // $1 per write unit, nothing else
 	return a
 }
