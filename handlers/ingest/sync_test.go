@@ -271,8 +271,10 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 // saved, twice, and then carries on with another worker: every activity is
 // written exactly once (the re-listed page is compared with the stored
 // workouts) and no page before the cursor is listed again. The projector,
-// run after every page, counts a page at its end; the interrupted page's
-// workouts are counted once its re-run records them (recovered).
+// run after every page, counts nothing after a page that is not the last
+// (no projection requested), everything stored once a failure is recorded
+// (a waiting job asks for its imports to be projected), and every activity
+// at the end: the interrupted page converges.
 func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
@@ -293,6 +295,9 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		}
 		return m.WorkoutsCounted
 	}
+	if n := counted(); n != 0 { // the milestone's INSERT, projected before any import
+		t.Fatalf("before the backfill the milestone counts %d, want 0", n)
+	}
 	key := r.backfill("u1")
 	rec, _ := r.st.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
@@ -301,8 +306,8 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	if err := r.worker.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if n := counted(); n != 50 {
-		t.Fatalf("after page 1 the milestone counts %d, want 50", n)
+	if n := counted(); n != 0 {
+		t.Fatalf("after page 1 of 4 the milestone counts %d, want 0 (projected at the sync's end)", n)
 	}
 	afterFirst := r.state("u1").CursorBeforeUtc
 	r.counted.failCursorN = 2
@@ -314,8 +319,8 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 			t.Fatalf("cursor moved to %s despite the crash, want %s", got, afterFirst)
 		}
 	}
-	if n := counted(); n != 50 {
-		t.Fatalf("after the interrupted page the milestone counts %d, want 50 (the page never ended)", n)
+	if n, stored := counted(), len(r.workouts("u1")); n != stored || n < 50 {
+		t.Fatalf("after the interrupted page the milestone counts %d, want every stored workout (%d): the failure asked for them", n, stored)
 	}
 	if rec := r.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
 		t.Fatalf("got outbox %+v, want received after 2 failures", rec)

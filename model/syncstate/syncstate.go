@@ -53,6 +53,12 @@ type SyncState struct {
 	// ImportedCount is how many activities backfill and reconciliation
 	// wrote so far (unchanged ones are not counted: they cost no write).
 	ImportedCount int `dynamodbav:"importedCount"`
+	// ProjectedCount is the ImportedCount at which the sync last asked for
+	// a projection (RequestProjection): the projector recomputes the user
+	// when it grows (projections/consumer), so a backfill of many pages
+	// costs one recompute at its end (and one per ProjectEveryImported
+	// imports on the way), not one per page.
+	ProjectedCount int `dynamodbav:"projectedCount"`
 	// HorizonUtc is how far back history is imported, or is being imported
 	// while a backfill runs.
 	HorizonUtc time.Time `dynamodbav:"horizonUtc"`
@@ -198,3 +204,12 @@ var (
 	_ model.Entity = (*SyncReads)(nil)
 	_ model.Entity = (*ReconcileCursor)(nil)
 )
+
+// ProjectEveryImported is how many imports a running sync makes between two
+// projections: an athlete sees a long backfill's progress on the way, and a
+// short one costs one recompute.
+const ProjectEveryImported = 1000
+
+// RequestProjection asks the projector to recompute the user for every
+// import so far (see ProjectedCount).
+func (s *SyncState) RequestProjection() { s.ProjectedCount = max(s.ProjectedCount, s.ImportedCount) }

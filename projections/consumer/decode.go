@@ -7,9 +7,9 @@ package consumer
 //	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
 //	  setting isDeleted, a revival one clearing it)             → recompute the user
 //	                                                              (and remove it if the guard holds)
-//	  … written by a sync page (syncJobKey set)                 → ignore: its page's end projects it
-//	INSERT or MODIFY of USER#…/SYNC#STRAVA whose importedCount
-//	  grew (a sync page's end)                                  → recompute the user
+//	  … written by a sync page (syncJobKey set)                 → ignore: the sync's request projects it
+//	INSERT or MODIFY of USER#…/SYNC#STRAVA whose projectedCount
+//	  grew (a sync's projection request)                        → recompute the user
 //	REMOVE of USER#…/WORKOUT#STRAVA#… (a confirmed deauthorization's
 //	  purge, an account deletion's sweep, or DynamoDB's TTL)    → recompute the user
 //	INSERT of a milestone                                       → recompute the user
@@ -93,8 +93,8 @@ type Decision struct {
 // Classify decodes a stream record once, at the boundary, into model types
 // and decides what to do with it. Triggers: INSERT/MODIFY/REMOVE of a
 // Strava workout (a REMOVE is a TTL deletion or an account sweep: the log
-// lost it) unless a sync page wrote it; a sync page's end (the sync
-// state's importedCount grew); INSERT of a milestone; MODIFY of a milestone whose definition
+// lost it) unless a sync page wrote it; a sync's projection request (the
+// sync state's projectedCount grew); INSERT of a milestone; MODIFY of a milestone whose definition
 // changed (the projector's own writes never change it, and mark the item
 // writtenBy = projector). Everything else is ignored. Records that can never
 // be decoded are parked (Decision.Err says why). It never panics.
@@ -194,9 +194,10 @@ func classifyMilestone(rec events.DynamoDBEventRecord, d Decision, m *model.Mile
 	return d
 }
 
-// classifySyncState makes a sync page's end a trigger: the sync state's
-// importedCount grew (the page wrote workouts, or found ones an interrupted
-// run of it wrote), so the user is projected once for the whole page.
+// classifySyncState makes a sync's projection request a trigger: the sync
+// state's projectedCount grew (its last page, every
+// syncstate.ProjectEveryImported imports, or a wait, failure or stop), so the
+// user is projected once for every page imported since.
 func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
 	var cur, old syncstate.SyncState
 	if err := decodeImage(rec.Change.NewImage, &cur); err != nil {
@@ -211,12 +212,12 @@ func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
 			return d
 		}
 	}
-	if cur.ImportedCount == old.ImportedCount {
-		d.Reason = "sync state without new imports"
+	if cur.ProjectedCount <= old.ProjectedCount {
+		d.Reason = "sync state without a projection request"
 		return d
 	}
 	d.Action = Recompute
-	d.Reason = fmt.Sprintf("sync page imported %d workouts", cur.ImportedCount-old.ImportedCount)
+	d.Reason = fmt.Sprintf("sync asks to project %d imported workouts", cur.ProjectedCount-old.ProjectedCount)
 	return d
 }
 

@@ -81,11 +81,13 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 }
 
 // TestASyncPageIsProjectedOnceAtItsEnd: workouts a sync page wrote
-// (syncJobKey set) trigger nothing by themselves; the page's end (the sync
-// state's importedCount grows) projects the user once, whatever the number
-// of records; a later webhook write of the same workout triggers again.
-// Protections: Classify ignoring sync-page writes, and its sync state
-// trigger (without it the milestone never counts the page).
+// (syncJobKey set) trigger nothing by themselves, nor does a page that
+// only counts its imports; the sync's projection request (projectedCount
+// grows: its last page, or every ProjectEveryImported) projects the user
+// once, whatever the number of records; a later webhook write of the same
+// workout triggers again. Protections: Classify ignoring sync-page writes,
+// its sync state trigger (without it the milestone never counts the page),
+// and the trigger's wait for the request (without it every page recomputes).
 func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -109,7 +111,16 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 		t.Fatalf("progress %d before the page's end, want 0", m.ProgressValue)
 	}
 	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
-		st.ImportedCount += 5
+		st.ImportedCount += 5 // a page, more to come
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if e.handle(c, e.newRecords()); c.Stats().UsersProjected != before {
+		t.Fatal("a page that did not ask for a projection projected the user")
+	}
+	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+		st.RequestProjection() // the sync's last page
 		return nil
 	}); err != nil {
 		t.Fatal(err)

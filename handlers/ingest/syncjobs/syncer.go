@@ -336,6 +336,7 @@ func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*syncst
 			return store.ErrSkipWrite
 		}
 		change(cur)
+		cur.RequestProjection() // the job waits, fails or stops: project what it imported
 		return nil
 	})
 	if err != nil {
@@ -538,7 +539,11 @@ func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, 
 		finished = false
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
 		if cur.JobKey != job.IdempotencyKey || !cur.CursorBeforeUtc.Equal(cursor) {
+			cur.RequestProjection() // no page of this run follows
 			return nil // superseded, or another run of this job moved on: it owns the cursor
+		}
+		if done || cur.ImportedCount-cur.ProjectedCount >= syncstate.ProjectEveryImported {
+			cur.RequestProjection()
 		}
 		cur.Pages++
 		cur.Listed += len(acts)

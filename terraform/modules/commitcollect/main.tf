@@ -644,8 +644,8 @@ resource "aws_lambda_event_source_mapping" "projector" {
         dynamodb  = { Keys = { SK = { S = [{ prefix = "WORKOUT#STRAVA#" }] } } }
       })
     }
-    # A sync page's end: the sync state (its importedCount grew, the
-    # consumer checks) projects the page's workouts at once.
+    # A sync's projection request: the sync state (its projectedCount grew,
+    # the consumer checks) projects the imported workouts at once.
     filter {
       pattern = jsonencode({
         eventName = ["INSERT", "MODIFY"]
