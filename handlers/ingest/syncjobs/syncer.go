@@ -540,7 +540,7 @@ func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, 
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
 		if cur.JobKey != job.IdempotencyKey || !cur.CursorBeforeUtc.Equal(cursor) {
 			cur.RequestProjection() // no page of this run follows
-			return nil // superseded, or another run of this job moved on: it owns the cursor
+			return nil              // superseded, or another run of this job moved on: it owns the cursor
 		}
 		if done || cur.ImportedCount-cur.ProjectedCount >= syncstate.ProjectEveryImported {
 			cur.RequestProjection()
