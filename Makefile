@@ -33,13 +33,14 @@ test-browser: dynamodb-local chromium
 	CC_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestLocalStackDemo' ./test/e2e/
 
 ## test: vet, then every test (race detector on) against a real DynamoDB Local, then the chaos suite's
-##   reduced run (test/chaos, one line of figures per scenario; about two minutes) and the scale
+##   reduced run (test/chaos, one line of figures per scenario, and the noisy neighbours' reduced scenario;
+##   about three minutes) and the scale
 ##   simulation's reduced run (test/scale, 200 athletes over a one-minute day; fails only on lost work)
 test: dynamodb-local chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/intake/
-	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestChaos$$' ./test/chaos/
+	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 15m -run '^(TestChaos|TestNoisyNeighbours)$$' ./test/chaos/
 	CC_SCALE=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestScale$$' ./test/scale/
 
 ## chaos: the full chaos suite (test/chaos): scripts/run as a child process with DynamoDB Local and the

@@ -50,7 +50,7 @@ func TestChaos(t *testing.T) {
 			continue
 		}
 		if !full && only == "" && sc.Name == "noisy-neighbours" {
-			continue // its reduced run is TestNoisyNeighbours, in go test ./...
+			continue // its reduced run is TestNoisyNeighbours
 		}
 		t.Logf("%s: %s", sc.Name, sc.What)
 		f, err := h.Run(ctx, sc, full)
