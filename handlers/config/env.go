@@ -69,22 +69,8 @@ var variables = []variable{
 		}
 		return nil
 	}},
-	{"CC_ATHLETE_READS_PER_WINDOW", func(c *Config, name, v string) error {
-		n, err := strconv.Atoi(v)
-		c.AthleteReadsPerWindow = n
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s %q is not a non-negative integer", name, v)
-		}
-		return nil
-	}},
-	{"CC_ATHLETE_READS_PER_DAY", func(c *Config, name, v string) error {
-		n, err := strconv.Atoi(v)
-		c.AthleteReadsPerDay = n
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s %q is not a non-negative integer", name, v)
-		}
-		return nil
-	}},
+	{"CC_ATHLETE_READS_PER_WINDOW", nonNegative(func(c *Config) *int { return &c.AthleteReadsPerWindow })},
+	{"CC_ATHLETE_READS_PER_DAY", nonNegative(func(c *Config) *int { return &c.AthleteReadsPerDay })},
 	{"CC_LOG_LEVEL", func(c *Config, name, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("%s %q: want debug, info, warn or error", name, v)
@@ -129,6 +115,18 @@ func duration(field func(*Config) *time.Duration, min time.Duration, want string
 		*field(c) = d
 		if err != nil || d < min {
 			return fmt.Errorf("%s %q: want a Go duration of %s", name, v, want)
+		}
+		return nil
+	}
+}
+
+// nonNegative is an integer of at least 0 (0 often switches a cap off).
+func nonNegative(field func(*Config) *int) func(*Config, string, string) error {
+	return func(c *Config, name, v string) error {
+		n, err := strconv.Atoi(v)
+		*field(c) = n
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s %q is not a non-negative integer", name, v)
 		}
 		return nil
 	}
