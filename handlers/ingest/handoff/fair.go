@@ -9,8 +9,9 @@ package handoff
 // tenants (an athlete's events, a user's sync jobs), in the spirit of SQS
 // fair queues: every tenant with due work gets a turn before any tenant
 // gets its second, at most PerTenant turns a sweep, tenants ordered by their
-// oldest due item. Webhook events go before sync jobs (their share of the
-// budget is the syncs' own pacing). An athlete's due creates are one turn
+// oldest due item. In each round webhook events go before sync jobs (the
+// syncs' share of the budget is their own pacing), and a sync still gets its
+// turn in the first round: a busy sweep never starves reconciliation. An athlete's due creates are one turn
 // together: a burst, served from list pages (fetch/burst.go), so a flood of
 // creates costs its athlete one turn and a share of one list page.
 
@@ -49,9 +50,10 @@ type tenant struct {
 }
 
 // Plan shares out a sweep: due (oldest due first, as listed) becomes at most
-// limit turns, round robin over tenants, webhook tenants before sync
-// tenants, at most perTenant turns each (defaults when < 1).
-func Plan(due []model.IdempotencyRecord, limit, perTenant int) []Turn {
+// limit turns, round robin over tenants, in each round webhook tenants
+// before sync tenants, at most perTenant turns each (defaults when < 1).
+// more says turns were left for the next sweep.
+func Plan(due []model.IdempotencyRecord, limit, perTenant int) (turns []Turn, more bool) {
 	if limit < 1 {
 		limit = DefaultSweepLimit
 	}
@@ -80,21 +82,24 @@ func Plan(due []model.IdempotencyRecord, limit, perTenant int) []Turn {
 		t.turns = append(t.turns, Turn{Items: []model.IdempotencyRecord{d}})
 	}
 	var out []Turn
-	for _, syncs := range []bool{false, true} {
-		for round := 0; round < perTenant && len(out) < limit; round++ {
+	for round := range perTenant {
+		for _, syncs := range []bool{false, true} {
 			for _, name := range order {
 				t := tenants[name]
 				if t.sync != syncs || round >= len(t.turns) {
 					continue
 				}
-				out = append(out, t.turns[round])
 				if len(out) == limit {
-					return out
+					return out, true
 				}
+				out = append(out, t.turns[round])
 			}
 		}
 	}
-	return out
+	for _, t := range tenants {
+		more = more || len(t.turns) > perTenant
+	}
+	return out, more
 }
 
 // tenantOf names whose work an outbox key is: an athlete's events share one

@@ -65,9 +65,12 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 		{"a flood of updates gets a turn per round, at most per-tenant",
 			append(noisy(12, "update"), webhook("update", 7, 2, 50), webhook("update", 8, 3, 60)), 200, 3,
 			"[a1.update a2.update a3.update a1.update a1.update]"},
-		{"webhooks before sync jobs, whatever their due order",
-			[]model.IdempotencyRecord{syncJob("u1", 0), webhook("update", 7, 2, 10), syncJob("u2", 1)}, 200, 5,
-			"[a2.update sync.u1 sync.u2]"},
+		{"in each round webhooks before sync jobs, whatever their due order",
+			[]model.IdempotencyRecord{syncJob("u1", 0), webhook("update", 7, 2, 10), syncJob("u2", 1), webhook("update", 8, 2, 11)}, 200, 5,
+			"[a2.update sync.u1 sync.u2 a2.update]"},
+		{"a busy sweep still gives a sync its first-round turn",
+			append(noisy(3, "update"), syncJob("u1", 0), webhook("update", 7, 2, 10)), 3, 5,
+			"[a1.update a2.update sync.u1]"},
 		{"the limit cuts the last round",
 			append(noisy(3, "update"), webhook("update", 7, 2, 10), webhook("update", 8, 3, 20)), 4, 5,
 			"[a1.update a2.update a3.update a1.update]"},
@@ -78,9 +81,25 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := fmt.Sprint(describe(handoff.Plan(tc.due, tc.limit, tc.per))); got != tc.want {
+			turns, _ := handoff.Plan(tc.due, tc.limit, tc.per)
+			if got := fmt.Sprint(describe(turns)); got != tc.want {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlanSaysWhenWorkIsLeft: a plan cut by the limit, or by the per-tenant
+// bound, says so, so the sweeper sweeps again at once.
+func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
+	t.Parallel()
+	due := []model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 1, 1), webhook("update", 3, 2, 2)}
+	for _, tc := range []struct {
+		limit, per int
+		want       bool
+	}{{3, 5, false}, {2, 5, true}, {3, 1, true}} {
+		if _, more := handoff.Plan(due, tc.limit, tc.per); more != tc.want {
+			t.Errorf("limit %d, %d per tenant: more = %v, want %v", tc.limit, tc.per, more, tc.want)
+		}
 	}
 }

@@ -78,6 +78,9 @@ type SweepResult struct {
 	// Bursts counts the burst jobs dispatched (their items count in
 	// Dispatched).
 	Bursts int
+	// More says due work was left for the next sweep (the plan held more
+	// turns than Limit, or more items were due than the sweep read).
+	More bool
 	// OldestDueAge is how long ago the oldest due item was accepted.
 	OldestDueAge time.Duration
 }
@@ -104,7 +107,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.OldestDueAge = age
 		}
 	}
-	for _, turn := range Plan(due, limit, s.PerTenant) {
+	turns, more := Plan(due, limit, s.PerTenant)
+	res.More = more || len(due) >= limit*dueLookahead
+	for _, turn := range turns {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
@@ -178,8 +183,8 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 }
 
 // Run sweeps at once and then every interval until ctx ends (the local
-// stack's loop; in AWS a schedule invokes Sweep). A sweep that dispatched a
-// full Limit is followed by another one at once.
+// stack's loop; in AWS a schedule invokes Sweep). A sweep that left due work
+// (SweepResult.More) is followed by another one at once.
 func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 	for {
 		res, err := s.Sweep(ctx)
@@ -191,7 +196,7 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 				"failed", res.Failed, "parked", res.Parked, "oldestDueAgeMs", res.OldestDueAge.Milliseconds())
 		}
 		wait := every
-		if err == nil && res.Dispatched > 0 && res.Due >= max(s.Limit, 1)*dueLookahead {
+		if err == nil && res.Dispatched > 0 && res.More {
 			wait = 0
 		}
 		if model.Sleep(ctx, wait) != nil {
