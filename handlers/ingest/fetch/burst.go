@@ -21,14 +21,15 @@ package fetch
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read.
 //  3. Settle. A create the walk did not list although it reached the end of
-//     the history, and whose event was received before the walk started,
-//     is not at Strava (or is private to a grant that cannot read it, which
-//     a fetch answers 404 too): it is done, as not found, and nothing is
-//     stored for it. What the walk could not settle (a history longer than
-//     maxBurstPages, an event received after the walk started) is fetched
-//     alone, within the caps. A wait for the budget or the caps defers
-//     every create not yet settled; the runner settles each outbox item
-//     with its own outcome.
+//     the history, and whose event was received notFoundMargin before the
+//     walk started, is not at Strava (or is private to a grant that cannot
+//     read it, which a fetch answers 404 too): it is done, as not found, and
+//     nothing is stored for it. A younger one is gathered again (Strava's
+//     list may not show an upload at once), so the next burst settles it.
+//     What the walk could not settle (a history longer than maxBurstPages)
+//     is fetched alone, within the caps. A wait for the budget or the caps
+//     defers every create not yet settled; the runner settles each outbox
+//     item with its own outcome.
 //
 // So a forged create costs a share of one list page, and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
@@ -63,6 +64,9 @@ const (
 	// maxBurstGather bounds the gather grid: in AWS the sweeper's minute
 	// sets the pace anyway; locally a gathered create waits seconds.
 	maxBurstGather = 10 * time.Second
+	// notFoundMargin is how long before a complete walk a create must have
+	// been received for its absence from the list to settle it.
+	notFoundMargin = 30 * time.Second
 	// minBurstForList is the smallest burst served by a list page: one
 	// create costs a fetch either way.
 	minBurstForList = 2
@@ -127,8 +131,10 @@ func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 		switch {
 		case listed:
 			out[i] = werr
-		case wk.complete && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(wk.started):
+		case wk.complete && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(wk.started.Add(-notFoundMargin)):
 			notFound++ // done: not at Strava, nothing stored
+		case wk.complete:
+			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
 		case wk.stop != nil || wk.dropped:
 			out[i] = wk.stop
 		default:

@@ -127,8 +127,9 @@ func TestABulkUploadIsServedByTwoListPages(t *testing.T) {
 
 // TestForgedCreatesSettleAsNotFoundForOnePage: creates for ids the athlete's
 // whole history (one short page) does not show are done, nothing stored; a
-// create received after the page was read is fetched alone. Protection: the
-// not-found settle (removing it fetches each forged id).
+// create received less than notFoundMargin before the page was read is
+// gathered again, never settled unseen nor fetched. Protections: the
+// not-found settle (removing it fetches each forged id) and its margin.
 func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
 	t.Parallel()
 	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil },
@@ -136,17 +137,21 @@ func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
 	l := &fakeLister{acts: history(3, 10)}
 	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
 	jobs := creates(append(span(5000, 300), 10)...)
-	late := creates(6000)[0]
-	late.ReceivedAtUtc = now.Add(time.Second)
-	jobs = append(jobs, late)
+	young := creates(6000)[0]
+	young.ReceivedAtUtc = now.Add(-10 * time.Second)
+	jobs = append(jobs, young)
 	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b1"))
-	for i, err := range outs {
+	for i, err := range outs[:len(outs)-1] {
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
 		}
 	}
-	if len(l.pages) != 1 || s.calls != 1 {
-		t.Fatalf("%d pages, %d fetches; want one page for 300 forged creates, one fetch for the late one", len(l.pages), s.calls)
+	var de *ingest.DeferError
+	if err := outs[len(outs)-1]; !errors.As(err, &de) || !de.Gathered {
+		t.Fatalf("a create received 10 s before the page: got %v, want it gathered again", err)
+	}
+	if len(l.pages) != 1 || s.calls != 0 {
+		t.Fatalf("%d pages, %d fetches; want one page for 301 creates, no fetch", len(l.pages), s.calls)
 	}
 }
 
