@@ -30,6 +30,13 @@ const (
 	MaxPartCount = keys.MaxPartCount
 	// AuditRetentionDays is how long audit entries live (TTL).
 	AuditRetentionDays = 90
+	// UnlinkedAuditRetentionDays is how long an audit entry that may hold
+	// a Strava id lives when no account stands behind it: entries filed
+	// under an athlete (events of no user, refused events) from their
+	// writing, and a deleted user's entries from the deletion. DynamoDB's
+	// TTL removes an expired item within about two days, so none outlives
+	// 7 days.
+	UnlinkedAuditRetentionDays = 3
 	// UserGuardRetentionDays is how long a deleted user's guard
 	// (model.UserGuard) outlives the deletion: far longer than any job in
 	// flight can take (a pending outbox item for the user resolves its

@@ -56,7 +56,11 @@ type Profile struct {
 	AthleteID    int64     `dynamodbav:"athleteId"`
 	DisplayName  string    `dynamodbav:"displayName"`
 	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
-	UserListPK   string    `dynamodbav:"GSI2PK"`
+	// RevokedAthleteHash is set while the athlete's grant stays revoked:
+	// the keyed hash naming the mapping a reconnect finds the user by
+	// (keys.RevokedAthleteKey), so an account deletion can remove it.
+	RevokedAthleteHash string `dynamodbav:"revokedAthleteHash,omitempty"`
+	UserListPK         string `dynamodbav:"GSI2PK"`
 	UserListSK   string    `dynamodbav:"GSI2SK"`
 }
 

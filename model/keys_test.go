@@ -161,6 +161,11 @@ func TestStampSetsIndexKeys(t *testing.T) {
 		a.ExpiresAt != at.Add(90*24*time.Hour).Unix() {
 		t.Fatalf("audit keys: %+v", a)
 	}
+	// Filed under an athlete, the entry names a Strava id no account
+	// explains: it expires within days, not 90.
+	if n := NewAuditEntry(keys.AthletePK(42), "", "ATHLETE_NOT_LINKED", "c", "r", at, nil); n.ExpiresAt != at.Add(3*24*time.Hour).Unix() {
+		t.Fatalf("athlete-filed entry expires at %d, want 3 days after %s", n.ExpiresAt, at)
+	}
 }
 
 func TestTransactionErrorClassification(t *testing.T) {

@@ -212,9 +212,15 @@ func (s *Session) Stamp() { s.Key, s.Meta = s.ItemKey(), current(EntitySession) 
 func (s *Session) Normalize() error { return normalize(&s.Meta, EntitySession) }
 
 // NewAuditEntry builds an audit entry about subjectPK (UserPK or AthletePK)
-// with its correlation and event-month index keys and a 90-day TTL
-// (NewRoutineAuditEntry: without index keys).
+// with its correlation and event-month index keys and a 90-day TTL, or
+// UnlinkedAuditRetentionDays for an entry filed under an athlete (its key
+// names the athlete and no account explains it) (NewRoutineAuditEntry:
+// without index keys).
 func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string, at time.Time, details map[string]string) *AuditEntry {
+	days := time.Duration(AuditRetentionDays)
+	if keys.IsAthletePK(subjectPK) {
+		days = UnlinkedAuditRetentionDays
+	}
 	a := &AuditEntry{
 		Key:           keys.AuditKey(subjectPK, at, requestID),
 		UserID:        userID,
@@ -223,7 +229,7 @@ func NewAuditEntry(subjectPK, userID, eventType, correlationID, requestID string
 		RequestID:     requestID,
 		OccurredAtUtc: at.UTC(),
 		Details:       details,
-		ExpiresAt:     at.Add(AuditRetentionDays * 24 * time.Hour).Unix(),
+		ExpiresAt:     at.Add(days * 24 * time.Hour).Unix(),
 	}
 	a.Stamp()
 	return a

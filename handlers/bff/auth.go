@@ -69,6 +69,9 @@ type LoginStore interface {
 	RevokedAthleteOwner(ctx context.Context, athleteID int64) (string, error)
 	// ReclaimRevokedAthlete links the athlete to that user again.
 	ReclaimRevokedAthlete(ctx context.Context, athleteID int64, userID, name string, now time.Time) error
+	// ForgetDeletedOwner removes the owner and keyed-hash mappings that
+	// still name a deleted user (each only if it names userID).
+	ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
@@ -259,9 +262,15 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 			ExpiresAtUtc: tok.Expiry.UTC(), Scopes: scopes, UpdatedAtUtc: now, GrantedAtUtc: &now,
 		}
 	}
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; attempt < 3; attempt++ {
 		owner, err := h.athleteOwner(ctx, a, now)
 		if err == nil {
+			if gone, err := h.forgetIfDeleted(ctx, log, a.ID, owner.UserID); err != nil || gone {
+				if err != nil {
+					return "", err
+				}
+				continue // the mapping named a deleted account: sign up anew
+			}
 			if err := h.reattach(ctx, log, corr, owner.UserID, now); err != nil {
 				return "", err
 			}
@@ -306,10 +315,43 @@ func (h *Handler) athleteOwner(ctx context.Context, a strava.Athlete, now time.T
 	case rerr != nil:
 		return owner, rerr
 	}
+	if gone, gerr := h.forgetIfDeleted(ctx, h.log, a.ID, userID); gerr != nil || gone {
+		if gerr != nil {
+			return owner, gerr
+		}
+		return owner, err // the revoked athlete's account was deleted since
+	}
 	if err := h.logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now); err != nil {
 		return owner, err
 	}
 	return model.AthleteOwner{AthleteID: a.ID, UserID: userID}, nil
+}
+
+// forgetIfDeleted reports whether userID's account was deleted (its guard
+// says so, for 90 days, or its profile is gone) and, if so, removes the
+// mappings that still name it, so the athlete signs up as a new user and
+// nothing of the deleted account comes back.
+func (h *Handler) forgetIfDeleted(ctx context.Context, log *slog.Logger, athleteID int64, userID string) (bool, error) {
+	g, err := h.logins.UserGuard(ctx, userID)
+	gone := err == nil && g.Deleted()
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
+		return false, fmt.Errorf("check user %s: %w", userID, err)
+	}
+	if !gone {
+		_, err := h.profiles.Profile(ctx, userID)
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
+			return false, fmt.Errorf("check user %s: %w", userID, err)
+		}
+		gone = err != nil
+	}
+	if !gone {
+		return false, nil
+	}
+	log.InfoContext(ctx, "athlete of a deleted account signs up again", "deletedUserId", userID)
+	if err := h.logins.ForgetDeletedOwner(ctx, athleteID, userID); err != nil {
+		return false, fmt.Errorf("forget deleted user %s: %w", userID, err)
+	}
+	return true, nil
 }
 
 // reattach lifts a deauthorization when its athlete connects again: it

@@ -72,7 +72,7 @@ func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.S
 func (s Stores) missing() []string {
 	var out []string
 	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
-		"Milestones": s.Milestones != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil} {
+		"Milestones": s.Milestones != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil} {
 		if !ok {
 			out = append(out, name)
 		}

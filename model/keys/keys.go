@@ -208,6 +208,9 @@ func ModelPartKey(modelID string, partIndex int) Key { return Key{ModelPK(modelI
 // GSI1PK on the Strava connection.
 func AthletePK(athleteID int64) string { return PrefixStravaAthlete + strconv.FormatInt(athleteID, 10) }
 
+// IsAthletePK reports whether pk is an athlete's partition (AthletePK).
+func IsAthletePK(pk string) bool { return strings.HasPrefix(pk, PrefixStravaAthlete) }
+
 // AthleteOwnerKey addresses the athlete → user mapping.
 func AthleteOwnerKey(athleteID int64) Key { return Key{AthletePK(athleteID), SKOwner} }
 

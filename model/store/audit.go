@@ -8,6 +8,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 )
@@ -102,4 +106,43 @@ func (s *Audits) AuditEntriesAt(ctx context.Context, userID string, at time.Time
 		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
 	}
 	return es, nil
+}
+
+// ExpireUserAudit brings the TTL (expiresAt) of every audit entry of userID
+// forward to at, where it lies later, except the ACCOUNT_DELETED entries,
+// which hold no Strava id and keep theirs: an account deletion, after which
+// nothing naming a Strava id outlives at. It returns how many entries it
+// changed; re-running it is harmless.
+func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Time) (int, error) {
+	exp := at.Unix()
+	later := expression.Name("expiresAt").GreaterThan(expression.Value(exp)).
+		And(expression.Name("eventType").NotEqual(expression.Value(model.AuditAccountDeleted)))
+	ex, err := expression.NewBuilder().WithKeyCondition(expression.Key("PK").Equal(expression.Value(keys.UserPK(userID)))).
+		WithFilter(later).WithProjection(expression.NamesList(expression.Name("PK"), expression.Name("SK"))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("expire audit of user %s: build query: %w", userID, err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: aws.String(s.t.Audit),
+		KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true)})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, fmt.Errorf("expire audit of user %s: %w", userID, translate(err))
+		}
+		for _, it := range page.Items {
+			k, err := KeyOf(it)
+			if err != nil {
+				return n, err
+			}
+			upd := expression.Set(expression.Name("expiresAt"), expression.Value(exp))
+			err = s.UpdateIn(ctx, s.t.Audit, k, upd, expression.AttributeExists(expression.Name("PK")))
+			if err != nil && !isConflict(err) {
+				return n, fmt.Errorf("expire audit of user %s: %w", userID, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

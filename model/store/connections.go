@@ -320,3 +320,12 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 	}
 	return true, nil
 }
+
+// DeleteStravaConnection removes the user's Strava connection (its tokens);
+// a missing one is not an error.
+func (s *Connections) DeleteStravaConnection(ctx context.Context, userID string) error {
+	if err := s.Delete(ctx, s.t.Main, keys.StravaConnectionKey(userID)); err != nil {
+		return fmt.Errorf("delete strava connection of %s: %w", userID, err)
+	}
+	return nil
+}

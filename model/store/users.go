@@ -182,6 +182,19 @@ func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userI
 	return nil
 }
 
+// DeleteRevokedAthleteOf removes the keyed-hash mapping a revocation left
+// (keys.RevokedAthleteKey(hash)) only if it names userID: an account
+// deletion, after which the athlete signs up as a new user. A missing
+// mapping or one naming another user is not an error.
+func (s *Users) DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error {
+	mine := expression.Name("userId").Equal(expression.Value(userID))
+	err := s.DeleteIf(ctx, s.t.Main, keys.RevokedAthleteKey(hash), &mine)
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("delete revoked-athlete mapping of user %s: %w", userID, err)
+	}
+	return nil
+}
+
 // DeleteUserItems deletes the items of a user's partition whose sort key
 // begins with prefix (all of them when empty) and for which skip returns
 // false, in batches of 25, page after page until none is left; the user

@@ -10,12 +10,14 @@
 // deleted, kept 90 days: from now on what any writer in flight writes is
 // removed after it lands, by the projector for a webhook's workout, by the
 // writer's own check for a sync page, the sync state and milestone
-// creation, so nothing written for the user outlives the deletion) → connection (connection, then the owner mapping
-// only if it still points at this user) → user_data (workouts, milestones,
+// creation, so nothing written for the user outlives the deletion) →
+// connection (connection, the keyed-hash mapping a revocation left, then
+// the owner mapping, each only if it still points at this user) → user_data (workouts, milestones,
 // awards, everything else in USER#{id}, batches of 25) → parked (the user's
 // PARKED#WORKER / PARKED#PROJECTOR records, found by userId, or by athleteId
 // when they name no user: a filtered Query of those small partitions) →
-// audit (ACCOUNT_DELETED; the audit trail keeps its 90-day TTL) → profile
+// audit (the trail expires within 3 days; ACCOUNT_DELETED, without a Strava
+// id, keeps the 90-day TTL) → profile
 // (plus a final sweep of the partition) → sessions (the caller's own last,
 // pointer first).
 package deletion
@@ -25,14 +27,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // The steps of account deletion, in order. Each is idempotent; the order
@@ -62,9 +62,14 @@ var Steps = []string{StepDeauthorize, StepGuard, StepConnection, StepUserData, S
 // Store is what the steps remove, and the deletion's audit entry.
 type Store interface {
 	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
-	Delete(ctx context.Context, table string, k model.Key) error
-	Tables() store.Tables
+	DeleteStravaConnection(ctx context.Context, userID string) error
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
+	// DeleteRevokedAthleteOf removes the keyed-hash mapping a revocation
+	// left (named by the profile's RevokedAthleteHash) if it names userID.
+	DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error
+	// ExpireUserAudit brings the user's audit entries' TTL forward to at
+	// (ACCOUNT_DELETED entries keep theirs).
+	ExpireUserAudit(ctx context.Context, userID string, at time.Time) (int, error)
 	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
 	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
 	DeleteUserSessions(ctx context.Context, userID, keep string) error
@@ -134,7 +139,7 @@ func (d *Deleter) Delete(ctx context.Context, userID, sessionID, correlationID s
 		userID: userID, sessionID: sessionID, correlationID: correlationID}
 	rep := Report{Completed: []string{}}
 	if p, err := d.accounts.Profile(ctx, userID); err == nil {
-		r.athleteID = p.AthleteID
+		r.athleteID, r.revokedHash = p.AthleteID, p.RevokedAthleteHash
 	} else if !errors.Is(err, model.ErrNotFound) {
 		return stopped(rep, StepDeauthorize, err)
 	}
@@ -168,6 +173,9 @@ type run struct {
 	// athleteID is the Strava athlete of the profile, or of the connection
 	// when the profile is gone (0: neither is left).
 	athleteID int64
+	// revokedHash names the keyed-hash mapping of an athlete whose grant
+	// was revoked (the profile's RevokedAthleteHash; empty: none).
+	revokedHash string
 }
 
 type step struct {
@@ -191,11 +199,7 @@ func (r *run) steps() []step {
 			_, err := st.DeleteUserParked(ctx, r.userID, r.athleteID)
 			return err
 		}},
-		{StepAudit, func(ctx context.Context) error {
-			st.Audit(ctx, r.log, model.NewAuditEntry(keys.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
-				model.NewID(), r.d.Now().UTC(), map[string]string{"athleteId": strconv.FormatInt(r.athleteID, 10)}))
-			return nil
-		}},
+		{StepAudit, r.audit},
 		{StepProfile, func(ctx context.Context) error {
 			// Also sweeps anything written since the data step (a worker in flight).
 			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindUserSession })
@@ -220,16 +224,36 @@ func (r *run) deauthorize(ctx context.Context) error {
 	return r.d.revoke(ctx, r.log, c)
 }
 
-// connection deletes the connection and the athlete's owner mapping.
+// connection deletes the connection and what maps the athlete to the
+// user: the owner mapping, and the keyed-hash mapping a revocation left,
+// so the athlete signs up again as a new user.
 func (r *run) connection(ctx context.Context) error {
 	st := r.d.st
-	if err := st.Delete(ctx, st.Tables().Main, keys.StravaConnectionKey(r.userID)); err != nil {
+	if err := st.DeleteStravaConnection(ctx, r.userID); err != nil {
 		return err
+	}
+	if r.revokedHash != "" {
+		if err := st.DeleteRevokedAthleteOf(ctx, r.revokedHash, r.userID); err != nil {
+			return err
+		}
 	}
 	if r.athleteID == 0 {
 		return nil // no profile and no connection: the mapping went with them
 	}
 	return st.DeleteAthleteOwnerOf(ctx, r.athleteID, r.userID)
+}
+
+// audit brings the user's audit trail to expire within
+// model.UnlinkedAuditRetentionDays (its entries may name Strava ids), then
+// writes ACCOUNT_DELETED, which names none and keeps the 90-day TTL.
+func (r *run) audit(ctx context.Context) error {
+	now := r.d.Now().UTC()
+	if _, err := r.d.st.ExpireUserAudit(ctx, r.userID, now.Add(model.UnlinkedAuditRetentionDays*24*time.Hour)); err != nil {
+		return err
+	}
+	r.d.st.Audit(ctx, r.log, model.NewAuditEntry(keys.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
+		model.NewID(), now, nil))
+	return nil
 }
 
 // sessions deletes the user's sessions, the caller's pointer last.

@@ -178,12 +178,18 @@ func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) erro
 }
 
 // ForgetStravaIdentity removes from the user's profile what Strava said
-// about the athlete (the name, the athlete id). A missing profile is not an
-// error.
-func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string) error {
+// about the athlete (the name, the athlete id) and records the keyed hash
+// of the revoked athlete's mapping instead, so an account deletion finds
+// and removes it. A missing profile is not an error.
+func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string, athleteID int64) error {
+	h, err := s.athleteHash(ctx, athleteID)
+	if err != nil {
+		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
+	}
 	upd := expression.Set(expression.Name("displayName"), expression.Value("")).
-		Set(expression.Name("athleteId"), expression.Value(0))
-	err := s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
+		Set(expression.Name("athleteId"), expression.Value(0)).
+		Set(expression.Name("revokedAthleteHash"), expression.Value(h))
+	err = s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
 	if err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
 	}
@@ -194,7 +200,8 @@ func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string) error 
 // (a reconnect of a revoked athlete).
 func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athleteID int64, name string) error {
 	upd := expression.Set(expression.Name("displayName"), expression.Value(name)).
-		Set(expression.Name("athleteId"), expression.Value(athleteID))
+		Set(expression.Name("athleteId"), expression.Value(athleteID)).
+		Remove(expression.Name("revokedAthleteHash"))
 	if err := s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
 		return fmt.Errorf("restore strava identity of %s: %w", userID, err)
 	}
@@ -287,7 +294,7 @@ func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID i
 	if err := s.st.Delete(ctx, s.st.Tables().Main, keys.SyncStateKey(userID)); err != nil {
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
-	if err := s.ForgetStravaIdentity(ctx, userID); err != nil {
+	if err := s.ForgetStravaIdentity(ctx, userID, athleteID); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
 	if r.Stripped, err = s.StripStravaIDs(ctx, userID); err != nil {
@@ -316,6 +323,20 @@ func (s *Purger) ReclaimRevokedAthlete(ctx context.Context, athleteID int64, use
 		return err
 	}
 	return s.ForgetRevokedAthlete(ctx, athleteID)
+}
+
+// ForgetDeletedOwner removes what still links athleteID to userID, an
+// account that was deleted: the owner mapping and the keyed-hash mapping,
+// each only if it names userID, so the athlete signs up as a new user.
+func (s *Purger) ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error {
+	if err := s.st.DeleteAthleteOwnerOf(ctx, athleteID, userID); err != nil {
+		return err
+	}
+	h, err := s.athleteHash(ctx, athleteID)
+	if err != nil {
+		return fmt.Errorf("forget deleted owner %s: %w", userID, err)
+	}
+	return s.st.DeleteRevokedAthleteOf(ctx, h, userID)
 }
 
 // keyAV is the primary key of k as attribute values (the main table's
