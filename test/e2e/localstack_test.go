@@ -222,16 +222,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // restarts, and on Ctrl-C (SIGINT) stops without leaving DynamoDB Local
 // behind.
 func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
-	root, err := dynamolocal.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "run")
-	build := exec.Command("go", "build", "-o", bin, "./scripts/run")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./scripts/run: %v\n%s", err, out)
-	}
+	bin, root := buildRun(t)
 	data := t.TempDir()
 	for round := 1; round <= 2; round++ {
 		cmd := exec.Command(bin)
