@@ -61,7 +61,7 @@ type Profile struct {
 	// (keys.RevokedAthleteKey), so an account deletion can remove it.
 	RevokedAthleteHash string `dynamodbav:"revokedAthleteHash,omitempty"`
 	UserListPK         string `dynamodbav:"GSI2PK"`
-	UserListSK   string    `dynamodbav:"GSI2SK"`
+	UserListSK         string `dynamodbav:"GSI2SK"`
 }
 
 // StravaConnection holds a user's Strava tokens (USER#{userId} /
