@@ -18,6 +18,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.81.4
 	github.com/aws/smithy-go v1.28.8
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/go-version v1.9.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/hashicorp/terraform-exec v0.26.0

@@ -26,11 +26,23 @@ const CallbackPath = "/auth/strava/callback"
 // Need is what NewAPI requires from the configuration.
 var Need = config.Need{Strava: true, Webhook: true, PublicURL: true, Tokens: true}
 
+// API is the api's http.Handler: its routes, every answer carrying the
+// headers of bff.SecureHeaders.
+type API struct {
+	// Routes is the mux the routes are registered on (route checks).
+	Routes *http.ServeMux
+	secure http.Handler
+}
+
+// ServeHTTP serves r through the routes, with the security headers.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.secure.ServeHTTP(w, r) }
+
 // NewAPI returns the api's handler: the webhook handing new events to d,
-// and the BFF's routes. httpClient carries calls to Strava (nil: the Strava
+// and the BFF's routes, every answer with the headers a browser needs
+// (bff.SecureHeaders). httpClient carries calls to Strava (nil: the Strava
 // client's default timeout). It returns an error naming every unusable
 // setting.
-func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*http.ServeMux, error) {
+func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*API, error) {
 	cat, err := catalog.Default()
 	if err != nil {
 		return nil, fmt.Errorf("load model catalog: %w", err)
@@ -61,5 +73,5 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	}, st, d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)
-	return mux, nil
+	return &API{Routes: mux, secure: bff.SecureHeaders(mux, cfg.PublicURL)}, nil
 }

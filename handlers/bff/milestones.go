@@ -18,7 +18,6 @@ package bff
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +27,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsontextv2 "github.com/go-json-experiment/json/jsontext"
 
 	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
@@ -114,16 +116,18 @@ type CreateMilestoneRequest struct {
 	PeriodEndAtUtc   *string  `json:"periodEndAtUtc"`
 }
 
-// decodeJSON reads a JSON body strictly; a bad body is a *model.ValidationError
-// naming the field when it can.
 // errBodyTooLarge is decodeJSON's answer to a body over maxBody (413).
 var errBodyTooLarge = fmt.Errorf("body is larger than %d bytes", maxBody)
 
-// decodeJSON reads one JSON object into v, strictly. It returns
-// errBodyTooLarge for a body over maxBody, and otherwise a
-// *model.ValidationError naming the problem: every text field that is not
-// valid UTF-8 (refused, never silently replaced), an unknown field, a wrong
-// type, an empty or malformed body.
+// decodeJSON reads one JSON object into v, strictly (JSON v2 semantics,
+// github.com/go-json-experiment/json): member names match exactly, case
+// included. It returns errBodyTooLarge for a body over maxBody, and
+// otherwise a *model.ValidationError naming the problem: every text field
+// that is not valid UTF-8 (refused, never silently replaced), an unknown
+// field (a known one spelled in another case included), a field given
+// twice, a wrong type, data after the JSON value, an empty or malformed
+// body. Nothing is read into v that a refusal would leave half-applied:
+// callers act only on a nil error.
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var mbe *http.MaxBytesError
@@ -140,28 +144,54 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 		}
 		return ve
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &model.ValidationError{Fields: []model.FieldError{{Field: "body", Message: "is empty"}}}
 	}
+	err = jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true))
 	if err == nil {
 		return nil
 	}
+	return bodyError(err)
+}
+
+// bodyError names what made a body unreadable, as a validation error.
+func bodyError(err error) *model.ValidationError {
 	ve := &model.ValidationError{}
-	var te *json.UnmarshalTypeError
+	var se *jsonv2.SemanticError
+	var sy *jsontextv2.SyntacticError
 	switch {
-	case errors.As(err, &te) && te.Field != "":
-		ve.Add(te.Field, "must be a %s", jsonKind(te.Type.Kind().String()))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		ve.Add(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field")
-	case errors.Is(err, io.EOF):
-		ve.Add("body", "is empty")
+	case errors.As(err, &sy) && errors.Is(sy.Err, jsontextv2.ErrDuplicateName):
+		ve.Add(pointerField(sy.JSONPointer), "is given more than once")
+	case errors.As(err, &sy) && sy.JSONPointer == "" && strings.Contains(sy.Err.Error(), "after top-level value"):
+		ve.Add("body", "holds data after the JSON value")
+	case errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName):
+		ve.Add(pointerField(se.JSONPointer), "is not a known field (names are case-sensitive)")
+	case errors.As(err, &se) && se.GoType != nil && se.JSONPointer != "":
+		ve.Add(pointerField(se.JSONPointer), "must be a %s", jsonKind(se.GoType.Kind().String()))
 	default:
 		ve.Add("body", "is not valid JSON")
 	}
 	return ve
+}
+
+// pointerField writes a JSON pointer as the field paths of validation
+// errors: /sportTypes/1 is sportTypes[1].
+func pointerField(p jsontextv2.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
 }
 
 func jsonKind(k string) string {

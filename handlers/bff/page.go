@@ -96,7 +96,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	w.Header().Set("Content-Security-Policy", PageCSP)
 	if err := pageTmpl.Execute(w, data); err != nil {
 		log.ErrorContext(ctx, "page: render", "error", err)
 	}

@@ -73,6 +73,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 // page answers a browser route (login, callback) with a small HTML page.
 func page(w http.ResponseWriter, status int, title, msg string, retry bool) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", PageCSP)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = pageTemplate.Execute(w, struct {

@@ -163,8 +163,11 @@ func TestLoginStoresNoCookieValueAndNoToken(t *testing.T) {
 }
 
 // TestCreateMilestoneRefusesHostileBodies: text that is not valid UTF-8 is
-// refused naming the field (never stored with U+FFFD in its place), and a
-// body over the limit is 413; nothing is written.
+// refused naming the field (never stored with U+FFFD in its place), so are
+// a key given twice, data after the JSON value and a known key in another
+// case (decodeJSON's JSON v2 reading: with encoding/json each of these is
+// taken, last value or case-folded), and a body over the limit is 413;
+// nothing is written.
 func TestCreateMilestoneRefusesHostileBodies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
@@ -177,6 +180,13 @@ func TestCreateMilestoneRefusesHostileBodies(t *testing.T) {
 		{"invalid byte in the title", "{" + rest + ",\"title\":\"Ride \xff\xfe\"}", []string{"title"}},
 		{"escaped lone surrogate", "{" + rest + `,"title":"Ride \udc00"}`, []string{"title"}},
 		{"invalid sport type", "{" + rest + ",\"title\":\"Ride\",\"sportTypes\":[\"Ride\",\"R\xc3\"]}", []string{"sportTypes[1]"}},
+		// Read strictly: what a lenient reader would take one way and a
+		// proxy or a log another is refused.
+		{"a key given twice", "{" + rest + `,"title":"Ride","title":"Run"}`, []string{"title"}},
+		{"data after the value", "{" + rest + `,"title":"Ride"} {"title":"x"}`, []string{"body"}},
+		{"a closing bracket after the value", "{" + rest + `,"title":"Ride"}]`, []string{"body"}},
+		{"a known key in another case", "{" + rest + `,"Title":"Ride"}`, []string{"Title"}},
+		{"a nested key given twice", "{" + rest + `,"title":"Ride","sportTypes":["Run"],"sportTypes":["Ride"]}`, []string{"sportTypes"}},
 	} {
 		r := e.do(http.MethodPost, "/v1/milestones", sid, tc.body)
 		var body bff.ErrorBody

@@ -47,7 +47,7 @@ type api struct {
 	sim   *stravasim.Server
 	st    *store.Store
 	srv   *httptest.Server
-	mux   *http.ServeMux
+	mux   *app.API
 	queue *handoff.Queue
 	// stream and projector play the projector Lambda's event source mapping.
 	stream    *streams.Reader
@@ -130,7 +130,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	ctx := context.Background()
 
 	// Every route on the assembled mux is documented, and nothing more.
-	if err := openapi.CheckRoutes(a.mux, append(bff.Routes(), bff.PageRoute, "GET "+intake.WebhookPath, "POST "+intake.WebhookPath)); err != nil {
+	if err := openapi.CheckRoutes(a.mux.Routes, append(bff.Routes(), bff.PageRoute, "GET "+intake.WebhookPath, "POST "+intake.WebhookPath)); err != nil {
 		t.Fatalf("openapi.yaml drifted from the api mux:\n%v", err)
 	}
 

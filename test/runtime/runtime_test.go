@@ -158,6 +158,15 @@ func TestLambdaRuntime(t *testing.T) {
 	if r := f.api("GET", "/webhooks/strava?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=x", nil, nil, ""); r.StatusCode != 403 {
 		t.Fatalf("handshake with a wrong token: %d %s", r.StatusCode, r.Body)
 	}
+	// --- every answer, whichever route or refusal wrote it, carries what a
+	// browser needs (the api is reached over https: HSTS)
+	for _, target := range []string{"/webhooks/strava?hub.mode=subscribe&hub.verify_token=wrong", "/v1/me", "/", "/auth/strava/callback?state=x&code=y"} {
+		r := f.api("GET", target, nil, nil, "")
+		if header(r, "X-Content-Type-Options") != "nosniff" || !strings.Contains(header(r, "Strict-Transport-Security"), "max-age=") ||
+			!strings.Contains(header(r, "Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Fatalf("GET %s: %d, headers %v; want nosniff, HSTS and a CSP forbidding framing", target, r.StatusCode, r.Headers)
+		}
+	}
 
 	// --- OAuth login through the simulator, twice: one user, two sessions
 	s1 := f.login()
