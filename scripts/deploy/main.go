@@ -1,6 +1,6 @@
 // Command deploy builds the Lambda zips and deploys an environment root with
 // Terraform: init (your backend config), plan to a file, a summary of that
-// plan, a refusal when a table or queue would be destroyed or replaced,
+// plan, a refusal when a table, a queue or the token key would be destroyed or replaced,
 // confirmation, apply of exactly that plan, then the outputs, the model
 // catalog seeded into the deployed main table (idempotent) and the Strava
 // push-subscription command.
@@ -12,7 +12,8 @@
 // stops after the plan and its summary (CI); --yes applies without asking
 // (CI). The summary lists creates, updates, replacements and destroys read
 // from the saved plan as JSON; the command refuses (exit 2) when a DynamoDB
-// table or SQS queue would be destroyed or replaced unless --allow-destroy.
+// table, an SQS queue or the token KMS key would be destroyed or replaced
+// unless --allow-destroy.
 // After the apply it prints the outputs (API URL, webhook callback URL, table
 // names, stream ARN, DLQ URLs) and the exact curl that creates the Strava
 // push subscription (secrets read from SSM by the command, never printed).
@@ -64,7 +65,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		varFiles     multi
 		vars         multi
 		planOut      = fs.String("plan-out", "", "`file` for the saved plan (default <env>/commitcollect.tfplan); the apply uses exactly this plan")
-		allowDestroy = fs.Bool("allow-destroy", false, "allow the plan to destroy or replace stateful resources (DynamoDB tables, SQS queues); refused otherwise")
+		allowDestroy = fs.Bool("allow-destroy", false, "allow the plan to destroy or replace stateful resources (DynamoDB tables, SQS queues, the token KMS key); refused otherwise")
 		yes          = fs.Bool("yes", false, "apply without asking for confirmation (CI)")
 		planOnly     = fs.Bool("plan-only", false, "stop after the plan summary (and the stateful-resource check); apply nothing")
 		skipBuild    = fs.Bool("skip-build", false, "do not build the Lambda zips; use the ones already in --dist")

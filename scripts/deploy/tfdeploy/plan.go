@@ -16,8 +16,10 @@ import (
 )
 
 // StatefulTypes are resource types that hold data: destroying or replacing
-// one loses it (tables) or loses parked records (DLQs).
-var StatefulTypes = []string{"aws_dynamodb_table", "aws_sqs_queue"}
+// one loses it (tables), loses parked records (DLQs), or makes it
+// unreadable (the KMS key sealing every Strava token and the athlete-hash
+// key: a destroyed key cannot open them again).
+var StatefulTypes = []string{"aws_dynamodb_table", "aws_sqs_queue", "aws_kms_key"}
 
 // Change is one planned change of a managed resource.
 type Change struct {

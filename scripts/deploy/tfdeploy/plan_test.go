@@ -19,7 +19,9 @@ func plan(rcs ...*tfjson.ResourceChange) *tfjson.Plan { return &tfjson.Plan{Reso
 const (
 	table = "module.commitcollect.module.tables.aws_dynamodb_table.this[\"main\"]"
 	queue = "module.commitcollect.aws_sqs_queue.projector_dlq"
-	fn    = "module.commitcollect.module.api.aws_lambda_function.this"
+	// tokenKey seals every Strava token and the athlete-hash key.
+	tokenKey = "module.commitcollect.aws_kms_key.tokens[0]"
+	fn       = "module.commitcollect.module.api.aws_lambda_function.this"
 )
 
 func TestSummarize(t *testing.T) {
@@ -74,6 +76,11 @@ func TestDangerous(t *testing.T) {
 			want: []Change{{table, "aws_dynamodb_table"}}},
 		{name: "queue replaced create-before-destroy", given: plan(rc(queue, "aws_sqs_queue", tfjson.ActionCreate, tfjson.ActionDelete)),
 			want: []Change{{queue, "aws_sqs_queue"}}},
+		{name: "token key destroyed", given: plan(rc(tokenKey, "aws_kms_key", tfjson.ActionDelete)),
+			want: []Change{{tokenKey, "aws_kms_key"}}},
+		{name: "token key replaced", given: plan(rc(tokenKey, "aws_kms_key", tfjson.ActionDelete, tfjson.ActionCreate)),
+			want: []Change{{tokenKey, "aws_kms_key"}}},
+		{name: "token key policy updated in place is fine", given: plan(rc(tokenKey, "aws_kms_key", tfjson.ActionUpdate)), want: nil},
 		{name: "table updated in place is fine", given: plan(rc(table, "aws_dynamodb_table", tfjson.ActionUpdate)), want: nil},
 		{name: "function replaced is fine", given: plan(rc(fn, "aws_lambda_function", tfjson.ActionDelete, tfjson.ActionCreate)), want: nil},
 		{name: "queue forgotten keeps the queue", given: plan(rc(queue, "aws_sqs_queue", tfjson.ActionForget)), want: nil},
