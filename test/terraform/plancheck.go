@@ -226,6 +226,8 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 	checkWorkerAsyncDeployed(d, add)
 	checkRoutesDeployed(d, add)
 	checkAPIThrottling(d, add)
+	checkTokenKeyPolicy(d, add)
+	checkWorkerConcurrency(d, add)
 	checkSweeperDeployed(d, add)
 	checkAlarmsDeployed(d, topicARN, add)
 	checkDashboardDeployed(d, add)
@@ -646,39 +648,6 @@ func Routes() []string {
 	return out
 }
 
-// MinWebhookPeakRPS is the floor of the API stage's steady rate limit:
-// the estimate of a million athletes' evening peak of webhooks
-// (10x the mean). Below it Strava's deliveries are throttled (429) at the
-// peak; the module's default (500/s) keeps ~4x headroom.
-const MinWebhookPeakRPS = 130
-
-// checkAPIThrottling: the stage throttles (a guard), but not below the
-// webhook peak, and its burst holds at least one second.
-func checkAPIThrottling(d *Deployed, add addFunc) {
-	stages := d.Of("aws_apigatewayv2_stage")
-	if len(stages) == 0 {
-		add("no aws_apigatewayv2_stage")
-	}
-	for _, st := range stages {
-		s := st.Block("default_route_settings")
-		num := func(k string) float64 {
-			if f, ok := s[k].(float64); ok {
-				return f
-			}
-			if n, ok := s[k].(json.Number); ok {
-				f, _ := n.Float64()
-				return f
-			}
-			return -1
-		}
-		rate, burst := num("throttling_rate_limit"), num("throttling_burst_limit")
-		if rate < MinWebhookPeakRPS || burst < rate {
-			add("%s: throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak) and a burst of at least the rate",
-				st.Address, rate, burst, MinWebhookPeakRPS)
-		}
-	}
-}
-
 func checkRoutesDeployed(d *Deployed, add addFunc) {
 	api, ok := d.Functions["api"]
 	if !ok {
@@ -781,6 +750,10 @@ var RequiredAlarms = []Alarm{
 	{"DLQ depth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", allOf("aws_sqs_queue", "name")},
 	{"API 5xx", "AWS/ApiGateway", "5xx", "ApiId", allOf("aws_apigatewayv2_api", "id")},
 	{"API latency", "AWS/ApiGateway", "Latency", "ApiId", allOf("aws_apigatewayv2_api", "id")},
+	// Throttled answers are 429s: without these, a flood or limits set too
+	// low throttle Strava's deliveries silently.
+	{"API 4xx", "AWS/ApiGateway", "4xx", "ApiId", allOf("aws_apigatewayv2_api", "id")},
+	{"webhook route 4xx", "AWS/ApiGateway", "4xx", "Route", constant("POST " + intake.WebhookPath)},
 	// The projector's EMF metric: a milestone's period held more workouts
 	// than the guardrail reads (projections/consumer/metrics.go).
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
@@ -818,7 +791,10 @@ func checkAlarmsDeployed(d *Deployed, topicARN string, add addFunc) {
 			found := false
 			for _, a := range alarms {
 				dims, _ := a.Values["dimensions"].(map[string]any)
-				if a.Str("namespace") == want.Namespace && a.Str("metric_name") == want.Metric && dims[want.Dimension] == dim {
+				// An ApiId alarm watches the whole API: one narrowed to a
+				// route (Route, Stage) does not stand in for it.
+				whole := want.Dimension != "ApiId" || len(dims) == 1
+				if a.Str("namespace") == want.Namespace && a.Str("metric_name") == want.Metric && dims[want.Dimension] == dim && whole {
 					found = true
 				}
 			}

@@ -96,12 +96,21 @@ resource "aws_sqs_queue" "projector_dlq" {
 # Strava tokens are sealed at the item level with envelope encryption: data
 # keys from this key (GenerateDataKey), bound to the user and the purpose by
 # the encryption context. Created here unless var.token_kms_key_arn names one.
+#
+# Protected like a table: only the api and worker roles may use the key, and
+# only with the tokens' encryption context; the account's administrators
+# (token_key_admin_arns, default the account root, meaning IAM principals
+# the account lets administer KMS) manage it but cannot use it. The policy
+# does not delegate use to IAM, so a broad kms:Decrypt grant elsewhere in the
+# account opens no token. scripts/deploy refuses a plan that destroys or
+# replaces the key unless --allow-destroy.
 resource "aws_kms_key" "tokens" {
   count = var.token_kms_key_arn == null ? 1 : 0
 
   description             = "${local.name}: wraps the data keys sealing Strava tokens"
   enable_key_rotation     = true
   deletion_window_in_days = 30
+  policy                  = data.aws_iam_policy_document.token_key.json
   tags                    = var.tags
 }
 
@@ -142,8 +151,10 @@ data "aws_iam_policy_document" "api" {
     resources = [module.tables.arns["main"]]
   }
   statement {
+    # Entries; account deletion also brings the user's trail's TTL forward
+    # (a Query of the user's entries, an UpdateItem each).
     sid       = "Audit"
-    actions   = ["dynamodb:PutItem"]
+    actions   = ["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
     resources = [module.tables.arns["audit"]]
   }
   # Seal and open Strava tokens (model/secrets/kms). Only with an encryption
@@ -463,6 +474,46 @@ data "aws_iam_policy_document" "sweeper" {
   }
 }
 
+# The token key's policy (aws_kms_key.tokens): management for the
+# administrators, use for the api and worker roles only.
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}
+
+data "aws_iam_policy_document" "token_key" {
+  statement {
+    sid = "Administer"
+    principals {
+      type        = "AWS"
+      identifiers = coalesce(var.token_key_admin_arns, ["arn:${data.aws_partition.current.partition}:iam::${data.aws_caller_identity.current.account_id}:root"])
+    }
+    # Management only: no Encrypt, Decrypt, GenerateDataKey*, ReEncrypt*
+    # and no CreateGrant (a grant could hand use to anyone).
+    actions = [
+      "kms:CancelKeyDeletion", "kms:CreateAlias", "kms:DeleteAlias", "kms:DescribeKey", "kms:DisableKey",
+      "kms:DisableKeyRotation", "kms:EnableKey", "kms:EnableKeyRotation", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus",
+      "kms:ListAliases", "kms:ListGrants", "kms:ListKeyPolicies", "kms:ListKeyRotations", "kms:ListResourceTags",
+      "kms:PutKeyPolicy", "kms:RevokeGrant", "kms:RotateKeyOnDemand", "kms:ScheduleKeyDeletion", "kms:TagResource",
+      "kms:UntagResource", "kms:UpdateAlias", "kms:UpdateKeyDescription",
+    ]
+    resources = ["*"]
+  }
+  statement {
+    sid = "SealAndOpenStravaTokens"
+    principals {
+      type        = "AWS"
+      identifiers = [module.api.role_arn, module.worker.role_arn]
+    }
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = ["*"]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:purpose"
+      values   = ["strava-tokens"]
+    }
+  }
+}
+
 # ------------------------------------------------------------- functions
 
 module "api" {
@@ -718,6 +769,19 @@ resource "aws_cloudwatch_log_group" "api_access" {
   tags              = var.tags
 }
 
+# Throttling per route: the BFF's routes share the stage default; Strava's
+# deliveries (the webhook) have their own budget, sized for the webhook
+# peak, so a flood elsewhere never throttles them; /auth/* (unauthenticated,
+# the login writes an item per request) gets a low one. The webhook route's
+# detailed metrics feed its 4xx alarm.
+locals {
+  webhook_routes = ["GET /webhooks/strava", "POST /webhooks/strava"]
+  route_throttles = merge(
+    { for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },
+    { for r in local.routes : r => { rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit } if startswith(r, "GET /auth/") || startswith(r, "POST /auth/") },
+  )
+}
+
 resource "aws_apigatewayv2_stage" "default" {
   api_id      = aws_apigatewayv2_api.http.id
   name        = "$default"
@@ -727,6 +791,19 @@ resource "aws_apigatewayv2_stage" "default" {
     throttling_rate_limit  = var.api.throttling_rate_limit
     throttling_burst_limit = var.api.throttling_burst_limit
   }
+
+  dynamic "route_settings" {
+    for_each = local.route_throttles
+    content {
+      route_key                = route_settings.key
+      throttling_rate_limit    = route_settings.value.rate
+      throttling_burst_limit   = route_settings.value.burst
+      detailed_metrics_enabled = contains(local.webhook_routes, route_settings.key)
+    }
+  }
+
+  # route_settings name routes that must exist first.
+  depends_on = [aws_apigatewayv2_route.api]
 
   access_log_settings {
     destination_arn = aws_cloudwatch_log_group.api_access.arn
@@ -925,24 +1002,46 @@ resource "aws_cloudwatch_metric_alarm" "worker_async" {
   tags                = var.tags
 }
 
-# The HTTP API: server errors (the api Lambda failing or timing out) and
-# latency (Strava wants the webhook answered within 2 s).
+# The HTTP API: server errors (the api Lambda failing or timing out),
+# client errors (throttled answers are 429s: a flood, or limits set too low)
+# and latency (Strava wants the webhook answered within 2 s).
 resource "aws_cloudwatch_metric_alarm" "api" {
   for_each = {
     "5xx"   = { statistic = "Sum", threshold = 0, description = "The HTTP API answered 5xx (the api Lambda failed, timed out or was throttled). Strava gives up on a webhook after three attempts: once fixed, run make syncs ARGS=\"-reconcile-since <start of the outage, RFC3339>\" to re-list every athlete's activities since then." }
+    "4xx"   = { statistic = "Sum", threshold = var.alarms.api_4xx, description = "The HTTP API answered more 4xx than usual: throttled requests (429, a flood or limits too low) or a client refused in numbers. Read the access log by routeKey and status." }
     latency = { statistic = "Maximum", threshold = var.alarms.api_latency_ms, description = "The HTTP API's slowest answer exceeded the threshold (Strava waits 2 s for the webhook)." }
   }
 
   alarm_name          = "${local.name}-api-${lower(each.key)}"
   alarm_description   = each.value.description
   namespace           = "AWS/ApiGateway"
-  metric_name         = each.key == "latency" ? "Latency" : "5xx"
+  metric_name         = each.key == "latency" ? "Latency" : each.key
   dimensions          = { ApiId = aws_apigatewayv2_api.http.id }
   statistic           = each.value.statistic
   period              = var.alarms.period_s
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = each.value.threshold
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = [var.alarms.topic_arn]
+  ok_actions          = [var.alarms.topic_arn]
+  tags                = var.tags
+}
+
+# Strava's deliveries refused or throttled: Strava gives up on an event after
+# three attempts without a 200, so a few are worth a page. Forged or
+# malformed posts are 400s too; the threshold leaves room for a handful.
+resource "aws_cloudwatch_metric_alarm" "webhook_4xx" {
+  alarm_name          = "${local.name}-webhook-4xx"
+  alarm_description   = "The webhook route answered 4xx (429: throttled; Strava retries at most 3 times). Check the route's throttling (api.webhook_rate_limit) and the access log; once fixed, make syncs ARGS=\"-reconcile-since <start>\" re-lists what Strava gave up on."
+  namespace           = "AWS/ApiGateway"
+  metric_name         = "4xx"
+  dimensions          = { ApiId = aws_apigatewayv2_api.http.id, Stage = aws_apigatewayv2_stage.default.name, Route = "POST /webhooks/strava" }
+  statistic           = "Sum"
+  period              = var.alarms.period_s
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.alarms.webhook_4xx
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

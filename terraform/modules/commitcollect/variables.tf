@@ -120,10 +120,15 @@ variable "tables" {
 }
 
 variable "functions" {
-  description = "Memory (MB), timeout (s) and reserved concurrency per function."
+  description = <<-EOT
+    Memory (MB), timeout (s) and reserved concurrency per function. The worker's is reserved
+    (25 by default) so a flood of events cannot take the account's Lambda concurrency from the
+    api and the projector: Strava's read budget (600 per 15 minutes) keeps far fewer busy, and
+    an asynchronous invoke past the limit waits in Lambda's queue (and the outbox) instead.
+  EOT
   type = object({
     api       = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 10), reserved_concurrency = optional(number) }), {})
-    worker    = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 60), reserved_concurrency = optional(number) }), {})
+    worker    = optional(object({ memory_mb = optional(number, 256), timeout_s = optional(number, 60), reserved_concurrency = optional(number, 25) }), {})
     projector = optional(object({ memory_mb = optional(number, 512), timeout_s = optional(number, 120), reserved_concurrency = optional(number) }), {})
     sweeper   = optional(object({ memory_mb = optional(number, 128), timeout_s = optional(number, 60), reserved_concurrency = optional(number, 1) }), {})
   })
@@ -303,8 +308,11 @@ variable "backfill" {
 
 variable "api" {
   description = <<-EOT
-    HTTP API stage throttling: steady requests per second and burst (the token bucket's size).
-    Sized for Strava's webhook bursts at a million athletes: `make capacity
+    HTTP API throttling, per route: steady requests per second and burst (the token bucket's
+    size). throttling_* is the stage default, which the BFF's /v1 routes get; webhook_* is the
+    webhook's own budget, so a flood on any other route never throttles Strava's deliveries;
+    auth_* is the /auth/* routes' (unauthenticated; the login writes an item per request).
+    The webhook's is sized for Strava's bursts at a million athletes: `make capacity
     ARGS="-athletes 1000000"` models ~52 webhooks/s at an evening peak of 10x the mean, and
     the estimate was ~130/s with a heavier mix; Strava also redelivers in bursts after an
     outage of ours (every event up to 3 times). A throttled webhook is a 429 Strava retries, so
@@ -314,10 +322,20 @@ variable "api" {
     concurrency. Lower it for small deployments only together with the capacity plan.
   EOT
   type = object({
-    throttling_rate_limit  = optional(number, 500)
-    throttling_burst_limit = optional(number, 1000)
+    throttling_rate_limit  = optional(number, 100)
+    throttling_burst_limit = optional(number, 200)
+    webhook_rate_limit     = optional(number, 500)
+    webhook_burst_limit    = optional(number, 1000)
+    auth_rate_limit        = optional(number, 20)
+    auth_burst_limit       = optional(number, 40)
   })
   default = {}
+
+  validation {
+    condition = alltrue([for p in [[var.api.webhook_rate_limit, var.api.webhook_burst_limit], [var.api.auth_rate_limit, var.api.auth_burst_limit]] :
+    p[0] > 0 && p[1] >= p[0]])
+    error_message = "api webhook and auth limits must be positive, each burst at least its rate."
+  }
 
   validation {
     condition     = var.api.throttling_rate_limit > 0 && var.api.throttling_burst_limit > 0
@@ -339,6 +357,11 @@ variable "alarms" {
     # The largest share (percent) of Strava's read window one athlete may
     # take before the AthleteReadShare alarm fires.
     athlete_read_share_pct = optional(number, 20)
+    # 4xx answers per period: the whole API's (401s without a session and
+    # refused bodies are normal in small numbers), and the webhook route's
+    # (Strava's deliveries throttled or refused).
+    api_4xx     = optional(number, 500)
+    webhook_4xx = optional(number, 10)
   })
 
   validation {
@@ -353,6 +376,12 @@ variable "alarms" {
     condition     = var.alarms.iterator_age_ms > 0
     error_message = "alarms.iterator_age_ms must be positive."
   }
+}
+
+variable "token_key_admin_arns" {
+  description = "Principals that administer the token KMS key created here (never use it). Null: the account root, so IAM principals the account lets administer KMS."
+  type        = list(string)
+  default     = null
 }
 
 variable "tags" {
