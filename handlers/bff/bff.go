@@ -151,6 +151,8 @@ type Handler struct {
 	milestones   MilestoneStore
 	syncs        SyncStateStore
 	exports      ExportStore
+	// exportPageBytes bounds an export page's body (ExportPageBytes).
+	exportPageBytes int
 	strava       Strava
 	cat          *catalog.Catalog
 	now          func() time.Time
@@ -189,7 +191,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
 		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
-		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync}
+		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: ExportPageBytes}
 	if h.now == nil {
 		h.now = time.Now
 	}

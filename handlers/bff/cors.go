@@ -17,6 +17,9 @@ func (h *Handler) withCORS(next http.Handler) http.Handler {
 			if o := r.Header.Get("Origin"); h.origins[o] {
 				w.Header().Set("Access-Control-Allow-Origin", o)
 				w.Header().Set("Access-Control-Allow-Credentials", "true")
+				// The export names its next page in Link: a script of an
+				// allowed origin must be able to read it.
+				w.Header().Set("Access-Control-Expose-Headers", "Link")
 			}
 		}
 		next.ServeHTTP(w, r)

@@ -3,11 +3,13 @@ package bff_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -61,6 +63,107 @@ func TestExportGivesTheAthleteTheirData(t *testing.T) {
 	for _, secret := range []string{"access-u1", "refresh-u1", "sealed"} {
 		if strings.Contains(string(r.body), secret) {
 			t.Fatalf("export contains %q: tokens must never leave", secret)
+		}
+	}
+}
+
+// nextLink is the target of a Link header's rel="next" (RFC 8288), or "".
+func nextLink(h http.Header) string {
+	for _, v := range h.Values("Link") {
+		for _, part := range strings.Split(v, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+			if ok && strings.Contains(params, `rel="next"`) {
+				return strings.Trim(strings.TrimSpace(target), "<>")
+			}
+		}
+	}
+	return ""
+}
+
+// TestExportPagesAreBoundedAndStable: a history larger than a page is
+// given in pages, each within the page bound (as Lambda sends it,
+// JSON-escaped: names full of quotes count double), the next named by Link (and
+// the body's "next") until the last; workouts stored when the export began
+// come exactly once although workouts arrive and change between pages
+// (ids below and above the cursor); tombstones are left out; a cursor the
+// API never gave is 400. Protections: the page bound, the key cursor (an
+// offset would repeat or skip), the tombstone filter, the cursor check.
+func TestExportPagesAreBoundedAndStable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	sid := e.user("u1", 31)
+	const pageBytes = 16 << 10
+	bff.SetExportPageBytes(e.h, pageBytes)
+	workout := func(id int64, deleted bool) *model.Workout {
+		return &model.Workout{UserID: "u1", AthleteID: 31, ActivityID: id, SportType: "Run", Name: fmt.Sprint(`Run "`, id, `" <hill> & back \ again`),
+			DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC).Add(time.Duration(id) * time.Minute),
+			CreatedAtUtc: e.clock.Now(), IsDeleted: deleted}
+	}
+	var batch []model.Entity
+	want := map[int64]bool{}
+	for id := int64(5000); id < 5400; id++ {
+		deleted := id%40 == 0
+		batch = append(batch, workout(id, deleted))
+		if !deleted {
+			want[id] = true
+		}
+	}
+	if err := e.st.BatchPut(ctx, e.st.Tables().Main, batch); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	target, pages := "/v1/me/export", 0
+	for target != "" {
+		r := e.do(http.MethodGet, strings.TrimPrefix(target, e.srv.URL), sid, nil)
+		// Lambda sends the body JSON-escaped: the bound holds for that.
+		esc, _ := json.Marshal(string(r.body))
+		if r.status != http.StatusOK || len(esc)-2 > pageBytes {
+			t.Fatalf("page %d: %d, %d bytes escaped (bound %d): %s", pages, r.status, len(esc)-2, pageBytes, r.body[:min(len(r.body), 200)])
+		}
+		var page struct {
+			Profile  *json.RawMessage
+			Workouts []struct {
+				ActivityID int64 `json:"activityId"`
+			}
+			WorkoutCount int
+			Next         string
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatalf("page %d is not one JSON document: %v", pages, err)
+		}
+		if (pages == 0) != (page.Profile != nil) || page.WorkoutCount != len(page.Workouts) || page.Next != nextLink(r.header) {
+			t.Fatalf("page %d: profile %v, count %d of %d, next %q vs Link %q", pages, page.Profile != nil, page.WorkoutCount, len(page.Workouts), page.Next, nextLink(r.header))
+		}
+		for _, w := range page.Workouts {
+			seen[w.ActivityID]++
+		}
+		if pages == 0 {
+			// Workouts arrive and change between pages: before and after the cursor.
+			if err := e.st.BatchPut(ctx, e.st.Tables().Main, []model.Entity{workout(4000, false), workout(9000, false), workout(5390, false)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		target = nextLink(r.header)
+		pages++
+	}
+	if pages < 3 {
+		t.Fatalf("%d pages; want the history split over several", pages)
+	}
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("activity %d given %d times, want once", id, seen[id])
+		}
+	}
+	for id, n := range seen {
+		if !want[id] && id != 9000 && id != 4000 {
+			t.Errorf("activity %d given %d times: a tombstone or an unknown id", id, n)
+		}
+	}
+	t.Logf("%d workouts in %d pages of at most %d bytes", len(want), pages, pageBytes)
+	for _, bad := range []string{"abc", "dzE6LTE", "eDE6MTIz"} {
+		if r := e.do(http.MethodGet, "/v1/me/export?cursor="+bad, sid, nil); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "cursor") {
+			t.Errorf("cursor %q: %d %s, want 400 naming the cursor", bad, r.status, r.body)
 		}
 	}
 }

@@ -6,3 +6,7 @@ func SetAfterStep(h *Handler, f func(step string) error) { h.deleter.AfterStep =
 
 // SyncJSONOf presents a stored sync state as GET /v1/me does.
 var SyncJSONOf = syncJSON
+
+// SetExportPageBytes bounds the export's pages to n bytes (small pages
+// with a small history).
+func SetExportPageBytes(h *Handler, n int) { h.exportPageBytes = n }

@@ -280,8 +280,9 @@ func TestCORS(t *testing.T) {
 	on := newEnv(t, envOpts{cors: []string{"https://app.example"}})
 	sid = on.user("u1", 1)
 	r = on.do(http.MethodGet, "/v1/me", sid, nil, "Origin", "https://app.example")
-	if r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Allow-Credentials") != "true" {
-		t.Fatalf("allowed origin headers = %v", r.header)
+	if r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Allow-Credentials") != "true" ||
+		r.header.Get("Access-Control-Expose-Headers") != "Link" {
+		t.Fatalf("allowed origin headers = %v (the export's Link must be readable)", r.header)
 	}
 	if r := on.do(http.MethodGet, "/v1/me", sid, nil, "Origin", "https://evil.example"); r.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("other origin allowed: %v", r.header)

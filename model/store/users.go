@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -251,31 +250,37 @@ func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, er
 	return conns[0].UserID, nil
 }
 
-// EachUserItem calls fn with every item of the user's partition whose sort
-// key begins with prefix, decoded as stored (attribute names, numbers as
-// float64), page after page (a consistent query of at most pageSize items
-// each), so a partition of any size is read in bounded memory. An error
-// from fn stops the walk and is returned.
-func (s *Users) EachUserItem(ctx context.Context, userID, prefix string, pageSize int32, fn func(map[string]any) error) error {
-	kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).And(expression.Key("SK").BeginsWith(prefix))
+// EachWorkout calls fn with the user's stored workouts (tombstones
+// included) in key order, starting after the workout of activity after (0:
+// from the first), page after page (a consistent query of at most pageSize
+// items each), until fn answers false or none is left. Keys never change,
+// so a walk resumed after an activity neither repeats nor skips a workout
+// stored when it began. An error from fn stops the walk and is returned.
+func (s *Users) EachWorkout(ctx context.Context, userID string, after int64, pageSize int32, fn func(model.Workout) (bool, error)) error {
+	kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).And(expression.Key("SK").BeginsWith(keys.PrefixWorkoutStrava))
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return fmt.Errorf("items of %s: build query: %w", userID, err)
+		return fmt.Errorf("workouts of %s: build query: %w", userID, err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: aws.String(s.t.Main),
+	in := &dynamodb.QueryInput{TableName: aws.String(s.t.Main),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
-		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(pageSize)})
+		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(pageSize)}
+	if after > 0 {
+		in.ExclusiveStartKey = s.t.keyAV(s.t.Main, keys.WorkoutKey(userID, after))
+	}
+	p := dynamodb.NewQueryPaginator(s.db, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("items of %s under %s: %w", userID, prefix, translate(err))
+			return fmt.Errorf("workouts of %s after %d: %w", userID, after, translate(err))
 		}
 		for _, it := range page.Items {
-			var m map[string]any
-			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
-				return fmt.Errorf("items of %s: decode: %w", userID, err)
+			var w model.Workout
+			if err := Unmarshal(it, &w); err != nil {
+				return fmt.Errorf("workouts of %s: decode: %w", userID, err)
 			}
-			if err := fn(m); err != nil {
+			more, err := fn(w)
+			if err != nil || !more {
 				return err
 			}
 		}

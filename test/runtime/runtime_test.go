@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
@@ -337,7 +338,74 @@ func TestLambdaRuntime(t *testing.T) {
 		t.Fatalf("Strava deauthorizations = %d, want 1", got)
 	}
 
+	f.exportLargeHistory(20000)
 	f.report()
+}
+
+// exportLargeHistory gives a user n stored workouts and exports them
+// through the api Lambda (its Terraform timeout and Lambda's 6 MB answer
+// limit enforced by the emulator), following Link's next page: every
+// workout comes exactly once, each body within bff.ExportPageBytes.
+func (f *fixture) exportLargeHistory(n int) {
+	f.t.Helper()
+	const user, athlete, first = "export-user", int64(77001), int64(9_000_000)
+	if err := f.st.Put(f.ctx, f.tables.Main, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Long History", CreatedAtUtc: time.Now().UTC()}); err != nil {
+		f.t.Fatal(err)
+	}
+	cookie := model.NewID()
+	if err := f.st.CreateSession(f.ctx, &model.Session{SessionID: keys.SessionHash(cookie), UserID: user, CreatedAtUtc: time.Now().UTC(),
+		ExpiresAtUtc: time.Now().Add(time.Hour).Unix()}); err != nil {
+		f.t.Fatal(err)
+	}
+	seeded := time.Now()
+	if err := SeedHistory(f.ctx, f.st, user, athlete, first, n); err != nil {
+		f.t.Fatal(err)
+	}
+	seen := make(map[int64]int, n)
+	target, pages, largestBody, largestInvoke := "/v1/me/export", 0, 0, 0
+	start := time.Now()
+	for target != "" {
+		r := f.api("GET", target, nil, []string{bff.SessionCookie + "=" + cookie}, "")
+		invoke, _ := json.Marshal(r)
+		largestBody, largestInvoke = max(largestBody, len(r.Body)), max(largestInvoke, len(invoke))
+		if r.StatusCode != 200 || len(r.Body) > bff.ExportPageBytes {
+			f.t.Fatalf("export page %d: %d, %d bytes (bound %d): %.300s", pages, r.StatusCode, len(r.Body), bff.ExportPageBytes, r.Body)
+		}
+		var page struct {
+			Workouts []struct {
+				ActivityID int64 `json:"activityId"`
+			} `json:"workouts"`
+		}
+		if err := json.Unmarshal([]byte(r.Body), &page); err != nil {
+			f.t.Fatalf("export page %d is not JSON: %v", pages, err)
+		}
+		for _, w := range page.Workouts {
+			seen[w.ActivityID]++
+		}
+		target = strings.TrimPrefix(nextLink(header(r, "Link")), publicURL)
+		pages++
+	}
+	for id := first; id < first+int64(n); id++ {
+		if seen[id] != 1 {
+			f.t.Fatalf("activity %d exported %d times, want once", id, seen[id])
+		}
+	}
+	fmt.Printf("export: workouts=%d pages=%d largest_body=%d largest_invoke=%d (Lambda limit 6291456) seeded_in=%s exported_in=%s\n",
+		len(seen), pages, largestBody, largestInvoke, start.Sub(seeded).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if pages < 2 {
+		f.t.Fatalf("%d workouts in %d page: want the history paged", n, pages)
+	}
+}
+
+// nextLink is the target of a Link header's rel="next" (RFC 8288), or "".
+func nextLink(link string) string {
+	for _, part := range strings.Split(link, ",") {
+		target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+		if ok && strings.Contains(params, `rel="next"`) {
+			return strings.Trim(strings.TrimSpace(target), "<>")
+		}
+	}
+	return ""
 }
 
 func newFixture(t *testing.T, rie string) *fixture {

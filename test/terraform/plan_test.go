@@ -160,6 +160,7 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 			`destination_arn = aws_sqs_queue.projector_dlq.arn`, `destination_arn = module.worker.function_arn`, "projector mapping: destination_config.on_failure"},
 		{"route missing", cc, `"DELETE /v1/me",`, ``, "routes: got"},
 		{"no CORS preflight answer", cc, `for_each = length(var.cors_origins) > 0 ? [1] : []`, `for_each = []`, "no cors_configuration"},
+		{"export's Link hidden from scripts", cc, `expose_headers    = ["link"]`, `expose_headers    = []`, "cors expose_headers"},
 		{"iterator age alarm missing", cc, `metric_name         = "IteratorAge"`, `metric_name         = "Duration"`, "missing alarm: projector stream iterator age"},
 		{"async drops unwatched", cc, `"AsyncEventsDropped"`, `"AsyncEventAge"`, "missing alarm: worker async events dropped"},
 		{"debug logs dropped", fn, `application_log_level = upper(var.log_level)`, `application_log_level = "INFO"`, "application_log_level"},

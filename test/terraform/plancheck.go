@@ -703,6 +703,9 @@ func checkRoutesDeployed(d *Deployed, add addFunc) {
 			if cors["allow_credentials"] != true {
 				add("%s: cors allow_credentials must be true (the session cookie)", a.Address)
 			}
+			if exp, _ := cors["expose_headers"].([]any); !slices.ContainsFunc(exp, func(h any) bool { return strings.EqualFold(fmt.Sprint(h), "link") }) {
+				add("%s: cors expose_headers %v must hold link (the export's next page)", a.Address, exp)
+			}
 		}
 	}
 }

@@ -739,6 +739,7 @@ resource "aws_apigatewayv2_api" "http" {
       allow_origins     = var.cors_origins
       allow_methods     = ["GET", "POST", "DELETE"]
       allow_headers     = ["content-type"]
+      expose_headers    = ["link"] # the export's next page
       allow_credentials = true
       max_age           = 600
     }
