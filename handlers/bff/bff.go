@@ -144,23 +144,23 @@ type Deps struct {
 
 // Handler serves the BFF routes. It is safe for concurrent use.
 type Handler struct {
-	cfg          Config
-	sessions     SessionStore
-	logins       LoginStore
-	profiles     ProfileStore
-	milestones   MilestoneStore
-	syncs        SyncStateStore
-	exports      ExportStore
+	cfg        Config
+	sessions   SessionStore
+	logins     LoginStore
+	profiles   ProfileStore
+	milestones MilestoneStore
+	syncs      SyncStateStore
+	exports    ExportStore
 	// exportPageBytes bounds an export page's body (ExportPageBytes).
 	exportPageBytes int
-	strava       Strava
-	cat          *catalog.Catalog
-	now          func() time.Time
-	log          *slog.Logger
-	secureCookie bool
-	origins      map[string]bool
-	sync         SyncTrigger
-	deleter      *deletion.Deleter
+	strava          Strava
+	cat             *catalog.Catalog
+	now             func() time.Time
+	log             *slog.Logger
+	secureCookie    bool
+	origins         map[string]bool
+	sync            SyncTrigger
+	deleter         *deletion.Deleter
 }
 
 // New validates cfg and deps and returns a Handler. It returns an error
