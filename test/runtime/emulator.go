@@ -8,9 +8,9 @@
 // DynamoDB Local's real stream with the event source mapping's filter
 // criteria applied.
 //
-// The emulator is not on the Go module proxy: the tests find it through
-// CC_LAMBDA_RIE (.ci/run sets it from ../shared/tools/aws-lambda-rie) and
-// skip with a notice without it.
+// The emulator comes from the Go module proxy: make lambda-rie (a step of
+// make test) builds it into .cache/bin/aws-lambda-rie, which the tests find
+// there or through CC_LAMBDA_RIE; without either they skip with a notice.
 package runtime
 
 import (
