@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -36,7 +38,7 @@ type Runner struct {
 	// Concurrency is how many users are recomputed at once (default 4).
 	Concurrency int
 	// Limiter paces recomputes (nil: unlimited).
-	Limiter *Limiter
+	Limiter *rate.Limiter
 	// StatePath makes the run resumable: completed users and shard cursors
 	// are saved there and skipped by a re-run (empty: not resumable).
 	StatePath string
@@ -140,7 +142,7 @@ func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
 			defer wg.Done()
 			for j := range jobs {
 				res := result{job: j}
-				if res.err = r.Limiter.Wait(ctx); res.err == nil {
+				if res.err = wait(ctx, r.Limiter); res.err == nil {
 					res.out, res.err = r.Recompute(ctx, j.user, r.DryRun)
 				}
 				results <- res

@@ -299,3 +299,21 @@ func TestProgressBarRedrawsInPlace(t *testing.T) {
 		t.Fatalf("got %q, want the 2/4 and 4/4 states drawn", got)
 	}
 }
+
+// fakeClock is a clock advanced by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

@@ -3,7 +3,7 @@ package openapi
 import (
 	"fmt"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // SchemaProperties lists the properties and the required ones of a schema
