@@ -2,7 +2,13 @@ package model
 
 import (
 	"time"
+
+	"github.com/commitcollect/backend/model/keys"
 )
+
+// Key is the primary key of an item in a PK/SK table (built and parsed only
+// by model/keys).
+type Key = keys.Key
 
 // EntityType names the kind of an item; every item stores it as entityType.
 type EntityType string
@@ -26,6 +32,10 @@ const (
 	EntityAthleteDayReads  EntityType = "STRAVA_ATHLETE_DAY_READS"
 	EntityUserGuard        EntityType = "USER_GUARD"
 	EntityMilestoneCount   EntityType = "MILESTONE_COUNT"
+	// The sync items (model/syncstate).
+	EntitySyncState       EntityType = "SYNC_STATE"
+	EntitySyncReads       EntityType = "SYNC_READS"
+	EntityReconcileCursor EntityType = "RECONCILE_CURSOR"
 )
 
 // Meta is carried by every item: what it is and which schema wrote it.
@@ -411,7 +421,7 @@ type IdempotencyRecord struct {
 	// TTLSeconds is the lifetime the claim gave the item: ExpiresAt (TTL)
 	// lies that long after the item's last activity, after DueAt while it
 	// is received, after the settle once settled (0: claimed by older
-	// code, store.DefaultOutboxTTL applies).
+	// code, OutboxTTL applies).
 	TTLSeconds int64 `dynamodbav:"ttlSeconds,omitempty"`
 }
 

@@ -119,3 +119,20 @@ func (e *TransactionError) FailedIndexes() []int {
 	}
 	return out
 }
+
+// ErrUserDeleted (matching ErrConflict): a write landed after the user's
+// account was deleted, and what it wrote was removed again.
+var ErrUserDeleted = fmt.Errorf("user deleted: %w", ErrConflict)
+
+// ErrStravaRevoked (matching ErrConflict): a write of Strava data landed
+// after the grant was revoked, and was removed again.
+var ErrStravaRevoked = fmt.Errorf("strava grant revoked: %w", ErrConflict)
+
+// ErrSkipWrite, returned by a read-modify-write decision (the sync state's
+// update), leaves the stored item as it is; the update then returns the
+// item read and no error.
+var ErrSkipWrite = errors.New("skip write")
+
+// ErrMilestoneLimit is returned (wrapped, matching ErrConflict) when a
+// milestone is created past MaxMilestonesPerUser.
+var ErrMilestoneLimit = fmt.Errorf("%d milestones per user at most: %w", MaxMilestonesPerUser, ErrConflict)

@@ -27,7 +27,7 @@ const CallbackPath = "/auth/strava/callback"
 var Need = config.Need{Strava: true, Webhook: true, PublicURL: true, Tokens: true}
 
 // API is the api's http.Handler: its routes, every answer carrying the
-// headers of bff.SecureHeaders.
+// headers of SecureHeaders.
 type API struct {
 	// Routes is the mux the routes are registered on (route checks).
 	Routes *http.ServeMux
@@ -39,7 +39,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.secure.Serve
 
 // NewAPI returns the api's handler: the webhook handing new events to d,
 // and the BFF's routes, every answer with the headers a browser needs
-// (bff.SecureHeaders). httpClient carries calls to Strava (nil: the Strava
+// (SecureHeaders). httpClient carries calls to Strava (nil: the Strava
 // client's default timeout). It returns an error naming every unusable
 // setting.
 func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*API, error) {
@@ -73,5 +73,5 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	}, st, d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)
-	return &API{Routes: mux, secure: bff.SecureHeaders(mux, cfg.PublicURL)}, nil
+	return &API{Routes: mux, secure: SecureHeaders(mux, cfg.PublicURL)}, nil
 }

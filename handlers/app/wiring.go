@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/projections/consumer"
 )
 
 // SyncSettingsFrom are the backfill and reconciliation settings of cfg
@@ -64,6 +65,7 @@ var (
 	_ outbox.Processor            = (*fetch.Fetcher)(nil)
 	_ outbox.BurstProcessor       = (*Worker)(nil)
 	_ fetch.ActivityLister        = (*strava.Client)(nil)
+	_ consumer.Store              = (*store.Store)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.

@@ -356,7 +356,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	if _, err := e.st.UpdateSyncState(context.Background(), a.userID, func(st *syncstate.SyncState) error {
 		st.State = syncstate.SyncBackfilling
 		return nil
-	}); !errors.Is(err, store.ErrUserDeleted) {
+	}); !errors.Is(err, model.ErrUserDeleted) {
 		t.Fatalf("late sync state write: got %v, want ErrUserDeleted", err)
 	}
 	if left := e.footprint(a); len(left) != 0 {

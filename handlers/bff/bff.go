@@ -1,30 +1,15 @@
 // Package bff is the backend-for-frontend the api Lambda serves: Strava
 // login with a server-side session cookie, the model catalog, milestones and
-// their projected progress, logout and account deletion. It is a library:
-// handlers/api wires it (config → clients → New → Register on the same
+// their projected progress, logout, the export and account deletion. It is a library:
+// handlers/app wires it (config → clients → New → Register on the same
 // *http.ServeMux that carries the webhook routes).
 //
 // Every /v1/* route needs a valid session (cookie cc_session backed by the
 // sessions table) and answers 401 JSON without one. Errors are JSON
-// {"error":{"code","message"}}. The routes are listed in openapi.yaml, which a
-// test compares with what Register puts on the mux.
-//
-// Routes (shapes in openapi.yaml; design notes open auth.go, milestones.go,
-// account.go and cors.go):
-//
-//	GET  /auth/strava/login     stores a single-use login state (10 min, sessions table), binds
-//	                            it to the browser (cc_oauth_state cookie), 302 to Strava's
-//	                            authorize page with scope=read,activity:read_all
-//	GET  /auth/strava/callback  checks the state against the cookie, then consumes it; refuses
-//	                            error=access_denied and grants without activity:read or
-//	                            activity:read_all (HTML page, nothing written); exchanges the
-//	                            code (x/oauth2), links the athlete, sets cc_session, 302 to /
-//	POST /auth/logout           deletes the session, clears the cookie (204)
-//	GET  /v1/me                 {userId, athleteId, displayName, connected}
-//	DELETE /v1/me               account deletion, 202 {status: deleted|incomplete, completed, stoppedAt?}
-//	GET  /v1/models             the catalog (model/catalog)
-//	POST /v1/milestones, GET /v1/milestones, GET /v1/milestones/{milestoneId}
-//	                            milestones with projected progress and awards
+// {"error":{"code","message"}}. The routes and their shapes are in
+// openapi.yaml, which a test compares with what Register puts on the mux;
+// design notes open auth.go, milestones.go, account.go, export.go and
+// cors.go.
 package bff
 
 import (
@@ -42,6 +27,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/handlers/bff/deletion"
+	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 )
@@ -151,7 +137,7 @@ type Handler struct {
 	milestones MilestoneStore
 	syncs      SyncStateStore
 	exports    ExportStore
-	// exportPageBytes bounds an export page's body (ExportPageBytes).
+	// exportPageBytes bounds an export page's body (export.PageBytes).
 	exportPageBytes int
 	strava          Strava
 	cat             *catalog.Catalog
@@ -191,7 +177,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
 		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
-		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: ExportPageBytes}
+		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
 		h.now = time.Now
 	}

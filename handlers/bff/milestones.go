@@ -16,7 +16,6 @@ package bff
 // milestone and award.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,20 +27,16 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	jsontextv2 "github.com/go-json-experiment/json/jsontext"
-
 	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/sport"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // MilestoneStore creates milestones and reads them with their awards.
 type MilestoneStore interface {
 	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
 	CreateMilestone(ctx context.Context, m *model.Milestone) error
-	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]store.MilestoneWithAwards, bool, error)
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]model.MilestoneWithAwards, bool, error)
 }
 
 // maxBody bounds a request body.
@@ -86,7 +81,7 @@ type AwardJSON struct {
 	ActivityID   int64     `json:"activityId"`
 }
 
-func milestoneJSON(mw store.MilestoneWithAwards) MilestoneJSON {
+func milestoneJSON(mw model.MilestoneWithAwards) MilestoneJSON {
 	m := mw.Milestone
 	out := MilestoneJSON{
 		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
@@ -119,15 +114,11 @@ type CreateMilestoneRequest struct {
 // errBodyTooLarge is decodeJSON's answer to a body over maxBody (413).
 var errBodyTooLarge = fmt.Errorf("body is larger than %d bytes", maxBody)
 
-// decodeJSON reads one JSON object into v, strictly (JSON v2 semantics,
-// github.com/go-json-experiment/json): member names match exactly, case
-// included. It returns errBodyTooLarge for a body over maxBody, and
-// otherwise a *model.ValidationError naming the problem: every text field
-// that is not valid UTF-8 (refused, never silently replaced), an unknown
-// field (a known one spelled in another case included), a field given
-// twice, a wrong type, data after the JSON value, an empty or malformed
-// body. Nothing is read into v that a refusal would leave half-applied:
-// callers act only on a nil error.
+// decodeJSON reads one JSON object into v, strictly (jsontext.Strict: JSON
+// v2 semantics, a key given twice, a key in another case, data after the
+// value and invalid UTF-8 refused). It returns errBodyTooLarge for a body
+// over maxBody, and otherwise a *model.ValidationError naming the problem.
+// Callers act only on a nil error, so a refusal creates nothing.
 func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var mbe *http.MaxBytesError
@@ -137,71 +128,10 @@ func decodeJSON(r *http.Request, w http.ResponseWriter, v any) error {
 	if err != nil {
 		return &model.ValidationError{Fields: []model.FieldError{{Field: "body", Message: "could not be read"}}}
 	}
-	if bad := jsontext.InvalidUTF8(body); len(bad) > 0 {
-		ve := &model.ValidationError{}
-		for _, f := range bad {
-			ve.Add(f, "is not valid UTF-8 text")
-		}
+	if ve := jsontext.Strict(body, v); ve != nil {
 		return ve
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return &model.ValidationError{Fields: []model.FieldError{{Field: "body", Message: "is empty"}}}
-	}
-	err = jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true))
-	if err == nil {
-		return nil
-	}
-	return bodyError(err)
-}
-
-// bodyError names what made a body unreadable, as a validation error.
-func bodyError(err error) *model.ValidationError {
-	ve := &model.ValidationError{}
-	var se *jsonv2.SemanticError
-	var sy *jsontextv2.SyntacticError
-	switch {
-	case errors.As(err, &sy) && errors.Is(sy.Err, jsontextv2.ErrDuplicateName):
-		ve.Add(pointerField(sy.JSONPointer), "is given more than once")
-	case errors.As(err, &sy) && sy.JSONPointer == "" && strings.Contains(sy.Err.Error(), "after top-level value"):
-		ve.Add("body", "holds data after the JSON value")
-	case errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName):
-		ve.Add(pointerField(se.JSONPointer), "is not a known field (names are case-sensitive)")
-	case errors.As(err, &se) && se.GoType != nil && se.JSONPointer != "":
-		ve.Add(pointerField(se.JSONPointer), "must be a %s", jsonKind(se.GoType.Kind().String()))
-	default:
-		ve.Add("body", "is not valid JSON")
-	}
-	return ve
-}
-
-// pointerField writes a JSON pointer as the field paths of validation
-// errors: /sportTypes/1 is sportTypes[1].
-func pointerField(p jsontextv2.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	if b.Len() == 0 {
-		return "body"
-	}
-	return b.String()
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "float64", "int", "int64", "ptr":
-		return "number"
-	case "slice":
-		return "list"
-	}
-	return k
+	return nil
 }
 
 func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
@@ -266,7 +196,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 		Projection: model.Projection{Status: model.StatusActive}, Version: 0, CreatedAtUtc: now, WrittenBy: model.WriterAPI,
 	}
 	if err := h.milestones.CreateMilestone(ctx, m); err != nil {
-		if errors.Is(err, store.ErrMilestoneLimit) {
+		if errors.Is(err, model.ErrMilestoneLimit) {
 			writeError(w, http.StatusConflict, CodeMilestoneLimit, fmt.Sprintf(
 				"you have %d milestones, the most one account can hold; no milestone was created", model.MaxMilestonesPerUser))
 			return
@@ -277,7 +207,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 	log.InfoContext(ctx, "milestone created", "milestoneId", m.MilestoneID, "modelId", m.ModelID)
 	h.ensureBackfill(ctx, log, s.UserID, "milestone created")
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
-	writeJSON(w, http.StatusCreated, milestoneJSON(store.MilestoneWithAwards{Milestone: *m}))
+	writeJSON(w, http.StatusCreated, milestoneJSON(model.MilestoneWithAwards{Milestone: *m}))
 }
 
 type fieldErrors struct{ model.ValidationError }

@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model"
 )
 
 // IdempotencyTTL is how long an accepted event's key is kept after its last
 // activity (lease end, not-before time, settle): long past Strava's
 // redelivery window, and never while the item is pending (see
-// store.DefaultOutboxTTL).
-const IdempotencyTTL = store.DefaultOutboxTTL
+// model.OutboxTTL).
+const IdempotencyTTL = model.OutboxTTL
 
 // HeaderCorrelationID carries the correlation id on every webhook answer.
 const HeaderCorrelationID = "X-Correlation-Id"

@@ -47,7 +47,7 @@ type scheduleStore struct {
 	crashSave int
 }
 
-func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (store.UserMilestones, error) {
+func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error) {
 	s.mu.Lock()
 	s.visits[userID]++
 	s.mu.Unlock()

@@ -1,8 +1,9 @@
-// Package jsontext finds text in a JSON document that is not valid Unicode.
-// encoding/json silently replaces invalid UTF-8 (and escaped lone
-// surrogates) with U+FFFD, so a title with broken bytes would be stored
-// altered instead of refused; the edge (BFF, webhook) calls InvalidUTF8 on
-// the raw body first and answers 400 naming the fields.
+// Package jsontext reads JSON text as the edge must. InvalidUTF8 finds text
+// that is not valid Unicode (encoding/json silently replaces invalid UTF-8
+// and escaped lone surrogates with U+FFFD, so a title with broken bytes
+// would be stored altered instead of refused): the edge (BFF, webhook)
+// calls it on the raw body first and answers 400 naming the fields. Strict
+// reads the API's own bodies strictly (Strava's are read tolerantly).
 package jsontext
 
 import (

@@ -83,7 +83,7 @@ func (p *LocalKeyProvider) KeyID() string { return p.id }
 
 // GenerateDataKey implements KeyProvider: a random data key, wrapped as
 // nonce || AES-GCM(master, key, ec.AAD()).
-func (p *LocalKeyProvider) GenerateDataKey(_ context.Context, ec model.SecretContext) (DataKey, error) {
+func (p *LocalKeyProvider) GenerateDataKey(_ context.Context, ec Context) (DataKey, error) {
 	key := make([]byte, DataKeySize)
 	if _, err := rand.Read(key); err != nil {
 		return DataKey{}, fmt.Errorf("local data key: %w", err)
@@ -102,7 +102,7 @@ func (p *LocalKeyProvider) GenerateDataKey(_ context.Context, ec model.SecretCon
 // DecryptDataKey implements KeyProvider. It returns an error matching
 // ErrUndecryptable for a key wrapped by another master key or under another
 // context.
-func (p *LocalKeyProvider) DecryptDataKey(_ context.Context, keyID string, wrapped []byte, ec model.SecretContext) ([]byte, error) {
+func (p *LocalKeyProvider) DecryptDataKey(_ context.Context, keyID string, wrapped []byte, ec Context) ([]byte, error) {
 	if keyID != p.id {
 		return nil, fmt.Errorf("local data key: wrapped by %q, this key is %q: %w", keyID, p.id, ErrUndecryptable)
 	}

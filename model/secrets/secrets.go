@@ -5,7 +5,7 @@
 // tests (LocalKeyProvider). Both run the same Sealer code and produce the
 // same stored format (model.SealedSecret).
 //
-// Every data key is bound to a model.SecretContext: user + purpose are KMS's
+// Every data key is bound to a Context: user + purpose are KMS's
 // encryption context when the key is generated and unwrapped, and with the
 // item's key (format 2) they are the AEAD's additional data, so a ciphertext
 // moved to another item, or a whole item copied under another user's key,
@@ -59,11 +59,11 @@ type DataKey struct {
 // locally it is LocalKeyProvider.
 type KeyProvider interface {
 	// GenerateDataKey returns a new DataKeySize-byte data key bound to ec.
-	GenerateDataKey(ctx context.Context, ec model.SecretContext) (DataKey, error)
+	GenerateDataKey(ctx context.Context, ec Context) (DataKey, error)
 	// DecryptDataKey unwraps a data key made by GenerateDataKey under keyID
 	// and ec; it fails (matching ErrUndecryptable where the provider can
 	// tell) for any other context or key.
-	DecryptDataKey(ctx context.Context, keyID string, wrapped []byte, ec model.SecretContext) ([]byte, error)
+	DecryptDataKey(ctx context.Context, keyID string, wrapped []byte, ec Context) ([]byte, error)
 }
 
 // Sealer seals and opens secrets with data keys from a KeyProvider. It is
@@ -104,7 +104,7 @@ func NewSealer(p KeyProvider) *Sealer {
 }
 
 // Seal encrypts plaintext under a data key bound to ec.
-func (s *Sealer) Seal(ctx context.Context, ec model.SecretContext, plaintext []byte) (model.SealedSecret, error) {
+func (s *Sealer) Seal(ctx context.Context, ec Context, plaintext []byte) (model.SealedSecret, error) {
 	dk, err := s.encryptionKey(ctx, ec)
 	if err != nil {
 		return model.SealedSecret{}, fmt.Errorf("seal %s: %w", ec, err)
@@ -128,11 +128,11 @@ func (s *Sealer) Seal(ctx context.Context, ec model.SecretContext, plaintext []b
 // name the item's key). It returns an error matching ErrUndecryptable (and
 // model.ErrInvalid) when the secret was sealed under another context or
 // key, was tampered with, or has an unknown format.
-func (s *Sealer) Open(ctx context.Context, ec model.SecretContext, sealed model.SealedSecret) ([]byte, error) {
+func (s *Sealer) Open(ctx context.Context, ec Context, sealed model.SealedSecret) ([]byte, error) {
 	switch sealed.Format {
-	case model.SealedFormatV1:
+	case SealedFormatV1:
 		ec.Item = ""
-	case model.SealedFormatV2:
+	case SealedFormatV2:
 		if ec.Item == "" {
 			return nil, fmt.Errorf("open %s: format 2 is bound to an item key and none was given: %w", ec, ErrUndecryptable)
 		}
@@ -157,7 +157,7 @@ func (s *Sealer) Open(ctx context.Context, ec model.SecretContext, sealed model.
 	return pt, nil
 }
 
-func (s *Sealer) encryptionKey(ctx context.Context, ec model.SecretContext) (DataKey, error) {
+func (s *Sealer) encryptionKey(ctx context.Context, ec Context) (DataKey, error) {
 	id := string(ec.AAD())
 	now := s.Now()
 	s.mu.Lock()
@@ -186,19 +186,19 @@ func (s *Sealer) encryptionKey(ctx context.Context, ec model.SecretContext) (Dat
 	return dk, nil
 }
 
-func decCacheKey(ec model.SecretContext, keyID string, wrapped []byte) string {
+func decCacheKey(ec Context, keyID string, wrapped []byte) string {
 	return string(ec.AAD()) + "\x00" + keyID + "\x00" + string(wrapped)
 }
 
 // putDec must be called with s.mu held.
-func (s *Sealer) putDec(ec model.SecretContext, keyID string, wrapped, key []byte, now time.Time) {
+func (s *Sealer) putDec(ec Context, keyID string, wrapped, key []byte, now time.Time) {
 	if len(s.dec) >= maxCached {
 		clear(s.dec)
 	}
 	s.dec[decCacheKey(ec, keyID, wrapped)] = decKey{key: key, created: now}
 }
 
-func (s *Sealer) decryptionKey(ctx context.Context, ec model.SecretContext, sealed model.SealedSecret) ([]byte, error) {
+func (s *Sealer) decryptionKey(ctx context.Context, ec Context, sealed model.SealedSecret) ([]byte, error) {
 	id := decCacheKey(ec, sealed.KeyID, sealed.WrappedKey)
 	now := s.Now()
 	s.mu.Lock()

@@ -34,7 +34,7 @@ func TestLocalProviderContract(t *testing.T) {
 
 func TestLocalProviderRefusesAnotherMasterKey(t *testing.T) {
 	t.Parallel()
-	ctx, ec := context.Background(), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}
+	ctx, ec := context.Background(), secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens}
 	sealed, err := secrets.NewSealer(localProvider(t)).Seal(ctx, ec, []byte("x"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +85,12 @@ type countingProvider struct {
 	generated, decrypted atomic.Int32
 }
 
-func (c *countingProvider) GenerateDataKey(ctx context.Context, ec model.SecretContext) (secrets.DataKey, error) {
+func (c *countingProvider) GenerateDataKey(ctx context.Context, ec secrets.Context) (secrets.DataKey, error) {
 	c.generated.Add(1)
 	return c.KeyProvider.GenerateDataKey(ctx, ec)
 }
 
-func (c *countingProvider) DecryptDataKey(ctx context.Context, id string, w []byte, ec model.SecretContext) ([]byte, error) {
+func (c *countingProvider) DecryptDataKey(ctx context.Context, id string, w []byte, ec secrets.Context) ([]byte, error) {
 	c.decrypted.Add(1)
 	return c.KeyProvider.DecryptDataKey(ctx, id, w, ec)
 }
@@ -103,8 +103,8 @@ func TestSealerCachesDataKeysBriefly(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	s.Now = func() time.Time { return now }
 	s.EncryptUses = 3
-	alice := model.SecretContext{UserID: "alice", Purpose: model.PurposeStravaTokens}
-	bob := model.SecretContext{UserID: "bob", Purpose: model.PurposeStravaTokens}
+	alice := secrets.Context{UserID: "alice", Purpose: model.PurposeStravaTokens}
+	bob := secrets.Context{UserID: "bob", Purpose: model.PurposeStravaTokens}
 
 	var sealed []model.SealedSecret
 	for range 4 {
@@ -145,8 +145,8 @@ func TestSealerCachesDataKeysBriefly(t *testing.T) {
 
 func TestSecretContextAADIsUnambiguous(t *testing.T) {
 	t.Parallel()
-	a := model.SecretContext{UserID: "b", Purpose: "a/"}
-	b := model.SecretContext{UserID: "/b", Purpose: "a"}
+	a := secrets.Context{UserID: "b", Purpose: "a/"}
+	b := secrets.Context{UserID: "/b", Purpose: "a"}
 	if bytes.Equal(a.AAD(), b.AAD()) {
 		t.Fatalf("contexts %v and %v render the same additional data %q", a, b, a.AAD())
 	}
@@ -160,21 +160,21 @@ func TestFormatFollowsTheItemKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := secrets.NewSealer(localProvider(t))
-	at := func(user string) model.SecretContext {
-		return model.SecretContext{UserID: user, Purpose: model.PurposeStravaTokens, Item: "USER#" + user + " / STRAVA#CONNECTION"}
+	at := func(user string) secrets.Context {
+		return secrets.Context{UserID: user, Purpose: model.PurposeStravaTokens, Item: "USER#" + user + " / STRAVA#CONNECTION"}
 	}
 	tests := []struct {
 		name       string
-		seal, open model.SecretContext
+		seal, open secrets.Context
 		format     int
 		opens      bool
 	}{
-		{"format 2 under its key", at("u"), at("u"), model.SealedFormatV2, true},
-		{"format 2 under another item of the user", at("u"), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens, Item: "USER#u / OTHER"}, model.SealedFormatV2, false},
-		{"format 2 without an item key", at("u"), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, model.SealedFormatV2, false},
-		{"format 2 under another user's key", at("u"), at("v"), model.SealedFormatV2, false},
-		{"format 1 read at its user's key", model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, at("u"), model.SealedFormatV1, true},
-		{"format 1 read at another user's key", model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens}, at("v"), model.SealedFormatV1, false},
+		{"format 2 under its key", at("u"), at("u"), secrets.SealedFormatV2, true},
+		{"format 2 under another item of the user", at("u"), secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens, Item: "USER#u / OTHER"}, secrets.SealedFormatV2, false},
+		{"format 2 without an item key", at("u"), secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens}, secrets.SealedFormatV2, false},
+		{"format 2 under another user's key", at("u"), at("v"), secrets.SealedFormatV2, false},
+		{"format 1 read at its user's key", secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens}, at("u"), secrets.SealedFormatV1, true},
+		{"format 1 read at another user's key", secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens}, at("v"), secrets.SealedFormatV1, false},
 	}
 	for _, tc := range tests {
 		sealed, err := s.Seal(ctx, tc.seal, []byte("secret"))

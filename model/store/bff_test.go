@@ -268,7 +268,7 @@ func TestConcurrentMilestoneCreationsStopAtTheCap(t *testing.T) {
 		t.Fatalf("got %d milestones (%d racing creations succeeded), %v; want at most %d, each success counted",
 			len(um.Milestones), created.Load(), err, model.MaxMilestonesPerUser)
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "after"}); len(um.Milestones) == model.MaxMilestonesPerUser && !errors.Is(err, store.ErrMilestoneLimit) {
-		t.Fatalf("at the cap: got %v, want ErrMilestoneLimit", err)
+	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "after"}); len(um.Milestones) == model.MaxMilestonesPerUser && !errors.Is(err, model.ErrMilestoneLimit) {
+		t.Fatalf("at the cap: got %v, want model.ErrMilestoneLimit", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/secrets"
 )
 
 // Connections holds Strava connections: sealed tokens, refresh leases, grants and their revocation.
@@ -292,12 +293,12 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 	switch {
 	case access != "" || refresh != "":
 		cond = expression.AttributeExists(expression.Name("accessToken"))
-	case c.SealedTokens != nil && c.SealedTokens.Format == model.SealedFormatV1:
+	case c.SealedTokens != nil && c.SealedTokens.Format == secrets.SealedFormatV1:
 		if err := s.openConnection(ctx, k, &c); err != nil {
 			return false, fmt.Errorf("seal connection of %s: %w", userID, err)
 		}
 		access, refresh = c.AccessToken, c.RefreshToken
-		cond = expression.Name("sealedTokens.v").Equal(expression.Value(model.SealedFormatV1))
+		cond = expression.Name("sealedTokens.v").Equal(expression.Value(secrets.SealedFormatV1))
 	default:
 		return false, nil
 	}

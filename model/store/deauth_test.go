@@ -75,8 +75,8 @@ func TestGuardRemovalYieldsToReconnect(t *testing.T) {
 	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, store.ErrStravaRevoked) {
-		t.Fatalf("got %v; the check read the revocation, want ErrStravaRevoked", err)
+	if err := writer.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, model.ErrStravaRevoked) {
+		t.Fatalf("got %v; the check read the revocation, want model.ErrStravaRevoked", err)
 	}
 	if tr.armed.Load() {
 		t.Fatal("the write never read the guard")

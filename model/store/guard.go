@@ -29,18 +29,10 @@ type Guard struct {
 // hands it every write once landed), a sync page checks once for all its
 // workouts (CheckWrites), the sync state and a milestone check themselves.
 
-// ErrUserDeleted (matching model.ErrConflict): a write landed after the
-// user's account was deleted, and what it wrote was removed again.
-var ErrUserDeleted = fmt.Errorf("user deleted: %w", model.ErrConflict)
-
-// ErrStravaRevoked (matching model.ErrConflict): a write of Strava data
-// landed after the grant was revoked, and was removed again.
-var ErrStravaRevoked = fmt.Errorf("strava grant revoked: %w", model.ErrConflict)
-
 // CheckWrites is the check after writes of the user's Strava data items ks
 // (a sync page's workouts): one consistent read of the guard; when it holds,
-// RemoveGuarded removes ks and it returns ErrUserDeleted or
-// ErrStravaRevoked. A user without a guard passes.
+// RemoveGuarded removes ks and it returns model.ErrUserDeleted or
+// model.ErrStravaRevoked. A user without a guard passes.
 func (s *Guard) CheckWrites(ctx context.Context, userID string, ks []model.Key) error {
 	return s.afterWrites(ctx, userID, ks, true)
 }
@@ -65,9 +57,9 @@ func (s *Guard) afterWrites(ctx context.Context, userID string, ks []model.Key, 
 		return err
 	}
 	if g.Deleted() {
-		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrUserDeleted)
+		return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, model.ErrUserDeleted)
 	}
-	return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, ErrStravaRevoked)
+	return fmt.Errorf("write %d items of user %s: %w", len(ks), userID, model.ErrStravaRevoked)
 }
 
 // RemoveGuarded removes the user's items ks written while g held (read after

@@ -62,18 +62,18 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := []model.Key{keys.WorkoutKey("gone", 7), keys.WorkoutKey("gone", 8)}
-	if err := s.CheckWrites(ctx, "gone", page); !errors.Is(err, store.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
-		t.Fatalf("page check: got %v, want ErrUserDeleted (a conflict)", err)
+	if err := s.CheckWrites(ctx, "gone", page); !errors.Is(err, model.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("page check: got %v, want model.ErrUserDeleted (a conflict)", err)
 	}
 	_, err := s.UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
 		st.State, st.JobKey = syncstate.SyncBackfilling, "job"
 		return nil
 	})
-	if !errors.Is(err, store.ErrUserDeleted) {
-		t.Fatalf("sync state write: got %v, want ErrUserDeleted", err)
+	if !errors.Is(err, model.ErrUserDeleted) {
+		t.Fatalf("sync state write: got %v, want model.ErrUserDeleted", err)
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, store.ErrUserDeleted) {
-		t.Fatalf("milestone creation: got %v, want ErrUserDeleted", err)
+	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, model.ErrUserDeleted) {
+		t.Fatalf("milestone creation: got %v, want model.ErrUserDeleted", err)
 	}
 	if left := userItems(t, s, "gone"); len(left) != 1 || left[0] != keys.UserGuardKey("gone").String() {
 		t.Fatalf("left in the deleted user's partition: %v, want only the guard", left)

@@ -337,8 +337,8 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); !errors.Is(err, store.ErrStravaRevoked) {
-		t.Fatalf("write after the revocation: got %v, want ErrStravaRevoked", err)
+	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); !errors.Is(err, model.ErrStravaRevoked) {
+		t.Fatalf("write after the revocation: got %v, want model.ErrStravaRevoked", err)
 	}
 	if _, err := s.Workout(ctx, "u1", 99); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout written after the revocation: %v, want it removed", err)

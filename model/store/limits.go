@@ -97,11 +97,11 @@ func (s *Limits) SyncState(ctx context.Context, userID string) (*syncstate.SyncS
 // the state (strongly consistent; a fresh idle state when none exists),
 // lets decide change it, and writes it conditioned on the version read
 // (incrementing it), re-reading and deciding again on a conflict, a bounded
-// number of times. decide returning ErrSkipWrite writes nothing; any other
+// number of times. decide returning model.ErrSkipWrite writes nothing; any other
 // error is returned as is. It returns the state as written and ErrConflict
 // when the version kept moving. A write that lands after the user's account
 // was deleted (the user guard, read after the write) is removed again and
-// returns ErrUserDeleted: the create condition (attribute_not_exists) alone
+// returns model.ErrUserDeleted: the create condition (attribute_not_exists) alone
 // would let a sync in flight re-create SYNC#STRAVA after the deletion.
 func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error) {
 	for range syncStateRetries {
@@ -114,7 +114,7 @@ func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func
 		}
 		read := cur.Version
 		if err := decide(cur); err != nil {
-			if errors.Is(err, ErrSkipWrite) {
+			if errors.Is(err, model.ErrSkipWrite) {
 				return cur, nil
 			}
 			return nil, err
@@ -195,10 +195,6 @@ func (s *Limits) SaveReconcileCursor(ctx context.Context, c *syncstate.Reconcile
 
 // syncStateRetries bounds the read-modify-write attempts of UpdateSyncState.
 const syncStateRetries = 5
-
-// ErrSkipWrite, returned by an UpdateSyncState decision, leaves the stored
-// state as it is; UpdateSyncState then returns the state read and no error.
-var ErrSkipWrite = errors.New("skip write")
 
 // versionCond is the condition of a versioned put: the stored item is
 // still at version read (0: not stored yet).

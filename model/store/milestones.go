@@ -93,8 +93,8 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 // so concurrent creations never exceed model.MaxMilestonesPerUser. A count
 // that does not exist yet (a user from before the cap) starts from the
 // milestones in the user's MILESTONE# range (keys only). It returns
-// ErrMilestoneLimit at the cap, model.ErrConflict if the milestone's id is
-// taken or the count kept moving, and ErrUserDeleted (the milestone and the
+// model.ErrMilestoneLimit at the cap, model.ErrConflict if the milestone's id is
+// taken or the count kept moving, and model.ErrUserDeleted (the milestone and the
 // count are removed again) when the account was deleted meanwhile.
 func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) error {
 	for range milestoneCreateRetries {
@@ -113,7 +113,7 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 		}
 		if cnt.Count >= model.MaxMilestonesPerUser {
-			return fmt.Errorf("create milestone %s: user %s has %d: %w", m.MilestoneID, m.UserID, cnt.Count, ErrMilestoneLimit)
+			return fmt.Errorf("create milestone %s: user %s has %d: %w", m.MilestoneID, m.UserID, cnt.Count, model.ErrMilestoneLimit)
 		}
 		cnt.Count++
 		cnt.UpdatedAtUtc = s.Now().UTC()
@@ -176,7 +176,7 @@ func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, e
 // when milestoneID is not empty), in key order. Truncated reports the
 // guardrail stopped the read. Items of other milestones sharing the prefix
 // are dropped; an item written by newer code fails the read (fail closed).
-func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []MilestoneWithAwards, truncated bool, err error) {
+func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []model.MilestoneWithAwards, truncated bool, err error) {
 	prefix := keys.PrefixMilestone
 	if milestoneID != "" {
 		prefix = keys.MilestoneSK(milestoneID)
@@ -193,7 +193,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, d.err)
 		case d.m != nil:
 			index[d.m.MilestoneID] = len(ms)
-			ms = append(ms, MilestoneWithAwards{Milestone: *d.m, Awards: []model.Award{}})
+			ms = append(ms, model.MilestoneWithAwards{Milestone: *d.m, Awards: []model.Award{}})
 		case d.a != nil:
 			if i, ok := index[d.p.MilestoneID]; ok { // an award sorts after its milestone; none: the milestone is gone
 				ms[i].Awards = append(ms[i].Awards, *d.a)
@@ -207,19 +207,19 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // consistent query. Items it cannot decode are listed in Unreadable, not
 // returned as an error, so one bad milestone cannot block the others. It
 // returns an error only when the query itself fails.
-func (s *Milestones) UserMilestones(ctx context.Context, userID string) (UserMilestones, error) {
+func (s *Milestones) UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error) {
 	from, through := keys.GuardAndMilestones()
 	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), from, QueryOptions{Through: through})
 	if err != nil {
-		return UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
+		return model.UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
-	out := UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
+	out := model.UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
 	for _, d := range decodeMilestoneItems(res.Items) {
 		switch {
 		case d.err != nil && d.p.Kind == keys.KindUserGuard:
-			return UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, d.err)
+			return model.UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, d.err)
 		case d.err != nil:
-			out.Unreadable = append(out.Unreadable, UnreadableItem{Key: d.key, Err: d.err})
+			out.Unreadable = append(out.Unreadable, model.UnreadableItem{Key: d.key, Err: d.err})
 		case d.g != nil:
 			out.Guard = d.g
 		case d.m != nil:
@@ -294,7 +294,7 @@ func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]mo
 // award or audit entry already exists (re-read and recompute), ErrRetryable
 // for transaction conflicts and throttling, and ErrInvalid for more items
 // than one transaction holds (w.Items() > model.TransactionLimit).
-func (s *Milestones) WriteProjection(ctx context.Context, w ProjectionWrite) error {
+func (s *Milestones) WriteProjection(ctx context.Context, w model.ProjectionWrite) error {
 	p := w.Projection
 	c := Changes{Set: map[string]any{
 		"progressValue":   p.ProgressValue,
@@ -375,65 +375,6 @@ func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string
 	return out, nil
 }
 
-// ErrMilestoneLimit is returned (wrapped, matching model.ErrConflict) by
-// CreateMilestone when the user has model.MaxMilestonesPerUser milestones.
-var ErrMilestoneLimit = fmt.Errorf("%d milestones per user at most: %w", model.MaxMilestonesPerUser, model.ErrConflict)
-
 // milestoneCreateRetries bounds CreateMilestone's attempts when the count
 // moves under it (concurrent creations by the same user).
 const milestoneCreateRetries = 5
-
-// MilestoneWithAwards is a milestone and the awards minted for it, in part
-// order.
-type MilestoneWithAwards struct {
-	Milestone model.Milestone
-	Awards    []model.Award
-}
-
-// UnreadableItem is an item a reader skipped because it could not decode it
-// (e.g. written by a newer schema); Err says why.
-type UnreadableItem struct {
-	Key model.Key
-	Err error
-}
-
-// UserMilestones is a user's milestones with their minted awards, read with
-// one query of begins_with(SK, "MILESTONE#").
-type UserMilestones struct {
-	// Milestones sorted by id.
-	Milestones []model.Milestone
-	// Awards by milestone id, then part index.
-	Awards map[string]map[int]model.Award
-	// Unreadable milestones and awards (newer schema, malformed): the
-	// caller must leave them alone rather than guess.
-	Unreadable []UnreadableItem
-	// Guard is the user's guard, read with them (nil: the user has none).
-	Guard *model.UserGuard
-	// Truncated says the user has more milestone items than the guardrail;
-	// CreateMilestone's cap (model.MaxMilestonesPerUser × (1 + MaxPartCount)
-	// ≤ MaxWorkoutsToInspect) keeps it false for milestones it created.
-	Truncated bool
-}
-
-// ProjectionWrite is one milestone's projected state, written over the
-// version it was computed from.
-type ProjectionWrite struct {
-	UserID, MilestoneID string
-	// ExpectedVersion is the milestone version the projection was computed
-	// from; the write is conditioned on it and sets it to ExpectedVersion+1.
-	ExpectedVersion int64
-	Projection      model.Projection
-	// Awards to mint with the update, each only if absent.
-	Awards []*model.Award
-	// Audits are written in the same transaction, each only if absent (the
-	// AWARD_MINTED entries of Awards, keyed deterministically), so an award
-	// never exists without its audit entry.
-	Audits []*model.AuditEntry
-	// Token is the transaction's ClientRequestToken (≤ 36 characters), used
-	// when Awards or Audits is not empty.
-	Token string
-}
-
-// Items is how many items the write puts in one transaction: the milestone
-// update plus every award and audit entry (at most model.TransactionLimit).
-func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }

@@ -52,9 +52,8 @@ const (
 )
 
 // DefaultOutboxTTL is how long an outbox item is kept after its last
-// activity (lease end, not-before time or settle) when the item does not
-// record its own ttl (claimed by older code): long past Strava's retries.
-const DefaultOutboxTTL = 7 * 24 * time.Hour
+// activity when the item does not record its own ttl (model.OutboxTTL).
+const DefaultOutboxTTL = model.OutboxTTL
 
 // expiresAfter sets expiresAt to the item's ttl (ttlSeconds, else
 // DefaultOutboxTTL) after at: a pending item never expires before it is due.

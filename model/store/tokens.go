@@ -11,13 +11,14 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/secrets"
 )
 
 // Strava tokens never reach a table in plain text: every write of a
 // connection seals the pair (model/secrets envelope encryption) and every
 // read opens it. The context is the item's key, never its attributes: the
 // user parsed from the PK (keys.ParseKey) + strava-tokens, and the whole
-// key in the additional data (model.SealedFormatV2), so a connection item
+// key in the additional data (secrets.SealedFormatV2), so a connection item
 // copied whole under another user's key does not open, whether or not its
 // userId attribute was edited. Format 1 pairs (sealed under the userId
 // attribute, which equals the key's user for every genuine item) are opened
@@ -27,8 +28,8 @@ import (
 
 // Sealer seals and opens secrets bound to a context (model/secrets.Sealer).
 type Sealer interface {
-	Seal(ctx context.Context, ec model.SecretContext, plaintext []byte) (model.SealedSecret, error)
-	Open(ctx context.Context, ec model.SecretContext, sealed model.SealedSecret) ([]byte, error)
+	Seal(ctx context.Context, ec secrets.Context, plaintext []byte) (model.SealedSecret, error)
+	Open(ctx context.Context, ec secrets.Context, sealed model.SealedSecret) ([]byte, error)
 }
 
 // ErrNoSealer is returned when a token must be sealed or opened and the
@@ -44,15 +45,15 @@ type tokenPair struct {
 // tokenContext is the context of the tokens held by the connection item at
 // k: the user parsed from k's PK and k itself. It returns ErrInvalid when k
 // is not a connection's key.
-func tokenContext(k model.Key) (model.SecretContext, error) {
+func tokenContext(k model.Key) (secrets.Context, error) {
 	p, err := keys.ParseKey(k)
 	if err != nil {
-		return model.SecretContext{}, fmt.Errorf("token context of %s: %w", k, err)
+		return secrets.Context{}, fmt.Errorf("token context of %s: %w", k, err)
 	}
 	if p.Kind != keys.KindStravaConnection {
-		return model.SecretContext{}, fmt.Errorf("token context of %s: not a strava connection key: %w", k, model.ErrInvalid)
+		return secrets.Context{}, fmt.Errorf("token context of %s: not a strava connection key: %w", k, model.ErrInvalid)
 	}
-	return model.SecretContext{UserID: p.UserID, Purpose: model.PurposeStravaTokens, Item: k.String()}, nil
+	return secrets.Context{UserID: p.UserID, Purpose: model.PurposeStravaTokens, Item: k.String()}, nil
 }
 
 // sealTokens seals the pair for the connection item at k (format 2).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -219,9 +220,9 @@ func copyConnection(t *testing.T, s *store.Store, from, to, userIDAttr string) {
 func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
 	t.Helper()
 	ctx := context.Background()
-	sealed, err := s.Secrets.Seal(ctx, model.SecretContext{UserID: userID, Purpose: model.PurposeStravaTokens},
+	sealed, err := s.Secrets.Seal(ctx, secrets.Context{UserID: userID, Purpose: model.PurposeStravaTokens},
 		[]byte(fmt.Sprintf(`{"a":%q,"r":%q}`, access, refresh)))
-	if err != nil || sealed.Format != model.SealedFormatV1 {
+	if err != nil || sealed.Format != secrets.SealedFormatV1 {
 		t.Fatalf("seal legacy: format %d, %v", sealed.Format, err)
 	}
 	av, err := attributevalue.Marshal(sealed)

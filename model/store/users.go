@@ -23,17 +23,6 @@ type Users struct {
 // MaxUsersPage bounds one ListUsers page.
 const MaxUsersPage = 1000
 
-// UsersPage is one page of a users-index shard, in ascending user id order.
-type UsersPage struct {
-	// UserIDs are the users of the page.
-	UserIDs []string
-	// Next is the cursor for the following page: the last user id returned
-	// (pass it as after). It is empty when the page is empty.
-	Next string
-	// More is false once the shard has been read to its end.
-	More bool
-}
-
 // ListUsers reads up to limit user ids (default and maximum MaxUsersPage) of
 // one shard of the sparse users index (GSI2, UserListShardPK(shard)) whose id
 // sorts after after ("" starts at the beginning). The cursor is a user id, so
@@ -42,9 +31,9 @@ type UsersPage struct {
 // false. It never scans. The index is eventually consistent: a profile
 // written a moment ago may not be listed yet. It returns ErrInvalid for a
 // shard out of range.
-func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (UsersPage, error) {
+func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error) {
 	if shard < 0 || shard >= keys.UserListShards {
-		return UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, keys.UserListShards-1, model.ErrInvalid)
+		return model.UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, keys.UserListShards-1, model.ErrInvalid)
 	}
 	if limit <= 0 || limit > MaxUsersPage {
 		limit = MaxUsersPage
@@ -56,20 +45,20 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).
 		WithProjection(expression.NamesList(expression.Name("GSI2SK"))).Build()
 	if err != nil {
-		return UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
+		return model.UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
 	}
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(s.t.Main), IndexName: aws.String(IndexGSI2),
 		KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}
-	var page UsersPage
+	var page model.UsersPage
 	for {
 		// One more than wanted tells whether the shard goes on.
 		in.Limit = aws.Int32(int32(limit - len(page.UserIDs) + 1))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, translate(err))
+			return model.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, translate(err))
 		}
 		for _, item := range out.Items {
 			id, ok := item["GSI2SK"].(*types.AttributeValueMemberS)

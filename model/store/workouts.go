@@ -156,7 +156,7 @@ func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64)
 // too, so that Log.ExactFrom is exact. No windows read nothing. Only the
 // projected fields are set on the returned workouts. It fails closed with
 // ErrUnsupportedSchema when a workout read was written by newer code.
-func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (Log, error) {
+func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error) {
 	var (
 		items   []Item
 		dropped Item
@@ -168,7 +168,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
 		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
-			return Log{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
+			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
 		}
 		// LSI1 projects exactly WorkoutLogFields: ask for what it holds
 		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
@@ -181,7 +181,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			ScanIndexForward: aws.Bool(false),
 		}, budget)
 		if err != nil {
-			return Log{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
+			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
 		}
 		items = append(items, res.Items...)
 		budget -= len(res.Items)
@@ -190,10 +190,10 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			break
 		}
 	}
-	out := Log{Workouts: make([]model.Workout, len(items))}
+	out := model.WorkoutLog{Workouts: make([]model.Workout, len(items))}
 	for i, item := range items {
 		if err := Unmarshal(item, &out.Workouts[i]); err != nil {
-			return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 		}
 	}
 	if dropped == nil {
@@ -201,7 +201,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 	}
 	var d model.Workout
 	if err := Unmarshal(dropped, &d); err != nil {
-		return Log{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+		return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 	}
 	out.Workouts, out.ExactFrom = model.CutAtInstant(out.Workouts, d.StartDateUtc)
 	out.Truncated = true
@@ -221,17 +221,4 @@ var WorkoutLogFields = []string{
 // LSI1's INCLUDE projection.
 func workoutLogNonKeyAttributes() []string {
 	return slices.DeleteFunc(slices.Clone(WorkoutLogFields), func(f string) bool { return f == "PK" || f == "SK" })
-}
-
-// Log is the part of a user's workout log one recompute inspects.
-type Log struct {
-	// Workouts started inside the requested windows, newest first.
-	Workouts []model.Workout
-	// Truncated says the guardrail left out workouts of the windows; every
-	// one left out started before ExactFrom.
-	Truncated bool
-	// ExactFrom (set when Truncated) is the instant from which the log is
-	// complete: Workouts holds every workout of the windows started at or
-	// after it, and none started before it.
-	ExactFrom time.Time
 }

@@ -37,7 +37,7 @@ func (f *faultyStore) AppendAudit(ctx context.Context, e *model.AuditEntry) erro
 	return f.Store.AppendAudit(ctx, e)
 }
 
-func (f *faultyStore) WriteProjection(ctx context.Context, w store.ProjectionWrite) error {
+func (f *faultyStore) WriteProjection(ctx context.Context, w model.ProjectionWrite) error {
 	if n := f.writes.Add(1); n == f.bumpBeforeWrite {
 		var m model.Milestone
 		if err := f.Get(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // Audit event types the consumer writes.
@@ -42,10 +41,10 @@ const (
 
 // Store is what the consumer needs from the DynamoDB adapter.
 type Store interface {
-	UserMilestones(ctx context.Context, userID string) (store.UserMilestones, error)
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
+	UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	WriteProjection(ctx context.Context, w store.ProjectionWrite) error
+	WriteProjection(ctx context.Context, w model.ProjectionWrite) error
 	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
 	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error
@@ -53,8 +52,6 @@ type Store interface {
 	// RemoveGuarded removes workouts written while the user's guard held.
 	RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error)
 }
-
-var _ Store = (*store.Store)(nil)
 
 // Options tune a Consumer; the zero value is usable.
 type Options struct {

@@ -34,11 +34,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -107,16 +106,10 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		}
 		return d
 	}
-	keyImage, err := Image(rec.Change.Keys)
+	k, err := streams.RecordKey(rec.Change.Keys)
 	if err != nil {
 		return park(Decision{}, fmt.Errorf("keys: %w", err))
 	}
-	pk, ok1 := keyImage["PK"].(*types.AttributeValueMemberS)
-	sk, ok2 := keyImage["SK"].(*types.AttributeValueMemberS)
-	if !ok1 || !ok2 {
-		return park(Decision{}, fmt.Errorf("keys: no string PK and SK: %w", model.ErrInvalid))
-	}
-	k := model.Key{PK: pk.Value, SK: sk.Value}
 	p, err := keys.ParseKey(k)
 	if err != nil {
 		// A malformed key that claims to be a trigger cannot be processed;
@@ -222,14 +215,7 @@ func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
 }
 
 func decodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
-	if img == nil {
-		return fmt.Errorf("image missing (stream view must be NEW_AND_OLD_IMAGES): %w", model.ErrInvalid)
-	}
-	item, err := Image(img)
-	if err != nil {
-		return err
-	}
-	return store.Unmarshal(item, e)
+	return streams.DecodeImage(img, e)
 }
 
 // SameDefinition reports whether two milestone definitions project the

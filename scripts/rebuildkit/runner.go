@@ -19,7 +19,7 @@ import (
 // implements it).
 type UserLister interface {
 	// ListUsers returns a page of one shard after a user-id cursor.
-	ListUsers(ctx context.Context, shard int, after string, limit int) (store.UsersPage, error)
+	ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error)
 	// CountUsers counts every listed user (for progress and ETA).
 	CountUsers(ctx context.Context) (int, error)
 }

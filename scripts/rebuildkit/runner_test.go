@@ -14,7 +14,6 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // memUsers is an in-memory users index with the same paging contract as
@@ -34,8 +33,8 @@ func newMemUsers(ids []string) memUsers {
 	return m
 }
 
-func (m memUsers) ListUsers(_ context.Context, shard int, after string, limit int) (store.UsersPage, error) {
-	var p store.UsersPage
+func (m memUsers) ListUsers(_ context.Context, shard int, after string, limit int) (model.UsersPage, error) {
+	var p model.UsersPage
 	for _, id := range m[shard] {
 		if id <= after {
 			continue

@@ -38,7 +38,7 @@ type Row struct {
 
 // Lister is what List reads (model/store.Store).
 type Lister interface {
-	ListUsers(ctx context.Context, shard int, after string, limit int) (store.UsersPage, error)
+	ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error)
 	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
@@ -355,7 +356,7 @@ func TestLambdaRuntime(t *testing.T) {
 // exportLargeHistory gives a user n stored workouts and exports them
 // through the api Lambda (its Terraform timeout and Lambda's 6 MB answer
 // limit enforced by the emulator), following Link's next page: every
-// workout comes exactly once, each body within bff.ExportPageBytes.
+// workout comes exactly once, each body within export.PageBytes.
 func (f *fixture) exportLargeHistory(n int) {
 	f.t.Helper()
 	const user, athlete, first = "export-user", int64(77001), int64(9_000_000)
@@ -378,8 +379,8 @@ func (f *fixture) exportLargeHistory(n int) {
 		r := f.api("GET", target, nil, []string{bff.SessionCookie + "=" + cookie}, "")
 		invoke, _ := json.Marshal(r)
 		largestBody, largestInvoke = max(largestBody, len(r.Body)), max(largestInvoke, len(invoke))
-		if r.StatusCode != 200 || len(r.Body) > bff.ExportPageBytes {
-			f.t.Fatalf("export page %d: %d, %d bytes (bound %d): %.300s", pages, r.StatusCode, len(r.Body), bff.ExportPageBytes, r.Body)
+		if r.StatusCode != 200 || len(r.Body) > export.PageBytes {
+			f.t.Fatalf("export page %d: %d, %d bytes (bound %d): %.300s", pages, r.StatusCode, len(r.Body), export.PageBytes, r.Body)
 		}
 		var page struct {
 			Workouts []struct {

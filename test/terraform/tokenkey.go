@@ -23,7 +23,7 @@ var TokenKeyActions = []string{"kms:Decrypt", "kms:GenerateDataKey"}
 
 // TokenKeyConditions are the conditions every grant on the token key must
 // carry, as test → variable → values: exactly the encryption context the
-// code sends (model.SecretContext.Map), and no kms:ViaService (the Lambdas
+// code sends (secrets.Context.Map), and no kms:ViaService (the Lambdas
 // call KMS directly, so only a service acting for the role would set it).
 var TokenKeyConditions = map[string]map[string][]string{
 	"StringEquals":              {"kms:EncryptionContext:purpose": {model.PurposeStravaTokens}},

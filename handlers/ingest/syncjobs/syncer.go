@@ -101,7 +101,6 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
 )
@@ -223,11 +222,11 @@ func WorkoutDiffers(stored, fresh *model.Workout) bool {
 // model/store.Store).
 type SyncStore interface {
 	// UpdateSyncState reads, decides and writes the user's sync state with
-	// a version check (store.ErrSkipWrite from decide writes nothing).
+	// a version check (model.ErrSkipWrite from decide writes nothing).
 	UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error)
 	// WorkoutLog reads the user's workouts started in windows (one
 	// strongly consistent LSI1 query per window).
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (store.Log, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
 	// UpsertWorkout is the ordered conditional write (newest fetch wins,
 	// a tombstone too, both ways); ErrConflict when the stored item wins.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
@@ -333,7 +332,7 @@ func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*syncstate.SyncState)) {
 	_, err := s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
 		if cur.JobKey != job.IdempotencyKey {
-			return store.ErrSkipWrite
+			return model.ErrSkipWrite
 		}
 		change(cur)
 		cur.RequestProjection() // the job waits, fails or stops: project what it imported
@@ -355,13 +354,13 @@ func syncStatusOf(mode string) syncstate.SyncStatus {
 // its own unfinished job, a backfill extends a running backfill to its
 // earlier horizon (keeping the cursor) or starts anew (from what earlier
 // backfills imported), a reconciliation runs only when no other job does.
-// It returns errSkip when the job has nothing to do and store.ErrSkipWrite
+// It returns errSkip when the job has nothing to do and model.ErrSkipWrite
 // when it runs without changing the state.
 func decide(cur *syncstate.SyncState, job ingest.Job, now time.Time) error {
 	sj, key := job.Sync, job.IdempotencyKey
 	switch {
 	case cur.JobKey == key && cur.Running():
-		return store.ErrSkipWrite
+		return model.ErrSkipWrite
 	case cur.JobKey == key:
 		return errSkip // finished or failed: a repeated delivery
 	case sj.Resume && cur.JobKey != "" && cur.State != syncstate.SyncIdle:
@@ -430,7 +429,7 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 		// The page's write-then-check of the user guard: one read for the
 		// whole page (model/store/guard.go).
 		switch err := s.store.CheckWrites(ctx, sj.UserID, res.keys); {
-		case errors.Is(err, store.ErrUserDeleted), errors.Is(err, store.ErrStravaRevoked):
+		case errors.Is(err, model.ErrUserDeleted), errors.Is(err, model.ErrStravaRevoked):
 			log.InfoContext(ctx, "sync page removed: the account was deleted or the grant revoked meanwhile", "writeStatus", "skipped",
 				"removed", len(res.keys), "error", err)
 			return nil
@@ -440,7 +439,7 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 	}
 	done := len(acts) < cfg.PageSize || oldest.Before(st.WindowFromUtc)
 	finished, err := s.advance(ctx, cfg, job, cursor, acts, res, nextCursor(cursor, oldest), done)
-	if errors.Is(err, store.ErrUserDeleted) {
+	if errors.Is(err, model.ErrUserDeleted) {
 		log.InfoContext(ctx, "sync page not recorded: the account is deleted", "writeStatus", "skipped")
 		return nil
 	}
@@ -464,7 +463,7 @@ func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, 
 		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
 		return nil, "", false, nil
 	}
-	if errors.Is(err, store.ErrUserDeleted) {
+	if errors.Is(err, model.ErrUserDeleted) {
 		log.InfoContext(ctx, "sync job dropped: the account is deleted", "writeStatus", "skipped")
 		return nil, "", false, nil
 	}

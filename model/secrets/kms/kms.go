@@ -15,7 +15,6 @@ import (
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/secrets"
 )
 
@@ -39,7 +38,7 @@ func New(api API, keyID string) *Provider { return &Provider{api: api, keyID: ke
 
 // GenerateDataKey implements secrets.KeyProvider. The returned KeyID is the
 // key's ARN as KMS reports it.
-func (p *Provider) GenerateDataKey(ctx context.Context, ec model.SecretContext) (secrets.DataKey, error) {
+func (p *Provider) GenerateDataKey(ctx context.Context, ec secrets.Context) (secrets.DataKey, error) {
 	out, err := p.api.GenerateDataKey(ctx, &awskms.GenerateDataKeyInput{
 		KeyId: aws.String(p.keyID), KeySpec: types.DataKeySpecAes256, EncryptionContext: ec.Map(),
 	})
@@ -53,7 +52,7 @@ func (p *Provider) GenerateDataKey(ctx context.Context, ec model.SecretContext) 
 // context and that the data key was wrapped by keyID; its refusals
 // (InvalidCiphertextException, IncorrectKeyException) match
 // secrets.ErrUndecryptable.
-func (p *Provider) DecryptDataKey(ctx context.Context, keyID string, wrapped []byte, ec model.SecretContext) ([]byte, error) {
+func (p *Provider) DecryptDataKey(ctx context.Context, keyID string, wrapped []byte, ec secrets.Context) ([]byte, error) {
 	out, err := p.api.Decrypt(ctx, &awskms.DecryptInput{
 		CiphertextBlob: wrapped, EncryptionContext: ec.Map(), KeyId: aws.String(keyID),
 	})

@@ -41,7 +41,7 @@ func TestKMSProviderContract(t *testing.T) {
 func TestKMSProviderReportsKMSFailures(t *testing.T) {
 	client, _ := kmsEndpoint(t)
 	p := kms.New(client, "arn:aws:kms:ap-southeast-2:111122223333:key/unknown")
-	_, err := p.GenerateDataKey(context.Background(), model.SecretContext{UserID: "u", Purpose: model.PurposeStravaTokens})
+	_, err := p.GenerateDataKey(context.Background(), secrets.Context{UserID: "u", Purpose: model.PurposeStravaTokens})
 	if err == nil || errors.Is(err, secrets.ErrUndecryptable) {
 		t.Fatalf("generate under an unknown key: %v; want a KMS error that is not ErrUndecryptable", err)
 	}

@@ -18,9 +18,9 @@ import (
 func Contract(t *testing.T, p secrets.KeyProvider) {
 	t.Helper()
 	ctx := context.Background()
-	alice := model.SecretContext{UserID: "alice", Purpose: model.PurposeStravaTokens}
-	bob := model.SecretContext{UserID: "bob", Purpose: model.PurposeStravaTokens}
-	other := model.SecretContext{UserID: "alice", Purpose: "other"}
+	alice := secrets.Context{UserID: "alice", Purpose: model.PurposeStravaTokens}
+	bob := secrets.Context{UserID: "bob", Purpose: model.PurposeStravaTokens}
+	other := secrets.Context{UserID: "alice", Purpose: "other"}
 
 	t.Run("data key round trip", func(t *testing.T) {
 		dk, err := p.GenerateDataKey(ctx, alice)
@@ -38,7 +38,7 @@ func Contract(t *testing.T, p secrets.KeyProvider) {
 		if err != nil || !bytes.Equal(got, dk.Plaintext) {
 			t.Fatalf("decrypt: %x, %v; want the generated key", got, err)
 		}
-		for name, ec := range map[string]model.SecretContext{"other user": bob, "other purpose": other} {
+		for name, ec := range map[string]secrets.Context{"other user": bob, "other purpose": other} {
 			if _, err := p.DecryptDataKey(ctx, dk.KeyID, dk.Wrapped, ec); !errors.Is(err, secrets.ErrUndecryptable) {
 				t.Errorf("decrypt under %s: %v; want ErrUndecryptable", name, err)
 			}
@@ -57,8 +57,8 @@ func Contract(t *testing.T, p secrets.KeyProvider) {
 		if err != nil {
 			t.Fatalf("seal: %v", err)
 		}
-		if sealed.Format != model.SealedFormatV1 || sealed.KeyID == "" || bytes.Contains(sealed.Ciphertext, []byte("access-token")) {
-			t.Fatalf("sealed: format %d, key id %q; want format %d, a key id, no plaintext", sealed.Format, sealed.KeyID, model.SealedFormatV1)
+		if sealed.Format != secrets.SealedFormatV1 || sealed.KeyID == "" || bytes.Contains(sealed.Ciphertext, []byte("access-token")) {
+			t.Fatalf("sealed: format %d, key id %q; want format %d, a key id, no plaintext", sealed.Format, sealed.KeyID, secrets.SealedFormatV1)
 		}
 		// A fresh Sealer has no cache: it must unwrap through the provider.
 		for name, s := range map[string]*secrets.Sealer{"same sealer": s, "fresh sealer": secrets.NewSealer(p)} {

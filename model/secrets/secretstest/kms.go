@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/secrets"
 )
 
@@ -80,7 +79,7 @@ func (k *KMS) serve(w http.ResponseWriter, r *http.Request, local *secrets.Local
 	k.mu.Lock()
 	k.requests[op]++
 	k.mu.Unlock()
-	ec := model.SecretContext{UserID: in.EncryptionContext["userId"], Purpose: in.EncryptionContext["purpose"]}
+	ec := secrets.Context{UserID: in.EncryptionContext["userId"], Purpose: in.EncryptionContext["purpose"]}
 	if len(in.EncryptionContext) != 2 || ec.UserID == "" || ec.Purpose == "" {
 		fail("AccessDeniedException", fmt.Sprintf("encryption context %v: the key policy requires userId and purpose", in.EncryptionContext))
 		return

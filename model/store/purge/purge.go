@@ -23,6 +23,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -86,7 +87,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 	}
 	// Sealed like the tokens (the same purpose, so the same KMS grant), bound
 	// to the application rather than a user and to this item's key.
-	ec := model.SecretContext{UserID: "app", Purpose: model.PurposeStravaTokens, Item: athleteHashKeyItem.String()}
+	ec := secrets.Context{UserID: "app", Purpose: model.PurposeStravaTokens, Item: athleteHashKeyItem.String()}
 	for attempt := 0; attempt < 2; attempt++ {
 		var item sealedHashKey
 		out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),

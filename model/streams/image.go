@@ -1,4 +1,4 @@
-package consumer
+package streams
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store"
 )
 
 // AttributeValue converts one stream attribute value, as aws-lambda-go
@@ -75,4 +76,32 @@ func Image(img map[string]events.DynamoDBAttributeValue) (map[string]types.Attri
 		out[name] = av
 	}
 	return out, nil
+}
+
+// RecordKey is the primary key in a stream record's Keys image; an error
+// matching model.ErrInvalid when PK or SK is missing or not a string.
+func RecordKey(img map[string]events.DynamoDBAttributeValue) (model.Key, error) {
+	item, err := Image(img)
+	if err != nil {
+		return model.Key{}, err
+	}
+	pk, ok1 := item["PK"].(*types.AttributeValueMemberS)
+	sk, ok2 := item["SK"].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return model.Key{}, fmt.Errorf("no string PK and SK: %w", model.ErrInvalid)
+	}
+	return model.Key{PK: pk.Value, SK: sk.Value}, nil
+}
+
+// DecodeImage decodes a stream record's image into e as the store reads an
+// item (store.Unmarshal: normalized, failing closed on a newer schema).
+func DecodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
+	if img == nil {
+		return fmt.Errorf("image missing (stream view must be NEW_AND_OLD_IMAGES): %w", model.ErrInvalid)
+	}
+	item, err := Image(img)
+	if err != nil {
+		return err
+	}
+	return store.Unmarshal(item, e)
 }

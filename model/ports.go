@@ -1,0 +1,76 @@
+package model
+
+import "time"
+
+// The shapes the ports of projections and handlers pass, whatever adapter
+// (model/store) stands behind them.
+
+// MilestoneWithAwards is a milestone and its minted awards, in part order.
+type MilestoneWithAwards struct {
+	Milestone Milestone
+	Awards    []Award
+}
+
+// UnreadableItem is an item a reader skipped because it could not decode it
+// (e.g. written by a newer schema); Err says why.
+type UnreadableItem struct {
+	Key Key
+	Err error
+}
+
+// UserMilestones is a user's milestones (sorted by id) with their minted
+// awards (by milestone id, then part index), read with one query of
+// begins_with(SK, "MILESTONE#"), and the user's guard (nil: none).
+// Unreadable items (newer schema, malformed) must be left alone, not
+// guessed at. Truncated says the user has more milestone items than the
+// guardrail (the milestone cap keeps it false for milestones created here).
+type UserMilestones struct {
+	Milestones []Milestone
+	Awards     map[string]map[int]Award
+	Unreadable []UnreadableItem
+	Guard      *UserGuard
+	Truncated  bool
+}
+
+// ProjectionWrite is one milestone's projected state, conditioned on
+// ExpectedVersion (the version it was computed from) and setting it to
+// ExpectedVersion+1, with the Awards to mint and their AWARD_MINTED Audits
+// (deterministic keys) in the same transaction, each only if absent, so an
+// award never exists without its audit entry. Token is the transaction's
+// ClientRequestToken (≤ 36 characters), used when Awards or Audits is not
+// empty.
+type ProjectionWrite struct {
+	UserID, MilestoneID string
+	ExpectedVersion     int64
+	Projection          Projection
+	Awards              []*Award
+	Audits              []*AuditEntry
+	Token               string
+}
+
+// Items is how many items the write puts in one transaction: the milestone
+// update plus every award and audit entry (at most TransactionLimit).
+func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }
+
+// UsersPage is one page of a users-index shard, in ascending user id order.
+// Next is the cursor of the following page (the last id given; empty when
+// the page is); More is false once the shard is read to its end.
+type UsersPage struct {
+	UserIDs []string
+	Next    string
+	More    bool
+}
+
+// WorkoutLog is the part of a user's workout log one recompute inspects:
+// the workouts started inside the requested windows, newest first. When
+// the guardrail left some out (Truncated), every one left out started
+// before ExactFrom, from which the log is complete.
+type WorkoutLog struct {
+	Workouts  []Workout
+	Truncated bool
+	ExactFrom time.Time
+}
+
+// OutboxTTL is how long an accepted event's outbox item (its idempotency
+// key) is kept after its last change: long past Strava's retries.
+const OutboxTTL = 7 * 24 * time.Hour

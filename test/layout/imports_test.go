@@ -1,0 +1,77 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/commitcollect/backend/"
+
+// adapters are the DynamoDB adapter's packages (model/store/capacity, the
+// metering vocabulary every service logs with, is not one).
+var adapters = []string{module + "model/store", module + "model/store/purge"}
+
+// storeImporters are the only folders whose product code may import the
+// DynamoDB adapter (model/store and below): the wiring. Every other port
+// under handlers/ and projections/ speaks model.
+var storeImporters = []string{"handlers/app", "handlers/config", "handlers/api", "handlers/worker", "handlers/projector", "handlers/sweeper"}
+
+// imports lists each non-test Go file under top with its folder and
+// imports.
+func imports(t *testing.T, root, top string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPortsSpeakTheDomain: only the wiring imports model/store, and
+// projections/ imports no AWS SDK (attribute conversion lives in
+// model/streams and the store), so a decision can be changed and tested
+// without a database.
+func TestPortsSpeakTheDomain(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	files := 0
+	for _, top := range []string{"handlers", "projections"} {
+		for file, ims := range imports(t, root, top) {
+			files++
+			dir := filepath.ToSlash(filepath.Dir(file))
+			for _, im := range ims {
+				if slices.Contains(adapters, im) && !slices.Contains(storeImporters, dir) {
+					t.Errorf("%s imports %s: only the wiring (%v) may; pass model types through a port", file, im, storeImporters)
+				}
+				if top == "projections" && strings.HasPrefix(im, "github.com/aws/aws-sdk-go-v2") {
+					t.Errorf("%s imports %s: projections/ decides, model/streams and the store convert", file, im)
+				}
+			}
+		}
+	}
+	if files < 50 {
+		t.Fatalf("read %d files: the walk did not find the product code", files)
+	}
+}
