@@ -41,12 +41,12 @@ chromium:
 test-browser: dynamodb-local chromium
 	CC_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestLocalStackDemo' ./test/e2e/
 
-## test: vet, then every test (race detector on) against a real DynamoDB Local, then the chaos suite's
-##   reduced run (test/chaos, one line of figures per scenario, and the noisy neighbours' reduced scenario;
-##   about three minutes) and the scale
-##   simulation's reduced run (test/scale, 200 athletes over a one-minute day; fails only on lost work)
-test: dynamodb-local chromium lambda-rie
-	$(GO) vet ./...
+## test: lint (gofmt, vet, staticcheck, the inward rule, the store allow-list), then every test (race
+##   detector on) against a real DynamoDB Local, AWS's runtime emulator built from the Go module proxy,
+##   then the chaos suite's reduced run (test/chaos, one line of figures per scenario, and the noisy
+##   neighbours' reduced scenario; about three minutes) and the scale simulation's reduced run
+##   (test/scale, 200 athletes over a one-minute day; fails only on lost work)
+test: lint dynamodb-local chromium lambda-rie
 	CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -race -count=1 -timeout 20m $(TEST_FLAGS) ./...
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=5s ./handlers/ingest/intake/
 	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 15m -run '^(TestChaos|TestNoisyNeighbours)$$' ./test/chaos/
@@ -75,7 +75,8 @@ scale: dynamodb-local
 test-short:
 	$(GO) test -count=1 ./model/ ./projections/
 
-## lint: gofmt, vet, staticcheck, and the inward dependency rule
+## lint: gofmt, vet, staticcheck, the inward dependency rule and the house's measures (test/layout: sizes, and
+##   only the wiring imports model/store, projections/ no AWS SDK)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -85,6 +86,7 @@ lint:
 	  if [ -n "$$bad" ]; then echo "model must not import AWS packages: $$bad"; exit 1; fi
 	@bad=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' ./model/... ./projections/... | grep -E 'backend/(handlers|scripts|test)' | grep -v '_test' || true); \
 	  if [ -n "$$bad" ]; then echo "dependencies must point inward (model <- projections <- handlers/scripts):"; echo "$$bad"; exit 1; fi
+	$(GO) test -count=1 ./test/layout/
 	@echo lint ok
 
 ## run: the whole pipeline on this machine until Ctrl-C: DynamoDB Local, the API on CC_HTTP_ADDR

@@ -232,11 +232,6 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// Project is ProjectWith without held awards: only the log justifies awards.
-func Project(def model.MilestoneDefinition, cur model.Projection, log Log, now time.Time) (Result, error) {
-	return ProjectWith(def, cur, Held{}, log, now)
-}
-
 // ProjectWith computes def's new projection from cur, the awards the store
 // holds and the log at now. The result does not depend on the order of
 // log.Workouts (each activity appears once: the log holds one item per

@@ -276,7 +276,7 @@ func TestProjectRejectsBadDefinitions(t *testing.T) {
 			t.Parallel()
 			d := def100km()
 			tt.given(&d)
-			_, err := projections.Project(d, active(), projections.Log{}, now)
+			_, err := project(d, active(), projections.Log{}, now)
 			var ve *model.ValidationError
 			if !errors.Is(err, model.ErrInvalid) || !errors.As(err, &ve) {
 				t.Fatalf("got %v, want a *model.ValidationError", err)
@@ -370,13 +370,13 @@ func TestPropertyPermutationInvariant(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 300; trial++ {
 		d, ws := randomDef(r), randomLog(r, r.IntN(60))
-		want, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now)
+		want, err := project(d, active(), projections.Log{Workouts: ws}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		shuffled := append([]model.Workout(nil), ws...)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		got, err := projections.Project(d, active(), projections.Log{Workouts: shuffled}, now)
+		got, err := project(d, active(), projections.Log{Workouts: shuffled}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,11 +391,11 @@ func TestPropertyIdempotent(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := 0; trial < 300; trial++ {
 		d, log := randomDef(r), projections.Log{Workouts: randomLog(r, r.IntN(60))}
-		first, err := projections.Project(d, active(), log, earlier)
+		first, err := project(d, active(), log, earlier)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := projections.Project(d, first.Projection, log, now)
+		second, err := project(d, first.Projection, log, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,7 @@ func TestPropertyRemovingWorkoutsNeverRemovesAwards(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := 0; trial < 300; trial++ {
 		d, ws := randomDef(r), randomLog(r, 1+r.IntN(60))
-		cur, err := projections.Project(d, active(), projections.Log{Workouts: ws}, earlier)
+		cur, err := project(d, active(), projections.Log{Workouts: ws}, earlier)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,7 +444,7 @@ func TestPropertyAwardsFollowThreshold(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := 0; trial < 300; trial++ {
 		d, ws := randomDef(r), randomLog(r, r.IntN(60))
-		got, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now)
+		got, err := project(d, active(), projections.Log{Workouts: ws}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,13 +539,13 @@ func TestPropertyIncrementalEqualsBatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for trial := 0; trial < 200; trial++ {
 		d, ws := randomDef(r), randomLog(r, r.IntN(40))
-		all, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now)
+		all, err := project(d, active(), projections.Log{Workouts: ws}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		state, minted := active(), map[int]int{}
 		for i := range ws {
-			step, err := projections.Project(d, state, projections.Log{Workouts: ws[:i+1]}, now)
+			step, err := project(d, state, projections.Log{Workouts: ws[:i+1]}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -579,7 +579,7 @@ func TestProjectGuardrailKeepsNewest(t *testing.T) {
 		ws[i].StartDateUtc = march.Add(time.Duration(i) * time.Minute)
 	}
 	ws[5].StartDateUtc = ws[4].StartDateUtc // the oldest kept shares the newest dropped's date
-	got, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now)
+	got, err := project(d, active(), projections.Log{Workouts: ws}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestProjectTruncatedOnlyWherePeriodReachesTheCut(t *testing.T) {
 			t.Parallel()
 			d := def100km()
 			d.PeriodStartAtUtc = tt.start
-			got, err := projections.Project(d, active(), tt.log, now)
+			got, err := project(d, active(), tt.log, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -632,8 +632,13 @@ func BenchmarkProject3000(b *testing.B) {
 	d := def100km()
 	d.SportTypes, d.PartCount = nil, 99
 	for b.Loop() {
-		if _, err := projections.Project(d, active(), projections.Log{Workouts: ws}, now); err != nil {
+		if _, err := project(d, active(), projections.Log{Workouts: ws}, now); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// project is ProjectWith without held awards: only the log justifies awards.
+func project(def model.MilestoneDefinition, cur model.Projection, log projections.Log, now time.Time) (projections.Result, error) {
+	return projections.ProjectWith(def, cur, projections.Held{}, log, now)
 }

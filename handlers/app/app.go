@@ -13,7 +13,6 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
@@ -48,11 +47,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 		return nil, fmt.Errorf("load model catalog: %w", err)
 	}
 	client := strava.NewClient(cfg.StravaBaseURL, httpClient)
-	sched := syncjobs.NewSyncScheduler(st, d, log)
-	sched.Settings = SyncSettingsFrom(cfg)
-	if cfg.OutboxLease > 0 {
-		sched.Lease = cfg.OutboxLease
-	}
+	sched := SchedulerOf(cfg, st, d, log)
 	h, err := bff.New(bff.Config{PublicURL: cfg.PublicURL, CORSOrigins: cfg.CORSOrigins}, bff.Deps{
 		Stores: BFFStores(st),
 		Strava: &strava.OAuthClient{

@@ -130,9 +130,6 @@ func (w *Worker) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	return w.Fetch.ProcessBurst(ctx, job)
 }
 
-// SetClock sets the clock of the runner and the fetcher (tests).
-func (w *Worker) SetClock(now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }
-
 // NewStravaWorker wires a Worker over the store: a Strava REST client, an
 // oauth2 token refresher that persists rotated tokens in st, and a syncer
 // that shares the fetcher's rate-limit cache. It is what the worker Lambda

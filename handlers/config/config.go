@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -80,6 +81,9 @@ type Config struct {
 	// RetryBase is the worker's first backoff after a failed attempt
 	// (CC_RETRY_BASE; 0 means the default, 15s).
 	RetryBase time.Duration
+	// StravaTimeout bounds one Strava HTTP call of the worker
+	// (CC_STRAVA_TIMEOUT; 0 means the client's default, 10s).
+	StravaTimeout time.Duration
 	// SyncMaxDays bounds how far back a backfill imports (CC_SYNC_MAX_DAYS;
 	// 0 means the default, 365).
 	SyncMaxDays int
@@ -99,11 +103,13 @@ type Config struct {
 	ReconcileIdle time.Duration
 }
 
-// DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default.
-const DefaultAthleteReadsPerWindow = 30
+// DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default
+// (the fetcher's own, defined there once).
+const DefaultAthleteReadsPerWindow = fetch.DefaultAthleteReadsPerWindow
 
-// DefaultAthleteReadsPerDay is CC_ATHLETE_READS_PER_DAY's default.
-const DefaultAthleteReadsPerDay = 100
+// DefaultAthleteReadsPerDay is CC_ATHLETE_READS_PER_DAY's default (the
+// fetcher's own).
+const DefaultAthleteReadsPerDay = fetch.DefaultAthleteReadsPerDay
 
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {

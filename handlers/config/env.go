@@ -49,6 +49,7 @@ var variables = []variable{
 	{"CC_OUTBOX_LEASE", duration(func(c *Config) *time.Duration { return &c.OutboxLease }, time.Second, "at least 1s (e.g. 5m)")},
 	{"CC_STRAVA_WINDOW", positiveDuration(func(c *Config) *time.Duration { return &c.StravaWindow })},
 	{"CC_RETRY_BASE", positiveDuration(func(c *Config) *time.Duration { return &c.RetryBase })},
+	{"CC_STRAVA_TIMEOUT", positiveDuration(func(c *Config) *time.Duration { return &c.StravaTimeout })},
 	{"CC_SYNC_MAX_DAYS", days(func(c *Config) *int { return &c.SyncMaxDays })},
 	{"CC_RECONCILE_DAYS", days(func(c *Config) *int { return &c.ReconcileDays })},
 	{"CC_SYNC_BUDGET_SHARE", func(c *Config, name, v string) error {

@@ -81,7 +81,7 @@ func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
 	// one is stored. Our clock is past the old token's expiry minus skew.
 	h.sim.RevokeAthlete(10)
 	h.link("u1", 10, time.Hour)
-	w.SetClock(func() time.Time { return time.Now().UTC().Add(3 * time.Minute) }) // the mapping is still fresh
+	setClock(w, func() time.Time { return time.Now().UTC().Add(3 * time.Minute) }) // the mapping is still fresh
 	before := h.sim.Stats()
 	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
 		t.Fatal(err)
@@ -108,8 +108,8 @@ func TestRateReadingNearTheLimitReachesOtherInstances(t *testing.T) {
 	}
 	base := time.Now().UTC().Truncate(15 * time.Minute).Add(7 * time.Minute) // mid-window
 	a, b := h.newWorker(), h.newWorker()
-	a.SetClock(func() time.Time { return base })
-	b.SetClock(func() time.Time { return base })
+	setClock(a, func() time.Time { return base })
+	setClock(b, func() time.Time { return base })
 	h.sim.SetUsage(10, 10, 10, 10)
 	for i, w := range []*app.Worker{b, a} { // both have read and recorded a low reading
 		if err := w.Process(ctx, job(h.sim.ActivityEvent("create", int64(400+i), 10, nil))); err != nil {
@@ -120,7 +120,7 @@ func TestRateReadingNearTheLimitReachesOtherInstances(t *testing.T) {
 	if err := a.Process(ctx, job(h.sim.ActivityEvent("create", 402, 10, nil))); err != nil {
 		t.Fatal(err) // its answer says 95 of 100
 	}
-	b.SetClock(func() time.Time { return base.Add(11 * time.Second) })
+	setClock(b, func() time.Time { return base.Add(11 * time.Second) })
 	before := h.sim.Stats().ActivityRequests
 	var de *ingest.DeferError
 	if err := b.Process(ctx, job(h.sim.ActivityEvent("create", 403, 10, nil))); !errors.As(err, &de) {

@@ -295,7 +295,8 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 	}
 	// The window resets (here: Strava's counters and our clock move on).
 	h.sim.SetUsage(0, 0, 0, 0)
-	h.worker.SetClock(func() time.Time { return reset })
+	h.worker.Runner.Now = func() time.Time { return reset }
+	h.worker.Fetch.Now = h.worker.Runner.Now
 	if res := h.sweep(reset); res.Dispatched != n {
 		t.Fatalf("got %+v, want %d dispatched at the reset", res, n)
 	}
@@ -317,7 +318,7 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	w := h.newWorker()
 	w.Fetch.AthleteReadsPerWindow = 5
 	now := time.Now().UTC()
-	w.SetClock(func() time.Time { return now })
+	setClock(w, func() time.Time { return now })
 	const n = 12
 	jobs := make([]ingest.Job, n)
 	for i := range n {
@@ -349,7 +350,7 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 		t.Fatalf("got %d deferred, want %d", deferred, n-5)
 	}
 	// In the next window the next 5 are read.
-	w.SetClock(func() time.Time { return next })
+	setClock(w, func() time.Time { return next })
 	for _, j := range jobs {
 		if err := w.Run(ctx, j); err != nil {
 			t.Fatal(err)
@@ -536,7 +537,7 @@ func TestShortRateWindow(t *testing.T) {
 	w := h.newWorker()
 	w.Fetch.RateWindow, w.Fetch.AthleteReadsPerWindow = 10*time.Second, 1
 	now := time.Now().UTC()
-	w.SetClock(func() time.Time { return now })
+	setClock(w, func() time.Time { return now })
 	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
 	jobs := make([]ingest.Job, 3)
 	for i := range jobs {
@@ -616,3 +617,6 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 			got, after.UpdatedAtUtc, fetches, before.UpdatedAtUtc)
 	}
 }
+
+// setClock sets the clock of w's runner and fetcher.
+func setClock(w *app.Worker, now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }

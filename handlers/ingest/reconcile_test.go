@@ -305,7 +305,8 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	r := newSyncRig(t, settings)
 	r.now = time.Date(2026, 11, 20, 12, 0, 30, 0, time.UTC) // 30 s into a window
 	r.worker.Sync.Now = func() time.Time { return r.now }
-	r.worker.SetClock(func() time.Time { return r.now })
+	r.worker.Runner.Now = func() time.Time { return r.now }
+	r.worker.Fetch.Now = r.worker.Runner.Now
 	ctx := context.Background()
 	const n = 10
 	var users []string
@@ -400,7 +401,8 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: syncjobs.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
 	r.worker.Sync.Now = func() time.Time { return r.now }
-	r.worker.SetClock(func() time.Time { return r.now })
+	r.worker.Runner.Now = func() time.Time { return r.now }
+	r.worker.Fetch.Now = r.worker.Runner.Now
 	ctx := context.Background()
 	r.link("u1", 97, 48*time.Hour)
 	r.profiles("u1")

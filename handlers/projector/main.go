@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -28,7 +27,11 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	st := store.New(db, cfg.Tables())
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		log.Error("store", "error", err)
+		os.Exit(1)
+	}
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
 	c := consumer.New(st, consumer.Options{Logger: log})
 	lambda.Start(c.Handle)

@@ -6,8 +6,8 @@
 // minute: one step of the reconciliation's resumable enumeration, which
 // comes to each user once per CC_RECONCILE_INTERVAL and enqueues a
 // reconciliation for those that can change something
-// (handlers/syncjobs.SyncScheduler.ReconcileStep). Wiring only; the logic is
-// handlers/ingest.
+// (handlers/ingest/syncjobs.SyncScheduler.ReconcileStep). Wiring only; the
+// logic is handlers/ingest/handoff (the sweep) and handlers/ingest/syncjobs.
 package main
 
 import (
@@ -22,8 +22,6 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // TaskReconcile is the schedule input ({"task":"reconcile"}) that runs a
@@ -43,19 +41,15 @@ func main() {
 		os.Exit(1)
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	st := store.New(db, cfg.Tables())
+	st, err := cfg.Store(db, awsCfg)
+	if err != nil {
+		log.Error("store", "error", err)
+		os.Exit(1)
+	}
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
-	st.OutboxShards = cfg.OutboxShards
 	dispatcher := handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), cfg.WorkerFunction)
-	sw := handoff.NewSweeper(st, dispatcher, log)
-	if cfg.OutboxLease > 0 {
-		sw.Lease = cfg.OutboxLease
-	}
-	sched := syncjobs.NewSyncScheduler(st, dispatcher, log)
-	sched.Settings = app.SyncSettingsFrom(cfg)
-	if cfg.OutboxLease > 0 {
-		sched.Lease = cfg.OutboxLease
-	}
+	sw := app.SweeperOf(cfg, st, dispatcher, log)
+	sched := app.SchedulerOf(cfg, st, dispatcher, log)
 	lambda.Start(func(ctx context.Context, in json.RawMessage) (any, error) {
 		var task struct {
 			Task string `json:"task"`

@@ -34,13 +34,8 @@ func main() {
 		os.Exit(1)
 	}
 	st.AuditMetrics = os.Stdout // AuditWritesDropped (EMF), alarmed
-	w := app.NewStravaWorker(st, app.StravaSettings{
-		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: app.SyncSettingsFrom(cfg),
-	}, log)
-	w.Runner.Metrics = os.Stdout // StravaReads by class, AthleteReadsHeldBack (EMF)
-	w.Fetch.Metrics = os.Stdout  // AthleteReadShare (EMF), alarmed
-	w.Sync.Metrics = os.Stdout   // SyncsWaiting (EMF): sync jobs turned away by the budget
+	// StravaReads by class, AthleteReadsHeldBack, AthleteReadShare (alarmed),
+	// SyncsWaiting: EMF on stdout.
+	w := app.WorkerOf(cfg, st, os.Stdout, log)
 	lambda.Start(w.Handle)
 }

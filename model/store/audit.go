@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
 )
 
@@ -72,27 +72,7 @@ const (
 func (s *Audits) AuditWritesDropped() int64 { return s.auditDropped.Load() }
 
 func writeAuditDropped(w io.Writer, table string, now time.Time) error {
-	type metric struct {
-		Name string `json:"Name"`
-		Unit string `json:"Unit"`
-	}
-	b, err := json.Marshal(map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": now.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  AuditMetricsNamespace,
-				"Dimensions": [][]string{{"TableName"}},
-				"Metrics":    []metric{{MetricAuditWritesDropped, "Count"}},
-			}},
-		},
-		"TableName":              table,
-		MetricAuditWritesDropped: 1,
-	})
-	if err != nil {
-		return fmt.Errorf("encode audit drop metric: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return emf.Write(w, AuditMetricsNamespace, now, "TableName", table, []emf.Value{{Name: MetricAuditWritesDropped, Unit: "Count", Value: 1}})
 }
 
 // AuditEntriesAt reads a user's audit entries keyed in the second of at

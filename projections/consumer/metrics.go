@@ -22,9 +22,9 @@ package consumer
 // throughput of a guardrail recompute.
 
 import (
-	"encoding/json"
 	"time"
 
+	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/store/capacity"
 )
 
@@ -54,48 +54,18 @@ type batchMetrics struct {
 	maxLag, duration time.Duration
 }
 
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
-}
-
 // emit writes one CloudWatch Embedded Metric Format line for a batch.
 // Failing to write metrics never fails the batch.
 func (c *Consumer) emit(m batchMetrics) {
-	counts := []string{"RecordsSeen", "RecordsIgnored", "RecordsParked", "RecordsFailed", "UsersProjected", "ConflictsRetried", "AwardsMinted", MetricMilestonesTruncated}
-	defs := make([]emfMetric, 0, len(counts)+2)
-	for _, n := range counts {
-		defs = append(defs, emfMetric{n, "Count"})
-	}
-	defs = append(defs, emfMetric{"ProjectionLag", "Milliseconds"}, emfMetric{"BatchDuration", "Milliseconds"},
-		emfMetric{MetricDynamoDBRequests, "Count"}, emfMetric{MetricConsumedReadUnits, "Count"}, emfMetric{MetricConsumedWriteUnits, "Count"})
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": c.o.Now().UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  MetricsNamespace,
-				"Dimensions": [][]string{{"Service"}},
-				"Metrics":    defs,
-			}},
-		},
-		"Service":                 "projector",
-		"RecordsSeen":             m.seen,
-		"RecordsIgnored":          m.ignored,
-		"RecordsParked":           m.parked,
-		"RecordsFailed":           m.failed,
-		"UsersProjected":          m.users,
-		"ConflictsRetried":        m.conflicts,
-		"AwardsMinted":            m.minted,
-		MetricMilestonesTruncated: m.truncated,
-		"ProjectionLag":           m.maxLag.Milliseconds(),
-		"BatchDuration":           m.duration.Milliseconds(),
-		MetricDynamoDBRequests:    m.capacity.Requests,
-		MetricConsumedReadUnits:   m.capacity.RCU,
-		MetricConsumedWriteUnits:  m.capacity.WCU,
-	}
-	b, err := json.Marshal(line)
-	if err != nil {
-		return
-	}
-	_, _ = c.o.Metrics.Write(append(b, '\n'))
+	count := func(name string, v int) emf.Value { return emf.Value{Name: name, Unit: "Count", Value: float64(v)} }
+	_ = emf.Write(c.o.Metrics, MetricsNamespace, c.o.Now(), "Service", "projector", []emf.Value{
+		count("RecordsSeen", m.seen), count("RecordsIgnored", m.ignored), count("RecordsParked", m.parked),
+		count("RecordsFailed", m.failed), count("UsersProjected", m.users), count("ConflictsRetried", m.conflicts),
+		count("AwardsMinted", m.minted), count(MetricMilestonesTruncated, m.truncated),
+		{Name: "ProjectionLag", Unit: "Milliseconds", Value: float64(m.maxLag.Milliseconds())},
+		{Name: "BatchDuration", Unit: "Milliseconds", Value: float64(m.duration.Milliseconds())},
+		{Name: MetricDynamoDBRequests, Unit: "Count", Value: float64(m.capacity.Requests)},
+		{Name: MetricConsumedReadUnits, Unit: "Count", Value: m.capacity.RCU},
+		{Name: MetricConsumedWriteUnits, Unit: "Count", Value: m.capacity.WCU},
+	})
 }

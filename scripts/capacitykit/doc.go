@@ -12,7 +12,7 @@
 // # Measured, not copied
 //
 // The per-event DynamoDB units come from a measurement run at every start (Measure): the local stack
-// (scripts/localstack — the api's handler, the worker, the stream reader feeding the projector, the sync
+// (scripts/runkit — the api's handler, the worker, the stream reader feeding the projector, the sync
 // scheduler: the Lambdas' code) on DynamoDB Local (started like the tests do, test/dynamolocal, or
 // -endpoint) against the Strava simulator (test/stravasim), read from the product's capacity meters
 // (model/store/capacity/meter.go: Stack.Capacity and capacity.StartMeter per request, job and batch). Each unit

@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store/capacity"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/bench"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -40,7 +40,7 @@ type MeasureOptions struct {
 	Timeout time.Duration
 }
 
-// Measure runs the pipeline's real code (scripts/localstack: the api's
+// Measure runs the pipeline's real code (scripts/runkit: the api's
 // handler, the worker, the stream reader feeding the projector, the sync
 // scheduler) on DynamoDB Local against the Strava simulator, and returns
 // what each unit of work costs as the product's capacity meters
@@ -69,7 +69,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 		"DYNAMODB_ENDPOINT": o.Endpoint, "CC_ATHLETE_READS_PER_WINDOW": "0",
 		"CC_SYNC_MAX_DAYS": strconv.Itoa(max(o.HistoryDays, 1)), "CC_RECONCILE_DAYS": strconv.Itoa(max(o.ReconcileDays, 1)),
 	}
-	st, err := localstack.Start(ctx, localstack.Options{
+	st, err := runkit.Start(ctx, runkit.Options{
 		Getenv: func(k string) string { return env[k] },
 		Log:    slog.New(slog.NewJSONHandler(logW, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
@@ -91,7 +91,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 }
 
 type run struct {
-	st      *localstack.Stack
+	st      *runkit.Stack
 	sim     *stravasim.Server
 	sched   *capacity.Meter
 	timeout time.Duration

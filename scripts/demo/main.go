@@ -1,7 +1,7 @@
 // Command demo is `make demo`: against a running `make run`, a simulated
 // athlete logs in, creates a milestone and a month of activities arrives
 // through the webhook; it prints the progress bar, the awards as they are
-// minted and the end-to-end lag of each step (scripts/localstack.Demo).
+// minted and the end-to-end lag of each step (scripts/runkit.Demo).
 //
 // It adds an athlete to the simulator, logs in through the real OAuth
 // redirects (/auth/strava/login → simulator → /auth/strava/callback), creates
@@ -25,19 +25,19 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 )
 
 func main() {
-	o := localstack.DemoOptions{Out: os.Stdout}
-	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+env("CC_HTTP_ADDR", localstack.DefaultHTTPAddr)), "the running API")
-	flag.StringVar(&o.SimURL, "sim", "http://"+env("CC_STRAVA_SIM_ADDR", localstack.DefaultSimAddr), "the running Strava simulator")
+	o := runkit.DemoOptions{Out: os.Stdout}
+	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+env("CC_HTTP_ADDR", runkit.DefaultHTTPAddr)), "the running API")
+	flag.StringVar(&o.SimURL, "sim", "http://"+env("CC_STRAVA_SIM_ADDR", runkit.DefaultSimAddr), "the running Strava simulator")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the month of activities")
 	flag.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each projection (default 30s)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if _, err := localstack.Demo(ctx, o); err != nil {
+	if _, err := runkit.Demo(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}

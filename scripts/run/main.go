@@ -1,11 +1,11 @@
 // Command run is `make run`: the whole CommitCollect pipeline on this
-// machine (scripts/localstack) until Ctrl-C. Wiring only.
+// machine (scripts/runkit) until Ctrl-C. Wiring only.
 //
 // It prints where everything listens (DynamoDB Local on a free port, the API
 // on CC_HTTP_ADDR, the simulator on CC_STRAVA_SIM_ADDR), logs JSON on stderr
 // (one line per webhook, workout write, projection and award) and stops
 // cleanly on Ctrl-C: DynamoDB Local is its child and goes with it. `go run
-// ./scripts/run -help` lists its settings (localstack.Settings). With
+// ./scripts/run -help` lists its settings (runkit.Settings). With
 // CC_DATA_DIR the tables survive a restart but the simulator starts empty:
 // athletes it issued tokens to are unknown to it, so their token refreshes
 // fail and the connection is marked for re-authorization, as a revoked Strava
@@ -36,14 +36,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 )
 
 func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: run\n\nRuns DynamoDB Local, the API, the worker, the stream reader feeding the projector\n"+
 			"and the Strava simulator in one process until Ctrl-C. Configuration is read from the environment:\n\n")
-		for _, s := range localstack.Settings {
+		for _, s := range runkit.Settings {
 			fmt.Fprintf(os.Stderr, "  %s\n        %s\n", s.Name, s.Meaning)
 		}
 	}
@@ -59,12 +59,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := localstack.Start(ctx, localstack.Options{Log: log})
+	st, err := runkit.Start(ctx, runkit.Options{Log: log})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "run: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Println(localstack.Banner(st))
+	fmt.Println(runkit.Banner(st))
 	select {
 	case <-ctx.Done():
 	case <-st.Done():

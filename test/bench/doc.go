@@ -1,10 +1,10 @@
 // Package bench is the end-to-end bench `make bench` runs
 // (BenchmarkPipeline; `make bench BENCH=Pipeline` runs it alone): the whole
-// pipeline of the local stack (scripts/localstack, what `make run` runs) on
+// pipeline of the local stack (scripts/runkit, what `make run` runs) on
 // the same DynamoDB Local as every other benchmark, driven through its API
 // as Strava drives it, with the consumed capacity of every DynamoDB call
 // counted by the store's meter (model/store/capacity/meter.go) per component
-// (localstack.Stack.Capacity: api, worker, projector).
+// (runkit.Stack.Capacity: api, worker, projector).
 //
 // What it does, in order, and how to read what it prints:
 //

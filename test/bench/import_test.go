@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -58,12 +58,12 @@ func runImport(b *testing.B) (int, float64) {
 			Distance: float64(3000 + i), MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Duration(i+1) * every).Truncate(time.Second)})
 	}
 	before := p.quiesce(b)
-	client := localstack.Browser(30 * time.Second)
-	if err := localstack.Login(ctx, client, p.st.APIURL); err != nil {
+	client := runkit.Browser(30 * time.Second)
+	if err := runkit.Login(ctx, client, p.st.APIURL); err != nil {
 		b.Fatal(err)
 	}
 	var me bff.MeJSON
-	if err := localstack.SendJSON(ctx, client, http.MethodGet, p.st.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
+	if err := runkit.SendJSON(ctx, client, http.MethodGet, p.st.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
 		b.Fatal(err)
 	}
 	target := 1e7
@@ -71,7 +71,7 @@ func runImport(b *testing.B) (int, float64) {
 	var ms bff.MilestoneJSON
 	req := bff.CreateMilestoneRequest{ModelID: p.modelID, Title: "A year", Metric: "distance", Target: &target,
 		SportTypes: []string{"Run"}, PeriodStartAtUtc: start}
-	if err := localstack.SendJSON(ctx, client, http.MethodPost, p.st.APIURL+"/v1/milestones", req, &ms, http.StatusCreated); err != nil {
+	if err := runkit.SendJSON(ctx, client, http.MethodPost, p.st.APIURL+"/v1/milestones", req, &ms, http.StatusCreated); err != nil {
 		b.Fatal(err)
 	}
 	for deadline := time.Now().Add(3 * time.Minute); ; {

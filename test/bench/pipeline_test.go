@@ -28,7 +28,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -119,12 +119,12 @@ const (
 	benchSubscription = 1
 )
 
-// pipeline is the local stack (scripts/localstack, what make run runs) on
+// pipeline is the local stack (scripts/runkit, what make run runs) on
 // the test's DynamoDB Local, with a Strava simulator whose rate limits do
 // not bind (the bench measures the pipeline, not Strava's budget), and a
 // tracker that sees each workout's stream record leave the projector.
 type pipeline struct {
-	st          *localstack.Stack
+	st          *runkit.Stack
 	sim         *stravasim.Server
 	db          *dynamodb.Client
 	http        *http.Client
@@ -154,7 +154,7 @@ func startPipeline(b *testing.B) *pipeline {
 		// No per-athlete read cap: one bench athlete sends E events at once.
 		"CC_ATHLETE_READS_PER_WINDOW": "0",
 	}
-	st, err := localstack.Start(context.Background(), localstack.Options{
+	st, err := runkit.Start(context.Background(), runkit.Options{
 		Getenv:        func(k string) string { return env[k] },
 		Log:           slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		WrapProjector: p.observe,

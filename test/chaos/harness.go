@@ -26,7 +26,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -329,7 +329,7 @@ func (e *Env) LinkUser(ctx context.Context, athleteID int64) (*User, error) {
 // the API asks for).
 func (e *Env) LinkUserScoped(ctx context.Context, athleteID int64, scope string) (*User, error) {
 	e.Sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Chaos", Lastname: strconv.FormatInt(athleteID, 10)})
-	u := &User{AthleteID: athleteID, Scope: scope, http: localstack.Browser(20 * time.Second)}
+	u := &User{AthleteID: athleteID, Scope: scope, http: runkit.Browser(20 * time.Second)}
 	me, err := e.Login(ctx, u)
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ func (e *Env) LinkUserScoped(ctx context.Context, athleteID int64, scope string)
 // afterwards; u.UserID is left alone, so callers can compare.
 func (e *Env) Login(ctx context.Context, u *User) (bff.MeJSON, error) {
 	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: u.AthleteID, Scope: u.Scope})
-	if err := localstack.Login(ctx, u.http, e.APIURL()); err != nil {
+	if err := runkit.Login(ctx, u.http, e.APIURL()); err != nil {
 		return bff.MeJSON{}, fmt.Errorf("login athlete %d: %w", u.AthleteID, err)
 	}
 	me, err := e.Me(ctx, u)
@@ -432,7 +432,7 @@ func (e *Env) AddMilestone(ctx context.Context, u *User, m Milestone) error {
 }
 
 func (u *User) call(ctx context.Context, method, url string, in, out any, want int) error {
-	return localstack.SendJSON(ctx, u.http, method, url, in, out, want)
+	return runkit.SendJSON(ctx, u.http, method, url, in, out, want)
 }
 
 // Deliver sends ev as Strava does (up to 3 attempts while the answer is not

@@ -16,7 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 )
 
 // chromium finds Debian's chromium (`make test-browser` installs it).
@@ -43,7 +43,7 @@ func chromium(t *testing.T) string {
 // Chromium and checks what an athlete sees: the milestone, a full progress
 // bar and every award. A proxy in front of the API adds the session cookie
 // the browser would hold after signing in.
-func checkPageInChromium(t *testing.T, st *localstack.Stack, res localstack.DemoResult) {
+func checkPageInChromium(t *testing.T, st *runkit.Stack, res runkit.DemoResult) {
 	bin := chromium(t)
 	now := time.Now().UTC()
 	cookie := model.NewID()

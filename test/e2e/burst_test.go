@@ -17,7 +17,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -42,7 +42,7 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	stack, err := localstack.Start(ctx, localstack.Options{
+	stack, err := runkit.Start(ctx, runkit.Options{
 		Getenv: lookup(map[string]string{
 			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_OUTBOX_LEASE": "2s",
 			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),

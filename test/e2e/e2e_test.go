@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,8 +78,9 @@ func newAPI(t *testing.T) *api {
 	if _, err := catalog.Seed(context.Background(), a.st, cat); err != nil {
 		t.Fatal(err)
 	}
-	// The server exists before the mux: the public URL names it.
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }))
+	// The server exists before the mux: the public URL names it. Every
+	// answer is checked against openapi.yaml (kin-openapi).
+	a.srv = httptest.NewServer(conforming(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) })))
 	t.Cleanup(a.srv.Close)
 
 	worker := app.NewStravaWorker(a.st, app.StravaSettings{BaseURL: a.sim.URL, ClientID: a.sim.ClientID(), ClientSecret: a.sim.ClientSecret()}, log)
@@ -240,4 +242,28 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 			t.Fatalf("session cookie still set after deletion: %+v", c)
 		}
 	}
+}
+
+// conforming serves through next and fails t when an answer is not what
+// openapi.yaml documents for its route and status (the body against the
+// schema).
+func conforming(t *testing.T, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	checked := 0
+	t.Cleanup(func() { t.Logf("checked %d answers against openapi.yaml", checked) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		if err := openapi.CheckResponse(r, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
+			t.Errorf("answer off the document: %v\n%s", err, rec.Body.String())
+		}
+		mu.Lock()
+		checked++
+		mu.Unlock()
+	})
 }

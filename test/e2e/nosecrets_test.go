@@ -21,7 +21,7 @@ import (
 )
 
 // TestLocalStackTablesHoldNoTokenOrCookie is the table dump of a `make run`
-// session: the local stack (scripts/localstack, what `make run` starts) with
+// session: the local stack (scripts/runkit, what `make run` starts) with
 // the simulator, a login through the real OAuth redirects, a second login
 // left pending, an activity fetched by the worker with the stored token. Then
 // every item of the four tables (a Scan: this is a test) is searched for

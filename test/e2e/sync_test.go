@@ -16,14 +16,14 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // browserLogin signs athlete in through the stack's OAuth redirects (the
 // simulator's authorize page) and returns the browser with its session.
-func browserLogin(t *testing.T, st *localstack.Stack, athlete int64) *http.Client {
+func browserLogin(t *testing.T, st *runkit.Stack, athlete int64) *http.Client {
 	t.Helper()
 	st.Sim.SetAuthorization(stravasim.Authorization{AthleteID: athlete})
 	jar, _ := cookiejar.New(nil)
@@ -63,7 +63,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 	browser := browserLogin(t, st, athlete)
 	var m bff.MilestoneJSON
 	start := now.AddDate(0, 0, -300).Truncate(24 * time.Hour)
-	if err := localstack.SendJSON(ctx, browser, http.MethodPost, st.APIURL+"/v1/milestones", map[string]any{
+	if err := runkit.SendJSON(ctx, browser, http.MethodPost, st.APIURL+"/v1/milestones", map[string]any{
 		"modelId": "road-bike", "title": "500 runs", "metric": "count", "target": 500, "sportTypes": []string{"Run"},
 		"periodStartAtUtc": start,
 	}, &m, http.StatusCreated); err != nil {
@@ -71,7 +71,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if err := localstack.SendJSON(ctx, browser, http.MethodGet, st.APIURL+"/v1/milestones/"+m.MilestoneID, nil, &m, http.StatusOK); err != nil {
+		if err := runkit.SendJSON(ctx, browser, http.MethodGet, st.APIURL+"/v1/milestones/"+m.MilestoneID, nil, &m, http.StatusOK); err != nil {
 			t.Fatal(err)
 		}
 		if m.Progress.WorkoutsCounted == 500 || time.Now().After(deadline) {
@@ -83,7 +83,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 		t.Fatalf("milestone after the backfill: %d workouts counted, status %s; want all 500, completed", m.Progress.WorkoutsCounted, m.Status)
 	}
 	var me bff.MeJSON
-	if err := localstack.SendJSON(ctx, browser, http.MethodGet, st.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
+	if err := runkit.SendJSON(ctx, browser, http.MethodGet, st.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
 	stats := st.Sim.Stats()

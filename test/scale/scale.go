@@ -26,7 +26,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -113,7 +113,7 @@ const (
 // reads per window, and the observers.
 type Env struct {
 	S       Settings
-	St      *localstack.Stack
+	St      *runkit.Stack
 	Sim     *stravasim.Server
 	Keys    *capacity.WriteKeys
 	Logf    func(string, ...any)
@@ -167,7 +167,7 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 	for k, v := range knobs {
 		env[k] = v
 	}
-	st, err := localstack.Start(ctx, localstack.Options{
+	st, err := runkit.Start(ctx, runkit.Options{
 		Getenv: func(k string) string { return env[k] }, Log: slog.New(e.logs), WrapProjector: e.tr.observe,
 		WorkerMetrics: e.emf, SweepInterval: max(500*time.Millisecond, s.Window/5),
 	})
@@ -290,11 +290,11 @@ func (e *Env) connect(ctx context.Context, days int, began time.Time) ([]*expect
 	e.loginMu.Lock() // the simulator's authorization is one setting
 	defer e.loginMu.Unlock()
 	e.Sim.SetAuthorization(stravasim.Authorization{AthleteID: id})
-	c := localstack.Browser(20 * time.Second)
-	if err := localstack.Login(ctx, c, e.St.APIURL); err != nil {
+	c := runkit.Browser(20 * time.Second)
+	if err := runkit.Login(ctx, c, e.St.APIURL); err != nil {
 		return nil, fmt.Errorf("login athlete %d: %w", id, err)
 	}
-	if err := localstack.SendJSON(ctx, c, http.MethodGet, e.St.APIURL+"/v1/me", nil, nil, http.StatusOK); err != nil {
+	if err := runkit.SendJSON(ctx, c, http.MethodGet, e.St.APIURL+"/v1/me", nil, nil, http.StatusOK); err != nil {
 		return nil, fmt.Errorf("who is athlete %d: %w", id, err)
 	}
 	return hist, nil

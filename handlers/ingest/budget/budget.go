@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -37,12 +36,9 @@ import (
 // unused: it defers instead of spending the last 5 %.
 const DefaultReserve = 0.05
 
-// StateFrom turns a header reading at now into the shared counter
-// item (15-minute window and UTC day it belongs to).
-func StateFrom(rl strava.RateLimit, now time.Time) *model.RateLimitState {
-	return StateIn(rl, now, keys.AthleteReadsWindow)
-}
-
+// StateIn turns a header reading at now into the shared counter item (the
+// rate window, keys.AthleteReadsWindow in production, and the UTC day it
+// belongs to).
 func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.RateLimitState {
 	now = now.UTC()
 	return &model.RateLimitState{
@@ -53,15 +49,12 @@ func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.Ra
 	}
 }
 
-// NextReset is when the budget Strava's reading st (taken at now) says
-// is spent becomes available again, and which one it is: the next UTC
-// midnight when a daily budget is used up, else the next 15-minute
-// boundary (:00, :15, :30, :45 UTC), which is also the answer for a 429
-// whose headers show nothing spent (Strava refused; our reading lags).
-func NextReset(st *model.RateLimitState, now time.Time) (time.Time, string) {
-	return NextResetIn(st, now, 0, keys.AthleteReadsWindow)
-}
-
+// NextResetIn is when the budget Strava's reading st (taken at now) says
+// is spent (keeping reserve) becomes available again, and which one it is:
+// the next UTC midnight when a daily budget is used up, else the next
+// window boundary (15 minutes: :00, :15, :30, :45 UTC), which is also the
+// answer for a 429 whose headers show nothing spent (Strava refused; our
+// reading lags).
 func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
 	now = now.UTC()
 	daily := *st
@@ -77,14 +70,6 @@ func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, windo
 	return now.Truncate(window).Add(window), why
 }
 
-// Exhausted says why no Strava read should be made now ("" when one
-// may): a budget counts only within the 15-minute window or UTC day the
-// state was recorded in, and is nearly spent when its usage reaches its
-// limit minus reserve (a share, at least one request).
-func Exhausted(st *model.RateLimitState, now time.Time, reserve float64) string {
-	return ExhaustedIn(st, now, reserve, keys.AthleteReadsWindow)
-}
-
 // ReserveOf is how many reads of a budget of limit a reserve (a share of
 // it) keeps free: at least one. The "spent" check, the sync share's cap
 // and the rate cache's "near the limit" all count it this one way.
@@ -92,6 +77,10 @@ func ReserveOf(limit int, reserve float64) int {
 	return max(1, int(math.Ceil(float64(limit)*reserve)))
 }
 
+// ExhaustedIn says why no Strava read should be made now ("" when one
+// may): a budget counts only within the window (15 minutes in production)
+// or UTC day the state was recorded in, and is nearly spent when its usage
+// reaches its limit minus reserve (a share, at least one request).
 func ExhaustedIn(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
 	now = now.UTC()
 	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(window))

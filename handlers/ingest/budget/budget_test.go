@@ -7,6 +7,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -37,7 +38,7 @@ func TestBudgetExhausted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := budget.Exhausted(tt.given, now, budget.DefaultReserve)
+			got := budget.ExhaustedIn(tt.given, now, budget.DefaultReserve, keys.AthleteReadsWindow)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
@@ -71,7 +72,7 @@ func TestNextBudgetReset(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got, why := budget.NextReset(tt.given, now); !got.Equal(tt.want) || why == "" {
+			if got, why := budget.NextResetIn(tt.given, now, 0, keys.AthleteReadsWindow); !got.Equal(tt.want) || why == "" {
 				t.Fatalf("got %v (%q), want %v", got, why, tt.want)
 			}
 		})
@@ -81,8 +82,8 @@ func TestNextBudgetReset(t *testing.T) {
 func TestRateLimitStateFrom(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 2, 23, 59, 30, 0, time.UTC)
-	got := budget.StateFrom(strava.RateLimit{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4,
-		ReadShortLimit: 100, ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2}, now)
+	got := budget.StateIn(strava.RateLimit{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4,
+		ReadShortLimit: 100, ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2}, now, keys.AthleteReadsWindow)
 	want := &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4, ReadShortLimit: 100,
 		ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2,
 		WindowStartedUtc: time.Date(2026, 3, 2, 23, 45, 0, 0, time.UTC), DayUtc: "2026-03-02", UpdatedAtUtc: now}

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/emf"
 )
 
 // WorkerMetricsNamespace is the CloudWatch namespace of the worker's
@@ -34,7 +34,7 @@ func WriteReadsEMF(w io.Writer, class string, reads int64, now time.Time) error 
 	if reads == 0 {
 		return nil
 	}
-	return WriteEMF(w, now, "Class", class, []ingest.EMFValue{{Name: "StravaReads", Unit: "Count", Value: reads}})
+	return WriteEMF(w, now, "Class", class, []emf.Value{{Name: "StravaReads", Unit: "Count", Value: float64(reads)}})
 }
 
 // WriteWaitingEMF writes one SyncsWaiting line: a sync job of mode found
@@ -42,11 +42,11 @@ func WriteReadsEMF(w io.Writer, class string, reads int64, now time.Time) error 
 // period it is how many sync jobs were turned away; SyncWaitSeconds (its
 // maximum) how far ahead they wait. `make syncs` says who waits and why.
 func WriteWaitingEMF(w io.Writer, mode string, wait time.Duration, now time.Time) error {
-	return WriteEMF(w, now, "Mode", mode, []ingest.EMFValue{{Name: "SyncsWaiting", Unit: "Count", Value: 1},
-		{Name: "SyncWaitSeconds", Unit: "Seconds", Value: max(0, int64(wait.Seconds()))}})
+	return WriteEMF(w, now, "Mode", mode, []emf.Value{{Name: "SyncsWaiting", Unit: "Count", Value: 1},
+		{Name: "SyncWaitSeconds", Unit: "Seconds", Value: float64(max(0, int64(wait.Seconds())))}})
 }
 
 // WriteEMF writes one EMF line in the worker's namespace (ingest.WriteEMF).
-func WriteEMF(w io.Writer, now time.Time, dim, dimValue string, vals []ingest.EMFValue) error {
-	return ingest.WriteEMF(w, WorkerMetricsNamespace, now, dim, dimValue, vals)
+func WriteEMF(w io.Writer, now time.Time, dim, dimValue string, vals []emf.Value) error {
+	return emf.Write(w, WorkerMetricsNamespace, now, dim, dimValue, vals)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
@@ -182,8 +183,8 @@ func (w *Fetcher) reportShare(athleteID int64, reads int, now time.Time) {
 	if st := w.Rate.Peek(); st != nil && st.ReadShortLimit > 0 {
 		limit = st.ReadShortLimit
 	}
-	err := budget.WriteEMF(w.Metrics, now, "Service", "worker", []ingest.EMFValue{
-		{Name: MetricAthleteReadShare, Unit: "Percent", Value: int64(reads * 100 / limit)}})
+	err := budget.WriteEMF(w.Metrics, now, "Service", "worker", []emf.Value{
+		{Name: MetricAthleteReadShare, Unit: "Percent", Value: float64(int64(reads * 100 / limit))}})
 	if err != nil {
 		w.log.Warn("athlete read share metric not written", "athleteId", athleteID, "error", err)
 	}

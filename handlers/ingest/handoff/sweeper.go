@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/emf"
 )
 
 // OutboxStore is the persistence the sweeper needs (implemented by
@@ -214,10 +215,10 @@ const SweeperMetricsNamespace = "CommitCollect/Sweeper"
 // OutboxSkipped, OutboxDispatchFailed and OutboxParked (counts) and
 // OutboxOldestDueAge (seconds since the oldest due item was accepted).
 func (r SweepResult) WriteEMF(w io.Writer, now time.Time) error {
-	return ingest.WriteEMF(w, SweeperMetricsNamespace, now, "Service", "sweeper", []ingest.EMFValue{
-		{Name: "OutboxDue", Unit: "Count", Value: int64(r.Due)}, {Name: "OutboxDispatched", Unit: "Count", Value: int64(r.Dispatched)},
-		{Name: "OutboxSkipped", Unit: "Count", Value: int64(r.Skipped)}, {Name: "OutboxDispatchFailed", Unit: "Count", Value: int64(r.Failed)},
-		{Name: "OutboxParked", Unit: "Count", Value: int64(r.Parked)},
-		{Name: "OutboxOldestDueAge", Unit: "Seconds", Value: int64(r.OldestDueAge.Seconds())},
+	return emf.Write(w, SweeperMetricsNamespace, now, "Service", "sweeper", []emf.Value{
+		{Name: "OutboxDue", Unit: "Count", Value: float64(r.Due)}, {Name: "OutboxDispatched", Unit: "Count", Value: float64(r.Dispatched)},
+		{Name: "OutboxSkipped", Unit: "Count", Value: float64(r.Skipped)}, {Name: "OutboxDispatchFailed", Unit: "Count", Value: float64(r.Failed)},
+		{Name: "OutboxParked", Unit: "Count", Value: float64(r.Parked)},
+		{Name: "OutboxOldestDueAge", Unit: "Seconds", Value: float64(int64(r.OldestDueAge.Seconds()))},
 	})
 }

@@ -58,6 +58,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/emf"
 )
 
 // Store is the outbox the runner settles jobs in, and where it parks them.
@@ -324,7 +325,7 @@ func (w *Runner) countAppCredentials(ctx context.Context, log *slog.Logger, perr
 	log.ErrorContext(ctx, "strava refused the application's client credentials; job waits for the operator",
 		"writeStatus", "deferred", "error", perr)
 	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
-		[]ingest.EMFValue{{Name: MetricAppCredentialsRejected, Unit: "Count", Value: 1}}); err != nil {
+		[]emf.Value{{Name: MetricAppCredentialsRejected, Unit: "Count", Value: 1}}); err != nil {
 		log.WarnContext(ctx, "app credentials metric not written", "error", err)
 	}
 }
@@ -337,7 +338,7 @@ func (w *Runner) countHeldBack(ctx context.Context, log *slog.Logger, perr error
 		return
 	}
 	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
-		[]ingest.EMFValue{{Name: MetricAthleteReadsHeldBack, Unit: "Count", Value: 1}}); err != nil {
+		[]emf.Value{{Name: MetricAthleteReadsHeldBack, Unit: "Count", Value: 1}}); err != nil {
 		log.WarnContext(ctx, "held-back metric not written", "error", err)
 	}
 }

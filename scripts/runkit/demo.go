@@ -1,4 +1,4 @@
-package localstack
+package runkit
 
 import (
 	"bytes"

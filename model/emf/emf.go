@@ -1,4 +1,8 @@
-package ingest
+// Package emf writes CloudWatch Embedded Metric Format lines: the one
+// encoder of every service's metrics (worker, sweeper, projector, the
+// store's dropped audit writes), which CloudWatch reads from the logs and
+// the Terraform alarms watch.
+package emf
 
 import (
 	"encoding/json"
@@ -7,16 +11,15 @@ import (
 	"time"
 )
 
-// EMFValue is one metric of a CloudWatch Embedded Metric Format line.
-type EMFValue struct {
+// Value is one metric of a line.
+type Value struct {
 	Name, Unit string
-	Value      int64
+	Value      float64
 }
 
-// WriteEMF writes one CloudWatch Embedded Metric Format line in namespace
-// with one dimension (nothing when w is nil): the one EMF writer of the
-// worker's and the sweeper's metrics.
-func WriteEMF(w io.Writer, namespace string, now time.Time, dim, dimValue string, vals []EMFValue) error {
+// Write writes one line in namespace with one dimension (dim = dimValue)
+// and vals (nothing when w is nil or vals is empty).
+func Write(w io.Writer, namespace string, now time.Time, dim, dimValue string, vals []Value) error {
 	if w == nil || len(vals) == 0 {
 		return nil
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
-	"github.com/commitcollect/backend/scripts/localstack"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -102,12 +102,13 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 		return logs.Write(p)
 	}), nil))
 	ctx := context.Background()
-	st, err := localstack.Start(ctx, localstack.Options{
+	st, err := runkit.Start(ctx, runkit.Options{
 		Getenv: lookup(map[string]string{
 			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
 			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
 		}),
 		Log: log, WrapProjector: fail.wrap, PollInterval: 20 * time.Millisecond,
+		WrapAPI: func(h http.Handler) http.Handler { return conforming(t, h) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	})
 
 	var out bytes.Buffer
-	res, err := localstack.Demo(ctx, localstack.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
+	res, err := runkit.Demo(ctx, runkit.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
 	if err != nil {
 		logMu.Lock()
 		var held []string // what kept work back: deferrals, retries, parking
@@ -367,7 +368,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stack, err := localstack.Start(ctx, localstack.Options{
+	stack, err := runkit.Start(ctx, runkit.Options{
 		Getenv: lookup(map[string]string{
 			"CC_HTTP_ADDR": "127.0.0.1:0", "DYNAMODB_ENDPOINT": endpoint, "CC_TABLE_PREFIX": prefix,
 			"STRAVA_BASE_URL": sim.URL, "STRAVA_CLIENT_ID": sim.ClientID(), "STRAVA_CLIENT_SECRET": sim.ClientSecret(),
@@ -412,7 +413,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 // simulator on fresh tables of the shared DynamoDB Local, logging nothing,
 // and closes it when the test ends. extra adds (or overrides) environment
 // variables.
-func startQuietStack(t *testing.T, extra ...map[string]string) *localstack.Stack {
+func startQuietStack(t *testing.T, extra ...map[string]string) *runkit.Stack {
 	t.Helper()
 	env := map[string]string{
 		"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
@@ -421,9 +422,10 @@ func startQuietStack(t *testing.T, extra ...map[string]string) *localstack.Stack
 	for _, e := range extra {
 		maps.Copy(env, e)
 	}
-	st, err := localstack.Start(context.Background(), localstack.Options{
+	st, err := runkit.Start(context.Background(), runkit.Options{
 		Getenv: lookup(env),
 		Log:    slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond,
+		WrapAPI: func(h http.Handler) http.Handler { return conforming(t, h) },
 	})
 	if err != nil {
 		t.Fatal(err)

