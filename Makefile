@@ -71,9 +71,9 @@ SCALE_ENV ?=
 scale: dynamodb-local
 	CC_SCALE=full CC_SCALE_ENV="$(SCALE_ENV)" $(GO) test -count=1 -v -timeout 40m -run '^TestScale$$' ./test/scale/
 
-## test-short: pure unit tests only (no DynamoDB Local)
+## test-short: the decisions' tests only (go test -short: every test needing DynamoDB Local skips; no Java needed)
 test-short:
-	$(GO) test -count=1 ./model/ ./projections/
+	$(GO) test -short -count=1 ./model/... ./projections/... ./handlers/...
 
 ## lint: gofmt, vet, staticcheck, the inward dependency rule and the house's measures (test/layout: sizes, and
 ##   only the wiring imports model/store, projections/ no AWS SDK)

@@ -226,6 +226,7 @@ func Endpoint(tb testing.TB) string {
 	if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
 		return ep
 	}
+	skipShort(tb)
 	sharedOnce.Do(func() {
 		shared, sharedErr = Start(context.Background(), Options{})
 	})
@@ -233,6 +234,15 @@ func Endpoint(tb testing.TB) string {
 		tb.Fatalf("dynamodb local: %v", sharedErr)
 	}
 	return shared.Endpoint
+}
+
+// skipShort skips tb under go test -short: the decisions' own tests (with
+// function-field fakes) run there without Java; the adapters and the
+// end-to-end paths need DynamoDB Local, which make test starts.
+func skipShort(tb testing.TB) {
+	if testing.Short() {
+		tb.Skip("-short: needs DynamoDB Local (make test runs it)")
+	}
 }
 
 // Main runs a package's tests and stops the shared DynamoDB Local afterwards;
@@ -257,6 +267,7 @@ func Clients(tb testing.TB) (*dynamodb.Client, *dynamodbstreams.Client) {
 // other test of a -race run, has left one CREATING for twenty minutes.
 func Private(tb testing.TB) *dynamodb.Client {
 	tb.Helper()
+	skipShort(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, Options{})
