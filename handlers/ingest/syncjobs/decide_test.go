@@ -203,9 +203,9 @@ func TestReconcileDueAndPace(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		users            int
+		users             int
 		elapsed, interval time.Duration
-		want             int
+		want              int
 	}{{10, 0, time.Hour, 0}, {10, time.Minute, time.Hour, 1}, {120, 30 * time.Minute, time.Hour, 60}, {10, time.Hour, time.Hour, math.MaxInt}} {
 		if got := ReconcilePace(tc.users, tc.elapsed, tc.interval); got != tc.want {
 			t.Errorf("ReconcilePace(%d, %s, %s) = %d, want %d", tc.users, tc.elapsed, tc.interval, got, tc.want)
