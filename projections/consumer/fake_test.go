@@ -52,7 +52,9 @@ func (fakeStore) AppendAudit(context.Context, *model.AuditEntry) error { return 
 
 func (fakeStore) Park(context.Context, *model.ParkedRecord) error { return nil }
 
-func (fakeStore) RemoveGuarded(context.Context, *model.UserGuard, []model.Key) (int, error) { return 0, nil }
+func (fakeStore) RemoveGuarded(context.Context, *model.UserGuard, []model.Key) (int, error) {
+	return 0, nil
+}
 
 var (
 	at0 = time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
