@@ -200,26 +200,6 @@ func (w *Workout) FetchStarted() time.Time {
 	return time.Unix(0, w.FetchStartedAtNs).UTC()
 }
 
-// Metric is what a milestone measures.
-type Metric string
-
-// The metrics a milestone can measure.
-const (
-	MetricDistance   Metric = "distance"    // metres
-	MetricElevation  Metric = "elevation"   // metres
-	MetricMovingTime Metric = "moving_time" // seconds
-	MetricCount      Metric = "count"       // workouts
-)
-
-// Valid reports whether m is a known metric.
-func (m Metric) Valid() bool {
-	switch m {
-	case MetricDistance, MetricElevation, MetricMovingTime, MetricCount:
-		return true
-	}
-	return false
-}
-
 // MilestoneStatus is where a milestone is in its life.
 type MilestoneStatus string
 

@@ -41,14 +41,14 @@ func (d MilestoneDefinition) Validate() error {
 	}
 	metricOK := d.Metric.Valid()
 	if !metricOK {
-		v.Add("metric", "%q is not one of distance, elevation, moving_time, count", d.Metric)
+		v.Add("metric", "%q is not one of %s", d.Metric, metricNames())
 	}
 	switch {
 	case math.IsNaN(d.Target) || math.IsInf(d.Target, 0) || d.Target <= 0:
 		v.Add("target", "must be greater than 0")
 	case d.Target > MaxTarget:
 		v.Add("target", "must be at most %g", float64(MaxTarget))
-	case metricOK && (d.Metric == MetricCount || d.Metric == MetricMovingTime) && d.Target != math.Trunc(d.Target):
+	case metricOK && MetricSpecs[d.Metric].Whole && d.Target != math.Trunc(d.Target):
 		v.Add("target", "must be a whole number for %s", d.Metric)
 	case metricOK && d.TargetUnits() < 1:
 		// The projector works in integer units (mm); a target that rounds to
@@ -80,25 +80,6 @@ func (d MilestoneDefinition) Validate() error {
 	return v.Err()
 }
 
-// TargetUnits is the target in the projection's integer units (millimetres
-// for distance and elevation, seconds for moving_time, workouts for count).
-func (d MilestoneDefinition) TargetUnits() int64 {
-	if d.Metric == MetricDistance || d.Metric == MetricElevation {
-		return int64(math.Round(d.Target * 1000))
-	}
-	return int64(math.Round(d.Target))
-}
-
-// ProgressInUnit converts a projected value (integer units) to the metric's
-// unit: metres for distance and elevation, seconds for moving_time, workouts
-// for count.
-func (m Metric) ProgressInUnit(value int64) float64 {
-	if m == MetricDistance || m == MetricElevation {
-		return float64(value) / 1000
-	}
-	return float64(value)
-}
-
 // ProgressPercent is how far value (integer units) is towards the target, in
 // percent rounded down to one decimal and kept within 0..100, so a milestone
 // reads 100 only when it is really reached.
@@ -111,4 +92,13 @@ func (d MilestoneDefinition) ProgressPercent(value int64) float64 {
 		return 100
 	}
 	return math.Floor(float64(value)*1000/float64(target)) / 10
+}
+
+// metricNames lists Metrics for messages: "distance, elevation, …".
+func metricNames() string {
+	names := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }

@@ -135,48 +135,13 @@ func Validate(def model.MilestoneDefinition) error {
 	return v.Err()
 }
 
-// toUnits converts a non-negative float quantity to integer units with
-// scale, rounding half away from zero and saturating (NaN and negatives are
-// 0, overflow is MaxInt64).
-func toUnits(x, scale float64) int64 {
-	v := math.Round(x * scale)
-	switch {
-	case math.IsNaN(v) || v <= 0:
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return int64(v)
-}
-
-// Units is what one workout contributes to metric, in integer units:
-// millimetres for distance and elevation (metres rounded to the nearest
-// millimetre), seconds for moving_time, 1 for count. Negative or NaN
-// inputs contribute 0.
-func Units(metric model.Metric, w model.Workout) int64 {
-	switch metric {
-	case model.MetricDistance:
-		return toUnits(w.DistanceMeters, 1000)
-	case model.MetricElevation:
-		return toUnits(w.TotalElevationGain, 1000)
-	case model.MetricMovingTime:
-		return max(w.MovingTimeSeconds, 0)
-	case model.MetricCount:
-		return 1
-	}
-	return 0
-}
+// Units is what one workout contributes to metric, in integer units
+// (model.Metric.WorkoutUnits: millimetres for distance and elevation,
+// seconds for moving_time, 1 for count; negative or NaN inputs are 0).
+func Units(metric model.Metric, w model.Workout) int64 { return metric.WorkoutUnits(w) }
 
 // TargetUnits is the definition's target in the same integer units as Units.
-func TargetUnits(def model.MilestoneDefinition) int64 {
-	switch def.Metric {
-	case model.MetricDistance, model.MetricElevation:
-		return toUnits(def.Target, 1000)
-	case model.MetricMovingTime, model.MetricCount:
-		return toUnits(def.Target, 1)
-	}
-	return 0
-}
+func TargetUnits(def model.MilestoneDefinition) int64 { return def.TargetUnits() }
 
 // Counts reports whether w counts towards def: not deleted, started in
 // [periodStart, periodEnd), and of one of def's sport types (empty = all).

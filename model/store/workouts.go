@@ -212,10 +212,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 // projection expression of WorkoutLog): keys and meta for normalization,
 // then what the milestone math and award attribution need. LSI1 projects
 // exactly these (plus its own key), so the log never reads the table.
-var WorkoutLogFields = []string{
-	"PK", "SK", "entityType", "schemaVersion", "userId", "activityId", "sportType",
-	"distanceMeters", "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
-}
+var WorkoutLogFields = append(append([]string{"PK", "SK", "entityType", "schemaVersion", "userId", "activityId"},
+	model.MilestoneWorkoutFields...), "correlationId")
 
 // workoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
 // LSI1's INCLUDE projection.

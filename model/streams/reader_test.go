@@ -271,17 +271,22 @@ func TestRunStopsOnCancel(t *testing.T) {
 // waits the window after busy rounds); a lone record after a quiet spell is
 // delivered within the poll interval, not a window later. Protection:
 // Options.BatchingWindow.
+//
+// The figures depend on the machine's load (a loaded DynamoDB Local spreads
+// the burst), so the comparison gets three tries and must hold in one;
+// without the window it holds in none.
 func TestBatchingWindowGathersABurst(t *testing.T) {
 	t.Parallel()
-	without, _ := burst(t, 0)
-	with, lone := burst(t, 700*time.Millisecond)
-	t.Logf("a burst of 40 records over about a second: %d batches without a window, %d with one; a lone record after %s", without, with, lone)
-	if with*2 > without {
-		t.Fatalf("the window gathered the burst into %d batches, without it %d: want at most half", with, without)
+	for try := 1; try <= 3; try++ {
+		without, _ := burst(t, 0)
+		with, lone := burst(t, 700*time.Millisecond)
+		t.Logf("try %d: a burst of 40 records over about a second: %d batches without a window, %d with one; a lone record after %s",
+			try, without, with, lone)
+		if with*2 <= without && lone <= 500*time.Millisecond {
+			return
+		}
 	}
-	if lone > 500*time.Millisecond {
-		t.Fatalf("a lone record waited %s, want well under the window", lone)
-	}
+	t.Fatal("in three tries the window never gathered the burst into at most half the batches, with a lone record well under the window")
 }
 
 // burst runs a reader with the batching window over a fresh stream: one lone

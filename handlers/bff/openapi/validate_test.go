@@ -1,11 +1,14 @@
 package openapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/commitcollect/backend/handlers/bff/openapi"
+	"github.com/commitcollect/backend/model"
 )
 
 // TestDocumentIsValidOpenAPI: kin-openapi loads and validates the document.
@@ -42,5 +45,37 @@ func TestCheckResponse(t *testing.T) {
 		if err := openapi.CheckResponse(req, tt.status, h, []byte(tt.body)); (err == nil) != tt.ok {
 			t.Errorf("%s: %v, want ok=%v", tt.name, err, tt.ok)
 		}
+	}
+}
+
+// TestMetricEnumIsTheModels: every schema property named metric lists
+// exactly model.Metrics. Protection: the OpenAPI check of the one Metric.
+func TestMetricEnumIsTheModels(t *testing.T) {
+	t.Parallel()
+	doc, _, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range model.Metrics {
+		want = append(want, string(m))
+	}
+	found := 0
+	for name, ref := range doc.Components.Schemas {
+		p, ok := ref.Value.Properties["metric"]
+		if !ok {
+			continue
+		}
+		found++
+		var got []string
+		for _, e := range p.Value.Enum {
+			got = append(got, fmt.Sprint(e))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("schema %s: metric enum %v, want model.Metrics %v", name, got, want)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no schema has a metric property")
 	}
 }

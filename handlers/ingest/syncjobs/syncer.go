@@ -211,11 +211,15 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 // Sync jobs write only workouts that differ, so an unchanged activity costs
 // no write and triggers no projection.
 func WorkoutDiffers(stored, fresh *model.Workout) bool {
-	return stored.SportType != fresh.SportType ||
-		stored.DistanceMeters != fresh.DistanceMeters ||
-		stored.TotalElevationGain != fresh.TotalElevationGain ||
-		stored.MovingTimeSeconds != fresh.MovingTimeSeconds ||
-		!stored.StartDateUtc.Equal(fresh.StartDateUtc)
+	if stored.SportType != fresh.SportType || !stored.StartDateUtc.Equal(fresh.StartDateUtc) {
+		return true
+	}
+	for _, s := range model.MetricSpecs { // each metric's field (model.MilestoneWorkoutFields)
+		if s.Of(*stored) != s.Of(*fresh) {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncStore is the persistence sync jobs need (implemented by

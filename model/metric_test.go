@@ -1,0 +1,77 @@
+package model
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMetricsAreDescribedOnce: every metric has its spec, every field a
+// metric reads is in MilestoneWorkoutFields, and every name there is a
+// stored workout attribute, so the log projection (and LSI1) cannot miss
+// one. Protections: the spec table, the field list.
+func TestMetricsAreDescribedOnce(t *testing.T) {
+	t.Parallel()
+	stored := map[string]bool{}
+	ty := reflect.TypeFor[Workout]()
+	for i := range ty.NumField() {
+		stored[strings.Split(ty.Field(i).Tag.Get("dynamodbav"), ",")[0]] = true
+	}
+	for _, f := range MilestoneWorkoutFields {
+		if !stored[f] {
+			t.Errorf("MilestoneWorkoutFields names %q, not a workout attribute", f)
+		}
+	}
+	if len(MetricSpecs) != len(Metrics) {
+		t.Fatalf("%d specs for %d metrics", len(MetricSpecs), len(Metrics))
+	}
+	for _, m := range Metrics {
+		s, ok := MetricSpecs[m]
+		if !ok || !m.Valid() || s.Scale < 1 || s.Unit == "" {
+			t.Errorf("%s: spec %+v", m, s)
+		}
+		if s.Field != "" && !slices.Contains(MilestoneWorkoutFields, s.Field) {
+			t.Errorf("%s reads %s, missing from MilestoneWorkoutFields", m, s.Field)
+		}
+	}
+	if Metric("calories").Valid() {
+		t.Error("an unknown metric is valid")
+	}
+}
+
+// TestMetricUnits: targets and workouts convert to integer units one way
+// (half away from zero, saturating), and back. Protection: Units.
+func TestMetricUnits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		m    Metric
+		x    float64
+		want int64
+	}{
+		{MetricDistance, 5000.0004, 5000000},
+		{MetricDistance, 0.0005, 1},
+		{MetricElevation, -3, 0},
+		{MetricMovingTime, 1500.5, 1501},
+		{MetricCount, 2, 2},
+		{MetricDistance, math.NaN(), 0},
+		{MetricDistance, 1e300, math.MaxInt64},
+		{Metric("calories"), 5, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.m.Units(tt.x); got != tt.want {
+			t.Errorf("%s.Units(%v) = %d, want %d", tt.m, tt.x, got, tt.want)
+		}
+	}
+	w := Workout{DistanceMeters: 10.5, TotalElevationGain: 2, MovingTimeSeconds: 60}
+	for m, want := range map[Metric]int64{MetricDistance: 10500, MetricElevation: 2000, MetricMovingTime: 60, MetricCount: 1} {
+		if got := m.WorkoutUnits(w); got != want {
+			t.Errorf("%s.WorkoutUnits = %d, want %d", m, got, want)
+		}
+		d := MilestoneDefinition{Metric: m, Target: 12}
+		if got := m.ProgressInUnit(d.TargetUnits()); got != 12 {
+			t.Errorf("%s: target 12 comes back as %v", m, got)
+		}
+	}
+}
