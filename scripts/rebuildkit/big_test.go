@@ -12,15 +12,15 @@ import (
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
 
-// TestRebuildManyUsersResumesAfterKill rebuilds 200 users × 200 workouts,
+// TestRebuildManyUsersResumesAfterKill rebuilds 100 users × 60 workouts,
 // killed (its context cancelled) half way, then re-run with the same state
 // file: no user is processed twice, every user ends correct.
 func TestRebuildManyUsersResumesAfterKill(t *testing.T) {
 	if testing.Short() {
-		t.Skip("40k workouts: not in -short mode")
+		t.Skip("6,000 workouts: not in -short mode")
 	}
 	t.Parallel()
-	const nUsers, nWorkouts, killAfter = 200, 200, 100
+	const nUsers, nWorkouts, killAfter = 100, 60, 50
 	h := newHarness(t)
 	users := names("big", nUsers)
 	start := time.Now()

@@ -91,7 +91,10 @@ func (f *failOnce) wrap(h streams.Handler) streams.Handler {
 // The demo a newcomer runs against `make run`, on the same stack, with the
 // projector failing mid-batch on the way: every step reaches the expected
 // progress, awards are minted once each, the duplicate webhook is refused
-// and the reader resumes exactly at the failed record.
+// and the reader resumes exactly at the failed record. An 8 s Strava window
+// and a sweep every second keep it short: past three creates in a window
+// the demo athlete's creates are gathered for list pages (a quarter of the
+// window, 2 s here, 10 s at the local default), which the sweeper serves.
 func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	fail := &failOnce{}
 	var logs bytes.Buffer
@@ -106,8 +109,9 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 		Getenv: lookup(map[string]string{
 			"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0",
 			"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+			"CC_STRAVA_WINDOW": "8s",
 		}),
-		Log: log, WrapProjector: fail.wrap, PollInterval: 20 * time.Millisecond,
+		Log: log, WrapProjector: fail.wrap, PollInterval: 20 * time.Millisecond, SweepInterval: time.Second,
 		WrapAPI: func(h http.Handler) http.Handler { return conforming(t, h) },
 	})
 	if err != nil {
