@@ -33,7 +33,7 @@ func Main(ctx context.Context, args []string, out, errW io.Writer) int {
 }
 
 // ParseFlags reads the assumptions and the measurement's options from
-// args; every default is Defaults' (documented in the package doc).
+// args; every default is Defaults' (documented there).
 func ParseFlags(args []string, errW io.Writer) (Assumptions, MeasureOptions, error) {
 	a := Defaults(1000)
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
@@ -42,7 +42,7 @@ func ParseFlags(args []string, errW io.Writer) (Assumptions, MeasureOptions, err
 		fmt.Fprintf(errW, "usage: make capacity ARGS=\"-athletes N [flags]\"\n\n"+
 			"Prints the capacity plan for N athletes: Strava reads per day by class and whether they fit the limits,\n"+
 			"DynamoDB requests/RCU/WCU, Lambda invocations and GB-s, and the monthly AWS cost. The per-event DynamoDB\n"+
-			"units are measured first on DynamoDB Local (go doc ./scripts/capacitykit).\n\nFlags:\n")
+			"units are measured first on DynamoDB Local (go doc -all ./scripts/capacitykit).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&a.Athletes, "athletes", a.Athletes, "connected athletes")

@@ -49,6 +49,22 @@ type MeasureOptions struct {
 // deletes, one deauthorization, one backfill page and one reconcile of an
 // unchanged athlete. Each unit is sent alone and measured from the meters'
 // growth until the stack is quiet again (the bench's method: test/bench).
+//
+// The per-event DynamoDB units come from a measurement run at every start (Measure): the local stack
+// (scripts/runkit — the api's handler, the worker, the stream reader feeding the projector, the sync
+// scheduler: the Lambdas' code) on DynamoDB Local (started like the tests do, test/dynamolocal, or
+// -endpoint) against the Strava simulator (test/stravasim), read from the product's capacity meters
+// (model/store/capacity/meter.go: Stack.Capacity and capacity.StartMeter per request, job and batch). Each unit
+// of work is sent alone and costed from the meters' growth until the stack is quiet again, the method of
+// the bench (test/bench; bench.Minus subtracts the snapshots): a warm webhook create for an athlete with
+// an active milestone and for one without, a pushed update, a delete (api accept + worker + projector), a
+// new connect's backfill page of the default history (enqueue + worker + projection of the imported
+// workouts), a reconcile of an unchanged athlete (ReconcileAll's enqueue — the operator's full round, without
+// the scheduled step's milestone/sync-state/LSI1 checks of a few RCU — + the worker's page), and a
+// deauthorization of the backfilled athlete. The figures are DynamoDB Local's ConsumedCapacity accounting
+// (the meter's package doc lists where it differs from AWS: transactions are floored to AWS's 2 units per
+// item; a Query that finds nothing reports 0 where AWS charges 0.5 RCU). They measure the code as it is:
+// re-run the tool after the reconciliation and hot-key rework, and the plan follows.
 func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 	if o.Events <= 0 {
 		o.Events = 3
@@ -252,35 +268,68 @@ func (r *run) creates(ctx context.Context, athlete int64, n int, into *Stages, r
 	return ids, err
 }
 
+// measure measures each unit of work in turn into m.
 func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error {
-	n := o.Events
-	// An athlete with an active milestone, and one without.
-	a1, err := r.user(ctx, "capacity-milestone")
+	ids, a1, err := r.webhooks(ctx, o.Events, m)
 	if err != nil {
 		return err
 	}
-	if err := r.milestone(ctx, "capacity-milestone"); err != nil {
+	if err := r.edits(ctx, ids, a1, m); err != nil {
 		return err
+	}
+	a3, err := r.backfill(ctx, o, m)
+	if err != nil {
+		return err
+	}
+	if err := r.reconcile(ctx, m); err != nil {
+		return err
+	}
+	// The backfilled athlete leaves: revoked at Strava first, so the event
+	// is confirmed (a forged one would cost one read and remove nothing).
+	m.Deauth, m.Reads["deauth"], err = r.unit(ctx, 1, func() error {
+		r.sim.RevokeAthlete(a3)
+		return r.publish(ctx, r.sim.DeauthorizationEvent(a3))
+	})
+	if err != nil {
+		return fmt.Errorf("deauthorization: %w", err)
+	}
+	m.DeauthWorkouts = o.BackfillActivities
+	return nil
+}
+
+// webhooks measures n creates of an athlete with an active milestone and n
+// of one without; it returns the first one's activities and athlete.
+func (r *run) webhooks(ctx context.Context, n int, m *Measured) ([]int64, int64, error) {
+	a1, err := r.user(ctx, "capacity-milestone")
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := r.milestone(ctx, "capacity-milestone"); err != nil {
+		return nil, 0, err
 	}
 	a2, err := r.user(ctx, "capacity-plain")
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	var rd float64
 	ids, err := r.creates(ctx, a1, n, &m.Create, &rd)
 	if err != nil {
-		return fmt.Errorf("create events: %w", err)
+		return nil, 0, fmt.Errorf("create events: %w", err)
 	}
 	m.Reads["create"] = rd
 	if _, err := r.creates(ctx, a2, n, &m.CreateNoMilestone, &rd); err != nil {
-		return fmt.Errorf("create events without milestone: %w", err)
+		return nil, 0, fmt.Errorf("create events without milestone: %w", err)
 	}
+	return ids, a1, nil
+}
 
-	// Pushed edits, then deletes, of the milestone athlete's activities.
-	m.Update, m.Reads["update"], err = r.unit(ctx, n, func() error {
+// edits measures pushed edits, then deletes, of the athlete's activities.
+func (r *run) edits(ctx context.Context, ids []int64, athlete int64, m *Measured) error {
+	var err error
+	m.Update, m.Reads["update"], err = r.unit(ctx, len(ids), func() error {
 		for i, id := range ids {
 			r.sim.UpdateActivity(id, func(a *stravasim.Activity) { a.Distance += 1000; a.Name = "Edited " + strconv.Itoa(i) })
-			if err := r.publish(ctx, r.sim.ActivityEvent("update", id, a1, map[string]string{"title": "Edited " + strconv.Itoa(i)})); err != nil {
+			if err := r.publish(ctx, r.sim.ActivityEvent("update", id, athlete, map[string]string{"title": "Edited " + strconv.Itoa(i)})); err != nil {
 				return err
 			}
 			if _, err := r.quiet(ctx); err != nil {
@@ -292,10 +341,10 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 	if err != nil {
 		return fmt.Errorf("update events: %w", err)
 	}
-	m.Delete, m.Reads["delete"], err = r.unit(ctx, n, func() error {
+	m.Delete, m.Reads["delete"], err = r.unit(ctx, len(ids), func() error {
 		for _, id := range ids {
 			r.sim.DeleteActivity(id)
-			if err := r.publish(ctx, r.sim.ActivityEvent("delete", id, a1, nil)); err != nil {
+			if err := r.publish(ctx, r.sim.ActivityEvent("delete", id, athlete, nil)); err != nil {
 				return err
 			}
 			if _, err := r.quiet(ctx); err != nil {
@@ -307,12 +356,16 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 	if err != nil {
 		return fmt.Errorf("delete events: %w", err)
 	}
+	return nil
+}
 
-	// A new connect's backfill: one page of history.
+// backfill measures a new connect's backfill, per page of history; it
+// returns the athlete.
+func (r *run) backfill(ctx context.Context, o MeasureOptions, m *Measured) (int64, error) {
 	const backfillUser = "capacity-backfill"
 	a3, err := r.user(ctx, backfillUser)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	k := o.BackfillActivities
 	spread := time.Duration(max(o.HistoryDays, 1)) * 24 * time.Hour / time.Duration(k+1)
@@ -320,6 +373,7 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 		r.activity(a3, time.Duration(i+1)*spread)
 	}
 	sctx := capacity.WithMeter(ctx, r.sched)
+	var rd float64
 	m.BackfillPage, rd, err = r.unit(ctx, 1, func() error {
 		ok, err := r.st.Scheduler.EnsureBackfill(sctx, backfillUser, "capacity")
 		if err == nil && !ok {
@@ -328,7 +382,7 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("backfill: %w", err)
+		return 0, fmt.Errorf("backfill: %w", err)
 	}
 	m.Reads["backfill"] = rd
 	if rd > 1 {
@@ -337,39 +391,30 @@ func (r *run) measure(ctx context.Context, o MeasureOptions, m *Measured) error 
 		m.Reads["backfill"] = 1
 	}
 	m.BackfillActivities = int(math.Round(float64(k) / math.Max(rd, 1)))
+	return a3, nil
+}
 
-	// A reconciliation round over the three athletes, none changed.
-	var enqueued int
+// reconcile measures a reconciliation round over the athletes, none
+// changed, per page.
+func (r *run) reconcile(ctx context.Context, m *Measured) error {
 	before, err := r.quiet(ctx)
 	if err != nil {
 		return err
 	}
 	readsBefore := r.reads()
-	res, err := r.st.Scheduler.ReconcileAll(sctx)
+	res, err := r.st.Scheduler.ReconcileAll(capacity.WithMeter(ctx, r.sched))
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	enqueued = res.Enqueued
-	if enqueued == 0 {
+	if res.Enqueued == 0 {
 		return fmt.Errorf("reconcile enqueued nothing (%+v)", res)
 	}
 	after, err := r.quiet(ctx)
 	if err != nil {
 		return err
 	}
-	m.ReconcilePage = stages(before, after, enqueued)
-	m.Reads["reconcile"] = float64(r.reads()-readsBefore) / float64(enqueued)
-
-	// The backfilled athlete leaves: revoked at Strava first, so the event
-	// is confirmed (a forged one would cost one read and remove nothing).
-	m.Deauth, m.Reads["deauth"], err = r.unit(ctx, 1, func() error {
-		r.sim.RevokeAthlete(a3)
-		return r.publish(ctx, r.sim.DeauthorizationEvent(a3))
-	})
-	if err != nil {
-		return fmt.Errorf("deauthorization: %w", err)
-	}
-	m.DeauthWorkouts = k
+	m.ReconcilePage = stages(before, after, res.Enqueued)
+	m.Reads["reconcile"] = float64(r.reads()-readsBefore) / float64(res.Enqueued)
 	return nil
 }
 

@@ -41,8 +41,23 @@ type Prices struct {
 	StreamsReadsByLambdaPerMill float64
 }
 
-// DefaultPrices are the published on-demand prices in us-east-1 (see the
-// package doc for the sources and the date).
+// DefaultPrices are the published on-demand prices in us-east-1:
+//
+// Published prices as of 2025 (DynamoDB after its November 2024 on-demand reduction), looked up on
+// 2026-11-25 with the search tool (aws.amazon.com pricing pages and secondary sources quoting them); no
+// free tier is subtracted:
+//
+//	DynamoDB on-demand       $0.625 per million write request units, $0.125 per million read request units,
+//	                         $0.25 per GB-month of storage (Standard table class)
+//	DynamoDB Streams         GetRecords calls made by Lambda event source mappings are free
+//	Lambda (arm64)           $0.0000133334 per GB-second (first tier), $0.20 per million requests
+//	API Gateway HTTP API     $1.00 per million requests (first 300 million a month)
+//	CloudWatch Logs          $0.50 per GB ingested (Standard class, first tier)
+//	KMS                      $0.03 per 10,000 requests: at most one GenerateDataKey per refresh (sealing the
+//	                         new pair) and one Decrypt when a cold worker unseals it (model/secrets caches
+//	                         data keys, so this is an upper bound)
+//
+// A month is 30 days. Other regions price differently; the plan uses us-east-1's.
 var DefaultPrices = Prices{
 	Region: "us-east-1", AsOf: "published prices as of 2025 (DynamoDB after its Nov 2024 on-demand cut); looked up 2026-11-25",
 	WriteRequestUnitPerMillion: 0.625, ReadRequestUnitPerMillion: 0.125, StoragePerGBMonth: 0.25,
@@ -81,7 +96,7 @@ type Assumptions struct {
 	ReconcileInterval, SlowInterval time.Duration
 	ReconcileDays                   int
 	// TokenTTL is a Strava access token's life; RefreshesInBudget counts
-	// refreshes against the read budget (off: see the package doc).
+	// refreshes against the read budget (off: see Plan.readBudget).
 	TokenTTL          time.Duration
 	RefreshesInBudget bool
 	Limits            Limits
@@ -105,7 +120,31 @@ type Assumptions struct {
 	Prices              Prices
 }
 
-// Defaults returns the documented defaults for n athletes.
+// Defaults returns the documented defaults for n athletes (flags of
+// scripts/capacity; make capacity ARGS=--help):
+//
+//	-activities 0.4          activities per athlete-day (an active user base: ~3 a week)
+//	-edits 0.1               pushed edits (update webhooks) per activity
+//	-deletes 0.01            deletes per activity
+//	-unpushed-edits 0.05     edits Strava never pushes, per activity (reconciliation writes them)
+//	-milestone-share 0.5     athletes with an active milestone overlapping the reconcile window
+//	-peak 10                 evening peak over the day's mean rate
+//	-connects 0.001          new connects per athlete-day (each backfills -history-days, CC_SYNC_MAX_DAYS 365)
+//	-deauths 0.001           deauthorizations per athlete-day (a steady population: as many leave as join)
+//	-reconcile-interval 168h -slow-interval 672h -reconcile-days 14 -page-size 200
+//	-token-ttl 6h            Strava's access token lifetime
+//	-read-limit-15m 100 -read-limit-day 1000 -limit-15m 200 -limit-day 2000   Strava's default limits;
+//	                         raise them to what Strava granted
+//	-sync-share 0.5          CC_SYNC_BUDGET_SHARE
+//	Lambda memory (MB) from Terraform's var.functions defaults: api 256, worker 256, projector 512,
+//	sweeper 128. Billed durations are assumptions: api 30 ms, worker 150 ms per webhook job (one Strava
+//	round trip and a few DynamoDB calls), 400 ms per sync page, projector 80 ms per batch, sweeper 200 ms.
+//	-records-per-batch 1     projector invocations = worker jobs (an upper bound: at scale batches hold more)
+//	-sweeper-per-day 2880    the sweep and the reconcile schedule, each once a minute
+//	-log-bytes 1500          CloudWatch Logs bytes per invocation (JSON lines, EMF, START/END/REPORT)
+//	-storage-kb 150          DynamoDB storage per athlete (a year of workouts with their LSI entries, milestones,
+//	                         audit and outbox within their TTLs)
+//	-app-requests 0          other API requests per athlete-day (the app's own pages are not in the plan by default)
 func Defaults(n int) Assumptions {
 	return Assumptions{
 		Athletes: n, ActivitiesPerDay: 0.4, ConnectsPerDay: 0.001, DeauthsPerDay: 0.001,
@@ -274,7 +313,7 @@ func createReads(creates float64, a Assumptions) (reads, bursts float64) {
 }
 
 // Compute builds the plan from the assumptions and the measured units.
-// It is pure arithmetic (the package doc states every formula).
+// It is pure arithmetic (each step's doc states its formulas).
 func Compute(a Assumptions, m Measured) Plan {
 	n := float64(a.Athletes)
 	p := Plan{A: a, M: m}
@@ -284,10 +323,42 @@ func Compute(a Assumptions, m Measured) Plan {
 	p.Deletes = p.Activities * a.Deletes
 	p.Deauths = n * a.DeauthsPerDay
 	p.Connects = n * a.ConnectsPerDay
+	p.reconciliation()
+	p.readBudget()
+	p.dynamoDB()
+	p.lambdas()
+	p.monthly()
+	p.targets()
+	return p
+}
 
-	// Reconciliation (the lead's design, see the package doc): a slot every
-	// interval; reconciled when active since the last one, or when the
-	// last is SlowInterval old.
+// history is how many activities a new connect's backfill imports.
+func (a Assumptions) history() float64 { return float64(a.HistoryDays) * a.ActivitiesPerDay }
+
+// reconciliation is the reconciliation the plan assumes (handlers/ingest,
+// "Backfill and reconciliation"):
+//
+//   - Each athlete has its own slot in the reconcile interval (its place in a resumable walk of the users
+//     index, paced over the interval), default 7 days (CC_RECONCILE_INTERVAL 168h, was 6h).
+//   - At its slot an athlete is reconciled only if it has an active milestone whose period overlaps the
+//     reconcile window (CC_RECONCILE_DAYS, 14) AND it uploaded since its last reconcile (a stored workout
+//     of the window with a higher activity id than that reconcile listed; an upload arrives as a create
+//     webhook), or its last reconcile is older than a slow round-robin interval (CC_RECONCILE_IDLE, 28 days).
+//   - One reconcile is one GET /athlete/activities?after=<now-14d>&per_page=200 page for a typical athlete:
+//     an unchanged athlete costs one small page and no writes.
+//   - Documented bound: an edit Strava never pushes, to an activity started within the last 14 days, of an
+//     athlete with an active milestone, is caught within 7 days (+ one rate window) when the athlete
+//     uploaded anything in that time, else within 28 days while the activity is still inside the window.
+//
+// The model: webhook events (creates, pushed edits, deletes) arrive as a Poisson process of rate
+// e = activities × (1 + edits + deletes) per athlete-day, so an athlete is active within one interval I
+// with probability P = 1 − exp(−e·I). With K = slow/I slots (4), the gap between two reconciles is g
+// slots with probability (1−P)^(g−1)·P for g < K and (1−P)^(K−1) for g = K: the mean gap is
+// G = (1 − (1−P)^K) / P slots, and reconciles per day = N × milestone-share / (G·I). Pages per reconcile =
+// max(1, ⌈reconcile-days × activities / page-size⌉). With the defaults P = 0.955, G = 1.047: 0.068
+// reconciles per athlete-day, 15.5 % of the webhook reads.
+func (p *Plan) reconciliation() {
+	a := p.A
 	interval := a.ReconcileInterval.Hours() / 24
 	slots := math.Max(1, math.Round(a.SlowInterval.Hours()/a.ReconcileInterval.Hours()))
 	eventsPerAthleteDay := a.ActivitiesPerDay * (1 + a.PushedEdits + a.Deletes)
@@ -297,13 +368,38 @@ func Compute(a Assumptions, m Measured) Plan {
 	} else {
 		p.SlotsBetween = slots
 	}
-	p.Reconciles = n * a.MilestoneShare / (p.SlotsBetween * interval)
+	p.Reconciles = float64(a.Athletes) * a.MilestoneShare / (p.SlotsBetween * interval)
 	p.ReconcilePages = p.Reconciles * pages(float64(a.ReconcileDays)*a.ActivitiesPerDay, a.PageSize)
 	p.UnpushedCaught = p.Activities * a.UnpushedEdits * a.MilestoneShare
-	history := float64(a.HistoryDays) * a.ActivitiesPerDay
-	p.BackfillPagesPerConnect = pages(history, a.PageSize)
+	p.BackfillPagesPerConnect = pages(a.history(), a.PageSize)
+}
 
-	// Strava reads per day by class.
+// readBudget is the Strava reads per day by class and whether they fit:
+//
+//	webhooks        N·activities·(1 + edits)                  one GET /activities/{id} per create or pushed edit
+//	backfill        N·connects·max(1, ⌈history-days·activities/page-size⌉)
+//	reconciliation  as above
+//	confirmations   N·activities·deletes + N·deauths          one read each (a delete is confirmed by a
+//	                                                          fetch and a deauthorization by the grant failing;
+//	                                                          today's code does neither: the measurement shows 0)
+//	token refreshes N / (token-ttl + 1/r) with r the reads per athlete-day: a token lives 6 h and the first
+//	                read after it expires refreshes (a renewal process)
+//
+// Token refreshes go to POST /oauth/token. Strava's rate-limit page
+// (developers.strava.com/docs/rate-limits, read through the search tool on 2026-11-25) defines the
+// overall and the "non-upload" (read) limits for API requests and reports usage in headers of every API
+// request; it does not name the OAuth endpoints either way. The plan follows the usual reading that the
+// token exchange is not an API read and leaves refreshes out of the counted total, printing them on their
+// own line; -refreshes-in-budget counts them (then they also enter the peak window).
+//
+// Fit: webhook and confirmation reads may use the budget minus the webhooks' reserve (5 %,
+// budget.DefaultReserve) and syncs (backfill, reconciliation) their share (CC_SYNC_BUDGET_SHARE,
+// 0.5). Daily: needs max(total/0.95, syncs/share) ≤ the daily read limit. Peak 15 minutes: the urgent
+// reads (everything but syncs) of a mean window × the peak factor must fit 95 % of the 15-minute read
+// limit, and the syncs' mean per window their share (syncs are paced and defer at the peak, so they are
+// not stacked on it). Every pipeline call is a GET, so the overall limits need the same figures.
+func (p *Plan) readBudget() {
+	a, n := p.A, float64(p.A.Athletes)
 	p.CreateReads, p.Bursts = createReads(p.Creates, a)
 	p.Reads = Reads{
 		Webhook:   p.CreateReads + p.PushedEdits,
@@ -334,8 +430,15 @@ func Compute(a Assumptions, m Measured) Plan {
 	// Every call the pipeline makes is a read (GET), so the overall budget
 	// needs the same; refreshes (POST /oauth/token) are added when counted.
 	p.FitsOverall = p.NeedReadDaily <= a.Limits.Daily && p.NeedReadShort <= a.Limits.Short
+}
 
-	// DynamoDB per day.
+// dynamoDB is the DynamoDB cost per day by class and in total.
+// Each class's count × its measured units; a create is the milestone and the
+// no-milestone create weighted by -milestone-share; a backfill or a deauthorization is scaled from the
+// measured page (history activities) to the modelled history; an unpushed edit caught by a reconcile
+// costs the worker and projector part of an update event.
+func (p *Plan) dynamoDB() {
+	a, m, history := p.A, p.M, p.A.history()
 	create := m.Create.Total().Scale(a.MilestoneShare).Add(m.CreateNoMilestone.Total().Scale(1 - a.MilestoneShare))
 	caught := m.Update.Worker.Add(m.Update.Projector)
 	backfill := Cost{}
@@ -358,8 +461,12 @@ func Compute(a Assumptions, m Measured) Plan {
 	for _, c := range p.DynamoByClass {
 		p.Dynamo = p.Dynamo.Add(c.Cost)
 	}
+}
 
-	// Lambda per day.
+// lambdas is each function's load per day, and what follows from the
+// invocations: API requests, logs, KMS requests and storage.
+func (p *Plan) lambdas() {
+	a, n := p.A, float64(p.A.Athletes)
 	webhooks := p.Creates + p.PushedEdits + p.Deletes + p.Deauths
 	p.PeakWebhooksPerSecond = webhooks / 86400 * a.PeakFactor
 	apiCalls := webhooks + p.Connects + n*a.AppRequestsPerDay
@@ -373,20 +480,30 @@ func Compute(a Assumptions, m Measured) Plan {
 		{"projector", batches, batches * a.Projector.GBs()},
 		{"sweeper", a.SweeperPerDay, a.SweeperPerDay * a.Sweeper.GBs()},
 	}
-	var invocations, gbs float64
-	for _, l := range p.Lambdas {
-		invocations += l.Invocations
-		gbs += l.GBs
-	}
 	p.HTTPRequests = apiCalls
-	p.LogGB = invocations * a.LogBytesPerInvocation / 1e9
+	p.LogGB = p.invocations() * a.LogBytesPerInvocation / 1e9
 	// A refresh seals the new pair (one GenerateDataKey) and a later cold
 	// read unseals it (one Decrypt).
 	p.KMSRequests = 2 * p.Reads.Refresh
 	p.StorageGB = n * a.StorageKBPerAthlete / 1e6
+}
 
-	pr := a.Prices
-	d := float64(DaysPerMonth)
+// invocations is the Lambda invocations per day.
+func (p *Plan) invocations() (invocations float64) {
+	for _, l := range p.Lambdas {
+		invocations += l.Invocations
+	}
+	return invocations
+}
+
+// monthly is the monthly cost by line and in total.
+func (p *Plan) monthly() {
+	pr, d := p.A.Prices, float64(DaysPerMonth)
+	var gbs float64
+	for _, l := range p.Lambdas {
+		gbs += l.GBs
+	}
+	invocations := p.invocations()
 	p.Monthly = []Line{
 		{"DynamoDB write request units", fmt.Sprintf("%.3gM WRU", p.Dynamo.WCU*d/1e6), p.Dynamo.WCU * d / 1e6 * pr.WriteRequestUnitPerMillion},
 		{"DynamoDB read request units", fmt.Sprintf("%.3gM RRU", p.Dynamo.RCU*d/1e6), p.Dynamo.RCU * d / 1e6 * pr.ReadRequestUnitPerMillion},
@@ -401,23 +518,25 @@ func Compute(a Assumptions, m Measured) Plan {
 	for _, l := range p.Monthly {
 		p.USDMonth += l.USD
 	}
-	if n > 0 {
-		p.USDPerAthlete = p.USDMonth / n
+	if p.A.Athletes > 0 {
+		p.USDPerAthlete = p.USDMonth / float64(p.A.Athletes)
 	}
-	ratio := 0.0
+}
+
+// targets are the plan's targets and whether they are met.
+func (p *Plan) targets() {
+	ratio, perAthlete := 0.0, 0.0
 	if p.Reads.Webhook > 0 {
 		ratio = p.Reads.Reconcile / p.Reads.Webhook
 	}
-	perAthlete := 0.0
-	if n > 0 {
-		perAthlete = p.ReadsPerDay / n
+	if p.A.Athletes > 0 {
+		perAthlete = p.ReadsPerDay / float64(p.A.Athletes)
 	}
 	p.Targets = []Target{
 		{"reconciliation reads / webhook reads", ratio, 0.20, ratio <= 0.20},
 		{"Strava reads per athlete-day", perAthlete, 1.3, perAthlete <= 1.3},
 		{"USD per athlete-month", p.USDPerAthlete, 0.0015, p.USDPerAthlete <= 0.0015},
 	}
-	return p
 }
 
 // pages is the list pages needed for n activities (at least one: an empty
@@ -445,16 +564,26 @@ func (p Plan) LastLine() string {
 
 // Print writes the plan, its last line last.
 func (p Plan) Print(w io.Writer) {
-	a, m := p.A, p.M
 	pf := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	yes := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "NO"
+	p.printAssumptions(pf)
+	p.printReads(pf)
+	p.printUnits(pf)
+	p.printDaily(pf)
+	p.printCost(pf)
+	pf("%s\n", p.LastLine())
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
 	}
+	return "NO"
+}
+
+func (p Plan) printAssumptions(pf func(string, ...any)) {
+	a := p.A
 	pf("Capacity plan for %d athletes\n\n", a.Athletes)
-	pf("Assumptions (flags; defaults in `go doc ./scripts/capacitykit`):\n")
+	pf("Assumptions (flags; defaults in `go doc ./scripts/capacitykit Defaults`):\n")
 	pf("  activities %.3g per athlete-day; per activity: pushed edits %.3g, deletes %.3g, unpushed edits %.3g\n",
 		a.ActivitiesPerDay, a.PushedEdits, a.Deletes, a.UnpushedEdits)
 	pf("  new connects %.3g and deauthorizations %.3g per athlete-day; backfill history %d days (CC_SYNC_MAX_DAYS) = %.0f activities, %.0f page(s) of %d\n",
@@ -468,6 +597,10 @@ func (p Plan) Print(w io.Writer) {
 	pf("  Strava limits: read %d/15min %d/day, overall %d/15min %d/day; syncs may spend %.0f%%, webhooks leave %.0f%% unused\n\n",
 		a.Limits.ReadShort, a.Limits.ReadDaily, a.Limits.Short, a.Limits.Daily, 100*a.BudgetShare, 100*a.BudgetReserve)
 
+}
+
+func (p Plan) printReads(pf func(string, ...any)) {
+	a := p.A
 	pf("Strava reads per day by class:\n")
 	pf("  webhooks (create + pushed edit fetches)   %12.0f\n", p.Reads.Webhook)
 	pf("    creates: %.0f for %.0f reads = %.3f reads per activity, bursts counted (%.0f%% in %.0f bursts of %d: %d fetches + list pages of %d)\n",
@@ -475,7 +608,7 @@ func (p Plan) Print(w io.Writer) {
 	pf("  backfill (new connects)                    %12.0f\n", p.Reads.Backfill)
 	pf("  reconciliation (%8.0f reconciles)       %12.0f\n", p.Reconciles, p.Reads.Reconcile)
 	pf("  deauth/delete confirmations                %12.0f\n", p.Reads.Confirm)
-	inBudget := "not counted: POST /oauth/token, see the package doc; -refreshes-in-budget counts them"
+	inBudget := "not counted: POST /oauth/token, see `go doc -u ./scripts/capacitykit Plan.readBudget`; -refreshes-in-budget counts them"
 	if a.RefreshesInBudget {
 		inBudget = "counted (-refreshes-in-budget)"
 	}
@@ -488,6 +621,10 @@ func (p Plan) Print(w io.Writer) {
 		yes(p.FitsShort), p.PeakWindowReads, p.NeedReadShort, a.Limits.ReadShort)
 	pf("  overall budget: %s (limits %d/15min %d/day)\n\n", yes(p.FitsOverall), a.Limits.Short, a.Limits.Daily)
 
+}
+
+func (p Plan) printUnits(pf func(string, ...any)) {
+	m := p.M
 	pf("DynamoDB units per unit of work, measured (%s):\n", m.Source)
 	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/capacity/meter.go)\n")
 	for _, r := range []struct {
@@ -509,6 +646,10 @@ func (p Plan) Print(w io.Writer) {
 		}
 		pf("  Strava reads per unit in the measurement: %s\n", strings.Join(parts, ", "))
 	}
+}
+
+func (p Plan) printDaily(pf func(string, ...any)) {
+	a := p.A
 	pf("\nDynamoDB per day:\n")
 	for _, c := range p.DynamoByClass {
 		pf("  %-30s %12.0f × → %s\n", c.Name, c.Count, daily(c.Cost))
@@ -523,6 +664,10 @@ func (p Plan) Print(w io.Writer) {
 	pf("  HTTP API requests %.0f/day; CloudWatch Logs %.3g GB/day; KMS %.0f requests/day; storage %.3g GB\n\n",
 		p.HTTPRequests, p.LogGB, p.KMSRequests, p.StorageGB)
 
+}
+
+func (p Plan) printCost(pf func(string, ...any)) {
+	a := p.A
 	pf("Monthly AWS cost (%d days, on-demand, %s; %s; no free tier):\n", DaysPerMonth, a.Prices.Region, a.Prices.AsOf)
 	pf("  prices: DynamoDB $%.3g/M WRU, $%.3g/M RRU, $%.3g/GB-month; Streams reads by Lambda free; Lambda arm64 $%.10g/GB-s, $%.3g/M requests;\n",
 		a.Prices.WriteRequestUnitPerMillion, a.Prices.ReadRequestUnitPerMillion, a.Prices.StoragePerGBMonth, a.Prices.LambdaGBs, a.Prices.LambdaRequestsPerMillion)
@@ -545,7 +690,6 @@ func (p Plan) Print(w io.Writer) {
 		}
 		pf("  %-40s %.4g (target ≤ %.4g): %s\n", t.Name, t.Got, t.Want, verdict)
 	}
-	pf("%s\n", p.LastLine())
 }
 
 func brief(c Cost) string { return fmt.Sprintf("%.3g/%.3g/%.3g", c.Requests, c.RCU, c.WCU) }
