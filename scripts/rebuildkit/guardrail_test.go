@@ -10,13 +10,13 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // The guardrail at its edges, on one shared data set: users with 2999, 3000
 // and 3001 workouts before a monthly period (plus a lifetime milestone, so
 // the union of their periods crosses the guardrail exactly there), and a
-// user with 8000 workouts with a monthly, a yearly and a lifetime milestone.
+// user with 4500 workouts with a monthly, a yearly and a lifetime milestone.
 // Activity ids have 1 to 13 digits, in an order unrelated to their dates.
 // The live projector (stream → Handle) projects them, then new in-period
 // activities arrive; verify and rebuild must agree with it throughout.
@@ -64,13 +64,13 @@ func olderUser(name string, n int) *edgeUser {
 	return u
 }
 
-// longUser has 8000 workouts eight hours apart up to 20 March 2026.
+// longUser has 4500 workouts eight hours apart up to 20 March 2026.
 func longUser(name string) *edgeUser {
 	u := &edgeUser{id: name}
 	last := time.Date(2026, 3, 20, 6, 0, 0, 0, time.UTC)
-	for i := range 8000 {
+	for i := range 4500 {
 		u.workouts = append(u.workouts, &model.Workout{UserID: name, ActivityID: edgeID(i), SportType: "Ride",
-			DistanceMeters: float64(2000 + i%1013), StartDateUtc: last.Add(-time.Duration(7999-i) * 8 * time.Hour),
+			DistanceMeters: float64(2000 + i%1013), StartDateUtc: last.Add(-time.Duration(4499-i) * 8 * time.Hour),
 			CorrelationID: fmt.Sprintf("c-%s-%d", name, i)})
 	}
 	mEnd, yEnd := gMonthEnd, gYearEnd
@@ -134,7 +134,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 	ctx := context.Background()
 	seedModel(t, h.st)
 
-	users := []*edgeUser{olderUser("edge2999", 2999), olderUser("edge3000", 3000), olderUser("edge3001", 3001), longUser("edge8000")}
+	users := []*edgeUser{olderUser("edge2999", 2999), olderUser("edge3000", 3000), olderUser("edge3001", 3001), longUser("edgeLong")}
 
 	// Workouts first, in parallel batches (8 writers over all users' items),
 	// then milestones.
@@ -189,7 +189,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 				}
 			}
 		}
-		if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean {
+		if code, rep := h.verifyJSON(t, "--all"); code != cli.ExitOK || !rep.Clean {
 			t.Errorf("%s: verify --all: exit %d drift %+v, want clean (verify agrees with the projector)", stage, code, rep.Drift)
 		}
 	}
@@ -222,14 +222,14 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 				t.Errorf("%s monthly: counted %d truncated %v, want the 3 new activities counted, exact", u.id, m.WorkoutsCounted, m.Truncated)
 			}
 		}
-		long := milestones(t, h.st, "edge8000")
+		long := milestones(t, h.st, "edgeLong")
 		if long["yearly"].Truncated || long["monthly"].Truncated || !long["lifetime"].Truncated || long["lifetime"].WorkoutsCounted != model.MaxWorkoutsToInspect {
-			t.Errorf("edge8000: monthly/yearly must be exact and lifetime truncated at the guardrail: %+v", long)
+			t.Errorf("edgeLong: monthly/yearly must be exact and lifetime truncated at the guardrail: %+v", long)
 		}
 	})
 
 	t.Run("rebuild restores what the projector wrote", func(t *testing.T) {
-		before := milestones(t, h.st, "edge8000")
+		before := milestones(t, h.st, "edgeLong")
 		for _, id := range []string{"lifetime", "yearly"} {
 			m := before[id]
 			c := store.Changes{Set: map[string]any{"progressValue": int64(1), "workoutsCounted": 1, "truncated": false}, Remove: []string{"exactFromUtc"}}
@@ -237,26 +237,26 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		code, rep := h.verifyJSON(t, "--user", "edge8000")
+		code, rep := h.verifyJSON(t, "--user", "edgeLong")
 		fields := map[string]bool{}
 		for _, d := range rep.Drift {
 			fields[d.MilestoneID+"/"+d.Field] = true
 		}
-		if code != rebuildkit.ExitDrift || !fields["lifetime/exactFromUtc"] || !fields["lifetime/truncated"] || !fields["yearly/progressValue"] {
+		if code != cli.ExitDrift || !fields["lifetime/exactFromUtc"] || !fields["lifetime/truncated"] || !fields["yearly/progressValue"] {
 			t.Fatalf("verify after corruption: exit %d drift %v, want lifetime truncation and yearly value reported", code, rep.Drift)
 		}
-		if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.MilestonesChanged != 2 {
+		if code, sum := h.rebuildJSON(t, "--all"); code != cli.ExitOK || sum.MilestonesChanged != 2 {
 			t.Fatalf("rebuild: exit %d %s, want the 2 corrupted milestones rewritten", code, sum)
 		}
-		after := milestones(t, h.st, "edge8000")
+		after := milestones(t, h.st, "edgeLong")
 		for id, b := range before {
 			a := after[id]
 			if a.ProgressValue != b.ProgressValue || a.WorkoutsCounted != b.WorkoutsCounted || a.Truncated != b.Truncated || !sameTime(a.ExactFromUtc, b.ExactFromUtc) {
-				t.Errorf("edge8000/%s: rebuild wrote %+v, the projector had %+v", id, a.Projection, b.Projection)
+				t.Errorf("edgeLong/%s: rebuild wrote %+v, the projector had %+v", id, a.Projection, b.Projection)
 			}
 		}
 		check(t, "after rebuild")
-		if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.MilestonesChanged != 0 {
+		if code, sum := h.rebuildJSON(t, "--all"); code != cli.ExitOK || sum.MilestonesChanged != 0 {
 			t.Fatalf("second rebuild: exit %d %s, want nothing changed", code, sum)
 		}
 	})

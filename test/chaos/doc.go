@@ -45,8 +45,8 @@
 // took) — and a total; it fails unless lost, duplicate awards, awards
 // without AWARD_MINTED, drift against the log (`make verify`'s recompute),
 // drift against Strava and broken lifecycle promises are all 0. `make test` runs the reduced sizes
-// (CC_CHAOS=reduced, about two minutes); `make chaos` the full set
-// (CC_CHAOS=full); CHAOS_ONLY=<scenario> picks one.
+// side by side (CC_CHAOS=reduced, about a minute and a half); `make chaos`
+// the full set one at a time (CC_CHAOS=full); CHAOS_ONLY=<scenario> picks one.
 //
 // The child runs on its own table prefix and CC_DATA_DIR and gets
 // CC_STRAVA_TIMEOUT=4s, CC_STRAVA_WINDOW=10s, CC_OUTBOX_LEASE=2s and

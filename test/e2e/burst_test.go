@@ -30,6 +30,7 @@ import (
 // cannot take and the sweeper delivers it. Protection: the webhook answers
 // 200 once the event is in the outbox, whatever the hand-off says.
 func TestLocalStackAbsorbsABurst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	logs := &syncBuffer{}
 	// Strava's read budget (100 per 15 min) would defer most of the burst

@@ -124,6 +124,7 @@ func (c runClient) waitMe(b *http.Client, what string, ok func(bff.MeJSON) bool)
 // the deletion no table holds the athlete id, an activity id or the name
 // outside items that expire within 7 days.
 func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
+	t.Parallel()
 	bin, root := buildRun(t)
 	prefix := dynamolocal.UniquePrefix()
 	cmd := exec.Command(bin)

@@ -128,6 +128,7 @@ func (a *api) call(b *http.Client, method, path string, body any, out any) int {
 }
 
 func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	ctx := context.Background()
 

@@ -16,6 +16,7 @@ import (
 // through the local stack (webhook → worker → Strava simulator → workout →
 // stream → projector) it counts, and the milestone stays exact.
 func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := startQuietStack(t)
 

@@ -28,6 +28,7 @@ import (
 // every token the simulator issued, the session and state cookie values and
 // the client secret. None may appear.
 func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := startQuietStack(t)
 	const athlete = 8675309

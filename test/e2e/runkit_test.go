@@ -96,6 +96,7 @@ func (f *failOnce) wrap(h streams.Handler) streams.Handler {
 // the demo athlete's creates are gathered for list pages (a quarter of the
 // window, 2 s here, 10 s at the local default), which the sweeper serves.
 func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
+	t.Parallel()
 	fail := &failOnce{}
 	var logs bytes.Buffer
 	var logMu sync.Mutex
@@ -227,6 +228,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // restarts, and on Ctrl-C (SIGINT) stops without leaving DynamoDB Local
 // behind.
 func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	bin, root := buildRun(t)
 	data := t.TempDir()
 	for round := 1; round <= 2; round++ {
@@ -326,6 +328,7 @@ func readBanner(t *testing.T, stdout *syncBuffer, cmd *exec.Cmd, stderr *syncBuf
 // received in the outbox; the next stack on the same tables writes them all
 // with its sweeper, at start, without any redelivery from Strava.
 func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sim := stravasim.New(stravasim.Options{SubscriptionID: 7})
 	t.Cleanup(sim.Close)

@@ -49,6 +49,7 @@ func browserLogin(t *testing.T, st *runkit.Stack, athlete int64) *http.Client {
 // milestone created right after reflects all 500 once the backfill's pages
 // have run (budget permitting: 3 list requests here).
 func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := startQuietStack(t)
 	const athlete = int64(8801)
@@ -99,6 +100,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 // webhook for that. The next reconciliation round of the local stack
 // (CC_RECONCILE_INTERVAL) writes the edit, and the milestone follows.
 func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// No upload follows the backfill, so only the idle round-robin
 	// (CC_RECONCILE_IDLE) lists the athlete again: shortened with the slot.
@@ -158,6 +160,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 // cursor: every activity is written exactly once, by the count of the
 // backfill's own page audit entries (writtenIds).
 func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sim := stravasim.New(stravasim.Options{})
 	t.Cleanup(sim.Close)

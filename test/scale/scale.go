@@ -62,8 +62,8 @@ var Full = Settings{Mode: "full", Athletes: 2000, MilestoneShare: 0.5, Day: 6 * 
 	Connects: 40, HistoryDays: 60, Senders: 16}
 
 // Reduced is `make test`'s run: the same day shape, smaller and shorter.
-var Reduced = Settings{Mode: "reduced", Athletes: 200, MilestoneShare: 0.5, Day: 60 * time.Second, Window: 5 * time.Second,
-	Interval: 15 * time.Second, ActivitiesPerDay: 1, PeakFactor: 3, PushedEdits: 0.05, UnpushedEdits: 0.1,
+var Reduced = Settings{Mode: "reduced", Athletes: 200, MilestoneShare: 0.5, Day: 45 * time.Second, Window: 5 * time.Second,
+	Interval: 10 * time.Second, ActivitiesPerDay: 1, PeakFactor: 3, PushedEdits: 0.05, UnpushedEdits: 0.1,
 	Connects: 4, HistoryDays: 30, Senders: 8}
 
 // windows is how many Strava windows the day spans.
