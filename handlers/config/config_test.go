@@ -58,3 +58,18 @@ func TestFromEnvSyncSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want Local
+	}{
+		{nil, Local{HTTPAddr: DefaultHTTPAddr, SimAddr: DefaultSimAddr}},
+		{map[string]string{"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": ":9000", "CC_DATA_DIR": "/tmp/cc"},
+			Local{HTTPAddr: "127.0.0.1:0", SimAddr: ":9000", DataDir: "/tmp/cc"}},
+	} {
+		if got := LocalFromEnv(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("LocalFromEnv(%v) = %+v, want %+v", tc.env, got, tc.want)
+		}
+	}
+}

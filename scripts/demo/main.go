@@ -25,13 +25,15 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/scripts/runkit"
 )
 
 func main() {
 	o := runkit.DemoOptions{Out: os.Stdout}
-	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+env("CC_HTTP_ADDR", runkit.DefaultHTTPAddr)), "the running API")
-	flag.StringVar(&o.SimURL, "sim", "http://"+env("CC_STRAVA_SIM_ADDR", runkit.DefaultSimAddr), "the running Strava simulator")
+	local := config.LocalFromEnv(os.Getenv)
+	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+local.HTTPAddr), "the running API")
+	flag.StringVar(&o.SimURL, "sim", "http://"+local.SimAddr, "the running Strava simulator")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the month of activities")
 	flag.DurationVar(&o.Timeout, "timeout", 0, "how long to wait for each projection (default 30s)")
 	flag.Parse()

@@ -54,35 +54,38 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run is the command with its arguments and streams; it returns the exit
-// status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// flags are the command's flags.
+type flags struct {
+	env, planOut, dist, handlers, tfBin    string
+	backendCfg, varFiles, vars             multi
+	allowDestroy, yes, planOnly, skipBuild bool
+}
+
+// parseFlags reads the flags; it returns the exit status when the command
+// ends here (help: 0, a bad flag: 1), else -1.
+func parseFlags(args []string, stderr io.Writer) (*flags, int) {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		env          = fs.String("env", "terraform/envs/example", "environment root `dir` to deploy (a Terraform root module)")
-		backendCfg   multi
-		varFiles     multi
-		vars         multi
-		planOut      = fs.String("plan-out", "", "`file` for the saved plan (default <env>/commitcollect.tfplan); the apply uses exactly this plan")
-		allowDestroy = fs.Bool("allow-destroy", false, "allow the plan to destroy or replace stateful resources (DynamoDB tables, SQS queues, the token KMS key); refused otherwise")
-		yes          = fs.Bool("yes", false, "apply without asking for confirmation (CI)")
-		planOnly     = fs.Bool("plan-only", false, "stop after the plan summary (and the stateful-resource check); apply nothing")
-		skipBuild    = fs.Bool("skip-build", false, "do not build the Lambda zips; use the ones already in --dist")
-		dist         = fs.String("dist", "dist", "`dir` for the Lambda zips (api.zip, worker.zip, projector.zip, sweeper.zip), passed as var artifacts_dir")
-		handlers     = fs.String("handlers", "handlers", "`dir` holding one package per Lambda")
-		tfBin        = fs.String("terraform", "", "terraform binary `path` (default: terraform on PATH)")
-	)
-	fs.Var(&backendCfg, "backend-config", "backend configuration `file or key=value` passed to terraform init (repeatable)")
-	fs.Var(&varFiles, "var-file", "Terraform variables `file` (repeatable)")
-	fs.Var(&vars, "var", "Terraform variable `key=value` (repeatable)")
+	f := &flags{}
+	fs.StringVar(&f.env, "env", "terraform/envs/example", "environment root `dir` to deploy (a Terraform root module)")
+	fs.StringVar(&f.planOut, "plan-out", "", "`file` for the saved plan (default <env>/commitcollect.tfplan); the apply uses exactly this plan")
+	fs.BoolVar(&f.allowDestroy, "allow-destroy", false, "allow the plan to destroy or replace stateful resources (DynamoDB tables, SQS queues, the token KMS key); refused otherwise")
+	fs.BoolVar(&f.yes, "yes", false, "apply without asking for confirmation (CI)")
+	fs.BoolVar(&f.planOnly, "plan-only", false, "stop after the plan summary (and the stateful-resource check); apply nothing")
+	fs.BoolVar(&f.skipBuild, "skip-build", false, "do not build the Lambda zips; use the ones already in --dist")
+	fs.StringVar(&f.dist, "dist", "dist", "`dir` for the Lambda zips (api.zip, worker.zip, projector.zip, sweeper.zip), passed as var artifacts_dir")
+	fs.StringVar(&f.handlers, "handlers", "handlers", "`dir` holding one package per Lambda")
+	fs.StringVar(&f.tfBin, "terraform", "", "terraform binary `path` (default: terraform on PATH)")
+	fs.Var(&f.backendCfg, "backend-config", "backend configuration `file or key=value` passed to terraform init (repeatable)")
+	fs.Var(&f.varFiles, "var-file", "Terraform variables `file` (repeatable)")
+	fs.Var(&f.vars, "var", "Terraform variable `key=value` (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./scripts/deploy [flags]
 
 Builds the Lambda zips, runs terraform init (with your --backend-config),
 terraform plan -out, prints what the plan creates, updates, replaces and
-destroys, refuses when a DynamoDB table or SQS queue would be destroyed or
-replaced (unless --allow-destroy), asks for confirmation (unless --yes),
+destroys, refuses when a DynamoDB table, an SQS queue or the token KMS key
+would be destroyed or replaced (unless --allow-destroy), asks for confirmation (unless --yes),
 applies exactly the saved plan, prints the outputs, seeds the model catalog
 into the deployed main table (idempotent) and prints the Strava
 push-subscription command.
@@ -96,58 +99,85 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 1
+		return nil, 1
 	}
+	return f, -1
 
+}
+
+// run is the command with its arguments and streams; it returns the exit
+// status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, code := parseFlags(args, stderr)
+	if f == nil {
+		return code
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "deploy:", err)
-		if errors.Is(err, tfdeploy.ErrRefused) || errors.Is(err, tfdeploy.ErrAborted) {
-			return 2
-		}
-		return 1
+	err := f.deploy(ctx, stdin, stdout, stderr)
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "deploy:", err)
+	if errors.Is(err, tfdeploy.ErrRefused) || errors.Is(err, tfdeploy.ErrAborted) {
+		return 2
+	}
+	return 1
+}
 
-	distAbs, err := filepath.Abs(*dist)
+// deploy builds the zips (unless skipped) and runs the deployer.
+func (f *flags) deploy(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	distAbs, err := filepath.Abs(f.dist)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if !*skipBuild {
+	if !f.skipBuild {
 		fmt.Fprintln(stdout, "==> building Lambda zips into", distAbs)
-		if _, err := lambdabuild.BuildAll(*handlers, distAbs); err != nil {
-			return fail(err)
+		if _, err := lambdabuild.BuildAll(f.handlers, distAbs); err != nil {
+			return err
 		}
 	}
 	if err := tfdeploy.RequireZips(distAbs, []string{"api", "worker", "projector", "sweeper"}); err != nil {
-		return fail(err)
+		return err
 	}
-
-	bin := *tfBin
+	bin := f.tfBin
 	if bin == "" {
 		if bin, err = exec.LookPath("terraform"); err != nil {
-			return fail(fmt.Errorf("terraform not found on PATH: %w", err))
+			return fmt.Errorf("terraform not found on PATH: %w", err)
 		}
 	}
-	tf, err := tfexec.NewTerraform(*env, bin)
+	tf, err := tfexec.NewTerraform(f.env, bin)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	tf.SetStdout(stdout)
 	tf.SetStderr(stderr)
-
-	out := *planOut
+	out := f.planOut
 	if out == "" {
-		out = filepath.Join(*env, "commitcollect.tfplan")
+		out = filepath.Join(f.env, "commitcollect.tfplan")
 	}
 	if out, err = filepath.Abs(out); err != nil {
-		return fail(err)
+		return err
 	}
+	_, err = deployer(tf, stdin, stdout).Run(ctx, tfdeploy.Options{
+		BackendConfig: absFiles(f.backendCfg),
+		VarFiles:      absFiles(f.varFiles),
+		Vars:          append([]string{"artifacts_dir=" + tfdeploy.ArtifactsDir(f.env, distAbs)}, f.vars...),
+		PlanOut:       out,
+		AllowDestroy:  f.allowDestroy,
+		Yes:           f.yes,
+		PlanOnly:      f.planOnly,
+	})
+	return err
+}
+
+// deployer asks for confirmation on stdin and seeds the catalog into the
+// deployed main table.
+func deployer(tf *tfexec.Terraform, stdin io.Reader, stdout io.Writer) *tfdeploy.Deployer {
 	in := bufio.NewReader(stdin)
-	d := &tfdeploy.Deployer{
+	return &tfdeploy.Deployer{
 		TF:  tf,
 		Out: stdout,
 		Confirm: func(prompt string) (bool, error) {
@@ -175,19 +205,6 @@ Flags:
 			return nil
 		},
 	}
-	_, err = d.Run(ctx, tfdeploy.Options{
-		BackendConfig: absFiles(backendCfg),
-		VarFiles:      absFiles(varFiles),
-		Vars:          append([]string{"artifacts_dir=" + tfdeploy.ArtifactsDir(*env, distAbs)}, vars...),
-		PlanOut:       out,
-		AllowDestroy:  *allowDestroy,
-		Yes:           *yes,
-		PlanOnly:      *planOnly,
-	})
-	if err != nil {
-		return fail(err)
-	}
-	return 0
 }
 
 // absFiles makes file arguments absolute (terraform runs in the environment

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // TestRebuildManyUsersResumesAfterKill rebuilds 100 users × 60 workouts,
@@ -54,10 +55,10 @@ func TestRebuildManyUsersResumesAfterKill(t *testing.T) {
 
 	start = time.Now()
 	var out, errOut bytes.Buffer
-	code := rebuildkit.RebuildMain(ctx, args, rebuildkit.IO{Out: &out, Err: &errOut}, h.setup)
+	code := cli.RebuildMain(ctx, args, cli.IO{Out: &out, Err: &errOut}, h.setup)
 	first := time.Since(start)
-	if code != rebuildkit.ExitError || len(done[0]) < killAfter || len(done[0]) >= nUsers {
-		t.Fatalf("killed run: exit %d after %d users, want %d (interrupted) part-way\n%s\n%s", code, len(done[0]), rebuildkit.ExitError, out.String(), errOut.String())
+	if code != cli.ExitError || len(done[0]) < killAfter || len(done[0]) >= nUsers {
+		t.Fatalf("killed run: exit %d after %d users, want %d (interrupted) part-way\n%s\n%s", code, len(done[0]), cli.ExitError, out.String(), errOut.String())
 	}
 	t.Logf("first run killed after %d users in %s", len(done[0]), first.Round(time.Millisecond))
 
@@ -67,9 +68,9 @@ func TestRebuildManyUsersResumesAfterKill(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	start = time.Now()
-	code = rebuildkit.RebuildMain(context.Background(), args, rebuildkit.IO{Out: &out, Err: &errOut}, h.setup)
+	code = cli.RebuildMain(context.Background(), args, cli.IO{Out: &out, Err: &errOut}, h.setup)
 	second := time.Since(start)
-	if code != rebuildkit.ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("resumed run: exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 	t.Logf("resumed run did the other %d users in %s: %s", len(done[1]), second.Round(time.Millisecond), bytes.TrimSpace(out.Bytes()))
@@ -85,7 +86,7 @@ func TestRebuildManyUsersResumesAfterKill(t *testing.T) {
 
 	start = time.Now()
 	code, rep := h.verifyJSON(t, "--all", "--rps", "0", "--concurrency", "4")
-	if code != rebuildkit.ExitOK || rep.Summary.Users != nUsers || rep.Summary.Milestones != 2*nUsers {
+	if code != cli.ExitOK || rep.Summary.Users != nUsers || rep.Summary.Milestones != 2*nUsers {
 		t.Fatalf("verify after the resumed rebuild: exit %d %s %v", code, rep.Summary, rep.Drift[:min(5, len(rep.Drift))])
 	}
 	t.Logf("verify --all of %d users in %s", nUsers, time.Since(start).Round(time.Millisecond))

@@ -17,21 +17,22 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // run runs one command against the harness and returns its exit code and
 // output.
-func (h *harness) run(t testing.TB, cmd func(context.Context, []string, rebuildkit.IO, rebuildkit.Setup) int, args ...string) (int, string, string) {
+func (h *harness) run(t testing.TB, cmd func(context.Context, []string, cli.IO, cli.Setup) int, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cmd(context.Background(), args, rebuildkit.IO{Out: &out, Err: &errOut}, h.setup)
+	code := cmd(context.Background(), args, cli.IO{Out: &out, Err: &errOut}, h.setup)
 	return code, out.String(), errOut.String()
 }
 
-func (h *harness) verifyJSON(t testing.TB, args ...string) (int, rebuildkit.VerifyReport) {
+func (h *harness) verifyJSON(t testing.TB, args ...string) (int, cli.VerifyReport) {
 	t.Helper()
-	code, out, errOut := h.run(t, rebuildkit.VerifyMain, append([]string{"--json", "--quiet"}, args...)...)
-	var rep rebuildkit.VerifyReport
+	code, out, errOut := h.run(t, cli.VerifyMain, append([]string{"--json", "--quiet"}, args...)...)
+	var rep cli.VerifyReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("verify output %q (stderr %s): %v", out, errOut, err)
 	}
@@ -40,7 +41,7 @@ func (h *harness) verifyJSON(t testing.TB, args ...string) (int, rebuildkit.Veri
 
 func (h *harness) rebuildJSON(t testing.TB, args ...string) (int, rebuildkit.Summary) {
 	t.Helper()
-	code, out, errOut := h.run(t, rebuildkit.RebuildMain, append([]string{"--json", "--rps", "0"}, args...)...)
+	code, out, errOut := h.run(t, cli.RebuildMain, append([]string{"--json", "--rps", "0"}, args...)...)
 	var sum rebuildkit.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("rebuild output %q (stderr %s): %v", out, errOut, err)
@@ -56,10 +57,10 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	seedModel(t, h.st)
 	seedUsers(t, h.st, users, 30)
 
-	if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.Users != 5 || sum.MilestonesChanged != 10 || sum.AwardsMinted == 0 {
+	if code, sum := h.rebuildJSON(t, "--all"); code != cli.ExitOK || sum.Users != 5 || sum.MilestonesChanged != 10 || sum.AwardsMinted == 0 {
 		t.Fatalf("initial rebuild: got exit %d %s, want 5 users and 10 milestones projected", code, sum)
 	}
-	if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean || len(rep.Drift) != 0 {
+	if code, rep := h.verifyJSON(t, "--all"); code != cli.ExitOK || !rep.Clean || len(rep.Drift) != 0 {
 		t.Fatalf("verify after rebuild: got exit %d %+v, want clean", code, rep)
 	}
 
@@ -94,23 +95,23 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 		fmt.Sprintf("c000/dist progressValue 12345→%d", edited.ProgressValue),
 		"c001/count award missing→part 0",
 	}
-	if code != rebuildkit.ExitDrift || rep.Clean || !slices.Equal(got, want) {
-		t.Fatalf("verify after corruption: got exit %d drift\n%s\nwant exit %d drift\n%s", code, strings.Join(got, "\n"), rebuildkit.ExitDrift, strings.Join(want, "\n"))
+	if code != cli.ExitDrift || rep.Clean || !slices.Equal(got, want) {
+		t.Fatalf("verify after corruption: got exit %d drift\n%s\nwant exit %d drift\n%s", code, strings.Join(got, "\n"), cli.ExitDrift, strings.Join(want, "\n"))
 	}
 	// The plain output names the same milestones, one line each.
-	code, out, _ := h.run(t, rebuildkit.VerifyMain, "--all", "--quiet")
-	if code != rebuildkit.ExitDrift || strings.Count(out, "drift: ") != 2 || !strings.Contains(out, "user=c000 milestone=dist progressValue: stored=12345") {
+	code, out, _ := h.run(t, cli.VerifyMain, "--all", "--quiet")
+	if code != cli.ExitDrift || strings.Count(out, "drift: ") != 2 || !strings.Contains(out, "user=c000 milestone=dist progressValue: stored=12345") {
 		t.Fatalf("plain verify: got exit %d\n%s", code, out)
 	}
 
 	code, sum := h.rebuildJSON(t, "--all")
-	if code != rebuildkit.ExitOK || sum.MilestonesChanged != 2 || sum.AwardsMinted != 1 || sum.Errors != 0 {
+	if code != cli.ExitOK || sum.MilestonesChanged != 2 || sum.AwardsMinted != 1 || sum.Errors != 0 {
 		t.Fatalf("rebuild after corruption: got exit %d %s, want the 2 corrupted milestones rewritten and 1 award minted", code, sum)
 	}
-	if code, rep := h.verifyJSON(t, "--all"); code != rebuildkit.ExitOK || !rep.Clean {
+	if code, rep := h.verifyJSON(t, "--all"); code != cli.ExitOK || !rep.Clean {
 		t.Fatalf("verify after repair: got exit %d %+v, want clean", code, rep.Drift)
 	}
-	if code, sum := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK || sum.MilestonesChanged != 0 || sum.AwardsMinted != 0 || sum.Users != 5 {
+	if code, sum := h.rebuildJSON(t, "--all"); code != cli.ExitOK || sum.MilestonesChanged != 0 || sum.AwardsMinted != 0 || sum.Users != 5 {
 		t.Fatalf("second rebuild: got exit %d %s, want 5 users and nothing changed", code, sum)
 	}
 	if got := milestones(t, h.st, "c002")["dist"]; got.Version != bumped.Version+5 || got.Projection.ProgressValue != bumped.ProgressValue {
@@ -125,7 +126,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	}
 
 	// --user and --users-file limit verify and rebuild to those users.
-	if code, rep := h.verifyJSON(t, "--user", "c003", "--user", "c004"); code != rebuildkit.ExitOK || rep.Summary.Users != 2 {
+	if code, rep := h.verifyJSON(t, "--user", "c003", "--user", "c004"); code != cli.ExitOK || rep.Summary.Users != 2 {
 		t.Fatalf("verify --user: got exit %d %s, want 2 users verified", code, rep.Summary)
 	}
 }
@@ -183,8 +184,8 @@ func TestReplayDryRunReportsWhatTheLiveConsumerChanges(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := h.run(t, rebuildkit.ReplayMain, "--dry-run", "--json")
-	if code != rebuildkit.ExitOK {
+	code, out, errOut := h.run(t, cli.ReplayMain, "--dry-run", "--json")
+	if code != cli.ExitOK {
 		t.Fatalf("replay --dry-run: exit %d\n%s", code, errOut)
 	}
 	if !strings.Contains(errOut, "24 hours") || !strings.Contains(errOut, "two concurrent readers per shard") {
@@ -226,8 +227,8 @@ func TestReplayFeedsOneUserToTheProjectorAndResumesFromCheckpoint(t *testing.T) 
 	seedUsers(t, h.st, users, 12)
 	cp := t.TempDir() + "/checkpoint.json"
 
-	code, out, errOut := h.run(t, rebuildkit.ReplayMain, "--user", "f001", "--checkpoint", cp)
-	if code != rebuildkit.ExitOK || !strings.Contains(out, "replay: records=") {
+	code, out, errOut := h.run(t, cli.ReplayMain, "--user", "f001", "--checkpoint", cp)
+	if code != cli.ExitOK || !strings.Contains(out, "replay: records=") {
 		t.Fatalf("replay --user: exit %d\n%s\n%s", code, out, errOut)
 	}
 	got := h.snapshot(t, users)
@@ -242,8 +243,8 @@ func TestReplayFeedsOneUserToTheProjectorAndResumesFromCheckpoint(t *testing.T) 
 	if err := h.st.Put(context.Background(), h.st.Tables().Main, workouts("f002", 2, 12, 13)[0]); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = h.run(t, rebuildkit.ReplayMain, "--checkpoint", cp)
-	if code != rebuildkit.ExitOK {
+	code, out, errOut = h.run(t, cli.ReplayMain, "--checkpoint", cp)
+	if code != cli.ExitOK {
 		t.Fatalf("second replay: exit %d\n%s", code, errOut)
 	}
 	var records int
@@ -261,7 +262,7 @@ func TestVerifyAndRebuildFailClosedOnANewerSchema(t *testing.T) {
 	ctx := context.Background()
 	seedModel(t, h.st)
 	seedUsers(t, h.st, names("n", 2), 8)
-	if code, _ := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK {
+	if code, _ := h.rebuildJSON(t, "--all"); code != cli.ExitOK {
 		t.Fatal("initial rebuild failed")
 	}
 	// A milestone written by newer code: this code must leave it alone and say so.
@@ -276,12 +277,12 @@ func TestVerifyAndRebuildFailClosedOnANewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, rep := h.verifyJSON(t, "--all")
-	if code != rebuildkit.ExitError || rep.Clean || rep.Summary.Errors != 1 || rep.Summary.Users != 1 ||
+	if code != cli.ExitError || rep.Clean || rep.Summary.Errors != 1 || rep.Summary.Users != 1 ||
 		!strings.Contains(rep.Summary.Failures["n001"], "newer than supported") {
 		t.Fatalf("verify: got exit %d %+v, want n001 reported unverifiable (newer schema) and n000 verified", code, rep.Summary)
 	}
 	code, sum := h.rebuildJSON(t, "--all")
-	if code != rebuildkit.ExitError || sum.Errors != 1 || sum.MilestonesChanged != 0 {
+	if code != cli.ExitError || sum.Errors != 1 || sum.MilestonesChanged != 0 {
 		t.Fatalf("rebuild: got exit %d %s, want n001 failed and nothing written", code, sum)
 	}
 	if got := milestones(t, h.st, "n001"); got["count"].ProgressValue != m.ProgressValue {

@@ -17,7 +17,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
-	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 	"github.com/commitcollect/backend/scripts/rebuildkit/wire"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 type harness struct {
 	st      *store.Store
 	streams *dynamodbstreams.Client
-	env     *rebuildkit.Env
+	env     *cli.Env
 	// liveCheckpoints are the live consumer's (see live).
 	liveCheckpoints streams.MemoryCheckpoints
 }
@@ -41,7 +41,7 @@ func newHarness(t testing.TB) *harness {
 	h := &harness{st: st, streams: sc}
 	// The projector, wired as the commands wire it (wire.Setup).
 	c := consumer.New(st, consumer.Options{Metrics: io.Discard})
-	h.env = &rebuildkit.Env{
+	h.env = &cli.Env{
 		Store: st, Streams: sc,
 		StreamARN: func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
 		Recompute: wire.Recompute(c),
@@ -51,7 +51,7 @@ func newHarness(t testing.TB) *harness {
 	return h
 }
 
-func (h *harness) setup(context.Context, string) (*rebuildkit.Env, error) { return h.env, nil }
+func (h *harness) setup(context.Context, string) (*cli.Env, error) { return h.env, nil }
 
 var (
 	march   = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)

@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // TestRebuildMintsOnlyWhatIsJustified reproduces an observed failure:
@@ -49,7 +50,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		}
 		return len(as)
 	}
-	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != rebuildkit.ExitOK || sum.AwardsMinted != 6 {
+	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 6 {
 		t.Fatalf("first rebuild: exit %d %s, want 6 awards", code, sum)
 	}
 
@@ -58,7 +59,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, rep := h.verifyJSON(t, "--user", "o6")
-	if code != rebuildkit.ExitDrift || len(rep.Drift) != 1 {
+	if code != cli.ExitDrift || len(rep.Drift) != 1 {
 		t.Fatalf("verify after raising the counter: exit %d drift %+v, want exactly the awardedParts drift", code, rep.Drift)
 	}
 	d := rep.Drift[0]
@@ -66,17 +67,17 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		!strings.Contains(d.Message, "beyond what is justified") || !strings.Contains(d.Message, "[6 7 8 9 10 11]") {
 		t.Fatalf("drift: %+v, want awardedParts 12→6 explained as beyond what is justified, parts 6..11", d)
 	}
-	if _, out, _ := h.run(t, rebuildkit.VerifyMain, "--user", "o6", "--quiet"); !strings.Contains(out, "awardedParts: stored=12 recomputed=6 (awardedParts beyond what is justified") {
+	if _, out, _ := h.run(t, cli.VerifyMain, "--user", "o6", "--quiet"); !strings.Contains(out, "awardedParts: stored=12 recomputed=6 (awardedParts beyond what is justified") {
 		t.Fatalf("plain verify does not explain the drift:\n%s", out)
 	}
 
-	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != rebuildkit.ExitOK || sum.AwardsMinted != 0 || sum.MilestonesChanged != 1 {
+	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 0 || sum.MilestonesChanged != 1 {
 		t.Fatalf("rebuild after raising the counter: exit %d %s, want the counter rewritten and nothing minted", code, sum)
 	}
 	if got := milestones(t, h.st, "o6")["m"]; got.AwardedParts != 6 || got.Status != model.StatusActive || awards() != 6 {
 		t.Fatalf("after rebuild: %+v with %d awards, want 6 parts, active, 6 awards", got.Projection, awards())
 	}
-	if code, rep := h.verifyJSON(t, "--user", "o6"); code != rebuildkit.ExitOK || !rep.Clean {
+	if code, rep := h.verifyJSON(t, "--user", "o6"); code != cli.ExitOK || !rep.Clean {
 		t.Fatalf("verify after rebuild: exit %d %+v, want clean", code, rep.Drift)
 	}
 
@@ -87,7 +88,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	if err := h.st.Put(ctx, tbl, gone); err != nil {
 		t.Fatal(err)
 	}
-	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != rebuildkit.ExitOK || sum.AwardsMinted != 0 {
+	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 0 {
 		t.Fatalf("rebuild after a delete: exit %d %s", code, sum)
 	}
 	if got := milestones(t, h.st, "o6")["m"]; got.AwardedParts != 6 || got.ProgressValue != 30_000_000 {
@@ -97,7 +98,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	if err := h.st.Put(ctx, tbl, run(3, 50)); err != nil {
 		t.Fatal(err)
 	}
-	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != rebuildkit.ExitOK || sum.AwardsMinted != 2 {
+	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 2 {
 		t.Fatalf("rebuild after 50 km more: exit %d %s, want parts 6 and 7 minted", code, sum)
 	}
 	if got := milestones(t, h.st, "o6")["m"]; got.AwardedParts != 8 || awards() != 8 {

@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // corrupt sets a milestone's stored progress to a wrong value.
@@ -50,7 +51,7 @@ func TestRedriveParkedRecords(t *testing.T) {
 	ctx := context.Background()
 	seedModel(t, h.st)
 	seedUsers(t, h.st, names("p", 2), 10)
-	if code, _ := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK {
+	if code, _ := h.rebuildJSON(t, "--all"); code != cli.ExitOK {
 		t.Fatal("initial rebuild failed")
 	}
 	good := corrupt(t, h.st, "p000", "dist")
@@ -83,9 +84,9 @@ func TestRedriveParkedRecords(t *testing.T) {
 		return nil
 	}
 
-	code, out, errOut := h.run(t, rebuildkit.RedriveMain, "--source", "all")
-	if code != rebuildkit.ExitError {
-		t.Fatalf("redrive: got exit %d, want %d (records kept)\n%s\n%s", code, rebuildkit.ExitError, out, errOut)
+	code, out, errOut := h.run(t, cli.RedriveMain, "--source", "all")
+	if code != cli.ExitError {
+		t.Fatalf("redrive: got exit %d, want %d (records kept)\n%s\n%s", code, cli.ExitError, out, errOut)
 	}
 	if !strings.Contains(out, "redrive projector: redriven=2 kept=1 users=1") || !strings.Contains(out, "redrive worker: redriven=1 kept=1") ||
 		!strings.Contains(out, "ev-3: no user") || !strings.Contains(out, "job-bad: worker failed again: strava still down") {
@@ -106,7 +107,7 @@ func TestRedriveParkedRecords(t *testing.T) {
 	}
 	// Redriving again is harmless: the kept ones are tried again, nothing else.
 	jobs = nil
-	if code, _, _ := h.run(t, rebuildkit.RedriveMain, "--source", "worker"); code != rebuildkit.ExitError || !slices.Equal(jobs, []string{"bad"}) {
+	if code, _, _ := h.run(t, cli.RedriveMain, "--source", "worker"); code != cli.ExitError || !slices.Equal(jobs, []string{"bad"}) {
 		t.Fatalf("second redrive: got exit %d, jobs %v; want only the failing job again", code, jobs)
 	}
 }
@@ -173,7 +174,7 @@ func TestRedriveStreamBatchMessage(t *testing.T) {
 	seedModel(t, h.st)
 	users := names("s", 3)
 	seedUsers(t, h.st, users, 6)
-	if code, _ := h.rebuildJSON(t, "--all"); code != rebuildkit.ExitOK {
+	if code, _ := h.rebuildJSON(t, "--all"); code != cli.ExitOK {
 		t.Fatal("initial rebuild failed")
 	}
 	// The batch the projector gave up on: three new workouts of s001.
@@ -198,10 +199,10 @@ func TestRedriveStreamBatchMessage(t *testing.T) {
 	if m := milestones(t, h.st, "s001")["count"]; m.WorkoutsCounted != 9 {
 		t.Fatalf("s001/count: got %d workouts counted, want the batch's 3 new ones projected (9)", m.WorkoutsCounted)
 	}
-	if code, rep := h.verifyJSON(t, "--user", "s001"); code != rebuildkit.ExitOK {
+	if code, rep := h.verifyJSON(t, "--user", "s001"); code != cli.ExitOK {
 		t.Fatalf("verify s001 after redrive: exit %d %v", code, rep.Drift)
 	}
-	if code, _ := h.verifyJSON(t, "--user", "s002"); code != rebuildkit.ExitDrift {
+	if code, _ := h.verifyJSON(t, "--user", "s002"); code != cli.ExitDrift {
 		t.Fatalf("verify s002: got exit %d, want drift (not in the batch, so not redriven)", code)
 	}
 

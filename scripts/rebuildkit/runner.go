@@ -26,6 +26,17 @@ type UserLister interface {
 
 var _ UserLister = (*store.Store)(nil)
 
+// Reporter shows a run's progress (the commands draw a bar or print lines).
+type Reporter interface {
+	// Start is called once: total users, of which alreadyDone were done by
+	// earlier runs.
+	Start(total, alreadyDone int)
+	// Update is called after each user.
+	Update(processed, errors, changed int)
+	// Finish is called once with the summary.
+	Finish(sum Summary)
+}
+
 // Runner recomputes many users: concurrently, at a bounded rate, with
 // progress, optionally resumable through a state file.
 type Runner struct {
@@ -48,7 +59,7 @@ type Runner struct {
 	// PageSize is the ListUsers page size (default 100).
 	PageSize int
 	// Progress reports progress (nil: silent).
-	Progress *Progress
+	Progress Reporter
 	// Logger receives per-user failures (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -72,66 +83,111 @@ type result struct {
 // file problem, a users-index read failure, or ctx ending (then the summary
 // holds what was done and the state file, if any, says where to resume).
 func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
-	if err := target.Validate(); err != nil {
+	p, err := r.newPass(ctx, target)
+	if err != nil {
 		return Summary{}, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.collect(ctx, cancel, p.start(ctx, cancel))
+	p.sum.Skipped = p.skipped
+	if target.All {
+		// The shard cursors skip earlier runs' users without listing them.
+		p.sum.Skipped = p.previously
+	}
+	SortDrift(p.sum.Drift)
+	if r.Progress != nil {
+		r.Progress.Finish(p.sum)
+	}
+	if err := p.save(); err != nil {
+		return p.sum, err
+	}
+	switch {
+	case p.saveErr != nil:
+		return p.sum, p.saveErr
+	case p.listErr != nil && !errors.Is(p.listErr, context.Canceled):
+		return p.sum, p.listErr
+	}
+	return p.sum, context.Cause(ctx)
+}
+
+// pass is one Run: its target, its state and what it found.
+type pass struct {
+	r          *Runner
+	target     Target
+	tr         *tracker
+	now        func() time.Time
+	log        *slog.Logger
+	previously int // users completed by earlier runs
+	sum        Summary
+	// listErr and skipped are the producer's, read once the results end.
+	listErr error
+	skipped int
+	saveErr error
+}
+
+// newPass checks the target and the runner, loads the state file and
+// starts the progress report.
+func (r *Runner) newPass(ctx context.Context, target Target) (*pass, error) {
+	if err := target.Validate(); err != nil {
+		return nil, err
+	}
 	if r.Recompute == nil {
-		return Summary{}, fmt.Errorf("run: no recompute: %w", model.ErrInvalid)
+		return nil, fmt.Errorf("run: no recompute: %w", model.ErrInvalid)
 	}
 	if target.All && r.Users == nil {
-		return Summary{}, fmt.Errorf("run: --all needs a users index: %w", model.ErrInvalid)
+		return nil, fmt.Errorf("run: --all needs a users index: %w", model.ErrInvalid)
 	}
-	conc := max(r.Concurrency, 1)
-	if r.Concurrency == 0 {
-		conc = 4
+	p := &pass{r: r, target: target, now: r.Now, log: r.Logger}
+	if p.now == nil {
+		p.now = time.Now
 	}
-	now := r.Now
-	if now == nil {
-		now = time.Now
-	}
-	log := r.Logger
-	if log == nil {
-		log = slog.Default()
+	if p.log == nil {
+		p.log = slog.Default()
 	}
 	st := &State{Target: target.Key(), Shards: map[int]ShardState{}, Failed: map[string]string{}}
 	if r.StatePath != "" {
 		var err error
 		if st, err = LoadState(r.StatePath, target); err != nil {
-			return Summary{}, err
+			return nil, err
 		}
 	}
-	tr := newTracker(st)
-	previously := st.Completed
-	var sum Summary
-
-	if r.Progress != nil {
-		total, done := len(target.UserIDs), 0
-		if target.All {
-			n, err := r.Users.CountUsers(ctx)
-			if err != nil {
-				return Summary{}, fmt.Errorf("count users: %w", err)
-			}
-			total, done = n, st.Completed
-		} else {
-			for _, u := range target.UserIDs {
-				if tr.isDone(u) {
-					done++
-				}
+	p.tr, p.previously = newTracker(st), st.Completed
+	if r.Progress == nil {
+		return p, nil
+	}
+	total, done := len(target.UserIDs), 0
+	if target.All {
+		n, err := r.Users.CountUsers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("count users: %w", err)
+		}
+		total, done = n, st.Completed
+	} else {
+		for _, u := range target.UserIDs {
+			if p.tr.isDone(u) {
+				done++
 			}
 		}
-		r.Progress.Start(total, done)
 	}
+	r.Progress.Start(total, done)
+	return p, nil
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// start runs the producer and the workers; the results end when both are
+// done.
+func (p *pass) start(ctx context.Context, cancel context.CancelFunc) <-chan result {
+	r := p.r
+	conc := max(r.Concurrency, 1)
+	if r.Concurrency == 0 {
+		conc = 4
+	}
 	jobs := make(chan job)
 	results := make(chan result)
-	var listErr error
-	var skipped int
 	go func() {
 		defer close(jobs)
-		listErr = r.produce(ctx, target, tr, jobs, &skipped)
-		if listErr != nil {
+		p.listErr = r.produce(ctx, p.target, p.tr, jobs, &p.skipped)
+		if p.listErr != nil {
 			cancel()
 		}
 	}()
@@ -150,65 +206,53 @@ func (r *Runner) Run(ctx context.Context, target Target) (Summary, error) {
 		}()
 	}
 	go func() { wg.Wait(); close(results) }()
+	return results
+}
 
-	save := func() error {
-		if r.StatePath == "" {
-			return nil
-		}
-		return tr.snapshot().Save(r.StatePath, now())
+// save writes the state file, if the run has one.
+func (p *pass) save() error {
+	if p.r.StatePath == "" {
+		return nil
 	}
+	return p.tr.snapshot().Save(p.r.StatePath, p.now())
+}
+
+// collect tallies the results, reports progress and saves the state at
+// most every SaveEvery.
+func (p *pass) collect(ctx context.Context, cancel context.CancelFunc, results <-chan result) {
+	r := p.r
 	saveEvery := r.SaveEvery
 	if saveEvery == 0 {
 		saveEvery = time.Second
 	}
-	lastSave := now()
-	var saveErr error
+	lastSave := p.now()
 	for res := range results {
 		switch {
 		case res.err == nil:
 			if res.out.UserID == "" {
 				res.out.UserID = res.user
 			}
-			sum.add(res.out, r.DryRun)
-			tr.complete(res.shard, res.user)
+			p.sum.add(res.out, r.DryRun)
+			p.tr.complete(res.shard, res.user)
 		case ctx.Err() != nil:
 			// Interrupted, not failed: the user stays pending and a re-run
 			// processes it.
 			continue
 		default:
-			sum.fail(res.user, res.err)
-			tr.fail(res.shard, res.user, res.err)
-			log.ErrorContext(ctx, "recompute failed", "userId", res.user, "error", res.err)
+			p.sum.fail(res.user, res.err)
+			p.tr.fail(res.shard, res.user, res.err)
+			p.log.ErrorContext(ctx, "recompute failed", "userId", res.user, "error", res.err)
 		}
 		if r.Progress != nil {
-			r.Progress.Update(sum.Users+sum.Errors, sum.Errors, sum.MilestonesChanged)
+			r.Progress.Update(p.sum.Users+p.sum.Errors, p.sum.Errors, p.sum.MilestonesChanged)
 		}
-		if t := now(); t.Sub(lastSave) >= saveEvery && saveErr == nil {
+		if t := p.now(); t.Sub(lastSave) >= saveEvery && p.saveErr == nil {
 			lastSave = t
-			if saveErr = save(); saveErr != nil {
+			if p.saveErr = p.save(); p.saveErr != nil {
 				cancel() // without a state file the run would not be resumable
 			}
 		}
 	}
-	sum.Skipped = skipped
-	if target.All {
-		// The shard cursors skip earlier runs' users without listing them.
-		sum.Skipped = previously
-	}
-	SortDrift(sum.Drift)
-	if r.Progress != nil {
-		r.Progress.Finish(sum)
-	}
-	if err := save(); err != nil {
-		return sum, err
-	}
-	switch {
-	case saveErr != nil:
-		return sum, saveErr
-	case listErr != nil && !errors.Is(listErr, context.Canceled):
-		return sum, listErr
-	}
-	return sum, context.Cause(ctx)
 }
 
 // produce sends the users to process: first the users a previous run

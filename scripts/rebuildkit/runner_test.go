@@ -1,7 +1,6 @@
 package rebuildkit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -198,9 +197,7 @@ func TestRunAllResumesAfterCancelWithoutRepeats(t *testing.T) {
 
 func TestRunDryRunCollectsDriftAndProgress(t *testing.T) {
 	t.Parallel()
-	var out bytes.Buffer
-	p := NewProgress(&out, false, "verify")
-	p.Every = 0
+	p := &reports{}
 	rec := &recorder{}
 	r := &Runner{Recompute: rec.recompute, DryRun: true, Users: newMemUsers(userIDs(5)), Progress: p, Limiter: NewLimiter(1000)}
 	sum, err := r.Run(context.Background(), Target{All: true})
@@ -210,11 +207,31 @@ func TestRunDryRunCollectsDriftAndProgress(t *testing.T) {
 	if len(sum.Drift) != 5 || !slices.IsSortedFunc(sum.Drift, func(a, b Drift) int { return strings.Compare(a.UserID, b.UserID) }) {
 		t.Fatalf("got drift %v, want one sorted line per user", sum.Drift)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 7 || lines[0] != "verify: users=0/5 (0%) changed=0 errors=0 rate=0.0/s eta=?" ||
-		!strings.HasPrefix(lines[6], "verify: users=5/5 (100%) changed=5 errors=0") {
-		t.Fatalf("got progress %q, want a start line, one per user and a final line", lines)
+	if len(p.told) != 7 || p.told[0] != "start 0/5" || p.told[5] != "update 5 changed=5 errors=0" || p.told[6] != "finish 5 changed=5" {
+		t.Fatalf("reported %q, want a start, one update per user and a finish", p.told)
 	}
+}
+
+// reports is a Reporter that records what it was told.
+type reports struct {
+	mu   sync.Mutex
+	told []string
+}
+
+func (r *reports) add(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.told = append(r.told, fmt.Sprintf(format, args...))
+}
+
+func (r *reports) Start(total, done int) { r.add("start %d/%d", done, total) }
+
+func (r *reports) Update(processed, errors, changed int) {
+	r.add("update %d changed=%d errors=%d", processed, changed, errors)
+}
+
+func (r *reports) Finish(sum Summary) {
+	r.add("finish %d changed=%d", sum.Users, sum.MilestonesChanged)
 }
 
 func TestTargetValidate(t *testing.T) {
@@ -239,80 +256,4 @@ func TestTargetValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestRenderProgress(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name                              string
-		bar                               bool
-		done, total, ran, errors, changed int
-		elapsed                           time.Duration
-		want                              string
-	}{
-		{
-			name: "plain with eta", done: 120, total: 200, ran: 100, errors: 1, changed: 30, elapsed: 10 * time.Second,
-			want: "rebuild: users=120/200 (60%) changed=30 errors=1 rate=10.0/s eta=8s",
-		},
-		{
-			name: "plain unknown total", done: 5, ran: 5, elapsed: time.Second,
-			want: "rebuild: users=5 changed=0 errors=0 rate=5.0/s eta=?",
-		},
-		{
-			name: "bar half way", bar: true, done: 50, total: 100, ran: 50, elapsed: 5 * time.Second,
-			want: "rebuild [###############---------------] 50/100  50%  changed 0  errors 0  10.0/s  ETA 5s",
-		},
-		{
-			name: "bar complete", bar: true, done: 100, total: 100, ran: 100, changed: 7, elapsed: 5 * time.Second,
-			want: "rebuild [##############################] 100/100 100%  changed 7  errors 0  20.0/s  ETA 0s",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := RenderProgress(tt.bar, "rebuild", tt.done, tt.total, tt.ran, tt.errors, tt.changed, tt.elapsed)
-			if got != tt.want {
-				t.Fatalf("got  %q\nwant %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestProgressBarRedrawsInPlace(t *testing.T) {
-	t.Parallel()
-	var out bytes.Buffer
-	p := NewProgress(&out, true, "rebuild")
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
-	p.Now = clock.Now
-	p.Start(4, 0)
-	clock.Advance(100 * time.Millisecond)
-	p.Update(1, 0, 1) // too soon: not drawn
-	clock.Advance(200 * time.Millisecond)
-	p.Update(2, 0, 2)
-	p.Finish(Summary{Users: 4, MilestonesChanged: 4})
-	got := out.String()
-	if n := strings.Count(got, "\r"); n != 3 || !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
-		t.Fatalf("got %q, want three redraws (start, one update, finish) and one final newline", got)
-	}
-	if !strings.Contains(got, "2/4  50%") || !strings.Contains(got, "4/4 100%") {
-		t.Fatalf("got %q, want the 2/4 and 4/4 states drawn", got)
-	}
-}
-
-// fakeClock is a clock advanced by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

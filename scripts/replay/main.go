@@ -10,14 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 	"github.com/commitcollect/backend/scripts/rebuildkit/wire"
 )
 
 func main() {
 	// Ctrl-C or SIGTERM cancels the run; state and checkpoints are saved first.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := rebuildkit.ReplayMain(ctx, os.Args[1:], rebuildkit.IO{Out: os.Stdout, Err: os.Stderr}, wire.Setup)
+	code := cli.ReplayMain(ctx, os.Args[1:], cli.IO{Out: os.Stdout, Err: os.Stderr}, wire.Setup)
 	stop()
 	os.Exit(code)
 }

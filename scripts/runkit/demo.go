@@ -16,16 +16,17 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // DemoOptions point the demo at a running stack.
 type DemoOptions struct {
-	// APIURL is the API (default http://DefaultHTTPAddr).
+	// APIURL is the API (default http://config.DefaultHTTPAddr).
 	APIURL string
 	// SimURL is the Strava simulator with its control API (default
-	// http://DefaultSimAddr).
+	// http://config.DefaultSimAddr).
 	SimURL string
 	// AthleteID is the simulated athlete (default: derived from the clock,
 	// so every run is a new athlete).
@@ -101,6 +102,8 @@ type demo struct {
 	res     DemoResult
 	awarded map[int]bool
 	last    *stravasim.Event // the last webhook event sent
+	// connected is when the history athlete connected.
+	connected time.Time
 }
 
 // Demo plays what a newcomer would do against a running stack (make run):
@@ -117,10 +120,10 @@ type demo struct {
 // the expected state in time.
 func Demo(ctx context.Context, o DemoOptions) (DemoResult, error) {
 	if o.APIURL == "" {
-		o.APIURL = "http://" + DefaultHTTPAddr
+		o.APIURL = "http://" + config.DefaultHTTPAddr
 	}
 	if o.SimURL == "" {
-		o.SimURL = "http://" + DefaultSimAddr
+		o.SimURL = "http://" + config.DefaultSimAddr
 	}
 	o.APIURL, o.SimURL = strings.TrimRight(o.APIURL, "/"), strings.TrimRight(o.SimURL, "/")
 	if o.AthleteID == 0 {
@@ -152,6 +155,23 @@ func Demo(ctx context.Context, o DemoOptions) (DemoResult, error) {
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.o.Out, format+"\n", args...) }
 
 func (d *demo) run(ctx context.Context) error {
+	if err := d.login(ctx); err != nil {
+		return err
+	}
+	if err := d.milestone(ctx); err != nil {
+		return err
+	}
+	if err := d.month(ctx); err != nil {
+		return err
+	}
+	if err := d.summary(ctx); err != nil {
+		return err
+	}
+	return d.history(ctx)
+}
+
+// login adds the demo athlete at the simulator and logs in as them.
+func (d *demo) login(ctx context.Context) error {
 	// 1. An athlete on the simulator, who is the one Strava logs in.
 	a := stravasim.Athlete{ID: d.o.AthleteID, Firstname: "Demo", Lastname: fmt.Sprintf("Athlete %d", d.o.AthleteID%10000)}
 	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"athletes", a, nil, http.StatusCreated); err != nil {
@@ -181,6 +201,11 @@ func (d *demo) run(ctx context.Context) error {
 	d.res.UserID = me.UserID
 	d.say("Logged in as %s (athlete %d, user %s) through the simulator's OAuth.", me.DisplayName, me.AthleteID, me.UserID)
 
+	return nil
+}
+
+// milestone commits the athlete to 100 km of runs in a month.
+func (d *demo) milestone(ctx context.Context) error {
 	// 3. A milestone on the first model of the catalog.
 	var cat struct {
 		Models []struct {
@@ -213,6 +238,12 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("Milestone %q: %s of runs between %s and %s builds the %s (%d parts).\n",
 		m.Title, km(d.res.Target), d.start.Format("2 Jan"), d.end.AddDate(0, 0, -1).Format("2 Jan"), model.Name, model.PartCount)
 
+	return nil
+}
+
+// month sends a month of activities as webhooks, with a duplicate, two
+// corrections and a delete on the way.
+func (d *demo) month(ctx context.Context) error {
 	// 4. A month of activities, as webhooks.
 	rng := rand.New(rand.NewPCG(d.o.Seed, uint64(d.o.AthleteID)))
 	id := d.o.AthleteID * 1000
@@ -243,46 +274,59 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 		created = append(created, act.ID)
-		switch len(created) {
-		case 4: // Strava delivers one event twice: the second is a duplicate.
-			if err := d.duplicate(ctx); err != nil {
-				return err
-			}
-		case 8: // The athlete fixes a GPS glitch on an earlier run.
-			fix := d.firstCounted(created)
-			a := d.acts[fix].Activity
-			a.Distance += 1200
-			if err := d.putActivity(ctx, a); err != nil {
-				return err
-			}
-			if err := d.event(ctx, "update", fix, fmt.Sprintf("corrected activity %d: +1.2 km", fix)); err != nil {
-				return err
-			}
-		case 12: // A run recorded twice by two devices gets deleted.
-			del := d.firstCounted(created[4:])
-			d.acts[del].deleted = true
-			if err := d.send(ctx, http.MethodDelete, fmt.Sprintf("%s%sactivities/%d", d.o.SimURL, stravasim.ControlPrefix, del), nil, nil, http.StatusNoContent); err != nil {
-				return fmt.Errorf("delete activity %d at the simulator: %w", del, err)
-			}
-			if err := d.event(ctx, "delete", del, fmt.Sprintf("deleted activity %d (awards stay)", del)); err != nil {
-				return err
-			}
-		case 15: // A ride recategorised as a run now counts.
-			for _, c := range created {
-				if a := d.acts[c]; a.SportType == "Ride" && !a.deleted {
-					a.SportType, a.Distance = "Run", 9000
-					if err := d.putActivity(ctx, a.Activity); err != nil {
-						return err
-					}
-					if err := d.event(ctx, "update", c, fmt.Sprintf("activity %d was a run, not a ride (9 km)", c)); err != nil {
-						return err
-					}
-					break
+		if err := d.twist(ctx, created); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// twist is what happens after the n-th create: a duplicate delivery, a
+// corrected run, a deleted one, a ride recategorised as a run.
+func (d *demo) twist(ctx context.Context, created []int64) error {
+	switch len(created) {
+	case 4: // Strava delivers one event twice: the second is a duplicate.
+		if err := d.duplicate(ctx); err != nil {
+			return err
+		}
+	case 8: // The athlete fixes a GPS glitch on an earlier run.
+		fix := d.firstCounted(created)
+		a := d.acts[fix].Activity
+		a.Distance += 1200
+		if err := d.putActivity(ctx, a); err != nil {
+			return err
+		}
+		if err := d.event(ctx, "update", fix, fmt.Sprintf("corrected activity %d: +1.2 km", fix)); err != nil {
+			return err
+		}
+	case 12: // A run recorded twice by two devices gets deleted.
+		del := d.firstCounted(created[4:])
+		d.acts[del].deleted = true
+		if err := d.send(ctx, http.MethodDelete, fmt.Sprintf("%s%sactivities/%d", d.o.SimURL, stravasim.ControlPrefix, del), nil, nil, http.StatusNoContent); err != nil {
+			return fmt.Errorf("delete activity %d at the simulator: %w", del, err)
+		}
+		if err := d.event(ctx, "delete", del, fmt.Sprintf("deleted activity %d (awards stay)", del)); err != nil {
+			return err
+		}
+	case 15: // A ride recategorised as a run now counts.
+		for _, c := range created {
+			if a := d.acts[c]; a.SportType == "Ride" && !a.deleted {
+				a.SportType, a.Distance = "Run", 9000
+				if err := d.putActivity(ctx, a.Activity); err != nil {
+					return err
 				}
+				if err := d.event(ctx, "update", c, fmt.Sprintf("activity %d was a run, not a ride (9 km)", c)); err != nil {
+					return err
+				}
+				break
 			}
 		}
 	}
+	return nil
+}
 
+// summary reads the milestone and prints the result and the lags.
+func (d *demo) summary(ctx context.Context) error {
 	var final bff.MilestoneJSON
 	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+d.res.MilestoneID, nil, &final, http.StatusOK); err != nil {
 		return fmt.Errorf("read milestone: %w", err)
@@ -302,7 +346,7 @@ func (d *demo) run(ctx context.Context) error {
 			len(lags), lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
 	d.say("See it yourself: GET %s/v1/milestones/%s with the demo athlete's session (log in as athlete %d).", d.o.APIURL, d.res.MilestoneID, d.o.AthleteID)
-	return d.history(ctx)
+	return nil
 }
 
 // history is the second act: another athlete, with 120 days of activities
@@ -310,11 +354,25 @@ func (d *demo) run(ctx context.Context) error {
 // backfill imports them and a milestone whose period started 60 days ago
 // fills from the history alone.
 func (d *demo) history(ctx context.Context) error {
+	start, err := d.historyAtStrava(ctx)
+	if err != nil {
+		return err
+	}
+	browser, m, err := d.connect(ctx, start)
+	if err != nil {
+		return err
+	}
+	return d.historyCounted(ctx, browser, m)
+}
+
+// historyAtStrava puts the history athlete's 120 days of activities at the
+// simulator; it returns the start of the history milestone's period.
+func (d *demo) historyAtStrava(ctx context.Context) (time.Time, error) {
 	h := &d.res.History
 	h.AthleteID, h.Imported = d.o.AthleteID+1, -1
 	a := stravasim.Athlete{ID: h.AthleteID, Firstname: "History", Lastname: fmt.Sprintf("Athlete %d", h.AthleteID%10000)}
 	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"athletes", a, nil, http.StatusCreated); err != nil {
-		return fmt.Errorf("add history athlete at the simulator: %w", err)
+		return time.Time{}, fmt.Errorf("add history athlete at the simulator: %w", err)
 	}
 	now := time.Now().UTC()
 	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -60)
@@ -331,35 +389,50 @@ func (d *demo) history(ctx context.Context) error {
 			StartDate: now.AddDate(0, 0, -day-1).Add(time.Duration(rng.IntN(600)) * time.Minute).Truncate(time.Second)}
 		body := stravasim.ControlActivity{Activity: act, AthleteID: h.AthleteID}
 		if err := d.send(ctx, http.MethodPut, fmt.Sprintf("%s%sactivities/%d", d.o.SimURL, stravasim.ControlPrefix, id), body, nil, http.StatusOK); err != nil {
-			return fmt.Errorf("put history activity %d at the simulator: %w", id, err)
+			return time.Time{}, fmt.Errorf("put history activity %d at the simulator: %w", id, err)
 		}
 		h.Activities++
 		if sport == "Run" && !act.StartDate.Before(start) {
 			h.Runs++
 		}
 	}
+	return start, nil
+}
+
+// connect logs the history athlete in, which starts the backfill, and
+// creates a milestone whose period started before the history's last
+// activities; it returns the athlete's browser and the milestone.
+func (d *demo) connect(ctx context.Context, start time.Time) (*http.Client, bff.MilestoneJSON, error) {
+	h := &d.res.History
 	d.say("\nHistory: athlete %d has %d activities from the last 120 days on Strava, none sent as webhooks. They connect:", h.AthleteID, h.Activities)
 	if err := d.send(ctx, http.MethodPut, d.o.SimURL+stravasim.ControlPrefix+"authorization", map[string]any{"athleteId": h.AthleteID}, nil, http.StatusOK); err != nil {
-		return fmt.Errorf("choose who logs in: %w", err)
+		return nil, bff.MilestoneJSON{}, fmt.Errorf("choose who logs in: %w", err)
 	}
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: d.http.Timeout, CheckRedirect: d.http.CheckRedirect}
-	connected := time.Now()
+	d.connected = time.Now()
 	resp, err := browser.Get(d.o.APIURL + "/auth/strava/login")
 	if err != nil {
-		return fmt.Errorf("history athlete login: %w", err)
+		return nil, bff.MilestoneJSON{}, fmt.Errorf("history athlete login: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
-		return fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
+		return nil, bff.MilestoneJSON{}, fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
 	}
 	var m bff.MilestoneJSON
 	if err := SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": d.res.Final.ModelID, "title": "Run 300 km in 60 days", "metric": "distance", "target": 300_000,
 		"sportTypes": []string{"Run"}, "periodStartAtUtc": start, "periodEndAtUtc": start.AddDate(0, 0, 61),
 	}, &m, http.StatusCreated); err != nil {
-		return fmt.Errorf("create history milestone: %w", err)
+		return nil, bff.MilestoneJSON{}, fmt.Errorf("create history milestone: %w", err)
 	}
+	return browser, m, nil
+}
+
+// historyCounted waits until the milestone counts every run of its
+// period, then until the backfill shows idle.
+func (d *demo) historyCounted(ctx context.Context, browser *http.Client, m bff.MilestoneJSON) error {
+	h := &d.res.History
 	h.MilestoneID = m.MilestoneID
 	deadline := time.Now().Add(2 * d.o.Timeout)
 	shown, lastShown := -1, time.Time{}
@@ -385,7 +458,14 @@ func (d *demo) history(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	h.Lag, h.Counted, h.Final = time.Since(connected), m.Progress.WorkoutsCounted, m
+	h.Lag, h.Counted, h.Final = time.Since(d.connected), m.Progress.WorkoutsCounted, m
+	return d.historyImported(ctx, browser, deadline)
+}
+
+// historyImported waits for the backfill to show idle (the sync state
+// records a page after its writes, which the milestone may count first).
+func (d *demo) historyImported(ctx context.Context, browser *http.Client, deadline time.Time) error {
+	h := &d.res.History
 	// The sync state records a page after its writes (which the milestone
 	// may count first): wait for the backfill to show idle.
 	imported := "history imported (GET /v1/me shows no sync state)"

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
@@ -57,8 +58,6 @@ import (
 const DefaultLocalAthleteReads = 100
 
 const (
-	DefaultHTTPAddr    = "127.0.0.1:8080"
-	DefaultSimAddr     = "127.0.0.1:8090"
 	DefaultVerifyToken = "commitcollect-local"
 	// DefaultSubscriptionID is the simulator's push subscription id.
 	DefaultSubscriptionID = 1
@@ -70,14 +69,14 @@ const TokenKeyFile = "token.key"
 // Settings lists the environment variables the stack reads on top of those
 // of handlers/config, for --help and the README.
 var Settings = []struct{ Name, Meaning string }{
-	{"CC_HTTP_ADDR", "where the API listens (default " + DefaultHTTPAddr + "; port 0 picks a free one)"},
+	{"CC_HTTP_ADDR", "where the API listens (default " + config.DefaultHTTPAddr + "; port 0 picks a free one)"},
 	{"CC_PUBLIC_URL", "the API's public base URL (default http://CC_HTTP_ADDR)"},
 	{"CC_DATA_DIR", "persist DynamoDB Local's tables, the stream checkpoint and the token key (" + TokenKeyFile + ") there (default: in memory)"},
 	{"CC_TOKEN_KEY", "base64 of the 32-byte key sealing Strava tokens (default: kept in CC_DATA_DIR, or a fresh one per run)"},
 	{"DYNAMODB_ENDPOINT", "use this DynamoDB-compatible endpoint instead of starting DynamoDB Local"},
 	{"CC_TABLE_PREFIX", "prefix of the four table names (default none)"},
 	{"STRAVA_BASE_URL", "use this Strava instead of starting the simulator (then STRAVA_CLIENT_ID/SECRET are required)"},
-	{"CC_STRAVA_SIM_ADDR", "where the Strava simulator listens (default " + DefaultSimAddr + ")"},
+	{"CC_STRAVA_SIM_ADDR", "where the Strava simulator listens (default " + config.DefaultSimAddr + ")"},
 	{"STRAVA_CLIENT_ID, STRAVA_CLIENT_SECRET", "the Strava API application (default: the simulator's)"},
 	{"STRAVA_VERIFY_TOKEN", "the webhook handshake token (default " + DefaultVerifyToken + ")"},
 	{"STRAVA_SUBSCRIPTION_ID", "the push subscription whose events are accepted (default: the simulator's, 1)"},
@@ -215,9 +214,9 @@ type Meters struct {
 // only) and the stream reader feeding the projector. It returns every
 // configuration problem at once; on any error what was started is stopped.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	env := overlay{getenv: o.Getenv, set: map[string]string{}}
+	if env.getenv == nil {
+		env.getenv = os.Getenv
 	}
 	log := o.Log
 	if log == nil {
@@ -230,111 +229,156 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			s.Close(context.Background())
 		}
 	}()
-	env := map[string]string{}
-	set := func(k, v string) {
-		if getenv(k) == "" {
-			env[k] = v
+	local := config.LocalFromEnv(env.getenv)
+	if err := s.listen(local, env); err != nil {
+		return nil, err
+	}
+	if env.getenv("STRAVA_BASE_URL") == "" {
+		if err := s.startSimulator(local, env); err != nil {
+			return nil, err
 		}
 	}
+	if err := s.startDynamoDB(ctx, local, env, o.DynamoLog); err != nil {
+		return nil, err
+	}
+	if s.Config, err = config.FromEnv(env.get, app.Need); err != nil {
+		return nil, err
+	}
+	s.DynamoDBEndpoint = s.Config.DynamoDBEndpoint
+	db, streamsAPI, err := s.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.startWorker(o)
+	if err := s.serveAPI(ctx, o); err != nil {
+		return nil, err
+	}
+	return s, s.startProjector(ctx, o, local, db, streamsAPI)
+}
 
-	// The API's address comes first: the public URL, the OAuth redirect and
-	// the webhook callback all name it.
-	addr := or(getenv("CC_HTTP_ADDR"), DefaultHTTPAddr)
-	if s.listener, err = net.Listen("tcp", addr); err != nil {
-		return nil, fmt.Errorf("listen on CC_HTTP_ADDR %s (is another stack running? set CC_HTTP_ADDR): %w", addr, err)
+// overlay is the environment Start configures from: what the stack set
+// over what getenv says.
+type overlay struct {
+	getenv func(string) string
+	set    map[string]string
+}
+
+// get is the stack's value of k, or the environment's.
+func (e overlay) get(k string) string {
+	if v, ok := e.set[k]; ok {
+		return v
+	}
+	return e.getenv(k)
+}
+
+// fallback sets k to v unless the environment sets it.
+func (e overlay) fallback(k, v string) {
+	if e.getenv(k) == "" {
+		e.set[k] = v
+	}
+}
+
+// listen opens the API's address first: the public URL, the OAuth redirect
+// and the webhook callback all name it.
+func (s *Stack) listen(local config.Local, env overlay) (err error) {
+	if s.listener, err = net.Listen("tcp", local.HTTPAddr); err != nil {
+		return fmt.Errorf("listen on CC_HTTP_ADDR %s (is another stack running? set CC_HTTP_ADDR): %w", local.HTTPAddr, err)
 	}
 	s.APIURL = "http://" + s.listener.Addr().String()
-	set("CC_PUBLIC_URL", s.APIURL)
-	set("STRAVA_VERIFY_TOKEN", DefaultVerifyToken)
-	set("CC_OUTBOX_LEASE", DefaultLocalLease.String())
+	env.fallback("CC_PUBLIC_URL", s.APIURL)
+	env.fallback("STRAVA_VERIFY_TOKEN", DefaultVerifyToken)
+	env.fallback("CC_OUTBOX_LEASE", DefaultLocalLease.String())
+	return nil
+}
 
-	if getenv("STRAVA_BASE_URL") == "" {
-		// Against the built-in simulator `make demo` plays a month of one
-		// athlete's uploads, corrections and a delete (each confirmed by a
-		// read since deletes are confirmed) within a minute: more than the production
-		// cap of reads per athlete and window.
-		set("CC_ATHLETE_READS_PER_WINDOW", strconv.Itoa(DefaultLocalAthleteReads))
-		subID := int64(DefaultSubscriptionID)
-		if v := getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
-			if subID, err = strconv.ParseInt(v, 10, 64); err != nil || subID <= 0 {
-				return nil, fmt.Errorf("STRAVA_SUBSCRIPTION_ID %q is not a positive integer", v)
-			}
+// startSimulator starts the built-in Strava and points the stack at it.
+func (s *Stack) startSimulator(local config.Local, env overlay) (err error) {
+	// Against the built-in simulator `make demo` plays a month of one
+	// athlete's uploads, corrections and a delete (each confirmed by a
+	// read since deletes are confirmed) within a minute: more than the
+	// production cap of reads per athlete and window.
+	env.fallback("CC_ATHLETE_READS_PER_WINDOW", strconv.Itoa(DefaultLocalAthleteReads))
+	subID := int64(DefaultSubscriptionID)
+	if v := env.getenv("STRAVA_SUBSCRIPTION_ID"); v != "" {
+		if subID, err = strconv.ParseInt(v, 10, 64); err != nil || subID <= 0 {
+			return fmt.Errorf("STRAVA_SUBSCRIPTION_ID %q is not a positive integer", v)
 		}
-		simAddr := or(getenv("CC_STRAVA_SIM_ADDR"), DefaultSimAddr)
-		s.Sim, err = stravasim.Start(simAddr, stravasim.Options{
-			ClientID: getenv("STRAVA_CLIENT_ID"), ClientSecret: getenv("STRAVA_CLIENT_SECRET"), SubscriptionID: subID,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("start the Strava simulator (set CC_STRAVA_SIM_ADDR, or STRAVA_BASE_URL to use another Strava): %w", err)
-		}
-		env["STRAVA_BASE_URL"] = s.Sim.URL
-		set("STRAVA_CLIENT_ID", s.Sim.ClientID())
-		set("STRAVA_CLIENT_SECRET", s.Sim.ClientSecret())
-		set("STRAVA_SUBSCRIPTION_ID", strconv.FormatInt(subID, 10))
 	}
+	s.Sim, err = stravasim.Start(local.SimAddr, stravasim.Options{
+		ClientID: env.getenv("STRAVA_CLIENT_ID"), ClientSecret: env.getenv("STRAVA_CLIENT_SECRET"), SubscriptionID: subID,
+	})
+	if err != nil {
+		return fmt.Errorf("start the Strava simulator (set CC_STRAVA_SIM_ADDR, or STRAVA_BASE_URL to use another Strava): %w", err)
+	}
+	env.set["STRAVA_BASE_URL"] = s.Sim.URL
+	env.fallback("STRAVA_CLIENT_ID", s.Sim.ClientID())
+	env.fallback("STRAVA_CLIENT_SECRET", s.Sim.ClientSecret())
+	env.fallback("STRAVA_SUBSCRIPTION_ID", strconv.FormatInt(subID, 10))
+	return nil
+}
 
-	dataDir := getenv("CC_DATA_DIR")
-	if getenv("CC_TOKEN_KEY") == "" && getenv("CC_TOKEN_KMS_KEY") == "" {
+// startDynamoDB picks the token key and starts DynamoDB Local, unless the
+// environment names a key and an endpoint.
+func (s *Stack) startDynamoDB(ctx context.Context, local config.Local, env overlay, dynamoLog io.Writer) (err error) {
+	if env.getenv("CC_TOKEN_KEY") == "" && env.getenv("CC_TOKEN_KMS_KEY") == "" {
 		// Strava tokens are sealed locally with the same envelope code as
 		// KMS in AWS: a key kept next to the data (so persisted tables stay
 		// readable), or a fresh one for an in-memory run.
 		key := secrets.NewLocalKey()
-		if dataDir != "" {
-			k, err := secrets.LoadOrCreateLocalKey(filepath.Join(dataDir, TokenKeyFile))
+		if local.DataDir != "" {
+			k, err := secrets.LoadOrCreateLocalKey(filepath.Join(local.DataDir, TokenKeyFile))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			key = base64.StdEncoding.EncodeToString(k)
 		}
-		env["CC_TOKEN_KEY"] = key
+		env.set["CC_TOKEN_KEY"] = key
 	}
-	if getenv("DYNAMODB_ENDPOINT") == "" {
-		s.dynamo, err = dynamolocal.Start(ctx, dynamolocal.Options{DataDir: dataDir, Log: o.DynamoLog})
+	if env.getenv("DYNAMODB_ENDPOINT") == "" {
+		s.dynamo, err = dynamolocal.Start(ctx, dynamolocal.Options{DataDir: local.DataDir, Log: dynamoLog})
 		if err != nil {
-			return nil, fmt.Errorf("start DynamoDB Local: %w", err)
+			return fmt.Errorf("start DynamoDB Local: %w", err)
 		}
-		env["DYNAMODB_ENDPOINT"] = s.dynamo.Endpoint
+		env.set["DYNAMODB_ENDPOINT"] = s.dynamo.Endpoint
 	}
-	lookup := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		return getenv(k)
-	}
-	if s.Config, err = config.FromEnv(lookup, app.Need); err != nil {
-		return nil, err
-	}
-	s.DynamoDBEndpoint = s.Config.DynamoDBEndpoint
-	cfg := s.Config
+	return nil
+}
 
+// openStore builds the store and creates the tables and the model catalog
+// (both idempotent).
+func (s *Stack) openStore(ctx context.Context) (*dynamodb.Client, streams.API, error) {
+	cfg := s.Config
 	awsCfg, err := cfg.AWS(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	db, streamsAPI := cfg.DynamoDB(awsCfg)
 	if s.Store, err = cfg.Store(db, awsCfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.CreateTables(ctx, db, cfg.Tables()); err != nil {
-		return nil, fmt.Errorf("create tables: %w", err)
+		return nil, nil, fmt.Errorf("create tables: %w", err)
 	}
 	cat, err := catalog.Default()
 	if err != nil {
-		return nil, fmt.Errorf("load model catalog: %w", err)
+		return nil, nil, fmt.Errorf("load model catalog: %w", err)
 	}
 	if _, err := catalog.Seed(ctx, s.Store, cat); err != nil {
-		return nil, fmt.Errorf("seed model catalog: %w", err)
+		return nil, nil, fmt.Errorf("seed model catalog: %w", err)
 	}
+	return db, streamsAPI, nil
+}
 
-	// The worker, behind the Dispatcher the api's webhook uses.
+// startWorker starts the worker behind the Dispatcher the api's webhook
+// uses, the sweeper and the reconciliation's schedule.
+func (s *Stack) startWorker(o Options) {
+	cfg, log := s.Config, s.log
 	worker := app.WorkerOf(cfg, s.Store, o.WorkerMetrics, log.With("service", "worker"))
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
 	}
-	if o.QueueCapacity <= 0 {
-		o.QueueCapacity = DefaultQueueCapacity
-	}
-	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: o.QueueCapacity, Workers: DefaultQueueWorkers}, log.With("service", "worker"))
+	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: or(max(o.QueueCapacity, 0), DefaultQueueCapacity), Workers: DefaultQueueWorkers},
+		log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = app.SweeperOf(cfg, s.Store, s.Queue, log.With("service", "sweeper"))
@@ -352,13 +396,17 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
 		wg.Wait()
 	}()
+}
 
-	mux, err := app.NewAPI(cfg, s.Store, s.Queue, nil, log.With("service", "api"))
+// serveAPI serves the api's handler and subscribes its webhook at the
+// simulator.
+func (s *Stack) serveAPI(ctx context.Context, o Options) error {
+	apiLog := s.log.With("service", "api")
+	mux, err := app.NewAPI(s.Config, s.Store, s.Queue, nil, apiLog)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.WebhookURL = s.APIURL + intake.WebhookPath
-	apiLog := log.With("service", "api")
 	var handler http.Handler = mux
 	if o.WrapAPI != nil {
 		handler = o.WrapAPI(mux)
@@ -367,26 +415,31 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		BaseContext: func(net.Listener) context.Context { return capacity.WithMeter(context.Background(), s.Capacity.API) }}
 	go func() {
 		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("api server stopped", "error", err)
+			s.log.Error("api server stopped", "error", err)
 		}
 	}()
 	if s.Sim != nil {
 		if _, _, ok := s.Sim.Subscription(); !ok {
-			if _, err := s.Sim.Subscribe(ctx, s.WebhookURL, cfg.StravaVerifyToken); err != nil {
-				return nil, fmt.Errorf("subscribe the webhook at the simulator: %w", err)
+			if _, err := s.Sim.Subscribe(ctx, s.WebhookURL, s.Config.StravaVerifyToken); err != nil {
+				return fmt.Errorf("subscribe the webhook at the simulator: %w", err)
 			}
 		}
 	}
+	return nil
+}
 
-	// The projector, fed by a stream reader as the event source mapping does.
+// startProjector starts the projector, fed by a stream reader as the event
+// source mapping does.
+func (s *Stack) startProjector(ctx context.Context, o Options, local config.Local, db *dynamodb.Client, streamsAPI streams.API) error {
+	log := s.log
 	s.Projector = consumer.New(s.Store, consumer.Options{Logger: log.With("service", "projector"), Metrics: io.Discard})
-	arn, err := store.StreamARN(ctx, db, cfg.Tables())
+	arn, err := store.StreamARN(ctx, db, s.Config.Tables())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var cps streams.CheckpointStore = &streams.MemoryCheckpoints{}
-	if dataDir != "" {
-		cps = &streams.FileCheckpoints{Path: filepath.Join(dataDir, "stream-checkpoints.json")}
+	if local.DataDir != "" {
+		cps = &streams.FileCheckpoints{Path: filepath.Join(local.DataDir, "stream-checkpoints.json")}
 	}
 	s.Reader = streams.NewReader(streamsAPI, arn, streams.Options{
 		Start: streams.TrimHorizon, Checkpoints: cps, PollInterval: or(o.PollInterval, 100*time.Millisecond),
@@ -406,7 +459,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			log.Error("stream reader stopped", "error", s.runErr)
 		}
 	}()
-	return s, nil
+	return nil
 }
 
 // Done is closed when the stream reader stops (after Close, or on an error

@@ -1,5 +1,5 @@
 // Package layout holds the house to its measures: over the product code in
-// handlers/, model/ and projections/ (non-test Go), no package over
+// handlers/, model/, projections/ and scripts/ (non-test Go), no package over
 // maxPackageLines (the DynamoDB adapter and the domain root have ceilings of
 // their own, which only come down), no function over maxFuncLines, no type
 // with more than maxTypeMethodLines of methods, no interface with more than
@@ -30,7 +30,7 @@ const (
 // size today: the DynamoDB adapter (one type per entity over one DB), which
 // grew by the athletes' daily read counters, their readers listing and the
 // not-found tombstone's expiry.
-var ceilings = map[string]int{"model/store": 3673}
+var ceilings = map[string]int{"model/store": 3622}
 
 type measure struct {
 	name string
@@ -46,7 +46,7 @@ func measureHouse(t *testing.T, root string) house {
 	t.Helper()
 	h := house{pkgLines: map[string]int{}, pkgDoc: map[string]int{}, typeLines: map[string]int{}}
 	fset := token.NewFileSet()
-	for _, top := range []string{"handlers", "model", "projections"} {
+	for _, top := range []string{"handlers", "model", "projections", "scripts"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 				return err

@@ -1,4 +1,4 @@
-package rebuildkit
+package cli
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
 
 // Env is what the commands work with, built once from the environment by
@@ -33,13 +34,13 @@ type Env struct {
 	StreamARN func(ctx context.Context) (string, error)
 	// Recompute and Projector are the projector (projections/consumer):
 	// RecomputeUser and Handle.
-	Recompute Recompute
+	Recompute rebuildkit.Recompute
 	Projector streams.Handler
 	// Lambda and SQS reach deployed functions and dead-letter queues.
-	Lambda LambdaAPI
-	SQS    SQSAPI
+	Lambda rebuildkit.LambdaAPI
+	SQS    rebuildkit.SQSAPI
 	// ProcessJob is the in-process worker (nil when not wired).
-	ProcessJob ProcessJob
+	ProcessJob rebuildkit.ProcessJob
 	Logger     *slog.Logger
 }
 
@@ -90,12 +91,12 @@ func (t *targetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.all, "all", false, "every user, listed through the sparse users index (GSI2), never a Scan")
 }
 
-func (t *targetFlags) target() (Target, error) {
-	tg := Target{All: t.all, UserIDs: append([]string(nil), t.users...)}
+func (t *targetFlags) target() (rebuildkit.Target, error) {
+	tg := rebuildkit.Target{All: t.all, UserIDs: append([]string(nil), t.users...)}
 	if t.usersFile != "" {
 		ids, err := ReadUsersFile(t.usersFile)
 		if err != nil {
-			return Target{}, err
+			return rebuildkit.Target{}, err
 		}
 		tg.UserIDs = append(tg.UserIDs, ids...)
 	}
@@ -198,7 +199,7 @@ func RebuildMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "rebuild:", err)
 		return ExitError
 	}
-	r := &Runner{Recompute: env.Recompute, Users: env.Store, Concurrency: *conc, Limiter: NewLimiter(*rps),
+	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps),
 		StatePath: *state, Progress: NewProgress(std.Out, std.isTerminal(std.Out), "rebuild"), Logger: env.Logger}
 	if *asJSON {
 		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "rebuild")
@@ -218,7 +219,7 @@ func RebuildMain(ctx context.Context, args []string, std IO, setup Setup) int {
 	return ExitOK
 }
 
-func printSummary(w io.Writer, name string, sum Summary, asJSON bool) {
+func printSummary(w io.Writer, name string, sum rebuildkit.Summary, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -244,9 +245,9 @@ type VerifyReport struct {
 	// Clean is true when every user was verified and nothing drifts.
 	Clean bool `json:"clean"`
 	// Drift lists every drifting value, sorted by user, milestone, field.
-	Drift []Drift `json:"drift"`
+	Drift []rebuildkit.Drift `json:"drift"`
 	// Summary counts users, milestones and errors (its own Drift is empty).
-	Summary Summary `json:"summary"`
+	Summary rebuildkit.Summary `json:"summary"`
 }
 
 // VerifyMain is the verify command.
@@ -272,7 +273,7 @@ func VerifyMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "verify:", err)
 		return ExitError
 	}
-	r := &Runner{Recompute: env.Recompute, Users: env.Store, DryRun: true, Concurrency: *conc, Limiter: NewLimiter(*rps), Logger: env.Logger}
+	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store, DryRun: true, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps), Logger: env.Logger}
 	if !*quiet {
 		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "verify")
 	}
@@ -280,7 +281,7 @@ func VerifyMain(ctx context.Context, args []string, std IO, setup Setup) int {
 	if *asJSON {
 		rep := VerifyReport{Clean: len(sum.Drift) == 0 && sum.Errors == 0 && err == nil, Drift: sum.Drift, Summary: sum}
 		if rep.Drift == nil {
-			rep.Drift = []Drift{}
+			rep.Drift = []rebuildkit.Drift{}
 		}
 		rep.Summary.Drift = nil
 		enc := json.NewEncoder(std.Out)
@@ -338,7 +339,7 @@ func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "replay: --dry-run and --invoke-function together: a dry run never invokes the projector")
 		return ExitError
 	}
-	PrintWarnings(std.Err)
+	rebuildkit.PrintWarnings(std.Err)
 	env, err := setup(ctx, *prefix)
 	if err != nil {
 		fmt.Fprintln(std.Err, "replay:", err)
@@ -349,26 +350,19 @@ func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "replay:", err)
 		return ExitError
 	}
-	rp := &Replayer{User: *user, DryRun: *dryRun, Forward: env.Projector}
+	rp := &rebuildkit.Replayer{User: *user, DryRun: *dryRun, Forward: env.Projector}
 	if *function != "" {
-		rp.Forward = InvokeHandler(env.Lambda, *function)
-	}
-	var cps streams.CheckpointStore = &streams.MemoryCheckpoints{}
-	if *checkpoint != "" {
-		cps = &streams.FileCheckpoints{Path: *checkpoint}
-		if *dryRun {
-			cps = &readOnlyCheckpoints{from: cps}
-		}
+		rp.Forward = rebuildkit.InvokeHandler(env.Lambda, *function)
 	}
 	var discarded []string
 	reader := streams.NewReader(env.Streams, arn, streams.Options{
-		Start: start, Checkpoints: cps, BatchSize: *batch, Logger: env.Logger,
+		Start: start, Checkpoints: replayCheckpoints(*checkpoint, *dryRun), BatchSize: *batch, Logger: env.Logger,
 		OnDiscard: func(ctx context.Context, recs []events.DynamoDBEventRecord, cause error) {
 			for _, rec := range recs {
 				discarded = append(discarded, rec.Change.SequenceNumber)
 			}
 			env.Logger.ErrorContext(ctx, "projector gave up on records", "records", len(recs), "error", cause,
-				"users", AffectedUsers(recs))
+				"users", rebuildkit.AffectedUsers(recs))
 		},
 	})
 	if *follow {
@@ -383,20 +377,7 @@ func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		code = ExitError
 	}
 	if *dryRun {
-		sum := rp.DryRunReport(ctx, env.Recompute)
-		if *asJSON {
-			_ = json.NewEncoder(std.Out).Encode(struct {
-				Records int      `json:"records"`
-				Users   []string `json:"users"`
-				Summary Summary  `json:"summary"`
-			}{st.Records, st.Users, sum})
-		} else {
-			for _, d := range sum.Drift {
-				fmt.Fprintf(std.Out, "would change: %s\n", d)
-			}
-			fmt.Fprintf(std.Out, "replay (dry run): records=%d users=%d %s\n", st.Records, len(st.Users), sum)
-		}
-		if sum.Errors > 0 {
+		if !dryRunReport(ctx, std.Out, rp, env.Recompute, *asJSON) {
 			code = ExitError
 		}
 		return code
@@ -408,6 +389,38 @@ func ReplayMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		code = ExitError
 	}
 	return code
+}
+
+// replayCheckpoints is where a replay keeps its checkpoints: in memory, in
+// a file, or read from a file and kept in memory (a dry run).
+func replayCheckpoints(path string, dryRun bool) streams.CheckpointStore {
+	switch {
+	case path == "":
+		return &streams.MemoryCheckpoints{}
+	case dryRun:
+		return &readOnlyCheckpoints{from: &streams.FileCheckpoints{Path: path}}
+	}
+	return &streams.FileCheckpoints{Path: path}
+}
+
+// dryRunReport prints the milestones a recompute of the replayed users
+// would change; it reports whether every recompute succeeded.
+func dryRunReport(ctx context.Context, out io.Writer, rp *rebuildkit.Replayer, recompute rebuildkit.Recompute, asJSON bool) bool {
+	st := rp.Stats()
+	sum := rp.DryRunReport(ctx, recompute)
+	if asJSON {
+		_ = json.NewEncoder(out).Encode(struct {
+			Records int                `json:"records"`
+			Users   []string           `json:"users"`
+			Summary rebuildkit.Summary `json:"summary"`
+		}{st.Records, st.Users, sum})
+	} else {
+		for _, d := range sum.Drift {
+			fmt.Fprintf(out, "would change: %s\n", d)
+		}
+		fmt.Fprintf(out, "replay (dry run): records=%d users=%d %s\n", st.Records, len(st.Users), sum)
+	}
+	return sum.Errors == 0
 }
 
 // readOnlyCheckpoints reads checkpoints from a store and keeps new ones in
@@ -462,11 +475,11 @@ func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "redrive:", err)
 		return ExitError
 	}
-	rd := &Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
+	rd := &rebuildkit.Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
 	if *invokeWorker != "" {
-		rd.ProcessJob = InvokeJob(env.Lambda, *invokeWorker)
+		rd.ProcessJob = rebuildkit.InvokeJob(env.Lambda, *invokeWorker)
 	}
-	var sums []RedriveSummary
+	var sums []rebuildkit.RedriveSummary
 	if *queueURL != "" {
 		sum, err := rd.RedriveQueue(ctx, env.SQS, *queueURL, *visibility, *maxMessages)
 		if err != nil {

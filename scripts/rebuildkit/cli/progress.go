@@ -1,7 +1,8 @@
-package rebuildkit
+package cli
 
 import (
 	"fmt"
+	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"io"
 	"os"
 	"strings"
@@ -63,7 +64,7 @@ func (p *Progress) Update(processed, errors, changed int) {
 }
 
 // Finish draws the final state and ends the bar's line.
-func (p *Progress) Finish(sum Summary) {
+func (p *Progress) Finish(sum rebuildkit.Summary) {
 	p.processed, p.errors, p.changed = sum.Users+sum.Errors, sum.Errors, sum.MilestonesChanged
 	p.render(true)
 }

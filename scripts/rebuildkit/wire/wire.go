@@ -19,13 +19,14 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
 // Setup implements rebuildkit.Setup: it reads the configuration (table
 // prefix from the flag), loads the default AWS credential chain and wires
 // the projector in process. It returns the configuration's errors, all
 // together.
-func Setup(ctx context.Context, tablePrefix string) (*rebuildkit.Env, error) {
+func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
 	cfg, err := config.FromEnv(nil, config.Need{})
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func Setup(ctx context.Context, tablePrefix string) (*rebuildkit.Env, error) {
 		return nil, err
 	}
 	c := consumer.New(st, consumer.Options{Logger: log, Metrics: io.Discard})
-	return &rebuildkit.Env{
+	return &cli.Env{
 		Store:      st,
 		Streams:    sc,
 		StreamARN:  func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
