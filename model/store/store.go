@@ -10,35 +10,30 @@
 // LSI, not a GSI, on purpose: an LSI can be read strongly consistent, a GSI
 // cannot, and the projector is triggered by the very write it must see (a
 // GSI could miss a fresh workout until the next event). The price: an LSI
-// exists only from table creation (migration: scripts/migrate-lsi), and a
-// user's partition (items plus LSI entries) is limited to 10 GB, far above
-// what one athlete's workouts take. LSI1 projects only WorkoutLogFields
-// (INCLUDE), so the log never reads the table. Only workouts with a start
-// date carry LSI1SK; tombstones (a delete that overtook its create) stay out.
+// exists only from table creation (scripts/migrate-lsi), and a user's items
+// and LSI entries are limited to 10 GB, far above one athlete's workouts.
+// LSI1 projects only WorkoutLogFields (INCLUDE), so the log never reads the
+// table. Only workouts with a start date carry LSI1SK; tombstones (a delete
+// that overtook its create) stay out.
 //
-// WorkoutLog queries the union of the user's milestone periods with a key
-// condition (BETWEEN) per merged period, newest first, and applies the
-// guardrail (model.MaxWorkoutsToInspect) to what it reads: everything it
-// leaves out is older than everything it keeps, and Log.ExactFrom says from
-// which instant the log is complete. Changing WorkoutDateSK's shape is
-// replay-sensitive: re-key every workout (migrate-lsi -backfill after
-// clearing LSI1SK) and rebuild.
+// WorkoutLog queries the union of the user's milestone periods (BETWEEN per
+// merged period, newest first) and applies the guardrail
+// (model.MaxWorkoutsToInspect): all it leaves out is older than all it
+// keeps; Log.ExactFrom says from when the log is complete. Changing
+// WorkoutDateSK's shape is replay-sensitive: re-key every workout
+// (migrate-lsi -backfill after clearing LSI1SK) and rebuild.
 //
-// Hot keys. No partition takes a burst's writes alone: the
-// outbox's Pending index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS,
-// default 32; the 4 legacy shards are always read), parked records over
-// keys.ParkedShards per source (the unsharded legacy partition is still
-// read until its records expire), sync-page audit entries are routine
-// (unindexed), and a dropped audit write is counted (AuditWritesDropped,
-// alarmed). GSI1 (athlete → user) and Pending project only what their
-// readers decode (AthleteIndexAttributes, PendingIndexAttributes).
-// Migration of an existing deployment: an index's projection cannot change
-// in place, so GSI1 on the main table and Pending on the idempotency table
-// are deleted and created again (Terraform plans the replacement; apply in
-// a quiet period: while Pending backfills the sweeper finds no due items,
-// while GSI1 does, an athlete without an OWNER item fails to resolve and
-// its job is retried).
-// CreateTables does the same for a local table (see IndexSpec).
+// Hot keys. No partition takes a burst's writes alone: the outbox's Pending
+// index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS, default 32; the 4
+// legacy shards are always read), parked records over keys.ParkedShards per
+// source (the legacy partition is read until its records expire), sync-page
+// audit entries are routine (unindexed), and a dropped audit write is
+// counted (AuditWritesDropped, alarmed). GSI1 and Pending project only what
+// their readers decode. An index's projection cannot change in place:
+// migrating, GSI1 and Pending are deleted and created again (Terraform plans
+// it; CreateTables does it locally, see IndexSpec; apply in a quiet period:
+// while Pending backfills the sweeper finds no due items, while GSI1 does an
+// athlete without an OWNER item fails to resolve and its job is retried).
 package store
 
 import (

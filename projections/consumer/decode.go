@@ -1,33 +1,5 @@
 package consumer
 
-// # Triggers
-//
-// Classify decodes each stream record once, at the boundary:
-//
-//	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
-//	  setting isDeleted, a revival one clearing it)             → recompute the user
-//	                                                              (and remove it if the guard holds)
-//	  … written by a sync page (syncJobKey set)                 → ignore: the sync's request projects it
-//	INSERT or MODIFY of USER#…/SYNC#STRAVA whose projectedCount
-//	  grew (a sync's projection request)                        → recompute the user
-//	REMOVE of USER#…/WORKOUT#STRAVA#… (a confirmed deauthorization's
-//	  purge, an account deletion's sweep, or DynamoDB's TTL)    → recompute the user
-//	INSERT of a milestone                                       → recompute the user
-//	MODIFY of a milestone whose definition changed              → recompute the user
-//	MODIFY of a milestone with the same definition (the projector's own
-//	  writes, writtenBy = projector), award items, other REMOVEs, anything else → ignore
-//	a workout or milestone record that cannot be decoded (bad key, bad
-//	  image, newer schemaVersion)                               → park
-//
-// The Lambda's event source mapping applies a coarser filter on the same
-// lines (workout key prefix with INSERT, MODIFY or REMOVE, the sync state's
-// key with INSERT or MODIFY, milestone INSERT, milestone MODIFY not
-// writtenBy = projector; terraform/modules/commitcollect, checked by
-// test/terraform against keys.PrefixWorkoutStrava, model.EntityMilestone
-// and model.WriterProjector), so the projector's own writes never invoke it;
-// Classify repeats them because a replay or redrive reads the unfiltered
-// stream.
-
 import (
 	"fmt"
 	"slices"
@@ -97,6 +69,34 @@ type Decision struct {
 // changed (the projector's own writes never change it, and mark the item
 // writtenBy = projector). Everything else is ignored. Records that can never
 // be decoded are parked (Decision.Err says why). It never panics.
+//
+// # Triggers
+//
+// Classify decodes each stream record once, at the boundary:
+//
+//	INSERT or MODIFY of USER#…/WORKOUT#STRAVA#… (a 404 is a MODIFY
+//	  setting isDeleted, a revival one clearing it)             → recompute the user
+//	                                                              (and remove it if the guard holds)
+//	  … written by a sync page (syncJobKey set)                 → ignore: the sync's request projects it
+//	INSERT or MODIFY of USER#…/SYNC#STRAVA whose projectedCount
+//	  grew (a sync's projection request)                        → recompute the user
+//	REMOVE of USER#…/WORKOUT#STRAVA#… (a confirmed deauthorization's
+//	  purge, an account deletion's sweep, or DynamoDB's TTL)    → recompute the user
+//	INSERT of a milestone                                       → recompute the user
+//	MODIFY of a milestone whose definition changed              → recompute the user
+//	MODIFY of a milestone with the same definition (the projector's own
+//	  writes, writtenBy = projector), award items, other REMOVEs, anything else → ignore
+//	a workout or milestone record that cannot be decoded (bad key, bad
+//	  image, newer schemaVersion)                               → park
+//
+// The Lambda's event source mapping applies a coarser filter on the same
+// lines (workout key prefix with INSERT, MODIFY or REMOVE, the sync state's
+// key with INSERT or MODIFY, milestone INSERT, milestone MODIFY not
+// writtenBy = projector; terraform/modules/commitcollect, checked by
+// test/terraform against keys.PrefixWorkoutStrava, model.EntityMilestone
+// and model.WriterProjector), so the projector's own writes never invoke it;
+// Classify repeats them because a replay or redrive reads the unfiltered
+// stream.
 func Classify(rec events.DynamoDBEventRecord) Decision {
 	park := func(d Decision, err error) Decision {
 		d.Action, d.Err, d.Reason = Park, err, "undecodable"

@@ -1,5 +1,27 @@
 package consumer
 
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/capacity"
+)
+
+// Handle processes one batch of stream records. Each user with at least one
+// trigger is re-projected once (users in parallel). A user whose projection
+// fails fails its records; the response names the sequence number of the
+// first failed record in the batch, so Lambda resumes there (later records
+// are redelivered, which is harmless). Poison records are audited and parked,
+// not reported, so they cannot block the shard. The error is always nil:
+// failures are reported per record.
+//
 // # Grouping by user
 //
 // Streams order records per item, not per user, so a record is never a delta
@@ -40,28 +62,6 @@ package consumer
 // reported failed, so it cannot block the shard. If parking itself fails,
 // the record is reported failed instead, so nothing is lost. `make redrive`
 // (scripts/rebuildkit) processes parked records again.
-
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sync"
-	"time"
-
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store/capacity"
-)
-
-// Handle processes one batch of stream records. Each user with at least one
-// trigger is re-projected once (users in parallel). A user whose projection
-// fails fails its records; the response names the sequence number of the
-// first failed record in the batch, so Lambda resumes there (later records
-// are redelivered, which is harmless). Poison records are audited and parked,
-// not reported, so they cannot block the shard. The error is always nil:
-// failures are reported per record.
 func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := c.o.Now()
 	ctx, meter := capacity.StartMeter(ctx)

@@ -1,46 +1,5 @@
 package consumer
 
-// # Awards in one transaction
-//
-// A write that mints parts is a single TransactWriteItems: the
-// version-checked milestone update plus one attribute_not_exists Put per award
-// item MILESTONE#{id}#AWARD#{i} and per AWARD_MINTED audit entry. Each award
-// copies the part's name and metadata from MODEL#{modelId}/PART#{i} and
-// records the activity and correlation id of the workout that tipped it
-// (walking the counted workouts in (startDateUtc, activityId) order). Either
-// progress and awards land together or nothing does; an award that already
-// exists cancels the transaction as a conflict (re-read).
-//
-//   - Never unaudited. The AWARD_MINTED entry's key is deterministic,
-//     AUDIT#{milestone createdAtUtc}#mint-{milestoneId}-{part}
-//     (keys.AwardMintedAuditKey), so a retry writes the same key and never
-//     audits twice; a lost award item is minted again without a second entry.
-//     Other audit entries stay best effort.
-//   - Over 100 items (≥ 50 parts at once): the mint is split into
-//     version-checked transactions; each stores the prefix it completes
-//     (Plan), so a crash between them leaves every award audited and counted,
-//     and the next recompute mints the rest.
-//   - Only what is justified. A part counts when the log earns it, or its
-//     award item exists with its AWARD_MINTED entry (or is older than the
-//     90-day audit TTL). A shrinking log never takes such an award back; an
-//     awardedParts raised with nothing behind it is lowered (never minted up
-//     to), status is completed only when every part is justified, and verify
-//     reports it as drift. Parts counted and justified whose award item is
-//     missing are minted again, so a lost award repairs itself.
-//   - Limits: entries written before this scheme (keyed at the mint's second)
-//     are still found; an older award whose entry was lost counts only while
-//     the log earns it. Hand-edited award and audit items are trusted.
-//
-// The transaction's ClientRequestToken is Token: 32 hex characters of a
-// SHA-256 over user, milestone, expected version, the new projection and each
-// award's part and activity, and no timestamp. The same computation retried
-// (by the SDK, or by a redelivered batch within DynamoDB's 10-minute
-// idempotency window) sends the same token and is applied once; the same
-// token with a different request (IdempotentParameterMismatch) is treated as
-// a conflict and re-read. Tokens are not scoped to a table (a transaction can
-// span tables): one DynamoDB Local shares them across all its tables, which
-// matters to tests that reuse ids.
-
 import (
 	"context"
 	"crypto/sha256"
@@ -165,6 +124,47 @@ func digest(parts ...string) string {
 // recompute) and the activity that tipped each, and the AWARD_MINTED audit
 // entry of every part not audited before (a lost award item re-minted keeps
 // its first entry).
+//
+// # Awards in one transaction
+//
+// A write that mints parts is a single TransactWriteItems: the
+// version-checked milestone update plus one attribute_not_exists Put per award
+// item MILESTONE#{id}#AWARD#{i} and per AWARD_MINTED audit entry. Each award
+// copies the part's name and metadata from MODEL#{modelId}/PART#{i} and
+// records the activity and correlation id of the workout that tipped it
+// (walking the counted workouts in (startDateUtc, activityId) order). Either
+// progress and awards land together or nothing does; an award that already
+// exists cancels the transaction as a conflict (re-read).
+//
+//   - Never unaudited. The AWARD_MINTED entry's key is deterministic,
+//     AUDIT#{milestone createdAtUtc}#mint-{milestoneId}-{part}
+//     (keys.AwardMintedAuditKey), so a retry writes the same key and never
+//     audits twice; a lost award item is minted again without a second entry.
+//     Other audit entries stay best effort.
+//   - Over 100 items (≥ 50 parts at once): the mint is split into
+//     version-checked transactions; each stores the prefix it completes
+//     (Plan), so a crash between them leaves every award audited and counted,
+//     and the next recompute mints the rest.
+//   - Only what is justified. A part counts when the log earns it, or its
+//     award item exists with its AWARD_MINTED entry (or is older than the
+//     90-day audit TTL). A shrinking log never takes such an award back; an
+//     awardedParts raised with nothing behind it is lowered (never minted up
+//     to), status is completed only when every part is justified, and verify
+//     reports it as drift. Parts counted and justified whose award item is
+//     missing are minted again, so a lost award repairs itself.
+//   - Limits: entries written before this scheme (keyed at the mint's second)
+//     are still found; an older award whose entry was lost counts only while
+//     the log earns it. Hand-edited award and audit items are trusted.
+//
+// The transaction's ClientRequestToken is Token: 32 hex characters of a
+// SHA-256 over user, milestone, expected version, the new projection and each
+// award's part and activity, and no timestamp. The same computation retried
+// (by the SDK, or by a redelivered batch within DynamoDB's 10-minute
+// idempotency window) sends the same token and is applied once; the same
+// token with a different request (IdempotentParameterMismatch) is treated as
+// a conflict and re-read. Tokens are not scoped to a table (a transaction can
+// span tables): one DynamoDB Local shares them across all its tables, which
+// matters to tests that reuse ids.
 func (c *Consumer) mint(ctx context.Context, log *slog.Logger, m *model.Milestone, res projections.Result, held projections.Held,
 	minted []int, now time.Time, correlationID string, partCache map[string]map[int]model.ModelPart) ([]*model.Award, map[int]*model.AuditEntry, error) {
 	awards := make([]*model.Award, 0, len(minted))

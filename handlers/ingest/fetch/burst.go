@@ -1,40 +1,5 @@
 package fetch
 
-// Bursts: one athlete's many creates served by list pages.
-//
-// A bulk upload of a year of files, a new device syncing hundreds of
-// activities, or a forged flood of creates for ids that never existed all
-// look alike: many create events of one athlete in little time. One fetch
-// each would spend the application's shared read budget on one athlete, so:
-//
-//  1. Gather. A create of an athlete whose creates crowd this instance's
-//     window (more than createsBeforeCheck) is not fetched: it is deferred
-//     to the next tick of the gather grid (BurstGather; by default a
-//     quarter of the rate window, at most maxBurstGather), where the sweeper finds it due with the
-//     athlete's other creates (handoff's fair plan) and dispatches them as
-//     one burst job (ingest.Job.Burst), each outbox item leased.
-//  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
-//     page (GET /athlete/activities), through the same budget check and
-//     athlete caps as a fetch, until every create of the burst was listed,
-//     a short page ends the history, or maxBurstPages were read. A listed
-//     create is written through the ordered conditional write
-//     (UpsertWorkout, ordered by the page's fetch start), so a page settles
-//     many outbox items for one read.
-//  3. Settle. A create the walk did not list although it reached the end of
-//     the history, and whose event was received notFoundMargin before the
-//     walk started, is not at Strava (or is private to a grant that cannot
-//     read it, which a fetch answers 404 too): it is done, as not found, and
-//     nothing is stored for it. A younger one is gathered again (Strava's
-//     list may not show an upload at once), so the next burst settles it.
-//     What the walk could not settle (a history longer than maxBurstPages)
-//     is fetched alone, within the caps. A wait for the budget or the caps
-//     defers every create not yet settled; the runner settles each outbox
-//     item with its own outcome.
-//
-// So a forged create costs a share of one list page, and an honest bulk
-// upload of 250 costs two pages plus the few creates fetched before the
-// athlete's creates crowded the window.
-
 import (
 	"context"
 	"errors"
@@ -106,6 +71,41 @@ type walk struct {
 // as Process would for it alone: nil when done (written, not found, or
 // dropped with the connection), a DeferError to wait, another error to
 // retry or park.
+//
+// Bursts: one athlete's many creates served by list pages.
+//
+// A bulk upload of a year of files, a new device syncing hundreds of
+// activities, or a forged flood of creates for ids that never existed all
+// look alike: many create events of one athlete in little time. One fetch
+// each would spend the application's shared read budget on one athlete, so:
+//
+//  1. Gather. A create of an athlete whose creates crowd this instance's
+//     window (more than createsBeforeCheck) is not fetched: it is deferred
+//     to the next tick of the gather grid (BurstGather; by default a
+//     quarter of the rate window, at most maxBurstGather), where the sweeper finds it due with the
+//     athlete's other creates (handoff's fair plan) and dispatches them as
+//     one burst job (ingest.Job.Burst), each outbox item leased.
+//  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
+//     page (GET /athlete/activities), through the same budget check and
+//     athlete caps as a fetch, until every create of the burst was listed,
+//     a short page ends the history, or maxBurstPages were read. A listed
+//     create is written through the ordered conditional write
+//     (UpsertWorkout, ordered by the page's fetch start), so a page settles
+//     many outbox items for one read.
+//  3. Settle. A create the walk did not list although it reached the end of
+//     the history, and whose event was received notFoundMargin before the
+//     walk started, is not at Strava (or is private to a grant that cannot
+//     read it, which a fetch answers 404 too): it is done, as not found, and
+//     nothing is stored for it. A younger one is gathered again (Strava's
+//     list may not show an upload at once), so the next burst settles it.
+//     What the walk could not settle (a history longer than maxBurstPages)
+//     is fetched alone, within the caps. A wait for the budget or the caps
+//     defers every create not yet settled; the runner settles each outbox
+//     item with its own outcome.
+//
+// So a forged create costs a share of one list page, and an honest bulk
+// upload of 250 costs two pages plus the few creates fetched before the
+// athlete's creates crowded the window.
 func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	out := make([]error, len(job.Burst))
 	owner := job.Burst[0].Event.OwnerID

@@ -1,48 +1,5 @@
 package syncjobs
 
-// Reconciliation scheduling (SyncScheduler.ReconcileStep; the sweeper
-// Lambda invoked with {"task":"reconcile"} every minute by Terraform's
-// reconcile rule, the local stack's loop every ReconcileTick). Each user
-// has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
-// the sparse users index (ListUsers over keys.UserListShards, never a
-// Scan) in user id order at the pace ceil(users × elapsed / interval),
-// users counted once per cycle (CountUsers). A step comes only to the
-// users whose slot came since the last step (at most
-// DefaultReconcileBatch, stopping before its deadline) and saves the
-// cursor (syncstate.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
-// after every page: a step that dies resumes from its last saved page, a
-// page redone claims the same keys (at most one job per user per cycle), a
-// concurrent step that saved first wins. A cycle that ends early waits
-// for the interval; one that lags catches up a batch per step. At its slot
-// a user costs its checks, cheapest first, and nothing is written unless
-// it is reconciled:
-//
-//   - no active milestone whose period overlaps [now − CC_RECONCILE_DAYS,
-//     now] (one Query of the user's milestones): skipped; such athletes are
-//     never reconciled (nothing a reconciliation changes counts);
-//   - its sync job runs or waits (the sync state): skipped, it lists anyway;
-//   - its last reconciliation (reconciledAtUtc) is CC_RECONCILE_IDLE
-//     (default 672 h) old, or it never had one: reconciled (the slow
-//     round-robin);
-//   - else reconciled only when a stored workout of the window (one LSI1
-//     Query) that is not a tombstone has an activity id above
-//     reconciledActivityId: Strava's ids grow with uploads, so the athlete
-//     uploaded since (no per-webhook write is needed to know it);
-//   - then a usable connection (GetItem), and the job is claimed.
-//
-// Bound: an edit Strava never pushes, to an activity started within the
-// last CC_RECONCILE_DAYS (14) days, of an athlete with an active milestone
-// overlapping that window, is caught within CC_RECONCILE_INTERVAL (7 days)
-// plus one rate window when the athlete uploaded anything in that time,
-// otherwise within CC_RECONCILE_IDLE (28 days) while the activity is still
-// inside the window (an edit to an activity that leaves the window first
-// is not caught); athletes without an active milestone are not reconciled.
-// When the sync share cannot cover every reconciliation due, the jobs wait
-// in priority order (above) and the bound stretches by the wait, which
-// SyncsWaiting and `make syncs` show. ReconcileAll is an operator's and the
-// tools' full round: every connected user at once, without the cursor and
-// without the milestone and upload checks, keyed per interval slot.
-
 import (
 	"context"
 	"encoding/json"
@@ -365,6 +322,49 @@ const reconcileStopMargin = 10 * time.Second
 // run. Each user it comes to is checked as reconcileUser says; a failure
 // on one user is logged and the run goes on (the error reports the first).
 // A concurrent run that moved the cursor first wins; this one stops.
+//
+// Reconciliation scheduling (SyncScheduler.ReconcileStep; the sweeper
+// Lambda invoked with {"task":"reconcile"} every minute by Terraform's
+// reconcile rule, the local stack's loop every ReconcileTick). Each user
+// has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
+// the sparse users index (ListUsers over keys.UserListShards, never a
+// Scan) in user id order at the pace ceil(users × elapsed / interval),
+// users counted once per cycle (CountUsers). A step comes only to the
+// users whose slot came since the last step (at most
+// DefaultReconcileBatch, stopping before its deadline) and saves the
+// cursor (syncstate.ReconcileCursor, RECONCILE#STRAVA / CURSOR, version-checked)
+// after every page: a step that dies resumes from its last saved page, a
+// page redone claims the same keys (at most one job per user per cycle), a
+// concurrent step that saved first wins. A cycle that ends early waits
+// for the interval; one that lags catches up a batch per step. At its slot
+// a user costs its checks, cheapest first, and nothing is written unless
+// it is reconciled:
+//
+//   - no active milestone whose period overlaps [now − CC_RECONCILE_DAYS,
+//     now] (one Query of the user's milestones): skipped; such athletes are
+//     never reconciled (nothing a reconciliation changes counts);
+//   - its sync job runs or waits (the sync state): skipped, it lists anyway;
+//   - its last reconciliation (reconciledAtUtc) is CC_RECONCILE_IDLE
+//     (default 672 h) old, or it never had one: reconciled (the slow
+//     round-robin);
+//   - else reconciled only when a stored workout of the window (one LSI1
+//     Query) that is not a tombstone has an activity id above
+//     reconciledActivityId: Strava's ids grow with uploads, so the athlete
+//     uploaded since (no per-webhook write is needed to know it);
+//   - then a usable connection (GetItem), and the job is claimed.
+//
+// Bound: an edit Strava never pushes, to an activity started within the
+// last CC_RECONCILE_DAYS (14) days, of an athlete with an active milestone
+// overlapping that window, is caught within CC_RECONCILE_INTERVAL (7 days)
+// plus one rate window when the athlete uploaded anything in that time,
+// otherwise within CC_RECONCILE_IDLE (28 days) while the activity is still
+// inside the window (an edit to an activity that leaves the window first
+// is not caught); athletes without an active milestone are not reconciled.
+// When the sync share cannot cover every reconciliation due, the jobs wait
+// in priority order (above) and the bound stretches by the wait, which
+// SyncsWaiting and `make syncs` show. ReconcileAll is an operator's and the
+// tools' full round: every connected user at once, without the cursor and
+// without the milestone and upload checks, keyed per interval slot.
 func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, error) {
 	cfg := s.Settings.WithDefaults()
 	now := s.Now()

@@ -1,5 +1,23 @@
 package capacity
 
+import (
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultTopK is how many keys a WriteKeys counts per table or index when
+// NewWriteKeys is given 0.
+const DefaultTopK = 1024
+
+// WriteKeys counts written items per table and index and per partition key
+// (see the file comment). It is safe for concurrent use.
+//
 // Per-partition-key write accounting (hot keys). A WriteKeys counts the
 // items written per table and per index and, for each, the partition keys
 // those writes land on, so a test or a simulation can say what share of a
@@ -28,24 +46,6 @@ package capacity
 // a kept key's count exceeds its true count by at most its error: the
 // hottest key's share is exact when no counter was ever replaced and an
 // upper bound (by Error/Writes) otherwise.
-
-import (
-	"slices"
-	"sort"
-	"strings"
-	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
-
-// DefaultTopK is how many keys a WriteKeys counts per table or index when
-// NewWriteKeys is given 0.
-const DefaultTopK = 1024
-
-// WriteKeys counts written items per table and index and per partition key
-// (see the file comment). It is safe for concurrent use.
 type WriteKeys struct {
 	topK   int
 	tables map[string]KeySchema
