@@ -13,17 +13,18 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // TestAPIGatewayV2Adapter drives the mounted routes through the same
 // adapter the api Lambda uses, with HTTP API (payload v2) events.
 func TestAPIGatewayV2Adapter(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(900, 10, "Run")
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(900, 10, "Run")
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, h.dispatch, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, h.Dispatch, ingesttest.Log()).Mount(mux)
 	adapter := httpadapter.NewV2(mux)
 	ctx := context.Background()
 	req := func(method, query, body string) events.APIGatewayV2HTTPRequest {
@@ -35,12 +36,12 @@ func TestAPIGatewayV2Adapter(t *testing.T) {
 	}
 
 	resp, err := adapter.ProxyWithContext(ctx, req(http.MethodGet,
-		"hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=abc", ""))
+		"hub.mode=subscribe&hub.verify_token="+ingesttest.VerifyToken+"&hub.challenge=abc", ""))
 	if err != nil || resp.StatusCode != 200 || resp.Body != "{\"hub.challenge\":\"abc\"}\n" {
 		t.Fatalf("handshake: got %d %q, %v", resp.StatusCode, resp.Body, err)
 	}
-	ev := h.sim.ActivityEvent("create", 900, 10, nil)
-	body := string(mustJSON(t, ev))
+	ev := h.Sim.ActivityEvent("create", 900, 10, nil)
+	body := string(ingesttest.MustJSON(t, ev))
 	resp, err = adapter.ProxyWithContext(ctx, req(http.MethodPost, "", body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("post: got %d %q, %v", resp.StatusCode, resp.Body, err)
@@ -58,8 +59,8 @@ func TestAPIGatewayV2Adapter(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("DELETE: got %d, want 405", resp.StatusCode)
 	}
-	h.wait()
-	if w := h.workout("u1", 900); w.CorrelationID != got["correlationId"] {
+	h.Wait()
+	if w := h.Workout("u1", 900); w.CorrelationID != got["correlationId"] {
 		t.Fatalf("got workout correlation %q, want %q", w.CorrelationID, got["correlationId"])
 	}
 }
@@ -68,33 +69,33 @@ func TestAPIGatewayV2Adapter(t *testing.T) {
 // conditional idempotency put on DynamoDB Local, queue hand-off. Strava wants
 // an answer within 2 s.
 func BenchmarkWebhookAccept(b *testing.B) {
-	h := newHarness(b)
-	ev := h.sim.ActivityEvent("create", 1, 10, nil) // athlete not linked: the worker only audits
+	h := ingesttest.New(b)
+	ev := h.Sim.ActivityEvent("create", 1, 10, nil) // athlete not linked: the worker only audits
 	i := int64(0)
 	for b.Loop() {
 		i++
 		ev.EventTime = i
-		resp, body := h.post(mustJSON(b, ev))
+		resp, body := h.Post(ingesttest.MustJSON(b, ev))
 		if resp.StatusCode != 200 || body["status"] != "accepted" {
 			b.Fatalf("got %d %v", resp.StatusCode, body)
 		}
 	}
 	b.StopTimer()
-	h.wait()
+	h.Wait()
 }
 
 // BenchmarkWorkerCreate measures one create event in the worker: resolve,
 // stored-workout read (coalescing), budget check, athlete read counter,
 // token, Strava fetch (simulator), upsert, audit.
 func BenchmarkWorkerCreate(b *testing.B) {
-	h := newHarness(b)
-	h.link("u1", 10, 24*time.Hour)
+	h := ingesttest.New(b)
+	h.Link("u1", 10, 24*time.Hour)
 	// Usage is reset every iteration so the benchmark never meets the budget;
 	// the athlete's read cap is out of reach but still counted every op.
-	h.worker.Fetch.AthleteReadsPerWindow = 1 << 30
+	h.Worker.Fetch.AthleteReadsPerWindow = 1 << 30
 	ctx := context.Background()
 	for i := range 5000 {
-		h.activity(int64(i+1), 10, "Run")
+		h.Activity(int64(i+1), 10, "Run")
 	}
 	i := 0
 	for b.Loop() {
@@ -102,8 +103,8 @@ func BenchmarkWorkerCreate(b *testing.B) {
 		if i > 5000 {
 			b.Fatal("benchmark ran past the prepared activities")
 		}
-		h.sim.SetUsage(0, 0, 0, 0)
-		if err := h.worker.Process(ctx, job(h.sim.ActivityEvent("create", int64(i), 10, nil))); err != nil {
+		h.Sim.SetUsage(0, 0, 0, 0)
+		if err := h.Worker.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", int64(i), 10, nil))); err != nil {
 			b.Fatal(fmt.Errorf("iteration %d: %w", i, err))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -61,18 +62,18 @@ func TestMapActivityPhysicalBounds(t *testing.T) {
 // trail says why.
 func TestWorkerRejectsPhysicallyImpossibleActivity(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
-	h.sim.PutActivity(stravasim.Activity{ID: 900, AthleteID: 10, SportType: "Run", Distance: 1e300, MovingTime: 1500,
+	h.Sim.PutActivity(stravasim.Activity{ID: 900, AthleteID: 10, SportType: "Run", Distance: 1e300, MovingTime: 1500,
 		ElapsedTime: 1600, StartDate: time.Now().UTC().Add(-time.Hour)})
-	if err := h.worker.Run(ctx, job(h.sim.ActivityEvent("create", 900, 10, nil))); err != nil {
+	if err := h.Worker.Run(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 900, 10, nil))); err != nil {
 		t.Fatalf("worker: %v; want the job finished as rejected (nil)", err)
 	}
-	if _, err := h.st.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout 900: %v; want nothing written", err)
 	}
-	rejected := h.audits(keys.AthletePK(10))[ingest.AuditEventRejected]
+	rejected := h.Audits(keys.AthletePK(10))[ingest.AuditEventRejected]
 	if len(rejected) != 1 || !strings.Contains(rejected[0].Details["reason"], "distance") ||
 		!strings.Contains(rejected[0].Details["reason"], "physical bound") {
 		t.Fatalf("rejected audits %+v; want one whose reason names the distance bound", rejected)

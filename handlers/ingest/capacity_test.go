@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // Each job is metered on its own: the worker's "job finished" line carries
@@ -20,19 +21,19 @@ import (
 // meter the caller put in the context receives them too.
 func TestWorkerJobCapacityIsLogged(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(100, 10, "Run")
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(100, 10, "Run")
 	var logs lockedLog
-	w := app.NewStravaWorker(h.st, app.StravaSettings{
-		BaseURL: h.sim.URL, ClientID: h.sim.ClientID(), ClientSecret: h.sim.ClientSecret(),
+	w := app.NewStravaWorker(h.St, app.StravaSettings{
+		BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(), ClientSecret: h.Sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	ctx, outer := capacity.StartMeter(context.Background())
-	if err := w.Run(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+	if err := w.Run(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.st.Workout(context.Background(), "u1", 100); err != nil {
+	if _, err := h.St.Workout(context.Background(), "u1", 100); err != nil {
 		t.Fatalf("workout not written: %v", err)
 	}
 	got := outer.Snapshot()

@@ -29,6 +29,7 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -241,7 +242,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	st.Secrets = seedStore.Secrets
 	prefix := strings.TrimSuffix(tables.Main, store.BaseMain)
 
-	sim := stravasim.New(stravasim.Options{SubscriptionID: subscriptionID})
+	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
 	const athlete, user = 501, "heavy"
 	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "H"})
@@ -298,9 +299,9 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	d := &captureDispatcher{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, st, d, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, d, ingesttest.Log()).Mount(mux)
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
-		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, testLog())
+		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 	proj := consumer.New(st, consumer.Options{Metrics: &strings.Builder{}})
 
 	type cost struct {

@@ -14,21 +14,22 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 func TestWebhookHandshake(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, nil, nil, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, nil, nil, ingesttest.Log()).Mount(mux)
 	tests := []struct {
 		name       string
 		given      url.Values
 		wantStatus int
 	}{
-		{"valid", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {verifyToken}, "hub.challenge": {"15f7d1a91c1f40f8a748fd134752feb3"}}, 200},
+		{"valid", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {ingesttest.VerifyToken}, "hub.challenge": {"15f7d1a91c1f40f8a748fd134752feb3"}}, 200},
 		{"wrong token", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {"nope"}, "hub.challenge": {"c"}}, 403},
-		{"wrong mode", url.Values{"hub.mode": {"unsubscribe"}, "hub.verify_token": {verifyToken}, "hub.challenge": {"c"}}, 403},
-		{"no challenge", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {verifyToken}}, 403},
+		{"wrong mode", url.Values{"hub.mode": {"unsubscribe"}, "hub.verify_token": {ingesttest.VerifyToken}, "hub.challenge": {"c"}}, 403},
+		{"no challenge", url.Values{"hub.mode": {"subscribe"}, "hub.verify_token": {ingesttest.VerifyToken}}, 403},
 		{"nothing", url.Values{}, 403},
 	}
 	for _, tt := range tests {
@@ -50,15 +51,15 @@ func TestWebhookHandshake(t *testing.T) {
 	// Through the simulator, as Strava does it when the subscription is created.
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	h := newHarness(t)
-	if err := h.sim.VerifyCallback(context.Background(), srv.URL+intake.WebhookPath, verifyToken); err != nil {
+	h := ingesttest.New(t)
+	if err := h.Sim.VerifyCallback(context.Background(), srv.URL+intake.WebhookPath, ingesttest.VerifyToken); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestWebhookRejectsBadEvents(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	valid := `{"object_type":"activity","object_id":1,"aspect_type":"create","owner_id":2,"subscription_id":120475,"event_time":4}`
 	tests := []struct {
 		name       string
@@ -77,7 +78,7 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := h.post([]byte(tt.given))
+			resp, body := h.Post([]byte(tt.given))
 			if resp.StatusCode != tt.wantStatus || body["error"] != tt.wantError {
 				t.Fatalf("got %d %v, want %d %s", resp.StatusCode, body, tt.wantStatus, tt.wantError)
 			}
@@ -89,24 +90,24 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 			}
 		})
 	}
-	if n := h.dispatch.calls.Load(); n != 0 {
+	if n := h.Dispatch.Calls.Load(); n != 0 {
 		t.Fatalf("got %d hand-offs for bad events, want 0", n)
 	}
 	// Nothing was claimed: the valid event is still new.
-	if resp, body := h.post([]byte(valid)); resp.StatusCode != 200 || body["status"] != "accepted" {
+	if resp, body := h.Post([]byte(valid)); resp.StatusCode != 200 || body["status"] != "accepted" {
 		t.Fatalf("got %d %v, want accepted", resp.StatusCode, body)
 	}
 }
 
 func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(100, 10, "Run")
-	ev := h.sim.ActivityEvent("create", 100, 10, nil)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(100, 10, "Run")
+	ev := h.Sim.ActivityEvent("create", 100, 10, nil)
 	var first string
 	for i := range 3 {
-		resp, body := h.post(mustJSON(t, ev))
+		resp, body := h.Post(ingesttest.MustJSON(t, ev))
 		want := "duplicate"
 		if i == 0 {
 			want, first = "accepted", body["correlationId"].(string)
@@ -115,19 +116,19 @@ func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 			t.Fatalf("delivery %d: got %d %v, want 200 %s", i, resp.StatusCode, body, want)
 		}
 	}
-	h.wait()
-	if n := h.dispatch.calls.Load(); n != 1 {
+	h.Wait()
+	if n := h.Dispatch.Calls.Load(); n != 1 {
 		t.Fatalf("got %d hand-offs, want 1", n)
 	}
-	if n := h.sim.Stats().ActivityFetches; n != 1 {
+	if n := h.Sim.Stats().ActivityFetches; n != 1 {
 		t.Fatalf("got %d Strava fetches, want 1", n)
 	}
-	a := h.audits(keys.UserPK("u1"))
+	a := h.Audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditActivityCreate]) != 1 || len(a[ingest.AuditActivityUpdate]) != 0 {
 		t.Fatalf("got audits %v, want exactly one %s", a, ingest.AuditActivityCreate)
 	}
 	// The correlation id of the accepting request is on the workout and the audit entry.
-	w := h.workout("u1", 100)
+	w := h.Workout("u1", 100)
 	if w.CorrelationID != first || a[ingest.AuditActivityCreate][0].CorrelationID != first {
 		t.Fatalf("got workout correlation %q, audit %q; want %q", w.CorrelationID, a[ingest.AuditActivityCreate][0].CorrelationID, first)
 	}
@@ -137,7 +138,7 @@ func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 	if err != nil || len(byCorr) != 0 {
 		t.Fatalf("audit by correlation: got %d entries, %v; want 0 (routine entries are not indexed)", len(byCorr), err)
 	}
-	if len(h.workouts("u1")) != 1 {
+	if len(h.Workouts("u1")) != 1 {
 		t.Fatal("want exactly one workout item")
 	}
 }
@@ -148,67 +149,58 @@ func TestWebhookSameEventThreeTimesIsOneWrite(t *testing.T) {
 // lapses. Protection: the outbox claim before the hand-off, and the sweeper.
 func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(100, 10, "Run")
-	h.dispatch.fail.Store(1)
-	ev := h.sim.ActivityEvent("create", 100, 10, nil)
-	d := h.deliver(ev)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(100, 10, "Run")
+	h.Dispatch.Fail.Store(1)
+	ev := h.Sim.ActivityEvent("create", 100, 10, nil)
+	d := h.Deliver(ev)
 	if d.Attempts != 1 || d.Statuses[0] != http.StatusOK {
 		t.Fatalf("got delivery %+v, want 200 at once", d)
 	}
-	if _, err := h.st.Workout(context.Background(), "u1", 100); err == nil {
+	if _, err := h.St.Workout(context.Background(), "u1", 100); err == nil {
 		t.Fatal("the workout exists although the hand-off failed")
 	}
-	rec, err := h.st.OutboxItem(context.Background(), job(ev).IdempotencyKey)
+	rec, err := h.St.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey)
 	if err != nil || rec.Status != model.OutboxReceived {
 		t.Fatalf("got %+v, %v; want the event received in the outbox", rec, err)
 	}
 	// Within its lease a redelivery is a duplicate (the hand-off may be in flight).
-	if resp, body := h.post(mustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
+	if resp, body := h.Post(ingesttest.MustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
 		t.Fatalf("got %d %v, want duplicate within the lease", resp.StatusCode, body)
 	}
-	res := h.sweep(rec.DueAt())
+	res := h.Sweep(rec.DueAt())
 	if res.Due != 1 || res.Dispatched != 1 {
 		t.Fatalf("got sweep %+v, want the item dispatched", res)
 	}
-	h.wait()
-	if w := h.workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
+	h.Wait()
+	if w := h.Workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
 		t.Fatalf("got %+v, want the workout written by the sweeper's dispatch", w)
 	}
-	if rec, _ := h.st.OutboxItem(context.Background(), job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+	if rec, _ := h.St.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
 		t.Fatalf("got %+v, want done after 2 dispatches", rec)
 	}
-	if n := h.sim.Stats().ActivityFetches; n != 1 {
+	if n := h.Sim.Stats().ActivityFetches; n != 1 {
 		t.Fatalf("got %d fetches, want 1", n)
 	}
 }
 
 func TestWebhookStoreUnavailableIs503(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	// A webhook pointed at tables that do not exist cannot record the key.
 	mux := http.NewServeMux()
 	broken := newBrokenStore(t)
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, broken, h.dispatch, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, broken, h.Dispatch, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+intake.WebhookPath, "application/json",
-		strings.NewReader(string(mustJSON(t, h.sim.ActivityEvent("create", 1, 2, nil)))))
+		strings.NewReader(string(ingesttest.MustJSON(t, h.Sim.ActivityEvent("create", 1, 2, nil)))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || h.dispatch.calls.Load() != 0 {
-		t.Fatalf("got %d with %d hand-offs, want 503 and none", resp.StatusCode, h.dispatch.calls.Load())
+	if resp.StatusCode != http.StatusServiceUnavailable || h.Dispatch.Calls.Load() != 0 {
+		t.Fatalf("got %d with %d hand-offs, want 503 and none", resp.StatusCode, h.Dispatch.Calls.Load())
 	}
-}
-
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

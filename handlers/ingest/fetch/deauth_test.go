@@ -1,4 +1,4 @@
-package ingest_test
+package fetch_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -28,53 +29,43 @@ import (
 // when it is newer than the grant; its cleanup is resumable; writes landing
 // afterwards keep the expiry.
 
-// writeActivities stores n activities of athlete (ids from first) through
-// the pipeline.
-func (h *harness) writeActivities(athlete, first int64, n int) {
-	h.t.Helper()
-	for id := first; id < first+int64(n); id++ {
-		h.activity(id, athlete, "Run")
-		h.deliver(h.sim.ActivityEvent("create", id, athlete, nil))
-	}
-}
-
 // TestForgedDeauthorizationIsNotConfirmed: a deauthorization posted while
 // the athlete's grant is valid removes nothing: Strava answers the grant's
 // authenticated call once, the event is audited unconfirmed and settled.
 // Protection: confirmRevoked (the grant must fail).
 func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	tok := h.link("u1", 10, time.Hour)
-	h.writeActivities(10, 800, 2)
-	before := h.sim.Stats()
+	h := ingesttest.New(t)
+	tok := h.Link("u1", 10, time.Hour)
+	h.WriteActivities(10, 800, 2)
+	before := h.Sim.Stats()
 
-	ev := h.sim.DeauthorizationEvent(10) // forged: Strava revoked nothing
-	h.deliver(ev)
+	ev := h.Sim.DeauthorizationEvent(10) // forged: Strava revoked nothing
+	h.Deliver(ev)
 
 	// Confirming asked Strava now: one refresh (the grant rotated, not
 	// removed) and one read with the fresh token.
-	c, err := h.connection("u1")
-	if err != nil || c.RefreshToken == tok.RefreshToken || !h.sim.RefreshTokenValid(c.RefreshToken) || c.NeedsReauth {
+	c, err := h.Connection("u1")
+	if err != nil || c.RefreshToken == tok.RefreshToken || !h.Sim.RefreshTokenValid(c.RefreshToken) || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v; want it kept, with the refreshed tokens", c, err)
 	}
-	for _, w := range h.workouts("u1") {
+	for _, w := range h.Workouts("u1") {
 		if w.ExpiresAt != 0 {
 			t.Fatalf("workout %d scheduled for deletion (expiresAt %d)", w.ActivityID, w.ExpiresAt)
 		}
 	}
-	if _, err := h.st.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: got %v, want none", err)
 	}
-	a := h.audits(keys.UserPK("u1"))
+	a := h.Audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
 		t.Fatalf("audits %v: want one %s and no %s", mapKeys(a), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
 	}
-	after := h.sim.Stats()
+	after := h.Sim.Stats()
 	if n := after.AthleteRequests - before.AthleteRequests; n != 1 || after.TokenRefreshes != before.TokenRefreshes+1 {
 		t.Fatalf("%d athlete requests and %d refreshes, want 1 and 1", n, after.TokenRefreshes-before.TokenRefreshes)
 	}
-	if rec := h.outbox(job(ev)); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
 }
@@ -86,33 +77,33 @@ func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 // Protection: the event time vs. grant time check.
 func TestLateDeauthorizationIsStale(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour) // the reconnect: grant now
-	h.writeActivities(10, 810, 1)
+	h.Link("u1", 10, time.Hour) // the reconnect: grant now
+	h.WriteActivities(10, 810, 1)
 	// The new grant is refused too (flagged): only the event time tells the
 	// old revocation from a new one.
-	if err := h.st.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
+	if err := h.St.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	before := h.sim.Stats()
-	ev := h.sim.DeauthorizationEvent(10)
+	before := h.Sim.Stats()
+	ev := h.Sim.DeauthorizationEvent(10)
 	ev.EventTime = time.Now().Add(-time.Hour).Unix() // the revocation before the reconnect
-	h.deliver(ev)
+	h.Deliver(ev)
 
-	if _, err := h.connection("u1"); err != nil {
+	if _, err := h.Connection("u1"); err != nil {
 		t.Fatalf("connection: %v; want it kept", err)
 	}
-	if _, err := h.st.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: got %v, want none", err)
 	}
-	if w := h.workout("u1", 810); w.ExpiresAt != 0 {
+	if w := h.Workout("u1", 810); w.ExpiresAt != 0 {
 		t.Fatalf("workout scheduled for deletion (expiresAt %d)", w.ExpiresAt)
 	}
-	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditDeauthStale]); n != 1 {
+	if n := len(h.Audits(keys.UserPK("u1"))[ingest.AuditDeauthStale]); n != 1 {
 		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditDeauthStale)
 	}
-	if after := h.sim.Stats(); after.AthleteRequests != before.AthleteRequests || after.TokenRefreshes != before.TokenRefreshes {
+	if after := h.Sim.Stats(); after.AthleteRequests != before.AthleteRequests || after.TokenRefreshes != before.TokenRefreshes {
 		t.Fatal("a stale deauthorization called Strava")
 	}
 }
@@ -123,31 +114,31 @@ func TestLateDeauthorizationIsStale(t *testing.T) {
 // for anything but 200 and 401.
 func TestUnconfirmableDeauthorizationWaits(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
-	h.sim.RevokeAthlete(10)
+	h.Link("u1", 10, time.Hour)
+	h.Sim.RevokeAthlete(10)
 	// The confirmation's refresh meets a 5xx: Strava cannot say.
-	h.sim.FailNext(stravasim.EndpointToken, http.StatusServiceUnavailable, 1)
-	j := job(h.sim.DeauthorizationEvent(10))
-	h.claim(j)
-	w := h.newWorker()
+	h.Sim.FailNext(stravasim.EndpointToken, http.StatusServiceUnavailable, 1)
+	j := ingesttest.Job(h.Sim.DeauthorizationEvent(10))
+	h.Claim(j)
+	w := h.NewWorker()
 	if err := w.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
 		t.Fatalf("outbox %+v, want received with one failure", rec)
 	}
-	if _, err := h.connection("u1"); err != nil {
+	if _, err := h.Connection("u1"); err != nil {
 		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
 	}
 	if err := w.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed once confirmed", err)
 	}
-	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
 }
@@ -183,59 +174,59 @@ func (f *failingPurge) RoundTrip(r *http.Request) (*http.Response, error) {
 // (guard revoked at the event's time → purge again).
 func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
-	h.writeActivities(10, 820, 5)
-	h.sim.RevokeAthlete(10) // the athlete revoked access on strava.com
+	h.Link("u1", 10, time.Hour)
+	h.WriteActivities(10, 820, 5)
+	h.Sim.RevokeAthlete(10) // the athlete revoked access on strava.com
 
 	ft := &failingPurge{next: http.DefaultTransport}
 	ft.allow.Store(0)
 	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 	})
-	faulty := store.New(db, h.st.Tables())
-	faulty.Secrets = h.st.Secrets
-	w := app.NewStravaWorker(faulty, app.StravaSettings{BaseURL: h.sim.URL, ClientID: h.sim.ClientID(),
-		ClientSecret: h.sim.ClientSecret(), AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, testLog())
+	faulty := store.New(db, h.St.Tables())
+	faulty.Secrets = h.St.Secrets
+	w := app.NewStravaWorker(faulty, app.StravaSettings{BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(),
+		ClientSecret: h.Sim.ClientSecret(), AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 
-	ev := h.sim.DeauthorizationEvent(10)
-	j := job(ev)
-	h.claim(j)
+	ev := h.Sim.DeauthorizationEvent(10)
+	j := ingesttest.Job(ev)
+	h.Claim(j)
 	if err := w.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
 		t.Fatalf("outbox %+v, want received with one failure after the purge failed", rec)
 	}
-	if _, err := h.connection("u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed", err)
 	}
-	g, err := h.st.UserGuard(ctx, "u1")
+	g, err := h.St.UserGuard(ctx, "u1")
 	if err != nil || !g.Revoked() || g.StravaRevokedAtUtc.Unix() != ev.EventTime {
 		t.Fatalf("guard %+v, %v; want revoked at the event time %d", g, err, ev.EventTime)
 	}
-	if n := len(h.workouts("u1")); n != 5 {
+	if n := len(h.Workouts("u1")); n != 5 {
 		t.Fatalf("%d workouts after the failed purge, want 5 (the delete failed)", n)
 	}
 
 	// The retry (another instance) finds the connection gone and resumes.
-	if err := h.newWorker().Run(ctx, j); err != nil {
+	if err := h.NewWorker().Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
-	if n := len(h.workouts("u1")); n != 0 {
+	if n := len(h.Workouts("u1")); n != 0 {
 		t.Fatalf("%d workouts, want 0", n)
 	}
-	if _, err := h.st.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("owner: %v; want the mapping deleted", err)
 	}
-	if u, err := purge.New(h.st).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
+	if u, err := purge.New(h.St).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
 		t.Fatalf("revoked owner: %q, %v; want u1", u, err)
 	}
-	if n := len(h.audits(keys.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
+	if n := len(h.Audits(keys.UserPK("u1"))[ingest.AuditAthleteDeauthorize]); n != 1 {
 		t.Fatalf("got %d %s audits, want 1", n, ingest.AuditAthleteDeauthorize)
 	}
 }
@@ -246,43 +237,43 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 // Protection: the guard check after UpsertWorkout (revoked → delete).
 func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
-	h.activity(830, 10, "Run")
+	h.Link("u1", 10, time.Hour)
+	h.Activity(830, 10, "Run")
 	gate := make(chan struct{})
-	h.sim.AddFault(stravasim.Fault{ActivityID: 830, Gate: gate})
-	create := job(h.sim.ActivityEvent("create", 830, 10, nil))
-	h.claim(create)
-	before := h.sim.Stats().ActivityRequests
+	h.Sim.AddFault(stravasim.Fault{ActivityID: 830, Gate: gate})
+	create := ingesttest.Job(h.Sim.ActivityEvent("create", 830, 10, nil))
+	h.Claim(create)
+	before := h.Sim.Stats().ActivityRequests
 	done := make(chan error, 1)
-	go func() { done <- h.newWorker().Run(ctx, create) }()
-	for h.sim.Stats().ActivityRequests == before {
+	go func() { done <- h.NewWorker().Run(ctx, create) }()
+	for h.Sim.Stats().ActivityRequests == before {
 		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The answer (200) is decided; now the athlete revokes and the
 	// deauthorization is processed before the fetch lands.
-	h.sim.RevokeAthlete(10)
-	deauth := job(h.sim.DeauthorizationEvent(10))
-	h.claim(deauth)
-	if err := h.newWorker().Run(ctx, deauth); err != nil {
+	h.Sim.RevokeAthlete(10)
+	deauth := ingesttest.Job(h.Sim.DeauthorizationEvent(10))
+	h.Claim(deauth)
+	if err := h.NewWorker().Run(ctx, deauth); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(deauth); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(deauth); rec.Status != model.OutboxDone {
 		t.Fatalf("deauthorization outbox %+v, want done", rec)
 	}
 	close(gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	g, err := h.st.UserGuard(ctx, "u1")
+	g, err := h.St.UserGuard(ctx, "u1")
 	if err != nil || !g.Revoked() {
 		t.Fatalf("guard %+v, %v; want revoked", g, err)
 	}
-	h.project() // the landed write's record: the guard, read with the milestones, removes it
-	if _, err := h.st.Workout(ctx, "u1", 830); !errors.Is(err, model.ErrNotFound) {
+	h.Project() // the landed write's record: the guard, read with the milestones, removes it
+	if _, err := h.St.Workout(ctx, "u1", 830); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout written after the revocation: %v, want it removed", err)
 	}
 }
@@ -300,20 +291,20 @@ func mapKeys[V any](m map[string]V) []string {
 // removes nothing. Protection: confirmRevoked's 429 → DeferError.
 func TestDeauthorizationConfirmationDefersOn429(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
+	h.Link("u1", 10, time.Hour)
 	// The refresh Verify makes succeeds; the confirming read is refused.
-	h.sim.FailNext(stravasim.EndpointAthlete, http.StatusTooManyRequests, 1)
-	j := job(h.sim.DeauthorizationEvent(10))
-	h.claim(j)
-	if err := h.newWorker().Run(ctx, j); err != nil {
+	h.Sim.FailNext(stravasim.EndpointAthlete, http.StatusTooManyRequests, 1)
+	j := ingesttest.Job(h.Sim.DeauthorizationEvent(10))
+	h.Claim(j)
+	if err := h.NewWorker().Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
+	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
 		t.Fatalf("outbox %+v, want received and deferred (no failure)", rec)
 	}
-	if _, err := h.connection("u1"); err != nil {
+	if _, err := h.Connection("u1"); err != nil {
 		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
 	}
 }

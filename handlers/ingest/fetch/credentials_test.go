@@ -1,4 +1,4 @@
-package ingest_test
+package fetch_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/outbox"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // TestRotatedAppSecretFlagsNobodyAndResumes: Strava refuses the
@@ -24,58 +25,52 @@ import (
 // failures), the runner's metric, and Verify for the confirmation.
 func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, -time.Minute) // expired: every job needs a refresh
-	h.activity(901, 10, "Run")
-	metrics := &lockedBuffer{}
-	h.worker.Runner.Metrics = metrics
-	good := h.sim.ClientSecret()
-	h.sim.RotateClientSecret("rotated-at-strava")
+	h.Link("u1", 10, -time.Minute) // expired: every job needs a refresh
+	h.Activity(901, 10, "Run")
+	metrics := &ingesttest.LockedBuffer{}
+	h.Worker.Runner.Metrics = metrics
+	good := h.Sim.ClientSecret()
+	h.Sim.RotateClientSecret("rotated-at-strava")
 
-	create, revoke := h.sim.ActivityEvent("create", 901, 10, nil), h.sim.DeauthorizationEvent(10)
-	h.deliver(create)
-	h.deliver(revoke)
-	for _, ev := range []ingest.Job{job(create), job(revoke)} {
-		rec := h.outbox(ev)
+	create, revoke := h.Sim.ActivityEvent("create", 901, 10, nil), h.Sim.DeauthorizationEvent(10)
+	h.Deliver(create)
+	h.Deliver(revoke)
+	for _, ev := range []ingest.Job{ingesttest.Job(create), ingesttest.Job(revoke)} {
+		rec := h.Outbox(ev)
 		if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals == 0 || !strings.Contains(rec.Reason, "credentials") {
 			t.Fatalf("outbox %+v: want received, deferred for the credentials, no failure", rec)
 		}
 	}
-	c, err := h.connection("u1")
+	c, err := h.Connection("u1")
 	if err != nil || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v: want it kept and not flagged", c, err)
 	}
-	if _, err := h.st.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: %v; want no revocation", err)
 	}
 	if got := strings.Count(metrics.String(), `"`+outbox.MetricAppCredentialsRejected+`":1`); got != 2 {
 		t.Fatalf("got %d %s points, want 2:\n%s", got, outbox.MetricAppCredentialsRejected, metrics.String())
 	}
 
-	h.sim.RotateClientSecret(good)
-	h.sweep(time.Now().Add(ingest.AppCredentialsWait + time.Second))
-	h.wait()
-	for _, ev := range []ingest.Job{job(create), job(revoke)} {
-		if rec := h.outbox(ev); rec.Status != model.OutboxDone {
+	h.Sim.RotateClientSecret(good)
+	h.Sweep(time.Now().Add(ingest.AppCredentialsWait + time.Second))
+	h.Wait()
+	for _, ev := range []ingest.Job{ingesttest.Job(create), ingesttest.Job(revoke)} {
+		if rec := h.Outbox(ev); rec.Status != model.OutboxDone {
 			t.Fatalf("outbox %+v after the secret is right: want done", rec)
 		}
 	}
-	if w := h.workout("u1", 901); w == nil || w.IsDeleted {
+	if w := h.Workout("u1", 901); w == nil || w.IsDeleted {
 		t.Fatalf("workout %+v: want it written", w)
 	}
-	if c, err := h.connection("u1"); err != nil || c.NeedsReauth {
+	if c, err := h.Connection("u1"); err != nil || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v: the forged revocation removed or flagged it", c, err)
 	}
-	if a := h.audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
+	if a := h.Audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
 		t.Fatalf("audits %v: want the revocation unconfirmed", mapKeys(a))
 	}
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed: a connection flagged
@@ -86,21 +81,21 @@ func (l *lockedBuffer) String() string {
 // confirms and the athlete's data is deleted).
 func TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.writeActivities(10, 800, 2)
-	if err := h.st.MarkNeedsReauth(context.Background(), "u1", time.Now()); err != nil {
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.WriteActivities(10, 800, 2)
+	if err := h.St.MarkNeedsReauth(context.Background(), "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h.deliver(h.sim.DeauthorizationEvent(10))
-	c, err := h.connection("u1")
+	h.Deliver(h.Sim.DeauthorizationEvent(10))
+	c, err := h.Connection("u1")
 	if err != nil || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v: want it kept, the stale flag cleared by Strava's answer", c, err)
 	}
-	if n := len(h.workouts("u1")); n != 2 {
+	if n := len(h.Workouts("u1")); n != 2 {
 		t.Fatalf("%d workouts left, want 2", n)
 	}
-	if a := h.audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
+	if a := h.Audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
 		t.Fatalf("audits %v: want one %s", mapKeys(a), ingest.AuditDeauthUnconfirmed)
 	}
 }

@@ -1,4 +1,4 @@
-package ingest_test
+package syncjobs_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -89,44 +90,44 @@ func (s *scheduleStore) take() (visits, claims map[string]int) {
 
 // milestone gives user an active milestone from start to end.
 func (r *syncRig) milestone(user string, start, end time.Time) {
-	r.t.Helper()
+	r.T.Helper()
 	m := &model.Milestone{UserID: user, MilestoneID: "m-" + user, MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: "distance", Title: "Run", Metric: "distance", Target: 100, SportTypes: []string{"Run"},
 		PeriodStartAtUtc: start, PeriodEndAtUtc: &end, PartCount: 1}, Version: 1, CreatedAtUtc: start, WrittenBy: model.WriterAPI}
 	m.Status = model.StatusActive
-	if err := r.st.Put(context.Background(), r.st.Tables().Main, m); err != nil {
-		r.t.Fatal(err)
+	if err := r.St.Put(context.Background(), r.St.Tables().Main, m); err != nil {
+		r.T.Fatal(err)
 	}
 }
 
 // profiles puts users' profiles and waits until the users index lists them.
 func (r *syncRig) profiles(users ...string) {
-	r.t.Helper()
+	r.T.Helper()
 	ctx := context.Background()
 	for i, u := range users {
-		if err := r.st.Put(ctx, r.st.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(1000 + i)}); err != nil {
-			r.t.Fatal(err)
+		if err := r.St.Put(ctx, r.St.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(1000 + i)}); err != nil {
+			r.T.Fatal(err)
 		}
 	}
 	r.waitUntil("the users index lists every profile", func() bool {
-		n, err := r.st.CountUsers(ctx)
+		n, err := r.St.CountUsers(ctx)
 		return err == nil && n == len(users)
 	})
 }
 
 func (r *syncRig) scheduleStore(settings syncjobs.SyncSettings) *scheduleStore {
-	ss := &scheduleStore{Store: r.st, visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
-	r.sched = syncjobs.NewSyncScheduler(ss, nil, testLog())
+	ss := &scheduleStore{Store: r.St, visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
+	r.sched = syncjobs.NewSyncScheduler(ss, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return ss
 }
 
 func (r *syncRig) step() syncjobs.ReconcileResult {
-	r.t.Helper()
+	r.T.Helper()
 	res, err := r.sched.ReconcileStep(context.Background())
 	if err != nil {
-		r.t.Fatalf("ReconcileStep: %v", err)
+		r.T.Fatalf("ReconcileStep: %v", err)
 	}
 	return res
 }
@@ -142,7 +143,7 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	ctx := context.Background()
 	r.profiles("u-none", "u-quiet", "u-active")
 	for i, u := range []string{"u-none", "u-quiet", "u-active"} {
-		r.link(u, int64(600+i), 24*time.Hour)
+		r.Link(u, int64(600+i), 24*time.Hour)
 	}
 	r.milestone("u-quiet", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
 	r.milestone("u-active", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
@@ -151,7 +152,7 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	// Both were reconciled an hour ago up to activity 7001; u-active
 	// uploaded 7002 since.
 	for _, u := range []string{"u-quiet", "u-active"} {
-		if _, err := r.st.UpdateSyncState(ctx, u, func(cur *syncstate.SyncState) error {
+		if _, err := r.St.UpdateSyncState(ctx, u, func(cur *syncstate.SyncState) error {
 			cur.State, cur.ReconciledAtUtc, cur.ReconciledActivityID = syncstate.SyncIdle, r.now.Add(-time.Hour), 7001
 			return nil
 		}); err != nil {
@@ -164,7 +165,7 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	}{{"u-quiet", 7000}, {"u-quiet", 7001}, {"u-active", 7001}, {"u-active", 7002}} {
 		wo := &model.Workout{UserID: w.user, AthleteID: 1, ActivityID: w.id, SportType: "Run", DistanceMeters: 1000,
 			StartDateUtc: r.now.Add(-time.Duration(w.id-6990) * time.Hour), CreatedAtUtc: r.now, UpdatedAtUtc: r.now, FetchStartedAtNs: r.now.UnixNano()}
-		if err := r.st.UpsertWorkout(ctx, wo); err != nil {
+		if err := r.St.UpsertWorkout(ctx, wo); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,12 +198,12 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 	t.Parallel()
 	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour}
 	r := newSyncRig(t, settings)
-	lister := &recordingLister{ActivityLister: strava.NewClient(r.sim.URL, nil)}
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, lister.ActivityLister.(*strava.Client).HTTPClient())
-	r.worker.Sync = syncjobs.NewSyncer(r.counted, refresher, lister, testLog())
+	lister := &recordingLister{ActivityLister: strava.NewClient(r.Sim.URL, nil)}
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, lister.ActivityLister.(*strava.Client).HTTPClient())
+	r.worker.Sync = syncjobs.NewSyncer(r.counted, refresher, lister, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	r.worker.Sync.Now = func() time.Time { return r.now }
-	r.link("u1", 95, 24*time.Hour)
+	r.Link("u1", 95, 24*time.Hour)
 	r.profiles("u1")
 	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
 	r.history(95, 8000, 5, 24*time.Hour)
@@ -211,9 +212,9 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 		t.Fatalf("got %s reconciled %s up to %d, want the first backfill to count as a reconciliation up to 8004", show(st), st.ReconciledAtUtc, st.ReconciledActivityID)
 	}
 	// An upload, through its webhook.
-	r.sim.PutActivity(stravasim.Activity{ID: 8100, AthleteID: 95, Name: "New", SportType: "Run", Distance: 2000, MovingTime: 700,
+	r.Sim.PutActivity(stravasim.Activity{ID: 8100, AthleteID: 95, Name: "New", SportType: "Run", Distance: 2000, MovingTime: 700,
 		ElapsedTime: 800, StartDate: r.now.Add(-time.Hour).Truncate(time.Second)})
-	r.deliver(r.sim.ActivityEvent("create", 8100, 95, nil))
+	r.Deliver(r.Sim.ActivityEvent("create", 8100, 95, nil))
 	r.counted.reset()
 	lister.mu.Lock()
 	lister.opts = nil
@@ -225,7 +226,7 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 		t.Fatalf("got %+v, want u1 reconciled (an upload since)", res)
 	}
 	var cur *syncstate.ReconcileCursor
-	cur, err := r.st.ReconcileCursor(context.Background())
+	cur, err := r.St.ReconcileCursor(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t 
 	}
 	r.profiles(users...)
 	for i, u := range users {
-		r.link(u, int64(700+i), 24*time.Hour)
+		r.Link(u, int64(700+i), 24*time.Hour)
 		r.milestone(u, r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 30))
 	}
 	ss.crashSave = 4 // the third page's save (after the cycle's first)
@@ -285,7 +286,7 @@ func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t 
 		}
 		// Idle users again for the next cycle: their jobs were never run.
 		for _, u := range users {
-			if _, err := r.st.UpdateSyncState(context.Background(), u, func(cur *syncstate.SyncState) error {
+			if _, err := r.St.UpdateSyncState(context.Background(), u, func(cur *syncstate.SyncState) error {
 				cur.State = syncstate.SyncIdle
 				return nil
 			}); err != nil {
@@ -315,14 +316,14 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	}
 	r.profiles(users...)
 	for i, u := range users {
-		r.link(u, int64(800+i), 48*time.Hour)
+		r.Link(u, int64(800+i), 48*time.Hour)
 		// p00's milestone ends last, p09's first.
 		r.milestone(u, r.now.AddDate(0, 0, -30), r.now.Add(time.Duration(n-i)*24*time.Hour))
-		r.sim.PutActivity(stravasim.Activity{ID: int64(9000 + i), AthleteID: int64(800 + i), Name: "A", SportType: "Run",
+		r.Sim.PutActivity(stravasim.Activity{ID: int64(9000 + i), AthleteID: int64(800 + i), Name: "A", SportType: "Run",
 			Distance: 1000, MovingTime: 600, ElapsedTime: 700, StartDate: r.now.Add(-24 * time.Hour).Truncate(time.Second)})
 	}
 	// The limits are known (a reading this window, nothing used).
-	if err := r.st.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.St.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +332,10 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	}
 	w := 15 * time.Minute
 	head := time.Duration(syncjobs.DefaultSyncHeadStart * float64(w))
-	lists := r.sim.Stats().ListRequests
+	lists := r.Sim.Stats().ListRequests
 	check := func() {
 		t.Helper()
-		taken := r.sim.Stats().ListRequests - lists
+		taken := r.Sim.Stats().ListRequests - lists
 		if allowed := budget.PacedAllowance(100, 0.5, r.now, w, head); taken > int64(allowed) {
 			t.Fatalf("at %s syncs listed %d pages, over the paced allowance %d", r.now.Format(time.TimeOnly), taken, allowed)
 		}
@@ -343,7 +344,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	jobKeys := map[string]string{}
 	for _, u := range users { // in the order the first runs come
 		jobKeys[keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot)] = u
-		rec, err := r.st.OutboxItem(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot))
+		rec, err := r.St.OutboxItem(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,14 +354,14 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		}
 		check()
 	}
-	first := int(r.sim.Stats().ListRequests - lists)
+	first := int(r.Sim.Stats().ListRequests - lists)
 	if want := budget.PacedAllowance(100, 0.5, r.now, w, head); first != want {
 		t.Fatalf("got %d lists at once, want the paced allowance %d", first, want)
 	}
 	// The rest wait; they run as they come due (the sweeper's order).
 	var order []string
 	for range 5 * n {
-		due, err := r.st.DueOutboxItems(ctx, r.now.Add(24*time.Hour), 100)
+		due, err := r.St.DueOutboxItems(ctx, r.now.Add(24*time.Hour), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,17 +372,17 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		if at := d.DueAt(); at.After(r.now) {
 			r.now = at
 		}
-		rec, err := r.st.LeaseOutboxItem(ctx, d.IdempotencyKey, r.now, time.Minute)
+		rec, err := r.St.LeaseOutboxItem(ctx, d.IdempotencyKey, r.now, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		j, _ := ingest.DecodeJob([]byte(rec.Job))
-		before := r.sim.Stats().ListRequests
+		before := r.Sim.Stats().ListRequests
 		if err := r.worker.Run(ctx, j.WithOutbox(rec)); err != nil {
 			t.Fatal(err)
 		}
 		check()
-		if r.sim.Stats().ListRequests > before {
+		if r.Sim.Stats().ListRequests > before {
 			order = append(order, jobKeys[d.IdempotencyKey])
 		}
 	}
@@ -404,12 +405,12 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	r.worker.Runner.Now = func() time.Time { return r.now }
 	r.worker.Fetch.Now = r.worker.Runner.Now
 	ctx := context.Background()
-	r.link("u1", 97, 48*time.Hour)
+	r.Link("u1", 97, 48*time.Hour)
 	r.profiles("u1")
 	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 1))
-	r.activity(9700, 97, "Run")
+	r.Activity(9700, 97, "Run")
 	// Everything spent this window: webhooks defer too.
-	if err := r.st.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.St.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		ShortUsage: 100, ReadShortUsage: 100, DailyUsage: 100, ReadDailyUsage: 100,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)
@@ -418,23 +419,23 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 		t.Fatalf("ReconcileAll: %+v, %v", res, err)
 	}
 	syncKey := keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
-	rec, _ := r.st.OutboxItem(ctx, syncKey)
+	rec, _ := r.St.OutboxItem(ctx, syncKey)
 	sj, _ := ingest.DecodeJob([]byte(rec.Job))
 	if err := r.worker.Run(ctx, sj); err != nil {
 		t.Fatal(err)
 	}
-	hook := job(r.sim.ActivityEvent("create", 9700, 97, nil))
+	hook := ingesttest.Job(r.Sim.ActivityEvent("create", 9700, 97, nil))
 	hook.ReceivedAtUtc = r.now
-	r.claim(hook)
+	r.Claim(hook)
 	if err := r.worker.Run(ctx, hook); err != nil {
 		t.Fatal(err)
 	}
 	reset := r.now.Truncate(15 * time.Minute).Add(15 * time.Minute)
-	hookDue, syncDue := r.outbox(hook).DueAt(), func() time.Time { rec, _ := r.st.OutboxItem(ctx, syncKey); return rec.DueAt() }()
+	hookDue, syncDue := r.Outbox(hook).DueAt(), func() time.Time { rec, _ := r.St.OutboxItem(ctx, syncKey); return rec.DueAt() }()
 	if !hookDue.Equal(reset) || syncDue.Before(reset.Add(time.Duration(syncjobs.SyncResetDelay*float64(15*time.Minute)))) {
 		t.Fatalf("got webhook due %s, sync due %s; want the webhook at the reset %s and the sync after it", hookDue, syncDue, reset)
 	}
-	due, err := r.st.DueOutboxItems(ctx, reset.Add(time.Second), 10)
+	due, err := r.St.DueOutboxItems(ctx, reset.Add(time.Second), 10)
 	if err != nil || len(due) != 1 || due[0].IdempotencyKey != hook.IdempotencyKey {
 		t.Fatalf("due at the reset: got %v, %v; want only the webhook", due, err)
 	}
@@ -452,9 +453,9 @@ func TestReconcileSinceCatchesWhatAnOutageDropped(t *testing.T) {
 	r := newSyncRig(t, syncjobs.SyncSettings{})
 	ctx := context.Background()
 	r.profiles("u1")
-	r.link("u1", 650, 24*time.Hour)
+	r.Link("u1", 650, 24*time.Hour)
 	outage := r.now.Add(-6 * time.Hour)
-	r.sim.PutActivity(stravasim.Activity{ID: 6501, AthleteID: 650, Name: "During the outage", SportType: "Run", Distance: 8000,
+	r.Sim.PutActivity(stravasim.Activity{ID: 6501, AthleteID: 650, Name: "During the outage", SportType: "Run", Distance: 8000,
 		MovingTime: 2400, ElapsedTime: 2500, StartDate: outage.Add(2 * time.Hour)})
 	r.sched.Now = func() time.Time { return r.now }
 	res, err := r.sched.ReconcileSince(ctx, outage)
@@ -462,10 +463,62 @@ func TestReconcileSinceCatchesWhatAnOutageDropped(t *testing.T) {
 		t.Fatalf("ReconcileSince = %+v, %v; want one job", res, err)
 	}
 	r.drain(keys.SyncJobKey(syncjobs.RecoverKeyMode, "u1", outage), 10)
-	if w := r.workout("u1", 6501); w == nil || w.DistanceMeters != 8000 {
+	if w := r.Workout("u1", 6501); w == nil || w.DistanceMeters != 8000 {
 		t.Fatalf("workout %+v: want the activity the outage dropped written", w)
 	}
 	if _, err := r.sched.ReconcileSince(ctx, r.now.Add(time.Hour)); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("a future instant: %v, want ErrInvalid", err)
+	}
+}
+
+// TestHiddenActivityComesBackThroughReconciliation: the same revival without
+// any webhook: a reconciliation list that shows the activity again writes
+// it (a stored tombstone counts as changed), and absence from a list still
+// never deletes.
+// Protection: sync.go apply treats a listed tombstone as changed; counting
+// it as unchanged makes this test fail.
+func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
+	t.Parallel()
+	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
+	r.LinkReadOnly("u1", 94)
+	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
+		t.Fatal(err)
+	}
+	ids := r.history(94, 7000, 5, 24*time.Hour)
+	r.drain(r.backfill("u1"), 10)
+	hiddenID, goneID := ids[1], ids[3]
+
+	r.Sim.SetPrivate(hiddenID, true)
+	r.Deliver(r.Sim.ActivityEvent("delete", hiddenID, 94, nil))
+	if w := r.Workout("u1", hiddenID); !w.IsDeleted || w.DeletedReason != model.WorkoutHiddenOrDeleted {
+		t.Fatalf("got %s, want hidden-or-deleted", ingesttest.Brief(w))
+	}
+	// A reconciliation while it is private: absent from the list, kept hidden.
+	r.Sim.DeleteActivity(goneID) // and one removed without any event
+	r.counted.reset()
+	r.now = r.now.Add(time.Hour)
+	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+	if total, _ := r.counted.writes(); total != 0 {
+		t.Fatalf("got writes %v while the activity is private, want none", r.counted.upserts)
+	}
+	if w := r.Workout("u1", goneID); w.IsDeleted {
+		t.Fatalf("got %s, want a workout absent from a list kept", ingesttest.Brief(w))
+	}
+
+	// Public again, with no webhook: the next reconciliation revives it.
+	r.Sim.SetPrivate(hiddenID, false)
+	r.now = r.now.Add(time.Hour)
+	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.drain(keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour)), 10)
+	if total, _ := r.counted.writes(); total != 1 || r.counted.upserts[hiddenID] != 1 {
+		t.Fatalf("got writes %v, want exactly one, of the revived activity %d", r.counted.upserts, hiddenID)
+	}
+	if w := r.Workout("u1", hiddenID); w.IsDeleted || w.DeletedReason != "" || w.DeletedAtUtc != nil || !r.IsCounted("u1", hiddenID) {
+		t.Fatalf("got %s after the list showed it again, want it alive and counted", ingesttest.Brief(w))
 	}
 }

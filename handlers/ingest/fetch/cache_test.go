@@ -1,4 +1,4 @@
-package ingest_test
+package fetch_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // An athlete deauthorizes (processed by another instance) and reconnects as
@@ -18,47 +19,47 @@ import (
 // mapping sends the event back to the table).
 func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("old", 10, time.Hour)
-	h.activity(100, 10, "Run")
-	warm := h.newWorker()
-	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+	h.Link("old", 10, time.Hour)
+	h.Activity(100, 10, "Run")
+	warm := h.NewWorker()
+	if err := warm.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	h.sim.RevokeAthlete(10) // Strava revokes the tokens, then sends the deauthorization
-	if err := h.newWorker().Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
+	h.Sim.RevokeAthlete(10) // Strava revokes the tokens, then sends the deauthorization
+	if err := h.NewWorker().Process(ctx, ingesttest.Job(h.Sim.DeauthorizationEvent(10))); err != nil {
 		t.Fatal(err)
 	}
-	h.link("new", 10, time.Hour)
-	h.activity(101, 10, "Ride")
-	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
+	h.Link("new", 10, time.Hour)
+	h.Activity(101, 10, "Ride")
+	if err := warm.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 101, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if w := h.workout("new", 101); w.SportType != "Ride" {
+	if w := h.Workout("new", 101); w.SportType != "Ride" {
 		t.Fatalf("got %+v under the new user, want the ride", w)
 	}
-	if _, err := h.st.Workout(ctx, "old", 101); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workout(ctx, "old", 101); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("the old user got the activity (err %v)", err)
 	}
-	if c, err := h.connection("new"); err != nil || c.NeedsReauth {
+	if c, err := h.Connection("new"); err != nil || c.NeedsReauth {
 		t.Fatalf("got connection %+v, %v; want the new user's connection intact", c, err)
 	}
 	// The same instance processing the deauthorization forgets at once.
-	h.sim.RevokeAthlete(10)
-	if err := warm.Process(ctx, job(h.sim.DeauthorizationEvent(10))); err != nil {
+	h.Sim.RevokeAthlete(10)
+	if err := warm.Process(ctx, ingesttest.Job(h.Sim.DeauthorizationEvent(10))); err != nil {
 		t.Fatal(err)
 	}
-	h.link("third", 10, time.Hour)
-	h.activity(102, 10, "Swim")
-	before := h.sim.Stats()
-	if err := warm.Process(ctx, job(h.sim.ActivityEvent("create", 102, 10, nil))); err != nil {
+	h.Link("third", 10, time.Hour)
+	h.Activity(102, 10, "Swim")
+	before := h.Sim.Stats()
+	if err := warm.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 102, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if w := h.workout("third", 102); w.SportType != "Swim" {
+	if w := h.Workout("third", 102); w.SportType != "Swim" {
 		t.Fatalf("got %+v, want the swim under the third user", w)
 	}
-	if after := h.sim.Stats(); after.ActivityRequests-before.ActivityRequests != 1 {
+	if after := h.Sim.Stats(); after.ActivityRequests-before.ActivityRequests != 1 {
 		t.Fatalf("%d activity requests, want 1 (no refused token tried)", after.ActivityRequests-before.ActivityRequests)
 	}
 }
@@ -68,29 +69,29 @@ func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
 // rotated token. Protection: the token's deadline in the athlete cache.
 func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, 7*time.Minute) // cached for 2 minutes: 5 before expiry it must be refreshed
-	h.activity(100, 10, "Run")
-	h.activity(101, 10, "Run")
-	w := h.newWorker()
-	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 100, 10, nil))); err != nil {
+	h.Link("u1", 10, 7*time.Minute) // cached for 2 minutes: 5 before expiry it must be refreshed
+	h.Activity(100, 10, "Run")
+	h.Activity(101, 10, "Run")
+	w := h.NewWorker()
+	if err := w.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
 	// Another instance refreshed: the old token is gone at Strava, the new
 	// one is stored. Our clock is past the old token's expiry minus skew.
-	h.sim.RevokeAthlete(10)
-	h.link("u1", 10, time.Hour)
-	setClock(w, func() time.Time { return time.Now().UTC().Add(3 * time.Minute) }) // the mapping is still fresh
-	before := h.sim.Stats()
-	if err := w.Process(ctx, job(h.sim.ActivityEvent("create", 101, 10, nil))); err != nil {
+	h.Sim.RevokeAthlete(10)
+	h.Link("u1", 10, time.Hour)
+	ingesttest.SetClock(w, func() time.Time { return time.Now().UTC().Add(3 * time.Minute) }) // the mapping is still fresh
+	before := h.Sim.Stats()
+	if err := w.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 101, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	after := h.sim.Stats()
+	after := h.Sim.Stats()
 	if req, ok := after.ActivityRequests-before.ActivityRequests, after.ActivityFetches-before.ActivityFetches; req != 1 || ok != 1 {
 		t.Fatalf("%d activity requests, %d answered 200; want one, with the stored token", req, ok)
 	}
-	h.workout("u1", 101)
+	h.Workout("u1", 101)
 }
 
 // Instances share Strava's rate budget through the stored reading: one whose
@@ -100,33 +101,33 @@ func TestCachedTokenIsNotUsedAfterExpiry(t *testing.T) {
 // reading's write and the rate cache's life.
 func TestRateReadingNearTheLimitReachesOtherInstances(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
+	h.Link("u1", 10, time.Hour)
 	for id := int64(400); id < 404; id++ {
-		h.activity(id, 10, "Run")
+		h.Activity(id, 10, "Run")
 	}
 	base := time.Now().UTC().Truncate(15 * time.Minute).Add(7 * time.Minute) // mid-window
-	a, b := h.newWorker(), h.newWorker()
-	setClock(a, func() time.Time { return base })
-	setClock(b, func() time.Time { return base })
-	h.sim.SetUsage(10, 10, 10, 10)
+	a, b := h.NewWorker(), h.NewWorker()
+	ingesttest.SetClock(a, func() time.Time { return base })
+	ingesttest.SetClock(b, func() time.Time { return base })
+	h.Sim.SetUsage(10, 10, 10, 10)
 	for i, w := range []*app.Worker{b, a} { // both have read and recorded a low reading
-		if err := w.Process(ctx, job(h.sim.ActivityEvent("create", int64(400+i), 10, nil))); err != nil {
+		if err := w.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", int64(400+i), 10, nil))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.sim.SetUsage(10, 10, 94, 94)
-	if err := a.Process(ctx, job(h.sim.ActivityEvent("create", 402, 10, nil))); err != nil {
+	h.Sim.SetUsage(10, 10, 94, 94)
+	if err := a.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 402, 10, nil))); err != nil {
 		t.Fatal(err) // its answer says 95 of 100
 	}
-	setClock(b, func() time.Time { return base.Add(11 * time.Second) })
-	before := h.sim.Stats().ActivityRequests
+	ingesttest.SetClock(b, func() time.Time { return base.Add(11 * time.Second) })
+	before := h.Sim.Stats().ActivityRequests
 	var de *ingest.DeferError
-	if err := b.Process(ctx, job(h.sim.ActivityEvent("create", 403, 10, nil))); !errors.As(err, &de) {
+	if err := b.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 403, 10, nil))); !errors.As(err, &de) {
 		t.Fatalf("got %v, want a deferral", err)
 	}
-	if after := h.sim.Stats().ActivityRequests; after != before {
+	if after := h.Sim.Stats().ActivityRequests; after != before {
 		t.Fatalf("Strava was called although another instance had seen the budget nearly spent (%d → %d)", before, after)
 	}
 }
@@ -137,23 +138,23 @@ func TestRateReadingNearTheLimitReachesOtherInstances(t *testing.T) {
 // fetched after they were received. Protection: the crowding check.
 func TestCrowdedCreatesAreCoalesced(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	h.link("u1", 10, time.Hour)
-	h.activity(100, 10, "Run")
+	h.Link("u1", 10, time.Hour)
+	h.Activity(100, 10, "Run")
 	var jobs []ingest.Job
 	for i := range 8 {
-		ev := h.sim.ActivityEvent("create", 100, 10, nil)
+		ev := h.Sim.ActivityEvent("create", 100, 10, nil)
 		ev.EventTime += int64(i)
-		jobs = append(jobs, job(ev))
+		jobs = append(jobs, ingesttest.Job(ev))
 	}
-	w := h.newWorker()
+	w := h.NewWorker()
 	for _, j := range jobs {
 		if err := w.Process(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := h.sim.Stats().ActivityRequests; got > 3 {
+	if got := h.Sim.Stats().ActivityRequests; got > 3 {
 		t.Fatalf("%d Strava reads for 8 creates of one activity, want at most 3", got)
 	}
 }

@@ -1,4 +1,4 @@
-package ingest_test
+package syncjobs_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // rateCountingStore counts the sync path's reads and writes of the shared
@@ -42,12 +43,12 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 	t.Parallel()
 	settings := syncjobs.SyncSettings{MaxDays: 365, PageSize: 10}
 	r := newSyncRig(t, settings)
-	r.link("u1", 61, time.Hour)
+	r.Link("u1", 61, time.Hour)
 	r.history(61, 6000, 75, 24*time.Hour) // 8 pages: usage stays under a tenth of the simulator's read limit
 	counted := &rateCountingStore{countingSyncStore: r.counted}
-	client := strava.NewClient(r.sim.URL, nil)
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
-	r.worker.Sync = syncjobs.NewSyncer(counted, refresher, client, testLog())
+	client := strava.NewClient(r.Sim.URL, nil)
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
+	r.worker.Sync = syncjobs.NewSyncer(counted, refresher, client, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	// A clock that moves a millisecond per look: the whole backfill is
 	// well within one rateStateTTL however slow the machine is.
@@ -81,10 +82,10 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 10})
-	r.link("u1", 62, time.Hour)
+	r.Link("u1", 62, time.Hour)
 	r.history(62, 6200, 45, 24*time.Hour)
 	runs := r.drain(r.backfill("u1"), 20)
-	pages := r.audits(keys.UserPK("u1"))[ingest.AuditSyncPage]
+	pages := r.Audits(keys.UserPK("u1"))[ingest.AuditSyncPage]
 	if len(pages) != runs || runs < 5 {
 		t.Fatalf("got %d page audit entries for %d pages, want one per page (at least 5)", len(pages), runs)
 	}
@@ -93,7 +94,7 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 			t.Fatalf("page audit entry %s indexed under %q / %q, want no index keys", e.SK, e.EventMonthPK, e.CorrelationPK)
 		}
 	}
-	res, err := r.st.QueryPrefix(context.Background(), r.st.Tables().Audit,
+	res, err := r.St.QueryPrefix(context.Background(), r.St.Tables().Audit,
 		keys.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", store.QueryOptions{Index: store.IndexGSI2})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestReconcileCompletionAuditIsRoutine(t *testing.T) {
 	r.drain(r.backfill("u1"), 20)
 	r.drain(r.reconcileNow(), 10)
 	byMode := map[string][]model.AuditEntry{}
-	for _, e := range r.audits(keys.UserPK("u1"))[ingest.AuditSyncCompleted] {
+	for _, e := range r.Audits(keys.UserPK("u1"))[ingest.AuditSyncCompleted] {
 		byMode[e.Details["mode"]] = append(byMode[e.Details["mode"]], e)
 	}
 	if len(byMode[syncstate.SyncModeBackfill]) != 1 || len(byMode[syncstate.SyncModeReconcile]) != 1 {

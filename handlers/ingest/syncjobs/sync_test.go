@@ -1,4 +1,4 @@
-package ingest_test
+package syncjobs_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -112,7 +113,7 @@ func (c *countingSyncStore) reset() {
 // whose Syncer writes through a countingSyncStore, and a scheduler that
 // enqueues on the outbox without dispatching (the test runs the jobs).
 type syncRig struct {
-	*harness
+	*ingesttest.Harness
 	counted *countingSyncStore
 	worker  *app.Worker
 	sched   *syncjobs.SyncScheduler
@@ -121,11 +122,11 @@ type syncRig struct {
 
 func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
-	h := newHarness(t)
-	r := &syncRig{harness: h, counted: &countingSyncStore{Store: h.st, upserts: map[int64]int{}},
+	h := ingesttest.New(t)
+	r := &syncRig{Harness: h, counted: &countingSyncStore{Store: h.St, upserts: map[int64]int{}},
 		now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
 	r.worker = r.newSyncWorker(settings)
-	r.sched = syncjobs.NewSyncScheduler(h.st, nil, testLog())
+	r.sched = syncjobs.NewSyncScheduler(h.St, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
@@ -146,10 +147,10 @@ func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 	if settings.DayHeadStart == 0 {
 		settings.DayHeadStart = 1
 	}
-	client := strava.NewClient(r.sim.URL, nil)
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.sim.URL, r.sim.ClientID(), r.sim.ClientSecret(), ""), r.st, client.HTTPClient())
-	w := r.newWorker()
-	w.Sync = syncjobs.NewSyncer(r.counted, refresher, client, testLog())
+	client := strava.NewClient(r.Sim.URL, nil)
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
+	w := r.NewWorker()
+	w.Sync = syncjobs.NewSyncer(r.counted, refresher, client, ingesttest.Log())
 	w.Sync.Settings = settings
 	return w
 }
@@ -160,7 +161,7 @@ func (r *syncRig) history(athlete, first int64, n int, every time.Duration) []in
 	var ids []int64
 	for i := range n {
 		id := first + int64(i)
-		r.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: fmt.Sprintf("A%d", id), SportType: "Run",
+		r.Sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: fmt.Sprintf("A%d", id), SportType: "Run",
 			Distance: float64(1000 + i), TotalElevationGain: 10, MovingTime: int64(600 + i), ElapsedTime: int64(700 + i),
 			StartDate: r.now.Add(-time.Duration(i+1) * every).Truncate(time.Second)})
 		ids = append(ids, id)
@@ -171,47 +172,47 @@ func (r *syncRig) history(athlete, first int64, n int, every time.Duration) []in
 // drain runs the user's received sync jobs of key until their outbox item
 // settles, at most rounds runs, and returns how many runs it took.
 func (r *syncRig) drain(key string, rounds int) int {
-	r.t.Helper()
+	r.T.Helper()
 	ctx := context.Background()
 	for i := range rounds {
-		rec, err := r.st.OutboxItem(ctx, key)
+		rec, err := r.St.OutboxItem(ctx, key)
 		if err != nil {
-			r.t.Fatalf("outbox %s: %v", key, err)
+			r.T.Fatalf("outbox %s: %v", key, err)
 		}
 		if rec.Status != model.OutboxReceived {
 			return i
 		}
 		j, err := ingest.DecodeJob([]byte(rec.Job))
 		if err != nil {
-			r.t.Fatal(err)
+			r.T.Fatal(err)
 		}
 		if err := r.worker.Run(ctx, j); err != nil {
-			r.t.Fatalf("run %s: %v", key, err)
+			r.T.Fatalf("run %s: %v", key, err)
 		}
 	}
-	rec, _ := r.st.OutboxItem(ctx, key)
-	r.t.Fatalf("job %s not settled after %d runs (last %+v)", key, rounds, rec)
+	rec, _ := r.St.OutboxItem(ctx, key)
+	r.T.Fatalf("job %s not settled after %d runs (last %+v)", key, rounds, rec)
 	return rounds
 }
 
 func (r *syncRig) state(user string) *syncstate.SyncState {
-	r.t.Helper()
-	st, err := r.st.SyncState(context.Background(), user)
+	r.T.Helper()
+	st, err := r.St.SyncState(context.Background(), user)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return st
 }
 
 func (r *syncRig) backfill(user string) string {
-	r.t.Helper()
+	r.T.Helper()
 	ok, err := r.sched.EnsureBackfill(context.Background(), user, "test")
 	if err != nil || !ok {
-		r.t.Fatalf("EnsureBackfill: got %v, %v; want a job", ok, err)
+		r.T.Fatalf("EnsureBackfill: got %v, %v; want a job", ok, err)
 	}
 	h, err := r.sched.Horizon(context.Background(), user, r.now)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return keys.SyncJobKey(syncstate.SyncModeBackfill, user, h)
 }
@@ -219,14 +220,14 @@ func (r *syncRig) backfill(user string) string {
 func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 100, PageSize: 40})
-	r.link("u1", 71, time.Hour)
+	r.Link("u1", 71, time.Hour)
 	ids := r.history(71, 1000, 130, 18*time.Hour) // 130 × 18 h ≈ 97.5 days: all inside 100 days
-	r.sim.PutActivity(stravasim.Activity{ID: 5, AthleteID: 71, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -150)})
-	r.sim.PutActivity(stravasim.Activity{ID: 6, AthleteID: 72, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -1)})
+	r.Sim.PutActivity(stravasim.Activity{ID: 5, AthleteID: 71, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -150)})
+	r.Sim.PutActivity(stravasim.Activity{ID: 6, AthleteID: 72, SportType: "Run", Distance: 1, StartDate: r.now.AddDate(0, 0, -1)})
 	key := r.backfill("u1")
 	runs := r.drain(key, 20)
 
-	ws := r.workouts("u1")
+	ws := r.Workouts("u1")
 	if len(ws) != len(ids) {
 		t.Fatalf("got %d workouts, want %d (the one beyond the horizon and the other athlete's left out)", len(ws), len(ids))
 	}
@@ -241,10 +242,10 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	}
 	// 130 within the horizon plus one beyond it: pages of 40 with one
 	// second of overlap each are 4 pages, the last one short.
-	if lists := r.sim.Stats().ListRequests; lists != 4 || runs != 4 || st.Pages != 4 {
+	if lists := r.Sim.Stats().ListRequests; lists != 4 || runs != 4 || st.Pages != 4 {
 		t.Fatalf("got %d list requests in %d runs (state: %d pages), want 4", lists, runs, st.Pages)
 	}
-	if rec := r.outbox(ingest.Job{IdempotencyKey: key}); rec.Status != model.OutboxDone || rec.Failures != 0 {
+	if rec := r.Outbox(ingest.Job{IdempotencyKey: key}); rec.Status != model.OutboxDone || rec.Failures != 0 {
 		t.Fatalf("got outbox %+v, want done without failures", rec)
 	}
 	// Enqueued again for the same horizon: nothing to do.
@@ -254,14 +255,14 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	// A revocation's purge deletes the history and the sync state; the
 	// reconnect's backfill imports it again under a key of its own (the
 	// horizon's key was used). Protection: EnsureBackfill's reimport key.
-	if _, err := purge.New(r.st).PurgeStravaData(context.Background(), "u1", 71, r.now); err != nil {
+	if _, err := purge.New(r.St).PurgeStravaData(context.Background(), "u1", 71, r.now); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "strava reconnect"); !ok || err != nil {
 		t.Fatalf("EnsureBackfill after a purge: got %v, %v; want a new import", ok, err)
 	}
 	r.drain(keys.SyncJobKey(syncjobs.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
-	if ws := r.workouts("u1"); len(ws) != len(ids) {
+	if ws := r.Workouts("u1"); len(ws) != len(ids) {
 		t.Fatalf("after the reimport: %d workouts, want %d", len(ws), len(ids))
 	}
 }
@@ -278,19 +279,19 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
-	r.link("u1", 81, time.Hour)
+	r.Link("u1", 81, time.Hour)
 	ids := r.history(81, 2000, 180, 24*time.Hour)
 	ctx := context.Background()
-	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{
+	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: "rocket", Title: "A year", Metric: model.MetricCount, Target: 1000, PeriodStartAtUtc: r.now.AddDate(-1, 0, 0), PartCount: 1},
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: r.now, WrittenBy: model.WriterAPI}); err != nil {
 		t.Fatal(err)
 	}
 	counted := func() int {
 		t.Helper()
-		r.project()
+		r.Project()
 		var m model.Milestone
-		if err := r.st.Get(ctx, r.st.Tables().Main, keys.MilestoneKey("u1", "year"), &m); err != nil {
+		if err := r.St.Get(ctx, r.St.Tables().Main, keys.MilestoneKey("u1", "year"), &m); err != nil {
 			t.Fatal(err)
 		}
 		return m.WorkoutsCounted
@@ -299,7 +300,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		t.Fatalf("before the backfill the milestone counts %d, want 0", n)
 	}
 	key := r.backfill("u1")
-	rec, _ := r.st.OutboxItem(ctx, key)
+	rec, _ := r.St.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 
 	// Page 1 goes through; page 2 crashes twice after its writes.
@@ -319,10 +320,10 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 			t.Fatalf("cursor moved to %s despite the crash, want %s", got, afterFirst)
 		}
 	}
-	if n, stored := counted(), len(r.workouts("u1")); n != stored || n < 50 {
+	if n, stored := counted(), len(r.Workouts("u1")); n != stored || n < 50 {
 		t.Fatalf("after the interrupted page the milestone counts %d, want every stored workout (%d): the failure asked for them", n, stored)
 	}
-	if rec := r.outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
+	if rec := r.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
 		t.Fatalf("got outbox %+v, want received after 2 failures", rec)
 	}
 	// A fresh worker ("after the deploy") carries on from the cursor.
@@ -333,13 +334,13 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	}
 	// Pages: 1, 2 (crash), 2 (crash), 2, 3, 4 — nothing before the saved
 	// cursor was listed again.
-	if lists := r.sim.Stats().ListRequests; lists != 6 {
+	if lists := r.Sim.Stats().ListRequests; lists != 6 {
 		t.Fatalf("got %d list requests, want 6 (4 pages, the second listed 3 times)", lists)
 	}
 	if st := r.state("u1"); st.State != syncstate.SyncIdle || st.ImportedCount != len(ids) {
 		t.Fatalf("got state %s, want idle with %d imported", show(st), len(ids))
 	}
-	if got := len(r.workouts("u1")); got != len(ids) {
+	if got := len(r.Workouts("u1")); got != len(ids) {
 		t.Fatalf("got %d workouts, want %d", got, len(ids))
 	}
 	if n := counted(); n != len(ids) {
@@ -350,29 +351,29 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{BudgetShare: 0.5})
-	r.link("u1", 91, time.Hour)
+	r.Link("u1", 91, time.Hour)
 	r.history(91, 3000, 5, 24*time.Hour)
-	r.activity(3999, 91, "Ride")
+	r.Activity(3999, 91, "Ride")
 	key := r.backfill("u1")
 	ctx := context.Background()
 	// A webhook's fetch reports read usage at 50 of 100 this window: the
 	// sync share is spent, the webhooks' is not.
-	r.sim.SetUsage(49, 49, 49, 49)
-	r.deliver(r.sim.ActivityEvent("create", 3999, 91, nil))
-	if w := r.workout("u1", 3999); w.SportType != "Ride" {
+	r.Sim.SetUsage(49, 49, 49, 49)
+	r.Deliver(r.Sim.ActivityEvent("create", 3999, 91, nil))
+	if w := r.Workout("u1", 3999); w.SportType != "Ride" {
 		t.Fatalf("webhook workout: got %+v", w)
 	}
-	lists := r.sim.Stats().ListRequests
-	rec, _ := r.st.OutboxItem(ctx, key)
+	lists := r.Sim.Stats().ListRequests
+	rec, _ := r.St.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	before := time.Now()
 	if err := r.worker.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.sim.Stats().ListRequests; got != lists {
+	if got := r.Sim.Stats().ListRequests; got != lists {
 		t.Fatalf("sync listed %d pages with its budget share spent, want none", got-lists)
 	}
-	rec = r.outbox(j)
+	rec = r.Outbox(j)
 	reset := before.UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
 	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore < reset.UnixMilli() {
 		t.Fatalf("got outbox %+v, want deferred (not failed) to the window reset %s", rec, reset)
@@ -386,17 +387,17 @@ func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 func TestSyncDefersOnStrava429(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{})
-	r.link("u1", 92, time.Hour)
+	r.Link("u1", 92, time.Hour)
 	r.history(92, 3100, 5, 24*time.Hour)
 	key := r.backfill("u1")
 	ctx := context.Background()
-	r.sim.FailNext(stravasim.EndpointList, 429, 1)
-	rec, _ := r.st.OutboxItem(ctx, key)
+	r.Sim.FailNext(stravasim.EndpointList, 429, 1)
+	rec, _ := r.St.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	if err := r.worker.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	rec = r.outbox(j)
+	rec = r.Outbox(j)
 	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore <= time.Now().UnixMilli() {
 		t.Fatalf("got outbox %+v, want deferred to the window reset, not failed", rec)
 	}
@@ -411,19 +412,19 @@ func TestSyncDefersOnStrava429(t *testing.T) {
 func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
-	r.link("u1", 93, time.Hour)
-	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
+	r.Link("u1", 93, time.Hour)
+	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
 		t.Fatal(err)
 	}
 	ids := r.history(93, 4000, 30, 12*time.Hour) // 15 days
 	r.drain(r.backfill("u1"), 10)
 	r.counted.reset()
-	lists := r.sim.Stats().ListRequests
+	lists := r.Sim.Stats().ListRequests
 
 	edited, gone, old := ids[3], ids[5], ids[29] // old started 15 days ago: outside the window
-	r.sim.UpdateActivity(edited, func(a *stravasim.Activity) { a.Distance, a.MovingTime = 4321.5, 1234 })
-	r.sim.UpdateActivity(old, func(a *stravasim.Activity) { a.Distance = 1 })
-	r.sim.DeleteActivity(gone)
+	r.Sim.UpdateActivity(edited, func(a *stravasim.Activity) { a.Distance, a.MovingTime = 4321.5, 1234 })
+	r.Sim.UpdateActivity(old, func(a *stravasim.Activity) { a.Distance = 1 })
+	r.Sim.DeleteActivity(gone)
 	r.now = r.now.Add(time.Hour)
 	res, err := r.sched.ReconcileAll(context.Background())
 	if err != nil || res.Enqueued != 1 || res.Users != 1 {
@@ -437,16 +438,16 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	if total, _ := r.counted.writes(); total != 1 || r.counted.upserts[edited] != 1 {
 		t.Fatalf("got writes %v, want exactly one, of the edited activity %d", r.counted.upserts, edited)
 	}
-	if w := r.workout("u1", edited); w.DistanceMeters != 4321.5 || w.MovingTimeSeconds != 1234 {
+	if w := r.Workout("u1", edited); w.DistanceMeters != 4321.5 || w.MovingTimeSeconds != 1234 {
 		t.Fatalf("edited workout: got %+v", w)
 	}
-	if w := r.workout("u1", gone); w.IsDeleted || w.DistanceMeters == 0 {
+	if w := r.Workout("u1", gone); w.IsDeleted || w.DistanceMeters == 0 {
 		t.Fatalf("workout absent from the list: got %+v, want it kept as it was", w)
 	}
-	if w := r.workout("u1", old); w.DistanceMeters == 1 {
+	if w := r.Workout("u1", old); w.DistanceMeters == 1 {
 		t.Fatalf("workout outside the window was rewritten: %+v", w)
 	}
-	if got := r.sim.Stats().ListRequests - lists; got != 1 {
+	if got := r.Sim.Stats().ListRequests - lists; got != 1 {
 		t.Fatalf("reconciliation listed %d pages, want 1", got)
 	}
 	if st := r.state("u1"); st.State != syncstate.SyncIdle || st.Mode != syncstate.SyncModeReconcile || st.ImportedCount != 31 {
@@ -460,15 +461,15 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileInterval: time.Hour})
-	r.link("u1", 94, time.Hour)
+	r.Link("u1", 94, time.Hour)
 	ids := r.history(94, 5000, 3, 24*time.Hour)
 	r.drain(r.backfill("u1"), 10)
 	r.now = r.now.Add(time.Hour)
-	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
+	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
 		t.Fatal(err)
 	}
-	r.sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 2222 })
-	r.sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: 700 * time.Millisecond})
+	r.Sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 2222 })
+	r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: 700 * time.Millisecond})
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -479,10 +480,10 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 		r.drain(key, 10)
 	}()
 	time.Sleep(200 * time.Millisecond) // the list has started; its answer (2222) is decided
-	r.sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 3333 })
-	r.deliver(r.sim.ActivityEvent("update", ids[0], 94, map[string]string{"title": "x"}))
+	r.Sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 3333 })
+	r.Deliver(r.Sim.ActivityEvent("update", ids[0], 94, map[string]string{"title": "x"}))
 	<-done
-	if w := r.workout("u1", ids[0]); w.DistanceMeters != 3333 {
+	if w := r.Workout("u1", ids[0]); w.DistanceMeters != 3333 {
 		t.Fatalf("got distance %v, want the webhook's newer 3333 (the list's older 2222 must lose)", w.DistanceMeters)
 	}
 }
@@ -490,10 +491,10 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 30})
-	r.link("u1", 95, time.Hour)
+	r.Link("u1", 95, time.Hour)
 	ctx := context.Background()
 	start := r.now.AddDate(0, 0, -20).Truncate(24 * time.Hour)
-	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1",
+	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1",
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: start, PartCount: 1},
 		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -503,19 +504,19 @@ func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 	if st := r.state("u1"); !st.ImportedFromUtc.Equal(start) || st.ImportedCount != 20 {
 		t.Fatalf("got state %s, want 20 imported back to the milestone's start %s", show(st), start)
 	}
-	lists := r.sim.Stats().ListRequests
+	lists := r.Sim.Stats().ListRequests
 	earlier := r.now.AddDate(0, 0, -45).Truncate(24 * time.Hour)
-	if err := r.st.Put(ctx, r.st.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m2",
+	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m2",
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: earlier, PartCount: 1},
 		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
 	}
 	r.drain(r.backfill("u1"), 10)
-	if got := len(r.workouts("u1")); got != 45 {
+	if got := len(r.Workouts("u1")); got != 45 {
 		t.Fatalf("got %d workouts, want the 45 started in the last 45 days", got)
 	}
 	// Days 21..45 are 25 activities: one page of 30 from the old horizon on.
-	if got := r.sim.Stats().ListRequests - lists; got != 1 {
+	if got := r.Sim.Stats().ListRequests - lists; got != 1 {
 		t.Fatalf("the second backfill listed %d pages, want 1 (only history older than the first import)", got)
 	}
 	_ = ids
@@ -524,19 +525,19 @@ func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{})
-	r.link("u1", 96, time.Hour)
+	r.Link("u1", 96, time.Hour)
 	r.history(96, 7000, 3, 24*time.Hour)
 	key := r.backfill("u1")
 	r.drain(key, 5)
-	lists := r.sim.Stats().ListRequests
+	lists := r.Sim.Stats().ListRequests
 	// A redelivered (redriven) copy of the finished job does nothing.
-	rec, _ := r.st.OutboxItem(context.Background(), key)
+	rec, _ := r.St.OutboxItem(context.Background(), key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	j.Redrive = true
 	if err := r.worker.Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.sim.Stats().ListRequests; got != lists {
+	if got := r.Sim.Stats().ListRequests; got != lists {
 		t.Fatalf("a finished job listed again (%d requests)", got-lists)
 	}
 	if _, err := ingest.DecodeJob([]byte(`{"correlationId":"c","sync":{"userId":"","mode":"x"}}`)); !errors.Is(err, model.ErrInvalid) {
@@ -553,37 +554,37 @@ func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
 func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
-	r.link("u1", 83, time.Hour)
+	r.Link("u1", 83, time.Hour)
 	r.history(83, 4000, 20, 24*time.Hour)
 	key := r.backfill("u1")
 	ctx := context.Background()
-	rec, _ := r.st.OutboxItem(ctx, key)
+	rec, _ := r.St.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	gate := make(chan struct{})
-	r.sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Gate: gate})
-	listed := r.sim.Stats().ListRequests
+	r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Gate: gate})
+	listed := r.Sim.Stats().ListRequests
 	done := make(chan error, 1)
 	go func() { done <- r.worker.Run(ctx, j) }()
-	for r.sim.Stats().ListRequests == listed {
+	for r.Sim.Stats().ListRequests == listed {
 		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The deletion marks the guard and sweeps while the page is in flight.
-	if err := r.st.MarkUserDeleted(ctx, "u1", time.Now()); err != nil {
+	if err := r.St.MarkUserDeleted(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.st.DeleteUserItems(ctx, "u1", keys.PrefixWorkoutStrava, nil); err != nil {
+	if _, err := r.St.DeleteUserItems(ctx, "u1", keys.PrefixWorkoutStrava, nil); err != nil {
 		t.Fatal(err)
 	}
 	close(gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if ws := r.workouts("u1"); len(ws) != 0 {
+	if ws := r.Workouts("u1"); len(ws) != 0 {
 		t.Fatalf("%d workouts of the deleted user after the page landed, want none", len(ws))
 	}
-	if rec := r.outbox(j); rec.Status != model.OutboxDone {
+	if rec := r.Outbox(j); rec.Status != model.OutboxDone {
 		t.Fatalf("outbox %+v, want the job done", rec)
 	}
 }

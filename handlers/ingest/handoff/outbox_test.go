@@ -1,4 +1,4 @@
-package ingest_test
+package handoff_test
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/ingesttest"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -35,44 +35,44 @@ func (d *droppedQueue) Dispatch(context.Context, ingest.Job) error { d.n.Add(1);
 // Protection: the outbox claim (job + lease) and the sweeper.
 func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	dead := &droppedQueue{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: verifyToken, SubscriptionID: subscriptionID}, h.st, dead, testLog()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, dead, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	const n = 12
 	evs := make([]stravasim.Event, n)
 	for i := range n {
-		h.activity(int64(1000+i), 10, "Run")
-		evs[i] = h.sim.ActivityEvent("create", int64(1000+i), 10, nil)
-		if d, err := h.sim.Deliver(context.Background(), srv.URL+intake.WebhookPath, evs[i]); err != nil || d.Statuses[0] != 200 {
+		h.Activity(int64(1000+i), 10, "Run")
+		evs[i] = h.Sim.ActivityEvent("create", int64(1000+i), 10, nil)
+		if d, err := h.Sim.Deliver(context.Background(), srv.URL+intake.WebhookPath, evs[i]); err != nil || d.Statuses[0] != 200 {
 			t.Fatalf("deliver %d: %+v %v", i, d, err)
 		}
 	}
-	if dead.n.Load() != n || len(h.workouts("u1")) != 0 {
-		t.Fatalf("got %d hand-offs and %d workouts, want %d and 0", dead.n.Load(), len(h.workouts("u1")), n)
+	if dead.n.Load() != n || len(h.Workouts("u1")) != 0 {
+		t.Fatalf("got %d hand-offs and %d workouts, want %d and 0", dead.n.Load(), len(h.Workouts("u1")), n)
 	}
 	// Strava's redelivery of an accepted event within the lease is a duplicate…
-	if resp, body := h.post(mustJSON(t, evs[0])); body["status"] != "duplicate" {
+	if resp, body := h.Post(ingesttest.MustJSON(t, evs[0])); body["status"] != "duplicate" {
 		t.Fatalf("got %d %v, want duplicate", resp.StatusCode, body)
 	}
 	// …and the restarted process's sweeper, once the leases lapse, delivers all.
-	res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second))
+	res := h.Sweep(time.Now().Add(ingest.DefaultLease + time.Second))
 	if res.Due != n || res.Dispatched != n {
 		t.Fatalf("got sweep %+v, want %d dispatched", res, n)
 	}
-	h.wait()
-	if got := len(h.workouts("u1")); got != n {
+	h.Wait()
+	if got := len(h.Workouts("u1")); got != n {
 		t.Fatalf("got %d workouts, want %d (accepted = written)", got, n)
 	}
 	for _, ev := range evs {
-		if rec := h.outbox(job(ev)); rec.Status != model.OutboxDone || rec.PendingPK != "" {
+		if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone || rec.PendingPK != "" {
 			t.Fatalf("got %+v, want done and out of the pending index", rec)
 		}
 	}
-	if res := h.sweep(time.Now().Add(time.Hour)); res.Due != 0 {
+	if res := h.Sweep(time.Now().Add(time.Hour)); res.Due != 0 {
 		t.Fatalf("got %+v after everything settled, want nothing due", res)
 	}
 }
@@ -82,22 +82,22 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 // with its original job; a done one stays a duplicate.
 func TestRedeliveryAfterLapsedLeaseIsAccepted(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(1100, 10, "Run")
-	ev := h.sim.ActivityEvent("create", 1100, 10, nil)
-	j := job(ev)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(1100, 10, "Run")
+	ev := h.Sim.ActivityEvent("create", 1100, 10, nil)
+	j := ingesttest.Job(ev)
 	j.ReceivedAtUtc = time.Now().Add(-time.Hour).UTC()
-	h.claim(j) // accepted an hour ago, lease long lapsed, never run
-	resp, body := h.post(mustJSON(t, ev))
+	h.Claim(j) // accepted an hour ago, lease long lapsed, never run
+	resp, body := h.Post(ingesttest.MustJSON(t, ev))
 	if resp.StatusCode != 200 || body["status"] != "accepted" || body["correlationId"] != j.CorrelationID {
 		t.Fatalf("got %d %v, want accepted under the original correlation id %s", resp.StatusCode, body, j.CorrelationID)
 	}
-	h.wait()
-	if w := h.workout("u1", 1100); w.CorrelationID != j.CorrelationID {
+	h.Wait()
+	if w := h.Workout("u1", 1100); w.CorrelationID != j.CorrelationID {
 		t.Fatalf("got %+v, want the original job written", w)
 	}
-	if resp, body := h.post(mustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
+	if resp, body := h.Post(ingesttest.MustJSON(t, ev)); resp.StatusCode != 200 || body["status"] != "duplicate" {
 		t.Fatalf("got %d %v, want duplicate once done", resp.StatusCode, body)
 	}
 }
@@ -109,8 +109,8 @@ func TestRedeliveryAfterLapsedLeaseIsAccepted(t *testing.T) {
 // queued jobs, handle does not report interrupted jobs as failures.
 func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
 	const n = 8
 	started := make(chan struct{}, n)
@@ -118,13 +118,13 @@ func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 	slow := handoff.NewQueue(func(ctx context.Context, j ingest.Job) error {
 		started <- struct{}{}
 		<-ctx.Done() // Strava hangs until the shutdown limit cancels us
-		return h.worker.Run(ctx, j)
-	}, handoff.QueueOptions{Workers: 1, OnFailure: func(context.Context, ingest.Job, error) { failures.Add(1) }}, testLog())
+		return h.Worker.Run(ctx, j)
+	}, handoff.QueueOptions{Workers: 1, OnFailure: func(context.Context, ingest.Job, error) { failures.Add(1) }}, ingesttest.Log())
 	jobs := make([]ingest.Job, n)
 	for i := range n {
-		h.activity(int64(1200+i), 10, "Run")
-		jobs[i] = job(h.sim.ActivityEvent("create", int64(1200+i), 10, nil))
-		h.claim(jobs[i])
+		h.Activity(int64(1200+i), 10, "Run")
+		jobs[i] = ingesttest.Job(h.Sim.ActivityEvent("create", int64(1200+i), 10, nil))
+		h.Claim(jobs[i])
 		if err := slow.Dispatch(ctx, jobs[i]); err != nil {
 			t.Fatal(err)
 		}
@@ -145,14 +145,14 @@ func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range jobs {
-		if rec := h.outbox(j); rec.Status != model.OutboxReceived {
+		if rec := h.Outbox(j); rec.Status != model.OutboxReceived {
 			t.Fatalf("got %+v, want every unfinished job received", rec)
 		}
 	}
-	res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second))
-	h.wait()
-	if res.Dispatched != n || len(h.workouts("u1")) != n {
-		t.Fatalf("got sweep %+v and %d workouts, want %d of each", res, len(h.workouts("u1")), n)
+	res := h.Sweep(time.Now().Add(ingest.DefaultLease + time.Second))
+	h.Wait()
+	if res.Dispatched != n || len(h.Workouts("u1")) != n {
+		t.Fatalf("got sweep %+v and %d workouts, want %d of each", res, len(h.Workouts("u1")), n)
 	}
 }
 
@@ -161,20 +161,20 @@ func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 // MaxFailures; the parked job redrives.
 func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(1300, 10, "Run")
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(1300, 10, "Run")
 	ctx := context.Background()
-	w := h.newWorker()
+	w := h.NewWorker()
 	w.Runner.MaxFailures = 3
-	j := job(h.sim.ActivityEvent("create", 1300, 10, nil))
-	h.claim(j)
-	h.sim.FailNext(stravasim.EndpointActivity, http.StatusBadGateway, 3)
+	j := ingesttest.Job(h.Sim.ActivityEvent("create", 1300, 10, nil))
+	h.Claim(j)
+	h.Sim.FailNext(stravasim.EndpointActivity, http.StatusBadGateway, 3)
 	for i := 1; i <= 3; i++ {
 		if err := w.Run(ctx, j); err != nil {
 			t.Fatalf("run %d: got %v, want the outcome recorded", i, err)
 		}
-		rec := h.outbox(j)
+		rec := h.Outbox(j)
 		want := model.OutboxReceived
 		if i == 3 {
 			want = model.OutboxParked
@@ -183,38 +183,19 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 			t.Fatalf("run %d: got %+v, want %s with %d failures", i, rec, want, i)
 		}
 	}
-	parked, err := h.st.Parked(ctx, keys.ParkSourceWorker)
+	parked, err := h.St.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil || len(parked) != 1 || parked[0].RecordID != j.IdempotencyKey {
 		t.Fatalf("got %+v, %v; want one parked worker record", parked, err)
 	}
-	if rec := h.outbox(j); rec.Reason == "" || rec.PendingPK != "" {
+	if rec := h.Outbox(j); rec.Reason == "" || rec.PendingPK != "" {
 		t.Fatalf("got %+v, want a reason and no pending keys", rec)
 	}
 	if err := w.Handle(ctx, json.RawMessage(parked[0].Payload)); err != nil {
 		t.Fatal(err)
 	}
-	if wo := h.workout("u1", 1300); wo.SportType != "Run" {
+	if wo := h.Workout("u1", 1300); wo.SportType != "Run" {
 		t.Fatalf("got %+v, want the redriven job written", wo)
 	}
-}
-
-// slowFirstFetch fetches at once (so it sees the state Strava had when its
-// fetch started) but holds the answer until released.
-type slowFirstFetch struct {
-	next    fetch.ActivityFetcher
-	fetched chan struct{}
-	release chan struct{}
-}
-
-func (f *slowFirstFetch) GetActivity(ctx context.Context, tok string, id int64) (strava.Activity, strava.RateLimit, error) {
-	a, rl, err := f.next.GetActivity(ctx, tok, id)
-	close(f.fetched)
-	<-f.release
-	return a, rl, err
-}
-
-func (f *slowFirstFetch) GetAthlete(ctx context.Context, tok string) (strava.Athlete, strava.RateLimit, error) {
-	return f.next.GetAthlete(ctx, tok)
 }
 
 // TestNewestAnswerWins: two fetches of one activity race; the one that
@@ -222,40 +203,40 @@ func (f *slowFirstFetch) GetAthlete(ctx context.Context, tok string) (strava.Ath
 // Protection: UpsertWorkout's condition on fetchStartedAtNs.
 func TestNewestAnswerWins(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.sim.PutActivity(stravasim.Activity{ID: 1400, AthleteID: 10, Name: "Morning", SportType: "Run", Distance: 5000,
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Sim.PutActivity(stravasim.Activity{ID: 1400, AthleteID: 10, Name: "Morning", SportType: "Run", Distance: 5000,
 		MovingTime: 1500, StartDate: time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)})
 	ctx := context.Background()
-	fast := h.newWorker()
-	client := strava.NewClient(h.sim.URL, nil)
-	slow := &slowFirstFetch{next: client, fetched: make(chan struct{}), release: make(chan struct{})}
-	refresher := strava.NewRefresher(strava.OAuthConfig(h.sim.URL, h.sim.ClientID(), h.sim.ClientSecret(), ""), h.st, client.HTTPClient())
-	older := app.NewWorker(h.st, refresher, slow, testLog())
+	fast := h.NewWorker()
+	client := strava.NewClient(h.Sim.URL, nil)
+	slow := &ingesttest.SlowFirstFetch{Next: client, Fetched: make(chan struct{}), Release: make(chan struct{})}
+	refresher := strava.NewRefresher(strava.OAuthConfig(h.Sim.URL, h.Sim.ClientID(), h.Sim.ClientSecret(), ""), h.St, client.HTTPClient())
+	older := app.NewWorker(h.St, refresher, slow, ingesttest.Log())
 
-	create := job(h.sim.ActivityEvent("create", 1400, 10, nil))
-	h.claim(create)
+	create := ingesttest.Job(h.Sim.ActivityEvent("create", 1400, 10, nil))
+	h.Claim(create)
 	done := make(chan error, 1)
 	go func() { done <- older.Run(ctx, create) }()
-	<-slow.fetched // the create's fetch saw "Run 5 km"
-	h.sim.UpdateActivity(1400, func(a *stravasim.Activity) { a.SportType, a.Distance = "Ride", 40000 })
-	up := h.sim.ActivityEvent("update", 1400, 10, nil)
+	<-slow.Fetched // the create's fetch saw "Run 5 km"
+	h.Sim.UpdateActivity(1400, func(a *stravasim.Activity) { a.SportType, a.Distance = "Ride", 40000 })
+	up := h.Sim.ActivityEvent("update", 1400, 10, nil)
 	up.EventTime++
-	update := job(up)
-	h.claim(update)
+	update := ingesttest.Job(up)
+	h.Claim(update)
 	if err := fast.Run(ctx, update); err != nil {
 		t.Fatal(err)
 	}
-	close(slow.release)
+	close(slow.Release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	w := h.workout("u1", 1400)
+	w := h.Workout("u1", 1400)
 	if w.SportType != "Ride" || w.DistanceMeters != 40000 || w.CorrelationID != update.CorrelationID {
 		t.Fatalf("got %s %.0f m (correlation %s), want the newer answer Ride 40000 m (%s)", w.SportType, w.DistanceMeters,
 			w.CorrelationID, update.CorrelationID)
 	}
-	if rec := h.outbox(create); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(create); rec.Status != model.OutboxDone {
 		t.Fatalf("got %+v, want the dropped older answer's job done (not an error)", rec)
 	}
 }
@@ -266,42 +247,42 @@ func TestNewestAnswerWins(t *testing.T) {
 // sweeper runs them all.
 func TestSpentBudgetDefersNeverParks(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
-	h.sim.SetUsage(100, 100, 100, 100) // the 15-minute read budget is gone
+	h.Sim.SetUsage(100, 100, 100, 100) // the 15-minute read budget is gone
 	const n = 6
 	jobs := make([]ingest.Job, n)
 	for i := range n {
-		h.activity(int64(1500+i), 10, "Run")
-		jobs[i] = job(h.sim.ActivityEvent("create", int64(1500+i), 10, nil))
-		h.claim(jobs[i])
-		if err := h.worker.Run(ctx, jobs[i]); err != nil {
+		h.Activity(int64(1500+i), 10, "Run")
+		jobs[i] = ingesttest.Job(h.Sim.ActivityEvent("create", int64(1500+i), 10, nil))
+		h.Claim(jobs[i])
+		if err := h.Worker.Run(ctx, jobs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := h.sim.Stats().ActivityRequests; got != 1 {
+	if got := h.Sim.Stats().ActivityRequests; got != 1 {
 		t.Fatalf("got %d Strava requests, want 1 (the 429; the rest deferred on the recorded budget)", got)
 	}
 	reset := time.Now().UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
 	for _, j := range jobs {
-		rec := h.outbox(j)
+		rec := h.Outbox(j)
 		if rec.Status != model.OutboxReceived || rec.Failures != 0 || !rec.DueAt().Equal(reset) {
 			t.Fatalf("got %+v (due %v), want received, no failure, due at the reset %v", rec, rec.DueAt(), reset)
 		}
 	}
-	if parked, _ := h.st.Parked(ctx, keys.ParkSourceWorker); len(parked) != 0 {
+	if parked, _ := h.St.Parked(ctx, keys.ParkSourceWorker); len(parked) != 0 {
 		t.Fatalf("got %d parked, want none", len(parked))
 	}
 	// The window resets (here: Strava's counters and our clock move on).
-	h.sim.SetUsage(0, 0, 0, 0)
-	h.worker.Runner.Now = func() time.Time { return reset }
-	h.worker.Fetch.Now = h.worker.Runner.Now
-	if res := h.sweep(reset); res.Dispatched != n {
+	h.Sim.SetUsage(0, 0, 0, 0)
+	h.Worker.Runner.Now = func() time.Time { return reset }
+	h.Worker.Fetch.Now = h.Worker.Runner.Now
+	if res := h.Sweep(reset); res.Dispatched != n {
 		t.Fatalf("got %+v, want %d dispatched at the reset", res, n)
 	}
-	h.wait()
-	if got := len(h.workouts("u1")); got != n {
+	h.Wait()
+	if got := len(h.Workouts("u1")); got != n {
 		t.Fatalf("got %d workouts, want %d", got, n)
 	}
 }
@@ -312,32 +293,32 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 // Protection: the per-athlete read counter.
 func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
-	w := h.newWorker()
+	w := h.NewWorker()
 	w.Fetch.AthleteReadsPerWindow = 5
 	now := time.Now().UTC()
-	setClock(w, func() time.Time { return now })
+	ingesttest.SetClock(w, func() time.Time { return now })
 	const n = 12
 	jobs := make([]ingest.Job, n)
 	for i := range n {
-		jobs[i] = job(h.sim.ActivityEvent("create", int64(900000+i*7919), 10, nil))
-		h.claim(jobs[i])
+		jobs[i] = ingesttest.Job(h.Sim.ActivityEvent("create", int64(900000+i*7919), 10, nil))
+		h.Claim(jobs[i])
 		if err := w.Run(ctx, jobs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := h.sim.Stats().ActivityRequests; got != 5 {
+	if got := h.Sim.Stats().ActivityRequests; got != 5 {
 		t.Fatalf("got %d Strava reads, want the cap 5", got)
 	}
-	if got := len(h.workouts("u1")); got != 5 {
+	if got := len(h.Workouts("u1")); got != 5 {
 		t.Fatalf("got %d tombstones, want 5 (bounded by the cap)", got)
 	}
 	next := now.Truncate(keys.AthleteReadsWindow).Add(keys.AthleteReadsWindow)
 	deferred := 0
 	for _, j := range jobs {
-		rec := h.outbox(j)
+		rec := h.Outbox(j)
 		switch {
 		case rec.Status == model.OutboxDone:
 		case rec.Status == model.OutboxReceived && rec.DueAt().Equal(next) && rec.Failures == 0:
@@ -350,13 +331,13 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 		t.Fatalf("got %d deferred, want %d", deferred, n-5)
 	}
 	// In the next window the next 5 are read.
-	setClock(w, func() time.Time { return next })
+	ingesttest.SetClock(w, func() time.Time { return next })
 	for _, j := range jobs {
 		if err := w.Run(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := h.sim.Stats().ActivityRequests; got != 10 {
+	if got := h.Sim.Stats().ActivityRequests; got != 10 {
 		t.Fatalf("got %d Strava reads after the next window, want 10", got)
 	}
 }
@@ -366,47 +347,47 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 // Protection: the fetch-start check before fetching.
 func TestRepeatedEventsCoalesce(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(1600, 10, "Run")
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(1600, 10, "Run")
 	ctx := context.Background()
 	const n = 5
 	jobs := make([]ingest.Job, n)
 	for i := range n {
-		ev := h.sim.ActivityEvent("update", 1600, 10, map[string]string{"title": fmt.Sprint(i)})
+		ev := h.Sim.ActivityEvent("update", 1600, 10, map[string]string{"title": fmt.Sprint(i)})
 		ev.EventTime += int64(i)
-		jobs[i] = job(ev) // all received now, before any fetch
-		h.claim(jobs[i])
+		jobs[i] = ingesttest.Job(ev) // all received now, before any fetch
+		h.Claim(jobs[i])
 	}
 	var wg sync.WaitGroup
-	if err := h.worker.Run(ctx, jobs[0]); err != nil {
+	if err := h.Worker.Run(ctx, jobs[0]); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range jobs[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := h.newWorker().Run(ctx, j); err != nil {
+			if err := h.NewWorker().Run(ctx, j); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	if got := h.sim.Stats().ActivityRequests; got != 1 {
+	if got := h.Sim.Stats().ActivityRequests; got != 1 {
 		t.Fatalf("got %d Strava reads, want 1", got)
 	}
 	for _, j := range jobs {
-		if rec := h.outbox(j); rec.Status != model.OutboxDone {
+		if rec := h.Outbox(j); rec.Status != model.OutboxDone {
 			t.Fatalf("got %+v, want done", rec)
 		}
 	}
 	// An event received after the stored fetch started is fetched again.
-	later := job(h.sim.ActivityEvent("update", 1600, 10, nil))
+	later := ingesttest.Job(h.Sim.ActivityEvent("update", 1600, 10, nil))
 	later.ReceivedAtUtc = time.Now().Add(time.Second).UTC()
-	if err := h.worker.Process(ctx, later); err != nil {
+	if err := h.Worker.Process(ctx, later); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.sim.Stats().ActivityRequests; got != 2 {
+	if got := h.Sim.Stats().ActivityRequests; got != 2 {
 		t.Fatalf("got %d Strava reads, want 2", got)
 	}
 }
@@ -415,15 +396,15 @@ func TestRepeatedEventsCoalesce(t *testing.T) {
 // decoded is parked with the reason, not re-dispatched forever.
 func TestSweeperParksAnUndecodableJob(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
-	if _, err := h.st.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
+	if _, err := h.St.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.sweep(time.Now()); res.Parked != 1 || res.Dispatched != 0 {
+	if res := h.Sweep(time.Now()); res.Parked != 1 || res.Dispatched != 0 {
 		t.Fatalf("got %+v, want it parked", res)
 	}
-	rec, err := h.st.OutboxItem(ctx, "bad-key")
+	rec, err := h.St.OutboxItem(ctx, "bad-key")
 	if err != nil || rec.Status != model.OutboxParked || rec.Reason == "" {
 		t.Fatalf("got %+v, %v; want parked with a reason", rec, err)
 	}
@@ -439,7 +420,7 @@ func TestQueueRunsAKeyOnce(t *testing.T) {
 		runs.Add(1)
 		<-release
 		return nil
-	}, handoff.QueueOptions{Workers: 2}, testLog())
+	}, handoff.QueueOptions{Workers: 2}, ingesttest.Log())
 	ctx := context.Background()
 	j := ingest.Job{CorrelationID: "c", IdempotencyKey: "k"}
 	for range 3 {
@@ -500,19 +481,19 @@ func TestSweepResultEMF(t *testing.T) {
 // so the items it did not reach keep no useless lease and stay due.
 func TestSweepStopsAtAFullQueue(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := ingesttest.New(t)
 	ctx := context.Background()
 	release := make(chan struct{})
 	q := handoff.NewQueue(func(context.Context, ingest.Job) error { <-release; return nil },
-		handoff.QueueOptions{Workers: 1, Capacity: 1}, testLog())
+		handoff.QueueOptions{Workers: 1, Capacity: 1}, ingesttest.Log())
 	defer func() { close(release); _ = q.Close(ctx) }()
 	past := time.Now().Add(-time.Hour).UTC()
 	for i := range 5 {
-		j := job(h.sim.ActivityEvent("update", int64(1700+i), 10, nil)) // updates: a turn each (creates would be one burst)
+		j := ingesttest.Job(h.Sim.ActivityEvent("update", int64(1700+i), 10, nil)) // updates: a turn each (creates would be one burst)
 		j.ReceivedAtUtc = past
-		h.claim(j)
+		h.Claim(j)
 	}
-	sw := handoff.NewSweeper(h.st, q, testLog())
+	sw := handoff.NewSweeper(h.St, q, ingesttest.Log())
 	res, err := sw.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +502,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 	if res.Due != 5 || res.Dispatched < 1 || res.Dispatched > 2 || res.Failed != 1 {
 		t.Fatalf("got %+v, want the sweep to stop at the first full-queue refusal", res)
 	}
-	b, err := h.st.PendingOutbox(ctx, time.Now())
+	b, err := h.St.PendingOutbox(ctx, time.Now())
 	if err != nil || b.Due != 5-res.Dispatched-res.Failed {
 		t.Fatalf("got backlog %+v, %v; want %d still due", b, err, 5-res.Dispatched-res.Failed)
 	}
@@ -531,19 +512,19 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 // (CC_STRAVA_WINDOW), the read cap and a 429 defer to that window's end.
 func TestShortRateWindow(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
-	w := h.newWorker()
+	w := h.NewWorker()
 	w.Fetch.RateWindow, w.Fetch.AthleteReadsPerWindow = 10*time.Second, 1
 	now := time.Now().UTC()
-	setClock(w, func() time.Time { return now })
+	ingesttest.SetClock(w, func() time.Time { return now })
 	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
 	jobs := make([]ingest.Job, 3)
 	for i := range jobs {
-		h.activity(int64(1800+i), 10, "Run")
-		jobs[i] = job(h.sim.ActivityEvent("create", int64(1800+i), 10, nil))
-		h.claim(jobs[i])
+		h.Activity(int64(1800+i), 10, "Run")
+		jobs[i] = ingesttest.Job(h.Sim.ActivityEvent("create", int64(1800+i), 10, nil))
+		h.Claim(jobs[i])
 	}
 	if err := w.Run(ctx, jobs[0]); err != nil {
 		t.Fatal(err)
@@ -551,15 +532,15 @@ func TestShortRateWindow(t *testing.T) {
 	if err := w.Run(ctx, jobs[1]); err != nil { // the cap of 1 is used up
 		t.Fatal(err)
 	}
-	if rec := h.outbox(jobs[1]); !rec.DueAt().Equal(next) {
+	if rec := h.Outbox(jobs[1]); !rec.DueAt().Equal(next) {
 		t.Fatalf("capped: got due %v, want the 10-second window's end %v", rec.DueAt(), next)
 	}
 	w.Fetch.AthleteReadsPerWindow = 0
-	h.sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
+	h.Sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
 	if err := w.Run(ctx, jobs[2]); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.outbox(jobs[2]); !rec.DueAt().Equal(next) || rec.Failures != 0 {
+	if rec := h.Outbox(jobs[2]); !rec.DueAt().Equal(next) || rec.Failures != 0 {
 		t.Fatalf("429: got %+v (due %v), want deferred to %v", rec, rec.DueAt(), next)
 	}
 }
@@ -573,50 +554,47 @@ func TestShortRateWindow(t *testing.T) {
 // whose item is done.
 func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.link("u1", 10, time.Hour)
-	h.activity(1400, 10, "Run")
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.Activity(1400, 10, "Run")
 	ctx := context.Background()
-	j := job(h.sim.ActivityEvent("create", 1400, 10, nil))
-	h.claim(j)
+	j := ingesttest.Job(h.Sim.ActivityEvent("create", 1400, 10, nil))
+	h.Claim(j)
 	rj := j
 	rj.Redrive = true
 	parked := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
-		Payload: string(mustJSON(t, rj)), CorrelationID: j.CorrelationID}
-	if err := h.st.Park(ctx, parked); err != nil {
+		Payload: string(ingesttest.MustJSON(t, rj)), CorrelationID: j.CorrelationID}
+	if err := h.St.Park(ctx, parked); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.sweep(time.Now().Add(ingest.DefaultLease + time.Second)); res.Dispatched != 1 {
+	if res := h.Sweep(time.Now().Add(ingest.DefaultLease + time.Second)); res.Dispatched != 1 {
 		t.Fatalf("got sweep %+v, want the parked job dispatched", res)
 	}
-	h.wait()
-	if rec := h.outbox(j); rec.Status != model.OutboxDone {
+	h.Wait()
+	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
 		t.Fatalf("got %+v, want done", rec)
 	}
-	h.workout("u1", 1400)
-	if recs, err := h.st.Parked(ctx, keys.ParkSourceWorker); err != nil || len(recs) != 0 {
+	h.Workout("u1", 1400)
+	if recs, err := h.St.Parked(ctx, keys.ParkSourceWorker); err != nil || len(recs) != 0 {
 		t.Fatalf("got parked %+v, %v; want none once the job is done", recs, err)
 	}
 	// A stale record (its removal failed, or parked by older code) redriven
 	// anyway: the done job is not run again. A delete event shows it (its
 	// re-run would write the workout again).
-	dj := job(h.sim.ActivityEvent("delete", 1400, 10, nil))
-	h.claim(dj)
-	if err := h.worker.Run(ctx, dj); err != nil {
+	dj := ingesttest.Job(h.Sim.ActivityEvent("delete", 1400, 10, nil))
+	h.Claim(dj)
+	if err := h.Worker.Run(ctx, dj); err != nil {
 		t.Fatal(err)
 	}
-	before := h.workout("u1", 1400)
-	fetches := h.sim.Stats().ActivityRequests
+	before := h.Workout("u1", 1400)
+	fetches := h.Sim.Stats().ActivityRequests
 	dj.Redrive = true
-	if err := h.worker.Handle(ctx, mustJSON(t, dj)); err != nil {
+	if err := h.Worker.Handle(ctx, ingesttest.MustJSON(t, dj)); err != nil {
 		t.Fatal(err)
 	}
-	after := h.workout("u1", 1400)
-	if got := h.sim.Stats().ActivityRequests; got != fetches || !after.UpdatedAtUtc.Equal(before.UpdatedAtUtc) {
+	after := h.Workout("u1", 1400)
+	if got := h.Sim.Stats().ActivityRequests; got != fetches || !after.UpdatedAtUtc.Equal(before.UpdatedAtUtc) {
 		t.Fatalf("got %d activity requests and workout updated at %s after redriving a done job, want %d and %s (not run again)",
 			got, after.UpdatedAtUtc, fetches, before.UpdatedAtUtc)
 	}
 }
-
-// setClock sets the clock of w's runner and fetcher.
-func setClock(w *app.Worker, now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }

@@ -1,4 +1,4 @@
-package ingest_test
+package syncjobs_test
 
 import (
 	"context"
@@ -40,9 +40,9 @@ var convergeSettings = syncjobs.SyncSettings{MaxDays: 60, PageSize: 10, Reconcil
 func newConvergeRig(t *testing.T) (*syncRig, []int64) {
 	t.Helper()
 	r := newSyncRig(t, convergeSettings)
-	r.harness.worker.Fetch.AthleteReadsPerWindow = 1 << 30 // the athlete cap is not under test
-	r.link("u1", convergeAthlete, 24*time.Hour)
-	if err := r.st.Put(context.Background(), r.st.Tables().Main, &model.Profile{UserID: "u1", AthleteID: convergeAthlete}); err != nil {
+	r.Harness.Worker.Fetch.AthleteReadsPerWindow = 1 << 30 // the athlete cap is not under test
+	r.Link("u1", convergeAthlete, 24*time.Hour)
+	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: convergeAthlete}); err != nil {
 		t.Fatal(err)
 	}
 	return r, r.history(convergeAthlete, 100, 40, 24*time.Hour)
@@ -51,7 +51,7 @@ func newConvergeRig(t *testing.T) (*syncRig, []int64) {
 // publish sends ev to the webhook like Strava does, without waiting for
 // the worker.
 func (r *syncRig) publish(ev stravasim.Event) error {
-	if d, err := r.sim.Publish(context.Background(), ev); err != nil {
+	if d, err := r.Sim.Publish(context.Background(), ev); err != nil {
 		return fmt.Errorf("publish %s %d: %+v: %w", ev.AspectType, ev.ObjectID, d, err)
 	}
 	return nil
@@ -62,19 +62,19 @@ func (r *syncRig) publish(ev stravasim.Event) error {
 // arrives.
 func (r *syncRig) gate(e stravasim.Endpoint, activityID int64) (release func()) {
 	ch := make(chan struct{})
-	r.sim.AddFault(stravasim.Fault{Endpoint: e, ActivityID: activityID, Gate: ch})
+	r.Sim.AddFault(stravasim.Fault{Endpoint: e, ActivityID: activityID, Gate: ch})
 	var once sync.Once
 	release = func() { once.Do(func() { close(ch) }) }
-	r.t.Cleanup(release)
+	r.T.Cleanup(release)
 	return release
 }
 
 // waitUntil polls cond for up to 20 s.
 func (r *syncRig) waitUntil(what string, cond func() bool) {
-	r.t.Helper()
+	r.T.Helper()
 	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting until %s", what)
+			r.T.Fatalf("timed out waiting until %s", what)
 		}
 	}
 }
@@ -82,10 +82,10 @@ func (r *syncRig) waitUntil(what string, cond func() bool) {
 // reconcileNow moves the clock to the next reconciliation slot and
 // enqueues its jobs; it returns u1's job key.
 func (r *syncRig) reconcileNow() string {
-	r.t.Helper()
+	r.T.Helper()
 	r.now = r.now.Add(convergeSettings.ReconcileInterval)
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
-		r.t.Fatalf("ReconcileAll: %v", err)
+		r.T.Fatalf("ReconcileAll: %v", err)
 	}
 	return keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(convergeSettings.ReconcileInterval))
 }
@@ -95,7 +95,7 @@ func (r *syncRig) reconcileNow() string {
 func (r *syncRig) drainWith(w *app.Worker, key string, rounds int) error {
 	ctx := context.Background()
 	for range rounds {
-		rec, err := r.st.OutboxItem(ctx, key)
+		rec, err := r.St.OutboxItem(ctx, key)
 		if err != nil {
 			return fmt.Errorf("outbox %s: %w", key, err)
 		}
@@ -118,10 +118,10 @@ func (r *syncRig) drainWith(w *app.Worker, key string, rounds int) error {
 // workout with the same normalized fields, every id in deleted is a
 // workout marked deleted, and no other live workout exists.
 func (r *syncRig) divergence(deleted []int64) []string {
-	r.t.Helper()
-	held := r.sim.Activities()
+	r.T.Helper()
+	held := r.Sim.Activities()
 	got := map[int64]model.Workout{}
-	for _, w := range r.workouts("u1") {
+	for _, w := range r.Workouts("u1") {
 		got[w.ActivityID] = w
 	}
 	var out []string
@@ -160,9 +160,9 @@ func (r *syncRig) divergence(deleted []int64) []string {
 }
 
 func (r *syncRig) requireConverged(deleted []int64) {
-	r.t.Helper()
+	r.T.Helper()
 	if d := r.divergence(deleted); len(d) > 0 {
-		r.t.Fatalf("workout log differs from strava in %d places:\n%v", len(d), d)
+		r.T.Fatalf("workout log differs from strava in %d places:\n%v", len(d), d)
 	}
 }
 
@@ -189,8 +189,8 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			r.counted.beforeUpsert = func(w *model.Workout) {
 				if w.ActivityID == x {
 					once.Do(func() {
-						r.sim.UpdateActivity(x, edit("Edited", 7777))
-						r.deliver(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Edited"}))
+						r.Sim.UpdateActivity(x, edit("Edited", 7777))
+						r.Deliver(r.Sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Edited"}))
 					})
 				}
 			}
@@ -211,8 +211,8 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			r.counted.beforeUpsert = func(w *model.Workout) {
 				if w.ActivityID == x {
 					once.Do(func() {
-						r.sim.DeleteActivity(x)
-						r.deliver(r.sim.ActivityEvent("delete", x, convergeAthlete, nil))
+						r.Sim.DeleteActivity(x)
+						r.Deliver(r.Sim.ActivityEvent("delete", x, convergeAthlete, nil))
 					})
 				}
 			}
@@ -229,20 +229,20 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 		run: func(t *testing.T, r *syncRig, ids []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)
 			x := ids[1]
-			r.sim.UpdateActivity(x, func(a *stravasim.Activity) { a.Name = "Renamed" })
+			r.Sim.UpdateActivity(x, func(a *stravasim.Activity) { a.Name = "Renamed" })
 			release := r.gate(stravasim.EndpointActivity, x)
-			fetches := r.sim.Stats().ActivityRequests
-			if err := r.publish(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Renamed"})); err != nil {
+			fetches := r.Sim.Stats().ActivityRequests
+			if err := r.publish(r.Sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Renamed"})); err != nil {
 				t.Fatal(err)
 			}
-			r.waitUntil("the webhook's fetch reached strava", func() bool { return r.sim.Stats().ActivityRequests > fetches })
-			r.sim.UpdateActivity(x, edit("Renamed", 8888))
+			r.waitUntil("the webhook's fetch reached strava", func() bool { return r.Sim.Stats().ActivityRequests > fetches })
+			r.Sim.UpdateActivity(x, edit("Renamed", 8888))
 			r.drain(r.reconcileNow(), 10)
-			if w := r.workout("u1", x); w.DistanceMeters != 8888 {
+			if w := r.Workout("u1", x); w.DistanceMeters != 8888 {
 				t.Fatalf("reconciliation: got %.1f m, want the silent edit's 8888", w.DistanceMeters)
 			}
 			release()
-			r.wait()
+			r.Wait()
 			return nil
 		},
 	}, {
@@ -254,24 +254,24 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 		run: func(t *testing.T, r *syncRig, _ []int64) []int64 {
 			r.drain(r.backfill("u1"), 20)
 			n := int64(900)
-			r.sim.PutActivity(stravasim.Activity{ID: n, AthleteID: convergeAthlete, Name: "New", SportType: "Run", Distance: 3000,
+			r.Sim.PutActivity(stravasim.Activity{ID: n, AthleteID: convergeAthlete, Name: "New", SportType: "Run", Distance: 3000,
 				MovingTime: 900, ElapsedTime: 950, StartDate: r.now.Add(-2 * time.Hour).Truncate(time.Second)})
 			release := r.gate(stravasim.EndpointActivity, n)
-			fetches := r.sim.Stats().ActivityRequests
-			if err := r.publish(r.sim.ActivityEvent("create", n, convergeAthlete, nil)); err != nil {
+			fetches := r.Sim.Stats().ActivityRequests
+			if err := r.publish(r.Sim.ActivityEvent("create", n, convergeAthlete, nil)); err != nil {
 				t.Fatal(err)
 			}
-			r.waitUntil("the create's fetch reached strava", func() bool { return r.sim.Stats().ActivityRequests > fetches })
-			r.sim.DeleteActivity(n)
-			if err := r.publish(r.sim.ActivityEvent("delete", n, convergeAthlete, nil)); err != nil {
+			r.waitUntil("the create's fetch reached strava", func() bool { return r.Sim.Stats().ActivityRequests > fetches })
+			r.Sim.DeleteActivity(n)
+			if err := r.publish(r.Sim.ActivityEvent("delete", n, convergeAthlete, nil)); err != nil {
 				t.Fatal(err)
 			}
 			r.waitUntil("the delete was written", func() bool {
-				w, err := r.st.Workout(context.Background(), "u1", n)
+				w, err := r.St.Workout(context.Background(), "u1", n)
 				return err == nil && w.IsDeleted
 			})
 			release()
-			r.wait()
+			r.Wait()
 			return []int64{n}
 		},
 	}, {
@@ -284,15 +284,15 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 			r.drain(r.backfill("u1"), 20)
 			x, y := ids[0], ids[2]
 			release := r.gate(stravasim.EndpointList, 0)
-			lists := r.sim.Stats().ListRequests
+			lists := r.Sim.Stats().ListRequests
 			key := r.reconcileNow()
 			done := make(chan error, 1)
 			go func() { done <- r.drainWith(r.worker, key, 10) }()
-			r.waitUntil("the reconciliation's list reached strava", func() bool { return r.sim.Stats().ListRequests > lists })
-			r.sim.UpdateActivity(x, edit("Edited", 6666))
-			r.deliver(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Edited"}))
-			r.sim.DeleteActivity(y)
-			r.deliver(r.sim.ActivityEvent("delete", y, convergeAthlete, nil))
+			r.waitUntil("the reconciliation's list reached strava", func() bool { return r.Sim.Stats().ListRequests > lists })
+			r.Sim.UpdateActivity(x, edit("Edited", 6666))
+			r.Deliver(r.Sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": "Edited"}))
+			r.Sim.DeleteActivity(y)
+			r.Deliver(r.Sim.ActivityEvent("delete", y, convergeAthlete, nil))
 			release()
 			if err := <-done; err != nil {
 				t.Fatal(err)
@@ -322,8 +322,8 @@ func TestWebhooksBackfillAndReconcileConvergeConcurrently(t *testing.T) {
 			r, ids := newConvergeRig(t)
 			rng := rand.New(rand.NewPCG(seed, 15))
 			for range 6 {
-				r.sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: time.Duration(rng.IntN(150)) * time.Millisecond})
-				r.sim.AddFault(stravasim.Fault{Delay: time.Duration(rng.IntN(150)) * time.Millisecond})
+				r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: time.Duration(rng.IntN(150)) * time.Millisecond})
+				r.Sim.AddFault(stravasim.Fault{Delay: time.Duration(rng.IntN(150)) * time.Millisecond})
 			}
 			// Started first so that it can run before the backfill takes
 			// the user's sync state over.
@@ -344,14 +344,14 @@ func TestWebhooksBackfillAndReconcileConvergeConcurrently(t *testing.T) {
 			next := int64(1000)
 			wg.Go(func() {
 				for range 30 {
-					r.sim.SetUsage(0, 0, 0, 0) // the budget is not under test
+					r.Sim.SetUsage(0, 0, 0, 0) // the budget is not under test
 					time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 					var err error
 					switch op := rng.IntN(10); {
 					case op < 3: // silent edit: distance and time, no event
 						x := live[rng.IntN(len(live))]
-						if a, ok := r.sim.Activities()[x]; ok && a.StartDate.After(r.now.AddDate(0, 0, -12)) {
-							r.sim.UpdateActivity(x, edit(a.Name, float64(rng.IntN(20000))))
+						if a, ok := r.Sim.Activities()[x]; ok && a.StartDate.After(r.now.AddDate(0, 0, -12)) {
+							r.Sim.UpdateActivity(x, edit(a.Name, float64(rng.IntN(20000))))
 							silent++
 						}
 					case op < 6: // edit with a title change: an update event
@@ -360,23 +360,23 @@ func TestWebhooksBackfillAndReconcileConvergeConcurrently(t *testing.T) {
 						// one event to Strava and to our idempotency key.
 						x := live[rng.IntN(len(live))]
 						title := fmt.Sprintf("T%d", rng.IntN(1000))
-						r.sim.UpdateActivity(x, edit(title, float64(rng.IntN(20000))))
-						err = r.publish(r.sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": title}))
+						r.Sim.UpdateActivity(x, edit(title, float64(rng.IntN(20000))))
+						err = r.publish(r.Sim.ActivityEvent("update", x, convergeAthlete, map[string]string{"title": title}))
 						edited++
 					case op < 8 && len(live) > 10: // delete: a delete event
 						i := rng.IntN(len(live))
 						x := live[i]
 						live = slices.Delete(live, i, i+1)
 						deleted = append(deleted, x)
-						r.sim.DeleteActivity(x)
-						err = r.publish(r.sim.ActivityEvent("delete", x, convergeAthlete, nil))
+						r.Sim.DeleteActivity(x)
+						err = r.publish(r.Sim.ActivityEvent("delete", x, convergeAthlete, nil))
 					default: // create: a create event
 						next++
-						r.sim.PutActivity(stravasim.Activity{ID: next, AthleteID: convergeAthlete, Name: "New", SportType: "Ride",
+						r.Sim.PutActivity(stravasim.Activity{ID: next, AthleteID: convergeAthlete, Name: "New", SportType: "Ride",
 							Distance: float64(rng.IntN(50000)), MovingTime: int64(600 + rng.IntN(3600)), ElapsedTime: 5000,
 							StartDate: r.now.Add(-time.Duration(rng.IntN(10*24*3600)) * time.Second).Truncate(time.Second)})
 						live = append(live, next)
-						err = r.publish(r.sim.ActivityEvent("create", next, convergeAthlete, nil))
+						err = r.publish(r.Sim.ActivityEvent("create", next, convergeAthlete, nil))
 						created++
 					}
 					if err != nil {
@@ -392,15 +392,15 @@ func TestWebhooksBackfillAndReconcileConvergeConcurrently(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r.wait()
-			r.sim.ClearFaults()
-			r.sim.SetUsage(0, 0, 0, 0)
+			r.Wait()
+			r.Sim.ClearFaults()
+			r.Sim.SetUsage(0, 0, 0, 0)
 			st := r.state("u1")
 			writes, _ := r.counted.writes()
 			stale := r.counted.stale
 			r.drain(r.reconcileNow(), 10)
 			final, _ := r.counted.writes()
-			stats := r.sim.Stats()
+			stats := r.Sim.Stats()
 			t.Logf("seed %d: %d changes (%d silent edits, %d webhook edits, %d deletes, %d creates); "+
 				"before the final reconciliation: state %s, %d sync writes, %d stale sync writes dropped; "+
 				"the final reconciliation wrote %d; %d list requests, %d activity requests",
