@@ -271,7 +271,7 @@ func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string
 				}
 				continue // the mapping named a deleted account: sign up anew
 			}
-			if err := h.reattach(ctx, log, corr, owner.UserID, now); err != nil {
+			if err := h.reattach(ctx, log, corr, owner.UserID, a, now); err != nil {
 				return "", err
 			}
 			if err := h.logins.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
@@ -355,11 +355,10 @@ func (h *Handler) forgetIfDeleted(ctx context.Context, log *slog.Logger, athlete
 }
 
 // reattach lifts a deauthorization when its athlete connects again: it
-// clears the guard's revocation (only the one it read), so writes of Strava
-// data are kept again; the caller saves the tokens last, and the login's
-// backfill imports the history again (the revocation deleted it and the
-// sync state). Milestones and awards were never touched.
-func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, now time.Time) error {
+// clears the guard's revocation it read (Strava writes are kept again, a
+// purge still running stops) and gives the athlete back (reconnected); the
+// caller saves the tokens, the login's backfill imports the history again.
+func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
 	revoked := false
 	for attempt := 0; ; attempt++ {
 		g, err := h.logins.UserGuard(ctx, userID)
@@ -380,10 +379,17 @@ func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID s
 		break
 	}
 	if revoked {
-		log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
-		h.logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
+		return reconnected(ctx, h.logins, log, corr, userID, a, now)
 	}
 	return nil
+}
+
+// reconnected audits a reconnect after a revocation and gives the user the
+// athlete back (owner mapping, the profile's id and name).
+func reconnected(ctx context.Context, logins LoginStore, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
+	log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
+	logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
+	return logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now)
 }
 
 // logout deletes the session (if any) and clears the cookie. It always

@@ -97,3 +97,49 @@ func TestReconnectAfterRevocationReattachesSameUser(t *testing.T) {
 		t.Fatalf("award %+v, %v; want it kept, without the Strava activity id", gotA, err)
 	}
 }
+
+// TestReconnectDuringAPurgeRestoresTheIdentity: the athlete signs in again
+// while the revocation's purge is half way (the profile's Strava name and id
+// already gone, the owner mapping not yet): the login finds the owner
+// mapping, clears the revocation and gives the profile the athlete back.
+// Protection: reattach's reconnected (without it /v1/me says athlete 0).
+func TestReconnectDuringAPurgeRestoresTheIdentity(t *testing.T) {
+	t.Parallel()
+	e, sim := oauthEnvWith(t, envOpts{})
+	sim.AddAthlete(stravasim.Athlete{ID: 4343, Firstname: "Katherine", Lastname: "Johnson"})
+	ctx := context.Background()
+	if cb := e.login(e.browser()); cb.status != http.StatusFound {
+		t.Fatalf("first login: %d %s", cb.status, cb.body)
+	}
+	owner, err := e.st.AthleteOwner(ctx, 4343)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.RevokeAthlete(4343)
+	grant, err := e.st.StravaConnectionGrant(ctx, owner.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now().Truncate(time.Second)
+	if err := e.st.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.st.Profile(ctx, owner.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AthleteID, p.DisplayName = 0, "" // what the purge's identity step leaves
+	if err := e.st.Put(ctx, e.st.Tables().Main, &p); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(time.Minute)
+	b := e.browser()
+	if cb := e.login(b); cb.status != http.StatusFound {
+		t.Fatalf("reconnect: %d %s", cb.status, cb.body)
+	}
+	var me bff.MeJSON
+	e.do(http.MethodGet, "/v1/me", sessionFrom(t, b, e.srv.URL), nil).json(t, &me)
+	if me.UserID != owner.UserID || !me.Connected || me.AthleteID != 4343 || me.DisplayName != "Katherine Johnson" {
+		t.Fatalf("GET /v1/me = %+v, want user %s connected as athlete 4343 again", me, owner.UserID)
+	}
+}

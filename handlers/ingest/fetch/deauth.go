@@ -140,8 +140,8 @@ func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job inge
 // workouts, sync state, the Strava name and ids, parked records, the owner
 // mapping, leaving a keyed-hash mapping for a reconnect); an error keeps
 // the job pending so a retry finishes it. A reconnect that cleared this
-// revocation before the purge ran stops it: the athlete is back, and the
-// reconnect's own backfill imports the history.
+// revocation stops it, before it runs or between its steps: the athlete is
+// back, and the reconnect's own backfill imports the history.
 func (w *Fetcher) purge(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
 	g, err := w.revoked.UserGuard(ctx, userID)
 	switch {

@@ -255,9 +255,22 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	// A revocation's purge deletes the history and the sync state; the
 	// reconnect's backfill imports it again under a key of its own (the
 	// horizon's key was used). Protection: EnsureBackfill's reimport key.
+	grant, err := r.St.StravaConnectionGrant(context.Background(), "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.St.RevokeStravaConnection(context.Background(), grant, r.now, r.now, r.now); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := purge.New(r.St).PurgeStravaData(context.Background(), "u1", 71, r.now); err != nil {
 		t.Fatal(err)
 	}
+	// The athlete signs in again (as the login does: the revocation is
+	// cleared, the connection written).
+	if err := r.St.ClearStravaRevocation(context.Background(), "u1", r.now, r.now); err != nil {
+		t.Fatal(err)
+	}
+	r.Link("u1", 71, time.Hour)
 	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "strava reconnect"); !ok || err != nil {
 		t.Fatalf("EnsureBackfill after a purge: got %v, %v; want a new import", ok, err)
 	}

@@ -178,11 +178,12 @@ func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) erro
 	return s.st.Delete(ctx, s.st.Tables().Main, keys.RevokedAthleteKey(h))
 }
 
-// ForgetStravaIdentity removes from the user's profile what Strava said
+// forgetStravaIdentity removes from the user's profile what Strava said
 // about the athlete (the name, the athlete id) and records the keyed hash
 // of the revoked athlete's mapping instead, so an account deletion finds
-// and removes it. A missing profile is not an error.
-func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string, athleteID int64) error {
+// and removes it, while the revocation stands. A missing profile is not an
+// error.
+func (s *Purger) forgetStravaIdentity(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) error {
 	h, err := s.athleteHash(ctx, athleteID)
 	if err != nil {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
@@ -190,11 +191,48 @@ func (s *Purger) ForgetStravaIdentity(ctx context.Context, userID string, athlet
 	upd := expression.Set(expression.Name("displayName"), expression.Value("")).
 		Set(expression.Name("athleteId"), expression.Value(0)).
 		Set(expression.Name("revokedAthleteHash"), expression.Value(h))
-	err = s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK")))
-	if err != nil && !errors.Is(err, model.ErrConflict) {
+	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(expression.AttributeExists(expression.Name("PK"))).Build()
+	if err != nil {
+		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
+	}
+	item := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.ProfileKey(userID)),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
+	if err := s.whileRevoked(ctx, userID, revokedAt, &item); err != nil {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
 	}
 	return nil
+}
+
+// errReconnected stops a purge: the athlete connected again after the
+// revocation it purges (the login cleared it from the user's guard), so
+// what is left belongs to the reconnect.
+var errReconnected = errors.New("the athlete reconnected since the revocation")
+
+// whileRevoked writes item (nil: nothing) atomically with a check that the
+// user's guard still holds the revocation recorded at revokedAt:
+// errReconnected when it does not. item's own failed condition is not an
+// error (nothing left to do).
+func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time.Time, item *types.TransactWriteItem) error {
+	// The guard's attribute, as store.RevokeStravaConnection writes it.
+	ex, err := expression.NewBuilder().WithCondition(expression.Name("stravaRevokedAtUtc").Equal(expression.Value(revokedAt.UTC()))).Build()
+	if err != nil {
+		return err
+	}
+	items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.st.Tables().Main),
+		Key: keyAV(keys.UserGuardKey(userID)), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}}
+	if item != nil {
+		items = append(items, *item)
+	}
+	err = s.st.Transact(ctx, items, "")
+	var te *model.TransactionError
+	switch {
+	case errors.As(err, &te) && len(te.Reasons) > 0 && te.Reasons[0] == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed):
+		return errReconnected
+	case errors.As(err, &te) && len(te.Reasons) > 1 && te.Reasons[1] == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed):
+		return nil
+	}
+	return err
 }
 
 // RestoreStravaIdentity puts the athlete's id and name back on the profile
@@ -273,16 +311,27 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 // PurgeStravaData deletes what came from Strava for a user whose athlete
 // revoked the grant at revokedAt, keeping milestones and awards: it records
 // the keyed-hash mapping first (so a reconnect finds the user), then
-// removes every Strava workout (a hard delete; the
-// stream's REMOVE records re-project the milestones, whose progress falls;
-// awards stay), the sync state and its cursors, the Strava name and id on
-// the profile, the Strava ids on awards and audit entries, the user's
-// parked records, and last the owner mapping (so a retry of a purge stopped
-// earlier still resolves the athlete). It returns how many items it deleted
-// or changed. Each
-// step is idempotent, so a run stopped anywhere is finished by running it
-// again.
+// removes every Strava workout (a hard delete; the stream's REMOVE records
+// re-project the milestones, whose progress falls; awards stay), the sync
+// state and its cursors, the Strava name and id on the profile, the Strava
+// ids on awards and audit entries, the user's parked records, and last the
+// owner mapping (so a retry of a purge stopped earlier still resolves the
+// athlete). It returns how many items it deleted or changed. Each step is
+// idempotent, so a run stopped anywhere is finished by running it again.
+//
+// A reconnect while it runs ends it: every step after the workouts checks,
+// in the same transaction where it writes, that the user's guard still
+// holds this revocation (a login clears it), so a late purge never takes
+// the reconnected athlete's identity, sync state or owner mapping away.
 func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error) {
+	n, err := s.purge(ctx, userID, athleteID, revokedAt)
+	if errors.Is(err, errReconnected) {
+		return n, nil
+	}
+	return n, err
+}
+
+func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error) {
 	var r struct{ Workouts, Stripped, Parked int }
 	if err := s.RememberRevokedAthlete(ctx, athleteID, userID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
@@ -292,11 +341,15 @@ func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID i
 	if err != nil {
 		return n, fmt.Errorf("purge strava data of %s (%d workouts deleted so far): %w", userID, n, err)
 	}
-	if err := s.st.Delete(ctx, s.st.Tables().Main, keys.SyncStateKey(userID)); err != nil {
+	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
+	if err := s.whileRevoked(ctx, userID, revokedAt, &sync); err != nil {
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
-	if err := s.ForgetStravaIdentity(ctx, userID, athleteID); err != nil {
+	if err := s.forgetStravaIdentity(ctx, userID, athleteID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
+	}
+	if err := s.whileRevoked(ctx, userID, revokedAt, nil); err != nil {
+		return r.Workouts, err
 	}
 	if r.Stripped, err = s.StripStravaIDs(ctx, userID); err != nil {
 		return r.Workouts + r.Stripped, err
@@ -305,8 +358,14 @@ func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID i
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: parked records: %w", userID, err)
 	}
 	// Last: a retry of a purge stopped earlier still resolves the athlete.
-	if err := s.st.DeleteAthleteOwnerOf(ctx, athleteID, userID); err != nil {
-		return r.Workouts + r.Stripped + r.Parked, fmt.Errorf("purge strava data of %s: %w", userID, err)
+	mine, err := expression.NewBuilder().WithCondition(expression.Name("userId").Equal(expression.Value(userID))).Build()
+	if err != nil {
+		return r.Workouts + r.Stripped + r.Parked, err
+	}
+	owner := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.AthleteOwnerKey(athleteID)),
+		ConditionExpression: mine.Condition(), ExpressionAttributeNames: mine.Names(), ExpressionAttributeValues: mine.Values()}}
+	if err := s.whileRevoked(ctx, userID, revokedAt, &owner); err != nil {
+		return r.Workouts + r.Stripped + r.Parked, fmt.Errorf("purge strava data of %s: owner of athlete %d: %w", userID, athleteID, err)
 	}
 	return r.Workouts + r.Stripped + r.Parked, nil
 }

@@ -102,3 +102,58 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeStopsAtAReconnect: a purge still running when the athlete signs
+// in again (the login clears the revocation from the guard and restores the
+// owner mapping and identity) leaves the reconnected athlete's profile,
+// sync state, award ids and owner mapping alone. Protection: whileRevoked on
+// every step after the workouts (without it the late purge unlinks the
+// athlete, whose next events are then dropped as of no user).
+func TestPurgeStopsAtAReconnect(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	pu := purge.New(s)
+	ctx := context.Background()
+	const athlete = 555000111
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, e := range []model.Entity{
+		&model.StravaConnection{UserID: "u2", AthleteID: athlete, AccessToken: "a", RefreshToken: "r", ExpiresAtUtc: now.Add(time.Hour), TokenVersion: 1},
+		&model.AthleteOwner{AthleteID: athlete, UserID: "u2", CreatedAtUtc: now},
+		&model.Profile{UserID: "u2", AthleteID: athlete, DisplayName: "Grace Hopper", CreatedAtUtc: now},
+		&model.Award{UserID: "u2", MilestoneID: "m1", PartIndex: 0, ActivityID: 777000111222, AwardedAtUtc: now},
+	} {
+		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant, err := s.StravaConnectionGrant(ctx, "u2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+		t.Fatal(err)
+	}
+	// The reconnect, before the purge got past its workouts.
+	if err := s.ClearStravaRevocation(ctx, "u2", now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, s.Tables().Main, &syncstate.SyncState{UserID: "u2", AthleteID: athlete}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pu.PurgeStravaData(ctx, "u2", athlete, now); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Profile(ctx, "u2"); err != nil || p.AthleteID != athlete || p.DisplayName != "Grace Hopper" {
+		t.Errorf("profile %+v, %v: want the reconnected athlete's id and name kept", p, err)
+	}
+	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u2" {
+		t.Errorf("owner mapping: %q, %v: want it kept for u2", u, err)
+	}
+	if _, err := s.SyncState(ctx, "u2"); err != nil {
+		t.Errorf("sync state: %v: want the reconnect's kept", err)
+	}
+	var a model.Award
+	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u2", "m1", 0), &a); err != nil || a.ActivityID != 777000111222 {
+		t.Errorf("award %+v, %v: want its activity id kept", a, err)
+	}
+}
