@@ -251,8 +251,11 @@ func TestLambdaRuntime(t *testing.T) {
 	// --- a workout: webhook → async invoke → worker → stream → projector
 	f.sim.PutActivity(stravasim.Activity{ID: 9001, AthleteID: athleteID, Name: "Morning run", SportType: "Run",
 		Distance: 6000, MovingTime: 1800, ElapsedTime: 1900, StartDate: now.Add(-2 * time.Hour)})
-	f.webhook(f.sim.ActivityEvent("create", 9001, athleteID, nil), "accepted")
-	f.webhook(f.sim.ActivityEvent("create", 9001, athleteID, nil), "duplicate")
+	// One event delivered twice (its event_time is part of its identity:
+	// two events built a second apart are two events).
+	ev := f.sim.ActivityEvent("create", 9001, athleteID, nil)
+	f.webhook(ev, "accepted")
+	f.webhook(ev, "duplicate")
 	f.drainWorker()
 	w, err := f.st.Workout(f.ctx, me.UserID, 9001)
 	if err != nil || w.DistanceMeters != 6000 || w.SportType != "Run" {
