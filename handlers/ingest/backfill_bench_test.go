@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
@@ -204,7 +205,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	const window = time.Second
 	handle := func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		read := time.Now()
-		defer func() { _ = model.Sleep(ctx, window-time.Since(read)) }()
+		defer func() { _ = retry.Sleep(ctx, window-time.Since(read)) }()
 		resp, err := c.Handle(capacity.WithMeter(ctx, projMeter), ev)
 		mu.Lock()
 		defer mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 )
 
 // Client returns the store's DynamoDB client (the injected one plus the
@@ -335,7 +336,7 @@ func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteReq
 					table, len(pending[table]), BatchWriteRetries, model.ErrRetryable)
 			}
 			if attempt > 0 {
-				if err := model.Sleep(ctx, model.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
+				if err := retry.Sleep(ctx, retry.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
 					return fmt.Errorf("batch write %s: %w", table, err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store/capacity"
 )
 
@@ -353,7 +354,7 @@ func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 			}
 		}
 		if added = len(waiting) > 0; added {
-			if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
 				return fmt.Errorf("wait for the indexes of %s to be ACTIVE (still %s): %w", s.Name, strings.Join(waiting, ", "), err)
 			}
 		}
@@ -366,11 +367,8 @@ func sameProjection(a, b *types.Projection) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.ProjectionType != b.ProjectionType {
-		return false
-	}
-	x, y := slices.Sorted(slices.Values(a.NonKeyAttributes)), slices.Sorted(slices.Values(b.NonKeyAttributes))
-	return slices.Equal(x, y)
+	return a.ProjectionType == b.ProjectionType &&
+		slices.Equal(slices.Sorted(slices.Values(a.NonKeyAttributes)), slices.Sorted(slices.Values(b.NonKeyAttributes)))
 }
 
 // dropIndex deletes a GSI of table and waits until it is gone.
@@ -392,7 +390,7 @@ func dropIndex(ctx context.Context, db *dynamodb.Client, table, index string) er
 		}) {
 			return nil
 		}
-		if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("wait for index %s of %s to be deleted: %w", index, table, err)
 		}
 	}

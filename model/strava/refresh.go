@@ -11,6 +11,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 )
 
 // TokenStore is the persistence the refresher needs (implemented by
@@ -134,7 +135,7 @@ func (r *Refresher) token(ctx context.Context, userID string, verify bool) (Toke
 		}
 		d := min(time.Duration(1<<min(attempt, 6))*25*time.Millisecond, time.Second)
 		d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-		if err := model.Sleep(ctx, d); err != nil {
+		if err := retry.Sleep(ctx, d); err != nil {
 			return Token{}, fmt.Errorf("access token for %s: %w", userID, err)
 		}
 	}

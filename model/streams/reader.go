@@ -13,8 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 )
 
 // API is the part of the DynamoDB Streams client the reader uses
@@ -188,7 +187,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			}
 		}
 		if !drain && pause > 0 {
-			if err := model.Sleep(ctx, pause); err != nil {
+			if err := retry.Sleep(ctx, pause); err != nil {
 				return nil
 			}
 		}
@@ -204,7 +203,7 @@ func (r *Reader) describe(ctx context.Context) error {
 			var le *types.LimitExceededException
 			if errors.As(err, &le) && attempt < 8 {
 				attempt++
-				if err := model.Sleep(ctx, model.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
+				if err := retry.Sleep(ctx, retry.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 					return err
 				}
 				continue
@@ -273,7 +272,7 @@ func (r *Reader) poll(ctx context.Context, s *shardState, h Handler) (int, error
 			return noAnswer, nil
 		case errors.As(err, &limit):
 			r.o.Logger.WarnContext(ctx, "stream read throttled; backing off", "shardId", s.id)
-			return noAnswer, model.Sleep(ctx, model.Backoff(3, 100*time.Millisecond, 2*time.Second))
+			return noAnswer, retry.Sleep(ctx, retry.Backoff(3, 100*time.Millisecond, 2*time.Second))
 		case errors.As(err, &trimmed):
 			r.o.Logger.WarnContext(ctx, "checkpoint older than the stream's 24 h retention; resuming at trim horizon", "shardId", s.id)
 			s.cp.SequenceNumber, s.iterator = "", nil
@@ -378,7 +377,7 @@ func (r *Reader) deliver(ctx context.Context, s *shardState, recs []events.Dynam
 		r.Stats.Retries++
 		r.o.Logger.WarnContext(ctx, "retrying stream records", "shardId", s.id,
 			"fromSequenceNumber", recs[0].Change.SequenceNumber, "attempt", attempts, "error", cause)
-		if err := model.Sleep(ctx, model.Backoff(attempts, 50*time.Millisecond, 5*time.Second)); err != nil {
+		if err := retry.Sleep(ctx, retry.Backoff(attempts, 50*time.Millisecond, 5*time.Second)); err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/projections"
 )
 
@@ -58,9 +59,9 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			c.stats.conflicts.Add(1)
-			d := model.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
+			d := retry.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
 			log.InfoContext(ctx, "conflict, re-reading", "attempt", attempt, "backoff", d.String(), "error", lastErr)
-			if err := model.Sleep(ctx, d); err != nil {
+			if err := retry.Sleep(ctx, d); err != nil {
 				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/bench"
@@ -140,7 +141,7 @@ func (r *run) quiet(ctx context.Context) (snap, error) {
 		if err := r.st.Queue.Wait(ctx); err != nil {
 			return snap{}, fmt.Errorf("the worker queue did not drain: %w", err)
 		}
-		if err := model.Sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return snap{}, errors.New("the stack kept calling DynamoDB: never quiet")
 		}
 		cur := r.snap()

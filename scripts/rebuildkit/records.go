@@ -14,6 +14,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/streams"
 )
 
@@ -108,7 +109,7 @@ func ReadRange(ctx context.Context, api streams.API, b StreamBatch) ([]events.Dy
 			var limit *types.LimitExceededException
 			if errors.As(err, &limit) && attempt < 8 {
 				attempt++
-				if err := model.Sleep(ctx, model.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
+				if err := retry.Sleep(ctx, retry.Backoff(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 					return nil, err
 				}
 				continue

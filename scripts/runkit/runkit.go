@@ -43,6 +43,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
@@ -527,7 +528,7 @@ func ReconcileTick(interval time.Duration) time.Duration {
 // reconcileEvery runs a reconciliation step every tick (the local
 // stand-in for the Terraform schedule) until ctx ends.
 func (s *Stack) reconcileEvery(ctx context.Context, tick time.Duration) {
-	for model.Sleep(ctx, tick) == nil {
+	for retry.Sleep(ctx, tick) == nil {
 		res, err := s.Scheduler.ReconcileStep(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "reconciliation step failed", "error", err)

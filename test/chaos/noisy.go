@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -253,4 +253,4 @@ func (o noisyOutcome) judge(p noisyPlan, notes []string) (int, []string) {
 	return missed, notes
 }
 
-func sleepUntil(ctx context.Context, t time.Time) { _ = model.Sleep(ctx, time.Until(t)) }
+func sleepUntil(ctx context.Context, t time.Time) { _ = retry.Sleep(ctx, time.Until(t)) }

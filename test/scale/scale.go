@@ -23,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
@@ -628,7 +629,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	created := map[int64]*expectation{}
 	for _, p := range steps {
 		if d := time.Until(dayStart.Add(p.at)); d > 0 {
-			if err := model.Sleep(ctx, d); err != nil {
+			if err := retry.Sleep(ctx, d); err != nil {
 				return r, err
 			}
 		}
@@ -710,7 +711,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		if (missing == 0 && time.Since(lastEdit) > r.Bound) || time.Now().After(deadline) {
 			break
 		}
-		if err := model.Sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return r, err
 		}
 	}
@@ -825,7 +826,7 @@ func (e *Env) waitQuiet(ctx context.Context, limit time.Duration) error {
 	}
 	prev := e.St.Capacity.Projector.Snapshot().Requests
 	for {
-		if err := model.Sleep(ctx, time.Second); err != nil {
+		if err := retry.Sleep(ctx, time.Second); err != nil {
 			return fmt.Errorf("projector still busy after %s: %w", limit, err)
 		}
 		cur := e.St.Capacity.Projector.Snapshot().Requests

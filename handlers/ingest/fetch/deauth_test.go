@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -249,7 +250,7 @@ func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.NewWorker().Run(ctx, create) }()
 	for h.Sim.Stats().ActivityRequests == before {
-		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/retry"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -275,7 +276,7 @@ func (q *Queue) handle(job ingest.Job) {
 		if attempt < q.opts.Attempts {
 			q.log.WarnContext(q.ctx, "job failed, will retry", "correlationId", job.CorrelationID,
 				"attempt", attempt, "error", err)
-			if model.Sleep(q.ctx, q.opts.Backoff<<(attempt-1)) != nil {
+			if retry.Sleep(q.ctx, q.opts.Backoff<<(attempt-1)) != nil {
 				break
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
+	"github.com/commitcollect/backend/model/retry"
 )
 
 // OutboxStore is the persistence the sweeper needs (implemented by
@@ -200,7 +201,7 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 		if err == nil && res.Dispatched > 0 && res.More {
 			wait = 0
 		}
-		if model.Sleep(ctx, wait) != nil {
+		if retry.Sleep(ctx, wait) != nil {
 			return
 		}
 	}

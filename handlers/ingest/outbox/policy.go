@@ -7,6 +7,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/retry"
 )
 
 // Outcomes of a processed job, as its outbox item records them.
@@ -49,6 +50,6 @@ func Decide(perr error, failures, maxFailures int, retryBase time.Duration, now 
 	case failures+1 >= max(maxFailures, 1):
 		return Outcome{Kind: OutcomeParked, Reason: fmt.Sprintf("gave up after %d failures: %v", failures+1, perr)}
 	}
-	return Outcome{Kind: OutcomeRetry, Until: now.Add(model.Backoff(failures+1, max(retryBase, time.Millisecond), retryMax)),
+	return Outcome{Kind: OutcomeRetry, Until: now.Add(retry.Backoff(failures+1, max(retryBase, time.Millisecond), retryMax)),
 		Reason: perr.Error()}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
@@ -579,7 +580,7 @@ func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.worker.Run(ctx, j) }()
 	for r.Sim.Stats().ListRequests == listed {
-		if err := model.Sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,7 @@
-package model
+// Package retry paces retry loops: full-jitter exponential backoff and a
+// sleep that ends with its context. The store, the stream reader, the
+// Strava client and the operator tools share it.
+package retry
 
 import (
 	"context"
