@@ -25,8 +25,52 @@ const (
 // field at once, as a *ValidationError (errors.Is ErrInvalid) whose field
 // names are the JSON names. It returns nil when the definition is valid.
 // PartCount must already be copied from the model (1..MaxPartCount).
-func (d MilestoneDefinition) Validate() error {
+func (d MilestoneDefinition) Validate() error { return d.check(true) }
+
+// ValidateProjectable checks only what projecting a stored definition needs
+// (metric, target, part count, period), with Validate's messages: the
+// projector reads definitions written under older rules too.
+func (d MilestoneDefinition) ValidateProjectable() error { return d.check(false) }
+
+// check runs the checks of Validate (stored) or of ValidateProjectable.
+func (d MilestoneDefinition) check(stored bool) error {
 	v := &ValidationError{}
+	if stored {
+		d.checkNames(v)
+	}
+	metricOK := d.Metric.Valid()
+	if !metricOK {
+		v.Add("metric", "%q is not one of %s", d.Metric, metricNames())
+	}
+	switch {
+	case math.IsNaN(d.Target) || math.IsInf(d.Target, 0) || d.Target <= 0:
+		v.Add("target", "must be greater than 0")
+	case stored && d.Target > MaxTarget:
+		v.Add("target", "must be at most %g", float64(MaxTarget))
+	case stored && metricOK && MetricSpecs[d.Metric].Whole && d.Target != math.Trunc(d.Target):
+		v.Add("target", "must be a whole number for %s", d.Metric)
+	case metricOK && d.TargetUnits() < 1:
+		// The projector works in integer units (mm); a target that rounds to
+		// zero could never be projected.
+		v.Add("target", "must be at least %g for %s", 1/MetricSpecs[d.Metric].Scale, d.Metric)
+	}
+	if stored {
+		d.checkSportTypes(v)
+	}
+	if d.PeriodStartAtUtc.IsZero() {
+		v.Add("periodStartAtUtc", "is required")
+	}
+	if d.PeriodEndAtUtc != nil && !d.PeriodStartAtUtc.IsZero() && !d.PeriodEndAtUtc.After(d.PeriodStartAtUtc) {
+		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
+	}
+	if d.PartCount < 1 || d.PartCount > MaxPartCount {
+		v.Add("partCount", "must be between 1 and %d", MaxPartCount)
+	}
+	return v.Err()
+}
+
+// checkNames checks a stored definition's model id and title.
+func (d MilestoneDefinition) checkNames(v *ValidationError) {
 	switch {
 	case strings.TrimSpace(d.ModelID) == "":
 		v.Add("modelId", "is required")
@@ -39,22 +83,10 @@ func (d MilestoneDefinition) Validate() error {
 	case utf8.RuneCountInString(title) > MaxTitleLength:
 		v.Add("title", "is longer than %d characters", MaxTitleLength)
 	}
-	metricOK := d.Metric.Valid()
-	if !metricOK {
-		v.Add("metric", "%q is not one of %s", d.Metric, metricNames())
-	}
-	switch {
-	case math.IsNaN(d.Target) || math.IsInf(d.Target, 0) || d.Target <= 0:
-		v.Add("target", "must be greater than 0")
-	case d.Target > MaxTarget:
-		v.Add("target", "must be at most %g", float64(MaxTarget))
-	case metricOK && MetricSpecs[d.Metric].Whole && d.Target != math.Trunc(d.Target):
-		v.Add("target", "must be a whole number for %s", d.Metric)
-	case metricOK && d.TargetUnits() < 1:
-		// The projector works in integer units (mm); a target that rounds to
-		// zero could never be projected.
-		v.Add("target", "must be at least 0.001 for %s", d.Metric)
-	}
+}
+
+// checkSportTypes checks a stored definition's sport-type filter.
+func (d MilestoneDefinition) checkSportTypes(v *ValidationError) {
 	if len(d.SportTypes) > MaxSportTypes {
 		v.Add("sportTypes", "has more than %d entries", MaxSportTypes)
 	}
@@ -68,16 +100,6 @@ func (d MilestoneDefinition) Validate() error {
 		}
 		seen[s] = true
 	}
-	if d.PeriodStartAtUtc.IsZero() {
-		v.Add("periodStartAtUtc", "is required")
-	}
-	if d.PeriodEndAtUtc != nil && !d.PeriodStartAtUtc.IsZero() && !d.PeriodEndAtUtc.After(d.PeriodStartAtUtc) {
-		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
-	}
-	if d.PartCount < 1 || d.PartCount > MaxPartCount {
-		v.Add("partCount", "must be between 1 and %d", MaxPartCount)
-	}
-	return v.Err()
 }
 
 // ProgressPercent is how far value (integer units) is towards the target, in

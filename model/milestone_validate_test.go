@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,62 @@ func TestProgressConversion(t *testing.T) {
 			}
 			if got := d.ProgressPercent(tt.value); got != tt.wantPercent {
 				t.Errorf("ProgressPercent(%d) = %v, want %v", tt.value, got, tt.wantPercent)
+			}
+		})
+	}
+}
+
+// TestValidateProjectableIsValidatesProjectionPart: what the projector
+// checks is Validate without the stored-only checks (model id, title, sport
+// types, the target's upper bound and wholeness), in the same words.
+func TestValidateProjectableIsValidatesProjectionPart(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		given func(*MilestoneDefinition)
+		want  []string // fields ValidateProjectable names, in order
+	}{
+		{"valid", func(*MilestoneDefinition) {}, nil},
+		{"names and sports are not the projector's concern", func(d *MilestoneDefinition) {
+			d.ModelID, d.Title, d.SportTypes = "", "", []string{"run", "run"}
+		}, nil},
+		{"huge target still projects", func(d *MilestoneDefinition) { d.Target = 2e9 }, nil},
+		{"fractional count still projects", func(d *MilestoneDefinition) { d.Metric, d.Target = MetricCount, 2.5 }, nil},
+		{"distance rounding to zero millimetres", func(d *MilestoneDefinition) { d.Target = 0.0004 }, []string{"target"}},
+		{"unknown metric", func(d *MilestoneDefinition) { d.Metric = "calories" }, []string{"metric"}},
+		{"end equals start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &start }, []string{"periodEndAtUtc"}},
+		{"every field bad at once", func(d *MilestoneDefinition) {
+			*d = MilestoneDefinition{Metric: "x", Target: -1, SportTypes: []string{""}}
+		}, []string{"metric", "target", "periodStartAtUtc", "partCount"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := validDefinition()
+			tt.given(&d)
+			var got []string
+			var proj, full *ValidationError
+			if err := d.ValidateProjectable(); errors.As(err, &proj) {
+				for _, f := range proj.Fields {
+					got = append(got, f.Field)
+				}
+			} else if err != nil {
+				t.Fatalf("ValidateProjectable() = %v, want a *ValidationError or nil", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("bad fields = %v, want %v", got, tt.want)
+			}
+			if proj == nil {
+				return
+			}
+			if !errors.As(d.Validate(), &full) {
+				t.Fatalf("Validate() passes what ValidateProjectable refuses: %v", proj)
+			}
+			for _, f := range proj.Fields {
+				if !slices.Contains(full.Fields, f) {
+					t.Errorf("ValidateProjectable says %+v; Validate says %+v", f, full.Fields)
+				}
 			}
 		})
 	}

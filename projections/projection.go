@@ -2,9 +2,9 @@
 // function of the milestone's definition, its current projection and the
 // user's workout log. It holds no clients and reads no clock (callers pass
 // now). The stream consumer (projections/consumer) and the rebuild tooling
-// both call Project, so live processing and replays cannot drift apart.
+// both call ProjectWith, so live processing and replays cannot drift apart.
 //
-// Replay sensitivity: changing how units are rounded (Units, TargetUnits),
+// Replay sensitivity: changing how units are rounded (model.Metric.Units),
 // which workouts count (Counts) or how the tipping activity is chosen
 // changes every projected milestone and forces a rebuild.
 package projections
@@ -111,38 +111,6 @@ func (r Result) Tipping(i int) (Crossing, bool) {
 	return r.Crossings[i], true
 }
 
-// Validate checks a definition can be projected. It returns a
-// *model.ValidationError (errors.Is model.ErrInvalid) listing every problem.
-func Validate(def model.MilestoneDefinition) error {
-	v := &model.ValidationError{}
-	if !def.Metric.Valid() {
-		v.Add("metric", "unknown metric %q", def.Metric)
-	}
-	if math.IsNaN(def.Target) || math.IsInf(def.Target, 0) || def.Target <= 0 {
-		v.Add("target", "must be a positive number, got %v", def.Target)
-	} else if def.Metric.Valid() && TargetUnits(def) <= 0 {
-		v.Add("target", "%v rounds to zero %s units", def.Target, def.Metric)
-	}
-	if def.PartCount < 1 || def.PartCount > model.MaxPartCount {
-		v.Add("partCount", "must be 1..%d, got %d", model.MaxPartCount, def.PartCount)
-	}
-	if def.PeriodStartAtUtc.IsZero() {
-		v.Add("periodStartAtUtc", "is required")
-	}
-	if def.PeriodEndAtUtc != nil && !def.PeriodEndAtUtc.After(def.PeriodStartAtUtc) {
-		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
-	}
-	return v.Err()
-}
-
-// Units is what one workout contributes to metric, in integer units
-// (model.Metric.WorkoutUnits: millimetres for distance and elevation,
-// seconds for moving_time, 1 for count; negative or NaN inputs are 0).
-func Units(metric model.Metric, w model.Workout) int64 { return metric.WorkoutUnits(w) }
-
-// TargetUnits is the definition's target in the same integer units as Units.
-func TargetUnits(def model.MilestoneDefinition) int64 { return def.TargetUnits() }
-
 // Counts reports whether w counts towards def: not deleted, started in
 // [periodStart, periodEnd), and of one of def's sport types (empty = all).
 func Counts(def model.MilestoneDefinition, w model.Workout) bool {
@@ -211,9 +179,9 @@ func satAdd(a, b int64) int64 {
 // workouts are cut to the newest ones.
 //
 // It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
-// projected (see Validate).
+// projected (model.MilestoneDefinition.ValidateProjectable).
 func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held, log Log, now time.Time) (Result, error) {
-	if err := Validate(def); err != nil {
+	if err := def.ValidateProjectable(); err != nil {
 		return Result{}, fmt.Errorf("project %q: %w", def.Title, err)
 	}
 	ws := slices.Clone(log.Workouts)
@@ -228,7 +196,7 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	exactFrom := truncatedFrom(def, log)
 
-	target := TargetUnits(def)
+	target := def.TargetUnits()
 	var (
 		value     int64
 		counted   int
@@ -240,7 +208,7 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 			continue
 		}
 		counted++
-		value = satAdd(value, Units(def.Metric, w))
+		value = satAdd(value, def.Metric.WorkoutUnits(w))
 		for e := EarnedParts(value, target, def.PartCount); earned < e; earned++ {
 			crossings = append(crossings, Crossing{PartIndex: earned, ActivityID: w.ActivityID, CorrelationID: w.CorrelationID})
 		}

@@ -266,6 +266,7 @@ func TestProjectRejectsBadDefinitions(t *testing.T) {
 		{"zero target", func(d *model.MilestoneDefinition) { d.Target = 0 }},
 		{"NaN target", func(d *model.MilestoneDefinition) { d.Target = math.NaN() }},
 		{"target below a millimetre", func(d *model.MilestoneDefinition) { d.Target = 0.0001 }},
+		{"count rounding to zero", func(d *model.MilestoneDefinition) { d.Metric, d.Target = model.MetricCount, 0.4 }},
 		{"no parts", func(d *model.MilestoneDefinition) { d.PartCount = 0 }},
 		{"too many parts", func(d *model.MilestoneDefinition) { d.PartCount = model.MaxPartCount + 1 }},
 		{"unknown metric", func(d *model.MilestoneDefinition) { d.Metric = "calories" }},
@@ -448,7 +449,7 @@ func TestPropertyAwardsFollowThreshold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		value, target := got.Projection.ProgressValue, projections.TargetUnits(d)
+		value, target := got.Projection.ProgressValue, d.TargetUnits()
 		for i := 0; i < d.PartCount; i++ {
 			earned := float64(value)*float64(d.PartCount) >= float64(target)*float64(i+1)
 			if earned != (i < got.Projection.AwardedParts) {

@@ -128,7 +128,7 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	// their value still follows the log (awards never go back).
 	var windows []model.Window
 	for _, m := range um.Milestones {
-		if projections.Validate(m.MilestoneDefinition) == nil {
+		if m.ValidateProjectable() == nil {
 			windows = append(windows, m.Window())
 		}
 	}
