@@ -82,44 +82,6 @@ func (e *ValidationError) Err() error {
 	return e
 }
 
-// TransactionError reports why DynamoDB cancelled a transaction: one reason
-// code per item, in the order the items were sent ("None" for items that were
-// fine). It matches ErrConflict when any reason is a failed condition.
-type TransactionError struct {
-	Reasons []string
-}
-
-// Error implements error.
-func (e *TransactionError) Error() string {
-	return "transaction cancelled: [" + strings.Join(e.Reasons, ", ") + "]"
-}
-
-// Is lets errors.Is(err, ErrConflict) match a condition failure and
-// errors.Is(err, ErrRetryable) match a conflict with another transaction or
-// throttling.
-func (e *TransactionError) Is(target error) bool {
-	for _, r := range e.Reasons {
-		switch {
-		case target == ErrConflict && r == "ConditionalCheckFailed":
-			return true
-		case target == ErrRetryable && (r == "TransactionConflict" || r == "ThrottlingError" || r == "ProvisionedThroughputExceeded"):
-			return true
-		}
-	}
-	return false
-}
-
-// FailedIndexes returns the indexes of the items whose condition failed.
-func (e *TransactionError) FailedIndexes() []int {
-	var out []int
-	for i, r := range e.Reasons {
-		if r == "ConditionalCheckFailed" {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // ErrUserDeleted (matching ErrConflict): a write landed after the user's
 // account was deleted, and what it wrote was removed again.
 var ErrUserDeleted = fmt.Errorf("user deleted: %w", ErrConflict)

@@ -168,16 +168,8 @@ func TestStampSetsIndexKeys(t *testing.T) {
 	}
 }
 
-func TestTransactionErrorClassification(t *testing.T) {
+func TestValidationErrorCollects(t *testing.T) {
 	t.Parallel()
-	te := &TransactionError{Reasons: []string{"None", "ConditionalCheckFailed"}}
-	if !errors.Is(te, ErrConflict) || errors.Is(te, ErrRetryable) {
-		t.Fatalf("condition failure misclassified: %v", te)
-	}
-	busy := &TransactionError{Reasons: []string{"TransactionConflict", "None"}}
-	if errors.Is(busy, ErrConflict) || !errors.Is(busy, ErrRetryable) {
-		t.Fatalf("transaction conflict misclassified: %v", busy)
-	}
 	var v ValidationError
 	if v.Err() != nil {
 		t.Fatal("empty validation error is not nil")

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Audits holds the audit table: entries, and the count of those dropped.
@@ -109,7 +110,7 @@ func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Tim
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return n, fmt.Errorf("expire audit of user %s: %w", userID, translate(err))
+			return n, fmt.Errorf("expire audit of user %s: %w", userID, dynerr.Translate(err))
 		}
 		for _, it := range page.Items {
 			k, err := KeyOf(it)

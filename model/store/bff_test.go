@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -32,7 +33,7 @@ func TestCreateUserLinksAnAthleteOnce(t *testing.T) {
 	}
 	p2, c2 := newUser("u2", 42)
 	err := s.CreateUser(ctx, p2, c2)
-	var te *model.TransactionError
+	var te *dynerr.TransactionError
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) {
 		t.Fatalf("second user for athlete 42: got %v, want a TransactionError matching ErrConflict", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Connections holds Strava connections: sealed tokens, refresh leases, grants and their revocation.
@@ -250,7 +251,7 @@ func (s *Connections) ConnectionStatus(ctx context.Context, userID string) (athl
 		ConsistentRead: aws.Bool(true), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, translate(err))
+		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, dynerr.Translate(err))
 	}
 	if out.Item == nil {
 		return 0, false, fmt.Errorf("read connection status of %s: %w", userID, model.ErrNotFound)

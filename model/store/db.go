@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/retry"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Client returns the store's DynamoDB client (the injected one plus the
@@ -45,7 +46,7 @@ func (s *DB) Get(ctx context.Context, table string, k model.Key, e model.Entity)
 		TableName: aws.String(table), Key: s.t.keyAV(table, k), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return fmt.Errorf("get %s: %w", k, translate(err))
+		return fmt.Errorf("get %s: %w", k, dynerr.Translate(err))
 	}
 	if out.Item == nil {
 		return fmt.Errorf("get %s: %w", k, model.ErrNotFound)
@@ -94,7 +95,7 @@ func (s *DB) put(ctx context.Context, table string, e model.Entity, cond *expres
 		in.ExpressionAttributeValues = ex.Values()
 	}
 	if _, err := s.db.PutItem(ctx, in); err != nil {
-		return fmt.Errorf("put %s: %w", e.ItemKey(), translate(err))
+		return fmt.Errorf("put %s: %w", e.ItemKey(), dynerr.Translate(err))
 	}
 	return nil
 }
@@ -116,7 +117,7 @@ func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond *expr
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = ex.Condition(), ex.Names(), ex.Values()
 	}
 	if _, err := s.db.DeleteItem(ctx, in); err != nil {
-		return fmt.Errorf("delete %s: %w", k, translate(err))
+		return fmt.Errorf("delete %s: %w", k, dynerr.Translate(err))
 	}
 	return nil
 }
@@ -133,7 +134,7 @@ func (s *DB) UpdateVersioned(ctx context.Context, table string, k model.Key, exp
 	in.ReturnValues = types.ReturnValueAllNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("update %s at version %d: %w", k, expected, translate(err))
+		return nil, fmt.Errorf("update %s at version %d: %w", k, expected, dynerr.Translate(err))
 	}
 	return out.Attributes, nil
 }
@@ -197,7 +198,7 @@ func (s *DB) TransactPut(table string, e model.Entity) (types.TransactWriteItem,
 
 // Transact writes items atomically. token, when not empty, is the
 // ClientRequestToken that makes a retried call idempotent for ten minutes.
-// A cancelled transaction returns a *model.TransactionError with one reason
+// A cancelled transaction returns a *dynerr.TransactionError with one reason
 // per item (errors.Is ErrConflict when a condition failed).
 func (s *DB) Transact(ctx context.Context, items []types.TransactWriteItem, token string) error {
 	if len(items) == 0 {
@@ -211,7 +212,7 @@ func (s *DB) Transact(ctx context.Context, items []types.TransactWriteItem, toke
 		in.ClientRequestToken = aws.String(token)
 	}
 	if _, err := s.db.TransactWriteItems(ctx, in); err != nil {
-		return fmt.Errorf("transact %d items: %w", len(items), translate(err))
+		return fmt.Errorf("transact %d items: %w", len(items), dynerr.Translate(err))
 	}
 	return nil
 }
@@ -278,7 +279,7 @@ func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int)
 		in.Limit = aws.Int32(int32(min(limit-len(res.Items)+1, 1000)))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return QueryResult{}, translate(err)
+			return QueryResult{}, dynerr.Translate(err)
 		}
 		res.Items = append(res.Items, out.Items...)
 		if len(res.Items) > limit {
@@ -342,7 +343,7 @@ func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteReq
 			}
 			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
 			if err != nil {
-				return fmt.Errorf("batch write %s: %w", table, translate(err))
+				return fmt.Errorf("batch write %s: %w", table, dynerr.Translate(err))
 			}
 			pending = out.UnprocessedItems
 		}
@@ -372,7 +373,7 @@ func (s *DB) UpdateIn(ctx context.Context, table string, k model.Key, upd expres
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	})
 	if err != nil {
-		return fmt.Errorf("update %s: %w", k, translate(err))
+		return fmt.Errorf("update %s: %w", k, dynerr.Translate(err))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Milestones holds milestones, their awards and projections, and the model catalog.
@@ -132,7 +133,7 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
 			ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
 		err = s.Transact(ctx, []types.TransactWriteItem{put, count}, "")
-		var te *model.TransactionError
+		var te *dynerr.TransactionError
 		switch {
 		case err == nil:
 			if err := s.checkDeleted(ctx, m.UserID, m.ItemKey()); err != nil {

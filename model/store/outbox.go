@@ -15,6 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Outbox holds the outbox (CommitCollectIdempotency): claims, leases, settles and the Pending index.
@@ -301,7 +302,7 @@ func (s *Outbox) queryPending(ctx context.Context, kc expression.KeyConditionBui
 		}
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
-			return nil, translate(err)
+			return nil, dynerr.Translate(err)
 		}
 		for _, it := range page.Items {
 			var r model.IdempotencyRecord
@@ -341,10 +342,10 @@ func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.Up
 		if errors.As(err, &ccf) && len(ccf.Item) > 0 {
 			var r model.IdempotencyRecord
 			if uerr := Unmarshal(ccf.Item, &r); uerr == nil {
-				return &r, translate(err)
+				return &r, dynerr.Translate(err)
 			}
 		}
-		return nil, translate(err)
+		return nil, dynerr.Translate(err)
 	}
 	var r model.IdempotencyRecord
 	if err := Unmarshal(out.Attributes, &r); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // ParkedRecords holds records set aside for redrive (PARKED#{source}#{shard}).
@@ -84,7 +85,7 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return n, translate(err)
+			return n, dynerr.Translate(err)
 		}
 		keys := make([]model.Key, 0, len(page.Items))
 		for _, it := range page.Items {

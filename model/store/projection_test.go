@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -350,7 +351,7 @@ func TestWriteProjection(t *testing.T) {
 		Projection: model.Projection{ProgressValue: 30, AwardedParts: 3, Status: model.StatusCompleted},
 		Awards:     []*model.Award{award(1), award(2)}}
 	err := s.WriteProjection(ctx, w)
-	var te *model.TransactionError
+	var te *dynerr.TransactionError
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 1 {
 		t.Fatalf("existing award: got %v, want a conflict on item 1", err)
 	}
@@ -427,7 +428,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.WriteProjection(ctx, mint(1, "tok-audit-2", 2))
-	var te *model.TransactionError
+	var te *dynerr.TransactionError
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 2 {
 		t.Fatalf("existing audit entry: got %v, want a conflict on item 2", err)
 	}

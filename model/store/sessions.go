@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Sessions holds sessions (the sessions table, and their pointers in the user's partition) and login states.
@@ -139,7 +140,7 @@ func (s *Sessions) ConsumeOAuthState(ctx context.Context, stateHash string) (mod
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {
-		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", translate(err))
+		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", dynerr.Translate(err))
 	}
 	if len(out.Attributes) == 0 {
 		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", model.ErrNotFound)

@@ -45,7 +45,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -214,41 +213,6 @@ func QueryEntities[T any, PT interface {
 
 // BatchWriteRetries bounds how many times unprocessed items are resent.
 const BatchWriteRetries = 8
-
-// translate maps DynamoDB's errors onto model's vocabulary, keeping the
-// original in the chain.
-func translate(err error) error {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return fmt.Errorf("%w: %w", model.ErrConflict, err)
-	}
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		te := &model.TransactionError{}
-		for _, r := range tce.CancellationReasons {
-			te.Reasons = append(te.Reasons, aws.ToString(r.Code))
-		}
-		return te
-	}
-	var (
-		tip  *types.TransactionInProgressException
-		pte  *types.ProvisionedThroughputExceededException
-		rle  *types.RequestLimitExceeded
-		tce2 *types.TransactionConflictException
-	)
-	if errors.As(err, &tip) || errors.As(err, &pte) || errors.As(err, &rle) || errors.As(err, &tce2) {
-		return fmt.Errorf("%w: %w", model.ErrRetryable, err)
-	}
-	var ae interface{ ErrorCode() string }
-	if errors.As(err, &ae) && ae.ErrorCode() == "ThrottlingException" {
-		return fmt.Errorf("%w: %w", model.ErrRetryable, err)
-	}
-	var rnf *types.ResourceNotFoundException
-	if errors.As(err, &rnf) {
-		return fmt.Errorf("%w: %w", model.ErrNotFound, err)
-	}
-	return err
-}
 
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -135,7 +136,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Transact(ctx, []types.TransactWriteItem{store.TransactUpdate(upd), dup, fresh}, "")
-	var te *model.TransactionError
+	var te *dynerr.TransactionError
 	if !errors.As(err, &te) || !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("got %v, want a TransactionError matching ErrConflict", err)
 	}

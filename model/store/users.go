@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Users holds profiles, the athlete → user mapping, the users index, and a user's items at deletion.
@@ -58,7 +59,7 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 		in.Limit = aws.Int32(int32(limit - len(page.UserIDs) + 1))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return model.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, translate(err))
+			return model.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, dynerr.Translate(err))
 		}
 		for _, item := range out.Items {
 			id, ok := item["GSI2SK"].(*types.AttributeValueMemberS)
@@ -97,7 +98,7 @@ func (s *Users) CountUsers(ctx context.Context) (int, error) {
 		for {
 			out, err := s.db.Query(ctx, in)
 			if err != nil {
-				return 0, fmt.Errorf("count users of shard %d: %w", shard, translate(err))
+				return 0, fmt.Errorf("count users of shard %d: %w", shard, dynerr.Translate(err))
 			}
 			total += int(out.Count)
 			if len(out.LastEvaluatedKey) == 0 {
@@ -112,7 +113,7 @@ func (s *Users) CountUsers(ctx context.Context) (int, error) {
 // CreateUser writes a new user's profile, Strava connection and athlete
 // owner mapping in one transaction, so an athlete can never be linked to two
 // users. It returns an error matching model.ErrConflict (a
-// *model.TransactionError) when the athlete is already owned or the user id
+// *dynerr.TransactionError) when the athlete is already owned or the user id
 // is taken; nothing is written then. The connection's grant time
 // (grantedAtUtc) is c.GrantedAtUtc, else c.UpdatedAtUtc: the login's.
 func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error {
@@ -261,7 +262,7 @@ func (s *Users) EachWorkout(ctx context.Context, userID string, after int64, pag
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("workouts of %s after %d: %w", userID, after, translate(err))
+			return fmt.Errorf("workouts of %s after %d: %w", userID, after, dynerr.Translate(err))
 		}
 		for _, it := range page.Items {
 			var w model.Workout

@@ -25,6 +25,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Purger removes what came from Strava when an athlete revokes the
@@ -225,7 +226,7 @@ func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time
 		items = append(items, *item)
 	}
 	err = s.st.Transact(ctx, items, "")
-	var te *model.TransactionError
+	var te *dynerr.TransactionError
 	switch {
 	case errors.As(err, &te) && len(te.Reasons) > 0 && te.Reasons[0] == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed):
 		return errReconnected
