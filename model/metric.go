@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
 
 // Metric is what a milestone measures. Its MetricSpec, in one place, says
 // its unit, its scale to the projection's integer units, whether a target
@@ -17,13 +21,17 @@ const (
 
 // MetricSpec describes a metric. Field is the workout attribute it reads
 // ("" for count) and Of its value in Unit; Scale is how many integer units
-// (the projection's exact arithmetic) one Unit holds.
+// (the projection's exact arithmetic) one Unit holds. Strava names the
+// activity field the value is mapped from and Max is the physical bound of
+// one workout's value (bounds.go), which normalization checks.
 type MetricSpec struct {
-	Unit  string
-	Scale float64
-	Whole bool
-	Field string
-	Of    func(Workout) float64
+	Unit   string
+	Scale  float64
+	Whole  bool
+	Field  string
+	Of     func(Workout) float64
+	Strava string
+	Max    float64
 }
 
 // Metrics are the metrics a milestone can measure, in the API's order.
@@ -31,11 +39,31 @@ var Metrics = []Metric{MetricDistance, MetricElevation, MetricMovingTime, Metric
 
 // MetricSpecs describe each metric (read only).
 var MetricSpecs = map[Metric]MetricSpec{
-	MetricDistance:   {"m", 1000, false, "distanceMeters", func(w Workout) float64 { return w.DistanceMeters }},
-	MetricElevation:  {"m", 1000, false, "totalElevationGain", func(w Workout) float64 { return w.TotalElevationGain }},
-	MetricMovingTime: {"s", 1, true, "movingTimeSeconds", func(w Workout) float64 { return float64(w.MovingTimeSeconds) }},
-	MetricCount:      {"workouts", 1, true, "", func(Workout) float64 { return 1 }},
+	MetricDistance: {Unit: "m", Scale: 1000, Field: "distanceMeters", Strava: "distance", Max: MaxWorkoutDistanceMeters,
+		Of: func(w Workout) float64 { return w.DistanceMeters }},
+	MetricElevation: {Unit: "m", Scale: 1000, Field: "totalElevationGain", Strava: "total_elevation_gain", Max: MaxWorkoutElevationMeters,
+		Of: func(w Workout) float64 { return w.TotalElevationGain }},
+	MetricMovingTime: {Unit: "s", Scale: 1, Whole: true, Field: "movingTimeSeconds", Strava: "moving_time", Max: MaxWorkoutDuration.Seconds(),
+		Of: func(w Workout) float64 { return float64(w.MovingTimeSeconds) }},
+	MetricCount: {Unit: "workouts", Scale: 1, Whole: true, Of: func(Workout) float64 { return 1 }},
 }
+
+// CheckWorkoutValue says why x cannot be one workout's value of m ("" when
+// it can): it is not a finite non-negative number, or it is beyond m's
+// physical bound.
+func (m Metric) CheckWorkoutValue(x float64) string {
+	s := MetricSpecs[m]
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
+		return "must be a finite non-negative number"
+	case s.Max > 0 && x > s.Max:
+		return fmt.Sprintf("%s %s is beyond the physical bound of %s %s", number(x), s.Unit, number(s.Max), s.Unit)
+	}
+	return ""
+}
+
+// number formats x without an exponent below 1e21 (2678400, not 2.6784e+06).
+func number(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // MilestoneWorkoutFields are the workout attributes milestones read beyond
 // its identity: the sport type, the start, the tombstone mark and each

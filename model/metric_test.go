@@ -32,6 +32,9 @@ func TestMetricsAreDescribedOnce(t *testing.T) {
 		if !ok || !m.Valid() || s.Scale < 1 || s.Unit == "" {
 			t.Errorf("%s: spec %+v", m, s)
 		}
+		if (s.Field == "") != (s.Strava == "") || (s.Strava != "" && s.Max <= 0) {
+			t.Errorf("%s reads %q: it needs the Strava field it is mapped from and its bound, got %q and %v", m, s.Field, s.Strava, s.Max)
+		}
 		if s.Field != "" && !slices.Contains(MilestoneWorkoutFields, s.Field) {
 			t.Errorf("%s reads %s, missing from MilestoneWorkoutFields", m, s.Field)
 		}
@@ -72,6 +75,31 @@ func TestMetricUnits(t *testing.T) {
 		d := MilestoneDefinition{Metric: m, Target: 12}
 		if got := m.ProgressInUnit(d.TargetUnits()); got != 12 {
 			t.Errorf("%s: target 12 comes back as %v", m, got)
+		}
+	}
+}
+
+// TestCheckWorkoutValue: one workout's value must be a finite non-negative
+// number within the metric's physical bound. Protection: CheckWorkoutValue.
+func TestCheckWorkoutValue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		m    Metric
+		x    float64
+		want string // "" = accepted
+	}{
+		{MetricDistance, 0, ""},
+		{MetricDistance, MaxWorkoutDistanceMeters, ""},
+		{MetricDistance, MaxWorkoutDistanceMeters + 1, "10000001 m is beyond the physical bound of 10000000 m"},
+		{MetricElevation, -1, "must be a finite non-negative number"},
+		{MetricElevation, math.Inf(1), "must be a finite non-negative number"},
+		{MetricMovingTime, math.NaN(), "must be a finite non-negative number"},
+		{MetricMovingTime, 2678401, "2678401 s is beyond the physical bound of 2678400 s"},
+		{MetricCount, 1e9, ""}, // count has no bound of its own
+	}
+	for _, tt := range tests {
+		if got := tt.m.CheckWorkoutValue(tt.x); got != tt.want {
+			t.Errorf("%s.CheckWorkoutValue(%v) = %q, want %q", tt.m, tt.x, got, tt.want)
 		}
 	}
 }

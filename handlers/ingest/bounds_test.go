@@ -2,7 +2,10 @@ package ingest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +56,43 @@ func TestMapActivityPhysicalBounds(t *testing.T) {
 				t.Fatalf("got %v, want a ValidationError naming only %s", err, tt.wantField)
 			}
 		})
+	}
+}
+
+// TestMapActivityFillsEveryMetric: for every metric read from a Strava
+// field (model.MetricSpec.Strava), the value Strava sends in that field is
+// the value the metric reads off the workout, and a value past the metric's
+// bound is refused naming that field. A metric added to the specs without
+// its mapping fails here. Protection: MapActivity's use of the specs.
+func TestMapActivityFillsEveryMetric(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	mapped := 0
+	for _, m := range model.Metrics {
+		spec := model.MetricSpecs[m]
+		if spec.Strava == "" {
+			continue
+		}
+		mapped++
+		for _, x := range []float64{1234, spec.Max + 1} {
+			body := fmt.Sprintf(`{"id": 7, "sport_type": "Ride", "start_date": "2026-03-02T08:00:00Z", %q: %s}`,
+				spec.Strava, strconv.FormatFloat(x, 'f', -1, 64))
+			var a strava.Activity
+			if err := json.Unmarshal([]byte(body), &a); err != nil {
+				t.Fatalf("%s: %v", m, err)
+			}
+			w, err := ingest.MapActivity(a, "u1", 3, "c1", now)
+			var v *model.ValidationError
+			switch {
+			case x <= spec.Max && (err != nil || spec.Of(*w) != x):
+				t.Errorf("%s: Strava's %s %v mapped to %v (%v)", m, spec.Strava, x, w, err)
+			case x > spec.Max && (!errors.As(err, &v) || len(v.Fields) != 1 || v.Fields[0].Field != spec.Strava):
+				t.Errorf("%s: %s %v past the bound: got %v, want a ValidationError naming %s", m, spec.Strava, x, err, spec.Strava)
+			}
+		}
+	}
+	if mapped < 3 {
+		t.Fatalf("%d metrics read a Strava field; want distance, elevation and moving time", mapped)
 	}
 }
 

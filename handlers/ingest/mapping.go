@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -11,7 +10,9 @@ import (
 
 // MapActivity projects a Strava activity onto the normalized workout: only
 // the fields milestones need plus a minimal name, never the raw payload.
-// sportType falls back to the legacy `type` when sport_type is empty.
+// Each metric's value is checked as its model.MetricSpec says (named by
+// its Strava field); TestMapActivityFillsEveryMetric holds the mapping to
+// the specs. sportType falls back to the legacy `type` when sport_type is empty.
 // createdAtUtc is set to now; the store keeps an existing item's value. It
 // returns a *model.ValidationError (model.ErrInvalid) for unusable data,
 // including numbers beyond the physical bounds of a workout
@@ -31,22 +32,20 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 	if a.StartDate.IsZero() {
 		v.Add("start_date", "is missing")
 	}
-	if a.Distance < 0 || math.IsNaN(a.Distance) || math.IsInf(a.Distance, 0) {
-		v.Add("distance", "must be a finite non-negative number")
-	} else if a.Distance > model.MaxWorkoutDistanceMeters {
-		v.Add("distance", "%g m is beyond the physical bound of %g m", a.Distance, model.MaxWorkoutDistanceMeters)
+	now = now.UTC()
+	w := &model.Workout{
+		UserID: userID, AthleteID: athleteID, ActivityID: a.ID, Name: a.Name, SportType: sport,
+		DistanceMeters: a.Distance, TotalElevationGain: a.TotalElevationGain, MovingTimeSeconds: a.MovingTime,
+		StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: correlationID,
 	}
-	if a.TotalElevationGain < 0 || math.IsNaN(a.TotalElevationGain) || math.IsInf(a.TotalElevationGain, 0) {
-		v.Add("total_elevation_gain", "must be a finite non-negative number")
-	} else if a.TotalElevationGain > model.MaxWorkoutElevationMeters {
-		v.Add("total_elevation_gain", "%g m is beyond the physical bound of %g m", a.TotalElevationGain, model.MaxWorkoutElevationMeters)
+	for _, m := range model.Metrics {
+		if spec := model.MetricSpecs[m]; spec.Strava != "" {
+			if why := m.CheckWorkoutValue(spec.Of(*w)); why != "" {
+				v.Add(spec.Strava, "%s", why)
+			}
+		}
 	}
 	maxSeconds := int64(model.MaxWorkoutDuration / time.Second)
-	if a.MovingTime < 0 {
-		v.Add("moving_time", "must not be negative")
-	} else if a.MovingTime > maxSeconds {
-		v.Add("moving_time", "%d s is beyond the physical bound of %d s", a.MovingTime, maxSeconds)
-	}
 	if a.ElapsedTime < 0 || a.ElapsedTime > maxSeconds {
 		v.Add("elapsed_time", "%d s is outside 0..%d s", a.ElapsedTime, maxSeconds)
 	}
@@ -56,10 +55,5 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("map activity %d: %w", a.ID, err)
 	}
-	now = now.UTC()
-	return &model.Workout{
-		UserID: userID, AthleteID: athleteID, ActivityID: a.ID, Name: a.Name, SportType: sport,
-		DistanceMeters: a.Distance, TotalElevationGain: a.TotalElevationGain, MovingTimeSeconds: a.MovingTime,
-		StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: correlationID,
-	}, nil
+	return w, nil
 }
