@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/projections"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 var (
@@ -19,14 +20,6 @@ var (
 	now     = time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)
 	earlier = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 )
-
-func def100km() model.MilestoneDefinition {
-	end := april
-	return model.MilestoneDefinition{
-		ModelID: "rocket", Title: "100 km in March", Metric: model.MetricDistance, Target: 100000,
-		SportTypes: []string{"Run"}, PeriodStartAtUtc: march, PeriodEndAtUtc: &end, PartCount: 10,
-	}
-}
 
 func run(id int64, day int, metres float64) model.Workout {
 	return model.Workout{
@@ -199,7 +192,7 @@ func TestProject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := def100km()
+			d := fixture.Definition()
 			if tt.def != nil {
 				tt.def(&d)
 			}
@@ -275,7 +268,7 @@ func TestProjectRejectsBadDefinitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := def100km()
+			d := fixture.Definition()
 			tt.given(&d)
 			_, err := project(d, active(), projections.Log{}, now)
 			var ve *model.ValidationError
@@ -353,7 +346,7 @@ func randomLog(r *rand.Rand, n int) []model.Workout {
 }
 
 func randomDef(r *rand.Rand) model.MilestoneDefinition {
-	d := def100km()
+	d := fixture.Definition()
 	d.Metric = []model.Metric{model.MetricDistance, model.MetricElevation, model.MetricMovingTime, model.MetricCount}[r.IntN(4)]
 	d.Target = float64(1 + r.IntN(200000))
 	if d.Metric == model.MetricCount {
@@ -571,7 +564,7 @@ func TestPropertyIncrementalEqualsBatch(t *testing.T) {
 
 func TestProjectGuardrailKeepsNewest(t *testing.T) {
 	t.Parallel()
-	d := def100km()
+	d := fixture.Definition()
 	d.Metric, d.Target, d.PartCount, d.PeriodEndAtUtc = model.MetricCount, 5000, 1, nil
 	ws := make([]model.Workout, model.MaxWorkoutsToInspect+5)
 	for i := range ws {
@@ -610,7 +603,7 @@ func TestProjectTruncatedOnlyWherePeriodReachesTheCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := def100km()
+			d := fixture.Definition()
 			d.PeriodStartAtUtc = tt.start
 			got, err := project(d, active(), tt.log, now)
 			if err != nil {
@@ -630,7 +623,7 @@ func TestProjectTruncatedOnlyWherePeriodReachesTheCut(t *testing.T) {
 func BenchmarkProject3000(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	ws := randomLog(r, model.MaxWorkoutsToInspect)
-	d := def100km()
+	d := fixture.Definition()
 	d.SportTypes, d.PartCount = nil, 99
 	for b.Loop() {
 		if _, err := project(d, active(), projections.Log{Workouts: ws}, now); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestMeterRecordsStoreCalls proves the middleware store.New installs: the
@@ -41,7 +42,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	}
 	// A workout lands in the table and in LSI1 (its date-ordered key).
 	step("Put workout", capacity.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
-		return st.Put(ctx, main, workout("u1", 1))
+		return st.Put(ctx, main, fixture.Workout("u1", 1))
 	})
 	// The bounded log: one strongly consistent Query of LSI1 asking for its
 	// projection (a list of attribute names instead is charged by Local as a
@@ -49,7 +50,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	// 512 bytes are at most 4 RCU, all of them LSI1's, none the table's.
 	var es []model.Entity
 	for i := range 30 {
-		w := workout("u1", int64(100+i))
+		w := fixture.Workout("u1", int64(100+i))
 		w.StartDateUtc = w.StartDateUtc.Add(time.Duration(i) * time.Hour)
 		es = append(es, w)
 	}
@@ -79,7 +80,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	// A refused conditional write is a request and a failure; DynamoDB
 	// returns no capacity with the error.
 	step("PutIfAbsent refused", capacity.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
-		if err := st.PutIfAbsent(ctx, main, workout("u1", 1)); err == nil {
+		if err := st.PutIfAbsent(ctx, main, fixture.Workout("u1", 1)); err == nil {
 			t.Error("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 		}
 		return nil

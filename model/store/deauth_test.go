@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // afterGuardRead is an HTTP transport in front of DynamoDB Local that, once
@@ -72,7 +73,7 @@ func TestGuardRemovalYieldsToReconnect(t *testing.T) {
 	})
 	writer := store.New(db, s.Tables())
 	tr.armed.Store(true)
-	if err := writer.UpsertWorkout(ctx, workout("u1", 1)); err != nil {
+	if err := writer.UpsertWorkout(ctx, fixture.Workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := writer.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, model.ErrStravaRevoked) {

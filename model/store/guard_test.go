@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // userItems lists the keys left in a user's partition.
@@ -54,7 +55,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.MarkUserDeleted(ctx, "gone", now); err != nil {
 		t.Fatal(err)
 	}
-	w := workout("gone", 7)
+	w := fixture.Workout("gone", 7)
 	if err := s.UpsertWorkout(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 		t.Fatalf("guard after deleting the user's items: %v, want it kept", err)
 	}
 	// Another user is not affected.
-	if err := s.UpsertWorkout(ctx, workout("alive", 7)); err != nil {
+	if err := s.UpsertWorkout(ctx, fixture.Workout("alive", 7)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.UpdateSyncState(ctx, "alive", func(st *syncstate.SyncState) error { return nil }); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func seedConnection(t *testing.T, s *store.Store, user string, athlete int64, version int64) {
@@ -56,12 +57,12 @@ func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	w := workout("u1", 5)
+	w := fixture.Workout("u1", 5)
 	w.CreatedAtUtc, w.UpdatedAtUtc, w.CorrelationID = t0, t0, "c1"
 	if err := s.UpsertWorkout(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	w2 := workout("u1", 5)
+	w2 := fixture.Workout("u1", 5)
 	w2.SportType, w2.CreatedAtUtc, w2.UpdatedAtUtc, w2.CorrelationID = "Ride", t0.Add(time.Hour), t0.Add(time.Hour), "c2"
 	if err := s.UpsertWorkout(ctx, w2); err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestIngestTombstoneOrdering(t *testing.T) {
 				var err error
 				switch st.op {
 				case "show":
-					w := workout("u1", id)
+					w := fixture.Workout("u1", id)
 					w.DistanceMeters, w.UpdatedAtUtc, w.FetchStartedAtNs = float64(1000*(j+1)), at, fetchNs
 					err = s.UpsertWorkout(ctx, w)
 				case "hide":
@@ -287,7 +288,7 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	ctx := context.Background()
 	seedConnection(t, s, "u1", 7, 1)
 	for id := int64(1); id <= 30; id++ {
-		if err := s.UpsertWorkout(ctx, workout("u1", id)); err != nil {
+		if err := s.UpsertWorkout(ctx, fixture.Workout("u1", id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,7 +335,7 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 		t.Fatalf("guard %+v, %v; want revoked at %s", g, err, revokedAt)
 	}
 	// A later write (a sync page in flight) is removed by its check.
-	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
+	if err := s.UpsertWorkout(ctx, fixture.Workout("u1", 99)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); !errors.Is(err, model.ErrStravaRevoked) {
@@ -353,7 +354,7 @@ func TestIngestRevokeStravaConnection(t *testing.T) {
 	if g, err := s.UserGuard(ctx, "u1"); err != nil || g.Revoked() {
 		t.Fatalf("guard %+v, %v; want not revoked", g, err)
 	}
-	if err := s.UpsertWorkout(ctx, workout("u1", 99)); err != nil {
+	if err := s.UpsertWorkout(ctx, fixture.Workout("u1", 99)); err != nil {
 		t.Fatalf("write after the reconnect: %v", err)
 	}
 	if err := s.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 99)}); err != nil {

@@ -17,13 +17,14 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func TestWorkoutLogReadsOnlyWhatTheMathNeeds(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	w := workout("u1", 7)
+	w := fixture.Workout("u1", 7)
 	w.Name, w.AthleteID, w.CorrelationID, w.TotalElevationGain, w.MovingTimeSeconds = "Morning run", 99, "corr-7", 12.5, 1800
 	if err := s.Put(ctx, s.Tables().Main, w); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestWorkoutLogGuardrailKeepsNewest(t *testing.T) {
 	n := model.MaxWorkoutsToInspect + 1
 	es := make([]model.Entity, n)
 	for i := range es {
-		w := workout("u1", mixedID(n-i)) // ids against date order
+		w := fixture.Workout("u1", mixedID(n-i)) // ids against date order
 		w.StartDateUtc = base.Add(time.Duration(i) * time.Hour)
 		es[i] = w
 	}
@@ -97,12 +98,12 @@ func TestWorkoutLogAtTheGuardrailIsExact(t *testing.T) {
 	march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	es := make([]model.Entity, 0, model.MaxWorkoutsToInspect+50)
 	for i := range model.MaxWorkoutsToInspect {
-		w := workout("u1", int64(i+1))
+		w := fixture.Workout("u1", int64(i+1))
 		w.StartDateUtc = march.Add(time.Duration(i) * time.Minute)
 		es = append(es, w)
 	}
 	for i := range 50 { // older than the window: not read, so not a truncation
-		w := workout("u1", int64(100000+i))
+		w := fixture.Workout("u1", int64(100000+i))
 		w.StartDateUtc = march.Add(-time.Duration(i+1) * time.Hour)
 		es = append(es, w)
 	}
@@ -138,11 +139,11 @@ func TestWorkoutLogReadsOnlyTheWindows(t *testing.T) {
 	}
 	var es []model.Entity
 	for id, t0 := range at {
-		w := workout("u1", id)
+		w := fixture.Workout("u1", id)
 		w.StartDateUtc = t0
 		es = append(es, w)
 	}
-	other := workout("u2", 2) // another user's March workout
+	other := fixture.Workout("u2", 2) // another user's March workout
 	other.StartDateUtc = march
 	es = append(es, other)
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
@@ -189,7 +190,7 @@ func TestWorkoutLogCutNeverSplitsAnInstant(t *testing.T) {
 	n := model.MaxWorkoutsToInspect + 1
 	es := make([]model.Entity, n)
 	for i := range es {
-		w := workout("u1", int64(10*i+5))
+		w := fixture.Workout("u1", int64(10*i+5))
 		w.StartDateUtc = base.Add(time.Duration(i) * time.Second)
 		es[i] = w
 	}
@@ -213,7 +214,7 @@ func TestWorkoutLogFailsClosed(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	item, err := store.Marshal(workout("u1", 1))
+	item, err := store.Marshal(fixture.Workout("u1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestUserMilestones(t *testing.T) {
 		&model.Award{UserID: "u1", MilestoneID: "a", PartIndex: 0},
 		&model.Award{UserID: "u1", MilestoneID: "a", PartIndex: 11},
 		&model.Milestone{UserID: "u2", MilestoneID: "other"},
-		workout("u1", 1),
+		fixture.Workout("u1", 1),
 	} {
 		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
 			t.Fatal(err)

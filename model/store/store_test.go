@@ -17,17 +17,10 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
-
-func workout(user string, id int64) *model.Workout {
-	return &model.Workout{
-		UserID: user, ActivityID: id, SportType: "Run", DistanceMeters: 5000,
-		StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC),
-		CreatedAtUtc: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC),
-	}
-}
 
 func TestPutGetRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -73,10 +66,10 @@ func TestPutIfAbsentConflict(t *testing.T) {
 	if !errors.As(err, &ccf) {
 		t.Fatalf("second put: SDK error not kept in chain: %v", err)
 	}
-	if err := s.PutIfAbsent(ctx, s.Tables().Main, workout("u1", 1)); err != nil {
+	if err := s.PutIfAbsent(ctx, s.Tables().Main, fixture.Workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutIfAbsent(ctx, s.Tables().Main, workout("u1", 1)); !errors.Is(err, model.ErrConflict) {
+	if err := s.PutIfAbsent(ctx, s.Tables().Main, fixture.Workout("u1", 1)); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("main table duplicate: got %v, want ErrConflict", err)
 	}
 }
@@ -168,7 +161,7 @@ func TestBatchWrite60(t *testing.T) {
 	ctx := context.Background()
 	var es []model.Entity
 	for i := int64(1); i <= 60; i++ {
-		es = append(es, workout("u1", i))
+		es = append(es, fixture.Workout("u1", i))
 	}
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
@@ -199,7 +192,7 @@ func TestQueryGuardrail(t *testing.T) {
 	ctx := context.Background()
 	var es []model.Entity
 	for i := int64(1); i <= model.MaxWorkoutsToInspect+1; i++ {
-		es = append(es, workout("u1", i))
+		es = append(es, fixture.Workout("u1", i))
 	}
 	// A milestone in the same partition must not count as a workout.
 	es = append(es, &model.Milestone{UserID: "u1", MilestoneID: "m"})

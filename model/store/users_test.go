@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func TestListUsersPaginatesEveryShard(t *testing.T) {
@@ -25,7 +26,7 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 		es = append(es, &model.Profile{UserID: id, DisplayName: id})
 	}
 	// Items that are not profiles must not appear: the index is sparse.
-	es = append(es, workout("user-0001", 1), workout("user-0002", 2))
+	es = append(es, fixture.Workout("user-0001", 1), fixture.Workout("user-0002", 2))
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestMeterCountsWriteKeys proves the middleware feeds a meter's WriteKeys
@@ -23,15 +24,15 @@ func TestMeterCountsWriteKeys(t *testing.T) {
 	m.CountWriteKeys(keys)
 	ctx := capacity.WithMeter(context.Background(), m)
 	for i := range 3 {
-		if err := st.Put(ctx, main, workout("u1", int64(i+1))); err != nil {
+		if err := st.Put(ctx, main, fixture.Workout("u1", int64(i+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	jobCtx, _ := capacity.StartMeter(ctx)
-	if err := st.Put(jobCtx, main, workout("u2", 9)); err != nil {
+	if err := st.Put(jobCtx, main, fixture.Workout("u2", 9)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutIfAbsent(ctx, main, workout("u2", 9)); err == nil {
+	if err := st.PutIfAbsent(ctx, main, fixture.Workout("u2", 9)); err == nil {
 		t.Fatal("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 	}
 	got := map[string]capacity.HotKey{}

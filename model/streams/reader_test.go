@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
@@ -32,19 +33,14 @@ type env struct {
 
 func newEnv(t testing.TB) env {
 	t.Helper()
-	db, st := dynamolocal.Clients(t)
-	s := store.New(db, dynamolocal.MustCreateTables(t, db))
-	arn, err := store.StreamARN(context.Background(), db, s.Tables())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env{s: s, arn: arn, api: st}
+	x := dynamolocal.NewStreamed(t)
+	return env{s: x.Store, arn: x.ARN, api: x.Streams}
 }
 
 func (e env) putWorkouts(t testing.TB, user string, from, to int64) {
 	t.Helper()
 	for i := from; i <= to; i++ {
-		w := &model.Workout{UserID: user, ActivityID: i, SportType: "Run", DistanceMeters: float64(i), StartDateUtc: time.Unix(1700000000+i, 0).UTC()}
+		w := fixture.Workout(user, i, fixture.Metres(float64(i)), fixture.Start(time.Unix(1700000000+i, 0)))
 		if err := e.s.Put(context.Background(), e.s.Tables().Main, w); err != nil {
 			t.Fatal(err)
 		}

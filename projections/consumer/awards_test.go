@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // faultyStore is the real store with faults injected around it: writes after
@@ -94,7 +95,7 @@ func (e *env) checkAudited(user, milestoneID string) int {
 
 // longRun puts one workout that earns every part of hundredKm.
 func (e *env) longRun(user string) {
-	e.putWorkout(workout(user, 500, 1, 120, "corr-long"))
+	e.putWorkout(fixture.Workout(user, 500, fixture.Day(1), fixture.Km(120), fixture.Corr("corr-long")))
 }
 
 // Each test has its own user id: one DynamoDB Local shares ClientRequestTokens
@@ -107,9 +108,9 @@ func TestAwardsAndTheirAuditLandTogether(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 10)
-	e.putMilestone("u-together", "m1", hundredKm(10))
-	e.putWorkout(workout("u-together", 101, 1, 25, "corr-25"))
-	e.putWorkout(workout("u-together", 102, 2, 30, "corr-30"))
+	e.putMilestone("u-together", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u-together", 101, fixture.Day(1), fixture.Km(25), fixture.Corr("corr-25")))
+	e.putWorkout(fixture.Workout("u-together", 102, fixture.Day(2), fixture.Km(30), fixture.Corr("corr-30")))
 	fs := &faultyStore{Store: e.s, auditDown: true}
 	c := consumer.New(fs, consumer.Options{Metrics: e.metrics})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -131,7 +132,7 @@ func TestNinetyNinePartsMintedAndAuditedAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 99)
-	e.putMilestone("u-99", "m1", hundredKm(99))
+	e.putMilestone("u-99", "m1", fixture.Definition(fixture.Parts(99)))
 	e.longRun("u-99")
 	c := e.consumer(consumer.Options{})
 	rep, err := c.RecomputeUser(e.ctx, "u-99", false)
@@ -161,7 +162,7 @@ func TestCrashBetweenMintTransactionsLeavesAConsistentPrefix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 99)
-	e.putMilestone("u-crash", "m1", hundredKm(99))
+	e.putMilestone("u-crash", "m1", fixture.Definition(fixture.Parts(99)))
 	e.longRun("u-crash")
 	fs := &faultyStore{Store: e.s, bumpBeforeWrite: 2}
 	crashing := consumer.New(fs, consumer.Options{Metrics: e.metrics, MaxAttempts: 1})
@@ -199,8 +200,8 @@ func TestRetriedMintAuditsOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 10)
-	e.putMilestone("u-retry", "m1", hundredKm(10))
-	e.putWorkout(workout("u-retry", 101, 1, 25, "corr-25"))
+	e.putMilestone("u-retry", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u-retry", 101, fixture.Day(1), fixture.Km(25), fixture.Corr("corr-25")))
 	recs := e.newRecords()
 	c := e.consumer(consumer.Options{MaxAttempts: 2})
 	for range 2 {
@@ -237,8 +238,8 @@ func TestHandRaisedCounterIsNotMinted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 12)
-	e.putMilestone("u-raised", "m1", hundredKm(12))
-	e.putWorkout(workout("u-raised", 101, 1, 50, "corr-50")) // earns 6 of 12
+	e.putMilestone("u-raised", "m1", fixture.Definition(fixture.Parts(12)))
+	e.putWorkout(fixture.Workout("u-raised", 101, fixture.Day(1), fixture.Km(50), fixture.Corr("corr-50"))) // earns 6 of 12
 	c := e.consumer(consumer.Options{})
 	if _, err := c.RecomputeUser(e.ctx, "u-raised", false); err != nil {
 		t.Fatal(err)
@@ -280,8 +281,8 @@ func TestLegacyAuditedAwardsStay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 10)
-	e.putMilestone("u-legacy", "m1", hundredKm(10))
-	e.putWorkout(workout("u-legacy", 101, 1, 10, "corr-10")) // earns part 0 only
+	e.putMilestone("u-legacy", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u-legacy", 101, fixture.Day(1), fixture.Km(10), fixture.Corr("corr-10"))) // earns part 0 only
 	// Ten days ago: well within the audit retention, so age alone justifies nothing.
 	mintedAt := time.Now().UTC().AddDate(0, 0, -10).Truncate(time.Second).Add(500 * time.Millisecond)
 	for i := range 4 {

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // feed reads the env's stream incrementally: each next returns only the
@@ -80,9 +81,9 @@ func benchHandle(b *testing.B, users, records int) {
 		var es []model.Entity
 		for u := range users {
 			user := fmt.Sprintf("b%d-u%d", iter, u)
-			e.putMilestone(user, "m1", hundredKm(10))
+			e.putMilestone(user, "m1", fixture.Definition(fixture.Parts(10)))
 			for w := range perUser {
-				es = append(es, workout(user, int64(w+1), w%28, km, fmt.Sprintf("c-%s-%d", user, w)))
+				es = append(es, fixture.Workout(user, int64(w+1), fixture.Day(w%28), fixture.Km(km), fixture.Corr(fmt.Sprintf("c-%s-%d", user, w))))
 			}
 			lastUser = user
 		}
@@ -122,12 +123,12 @@ func benchHandle(b *testing.B, users, records int) {
 func BenchmarkRecomputeUser3000(b *testing.B) {
 	e := newEnv(b)
 	e.putModel("rocket", 10)
-	def := hundredKm(10)
+	def := fixture.Definition(fixture.Parts(10))
 	def.Target = 1_000_000 // 1000 km: the 3000 workouts keep it active
 	e.putMilestone("u1", "m1", def)
 	es := make([]model.Entity, model.MaxWorkoutsToInspect)
 	for i := range es {
-		es[i] = workout("u1", int64(i+1), i%28, 0.25, "")
+		es[i] = fixture.Workout("u1", int64(i+1), fixture.Day(i%28), fixture.Km(0.25), fixture.Corr(""))
 	}
 	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
 		b.Fatal(err)
@@ -143,7 +144,7 @@ func BenchmarkRecomputeUser3000(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		iter++
-		e.putWorkout(workout("u1", 1, 0, 0.25+float64(iter)/1000, ""))
+		e.putWorkout(fixture.Workout("u1", 1, fixture.Day(0), fixture.Km(0.25+float64(iter)/1000), fixture.Corr("")))
 		b.StartTimer()
 
 		rep, err := c.RecomputeUser(e.ctx, "u1", false)

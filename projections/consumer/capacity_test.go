@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // Each batch is metered on its own: its EMF line carries the requests, read
@@ -20,8 +21,8 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putWorkout(workout("u1", 101, 1, 60, "corr-1"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u1", 101, fixture.Day(1), fixture.Km(60), fixture.Corr("corr-1")))
 
 	var logs lockedBuffer
 	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})

@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // countingStore counts the catalog reads of the real store.
@@ -37,7 +38,7 @@ func TestWarmConsumerReadsTheCatalogOnce(t *testing.T) {
 	mint := func(user string, def model.MilestoneDefinition) {
 		t.Helper()
 		e.putMilestone(user, "m1", def)
-		e.putWorkout(workout(user, 1, 1, 30, "corr-"+user))
+		e.putWorkout(fixture.Workout(user, 1, fixture.Day(1), fixture.Km(30), fixture.Corr("corr-"+user)))
 		if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("failures: %+v", resp.BatchItemFailures)
 		}
@@ -45,20 +46,20 @@ func TestWarmConsumerReadsTheCatalogOnce(t *testing.T) {
 			t.Fatalf("%s: awards %+v, want minted with the part's name", user, as)
 		}
 	}
-	mint("u-cat-1", hundredKm(4))
-	mint("u-cat-2", hundredKm(4))
+	mint("u-cat-1", fixture.Definition(fixture.Parts(4)))
+	mint("u-cat-2", fixture.Definition(fixture.Parts(4)))
 	if got := cs.partReads.Load(); got != 1 {
 		t.Fatalf("two mints of one model in a warm consumer: %d catalog reads, want 1", got)
 	}
 	now = now.Add(consumer.DefaultPartsTTL)
-	mint("u-cat-3", hundredKm(4))
+	mint("u-cat-3", fixture.Definition(fixture.Parts(4)))
 	if got := cs.partReads.Load(); got != 2 {
 		t.Fatalf("a mint after PartsTTL: %d catalog reads in all, want 2", got)
 	}
 
 	// A model with a part missing (being seeded) is read for every mint.
 	e.putModel("half", 2)
-	def := hundredKm(4)
+	def := fixture.Definition(fixture.Parts(4))
 	def.ModelID = "half"
 	mint("u-cat-4", def)
 	mint("u-cat-5", def)

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json from records captured on DynamoDB Local")
@@ -37,19 +38,25 @@ func last(recs []events.DynamoDBEventRecord) events.DynamoDBEventRecord { return
 func classifyCases() []classifyCase {
 	return []classifyCase{
 		{name: "workout_insert", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1",
-			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 10, "c1")) }},
+			write: func(t *testing.T, e *env) {
+				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(10), fixture.Corr("c1")))
+			}},
 		{name: "workout_modify", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1b",
-			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 12, "c1b")) }},
+			write: func(t *testing.T, e *env) {
+				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1b")))
+			}},
 		{name: "workout_marked_deleted", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1d",
 			write: func(t *testing.T, e *env) {
-				w := workout("u1", 1, 1, 12, "c1d")
+				w := fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1d"))
 				w.IsDeleted = true
 				e.putWorkout(w)
 			}},
 		// A tombstone that comes back (Strava shows the activity again after
 		// a 404): a MODIFY flipping isDeleted true → false recomputes.
 		{name: "workout_revived", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
-			write: func(t *testing.T, e *env) { e.putWorkout(workout("u1", 1, 1, 12, "c1r")) }},
+			write: func(t *testing.T, e *env) {
+				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1r")))
+			}},
 		{name: "workout_remove", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
@@ -57,10 +64,10 @@ func classifyCases() []classifyCase {
 				}
 			}},
 		{name: "milestone_insert", want: consumer.Recompute, wantUser: "u1",
-			write: func(t *testing.T, e *env) { e.putMilestone("u1", "m1", hundredKm(2)) }},
+			write: func(t *testing.T, e *env) { e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(2))) }},
 		{name: "milestone_modify_by_projector", want: consumer.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
-				e.putWorkout(workout("u1", 2, 1, 60, "c2"))
+				e.putWorkout(fixture.Workout("u1", 2, fixture.Day(1), fixture.Km(60), fixture.Corr("c2")))
 				e.newRecords()
 				if _, err := e.consumer(consumer.Options{}).RecomputeUser(e.ctx, "u1", false); err != nil {
 					t.Fatal(err)
@@ -117,13 +124,13 @@ func classifyCases() []classifyCase {
 			}},
 		{name: "workout_newer_schema", want: consumer.Park, wantUser: "u2", wantCorr: "c9", wantErr: model.ErrUnsupportedSchema,
 			write: func(t *testing.T, e *env) {
-				e.putRaw(rawWorkout(t, workout("u2", 9, 1, 10, "c9"), func(item map[string]types.AttributeValue) {
+				e.putRaw(rawWorkout(t, fixture.Workout("u2", 9, fixture.Day(1), fixture.Km(10), fixture.Corr("c9")), func(item map[string]types.AttributeValue) {
 					item["schemaVersion"] = &types.AttributeValueMemberN{Value: "99"}
 				}))
 			}},
 		{name: "workout_malformed", want: consumer.Park, wantUser: "u2", wantCorr: "c10", wantErr: model.ErrInvalid,
 			write: func(t *testing.T, e *env) {
-				e.putRaw(rawWorkout(t, workout("u2", 10, 1, 10, "c10"), func(item map[string]types.AttributeValue) {
+				e.putRaw(rawWorkout(t, fixture.Workout("u2", 10, fixture.Day(1), fixture.Km(10), fixture.Corr("c10")), func(item map[string]types.AttributeValue) {
 					item["startDateUtc"] = &types.AttributeValueMemberBOOL{Value: true}
 				}))
 			}},

@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestTenPartsHundredKm is the first scenario, then its second
@@ -30,10 +31,10 @@ func TestTenPartsHundredKm(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putWorkout(workout("u1", 101, 1, 25, "corr-25"))
-	e.putWorkout(workout("u1", 102, 2, 30, "corr-30"))
-	e.putWorkout(workout("u1", 103, 3, 50, "corr-50"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u1", 101, fixture.Day(1), fixture.Km(25), fixture.Corr("corr-25")))
+	e.putWorkout(fixture.Workout("u1", 102, fixture.Day(2), fixture.Km(30), fixture.Corr("corr-30")))
+	e.putWorkout(fixture.Workout("u1", 103, fixture.Day(3), fixture.Km(50), fixture.Corr("corr-50")))
 
 	recs := e.newRecords()
 	if len(recs) != 4+11 { // 11 model items, 1 milestone, 3 workouts
@@ -105,7 +106,7 @@ func TestTenPartsHundredKm(t *testing.T) {
 	}
 
 	// Deleting the 50 km workout lowers progress and keeps every award.
-	del := workout("u1", 103, 3, 50, "corr-del")
+	del := fixture.Workout("u1", 103, fixture.Day(3), fixture.Km(50), fixture.Corr("corr-del"))
 	del.IsDeleted = true
 	e.putWorkout(del)
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -142,9 +143,9 @@ func TestSameBatchTwice(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putWorkout(workout("u1", 1, 1, 42, "c1"))
-	e.putWorkout(workout("u1", 2, 2, 12, "c2"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(42), fixture.Corr("c1")))
+	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(12), fixture.Corr("c2")))
 	recs := e.newRecords()
 	e.handle(c, recs)
 	first := e.milestone("u1", "m1")
@@ -169,8 +170,8 @@ func TestConcurrentBatchesConflict(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putWorkout(workout("u1", 1, 1, 35, "c1"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(35), fixture.Corr("c1")))
 	batchA := e.newRecords()
 
 	aRead, release := make(chan struct{}), make(chan struct{})
@@ -188,7 +189,7 @@ func TestConcurrentBatchesConflict(t *testing.T) {
 		respA, _ = a.Handle(e.ctx, events.DynamoDBEvent{Records: batchA})
 	}()
 	<-aRead
-	e.putWorkout(workout("u1", 2, 2, 40, "c2"))
+	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(40), fixture.Corr("c2")))
 	if resp := e.handle(b, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("B failures: %+v", resp.BatchItemFailures)
 	}
@@ -219,7 +220,7 @@ func TestConcurrentBatchesStress(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{MaxAttempts: 20})
 	e.putModel("rocket", 20)
-	def := hundredKm(20)
+	def := fixture.Definition(fixture.Parts(20))
 	e.putMilestone("u1", "m1", def)
 	e.newRecords()
 	const n = 24
@@ -227,7 +228,7 @@ func TestConcurrentBatchesStress(t *testing.T) {
 	var mu sync.Mutex
 	var failures []events.DynamoDBBatchItemFailure
 	for i := 0; i < n; i++ {
-		e.putWorkout(workout("u1", int64(i+1), i%28, 5, fmt.Sprintf("c%d", i+1)))
+		e.putWorkout(fixture.Workout("u1", int64(i+1), fixture.Day(i%28), fixture.Km(5), fixture.Corr(fmt.Sprintf("c%d", i+1))))
 		recs := e.newRecords()
 		for g := 0; g < 2; g++ { // every batch twice, concurrently
 			wg.Add(1)
@@ -264,13 +265,13 @@ func TestMilestoneCreatedAfterWorkouts(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 4)
-	e.putWorkout(workout("u1", 1, 1, 60, "c1"))
-	e.putWorkout(workout("u1", 2, 2, 45, "c2"))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(60), fixture.Corr("c1")))
+	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(45), fixture.Corr("c2")))
 	e.handle(c, e.newRecords())
 	if st := c.Stats(); st.Writes != 0 {
 		t.Fatalf("no milestone yet, but %d writes", st.Writes)
 	}
-	e.putMilestone("u1", "m1", hundredKm(4))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(4)))
 	recs := e.newRecords()
 	if len(recs) != 1 || recs[0].EventName != "INSERT" {
 		t.Fatalf("want one milestone INSERT record, got %d", len(recs))
@@ -290,7 +291,7 @@ func TestMilestoneCreatedAfterWorkouts(t *testing.T) {
 
 	// A definition change (here: the target doubles) re-projects; awards
 	// stay.
-	def := hundredKm(4)
+	def := fixture.Definition(fixture.Parts(4))
 	def.Target = 400000
 	m.MilestoneDefinition, m.WrittenBy = def, model.WriterAPI
 	if err := e.s.Put(e.ctx, e.s.Tables().Main, &m); err != nil {
@@ -333,20 +334,20 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 	e := newEnv(t)
 	e.putModel("rocket", 10)
 	for _, u := range []string{"ua", "ub", "stuck"} {
-		e.putMilestone(u, "m1", hundredKm(10))
+		e.putMilestone(u, "m1", fixture.Definition(fixture.Parts(10)))
 	}
 	e.newRecords()
 
-	e.putWorkout(workout("ua", 1, 1, 20, "ca"))
-	e.putRaw(rawWorkout(t, workout("poison", 9, 1, 20, "cp"), func(item map[string]types.AttributeValue) {
+	e.putWorkout(fixture.Workout("ua", 1, fixture.Day(1), fixture.Km(20), fixture.Corr("ca")))
+	e.putRaw(rawWorkout(t, fixture.Workout("poison", 9, fixture.Day(1), fixture.Km(20), fixture.Corr("cp")), func(item map[string]types.AttributeValue) {
 		item["schemaVersion"] = &types.AttributeValueMemberN{Value: "99"}
 	}))
-	e.putWorkout(workout("stuck", 3, 1, 20, "cs1"))
-	e.putRaw(rawWorkout(t, workout("poison", 10, 1, 20, "cp2"), func(item map[string]types.AttributeValue) {
+	e.putWorkout(fixture.Workout("stuck", 3, fixture.Day(1), fixture.Km(20), fixture.Corr("cs1")))
+	e.putRaw(rawWorkout(t, fixture.Workout("poison", 10, fixture.Day(1), fixture.Km(20), fixture.Corr("cp2")), func(item map[string]types.AttributeValue) {
 		item["distanceMeters"] = &types.AttributeValueMemberS{Value: "far"}
 	}))
-	e.putWorkout(workout("ub", 2, 1, 30, "cb"))
-	e.putWorkout(workout("stuck", 4, 2, 20, "cs2"))
+	e.putWorkout(fixture.Workout("ub", 2, fixture.Day(1), fixture.Km(30), fixture.Corr("cb")))
+	e.putWorkout(fixture.Workout("stuck", 4, fixture.Day(2), fixture.Km(20), fixture.Corr("cs2")))
 	recs := e.newRecords()
 	if len(recs) != 6 {
 		t.Fatalf("want 6 records, got %d", len(recs))
@@ -420,8 +421,8 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putWorkout(workout("u1", 1, 1, 50, "c1"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(50), fixture.Corr("c1")))
 	e.handle(c, e.newRecords())
 
 	// Drift: a lost award item and a progress value that does not match.
@@ -432,7 +433,7 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.ItemKey(), m.Version, store.Changes{Set: map[string]any{"progressValue": 1}}); err != nil {
 		t.Fatal(err)
 	}
-	e.putWorkout(workout("u1", 2, 2, 10, "c2")) // not yet projected
+	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(10), fixture.Corr("c2"))) // not yet projected
 	drifted := e.milestone("u1", "m1")
 
 	rep, err := c.RecomputeUser(e.ctx, "u1", true)
@@ -490,8 +491,8 @@ func TestRecomputeUserFailsClosedOnNewerWorkout(t *testing.T) {
 	e := newEnv(t)
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 10)
-	e.putMilestone("u1", "m1", hundredKm(10))
-	e.putRaw(rawWorkout(t, workout("u1", 1, 1, 50, "c1"), func(item map[string]types.AttributeValue) {
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
+	e.putRaw(rawWorkout(t, fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(50), fixture.Corr("c1")), func(item map[string]types.AttributeValue) {
 		item["schemaVersion"] = &types.AttributeValueMemberN{Value: "2"}
 	}))
 	_, err := c.RecomputeUser(e.ctx, "u1", false)

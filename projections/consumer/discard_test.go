@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // Records the event source gave up on are parked for redrive, except those
@@ -19,8 +20,8 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 	c := e.consumer(consumer.Options{})
 	e.putModel("rocket", 2)
 	models := e.newRecords() // model items: ignored by the projector
-	e.putMilestone("u1", "m1", hundredKm(2))
-	e.putWorkout(workout("u1", 1, 1, 5, "corr-1"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(2)))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(5), fixture.Corr("corr-1")))
 	recs := e.newRecords()
 	if len(recs) != 2 {
 		t.Fatalf("got %d stream records, want the milestone and the workout", len(recs))

@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestGuardedWorkoutWritesAreRemovedByTheProjector: a webhook fetch's
@@ -21,8 +22,8 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 4)
-	e.putMilestone("revoked", "m1", hundredKm(4))
-	e.putWorkout(workout("revoked", 1, 1, 10, "c1"))
+	e.putMilestone("revoked", "m1", fixture.Definition(fixture.Parts(4)))
+	e.putWorkout(fixture.Workout("revoked", 1, fixture.Day(1), fixture.Km(10), fixture.Corr("c1")))
 	c := e.consumer(consumer.Options{})
 	e.handle(c, e.newRecords())
 	e.newRecords()
@@ -32,7 +33,7 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 	if err := e.s.MarkUserDeleted(e.ctx, "gone", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.UpsertWorkout(e.ctx, workout("gone", 5, 1, 10, "late")); err != nil {
+	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("gone", 5, fixture.Day(1), fixture.Km(10), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
 	// The grant of "revoked" is revoked while its fetch is in flight.
@@ -45,7 +46,7 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 	if err := e.s.RevokeStravaConnection(e.ctx, grant, revokedAt, now, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.UpsertWorkout(e.ctx, workout("revoked", 2, 2, 20, "late")); err != nil {
+	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("revoked", 2, fixture.Day(2), fixture.Km(20), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -68,7 +69,7 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 
 	// A reconnect clears the revocation before the projector sees the
 	// next late write: it stays (the reconnect's backfill may own it).
-	if err := e.s.UpsertWorkout(e.ctx, workout("revoked", 3, 3, 30, "late")); err != nil {
+	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("revoked", 3, fixture.Day(3), fixture.Km(30), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.s.ClearStravaRevocation(e.ctx, "revoked", revokedAt, now); err != nil {
@@ -92,12 +93,12 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 4)
-	e.putMilestone("u1", "m1", hundredKm(4))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(4)))
 	c := e.consumer(consumer.Options{})
 	e.handle(c, e.newRecords())
 	e.newRecords()
 	for i := range 5 {
-		w := workout("u1", int64(10+i), i+1, 10, "sync")
+		w := fixture.Workout("u1", int64(10+i), fixture.Day(i+1), fixture.Km(10), fixture.Corr("sync"))
 		w.SyncJobKey = "SYNC#backfill#u1"
 		if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
 			t.Fatal(err)
@@ -143,7 +144,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 		t.Fatal("a sync state write without imports projected the user")
 	}
 	// A webhook fetch's write of an imported workout is its own trigger.
-	w := workout("u1", 10, 1, 25, "hook")
+	w := fixture.Workout("u1", 10, fixture.Day(1), fixture.Km(25), fixture.Corr("hook"))
 	if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
 		t.Fatal(err)
 	}

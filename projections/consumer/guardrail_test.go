@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // A period holding more workouts than the guardrail: the milestone says so
@@ -24,15 +25,15 @@ func TestTruncationIsVisible(t *testing.T) {
 	n := model.MaxWorkoutsToInspect + 1
 	es := make([]model.Entity, n)
 	for i := range es {
-		w := workout("u1", int64(n-i), 0, 1, fmt.Sprintf("c%d", i))
+		w := fixture.Workout("u1", int64(n-i), fixture.Day(0), fixture.Km(1), fixture.Corr(fmt.Sprintf("c%d", i)))
 		w.StartDateUtc = march.Add(time.Duration(i) * 10 * time.Minute)
 		es[i] = w
 	}
 	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	e.putMilestone("u1", "march", hundredKm(10))
-	late := hundredKm(10)
+	e.putMilestone("u1", "march", fixture.Definition(fixture.Parts(10)))
+	late := fixture.Definition(fixture.Parts(10))
 	late.PeriodStartAtUtc = march.AddDate(0, 0, 15)
 	e.putMilestone("u1", "late", late)
 

@@ -57,14 +57,8 @@ func (l *lockedBuffer) String() string {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	db, st := dynamolocal.Clients(t)
-	s := store.New(db, dynamolocal.MustCreateTables(t, db))
-	ctx := context.Background()
-	arn, err := store.StreamARN(ctx, db, s.Tables())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, ctx: ctx, s: s, st: st, arn: arn, seen: map[string]bool{}, metrics: &lockedBuffer{}}
+	x := dynamolocal.NewStreamed(t)
+	return &env{t: t, ctx: context.Background(), s: x.Store, st: x.Streams, arn: x.ARN, seen: map[string]bool{}, metrics: &lockedBuffer{}}
 }
 
 func (e *env) consumer(o consumer.Options) *consumer.Consumer {
@@ -118,12 +112,6 @@ func (e *env) putModel(modelID string, parts int) {
 	}
 }
 
-func hundredKm(parts int) model.MilestoneDefinition {
-	end := april
-	return model.MilestoneDefinition{ModelID: "rocket", Title: "100 km in March", Metric: model.MetricDistance,
-		Target: 100000, SportTypes: []string{"Run"}, PeriodStartAtUtc: march, PeriodEndAtUtc: &end, PartCount: parts}
-}
-
 func (e *env) putMilestone(user, id string, def model.MilestoneDefinition) {
 	e.t.Helper()
 	m := &model.Milestone{UserID: user, MilestoneID: id, MilestoneDefinition: def,
@@ -131,12 +119,6 @@ func (e *env) putMilestone(user, id string, def model.MilestoneDefinition) {
 	if err := e.s.Put(e.ctx, e.s.Tables().Main, m); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-func workout(user string, id int64, day int, km float64, corr string) *model.Workout {
-	return &model.Workout{UserID: user, AthleteID: 77, ActivityID: id, Name: "run", SportType: "Run",
-		DistanceMeters: km * 1000, MovingTimeSeconds: int64(km * 300), StartDateUtc: march.AddDate(0, 0, day).Add(7 * time.Hour),
-		CreatedAtUtc: march, UpdatedAtUtc: march, CorrelationID: corr}
 }
 
 func (e *env) putWorkout(w *model.Workout) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestWorkoutRemovalReprojects: a workout item removed from the log (DynamoDB
@@ -16,9 +17,9 @@ func TestWorkoutRemovalReprojects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 4)
-	e.putMilestone("u1", "m1", hundredKm(4))
-	e.putWorkout(workout("u1", 1, 1, 60, "c1"))
-	e.putWorkout(workout("u1", 2, 2, 30, "c2"))
+	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(4)))
+	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(60), fixture.Corr("c1")))
+	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(30), fixture.Corr("c2")))
 	c := e.consumer(consumer.Options{})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %+v", resp.BatchItemFailures)

@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // TestRebuildMintsOnlyWhatIsJustified reproduces an observed failure:
@@ -35,8 +36,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		es = append(es, &model.ModelPart{ModelID: "twelve", PartIndex: i, Name: fmt.Sprintf("p%d", i)})
 	}
 	run := func(id int64, km float64) *model.Workout {
-		return &model.Workout{UserID: "o6", ActivityID: id, SportType: "Run", DistanceMeters: km * 1000,
-			StartDateUtc: march.Add(time.Duration(id) * time.Hour), CreatedAtUtc: march, UpdatedAtUtc: march}
+		return fixture.Workout("o6", id, fixture.Km(km), fixture.Start(march.Add(time.Duration(id)*time.Hour)))
 	}
 	es = append(es, run(1, 30), run(2, 30)) // 60 km of 120: 6 parts
 	if err := h.st.BatchPut(ctx, tbl, es); err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -178,7 +179,7 @@ func startPipeline(b *testing.B) *pipeline {
 
 	// The size of one workout as LSI1 holds it (keys + WorkoutLogFields):
 	// what a projection reads per workout.
-	item, err := store.Marshal(p.workout("u", 1, time.Now(), 5000))
+	item, err := store.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func (p *pipeline) baseline(b *testing.B, workers, items int) baselineResult {
 		b.Fatalf("create baseline table: %v", err)
 	}
 	defer func() { _, _ = p.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
-	tmpl, err := store.Marshal(p.workout("u", 1, time.Now(), 5000))
+	tmpl, err := store.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -427,13 +428,6 @@ func (p *pipeline) quiesce(b *testing.B) meters {
 	}
 	b.Fatalf("the stack kept calling DynamoDB for 30 s after its work was done")
 	return prev
-}
-
-func (p *pipeline) workout(userID string, id int64, start time.Time, meters float64) *model.Workout {
-	now := time.Now().UTC()
-	return &model.Workout{UserID: userID, ActivityID: id, Name: "Bench run", SportType: "Run",
-		DistanceMeters: meters, MovingTimeSeconds: int64(meters * 0.3), StartDateUtc: start.UTC(),
-		CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "bench-history"}
 }
 
 // newUser links a new simulator athlete to a new user, as sign-in does.
@@ -645,7 +639,7 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		if start.After(now.AddDate(0, 0, -monthDays)) {
 			inMonth++
 		}
-		es[i] = p.workout(userID, p.nextID.Add(1), start, 1000)
+		es[i] = fixture.Workout(userID, p.nextID.Add(1), fixture.Start(start), fixture.Metres(1000), fixture.Stored(time.Now()), fixture.Corr("bench-history"))
 	}
 	if err := p.st.Store.BatchPut(ctx, p.st.Store.Tables().Main, es); err != nil {
 		b.Fatalf("write %d workouts of %s: %v", h, userID, err)

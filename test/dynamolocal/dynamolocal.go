@@ -315,6 +315,28 @@ func NewStore(tb testing.TB) *store.Store {
 	return st
 }
 
+// Streamed is a store over fresh tables with the streams client and the
+// ARN of the main table's stream: for tests that read back what the store
+// wrote as Lambda would be handed it.
+type Streamed struct {
+	Store   *store.Store
+	Streams *dynamodbstreams.Client
+	ARN     string
+}
+
+// NewStreamed is NewStore with its main table's stream.
+func NewStreamed(tb testing.TB) Streamed {
+	tb.Helper()
+	db, streams := Clients(tb)
+	st := store.New(db, MustCreateTables(tb, db))
+	st.Secrets = NewSealer(tb)
+	arn, err := store.StreamARN(context.Background(), db, st.Tables())
+	if err != nil {
+		tb.Fatalf("stream of the main table: %v", err)
+	}
+	return Streamed{Store: st, Streams: streams, ARN: arn}
+}
+
 // NewSealer returns a token sealer over a fresh random local key: the same
 // envelope code and stored format as KMS in AWS.
 func NewSealer(tb testing.TB) *secrets.Sealer {
