@@ -90,19 +90,29 @@ func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []mode
 // error.
 func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
 	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k)}}
-	cex, err := expression.NewBuilder().WithCondition(
-		expression.Name(attrStravaRevokedAtUtc).Equal(expression.Value(g.StravaRevokedAtUtc.UTC()))).Build()
+	check, err := s.t.StillRevoked(userID, g.StravaRevokedAtUtc)
 	if err != nil {
-		return fmt.Errorf("build guard check: %w", err)
+		return err
 	}
-	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, keys.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
-		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
-	}}
 	if err := s.Transact(ctx, []types.TransactWriteItem{del, check}, ""); err != nil && !isConflict(err) {
 		return err
 	}
 	return nil
+}
+
+// StillRevoked is a transaction item that fails unless the user's guard
+// still holds the revocation recorded at revokedAt: a step written with it
+// loses to a reconnect that cleared the revocation.
+func (t Tables) StillRevoked(userID string, revokedAt time.Time) (types.TransactWriteItem, error) {
+	cex, err := expression.NewBuilder().WithCondition(
+		expression.Name(attrStravaRevokedAtUtc).Equal(expression.Value(revokedAt.UTC()))).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build guard check: %w", err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(t.Main), Key: t.keyAV(t.Main, keys.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
+		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
+	}}, nil
 }
 
 // UserGuard reads the user's guard. It returns ErrNotFound when the user has

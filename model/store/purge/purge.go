@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -198,7 +199,7 @@ func (s *Purger) forgetStravaIdentity(ctx context.Context, userID string, athlet
 	}
 	item := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.ProfileKey(userID)),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
-	if err := s.whileRevoked(ctx, userID, revokedAt, &item); err != nil {
+	if err := s.whileRevoked(ctx, userID, revokedAt, item); err != nil {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
 	}
 	return nil
@@ -209,28 +210,21 @@ func (s *Purger) forgetStravaIdentity(ctx context.Context, userID string, athlet
 // what is left belongs to the reconnect.
 var errReconnected = errors.New("the athlete reconnected since the revocation")
 
-// whileRevoked writes item (nil: nothing) atomically with a check that the
-// user's guard still holds the revocation recorded at revokedAt:
-// errReconnected when it does not. item's own failed condition is not an
-// error (nothing left to do).
-func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time.Time, item *types.TransactWriteItem) error {
-	// The guard's attribute, as store.RevokeStravaConnection writes it.
-	ex, err := expression.NewBuilder().WithCondition(expression.Name("stravaRevokedAtUtc").Equal(expression.Value(revokedAt.UTC()))).Build()
+// whileRevoked writes items (at most model.TransactionLimit-1, none: only
+// the check) atomically with a check that the user's guard still holds the
+// revocation recorded at revokedAt: errReconnected when it does not. An
+// item's own failed condition is not an error (nothing left to do).
+func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time.Time, items ...types.TransactWriteItem) error {
+	check, err := s.st.Tables().StillRevoked(userID, revokedAt)
 	if err != nil {
 		return err
 	}
-	items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.st.Tables().Main),
-		Key: keyAV(keys.UserGuardKey(userID)), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}}
-	if item != nil {
-		items = append(items, *item)
-	}
-	err = s.st.Transact(ctx, items, "")
+	err = s.st.Transact(ctx, append([]types.TransactWriteItem{check}, items...), "")
 	var te *dynerr.TransactionError
-	switch {
-	case errors.As(err, &te) && len(te.Reasons) > 0 && te.Reasons[0] == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed):
-		return errReconnected
-	case errors.As(err, &te) && len(te.Reasons) > 1 && te.Reasons[1] == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed):
+	if errors.As(err, &te) && len(te.FailedIndexes()) > 0 {
+		if te.FailedIndexes()[0] == 0 { // the guard's check comes first
+			return errReconnected
+		}
 		return nil
 	}
 	return err
@@ -320,10 +314,11 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 // athlete). It returns how many items it deleted or changed. Each step is
 // idempotent, so a run stopped anywhere is finished by running it again.
 //
-// A reconnect while it runs ends it: every step after the workouts checks,
-// in the same transaction where it writes, that the user's guard still
-// holds this revocation (a login clears it), so a late purge never takes
-// the reconnected athlete's identity, sync state or owner mapping away.
+// A reconnect while it runs ends it: every step checks, in the same
+// transaction where it writes, that the user's guard still holds this
+// revocation (a login clears it), so a late purge never takes the
+// reconnected athlete's workouts, identity, sync state or owner mapping
+// away.
 func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error) {
 	n, err := s.purge(ctx, userID, athleteID, revokedAt)
 	if errors.Is(err, errReconnected) {
@@ -337,19 +332,19 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	if err := s.RememberRevokedAthlete(ctx, athleteID, userID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
-	n, err := s.st.DeleteUserItems(ctx, userID, keys.PrefixWorkoutStrava, nil)
+	n, err := s.purgeWorkouts(ctx, userID, revokedAt)
 	r.Workouts = n
 	if err != nil {
 		return n, fmt.Errorf("purge strava data of %s (%d workouts deleted so far): %w", userID, n, err)
 	}
 	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
-	if err := s.whileRevoked(ctx, userID, revokedAt, &sync); err != nil {
+	if err := s.whileRevoked(ctx, userID, revokedAt, sync); err != nil {
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
 	if err := s.forgetStravaIdentity(ctx, userID, athleteID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
-	if err := s.whileRevoked(ctx, userID, revokedAt, nil); err != nil {
+	if err := s.whileRevoked(ctx, userID, revokedAt); err != nil {
 		return r.Workouts, err
 	}
 	if r.Stripped, err = s.StripStravaIDs(ctx, userID); err != nil {
@@ -365,10 +360,39 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	}
 	owner := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.AthleteOwnerKey(athleteID)),
 		ConditionExpression: mine.Condition(), ExpressionAttributeNames: mine.Names(), ExpressionAttributeValues: mine.Values()}}
-	if err := s.whileRevoked(ctx, userID, revokedAt, &owner); err != nil {
+	if err := s.whileRevoked(ctx, userID, revokedAt, owner); err != nil {
 		return r.Workouts + r.Stripped + r.Parked, fmt.Errorf("purge strava data of %s: owner of athlete %d: %w", userID, athleteID, err)
 	}
 	return r.Workouts + r.Stripped + r.Parked, nil
+}
+
+// purgeWorkouts deletes the user's Strava workouts, model.TransactionLimit-1
+// to a transaction with the guard's check: once a login has cleared the
+// revocation, the next chunk fails whole (errReconnected), so the
+// reconnect's backfill is never deleted. A transactional delete costs two
+// write units, a batch one; a purge is rare and bounded by the log.
+func (s *Purger) purgeWorkouts(ctx context.Context, userID string, revokedAt time.Time) (int, error) {
+	main, deleted := s.st.Tables().Main, 0
+	for {
+		res, err := s.st.QueryPrefix(ctx, main, keys.UserPK(userID), keys.PrefixWorkoutStrava, store.QueryOptions{Projection: []string{"PK", "SK"}})
+		if err != nil {
+			return deleted, err
+		}
+		for chunk := range slices.Chunk(res.Items, model.TransactionLimit-1) {
+			dels := make([]types.TransactWriteItem, len(chunk))
+			for i, it := range chunk {
+				dels[i] = types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(main),
+					Key: map[string]types.AttributeValue{"PK": it["PK"], "SK": it["SK"]}}}
+			}
+			if err := s.whileRevoked(ctx, userID, revokedAt, dels...); err != nil {
+				return deleted, err
+			}
+			deleted += len(chunk)
+		}
+		if !res.Truncated || len(res.Items) == 0 {
+			return deleted, nil
+		}
+	}
 }
 
 // ReclaimRevokedAthlete reattaches a revoked athlete who connects again to

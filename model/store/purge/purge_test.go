@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
@@ -49,10 +50,12 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	put(&model.Milestone{UserID: "u1", MilestoneID: "m1"})
 	put(&model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now})
 	put(&syncstate.SyncState{UserID: "u1", AthleteID: athlete})
-	for id := int64(1); id <= 40; id++ {
-		if err := s.UpsertWorkout(ctx, &model.Workout{UserID: "u1", ActivityID: id, SportType: "Run", DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC), CreatedAtUtc: now}); err != nil {
-			t.Fatal(err)
-		}
+	var workouts []model.Entity // more than one transaction of deletes
+	for id := int64(1); id <= 150; id++ {
+		workouts = append(workouts, fixture.Workout("u1", id, fixture.Stored(now)))
+	}
+	if err := s.BatchPut(ctx, s.Tables().Main, workouts); err != nil {
+		t.Fatal(err)
 	}
 	s.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
 		map[string]string{"athleteId": "987654321", "activityId": "424242424242", "sportType": "Run", "reason": "kept"}))
@@ -106,9 +109,10 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 // TestPurgeStopsAtAReconnect: a purge still running when the athlete signs
 // in again (the login clears the revocation from the guard and restores the
 // owner mapping and identity) leaves the reconnected athlete's profile,
-// sync state, award ids and owner mapping alone. Protection: whileRevoked on
-// every step after the workouts (without it the late purge unlinks the
-// athlete, whose next events are then dropped as of no user).
+// workouts, sync state, award ids and owner mapping alone. Protection:
+// whileRevoked on every step (without it the late purge deletes the
+// reconnect's backfill and unlinks the athlete, whose next events are then
+// dropped as of no user).
 func TestPurgeStopsAtAReconnect(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
@@ -140,8 +144,14 @@ func TestPurgeStopsAtAReconnect(t *testing.T) {
 	if err := s.Put(ctx, s.Tables().Main, &syncstate.SyncState{UserID: "u2", AthleteID: athlete}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.UpsertWorkout(ctx, fixture.Workout("u2", 31, fixture.Stored(now))); err != nil { // the reconnect's backfill
+		t.Fatal(err)
+	}
 	if _, err := pu.PurgeStravaData(ctx, "u2", athlete, now); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.Workout(ctx, "u2", 31); err != nil {
+		t.Errorf("the reconnect's workout: %v; want it kept", err)
 	}
 	if p, err := s.Profile(ctx, "u2"); err != nil || p.AthleteID != athlete || p.DisplayName != "Grace Hopper" {
 		t.Errorf("profile %+v, %v: want the reconnected athlete's id and name kept", p, err)
