@@ -15,6 +15,7 @@
 package runkit
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -378,7 +379,7 @@ func (s *Stack) startWorker(o Options) {
 	run := func(ctx context.Context, job ingest.Job) error {
 		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
 	}
-	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: or(max(o.QueueCapacity, 0), DefaultQueueCapacity), Workers: DefaultQueueWorkers},
+	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: cmp.Or(max(o.QueueCapacity, 0), DefaultQueueCapacity), Workers: DefaultQueueWorkers},
 		log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
@@ -394,7 +395,7 @@ func (s *Stack) startWorker(o Options) {
 			defer wg.Done()
 			s.reconcileEvery(sweepCtx, ReconcileTick(s.Scheduler.Settings.WithDefaults().ReconcileInterval))
 		}()
-		s.Sweeper.Run(sweepCtx, or(o.SweepInterval, DefaultSweepInterval))
+		s.Sweeper.Run(sweepCtx, cmp.Or(o.SweepInterval, DefaultSweepInterval))
 		wg.Wait()
 	}()
 }
@@ -443,8 +444,8 @@ func (s *Stack) startProjector(ctx context.Context, o Options, local config.Loca
 		cps = &streams.FileCheckpoints{Path: filepath.Join(local.DataDir, "stream-checkpoints.json")}
 	}
 	s.Reader = streams.NewReader(streamsAPI, arn, streams.Options{
-		Start: streams.TrimHorizon, Checkpoints: cps, PollInterval: or(o.PollInterval, 100*time.Millisecond),
-		BatchingWindow: max(or(o.BatchingWindow, DefaultBatchingWindow), 0),
+		Start: streams.TrimHorizon, Checkpoints: cps, PollInterval: cmp.Or(o.PollInterval, 100*time.Millisecond),
+		BatchingWindow: max(cmp.Or(o.BatchingWindow, DefaultBatchingWindow), 0),
 		MaxAttempts:    o.MaxAttempts, OnDiscard: s.parkRecords, Logger: log.With("service", "stream-reader"),
 	})
 	s.handler = s.Projector.Handle
@@ -580,14 +581,6 @@ func (s *Stack) parkRecords(ctx context.Context, recs []events.DynamoDBEventReco
 		return
 	}
 	s.log.WarnContext(ctx, "stream records parked for redrive", "count", len(recs), "cause", cause.Error())
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Banner says where everything listens and how to try it.

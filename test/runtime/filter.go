@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,7 +36,7 @@ func (f Filter) String() string { return f.source }
 
 func validatePattern(obj map[string]any, path string) error {
 	if len(obj) == 0 {
-		return fmt.Errorf("%s: empty object", or(path, "pattern"))
+		return fmt.Errorf("%s: empty object", cmp.Or(path, "pattern"))
 	}
 	for k, v := range obj {
 		p := strings.TrimPrefix(path+"."+k, ".")
@@ -189,11 +190,4 @@ func (fs Filters) Match(event []byte) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

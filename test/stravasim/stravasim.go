@@ -246,8 +246,8 @@ func newServer(o Options) *Server {
 		o.Now = func() time.Time { return time.Now().UTC() }
 	}
 	l := &o.Limits
-	l.Short, l.Daily = or(l.Short, DefaultShortLimit), or(l.Daily, DefaultDailyLimit)
-	l.ReadShort, l.ReadDaily = or(l.ReadShort, DefaultReadShortLimit), or(l.ReadDaily, DefaultReadDailyLimit)
+	l.Short, l.Daily = cmp.Or(l.Short, DefaultShortLimit), cmp.Or(l.Daily, DefaultDailyLimit)
+	l.ReadShort, l.ReadDaily = cmp.Or(l.ReadShort, DefaultReadShortLimit), cmp.Or(l.ReadDaily, DefaultReadDailyLimit)
 	if o.Window <= 0 {
 		o.Window = 15 * time.Minute
 	}
@@ -262,13 +262,6 @@ func newServer(o Options) *Server {
 		codes: map[string]tokenInfo{}, access: map[string]tokenInfo{}, refresh: map[string]tokenInfo{},
 		fail: map[Endpoint][]failure{},
 	}
-}
-
-func or(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Close stops the server.
