@@ -25,7 +25,7 @@ import (
 // (CC_SYNC_*, CC_RECONCILE_*): the one mapping the worker, the sweeper,
 // `make syncs` and the local stack share.
 func SyncSettingsFrom(cfg config.Config) syncjobs.SyncSettings {
-	return syncjobs.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare,
+	return syncjobs.SyncSettings{MaxDays: cfg.SyncMaxDays, BudgetShare: cfg.SyncBudgetShare, DayHeadStart: cfg.SyncDayHeadStart,
 		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 }
 

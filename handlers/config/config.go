@@ -91,6 +91,12 @@ type Config struct {
 	// reconciliation may spend (CC_SYNC_BUDGET_SHARE, in (0, 1]; 0 means the
 	// default, 0.5); webhooks keep the rest.
 	SyncBudgetShare float64
+	// SyncDayHeadStart is the part of the day's sync share available at
+	// midnight UTC (CC_SYNC_DAY_HEAD_START, in [0, 1]; 0 means one rate
+	// window's worth): daily pacing then spreads the rest over the day.
+	// Test pipelines set 1, so the hour they run at (just after midnight
+	// the day's allowance is a few reads) does not decide their outcome.
+	SyncDayHeadStart float64
 	// ReconcileDays is how many recent days a reconciliation re-lists
 	// (CC_RECONCILE_DAYS; 0 means the default, 14).
 	ReconcileDays int

@@ -45,14 +45,14 @@ func TestFromEnvDefaults(t *testing.T) {
 
 func TestFromEnvSyncSettings(t *testing.T) {
 	t.Parallel()
-	c, err := FromEnv(env(map[string]string{"CC_SYNC_MAX_DAYS": "90", "CC_SYNC_BUDGET_SHARE": "0.25",
+	c, err := FromEnv(env(map[string]string{"CC_SYNC_MAX_DAYS": "90", "CC_SYNC_BUDGET_SHARE": "0.25", "CC_SYNC_DAY_HEAD_START": "1",
 		"CC_RECONCILE_DAYS": "7", "CC_RECONCILE_INTERVAL": "2s", "CC_RECONCILE_IDLE": "8s"}), Need{})
-	if err != nil || c.SyncMaxDays != 90 || c.SyncBudgetShare != 0.25 || c.ReconcileDays != 7 || c.ReconcileInterval.Seconds() != 2 || c.ReconcileIdle.Seconds() != 8 {
+	if err != nil || c.SyncMaxDays != 90 || c.SyncBudgetShare != 0.25 || c.SyncDayHeadStart != 1 || c.ReconcileDays != 7 || c.ReconcileInterval.Seconds() != 2 || c.ReconcileIdle.Seconds() != 8 {
 		t.Fatalf("got %+v, %v; want 90 days, share 0.25, 7 days every 2s", c, err)
 	}
-	_, err = FromEnv(env(map[string]string{"CC_SYNC_MAX_DAYS": "0", "CC_SYNC_BUDGET_SHARE": "1.5",
+	_, err = FromEnv(env(map[string]string{"CC_SYNC_MAX_DAYS": "0", "CC_SYNC_BUDGET_SHARE": "1.5", "CC_SYNC_DAY_HEAD_START": "2",
 		"CC_RECONCILE_DAYS": "x", "CC_RECONCILE_INTERVAL": "6", "CC_RECONCILE_IDLE": "soon"}), Need{})
-	for _, want := range []string{"CC_SYNC_MAX_DAYS", "CC_SYNC_BUDGET_SHARE", "CC_RECONCILE_DAYS", "CC_RECONCILE_INTERVAL", "CC_RECONCILE_IDLE"} {
+	for _, want := range []string{"CC_SYNC_MAX_DAYS", "CC_SYNC_BUDGET_SHARE", "CC_SYNC_DAY_HEAD_START", "CC_RECONCILE_DAYS", "CC_RECONCILE_INTERVAL", "CC_RECONCILE_IDLE"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %q", err, want)
 		}

@@ -60,6 +60,14 @@ var variables = []variable{
 		}
 		return nil
 	}},
+	{"CC_SYNC_DAY_HEAD_START", func(c *Config, name, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		c.SyncDayHeadStart = f
+		if err != nil || !(f >= 0 && f <= 1) {
+			return fmt.Errorf("%s %q: want a part of the day in [0, 1], e.g. 0.1", name, v)
+		}
+		return nil
+	}},
 	{"CC_RECONCILE_INTERVAL", duration(func(c *Config) *time.Duration { return &c.ReconcileInterval }, time.Second, "at least 1s (e.g. 168h)")},
 	{"CC_RECONCILE_IDLE", duration(func(c *Config) *time.Duration { return &c.ReconcileIdle }, time.Second, "at least 1s (e.g. 168h)")},
 	{"CC_OUTBOX_SHARDS", func(c *Config, name, v string) error {

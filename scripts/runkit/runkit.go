@@ -87,6 +87,7 @@ var Settings = []struct{ Name, Meaning string }{
 	{"CC_STRAVA_WINDOW, CC_RETRY_BASE", "Strava's rate-limit window the worker assumes (default 15m; shorter only with a simulator that runs shorter windows) and the worker's first retry backoff (default 15s)"},
 	{"CC_STRAVA_TIMEOUT", "bound on one Strava HTTP call, a Go duration (default 10s; the chaos suite shortens it)"},
 	{"CC_SYNC_MAX_DAYS, CC_SYNC_BUDGET_SHARE", "how far back a backfill imports (default 365 days) and the share of each Strava budget window sync jobs may spend (default 0.5)"},
+	{"CC_SYNC_DAY_HEAD_START", "the part of the day's sync share available at midnight UTC (default: one rate window's worth; test pipelines set 1)"},
 	{"CC_RECONCILE_DAYS, CC_RECONCILE_INTERVAL", "the recent days a reconciliation re-lists (default 14) and each athlete's reconcile slot period (default 168h: every user comes up once per interval, reconciled when it has an active milestone and uploaded since)"},
 	{"CC_RECONCILE_IDLE", "how long an athlete with an active milestone but no upload goes unreconciled (default 672h)"},
 	{"CC_CORS_ORIGINS, CC_LOG_LEVEL", "as in AWS (see Configuration)"},

@@ -59,11 +59,13 @@ const (
 )
 
 // ChildEnv are settings every child pipeline gets on top of the harness's
-// own: knobs that shorten waits the scenarios would otherwise sit out.
+// own: knobs that shorten waits the scenarios would otherwise sit out, and
+// the whole day's sync share from midnight (a backfill just after midnight
+// UTC would otherwise wait minutes for the daily pacing).
 // Entries are NAME=value; CC_CHAOS_ENV (the same form, separated by spaces)
 // adds more from the command line.
 var ChildEnv = []string{"CC_STRAVA_WINDOW=" + Window.String(), "CC_OUTBOX_LEASE=" + OutboxLease.String(),
-	"CC_RETRY_BASE=" + RetryBase.String()}
+	"CC_RETRY_BASE=" + RetryBase.String(), "CC_SYNC_DAY_HEAD_START=1"}
 
 // Harness runs scenarios against one DynamoDB Local with one built
 // scripts/run binary.

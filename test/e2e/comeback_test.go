@@ -130,7 +130,8 @@ func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
 	cmd := exec.Command(bin)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CC_HTTP_ADDR=127.0.0.1:0", "CC_STRAVA_SIM_ADDR=127.0.0.1:0",
-		"DYNAMODB_ENDPOINT="+dynamolocal.Endpoint(t), "CC_TABLE_PREFIX="+prefix, "STRAVA_BASE_URL=", "CC_DATA_DIR=")
+		"DYNAMODB_ENDPOINT="+dynamolocal.Endpoint(t), "CC_TABLE_PREFIX="+prefix, "STRAVA_BASE_URL=", "CC_DATA_DIR=",
+		"CC_SYNC_DAY_HEAD_START=1")
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

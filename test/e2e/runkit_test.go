@@ -35,7 +35,17 @@ import (
 )
 
 // lookup is an environment made of m only.
-func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// lookup reads the stack's configuration from m, with the whole day's
+// sync share from midnight unless m says otherwise: a backfill just after
+// midnight UTC would otherwise wait for the daily pacing.
+func lookup(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok || k != "CC_SYNC_DAY_HEAD_START" {
+			return v
+		}
+		return "1"
+	}
+}
 
 // failOnce makes the projector fail part-way through batches, once each,
 // and records where the reader resumed: as Lambda does, from the first
@@ -235,7 +245,7 @@ func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
 		cmd := exec.Command(bin)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CC_HTTP_ADDR=127.0.0.1:0", "CC_STRAVA_SIM_ADDR=127.0.0.1:0", "CC_DATA_DIR="+data,
-			"DYNAMODB_ENDPOINT=", "STRAVA_BASE_URL=")
+			"DYNAMODB_ENDPOINT=", "STRAVA_BASE_URL=", "CC_SYNC_DAY_HEAD_START=1")
 		var stdout, stderr syncBuffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
