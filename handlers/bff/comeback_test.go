@@ -15,7 +15,6 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
-	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -123,7 +122,7 @@ func TestSignUpAgainAfterRevokingAndDeleting(t *testing.T) {
 				by = now
 			}
 			tb := e.st.Tables()
-			left, n, err := dynamolocal.Lingering(ctx, e.st.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
+			left, n, err := lingering(ctx, e.st.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
 				[]string{itoa(comebackAthlete), itoa(comebackActivity), comebackName, "Kathleen"}, by)
 			if err != nil {
 				t.Fatal(err)

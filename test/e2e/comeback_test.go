@@ -184,7 +184,7 @@ func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
 	for i := range int64(3) {
 		clear = append(clear, strconv.FormatInt(first+i, 10))
 	}
-	left, n, err := dynamolocal.Lingering(ctx, db, []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency}, clear, time.Now().Add(7*24*time.Hour))
+	left, n, err := lingering(ctx, db, []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency}, clear, time.Now().Add(7*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dynamolocal
+package bff_test
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// Lingering scans tables (every page) and describes each item holding one
+// lingering scans tables (every page) and describes each item holding one
 // of the clear strings (a Strava id, a name) that has no TTL (expiresAt,
 // or the sessions table's expiresAtUtc) at or before by: what an account
 // deletion must not leave. It also returns how many items it read.
-func Lingering(ctx context.Context, db *dynamodb.Client, tables []string, clear []string, by time.Time) ([]string, int, error) {
+func lingering(ctx context.Context, db *dynamodb.Client, tables []string, clear []string, by time.Time) ([]string, int, error) {
 	var out []string
 	n := 0
 	for _, table := range tables {
