@@ -147,22 +147,28 @@ type AthleteOwner struct {
 type Workout struct {
 	Key
 	Meta
-	UserID             string     `dynamodbav:"userId"`
-	AthleteID          int64      `dynamodbav:"athleteId"`
-	ActivityID         int64      `dynamodbav:"activityId"`
-	Name               string     `dynamodbav:"name,omitempty"`
-	SportType          string     `dynamodbav:"sportType"`
-	DistanceMeters     float64    `dynamodbav:"distanceMeters"`
-	TotalElevationGain float64    `dynamodbav:"totalElevationGain"`
-	MovingTimeSeconds  int64      `dynamodbav:"movingTimeSeconds"`
-	StartDateUtc       time.Time  `dynamodbav:"startDateUtc"`
-	IsDeleted          bool       `dynamodbav:"isDeleted"`
-	DeletedAtUtc       *time.Time `dynamodbav:"deletedAtUtc,omitempty"`
-	DeletedReason      string     `dynamodbav:"deletedReason,omitempty"`
-	CreatedAtUtc       time.Time  `dynamodbav:"createdAtUtc"`
-	UpdatedAtUtc       time.Time  `dynamodbav:"updatedAtUtc"`
-	CorrelationID      string     `dynamodbav:"correlationId"`
-	ExpiresAt          int64      `dynamodbav:"expiresAt,omitempty"`
+	UserID             string    `dynamodbav:"userId"`
+	AthleteID          int64     `dynamodbav:"athleteId"`
+	ActivityID         int64     `dynamodbav:"activityId"`
+	Name               string    `dynamodbav:"name,omitempty"`
+	SportType          string    `dynamodbav:"sportType"`
+	DistanceMeters     float64   `dynamodbav:"distanceMeters"`
+	TotalElevationGain float64   `dynamodbav:"totalElevationGain"`
+	MovingTimeSeconds  int64     `dynamodbav:"movingTimeSeconds"`
+	StartDateUtc       time.Time `dynamodbav:"startDateUtc"`
+	// StartDateLocal is Strava's start_date_local, the wall clock where the
+	// activity was recorded (calendar.LocalStart: no zone), and Timezone
+	// Strava's name of that zone; empty on workouts stored before they were
+	// kept (Workout.LocalDate then falls back to the UTC date).
+	StartDateLocal string     `dynamodbav:"startDateLocal,omitempty"`
+	Timezone       string     `dynamodbav:"timezone,omitempty"`
+	IsDeleted      bool       `dynamodbav:"isDeleted"`
+	DeletedAtUtc   *time.Time `dynamodbav:"deletedAtUtc,omitempty"`
+	DeletedReason  string     `dynamodbav:"deletedReason,omitempty"`
+	CreatedAtUtc   time.Time  `dynamodbav:"createdAtUtc"`
+	UpdatedAtUtc   time.Time  `dynamodbav:"updatedAtUtc"`
+	CorrelationID  string     `dynamodbav:"correlationId"`
+	ExpiresAt      int64      `dynamodbav:"expiresAt,omitempty"`
 	// DateSK is the date-ordered key (LSI1SK, see WorkoutDateSK) the
 	// projector queries its log by. Stamp sets it from StartDateUtc and
 	// ActivityID whenever the workout is written.
@@ -203,14 +209,19 @@ func (w *Workout) FetchStarted() time.Time {
 // MilestoneStatus is where a milestone is in its life.
 type MilestoneStatus string
 
-// Milestone statuses; active → completed, never back.
+// Milestone statuses; active → completed, never back. StatusEnded is never
+// stored: readers show it once an active milestone's period is over
+// (Milestone.StatusAt).
 const (
 	StatusActive    MilestoneStatus = "active"
 	StatusCompleted MilestoneStatus = "completed"
+	StatusEnded     MilestoneStatus = "ended"
 )
 
 // MilestoneDefinition is what the athlete committed to. Changing it re-triggers
-// the projection.
+// the projection. The period is in UTC instants (PeriodStartAtUtc, optional
+// PeriodEndAtUtc, end excluded) or in the athlete's local calendar
+// (PeriodStartDate, optional PeriodEndDate, YYYY-MM-DD, both days included).
 type MilestoneDefinition struct {
 	ModelID          string     `dynamodbav:"modelId" json:"modelId"`
 	Title            string     `dynamodbav:"title" json:"title"`
@@ -219,6 +230,8 @@ type MilestoneDefinition struct {
 	SportTypes       []string   `dynamodbav:"sportTypes" json:"sportTypes"`
 	PeriodStartAtUtc time.Time  `dynamodbav:"periodStartAtUtc" json:"periodStartAtUtc"`
 	PeriodEndAtUtc   *time.Time `dynamodbav:"periodEndAtUtc,omitempty" json:"periodEndAtUtc,omitempty"`
+	PeriodStartDate  string     `dynamodbav:"periodStartDate,omitempty" json:"periodStartDate,omitempty"`
+	PeriodEndDate    string     `dynamodbav:"periodEndDate,omitempty" json:"periodEndDate,omitempty"`
 	PartCount        int        `dynamodbav:"partCount" json:"partCount"`
 }
 

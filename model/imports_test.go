@@ -13,8 +13,9 @@ import (
 // domainLeaves are the domain's own vocabulary packages the root may use:
 // each is itself checked to import the standard library only.
 var domainLeaves = map[string]string{
-	"github.com/commitcollect/backend/model/sport": "sport",
-	"github.com/commitcollect/backend/model/keys":  "keys",
+	"github.com/commitcollect/backend/model/sport":    "sport",
+	"github.com/commitcollect/backend/model/keys":     "keys",
+	"github.com/commitcollect/backend/model/calendar": "calendar",
 }
 
 // The domain package stays free of adapters: every non-test file imports

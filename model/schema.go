@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 )
 
@@ -133,7 +134,8 @@ func (w *Workout) Stamp() {
 	w.Key, w.Meta = w.ItemKey(), current(EntityWorkout)
 	w.DateSK = ""
 	if !w.StartDateUtc.IsZero() {
-		w.DateSK = keys.WorkoutDateSK(w.StartDateUtc, w.ActivityID)
+		day, _ := calendar.LocalDay(w.StartDateLocal)
+		w.DateSK = keys.WorkoutDateSK(w.StartDateUtc, w.ActivityID, day)
 	}
 }
 

@@ -134,8 +134,28 @@ const activityIDWidth = 19
 // activity id) whatever the digit lengths of the ids. Workouts without a
 // start date (tombstones of deletes that overtook their create) carry no
 // date key and stay out of the index: they never count.
-func WorkoutDateSK(startDateUtc time.Time, activityID int64) string {
-	return workoutDateBound(startDateUtc) + sep + fmt.Sprintf("%0*d", activityIDWidth, activityID)
+//
+// localDay, when known, is the date of the workout's local start
+// (YYYY-MM-DD) and follows as a last field: LSI1 projects no more than the
+// log needs, and a key's tail costs the log read nothing, while it never
+// changes the order (the fields before it are fixed width and identify the
+// workout). WorkoutLocalDay reads it back.
+func WorkoutDateSK(startDateUtc time.Time, activityID int64, localDay string) string {
+	k := workoutDateBound(startDateUtc) + sep + fmt.Sprintf("%0*d", activityIDWidth, activityID)
+	if localDay != "" {
+		k += sep + localDay
+	}
+	return k
+}
+
+// WorkoutLocalDay is the local day a WorkoutDateSK carries, and false when
+// it carries none (a key written before local days were kept).
+func WorkoutLocalDay(dateSK string) (string, bool) {
+	fields := strings.Split(dateSK, sep)
+	if len(fields) != 4 || fields[0]+sep != PrefixWorkoutDate || len(fields[3]) != len("2006-01-02") {
+		return "", false
+	}
+	return fields[3], true
 }
 
 // workoutDateBound is the date part of WorkoutDateSK: it sorts before every

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 )
 
@@ -162,7 +163,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		dropped Item
 		budget  = model.MaxWorkoutsToInspect
 	)
-	for _, w := range model.MergeWindows(windows) {
+	for _, w := range calendar.MergeWindows(windows) {
 		lo, hi := keys.WorkoutDateRange(w.From, w.To)
 		kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).
 			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))

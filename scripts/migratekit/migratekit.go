@@ -284,7 +284,8 @@ func dateKey(it store.Item) (string, bool, error) {
 	if w.StartDateUtc.IsZero() {
 		return "", false, nil
 	}
-	return keys.WorkoutDateSK(w.StartDateUtc, w.ActivityID), true, nil
+	w.Stamp()
+	return w.DateSK, true, nil
 }
 
 // write stores items in dst, keying workouts on the way.
