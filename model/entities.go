@@ -156,10 +156,9 @@ type Workout struct {
 	TotalElevationGain float64   `dynamodbav:"totalElevationGain"`
 	MovingTimeSeconds  int64     `dynamodbav:"movingTimeSeconds"`
 	StartDateUtc       time.Time `dynamodbav:"startDateUtc"`
-	// StartDateLocal is Strava's start_date_local, the wall clock where the
-	// activity was recorded (calendar.LocalStart: no zone), and Timezone
-	// Strava's name of that zone; empty on workouts stored before they were
-	// kept (Workout.LocalDate then falls back to the UTC date).
+	// StartDateLocal is Strava's start_date_local (calendar.LocalStart: the
+	// wall clock where it was recorded) and Timezone Strava's name of that
+	// zone; empty on workouts stored before they were kept (LocalDate).
 	StartDateLocal string     `dynamodbav:"startDateLocal,omitempty"`
 	Timezone       string     `dynamodbav:"timezone,omitempty"`
 	IsDeleted      bool       `dynamodbav:"isDeleted"`
@@ -210,8 +209,7 @@ func (w *Workout) FetchStarted() time.Time {
 type MilestoneStatus string
 
 // Milestone statuses; active → completed, never back. StatusEnded is never
-// stored: readers show it once an active milestone's period is over
-// (Milestone.StatusAt).
+// stored: readers show it once an active period is over (StatusAt).
 const (
 	StatusActive    MilestoneStatus = "active"
 	StatusCompleted MilestoneStatus = "completed"

@@ -57,16 +57,18 @@ func (d MilestoneDefinition) check(stored bool) error {
 	if stored {
 		d.checkSportTypes(v)
 	}
-	if d.PeriodStartAtUtc.IsZero() {
-		v.Add("periodStartAtUtc", "is required")
-	}
-	if d.PeriodEndAtUtc != nil && !d.PeriodStartAtUtc.IsZero() && !d.PeriodEndAtUtc.After(d.PeriodStartAtUtc) {
-		v.Add("periodEndAtUtc", "must be after periodStartAtUtc")
-	}
+	d.checkPeriod(v)
 	if d.PartCount < 1 || d.PartCount > MaxPartCount {
 		v.Add("partCount", "must be between 1 and %d", MaxPartCount)
 	}
 	return v.Err()
+}
+
+// checkPeriod checks the period (calendar.Period.Check).
+func (d MilestoneDefinition) checkPeriod(v *ValidationError) {
+	for _, f := range d.Period().Check() {
+		v.Add(f.Field, "%s", f.Message)
+	}
 }
 
 // checkNames checks a stored definition's model id and title.

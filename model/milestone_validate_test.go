@@ -18,6 +18,14 @@ func validDefinition() MilestoneDefinition {
 	}
 }
 
+// local sets a local period in place of the UTC one.
+func local(first, last string) func(*MilestoneDefinition) {
+	return func(d *MilestoneDefinition) {
+		d.PeriodStartAtUtc, d.PeriodEndAtUtc = time.Time{}, nil
+		d.PeriodStartDate, d.PeriodEndDate = first, last
+	}
+}
+
 func TestMilestoneDefinitionValidate(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -52,6 +60,18 @@ func TestMilestoneDefinitionValidate(t *testing.T) {
 		{"missing start", func(d *MilestoneDefinition) { d.PeriodStartAtUtc = time.Time{} }, []string{"periodStartAtUtc"}},
 		{"end before start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &before }, []string{"periodEndAtUtc"}},
 		{"end equals start", func(d *MilestoneDefinition) { d.PeriodEndAtUtc = &start }, []string{"periodEndAtUtc"}},
+		{"local March", local("2026-03-01", "2026-03-31"), nil},
+		{"local single day", local("2026-03-01", "2026-03-01"), nil},
+		{"local open-ended", local("2026-03-01", ""), nil},
+		{"local impossible start", local("2026-02-30", ""), []string{"periodStartDate"}},
+		{"local impossible end", local("2026-03-01", "2026-04-31"), []string{"periodEndDate"}},
+		{"local end before start", local("2026-03-01", "2026-02-28"), []string{"periodEndDate"}},
+		{"local end without start", local("", "2026-03-31"), []string{"periodStartDate"}},
+		{"both forms", func(d *MilestoneDefinition) { d.PeriodStartDate = "2026-03-01" }, []string{"periodStartDate"}},
+		{"local start with a UTC end", func(d *MilestoneDefinition) {
+			local("2026-03-01", "")(d)
+			d.PeriodEndAtUtc = &start
+		}, []string{"periodStartDate"}},
 		{"no part count", func(d *MilestoneDefinition) { d.PartCount = 0 }, []string{"partCount"}},
 		{"too many parts", func(d *MilestoneDefinition) { d.PartCount = 100 }, []string{"partCount"}},
 		{"every field bad at once", func(d *MilestoneDefinition) {

@@ -10,65 +10,19 @@ import (
 // Window is a half-open interval of start instants (calendar.Window).
 type Window = calendar.Window
 
+// Period is the definition's period in calendar's terms.
+func (d MilestoneDefinition) Period() calendar.Period {
+	return calendar.Period{StartAtUtc: d.PeriodStartAtUtc, EndAtUtc: d.PeriodEndAtUtc, StartDate: d.PeriodStartDate, EndDate: d.PeriodEndDate}
+}
+
 // Window is the interval of UTC start instants whose workouts can count
-// towards the milestone: [periodStartAtUtc, periodEndAtUtc), or for a local
-// calendar every instant at which one of its days runs somewhere on Earth
-// (calendar.SpanOfDays; Counts then holds each workout to its local date).
-// A local period whose dates do not parse reads nothing.
-func (d MilestoneDefinition) Window() Window {
-	if !d.LocalCalendar() {
-		return Window{From: d.PeriodStartAtUtc.UTC(), To: d.PeriodEndAtUtc}
-	}
-	first, last, ok := d.LocalDays()
-	if !ok {
-		return Window{From: time.Time{}, To: &time.Time{}}
-	}
-	return calendar.SpanOfDays(first, last)
-}
-
-// LocalCalendar says whether the period is in the athlete's local calendar
-// (periodStartDate) rather than in UTC instants.
-func (d MilestoneDefinition) LocalCalendar() bool { return d.PeriodStartDate != "" }
-
-// LocalDays is a local period's first and last day (last nil: no end), as
-// midnights UTC (calendar.ParseDate); false when a date does not parse.
-func (d MilestoneDefinition) LocalDays() (first time.Time, last *time.Time, ok bool) {
-	first, err := calendar.ParseDate(d.PeriodStartDate)
-	if err != nil {
-		return first, nil, false
-	}
-	if d.PeriodEndDate == "" {
-		return first, nil, true
-	}
-	end, err := calendar.ParseDate(d.PeriodEndDate)
-	return first, &end, err == nil
-}
-
-// EndsAt is when the period is over everywhere (zero: it has no end): its
-// end instant, or for a local calendar the moment its last day is over in
-// every time zone (calendar.DayOver).
-func (d MilestoneDefinition) EndsAt() time.Time {
-	if !d.LocalCalendar() {
-		if d.PeriodEndAtUtc == nil {
-			return time.Time{}
-		}
-		return d.PeriodEndAtUtc.UTC()
-	}
-	if _, last, ok := d.LocalDays(); ok && last != nil {
-		return calendar.DayOver(*last)
-	}
-	return time.Time{}
-}
+// towards the milestone (calendar.Period.Window): what a log read covers.
+func (d MilestoneDefinition) Window() Window { return d.Period().Window() }
 
 // InPeriod reports whether a workout's start lies in the period: its UTC
-// start in [start, end), or for a local calendar its local date
-// (Workout.LocalDate) between the first and last day.
+// start, or for a local calendar its local date (Workout.LocalDate).
 func (d MilestoneDefinition) InPeriod(w *Workout) bool {
-	if !d.LocalCalendar() {
-		return d.Window().Contains(w.StartDateUtc)
-	}
-	day := w.LocalDate()
-	return day >= d.PeriodStartDate && (d.PeriodEndDate == "" || day <= d.PeriodEndDate)
+	return d.Period().Holds(w.StartDateUtc, w.LocalDate())
 }
 
 // StatusAt is the status a reader shows at now: the projected status, or
@@ -79,7 +33,7 @@ func (m *Milestone) StatusAt(now time.Time) MilestoneStatus {
 	if m.Status == StatusCompleted {
 		return StatusCompleted
 	}
-	if end := m.EndsAt(); !end.IsZero() && !now.Before(end) {
+	if end := m.Period().EndsAt(); !end.IsZero() && !now.Before(end) {
 		return StatusEnded
 	}
 	return StatusActive
