@@ -57,7 +57,7 @@ func truncatedFrom(def model.MilestoneDefinition, log Log) *time.Time {
 	if !log.Truncated {
 		return nil
 	}
-	if !log.ExactFrom.IsZero() && !def.PeriodStartAtUtc.Before(log.ExactFrom) {
+	if !log.ExactFrom.IsZero() && !def.Window().From.Before(log.ExactFrom) {
 		return nil // the whole period lies where the log is complete
 	}
 	t := log.ExactFrom.UTC()
@@ -111,13 +111,12 @@ func (r Result) Tipping(i int) (Crossing, bool) {
 	return r.Crossings[i], true
 }
 
-// Counts reports whether w counts towards def: not deleted, started in
-// [periodStart, periodEnd), and of one of def's sport types (empty = all).
+// Counts reports whether w counts towards def: not deleted, started in the
+// period (model.MilestoneDefinition.InPeriod: for a local calendar, on one
+// of its days where it was recorded), and of one of def's sport types
+// (empty = all).
 func Counts(def model.MilestoneDefinition, w model.Workout) bool {
-	if w.IsDeleted || w.StartDateUtc.Before(def.PeriodStartAtUtc) {
-		return false
-	}
-	if def.PeriodEndAtUtc != nil && !w.StartDateUtc.Before(*def.PeriodEndAtUtc) {
+	if w.IsDeleted || !def.InPeriod(&w) {
 		return false
 	}
 	return len(def.SportTypes) == 0 || slices.Contains(def.SportTypes, w.SportType)

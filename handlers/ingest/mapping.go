@@ -5,8 +5,13 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/strava"
 )
+
+// maxTimezoneLength bounds the zone name kept (Strava's are about 40
+// characters).
+const maxTimezoneLength = 100
 
 // MapActivity projects a Strava activity onto the normalized workout: only
 // the fields milestones need plus a minimal name, never the raw payload.
@@ -37,6 +42,13 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 		UserID: userID, AthleteID: athleteID, ActivityID: a.ID, Name: a.Name, SportType: sport,
 		DistanceMeters: a.Distance, TotalElevationGain: a.TotalElevationGain, MovingTimeSeconds: a.MovingTime,
 		StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: correlationID,
+	}
+	// A local start Strava did not send, or sent in another shape, leaves
+	// the workout counted by its UTC date (model.Workout.LocalDate): it is
+	// not a reason to refuse the activity.
+	w.StartDateLocal, _ = calendar.LocalStart(a.StartDateLocal)
+	if w.StartDateLocal != "" && len(a.Timezone) <= maxTimezoneLength {
+		w.Timezone = a.Timezone
 	}
 	for _, m := range model.Metrics {
 		if spec := model.MetricSpecs[m]; spec.Strava != "" {

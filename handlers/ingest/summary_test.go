@@ -37,6 +37,8 @@ func TestSummaryAndDetailedActivityMapToTheSameWorkout(t *testing.T) {
 			TotalElevationGain: 300, MovingTime: 3600, ElapsedTime: 4000, StartDate: start.Add(3 * time.Hour)}},
 		{"private activity", stravasim.Activity{Name: "Secret", SportType: "Swim", Distance: 1500, MovingTime: 2000,
 			ElapsedTime: 2100, StartDate: start.Add(4 * time.Hour), Private: true}},
+		{"Sydney summer morning", stravasim.Activity{Name: "Bondi", SportType: "Run", Distance: 5000, MovingTime: 1500,
+			ElapsedTime: 1600, StartDate: start.Add(5 * time.Hour), Zone: "Australia/Sydney"}},
 		{"no name", stravasim.Activity{SportType: "Walk", Distance: 3000.5, MovingTime: 2400, ElapsedTime: 2500,
 			StartDate: start.Add(5 * time.Hour)}},
 	}
@@ -76,9 +78,57 @@ func TestSummaryAndDetailedActivityMapToTheSameWorkout(t *testing.T) {
 			if !reflect.DeepEqual(fromSummary, fromDetail) {
 				t.Fatalf("summary maps to %+v, detailed to %+v", fromSummary, fromDetail)
 			}
-			if syncjobs.WorkoutDiffers(fromDetail, fromSummary) {
+			stored := *fromDetail
+			stored.Stamp() // as the store holds it: its date key carries the local day
+			if syncjobs.WorkoutDiffers(&stored, fromSummary) {
 				t.Fatalf("WorkoutDiffers(%+v, %+v) = true, want false", fromDetail, fromSummary)
 			}
 		})
+	}
+}
+
+// TestLocalStartFollowsTheZoneOfEachActivity: Strava's start_date_local is
+// the wall clock where the activity was recorded. Sydney changes its offset
+// in April (daylight saving ends on 5 April 2026), and an athlete who flies
+// to London runs on London's clock: each workout keeps its own local day.
+func TestLocalStartFollowsTheZoneOfEachActivity(t *testing.T) {
+	t.Parallel()
+	sim := stravasim.New(stravasim.Options{})
+	t.Cleanup(sim.Close)
+	tests := []struct {
+		name                 string
+		at                   time.Time
+		zone                 string
+		wantLocal, wantZone  string
+		wantDay, wantUTCDate string
+	}{
+		{"6:30 on 1 April in Sydney, summer time", time.Date(2026, 3, 31, 19, 30, 0, 0, time.UTC), "Australia/Sydney",
+			"2026-04-01T06:30:00", "(GMT+11:00) Australia/Sydney", "2026-04-01", "2026-03-31"},
+		{"6:30 on 1 May in Sydney, standard time", time.Date(2026, 4, 30, 20, 30, 0, 0, time.UTC), "Australia/Sydney",
+			"2026-05-01T06:30:00", "(GMT+10:00) Australia/Sydney", "2026-05-01", "2026-04-30"},
+		{"the same athlete on holiday in London", time.Date(2026, 5, 31, 23, 30, 0, 0, time.UTC), "Europe/London",
+			"2026-06-01T00:30:00", "(GMT+01:00) Europe/London", "2026-06-01", "2026-05-31"},
+		{"Honolulu evening", time.Date(2026, 7, 1, 5, 0, 0, 0, time.UTC), "Pacific/Honolulu",
+			"2026-06-30T19:00:00", "(GMT-10:00) Pacific/Honolulu", "2026-06-30", "2026-07-01"},
+	}
+	for i, tt := range tests {
+		id := int64(100 + i)
+		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: 9, SportType: "Run", Distance: 5000, MovingTime: 1500,
+			ElapsedTime: 1600, StartDate: tt.at, Zone: tt.zone})
+		tok := sim.IssueTokens(9, time.Hour)
+		a, _, err := strava.NewClient(sim.URL, nil).GetActivity(context.Background(), tok.AccessToken, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := ingest.MapActivity(a, "u1", 9, "c1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Stamp()
+		if w.StartDateLocal != tt.wantLocal || w.Timezone != tt.wantZone || w.LocalDate() != tt.wantDay ||
+			w.StartDateUtc.Format(time.DateOnly) != tt.wantUTCDate {
+			t.Errorf("%s: local %q zone %q day %s (UTC %s), want %q %q %s (UTC %s)", tt.name, w.StartDateLocal, w.Timezone,
+				w.LocalDate(), w.StartDateUtc.Format(time.DateOnly), tt.wantLocal, tt.wantZone, tt.wantDay, tt.wantUTCDate)
+		}
 	}
 }

@@ -53,7 +53,12 @@ type Activity struct {
 	MovingTime         int64           `json:"moving_time"`
 	ElapsedTime        int64           `json:"elapsed_time"`
 	StartDate          time.Time       `json:"start_date"`
-	Private            bool            `json:"private"`
+	// StartDateLocal is the wall clock where the activity was recorded,
+	// written by Strava with a misleading "Z" (calendar.LocalStart reads
+	// it); Timezone names that zone, e.g. "(GMT+10:00) Australia/Sydney".
+	StartDateLocal string `json:"start_date_local"`
+	Timezone       string `json:"timezone"`
+	Private        bool   `json:"private"`
 }
 
 // ActivityAthlete is the meta athlete embedded in an activity.

@@ -107,7 +107,8 @@ func TestGetActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strava.Activity{ID: 11, Athlete: strava.ActivityAthlete{ID: 1}, Name: "Morning", SportType: "TrailRun",
-		Type: "TrailRun", Distance: 10123.4, TotalElevationGain: 250.5, MovingTime: 3600, ElapsedTime: 3700, StartDate: start}
+		Type: "TrailRun", Distance: 10123.4, TotalElevationGain: 250.5, MovingTime: 3600, ElapsedTime: 3700, StartDate: start,
+		StartDateLocal: "2026-03-02T06:30:00Z", Timezone: "(GMT+00:00) Etc/UTC"}
 	if a != want {
 		t.Fatalf("got %+v, want %+v", a, want)
 	}

@@ -228,5 +228,6 @@ func SameDefinition(a, b model.MilestoneDefinition) bool {
 	endEqual := (a.PeriodEndAtUtc == nil) == (b.PeriodEndAtUtc == nil) &&
 		(a.PeriodEndAtUtc == nil || a.PeriodEndAtUtc.Equal(*b.PeriodEndAtUtc))
 	return a.ModelID == b.ModelID && a.Title == b.Title && a.Metric == b.Metric && a.Target == b.Target &&
-		slices.Equal(sa, sb) && a.PeriodStartAtUtc.Equal(b.PeriodStartAtUtc) && endEqual && a.PartCount == b.PartCount
+		slices.Equal(sa, sb) && a.PeriodStartAtUtc.Equal(b.PeriodStartAtUtc) && endEqual && a.PartCount == b.PartCount &&
+		a.PeriodStartDate == b.PeriodStartDate && a.PeriodEndDate == b.PeriodEndDate
 }

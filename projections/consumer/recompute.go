@@ -216,7 +216,7 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
 	if p := res.Projection; p.Truncated {
 		log.WarnContext(ctx, "milestone truncated by the guardrail: older workouts of its period were not read",
-			"exactFromUtc", fmtInstant(p.ExactFromUtc), "periodStartAtUtc", m.PeriodStartAtUtc.UTC().Format(time.RFC3339),
+			"exactFromUtc", fmtInstant(p.ExactFromUtc), "periodFromUtc", m.Window().From.Format(time.RFC3339),
 			"workoutsInspected", len(lg.Workouts), "limit", model.MaxWorkoutsToInspect, "correlationId", correlationID)
 	}
 	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {

@@ -48,6 +48,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	_ "time/tzdata" // the zones of simulated activities, on machines without zoneinfo
 )
 
 // Defaults of Options.
@@ -111,6 +112,21 @@ type Activity struct {
 	ElapsedTime        int64     `json:"elapsed_time"`
 	StartDate          time.Time `json:"start_date"`
 	Private            bool      `json:"private"`
+	// Zone is the IANA zone where the activity was recorded (empty: UTC):
+	// start_date_local is the wall clock there (with Strava's misleading
+	// "Z") and timezone names it as Strava does, with the offset of that
+	// instant, so daylight saving shows.
+	Zone string `json:"-"`
+}
+
+// local is Strava's start_date_local and timezone of a.
+func (a Activity) local() (string, string) {
+	loc, err := time.LoadLocation(a.Zone)
+	if a.Zone == "" || err != nil {
+		return a.StartDate.UTC().Format(time.RFC3339), "(GMT+00:00) Etc/UTC"
+	}
+	t := a.StartDate.In(loc)
+	return t.Format("2006-01-02T15:04:05") + "Z", "(GMT" + t.Format("-07:00") + ") " + a.Zone
 }
 
 // Tokens is what the token endpoint (or IssueTokens) hands out.
@@ -807,12 +823,13 @@ func (s *Server) answerList(w http.ResponseWriter, r *http.Request, faultStatus 
 }
 
 func activityJSON(a Activity) map[string]any {
+	local, zone := a.local()
 	return map[string]any{
 		"resource_state": 3, "id": a.ID, "athlete": map[string]any{"id": a.AthleteID, "resource_state": 1},
 		"name": a.Name, "sport_type": a.SportType, "type": a.SportType, "distance": a.Distance,
 		"total_elevation_gain": a.TotalElevationGain, "moving_time": a.MovingTime, "elapsed_time": a.ElapsedTime,
-		"start_date": a.StartDate.UTC().Format(time.RFC3339), "start_date_local": a.StartDate.UTC().Format(time.RFC3339),
-		"timezone": "(GMT+00:00) Etc/UTC", "private": a.Private, "manual": false,
+		"start_date": a.StartDate.UTC().Format(time.RFC3339), "start_date_local": local,
+		"timezone": zone, "private": a.Private, "manual": false,
 	}
 }
 

@@ -91,7 +91,7 @@ func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Tim
 		if m.Status != model.StatusActive {
 			continue
 		}
-		if start := m.PeriodStartAtUtc.UTC(); earliest.IsZero() || start.Before(earliest) {
+		if start := m.Window().From; earliest.IsZero() || start.Before(earliest) {
 			earliest = start
 		}
 	}
@@ -110,13 +110,13 @@ func ActiveMilestoneEnd(ms []model.Milestone, from, to time.Time) (bool, time.Ti
 		end time.Time
 	)
 	for _, m := range ms {
-		if m.Status != model.StatusActive || m.PeriodStartAtUtc.After(to) ||
-			(m.PeriodEndAtUtc != nil && m.PeriodEndAtUtc.Before(from)) {
+		w := m.Window()
+		if m.Status != model.StatusActive || w.From.After(to) || (w.To != nil && w.To.Before(from)) {
 			continue
 		}
 		any = true
-		if m.PeriodEndAtUtc != nil && (end.IsZero() || m.PeriodEndAtUtc.Before(end)) {
-			end = m.PeriodEndAtUtc.UTC()
+		if w.To != nil && (end.IsZero() || w.To.Before(end)) {
+			end = w.To.UTC()
 		}
 	}
 	return any, end

@@ -100,6 +100,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -206,12 +207,12 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 
 // WorkoutDiffers reports whether fresh (normalized from Strava now) differs
 // from stored in a field the projection reads: sport type, distance,
-// elevation, moving time or start date. The name is not compared: LSI1 does
+// elevation, moving time, start date or local day. The name is not compared: LSI1 does
 // not project it and Strava pushes an update event for every title change.
 // Sync jobs write only workouts that differ, so an unchanged activity costs
 // no write and triggers no projection.
 func WorkoutDiffers(stored, fresh *model.Workout) bool {
-	if stored.SportType != fresh.SportType || !stored.StartDateUtc.Equal(fresh.StartDateUtc) {
+	if stored.SportType != fresh.SportType || !stored.StartDateUtc.Equal(fresh.StartDateUtc) || localDayDiffers(stored, fresh) {
 		return true
 	}
 	for _, s := range model.MetricSpecs { // each metric's field (model.MilestoneWorkoutFields)
@@ -220,6 +221,19 @@ func WorkoutDiffers(stored, fresh *model.Workout) bool {
 		}
 	}
 	return false
+}
+
+// localDayDiffers reports whether Strava now gives a local day the stored
+// workout does not carry (in its date key, which a log read holds): a
+// workout stored before local starts were kept is filled by the next list
+// page that shows it, within the sync share.
+func localDayDiffers(stored, fresh *model.Workout) bool {
+	day, ok := calendar.LocalDay(fresh.StartDateLocal)
+	if !ok {
+		return false
+	}
+	have, ok := keys.WorkoutLocalDay(stored.DateSK)
+	return !ok || have != day
 }
 
 // SyncStore is the persistence sync jobs need (implemented by
