@@ -107,7 +107,7 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 	// A builder per attempt: an UpdateBuilder shares its operations map
 	// with the builders derived from it.
 	tombstone := func() expression.UpdateBuilder {
-		return expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
+		u := expression.Set(expression.Name("entityType"), expression.Value(w.EntityType)).
 			Set(expression.Name("schemaVersion"), expression.Value(w.SchemaVersion)).
 			Set(expression.Name("userId"), expression.Value(userID)).
 			Set(expression.Name("athleteId"), expression.Value(athleteID)).
@@ -120,6 +120,10 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 			Set(expression.Name("correlationId"), expression.Value(correlationID)).
 			Set(fetched, expression.Value(fetchStartedAtNs)).
 			Remove(expression.Name(attrSyncJobKey))
+		for _, a := range tombstoneDrops {
+			u = u.Remove(expression.Name(a))
+		}
+		return u
 	}
 	// First as a new item with its expiry (one write for a create nothing
 	// answered), else ordered against the stored one, which keeps no expiry
@@ -138,6 +142,13 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 	}
 	return nil
 }
+
+// tombstoneDrops are the attributes a tombstone does not keep: the
+// activity's content (deleted, or made private, on Strava) and its date
+// key, so it leaves LSI1 and the log. Only the ids, the mark and the fetch
+// order stay.
+var tombstoneDrops = []string{"name", "sportType", "distanceMeters", "totalElevationGain", "movingTimeSeconds",
+	"startDateUtc", "startDateLocal", "timezone", AttrLSI1SK}
 
 // Workout reads one workout. It returns ErrNotFound when it does not exist.
 func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {

@@ -2,7 +2,8 @@
 // /v1/me/export, served by handlers/bff): the workouts in key order after a
 // cursor, as many as fit a page whose body, JSON-escaped as Lambda sends
 // it, stays within PageBytes. Tombstones (activities deleted or hidden on
-// Strava) are left out. The cursor names the last workout given: keys never
+// Strava) are left out: they keep no content, only the ids and the fetch
+// order the pipeline needs (store.MarkWorkoutHidden). The cursor names the last workout given: keys never
 // change, so a workout stored when the export began is given exactly once,
 // whatever arrives meanwhile.
 package export
@@ -42,10 +43,15 @@ type Store interface {
 // WorkoutJSON is one workout in an export: what Strava said of the
 // activity, and when CommitCollect stored it.
 type WorkoutJSON struct {
-	ActivityID         int64     `json:"activityId"`
-	Name               string    `json:"name,omitempty"`
-	SportType          string    `json:"sportType"`
-	StartDateUtc       time.Time `json:"startDateUtc"`
+	ActivityID   int64     `json:"activityId"`
+	Name         string    `json:"name,omitempty"`
+	SportType    string    `json:"sportType"`
+	StartDateUtc time.Time `json:"startDateUtc"`
+	// StartDateLocal is the wall clock where the activity was recorded
+	// (no zone) and Timezone Strava's name of that zone; absent on
+	// workouts stored before they were kept.
+	StartDateLocal     string    `json:"startDateLocal,omitempty"`
+	Timezone           string    `json:"timezone,omitempty"`
 	DistanceMeters     float64   `json:"distanceMeters"`
 	MovingTimeSeconds  int64     `json:"movingTimeSeconds"`
 	TotalElevationGain float64   `json:"totalElevationGain"`
@@ -56,7 +62,7 @@ type WorkoutJSON struct {
 // Workout is w as an export gives it.
 func Workout(w model.Workout) WorkoutJSON {
 	return WorkoutJSON{ActivityID: w.ActivityID, Name: w.Name, SportType: w.SportType, StartDateUtc: w.StartDateUtc.UTC(),
-		DistanceMeters: w.DistanceMeters, MovingTimeSeconds: w.MovingTimeSeconds, TotalElevationGain: w.TotalElevationGain,
+		StartDateLocal: w.StartDateLocal, Timezone: w.Timezone, DistanceMeters: w.DistanceMeters, MovingTimeSeconds: w.MovingTimeSeconds, TotalElevationGain: w.TotalElevationGain,
 		CreatedAtUtc: w.CreatedAtUtc.UTC(), UpdatedAtUtc: w.UpdatedAtUtc.UTC()}
 }
 
