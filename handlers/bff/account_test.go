@@ -22,6 +22,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -339,7 +340,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	// The projector handles the landed write's record: the user's guard,
 	// read with the milestones, removes it.
 	db, streamsAPI := dynamolocal.Clients(t)
-	arn, err := store.StreamARN(context.Background(), db, e.st.Tables())
+	arn, err := tableadmin.StreamARN(context.Background(), db, e.st.Tables())
 	if err != nil {
 		t.Fatal(err)
 	}

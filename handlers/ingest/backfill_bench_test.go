@@ -24,6 +24,7 @@ import (
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -146,7 +147,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	st := store.New(plain, tables)
 	st.Secrets = dynamolocal.NewSealer(b)
 	proj := store.New(plain, tables)
-	arn, err := store.StreamARN(ctx, plain, tables)
+	arn, err := tableadmin.StreamARN(ctx, plain, tables)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -276,7 +277,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	if err := seedStore.BatchPut(ctx, tables.Main, es); err != nil {
 		t.Fatal(err)
 	}
-	arn, err := store.StreamARN(ctx, plain, tables)
+	arn, err := tableadmin.StreamARN(ctx, plain, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

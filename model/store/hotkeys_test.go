@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -302,7 +303,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tables := store.TableNames(dynamolocal.UniquePrefix())
-	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
+	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })
 	for _, spec := range store.Specs(tables) {
 		if spec.Name != tables.Idempotency {
 			continue
@@ -313,7 +314,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := store.CreateTables(ctx, db, tables); err != nil {
+	if err := tableadmin.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &tables.Idempotency})

@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -203,8 +204,8 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
-	if err := store.CreateTables(ctx, db, tables); err != nil {
+	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })
+	if err := tableadmin.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
 	s := store.New(db, tables)

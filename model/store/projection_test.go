@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynerr"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -488,8 +489,8 @@ func TestCreateTablesRefusesAMainTableWithoutTheDateIndex(t *testing.T) {
 	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, tables) })
-	err := store.CreateTables(ctx, db, tables)
+	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })
+	err := tableadmin.CreateTables(ctx, db, tables)
 	if !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), store.IndexLSI1) {
 		t.Fatalf("CreateTables over an old main table: got %v, want ErrInvalid naming %s", err, store.IndexLSI1)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
@@ -43,7 +44,7 @@ func newHarness(t testing.TB) *harness {
 	c := consumer.New(st, consumer.Options{Metrics: io.Discard})
 	h.env = &cli.Env{
 		Store: st, Streams: sc,
-		StreamARN: func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
+		StreamARN: func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },
 		Recompute: wire.Recompute(c),
 		Projector: c.Handle,
 		Logger:    slog.New(slog.DiscardHandler),

@@ -48,6 +48,7 @@ import (
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -359,7 +360,7 @@ func (s *Stack) openStore(ctx context.Context) (*dynamodb.Client, streams.API, e
 	if s.Store, err = cfg.Store(db, awsCfg); err != nil {
 		return nil, nil, err
 	}
-	if err := store.CreateTables(ctx, db, cfg.Tables()); err != nil {
+	if err := tableadmin.CreateTables(ctx, db, cfg.Tables()); err != nil {
 		return nil, nil, fmt.Errorf("create tables: %w", err)
 	}
 	cat, err := catalog.Default()
@@ -436,7 +437,7 @@ func (s *Stack) serveAPI(ctx context.Context, o Options) error {
 func (s *Stack) startProjector(ctx context.Context, o Options, local config.Local, db *dynamodb.Client, streamsAPI streams.API) error {
 	log := s.log
 	s.Projector = consumer.New(s.Store, consumer.Options{Logger: log.With("service", "projector"), Metrics: io.Discard})
-	arn, err := store.StreamARN(ctx, db, s.Config.Tables())
+	arn, err := tableadmin.StreamARN(ctx, db, s.Config.Tables())
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -193,7 +194,7 @@ func (e *Env) Close() {
 	e.Sim.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = store.DeleteTables(ctx, e.h.db, e.Store.Tables())
+	_ = tableadmin.DeleteTables(ctx, e.h.db, e.Store.Tables())
 }
 
 // child is one run of the pipeline process.

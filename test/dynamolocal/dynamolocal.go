@@ -34,6 +34,7 @@ import (
 
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 )
 
 // InstallHint is what to do when DynamoDB Local cannot be found.
@@ -292,13 +293,13 @@ func MustCreateTables(tb testing.TB, db *dynamodb.Client) store.Tables {
 	t := store.TableNames(UniquePrefix())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := store.CreateTables(ctx, db, t); err != nil {
+	if err := tableadmin.CreateTables(ctx, db, t); err != nil {
 		tb.Fatalf("create tables: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := store.DeleteTables(ctx, db, t); err != nil {
+		if err := tableadmin.DeleteTables(ctx, db, t); err != nil {
 			tb.Logf("delete tables: %v", err)
 		}
 	})
@@ -330,7 +331,7 @@ func NewStreamed(tb testing.TB) Streamed {
 	db, streams := Clients(tb)
 	st := store.New(db, MustCreateTables(tb, db))
 	st.Secrets = NewSealer(tb)
-	arn, err := store.StreamARN(context.Background(), db, st.Tables())
+	arn, err := tableadmin.StreamARN(context.Background(), db, st.Tables())
 	if err != nil {
 		tb.Fatalf("stream of the main table: %v", err)
 	}

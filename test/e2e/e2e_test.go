@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -65,7 +66,7 @@ func newAPI(t *testing.T) *api {
 	tables := dynamolocal.MustCreateTables(t, db)
 	a.st = store.New(db, tables)
 	a.st.Secrets = dynamolocal.NewSealer(t)
-	arn, err := store.StreamARN(context.Background(), db, tables)
+	arn, err := tableadmin.StreamARN(context.Background(), db, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/runkit"
@@ -345,7 +346,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 	endpoint, prefix := dynamolocal.Endpoint(t), dynamolocal.UniquePrefix()
 	db, _ := dynamolocal.Clients(t)
 	tables := store.TableNames(prefix)
-	if err := store.CreateTables(ctx, db, tables); err != nil {
+	if err := tableadmin.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
 	// The killed stack and the next one share the token key (as CC_DATA_DIR's

@@ -28,6 +28,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -124,7 +125,7 @@ func (h *Harness) Project() {
 	h.T.Helper()
 	ctx := context.Background()
 	db, streamsAPI := dynamolocal.Clients(h.T)
-	arn, err := store.StreamARN(ctx, db, h.St.Tables())
+	arn, err := tableadmin.StreamARN(ctx, db, h.St.Tables())
 	if err != nil {
 		h.T.Fatal(err)
 	}

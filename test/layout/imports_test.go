@@ -15,7 +15,7 @@ const module = "github.com/commitcollect/backend/"
 
 // adapters are the DynamoDB adapter's packages (model/store/capacity, the
 // metering vocabulary every service logs with, is not one).
-var adapters = []string{module + "model/store", module + "model/store/purge"}
+var adapters = []string{module + "model/store", module + "model/store/purge", module + "model/store/tableadmin"}
 
 // storeImporters are the only folders whose product code may import the
 // DynamoDB adapter (model/store and below): the wiring. Every other port

@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
 	"github.com/commitcollect/backend/scripts/lambdabuild"
@@ -439,10 +440,10 @@ func newFixture(t *testing.T, rie string) *fixture {
 	f.db = db
 	f.prefix = dynamolocal.UniquePrefix()
 	f.tables = store.TableNames(f.prefix)
-	if err := store.CreateTables(ctx, db, f.tables); err != nil {
+	if err := tableadmin.CreateTables(ctx, db, f.tables); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
-	t.Cleanup(func() { _ = store.DeleteTables(context.Background(), db, f.tables) })
+	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, f.tables) })
 	f.st = store.New(db, f.tables)
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.tables.Main)})
 	if err != nil {

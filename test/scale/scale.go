@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -203,7 +204,7 @@ func (e *Env) Close() {
 	defer cancel()
 	if e.St != nil {
 		e.St.Close(ctx)
-		_ = store.DeleteTables(ctx, e.St.Store.Client(), e.St.Store.Tables())
+		_ = tableadmin.DeleteTables(ctx, e.St.Store.Client(), e.St.Store.Tables())
 	}
 	e.proxy.Close()
 	e.Sim.Close()

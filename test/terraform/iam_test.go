@@ -34,6 +34,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -320,7 +321,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	reconciler.Settings = app.SyncSettingsFrom(sCfg)
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
-	arn, err := store.StreamARN(ctx, db, local)
+	arn, err := tableadmin.StreamARN(ctx, db, local)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
@@ -46,7 +46,7 @@ func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
 	return &cli.Env{
 		Store:      st,
 		Streams:    sc,
-		StreamARN:  func(ctx context.Context) (string, error) { return store.StreamARN(ctx, db, st.Tables()) },
+		StreamARN:  func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },
 		Recompute:  Recompute(c),
 		ProcessJob: worker(cfg, st, log),
 		Projector:  c.Handle,
