@@ -534,3 +534,7 @@ type MilestoneCount struct {
 	Count        int       `dynamodbav:"count"`
 	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
 }
+
+// OutboxTTL is how long an accepted event's outbox item (its idempotency
+// key) is kept after its last change: long past Strava's retries.
+const OutboxTTL = 7 * 24 * time.Hour

@@ -29,6 +29,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/sport"
 )
 
@@ -36,7 +37,7 @@ import (
 type MilestoneStore interface {
 	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
 	CreateMilestone(ctx context.Context, m *model.Milestone) error
-	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]model.MilestoneWithAwards, bool, error)
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]ports.MilestoneWithAwards, bool, error)
 }
 
 // maxBody bounds a request body.
@@ -81,7 +82,7 @@ type AwardJSON struct {
 	ActivityID   int64     `json:"activityId"`
 }
 
-func milestoneJSON(mw model.MilestoneWithAwards) MilestoneJSON {
+func milestoneJSON(mw ports.MilestoneWithAwards) MilestoneJSON {
 	m := mw.Milestone
 	out := MilestoneJSON{
 		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
@@ -207,7 +208,7 @@ func (h *Handler) createMilestone(w http.ResponseWriter, r *http.Request, s mode
 	log.InfoContext(ctx, "milestone created", "milestoneId", m.MilestoneID, "modelId", m.ModelID)
 	h.ensureBackfill(ctx, log, s.UserID, "milestone created")
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
-	writeJSON(w, http.StatusCreated, milestoneJSON(model.MilestoneWithAwards{Milestone: *m}))
+	writeJSON(w, http.StatusCreated, milestoneJSON(ports.MilestoneWithAwards{Milestone: *m}))
 }
 
 type fieldErrors struct{ model.ValidationError }

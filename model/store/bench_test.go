@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -48,7 +49,7 @@ func benchWriteProjection(b *testing.B, awards int) {
 			put(id)
 			b.StartTimer()
 		}
-		w := model.ProjectionWrite{UserID: "u1", MilestoneID: id, ExpectedVersion: version,
+		w := ports.ProjectionWrite{UserID: "u1", MilestoneID: id, ExpectedVersion: version,
 			Projection: model.Projection{ProgressValue: int64(iter) * 1000, WorkoutsCounted: iter, AwardedParts: awards,
 				Status: model.StatusActive, ProjectedAtUtc: &at}}
 		for i := range awards {

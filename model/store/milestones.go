@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
@@ -177,7 +178,7 @@ func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, e
 // when milestoneID is not empty), in key order. Truncated reports the
 // guardrail stopped the read. Items of other milestones sharing the prefix
 // are dropped; an item written by newer code fails the read (fail closed).
-func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []model.MilestoneWithAwards, truncated bool, err error) {
+func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestoneID string) (ms []ports.MilestoneWithAwards, truncated bool, err error) {
 	prefix := keys.PrefixMilestone
 	if milestoneID != "" {
 		prefix = keys.MilestoneSK(milestoneID)
@@ -194,7 +195,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 			return nil, false, fmt.Errorf("milestones of user %s: %w", userID, d.err)
 		case d.m != nil:
 			index[d.m.MilestoneID] = len(ms)
-			ms = append(ms, model.MilestoneWithAwards{Milestone: *d.m, Awards: []model.Award{}})
+			ms = append(ms, ports.MilestoneWithAwards{Milestone: *d.m, Awards: []model.Award{}})
 		case d.a != nil:
 			if i, ok := index[d.p.MilestoneID]; ok { // an award sorts after its milestone; none: the milestone is gone
 				ms[i].Awards = append(ms[i].Awards, *d.a)
@@ -208,19 +209,19 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // consistent query. Items it cannot decode are listed in Unreadable, not
 // returned as an error, so one bad milestone cannot block the others. It
 // returns an error only when the query itself fails.
-func (s *Milestones) UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error) {
+func (s *Milestones) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
 	from, through := keys.GuardAndMilestones()
 	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), from, QueryOptions{Through: through})
 	if err != nil {
-		return model.UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
+		return ports.UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
-	out := model.UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
+	out := ports.UserMilestones{Awards: map[string]map[int]model.Award{}, Truncated: res.Truncated}
 	for _, d := range decodeMilestoneItems(res.Items) {
 		switch {
 		case d.err != nil && d.p.Kind == keys.KindUserGuard:
-			return model.UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, d.err)
+			return ports.UserMilestones{}, fmt.Errorf("read guard of user %s: %w", userID, d.err)
 		case d.err != nil:
-			out.Unreadable = append(out.Unreadable, model.UnreadableItem{Key: d.key, Err: d.err})
+			out.Unreadable = append(out.Unreadable, ports.UnreadableItem{Key: d.key, Err: d.err})
 		case d.g != nil:
 			out.Guard = d.g
 		case d.m != nil:
@@ -295,7 +296,7 @@ func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]mo
 // award or audit entry already exists (re-read and recompute), ErrRetryable
 // for transaction conflicts and throttling, and ErrInvalid for more items
 // than one transaction holds (w.Items() > model.TransactionLimit).
-func (s *Milestones) WriteProjection(ctx context.Context, w model.ProjectionWrite) error {
+func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
 	p := w.Projection
 	c := Changes{Set: map[string]any{
 		"progressValue":   p.ProgressValue,

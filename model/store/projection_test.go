@@ -14,6 +14,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/model/store/tableadmin"
@@ -305,7 +306,7 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
-	w := model.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 0,
+	w := ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 0,
 		Projection: model.Projection{ProgressValue: 10, WorkoutsCounted: 1, Status: model.StatusActive, ProjectedAtUtc: &at}}
 	if err := s.WriteProjection(ctx, w); err != nil {
 		t.Fatal(err)
@@ -324,7 +325,7 @@ func TestWriteProjection(t *testing.T) {
 	award := func(i int) *model.Award {
 		return &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: i, ActivityID: 5, CorrelationID: "c5", AwardedAtUtc: at}
 	}
-	w = model.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 1, Token: "token-1",
+	w = ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 1, Token: "token-1",
 		Projection: model.Projection{ProgressValue: 20, AwardedParts: 2, Status: model.StatusActive},
 		Awards:     []*model.Award{award(0), award(1)}}
 	if err := s.WriteProjection(ctx, w); err != nil {
@@ -349,7 +350,7 @@ func TestWriteProjection(t *testing.T) {
 		t.Fatalf("after replay: version %d %+v", m.Version, m.Projection)
 	}
 	// An award that already exists cancels the transaction as a conflict.
-	w = model.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 2, Token: "token-2",
+	w = ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 2, Token: "token-2",
 		Projection: model.Projection{ProgressValue: 30, AwardedParts: 3, Status: model.StatusCompleted},
 		Awards:     []*model.Award{award(1), award(2)}}
 	err := s.WriteProjection(ctx, w)
@@ -381,8 +382,8 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := created.AddDate(0, 0, 6)
-	mint := func(version int64, token string, parts ...int) model.ProjectionWrite {
-		w := model.ProjectionWrite{UserID: "ua", MilestoneID: "m1", ExpectedVersion: version, Token: token,
+	mint := func(version int64, token string, parts ...int) ports.ProjectionWrite {
+		w := ports.ProjectionWrite{UserID: "ua", MilestoneID: "m1", ExpectedVersion: version, Token: token,
 			Projection: model.Projection{AwardedParts: parts[len(parts)-1] + 1, Status: model.StatusActive}}
 		for _, i := range parts {
 			w.Awards = append(w.Awards, &model.Award{UserID: "ua", MilestoneID: "m1", PartIndex: i, AwardedAtUtc: at})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
@@ -32,9 +33,9 @@ const MaxUsersPage = 1000
 // false. It never scans. The index is eventually consistent: a profile
 // written a moment ago may not be listed yet. It returns ErrInvalid for a
 // shard out of range.
-func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error) {
+func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error) {
 	if shard < 0 || shard >= keys.UserListShards {
-		return model.UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, keys.UserListShards-1, model.ErrInvalid)
+		return ports.UsersPage{}, fmt.Errorf("list users of shard %d: shard out of range 0..%d: %w", shard, keys.UserListShards-1, model.ErrInvalid)
 	}
 	if limit <= 0 || limit > MaxUsersPage {
 		limit = MaxUsersPage
@@ -46,20 +47,20 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).
 		WithProjection(expression.NamesList(expression.Name("GSI2SK"))).Build()
 	if err != nil {
-		return model.UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
+		return ports.UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
 	}
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(s.t.Main), IndexName: aws.String(IndexGSI2),
 		KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}
-	var page model.UsersPage
+	var page ports.UsersPage
 	for {
 		// One more than wanted tells whether the shard goes on.
 		in.Limit = aws.Int32(int32(limit - len(page.UserIDs) + 1))
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return model.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, dynerr.Translate(err))
+			return ports.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, dynerr.Translate(err))
 		}
 		for _, item := range out.Items {
 			id, ok := item["GSI2SK"].(*types.AttributeValueMemberS)

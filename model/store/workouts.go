@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 )
 
 // Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
@@ -168,7 +169,7 @@ func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64)
 // too, so that Log.ExactFrom is exact. No windows read nothing. Only the
 // projected fields are set on the returned workouts. It fails closed with
 // ErrUnsupportedSchema when a workout read was written by newer code.
-func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error) {
+func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error) {
 	var (
 		items   []Item
 		dropped Item
@@ -180,7 +181,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
 		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
-			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
+			return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
 		}
 		// LSI1 projects exactly WorkoutLogFields: ask for what it holds
 		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
@@ -193,7 +194,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			ScanIndexForward: aws.Bool(false),
 		}, budget)
 		if err != nil {
-			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
+			return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s in %s..%s: %w", userID, lo, hi, err)
 		}
 		items = append(items, res.Items...)
 		budget -= len(res.Items)
@@ -202,10 +203,10 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 			break
 		}
 	}
-	out := model.WorkoutLog{Workouts: make([]model.Workout, len(items))}
+	out := ports.WorkoutLog{Workouts: make([]model.Workout, len(items))}
 	for i, item := range items {
 		if err := Unmarshal(item, &out.Workouts[i]); err != nil {
-			return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+			return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 		}
 	}
 	if dropped == nil {
@@ -213,7 +214,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 	}
 	var d model.Workout
 	if err := Unmarshal(dropped, &d); err != nil {
-		return model.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
+		return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 	}
 	out.Workouts, out.ExactFrom = model.CutAtInstant(out.Workouts, d.StartDateUtc)
 	out.Truncated = true

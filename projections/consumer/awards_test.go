@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
@@ -38,7 +39,7 @@ func (f *faultyStore) AppendAudit(ctx context.Context, e *model.AuditEntry) erro
 	return f.Store.AppendAudit(ctx, e)
 }
 
-func (f *faultyStore) WriteProjection(ctx context.Context, w model.ProjectionWrite) error {
+func (f *faultyStore) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
 	if n := f.writes.Add(1); n == f.bumpBeforeWrite {
 		var m model.Milestone
 		if err := f.Get(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {

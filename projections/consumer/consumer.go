@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 )
 
 // Audit event types the consumer writes.
@@ -41,10 +42,10 @@ const (
 
 // Store is what the consumer needs from the DynamoDB adapter.
 type Store interface {
-	UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error)
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
+	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	WriteProjection(ctx context.Context, w model.ProjectionWrite) error
+	WriteProjection(ctx context.Context, w ports.ProjectionWrite) error
 	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
 	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error

@@ -9,23 +9,24 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
 // fakeStore is a function-field fake of consumer.Store: each method calls
 // its field, or answers empty when the field is nil.
 type fakeStore struct {
-	userMilestones  func(ctx context.Context, userID string) (model.UserMilestones, error)
-	workoutLog      func(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
+	userMilestones  func(ctx context.Context, userID string) (ports.UserMilestones, error)
+	workoutLog      func(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	modelParts      func(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	writeProjection func(ctx context.Context, w model.ProjectionWrite) error
+	writeProjection func(ctx context.Context, w ports.ProjectionWrite) error
 }
 
-func (f fakeStore) UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error) {
+func (f fakeStore) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
 	return f.userMilestones(ctx, userID)
 }
 
-func (f fakeStore) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error) {
+func (f fakeStore) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error) {
 	return f.workoutLog(ctx, userID, windows)
 }
 
@@ -36,7 +37,7 @@ func (f fakeStore) ModelParts(ctx context.Context, modelID string) (map[int]mode
 	return f.modelParts(ctx, modelID)
 }
 
-func (f fakeStore) WriteProjection(ctx context.Context, w model.ProjectionWrite) error {
+func (f fakeStore) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
 	return f.writeProjection(ctx, w)
 }
 
@@ -70,21 +71,21 @@ var (
 
 // conflictingStore answers the milestone and the runs, and refuses the
 // first conflicts writes with a version conflict.
-func conflictingStore(conflicts int) (fakeStore, *[]model.ProjectionWrite, *int) {
+func conflictingStore(conflicts int) (fakeStore, *[]ports.ProjectionWrite, *int) {
 	var mu sync.Mutex
-	var writes []model.ProjectionWrite
+	var writes []ports.ProjectionWrite
 	reads := 0
 	return fakeStore{
-		userMilestones: func(context.Context, string) (model.UserMilestones, error) {
+		userMilestones: func(context.Context, string) (ports.UserMilestones, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			reads++
-			return model.UserMilestones{Milestones: []model.Milestone{twoRuns}, Awards: map[string]map[int]model.Award{}}, nil
+			return ports.UserMilestones{Milestones: []model.Milestone{twoRuns}, Awards: map[string]map[int]model.Award{}}, nil
 		},
-		workoutLog: func(context.Context, string, []model.Window) (model.WorkoutLog, error) {
-			return model.WorkoutLog{Workouts: runs}, nil
+		workoutLog: func(context.Context, string, []model.Window) (ports.WorkoutLog, error) {
+			return ports.WorkoutLog{Workouts: runs}, nil
 		},
-		writeProjection: func(_ context.Context, w model.ProjectionWrite) error {
+		writeProjection: func(_ context.Context, w ports.ProjectionWrite) error {
 			mu.Lock()
 			defer mu.Unlock()
 			writes = append(writes, w)

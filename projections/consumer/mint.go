@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/projections"
 )
 
@@ -49,9 +50,9 @@ func (c *Consumer) modelParts(ctx context.Context, modelID string, partCount int
 // and the next recompute mints the rest. Without awards it is the single
 // update of final.
 func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Award, awards []*model.Award,
-	audits map[int]*model.AuditEntry) []model.ProjectionWrite {
-	base := model.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
-	out := []model.ProjectionWrite{base}
+	audits map[int]*model.AuditEntry) []ports.ProjectionWrite {
+	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
+	out := []ports.ProjectionWrite{base}
 	for _, a := range awards {
 		need := 1
 		if audits[a.PartIndex] != nil {
@@ -100,7 +101,7 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 // shows); after a success the same token with other timestamps is
 // IdempotentParameterMismatch, which WriteProjection reports as a conflict
 // (re-read: the version moved). It is 32 hex characters (DynamoDB allows 36).
-func Token(w model.ProjectionWrite) string {
+func Token(w ports.ProjectionWrite) string {
 	p := w.Projection
 	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),

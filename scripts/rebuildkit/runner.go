@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
 )
 
@@ -19,7 +20,7 @@ import (
 // implements it).
 type UserLister interface {
 	// ListUsers returns a page of one shard after a user-id cursor.
-	ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error)
+	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	// CountUsers counts every listed user (for progress and ETA).
 	CountUsers(ctx context.Context) (int, error)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 )
 
 // memUsers is an in-memory users index with the same paging contract as
@@ -32,8 +33,8 @@ func newMemUsers(ids []string) memUsers {
 	return m
 }
 
-func (m memUsers) ListUsers(_ context.Context, shard int, after string, limit int) (model.UsersPage, error) {
-	var p model.UsersPage
+func (m memUsers) ListUsers(_ context.Context, shard int, after string, limit int) (ports.UsersPage, error) {
+	var p ports.UsersPage
 	for _, id := range m[shard] {
 		if id <= after {
 			continue

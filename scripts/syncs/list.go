@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
 )
@@ -38,7 +39,7 @@ type Row struct {
 
 // Lister is what List reads (model/store.Store).
 type Lister interface {
-	ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error)
+	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 }
 

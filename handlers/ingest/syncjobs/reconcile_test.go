@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -48,7 +49,7 @@ type scheduleStore struct {
 	crashSave int
 }
 
-func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error) {
+func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
 	s.mu.Lock()
 	s.visits[userID]++
 	s.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -24,14 +25,14 @@ type SyncSchedulerStore interface {
 	// athlete must reconnect; ErrNotFound without a connection.
 	ConnectionStatus(ctx context.Context, userID string) (int64, bool, error)
 	// UserMilestones reads the user's milestones (strongly consistent).
-	UserMilestones(ctx context.Context, userID string) (model.UserMilestones, error)
+	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
 	// ListUsers pages through one shard of the sparse users index.
-	ListUsers(ctx context.Context, shard int, after string, limit int) (model.UsersPage, error)
+	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	// ClaimOutboxItem records a job as received with a lease; ErrConflict
 	// when the key is already claimed (an idempotent enqueue).
 	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
 	// WorkoutLog reads the user's workouts started in windows (LSI1).
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	// CountUsers counts the users index (once per reconciliation cycle).
 	CountUsers(ctx context.Context) (int, error)
 	// ReconcileCursor reads the enumeration cursor; ErrNotFound before the

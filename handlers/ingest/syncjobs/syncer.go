@@ -102,6 +102,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
 )
@@ -244,7 +245,7 @@ type SyncStore interface {
 	UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error)
 	// WorkoutLog reads the user's workouts started in windows (one
 	// strongly consistent LSI1 query per window).
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (model.WorkoutLog, error)
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	// UpsertWorkout is the ordered conditional write (newest fetch wins,
 	// a tombstone too, both ways); ErrConflict when the stored item wins.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error

@@ -1,20 +1,25 @@
-package model
+// Package ports holds the shapes the ports of projections and handlers
+// pass, whatever adapter (model/store) stands behind them: a user's
+// milestones with their awards, a projection write, a page of users, a
+// workout log.
+package ports
 
-import "time"
+import (
+	"time"
 
-// The shapes the ports of projections and handlers pass, whatever adapter
-// (model/store) stands behind them.
+	"github.com/commitcollect/backend/model"
+)
 
 // MilestoneWithAwards is a milestone and its minted awards, in part order.
 type MilestoneWithAwards struct {
-	Milestone Milestone
-	Awards    []Award
+	Milestone model.Milestone
+	Awards    []model.Award
 }
 
 // UnreadableItem is an item a reader skipped because it could not decode it
 // (e.g. written by a newer schema); Err says why.
 type UnreadableItem struct {
-	Key Key
+	Key model.Key
 	Err error
 }
 
@@ -25,10 +30,10 @@ type UnreadableItem struct {
 // guessed at. Truncated says the user has more milestone items than the
 // guardrail (the milestone cap keeps it false for milestones created here).
 type UserMilestones struct {
-	Milestones []Milestone
-	Awards     map[string]map[int]Award
+	Milestones []model.Milestone
+	Awards     map[string]map[int]model.Award
 	Unreadable []UnreadableItem
-	Guard      *UserGuard
+	Guard      *model.UserGuard
 	Truncated  bool
 }
 
@@ -42,14 +47,14 @@ type UserMilestones struct {
 type ProjectionWrite struct {
 	UserID, MilestoneID string
 	ExpectedVersion     int64
-	Projection          Projection
-	Awards              []*Award
-	Audits              []*AuditEntry
+	Projection          model.Projection
+	Awards              []*model.Award
+	Audits              []*model.AuditEntry
 	Token               string
 }
 
 // Items is how many items the write puts in one transaction: the milestone
-// update plus every award and audit entry (at most TransactionLimit).
+// update plus every award and audit entry (at most model.TransactionLimit).
 func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }
 
 // UsersPage is one page of a users-index shard, in ascending user id order.
@@ -66,11 +71,7 @@ type UsersPage struct {
 // the guardrail left some out (Truncated), every one left out started
 // before ExactFrom, from which the log is complete.
 type WorkoutLog struct {
-	Workouts  []Workout
+	Workouts  []model.Workout
 	Truncated bool
 	ExactFrom time.Time
 }
-
-// OutboxTTL is how long an accepted event's outbox item (its idempotency
-// key) is kept after its last change: long past Strava's retries.
-const OutboxTTL = 7 * 24 * time.Hour

@@ -1,0 +1,41 @@
+package keys
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PrefixCollected starts the sort key of an award's entry in the user's
+// collection (CollectedAwardSK).
+const PrefixCollected = "AWARD#"
+
+// CollectedAwardSK is the sort key of an award's collection entry:
+// AWARD#{awardedAtUtc, fixed-width RFC 3339 with nanoseconds}#{milestoneId}#{part,
+// two digits}. The user's awards sort by the time they were minted, so the
+// collection pages newest first with one Query, and an entry outlives its
+// milestone (a deleted milestone's awards stay in the collection).
+func CollectedAwardSK(awardedAtUtc time.Time, milestoneID string, partIndex int) string {
+	return fmt.Sprintf("%s%s%s%s%s%02d", PrefixCollected, awardedAtUtc.UTC().Format(workoutDateLayout), sep, milestoneID, sep, partIndex)
+}
+
+// CollectedAwardKey addresses an award's collection entry.
+func CollectedAwardKey(userID string, awardedAtUtc time.Time, milestoneID string, partIndex int) Key {
+	return Key{UserPK(userID), CollectedAwardSK(awardedAtUtc, milestoneID, partIndex)}
+}
+
+// ParseCollectedAwardSK reads a CollectedAwardSK back; false when sk is not
+// one.
+func ParseCollectedAwardSK(sk string) (awardedAtUtc time.Time, milestoneID string, partIndex int, ok bool) {
+	fields := strings.Split(strings.TrimPrefix(sk, PrefixCollected), sep)
+	if !strings.HasPrefix(sk, PrefixCollected) || len(fields) != 3 {
+		return time.Time{}, "", 0, false
+	}
+	at, err := time.Parse(workoutDateLayout, fields[0])
+	part, perr := strconv.Atoi(fields[2])
+	if err != nil || perr != nil || fields[1] == "" || part < 0 {
+		return time.Time{}, "", 0, false
+	}
+	return at.UTC(), fields[1], part, true
+}
