@@ -26,7 +26,7 @@ const (
 	TransactionLimit = 100
 	// MaxPartCount bounds a model's parts so that one transaction holds the
 	// milestone update plus every award; with their AWARD_MINTED entries a
-	// mint of more than 49 parts takes several transactions (consumer.Plan).
+	// mint of more than 33 parts (each with its collection entry) takes several transactions (consumer.Plan).
 	MaxPartCount = keys.MaxPartCount
 	// AuditRetentionDays is how long audit entries live (TTL).
 	AuditRetentionDays = 90

@@ -274,7 +274,10 @@ const (
 )
 
 // Award is one minted part of a milestone's model (USER#{userId} /
-// MILESTONE#{milestoneId}#AWARD#{partIndex}). Awards are permanent.
+// MILESTONE#{milestoneId}#AWARD#{partIndex}), with a copy of its part's name
+// and metadata as they were at the mint. Awards are permanent: each is also
+// filed in the user's collection (CollectedKey), where it stays when its
+// milestone is deleted.
 type Award struct {
 	Key
 	Meta
@@ -287,6 +290,16 @@ type Award struct {
 	AwardedAtUtc  time.Time         `dynamodbav:"awardedAtUtc"`
 	ActivityID    int64             `dynamodbav:"activityId"`
 	CorrelationID string            `dynamodbav:"correlationId"`
+	// Collected says the award's entry in the user's collection
+	// (CollectedKey) exists; awards minted before the collection lack it
+	// until the projector files them.
+	Collected bool `dynamodbav:"collected,omitempty"`
+}
+
+// CollectedKey addresses the award's entry in the user's collection: the
+// same award filed by the time it was minted, which outlives its milestone.
+func (a *Award) CollectedKey() Key {
+	return keys.CollectedAwardKey(a.UserID, a.AwardedAtUtc, a.MilestoneID, a.PartIndex)
 }
 
 // ModelMeta describes a collectible model (MODEL#{modelId} / META).

@@ -54,8 +54,13 @@ type ProjectionWrite struct {
 }
 
 // Items is how many items the write puts in one transaction: the milestone
-// update plus every award and audit entry (at most model.TransactionLimit).
-func (w ProjectionWrite) Items() int { return 1 + len(w.Awards) + len(w.Audits) }
+// update plus every award, its collection entry and every audit entry (at
+// most model.TransactionLimit).
+func (w ProjectionWrite) Items() int { return 1 + ItemsPerAward*len(w.Awards) + len(w.Audits) }
+
+// ItemsPerAward is how many items one award puts in a projection write:
+// the award item and its entry in the collection.
+const ItemsPerAward = 2
 
 // UsersPage is one page of a users-index shard, in ascending user id order.
 // Next is the cursor of the following page (the last id given; empty when

@@ -82,9 +82,15 @@ func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
 		t.Fatalf("unordered upsert after the 404: got %v, want ErrConflict", err)
 	}
 	got, _ = s.Workout(ctx, "u1", 5)
-	if !got.IsDeleted || got.DeletedAtUtc == nil || !got.CreatedAtUtc.Equal(t0) || got.SportType != "Ride" ||
+	if !got.IsDeleted || got.DeletedAtUtc == nil || !got.CreatedAtUtc.Equal(t0) ||
 		got.DeletedReason != model.WorkoutHiddenOrDeleted || got.FetchStartedAtNs != t0.Add(2*time.Hour).UnixNano() {
-		t.Fatalf("got %+v, want a hidden-or-deleted Ride created at %v carrying the 404's fetch instant", got, t0)
+		t.Fatalf("got %+v, want a hidden-or-deleted workout created at %v carrying the 404's fetch instant", got, t0)
+	}
+	// The activity was deleted or made private on Strava: its tombstone
+	// keeps none of its content, only ids and order.
+	if got.Name != "" || got.SportType != "" || got.DistanceMeters != 0 || got.MovingTimeSeconds != 0 ||
+		got.TotalElevationGain != 0 || !got.StartDateUtc.IsZero() || got.StartDateLocal != "" || got.DateSK != "" {
+		t.Fatalf("tombstone keeps content: %+v", got)
 	}
 }
 

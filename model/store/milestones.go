@@ -289,8 +289,9 @@ func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]mo
 // WriteProjection stores a milestone's projection with writtenBy =
 // projector. Without awards or audits it is one UpdateItem conditioned on the
 // version; otherwise one TransactWriteItems (across the main and the audit
-// table) holding that update plus a Put per award and per audit entry, each
-// conditioned on attribute_not_exists, so awards and their AWARD_MINTED
+// table) holding that update plus a Put per award, per award's collection
+// entry (Collection) and per audit entry, each conditioned on
+// attribute_not_exists, so awards and their AWARD_MINTED
 // entries land together or not at all and a retry never writes either twice.
 // It returns ErrConflict when the version moved, the milestone is gone or an
 // award or audit entry already exists (re-read and recompute), ErrRetryable
@@ -329,11 +330,16 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	}
 	items := []types.TransactWriteItem{TransactUpdate(in)}
 	for _, a := range w.Awards {
+		a.Collected = true
 		put, err := s.TransactPutIfAbsent(s.t.Main, a)
 		if err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
-		items = append(items, put)
+		collect, err := s.transactCollect(a)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put, collect)
 	}
 	for _, e := range w.Audits {
 		put, err := s.TransactPutIfAbsent(s.t.Audit, e)

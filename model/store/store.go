@@ -96,6 +96,7 @@ type Store struct {
 	*Sessions
 	*Limits
 	*Guard
+	*Collection
 }
 
 // New returns a Store over an injected client and table names. It uses a
@@ -106,7 +107,8 @@ func New(db *dynamodb.Client, t Tables) *Store {
 	g := &Guard{DB: d}
 	return &Store{DB: d, Outbox: &Outbox{DB: d}, ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
 		Workouts: &Workouts{DB: d}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
-		Connections: &Connections{DB: d, Guard: g}, Sessions: &Sessions{DB: d}, Limits: &Limits{DB: d, Guard: g}, Guard: g}
+		Connections: &Connections{DB: d, Guard: g}, Sessions: &Sessions{DB: d}, Limits: &Limits{DB: d, Guard: g}, Guard: g,
+		Collection: &Collection{DB: d}}
 }
 
 // Marshal stamps e (keys, entityType, schemaVersion) and renders it.

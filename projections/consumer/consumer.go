@@ -52,6 +52,9 @@ type Store interface {
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// RemoveGuarded removes workouts written while the user's guard held.
 	RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error)
+	// CollectAwards files award items minted before the collection existed
+	// (model.Award.Collected false) in the user's collection.
+	CollectAwards(ctx context.Context, awards []model.Award) error
 }
 
 // Options tune a Consumer; the zero value is usable.

@@ -57,6 +57,8 @@ func (fakeStore) RemoveGuarded(context.Context, *model.UserGuard, []model.Key) (
 	return 0, nil
 }
 
+func (fakeStore) CollectAwards(context.Context, []model.Award) error { return nil }
+
 var (
 	at0 = time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
 	// a count milestone of two parts, two runs in its period

@@ -54,9 +54,9 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
 	out := []ports.ProjectionWrite{base}
 	for _, a := range awards {
-		need := 1
+		need := ports.ItemsPerAward
 		if audits[a.PartIndex] != nil {
-			need = 2
+			need++
 		}
 		if w := &out[len(out)-1]; len(w.Awards) > 0 && w.Items()+need > model.TransactionLimit {
 			out = append(out, base)
@@ -142,7 +142,7 @@ func digest(parts ...string) string {
 //     (keys.AwardMintedAuditKey), so a retry writes the same key and never
 //     audits twice; a lost award item is minted again without a second entry.
 //     Other audit entries stay best effort.
-//   - Over 100 items (≥ 50 parts at once): the mint is split into
+//   - Over 100 items (≥ 34 parts at once, each with its collection entry and audit): the mint is split into
 //     version-checked transactions; each stores the prefix it completes
 //     (Plan), so a crash between them leaves every award audited and counted,
 //     and the next recompute mints the rest.

@@ -41,14 +41,14 @@ func TestPlan(t *testing.T) {
 		wantParts []int // awardedParts each transaction stores
 	}{
 		{"no awards: one update", 3, span(0, 3), nil, true, 3, []int{1}, []int{3}},
-		{"ten parts: one transaction", 0, nil, span(0, 10), true, 10, []int{21}, []int{10}},
-		{"49 parts with entries fit in one", 0, nil, span(0, 49), true, 49, []int{99}, []int{49}},
-		{"50 parts with entries take two", 0, nil, span(0, 50), true, 50, []int{99, 3}, []int{49, 50}},
-		{"99 parts with entries take three", 0, nil, span(0, 99), true, 99, []int{99, 99, 3}, []int{49, 98, 99}},
-		{"99 re-minted items whose entries exist fit in one", 0, nil, span(0, 99), false, 99, []int{100}, []int{99}},
-		{"the prefix counts existing awards", 60, span(0, 60), span(60, 99), true, 99, []int{79}, []int{99}},
+		{"ten parts: one transaction", 0, nil, span(0, 10), true, 10, []int{31}, []int{10}},
+		{"33 parts with collection entries and audits fit in one", 0, nil, span(0, 33), true, 33, []int{100}, []int{33}},
+		{"34 parts take two", 0, nil, span(0, 34), true, 34, []int{100, 4}, []int{33, 34}},
+		{"99 parts take three", 0, nil, span(0, 99), true, 99, []int{100, 100, 100}, []int{33, 66, 99}},
+		{"99 re-minted items whose audits exist take three", 0, nil, span(0, 99), false, 99, []int{99, 99, 3}, []int{49, 98, 99}},
+		{"the prefix counts existing awards", 60, span(0, 60), span(60, 99), true, 99, []int{100, 19}, []int{93, 99}},
 		{"a justified counter is not lowered while lost items wait", 99, nil, span(0, 99), true, 99,
-			[]int{99, 99, 3}, []int{99, 99, 99}},
+			[]int{100, 100, 100}, []int{99, 99, 99}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,6 +160,9 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
 	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
 	mr, res, held, err := c.project(ctx, log, m, existing, lg, now, correlationID)
+	if err == nil && !dryRun {
+		err = c.collect(ctx, existing)
+	}
 	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0) {
 		return mr, err
 	}
@@ -174,6 +177,22 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
 	c.auditProjection(ctx, m, res, mr.Version, len(lg.Workouts), len(awards), now, correlationID)
 	return mr, nil
+}
+
+// collect files the milestone's awards minted before the collection
+// existed: once per award, on the first recompute that reads it.
+func (c *Consumer) collect(ctx context.Context, existing map[int]model.Award) error {
+	var legacy []model.Award
+	for _, a := range existing {
+		if !a.Collected {
+			legacy = append(legacy, a)
+		}
+	}
+	if len(legacy) == 0 {
+		return nil
+	}
+	slices.SortFunc(legacy, func(a, b model.Award) int { return a.PartIndex - b.PartIndex })
+	return c.st.CollectAwards(ctx, legacy)
 }
 
 // project computes the milestone's projection from the log, reading its

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+)
+
+// Collection is the user's collection: every award minted, filed a second
+// time by the time it was minted (USER#{userId} / AWARD#{awardedAtUtc}#…,
+// keys.CollectedAwardSK), so it pages newest first with one Query and
+// outlives its milestone. The projector files each award in the mint's
+// transaction (WriteProjection); awards minted before the collection are
+// filed by CollectAwards.
+type Collection struct{ *DB }
+
+// collectedItem renders a's collection entry: the award itself, under its
+// collection key, marked collected.
+func collectedItem(a *model.Award) (Item, error) {
+	c := *a
+	c.Collected = true
+	item, err := Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	k := a.CollectedKey()
+	item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+	return item, nil
+}
+
+// transactCollect is the Put of a's collection entry, only if absent.
+func (s *DB) transactCollect(a *model.Award) (types.TransactWriteItem, error) {
+	item, err := collectedItem(a)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(PK)")}}, nil
+}
+
+// CollectAwards files award items minted before the collection existed
+// (Collected false): for each, one transaction puts its entry and marks
+// the award item collected, so it runs once per award. An entry already
+// filed is not written twice.
+func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) error {
+	for i := range awards {
+		a := &awards[i]
+		put, err := s.transactCollect(a)
+		if err != nil {
+			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
+		}
+		put.Put.ConditionExpression = nil // an entry a crash left behind is the same award
+		upd := expression.Set(expression.Name("collected"), expression.Value(true))
+		ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(expression.AttributeExists(expression.Name("PK"))).Build()
+		if err != nil {
+			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
+		}
+		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.t.Main),
+			Key: s.t.keyAV(s.t.Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
+		if err := s.Transact(ctx, []types.TransactWriteItem{mark, put}, ""); err != nil && !errors.Is(err, model.ErrConflict) {
+			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
+		}
+	}
+	return nil
+}
+
+// CollectedAwards reads a page of the user's collection, newest first:
+// after, when not empty, is the cursor a previous page returned; at most
+// limit awards. next is the cursor of the following page, empty on the
+// last. An entry written by newer code fails the read (fail closed).
+func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, limit int) (awards []model.Award, next string, err error) {
+	o := QueryOptions{Descending: true, Limit: limit + 1}
+	if after != "" {
+		o.Limit++ // the cursor's own entry comes first
+		if _, _, _, ok := keys.ParseCollectedAwardSK(after); !ok {
+			return nil, "", fmt.Errorf("awards of user %s after %q: not a cursor: %w", userID, after, model.ErrInvalid)
+		}
+		o.Through = after
+	}
+	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixCollected, o)
+	if err != nil {
+		return nil, "", fmt.Errorf("awards of user %s: %w", userID, err)
+	}
+	items := res.Items
+	if after != "" && len(items) > 0 {
+		if k, err := KeyOf(items[0]); err == nil && k.SK == after {
+			items = items[1:]
+		}
+	}
+	for _, it := range items {
+		if len(awards) == limit {
+			return awards, awards[len(awards)-1].SK, nil
+		}
+		var a model.Award
+		if err := Unmarshal(it, &a); err != nil {
+			return nil, "", fmt.Errorf("awards of user %s: %w", userID, err)
+		}
+		awards = append(awards, a)
+	}
+	return awards, "", nil
+}
+
+// DeleteMilestone deletes a user's milestone: its awards are filed in the
+// collection first (where they stay: awards are permanent), then one
+// transaction deletes the milestone (only if it exists) and uncounts it
+// from the user's limit, then its award items go, so the projector's read
+// of the milestones stays bounded by the milestones that are left. It
+// returns ErrNotFound when the user has no such milestone; a crash after
+// the transaction leaves award items of no milestone, which every reader
+// drops.
+func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID string) error {
+	ms, _, err := (&Milestones{DB: s.DB}).MilestonesWithAwards(ctx, userID, milestoneID)
+	if err != nil {
+		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	}
+	if len(ms) != 1 {
+		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, model.ErrNotFound)
+	}
+	var legacy []model.Award
+	ks := make([]model.Key, 0, len(ms[0].Awards))
+	for _, a := range ms[0].Awards {
+		ks = append(ks, a.ItemKey())
+		if !a.Collected {
+			legacy = append(legacy, a)
+		}
+	}
+	if err := s.CollectAwards(ctx, legacy); err != nil {
+		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	}
+	gone := expression.AttributeExists(expression.Name("PK"))
+	del, err := expression.NewBuilder().WithCondition(gone).Build()
+	if err != nil {
+		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	}
+	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.t.Main),
+		Key: s.t.keyAV(s.t.Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
+		ExpressionAttributeNames: del.Names()}}}
+	var cnt model.MilestoneCount
+	switch err := s.Get(ctx, s.t.Main, keys.MilestoneCountKey(userID), &cnt); {
+	case errors.Is(err, model.ErrNotFound): // counted from the milestones at the next creation
+	case err != nil:
+		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	default:
+		count := expression.Name("count")
+		ex, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(0))).
+			WithUpdate(expression.Set(count, count.Minus(expression.Value(1))).
+				Set(expression.Name(attrUpdatedAtUtc), expression.Value(s.Now().UTC()))).Build()
+		if err != nil {
+			return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.t.Main),
+			Key: s.t.keyAV(s.t.Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}})
+	}
+	if err := s.Transact(ctx, items, ""); err != nil {
+		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
+	}
+	if err := s.BatchDelete(ctx, s.t.Main, ks); err != nil {
+		return fmt.Errorf("delete award items of milestone %s: %w", milestoneID, err)
+	}
+	return nil
+}
