@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/commitcollect/backend/handlers/bff/deletion"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/strava"
 )
@@ -40,14 +41,14 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request, s model.Session, lo
 	ctx := r.Context()
 	me, _, err := h.readMe(ctx, s.UserID)
 	if errors.Is(err, model.ErrNotFound) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "account not found (deleted?)")
+		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, "account not found (deleted?)")
 		return
 	}
 	if err != nil {
-		h.fail(ctx, w, log, "read me", err)
+		respond.Fail(ctx, w, log, "read me", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, me)
+	respond.JSON(w, http.StatusOK, me)
 }
 
 // readMe reads what GET /v1/me and the export say of the user: the
@@ -75,7 +76,7 @@ func (h *Handler) readMe(ctx context.Context, userID string) (MeJSON, *model.Str
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request, _ model.Session, _ *slog.Logger, _ string) {
-	writeJSON(w, http.StatusOK, h.cat)
+	respond.JSON(w, http.StatusOK, h.cat)
 }
 
 // DeletionReport says how far an account deletion got.
@@ -85,8 +86,8 @@ type DeletionReport struct {
 	Completed []string `json:"completed"`
 	// StoppedAt is the step that failed; re-running the deletion resumes
 	// safely from the start.
-	StoppedAt string       `json:"stoppedAt,omitempty"`
-	Error     *ErrorDetail `json:"error,omitempty"`
+	StoppedAt string               `json:"stoppedAt,omitempty"`
+	Error     *respond.ErrorDetail `json:"error,omitempty"`
 }
 
 // DeleteAccount deletes everything CommitCollect holds about userID
@@ -98,14 +99,14 @@ func (h *Handler) DeleteAccount(ctx context.Context, userID, sessionID, correlat
 	if err == nil {
 		return rep, nil
 	}
-	code, msg := CodeInternal, "the deletion stopped; send DELETE /v1/me again to finish it"
+	code, msg := respond.CodeInternal, "the deletion stopped; send DELETE /v1/me again to finish it"
 	if errors.Is(err, model.ErrRetryable) {
-		code = CodeUnavailable
+		code = respond.CodeUnavailable
 	}
 	if r.StoppedAt == deletion.StepDeauthorize {
 		msg = "Strava could not be reached to revoke access; nothing was deleted yet. Send DELETE /v1/me again to retry"
 	}
-	rep.Error = &ErrorDetail{Code: code, Message: msg}
+	rep.Error = &respond.ErrorDetail{Code: code, Message: msg}
 	return rep, err
 }
 
@@ -119,5 +120,5 @@ func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request, s model.Sessi
 	} else {
 		h.clearCookie(w, SessionCookie, "/")
 	}
-	writeJSON(w, http.StatusAccepted, rep)
+	respond.JSON(w, http.StatusAccepted, rep)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/bff/deletion"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
@@ -227,7 +228,7 @@ func TestAccountDeletionWaitsForStrava(t *testing.T) {
 	var rep bff.DeletionReport
 	r.json(t, &rep)
 	if r.status != http.StatusAccepted || rep.Status != "incomplete" || rep.StoppedAt != deletion.StepDeauthorize ||
-		rep.Error.Code != bff.CodeUnavailable || len(rep.Completed) != 0 {
+		rep.Error.Code != respond.CodeUnavailable || len(rep.Completed) != 0 {
 		t.Fatalf("Strava down: %d %+v", r.status, rep)
 	}
 	if got := e.footprint(a); !reflect.DeepEqual(got, before) {

@@ -31,12 +31,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
 
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -74,10 +74,6 @@ type LoginStore interface {
 	ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error
 	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
-
-// opaqueID is the shape of ids model.NewID makes (128 random bits, hex):
-// session ids and login states. Anything else is refused before a read.
-var opaqueID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func (h *Handler) reqLog(r *http.Request) (*slog.Logger, string) {
 	corr := model.NewID()
@@ -164,7 +160,7 @@ var errSignInUnavailable = &refusal{http.StatusServiceUnavailable, "Sign-in is u
 // cookie) may use up its state, so a third party replaying a victim's state
 // cannot void the victim's sign-in.
 func (h *Handler) consumeState(ctx context.Context, log *slog.Logger, r *http.Request, state string) *refusal {
-	if !opaqueID.MatchString(state) {
+	if !respond.OpaqueID.MatchString(state) {
 		return &refusal{http.StatusBadRequest, "Sign-in link not valid", "This sign-in link is not valid. Please start again."}
 	}
 	c, err := r.Cookie(StateCookie)
@@ -397,16 +393,16 @@ func reconnected(ctx context.Context, logins LoginStore, log *slog.Logger, corr,
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, _ := h.reqLog(r)
-	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
+	if c, err := r.Cookie(SessionCookie); err == nil && respond.OpaqueID.MatchString(c.Value) {
 		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case err == nil:
 			if err := h.sessions.DeleteSession(ctx, sess.UserID, sess.SessionID); err != nil {
-				h.fail(ctx, w, log.With("userId", sess.UserID), "logout", err)
+				respond.Fail(ctx, w, log.With("userId", sess.UserID), "logout", err)
 				return
 			}
 		case !errors.Is(err, model.ErrNotFound):
-			h.fail(ctx, w, log, "logout", err)
+			respond.Fail(ctx, w, log, "logout", err)
 			return
 		}
 	}
@@ -425,20 +421,20 @@ func (h *Handler) authed(next authedFunc) http.HandlerFunc {
 		ctx := r.Context()
 		log, corr := h.reqLog(r)
 		c, err := r.Cookie(SessionCookie)
-		if err != nil || !opaqueID.MatchString(c.Value) {
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "sign in first")
+		if err != nil || !respond.OpaqueID.MatchString(c.Value) {
+			respond.Error(w, http.StatusUnauthorized, respond.CodeUnauthorized, "sign in first")
 			return
 		}
 		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session not found, sign in again")
+			respond.Error(w, http.StatusUnauthorized, respond.CodeUnauthorized, "session not found, sign in again")
 			return
 		case err != nil:
-			h.fail(ctx, w, log, "read session", err)
+			respond.Fail(ctx, w, log, "read session", err)
 			return
 		case sess.Expired(h.now()):
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "session expired, sign in again")
+			respond.Error(w, http.StatusUnauthorized, respond.CodeUnauthorized, "session expired, sign in again")
 			return
 		}
 		next(w, r, sess, log.With("userId", sess.UserID), corr)

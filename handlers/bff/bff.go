@@ -1,6 +1,8 @@
 // Package bff is the backend-for-frontend the api Lambda serves: Strava
-// login with a server-side session cookie, the model catalog, milestones and
-// their projected progress, logout, the export and account deletion. It is a library:
+// login with a server-side session cookie, the model catalog, logout, the
+// export and account deletion here; milestones (handlers/bff/milestones)
+// and the collection of awards (handlers/bff/collection) in rooms of their
+// own, mounted behind the same session check. It is a library:
 // handlers/app wires it (config → clients → New → Register on the same
 // *http.ServeMux that carries the webhook routes).
 //
@@ -8,8 +10,7 @@
 // sessions table) and answers 401 JSON without one. Errors are JSON
 // {"error":{"code","message"}}. The routes and their shapes are in
 // openapi.yaml, which a test compares with what Register puts on the mux;
-// design notes open auth.go, milestones.go, account.go, export.go and
-// cors.go.
+// design notes open auth.go, account.go, export.go and cors.go.
 package bff
 
 import (
@@ -26,8 +27,10 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/bff/export"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 )
@@ -36,13 +39,14 @@ import (
 // declared in the file that uses it. handlers/app hands the DynamoDB adapter
 // to every one of them.
 type Stores struct {
-	Sessions   SessionStore   // auth.go: login states and sessions
-	Logins     LoginStore     // auth.go: linking an athlete, reconnecting
-	Profiles   ProfileStore   // account.go: the profile and the Strava connection
-	Milestones MilestoneStore // milestones.go
-	Deletions  deletion.Store // account.go: account deletion's steps
-	Syncs      SyncStateStore // syncstatus.go
-	Exports    ExportStore    // export.go: the athlete's data, streamed
+	Sessions   SessionStore     // auth.go: login states and sessions
+	Logins     LoginStore       // auth.go: linking an athlete, reconnecting
+	Profiles   ProfileStore     // account.go: the profile and the Strava connection
+	Milestones milestones.Store // handlers/bff/milestones
+	Collection collection.Store // handlers/bff/collection
+	Deletions  deletion.Store   // account.go: account deletion's steps
+	Syncs      SyncStateStore   // syncstatus.go
+	Exports    ExportStore      // export.go: the athlete's data, streamed
 }
 
 // accounts is what account deletion reads of a user and saves of its tokens.
@@ -58,7 +62,7 @@ func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.S
 func (s Stores) missing() []string {
 	var out []string
 	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
-		"Milestones": s.Milestones != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil} {
+		"Milestones": s.Milestones != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil} {
 		if !ok {
 			out = append(out, name)
 		}
@@ -134,7 +138,12 @@ type Handler struct {
 	sessions   SessionStore
 	logins     LoginStore
 	profiles   ProfileStore
-	milestones MilestoneStore
+	milestones *milestones.Handler
+	collection *collection.Handler
+	// readMilestones reads milestones for the export.
+	readMilestones milestones.Reader
+	// readAwards reads the collection for the export.
+	readAwards collection.Store
 	syncs      SyncStateStore
 	exports    ExportStore
 	// exportPageBytes bounds an export page's body (export.PageBytes).
@@ -176,7 +185,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		milestones: d.Stores.Milestones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
 		h.now = time.Now
@@ -187,6 +196,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
+	h.milestones = milestones.New(d.Stores.Milestones, h.now, h.ensureBackfill)
+	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
 	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
 	h.deleter.Now = h.now
 	return h, nil
@@ -226,9 +237,12 @@ var routes = []route{
 	{"DELETE /v1/me", func(h *Handler) http.HandlerFunc { return h.authed(h.deleteMe) }},
 	{"GET /v1/me/export", func(h *Handler) http.HandlerFunc { return h.authed(h.export) }},
 	{"GET /v1/models", func(h *Handler) http.HandlerFunc { return h.authed(h.models) }},
-	{"POST /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.createMilestone) }},
-	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.listMilestones) }},
-	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.getMilestone) }},
+	{"POST /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Create) }},
+	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.List) }},
+	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Get) }},
+	{"DELETE /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Delete) }},
+	{"GET /v1/awards", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Awards) }},
+	{"GET /v1/collection", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Collection) }},
 	{"OPTIONS /v1/{path...}", func(h *Handler) http.HandlerFunc { return h.preflight }},
 }
 

@@ -6,6 +6,8 @@ package bff
 import (
 	"net/http"
 	"strings"
+
+	"github.com/commitcollect/backend/handlers/bff/respond"
 )
 
 // withCORS adds CORS response headers for an allowed origin. CORS is off
@@ -30,7 +32,7 @@ func (h *Handler) withCORS(next http.Handler) http.Handler {
 // methods for a configured origin, 403 JSON otherwise (CORS off).
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	if !h.origins[r.Header.Get("Origin")] || r.Header.Get("Access-Control-Request-Method") == "" {
-		writeError(w, http.StatusForbidden, CodeForbidden, "cross-origin requests from this origin are not allowed")
+		respond.Error(w, http.StatusForbidden, respond.CodeForbidden, "cross-origin requests from this origin are not allowed")
 		return
 	}
 	w.Header().Set("Access-Control-Allow-Methods", strings.Join([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, ", "))

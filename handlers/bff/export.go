@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/handlers/bff/export"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -37,10 +40,13 @@ type ExportConnectionJSON struct {
 
 // exportHead is the first page's object up to the workouts.
 type exportHead struct {
-	ExportedAtUtc time.Time             `json:"exportedAtUtc"`
-	Profile       MeJSON                `json:"profile"`
-	Connection    *ExportConnectionJSON `json:"connection"`
-	Milestones    []MilestoneJSON       `json:"milestones"`
+	ExportedAtUtc time.Time                  `json:"exportedAtUtc"`
+	Profile       MeJSON                     `json:"profile"`
+	Connection    *ExportConnectionJSON      `json:"connection"`
+	Milestones    []milestones.MilestoneJSON `json:"milestones"`
+	// Awards is the whole collection, newest first: the awards of
+	// deleted milestones too (awards are permanent).
+	Awards []milestones.AwardJSON `json:"awards"`
 }
 
 // exportLaterHead is a later page's object up to the workouts.
@@ -52,7 +58,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, s model.Session
 	ctx := r.Context()
 	after, err := export.ParseCursor(r.URL.Query())
 	if err != nil {
-		writeValidation(w, &model.ValidationError{Fields: []model.FieldError{{Field: "cursor", Message: err.Error()}}})
+		respond.Validation(w, &model.ValidationError{Fields: []model.FieldError{{Field: "cursor", Message: err.Error()}}})
 		return
 	}
 	var head any = exportLaterHead{ExportedAtUtc: h.now().UTC()}
@@ -62,11 +68,11 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, s model.Session
 		err = fmt.Errorf("read profile: %w", err)
 	}
 	if errors.Is(err, model.ErrNotFound) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "account not found (deleted?)")
+		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, "account not found (deleted?)")
 		return
 	}
 	if err != nil {
-		h.fail(ctx, w, log, "export", err)
+		respond.Fail(ctx, w, log, "export", err)
 		return
 	}
 	next := func(after int64) string {
@@ -74,7 +80,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, s model.Session
 	}
 	page, err := export.Build(ctx, h.exports, s.UserID, head, after, h.exportPageBytes, next)
 	if err != nil {
-		h.fail(ctx, w, log, "export", err)
+		respond.Fail(ctx, w, log, "export", err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -94,17 +100,32 @@ func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, er
 	if err != nil {
 		return exportHead{}, err
 	}
-	head := exportHead{ExportedAtUtc: h.now().UTC(), Profile: me, Milestones: []MilestoneJSON{}}
+	head := exportHead{ExportedAtUtc: h.now().UTC(), Profile: me, Milestones: []milestones.MilestoneJSON{},
+		Awards: []milestones.AwardJSON{}}
 	if c != nil {
 		head.Connection = &ExportConnectionJSON{AthleteID: c.AthleteID, Scopes: c.Scopes, GrantedAtUtc: c.GrantedAtUtc,
 			NeedsReauth: c.NeedsReauth, ActivityScope: me.ActivityScope}
 	}
-	ms, _, err := h.milestones.MilestonesWithAwards(ctx, userID, "")
+	ms, _, err := h.readMilestones.MilestonesWithAwards(ctx, userID, "")
 	if err != nil {
 		return exportHead{}, err
 	}
 	for _, m := range ms {
-		head.Milestones = append(head.Milestones, milestoneJSON(m))
+		head.Milestones = append(head.Milestones, milestones.JSON(m, h.now()))
+	}
+	// The collection rides on the first page: it holds a few hundred awards
+	// per year of weekly milestones, far inside a page (collection.MaxCollection).
+	for after := ""; len(head.Awards) < collection.MaxCollection; {
+		awards, next, err := h.readAwards.CollectedAwards(ctx, userID, after, 1000)
+		if err != nil {
+			return exportHead{}, fmt.Errorf("read collection: %w", err)
+		}
+		for _, a := range awards {
+			head.Awards = append(head.Awards, milestones.Award(a))
+		}
+		if after = next; next == "" {
+			break
+		}
 	}
 	return head, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
@@ -180,7 +181,7 @@ func (r response) json(t *testing.T, v any) {
 
 func (r response) errorCode(t *testing.T) string {
 	t.Helper()
-	var b bff.ErrorBody
+	var b respond.ErrorBody
 	r.json(t, &b)
 	return b.Error.Code
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -45,7 +47,7 @@ type pageData struct {
 	AthleteID   int64
 	// Scope is the activity scope the athlete granted (strava.ActivityScope).
 	Scope      string
-	Milestones []MilestoneJSON
+	Milestones []milestones.MilestoneJSON
 	// Sync is the Strava sync, shown with a progress bar while history is
 	// imported.
 	Sync SyncJSON
@@ -63,23 +65,23 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, _ := h.reqLog(r)
 	data := pageData{Refresh: 3}
-	if c, err := r.Cookie(SessionCookie); err == nil && opaqueID.MatchString(c.Value) {
+	if c, err := r.Cookie(SessionCookie); err == nil && respond.OpaqueID.MatchString(c.Value) {
 		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case err == nil && !sess.Expired(h.now()):
 			p, err := h.profiles.Profile(ctx, sess.UserID)
 			if err != nil && !errors.Is(err, model.ErrNotFound) {
-				h.fail(ctx, w, log, "page: read profile", err)
+				respond.Fail(ctx, w, log, "page: read profile", err)
 				return
 			}
-			ms, _, err := h.milestones.MilestonesWithAwards(ctx, sess.UserID, "")
+			ms, _, err := h.readMilestones.MilestonesWithAwards(ctx, sess.UserID, "")
 			if err != nil {
-				h.fail(ctx, w, log, "page: list milestones", err)
+				respond.Fail(ctx, w, log, "page: list milestones", err)
 				return
 			}
 			sync, err := h.syncState(ctx, sess.UserID)
 			if err != nil {
-				h.fail(ctx, w, log, "page: read sync state", err)
+				respond.Fail(ctx, w, log, "page: read sync state", err)
 				return
 			}
 			data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
@@ -87,10 +89,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 				data.Scope = strava.ActivityScope(c.Scopes)
 			}
 			for _, m := range ms {
-				data.Milestones = append(data.Milestones, milestoneJSON(m))
+				data.Milestones = append(data.Milestones, milestones.JSON(m, h.now()))
 			}
 		case err != nil && !errors.Is(err, model.ErrNotFound):
-			h.fail(ctx, w, log, "page: read session", err)
+			respond.Fail(ctx, w, log, "page: read session", err)
 			return
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -189,7 +191,7 @@ func TestCreateMilestoneRefusesHostileBodies(t *testing.T) {
 		{"a nested key given twice", "{" + rest + `,"title":"Ride","sportTypes":["Run"],"sportTypes":["Ride"]}`, []string{"sportTypes"}},
 	} {
 		r := e.do(http.MethodPost, "/v1/milestones", sid, tc.body)
-		var body bff.ErrorBody
+		var body respond.ErrorBody
 		r.json(t, &body)
 		var got []string
 		for _, f := range body.Error.Fields {
@@ -201,12 +203,12 @@ func TestCreateMilestoneRefusesHostileBodies(t *testing.T) {
 	}
 	big := "{" + rest + `,"title":"` + strings.Repeat("a", 65<<10) + `"}`
 	r := e.do(http.MethodPost, "/v1/milestones", sid, big)
-	var body bff.ErrorBody
+	var body respond.ErrorBody
 	r.json(t, &body)
-	if r.status != http.StatusRequestEntityTooLarge || body.Error.Code != bff.CodePayloadTooLarge {
-		t.Errorf("65 KiB body: %d %s, want 413 %s", r.status, body.Error.Code, bff.CodePayloadTooLarge)
+	if r.status != http.StatusRequestEntityTooLarge || body.Error.Code != respond.CodePayloadTooLarge {
+		t.Errorf("65 KiB body: %d %s, want 413 %s", r.status, body.Error.Code, respond.CodePayloadTooLarge)
 	}
-	var list struct{ Milestones []bff.MilestoneJSON }
+	var list struct{ Milestones []milestones.MilestoneJSON }
 	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
 	if len(list.Milestones) != 0 {
 		t.Fatalf("refused requests wrote milestones: %+v", list.Milestones)

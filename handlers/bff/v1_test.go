@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
@@ -38,7 +40,7 @@ func TestV1NeedsAValidSession(t *testing.T) {
 	for _, r := range routes {
 		for _, c := range cookies {
 			resp := e.do(r.method, r.path, c.value, map[string]any{})
-			if resp.status != http.StatusUnauthorized || resp.errorCode(t) != bff.CodeUnauthorized ||
+			if resp.status != http.StatusUnauthorized || resp.errorCode(t) != respond.CodeUnauthorized ||
 				!strings.HasPrefix(resp.header.Get("Content-Type"), "application/json") {
 				t.Errorf("%s %s with %s: %d %s, want 401 JSON unauthorized", r.method, r.path, c.name, resp.status, resp.body)
 			}
@@ -104,10 +106,16 @@ func TestCreateAndReadMilestones(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var created bff.MilestoneJSON
+	var created milestones.MilestoneJSON
 	r.json(t, &created)
-	if created.ModelID != "saturn-v" || created.Status != "active" || created.Version != 0 || created.ProjectedAtUtc != nil ||
-		created.Progress != (bff.Progress{Target: 100000}) || len(created.Awards) != 0 || r.header.Get("Location") != "/v1/milestones/"+created.MilestoneID {
+	// A March period is over everywhere once 1 April 00:00 has passed
+	// at UTC−2 (its end instant): the test clock is the real time.
+	wantStatus := "active"
+	if !e.clock.Now().Before(time.Date(2026, 3, 31, 22, 0, 0, 0, time.UTC)) {
+		wantStatus = "ended"
+	}
+	if created.ModelID != "saturn-v" || created.Status != wantStatus || created.Version != 0 || created.ProjectedAtUtc != nil ||
+		created.Progress != (milestones.Progress{Target: 100000}) || len(created.Awards) != 0 || r.header.Get("Location") != "/v1/milestones/"+created.MilestoneID {
 		t.Fatalf("created = %+v", created)
 	}
 	var stored model.Milestone
@@ -133,11 +141,11 @@ func TestCreateAndReadMilestones(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got bff.MilestoneJSON
+	var got milestones.MilestoneJSON
 	r = e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, sid, nil)
 	r.json(t, &got)
 	if r.status != http.StatusOK || got.Version != 3 || got.ProjectedAtUtc == nil || !got.ProjectedAtUtc.Equal(projected) ||
-		got.Progress != (bff.Progress{Value: 42195, Target: 100000, Percent: 42.1, WorkoutsCounted: 3}) {
+		got.Progress != (milestones.Progress{Value: 42195, Target: 100000, Percent: 42.1, WorkoutsCounted: 3}) {
 		t.Fatalf("GET milestone: %d %+v", r.status, got)
 	}
 	if len(got.Awards) != 4 || got.Awards[0].PartIndex != 0 || got.Awards[3].Name != "part D" || got.Awards[2].ActivityID != 1002 {
@@ -161,7 +169,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, sid, nil)
-	got = bff.MilestoneJSON{}
+	got = milestones.MilestoneJSON{}
 	r.json(t, &got)
 	if !got.Progress.Truncated || got.Progress.ExactFromUtc == nil || !got.Progress.ExactFromUtc.Equal(exactFrom) ||
 		!bytes.Contains(r.body, []byte(`"exactFromUtc":"2026-03-04T06:30:00Z"`)) {
@@ -169,7 +177,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 	}
 
 	var list struct {
-		Milestones []bff.MilestoneJSON `json:"milestones"`
+		Milestones []milestones.MilestoneJSON `json:"milestones"`
 	}
 	r = e.do(http.MethodGet, "/v1/milestones", sid, nil)
 	r.json(t, &list)
@@ -178,7 +186,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 	}
 
 	// Another user sees neither the milestone nor that it exists.
-	if r := e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, other, nil); r.status != http.StatusNotFound || r.errorCode(t) != bff.CodeNotFound {
+	if r := e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, other, nil); r.status != http.StatusNotFound || r.errorCode(t) != respond.CodeNotFound {
 		t.Fatalf("cross-user read: %d %s, want 404", r.status, r.body)
 	}
 	if r := e.do(http.MethodGet, "/v1/milestones/"+model.NewID(), other, nil); r.status != http.StatusNotFound {
@@ -224,13 +232,13 @@ func TestCreateMilestoneRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := e.do(http.MethodPost, "/v1/milestones", sid, tt.given)
-		var body bff.ErrorBody
+		var body respond.ErrorBody
 		r.json(t, &body)
 		var got []string
 		for _, f := range body.Error.Fields {
 			got = append(got, f.Field)
 		}
-		if r.status != http.StatusBadRequest || body.Error.Code != bff.CodeInvalid || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+		if r.status != http.StatusBadRequest || body.Error.Code != respond.CodeInvalid || strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("%s: %d fields %v (%s), want 400 naming %v", tt.name, r.status, got, r.body, tt.want)
 		}
 	}
@@ -243,7 +251,7 @@ func TestCreateMilestoneRejects(t *testing.T) {
 	if r.status != http.StatusUnsupportedMediaType {
 		t.Fatalf("text/plain body: %d, want 415", r.status)
 	}
-	var list struct{ Milestones []bff.MilestoneJSON }
+	var list struct{ Milestones []milestones.MilestoneJSON }
 	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
 	if len(list.Milestones) != 0 {
 		t.Fatalf("rejected requests wrote milestones: %+v", list.Milestones)
@@ -258,7 +266,7 @@ func TestCreateMilestoneExpandsSportGroups(t *testing.T) {
 	sid := e.user("u1", 31)
 	r := e.do(http.MethodPost, "/v1/milestones", sid, map[string]any{"modelId": "road-bike", "title": "Rides", "metric": "count",
 		"target": 10, "sportTypes": []string{"group:rides", "Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z"})
-	var created bff.MilestoneJSON
+	var created milestones.MilestoneJSON
 	r.json(t, &created)
 	if want := append(slices.Clone(sport.Groups["group:rides"]), "Run"); r.status != http.StatusCreated || !slices.Equal(created.SportTypes, want) {
 		t.Fatalf("group:rides: %d %s, want 201 with sportTypes %v", r.status, r.body, want)
@@ -319,10 +327,10 @@ func TestMilestoneCap(t *testing.T) {
 		t.Fatalf("the milestone at the cap: %d %s, want 201", r.status, r.body)
 	}
 	r = e.do(http.MethodPost, "/v1/milestones", sid, body)
-	var eb bff.ErrorBody
+	var eb respond.ErrorBody
 	r.json(t, &eb)
-	if r.status != http.StatusConflict || eb.Error.Code != bff.CodeMilestoneLimit || eb.Error.Message == "" {
-		t.Fatalf("one past the cap: %d %s, want 409 %s with a reason", r.status, r.body, bff.CodeMilestoneLimit)
+	if r.status != http.StatusConflict || eb.Error.Code != respond.CodeMilestoneLimit || eb.Error.Message == "" {
+		t.Fatalf("one past the cap: %d %s, want 409 %s with a reason", r.status, r.body, respond.CodeMilestoneLimit)
 	}
 	// Every part of every milestone awarded: the projection still reads all.
 	um, err := e.st.UserMilestones(ctx, "capped")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -59,7 +60,7 @@ type DemoResult struct {
 	PartCount           int
 	Steps               []DemoStep
 	// Final is the milestone as the BFF returned it at the end.
-	Final bff.MilestoneJSON
+	Final milestones.MilestoneJSON
 	// Duplicate is the webhook's answer to the event sent twice.
 	Duplicate string
 	// History is the second act: an athlete with history connects.
@@ -83,7 +84,7 @@ type DemoHistory struct {
 	// Lag is from the connect to the milestone counting every run.
 	Lag time.Duration
 	// Final is the milestone at the end.
-	Final bff.MilestoneJSON
+	Final milestones.MilestoneJSON
 }
 
 type demoActivity struct {
@@ -227,7 +228,7 @@ func (d *demo) milestone(ctx context.Context) error {
 	d.start = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -30)
 	d.end = d.start.AddDate(0, 0, 31)
 	d.res.Target, d.res.PartCount = 100_000, model.PartCount
-	var m bff.MilestoneJSON
+	var m milestones.MilestoneJSON
 	if err := d.send(ctx, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": model.ModelID, "title": "Run 100 km this month", "metric": "distance", "target": d.res.Target,
 		"sportTypes": d.sports, "periodStartAtUtc": d.start, "periodEndAtUtc": d.end,
@@ -327,7 +328,7 @@ func (d *demo) twist(ctx context.Context, created []int64) error {
 
 // summary reads the milestone and prints the result and the lags.
 func (d *demo) summary(ctx context.Context) error {
-	var final bff.MilestoneJSON
+	var final milestones.MilestoneJSON
 	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+d.res.MilestoneID, nil, &final, http.StatusOK); err != nil {
 		return fmt.Errorf("read milestone: %w", err)
 	}
@@ -402,36 +403,36 @@ func (d *demo) historyAtStrava(ctx context.Context) (time.Time, error) {
 // connect logs the history athlete in, which starts the backfill, and
 // creates a milestone whose period started before the history's last
 // activities; it returns the athlete's browser and the milestone.
-func (d *demo) connect(ctx context.Context, start time.Time) (*http.Client, bff.MilestoneJSON, error) {
+func (d *demo) connect(ctx context.Context, start time.Time) (*http.Client, milestones.MilestoneJSON, error) {
 	h := &d.res.History
 	d.say("\nHistory: athlete %d has %d activities from the last 120 days on Strava, none sent as webhooks. They connect:", h.AthleteID, h.Activities)
 	if err := d.send(ctx, http.MethodPut, d.o.SimURL+stravasim.ControlPrefix+"authorization", map[string]any{"athleteId": h.AthleteID}, nil, http.StatusOK); err != nil {
-		return nil, bff.MilestoneJSON{}, fmt.Errorf("choose who logs in: %w", err)
+		return nil, milestones.MilestoneJSON{}, fmt.Errorf("choose who logs in: %w", err)
 	}
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: d.http.Timeout, CheckRedirect: d.http.CheckRedirect}
 	d.connected = time.Now()
 	resp, err := browser.Get(d.o.APIURL + "/auth/strava/login")
 	if err != nil {
-		return nil, bff.MilestoneJSON{}, fmt.Errorf("history athlete login: %w", err)
+		return nil, milestones.MilestoneJSON{}, fmt.Errorf("history athlete login: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
-		return nil, bff.MilestoneJSON{}, fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
+		return nil, milestones.MilestoneJSON{}, fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
 	}
-	var m bff.MilestoneJSON
+	var m milestones.MilestoneJSON
 	if err := SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": d.res.Final.ModelID, "title": "Run 300 km in 60 days", "metric": "distance", "target": 300_000,
 		"sportTypes": []string{"Run"}, "periodStartAtUtc": start, "periodEndAtUtc": start.AddDate(0, 0, 61),
 	}, &m, http.StatusCreated); err != nil {
-		return nil, bff.MilestoneJSON{}, fmt.Errorf("create history milestone: %w", err)
+		return nil, milestones.MilestoneJSON{}, fmt.Errorf("create history milestone: %w", err)
 	}
 	return browser, m, nil
 }
 
 // historyCounted waits until the milestone counts every run of its
 // period, then until the backfill shows idle.
-func (d *demo) historyCounted(ctx context.Context, browser *http.Client, m bff.MilestoneJSON) error {
+func (d *demo) historyCounted(ctx context.Context, browser *http.Client, m milestones.MilestoneJSON) error {
 	h := &d.res.History
 	h.MilestoneID = m.MilestoneID
 	deadline := time.Now().Add(2 * d.o.Timeout)
@@ -563,7 +564,7 @@ func (d *demo) duplicate(ctx context.Context) error {
 func (d *demo) await(ctx context.Context, sent time.Time, activityID int64, what string) error {
 	wantV, wantN := d.expected()
 	deadline := time.Now().Add(d.o.Timeout)
-	var m bff.MilestoneJSON
+	var m milestones.MilestoneJSON
 	for {
 		if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+d.res.MilestoneID, nil, &m, http.StatusOK); err != nil {
 			return fmt.Errorf("read milestone: %w", err)

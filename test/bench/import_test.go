@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -68,8 +69,8 @@ func runImport(b *testing.B) (int, float64) {
 	}
 	target := 1e7
 	start := now.AddDate(0, 0, -365).Format(time.RFC3339)
-	var ms bff.MilestoneJSON
-	req := bff.CreateMilestoneRequest{ModelID: p.modelID, Title: "A year", Metric: "distance", Target: &target,
+	var ms milestones.MilestoneJSON
+	req := milestones.CreateRequest{ModelID: p.modelID, Title: "A year", Metric: "distance", Target: &target,
 		SportTypes: []string{"Run"}, PeriodStartAtUtc: start}
 	if err := runkit.SendJSON(ctx, client, http.MethodPost, p.st.APIURL+"/v1/milestones", req, &ms, http.StatusCreated); err != nil {
 		b.Fatal(err)

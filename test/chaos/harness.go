@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -426,7 +427,7 @@ type Milestone struct {
 
 // AddMilestone creates a milestone for u through the BFF.
 func (e *Env) AddMilestone(ctx context.Context, u *User, m Milestone) error {
-	var out bff.MilestoneJSON
+	var out milestones.MilestoneJSON
 	if err := u.call(ctx, http.MethodPost, e.APIURL()+"/v1/milestones", m, &out, http.StatusCreated); err != nil {
 		return fmt.Errorf("create milestone for athlete %d: %w", u.AthleteID, err)
 	}

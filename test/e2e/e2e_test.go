@@ -19,6 +19,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/openapi"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
@@ -165,7 +166,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	}
 
 	// Commit to 10 km of running in March on the Steel Road Bike (8 parts).
-	var m bff.MilestoneJSON
+	var m milestones.MilestoneJSON
 	if st := a.call(b, http.MethodPost, "/v1/milestones", map[string]any{
 		"modelId": "road-bike", "title": "10 km in March", "metric": "distance", "target": 10000,
 		"sportTypes": []string{"Run"}, "periodStartAtUtc": "2026-03-01T00:00:00Z", "periodEndAtUtc": "2026-04-01T00:00:00Z",
@@ -199,10 +200,10 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if err := a.stream.Drain(wctx, a.projector.Handle); err != nil {
 		t.Fatal(err)
 	}
-	var got bff.MilestoneJSON
+	var got milestones.MilestoneJSON
 	if st := a.call(b, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil, &got); st != http.StatusOK ||
 		got.MilestoneID != m.MilestoneID || got.Status != "active" || got.Version < 1 || got.ProjectedAtUtc == nil ||
-		got.Progress != (bff.Progress{Value: 8000, Target: 10000, Percent: 80, WorkoutsCounted: 2}) {
+		got.Progress != (milestones.Progress{Value: 8000, Target: 10000, Percent: 80, WorkoutsCounted: 2}) {
 		t.Fatalf("GET /v1/milestones/{id} = %d %+v", st, got)
 	}
 	if len(got.Awards) != 6 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
@@ -62,7 +63,7 @@ func TestLocalStackBackfillsANewAthletesHistoryOnConnect(t *testing.T) {
 	}
 	began := time.Now()
 	browser := browserLogin(t, st, athlete)
-	var m bff.MilestoneJSON
+	var m milestones.MilestoneJSON
 	start := now.AddDate(0, 0, -300).Truncate(24 * time.Hour)
 	if err := runkit.SendJSON(ctx, browser, http.MethodPost, st.APIURL+"/v1/milestones", map[string]any{
 		"modelId": "road-bike", "title": "500 runs", "metric": "count", "target": 500, "sportTypes": []string{"Run"},

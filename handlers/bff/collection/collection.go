@@ -1,0 +1,186 @@
+// Package collection serves what athletes come for: every award they hold,
+// across milestones, deleted ones included (GET /v1/awards, newest first,
+// paged), and per model the distinct parts owned and the duplicates (GET
+// /v1/collection). Both read the user's collection entries
+// (model/store.Collection), never the milestones.
+package collection
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/respond"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/catalog"
+)
+
+// Store reads a page of the user's collection, newest first (after: the
+// cursor a previous page returned; next: the following page's, empty on
+// the last), and a model the catalog no longer lists.
+type Store interface {
+	CollectedAwards(ctx context.Context, userID, after string, limit int) (awards []model.Award, next string, err error)
+	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
+}
+
+// Page sizes of GET /v1/awards (?limit=), and how many awards
+// GET /v1/collection reads at most: far beyond a lifetime of milestones (a
+// 10-part milestone every week for 40 years is 20,800).
+const (
+	DefaultLimit  = 100
+	MaxLimit      = 500
+	MaxCollection = 50_000
+)
+
+// Handler serves the collection routes. Its methods have the shape of the
+// BFF's session-checked routes.
+type Handler struct {
+	st        Store
+	cat       *catalog.Catalog
+	publicURL string
+}
+
+// New returns a Handler; publicURL prefixes the next page's link.
+func New(st Store, cat *catalog.Catalog, publicURL string) *Handler {
+	return &Handler{st: st, cat: cat, publicURL: strings.TrimRight(publicURL, "/")}
+}
+
+// AwardsPage is the body of GET /v1/awards; Next is the next page's URL
+// (also in the Link header), absent on the last page.
+type AwardsPage struct {
+	Awards []milestones.AwardJSON `json:"awards"`
+	Next   string                 `json:"next,omitempty"`
+}
+
+// Awards serves GET /v1/awards?limit=&cursor=: the user's awards, newest
+// first, each with its milestone, model, part, the part's name and
+// metadata as they were at the mint, and the activity that tipped it.
+func (h *Handler) Awards(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
+	q := r.URL.Query()
+	limit, after, ve := parsePage(q.Get("limit"), q.Get("cursor"))
+	if ve != nil {
+		respond.Validation(w, ve)
+		return
+	}
+	awards, next, err := h.st.CollectedAwards(r.Context(), s.UserID, after, limit)
+	if errors.Is(err, model.ErrInvalid) && after != "" {
+		respond.Validation(w, fieldError("cursor", "is not a cursor this API gave"))
+		return
+	}
+	if err != nil {
+		respond.Fail(r.Context(), w, log, "list awards", err)
+		return
+	}
+	out := AwardsPage{Awards: make([]milestones.AwardJSON, 0, len(awards))}
+	for _, a := range awards {
+		out.Awards = append(out.Awards, milestones.Award(a))
+	}
+	if next != "" {
+		out.Next = h.publicURL + "/v1/awards?limit=" + strconv.Itoa(limit) + "&cursor=" + base64.RawURLEncoding.EncodeToString([]byte(next))
+		w.Header().Set("Link", "<"+out.Next+`>; rel="next"`)
+	}
+	respond.JSON(w, http.StatusOK, out)
+}
+
+// parsePage reads ?limit= (1..MaxLimit, DefaultLimit when absent) and
+// ?cursor= (base64url of the store's cursor).
+func parsePage(limitQ, cursorQ string) (int, string, *model.ValidationError) {
+	limit := DefaultLimit
+	if limitQ != "" {
+		n, err := strconv.Atoi(limitQ)
+		if err != nil || n < 1 || n > MaxLimit {
+			return 0, "", fieldError("limit", fmt.Sprintf("must be a whole number from 1 to %d", MaxLimit))
+		}
+		limit = n
+	}
+	if cursorQ == "" {
+		return limit, "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursorQ)
+	if err != nil || len(raw) == 0 {
+		return 0, "", fieldError("cursor", "is not a cursor this API gave")
+	}
+	return limit, string(raw), nil
+}
+
+func fieldError(field, msg string) *model.ValidationError {
+	return &model.ValidationError{Fields: []model.FieldError{{Field: field, Message: msg}}}
+}
+
+// ModelJSON is one model of the collection: the distinct parts owned,
+// how many awards beyond those are duplicates, and how complete it is.
+type ModelJSON struct {
+	ModelID    string  `json:"modelId"`
+	Name       string  `json:"name"`
+	PartCount  int     `json:"partCount"`
+	Owned      []int   `json:"owned"`
+	Duplicates int     `json:"duplicates"`
+	Percent    float64 `json:"percent"`
+}
+
+// Collection serves GET /v1/collection: one entry per model with at least
+// one award, by model id.
+func (h *Handler) Collection(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
+	ctx := r.Context()
+	owned := map[string]map[int]int{} // model → part → awards
+	after := ""
+	for read := 0; read < MaxCollection; {
+		awards, next, err := h.st.CollectedAwards(ctx, s.UserID, after, 1000)
+		if err != nil {
+			respond.Fail(ctx, w, log, "read collection", err)
+			return
+		}
+		for _, a := range awards {
+			if owned[a.ModelID] == nil {
+				owned[a.ModelID] = map[int]int{}
+			}
+			owned[a.ModelID][a.PartIndex]++
+		}
+		read += len(awards)
+		if after = next; next == "" {
+			break
+		}
+	}
+	out := struct {
+		Models []ModelJSON `json:"models"`
+	}{Models: []ModelJSON{}}
+	for id, parts := range owned {
+		m, err := h.model(ctx, id, parts)
+		if err != nil {
+			respond.Fail(ctx, w, log, "read collection", err)
+			return
+		}
+		out.Models = append(out.Models, m)
+	}
+	slices.SortFunc(out.Models, func(a, b ModelJSON) int { return strings.Compare(a.ModelID, b.ModelID) })
+	respond.JSON(w, http.StatusOK, out)
+}
+
+// model is one model's entry: its name and part count from the catalog
+// (or the table, for a model the catalog no longer lists).
+func (h *Handler) model(ctx context.Context, id string, parts map[int]int) (ModelJSON, error) {
+	out := ModelJSON{ModelID: id, Name: id, Owned: []int{}}
+	if m, ok := h.cat.Model(id); ok {
+		out.Name, out.PartCount = m.Name, m.PartCount
+	} else if meta, err := h.st.ModelMeta(ctx, id); err == nil {
+		out.Name, out.PartCount = meta.Name, meta.PartCount
+	} else if !errors.Is(err, model.ErrNotFound) {
+		return ModelJSON{}, err
+	}
+	for i, n := range parts {
+		out.Owned = append(out.Owned, i)
+		out.Duplicates += n - 1
+	}
+	slices.Sort(out.Owned)
+	out.PartCount = max(out.PartCount, out.Owned[len(out.Owned)-1]+1)
+	out.Percent = math.Floor(float64(len(out.Owned))*1000/float64(out.PartCount)) / 10
+	return out, nil
+}

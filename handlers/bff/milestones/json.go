@@ -1,0 +1,120 @@
+package milestones
+
+import (
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
+)
+
+// MilestoneJSON is the API shape of a milestone and its projected progress.
+type MilestoneJSON struct {
+	MilestoneID string  `json:"milestoneId"`
+	ModelID     string  `json:"modelId"`
+	Title       string  `json:"title"`
+	Metric      string  `json:"metric"`
+	Target      float64 `json:"target"`
+	// SportTypes are the Strava sport types the milestone counts (empty:
+	// every sport); groups were expanded when it was created.
+	SportTypes []string   `json:"sportTypes"`
+	Period     PeriodJSON `json:"period"`
+	// Status is active, completed, or ended: the period is over in every
+	// time zone without the target reached (a late activity inside it may
+	// still complete it).
+	Status         string      `json:"status"`
+	Version        int64       `json:"version"`
+	ProjectedAtUtc *time.Time  `json:"projectedAtUtc"`
+	Progress       Progress    `json:"progress"`
+	Awards         []AwardJSON `json:"awards"`
+}
+
+// PeriodJSON is the period a milestone covers: local days where the
+// athlete ran ({calendar: "local", startDate, endDate}, both days
+// included) or UTC instants ({calendar: "utc", startAtUtc, endAtUtc}, end
+// excluded). An end is absent when the period has none.
+type PeriodJSON struct {
+	Calendar   string     `json:"calendar"`
+	StartDate  string     `json:"startDate,omitempty"`
+	EndDate    string     `json:"endDate,omitempty"`
+	StartAtUtc *time.Time `json:"startAtUtc,omitempty"`
+	EndAtUtc   *time.Time `json:"endAtUtc,omitempty"`
+}
+
+// Calendars of a period.
+const (
+	CalendarLocal = "local"
+	CalendarUTC   = "utc"
+)
+
+// Progress is a milestone's projected progress in the metric's unit (metres
+// for distance and elevation, seconds for moving_time, workouts for count).
+type Progress struct {
+	Value           float64 `json:"value"`
+	Target          float64 `json:"target"`
+	Percent         float64 `json:"percent"`
+	WorkoutsCounted int     `json:"workoutsCounted"`
+	// Truncated says the period holds more workouts than the guardrail
+	// lets the projector read: the value counts only workouts started at
+	// or after ExactFromUtc (set only then).
+	Truncated    bool       `json:"truncated"`
+	ExactFromUtc *time.Time `json:"exactFromUtc,omitempty"`
+}
+
+// AwardJSON is one minted part, with the part's name and metadata as they
+// were when it was minted.
+type AwardJSON struct {
+	MilestoneID  string            `json:"milestoneId"`
+	ModelID      string            `json:"modelId"`
+	PartIndex    int               `json:"partIndex"`
+	Name         string            `json:"name"`
+	Metadata     map[string]string `json:"metadata"`
+	AwardedAtUtc time.Time         `json:"awardedAtUtc"`
+	ActivityID   int64             `json:"activityId"`
+}
+
+// Award is a as the API shows it.
+func Award(a model.Award) AwardJSON {
+	md := a.PartMetadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return AwardJSON{MilestoneID: a.MilestoneID, ModelID: a.ModelID, PartIndex: a.PartIndex, Name: a.PartName, Metadata: md,
+		AwardedAtUtc: a.AwardedAtUtc.UTC(), ActivityID: a.ActivityID}
+}
+
+// Period is d's period as the API shows it.
+func Period(d model.MilestoneDefinition) PeriodJSON {
+	if d.Period().Local() {
+		return PeriodJSON{Calendar: CalendarLocal, StartDate: d.PeriodStartDate, EndDate: d.PeriodEndDate}
+	}
+	start := d.PeriodStartAtUtc.UTC()
+	p := PeriodJSON{Calendar: CalendarUTC, StartAtUtc: &start}
+	if d.PeriodEndAtUtc != nil {
+		end := d.PeriodEndAtUtc.UTC()
+		p.EndAtUtc = &end
+	}
+	return p
+}
+
+// JSON is mw as the API shows it at now (which decides ended).
+func JSON(mw ports.MilestoneWithAwards, now time.Time) MilestoneJSON {
+	m := mw.Milestone
+	out := MilestoneJSON{
+		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
+		SportTypes: m.SportTypes, Period: Period(m.MilestoneDefinition), Status: string(m.StatusAt(now)), Version: m.Version,
+		ProjectedAtUtc: m.ProjectedAtUtc,
+		Progress: Progress{
+			Value: m.Metric.ProgressInUnit(m.ProgressValue), Target: m.Target,
+			Percent: m.ProgressPercent(m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
+			ExactFromUtc: m.ExactFromUtc,
+		},
+		Awards: make([]AwardJSON, 0, len(mw.Awards)),
+	}
+	if out.SportTypes == nil {
+		out.SportTypes = []string{}
+	}
+	for _, a := range mw.Awards {
+		out.Awards = append(out.Awards, Award(a))
+	}
+	return out
+}

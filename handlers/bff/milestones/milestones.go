@@ -1,0 +1,59 @@
+// Package milestones serves the athlete's milestones (POST, GET, DELETE
+// /v1/milestones…): validation names every bad field (400
+// fields:[{field,message}]), partCount is copied from the model, and reads
+// show the projected progress with the period it covers and a status that
+// says ended once the period is over everywhere. handlers/bff mounts it
+// behind the session check.
+package milestones
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
+)
+
+// Creator creates milestones (and reads the model a milestone needs).
+type Creator interface {
+	// ModelMeta reads a model; model.ErrNotFound for an unknown one.
+	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
+	// CreateMilestone writes a new milestone within the user's limit
+	// (model.ErrMilestoneLimit past it).
+	CreateMilestone(ctx context.Context, m *model.Milestone) error
+}
+
+// Reader reads a user's milestones with their awards (all of them, or the
+// one named).
+type Reader interface {
+	MilestonesWithAwards(ctx context.Context, userID, milestoneID string) ([]ports.MilestoneWithAwards, bool, error)
+}
+
+// Deleter deletes a milestone, keeping its awards in the collection
+// (model.ErrNotFound when there is none).
+type Deleter interface {
+	DeleteMilestone(ctx context.Context, userID, milestoneID string) error
+}
+
+// Store is every port the milestone routes use.
+type Store interface {
+	Creator
+	Reader
+	Deleter
+}
+
+// Handler serves the milestone routes. Its methods have the shape of the
+// BFF's session-checked routes (handlers/bff.Handler.authed).
+type Handler struct {
+	st  Store
+	now func() time.Time
+	// backfill asks for the history a new milestone may reach into; it
+	// never fails the request.
+	backfill func(ctx context.Context, log *slog.Logger, userID, reason string)
+}
+
+// New returns a Handler over st with the clock now and the backfill hook.
+func New(st Store, now func() time.Time, backfill func(ctx context.Context, log *slog.Logger, userID, reason string)) *Handler {
+	return &Handler{st: st, now: now, backfill: backfill}
+}
