@@ -243,13 +243,18 @@ func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athle
 }
 
 // StripStravaIDs removes the Strava ids from what stays of the user: the
-// activity id on each award, and athleteId, activityId and sportType from
+// activity id on each award and on its collection entry, and athleteId, activityId and sportType from
 // the details of each audit entry about the user. It returns how many items
 // it changed; re-running it is harmless.
 func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error) {
 	n, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, []string{"activityId"})
 	if err != nil {
 		return n, fmt.Errorf("strip strava ids from awards of %s: %w", userID, err)
+	}
+	c, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, []string{"activityId"})
+	n += c
+	if err != nil {
+		return n, fmt.Errorf("strip strava ids from the collection of %s: %w", userID, err)
 	}
 	m, err := s.stripEach(ctx, s.st.Tables().Audit, keys.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
 	if err != nil {

@@ -48,7 +48,11 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	}
 	put(&model.Profile{UserID: "u1", AthleteID: athlete, DisplayName: "Ada Lovelace", CreatedAtUtc: now})
 	put(&model.Milestone{UserID: "u1", MilestoneID: "m1"})
-	put(&model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now})
+	award := model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now}
+	put(&award)
+	if err := s.CollectAwards(ctx, []model.Award{award}); err != nil { // its entry in the collection
+		t.Fatal(err)
+	}
 	put(&syncstate.SyncState{UserID: "u1", AthleteID: athlete})
 	var workouts []model.Entity // more than one transaction of deletes
 	for id := int64(1); id <= 150; id++ {
