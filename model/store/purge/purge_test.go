@@ -108,6 +108,16 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 			t.Errorf("no %s left (kinds left: %v); what the athlete made here stays", kept, left)
 		}
 	}
+	// Numbers print as floats in the scan above (4.24242424242e+11): read
+	// the award and its collection entry as awards.
+	var a model.Award
+	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u1", "m1", 0), &a); err != nil || a.ActivityID != 0 {
+		t.Errorf("award %+v, %v: want it kept without its activity id", a, err)
+	}
+	entries, _, err := s.CollectedAwards(ctx, "u1", "", 10)
+	if err != nil || len(entries) != 1 || entries[0].ActivityID != 0 {
+		t.Errorf("collection %+v, %v: want the award's entry kept without its activity id", entries, err)
+	}
 }
 
 // TestPurgeStopsAtAReconnect: a purge still running when the athlete signs
