@@ -210,6 +210,14 @@ func TestCreateMilestoneRejects(t *testing.T) {
 	}
 	with := func(k string, v any) map[string]any { m := valid(); m[k] = v; return m }
 	without := func(k string) map[string]any { m := valid(); delete(m, k); return m }
+	local := func(first, last string) map[string]any {
+		m := without("periodStartAtUtc")
+		m["periodStartDate"] = first
+		if last != "" {
+			m["periodEndDate"] = last
+		}
+		return m
+	}
 	tests := []struct {
 		name  string
 		given any
@@ -227,6 +235,13 @@ func TestCreateMilestoneRejects(t *testing.T) {
 		{"sport type in the wrong case", with("sportTypes", []string{"Run", "run"}), []string{"sportTypes"}},
 		{"unknown sport group", with("sportTypes", []string{"group:flying"}), []string{"sportTypes"}},
 		{"not json", "{", []string{"body"}},
+		{"impossible local date", local("2026-02-30", "2026-03-31"), []string{"periodStartDate"}},
+		{"impossible local end", local("2026-03-01", "2026-04-31"), []string{"periodEndDate"}},
+		{"local end before start", local("2026-03-31", "2026-03-01"), []string{"periodEndDate"}},
+		{"local date in another shape", local("1 March 2026", ""), []string{"periodStartDate"}},
+		{"both period forms", with("periodStartDate", "2026-03-01"), []string{"periodStartDate"}},
+		{"a local end with a UTC start", with("periodEndDate", "2026-03-31"), []string{"periodStartDate"}},
+		{"neither period form", without("periodStartAtUtc"), []string{"periodStartAtUtc"}},
 		{"everything wrong", map[string]any{"modelId": "nope", "metric": "x", "target": 0},
 			[]string{"title", "metric", "target", "periodStartAtUtc", "modelId"}},
 	}
@@ -332,6 +347,32 @@ func TestMilestoneCap(t *testing.T) {
 	if r.status != http.StatusConflict || eb.Error.Code != respond.CodeMilestoneLimit || eb.Error.Message == "" {
 		t.Fatalf("one past the cap: %d %s, want 409 %s with a reason", r.status, r.body, respond.CodeMilestoneLimit)
 	}
+	// The cap counts milestones not deleted: deleting one makes room for
+	// one, and only one.
+	if r := e.do(http.MethodDelete, "/v1/milestones/"+"old00", sid, nil); r.status != http.StatusNotFound {
+		t.Fatalf("DELETE of an id of another shape: %d, want 404", r.status)
+	}
+	var created milestones.MilestoneJSON
+	if r := e.do(http.MethodPost, "/v1/milestones", sid, body); r.status != http.StatusConflict {
+		t.Fatalf("at the cap before any deletion: %d %s, want 409", r.status, r.body)
+	}
+	r = e.do(http.MethodGet, "/v1/milestones", sid, nil)
+	var list struct{ Milestones []milestones.MilestoneJSON }
+	r.json(t, &list)
+	for _, m := range list.Milestones {
+		if respondOpaque(m.MilestoneID) {
+			created = m
+		}
+	}
+	if r := e.do(http.MethodDelete, "/v1/milestones/"+created.MilestoneID, sid, nil); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE %s: %d %s, want 204", created.MilestoneID, r.status, r.body)
+	}
+	if r := e.do(http.MethodPost, "/v1/milestones", sid, body); r.status != http.StatusCreated {
+		t.Fatalf("after a deletion: %d %s, want 201", r.status, r.body)
+	}
+	if r := e.do(http.MethodPost, "/v1/milestones", sid, body); r.status != http.StatusConflict {
+		t.Fatalf("past the cap again: %d %s, want 409", r.status, r.body)
+	}
 	// Every part of every milestone awarded: the projection still reads all.
 	um, err := e.st.UserMilestones(ctx, "capped")
 	if err != nil || len(um.Milestones) != model.MaxMilestonesPerUser {
@@ -356,3 +397,6 @@ func TestMilestoneCap(t *testing.T) {
 		}
 	}
 }
+
+// respondOpaque says whether id has the shape of the ids the API makes.
+func respondOpaque(id string) bool { return respond.OpaqueID.MatchString(id) }

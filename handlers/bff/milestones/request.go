@@ -55,8 +55,8 @@ func (req CreateRequest) definition() (model.MilestoneDefinition, *fieldErrors) 
 	}
 	local := req.PeriodStartDate != "" || req.PeriodEndDate != nil
 	if local && (req.PeriodStartAtUtc != "" || req.PeriodEndAtUtc != nil) {
+		// Named once; the local form is checked on its own.
 		ve.Add("periodStartDate", "give either periodStartDate/periodEndDate or periodStartAtUtc/periodEndAtUtc, not both")
-		return d, ve
 	}
 	if local {
 		d.PeriodStartDate = req.PeriodStartDate
