@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
@@ -65,6 +66,21 @@ type DemoResult struct {
 	Duplicate string
 	// History is the second act: an athlete with history connects.
 	History DemoHistory
+	// Sync is the device sync: the month's creates after the first
+	// DemoSingles, sent at once.
+	Sync DemoSync
+	// Collection is GET /v1/collection at the end.
+	Collection []collection.ModelJSON
+}
+
+// DemoSync is what a device sync cost at Strava.
+type DemoSync struct {
+	Activities int
+	// Lag is from the first of its webhooks to the milestone counting all.
+	Lag time.Duration
+	// ListPages and Fetches are the simulator's list and single-activity
+	// requests the sync caused.
+	ListPages, Fetches int64
 }
 
 // DemoHistory is what the backfill act did and saw: an athlete whose
@@ -105,7 +121,14 @@ type demo struct {
 	last    *stravasim.Event // the last webhook event sent
 	// connected is when the history athlete connected.
 	connected time.Time
+	// zone is where the demo athlete runs (DemoZone).
+	zone *time.Location
 }
+
+// DemoZone is where the demo athlete runs: their month is counted on
+// Sydney's clock, so a 6 am run on the first day counts although it is the
+// day before in UTC.
+const DemoZone = "Australia/Sydney"
 
 // Demo plays what a newcomer would do against a running stack (make run):
 // a simulated athlete logs in through the real OAuth redirects, commits to
@@ -139,8 +162,12 @@ func Demo(ctx context.Context, o DemoOptions) (DemoResult, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	zone, err := time.LoadLocation(DemoZone)
+	if err != nil {
+		return DemoResult{}, fmt.Errorf("demo zone: %w", err)
+	}
 	jar, _ := cookiejar.New(nil)
-	d := &demo{o: o, acts: map[int64]*demoActivity{}, sports: []string{"Run", "TrailRun"}, awarded: map[int]bool{},
+	d := &demo{o: o, zone: zone, acts: map[int64]*demoActivity{}, sports: []string{"Run", "TrailRun"}, awarded: map[int]bool{},
 		http: &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 			if req.URL.Path == "/" {
 				return http.ErrUseLastResponse // the callback's redirect home ends the login
@@ -224,35 +251,76 @@ func (d *demo) milestone(ctx context.Context) error {
 			model = m
 		}
 	}
-	now := time.Now().UTC()
-	d.start = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -30)
+	now := time.Now().In(d.zone)
+	d.start = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, d.zone).AddDate(0, 0, -30)
 	d.end = d.start.AddDate(0, 0, 31)
 	d.res.Target, d.res.PartCount = 100_000, model.PartCount
 	var m milestones.MilestoneJSON
 	if err := d.send(ctx, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": model.ModelID, "title": "Run 100 km this month", "metric": "distance", "target": d.res.Target,
-		"sportTypes": d.sports, "periodStartAtUtc": d.start, "periodEndAtUtc": d.end,
+		"sportTypes": d.sports, "periodStartDate": d.start.Format(time.DateOnly), "periodEndDate": d.end.AddDate(0, 0, -1).Format(time.DateOnly),
 	}, &m, http.StatusCreated); err != nil {
 		return fmt.Errorf("create milestone: %w", err)
 	}
 	d.res.MilestoneID = m.MilestoneID
-	d.say("Milestone %q: %s of runs between %s and %s builds the %s (%d parts).\n",
-		m.Title, km(d.res.Target), d.start.Format("2 Jan"), d.end.AddDate(0, 0, -1).Format("2 Jan"), model.Name, model.PartCount)
+	d.say("Milestone %q: %s of runs between %s and %s on the athlete's own clock (%s calendar; they run in %s)",
+		m.Title, km(d.res.Target), m.Period.StartDate, m.Period.EndDate, m.Period.Calendar, d.zone)
+	d.say("builds the %s (%d parts).\n", model.Name, model.PartCount)
 
 	return nil
 }
 
-// month sends a month of activities as webhooks, with a duplicate, two
-// corrections and a delete on the way.
+// month sends a month of activities: the first few uploaded one by one,
+// each counted with its own lag; the rest as one device sync (a burst of
+// creates, which the pipeline serves with list pages); then a duplicate,
+// two corrections and a delete.
 func (d *demo) month(ctx context.Context) error {
-	// 4. A month of activities, as webhooks.
+	acts := d.monthAtStrava()
+	singles := min(DemoSingles, len(acts))
+	var created []int64
+	for _, a := range acts[:singles] {
+		if err := d.putActivity(ctx, a); err != nil {
+			return err
+		}
+		what := fmt.Sprintf("upload: %s %s on %s", a.SportType, km(a.Distance), a.StartDate.In(d.zone).Format("2 Jan 15:04"))
+		if a.StartDate.In(d.zone).Day() != a.StartDate.UTC().Day() {
+			what += fmt.Sprintf(" (%s in UTC)", a.StartDate.UTC().Format("2 Jan"))
+		}
+		if err := d.event(ctx, "create", a.ID, what); err != nil {
+			return err
+		}
+		created = append(created, a.ID)
+	}
+	if err := d.deviceSync(ctx, acts[singles:]); err != nil {
+		return err
+	}
+	for _, a := range acts[singles:] {
+		created = append(created, a.ID)
+	}
+	for _, n := range []int{4, 8, 12, 15} {
+		if err := d.twist(ctx, created[:min(n, len(created))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DemoSingles is how many of the month's activities the demo uploads one
+// by one before the device sync sends the rest at once.
+const DemoSingles = 3
+
+// monthAtStrava plans a month of activities in the demo's zone, 6 am to
+// 4 pm local: runs that count, rides and walks that do not, rest days.
+func (d *demo) monthAtStrava() []stravasim.Activity {
 	rng := rand.New(rand.NewPCG(d.o.Seed, uint64(d.o.AthleteID)))
 	id := d.o.AthleteID * 1000
-	var created []int64
+	var out []stravasim.Activity
 	for day := 0; day < 30; day++ {
 		var sport string
 		var dist float64
 		switch r := rng.IntN(10); {
+		case day == 0: // 6 am on the first day, below: the day before in UTC
+			sport, dist = "Run", 6000
 		case r < 5:
 			sport, dist = "Run", 5000+float64(rng.IntN(7000))
 		case r < 6:
@@ -265,25 +333,66 @@ func (d *demo) month(ctx context.Context) error {
 			continue // a rest day
 		}
 		id++
-		act := stravasim.Activity{ID: id, AthleteID: d.o.AthleteID, Name: fmt.Sprintf("Day %d %s", day+1, sport), SportType: sport,
+		local := d.start.AddDate(0, 0, day).Add(6*time.Hour + time.Duration(rng.IntN(600))*time.Minute)
+		if day == 0 {
+			local = d.start.Add(6 * time.Hour)
+		}
+		out = append(out, stravasim.Activity{ID: id, AthleteID: d.o.AthleteID, Name: fmt.Sprintf("Day %d %s", day+1, sport), SportType: sport,
 			Distance: dist + float64(rng.IntN(10))/10, MovingTime: int64(dist / 3), ElapsedTime: int64(dist/3) + 60,
-			TotalElevationGain: float64(rng.IntN(200)), StartDate: d.start.AddDate(0, 0, day).Add(6*time.Hour + time.Duration(rng.IntN(600))*time.Minute)}
-		if err := d.putActivity(ctx, act); err != nil {
+			TotalElevationGain: float64(rng.IntN(200)), StartDate: local.UTC(), Zone: d.zone.String()})
+	}
+	return out
+}
+
+// deviceSync sends acts as a watch's sync does: every create at once. It
+// waits until the milestone counts them all and says how Strava was read.
+func (d *demo) deviceSync(ctx context.Context, acts []stravasim.Activity) error {
+	before, err := d.simStats(ctx)
+	if err != nil {
+		return err
+	}
+	var first time.Time
+	for _, a := range acts {
+		if err := d.putActivity(ctx, a); err != nil {
 			return err
 		}
-		if err := d.event(ctx, "create", act.ID, fmt.Sprintf("%s %s on %s", sport, km(act.Distance), act.StartDate.Format("2 Jan"))); err != nil {
-			return err
+		var del stravasim.ControlDelivery
+		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
+			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, &del, http.StatusOK); err != nil {
+			return fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 		}
-		created = append(created, act.ID)
-		if err := d.twist(ctx, created); err != nil {
-			return err
+		d.last = &del.Event
+		if first.IsZero() {
+			first = del.SentAtUtc
 		}
 	}
+	d.say("%-44s (the pipeline gathers a burst and reads Strava's list pages)", fmt.Sprintf("device sync: %d activities at once", len(acts)))
+	if err := d.await(ctx, first, 0, fmt.Sprintf("device sync: %d activities counted", len(acts))); err != nil {
+		return err
+	}
+	after, err := d.simStats(ctx)
+	if err != nil {
+		return err
+	}
+	d.res.Sync = DemoSync{Activities: len(acts), Lag: d.res.Steps[len(d.res.Steps)-1].Lag,
+		ListPages: after.ListRequests - before.ListRequests, Fetches: after.ActivityRequests - before.ActivityRequests}
+	d.say("  Strava read with %d list page(s) and %d single fetches for %d activities, not one fetch each",
+		d.res.Sync.ListPages, d.res.Sync.Fetches, len(acts))
 	return nil
 }
 
-// twist is what happens after the n-th create: a duplicate delivery, a
-// corrected run, a deleted one, a ride recategorised as a run.
+// simStats reads the simulator's counters.
+func (d *demo) simStats(ctx context.Context) (stravasim.Stats, error) {
+	var st stravasim.Stats
+	if err := d.send(ctx, http.MethodGet, d.o.SimURL+stravasim.ControlPrefix+"stats", nil, &st, http.StatusOK); err != nil {
+		return st, fmt.Errorf("read the simulator's stats: %w", err)
+	}
+	return st, nil
+}
+
+// twist is what happens once created holds n creates: a duplicate
+// delivery (4), a corrected run (8), a deleted one (12), a ride
+// recategorised as a run (15).
 func (d *demo) twist(ctx context.Context, created []int64) error {
 	switch len(created) {
 	case 4: // Strava delivers one event twice: the second is a duplicate.
@@ -346,7 +455,18 @@ func (d *demo) summary(ctx context.Context) error {
 		d.say("End-to-end lag (webhook sent → milestone updated) over %d changes: p50 %s, max %s.",
 			len(lags), lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
-	d.say("See it yourself: GET %s/v1/milestones/%s with the demo athlete's session (log in as athlete %d).", d.o.APIURL, d.res.MilestoneID, d.o.AthleteID)
+	var col struct {
+		Models []collection.ModelJSON `json:"models"`
+	}
+	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/collection", nil, &col, http.StatusOK); err != nil {
+		return fmt.Errorf("read collection: %w", err)
+	}
+	d.res.Collection = col.Models
+	for _, m := range col.Models {
+		d.say("Collection: %s, %d of %d parts (%.0f%%), %d duplicates.", m.Name, len(m.Owned), m.PartCount, m.Percent, m.Duplicates)
+	}
+	d.say("See it yourself: GET %s/v1/milestones/%s, /v1/awards and /v1/collection with the demo athlete's session (log in as athlete %d).",
+		d.o.APIURL, d.res.MilestoneID, d.o.AthleteID)
 	return nil
 }
 
@@ -507,7 +627,8 @@ func (d *demo) firstCounted(ids []int64) int64 {
 }
 
 func (d *demo) counts(a *demoActivity) bool {
-	return !a.deleted && slices.Contains(d.sports, a.SportType) && !a.StartDate.Before(d.start) && a.StartDate.Before(d.end)
+	day := a.StartDate.In(d.zone)
+	return !a.deleted && slices.Contains(d.sports, a.SportType) && !day.Before(d.start) && day.Before(d.end)
 }
 
 // expected is what the projection must show: metres of counted activities

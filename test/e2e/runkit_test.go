@@ -148,6 +148,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 		logMu.Unlock()
 		t.Fatalf("demo: %v\n%s\nworker jobs held back:\n%s", err, out.String(), strings.Join(held, "\n"))
 	}
+	t.Logf("the demo said:\n%s", out.String())
 	f := res.Final
 	if f.Status != "completed" || len(f.Awards) != res.PartCount || f.Progress.Value < res.Target {
 		t.Fatalf("final milestone %+v, want completed with %d awards", f, res.PartCount)
@@ -159,6 +160,18 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	}
 	if res.Duplicate != "duplicate" {
 		t.Errorf("duplicate webhook answered %q, want duplicate", res.Duplicate)
+	}
+	// The device sync is served by list pages, not a fetch per activity.
+	if sy := res.Sync; sy.Activities < 10 || sy.ListPages < 1 || sy.Fetches >= int64(sy.Activities) {
+		t.Errorf("device sync %+v: want its activities read from list pages", sy)
+	}
+	// The first run, at 6 am on the first local day (the day before in
+	// UTC), counts: it tipped the first part.
+	if first := res.Steps[0]; first.Lag == 0 || len(first.NewAwards) == 0 && first.Value == 0 {
+		t.Errorf("the 6 am run of the first local day: %+v, want it counted", first)
+	}
+	if len(res.Collection) != 1 || res.Collection[0].ModelID != f.ModelID || len(res.Collection[0].Owned) != res.PartCount {
+		t.Errorf("collection %+v, want every part of %s", res.Collection, f.ModelID)
 	}
 	minted := 0
 	for _, s := range res.Steps {

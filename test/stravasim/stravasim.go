@@ -116,7 +116,7 @@ type Activity struct {
 	// start_date_local is the wall clock there (with Strava's misleading
 	// "Z") and timezone names it as Strava does, with the offset of that
 	// instant, so daylight saving shows.
-	Zone string `json:"-"`
+	Zone string `json:"zone,omitempty"`
 }
 
 // local is Strava's start_date_local and timezone of a.
