@@ -20,18 +20,20 @@ const (
 	EntityAthleteOwner     EntityType = "STRAVA_ATHLETE_OWNER"
 	EntityWorkout          EntityType = "WORKOUT"
 	EntityMilestone        EntityType = "MILESTONE"
-	EntityAward            EntityType = "AWARD"
-	EntityModelMeta        EntityType = "MODEL_META"
-	EntityModelPart        EntityType = "MODEL_PART"
-	EntitySession          EntityType = "SESSION"
-	EntityAudit            EntityType = "AUDIT"
-	EntityIdempotency      EntityType = "IDEMPOTENCY"
-	EntityRateLimit        EntityType = "RATE_LIMIT"
-	EntityParked           EntityType = "PARKED_RECORD"
-	EntityAthleteReads     EntityType = "STRAVA_ATHLETE_READS"
-	EntityAthleteDayReads  EntityType = "STRAVA_ATHLETE_DAY_READS"
-	EntityUserGuard        EntityType = "USER_GUARD"
-	EntityMilestoneCount   EntityType = "MILESTONE_COUNT"
+	// EntityMilestonePeriod is one period of a series (Milestone.PeriodOf).
+	EntityMilestonePeriod EntityType = "MILESTONE_PERIOD"
+	EntityAward           EntityType = "AWARD"
+	EntityModelMeta       EntityType = "MODEL_META"
+	EntityModelPart       EntityType = "MODEL_PART"
+	EntitySession         EntityType = "SESSION"
+	EntityAudit           EntityType = "AUDIT"
+	EntityIdempotency     EntityType = "IDEMPOTENCY"
+	EntityRateLimit       EntityType = "RATE_LIMIT"
+	EntityParked          EntityType = "PARKED_RECORD"
+	EntityAthleteReads    EntityType = "STRAVA_ATHLETE_READS"
+	EntityAthleteDayReads EntityType = "STRAVA_ATHLETE_DAY_READS"
+	EntityUserGuard       EntityType = "USER_GUARD"
+	EntityMilestoneCount  EntityType = "MILESTONE_COUNT"
 	// The sync items (model/syncstate).
 	EntitySyncState       EntityType = "SYNC_STATE"
 	EntitySyncReads       EntityType = "SYNC_READS"
@@ -230,7 +232,11 @@ type MilestoneDefinition struct {
 	PeriodEndAtUtc   *time.Time `dynamodbav:"periodEndAtUtc,omitempty" json:"periodEndAtUtc,omitempty"`
 	PeriodStartDate  string     `dynamodbav:"periodStartDate,omitempty" json:"periodStartDate,omitempty"`
 	PeriodEndDate    string     `dynamodbav:"periodEndDate,omitempty" json:"periodEndDate,omitempty"`
-	PartCount        int        `dynamodbav:"partCount" json:"partCount"`
+	// Recurrence (weekly, monthly, yearly; local days only) makes the
+	// milestone a series: one period per week, month or year, each with
+	// its own progress and awards (period items, Milestone.PeriodOf).
+	Recurrence string `dynamodbav:"recurrence,omitempty" json:"recurrence,omitempty"`
+	PartCount  int    `dynamodbav:"partCount" json:"partCount"`
 }
 
 // Projection is the derived part of a milestone, always recomputable from
@@ -261,6 +267,10 @@ type Milestone struct {
 	Projection
 	Version      int64     `dynamodbav:"version"`
 	CreatedAtUtc time.Time `dynamodbav:"createdAtUtc"`
+	// PeriodOf, on a period item of a series (USER#{userId} /
+	// SERIES#{milestoneId}#{first day}), is the period's first day: the
+	// definition's local days are then the period's and Recurrence is empty.
+	PeriodOf string `dynamodbav:"periodOf,omitempty"`
 	// WrittenBy says who wrote the item last: WriterAPI for definition writes,
 	// WriterProjector for projected progress. The stream filter and the
 	// projector use it so the projector's own writes never re-trigger it.
@@ -290,6 +300,9 @@ type Award struct {
 	AwardedAtUtc  time.Time         `dynamodbav:"awardedAtUtc"`
 	ActivityID    int64             `dynamodbav:"activityId"`
 	CorrelationID string            `dynamodbav:"correlationId"`
+	// PeriodOf is the first day of the series' period the award belongs
+	// to (empty for a milestone that does not repeat).
+	PeriodOf string `dynamodbav:"periodOf,omitempty"`
 	// Collected says the award's entry in the user's collection
 	// (CollectedKey) exists; awards minted before the collection lack it
 	// until the projector files them.

@@ -16,6 +16,7 @@ var SchemaVersions = map[EntityType]int{
 	EntityAthleteOwner:     1,
 	EntityWorkout:          1,
 	EntityMilestone:        1,
+	EntityMilestonePeriod:  1,
 	EntityAward:            1,
 	EntityModelMeta:        1,
 	EntityModelPart:        1,
@@ -157,15 +158,28 @@ func (w *Workout) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (m *Milestone) ItemKey() Key { return keys.MilestoneKey(m.UserID, m.MilestoneID) }
+func (m *Milestone) ItemKey() Key {
+	if m.PeriodOf != "" {
+		return keys.SeriesPeriodKey(m.UserID, m.MilestoneID, m.PeriodOf)
+	}
+	return keys.MilestoneKey(m.UserID, m.MilestoneID)
+}
 
 // Stamp implements Entity.
-func (m *Milestone) Stamp() { m.Key, m.Meta = m.ItemKey(), current(EntityMilestone) }
+func (m *Milestone) Stamp() { m.Key, m.Meta = m.ItemKey(), current(m.entityType()) }
+
+// entityType is a period item's or a milestone's.
+func (m *Milestone) entityType() EntityType {
+	if m.PeriodOf != "" {
+		return EntityMilestonePeriod
+	}
+	return EntityMilestone
+}
 
 // Normalize implements Entity. Legacy (v0) milestones may lack a status
 // (active) and a sportTypes list (all sports).
 func (m *Milestone) Normalize() error {
-	if err := normalize(&m.Meta, EntityMilestone); err != nil {
+	if err := normalize(&m.Meta, m.entityType()); err != nil {
 		return err
 	}
 	if m.Status == "" {
@@ -178,7 +192,12 @@ func (m *Milestone) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (a *Award) ItemKey() Key { return keys.AwardKey(a.UserID, a.MilestoneID, a.PartIndex) }
+func (a *Award) ItemKey() Key {
+	if a.PeriodOf != "" {
+		return keys.SeriesAwardKey(a.UserID, a.MilestoneID, a.PeriodOf, a.PartIndex)
+	}
+	return keys.AwardKey(a.UserID, a.MilestoneID, a.PartIndex)
+}
 
 // Stamp implements Entity.
 func (a *Award) Stamp() { a.Key, a.Meta = a.ItemKey(), current(EntityAward) }

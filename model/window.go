@@ -12,7 +12,8 @@ type Window = calendar.Window
 
 // Period is the definition's period in calendar's terms.
 func (d MilestoneDefinition) Period() calendar.Period {
-	return calendar.Period{StartAtUtc: d.PeriodStartAtUtc, EndAtUtc: d.PeriodEndAtUtc, StartDate: d.PeriodStartDate, EndDate: d.PeriodEndDate}
+	return calendar.Period{StartAtUtc: d.PeriodStartAtUtc, EndAtUtc: d.PeriodEndAtUtc, StartDate: d.PeriodStartDate,
+		EndDate: d.PeriodEndDate, Recurrence: d.Recurrence}
 }
 
 // Window is the interval of UTC start instants whose workouts can count

@@ -13,6 +13,9 @@ type Period struct {
 	StartAtUtc         time.Time
 	EndAtUtc           *time.Time
 	StartDate, EndDate string
+	// Recurrence, when set, makes the local days a series (Weekly, Monthly,
+	// Yearly) of periods, each with its own progress (Occurrence).
+	Recurrence string
 }
 
 // Local says whether the period is in the athlete's local calendar.
@@ -107,5 +110,6 @@ func (p Period) Check() []FieldProblem {
 	case p.EndAtUtc != nil && !p.EndAtUtc.After(p.StartAtUtc):
 		add("periodEndAtUtc", "must be after periodStartAtUtc")
 	}
+	p.checkSeries(add)
 	return out
 }

@@ -39,3 +39,27 @@ func ParseCollectedAwardSK(sk string) (awardedAtUtc time.Time, milestoneID strin
 	}
 	return at.UTC(), fields[1], part, true
 }
+
+// PrefixSeries starts the sort keys of a series' periods and their awards
+// (SeriesPeriodSK), outside the milestone range the projector reads for
+// every event: a series' past never adds to an event's read.
+const PrefixSeries = "SERIES#"
+
+// SeriesSKPrefix is the prefix of every period (and award) of a series.
+func SeriesSKPrefix(milestoneID string) string { return PrefixSeries + milestoneID + sep }
+
+// SeriesPeriodSK is the sort key of one period of a series, by its first
+// local day (YYYY-MM-DD); its awards follow it (SeriesAwardSK).
+func SeriesPeriodSK(milestoneID, startDate string) string {
+	return SeriesSKPrefix(milestoneID) + startDate
+}
+
+// SeriesPeriodKey addresses one period of a user's series.
+func SeriesPeriodKey(userID, milestoneID, startDate string) Key {
+	return Key{UserPK(userID), SeriesPeriodSK(milestoneID, startDate)}
+}
+
+// SeriesAwardKey addresses one minted part of a series' period.
+func SeriesAwardKey(userID, milestoneID, startDate string, partIndex int) Key {
+	return Key{UserPK(userID), fmt.Sprintf("%s%s%02d", SeriesPeriodSK(milestoneID, startDate), awardInfix, partIndex)}
+}

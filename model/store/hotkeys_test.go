@@ -308,7 +308,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 		if spec.Name != tables.Idempotency {
 			continue
 		}
-		in := spec.CreateTableInput()
+		in := tableadmin.CreateTableInput(spec)
 		in.GlobalSecondaryIndexes[0].Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
 		if _, err := db.CreateTable(ctx, in); err != nil {
 			t.Fatal(err)

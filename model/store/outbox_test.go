@@ -201,7 +201,7 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 	tables := store.TableNames(dynamolocal.UniquePrefix())
 	old := store.Specs(tables)[3]
 	old.GSIs = nil
-	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
+	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(old)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })

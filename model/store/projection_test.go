@@ -487,7 +487,7 @@ func TestCreateTablesRefusesAMainTableWithoutTheDateIndex(t *testing.T) {
 	tables := store.TableNames(dynamolocal.UniquePrefix())
 	old := store.Specs(tables)[0]
 	old.LSIs = nil // as deployments created it before LSI1
-	if _, err := db.CreateTable(ctx, old.CreateTableInput()); err != nil {
+	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(old)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })

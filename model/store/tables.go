@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model/store/capacity"
@@ -88,15 +86,6 @@ func (g IndexSpec) ProjectionType() types.ProjectionType {
 	return g.Projection
 }
 
-// projection renders the spec's projection for CreateTable/UpdateTable.
-func (g IndexSpec) projection() *types.Projection {
-	p := &types.Projection{ProjectionType: g.ProjectionType()}
-	if p.ProjectionType == types.ProjectionTypeInclude {
-		p.NonKeyAttributes = g.NonKeyAttributes
-	}
-	return p
-}
-
 // AthleteIndexAttributes are what the main table's GSI1 projects beyond
 // the keys: what ResolveAthlete decodes from a Strava connection found
 // through it (the user, the athlete and the schema meta). The tokens and
@@ -169,56 +158,6 @@ func Specs(t Tables) []TableSpec {
 			PITR:         true,
 		},
 	}
-}
-
-// CreateTableInput renders the spec as an on-demand CreateTable request.
-func (s TableSpec) CreateTableInput() *dynamodb.CreateTableInput {
-	attrs := map[string]bool{}
-	var defs []types.AttributeDefinition
-	addAttr := func(name string) {
-		if name != "" && !attrs[name] {
-			attrs[name] = true
-			defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS})
-		}
-	}
-	keySchema := func(hash, rng string) []types.KeySchemaElement {
-		ks := []types.KeySchemaElement{{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash}}
-		if rng != "" {
-			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange})
-		}
-		return ks
-	}
-	in := &dynamodb.CreateTableInput{
-		TableName:   aws.String(s.Name),
-		BillingMode: types.BillingModePayPerRequest,
-		KeySchema:   keySchema(s.HashKey, s.RangeKey),
-	}
-	addAttr(s.HashKey)
-	addAttr(s.RangeKey)
-	for _, g := range s.GSIs {
-		addAttr(g.HashKey)
-		addAttr(g.RangeKey)
-		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
-			IndexName:  aws.String(g.Name),
-			KeySchema:  keySchema(g.HashKey, g.RangeKey),
-			Projection: g.projection(),
-		})
-	}
-	for _, l := range s.LSIs {
-		addAttr(l.RangeKey)
-		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, types.LocalSecondaryIndex{
-			IndexName: aws.String(l.Name),
-			KeySchema: keySchema(s.HashKey, l.RangeKey),
-			Projection: &types.Projection{
-				ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: l.NonKeyAttributes,
-			},
-		})
-	}
-	in.AttributeDefinitions = defs
-	if s.StreamView != "" {
-		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.StreamView}
-	}
-	return in
 }
 
 // KeySchemas are the keys of specs' tables and indexes, as the write-key

@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/scripts/migratekit"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -24,7 +25,7 @@ func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 	spec := store.Specs(tables)[0]
 	spec.LSIs = nil
 	ctx := context.Background()
-	if _, err := db.CreateTable(ctx, spec.CreateTableInput()); err != nil {
+	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(spec)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -25,7 +25,7 @@ import (
 // does not implement it.
 func CreateTables(ctx context.Context, db *dynamodb.Client, t store.Tables) error {
 	for _, s := range store.Specs(t) {
-		_, err := db.CreateTable(ctx, s.CreateTableInput())
+		_, err := db.CreateTable(ctx, CreateTableInput(s))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
 			return fmt.Errorf("create table %s: %w", s.Name, err)
@@ -107,7 +107,7 @@ func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s store.TableSp
 	for _, g := range out.Table.GlobalSecondaryIndexes {
 		have[aws.ToString(g.IndexName)] = g.Projection
 	}
-	in := s.CreateTableInput()
+	in := CreateTableInput(s)
 	added := false
 	for _, g := range in.GlobalSecondaryIndexes {
 		p, ok := have[aws.ToString(g.IndexName)]
@@ -214,4 +214,63 @@ func StreamARN(ctx context.Context, db *dynamodb.Client, t store.Tables) (string
 		return "", fmt.Errorf("table %s has no stream", t.Main)
 	}
 	return *out.Table.LatestStreamArn, nil
+}
+
+// CreateTableInput renders the spec as an on-demand CreateTable request.
+func CreateTableInput(s store.TableSpec) *dynamodb.CreateTableInput {
+	attrs := map[string]bool{}
+	var defs []types.AttributeDefinition
+	addAttr := func(name string) {
+		if name != "" && !attrs[name] {
+			attrs[name] = true
+			defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS})
+		}
+	}
+	keySchema := func(hash, rng string) []types.KeySchemaElement {
+		ks := []types.KeySchemaElement{{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash}}
+		if rng != "" {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange})
+		}
+		return ks
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(s.Name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema:   keySchema(s.HashKey, s.RangeKey),
+	}
+	addAttr(s.HashKey)
+	addAttr(s.RangeKey)
+	for _, g := range s.GSIs {
+		addAttr(g.HashKey)
+		addAttr(g.RangeKey)
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(g.Name),
+			KeySchema:  keySchema(g.HashKey, g.RangeKey),
+			Projection: projection(g),
+		})
+	}
+	for _, l := range s.LSIs {
+		addAttr(l.RangeKey)
+		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, types.LocalSecondaryIndex{
+			IndexName: aws.String(l.Name),
+			KeySchema: keySchema(s.HashKey, l.RangeKey),
+			Projection: &types.Projection{
+				ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: l.NonKeyAttributes,
+			},
+		})
+	}
+	in.AttributeDefinitions = defs
+	if s.StreamView != "" {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.StreamView}
+	}
+	return in
+}
+
+// projection renders the spec's projection for CreateTable/UpdateTable.
+func projection(g store.IndexSpec) *types.Projection {
+	p := &types.Projection{ProjectionType: g.ProjectionType()}
+	if p.ProjectionType == types.ProjectionTypeInclude {
+		p.NonKeyAttributes = g.NonKeyAttributes
+	}
+	return p
 }
