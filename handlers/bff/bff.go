@@ -140,8 +140,8 @@ type Handler struct {
 	profiles   ProfileStore
 	milestones *milestones.Handler
 	collection *collection.Handler
-	// readMilestones reads milestones for the export.
-	readMilestones milestones.Reader
+	// readMilestones reads milestones for the export and the page.
+	readMilestones milestones.Store
 	// readAwards reads the collection for the export.
 	readAwards collection.Store
 	syncs      SyncStateStore

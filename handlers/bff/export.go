@@ -111,7 +111,11 @@ func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, er
 		return exportHead{}, err
 	}
 	for _, m := range ms {
-		head.Milestones = append(head.Milestones, milestones.JSON(m, h.now()))
+		j, err := milestones.Show(ctx, h.readMilestones, userID, m, h.now())
+		if err != nil {
+			return exportHead{}, err
+		}
+		head.Milestones = append(head.Milestones, j)
 	}
 	// The collection rides on the first page: it holds a few hundred awards
 	// per year of weekly milestones, far inside a page (collection.MaxCollection).

@@ -89,7 +89,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 				data.Scope = strava.ActivityScope(c.Scopes)
 			}
 			for _, m := range ms {
-				data.Milestones = append(data.Milestones, milestones.JSON(m, h.now()))
+				j, err := milestones.Show(ctx, h.readMilestones, sess.UserID, m, h.now())
+				if err != nil {
+					respond.Fail(ctx, w, log, "page: read series", err)
+					return
+				}
+				data.Milestones = append(data.Milestones, j)
 			}
 		case err != nil && !errors.Is(err, model.ErrNotFound):
 			respond.Fail(ctx, w, log, "page: read session", err)

@@ -63,3 +63,13 @@ func SeriesPeriodKey(userID, milestoneID, startDate string) Key {
 func SeriesAwardKey(userID, milestoneID, startDate string, partIndex int) Key {
 	return Key{UserPK(userID), fmt.Sprintf("%s%s%02d", SeriesPeriodSK(milestoneID, startDate), awardInfix, partIndex)}
 }
+
+// AwardOwnerID names whose parts an AWARD_MINTED entry counts
+// (AwardMintedAuditKey): the milestone, or one period of a series
+// ({milestoneId}.{first day}), so two periods' entries never share a key.
+func AwardOwnerID(milestoneID, periodOf string) string {
+	if periodOf == "" {
+		return milestoneID
+	}
+	return milestoneID + "." + periodOf
+}

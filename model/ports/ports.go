@@ -46,6 +46,9 @@ type UserMilestones struct {
 // empty.
 type ProjectionWrite struct {
 	UserID, MilestoneID string
+	// PeriodOf names the series' period written (its item,
+	// keys.SeriesPeriodKey), empty for a milestone that does not repeat.
+	PeriodOf string
 	ExpectedVersion     int64
 	Projection          model.Projection
 	Awards              []*model.Award
@@ -79,4 +82,12 @@ type WorkoutLog struct {
 	Workouts  []model.Workout
 	Truncated bool
 	ExactFrom time.Time
+}
+
+// SeriesPeriod is one period of a series as stored: its item (nil until
+// first projected; Milestone.PeriodOf names the period) and its awards by
+// part.
+type SeriesPeriod struct {
+	Period *model.Milestone
+	Awards map[int]model.Award
 }

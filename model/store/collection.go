@@ -163,8 +163,14 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	if err := s.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
 	}
-	if err := s.BatchDelete(ctx, s.t.Main, ks); err != nil {
-		return fmt.Errorf("delete award items of milestone %s: %w", milestoneID, err)
+	series, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID), QueryOptions{Projection: []string{"PK", "SK"}})
+	for _, it := range series.Items { // a series' periods and their awards (filed when minted)
+		if k, kerr := KeyOf(it); kerr == nil {
+			ks = append(ks, k)
+		}
+	}
+	if err := errors.Join(err, s.BatchDelete(ctx, s.t.Main, ks)); err != nil {
+		return fmt.Errorf("delete award items and periods of milestone %s: %w", milestoneID, err)
 	}
 	return nil
 }

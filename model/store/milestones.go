@@ -318,6 +318,9 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		c.Remove = append(c.Remove, "exactFromUtc")
 	}
 	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
+	if w.PeriodOf != "" {
+		k = keys.SeriesPeriodKey(w.UserID, w.MilestoneID, w.PeriodOf)
+	}
 	if len(w.Awards) == 0 && len(w.Audits) == 0 {
 		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)

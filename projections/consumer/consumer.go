@@ -40,14 +40,26 @@ const (
 	EventRecordParked        = "PROJECTOR_RECORD_PARKED"
 )
 
-// Store is what the consumer needs from the DynamoDB adapter.
+// Store is what the consumer needs from the DynamoDB adapter: what it
+// reads, what it writes, and the periods of series.
 type Store interface {
+	Reader
+	Writer
+	SeriesStore
+}
+
+// Reader reads a user's milestones, log, catalog and award audits.
+type Reader interface {
 	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	WriteProjection(ctx context.Context, w ports.ProjectionWrite) error
 	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
 	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
+}
+
+// Writer writes projections, audit entries and parked records.
+type Writer interface {
+	WriteProjection(ctx context.Context, w ports.ProjectionWrite) error
 	AppendAudit(ctx context.Context, e *model.AuditEntry) error
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// RemoveGuarded removes workouts written while the user's guard held.
@@ -55,6 +67,15 @@ type Store interface {
 	// CollectAwards files award items minted before the collection existed
 	// (model.Award.Collected false) in the user's collection.
 	CollectAwards(ctx context.Context, awards []model.Award) error
+}
+
+// SeriesStore reads and starts the periods of a series.
+type SeriesStore interface {
+	// SeriesPeriods reads the periods starting on starts (nil: every
+	// period) with their awards; periods never written are absent.
+	SeriesPeriods(ctx context.Context, userID, milestoneID string, starts []string) (map[string]ports.SeriesPeriod, error)
+	// StartPeriod writes a period's item at version 0 unless it exists.
+	StartPeriod(ctx context.Context, p *model.Milestone) error
 }
 
 // Options tune a Consumer; the zero value is usable.

@@ -54,6 +54,13 @@ type Decision struct {
 	// Written: the record is a webhook fetch's write of that workout
 	// (INSERT or MODIFY), removed again when the user's guard holds.
 	Written bool
+	// Days are the local days (YYYY-MM-DD) a workout record concerns: its
+	// start before and after the change (none for a tombstone that never
+	// held one). Only for workout records: any other trigger (a milestone,
+	// a sync page's request) projects every period of a series.
+	Days []string
+	// DaysKnown says Days names everything the record concerns.
+	DaysKnown bool
 	// Reason says why, for logs.
 	Reason string
 	// Err is why a record must be parked (matches model.ErrInvalid or
@@ -128,6 +135,7 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		if v, ok := rec.Change.OldImage["correlationId"]; ok && v.DataType() == events.DataTypeString {
 			d.CorrelationID = v.String()
 		}
+		d.Days, d.DaysKnown = workoutDays(rec.Change.OldImage), true
 		if rec.UserIdentity != nil && rec.UserIdentity.PrincipalID != "" {
 			d.Reason += " by " + rec.UserIdentity.PrincipalID // dynamodb.amazonaws.com: TTL
 		}
@@ -151,6 +159,9 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 			return d
 		}
 		d.Action, d.Written, d.Reason = Recompute, true, "workout "+strings.ToLower(rec.EventName)
+		d.Days = append(workoutDays(rec.Change.NewImage), workoutDays(rec.Change.OldImage)...)
+		// A MODIFY without its old image hides the day it moved from.
+		d.DaysKnown = rec.EventName == string(events.DynamoDBOperationTypeInsert) || len(rec.Change.OldImage) > 0
 		return d
 	case keys.KindSyncState:
 		return classifySyncState(rec, d)
@@ -212,6 +223,16 @@ func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
 	d.Action = Recompute
 	d.Reason = fmt.Sprintf("sync asks to project %d imported workouts", cur.ProjectedCount-old.ProjectedCount)
 	return d
+}
+
+// workoutDays is the local day of a workout image (none for an image
+// without a start: a tombstone, or no image).
+func workoutDays(img map[string]events.DynamoDBAttributeValue) []string {
+	var w model.Workout
+	if len(img) == 0 || decodeImage(img, &w) != nil || (w.StartDateUtc.IsZero() && w.DateSK == "") {
+		return nil
+	}
+	return []string{w.LocalDate()}
 }
 
 func decodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {

@@ -59,6 +59,12 @@ func (fakeStore) RemoveGuarded(context.Context, *model.UserGuard, []model.Key) (
 
 func (fakeStore) CollectAwards(context.Context, []model.Award) error { return nil }
 
+func (fakeStore) SeriesPeriods(context.Context, string, string, []string) (map[string]ports.SeriesPeriod, error) {
+	return nil, nil
+}
+
+func (fakeStore) StartPeriod(context.Context, *model.Milestone) error { return nil }
+
 var (
 	at0 = time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
 	// a count milestone of two parts, two runs in its period

@@ -88,6 +88,7 @@ type userWork struct {
 	records       []int
 	correlationID string
 	written       []int64 // activity ids of the webhook workout writes
+	touched       touched // the days the triggers concern
 }
 
 // group classifies the batch's records: ignored ones are counted, poison
@@ -124,6 +125,7 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 				order = append(order, u)
 			}
 			u.records = append(u.records, i)
+			u.touched.addDays(d.Days, d.DaysKnown)
 			if d.Written {
 				u.written = append(u.written, d.ActivityID)
 			}
@@ -151,7 +153,7 @@ func (c *Consumer) fanOut(ctx context.Context, ev events.DynamoDBEvent, users []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep, err := c.recompute(ctx, u.userID, u.correlationID, u.written, false)
+			rep, err := c.recompute(ctx, u.userID, u.correlationID, u.written, u.touched, false)
 			mu.Lock()
 			defer mu.Unlock()
 			bm.users++

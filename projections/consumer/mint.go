@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/projections"
 )
@@ -51,7 +52,7 @@ func (c *Consumer) modelParts(ctx context.Context, modelID string, partCount int
 // update of final.
 func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Award, awards []*model.Award,
 	audits map[int]*model.AuditEntry) []ports.ProjectionWrite {
-	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID}
+	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID, PeriodOf: m.PeriodOf}
 	out := []ports.ProjectionWrite{base}
 	for _, a := range awards {
 		need := ports.ItemsPerAward
@@ -103,7 +104,7 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 // (re-read: the version moved). It is 32 hex characters (DynamoDB allows 36).
 func Token(w ports.ProjectionWrite) string {
 	p := w.Projection
-	parts := []string{w.UserID, w.MilestoneID, strconv.FormatInt(w.ExpectedVersion, 10),
+	parts := []string{w.UserID, w.MilestoneID + w.PeriodOf, strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
 		string(p.Status), strconv.FormatBool(p.Truncated), fmtInstant(p.ExactFromUtc)}
 	for _, a := range w.Awards {
@@ -183,7 +184,7 @@ func (c *Consumer) mint(ctx context.Context, log *slog.Logger, m *model.Mileston
 	}
 	for _, i := range minted {
 		a := &model.Award{UserID: m.UserID, MilestoneID: m.MilestoneID, ModelID: m.ModelID, PartIndex: i,
-			AwardedAtUtc: now, CorrelationID: correlationID}
+			AwardedAtUtc: now, CorrelationID: correlationID, PeriodOf: m.PeriodOf}
 		if p, ok := parts[i]; ok {
 			a.PartName, a.PartMetadata = p.Name, p.Metadata
 		} else {
@@ -200,9 +201,13 @@ func (c *Consumer) mint(ctx context.Context, log *slog.Logger, m *model.Mileston
 		if corr == "" {
 			corr = correlationID
 		}
-		audits[i] = model.NewAwardMintedAudit(m.UserID, m.MilestoneID, m.CreatedAtUtc, i, EventAwardMinted, corr, now,
-			map[string]string{"milestoneId": m.MilestoneID, "modelId": a.ModelID, "partIndex": strconv.Itoa(i),
-				"partName": a.PartName, "activityId": strconv.FormatInt(a.ActivityID, 10)})
+		details := map[string]string{"milestoneId": m.MilestoneID, "modelId": a.ModelID, "partIndex": strconv.Itoa(i),
+			"partName": a.PartName, "activityId": strconv.FormatInt(a.ActivityID, 10)}
+		if m.PeriodOf != "" {
+			details["periodOf"] = m.PeriodOf
+		}
+		audits[i] = model.NewAwardMintedAudit(m.UserID, keys.AwardOwnerID(m.MilestoneID, m.PeriodOf), m.CreatedAtUtc, i,
+			EventAwardMinted, corr, now, details)
 	}
 	return awards, audits, nil
 }

@@ -47,13 +47,13 @@ import (
 // model.ErrUnsupportedSchema when the log holds a workout written by newer
 // code, and the store's errors otherwise.
 func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
-	return c.recompute(ctx, userID, "", nil, dryRun)
+	return c.recompute(ctx, userID, "", nil, touched{all: true}, dryRun)
 }
 
 // recompute re-projects the user; written are the activity ids of the
 // webhook workout writes that triggered it (removed again when the user's
-// guard holds, see once).
-func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, dryRun bool) (UserReport, error) {
+// guard holds, see once), t the days the triggers concern (series.go).
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, t touched, dryRun bool) (UserReport, error) {
 	log := c.o.Logger.With("userId", userID)
 	var lastErr error
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
@@ -65,7 +65,7 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
 			}
 		}
-		rep, err := c.once(ctx, userID, correlationID, written, dryRun)
+		rep, err := c.once(ctx, userID, correlationID, written, t, dryRun)
 		rep.Attempts = attempt + 1
 		if err == nil {
 			c.stats.users.Add(1)
@@ -104,7 +104,7 @@ func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, writte
 // write conflict, and one that wrote before it read a log no newer than
 // ours, so the last successful write always reflects every workout written
 // before it (no lost progress).
-func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, dryRun bool) (UserReport, error) {
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t touched, dryRun bool) (UserReport, error) {
 	rep := UserReport{UserID: userID}
 	um, err := c.st.UserMilestones(ctx, userID)
 	if err != nil {
@@ -126,12 +126,20 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	// (the union of the periods, newest first, up to the guardrail). Every
 	// projected milestone contributes its period, completed ones included:
 	// their value still follows the log (awards never go back).
+	now := c.o.Now()
 	var windows []model.Window
 	for _, m := range um.Milestones {
-		if m.ValidateProjectable() == nil {
+		if m.Recurrence == "" && m.ValidateProjectable() == nil {
 			windows = append(windows, m.Window())
 		}
 	}
+	// A series is projected period by period, only those the triggers
+	// touch (series.go).
+	periods, periodAwards, periodWindows, err := c.seriesPeriods(ctx, userID, um.Milestones, t, now)
+	if err != nil {
+		return rep, err
+	}
+	windows = append(windows, periodWindows...)
 	wl, err := c.st.WorkoutLog(ctx, userID, windows)
 	if err != nil {
 		return rep, err
@@ -140,11 +148,20 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	if c.o.BeforeWrite != nil && !dryRun {
 		c.o.BeforeWrite(ctx, userID)
 	}
-	now := c.o.Now()
 	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom}
 	parts := map[string]map[int]model.ModelPart{}
 	for i := range um.Milestones {
+		if um.Milestones[i].Recurrence != "" {
+			continue // its periods follow
+		}
 		mr, err := c.milestone(ctx, &um.Milestones[i], um.Awards[um.Milestones[i].MilestoneID], lg, now, correlationID, dryRun, parts)
+		rep.Milestones = append(rep.Milestones, mr)
+		if err != nil {
+			return rep, err
+		}
+	}
+	for i := range periods {
+		mr, err := c.milestone(ctx, &periods[i], periodAwards[periodKey(periods[i])], lg, now, correlationID, dryRun, parts)
 		rep.Milestones = append(rep.Milestones, mr)
 		if err != nil {
 			return rep, err
@@ -169,6 +186,11 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	awards, audits, err := c.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
 	if err != nil {
 		return mr, err
+	}
+	if m.PeriodOf != "" && m.Version == 0 { // a series' period written for the first time
+		if err := c.st.StartPeriod(ctx, m); err != nil {
+			return mr, err
+		}
 	}
 	if err := c.write(ctx, log, m, res, existing, awards, audits, &mr); err != nil {
 		return mr, err
@@ -217,7 +239,7 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 	// when only its award item was lost): read them then, not on every
 	// recompute.
 	if len(res.Unjustified) > 0 || len(unminted(res.Projection.AwardedParts, m.PartCount, existing)) > 0 {
-		if held.Audited, err = c.st.AwardAudits(ctx, m.UserID, m.MilestoneID, m.CreatedAtUtc); err != nil {
+		if held.Audited, err = c.st.AwardAudits(ctx, m.UserID, keys.AwardOwnerID(m.MilestoneID, m.PeriodOf), m.CreatedAtUtc); err != nil {
 			return mr, res, held, err
 		}
 		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
@@ -276,7 +298,8 @@ func (c *Consumer) legacyAudits(ctx context.Context, m *model.Milestone, unjusti
 		}
 		for _, e := range es {
 			i, err := strconv.Atoi(e.Details["partIndex"])
-			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || err != nil || !slices.Contains(parts, i) {
+			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || e.Details["periodOf"] != m.PeriodOf ||
+				err != nil || !slices.Contains(parts, i) {
 				continue
 			}
 			held.Audited[i], found = true, true

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"strconv"
@@ -220,4 +221,97 @@ func (a *api) getWithLink(b *http.Client, u string, out any) http.Header {
 		a.t.Fatalf("GET %s: %v", u, err)
 	}
 	return resp.Header
+}
+
+// TestMonthlySeries: "4 runs every month" on the athlete's own calendar is
+// one milestone with a period per month: a past month completed by its own
+// runs keeps its awards; the current month shows only its own progress at
+// the top and first in periods; each award names its period; a series
+// counts once towards the limit. Refusals name the field.
+func TestMonthlySeries(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	ctx := context.Background()
+	const athlete = 9077
+	sydney, err := time.LoadLocation("Australia/Sydney")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(sydney)
+	thisMonth := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, sydney)
+	start := thisMonth.AddDate(0, -2, 0) // two months back
+	// Four runs in the first month, on Strava before the athlete connects
+	// (one at 6 am on its first day, the last day of the month before in
+	// UTC): the connect's backfill imports them. Two runs this month
+	// arrive as webhooks.
+	put := func(i int, d time.Time) int64 {
+		id := int64(91000 + i)
+		a.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, SportType: "Run", Distance: 5000, MovingTime: 1500,
+			ElapsedTime: 1600, StartDate: d.UTC(), Zone: "Australia/Sydney"})
+		return id
+	}
+	for i, d := range []time.Time{start.Add(6 * time.Hour), start.AddDate(0, 0, 3), start.AddDate(0, 0, 9), start.AddDate(0, 0, 20)} {
+		put(i, d)
+	}
+	b := a.signIn(athlete)
+	for _, bad := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"periodStartAtUtc": "2026-03-01T00:00:00Z"}, "recurrence"},
+		{map[string]any{"periodStartDate": start.AddDate(0, 0, 1).Format(time.DateOnly)}, "periodStartDate"},
+		{map[string]any{"periodStartDate": start.Format(time.DateOnly), "recurrence": "daily"}, "recurrence"},
+	} {
+		body := map[string]any{"modelId": "flying-scotsman", "title": "x", "metric": "count", "target": 4, "recurrence": "monthly"}
+		maps.Copy(body, bad.body)
+		var eb struct {
+			Error struct {
+				Fields []struct{ Field string }
+			}
+		}
+		if st := a.call(b, http.MethodPost, "/v1/milestones", body, &eb); st != http.StatusBadRequest ||
+			len(eb.Error.Fields) == 0 || eb.Error.Fields[0].Field != bad.field {
+			t.Fatalf("POST %v = %d %+v, want 400 naming %s", body, st, eb, bad.field)
+		}
+	}
+	var series milestones.MilestoneJSON
+	if st := a.call(b, http.MethodPost, "/v1/milestones", map[string]any{"modelId": "flying-scotsman", "title": "4 runs every month",
+		"metric": "count", "target": 4, "recurrence": "monthly", "periodStartDate": start.Format(time.DateOnly)}, &series); st != http.StatusCreated {
+		t.Fatalf("POST series = %d %+v", st, series)
+	}
+	for i, d := range []time.Time{thisMonth.Add(7 * time.Hour), thisMonth.Add(31 * time.Hour)} {
+		id := put(10+i, d)
+		if dl, err := a.sim.Deliver(ctx, a.srv.URL+intake.WebhookPath, a.sim.ActivityEvent("create", id, athlete, nil)); err != nil {
+			t.Fatalf("deliver %d: %+v %v", id, dl, err)
+		}
+	}
+	a.settle(ctx)
+	var got milestones.MilestoneJSON
+	if st := a.call(b, http.MethodGet, "/v1/milestones/"+series.MilestoneID, nil, &got); st != http.StatusOK {
+		t.Fatalf("GET series = %d", st)
+	}
+	if got.Recurrence != "monthly" || len(got.Periods) != 3 {
+		t.Fatalf("series %+v, want three monthly periods so far", got)
+	}
+	cur, mid, first := got.Periods[0], got.Periods[1], got.Periods[2]
+	if cur.StartDate != thisMonth.Format(time.DateOnly) || cur.Status != "active" || cur.Progress.WorkoutsCounted != 2 ||
+		got.Status != "active" || got.Progress != cur.Progress || len(got.Awards) != len(cur.Awards) {
+		t.Fatalf("current period %+v, top %s %+v; want this month active with its own two runs at the top (all: %+v)", cur, got.Status, got.Progress, got.Periods)
+	}
+	if mid.Progress.WorkoutsCounted != 0 || mid.Status != "ended" || len(mid.Awards) != 0 {
+		t.Fatalf("last month %+v, want ended with nothing counted", mid)
+	}
+	if first.StartDate != start.Format(time.DateOnly) || first.Status != "completed" || first.Progress.WorkoutsCounted != 4 || len(first.Awards) != 6 {
+		t.Fatalf("first month %+v, want completed by its four runs", first)
+	}
+	for _, aw := range first.Awards {
+		if aw.StartDate != first.StartDate || aw.MilestoneID != series.MilestoneID {
+			t.Fatalf("award %+v does not name its period %s", aw, first.StartDate)
+		}
+	}
+	var page collection.AwardsPage
+	a.getWithLink(b, a.srv.URL+"/v1/awards", &page)
+	if len(page.Awards) != 6+len(cur.Awards) {
+		t.Fatalf("GET /v1/awards: %d awards, want the first month's 6 and this month's %d", len(page.Awards), len(cur.Awards))
+	}
 }

@@ -26,6 +26,21 @@ type MilestoneJSON struct {
 	ProjectedAtUtc *time.Time  `json:"projectedAtUtc"`
 	Progress       Progress    `json:"progress"`
 	Awards         []AwardJSON `json:"awards"`
+	// Recurrence is weekly, monthly or yearly for a series, whose
+	// progress, status and awards above are the current period's, and
+	// Periods every period begun so far, newest first.
+	Recurrence string            `json:"recurrence,omitempty"`
+	Periods    []PeriodStateJSON `json:"periods,omitempty"`
+}
+
+// PeriodStateJSON is one period of a series: its days, status, progress
+// and awards.
+type PeriodStateJSON struct {
+	StartDate string      `json:"startDate"`
+	EndDate   string      `json:"endDate"`
+	Status    string      `json:"status"`
+	Progress  Progress    `json:"progress"`
+	Awards    []AwardJSON `json:"awards"`
 }
 
 // PeriodJSON is the period a milestone covers: local days where the
@@ -70,6 +85,9 @@ type AwardJSON struct {
 	Metadata     map[string]string `json:"metadata"`
 	AwardedAtUtc time.Time         `json:"awardedAtUtc"`
 	ActivityID   int64             `json:"activityId"`
+	// StartDate is the first day of the series' period the award belongs
+	// to; absent for a milestone that does not repeat.
+	StartDate string `json:"startDate,omitempty"`
 }
 
 // Award is a as the API shows it.
@@ -79,7 +97,7 @@ func Award(a model.Award) AwardJSON {
 		md = map[string]string{}
 	}
 	return AwardJSON{MilestoneID: a.MilestoneID, ModelID: a.ModelID, PartIndex: a.PartIndex, Name: a.PartName, Metadata: md,
-		AwardedAtUtc: a.AwardedAtUtc.UTC(), ActivityID: a.ActivityID}
+		AwardedAtUtc: a.AwardedAtUtc.UTC(), ActivityID: a.ActivityID, StartDate: a.PeriodOf}
 }
 
 // Period is d's period as the API shows it.
@@ -118,3 +136,41 @@ func JSON(mw ports.MilestoneWithAwards, now time.Time) MilestoneJSON {
 	}
 	return out
 }
+
+// SeriesJSON is a series as the API shows it at now: JSON of the series,
+// whose progress, status and awards are the current period's (the newest
+// begun), with every period begun so far, newest first, from the stored
+// periods (a period never projected shows nothing counted).
+func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, now time.Time) MilestoneJSON {
+	out := JSON(mw, now)
+	s := mw.Milestone
+	out.Recurrence, out.Periods = s.Recurrence, []PeriodStateJSON{}
+	occ := s.Period().OccurrencesSoFar(now, maxShownPeriods)
+	for i := len(occ) - 1; i >= 0; i-- {
+		p := model.Milestone{MilestoneDefinition: s.MilestoneDefinition, Projection: model.Projection{Status: model.StatusActive}}
+		st := stored[occ[i].StartDate]
+		if st.Period != nil {
+			p.Projection = st.Period.Projection
+		}
+		p.PeriodStartDate, p.PeriodEndDate, p.Recurrence = occ[i].StartDate, occ[i].EndDate, ""
+		awards := make([]model.Award, 0, len(st.Awards))
+		for j := range p.PartCount {
+			if a, ok := st.Awards[j]; ok {
+				awards = append(awards, a)
+			}
+		}
+		pj := JSON(ports.MilestoneWithAwards{Milestone: p, Awards: awards}, now)
+		out.Periods = append(out.Periods, PeriodStateJSON{StartDate: occ[i].StartDate, EndDate: occ[i].EndDate, Status: pj.Status,
+			Progress: pj.Progress, Awards: pj.Awards})
+	}
+	if len(out.Periods) > 0 {
+		cur := out.Periods[0]
+		out.Status, out.Progress, out.Awards = cur.Status, cur.Progress, cur.Awards
+	} else {
+		out.Status = string(model.StatusActive) // not begun yet
+	}
+	return out
+}
+
+// maxShownPeriods bounds the periods one answer lists: twenty years of weeks.
+const maxShownPeriods = 1040

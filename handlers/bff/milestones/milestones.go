@@ -36,11 +36,18 @@ type Deleter interface {
 	DeleteMilestone(ctx context.Context, userID, milestoneID string) error
 }
 
+// SeriesReader reads every period of a series with its awards (periods
+// never projected are absent).
+type SeriesReader interface {
+	SeriesPeriods(ctx context.Context, userID, milestoneID string, starts []string) (map[string]ports.SeriesPeriod, error)
+}
+
 // Store is every port the milestone routes use.
 type Store interface {
 	Creator
 	Reader
 	Deleter
+	SeriesReader
 }
 
 // Handler serves the milestone routes. Its methods have the shape of the

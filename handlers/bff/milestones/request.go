@@ -23,6 +23,10 @@ type CreateRequest struct {
 	PeriodEndAtUtc   *string  `json:"periodEndAtUtc"`
 	PeriodStartDate  string   `json:"periodStartDate"`
 	PeriodEndDate    *string  `json:"periodEndDate"`
+	// Recurrence (weekly, monthly, yearly; local days only, starting on a
+	// period's first day) makes a series: one period per week, month or
+	// year, each with its own progress, status and awards.
+	Recurrence string `json:"recurrence"`
 }
 
 type fieldErrors struct{ model.ValidationError }
@@ -42,6 +46,7 @@ func (req CreateRequest) definition() (model.MilestoneDefinition, *fieldErrors) 
 	ve := &fieldErrors{}
 	d := model.MilestoneDefinition{
 		ModelID: strings.TrimSpace(req.ModelID), Title: strings.TrimSpace(req.Title), Metric: model.Metric(req.Metric),
+		Recurrence: req.Recurrence,
 	}
 	// Groups ("group:rides") become their explicit types here, so the
 	// stored definition is a plain filter; unknown names are refused by

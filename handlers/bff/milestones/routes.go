@@ -1,6 +1,7 @@
 package milestones
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
@@ -118,6 +120,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, s model.Session
 		h.backfill(ctx, log, s.UserID, "milestone created")
 	}
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
+	if m.Recurrence != "" {
+		respond.JSON(w, http.StatusCreated, SeriesJSON(modelWithoutAwards(*m), nil, now))
+		return
+	}
 	respond.JSON(w, http.StatusCreated, JSON(modelWithoutAwards(*m), now))
 }
 
@@ -137,7 +143,12 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request, s model.Session, 
 		Milestones []MilestoneJSON `json:"milestones"`
 	}{Milestones: make([]MilestoneJSON, 0, len(ms))}
 	for _, m := range ms {
-		out.Milestones = append(out.Milestones, JSON(m, now))
+		j, err := h.show(r, s.UserID, m, now)
+		if err != nil {
+			respond.Fail(r.Context(), w, log, "list milestones", err)
+			return
+		}
+		out.Milestones = append(out.Milestones, j)
 	}
 	respond.JSON(w, http.StatusOK, out)
 }
@@ -160,7 +171,31 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request, s model.Session, l
 		notFound(w, id)
 		return
 	}
-	respond.JSON(w, http.StatusOK, JSON(ms[0], h.now()))
+	j, err := h.show(r, s.UserID, ms[0], h.now())
+	if err != nil {
+		respond.Fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, j)
+}
+
+// show is a milestone as the API shows it at now (Show).
+func (h *Handler) show(r *http.Request, userID string, m ports.MilestoneWithAwards, now time.Time) (MilestoneJSON, error) {
+	return Show(r.Context(), h.st, userID, m, now)
+}
+
+// Show is a milestone as the API shows it at now; a series reads its
+// periods (one Query). The export and the landing page show milestones
+// with it too.
+func Show(ctx context.Context, st SeriesReader, userID string, m ports.MilestoneWithAwards, now time.Time) (MilestoneJSON, error) {
+	if m.Milestone.Recurrence == "" {
+		return JSON(m, now), nil
+	}
+	periods, err := st.SeriesPeriods(ctx, userID, m.Milestone.MilestoneID, nil)
+	if err != nil {
+		return MilestoneJSON{}, fmt.Errorf("periods of series %s: %w", m.Milestone.MilestoneID, err)
+	}
+	return SeriesJSON(m, periods, now), nil
 }
 
 // Delete serves DELETE /v1/milestones/{milestoneId}: 204, and the
