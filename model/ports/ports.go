@@ -48,12 +48,12 @@ type ProjectionWrite struct {
 	UserID, MilestoneID string
 	// PeriodOf names the series' period written (its item,
 	// keys.SeriesPeriodKey), empty for a milestone that does not repeat.
-	PeriodOf string
-	ExpectedVersion     int64
-	Projection          model.Projection
-	Awards              []*model.Award
-	Audits              []*model.AuditEntry
-	Token               string
+	PeriodOf        string
+	ExpectedVersion int64
+	Projection      model.Projection
+	Awards          []*model.Award
+	Audits          []*model.AuditEntry
+	Token           string
 }
 
 // Items is how many items the write puts in one transaction: the milestone
