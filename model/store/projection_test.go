@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -355,8 +356,9 @@ func TestWriteProjection(t *testing.T) {
 		Awards:     []*model.Award{award(1), award(2)}}
 	err := s.WriteProjection(ctx, w)
 	var te *dynerr.TransactionError
-	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 1 {
-		t.Fatalf("existing award: got %v, want a conflict on item 1", err)
+	// Items: the update, then each award and its collection entry.
+	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || !slices.Equal(te.FailedIndexes(), []int{1, 2}) {
+		t.Fatalf("existing award: got %v, want a conflict on item 1 and its collection entry, item 2", err)
 	}
 	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
@@ -432,8 +434,8 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	}
 	err = s.WriteProjection(ctx, mint(1, "tok-audit-2", 2))
 	var te *dynerr.TransactionError
-	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 2 {
-		t.Fatalf("existing audit entry: got %v, want a conflict on item 2", err)
+	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 3 {
+		t.Fatalf("existing audit entry: got %v, want a conflict on item 3 (after the update, the award and its collection entry)", err)
 	}
 	var award model.Award
 	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {

@@ -87,8 +87,8 @@ func TestTenPartsHundredKm(t *testing.T) {
 	// The projector's own writes come back on the stream; processing them
 	// writes nothing.
 	own := e.newRecords()
-	if len(own) != 11 { // milestone MODIFY + 10 award INSERTs
-		t.Errorf("own writes: got %d records, want 11", len(own))
+	if len(own) != 21 { // milestone MODIFY + 10 award INSERTs + their 10 collection entries
+		t.Errorf("own writes: got %d records, want 21", len(own))
 	}
 	before := c.Stats()
 	if resp := e.handle(c, own); len(resp.BatchItemFailures) != 0 {
