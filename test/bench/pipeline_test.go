@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -92,7 +93,7 @@ func BenchmarkPipeline(b *testing.B) {
 	r.baseline = p.baseline(b, s.baselineWorkers, s.baselineItems)
 	r.run = p.throughput(ctx, b, s)
 	for _, h := range s.history {
-		for _, kind := range []string{monthly, lifetime} {
+		for _, kind := range []string{monthly, lifetime, weekly} {
 			r.growth = append(r.growth, p.growthRow(ctx, b, h, kind, s.growthEvents))
 		}
 	}
@@ -113,6 +114,10 @@ func BenchmarkPipeline(b *testing.B) {
 const (
 	monthly  = "monthly"
 	lifetime = "lifetime"
+	// weekly is a weekly series begun seriesWeeks weeks before this one:
+	// an event touches only its own week's period.
+	weekly      = "weekly"
+	seriesWeeks = 260
 	// monthDays is the monthly milestone's period: the 30 days up to now
 	// (and one day ahead, so fresh activities count).
 	monthDays = 30
@@ -455,9 +460,13 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 	now := time.Now().UTC()
 	def := model.MilestoneDefinition{ModelID: p.modelID, Title: "Bench " + kind, Metric: model.MetricDistance,
 		Target: target, PeriodStartAtUtc: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), PartCount: p.partCount}
-	if kind == monthly {
+	switch kind {
+	case monthly:
 		end := now.AddDate(0, 0, 1)
 		def.PeriodStartAtUtc, def.PeriodEndAtUtc = now.AddDate(0, 0, -monthDays), &end
+	case weekly:
+		def.PeriodStartAtUtc, def.Recurrence = time.Time{}, calendar.Weekly
+		def.PeriodStartDate = calendar.FormatDate(thisWeek(now).AddDate(0, 0, -7*seriesWeeks))
 	}
 	m := &model.Milestone{UserID: userID, MilestoneID: kind, MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI}
@@ -474,10 +483,22 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 	b.Fatalf("milestone %s of %s never projected", kind, userID)
 }
 
+// thisWeek is the Monday of now's week (UTC dates: the bench's workouts
+// carry no local start).
+func thisWeek(now time.Time) time.Time {
+	day, _ := calendar.ParseDate(calendar.FormatDate(now.UTC()))
+	first, _ := calendar.PeriodAround(calendar.Weekly, day)
+	return first
+}
+
 func (p *pipeline) milestone(ctx context.Context, b *testing.B, userID, id string) model.Milestone {
 	b.Helper()
 	var m model.Milestone
-	if err := p.st.Store.Get(ctx, p.st.Store.Tables().Main, keys.MilestoneKey(userID, id), &m); err != nil {
+	k := keys.MilestoneKey(userID, id)
+	if id == weekly { // the series' progress is its periods': this week's
+		k = keys.SeriesPeriodKey(userID, id, calendar.FormatDate(thisWeek(time.Now())))
+	}
+	if err := p.st.Store.Get(ctx, p.st.Store.Tables().Main, k, &m); err != nil {
 		b.Fatalf("read milestone %s of %s: %v", id, userID, err)
 	}
 	return m
@@ -633,11 +654,14 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	athlete := p.newUser(ctx, b, userID)
 	now := time.Now().UTC()
 	es := make([]model.Entity, h)
-	inMonth := 0
+	inMonth, inWeek := 0, 0
 	for i := range es {
 		start := now.Add(-time.Duration(i+1)*24*time.Hour - 2*time.Hour)
 		if start.After(now.AddDate(0, 0, -monthDays)) {
 			inMonth++
+		}
+		if !start.Before(thisWeek(now)) {
+			inWeek++
 		}
 		es[i] = fixture.Workout(userID, p.nextID.Add(1), fixture.Start(start), fixture.Metres(1000), fixture.Stored(time.Now()), fixture.Corr("bench-history"))
 	}
@@ -675,8 +699,11 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		row.lags = append(row.lags, lag...)
 		row.batches = append(row.batches, p.tr.batches([]int64{id})...)
 		row.read = min(inMonth+g+2, model.MaxWorkoutsToInspect) // the warm-up event's workout too
-		if kind == lifetime {
+		switch kind {
+		case lifetime:
 			row.read = min(h+g+2, model.MaxWorkoutsToInspect)
+		case weekly:
+			row.read = inWeek + g + 2
 		}
 		minIn, minPr := DesignMinimum(row.read, p.workoutSize)
 		row.minIngest = row.minIngest.Add(Per(minIn, n))
