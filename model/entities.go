@@ -312,7 +312,7 @@ type Award struct {
 // CollectedKey addresses the award's entry in the user's collection: the
 // same award filed by the time it was minted, which outlives its milestone.
 func (a *Award) CollectedKey() Key {
-	return keys.CollectedAwardKey(a.UserID, a.AwardedAtUtc, a.MilestoneID, a.PartIndex)
+	return keys.CollectedAwardKey(a.UserID, a.AwardedAtUtc, keys.AwardOwnerID(a.MilestoneID, a.PeriodOf), a.PartIndex)
 }
 
 // ModelMeta describes a collectible model (MODEL#{modelId} / META).

@@ -12,8 +12,9 @@ import (
 const PrefixCollected = "AWARD#"
 
 // CollectedAwardSK is the sort key of an award's collection entry:
-// AWARD#{awardedAtUtc, fixed-width RFC 3339 with nanoseconds}#{milestoneId}#{part,
-// two digits}. The user's awards sort by the time they were minted, so the
+// AWARD#{awardedAtUtc, fixed-width RFC 3339 with nanoseconds}#{owner}#{part,
+// two digits}, the owner being the milestone or the series' period
+// (AwardOwnerID). The user's awards sort by the time they were minted, so the
 // collection pages newest first with one Query, and an entry outlives its
 // milestone (a deleted milestone's awards stay in the collection).
 func CollectedAwardSK(awardedAtUtc time.Time, milestoneID string, partIndex int) string {
