@@ -1,18 +1,6 @@
 package consumer
 
-// # Series
-//
-// A series (recurrence weekly, monthly or yearly) is one milestone item
-// and one item per period (USER#…/SERIES#{id}#{first day}, with the
-// period's awards beside it), outside the MILESTONE# range every recompute
-// reads. Each period is projected as a milestone of its own days with the
-// series' definition (period): its own progress, version, awards and
-// AWARD_MINTED entries (keys.AwardOwnerID). A workout trigger names the
-// local days it concerns (its start before and after the write), and only
-// the periods holding those days are read, projected and written, so an
-// event's cost does not grow with the series' past. A trigger that cannot
-// name its days (the series written, a sync page's request) and a rebuild
-// project every period begun so far (at most MaxSeriesPeriods).
+// Series are projected period by period: see projections.Occurrence.
 
 import (
 	"context"
@@ -20,11 +8,8 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/projections"
 )
-
-// MaxSeriesPeriods bounds the periods one recompute of a whole series
-// projects: twenty years of weeks.
-const MaxSeriesPeriods = 1040
 
 // touched is what a user's triggers say about the days they concern.
 type touched struct {
@@ -66,7 +51,7 @@ func (c *Consumer) seriesPeriods(ctx context.Context, userID string, ms []model.
 		occ := s.Period().Occurrences(t.days)
 		var starts []string
 		if t.all {
-			occ = s.Period().OccurrencesSoFar(now, MaxSeriesPeriods)
+			occ = s.Period().OccurrencesSoFar(now, projections.MaxSeriesPeriods)
 		} else {
 			for _, o := range occ {
 				starts = append(starts, o.StartDate)
@@ -80,27 +65,13 @@ func (c *Consumer) seriesPeriods(ctx context.Context, userID string, ms []model.
 			return nil, nil, nil, err
 		}
 		for _, o := range occ {
-			p := period(s, o, stored[o.StartDate].Period, now)
+			p := projections.Occurrence(s, o, stored[o.StartDate].Period, now)
 			periods = append(periods, p)
 			awards[periodKey(p)] = stored[o.StartDate].Awards
 			windows = append(windows, p.Window())
 		}
 	}
 	return periods, awards, windows, nil
-}
-
-// period is one period o of series s as a milestone of its own: the
-// series' definition on o's days, with the period's stored state (or none
-// yet: version 0, created now).
-func period(s *model.Milestone, o calendar.Period, stored *model.Milestone, now time.Time) model.Milestone {
-	p := model.Milestone{UserID: s.UserID, MilestoneID: s.MilestoneID, PeriodOf: o.StartDate, CreatedAtUtc: now.UTC(),
-		Projection: model.Projection{Status: model.StatusActive}, WrittenBy: model.WriterProjector}
-	if stored != nil {
-		p = *stored
-	}
-	p.MilestoneDefinition = s.MilestoneDefinition
-	p.PeriodStartDate, p.PeriodEndDate, p.Recurrence = o.StartDate, o.EndDate, ""
-	return p
 }
 
 // periodKey names a milestone or a series' period in maps of awards.
