@@ -101,6 +101,9 @@ type DemoHistory struct {
 	Lag time.Duration
 	// Final is the milestone at the end.
 	Final milestones.MilestoneJSON
+	// Series is the monthly series the history athlete then makes, from
+	// the 1st of the month before last, as the API shows it at the end.
+	Series milestones.MilestoneJSON
 }
 
 type demoActivity struct {
@@ -123,6 +126,8 @@ type demo struct {
 	connected time.Time
 	// zone is where the demo athlete runs (DemoZone).
 	zone *time.Location
+	// historyRuns are the starts of the history athlete's runs.
+	historyRuns []time.Time
 }
 
 // DemoZone is where the demo athlete runs: their month is counted on
@@ -483,7 +488,10 @@ func (d *demo) history(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return d.historyCounted(ctx, browser, m)
+	if err := d.historyCounted(ctx, browser, m); err != nil {
+		return err
+	}
+	return d.series(ctx, browser)
 }
 
 // historyAtStrava puts the history athlete's 120 days of activities at the
@@ -515,6 +523,9 @@ func (d *demo) historyAtStrava(ctx context.Context) (time.Time, error) {
 		h.Activities++
 		if sport == "Run" && !act.StartDate.Before(start) {
 			h.Runs++
+		}
+		if sport == "Run" {
+			d.historyRuns = append(d.historyRuns, act.StartDate)
 		}
 	}
 	return start, nil

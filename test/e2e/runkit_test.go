@@ -170,6 +170,12 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	if first := res.Steps[0]; first.Lag == 0 || len(first.NewAwards) == 0 && first.Value == 0 {
 		t.Errorf("the 6 am run of the first local day: %+v, want it counted", first)
 	}
+	// The history athlete's monthly series: its past months, projected
+	// from the history at once, each with its own awards.
+	if ps := res.History.Series.Periods; len(ps) < 2 || ps[len(ps)-1].Status != "completed" || len(ps[len(ps)-1].Awards) != res.PartCount ||
+		res.History.Series.Recurrence != "monthly" {
+		t.Errorf("monthly series %+v: want its first month completed with every part", res.History.Series)
+	}
 	if len(res.Collection) != 1 || res.Collection[0].ModelID != f.ModelID || len(res.Collection[0].Owned) != res.PartCount {
 		t.Errorf("collection %+v, want every part of %s", res.Collection, f.ModelID)
 	}
