@@ -243,7 +243,8 @@ func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athle
 }
 
 // StripStravaIDs removes the Strava ids from what stays of the user: the
-// activity id on each award and on its collection entry, and athleteId, activityId and sportType from
+// activity id on each award (a series' period's too) and on its collection
+// entry, and athleteId, activityId and sportType from
 // the details of each audit entry about the user. It returns how many items
 // it changed; re-running it is harmless.
 func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error) {
@@ -251,10 +252,12 @@ func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error)
 	if err != nil {
 		return n, fmt.Errorf("strip strava ids from awards of %s: %w", userID, err)
 	}
-	c, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, []string{"activityId"})
-	n += c
-	if err != nil {
-		return n, fmt.Errorf("strip strava ids from the collection of %s: %w", userID, err)
+	for _, prefix := range []string{keys.PrefixCollected, keys.PrefixSeries} { // the collection, the awards of series' periods
+		c, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), prefix, []string{"activityId"})
+		n += c
+		if err != nil {
+			return n, fmt.Errorf("strip strava ids from %s items of %s: %w", prefix, userID, err)
+		}
 	}
 	m, err := s.stripEach(ctx, s.st.Tables().Audit, keys.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
 	if err != nil {

@@ -53,6 +53,8 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	if err := s.CollectAwards(ctx, []model.Award{award}); err != nil { // its entry in the collection
 		t.Fatal(err)
 	}
+	periodAward := model.Award{UserID: "u1", MilestoneID: "s1", PeriodOf: "2026-03-02", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now}
+	put(&periodAward) // an award of a series' period
 	put(&syncstate.SyncState{UserID: "u1", AthleteID: athlete})
 	var workouts []model.Entity // more than one transaction of deletes
 	for id := int64(1); id <= 150; id++ {
@@ -113,6 +115,9 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	var a model.Award
 	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u1", "m1", 0), &a); err != nil || a.ActivityID != 0 {
 		t.Errorf("award %+v, %v: want it kept without its activity id", a, err)
+	}
+	if err := s.Get(ctx, s.Tables().Main, periodAward.ItemKey(), &a); err != nil || a.ActivityID != 0 {
+		t.Errorf("award of a series' period %+v, %v: want it kept without its activity id", a, err)
 	}
 	entries, _, err := s.CollectedAwards(ctx, "u1", "", 10)
 	if err != nil || len(entries) != 1 || entries[0].ActivityID != 0 {
