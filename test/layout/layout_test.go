@@ -30,7 +30,7 @@ const (
 // size today: the DynamoDB adapter (one type per entity over one DB), which
 // grew by the athletes' daily read counters, their readers listing and the
 // not-found tombstone's expiry.
-var ceilings = map[string]int{"model/store": 3603}
+var ceilings = map[string]int{"model/store": 3600}
 
 type measure struct {
 	name string
