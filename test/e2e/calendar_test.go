@@ -140,8 +140,8 @@ func (a *api) signIn(athlete int64) *http.Client {
 		a.t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		a.t.Fatalf("login ended at %s with %d", resp.Request.URL, resp.StatusCode)
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/" || resp.Request.URL.Path != "/auth/strava/callback" {
+		a.t.Fatalf("login ended at %s with %d → %q", resp.Request.URL, resp.StatusCode, resp.Header.Get("Location"))
 	}
 	return b
 }

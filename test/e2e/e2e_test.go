@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -141,22 +140,8 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 
 	// Log in through the real redirects: /auth/strava/login → simulator's
 	// authorize → /auth/strava/callback → cookie, 302 to /.
-	a.sim.AddAthlete(stravasim.Athlete{ID: athleteID, Firstname: "Ada", Lastname: "Lovelace"})
-	jar, _ := cookiejar.New(nil)
-	b := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Path == "/" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	resp, err := b.Get(a.srv.URL + "/auth/strava/login")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/" || resp.Request.URL.Path != "/auth/strava/callback" {
-		t.Fatalf("login ended at %s with %d → %q", resp.Request.URL, resp.StatusCode, resp.Header.Get("Location"))
-	}
+	b := a.signIn(athleteID)
+	jar := b.Jar
 	var me bff.MeJSON
 	if st := a.call(b, http.MethodGet, "/v1/me", nil, &me); st != http.StatusOK || me.AthleteID != athleteID || !me.Connected {
 		t.Fatalf("GET /v1/me = %d %+v", st, me)
