@@ -23,6 +23,9 @@ locals {
     "GET /v1/milestones",
     "POST /v1/milestones",
     "GET /v1/milestones/{milestoneId}",
+    "DELETE /v1/milestones/{milestoneId}",
+    "GET /v1/awards",
+    "GET /v1/collection",
   ]
 
   # CC_LOG_LEVEL is set by modules/function from log_level (with Lambda's
@@ -739,7 +742,7 @@ resource "aws_apigatewayv2_api" "http" {
       allow_origins     = var.cors_origins
       allow_methods     = ["GET", "POST", "DELETE"]
       allow_headers     = ["content-type"]
-      expose_headers    = ["link"] # the export's next page
+      expose_headers    = ["link"] # the next page of the export and of the awards
       allow_credentials = true
       max_age           = 600
     }
