@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/cookiejar"
@@ -98,6 +99,8 @@ func TestLocalCalendarCollectionAndDeletion(t *testing.T) {
 	wantModel := collection.ModelJSON{ModelID: "flying-scotsman", Name: "Flying Scotsman", PartCount: 6,
 		Owned: []int{0, 1, 2, 3, 4, 5}, Duplicates: 6, Percent: 100}
 	a.checkCollection(b, wantModel)
+	a.logAnswer(b, "/v1/collection")
+	a.logAnswer(b, "/v1/awards?limit=2")
 	if n := a.countAwards(b, 5); n != 12 {
 		t.Fatalf("GET /v1/awards pages gave %d awards, want 12", n)
 	}
@@ -309,9 +312,23 @@ func TestMonthlySeries(t *testing.T) {
 			t.Fatalf("award %+v does not name its period %s", aw, first.StartDate)
 		}
 	}
+	a.logAnswer(b, "/v1/milestones/"+series.MilestoneID)
 	var page collection.AwardsPage
 	a.getWithLink(b, a.srv.URL+"/v1/awards", &page)
 	if len(page.Awards) != 6+len(cur.Awards) {
 		t.Fatalf("GET /v1/awards: %d awards, want the first month's 6 and this month's %d", len(page.Awards), len(cur.Awards))
 	}
+}
+
+// logAnswer logs the raw answer to GET path (go test -v shows a client's
+// view of the routes).
+func (a *api) logAnswer(b *http.Client, path string) {
+	a.t.Helper()
+	resp, err := b.Get(a.srv.URL + path)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a.t.Logf("GET %s → %d Link=%q\n%s", path, resp.StatusCode, resp.Header.Get("Link"), raw)
 }
