@@ -293,8 +293,8 @@ func TestMonthlySeries(t *testing.T) {
 	if st := a.call(b, http.MethodGet, "/v1/milestones/"+series.MilestoneID, nil, &got); st != http.StatusOK {
 		t.Fatalf("GET series = %d", st)
 	}
-	if got.Recurrence != "monthly" || len(got.Periods) != 3 {
-		t.Fatalf("series %+v, want three monthly periods so far", got)
+	if got.Recurrence != "monthly" || len(got.Periods) != 3 || got.ProjectedAtUtc == nil {
+		t.Fatalf("series %+v, want three monthly periods so far, the current one projected", got)
 	}
 	cur, mid, first := got.Periods[0], got.Periods[1], got.Periods[2]
 	if cur.StartDate != thisMonth.Format(time.DateOnly) || cur.Status != "active" || cur.Progress.WorkoutsCounted != 2 ||

@@ -166,6 +166,10 @@ func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeri
 	if len(out.Periods) > 0 {
 		cur := out.Periods[0]
 		out.Status, out.Progress, out.Awards = cur.Status, cur.Progress, cur.Awards
+		out.ProjectedAtUtc = nil // when the current period was projected, if it was
+		if st := stored[cur.StartDate].Period; st != nil {
+			out.ProjectedAtUtc = st.ProjectedAtUtc
+		}
 	} else {
 		out.Status = string(model.StatusActive) // not begun yet
 	}
