@@ -70,7 +70,7 @@ chaos: dynamodb-local
 ##   evening peak, edits Strava never pushes, new connects with history. Prints webhook lag p50/p99, webhook jobs
 ##   deferred behind syncs, reads per window by class against the syncs' share, unpushed edits caught within
 ##   reconcile interval + one window, the hottest partition key's share of writes per table and index, and the
-##   issue-24 targets met/MISSED (printed, never asserted); last line
+##   its targets met/MISSED (printed, never asserted); last line
 ##   scale: athletes=N webhooks_late=L share_exceeded=S edits_caught=P% hottest_key_share=H%
 ##   About 10 minutes. SCALE_ENV="NAME=value ..." overrides the product knobs it sets (see go doc ./test/scale).
 SCALE_ENV ?=
