@@ -119,17 +119,12 @@ func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, er
 	}
 	// The collection rides on the first page: it holds a few hundred awards
 	// per year of weekly milestones, far inside a page (collection.MaxCollection).
-	for after := ""; len(head.Awards) < collection.MaxCollection; {
-		awards, next, err := h.readAwards.CollectedAwards(ctx, userID, after, 1000)
-		if err != nil {
-			return exportHead{}, fmt.Errorf("read collection: %w", err)
-		}
-		for _, a := range awards {
-			head.Awards = append(head.Awards, milestones.Award(a))
-		}
-		if after = next; next == "" {
-			break
-		}
+	awards, err := collection.All(ctx, h.readAwards, userID)
+	if err != nil {
+		return exportHead{}, err
+	}
+	for _, a := range awards {
+		head.Awards = append(head.Awards, milestones.Award(a))
 	}
 	return head, nil
 }

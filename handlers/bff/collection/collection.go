@@ -115,6 +115,23 @@ func fieldError(field, msg string) *model.ValidationError {
 	return &model.ValidationError{Fields: []model.FieldError{{Field: field, Message: msg}}}
 }
 
+// All reads the user's whole collection, newest first, page by page, at
+// most MaxCollection awards (the collection route and the export read it).
+func All(ctx context.Context, st Store, userID string) ([]model.Award, error) {
+	var out []model.Award
+	for after := ""; len(out) < MaxCollection; {
+		awards, next, err := st.CollectedAwards(ctx, userID, after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("read collection of user %s: %w", userID, err)
+		}
+		out = append(out, awards...)
+		if after = next; next == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
 // ModelJSON is one model of the collection: the distinct parts owned,
 // how many awards beyond those are duplicates, and how complete it is.
 type ModelJSON struct {
@@ -130,24 +147,17 @@ type ModelJSON struct {
 // one award, by model id.
 func (h *Handler) Collection(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	ctx := r.Context()
+	awards, err := All(ctx, h.st, s.UserID)
+	if err != nil {
+		respond.Fail(ctx, w, log, "read collection", err)
+		return
+	}
 	owned := map[string]map[int]int{} // model → part → awards
-	after := ""
-	for read := 0; read < MaxCollection; {
-		awards, next, err := h.st.CollectedAwards(ctx, s.UserID, after, 1000)
-		if err != nil {
-			respond.Fail(ctx, w, log, "read collection", err)
-			return
+	for _, a := range awards {
+		if owned[a.ModelID] == nil {
+			owned[a.ModelID] = map[int]int{}
 		}
-		for _, a := range awards {
-			if owned[a.ModelID] == nil {
-				owned[a.ModelID] = map[int]int{}
-			}
-			owned[a.ModelID][a.PartIndex]++
-		}
-		read += len(awards)
-		if after = next; next == "" {
-			break
-		}
+		owned[a.ModelID][a.PartIndex]++
 	}
 	out := struct {
 		Models []ModelJSON `json:"models"`
