@@ -29,11 +29,14 @@ type Connections struct {
 //     confirmed revoked: a reconnect racing in wins) and records the
 //     revocation in the user guard, in one transaction; from then on a write
 //     of Strava data landing for the user removes itself (its guard check).
-//   - PurgeStravaData (revocation.go) then deletes what came from Strava,
-//     leaving a keyed-hash mapping of the athlete for a reconnect.
+//   - PurgeStravaData (model/store/purge) then deletes what came from
+//     Strava, the sync state first, leaving a keyed-hash mapping of the
+//     athlete for a reconnect.
 //   - A reconnect reclaims the user through that mapping
 //     (ReclaimRevokedAthlete), clears the guard's revocation
-//     (ClearStravaRevocation), and its backfill imports the history again.
+//     (ClearStravaRevocation), which stops a purge still running, and its
+//     backfill imports the history again (no sync state is left once any
+//     workout was deleted).
 //
 // The purge is idempotent and resumable: the worker keeps the
 // deauthorization's outbox item pending until it has finished.

@@ -40,6 +40,9 @@ type Purger struct {
 	st      *store.Store
 	hashMu  sync.Mutex
 	hashKey []byte
+	// afterChunk, when set (tests only), is called after each chunk of
+	// workout deletes with the count so far.
+	afterChunk func(deleted int)
 }
 
 // New returns a Purger over st (which must have a Sealer: the hash key is
@@ -313,20 +316,22 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 
 // PurgeStravaData deletes what came from Strava for a user whose athlete
 // revoked the grant at revokedAt, keeping milestones and awards: it records
-// the keyed-hash mapping first (so a reconnect finds the user), then
+// the keyed-hash mapping first (so a reconnect finds the user), deletes the
+// sync state (so a reconnect from here on imports the history again), then
 // removes every Strava workout (a hard delete; the stream's REMOVE records
-// re-project the milestones, whose progress falls; awards stay), the sync
-// state and its cursors, the Strava name and id on the profile, the Strava
-// ids on awards and audit entries, the user's parked records, and last the
-// owner mapping (so a retry of a purge stopped earlier still resolves the
-// athlete). It returns how many items it deleted or changed. Each step is
-// idempotent, so a run stopped anywhere is finished by running it again.
+// re-project the milestones, whose progress falls; awards stay), the Strava
+// name and id on the profile, the Strava ids on awards and audit entries,
+// the user's parked records, and last the owner mapping (so a retry of a
+// purge stopped earlier still resolves the athlete). It returns how many
+// items it deleted or changed. Each step is idempotent, so a run stopped
+// anywhere is finished by running it again.
 //
 // A reconnect while it runs ends it: every step checks, in the same
 // transaction where it writes, that the user's guard still holds this
 // revocation (a login clears it), so a late purge never takes the
 // reconnected athlete's workouts, identity, sync state or owner mapping
-// away.
+// away. Workouts deleted before the reconnect come back through the
+// reconnect's backfill, which runs because no sync state is left.
 func (s *Purger) PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error) {
 	n, err := s.purge(ctx, userID, athleteID, revokedAt)
 	if errors.Is(err, errReconnected) {
@@ -340,14 +345,17 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	if err := s.RememberRevokedAthlete(ctx, athleteID, userID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
+	// The sync state goes before any workout: once a workout is gone, no
+	// sync state may still say the history was imported, or a reconnect in
+	// the middle of the deletes would find it and import nothing again.
+	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
+	if err := s.whileRevoked(ctx, userID, revokedAt, sync); err != nil {
+		return 0, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
+	}
 	n, err := s.purgeWorkouts(ctx, userID, revokedAt)
 	r.Workouts = n
 	if err != nil {
 		return n, fmt.Errorf("purge strava data of %s (%d workouts deleted so far): %w", userID, n, err)
-	}
-	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
-	if err := s.whileRevoked(ctx, userID, revokedAt, sync); err != nil {
-		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
 	if err := s.forgetStravaIdentity(ctx, userID, athleteID, revokedAt); err != nil {
 		return r.Workouts + r.Stripped, err
@@ -396,6 +404,9 @@ func (s *Purger) purgeWorkouts(ctx context.Context, userID string, revokedAt tim
 				return deleted, err
 			}
 			deleted += len(chunk)
+			if s.afterChunk != nil {
+				s.afterChunk(deleted)
+			}
 		}
 		if !res.Truncated || len(res.Items) == 0 {
 			return deleted, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -184,5 +185,69 @@ func TestPurgeStopsAtAReconnect(t *testing.T) {
 	var a model.Award
 	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u2", "m1", 0), &a); err != nil || a.ActivityID != 777000111222 {
 		t.Errorf("award %+v, %v: want its activity id kept", a, err)
+	}
+}
+
+// TestReconnectInTheMiddleOfThePurgeLosesNoHistory reconnects the athlete
+// after the purge's first chunk of workout deletes: the purge stops there,
+// the workouts not yet reached stay, and no sync state is left that says the
+// history was imported, so the reconnect's backfill imports the deleted
+// ones again (syncjobs' reimport test proves that step). Protection: the
+// sync state deleted before any workout (deleted after them, it survives a
+// reconnect in the middle and the backfill imports nothing).
+func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	pu := purge.New(s)
+	ctx := context.Background()
+	const athlete, workouts = 555000222, 2*model.TransactionLimit + 10
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, e := range []model.Entity{
+		&model.StravaConnection{UserID: "u3", AthleteID: athlete, AccessToken: "a", RefreshToken: "r", ExpiresAtUtc: now.Add(time.Hour), TokenVersion: 1},
+		&model.AthleteOwner{AthleteID: athlete, UserID: "u3", CreatedAtUtc: now},
+		&model.Profile{UserID: "u3", AthleteID: athlete, DisplayName: "Ada Lovelace", CreatedAtUtc: now},
+		&syncstate.SyncState{UserID: "u3", AthleteID: athlete, ImportedFromUtc: now.AddDate(-1, 0, 0), ImportedCount: workouts},
+	} {
+		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range workouts {
+		if err := s.UpsertWorkout(ctx, fixture.Workout("u3", int64(9000+i), fixture.Stored(now))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant, err := s.StravaConnectionGrant(ctx, "u3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	pu.AfterChunk(func(int) {
+		if chunks++; chunks == 1 { // the athlete signs in again here
+			if err := s.ClearStravaRevocation(ctx, "u3", now, now); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	n, err := pu.PurgeStravaData(ctx, "u3", athlete, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u3"), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("purge stopped by a reconnect: %d items deleted, %d of %d workouts left", n, len(left), workouts)
+	if chunks != 1 || len(left) == 0 || len(left) == workouts {
+		t.Fatalf("%d chunks deleted, %d of %d workouts left: want the purge stopped after its first chunk", chunks, len(left), workouts)
+	}
+	if st, err := s.SyncState(ctx, "u3"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("sync state %+v, %v after a purge that deleted workouts: want none, so the reconnect imports the history again", st, err)
+	}
+	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u3" {
+		t.Errorf("owner mapping: %q, %v: want it kept for the reconnected athlete", u, err)
 	}
 }
