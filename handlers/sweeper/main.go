@@ -1,7 +1,7 @@
 // Command sweeper is the commitcollect-sweeper Lambda, invoked once a minute
 // by a schedule: it re-dispatches outbox items (accepted webhook events)
 // whose hand-off was lost or whose deferral ended, by async-invoking the
-// worker, and writes the sweep's figures as CloudWatch metrics (the backlog
+// worker, sweeping again at once while a sweep leaves due work (Drain), and writes the sweep's figures as CloudWatch metrics (the backlog
 // alarm). A second schedule invokes it with {"task":"reconcile"} every
 // minute: one step of the reconciliation's resumable enumeration, which
 // comes to each user once per CC_RECONCILE_INTERVAL and enqueues a
@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -27,6 +28,10 @@ import (
 // TaskReconcile is the schedule input ({"task":"reconcile"}) that runs a
 // reconciliation step instead of a sweep.
 const TaskReconcile = "reconcile"
+
+// drainSpare is what a draining invocation leaves of its timeout (60 s by
+// default): the last sweep's dispatches and the metrics line.
+const drainSpare = 20 * time.Second
 
 func main() {
 	cfg, err := config.Load(context.Background(), config.Need{Worker: true})
@@ -59,7 +64,10 @@ func main() {
 			log.InfoContext(ctx, "reconciliation step", append(res.LogArgs(), "error", err)...)
 			return res, err
 		}
-		res, err := sw.Sweep(ctx)
+		// A backlog past one sweep's limit drains within this invocation,
+		// leaving its timeout a margin.
+		res, sweeps, err := sw.Drain(ctx, drainSpare)
+		log.InfoContext(ctx, "sweeps", "sweeps", sweeps, "due", res.Due, "dispatched", res.Dispatched, "more", res.More)
 		if merr := res.WriteEMF(os.Stdout, sw.Now()); merr != nil {
 			log.WarnContext(ctx, "sweep metrics not written", "error", merr)
 		}

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -207,120 +205,6 @@ func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBu
 		return fmt.Errorf("%w: %w", model.ErrNotFound, err)
 	}
 	return err
-}
-
-// pendingShards is how many shards of the pending index readers query: the
-// configured count (Store.OutboxShards, default keys.DefaultOutboxShards),
-// and never fewer than keys.LegacyOutboxShards (items written before the
-// count was configurable). Raising the count is safe (readers query the
-// old shards too); lowering it strands the items of the dropped shards
-// until their keys are leased or deferred again by a writer with the
-// higher count, so lower it only with an empty backlog.
-func (s *Outbox) pendingShards() int {
-	n := s.OutboxShards
-	if n < 1 {
-		n = keys.DefaultOutboxShards
-	}
-	return max(n, keys.LegacyOutboxShards)
-}
-
-// DueOutboxItems lists received items due at now (lease lapsed, not-before
-// passed), oldest due first, at most limit of them, by querying every shard
-// of the sparse pending index. The index is eventually consistent: an item
-// listed here may have been settled since, which LeaseOutboxItem detects.
-func (s *Outbox) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
-	var out []model.IdempotencyRecord
-	for shard := range s.pendingShards() {
-		kc := expression.Key(attrPendingPK).Equal(expression.Value(keys.OutboxPendingShardPK(shard))).
-			And(expression.Key(attrPendingSK).LessThan(expression.Value(keys.OutboxDueBefore(now))))
-		recs, err := s.queryPending(ctx, kc, limit)
-		if err != nil {
-			return nil, fmt.Errorf("list due outbox items (shard %d): %w", shard, err)
-		}
-		out = append(out, recs...)
-	}
-	slices.SortFunc(out, func(a, b model.IdempotencyRecord) int { return cmp.Compare(a.PendingSK, b.PendingSK) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-// OutboxBacklog is what the pending index holds at one instant.
-type OutboxBacklog struct {
-	// Pending counts received items (due or not).
-	Pending int
-	// Due counts the pending items due now (lease lapsed, not-before passed).
-	Due int
-	// OldestCreatedAtUtc is when the oldest pending item was accepted (zero
-	// when nothing is pending).
-	OldestCreatedAtUtc time.Time
-}
-
-// PendingOutbox counts the received items of the pending index (every
-// shard, every page: the index only ever holds pending items, so this is
-// bounded by the backlog) and finds the oldest. Operators, the sweeper's
-// metrics and the chaos suite read the backlog through it.
-func (s *Outbox) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog, error) {
-	var b OutboxBacklog
-	bound := keys.OutboxDueBefore(now)
-	for shard := range s.pendingShards() {
-		kc := expression.Key(attrPendingPK).Equal(expression.Value(keys.OutboxPendingShardPK(shard)))
-		recs, err := s.queryPending(ctx, kc, 0)
-		if err != nil {
-			return OutboxBacklog{}, fmt.Errorf("count pending outbox items (shard %d): %w", shard, err)
-		}
-		for _, r := range recs {
-			b.Pending++
-			if r.PendingSK < bound {
-				b.Due++
-			}
-			if b.OldestCreatedAtUtc.IsZero() || r.CreatedAtUtc.Before(b.OldestCreatedAtUtc) {
-				b.OldestCreatedAtUtc = r.CreatedAtUtc
-			}
-		}
-	}
-	return b, nil
-}
-
-// queryPending reads the pending index with kc, all pages (limit <= 0) or
-// up to limit items.
-func (s *Outbox) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]model.IdempotencyRecord, error) {
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return nil, fmt.Errorf("build pending query: %w", err)
-	}
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.t.Idempotency), IndexName: aws.String(IndexPending),
-		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
-		ExpressionAttributeValues: ex.Values(),
-	}
-	var out []model.IdempotencyRecord
-	for {
-		if limit > 0 {
-			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		}
-		page, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, dynerr.Translate(err)
-		}
-		for _, it := range page.Items {
-			var r model.IdempotencyRecord
-			if err := Unmarshal(it, &r); err != nil {
-				return nil, err
-			}
-			if due, ok := keys.ParseOutboxPendingSK(r.PendingSK); ok && r.LeaseUntil == 0 && r.NotBefore == 0 {
-				// The index projects no lease or not-before: the due
-				// instant is the sort key's, so DueAt stays true.
-				r.NotBefore = due.UnixMilli()
-			}
-			out = append(out, r)
-		}
-		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
 }
 
 // updateOutbox runs one UpdateItem on the idempotency table and returns the

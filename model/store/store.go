@@ -52,6 +52,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/pending"
 )
 
 // Item is one raw DynamoDB item.
@@ -87,6 +88,7 @@ type DB struct {
 type Store struct {
 	*DB
 	*Outbox
+	*pending.Index
 	*ParkedRecords
 	*Audits
 	*Workouts
@@ -105,7 +107,8 @@ type Store struct {
 func New(db *dynamodb.Client, t Tables) *Store {
 	d := &DB{db: capacity.Install(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
 	g := &Guard{DB: d}
-	return &Store{DB: d, Outbox: &Outbox{DB: d}, ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
+	shards := func() int { return d.OutboxShards }
+	return &Store{DB: d, Outbox: &Outbox{DB: d}, Index: pending.New(d.db, t.Idempotency, shards), ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
 		Workouts: &Workouts{DB: d}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
 		Connections: &Connections{DB: d, Guard: g}, Sessions: &Sessions{DB: d}, Limits: &Limits{DB: d, Guard: g}, Guard: g,
 		Collection: &Collection{DB: d}}

@@ -4,6 +4,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/pending"
 )
 
 // Base table names (seed 000). An environment may prefix them.
@@ -32,8 +33,9 @@ const (
 	// IndexPending is the idempotency table's sparse index of pending outbox
 	// items (PendingPK = OUTBOX#PENDING#{shard}, PendingSK = due instant and
 	// key): only items in status received carry its keys, so the sweeper
-	// finds due work with a Query per shard, never a Scan.
-	IndexPending = "Pending"
+	// finds due work with a Query per shard, never a Scan (model/store/pending
+	// reads it).
+	IndexPending = pending.IndexName
 )
 
 // Tables holds the four table names of one environment.

@@ -5,15 +5,21 @@ package handoff
 // Strava's read budget is one pool for every athlete, and anyone with a
 // linked account can post unsigned events, so the sweeper never hands out a
 // backlog oldest first: one athlete's thousand due items would come before
-// everybody else's one. It plans each sweep as deficit round robin over
-// tenants (an athlete's events, a user's sync jobs), in the spirit of SQS
-// fair queues: every tenant with due work gets a turn before any tenant
-// gets its second, at most PerTenant turns a sweep, tenants ordered by their
-// oldest due item. In each round webhook events go before sync jobs (the
-// syncs' share of the budget is their own pacing), and a sync still gets its
-// turn in the first round: a busy sweep never starves reconciliation. An athlete's due creates are one turn
-// together: a burst, served from list pages (fetch/burst.go), so a flood of
-// creates costs its athlete one turn and a share of one list page.
+// everybody else's one. Each sweep reads the whole due backlog (up to
+// DefaultSweepRead items, round after round over the index's shards), so a
+// tenant behind a large backlog is seen, and plans it as deficit round robin
+// over tenants (an athlete's events, a user's sync jobs), in the spirit of
+// SQS fair queues: every tenant with due work gets a turn before any tenant
+// gets its second, tenants ordered by their oldest due item, rounds going
+// on until the sweep's limit (work conserving: a lone tenant's backlog
+// drains in few sweeps, each reading it once). In each round webhook
+// events go before sync jobs (the syncs' share of the budget is their own
+// pacing), except that the first round keeps a quarter of the limit for
+// syncs: a sweep busy with as many webhook tenants as its limit still
+// gives reconciliation and backfills their turn. An athlete's due creates
+// are one turn together: a burst, served from list pages (fetch/burst.go),
+// so a flood of creates costs its athlete one turn and a share of one list
+// page.
 
 import (
 	"strconv"
@@ -24,17 +30,18 @@ import (
 
 // Planning defaults.
 const (
-	// DefaultPerTenant bounds the turns (dispatches) one tenant gets per
-	// sweep.
-	DefaultPerTenant = 5
 	// MaxBurst bounds the creates of one burst job: the pages one burst
 	// reads at most cover them, and its payload (about 400 bytes a create)
 	// stays under Lambda's 256 KB asynchronous invoke limit. Creates past it
 	// are another burst (another turn).
 	MaxBurst = 500
-	// dueLookahead: a sweep reads up to this many times its Limit of due
-	// items, so the tenants behind a large backlog are seen too.
-	dueLookahead = 5
+	// DefaultSweepRead bounds the due items one sweep reads: the whole due
+	// backlog up to it (about 310 read units at 10,000), so one tenant's
+	// thousands of due items never hide the others'.
+	DefaultSweepRead = 10000
+	// syncShare is the part of a sweep's limit kept for sync tenants in
+	// the first round.
+	syncShare = 4
 )
 
 // Turn is one dispatch of a sweep: one outbox item, or (Burst) one
@@ -50,16 +57,51 @@ type tenant struct {
 }
 
 // Plan shares out a sweep: due (oldest due first, as listed) becomes at most
-// limit turns, round robin over tenants, in each round webhook tenants
-// before sync tenants, at most perTenant turns each (defaults when < 1).
-// more says turns were left for the next sweep.
-func Plan(due []model.IdempotencyRecord, limit, perTenant int) (turns []Turn, more bool) {
+// limit turns (DefaultSweepLimit when < 1), round robin over tenants, in
+// each round webhook tenants before sync tenants, save the first round's
+// share kept for syncs. more says turns were left for the next sweep.
+func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 	if limit < 1 {
 		limit = DefaultSweepLimit
 	}
-	if perTenant < 1 {
-		perTenant = DefaultPerTenant
+	order, tenants := gather(due)
+	syncTenants := 0
+	for _, name := range order {
+		if tenants[name].sync {
+			syncTenants++
+		}
 	}
+	// The first round's webhook tenants leave room for the syncs' share.
+	webhookRoom := limit - min(syncTenants, max(1, limit/syncShare))
+	var out []Turn
+	next := map[string]int{} // tenant → its next turn
+	left := len(order)       // tenants with turns not planned
+	for round := 0; left > 0; round++ {
+		for _, syncs := range []bool{false, true} {
+			for _, name := range order {
+				t := tenants[name]
+				if t.sync != syncs || next[name] >= len(t.turns) {
+					continue
+				}
+				if len(out) == limit {
+					return out, true
+				}
+				if round == 0 && !syncs && len(out) >= webhookRoom {
+					continue // its first turn comes after the syncs'
+				}
+				out = append(out, t.turns[next[name]])
+				if next[name]++; next[name] == len(t.turns) {
+					left--
+				}
+			}
+		}
+	}
+	return out, false
+}
+
+// gather groups due items by tenant, in the order of each tenant's oldest
+// item; an athlete's creates become burst turns of up to MaxBurst.
+func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 	var order []string
 	tenants := map[string]*tenant{}
 	creates := map[string]int{} // tenant → index of its burst turn
@@ -81,25 +123,7 @@ func Plan(due []model.IdempotencyRecord, limit, perTenant int) (turns []Turn, mo
 		}
 		t.turns = append(t.turns, Turn{Items: []model.IdempotencyRecord{d}})
 	}
-	var out []Turn
-	for round := range perTenant {
-		for _, syncs := range []bool{false, true} {
-			for _, name := range order {
-				t := tenants[name]
-				if t.sync != syncs || round >= len(t.turns) {
-					continue
-				}
-				if len(out) == limit {
-					return out, true
-				}
-				out = append(out, t.turns[round])
-			}
-		}
-	}
-	for _, t := range tenants {
-		more = more || len(t.turns) > perTenant
-	}
-	return out, more
+	return order, tenants
 }
 
 // tenantOf names whose work an outbox key is: an athlete's events share one

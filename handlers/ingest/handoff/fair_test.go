@@ -54,34 +54,38 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name       string
-		due        []model.IdempotencyRecord
-		limit, per int
-		want       string
+		name  string
+		due   []model.IdempotencyRecord
+		limit int
+		want  string
 	}{
 		{"a flood of creates is one burst turn, the others follow at once",
-			append(noisy(600, "create"), webhook("create", 7, 2, 700), webhook("update", 8, 3, 701)), 200, 5,
+			append(noisy(600, "create"), webhook("create", 7, 2, 700), webhook("update", 8, 3, 701)), 200,
 			"[a1.createx500 a2.create a3.update a1.createx100]"},
-		{"a flood of updates gets a turn per round, at most per-tenant",
-			append(noisy(12, "update"), webhook("update", 7, 2, 50), webhook("update", 8, 3, 60)), 200, 3,
-			"[a1.update a2.update a3.update a1.update a1.update]"},
+		{"a flood of updates gets a turn per round, the rounds going on while the limit allows",
+			append(noisy(4, "update"), webhook("update", 7, 2, 50), webhook("update", 8, 3, 60)), 200,
+			"[a1.update a2.update a3.update a1.update a1.update a1.update]"},
 		{"in each round webhooks before sync jobs, whatever their due order",
-			[]model.IdempotencyRecord{syncJob("u1", 0), webhook("update", 7, 2, 10), syncJob("u2", 1), webhook("update", 8, 2, 11)}, 200, 5,
+			[]model.IdempotencyRecord{syncJob("u1", 0), webhook("update", 7, 2, 10), syncJob("u2", 1), webhook("update", 8, 2, 11)}, 200,
 			"[a2.update sync.u1 sync.u2 a2.update]"},
 		{"a busy sweep still gives a sync its first-round turn",
-			append(noisy(3, "update"), syncJob("u1", 0), webhook("update", 7, 2, 10)), 3, 5,
+			append(noisy(3, "update"), syncJob("u1", 0), webhook("update", 7, 2, 10)), 3,
 			"[a1.update a2.update sync.u1]"},
+		{"as many webhook tenants as the limit leave the syncs their share of the first round",
+			[]model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 2, 1), webhook("update", 3, 3, 2),
+				webhook("update", 4, 4, 3), syncJob("u1", 4), syncJob("u2", 5)}, 4,
+			"[a1.update a2.update a3.update sync.u1]"},
 		{"the limit cuts the last round",
-			append(noisy(3, "update"), webhook("update", 7, 2, 10), webhook("update", 8, 3, 20)), 4, 5,
+			append(noisy(3, "update"), webhook("update", 7, 2, 10), webhook("update", 8, 3, 20)), 4,
 			"[a1.update a2.update a3.update a1.update]"},
 		{"a lone create is a turn of its own, not a burst",
-			[]model.IdempotencyRecord{webhook("create", 7, 2, 0), webhook("delete", 8, 2, 1)}, 200, 5,
+			[]model.IdempotencyRecord{webhook("create", 7, 2, 0), webhook("delete", 8, 2, 1)}, 200,
 			"[a2.create a2.delete]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			turns, _ := handoff.Plan(tc.due, tc.limit, tc.per)
+			turns, _ := handoff.Plan(tc.due, tc.limit)
 			if got := fmt.Sprint(describe(turns)); got != tc.want {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
@@ -89,17 +93,79 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 	}
 }
 
-// TestPlanSaysWhenWorkIsLeft: a plan cut by the limit, or by the per-tenant
-// bound, says so, so the sweeper sweeps again at once.
+// TestPlanSaysWhenWorkIsLeft: a plan cut by the limit says so, so the
+// sweeper sweeps again at once; one that planned everything does not.
 func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 	t.Parallel()
 	due := []model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 1, 1), webhook("update", 3, 2, 2)}
 	for _, tc := range []struct {
-		limit, per int
-		want       bool
-	}{{3, 5, false}, {2, 5, true}, {3, 1, true}} {
-		if _, more := handoff.Plan(due, tc.limit, tc.per); more != tc.want {
-			t.Errorf("limit %d, %d per tenant: more = %v, want %v", tc.limit, tc.per, more, tc.want)
+		limit int
+		want  bool
+	}{{3, false}, {2, true}, {200, false}} {
+		if _, more := handoff.Plan(due, tc.limit); more != tc.want {
+			t.Errorf("limit %d: more = %v, want %v", tc.limit, more, tc.want)
 		}
 	}
+}
+
+// TestPlanAtScaleGivesEveryTenantATurn: one tenant with 5,000 due updates
+// (deferred to one reset instant, so older than everyone's) beside 200
+// honest webhook tenants and 60 sync tenants, at the sweep limit of 200:
+// in two sweeps every tenant gets a turn, the syncs get their share of the
+// first, and the noisy tenant gets one turn in the first sweep, where others
+// wait (in the second everyone is served in the first round, and the rounds
+// after it are the noisy tenant's).
+// Protection: the round robin and the syncs' share (an oldest-first or
+// webhooks-first plan gives the honest tenants nothing, or the syncs).
+func TestPlanAtScaleGivesEveryTenantATurn(t *testing.T) {
+	t.Parallel()
+	var due []model.IdempotencyRecord
+	for i := range 5000 {
+		due = append(due, webhook("update", int64(100000+i), 1, 0))
+	}
+	for i := range 200 {
+		due = append(due, webhook("create", int64(i), int64(10+i), 1+i))
+	}
+	for i := range 60 {
+		due = append(due, syncJob(fmt.Sprintf("s%d", i), 300+i))
+	}
+	served := map[string]int{}
+	for sweep := 1; sweep <= 2; sweep++ {
+		turns, more := handoff.Plan(due, handoff.DefaultSweepLimit)
+		planned := map[string]bool{}
+		syncs := 0
+		for _, name := range describe(turns) {
+			served[name]++
+			syncs += boolInt(name[:5] == "sync.")
+			if sweep == 1 && name == "a1.update" && served[name] > 1 {
+				t.Fatalf("sweep 1: the noisy tenant got %d turns while others waited", served[name])
+			}
+		}
+		for _, tn := range turns {
+			for _, it := range tn.Items {
+				planned[it.IdempotencyKey] = true
+			}
+		}
+		t.Logf("sweep %d: %d turns, %d to syncs, more=%v", sweep, len(turns), syncs, more)
+		if sweep == 1 && syncs < handoff.DefaultSweepLimit/4 {
+			t.Fatalf("sweep 1 gave syncs %d turns, want their share of %d", syncs, handoff.DefaultSweepLimit/4)
+		}
+		var rest []model.IdempotencyRecord
+		for _, d := range due {
+			if !planned[d.IdempotencyKey] {
+				rest = append(rest, d)
+			}
+		}
+		due = rest
+	}
+	if len(served) != 1+200+60 {
+		t.Fatalf("after two sweeps %d tenants were served, want all %d", len(served), 1+200+60)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

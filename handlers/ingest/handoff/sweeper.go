@@ -53,20 +53,19 @@ type Sweeper struct {
 	Lease time.Duration
 	// Limit bounds the turns dispatched per sweep (DefaultSweepLimit).
 	Limit int
-	// PerTenant bounds the turns one athlete (or one user's syncs) gets
-	// per sweep (DefaultPerTenant).
-	PerTenant int
+	// Read bounds the due items one sweep reads (DefaultSweepRead).
+	Read int
 }
 
 // NewSweeper builds a sweeper that hands due items to d.
 func NewSweeper(store OutboxStore, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
 	return &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
-		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, PerTenant: DefaultPerTenant}
+		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, Read: DefaultSweepRead}
 }
 
 // SweepResult counts what one sweep did.
 type SweepResult struct {
-	// Due is how many due items the pending index listed (at most Limit).
+	// Due is how many due items the pending index listed (at most Read).
 	Due int
 	// Dispatched were leased and handed off.
 	Dispatched int
@@ -87,8 +86,9 @@ type SweepResult struct {
 	OldestDueAge time.Duration
 }
 
-// Sweep dispatches the items due now: at most Limit turns, shared out
-// fairly over tenants (Plan, fair.go), an athlete's due creates as one burst.
+// Sweep dispatches the items due now: it reads the due backlog (at most
+// Read items) and dispatches at most Limit turns, shared out fairly over
+// tenants (Plan, fair.go), an athlete's due creates as one burst.
 // It returns an error when the pending index cannot be read or the
 // dispatcher is closed; a failure on one item is counted and the sweep goes
 // on.
@@ -99,7 +99,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	if limit <= 0 {
 		limit = DefaultSweepLimit
 	}
-	due, err := s.store.DueOutboxItems(ctx, now, limit*dueLookahead)
+	read := s.Read
+	if read <= 0 {
+		read = DefaultSweepRead
+	}
+	due, err := s.store.DueOutboxItems(ctx, now, read)
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
@@ -109,8 +113,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.OldestDueAge = age
 		}
 	}
-	turns, more := Plan(due, limit, s.PerTenant)
-	res.More = more || len(due) >= limit*dueLookahead
+	turns, more := Plan(due, limit)
+	res.More = more || len(due) >= read
 	for _, turn := range turns {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
@@ -182,6 +186,41 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 		jobs = append(jobs, job)
 	}
 	return jobs
+}
+
+// Drain sweeps while the last sweep dispatched work and left more
+// (SweepResult.More) and ctx leaves more than spare before its deadline:
+// the sweeper Lambda's schedule fires once a minute, and a backlog larger
+// than one sweep's limit goes on draining within the same invocation. It
+// returns the sweeps' figures summed (OldestDueAge: the first sweep's) and
+// how many sweeps ran.
+func (s *Sweeper) Drain(ctx context.Context, spare time.Duration) (SweepResult, int, error) {
+	var total SweepResult
+	for n := 1; ; n++ {
+		res, err := s.Sweep(ctx)
+		total.add(res, n == 1)
+		if err != nil {
+			return total, n, err
+		}
+		deadline, ok := ctx.Deadline()
+		if !res.More || res.Dispatched == 0 || (ok && time.Until(deadline) <= spare) {
+			return total, n, nil
+		}
+	}
+}
+
+// add sums r into total; the first sweep's backlog age is the one kept.
+func (total *SweepResult) add(r SweepResult, first bool) {
+	total.Due += r.Due
+	total.Dispatched += r.Dispatched
+	total.Skipped += r.Skipped
+	total.Failed += r.Failed
+	total.Parked += r.Parked
+	total.Bursts += r.Bursts
+	total.More = r.More
+	if first {
+		total.OldestDueAge = r.OldestDueAge
+	}
 }
 
 // Run sweeps at once and then every interval until ctx ends (the local
