@@ -31,6 +31,10 @@ type Config struct {
 	// StravaSubscriptionID is the push subscription whose events we accept
 	// (STRAVA_SUBSCRIPTION_ID).
 	StravaSubscriptionID int64
+	// WebhookPathSecret is the callback path's secret segment
+	// (CC_WEBHOOK_PATH_SECRET; intake.CallbackPath): Strava's deliveries get
+	// a route, and in AWS a throttle, of their own.
+	WebhookPathSecret string
 	// DynamoDBEndpoint overrides the DynamoDB endpoint (DYNAMODB_ENDPOINT),
 	// e.g. DynamoDB Local; empty means AWS.
 	DynamoDBEndpoint string

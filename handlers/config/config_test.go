@@ -12,13 +12,14 @@ func TestFromEnvReportsEveryProblem(t *testing.T) {
 	_, err := FromEnv(env(map[string]string{
 		"STRAVA_SUBSCRIPTION_ID": "abc", "DYNAMODB_ENDPOINT": "localhost", "CC_LOG_LEVEL": "loud",
 		"CC_OUTBOX_LEASE": "5", "CC_ATHLETE_READS_PER_WINDOW": "-1", "CC_ATHLETE_READS_PER_DAY": "many", "CC_STRAVA_WINDOW": "soon", "CC_RETRY_BASE": "-1s",
+		"CC_WEBHOOK_PATH_SECRET": "short/one",
 	}), Need{Strava: true, Webhook: true, PublicURL: true})
 	if err == nil {
 		t.Fatal("got nil, want errors")
 	}
 	for _, want := range []string{"STRAVA_SUBSCRIPTION_ID \"abc\"", "DYNAMODB_ENDPOINT", "CC_LOG_LEVEL", "STRAVA_CLIENT_ID is required",
 		"STRAVA_CLIENT_SECRET is required", "STRAVA_VERIFY_TOKEN is required", "CC_PUBLIC_URL is required",
-		"CC_OUTBOX_LEASE", "CC_ATHLETE_READS_PER_WINDOW", "CC_ATHLETE_READS_PER_DAY", "CC_STRAVA_WINDOW", "CC_RETRY_BASE"} {
+		"CC_OUTBOX_LEASE", "CC_ATHLETE_READS_PER_WINDOW", "CC_ATHLETE_READS_PER_DAY", "CC_STRAVA_WINDOW", "CC_RETRY_BASE", "CC_WEBHOOK_PATH_SECRET"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,9 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 )
+
+// pathSecret is what CC_WEBHOOK_PATH_SECRET may hold.
+var pathSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
 
 // variable is one environment variable FromEnv reads: parse stores a
 // non-empty value in the Config and says what is wrong with it, if anything.
@@ -33,6 +37,13 @@ var variables = []variable{
 		c.StravaSubscriptionID = id
 		if err != nil || id <= 0 {
 			return fmt.Errorf("%s %q is not a positive integer", name, v)
+		}
+		return nil
+	}},
+	{"CC_WEBHOOK_PATH_SECRET", func(c *Config, name, v string) error {
+		c.WebhookPathSecret = v
+		if !pathSecret.MatchString(v) {
+			return fmt.Errorf("%s: want 16 to 128 letters, digits, '-' or '_' (a path segment hard to guess)", name)
 		}
 		return nil
 	}},

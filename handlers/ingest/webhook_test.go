@@ -3,6 +3,8 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -73,7 +75,6 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 		{"unknown aspect type", strings.Replace(valid, `"create"`, `"archive"`, 1), 400, "invalid_event", "unknown aspect type"},
 		{"wrong type", strings.Replace(valid, `"object_id":1`, `"object_id":"one"`, 1), 400, "invalid_event", "object_id"},
 		{"missing field", strings.Replace(valid, `"owner_id":2,`, ``, 1), 400, "invalid_event", "owner_id: is required"},
-		{"wrong subscription", strings.Replace(valid, `120475`, `999`, 1), 403, "unknown_subscription", "subscription_id"},
 		{"too large", `{"updates":{"title":"` + strings.Repeat("a", intake.MaxEventBytes) + `"}}`, 413, "body_too_large", "64 KiB"},
 	}
 	for _, tt := range tests {
@@ -96,6 +97,71 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 	// Nothing was claimed: the valid event is still new.
 	if resp, body := h.Post([]byte(valid)); resp.StatusCode != 200 || body["status"] != "accepted" {
 		t.Fatalf("got %d %v, want accepted", resp.StatusCode, body)
+	}
+}
+
+// TestWebhookAnswersAnotherSubscriptionAsItsOwn: an event of another
+// subscription gets the answer an accepted event gets (the same status and
+// fields), so trying ids tells nothing of ours, and it is neither recorded
+// nor handed off. Protection: the drop's answer (a 403 told a guess from
+// the right id).
+func TestWebhookAnswersAnotherSubscriptionAsItsOwn(t *testing.T) {
+	t.Parallel()
+	h := ingesttest.New(t)
+	ev := `{"object_type":"activity","object_id":%d,"aspect_type":"update","owner_id":6,"subscription_id":%d,"event_time":7}`
+	other, otherBody := h.Post(fmt.Appendf(nil, ev, 5, 999))
+	ours, oursBody := h.Post(fmt.Appendf(nil, ev, 4, ingesttest.SubscriptionID))
+	t.Logf("another subscription: %d %v; ours: %d %v", other.StatusCode, otherBody, ours.StatusCode, oursBody)
+	if other.StatusCode != ours.StatusCode || otherBody["status"] != oursBody["status"] || len(otherBody) != len(oursBody) || otherBody["correlationId"] == "" {
+		t.Fatalf("another subscription answered %d %v, ours %d %v: want the same answer", other.StatusCode, otherBody, ours.StatusCode, oursBody)
+	}
+	h.Wait()
+	if n := h.Dispatch.Calls.Load(); n != 1 {
+		t.Fatalf("got %d hand-offs, want 1 (ours only)", n)
+	}
+	var e ingest.Event
+	if err := json.Unmarshal(fmt.Appendf(nil, ev, 5, 999), &e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.St.OutboxItem(context.Background(), e.IdempotencyKey()); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("another subscription's event in the outbox: %v; want nothing recorded", err)
+	}
+}
+
+// TestWebhookServesTheSecretPath: with a path secret the webhook answers
+// under /webhooks/strava/{secret} as under /webhooks/strava (the handshake
+// and events), and any other segment is a 404 that records nothing.
+// Protection: the secret's check (without it any segment reaches the
+// webhook, and in AWS the route key is what keeps the throttle apart).
+func TestWebhookServesTheSecretPath(t *testing.T) {
+	t.Parallel()
+	h := ingesttest.New(t)
+	const secret = "s3cret-path-0123456789"
+	mux := http.NewServeMux()
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, PathSecret: secret},
+		h.St, h.Dispatch, ingesttest.Log()).Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if err := h.Sim.VerifyCallback(context.Background(), srv.URL+intake.CallbackPath(secret), ingesttest.VerifyToken); err != nil {
+		t.Fatalf("handshake at the secret path: %v", err)
+	}
+	post := func(path string, id int64) int {
+		ev := fmt.Sprintf(`{"object_type":"activity","object_id":%d,"aspect_type":"update","owner_id":6,"subscription_id":%d,"event_time":7}`, id, ingesttest.SubscriptionID)
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	got := []int{post(intake.CallbackPath(secret), 1), post(intake.CallbackPath("s3cret-path-0123456780"), 2), post(intake.WebhookPath+"/x", 3)}
+	t.Logf("right secret, wrong secret, short segment: %v", got)
+	if got[0] != http.StatusOK || got[1] != http.StatusNotFound || got[2] != http.StatusNotFound {
+		t.Fatalf("got %v, want [200 404 404]", got)
+	}
+	h.Wait()
+	if n := h.Dispatch.Calls.Load(); n != 1 {
+		t.Fatalf("got %d hand-offs, want 1 (the right secret's)", n)
 	}
 }
 

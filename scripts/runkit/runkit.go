@@ -291,6 +291,9 @@ func (s *Stack) listen(local config.Local, env overlay) (err error) {
 	s.APIURL = "http://" + s.listener.Addr().String()
 	env.fallback("CC_PUBLIC_URL", s.APIURL)
 	env.fallback("STRAVA_VERIFY_TOKEN", DefaultVerifyToken)
+	// Strava's callback is the secret path, as in AWS (a fresh one per run:
+	// the simulator subscribes again at start).
+	env.fallback("CC_WEBHOOK_PATH_SECRET", model.NewID())
 	env.fallback("CC_OUTBOX_LEASE", DefaultLocalLease.String())
 	return nil
 }
@@ -410,7 +413,7 @@ func (s *Stack) serveAPI(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	s.WebhookURL = s.APIURL + intake.WebhookPath
+	s.WebhookURL = s.APIURL + intake.CallbackPath(s.Config.WebhookPathSecret)
 	var handler http.Handler = mux
 	if o.WrapAPI != nil {
 		handler = o.WrapAPI(mux)

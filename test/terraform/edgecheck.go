@@ -14,8 +14,24 @@ import (
 // module's default (500/s) keeps ~4x headroom.
 const MinWebhookPeakRPS = 130
 
-// WebhookRoutes are the routes Strava calls; they get their own budget.
-var WebhookRoutes = []string{"GET " + intake.WebhookPath, "POST " + intake.WebhookPath}
+// BareWebhookRoutes are the webhook's routes without the secret segment:
+// anyone can reach them, so they get a low budget of their own.
+var BareWebhookRoutes = []string{"GET " + intake.WebhookPath, "POST " + intake.WebhookPath}
+
+// WebhookRoutesOf are the routes Strava calls, under the api Lambda's path
+// secret (CC_WEBHOOK_PATH_SECRET); they get their own budget. Nil when the
+// api has no secret.
+func WebhookRoutesOf(d *Deployed) []string {
+	api, ok := d.Functions["api"]
+	if !ok {
+		return nil
+	}
+	secret := EnvOf(api)["CC_WEBHOOK_PATH_SECRET"]
+	if secret == "" {
+		return nil
+	}
+	return []string{"GET " + intake.CallbackPath(secret), "POST " + intake.CallbackPath(secret)}
+}
 
 // num reads a number attribute of a block (-1 when absent).
 func num(s map[string]any, k string) float64 {
@@ -29,10 +45,11 @@ func num(s map[string]any, k string) float64 {
 	return -1
 }
 
-// checkAPIThrottling: the stage throttles by route. The webhook routes have
-// their own budget, not below the webhook peak, with detailed metrics (its
-// 4xx alarm is per route); every /auth/* route has a budget below the
-// webhook's and the stage default's; every burst holds at least a second.
+// checkAPIThrottling: the stage throttles by route. The webhook routes
+// (under the path secret) have their own budget, not below the webhook peak,
+// with detailed metrics (its 4xx alarm is per route); every /auth/* route
+// and the bare webhook routes have a budget below the webhook's and the
+// stage default's; every burst holds at least a second.
 func checkAPIThrottling(d *Deployed, add addFunc) {
 	stages := d.Of("aws_apigatewayv2_stage")
 	if len(stages) == 0 {
@@ -52,7 +69,11 @@ func checkAPIThrottling(d *Deployed, add addFunc) {
 			}
 		}
 		webhookRate := -1.0
-		for _, key := range WebhookRoutes {
+		webhooks := WebhookRoutesOf(d)
+		if len(webhooks) == 0 {
+			add("%s: the api Lambda has no CC_WEBHOOK_PATH_SECRET: Strava's deliveries share a path, and its throttle, with anyone's", st.Address)
+		}
+		for _, key := range webhooks {
 			r, ok := routes[key]
 			rate, burst := num(r, "throttling_rate_limit"), num(r, "throttling_burst_limit")
 			switch {
@@ -70,7 +91,7 @@ func checkAPIThrottling(d *Deployed, add addFunc) {
 			}
 		}
 		for _, key := range Routes() {
-			if !strings.Contains(key, " /auth/") {
+			if !strings.Contains(key, " /auth/") && !slices.Contains(BareWebhookRoutes, key) {
 				continue
 			}
 			r, ok := routes[key]

@@ -671,8 +671,10 @@ func checkRoutesDeployed(d *Deployed, add addFunc) {
 		}
 	}
 	sort.Strings(got)
-	if want := Routes(); !slices.Equal(got, want) {
-		add("routes: got %v, want %v (handlers/bff routes + the webhook)", got, want)
+	want := append(Routes(), WebhookRoutesOf(d)...)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		add("routes: got %v, want %v (handlers/bff routes + the webhook, bare and under its path secret)", got, want)
 	}
 	for _, p := range d.Of("aws_lambda_permission") {
 		if p.Str("principal") == "apigateway.amazonaws.com" && p.Str("function_name") != api.Str("function_name") {
@@ -756,7 +758,7 @@ var RequiredAlarms = []Alarm{
 	// Throttled answers are 429s: without these, a flood or limits set too
 	// low throttle Strava's deliveries silently.
 	{"API 4xx", "AWS/ApiGateway", "4xx", "ApiId", allOf("aws_apigatewayv2_api", "id")},
-	{"webhook route 4xx", "AWS/ApiGateway", "4xx", "Route", constant("POST " + intake.WebhookPath)},
+	{"webhook route 4xx", "AWS/ApiGateway", "4xx", "Route", webhookPost},
 	// The projector's EMF metric: a milestone's period held more workouts
 	// than the guardrail reads (projections/consumer/metrics.go).
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
@@ -781,6 +783,15 @@ func auditTables(d *Deployed) []string {
 		}
 	}
 	return out
+}
+
+// webhookPost is the route Strava posts events to (none without a path
+// secret: checkAPIThrottling reports that).
+func webhookPost(d *Deployed) []string {
+	if r := WebhookRoutesOf(d); len(r) == 2 {
+		return r[1:]
+	}
+	return nil
 }
 
 func constant(v string) func(*Deployed) []string {

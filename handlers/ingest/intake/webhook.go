@@ -14,11 +14,21 @@
 //	POST malformed (bad JSON, wrong type, missing field, unknown
 //	     object_type/aspect_type, non-positive ids, invalid UTF-8)
 //	     → 400 {"error":"invalid_event","reason":…,"fields":[…]}
-//	POST with another subscription_id → 403 {"error":"unknown_subscription"}
-//	     (until STRAVA_SUBSCRIPTION_ID is set, every event is refused)
+//	POST with another subscription_id → 200 {"status":"accepted",…} as for
+//	     ours, nothing recorded (the answer never tells a guess of the
+//	     subscription id from the right one; until STRAVA_SUBSCRIPTION_ID is
+//	     set, every event is dropped so)
 //	POST body over 64 KiB → 413 {"error":"body_too_large"}
 //	POST when the event cannot be recorded → 503 (nothing recorded, so Strava's
 //	     redelivery is accepted)
+//
+// The same routes are served under /webhooks/strava/{secret} when
+// CC_WEBHOOK_PATH_SECRET is set (CallbackPath): the callback registered
+// with Strava. In AWS that path is a route of its own with its own
+// throttle, so a flood at /webhooks/strava (or at any other path) never
+// throttles Strava's deliveries; a wrong secret is a 404, as for any path
+// not served. The secret is not a credential: events are still confirmed
+// at Strava before anything is written.
 //
 // Decoding is a tolerant reader (DecodeEvent: unknown fields ignored, ids as
 // numbers or numeric strings, updates optional); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
@@ -70,6 +80,9 @@ type WebhookConfig struct {
 	// SubscriptionID is the only subscription whose events are accepted
 	// (STRAVA_SUBSCRIPTION_ID).
 	SubscriptionID int64
+	// PathSecret, when set, serves the routes under CallbackPath(PathSecret)
+	// too (CC_WEBHOOK_PATH_SECRET).
+	PathSecret string
 	// Lease is how long a hand-off is presumed in flight (ingest.DefaultLease
 	// when zero).
 	Lease time.Duration
@@ -96,11 +109,37 @@ func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d ingest.Dispatcher, 
 		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
 }
 
+// CallbackPath is the webhook's path under a path secret (WebhookPath
+// when there is none): what the Strava subscription registers.
+func CallbackPath(secret string) string {
+	if secret == "" {
+		return WebhookPath
+	}
+	return WebhookPath + "/" + secret
+}
+
 // Mount registers the webhook routes on mux ("GET /webhooks/strava" and
-// "POST /webhooks/strava"), so other routes can share the mux.
+// "POST /webhooks/strava", and under the path secret when one is set), so
+// other routes can share the mux.
 func (h *Webhook) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+WebhookPath, h.Handshake)
 	mux.HandleFunc("POST "+WebhookPath, h.Receive)
+	if h.cfg.PathSecret != "" {
+		mux.HandleFunc("GET "+WebhookPath+"/{secret}", h.secret(h.Handshake))
+		mux.HandleFunc("POST "+WebhookPath+"/{secret}", h.secret(h.Receive))
+	}
+}
+
+// secret serves next only under the right path secret; any other segment
+// is a 404, as for a path not served.
+func (h *Webhook) secret(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.PathValue("secret")), []byte(h.cfg.PathSecret)) != 1 {
+			http.NotFound(w, r)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // Handshake answers Strava's subscription validation: hub.mode=subscribe and
@@ -120,11 +159,11 @@ func (h *Webhook) Handshake(w http.ResponseWriter, r *http.Request) {
 
 // Receive validates one event, records it in the outbox and hands it to
 // the worker. Answers: 200 accepted (also when the hand-off itself failed:
-// the event is durable and the Sweeper dispatches it) or duplicate (done,
-// parked, or still leased or deferred); 400 with a JSON reason for a
-// malformed event; 403 for another subscription; 413 for a body over
-// MaxEventBytes; 503 only when the event could not be recorded, so that
-// Strava retries.
+// the event is durable and the Sweeper dispatches it, and for another
+// subscription's event, dropped) or duplicate (done, parked, or still
+// leased or deferred); 400 with a JSON reason for a malformed event; 413
+// for a body over MaxEventBytes; 503 only when the event could not be
+// recorded, so that Strava retries.
 func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	corr := h.NewID()
@@ -153,8 +192,9 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	}
 	log = log.With("eventType", ev.ObjectType+"."+ev.AspectType, "athleteId", ev.OwnerID, "objectId", ev.ObjectID)
 	if ev.SubscriptionID != h.cfg.SubscriptionID {
-		log.WarnContext(ctx, "webhook event from another subscription", "subscriptionId", ev.SubscriptionID)
-		writeReason(w, http.StatusForbidden, "unknown_subscription", "subscription_id does not match this application's subscription", nil)
+		// Answered as an accepted event, so that trying ids tells nothing.
+		log.WarnContext(ctx, "webhook event from another subscription; dropped", "writeStatus", "dropped", "subscriptionId", ev.SubscriptionID)
+		writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": corr})
 		return
 	}
 

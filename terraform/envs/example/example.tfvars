@@ -8,6 +8,7 @@ strava = {
   client_id               = "12345"
   client_secret_param_arn = "arn:aws:ssm:ap-southeast-2:123456789012:parameter/commitcollect/example/strava-client-secret"
   verify_token_param_arn  = "arn:aws:ssm:ap-southeast-2:123456789012:parameter/commitcollect/example/strava-verify-token"
+  callback_path_segment   = "replace-with-openssl-rand-hex-16"
   # subscription_id = 123456  # after creating the push subscription
 }
 

@@ -6,6 +6,7 @@ output "api_url" {
 output "webhook_callback_url" {
   description = "Callback URL of the Strava push subscription."
   value       = module.commitcollect.webhook_callback_url
+  sensitive   = true
 }
 
 output "table_names" {

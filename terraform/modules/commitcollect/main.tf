@@ -534,6 +534,7 @@ module "api" {
     CC_WORKER_FUNCTION        = module.worker.function_name
     CC_CORS_ORIGINS           = join(",", var.cors_origins)
     CC_SYNC_MAX_DAYS          = tostring(var.backfill.max_days)
+    CC_WEBHOOK_PATH_SECRET    = var.strava.callback_path_segment
     }, {
     # Set once the push subscription exists; until then the webhook refuses events.
     for k, v in { STRAVA_SUBSCRIPTION_ID = var.strava.subscription_id } : k => tostring(v) if v != null
@@ -760,7 +761,7 @@ resource "aws_apigatewayv2_integration" "api" {
 }
 
 resource "aws_apigatewayv2_route" "api" {
-  for_each = toset(local.routes)
+  for_each = toset(concat(local.routes, local.webhook_routes))
 
   api_id    = aws_apigatewayv2_api.http.id
   route_key = each.value
@@ -774,15 +775,18 @@ resource "aws_cloudwatch_log_group" "api_access" {
 }
 
 # Throttling per route: the BFF's routes share the stage default; Strava's
-# deliveries (the webhook) have their own budget, sized for the webhook
-# peak, so a flood elsewhere never throttles them; /auth/* (unauthenticated,
-# the login writes an item per request) gets a low one. The webhook route's
-# detailed metrics feed its 4xx alarm.
+# deliveries come to the callback's secret path (strava.callback_path_segment),
+# a route with its own budget, sized for the webhook peak, that a flood
+# without the segment never reaches; the bare /webhooks/strava (a
+# subscription registered before the secret path) and /auth/*
+# (unauthenticated, the login writes an item per request) get a low one. The
+# webhook route's detailed metrics feed its 4xx alarm.
 locals {
-  webhook_routes = ["GET /webhooks/strava", "POST /webhooks/strava"]
+  webhook_path   = "/webhooks/strava/${var.strava.callback_path_segment}"
+  webhook_routes = ["GET ${local.webhook_path}", "POST ${local.webhook_path}"]
   route_throttles = merge(
     { for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },
-    { for r in local.routes : r => { rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit } if startswith(r, "GET /auth/") || startswith(r, "POST /auth/") },
+    { for r in local.routes : r => { rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit } if startswith(r, "GET /auth/") || startswith(r, "POST /auth/") || endswith(r, " /webhooks/strava") },
   )
 }
 
@@ -1040,7 +1044,7 @@ resource "aws_cloudwatch_metric_alarm" "webhook_4xx" {
   alarm_description   = "The webhook route answered 4xx (429: throttled; Strava retries at most 3 times). Check the route's throttling (api.webhook_rate_limit) and the access log; once fixed, make syncs ARGS=\"-reconcile-since <start>\" re-lists what Strava gave up on."
   namespace           = "AWS/ApiGateway"
   metric_name         = "4xx"
-  dimensions          = { ApiId = aws_apigatewayv2_api.http.id, Stage = aws_apigatewayv2_stage.default.name, Route = "POST /webhooks/strava" }
+  dimensions          = { ApiId = aws_apigatewayv2_api.http.id, Stage = aws_apigatewayv2_stage.default.name, Route = "POST ${local.webhook_path}" }
   statistic           = "Sum"
   period              = var.alarms.period_s
   evaluation_periods  = 1

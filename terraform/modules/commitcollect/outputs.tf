@@ -5,7 +5,8 @@ output "api_url" {
 
 output "webhook_callback_url" {
   description = "Callback URL to register as the Strava push subscription."
-  value       = "${local.public_url}/webhooks/strava"
+  value       = "${local.public_url}${local.webhook_path}"
+  sensitive   = true
 }
 
 output "table_names" {

@@ -26,11 +26,19 @@ variable "strava" {
     the functions at cold start (STRAVA_*_PARAM), so no secret lands in state
     or in plain environment variables. subscription_id stays null until the
     push subscription exists (scripts/deploy prints the command to create it).
+    callback_path_segment is the webhook callback's last path segment
+    (webhook_callback_url): Strava's deliveries get a route, and a throttle,
+    of their own that a flood without it never reaches. It is not a
+    credential (every event is confirmed at Strava before it is written) and
+    it lives in the route key, so in state; choose 16 to 128 random letters,
+    digits, '-' or '_' (e.g. `openssl rand -hex 16`), and register the push
+    subscription at webhook_callback_url again when it changes.
   EOT
   type = object({
     client_id               = string
     client_secret_param_arn = string
     verify_token_param_arn  = string
+    callback_path_segment   = string
     subscription_id         = optional(number)
     base_url                = optional(string, "https://www.strava.com")
   })
@@ -43,6 +51,10 @@ variable "strava" {
     condition = alltrue([for arn in [var.strava.client_secret_param_arn, var.strava.verify_token_param_arn] :
     can(regex("^arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/.+$", arn))])
     error_message = "strava.client_secret_param_arn and strava.verify_token_param_arn must be SSM parameter ARNs."
+  }
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{16,128}$", var.strava.callback_path_segment))
+    error_message = "strava.callback_path_segment must be 16 to 128 letters, digits, '-' or '_'."
   }
   validation {
     condition     = var.strava.subscription_id == null || try(var.strava.subscription_id > 0, false)
@@ -310,7 +322,9 @@ variable "api" {
   description = <<-EOT
     HTTP API throttling, per route: steady requests per second and burst (the token bucket's
     size). throttling_* is the stage default, which the BFF's /v1 routes get; webhook_* is the
-    webhook's own budget, so a flood on any other route never throttles Strava's deliveries;
+    budget of the webhook's secret callback path (strava.callback_path_segment), so a flood on
+    any other route, the bare /webhooks/strava included (it gets auth_*), never throttles
+    Strava's deliveries;
     auth_* is the /auth/* routes' (unauthenticated; the login writes an item per request).
     The webhook's is sized for Strava's bursts at a million athletes: `make capacity
     ARGS="-athletes 1000000"` models ~52 webhooks/s at an evening peak of 10x the mean, and
