@@ -54,6 +54,7 @@ func envValues(f *fixture) map[string]string {
 		"STRAVA_CLIENT_ID":            f.sim.ClientID(),
 		"STRAVA_CLIENT_SECRET_PARAM":  secretParam,
 		"STRAVA_VERIFY_TOKEN_PARAM":   verifyParam,
+		"CC_WEBHOOK_PATH_SECRET":      pathSecret,
 		"CC_PUBLIC_URL":               publicURL,
 		"CC_WORKER_FUNCTION":          workerFunction,
 		"CC_CORS_ORIGINS":             appOrigin,
@@ -74,6 +75,7 @@ const (
 	secretParam    = "arn:aws:ssm:ap-southeast-2:123456789012:parameter/commitcollect/rt/strava-client-secret"
 	verifyParam    = "arn:aws:ssm:ap-southeast-2:123456789012:parameter/commitcollect/rt/strava-verify-token"
 	verifyToken    = "rt-verify-token"
+	pathSecret     = "rt-callback-path-0123456789"
 	publicURL      = "https://api.commitcollect.test"
 	appOrigin      = "https://app.commitcollect.test"
 	workerFunction = "commitcollect-rt-worker"
@@ -164,7 +166,7 @@ func TestLambdaRuntime(t *testing.T) {
 	f := newFixture(t, rie)
 
 	// --- webhook subscription handshake
-	hs := f.api("GET", "/webhooks/strava?hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=ch-123", nil, nil, "")
+	hs := f.api("GET", "/webhooks/strava/"+pathSecret+"?hub.mode=subscribe&hub.verify_token="+verifyToken+"&hub.challenge=ch-123", nil, nil, "")
 	if hs.StatusCode != 200 || !strings.Contains(hs.Body, `"hub.challenge":"ch-123"`) {
 		t.Fatalf("handshake: %d %s", hs.StatusCode, hs.Body)
 	}
@@ -432,6 +434,12 @@ func newFixture(t *testing.T, rie string) *fixture {
 	if f.dep, err = LoadDeployment(terraformRoot()); err != nil {
 		t.Fatal(err)
 	}
+	// Strava's callback routes, under this deployment's path segment.
+	callback, err := f.dep.CallbackRoutes(pathSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.dep.Routes = append(f.dep.Routes, callback...)
 
 	// DynamoDB Local: the four tables of a fresh deployment, then the deploy's
 	// own post-apply seeding from Terraform-shaped outputs.
@@ -713,12 +721,12 @@ func (f *fixture) login() string {
 	return session
 }
 
-// webhook delivers a Strava event to POST /webhooks/strava and checks the
+// webhook delivers a Strava event to POST /webhooks/strava/{secret} and checks the
 // answer's status field.
 func (f *fixture) webhook(ev stravasim.Event, wantStatus string) {
 	f.t.Helper()
 	body, _ := json.Marshal(ev)
-	r := f.api("POST", "/webhooks/strava", nil, nil, string(body))
+	r := f.api("POST", "/webhooks/strava/"+pathSecret, nil, nil, string(body)) // the callback Strava is subscribed to
 	var got struct {
 		Status string `json:"status"`
 	}

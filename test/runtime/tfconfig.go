@@ -37,6 +37,9 @@ type Deployment struct {
 	// WorkerRetries is var.worker.maximum_retry_attempts's default (the
 	// worker's async retries).
 	WorkerRetries int
+	// webhook holds local.webhook_path and local.webhook_routes
+	// (CallbackRoutes).
+	webhook map[string]hcl.Expression
 }
 
 // FunctionSettings are a function's runtime settings.
@@ -59,7 +62,7 @@ func LoadDeployment(root string) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, err
 	}
-	d := Deployment{Env: map[string][]string{}}
+	d := Deployment{Env: map[string][]string{}, webhook: map[string]hcl.Expression{}}
 
 	// modules/function: aws_lambda_function.this environment.variables is
 	// built from var.environment (the caller's map), possibly with more.
@@ -179,7 +182,36 @@ func LoadDeployment(root string) (Deployment, error) {
 		}
 		d.Routes = append(d.Routes, e.AsString())
 	}
+	for _, name := range []string{"webhook_path", "webhook_routes"} {
+		if d.webhook[name] = cc.Local(name); d.webhook[name] == nil {
+			return d, fmt.Errorf("modules/commitcollect: no local.%s", name)
+		}
+	}
 	return d, nil
+}
+
+// CallbackRoutes are the webhook's routes under the callback's secret
+// segment (local.webhook_routes, with var.strava.callback_path_segment =
+// segment): the routes Strava's deliveries take.
+func (d Deployment) CallbackRoutes(segment string) ([]string, error) {
+	vars := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{"strava": cty.ObjectVal(map[string]cty.Value{"callback_path_segment": cty.StringVal(segment)})}),
+	}}
+	path, diags := d.webhook["webhook_path"].Value(vars)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("local.webhook_path: %v", diags)
+	}
+	locals := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{"webhook_path": path})}}
+	rv, diags := d.webhook["webhook_routes"].Value(locals)
+	if diags.HasErrors() || !rv.CanIterateElements() {
+		return nil, fmt.Errorf("local.webhook_routes: %v", diags)
+	}
+	var out []string
+	for it := rv.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		out = append(out, e.AsString())
+	}
+	return out, nil
 }
 
 // envKeys returns the keys of a map expression built from merge(),
