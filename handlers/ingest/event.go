@@ -43,6 +43,19 @@ func (e Event) IdempotencyKey() string {
 	return keys.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime, updates)
 }
 
+// Burstable reports whether an event of objectType and aspect may be served
+// from the athlete's list pages with the athlete's other such events (a
+// burst, handlers/ingest/fetch/burst.go): any activity event, since a list
+// page confirms a create, an update or a delete as a fetch would (listed:
+// alive; absent from the whole history: gone or private, as a 404). Athlete
+// events (a deauthorization) are not.
+func Burstable(objectType, aspect string) bool {
+	return objectType == ObjectActivity && (aspect == AspectCreate || aspect == AspectUpdate || aspect == AspectDelete)
+}
+
+// Burstable reports whether the event may be served in a burst (Burstable).
+func (e Event) Burstable() bool { return Burstable(e.ObjectType, e.AspectType) }
+
 // IsDeauthorization reports whether the event says the athlete revoked
 // access (object_type athlete, updates.authorized "false").
 func (e Event) IsDeauthorization() bool {
@@ -83,9 +96,9 @@ type Job struct {
 	// received. Absent (an older payload, a redrive): the worker reads the
 	// item. Set at dispatch, never stored in the outbox item's job.
 	OutboxFailures *int `json:"outboxFailures,omitempty"`
-	// Gathered says the sweeper dispatched this create after gathering the
-	// athlete's due creates (a lone one, or one a burst could not settle):
-	// it is fetched as it is, never deferred to be gathered again.
+	// Gathered says the sweeper dispatched this activity event after
+	// gathering the athlete's due ones (a lone one, or one a burst could not
+	// settle): it is fetched as it is, never deferred to be gathered again.
 	Gathered bool `json:"gathered,omitempty"`
 	// Burst, when set, makes this a burst job: one athlete's gathered
 	// create events, served together from list pages (the sweeper leases
@@ -149,8 +162,8 @@ func DecodeJob(raw []byte) (Job, error) {
 	return j, nil
 }
 
-// validateBurst checks a burst job: a correlation id, and create events of
-// one athlete, each with its outbox key.
+// validateBurst checks a burst job: a correlation id, and burstable events
+// (activity events) of one athlete, each with its outbox key.
 func validateBurst(j Job) error {
 	var v model.ValidationError
 	if j.CorrelationID == "" {
@@ -158,9 +171,9 @@ func validateBurst(j Job) error {
 	}
 	owner := j.Burst[0].Event.OwnerID
 	for i, b := range j.Burst {
-		if b.Event.ObjectType != ObjectActivity || b.Event.AspectType != AspectCreate || b.Event.OwnerID != owner ||
+		if !b.Event.Burstable() || b.Event.OwnerID != owner ||
 			b.Event.OwnerID <= 0 || b.Event.ObjectID <= 0 || b.IdempotencyKey == "" || len(b.Burst) > 0 || b.Sync != nil {
-			v.Add(fmt.Sprintf("burst[%d]", i), "must be a create event of athlete %d with its outbox key", owner)
+			v.Add(fmt.Sprintf("burst[%d]", i), "must be an activity event of athlete %d with its outbox key", owner)
 		}
 	}
 	if err := v.Err(); err != nil {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,12 +30,15 @@ type noisyPlan struct {
 	honestWithin, bulkWithin, settleWithin time.Duration
 	bulkReads                              int64
 	forgedReads                            float64
+	// aspects are the forged events' aspects, in turn (creates, or
+	// updates and deletes).
+	aspects []string
 }
 
 func planFor(full bool) noisyPlan {
 	p := noisyPlan{forgers: 3, perForger: 600, honest: 10, bulk: 250, flood: 2 * time.Minute, honestAt: 30 * time.Second,
 		bulkAt: 45 * time.Second, honestWithin: 150 * time.Second, bulkWithin: 4 * time.Minute, settleWithin: 5 * time.Minute,
-		bulkReads: 10, forgedReads: 0.2}
+		bulkReads: 10, forgedReads: 0.2, aspects: []string{"create"}}
 	if !full {
 		p.perForger, p.flood, p.honestAt, p.bulkAt = 100, 30*time.Second, 10*time.Second, 15*time.Second
 	}
@@ -56,7 +60,18 @@ type noisyOutcome struct {
 // pages, the forged creates for a fraction of a read each, settled within
 // minutes of the flood and leaving nothing stored for good.
 func noisyNeighbours(ctx context.Context, e *Env, full bool) (Figures, error) {
+	return noisy(ctx, e, planFor(full))
+}
+
+// noisyEdits is noisyNeighbours with a flood of forged updates and deletes
+// (of ids never stored) in place of creates.
+func noisyEdits(ctx context.Context, e *Env, full bool) (Figures, error) {
 	p := planFor(full)
+	p.aspects = []string{"update", "delete"}
+	return noisy(ctx, e, p)
+}
+
+func noisy(ctx context.Context, e *Env, p noisyPlan) (Figures, error) {
 	forgers, err := linkUsers(ctx, e, p.forgers, 9000)
 	if err != nil {
 		return Figures{}, err
@@ -125,8 +140,8 @@ func noisyNeighbours(ctx context.Context, e *Env, full bool) (Figures, error) {
 	return fig, err
 }
 
-// forge posts each forger's creates evenly over the flood, one attempt each
-// (a forger does not retry), ids that never existed.
+// forge posts each forger's events evenly over the flood (p.aspects in
+// turn), one attempt each (a forger does not retry), ids that never existed.
 func (e *Env) forge(ctx context.Context, forgers []*User, p noisyPlan) {
 	every := p.flood / time.Duration(p.perForger)
 	t := time.NewTicker(every)
@@ -135,7 +150,7 @@ func (e *Env) forge(ctx context.Context, forgers []*User, p noisyPlan) {
 	now := time.Now().Unix()
 	for i := range p.perForger {
 		for _, f := range forgers {
-			ev := stravasim.Event{ObjectType: "activity", ObjectID: f.AthleteID*1_000_000 + 500_000 + int64(i), AspectType: "create",
+			ev := stravasim.Event{ObjectType: "activity", ObjectID: f.AthleteID*1_000_000 + 500_000 + int64(i), AspectType: p.aspects[i%len(p.aspects)],
 				Updates: map[string]string{}, OwnerID: f.AthleteID, SubscriptionID: SubscriptionID, EventTime: now + int64(i)}
 			sem <- struct{}{}
 			go func() { defer func() { <-sem }(); e.PostOnce(ctx, ev) }()
@@ -234,8 +249,8 @@ func (e *Env) permanentWorkouts(ctx context.Context, u *User) (int, error) {
 // with a note.
 func (o noisyOutcome) judge(p noisyPlan, notes []string) (int, []string) {
 	perForged := float64(o.forgedReads) / float64(max(o.forged, 1))
-	fmt.Printf("noisy: honest_max=%s late=%d bulk=%d counted_in=%s bulk_reads=%d forged=%d forged_reads=%d reads_per_forged=%.3f pending_zero_after_flood=%s permanent_forged=%d\n",
-		o.honestMax.Round(100*time.Millisecond), o.honestLate, p.bulk, o.bulkTook.Round(100*time.Millisecond), o.bulkReads,
+	fmt.Printf("noisy: flood=%s honest_max=%s late=%d bulk=%d counted_in=%s bulk_reads=%d forged=%d forged_reads=%d reads_per_forged=%.3f pending_zero_after_flood=%s permanent_forged=%d\n",
+		strings.Join(p.aspects, "+"), o.honestMax.Round(100*time.Millisecond), o.honestLate, p.bulk, o.bulkTook.Round(100*time.Millisecond), o.bulkReads,
 		o.forged, o.forgedReads, perForged, o.settledAfter.Round(100*time.Millisecond), o.permanent)
 	missed := 0
 	miss := func(ok bool, format string, args ...any) {
@@ -247,7 +262,7 @@ func (o noisyOutcome) judge(p noisyPlan, notes []string) (int, []string) {
 	miss(o.honestLate == 0, "%d honest activities not counted within %s (slowest %s)", o.honestLate, p.honestWithin, o.honestMax)
 	miss(o.bulkTook >= 0 && o.bulkTook <= p.bulkWithin, "bulk upload counted in %s, target %s", o.bulkTook, p.bulkWithin)
 	miss(o.bulkReads <= p.bulkReads, "bulk upload took %d reads, target %d", o.bulkReads, p.bulkReads)
-	miss(perForged <= p.forgedReads, "%.3f reads per forged create, target %.1f", perForged, p.forgedReads)
+	miss(perForged <= p.forgedReads, "%.3f reads per forged event, target %.1f", perForged, p.forgedReads)
 	miss(o.settledAfter >= 0, "outbox still pending %s after the flood", p.settleWithin)
 	miss(o.permanent == 0, "%d permanent items for forged creates", o.permanent)
 	return missed, notes

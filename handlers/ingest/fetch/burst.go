@@ -66,44 +66,52 @@ type walk struct {
 	dropped bool
 }
 
-// ProcessBurst serves job.Burst, one athlete's gathered creates, from list
+// ProcessBurst serves job.Burst, one athlete's gathered activity events
+// (an update or delete joins them when its activity was never stored, or
+// when the sweeper found it due with them), from list
 // pages (see the notes above) and returns each create's outcome in order,
 // as Process would for it alone: nil when done (written, not found, or
 // dropped with the connection), a DeferError to wait, another error to
 // retry or park.
 //
-// Bursts: one athlete's many creates served by list pages.
+// Bursts: one athlete's many creates and updates served by list pages.
 //
 // A bulk upload of a year of files, a new device syncing hundreds of
-// activities, or a forged flood of creates for ids that never existed all
-// look alike: many create events of one athlete in little time. One fetch
+// activities, or a forged flood of creates or updates for ids that never
+// existed all look alike: many events of one athlete in little time. One fetch
 // each would spend the application's shared read budget on one athlete, so:
 //
 //  1. Gather. A create of an athlete whose creates crowd this instance's
-//     window (more than createsBeforeCheck) is not fetched: it is deferred
-//     to the next tick of the gather grid (BurstGather; by default a
-//     quarter of the rate window, at most maxBurstGather), where the sweeper finds it due with the
-//     athlete's other creates (handoff's fair plan) and dispatches them as
-//     one burst job (ingest.Job.Burst), each outbox item leased.
+//     window (more than createsBeforeCheck), and an update or delete of an
+//     activity never stored, are not fetched: they are deferred to the next tick of
+//     the gather grid (BurstGather; by default a quarter of the rate
+//     window, at most maxBurstGather), where the sweeper finds them due
+//     with the athlete's other creates and updates (handoff's fair plan)
+//     and dispatches them as one burst job (ingest.Job.Burst), each outbox
+//     item leased.
 //  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
 //     page (GET /athlete/activities), through the same budget check and
-//     athlete caps as a fetch, until every create of the burst was listed,
+//     athlete caps as a fetch, until every event of the burst was listed,
 //     a short page ends the history, or maxBurstPages were read. A listed
-//     create is written through the ordered conditional write
+//     activity is written through the ordered conditional write
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read.
-//  3. Settle. A create the walk did not list although it reached the end of
-//     the history, and whose event was received notFoundMargin before the
-//     walk started, is not at Strava (or is private to a grant that cannot
-//     read it, which a fetch answers 404 too): it is done, as not found, and
-//     nothing is stored for it. A younger one is gathered again (Strava's
-//     list may not show an upload at once), so the next burst settles it.
-//     What the walk could not settle (a history longer than maxBurstPages)
-//     is fetched alone, within the caps. A wait for the budget or the caps
-//     defers every create not yet settled; the runner settles each outbox
-//     item with its own outcome.
+//  3. Settle. An event whose activity the walk did not list although it
+//     reached the end of the history, and which was received
+//     notFoundMargin before the walk started, is not at Strava (or is
+//     private to a grant that cannot read it, which a fetch answers 404
+//     too): it is settled as a 404 at the walk's start would be (unlisted:
+//     a create or an update of an activity never stored is done with
+//     nothing stored; a delete, or an update of a stored workout, marks it
+//     hidden-or-deleted). A younger one is gathered again (Strava's list
+//     may not show an upload at once), so the next burst settles it. What
+//     the walk could not settle (a history longer than maxBurstPages) is
+//     fetched alone, within the caps. A wait for the
+//     budget or the caps defers every event not yet settled; the runner
+//     settles each outbox item with its own outcome.
 //
-// So a forged create costs a share of one list page, and an honest bulk
+// So a forged create, update or delete of an activity never stored costs a
+// share of one list page (fetcher.go's neverStored), and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
 func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
@@ -132,7 +140,9 @@ func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 		case listed:
 			out[i] = werr
 		case wk.complete && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(wk.started.Add(-notFoundMargin)):
-			notFound++ // done: not at Strava, nothing stored
+			// Not at Strava (or private): as a fetch's 404 at the walk's start.
+			notFound++
+			out[i] = w.unlisted(ctx, log, sub, userID, wk.started)
 		case wk.complete:
 			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
 		case wk.stop != nil || wk.dropped:
@@ -156,6 +166,28 @@ func fill(out []error, err error) []error {
 		out[i] = err
 	}
 	return out
+}
+
+// unlisted settles an event whose activity a whole walk, started at
+// started, did not list, as a fetch's 404 then would: a create is done with
+// nothing stored; a delete, and an update of a workout we store, mark it
+// hidden-or-deleted ordered by the walk's start (a delete's tombstone, even
+// of a workout never written, so that a create's fetch in flight loses to
+// it); an update of an activity never stored is done.
+func (w *Fetcher) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
+	switch job.Event.AspectType {
+	case ingest.AspectCreate:
+		return nil
+	case ingest.AspectUpdate:
+		_, err := w.store.Workout(ctx, userID, job.Event.ObjectID)
+		if errors.Is(err, model.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+		}
+	}
+	return w.markHidden(ctx, w.jobLog(job).With("userId", userID, "source", "list"), job, userID, started)
 }
 
 // walk reads the athlete's list pages, newest first, writing the burst's
@@ -208,8 +240,9 @@ func (w *Fetcher) walk(ctx context.Context, log *slog.Logger, job ingest.Job, us
 	return wk
 }
 
-// writeListed writes a listed create through the ordered write (a later
-// fetch stored wins, as for a fetch) and audits it like a fetched create.
+// writeListed writes a listed activity through the ordered write (a later
+// fetch stored wins, as for a fetch) and audits it like a fetch (a delete
+// event whose activity is listed: not confirmed, as a fetch's 200).
 func (w *Fetcher) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
 	ev := job.Event
 	if a.Athlete.ID != 0 && a.Athlete.ID != ev.OwnerID {
@@ -227,8 +260,15 @@ func (w *Fetcher) writeListed(ctx context.Context, log *slog.Logger, job ingest.
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	w.athletes.sawFetch(ev.ObjectID, started)
-	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditActivityCreate, job, map[string]string{
-		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"})
+	kind, details := ingest.AuditActivityCreate, map[string]string{
+		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"}
+	switch ev.AspectType {
+	case ingest.AspectUpdate:
+		kind = ingest.AuditActivityUpdate
+	case ingest.AspectDelete:
+		kind, details["reason"] = ingest.AuditActivityUpdate, reasonDeleteNotConfirmed
+	}
+	w.audit(ctx, log, keys.UserPK(userID), userID, kind, job, details)
 	return nil
 }
 

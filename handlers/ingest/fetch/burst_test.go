@@ -202,3 +202,81 @@ func TestTheDailyAllowanceHoldsAnAthleteBack(t *testing.T) {
 		t.Fatalf("day additions %v after %d reads; want [7 7] after 13 (6 unseen each time, the 14th refused)", dayAdds, s.calls)
 	}
 }
+
+// TestUnknownActivityEventsAreGatheredNotFetched: an update or a delete of
+// an activity we never stored (athlete and activity ids are public) is not
+// fetched and takes no read of the athlete's cap: it is gathered for a
+// burst; gathered already (the sweeper's lone dispatch), it is fetched.
+// Protection: neverStored's gather (removing it spends one read of the
+// named athlete's cap on every forged update or delete).
+func TestUnknownActivityEventsAreGatheredNotFetched(t *testing.T) {
+	t.Parallel()
+	reads := 0
+	st := &fakeStore{t: t,
+		WorkoutFn:         func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
+		TakeAthleteReadFn: func(int64, int, int) error { reads++; return nil },
+		MarkHiddenFn:      func(int64, string, int64) error { return nil },
+	}
+	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
+	f := burstFetcher(t, st, s, &fakeLister{})
+	for _, aspect := range []string{ingest.AspectUpdate, ingest.AspectDelete} {
+		job := event(aspect)
+		job.IdempotencyKey = "k-" + aspect
+		var de *ingest.DeferError
+		if err := f.Process(context.Background(), job); !errors.As(err, &de) || !de.Gathered {
+			t.Fatalf("%s of an activity never stored: %v; want it gathered", aspect, err)
+		}
+	}
+	if s.calls != 0 || reads != 0 {
+		t.Fatalf("%d fetches, %d reads of the athlete's cap; want none", s.calls, reads)
+	}
+	job := event(ingest.AspectDelete)
+	job.IdempotencyKey, job.Gathered = "k-gathered", true
+	if err := f.Process(context.Background(), job); err != nil || s.calls != 1 {
+		t.Fatalf("a gathered delete: %v after %d fetches; want it fetched", err, s.calls)
+	}
+}
+
+// TestABurstSettlesEveryKindOfEventFromItsPages: one burst of an athlete
+// whose whole history is one page holds a listed create, a listed delete
+// (Strava serves it: written, not confirmed), a forged update and a forged
+// delete of ids that never existed, and an update of a stored workout
+// Strava no longer lists. One page settles all five without a fetch: the
+// forged update stores nothing, the forged delete and the stored workout
+// are marked hidden at the walk's start (as a 404 then), so a create's
+// fetch in flight loses to the tombstone. Protection: unlisted.
+func TestABurstSettlesEveryKindOfEventFromItsPages(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	written, hidden := map[int64]bool{}, map[int64]int64{}
+	st := &fakeStore{t: t,
+		WorkoutFn: func(id int64) (*model.Workout, error) {
+			if id == 30 {
+				return &model.Workout{ActivityID: 30}, nil
+			}
+			return nil, model.ErrNotFound
+		},
+		UpsertWorkoutFn: func(w *model.Workout) error { mu.Lock(); defer mu.Unlock(); written[w.ActivityID] = true; return nil },
+		MarkHiddenFn:    func(id int64, _ string, ns int64) error { mu.Lock(); defer mu.Unlock(); hidden[id] = ns; return nil },
+	}
+	l := &fakeLister{acts: history(3, 10)} // ids 10, 11, 12
+	s := &fakeStrava{}
+	f := burstFetcher(t, st, s, l)
+	jobs := creates(10, 11, 900, 901, 30)
+	for i, aspect := range []string{ingest.AspectCreate, ingest.AspectDelete, ingest.AspectUpdate, ingest.AspectDelete, ingest.AspectUpdate} {
+		jobs[i].Event.AspectType = aspect
+	}
+	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b-kinds"))
+	for i, err := range outs {
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	t.Logf("pages %v, fetches %d, written %v, hidden %v", l.pages, s.calls, written, hidden)
+	if len(l.pages) != 1 || s.calls != 0 || !written[10] || !written[11] || len(written) != 2 {
+		t.Fatalf("pages %v, %d fetches, written %v; want one page writing the two listed activities", l.pages, s.calls, written)
+	}
+	if len(hidden) != 2 || hidden[901] != now.UnixNano() || hidden[30] != now.UnixNano() {
+		t.Fatalf("hidden %v; want the forged delete and the unlisted stored workout, at the walk's start", hidden)
+	}
+}

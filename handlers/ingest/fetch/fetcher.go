@@ -317,8 +317,25 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
 			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))
 		return nil
-	case err != nil && !errors.Is(err, model.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
+		return w.neverStored(ctx, log, job, userID, cached)
+	case err != nil:
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+	}
+	return w.fetchNew(ctx, log, job, userID, cached)
+}
+
+// neverStored handles an update or delete of an activity we never stored
+// (athlete and activity ids are public, so such events are cheap to forge):
+// it is not fetched alone but gathered with the athlete's other activity
+// events and served from list pages (burst.go): a create we missed is
+// listed and written, a forged id settles with the burst for a share of a
+// page, a delete's absence writes its tombstone ordered by the walk (so a
+// create's fetch in flight still loses to it). Gathered already, or from
+// a redrive, it is fetched.
+func (w *Fetcher) neverStored(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
+	if !job.Gathered && !job.Redrive && w.Lister != nil && job.IdempotencyKey != "" {
+		return w.gather(ctx, log, job)
 	}
 	return w.fetchNew(ctx, log, job, userID, cached)
 }

@@ -27,7 +27,7 @@ func (d *recordingDispatcher) Dispatch(_ context.Context, j ingest.Job) error {
 	return nil
 }
 
-// TestSweepSeesTheWholeBacklog: one tenant's 5,000 updates, deferred by
+// TestSweepSeesTheWholeBacklog: one tenant's 5,000 deletes, deferred by
 // its window cap to one reset instant, sit before 200 honest athletes'
 // events in the pending index. Two sweeps at the default limit give every
 // honest athlete a turn, and the noisy tenant one turn in the first.
@@ -41,7 +41,7 @@ func TestSweepSeesTheWholeBacklog(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	reset := now.Add(time.Minute)
 	claim := func(owner, activity int64, due time.Time) error {
-		ev := ingest.Event{ObjectType: "activity", AspectType: "update", ObjectID: activity, OwnerID: owner, SubscriptionID: 1, EventTime: now.Unix()}
+		ev := ingest.Event{ObjectType: "activity", AspectType: "delete", ObjectID: activity, OwnerID: owner, SubscriptionID: 1, EventTime: now.Unix()}
 		if owner >= 10 {
 			ev.AspectType = "create"
 		}

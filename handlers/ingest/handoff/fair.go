@@ -16,14 +16,15 @@ package handoff
 // events go before sync jobs (the syncs' share of the budget is their own
 // pacing), except that the first round keeps a quarter of the limit for
 // syncs: a sweep busy with as many webhook tenants as its limit still
-// gives reconciliation and backfills their turn. An athlete's due creates
-// are one turn together: a burst, served from list pages (fetch/burst.go),
-// so a flood of creates costs its athlete one turn and a share of one list
-// page.
+// gives reconciliation and backfills their turn. An athlete's due activity
+// events are one turn together: a burst, served from list pages
+// (fetch/burst.go), so a flood of creates, updates or deletes costs its
+// athlete one turn and a share of one list page.
 
 import (
 	"strconv"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 )
@@ -45,7 +46,7 @@ const (
 )
 
 // Turn is one dispatch of a sweep: one outbox item, or (Burst) one
-// athlete's due creates, served together.
+// athlete's due activity events, served together.
 type Turn struct {
 	Items []model.IdempotencyRecord
 	Burst bool
@@ -100,26 +101,27 @@ func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 }
 
 // gather groups due items by tenant, in the order of each tenant's oldest
-// item; an athlete's creates become burst turns of up to MaxBurst.
+// item; an athlete's activity events become burst turns of up to
+// MaxBurst.
 func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 	var order []string
 	tenants := map[string]*tenant{}
-	creates := map[string]int{} // tenant → index of its burst turn
+	bursts := map[string]int{} // tenant → index of its burst turn
 	for _, d := range due {
-		name, sync, create := tenantOf(d.IdempotencyKey)
+		name, sync, burst := tenantOf(d.IdempotencyKey)
 		t, ok := tenants[name]
 		if !ok {
 			t = &tenant{sync: sync}
 			tenants[name] = t
 			order = append(order, name)
 		}
-		if i, ok := creates[name]; ok && create && len(t.turns[i].Items) < MaxBurst {
+		if i, ok := bursts[name]; ok && burst && len(t.turns[i].Items) < MaxBurst {
 			t.turns[i].Items = append(t.turns[i].Items, d)
 			t.turns[i].Burst = true
 			continue
 		}
-		if create { // the athlete's first create, or its burst is full
-			creates[name] = len(t.turns)
+		if burst { // the athlete's first, or its burst is full
+			bursts[name] = len(t.turns)
 		}
 		t.turns = append(t.turns, Turn{Items: []model.IdempotencyRecord{d}})
 	}
@@ -127,11 +129,11 @@ func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 }
 
 // tenantOf names whose work an outbox key is: an athlete's events share one
-// tenant, a user's sync jobs another; create says the key is an activity's
-// create event (gathered into a burst).
-func tenantOf(key string) (name string, sync, create bool) {
+// tenant, a user's sync jobs another; burst says the key is an event served
+// in a burst (ingest.Burstable: an activity's event).
+func tenantOf(key string) (name string, sync, burst bool) {
 	if k, ok := keys.ParseWebhookIdempotencyKey(key); ok {
-		return "athlete " + strconv.FormatInt(k.OwnerID, 10), false, k.ObjectType == "activity" && k.AspectType == "create"
+		return "athlete " + strconv.FormatInt(k.OwnerID, 10), false, ingest.Burstable(k.ObjectType, k.AspectType)
 	}
 	if user, ok := keys.ParseSyncJobKey(key); ok {
 		return "user " + user, true, false

@@ -17,6 +17,13 @@ func webhook(aspect string, activity, owner int64, due int) model.IdempotencyRec
 	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
 }
 
+// athlete is an athlete event (a deauthorization, n makes it distinct): the
+// one kind of webhook work that is not gathered into bursts.
+func athlete(owner int64, n, due int) model.IdempotencyRecord {
+	k := keys.WebhookIdempotencyKey("athlete", owner, "update", owner, t0.Unix()+int64(n), map[string]string{"authorized": "false"})
+	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
+}
+
 func syncJob(user string, due int) model.IdempotencyRecord {
 	k := keys.SyncJobKey("backfill", user, t0)
 	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
@@ -30,6 +37,9 @@ func describe(turns []handoff.Turn) []string {
 		name := d.IdempotencyKey
 		if k, ok := keys.ParseWebhookIdempotencyKey(d.IdempotencyKey); ok {
 			name = fmt.Sprintf("a%d.%s", k.OwnerID, k.AspectType)
+			if k.ObjectType == "athlete" {
+				name = fmt.Sprintf("a%d.athlete", k.OwnerID)
+			}
 		} else if u, ok := keys.ParseSyncJobKey(d.IdempotencyKey); ok {
 			name = "sync." + u
 		}
@@ -62,25 +72,28 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 		{"a flood of creates is one burst turn, the others follow at once",
 			append(noisy(600, "create"), webhook("create", 7, 2, 700), webhook("update", 8, 3, 701)), 200,
 			"[a1.createx500 a2.create a3.update a1.createx100]"},
-		{"a flood of updates gets a turn per round, the rounds going on while the limit allows",
-			append(noisy(4, "update"), webhook("update", 7, 2, 50), webhook("update", 8, 3, 60)), 200,
-			"[a1.update a2.update a3.update a1.update a1.update a1.update]"},
+		{"a flood of updates and deletes is one burst turn with the creates",
+			append(noisy(3, "update"), webhook("create", 7, 1, 50), webhook("delete", 8, 1, 60), athlete(1, 0, 70)), 200,
+			"[a1.updatex5 a1.athlete]"},
+		{"athlete events get a turn per round, the rounds going on while the limit allows",
+			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(1, 3, 3), athlete(2, 0, 50), webhook("update", 8, 3, 60)}, 200,
+			"[a1.athlete a2.athlete a3.update a1.athlete a1.athlete a1.athlete]"},
 		{"in each round webhooks before sync jobs, whatever their due order",
-			[]model.IdempotencyRecord{syncJob("u1", 0), webhook("update", 7, 2, 10), syncJob("u2", 1), webhook("update", 8, 2, 11)}, 200,
-			"[a2.update sync.u1 sync.u2 a2.update]"},
+			[]model.IdempotencyRecord{syncJob("u1", 0), athlete(2, 0, 10), syncJob("u2", 1), athlete(2, 1, 11)}, 200,
+			"[a2.athlete sync.u1 sync.u2 a2.athlete]"},
 		{"a busy sweep still gives a sync its first-round turn",
-			append(noisy(3, "update"), syncJob("u1", 0), webhook("update", 7, 2, 10)), 3,
-			"[a1.update a2.update sync.u1]"},
+			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), syncJob("u1", 2), athlete(2, 0, 10)}, 3,
+			"[a1.athlete a2.athlete sync.u1]"},
 		{"as many webhook tenants as the limit leave the syncs their share of the first round",
 			[]model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 2, 1), webhook("update", 3, 3, 2),
 				webhook("update", 4, 4, 3), syncJob("u1", 4), syncJob("u2", 5)}, 4,
 			"[a1.update a2.update a3.update sync.u1]"},
 		{"the limit cuts the last round",
-			append(noisy(3, "update"), webhook("update", 7, 2, 10), webhook("update", 8, 3, 20)), 4,
-			"[a1.update a2.update a3.update a1.update]"},
+			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(2, 0, 10), athlete(3, 0, 20)}, 4,
+			"[a1.athlete a2.athlete a3.athlete a1.athlete]"},
 		{"a lone create is a turn of its own, not a burst",
-			[]model.IdempotencyRecord{webhook("create", 7, 2, 0), webhook("delete", 8, 2, 1)}, 200,
-			"[a2.create a2.delete]"},
+			[]model.IdempotencyRecord{webhook("create", 7, 2, 0), athlete(2, 0, 1)}, 200,
+			"[a2.create a2.athlete]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,7 +110,7 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 // sweeper sweeps again at once; one that planned everything does not.
 func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 	t.Parallel()
-	due := []model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 1, 1), webhook("update", 3, 2, 2)}
+	due := []model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(2, 0, 2)}
 	for _, tc := range []struct {
 		limit int
 		want  bool
@@ -108,8 +121,8 @@ func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 	}
 }
 
-// TestPlanAtScaleGivesEveryTenantATurn: one tenant with 5,000 due updates
-// (deferred to one reset instant, so older than everyone's) beside 200
+// TestPlanAtScaleGivesEveryTenantATurn: one tenant with 5,000 due deletes
+// (ten bursts; deferred to one reset instant, so older than everyone's) beside 200
 // honest webhook tenants and 60 sync tenants, at the sweep limit of 200:
 // in two sweeps every tenant gets a turn, the syncs get their share of the
 // first, and the noisy tenant gets one turn in the first sweep, where others
@@ -121,7 +134,7 @@ func TestPlanAtScaleGivesEveryTenantATurn(t *testing.T) {
 	t.Parallel()
 	var due []model.IdempotencyRecord
 	for i := range 5000 {
-		due = append(due, webhook("update", int64(100000+i), 1, 0))
+		due = append(due, webhook("delete", int64(100000+i), 1, 0))
 	}
 	for i := range 200 {
 		due = append(due, webhook("create", int64(i), int64(10+i), 1+i))
@@ -137,7 +150,7 @@ func TestPlanAtScaleGivesEveryTenantATurn(t *testing.T) {
 		for _, name := range describe(turns) {
 			served[name]++
 			syncs += boolInt(name[:5] == "sync.")
-			if sweep == 1 && name == "a1.update" && served[name] > 1 {
+			if sweep == 1 && name == "a1.deletex500" && served[name] > 1 {
 				t.Fatalf("sweep 1: the noisy tenant got %d turns while others waited", served[name])
 			}
 		}

@@ -489,7 +489,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 	defer func() { close(release); _ = q.Close(ctx) }()
 	past := time.Now().Add(-time.Hour).UTC()
 	for i := range 5 {
-		j := ingesttest.Job(h.Sim.ActivityEvent("update", int64(1700+i), 10, nil)) // updates: a turn each (creates would be one burst)
+		j := ingesttest.Job(h.Sim.ActivityEvent("delete", int64(1700+i), int64(10+i), nil)) // five athletes: a turn each (one athlete's would be one burst)
 		j.ReceivedAtUtc = past
 		h.Claim(j)
 	}

@@ -147,7 +147,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 }
 
 // leaseTurn leases the turn's items and returns their jobs, ready to
-// dispatch (a create marked Gathered: it was gathered already). Items no
+// dispatch (an activity event marked Gathered: it was gathered already). Items no
 // longer due are skipped, undecodable ones parked, each counted in res.
 func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *SweepResult) []ingest.Job {
 	lease := s.Lease
@@ -180,7 +180,7 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 			continue
 		}
 		job = job.WithOutbox(rec)
-		job.Gathered = job.Event.AspectType == ingest.AspectCreate
+		job.Gathered = job.Event.Burstable()
 		log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
 			"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds(), "burst", turn.Burst)
 		jobs = append(jobs, job)
