@@ -123,7 +123,8 @@ var TokenKeyUseActions = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDat
 
 // checkTokenKeyPolicy: every KMS key created here has a key policy (not the
 // default, which lets any principal with an IAM grant use it) in which only
-// TokenKeyUsers' roles may use the key, and some principal may manage it
+// TokenKeyUsers' roles may use the key, under exactly the conditions of
+// their IAM policies (TokenKeyConditions), and some principal may manage it
 // (PutKeyPolicy, ScheduleKeyDeletion) without using it.
 func checkTokenKeyPolicy(d *Deployed, add addFunc) {
 	users := map[string]bool{}
@@ -145,6 +146,9 @@ func checkTokenKeyPolicy(d *Deployed, add addFunc) {
 			}
 			principals := principalARNs(st.Principal)
 			if uses(st.Action) {
+				// The key policy grants no more than the roles' IAM
+				// policies: the same conditions.
+				checkConditions(k.Address+" key", st, add)
 				for _, pr := range principals {
 					if !users[pr] {
 						add("%s: statement %q lets %s use the token key; only the roles of %v may", k.Address, st.Sid, pr, TokenKeyUsers)

@@ -192,6 +192,8 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		{"webhook 4xx unwatched", cc, `Route = "POST ${local.webhook_path}" }`, `Route = "GET ${local.webhook_path}" }`, "missing alarm: webhook route 4xx"},
 		{"worker without reserved concurrency", "modules/commitcollect/variables.tf", `reserved_concurrency = optional(number, 25)`,
 			`reserved_concurrency = optional(number)`, "function worker: reserved_concurrent_executions"},
+		{"key policy without the IAM policies' conditions", cc, "    # no AWS service acting for the roles).\n    condition {\n      test     = \"StringEquals\"\n      variable = \"kms:EncryptionContext:purpose\"\n      values   = [\"strava-tokens\"]\n    }\n    condition {\n      test     = \"Null\"\n      variable = \"kms:EncryptionContext:userId\"",
+			"    # no AWS service acting for the roles).\n    condition {\n      test     = \"StringEquals\"\n      variable = \"kms:EncryptionContext:purpose\"\n      values   = [\"strava-tokens\"]\n    }\n    condition {\n      test     = \"Null\"\n      variable = \"kms:EncryptionContext:nobody\"", "key policy statement \"SealAndOpenStravaTokens\" on the token key: condition Null kms:EncryptionContext:userId"},
 		{"token key with the default policy", cc, `policy                  = data.aws_iam_policy_document.token_key.json`, `policy                  = null`, "no key policy"},
 		{"projector may open tokens", cc, `identifiers = [module.api.role_arn, module.worker.role_arn]`,
 			`identifiers = [module.api.role_arn, module.worker.role_arn, module.projector.role_arn]`, "projector use the token key"},

@@ -509,10 +509,28 @@ data "aws_iam_policy_document" "token_key" {
     }
     actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
     resources = ["*"]
+    # The IAM policies' conditions, repeated: the key policy alone grants
+    # no more than they do (the context's two keys exactly, a userId, and
+    # no AWS service acting for the roles).
     condition {
       test     = "StringEquals"
       variable = "kms:EncryptionContext:purpose"
       values   = ["strava-tokens"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:EncryptionContext:userId"
+      values   = ["false"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["purpose", "userId"]
+    }
+    condition {
+      test     = "Null"
+      variable = "kms:ViaService"
+      values   = ["true"]
     }
   }
 }
