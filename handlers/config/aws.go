@@ -17,9 +17,21 @@ import (
 	"github.com/commitcollect/backend/model/store"
 )
 
+// Instrument, when set, is applied to every AWS configuration the process
+// loads (Config.AWS, and Load's SSM reads): test/terraform's IAM test sets it
+// to record the calls (test/awsrecord). Nil in everything that ships.
+var Instrument func(*aws.Config) error
+
+func instrument(cfg *aws.Config) error {
+	if Instrument == nil {
+		return nil
+	}
+	return Instrument(cfg)
+}
+
 // AWS loads the default credential chain (with the SDK's standard retryer).
 // The SDK logs through c.Logger (SDKLogger), so its warnings are JSON too.
-// With CC_RECORD_AWS_CALLS set (tests only), every call is recorded (RecordCalls).
+// Instrument, when set, is applied to it (tests record the calls).
 // With DYNAMODB_ENDPOINT set and no credentials configured, it uses dummy
 // static credentials, which is all DynamoDB Local needs.
 func (c Config) AWS(ctx context.Context) (aws.Config, error) {
@@ -40,7 +52,7 @@ func (c Config) AWS(ctx context.Context) (aws.Config, error) {
 			cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 		}
 	}
-	if err := recordFromEnv(&cfg); err != nil {
+	if err := instrument(&cfg); err != nil {
 		return aws.Config{}, err
 	}
 	return cfg, nil

@@ -119,7 +119,7 @@ func Load(ctx context.Context, need Need) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("load aws config for secrets: %w", err)
 		}
-		if err := recordFromEnv(&cfg); err != nil {
+		if err := instrument(&cfg); err != nil {
 			return Config{}, err
 		}
 		if getenv, err = ResolveSecrets(ctx, getenv, SSMReader(ssm.NewFromConfig(cfg))); err != nil {

@@ -1,4 +1,8 @@
-package config
+// Package awsrecord records every AWS call a process makes, as the IAM
+// actions and resources it needs, so a test can compare what the code does
+// with what its role grants (test/terraform/iam_test.go). Tests install it
+// through handlers/config.Instrument; nothing that ships builds it.
+package awsrecord
 
 import (
 	"context"
@@ -16,11 +20,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// RecordCallsEnv names a file: when set, every AWS call the process makes is
-// appended to it as one JSON line (RecordedCall), so a test can compare what
-// the code does with what its IAM role grants (test/terraform/iam_test.go).
-// The function's name comes from AWS_LAMBDA_FUNCTION_NAME (set by Lambda and
-// its emulator). Never set in production.
+// RecordCallsEnv names a file: when set, FromEnv appends every AWS call the
+// process makes to it as one JSON line (RecordedCall). The function's name
+// comes from AWS_LAMBDA_FUNCTION_NAME (set by Lambda and its emulator).
 const RecordCallsEnv = "CC_RECORD_AWS_CALLS"
 
 // RecordedCall is one IAM-authorised action of an AWS call: a
@@ -70,8 +72,9 @@ func RecordCalls(cfg *aws.Config, w io.Writer, function string) {
 	})
 }
 
-// recordFromEnv installs RecordCalls when RecordCallsEnv is set.
-func recordFromEnv(cfg *aws.Config) error {
+// FromEnv installs RecordCalls when RecordCallsEnv is set (a
+// handlers/config.Instrument).
+func FromEnv(cfg *aws.Config) error {
 	path := os.Getenv(RecordCallsEnv)
 	if path == "" {
 		return nil

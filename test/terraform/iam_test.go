@@ -37,6 +37,7 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/test/awsrecord"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -52,7 +53,8 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // must point elsewhere (DynamoDB Local tables under a test prefix, the Strava
 // simulator, a local Lambda endpoint that accepts the api's async invoke and
 // hands the payload to the worker, a local SSM endpoint answering the
-// *_PARAM references). config.RecordCalls, switched on by
+// *_PARAM references). awsrecord.RecordCalls (installed as
+// config.Instrument), switched on by
 // CC_RECORD_AWS_CALLS in that environment, records every AWS call the
 // function makes while representative flows run: the webhook handshake and
 // events (create, update, delete, deauthorization), a refused hand-off that
@@ -85,18 +87,18 @@ var grantedForAWS = map[string]map[string]string{
 	},
 }
 
-func readCalls(t *testing.T, path string) []config.RecordedCall {
+func readCalls(t *testing.T, path string) []awsrecord.RecordedCall {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []config.RecordedCall
+	var out []awsrecord.RecordedCall
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line == "" {
 			continue
 		}
-		var c config.RecordedCall
+		var c awsrecord.RecordedCall
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("recorded line %q: %v", line, err)
 		}
@@ -235,7 +237,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 			"STRAVA_CLIENT_ID": sim.ClientID(), "AWS_ENDPOINT_URL_LAMBDA": lambdaSrv.URL, "AWS_ENDPOINT_URL_SSM": ssmSrv.URL,
 			"AWS_ENDPOINT_URL_KMS": kmsSrv.URL,
 			"AWS_REGION":           "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-			"AWS_EC2_METADATA_DISABLED": "true", config.RecordCallsEnv: recFile, "AWS_LAMBDA_FUNCTION_NAME": role,
+			"AWS_EC2_METADATA_DISABLED": "true", awsrecord.RecordCallsEnv: recFile, "AWS_LAMBDA_FUNCTION_NAME": role,
 		} {
 			e[k] = v
 		}
@@ -245,6 +247,10 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		}
 		return e
 	}
+
+	// Every AWS configuration the wiring loads records its calls.
+	config.Instrument = awsrecord.FromEnv
+	t.Cleanup(func() { config.Instrument = nil })
 
 	// handlers/api/main.go
 	prev := setEnv(t, nil, env("api"))
