@@ -16,9 +16,9 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/scripts/ddblocal"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/test/bench"
-	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -82,7 +82,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 		logW = io.Discard
 	}
 	env := map[string]string{
-		"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0", "CC_TABLE_PREFIX": dynamolocal.UniquePrefix(),
+		"CC_HTTP_ADDR": "127.0.0.1:0", "CC_STRAVA_SIM_ADDR": "127.0.0.1:0", "CC_TABLE_PREFIX": ddblocal.UniquePrefix(),
 		"DYNAMODB_ENDPOINT": o.Endpoint, "CC_ATHLETE_READS_PER_WINDOW": "0",
 		"CC_SYNC_MAX_DAYS": strconv.Itoa(max(o.HistoryDays, 1)), "CC_RECONCILE_DAYS": strconv.Itoa(max(o.ReconcileDays, 1)),
 	}

@@ -51,7 +51,7 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
-	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/scripts/ddblocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
 
@@ -192,7 +192,7 @@ type Stack struct {
 	Capacity Meters
 
 	log         *slog.Logger
-	dynamo      *dynamolocal.Server
+	dynamo      *ddblocal.Server
 	server      *http.Server
 	listener    net.Listener
 	handler     streams.Handler
@@ -342,7 +342,7 @@ func (s *Stack) startDynamoDB(ctx context.Context, local config.Local, env overl
 		env.set["CC_TOKEN_KEY"] = key
 	}
 	if env.getenv("DYNAMODB_ENDPOINT") == "" {
-		s.dynamo, err = dynamolocal.Start(ctx, dynamolocal.Options{DataDir: local.DataDir, Log: dynamoLog})
+		s.dynamo, err = ddblocal.Start(ctx, ddblocal.Options{DataDir: local.DataDir, Log: dynamoLog})
 		if err != nil {
 			return fmt.Errorf("start DynamoDB Local: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,7 +16,7 @@ const module = "github.com/commitcollect/backend/"
 
 // adapters are the DynamoDB adapter's packages (model/store/capacity, the
 // metering vocabulary every service logs with, is not one).
-var adapters = []string{module + "model/store", module + "model/store/purge", module + "model/store/tableadmin"}
+var adapters = []string{module + "model/store", module + "model/store/purge", module + "model/store/tableadmin", module + "model/store/pending"}
 
 // storeImporters are the only folders whose product code may import the
 // DynamoDB adapter (model/store and below): the wiring. Every other port
@@ -73,5 +74,40 @@ func TestPortsSpeakTheDomain(t *testing.T) {
 	}
 	if files < 50 {
 		t.Fatalf("read %d files: the walk did not find the product code", files)
+	}
+}
+
+// TestNothingOfTheTestsShips: no command built from handlers/ or scripts/
+// (the Lambdas, the local stack, the scripts) links the testing package, so
+// nothing a test needs (fakes, the AWS-call recorder, the test helpers that
+// start DynamoDB Local) is in what ships. It asks go list for each command's
+// dependencies.
+func TestNothingOfTheTestsShips(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: go list of every command")
+	}
+	root := filepath.Join("..", "..")
+	list := exec.Command("go", "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./handlers/...", "./scripts/...")
+	list.Dir = root
+	mains, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range strings.Fields(string(mains)) {
+		deps := exec.Command("go", "list", "-deps", m)
+		deps.Dir = root
+		out, err := deps.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", m, err)
+		}
+		n++
+		if slices.Contains(strings.Fields(string(out)), "testing") {
+			t.Errorf("%s links the testing package: something of the tests ships with it", m)
+		}
+	}
+	t.Logf("%d commands checked", n)
+	if n < 10 {
+		t.Fatalf("found %d commands under handlers/ and scripts/, want the Lambdas and the scripts", n)
 	}
 }
