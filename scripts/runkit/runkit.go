@@ -67,7 +67,7 @@ const (
 )
 
 // TokenKeyFile is the file in CC_DATA_DIR that keeps the local token key.
-const TokenKeyFile = "token.key"
+const TokenKeyFile = config.TokenKeyFile
 
 // Settings lists the environment variables the stack reads on top of those
 // of handlers/config, for --help and the README.
@@ -193,6 +193,7 @@ type Stack struct {
 
 	log         *slog.Logger
 	dynamo      *ddblocal.Server
+	stackFile   string // config.StackFile, removed at Close
 	server      *http.Server
 	listener    net.Listener
 	handler     streams.Handler
@@ -249,6 +250,14 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.DynamoDBEndpoint = s.Config.DynamoDBEndpoint
+	if s.dynamo != nil {
+		// The operator commands pointed at this DynamoDB Local find the
+		// stack's token key and table prefix there (config.LocalStackEnv).
+		if s.stackFile, err = config.WriteStackFile(s.DynamoDBEndpoint, env.get); err != nil {
+			return nil, err
+		}
+		log.Info("operator commands reach this stack with DYNAMODB_ENDPOINT="+s.DynamoDBEndpoint+" (e.g. make redrive)", "stackFile", s.stackFile)
+	}
 	db, streamsAPI, err := s.openStore(ctx)
 	if err != nil {
 		return nil, err
@@ -516,6 +525,9 @@ func (s *Stack) Close(ctx context.Context) {
 		}
 		if s.Sim != nil {
 			s.Sim.Close()
+		}
+		if s.stackFile != "" {
+			_ = os.Remove(s.stackFile)
 		}
 		if s.dynamo != nil {
 			s.dynamo.Stop()

@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		}
 		return 2
 	}
-	cfg, err := config.FromEnv(getenv, config.Need{})
+	cfg, err := config.FromEnv(config.LocalStackEnv(getenv), config.Need{})
 	if err != nil {
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2

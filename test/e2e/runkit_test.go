@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
@@ -255,8 +256,9 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 
 // `make run` is the scripts/run binary: it starts its own DynamoDB Local,
 // prints where everything listens, keeps the tables in CC_DATA_DIR across
-// restarts, and on Ctrl-C (SIGINT) stops without leaving DynamoDB Local
-// behind.
+// restarts, tells the operator commands pointed at its DynamoDB Local its
+// token key (config.LocalStackEnv), and on Ctrl-C (SIGINT) stops without
+// leaving DynamoDB Local or that file behind.
 func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
 	t.Parallel()
 	bin, root := buildRun(t)
@@ -272,6 +274,18 @@ func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
 			t.Fatal(err)
 		}
 		api, dynamo := readBanner(t, &stdout, cmd, &stderr)
+		// An operator command pointed at this DynamoDB Local (make redrive)
+		// finds the stack's token key without being told it.
+		pointed := func(k string) string {
+			if k == "DYNAMODB_ENDPOINT" {
+				return "http://" + dynamo
+			}
+			return ""
+		}
+		kept, err := os.ReadFile(filepath.Join(data, config.TokenKeyFile))
+		if got := config.LocalStackEnv(pointed)("CC_TOKEN_KEY"); err != nil || got == "" || got != strings.TrimSpace(string(kept)) {
+			t.Fatalf("round %d: a command pointed at the stack reads token key %q (%v); want the stack's", round, got, err)
+		}
 		resp, err := http.Get(api + "/webhooks/strava?hub.mode=subscribe&hub.verify_token=commitcollect-local&hub.challenge=r" + fmt.Sprint(round))
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("round %d: handshake at %s: %v %v", round, api, resp, err)
@@ -293,6 +307,9 @@ func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), "run: stopped") {
 			t.Errorf("round %d: no clean stop in the logs:\n%s", round, stderr.String())
+		}
+		if _, err := os.Stat(config.StackFile("http://" + dynamo)); !os.IsNotExist(err) {
+			t.Errorf("round %d: the stack's file for the operator commands outlived it: %v", round, err)
 		}
 		// DynamoDB Local is gone: nothing answers on its port any more.
 		deadline := time.Now().Add(10 * time.Second)

@@ -1,6 +1,8 @@
 // Package wire builds the operator commands' Env from the environment, the
-// way the Lambdas build theirs: configuration read once (handlers/config),
-// the AWS clients (DynamoDB Local when DYNAMODB_ENDPOINT is set), the store,
+// way the Lambdas build theirs: configuration read once (handlers/config;
+// pointed at a local stack's DynamoDB Local, with the stack's token key:
+// config.LocalStackEnv), the AWS clients (DynamoDB Local when
+// DYNAMODB_ENDPOINT is set), the store,
 // and the projector (projections/consumer) adapted to rebuildkit's narrow
 // Recompute contract. scripts/{replay,rebuild,verify,redrive} call Setup.
 package wire
@@ -27,7 +29,7 @@ import (
 // the projector in process. It returns the configuration's errors, all
 // together.
 func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
-	cfg, err := config.FromEnv(nil, config.Need{})
+	cfg, err := config.FromEnv(config.LocalStackEnv(nil), config.Need{})
 	if err != nil {
 		return nil, err
 	}
