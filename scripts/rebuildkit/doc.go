@@ -1,8 +1,9 @@
 // Package rebuildkit is the logic behind the operator commands that prove and
-// restore the projections: scripts/replay (feed the stream to the projector
-// again), scripts/rebuild (recompute every milestone from the workout log),
-// scripts/verify (the same recompute without writing, reporting drift) and
-// scripts/redrive (process parked or dead-lettered records again).
+// restore the projections, the subcommands of scripts/rebuild: replay (feed
+// the stream to the projector again), rebuild (recompute every milestone
+// from the workout log), verify (the same recompute without writing,
+// reporting drift) and redrive (process parked or dead-lettered records
+// again).
 //
 // It depends on the projector only through the narrow Recompute contract
 // declared here; the commands' wiring adapts projections/consumer to it, so

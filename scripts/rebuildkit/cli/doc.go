@@ -1,6 +1,7 @@
 // Package cli is the operator commands over rebuildkit: their flags,
-// output and exit status. The mains (scripts/replay, rebuild, verify,
-// redrive) call them with the wiring of scripts/rebuildkit/wire.
+// output and exit status. scripts/rebuild calls them, one a subcommand
+// (rebuild, verify, replay, redrive), with the wiring of
+// scripts/rebuildkit/wire.
 //
 // # The commands
 //
@@ -8,7 +9,8 @@
 // or AWS (default credential chain: AWS_PROFILE, AWS_REGION), with
 // --table-prefix (default $CC_TABLE_PREFIX). Run them with
 // `make <cmd> ARGS="…"` (built to .cache/bin and run directly so the exit
-// status survives) or `go run ./scripts/<cmd>`; ARGS=--help lists every flag.
+// status survives) or `go run ./scripts/rebuild <cmd>`; ARGS=--help lists
+// every flag.
 //
 //	verify   recompute in memory, write nothing; print every milestone whose stored
 //	         progress, workouts counted, awarded parts, status, truncation or award

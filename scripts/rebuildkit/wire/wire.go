@@ -4,7 +4,7 @@
 // config.LocalStackEnv), the AWS clients (DynamoDB Local when
 // DYNAMODB_ENDPOINT is set), the store,
 // and the projector (projections/consumer) adapted to rebuildkit's narrow
-// Recompute contract. scripts/{replay,rebuild,verify,redrive} call Setup.
+// Recompute contract. scripts/rebuild (each subcommand) calls Setup.
 package wire
 
 import (
