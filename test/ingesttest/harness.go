@@ -171,12 +171,14 @@ func (h *Harness) Link(user string, athlete int64, ttl time.Duration) stravasim.
 	ctx := context.Background()
 	h.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "A"})
 	tok := h.Sim.IssueTokens(athlete, ttl)
+	// As a login writes it: the grant's time is set, and refreshes leave it.
+	now := time.Now().UTC()
 	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
-		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: time.Now().UTC()}
+		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now, GrantedAtUtc: &now}
 	if err := h.St.Put(ctx, h.St.Tables().Main, c); err != nil {
 		h.T.Fatal(err)
 	}
-	if err := h.St.Put(ctx, h.St.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: time.Now().UTC()}); err != nil {
+	if err := h.St.Put(ctx, h.St.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
 		h.T.Fatal(err)
 	}
 	return tok
@@ -316,8 +318,9 @@ func (h *Harness) LinkReadOnly(user string, athlete int64) {
 	h.T.Helper()
 	h.Link(user, athlete, time.Hour)
 	tok := h.Sim.IssueTokens(athlete, time.Hour, "read", "activity:read")
+	now := time.Now().UTC()
 	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
-		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: time.Now().UTC()}
+		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now, GrantedAtUtc: &now}
 	if err := h.St.Put(context.Background(), h.St.Tables().Main, c); err != nil {
 		h.T.Fatal(err)
 	}

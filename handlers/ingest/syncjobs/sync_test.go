@@ -133,6 +133,11 @@ func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	return r
 }
 
+// asDeployed, as SyncSettings.DayHeadStart, asks newSyncWorker for the
+// production default day head start (one short window) instead of the
+// whole day tests that drain pages at any hour get.
+const asDeployed = -1
+
 // newSyncWorker builds another worker whose syncer writes through the
 // counting store.
 //
@@ -145,8 +150,11 @@ func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 	if settings.HeadStart == 0 {
 		settings.HeadStart = 1
 	}
-	if settings.DayHeadStart == 0 {
+	switch settings.DayHeadStart {
+	case 0:
 		settings.DayHeadStart = 1
+	case asDeployed:
+		settings.DayHeadStart = 0 // the production default: one short window
 	}
 	client := strava.NewClient(r.Sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
