@@ -23,7 +23,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 	t.Parallel()
 	// Tomorrow (UTC), so that no item's TTL lies in the past for DynamoDB
 	// Local to expire.
-	day := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	for _, at := range []time.Time{day.Add(5*time.Minute + 30*time.Second), day.Add(12*time.Hour + 30*time.Second)} {
 		t.Run(at.Format("15:04"), func(t *testing.T) {
 			t.Parallel()
