@@ -53,6 +53,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -118,15 +119,29 @@ func CallbackPath(secret string) string {
 	return WebhookPath + "/" + secret
 }
 
-// Mount registers the webhook routes on mux ("GET /webhooks/strava" and
-// "POST /webhooks/strava", and under the path secret when one is set), so
-// other routes can share the mux.
+// Routes are the patterns Mount registers: the bare path's, and with a
+// path secret the secret path's.
+func Routes(pathSecret string) []string {
+	out := []string{"GET " + WebhookPath, "POST " + WebhookPath}
+	if pathSecret != "" {
+		out = append(out, "GET "+WebhookPath+"/{secret}", "POST "+WebhookPath+"/{secret}")
+	}
+	return out
+}
+
+// Mount registers the webhook routes on mux (Routes: "GET /webhooks/strava"
+// and "POST /webhooks/strava", and under the path secret when one is set),
+// so other routes can share the mux.
 func (h *Webhook) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+WebhookPath, h.Handshake)
-	mux.HandleFunc("POST "+WebhookPath, h.Receive)
-	if h.cfg.PathSecret != "" {
-		mux.HandleFunc("GET "+WebhookPath+"/{secret}", h.secret(h.Handshake))
-		mux.HandleFunc("POST "+WebhookPath+"/{secret}", h.secret(h.Receive))
+	for _, r := range Routes(h.cfg.PathSecret) {
+		handle := h.Receive
+		if strings.HasPrefix(r, "GET ") {
+			handle = h.Handshake
+		}
+		if strings.HasSuffix(r, "/{secret}") {
+			handle = h.secret(handle)
+		}
+		mux.HandleFunc(r, handle)
 	}
 }
 
