@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,7 +107,8 @@ type walk struct {
 //     hidden-or-deleted). A younger one is gathered again (Strava's list
 //     may not show an upload at once), so the next burst settles it. What
 //     the walk could not settle (a history longer than maxBurstPages) is
-//     fetched alone, within the caps. A wait for the
+//     fetched alone, within the caps and the burst's time (burstOver: what
+//     time leaves is gathered again for the next burst). A wait for the
 //     budget or the caps defers every event not yet settled; the runner
 //     settles each outbox item with its own outcome.
 //
@@ -132,7 +134,8 @@ func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	if len(job.Burst) >= minBurstForList && w.Lister != nil {
 		wk = w.walk(ctx, log, job, userID)
 	}
-	notFound, alone := 0, 0
+	notFound, alone, later := 0, 0, 0
+	began := w.Now()
 	for i, sub := range job.Burst {
 		id := sub.Event.ObjectID
 		werr, listed := wk.found[id]
@@ -147,6 +150,9 @@ func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
 		case wk.stop != nil || wk.dropped:
 			out[i] = wk.stop
+		case w.burstOver(ctx, began):
+			later++ // out of time: the next burst serves it
+			out[i] = w.gather(ctx, log, sub)
 		default:
 			alone++
 			sub.Gathered = true
@@ -154,11 +160,30 @@ func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 		}
 	}
 	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "written", len(wk.found),
-		"notFound", notFound, "fetchedAlone", alone, "complete", wk.complete)
+		"notFound", notFound, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
 	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, map[string]string{
 		"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages), "written": strconv.Itoa(len(wk.found)),
 		"notFound": strconv.Itoa(notFound), "fetchedAlone": strconv.Itoa(alone)})
 	return out
+}
+
+// burstSpare is what a burst leaves of its invocation's deadline (the
+// worker's timeout) for settling its outbox items.
+const burstSpare = 15 * time.Second
+
+// DefaultBurstBudget bounds the time a burst spends fetching alone what its
+// walk did not settle, where no deadline says it (the local stack).
+const DefaultBurstBudget = 45 * time.Second
+
+// burstOver says a burst begun at began has no time left for another fetch
+// alone: its deadline is within burstSpare, or BurstBudget has passed. What
+// is left is gathered again, so a burst never outruns the worker's timeout
+// and runs again whole.
+func (w *Fetcher) burstOver(ctx context.Context, began time.Time) bool {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < burstSpare {
+		return true
+	}
+	return w.Now().Sub(began) >= cmp.Or(w.BurstBudget, DefaultBurstBudget)
 }
 
 func fill(out []error, err error) []error {

@@ -169,6 +169,40 @@ func TestALongHistoryLeavesTheRestToFetches(t *testing.T) {
 	}
 }
 
+// TestABurstStopsFetchingAloneWhenItsTimeIsUp: ten creates past a long
+// history's five pages are fetched alone, each taking ten seconds, until
+// the burst's budget (30 s) is spent; the other seven are gathered again
+// for the next burst, so the burst ends in time and never runs again whole.
+// Protection: burstOver.
+func TestABurstStopsFetchingAloneWhenItsTimeIsUp(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	l := &fakeLister{acts: history(1200, 1)}
+	clock := now
+	s := &fakeStrava{GetActivityFn: func(id int64) (strava.Activity, error) {
+		clock = clock.Add(10 * time.Second)
+		return strava.Activity{ID: id, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run", Distance: 5000, MovingTime: 1500,
+			StartDate: now.Add(-time.Duration(id) * time.Hour)}, nil
+	}}
+	f := burstFetcher(t, st, s, l)
+	f.Now = func() time.Time { return clock }
+	f.BurstBudget = 30 * time.Second
+	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(creates(span(1101, 10)...), "b-budget"))
+	gathered := 0
+	for _, err := range outs {
+		var de *ingest.DeferError
+		if errors.As(err, &de) && de.Gathered {
+			gathered++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d fetched alone in %s, %d gathered again", s.calls, clock.Sub(now), gathered)
+	if s.calls != 3 || gathered != 7 {
+		t.Fatalf("%d fetched alone, %d gathered again; want 3 within the 30 s budget and 7 left to the next burst", s.calls, gathered)
+	}
+}
+
 // TestTheDailyAllowanceHoldsAnAthleteBack: a read the day counter refuses
 // defers the job to the next UTC day, marked as the athlete's cap.
 // Protection: the daily allowance.

@@ -230,6 +230,9 @@ type Fetcher struct {
 	// BurstGather is the grid on which an athlete's crowded creates are
 	// gathered into one burst (0: the rate window's quarter, at most 10 s).
 	BurstGather time.Duration
+	// BurstBudget bounds a burst's fetches alone where the context has no
+	// deadline (0: DefaultBurstBudget; burst.go's burstOver).
+	BurstBudget time.Duration
 	// Metrics receives the AthleteReadShare EMF lines (nil: none).
 	Metrics io.Writer
 
