@@ -71,6 +71,34 @@ func TestSaveLoginTokensBumpsTokenVersion(t *testing.T) {
 	}
 }
 
+// TestALoginRacingADeletionLeavesNoTokens: the tokens of a login whose
+// write lands after the account's deletion began (its guard marked, its
+// connection swept) are removed by the write's own check, which says so.
+// Protection: SaveLoginTokens' check against the guard (without it the
+// deleted account keeps a connection with live tokens).
+func TestALoginRacingADeletionLeavesNoTokens(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	p, c := newUser("u9", 9)
+	if err := s.CreateUser(ctx, p, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkUserDeleted(ctx, "u9", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, s.Tables().Main, keys.StravaConnectionKey("u9")); err != nil { // the deletion's sweep
+		t.Fatal(err)
+	}
+	late := &model.StravaConnection{UserID: "u9", AthleteID: 9, AccessToken: "late", RefreshToken: "late-r", Scopes: []string{"read"}}
+	if err := s.SaveLoginTokens(ctx, late); !errors.Is(err, model.ErrUserDeleted) {
+		t.Fatalf("login after the deletion began: %v; want ErrUserDeleted", err)
+	}
+	if got, err := s.StravaConnection(ctx, "u9"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection %+v, %v after the deletion; want none", got, err)
+	}
+}
+
 func TestSessionsAndPointers(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)

@@ -47,7 +47,10 @@ type Connections struct {
 // overwritten blindly: on a conflict it re-reads and retries up to
 // LoginTokenRetries times, then returns an error matching model.ErrConflict.
 // c.TokenVersion is set to the stored value. A login is a new grant: the
-// item's grantedAtUtc is c.GrantedAtUtc, else c.UpdatedAtUtc.
+// item's grantedAtUtc is c.GrantedAtUtc, else c.UpdatedAtUtc. The write is
+// checked against the user guard (write-then-check): written after the
+// account's deletion began, it is removed and the error matches
+// model.ErrUserDeleted.
 func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error {
 	if c.GrantedAtUtc == nil {
 		g := c.UpdatedAtUtc
@@ -69,7 +72,9 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 		}
 		err = s.PutIf(ctx, s.t.Main, c, cond)
 		if err == nil {
-			return nil
+			// A login racing an account deletion must not leave tokens
+			// behind its sweep: the write is checked against the guard.
+			return s.checkDeleted(ctx, c.UserID, keys.StravaConnectionKey(c.UserID))
 		}
 		if !isConflict(err) || attempt >= LoginTokenRetries {
 			return fmt.Errorf("save login tokens %s: %w", c.UserID, err)
