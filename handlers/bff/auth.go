@@ -54,16 +54,40 @@ type SessionStore interface {
 	DeleteSession(ctx context.Context, userID, sessionID string) error
 }
 
-// LoginStore links a Strava athlete to a user at sign-in: a new user with
-// its connection, or a returning one's new tokens, and a reconnect after a
-// revocation.
+// LoginStore links a Strava athlete to a user at sign-in (model/store.Store),
+// by use case: a new user or a returning one's tokens, a reconnect after a
+// revocation, and the audit trail.
 type LoginStore interface {
+	Linking
+	Reconnecting
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+// Linking is a sign-in's own writes: who owns the athlete, a new user with
+// its connection, or a returning user's fresh tokens.
+type Linking interface {
+	// AthleteOwner reads the athlete's owner mapping; ErrNotFound when
+	// the athlete is new.
 	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
+	// CreateUser writes a new user's profile, owner mapping and
+	// connection together.
 	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
+	// SaveLoginTokens stores a fresh login's tokens on the user's
+	// connection (checked against the user guard).
 	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
-	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
-	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
+	// StravaConnection reads the user's connection; ErrNotFound without.
 	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+}
+
+// Reconnecting is a sign-in after a revocation or a deletion: the user
+// guard, and the mappings a revocation or a deletion left.
+type Reconnecting interface {
+	// UserGuard reads the user's guard; ErrNotFound when there is none.
+	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
+	// ClearStravaRevocation clears the guard's revocation recorded at
+	// revokedAt (a purge still running stops).
+	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
 	// RevokedAthleteOwner finds the user of an athlete who revoked the grant
 	// (a keyed-hash mapping); ErrNotFound when there is none.
 	RevokedAthleteOwner(ctx context.Context, athleteID int64) (string, error)
@@ -72,7 +96,6 @@ type LoginStore interface {
 	// ForgetDeletedOwner removes the owner and keyed-hash mappings that
 	// still name a deleted user (each only if it names userID).
 	ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 func (h *Handler) reqLog(r *http.Request) (*slog.Logger, string) {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"log/slog"
 	"strconv"
 	"time"
@@ -64,4 +65,11 @@ func JobLog(log *slog.Logger, job Job) *slog.Logger {
 		l = l.With("activityId", job.Event.ObjectID)
 	}
 	return l
+}
+
+// Auditor writes the audit trail (model/store.Store): the port every step
+// of ingestion that audits declares.
+type Auditor interface {
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }

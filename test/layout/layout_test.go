@@ -21,8 +21,8 @@ import (
 const (
 	maxPackageLines     = 1600
 	maxFuncLines        = 80
-	maxTypeMethodLines  = 600
-	maxInterfaceMethods = 10
+	maxTypeMethodLines  = 560
+	maxInterfaceMethods = 6
 	maxDocLines         = 80
 )
 

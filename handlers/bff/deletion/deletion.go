@@ -59,22 +59,51 @@ const (
 // Steps lists the account-deletion steps in the order they run.
 var Steps = []string{StepDeauthorize, StepGuard, StepConnection, StepUserData, StepParked, StepAudit, StepProfile, StepSessions}
 
-// Store is what the steps remove, and the deletion's audit entry.
+// Store is what the steps remove, and the deletion's audit entry
+// (model/store.Store), by use case.
 type Store interface {
+	// MarkUserDeleted marks the user guard deleted first: every write
+	// landing afterwards removes itself.
 	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
+	StravaLinks
+	UserData
+	Sessions
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+}
+
+// StravaLinks are what ties the user to a Strava athlete.
+type StravaLinks interface {
+	// DeleteStravaConnection removes the user's connection and its tokens.
 	DeleteStravaConnection(ctx context.Context, userID string) error
+	// DeleteAthleteOwnerOf removes the athlete's owner mapping if it names
+	// userID.
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
 	// DeleteRevokedAthleteOf removes the keyed-hash mapping a revocation
 	// left (named by the profile's RevokedAthleteHash) if it names userID.
 	DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error
+}
+
+// UserData are the user's items, parked records and audit trail.
+type UserData interface {
+	// DeleteUserItems deletes the user's items under prefix, but those skip
+	// keeps; it returns how many it deleted.
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
+	// DeleteUserParked deletes the user's parked records (and the
+	// athlete's); it returns how many.
+	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
 	// ExpireUserAudit brings the user's audit entries' TTL forward to at
 	// (ACCOUNT_DELETED entries keep theirs).
 	ExpireUserAudit(ctx context.Context, userID string, at time.Time) (int, error)
-	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
-	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
+}
+
+// Sessions are the user's sign-ins.
+type Sessions interface {
+	// DeleteUserSessions deletes the user's sessions but keep.
 	DeleteUserSessions(ctx context.Context, userID, keep string) error
+	// DeleteSessionPointerFirst deletes the session's pointer, then the
+	// session.
 	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 // Accounts reads the user's profile and Strava connection, and saves a

@@ -130,3 +130,13 @@ func (c *RateCache) Peek() *model.RateLimitState {
 // DefaultReadShortLimit is Strava's default read budget per window (100
 // reads per 15 minutes), assumed until a reading says otherwise.
 const DefaultReadShortLimit = 100
+
+// RateStore is the shared rate-limit reading's persistence
+// (model/store.Store), which every reader of Strava keeps up to date.
+type RateStore interface {
+	// RateLimitState reads the shared counter; ErrNotFound before the
+	// first reading.
+	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
+	// RecordRateLimit stores a reading unless a newer one is stored.
+	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+}

@@ -117,6 +117,15 @@ type walk struct {
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
 func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
+	return burster{w}.process(ctx, job)
+}
+
+// burster serves one burst job (ProcessBurst) with the fetcher's budget,
+// caps, tokens and writes: the list walk and the settle of what it did not
+// show are its own room.
+type burster struct{ *Fetcher }
+
+func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	out := make([]error, len(job.Burst))
 	owner := job.Burst[0].Event.OwnerID
 	log := w.jobLog(job).With("burst", len(job.Burst))
@@ -179,7 +188,7 @@ const DefaultBurstBudget = 45 * time.Second
 // alone: its deadline is within burstSpare, or BurstBudget has passed. What
 // is left is gathered again, so a burst never outruns the worker's timeout
 // and runs again whole.
-func (w *Fetcher) burstOver(ctx context.Context, began time.Time) bool {
+func (w burster) burstOver(ctx context.Context, began time.Time) bool {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < burstSpare {
 		return true
 	}
@@ -199,7 +208,7 @@ func fill(out []error, err error) []error {
 // hidden-or-deleted ordered by the walk's start (a delete's tombstone, even
 // of a workout never written, so that a create's fetch in flight loses to
 // it); an update of an activity never stored is done.
-func (w *Fetcher) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
+func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
 	switch job.Event.AspectType {
 	case ingest.AspectCreate:
 		return nil
@@ -218,7 +227,7 @@ func (w *Fetcher) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job
 // walk reads the athlete's list pages, newest first, writing the burst's
 // creates it finds, until each is found, the history ends or maxBurstPages
 // were read; each page goes through the budget check and the athlete caps.
-func (w *Fetcher) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) walk {
+func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) walk {
 	wk := walk{found: map[int64]error{}}
 	want := make(map[int64]ingest.Job, len(job.Burst))
 	for _, sub := range job.Burst {
@@ -268,7 +277,7 @@ func (w *Fetcher) walk(ctx context.Context, log *slog.Logger, job ingest.Job, us
 // writeListed writes a listed activity through the ordered write (a later
 // fetch stored wins, as for a fetch) and audits it like a fetch (a delete
 // event whose activity is listed: not confirmed, as a fetch's 200).
-func (w *Fetcher) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
+func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
 	ev := job.Event
 	if a.Athlete.ID != 0 && a.Athlete.ID != ev.OwnerID {
 		return fmt.Errorf("process %s: listed activity %d belongs to athlete %d: %w", job.CorrelationID, a.ID, a.Athlete.ID, model.ErrInvalid)
@@ -300,7 +309,7 @@ func (w *Fetcher) writeListed(ctx context.Context, log *slog.Logger, job ingest.
 // tokenRefused is the outcome of every create of a burst whose token could
 // not be had: dropped (done) when the athlete must reconnect or has no
 // connection, deferred when Strava refused the application, else retried.
-func (w *Fetcher) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, err error) (error, bool) {
+func (w burster) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, err error) (error, bool) {
 	switch {
 	case errors.Is(err, model.ErrUnauthorized):
 		return w.needsReauth(ctx, log, job, userID, err), true
@@ -316,7 +325,7 @@ func (w *Fetcher) tokenRefused(ctx context.Context, log *slog.Logger, job ingest
 // listFailed is the outcome of every create a list page left: a 429 defers
 // them to the window reset, a 401 flags the connection and drops them, any
 // other failure is retried.
-func (w *Fetcher) listFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, rl strava.RateLimit, err error) (error, bool) {
+func (w burster) listFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, rl strava.RateLimit, err error) (error, bool) {
 	var apiErr *strava.APIError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == 429:

@@ -25,6 +25,15 @@ import (
 // a retry finds the connection gone and the guard holding this event's
 // revocation, and resumes the purge.
 func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
+	return deauthorizer{w}.deauthorize(ctx, log, job, userID)
+}
+
+// deauthorizer runs a deauthorization event's job (deauthorize) with the
+// fetcher's budget, caps and tokens: the confirmation at Strava, the
+// revocation and the purge are its own room.
+type deauthorizer struct{ *Fetcher }
+
+func (w deauthorizer) deauthorize(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
 	revokedAt := time.Unix(job.Event.EventTime, 0).UTC()
 	conn, err := w.revoked.StravaConnectionGrant(ctx, userID)
 	switch {
@@ -71,7 +80,7 @@ func (w *Fetcher) deauthorize(ctx context.Context, log *slog.Logger, job ingest.
 // connection: when the guard holds this event's revocation, a previous run
 // confirmed it and its expiry loop may be unfinished, so the loop runs
 // again; otherwise there is nothing to deauthorize.
-func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
+func (w deauthorizer) resumeDeauthorization(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
 	g, err := w.revoked.UserGuard(ctx, userID)
 	switch {
 	case err == nil && g.Revoked() && g.StravaRevokedAtUtc.Equal(revokedAt):
@@ -94,7 +103,7 @@ func (w *Fetcher) resumeDeauthorization(ctx context.Context, log *slog.Logger, j
 // honours the grant, a ingest.DeferError for a spent budget, cap or 429, and a
 // retryable error when Strava cannot say (5xx, transport, any other
 // status): an unconfirmable deauthorization waits, it never destroys.
-func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) (string, error) {
+func (w deauthorizer) confirmRevoked(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) (string, error) {
 	if err := w.checkBudget(ctx); err != nil {
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return "", fmt.Errorf("process %s: %w", job.CorrelationID, err)
@@ -142,7 +151,7 @@ func (w *Fetcher) confirmRevoked(ctx context.Context, log *slog.Logger, job inge
 // the job pending so a retry finishes it. A reconnect that cleared this
 // revocation stops it, before it runs or between its steps: the athlete is
 // back, and the reconnect's own backfill imports the history.
-func (w *Fetcher) purge(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
+func (w deauthorizer) purge(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
 	g, err := w.revoked.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound) || (err == nil && (!g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt))):

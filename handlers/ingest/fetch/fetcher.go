@@ -107,8 +107,20 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// Store is what fetching an activity reads and writes (model/store.Store).
+// Store is what fetching an activity reads and writes (model/store.Store),
+// by use case: the athlete's workouts, the athlete's read caps, the shared
+// rate-limit reading, and the audit trail.
 type Store interface {
+	WorkoutWriter
+	ReadCaps
+	budget.RateStore
+	ingest.Auditor
+}
+
+// WorkoutWriter is what writing an athlete's workout from Strava's answer
+// needs: the athlete's user, the stored workout, the ordered writes, and
+// the connection's flag when Strava refuses its token.
+type WorkoutWriter interface {
 	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
 	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
 	// Workout reads the stored workout; ErrNotFound when there is none.
@@ -124,6 +136,10 @@ type Store interface {
 	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
+}
+
+// ReadCaps are an athlete's shared read counters (spend.go).
+type ReadCaps interface {
 	// TakeAthleteReads counts n Strava reads for the athlete in the window
 	// (of length windowLen) containing now; ErrConflict when that would
 	// count more than limit.
@@ -131,12 +147,6 @@ type Store interface {
 	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
 	// day containing now; ErrConflict when that would count more than limit.
 	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
-	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
-	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
-	// RecordRateLimit stores a reading unless a newer one is stored.
-	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
-	// Audit writes an audit entry and never fails.
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 // RevocationStore is what a confirmed deauthorization changes: the grant,

@@ -61,8 +61,18 @@ import (
 	"github.com/commitcollect/backend/model/emf"
 )
 
-// Store is the outbox the runner settles jobs in, and where it parks them.
+// Store is the outbox the runner settles jobs in, and where it parks them
+// (model/store.Store), by use case.
 type Store interface {
+	Settler
+	Parking
+	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
+	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
+	ingest.Auditor
+}
+
+// Settler records a job's outcome in its outbox item.
+type Settler interface {
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
 	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 	// SettleOutboxItem ends a received item as done or parked; ErrConflict
@@ -71,15 +81,15 @@ type Store interface {
 	// DeferOutboxItem keeps a received item received until notBefore;
 	// ErrConflict when it was settled already.
 	DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error
+}
+
+// Parking sets jobs aside for redrive and takes them back.
+type Parking interface {
 	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
 	// RemoveParked removes a done job's parked record from its shard
 	// (missing: not an error).
 	RemoveParked(ctx context.Context, source, recordID string) error
-	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
-	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
-	// Audit writes an audit entry and never fails.
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 // Processor does a job's work. Its error is the job's outcome (Decide).

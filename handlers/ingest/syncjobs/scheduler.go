@@ -17,8 +17,19 @@ import (
 )
 
 // SyncSchedulerStore is the persistence the sync scheduler needs
-// (implemented by model/store.Store).
+// (implemented by model/store.Store), by use case: what a user's sync
+// decision reads, the enqueue, and the reconciliation's enumeration.
 type SyncSchedulerStore interface {
+	SyncView
+	// ClaimOutboxItem records a job as received with a lease; ErrConflict
+	// when the key is already claimed (an idempotent enqueue).
+	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
+	UserEnumeration
+}
+
+// SyncView is what deciding a user's sync reads: the sync state, the
+// connection, the milestones and the stored log.
+type SyncView interface {
 	// SyncState reads the user's sync state; ErrNotFound when none.
 	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 	// ConnectionStatus says whose athlete the user is and whether the
@@ -26,13 +37,15 @@ type SyncSchedulerStore interface {
 	ConnectionStatus(ctx context.Context, userID string) (int64, bool, error)
 	// UserMilestones reads the user's milestones (strongly consistent).
 	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
-	// ListUsers pages through one shard of the sparse users index.
-	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
-	// ClaimOutboxItem records a job as received with a lease; ErrConflict
-	// when the key is already claimed (an idempotent enqueue).
-	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
 	// WorkoutLog reads the user's workouts started in windows (LSI1).
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
+}
+
+// UserEnumeration is the reconciliation's resumable walk of the users
+// index.
+type UserEnumeration interface {
+	// ListUsers pages through one shard of the sparse users index.
+	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	// CountUsers counts the users index (once per reconciliation cycle).
 	CountUsers(ctx context.Context) (int, error)
 	// ReconcileCursor reads the enumeration cursor; ErrNotFound before the

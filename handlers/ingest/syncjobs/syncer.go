@@ -238,11 +238,29 @@ func localDayDiffers(stored, fresh *model.Workout) bool {
 }
 
 // SyncStore is the persistence sync jobs need (implemented by
-// model/store.Store).
+// model/store.Store), by use case: the sync state, the pages' workouts,
+// the budget's pacing and the audit trail.
 type SyncStore interface {
+	SyncProgress
+	PageWriter
+	SyncPacing
+	ingest.Auditor
+}
+
+// SyncProgress is a sync job's own state: its sync state and its outbox
+// item.
+type SyncProgress interface {
 	// UpdateSyncState reads, decides and writes the user's sync state with
 	// a version check (model.ErrSkipWrite from decide writes nothing).
 	UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error)
+	// OutboxItem reads the job's outbox item; ErrNotFound when none.
+	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
+}
+
+// PageWriter is what writing a list page's activities needs: the stored
+// log to compare with, the ordered writes, the guard's check after them and
+// the connection's flag when Strava refuses its token.
+type PageWriter interface {
 	// WorkoutLog reads the user's workouts started in windows (one
 	// strongly consistent LSI1 query per window).
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
@@ -254,18 +272,16 @@ type SyncStore interface {
 	CheckWrites(ctx context.Context, userID string, ks []model.Key) error
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
-	// RateLimitState reads the shared counter; ErrNotFound before the first reading.
-	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
-	// RecordRateLimit stores a reading unless a newer one is stored.
-	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+}
+
+// SyncPacing is the shared budget's reading and the sync reads' counters
+// (pacing.go).
+type SyncPacing interface {
+	budget.RateStore
 	// TakeSyncRead counts a sync read in the window of length windowLen
 	// containing now unless allowed were counted there (split over shards
 	// counters, tried from pick); ErrConflict then.
 	TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error
-	// Audit writes an audit entry and never fails.
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
-	// OutboxItem reads the job's outbox item; ErrNotFound when none.
-	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 }
 
 // TokenProvider hands out valid access tokens (strava.Refresher).
