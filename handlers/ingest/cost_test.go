@@ -196,29 +196,14 @@ func costReport(calls []meteredCall, prefix string) (n int, rcu, wcu float64, li
 	return n, rcu, wcu, lines
 }
 
-// captureDispatcher keeps the jobs the webhook hands off.
-type captureDispatcher struct {
-	mu   sync.Mutex
-	jobs []ingest.Job
-}
-
-func (d *captureDispatcher) Dispatch(_ context.Context, j ingest.Job) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.jobs = append(d.jobs, j)
-	return nil
-}
-
-func (d *captureDispatcher) pop(t testing.TB) ingest.Job {
+// pop is the one job d was handed since the last pop.
+func pop(t testing.TB, d *ingesttest.RecordingDispatcher) ingest.Job {
 	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.jobs) != 1 {
-		t.Fatalf("got %d hand-offs, want 1", len(d.jobs))
+	jobs := d.Take()
+	if len(jobs) != 1 {
+		t.Fatalf("got %d hand-offs, want 1", len(jobs))
 	}
-	j := d.jobs[0]
-	d.jobs = nil
-	return j
+	return jobs[0]
 }
 
 // TestOneCreateEventCost sends create events for a user with 3001 workouts
@@ -298,7 +283,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	}
 	newRecords() // the seed's records are not part of an event
 
-	d := &captureDispatcher{}
+	d := &ingesttest.RecordingDispatcher{}
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, d, ingesttest.Log()).Mount(mux)
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
@@ -325,7 +310,7 @@ func TestOneCreateEventCost(t *testing.T) {
 			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
 		}
 		m.setStage("worker")
-		if err := worker.Run(ctx, d.pop(t)); err != nil {
+		if err := worker.Run(ctx, pop(t, d)); err != nil {
 			t.Fatal(err)
 		}
 		m.setStage("stream")

@@ -66,6 +66,29 @@ func (d *CountingDispatcher) Dispatch(ctx context.Context, job ingest.Job) error
 	return d.Next.Dispatch(ctx, job)
 }
 
+// RecordingDispatcher keeps every job handed off and runs none.
+type RecordingDispatcher struct {
+	mu   sync.Mutex
+	jobs []ingest.Job
+}
+
+// Dispatch keeps the job.
+func (d *RecordingDispatcher) Dispatch(_ context.Context, j ingest.Job) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.jobs = append(d.jobs, j)
+	return nil
+}
+
+// Take returns the jobs handed off since the last Take.
+func (d *RecordingDispatcher) Take() []ingest.Job {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.jobs
+	d.jobs = nil
+	return out
+}
+
 // ErrHandOff is the hand-off failure CountingDispatcher injects.
 var ErrHandOff = &handOffError{}
 

@@ -14,19 +14,6 @@ import (
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
-// recordingDispatcher keeps every job handed off (and runs none).
-type recordingDispatcher struct {
-	mu   sync.Mutex
-	jobs []ingest.Job
-}
-
-func (d *recordingDispatcher) Dispatch(_ context.Context, j ingest.Job) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.jobs = append(d.jobs, j)
-	return nil
-}
-
 // TestSweepSeesTheWholeBacklog: one tenant's 5,000 deletes, deferred by
 // its window cap to one reset instant, sit before 200 honest athletes'
 // events in the pending index. Two sweeps at the default limit give every
@@ -78,17 +65,16 @@ func TestSweepSeesTheWholeBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := &recordingDispatcher{}
+	d := &ingesttest.RecordingDispatcher{}
 	sw := handoff.NewSweeper(st, d, ingesttest.Log())
 	served := map[int64]int{}
 	for sweep := 1; sweep <= 2; sweep++ {
 		sw.Now = func() time.Time { return reset.Add(time.Second) }
-		d.jobs = nil
 		res, err := sw.Sweep(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, j := range d.jobs {
+		for _, j := range d.Take() {
 			served[j.Event.OwnerID]++
 		}
 		t.Logf("sweep %d: due=%d dispatched=%d more=%v; noisy tenant's turns so far %d, athletes served %d",

@@ -65,7 +65,7 @@ func TestDrainSweepsWhileWorkIsLeft(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := backlog()
-			d := &recordingDispatcher{}
+			d := &ingesttest.RecordingDispatcher{}
 			sw := handoff.NewSweeper(b, d, ingesttest.Log())
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()

@@ -126,6 +126,20 @@ resource "aws_kms_alias" "tokens" {
 
 # ------------------------------------------------------- least privilege
 
+# The token key's use, in the api's and the worker's IAM policies and in the
+# key's own policy alike: only with an encryption context of exactly
+# {purpose = strava-tokens, userId = …}, and with no AWS service acting for
+# the role (the functions call KMS directly, so their requests carry no
+# kms:ViaService; a StringEquals on it would deny every call).
+locals {
+  token_key_conditions = [
+    { test = "StringEquals", variable = "kms:EncryptionContext:purpose", values = ["strava-tokens"] },
+    { test = "Null", variable = "kms:EncryptionContext:userId", values = ["false"] },
+    { test = "ForAllValues:StringEquals", variable = "kms:EncryptionContextKeys", values = ["purpose", "userId"] },
+    { test = "Null", variable = "kms:ViaService", values = ["true"] },
+  ]
+}
+
 # api: the webhook's outbox claim (one conditional UpdateItem on
 # Idempotency), sessions (account deletion removes them in batches), the BFF
 # reads and writes and account deletion on the main table, audit, and the
@@ -169,25 +183,13 @@ data "aws_iam_policy_document" "api" {
     sid       = "SealStravaTokens"
     actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
     resources = [local.token_kms_key_arn]
-    condition {
-      test     = "StringEquals"
-      variable = "kms:EncryptionContext:purpose"
-      values   = ["strava-tokens"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:EncryptionContext:userId"
-      values   = ["false"]
-    }
-    condition {
-      test     = "ForAllValues:StringEquals"
-      variable = "kms:EncryptionContextKeys"
-      values   = ["purpose", "userId"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:ViaService"
-      values   = ["true"]
+    dynamic "condition" {
+      for_each = local.token_key_conditions
+      content {
+        test     = condition.value.test
+        variable = condition.value.variable
+        values   = condition.value.values
+      }
     }
   }
   statement {
@@ -302,25 +304,13 @@ data "aws_iam_policy_document" "worker" {
     sid       = "SealStravaTokens"
     actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
     resources = [local.token_kms_key_arn]
-    condition {
-      test     = "StringEquals"
-      variable = "kms:EncryptionContext:purpose"
-      values   = ["strava-tokens"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:EncryptionContext:userId"
-      values   = ["false"]
-    }
-    condition {
-      test     = "ForAllValues:StringEquals"
-      variable = "kms:EncryptionContextKeys"
-      values   = ["purpose", "userId"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:ViaService"
-      values   = ["true"]
+    dynamic "condition" {
+      for_each = local.token_key_conditions
+      content {
+        test     = condition.value.test
+        variable = condition.value.variable
+        values   = condition.value.values
+      }
     }
   }
   statement {
@@ -512,25 +502,13 @@ data "aws_iam_policy_document" "token_key" {
     # The IAM policies' conditions, repeated: the key policy alone grants
     # no more than they do (the context's two keys exactly, a userId, and
     # no AWS service acting for the roles).
-    condition {
-      test     = "StringEquals"
-      variable = "kms:EncryptionContext:purpose"
-      values   = ["strava-tokens"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:EncryptionContext:userId"
-      values   = ["false"]
-    }
-    condition {
-      test     = "ForAllValues:StringEquals"
-      variable = "kms:EncryptionContextKeys"
-      values   = ["purpose", "userId"]
-    }
-    condition {
-      test     = "Null"
-      variable = "kms:ViaService"
-      values   = ["true"]
+    dynamic "condition" {
+      for_each = local.token_key_conditions
+      content {
+        test     = condition.value.test
+        variable = condition.value.variable
+        values   = condition.value.values
+      }
     }
   }
 }
