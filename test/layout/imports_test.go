@@ -111,3 +111,36 @@ func TestNothingOfTheTestsShips(t *testing.T) {
 		t.Fatalf("found %d commands under handlers/ and scripts/, want the Lambdas and the scripts", n)
 	}
 }
+
+// maxFileLines bounds a product file (non-test Go under handlers/, model/,
+// projections/ and scripts/): past it, split by use case.
+const maxFileLines = 500
+
+// TestNoFileOverMaxLines: no product file over maxFileLines lines.
+func TestNoFileOverMaxLines(t *testing.T) {
+	root := filepath.Join("..", "..")
+	largest, at := 0, ""
+	for _, top := range []string{"handlers", "model", "projections", "scripts"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			n := strings.Count(string(b), "\n")
+			if n > largest {
+				largest, at = n, p
+			}
+			if n > maxFileLines {
+				t.Errorf("%s: %d lines, over %d: split it by use case", p, n, maxFileLines)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("largest file (lines): %s %d", at, largest)
+}

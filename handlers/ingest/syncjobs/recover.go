@@ -74,7 +74,7 @@ func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, n
 	if err != nil {
 		return 0, err
 	}
-	_, end := ActiveMilestoneEnd(ms.Milestones, since, now)
+	_, end := syncstate.ActiveMilestoneEnd(ms.Milestones, since, now)
 	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeReconcile, FromUtc: since, MilestoneEndUtc: end}
 	ok, err := s.enqueue(ctx, keys.SyncJobKey(RecoverKeyMode, userID, since), job, now)
 	switch {

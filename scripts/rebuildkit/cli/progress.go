@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
 
 // IsTerminal reports whether f is a character device (a terminal), where a

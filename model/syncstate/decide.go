@@ -1,0 +1,100 @@
+package syncstate
+
+import (
+	"math"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/keys"
+)
+
+// The sync decisions on the domain alone: whether a listed activity is
+// written, whether a user is reconciled, and how fast a cycle goes.
+
+// WorkoutDiffers reports whether fresh (normalized from Strava now) differs
+// from stored in a field the projection reads: sport type, distance,
+// elevation, moving time, start date or local day. The name is not compared: LSI1 does
+// not project it and Strava pushes an update event for every title change.
+// Sync jobs write only workouts that differ, so an unchanged activity costs
+// no write and triggers no projection.
+func WorkoutDiffers(stored, fresh *model.Workout) bool {
+	if stored.SportType != fresh.SportType || !stored.StartDateUtc.Equal(fresh.StartDateUtc) || localDayDiffers(stored, fresh) {
+		return true
+	}
+	for _, s := range model.MetricSpecs { // each metric's field (model.MilestoneWorkoutFields)
+		if s.Of(*stored) != s.Of(*fresh) {
+			return true
+		}
+	}
+	return false
+}
+
+// localDayDiffers reports whether Strava now gives a local day the stored
+// workout does not carry (in its date key, which a log read holds): a
+// workout stored before local starts were kept is filled by the next list
+// page that shows it, within the sync share.
+func localDayDiffers(stored, fresh *model.Workout) bool {
+	day, ok := calendar.LocalDay(fresh.StartDateLocal)
+	if !ok {
+		return false
+	}
+	have, ok := keys.WorkoutLocalDay(stored.DateSK)
+	return !ok || have != day
+}
+
+// ActiveMilestoneEnd reports whether ms hold an active milestone whose
+// period overlaps [from, to], and the soonest end among them (zero when
+// none of them ends).
+func ActiveMilestoneEnd(ms []model.Milestone, from, to time.Time) (bool, time.Time) {
+	var (
+		any bool
+		end time.Time
+	)
+	for _, m := range ms {
+		w := m.Window()
+		if m.Status != model.StatusActive || w.From.After(to) || (w.To != nil && w.To.Before(from)) {
+			continue
+		}
+		any = true
+		if w.To != nil && (end.IsZero() || w.To.Before(end)) {
+			end = w.To.UTC()
+		}
+	}
+	return any, end
+}
+
+// ReconcileDue decides whether a user whose slot came up is reconciled at
+// now: never while its sync job runs or waits; when its last
+// reconciliation (st.ReconciledAtUtc; zero: never) is ReconcileIdle old;
+// else only when a workout of the reconcile window that is not a
+// tombstone has an activity id above the highest that reconciliation
+// listed (Strava's ids grow with uploads: the athlete uploaded since).
+// st may be nil (no sync yet). The caller has checked the milestone.
+func ReconcileDue(st *SyncState, window []model.Workout, now time.Time, idle time.Duration) bool {
+	if st != nil && st.Running() {
+		return false
+	}
+	if st == nil || st.ReconciledAtUtc.IsZero() || now.Sub(st.ReconciledAtUtc) >= idle {
+		return true
+	}
+	for _, w := range window {
+		if !w.IsDeleted && w.ActivityID > st.ReconciledActivityID {
+			return true
+		}
+	}
+	return false
+}
+
+// ReconcilePace is how many of users a cycle should have come to after
+// elapsed of interval: ceil(users × elapsed / interval), all of them (and
+// any that joined) once the interval has passed.
+func ReconcilePace(users int, elapsed, interval time.Duration) int {
+	if elapsed >= interval {
+		return math.MaxInt
+	}
+	if elapsed <= 0 {
+		return 0
+	}
+	return int(math.Ceil(float64(users) * float64(elapsed) / float64(interval)))
+}
