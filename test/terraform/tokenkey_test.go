@@ -21,12 +21,12 @@ func TestTokenKeyChecksFailWhenBroken(t *testing.T) {
 		name, old, new, wantInErr string
 	}{
 		{"encryption context purpose condition removed",
-			"    condition {\n      test     = \"StringEquals\"\n      variable = \"kms:EncryptionContext:purpose\"\n      values   = [\"strava-tokens\"]\n    }\n", "",
+			"    { test = \"StringEquals\", variable = \"kms:EncryptionContext:purpose\", values = [\"strava-tokens\"] },\n", "",
 			`api policy statement "SealStravaTokens" on the token key: condition StringEquals kms:EncryptionContext:purpose`},
-		{"any encryption context keys", `values   = ["purpose", "userId"]`, `values   = ["purpose", "userId", "other"]`,
+		{"any encryption context keys", `values = ["purpose", "userId"]`, `values = ["purpose", "userId", "other"]`,
 			"condition ForAllValues:StringEquals kms:EncryptionContextKeys"},
-		{"via-service condition that denies direct calls", "variable = \"kms:ViaService\"\n      values   = [\"true\"]",
-			"variable = \"kms:ViaService\"\n      values   = [\"false\"]", "condition Null kms:ViaService"},
+		{"via-service condition that denies direct calls", `variable = "kms:ViaService", values = ["true"]`,
+			`variable = "kms:ViaService", values = ["false"]`, "condition Null kms:ViaService"},
 		{"encrypt granted too", `actions   = ["kms:GenerateDataKey", "kms:Decrypt"]`, `actions   = ["kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"]`,
 			"api policy on the token key"},
 		{"no rotation", "enable_key_rotation     = true", "enable_key_rotation     = false", "enable_key_rotation must be true"},
