@@ -125,7 +125,7 @@ func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
 	return outbox.Route(w.Fetch, syncs).Process(ctx, job)
 }
 
-// ProcessBurst serves a burst of one athlete's creates (fetch.Fetcher).
+// ProcessBurst serves a burst of one athlete's activity events (fetch.Fetcher).
 func (w *Worker) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	return w.Fetch.ProcessBurst(ctx, job)
 }

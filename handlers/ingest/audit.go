@@ -31,7 +31,7 @@ const (
 	AuditAthleteNotLinked   = "STRAVA_ATHLETE_NOT_LINKED"
 	AuditNeedsReauth        = "STRAVA_CONNECTION_NEEDS_REAUTH"
 	AuditEventRejected      = "STRAVA_EVENT_REJECTED"
-	// AuditBurstServed records one burst of an athlete's creates served
+	// AuditBurstServed records one burst of an athlete's activity events served
 	// from list pages (counts only: pages, written, not found, fetched
 	// alone; never the ids of creates Strava does not know).
 	AuditBurstServed = "STRAVA_BURST_SERVED"

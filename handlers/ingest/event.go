@@ -101,7 +101,7 @@ type Job struct {
 	// settle): it is fetched as it is, never deferred to be gathered again.
 	Gathered bool `json:"gathered,omitempty"`
 	// Burst, when set, makes this a burst job: one athlete's gathered
-	// create events, served together from list pages (the sweeper leases
+	// activity events, served together from list pages (the sweeper leases
 	// each one's outbox item; the runner settles each). Event, Sync and
 	// IdempotencyKey are then unset; CorrelationID names the burst.
 	Burst []Job `json:"burst,omitempty"`
@@ -182,7 +182,7 @@ func validateBurst(j Job) error {
 	return nil
 }
 
-// NewBurst is the burst job of jobs, one athlete's gathered creates (see
+// NewBurst is the burst job of jobs, one athlete's gathered activity events (see
 // Job.Burst): its Event names the athlete and the aspect for logs, audit
 // entries and the read class.
 //

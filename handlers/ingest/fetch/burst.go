@@ -70,7 +70,7 @@ type walk struct {
 // ProcessBurst serves job.Burst, one athlete's gathered activity events
 // (an update or delete joins them when its activity was never stored, or
 // when the sweeper found it due with them), from list
-// pages (see the notes above) and returns each create's outcome in order,
+// pages (see the notes above) and returns each event's outcome in order,
 // as Process would for it alone: nil when done (written, not found, or
 // dropped with the connection), a DeferError to wait, another error to
 // retry or park.

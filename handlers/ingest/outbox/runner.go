@@ -138,7 +138,7 @@ type BurstProcessor interface {
 	ProcessBurst(ctx context.Context, job ingest.Job) []error
 }
 
-// runBurst serves a burst and settles each create's outbox item with its own
+// runBurst serves a burst and settles each event's outbox item with its own
 // outcome, as Run would have for it alone. A burst has no outbox item of its
 // own: an outcome that cannot be recorded leaves that item received, and the
 // sweeper dispatches it again after its lease.
@@ -174,7 +174,7 @@ func Route(events, syncs Processor) Processor { return router{events, syncs} }
 type router struct{ events, syncs Processor }
 
 // ProcessBurst hands a burst to events when it serves bursts; otherwise
-// every create of the burst is processed alone.
+// every event of the burst is processed alone.
 func (r router) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	if bp, ok := r.events.(BurstProcessor); ok {
 		return bp.ProcessBurst(ctx, job)
