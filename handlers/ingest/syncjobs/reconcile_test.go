@@ -305,7 +305,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	t.Parallel()
 	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour, BudgetShare: 0.5, HeadStart: syncjobs.DefaultSyncHeadStart}
 	r := newSyncRig(t, settings)
-	r.now = time.Date(2026, 11, 20, 12, 0, 30, 0, time.UTC) // 30 s into a window
+	r.now = rigNoon().Add(30 * time.Second) // 30 s into a window
 	r.worker.Sync.Now = func() time.Time { return r.now }
 	r.worker.Runner.Now = func() time.Time { return r.now }
 	r.worker.Fetch.Now = r.worker.Runner.Now

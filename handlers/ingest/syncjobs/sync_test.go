@@ -125,13 +125,20 @@ func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
 	h := ingesttest.New(t)
 	r := &syncRig{Harness: h, counted: &countingSyncStore{Store: h.St, upserts: map[int64]int{}},
-		now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+		now: rigNoon()}
 	r.worker = r.newSyncWorker(settings)
 	r.sched = syncjobs.NewSyncScheduler(h.St, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
 }
+
+// rigNoon is the rig's clock: noon UTC of the wall clock's day. It sits
+// at a window's start, the same every run of a day, yet near the wall
+// clock, because DynamoDB Local expires items whose TTL (set from the
+// rig's clock) has passed on the wall clock: a fixed date would make the
+// rig's outbox items vanish a week later.
+func rigNoon() time.Time { return time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour) }
 
 // asDeployed, as SyncSettings.DayHeadStart, asks newSyncWorker for the
 // production default day head start (one short window) instead of the
