@@ -1,7 +1,9 @@
-// Package app assembles the api's http.Handler from the configuration: the
-// Strava webhook (handlers/ingest), the BFF and its landing page
-// (handlers/bff) on one net/http mux. The api Lambda and the local stack (scripts/run) both call
-// NewAPI, so what runs locally is what runs behind API Gateway.
+// Package app is where the services are wired: each Lambda from its
+// environment (APILambda, WorkerLambda, ProjectorLambda, SweeperLambda, which
+// the mains call), the tables through Open, and the services themselves
+// (NewAPI, WorkerOf, ProjectorOf, SweeperOf, SchedulerOf), which the local
+// stack (scripts/runkit) and the operator commands build the same way, so
+// what runs locally is what runs in AWS.
 package app
 
 import (

@@ -10,11 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
-
-	"github.com/commitcollect/backend/model/secrets"
-	"github.com/commitcollect/backend/model/secrets/kms"
-	"github.com/commitcollect/backend/model/store"
 )
 
 // Instrument, when set, is applied to every AWS configuration the process
@@ -76,24 +71,4 @@ func (c Config) DynamoDB(cfg aws.Config) (*dynamodb.Client, *dynamodbstreams.Cli
 		}
 	})
 	return db, st
-}
-
-// Store builds the store over db with the token sealer the configuration
-// names: data keys from KMS when CC_TOKEN_KMS_KEY is set, else from the local
-// CC_TOKEN_KEY. With neither, the store has no sealer and refuses to write
-// Strava tokens (store.ErrNoSealer).
-func (c Config) Store(db *dynamodb.Client, cfg aws.Config) (*store.Store, error) {
-	st := store.New(db, c.Tables())
-	st.OutboxShards = c.OutboxShards
-	switch {
-	case c.TokenKMSKey != "":
-		st.Secrets = secrets.NewSealer(kms.New(awskms.NewFromConfig(cfg), c.TokenKMSKey))
-	case c.TokenKey != nil:
-		p, err := secrets.NewLocalKeyProvider(c.TokenKey)
-		if err != nil {
-			return nil, err
-		}
-		st.Secrets = secrets.NewSealer(p)
-	}
-	return st, nil
 }

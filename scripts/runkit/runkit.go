@@ -356,14 +356,12 @@ func (s *Stack) startDynamoDB(ctx context.Context, local config.Local, env overl
 // (both idempotent).
 func (s *Stack) openStore(ctx context.Context) (*dynamodb.Client, streams.API, error) {
 	cfg := s.Config
-	awsCfg, err := cfg.AWS(ctx)
+	conn, err := app.Open(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, streamsAPI := cfg.DynamoDB(awsCfg)
-	if s.Store, err = cfg.Store(db, awsCfg); err != nil {
-		return nil, nil, err
-	}
+	s.Store = conn.Store
+	db, streamsAPI := conn.DB, conn.Streams
 	if err := tableadmin.CreateTables(ctx, db, cfg.Tables()); err != nil {
 		return nil, nil, fmt.Errorf("create tables: %w", err)
 	}

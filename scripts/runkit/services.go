@@ -27,7 +27,6 @@ import (
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
-	"github.com/commitcollect/backend/projections/consumer"
 )
 
 // startWorker starts the worker behind the Dispatcher the api's webhook
@@ -93,7 +92,7 @@ func (s *Stack) serveAPI(ctx context.Context, o Options) error {
 // source mapping does.
 func (s *Stack) startProjector(ctx context.Context, o Options, local config.Local, db *dynamodb.Client, streamsAPI streams.API) error {
 	log := s.log
-	s.Projector = consumer.New(s.Store, consumer.Options{Logger: log.With("service", "projector"), Metrics: io.Discard})
+	s.Projector = app.ProjectorOf(s.Store, io.Discard, log.With("service", "projector"))
 	arn, err := tableadmin.StreamARN(ctx, db, s.Config.Tables())
 	if err != nil {
 		return err

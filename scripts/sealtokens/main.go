@@ -18,6 +18,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -48,15 +49,11 @@ func run(ctx context.Context, args []string, getenv func(string) string) (Report
 		return Report{}, err
 	}
 	cfg.TablePrefix = *prefix
-	awsCfg, err := cfg.AWS(ctx)
+	conn, err := app.Open(ctx, cfg)
 	if err != nil {
 		return Report{}, err
 	}
-	db, _ := cfg.DynamoDB(awsCfg)
-	st, err := cfg.Store(db, awsCfg)
-	if err != nil {
-		return Report{}, err
-	}
+	st := conn.Store
 	rep, err := SealAll(ctx, st, time.Now().UTC())
 	cfg.Logger().Info("sealtokens done", "table", st.Tables().Main, "users", rep.Users, "sealed", rep.Sealed, "error", errString(err))
 	return rep, err

@@ -73,17 +73,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		return 2
 	}
 	cfg.TablePrefix = *prefix
-	awsCfg, err := cfg.AWS(ctx)
+	conn, err := app.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2
 	}
-	db, _ := cfg.DynamoDB(awsCfg)
-	st, err := cfg.Store(db, awsCfg)
-	if err != nil {
-		fmt.Fprintln(errOut, "syncs:", err)
-		return 2
-	}
+	st, awsCfg := conn.Store, conn.AWS
 	if *readers > 0 {
 		return heaviestReaders(ctx, st, *readers, cfg.AthleteReadsPerDay, out, errOut)
 	}

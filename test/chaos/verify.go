@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/wire"
 )
@@ -14,7 +14,7 @@ import (
 // from the stored workout log, without writing, adapted by the operator
 // commands' wiring; it returns every drifting milestone value.
 func newVerifier(st *store.Store) func(ctx context.Context, userID string) ([]rebuildkit.Drift, error) {
-	recompute := wire.Recompute(consumer.New(st, consumer.Options{Metrics: io.Discard}))
+	recompute := wire.Recompute(app.ProjectorOf(st, io.Discard, nil))
 	return func(ctx context.Context, userID string) ([]rebuildkit.Drift, error) {
 		out, err := recompute(ctx, userID, true)
 		return out.Drift, err

@@ -31,7 +31,6 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
-	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
 )
@@ -166,7 +165,7 @@ func (h *Harness) Project() {
 			recs = append(recs, r)
 		}
 	}
-	proj := consumer.New(h.St, consumer.Options{Metrics: io.Discard})
+	proj := app.ProjectorOf(h.St, io.Discard, nil)
 	if resp, err := proj.Handle(ctx, events.DynamoDBEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) > 0 {
 		h.T.Fatalf("projector: %+v, %v", resp, err)
 	}
@@ -374,26 +373,6 @@ func (h *Harness) WriteActivities(athlete, first int64, n int) {
 		h.Activity(id, athlete, "Run")
 		h.Deliver(h.Sim.ActivityEvent("create", id, athlete, nil))
 	}
-}
-
-// LockedBuffer is a bytes.Buffer safe for the queue's worker goroutines.
-type LockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (l *LockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// String is what was written so far.
-func (l *LockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // MustJSON marshals v or fails the test.

@@ -21,14 +21,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
@@ -36,7 +33,6 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
-	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/awsrecord"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/stravasim"
@@ -252,79 +248,29 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	config.Instrument = awsrecord.FromEnv
 	t.Cleanup(func() { config.Instrument = nil })
 
-	// handlers/api/main.go
+	// The four Lambdas, built by the functions their mains call.
 	prev := setEnv(t, nil, env("api"))
-	need := app.Need
-	need.Worker = true
-	apiCfg, err := config.Load(ctx, need)
+	apiHandler, err := app.APILambda(ctx)
 	if err != nil {
-		t.Fatalf("api config: %v", err)
+		t.Fatalf("api: %v", err)
 	}
-	awsCfg, err := apiCfg.AWS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiDB, _ := apiCfg.DynamoDB(awsCfg)
-	apiStore, err := apiCfg.Store(apiDB, awsCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiMux, err := app.NewAPI(apiCfg, apiStore, handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), apiCfg.WorkerFunction), nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux = apiMux
-
-	// handlers/worker/main.go
+	mux = apiHandler
 	prev = setEnv(t, prev, env("worker"))
-	wCfg, err := config.Load(ctx, config.Need{Strava: true, Tokens: true})
+	worker, err := app.WorkerLambda(ctx)
 	if err != nil {
-		t.Fatalf("worker config: %v", err)
+		t.Fatalf("worker: %v", err)
 	}
-	if awsCfg, err = wCfg.AWS(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wDB, _ := wCfg.DynamoDB(awsCfg)
-	wStore, err := wCfg.Store(wDB, awsCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := app.NewStravaWorker(wStore, app.StravaSettings{
-		BaseURL: wCfg.StravaBaseURL, ClientID: wCfg.StravaClientID, ClientSecret: wCfg.StravaClientSecret,
-		AthleteReadsPerWindow: wCfg.AthleteReadsPerWindow, RateWindow: wCfg.StravaWindow, RetryBase: wCfg.RetryBase,
-		Sync: app.SyncSettingsFrom(wCfg),
-	}, log)
-
-	// handlers/projector/main.go
 	prev = setEnv(t, prev, env("projector"))
-	pCfg, err := config.Load(ctx, config.Need{})
+	projector, err := app.ProjectorLambda(ctx)
 	if err != nil {
-		t.Fatalf("projector config: %v", err)
+		t.Fatalf("projector: %v", err)
 	}
-	if awsCfg, err = pCfg.AWS(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pDB, _ := pCfg.DynamoDB(awsCfg)
-	projector := consumer.New(store.New(pDB, pCfg.Tables()), consumer.Options{Logger: log})
-
-	// handlers/sweeper/main.go
 	setEnv(t, prev, env("sweeper"))
-	sCfg, err := config.Load(ctx, config.Need{Worker: true})
+	tasks, err := app.SweeperLambda(ctx)
 	if err != nil {
-		t.Fatalf("sweeper config: %v", err)
+		t.Fatalf("sweeper: %v", err)
 	}
-	if awsCfg, err = sCfg.AWS(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sDB, _ := sCfg.DynamoDB(awsCfg)
-	sweeper := handoff.NewSweeper(store.New(sDB, sCfg.Tables()),
-		handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
-	if sCfg.OutboxLease > 0 {
-		sweeper.Lease = sCfg.OutboxLease
-	}
-	reconciler := syncjobs.NewSyncScheduler(store.New(sDB, sCfg.Tables()),
-		handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), sCfg.WorkerFunction), log)
-	reconciler.Settings = app.SyncSettingsFrom(sCfg)
+	sweeper, reconciler := tasks.Sweeper, tasks.Scheduler
 
 	// Lambda's side: the async invokes reach the worker, the stream the projector.
 	arn, err := tableadmin.StreamARN(ctx, db, local)

@@ -592,7 +592,7 @@ var reconcileRate = regexp.MustCompile(`^rate\(([0-9]+) minutes?\)$`)
 const maxReconcileStepMinutes = 15
 
 // checkReconcileScheduled: a rule of its own invokes the sweeper with
-// {"task":"reconcile"} (handlers/sweeper.TaskReconcile) every few minutes
+// {"task":"reconcile"} (handlers/app.TaskReconcile) every few minutes
 // (each a step of the resumable enumeration); the idle interval is at
 // least the slot interval; the worker reads the same intervals.
 func checkReconcileScheduled(d *Deployed, sw Resource, rules map[string]Resource, add addFunc) {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/tableadmin"
@@ -35,19 +36,15 @@ func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
 	}
 	cfg.TablePrefix = tablePrefix
 	log := cfg.Logger().With("service", "rebuild-tools")
-	awsCfg, err := cfg.AWS(ctx)
+	conn, err := app.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	db, sc := cfg.DynamoDB(awsCfg)
-	st, err := cfg.Store(db, awsCfg)
-	if err != nil {
-		return nil, err
-	}
-	c := consumer.New(st, consumer.Options{Logger: log, Metrics: io.Discard})
+	st, db, awsCfg := conn.Store, conn.DB, conn.AWS
+	c := app.ProjectorOf(st, io.Discard, log)
 	return &cli.Env{
 		Store:      st,
-		Streams:    sc,
+		Streams:    conn.Streams,
 		StreamARN:  func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },
 		Recompute:  Recompute(c),
 		ProcessJob: worker(cfg, st, log),
