@@ -1,16 +1,16 @@
 package config_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,23 +19,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/config"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
-}
 
 // TestSDKLogsAreJSON: the AWS config every process builds logs the SDK's own
 // lines (a warning, and the retry lines of a real DynamoDB call that got a
@@ -55,7 +38,7 @@ func TestSDKLogsAreJSON(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	out := &syncBuffer{}
+	out := &capture.Buffer{}
 	c := config.Config{DynamoDBEndpoint: srv.URL, LogOutput: out, LogLevel: slog.LevelDebug}
 	ctx := context.Background()
 	cfg, err := c.AWS(ctx)
@@ -69,7 +52,7 @@ func TestSDKLogsAreJSON(t *testing.T) {
 		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}); err != nil {
 		t.Fatalf("get item after one 500: %v", err)
 	}
-	lines := out.lines()
+	lines := out.Lines()
 	// A DynamoDB-compatible endpoint (DynamoDB Local, this fake) sends no
 	// x-amz-crc32 the SDK could match: with the check on, every body closed
 	// logged "failed to close HTTP response body … did not match expected

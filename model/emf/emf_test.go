@@ -2,9 +2,10 @@ package emf_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/model/emf/emftest"
 
 	"github.com/commitcollect/backend/model/emf"
 )
@@ -19,26 +20,16 @@ func TestWrite(t *testing.T) {
 	if err := emf.Write(&b, "CommitCollect/Test", now, "Service", "worker", []emf.Value{{"Reads", "Count", 3}, {"Lag", "Milliseconds", 1.5}}); err != nil {
 		t.Fatal(err)
 	}
-	var line struct {
-		Service string
-		Reads   float64
-		Lag     float64
-		AWS     struct {
-			Timestamp         int64
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name, Unit string }
-			}
-		} `json:"_aws"`
+	line, err := emftest.Parse(b.Bytes())
+	if err != nil || bytes.Count(b.Bytes(), []byte("\n")) != 1 {
+		t.Fatalf("not one EMF line: %v %q", err, b.String())
 	}
-	if err := json.Unmarshal(b.Bytes(), &line); err != nil || bytes.Count(b.Bytes(), []byte("\n")) != 1 {
-		t.Fatalf("not one JSON line: %v %q", err, b.String())
-	}
-	cw := line.AWS.CloudWatchMetrics
-	if line.Service != "worker" || line.Reads != 3 || line.Lag != 1.5 || line.AWS.Timestamp != now.UnixMilli() || len(cw) != 1 ||
-		cw[0].Namespace != "CommitCollect/Test" || len(cw[0].Dimensions) != 1 || cw[0].Dimensions[0][0] != "Service" ||
-		len(cw[0].Metrics) != 2 || cw[0].Metrics[1].Unit != "Milliseconds" {
+	reads, _ := line.Value("Reads")
+	lag, _ := line.Value("Lag")
+	unit, declared := line.Declares("Lag")
+	if line.Dimension("Service") != "worker" || reads != 3 || lag != 1.5 || !line.At.Equal(now) ||
+		line.Namespace != "CommitCollect/Test" || len(line.Dimensions) != 1 || line.Dimensions[0][0] != "Service" ||
+		len(line.Metrics) != 2 || !declared || unit != "Milliseconds" {
 		t.Fatalf("line %+v", line)
 	}
 	b.Reset()

@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/model/emf/emftest"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -75,23 +76,13 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	if got := s.AuditWritesDropped(); got != 1 {
 		t.Fatalf("got %d dropped audit writes, want 1 (the throttled one)", got)
 	}
-	var line struct {
-		AWS struct {
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name string }
-			}
-		} `json:"_aws"`
-		TableName string
-		Dropped   int `json:"AuditWritesDropped"`
+	line, err := emftest.Parse(metrics.Bytes())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(metrics.Bytes(), &line); err != nil {
-		t.Fatalf("EMF line %q: %v", metrics.String(), err)
-	}
-	cw := line.AWS.CloudWatchMetrics
-	if len(cw) != 1 || cw[0].Namespace != store.AuditMetricsNamespace || len(cw[0].Metrics) != 1 ||
-		cw[0].Metrics[0].Name != store.MetricAuditWritesDropped || line.Dropped != 1 || line.TableName != s.Tables().Audit {
+	dropped, _ := line.Value(store.MetricAuditWritesDropped)
+	if _, declared := line.Declares(store.MetricAuditWritesDropped); line.Namespace != store.AuditMetricsNamespace || len(line.Metrics) != 1 ||
+		!declared || dropped != 1 || line.Dimension("TableName") != s.Tables().Audit {
 		t.Fatalf("got EMF line %s, want %s %s=1 for table %s", metrics.String(), store.AuditMetricsNamespace,
 			store.MetricAuditWritesDropped, s.Tables().Audit)
 	}

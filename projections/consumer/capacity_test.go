@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commitcollect/backend/model/emf/emftest"
+
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model/store/capacity"
@@ -24,7 +28,7 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 	e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(10)))
 	e.putWorkout(fixture.Workout("u1", 101, fixture.Day(1), fixture.Km(60), fixture.Corr("corr-1")))
 
-	var logs lockedBuffer
+	var logs capture.Buffer
 	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx, outer := capacity.StartMeter(e.ctx)
 	resp, err := c.Handle(ctx, events.DynamoDBEvent{Records: e.newRecords()})
@@ -32,19 +36,17 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 		t.Fatalf("Handle: %v %+v", err, resp)
 	}
 
-	var metric struct {
-		AWS struct {
-			CloudWatchMetrics []struct{ Metrics []struct{ Name string } }
-		} `json:"_aws"`
-		Requests int     `json:"DynamoDBRequests"`
-		RCU      float64 `json:"ConsumedReadUnits"`
-		WCU      float64 `json:"ConsumedWriteUnits"`
+	line, err := emftest.Parse([]byte(strings.TrimSpace(e.metrics.String())))
+	if err != nil {
+		t.Fatalf("one EMF line expected: %v", err)
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(e.metrics.String())), &metric); err != nil {
-		t.Fatalf("one EMF line expected: %v\n%s", err, e.metrics.String())
-	}
+	var metric capacity.Units
+	requests, _ := line.Value(consumer.MetricDynamoDBRequests)
+	metric.Requests = int(requests)
+	metric.RCU, _ = line.Value(consumer.MetricConsumedReadUnits)
+	metric.WCU, _ = line.Value(consumer.MetricConsumedWriteUnits)
 	declared := map[string]bool{}
-	for _, m := range metric.AWS.CloudWatchMetrics[0].Metrics {
+	for _, m := range line.Metrics {
 		declared[m.Name] = true
 	}
 	for _, n := range []string{consumer.MetricDynamoDBRequests, consumer.MetricConsumedReadUnits, consumer.MetricConsumedWriteUnits} {
@@ -61,7 +63,7 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 	if got.Requests != metric.Requests || got.RCU != metric.RCU || got.WCU != metric.WCU {
 		t.Errorf("caller's meter: got %+v, want the batch's %d/%v/%v", got.Units, metric.Requests, metric.RCU, metric.WCU)
 	}
-	var line struct {
+	var logLine struct {
 		Msg      string
 		Requests int
 		RCU      float64 `json:"rcu"`
@@ -69,10 +71,10 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 	}
 	found := false
 	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "batch processed" {
+		if json.Unmarshal([]byte(l), &logLine) == nil && logLine.Msg == "batch processed" {
 			found = true
-			if line.Requests != metric.Requests || line.RCU != metric.RCU || line.WCU != metric.WCU {
-				t.Errorf("batch log line: got %d/%v/%v, want the EMF figures %d/%v/%v", line.Requests, line.RCU, line.WCU, metric.Requests, metric.RCU, metric.WCU)
+			if logLine.Requests != metric.Requests || logLine.RCU != metric.RCU || logLine.WCU != metric.WCU {
+				t.Errorf("batch log line: got %d/%v/%v, want the EMF figures %d/%v/%v", logLine.Requests, logLine.RCU, logLine.WCU, metric.Requests, metric.RCU, metric.WCU)
 			}
 		}
 	}

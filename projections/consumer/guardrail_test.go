@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -37,7 +39,7 @@ func TestTruncationIsVisible(t *testing.T) {
 	late.PeriodStartAtUtc = march.AddDate(0, 0, 15)
 	e.putMilestone("u1", "late", late)
 
-	var logs lockedBuffer
+	var logs capture.Buffer
 	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp)

@@ -1,12 +1,13 @@
 package consumer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -35,30 +36,13 @@ type env struct {
 	arn     string
 	mu      sync.Mutex
 	seen    map[string]bool
-	metrics *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	metrics *capture.Buffer
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	x := dynamolocal.NewStreamed(t)
-	return &env{t: t, ctx: context.Background(), s: x.Store, st: x.Streams, arn: x.ARN, seen: map[string]bool{}, metrics: &lockedBuffer{}}
+	return &env{t: t, ctx: context.Background(), s: x.Store, st: x.Streams, arn: x.ARN, seen: map[string]bool{}, metrics: &capture.Buffer{}}
 }
 
 func (e *env) consumer(o consumer.Options) *consumer.Consumer {

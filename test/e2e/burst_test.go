@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
@@ -32,7 +34,7 @@ import (
 func TestLocalStackAbsorbsABurst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &capture.Buffer{}
 	// Strava's read budget (100 per 15 min) would defer most of the burst
 	// to the next window: this simulator's limits are out of the way, so
 	// only the queue bounds the pace.

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -132,7 +134,7 @@ func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CC_HTTP_ADDR=127.0.0.1:0", "CC_STRAVA_SIM_ADDR=127.0.0.1:0",
 		"DYNAMODB_ENDPOINT="+dynamolocal.Endpoint(t), "CC_TABLE_PREFIX="+prefix, "STRAVA_BASE_URL=", "CC_DATA_DIR=",
 		"CC_SYNC_DAY_HEAD_START=1")
-	var stdout, stderr syncBuffer
+	var stdout, stderr capture.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/handlers/config"
@@ -268,7 +270,7 @@ func TestRunBinaryStartsAndStopsCleanly(t *testing.T) {
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CC_HTTP_ADDR=127.0.0.1:0", "CC_STRAVA_SIM_ADDR=127.0.0.1:0", "CC_DATA_DIR="+data,
 			"DYNAMODB_ENDPOINT=", "STRAVA_BASE_URL=", "CC_SYNC_DAY_HEAD_START=1")
-		var stdout, stderr syncBuffer
+		var stdout, stderr capture.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -335,26 +337,8 @@ var (
 	dynamoLine = regexp.MustCompile(`DynamoDB\s+http://(\S+)`)
 )
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // readBanner waits for run to print where the API and DynamoDB Local listen.
-func readBanner(t *testing.T, stdout *syncBuffer, cmd *exec.Cmd, stderr *syncBuffer) (api, dynamo string) {
+func readBanner(t *testing.T, stdout *capture.Buffer, cmd *exec.Cmd, stderr *capture.Buffer) (api, dynamo string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {

@@ -2,7 +2,6 @@ package scale
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commitcollect/backend/model/emf/emftest"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -464,15 +465,10 @@ func (m *emfLog) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		var v struct {
-			AWS struct {
-				Timestamp int64 `json:"Timestamp"`
-			} `json:"_aws"`
-			Class       string `json:"Class"`
-			StravaReads int    `json:"StravaReads"`
-		}
-		if json.Unmarshal(m.buf[:i], &v) == nil {
-			m.lines = append(m.lines, emfLine{at: time.UnixMilli(v.AWS.Timestamp), class: v.Class, reads: v.StravaReads})
+		if line, err := emftest.Parse(m.buf[:i]); err == nil {
+			if reads, ok := line.Value("StravaReads"); ok {
+				m.lines = append(m.lines, emfLine{at: line.At, class: line.Dimension("Class"), reads: int(reads)})
+			}
 		}
 		m.buf = m.buf[i+1:]
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/outbox"
 	"github.com/commitcollect/backend/model"
@@ -29,7 +31,7 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	ctx := context.Background()
 	h.Link("u1", 10, -time.Minute) // expired: every job needs a refresh
 	h.Activity(901, 10, "Run")
-	metrics := &ingesttest.LockedBuffer{}
+	metrics := &capture.Buffer{}
 	h.Worker.Runner.Metrics = metrics
 	good := h.Sim.ClientSecret()
 	h.Sim.RotateClientSecret("rotated-at-strava")

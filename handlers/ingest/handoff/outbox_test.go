@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/emf/emftest"
+
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
@@ -455,24 +457,14 @@ func TestSweepResultEMF(t *testing.T) {
 	if err := res.WriteEMF(&b, time.UnixMilli(1700000000000)); err != nil {
 		t.Fatal(err)
 	}
-	var got struct {
-		AWS struct {
-			Timestamp         int64 `json:"Timestamp"`
-			CloudWatchMetrics []struct {
-				Namespace string              `json:"Namespace"`
-				Metrics   []map[string]string `json:"Metrics"`
-			} `json:"CloudWatchMetrics"`
-		} `json:"_aws"`
-		Due, Dispatched, Failed, Age int
+	line, err := emftest.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	line := strings.NewReplacer(`"OutboxDue"`, `"Due"`, `"OutboxDispatched"`, `"Dispatched"`, `"OutboxDispatchFailed"`, `"Failed"`,
-		`"OutboxOldestDueAge"`, `"Age"`).Replace(b.String())
-	if err := json.Unmarshal([]byte(line), &got); err != nil {
-		t.Fatalf("%s: %v", b.String(), err)
-	}
-	if got.AWS.Timestamp != 1700000000000 || len(got.AWS.CloudWatchMetrics) != 1 ||
-		got.AWS.CloudWatchMetrics[0].Namespace != handoff.SweeperMetricsNamespace || len(got.AWS.CloudWatchMetrics[0].Metrics) != 6 ||
-		got.Due != 7 || got.Dispatched != 5 || got.Failed != 1 || got.Age != 90 || !strings.HasSuffix(b.String(), "\n") {
+	figure := func(name string) float64 { v, _ := line.Value(name); return v }
+	if !line.At.Equal(time.UnixMilli(1700000000000)) || line.Namespace != handoff.SweeperMetricsNamespace || len(line.Metrics) != 6 ||
+		figure("OutboxDue") != 7 || figure("OutboxDispatched") != 5 || figure("OutboxDispatchFailed") != 1 ||
+		figure("OutboxOldestDueAge") != 90 || !strings.HasSuffix(b.String(), "\n") {
 		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
 	}
 }

@@ -1,44 +1,33 @@
 package syncjobs_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/emf/emftest"
+	"github.com/commitcollect/backend/test/capture"
+
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
-	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // readsByClass sums the StravaReads EMF lines written to l by class.
-func readsByClass(t *testing.T, l *ingesttest.LockedBuffer) map[string]int64 {
+func readsByClass(t *testing.T, l *capture.Buffer) map[string]int64 {
 	t.Helper()
+	lines, err := emftest.ParseAll(strings.NewReader(l.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]int64{}
-	sc := bufio.NewScanner(strings.NewReader(l.String()))
-	for sc.Scan() {
-		var line struct {
-			AWS struct {
-				CloudWatchMetrics []struct {
-					Namespace  string
-					Dimensions [][]string
-					Metrics    []struct{ Name, Unit string }
-				}
-			} `json:"_aws"`
-			Class       string
-			StravaReads int64
+	for _, line := range lines {
+		reads, ok := line.Value("StravaReads")
+		if _, declared := line.Declares("StravaReads"); line.Namespace != budget.WorkerMetricsNamespace || len(line.Dimensions) != 1 ||
+			line.Dimensions[0][0] != "Class" || !declared || !ok {
+			t.Fatalf("metric line %+v is not the StravaReads EMF", line)
 		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("metric line %q: %v", sc.Text(), err)
-		}
-		m := line.AWS.CloudWatchMetrics
-		if len(m) != 1 || m[0].Namespace != budget.WorkerMetricsNamespace || len(m[0].Dimensions) != 1 ||
-			m[0].Dimensions[0][0] != "Class" || m[0].Metrics[0].Name != "StravaReads" {
-			t.Fatalf("metric line %q is not the StravaReads EMF", sc.Text())
-		}
-		out[line.Class] += line.StravaReads
+		out[line.Dimension("Class")] += int64(reads)
 	}
 	return out
 }
@@ -51,7 +40,7 @@ func readsByClass(t *testing.T, l *ingesttest.LockedBuffer) map[string]int64 {
 func TestStravaReadsMetricByClass(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 100, PageSize: 40})
-	buf := &ingesttest.LockedBuffer{}
+	buf := &capture.Buffer{}
 	r.worker.Runner.Metrics, r.Harness.Worker.Runner.Metrics = buf, buf
 	r.Link("u1", 71, time.Hour)
 	r.history(71, 1000, 50, 24*time.Hour)
