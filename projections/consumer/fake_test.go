@@ -13,32 +13,44 @@ import (
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
-// fakeStore is a function-field fake of consumer.Store: each method calls
-// its field, or answers empty when the field is nil.
+// fakeStore is consumer.Store with a function per method the tests steer
+// (nil: the call is a test failure), in the style of wtf's mock package,
+// as every fake of a port here is; the other methods answer as an empty,
+// healthy store.
 type fakeStore struct {
-	userMilestones  func(ctx context.Context, userID string) (ports.UserMilestones, error)
-	workoutLog      func(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
-	modelParts      func(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	writeProjection func(ctx context.Context, w ports.ProjectionWrite) error
+	t                 testing.TB
+	UserMilestonesFn  func(ctx context.Context, userID string) (ports.UserMilestones, error)
+	WorkoutLogFn      func(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
+	ModelPartsFn      func(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
+	WriteProjectionFn func(ctx context.Context, w ports.ProjectionWrite) error
 }
 
 func (f fakeStore) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
-	return f.userMilestones(ctx, userID)
+	if f.UserMilestonesFn == nil {
+		f.t.Fatalf("unexpected UserMilestones(%s)", userID)
+	}
+	return f.UserMilestonesFn(ctx, userID)
 }
 
 func (f fakeStore) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error) {
-	return f.workoutLog(ctx, userID, windows)
+	if f.WorkoutLogFn == nil {
+		f.t.Fatalf("unexpected WorkoutLog(%s)", userID)
+	}
+	return f.WorkoutLogFn(ctx, userID, windows)
 }
 
 func (f fakeStore) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
-	if f.modelParts == nil {
-		return map[int]model.ModelPart{}, nil
+	if f.ModelPartsFn == nil {
+		f.t.Fatalf("unexpected ModelParts(%s)", modelID)
 	}
-	return f.modelParts(ctx, modelID)
+	return f.ModelPartsFn(ctx, modelID)
 }
 
 func (f fakeStore) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
-	return f.writeProjection(ctx, w)
+	if f.WriteProjectionFn == nil {
+		f.t.Fatalf("unexpected WriteProjection(%s)", w.MilestoneID)
+	}
+	return f.WriteProjectionFn(ctx, w)
 }
 
 func (fakeStore) AwardAudits(context.Context, string, string, time.Time) (map[int]bool, error) {
@@ -79,21 +91,25 @@ var (
 
 // conflictingStore answers the milestone and the runs, and refuses the
 // first conflicts writes with a version conflict.
-func conflictingStore(conflicts int) (fakeStore, *[]ports.ProjectionWrite, *int) {
+func conflictingStore(t testing.TB, conflicts int) (fakeStore, *[]ports.ProjectionWrite, *int) {
 	var mu sync.Mutex
 	var writes []ports.ProjectionWrite
 	reads := 0
 	return fakeStore{
-		userMilestones: func(context.Context, string) (ports.UserMilestones, error) {
+		t: t,
+		UserMilestonesFn: func(context.Context, string) (ports.UserMilestones, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			reads++
 			return ports.UserMilestones{Milestones: []model.Milestone{twoRuns}, Awards: map[string]map[int]model.Award{}}, nil
 		},
-		workoutLog: func(context.Context, string, []model.Window) (ports.WorkoutLog, error) {
+		WorkoutLogFn: func(context.Context, string, []model.Window) (ports.WorkoutLog, error) {
 			return ports.WorkoutLog{Workouts: runs}, nil
 		},
-		writeProjection: func(_ context.Context, w ports.ProjectionWrite) error {
+		ModelPartsFn: func(context.Context, string) (map[int]model.ModelPart, error) {
+			return map[int]model.ModelPart{}, nil
+		},
+		WriteProjectionFn: func(_ context.Context, w ports.ProjectionWrite) error {
 			mu.Lock()
 			defer mu.Unlock()
 			writes = append(writes, w)
@@ -117,7 +133,7 @@ func newFakeConsumer(st consumer.Store, attempts int) *consumer.Consumer {
 // re-read per attempt), the mint plan (awards and audits together).
 func TestRecomputeMintsAndRetriesConflicts(t *testing.T) {
 	t.Parallel()
-	st, writes, reads := conflictingStore(1)
+	st, writes, reads := conflictingStore(t, 1)
 	rep, err := newFakeConsumer(st, 3).RecomputeUser(context.Background(), "u1", false)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +161,7 @@ func TestRecomputeMintsAndRetriesConflicts(t *testing.T) {
 // Lambda retries it), never a silent success. Protection: the attempt bound.
 func TestRecomputeGivesUpAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
-	st, writes, _ := conflictingStore(100)
+	st, writes, _ := conflictingStore(t, 100)
 	rep, err := newFakeConsumer(st, 3).RecomputeUser(context.Background(), "u1", false)
 	if !errors.Is(err, model.ErrConflict) || len(*writes) != 3 {
 		t.Fatalf("report %+v, err %v, %d writes; want ErrConflict after 3", rep, err, len(*writes))
@@ -156,7 +172,7 @@ func TestRecomputeGivesUpAfterMaxAttempts(t *testing.T) {
 // nothing. Protection: dryRun.
 func TestDryRunWritesNothing(t *testing.T) {
 	t.Parallel()
-	st, writes, _ := conflictingStore(0)
+	st, writes, _ := conflictingStore(t, 0)
 	if _, err := newFakeConsumer(st, 3).RecomputeUser(context.Background(), "u1", true); err != nil || len(*writes) != 0 {
 		t.Fatalf("err %v, %d writes; want none", err, len(*writes))
 	}

@@ -71,7 +71,7 @@ func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fe
 // the gathering (removing it fetches every create of a flood alone).
 func TestCrowdedCreatesAreGatheredForABurst(t *testing.T) {
 	t.Parallel()
-	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }, TakeAthleteReadFn: roomy, TakeDayReadsFn: roomy}
 	s := &fakeStrava{GetActivityFn: run(run5k)}
 	f := burstFetcher(t, st, s, &fakeLister{})
 	ctx := context.Background()
@@ -159,7 +159,7 @@ func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
 // not show a create, it is fetched alone (never settled unseen).
 func TestALongHistoryLeavesTheRestToFetches(t *testing.T) {
 	t.Parallel()
-	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }, TakeAthleteReadFn: roomy, TakeDayReadsFn: roomy}
 	l := &fakeLister{acts: history(1200, 1)}
 	s := &fakeStrava{GetActivityFn: run(strava.Activity{ID: 1150, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run",
 		Distance: 5000, MovingTime: 1500, StartDate: now.Add(-1150 * time.Hour)})}
@@ -176,7 +176,7 @@ func TestALongHistoryLeavesTheRestToFetches(t *testing.T) {
 // Protection: burstOver.
 func TestABurstStopsFetchingAloneWhenItsTimeIsUp(t *testing.T) {
 	t.Parallel()
-	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { return nil }, TakeAthleteReadFn: roomy, TakeDayReadsFn: roomy}
 	l := &fakeLister{acts: history(1200, 1)}
 	clock := now
 	s := &fakeStrava{GetActivityFn: func(id int64) (strava.Activity, error) {

@@ -65,14 +65,14 @@ func (f *fakeStore) MarkNeedsReauth(_ context.Context, userID string, _ time.Tim
 
 func (f *fakeStore) TakeAthleteReads(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit, n int) error {
 	if f.TakeAthleteReadFn == nil {
-		return nil
+		f.t.Fatalf("unexpected TakeAthleteReads(%d)", athleteID)
 	}
 	return f.TakeAthleteReadFn(athleteID, limit, n)
 }
 
 func (f *fakeStore) TakeAthleteDayReads(_ context.Context, athleteID int64, _ time.Time, limit, n int) error {
 	if f.TakeDayReadsFn == nil {
-		return nil
+		f.t.Fatalf("unexpected TakeAthleteDayReads(%d)", athleteID)
 	}
 	return f.TakeDayReadsFn(athleteID, limit, n)
 }
@@ -86,6 +86,9 @@ func (f *fakeStore) RecordRateLimit(context.Context, *model.RateLimitState) erro
 func (f *fakeStore) Audit(_ context.Context, _ *slog.Logger, e *model.AuditEntry) {
 	f.audits = append(f.audits, e.EventType)
 }
+
+// roomy is an athlete's read allowance with room: every take succeeds.
+func roomy(int64, int, int) error { return nil }
 
 // noRevocations fails the test on any call: activity events never touch a
 // grant.
@@ -109,6 +112,9 @@ type fakeStrava struct {
 
 func (s *fakeStrava) GetActivity(_ context.Context, _ string, id int64) (strava.Activity, strava.RateLimit, error) {
 	s.calls++
+	if s.GetActivityFn == nil {
+		return strava.Activity{}, strava.RateLimit{}, fmt.Errorf("unexpected GetActivity(%d)", id)
+	}
 	a, err := s.GetActivityFn(id)
 	return a, strava.RateLimit{}, err
 }
@@ -281,6 +287,7 @@ func TestAthleteReadCounterIsTouchedOnlyNearTheCap(t *testing.T) {
 	},
 		WorkoutFn:       func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
 		UpsertWorkoutFn: func(*model.Workout) error { return nil },
+		TakeDayReadsFn:  roomy,
 	}
 	s := &fakeStrava{GetActivityFn: run(run5k)}
 	f := newFetcher(t, st, s)
