@@ -1,28 +1,5 @@
 package bff
 
-// Sessions: cc_session is a 128-bit random id (HttpOnly, SameSite=Lax, Secure
-// unless CC_PUBLIC_URL is plain http on a loopback host; plain http elsewhere
-// is refused at start-up) backed by CommitCollectSessions
-// (SESSION#{sha256(id)}/META, TTL expiresAtUtc, 14 days). TTL deletion is
-// lazy, so expiry is checked on every read. Each session also has a pointer
-// USER#{userId}/SESSION#{sha256(id)} in the main table (same expiry, TTL
-// expiresAt) so a user's sessions can be found without a Scan. Every error is
-// {"error":{"code","message","fields"?}}; invalid UTF-8 text is 400 naming the
-// field, bodies over 64 KiB are 413.
-//
-// First login writes profile, Strava connection (tokens sealed) and
-// STRAVA#ATHLETE#{id}/OWNER in one transaction (the owner mapping is
-// conditional), so one athlete is never linked to two users; a login that
-// loses the race joins the winner. A returning athlete keeps their user; the
-// new tokens are stored with a conditional tokenVersion bump and the login's
-// time as the grant (grantedAtUtc, what a deauthorization event is compared
-// with). A confirmed deauthorization deletes the owner mapping with the
-// Strava data but leaves a keyed hash of the athlete id, so a reconnecting
-// athlete gets the same user back: the login restores the athlete's id and
-// name, clears the guard's revocation (conditional on the one it read;
-// STRAVA_RECONNECTED), saves the tokens, and the backfill imports the
-// history again; milestones and awards were never touched.
-
 import (
 	"context"
 	"crypto/subtle"
@@ -139,6 +116,29 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // callback finishes a Strava login. The state is checked against this
 // browser's state cookie first, and only a matching pair consumes it (single
 // use); a refusal or a grant without activity:read writes nothing.
+//
+// Sessions: cc_session is a 128-bit random id (HttpOnly, SameSite=Lax, Secure
+// unless CC_PUBLIC_URL is plain http on a loopback host; plain http elsewhere
+// is refused at start-up) backed by CommitCollectSessions
+// (SESSION#{sha256(id)}/META, TTL expiresAtUtc, 14 days). TTL deletion is
+// lazy, so expiry is checked on every read. Each session also has a pointer
+// USER#{userId}/SESSION#{sha256(id)} in the main table (same expiry, TTL
+// expiresAt) so a user's sessions can be found without a Scan. Every error is
+// {"error":{"code","message","fields"?}}; invalid UTF-8 text is 400 naming the
+// field, bodies over 64 KiB are 413.
+//
+// First login writes profile, Strava connection (tokens sealed) and
+// STRAVA#ATHLETE#{id}/OWNER in one transaction (the owner mapping is
+// conditional), so one athlete is never linked to two users; a login that
+// loses the race joins the winner. A returning athlete keeps their user; the
+// new tokens are stored with a conditional tokenVersion bump and the login's
+// time as the grant (grantedAtUtc, what a deauthorization event is compared
+// with). A confirmed deauthorization deletes the owner mapping with the
+// Strava data but leaves a keyed hash of the athlete id, so a reconnecting
+// athlete gets the same user back: the login restores the athlete's id and
+// name, clears the guard's revocation (conditional on the one it read;
+// STRAVA_RECONNECTED), saves the tokens, and the backfill imports the
+// history again; milestones and awards were never touched.
 func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	log, corr := h.reqLog(r)

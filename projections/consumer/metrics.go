@@ -1,5 +1,14 @@
 package consumer
 
+import (
+	"time"
+
+	"github.com/commitcollect/backend/model/emf"
+	"github.com/commitcollect/backend/model/store/capacity"
+)
+
+// MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
+//
 // # Metrics
 //
 // One CloudWatch Embedded Metric Format line per batch (namespace
@@ -20,15 +29,6 @@ package consumer
 // every op writes). records/s and users/s are what one projector instance
 // sustains when batches arrive back to back; workouts/s is the log
 // throughput of a guardrail recompute.
-
-import (
-	"time"
-
-	"github.com/commitcollect/backend/model/emf"
-	"github.com/commitcollect/backend/model/store/capacity"
-)
-
-// MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
 const MetricsNamespace = "CommitCollect/Projector"
 
 // MetricMilestonesTruncated counts, per batch, the projected milestones whose

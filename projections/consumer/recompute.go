@@ -1,28 +1,5 @@
 package consumer
 
-// # The 3000-workout guardrail
-//
-// One recompute reads at most model.MaxWorkoutsToInspect (3000) workouts,
-// and only those started inside the user's milestone periods (a milestone
-// without an end reads to today), from LSI1 newest first, strongly
-// consistent (see package store). So a new activity always counts, and
-// whatever the guardrail leaves out is older than everything it keeps. A
-// milestone whose period reaches back past that cut gets truncated = true and
-// exactFromUtc (its value counts the workouts started from then on); the
-// consumer logs a warning, writes PROJECTION_TRUNCATED and emits
-// MilestonesTruncated, which Terraform alarms on. Example: an athlete with
-// 8000 workouts gets exact monthly and yearly totals; a lifetime milestone
-// counts the newest 3000 and is marked truncated.
-//
-// # Optimistic version
-//
-// Each milestone carries version. The write is conditioned on the version
-// that was read and sets version + 1 (store.WriteProjection). On ErrConflict
-// (another recompute got there first) or ErrRetryable (transaction conflict,
-// throttling) the consumer re-reads and recomputes the whole user, up to 8
-// attempts with full-jitter backoff (20 ms … 1 s), then reports the user's
-// records failed.
-
 import (
 	"context"
 	"errors"
@@ -46,6 +23,29 @@ import (
 // wrapping model.ErrConflict when conflicts persist past MaxAttempts,
 // model.ErrUnsupportedSchema when the log holds a workout written by newer
 // code, and the store's errors otherwise.
+//
+// # The 3000-workout guardrail
+//
+// One recompute reads at most model.MaxWorkoutsToInspect (3000) workouts,
+// and only those started inside the user's milestone periods (a milestone
+// without an end reads to today), from LSI1 newest first, strongly
+// consistent (see package store). So a new activity always counts, and
+// whatever the guardrail leaves out is older than everything it keeps. A
+// milestone whose period reaches back past that cut gets truncated = true and
+// exactFromUtc (its value counts the workouts started from then on); the
+// consumer logs a warning, writes PROJECTION_TRUNCATED and emits
+// MilestonesTruncated, which Terraform alarms on. Example: an athlete with
+// 8000 workouts gets exact monthly and yearly totals; a lifetime milestone
+// counts the newest 3000 and is marked truncated.
+//
+// # Optimistic version
+//
+// Each milestone carries version. The write is conditioned on the version
+// that was read and sets version + 1 (store.WriteProjection). On ErrConflict
+// (another recompute got there first) or ErrRetryable (transaction conflict,
+// throttling) the consumer re-reads and recomputes the whole user, up to 8
+// attempts with full-jitter backoff (20 ms … 1 s), then reports the user's
+// records failed.
 func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
 	return c.recompute(ctx, userID, "", nil, touched{all: true}, dryRun)
 }

@@ -1,24 +1,5 @@
 package consumer
 
-// # Audit entries
-//
-// They go to CommitCollectAudit under USER#{userId} (sort key
-// AUDIT#{unix seconds}#{requestId}), findable by correlation id (GSI1) and by
-// event type and month (GSI2), and expire after 90 days. The consumer writes
-// MILESTONE_PROGRESS_UPDATED (details: version, value, workouts counted,
-// awarded parts, status) when a projection drops unjustified parts, or its
-// parts or status change without their own entry (AWARD_MINTED,
-// MILESTONE_COMPLETED), never for a new running value alone: the
-// worker's STRAVA_ACTIVITY_* entry already records the event, the log
-// explains the value and the milestone's version counts the writes, so an
-// event costs at most one routine audit write. Then AWARD_MINTED (one per part, in the mint
-// transaction, under the correlation id of the workout that tipped it, so an
-// athlete's webhook can be followed to the awards it caused),
-// MILESTONE_COMPLETED, PROJECTION_TRUNCATED and PROJECTOR_RECORD_PARKED. The
-// request id is derived from what happened (event, user, milestone, version,
-// part), and entries are conditional puts. A failed audit write is logged and
-// never fails the projection, except AWARD_MINTED: it is part of the mint.
-
 import (
 	"context"
 	"fmt"
@@ -125,6 +106,25 @@ type UserReport struct {
 
 // audit writes an entry and never fails the projection. The request id is
 // derived from what happened so a replayed write audits once.
+//
+// # Audit entries
+//
+// They go to CommitCollectAudit under USER#{userId} (sort key
+// AUDIT#{unix seconds}#{requestId}), findable by correlation id (GSI1) and by
+// event type and month (GSI2), and expire after 90 days. The consumer writes
+// MILESTONE_PROGRESS_UPDATED (details: version, value, workouts counted,
+// awarded parts, status) when a projection drops unjustified parts, or its
+// parts or status change without their own entry (AWARD_MINTED,
+// MILESTONE_COMPLETED), never for a new running value alone: the
+// worker's STRAVA_ACTIVITY_* entry already records the event, the log
+// explains the value and the milestone's version counts the writes, so an
+// event costs at most one routine audit write. Then AWARD_MINTED (one per part, in the mint
+// transaction, under the correlation id of the workout that tipped it, so an
+// athlete's webhook can be followed to the awards it caused),
+// MILESTONE_COMPLETED, PROJECTION_TRUNCATED and PROJECTOR_RECORD_PARKED. The
+// request id is derived from what happened (event, user, milestone, version,
+// part), and entries are conditional puts. A failed audit write is logged and
+// never fails the projection, except AWARD_MINTED: it is part of the mint.
 func (c *Consumer) audit(ctx context.Context, userID, eventType, correlationID string, at time.Time, version int64, part int, details map[string]string) {
 	reqID := digest(eventType, userID, details["milestoneId"], strconv.FormatInt(version, 10), strconv.Itoa(part))
 	newEntry := model.NewAuditEntry

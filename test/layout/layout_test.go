@@ -1,10 +1,11 @@
 // Package layout holds the house to its measures: over the product code in
 // handlers/, model/, projections/ and scripts/ (non-test Go), no package over
-// maxPackageLines (the DynamoDB adapter and the domain root have ceilings of
-// their own, which only come down), no function over maxFuncLines, no type
+// maxPackageLines (only the DynamoDB adapter, model/store, has a ceiling of
+// its own, which only comes down), no function over maxFuncLines, no type
 // with more than maxTypeMethodLines of methods, no interface with more than
-// maxInterfaceMethods methods and no package comment over maxDocLines.
-// go test -v prints the largest of each.
+// maxInterfaceMethods methods, no package comment over maxDocLines and no
+// file over maxFileLines; the ports speak the domain, and no command links
+// the testing package. go test -v prints the largest of each.
 package layout
 
 import (

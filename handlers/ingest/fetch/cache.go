@@ -1,14 +1,5 @@
 package fetch
 
-// Tokens (strava.Refresher, golang.org/x/oauth2 with credentials in the form
-// body): a token expiring within 5 minutes is refreshed. One worker takes a
-// short lease on the connection (conditional update on tokenVersion),
-// refreshes and persists the rotated pair with tokenVersion = v → v+1; the
-// others wait and re-read, so a race refreshes once. A worker that still
-// loses the conditional write re-reads and uses the winner's token. A refresh
-// token Strava refuses flags the connection needsReauth. Tokens are stored
-// sealed (model/secrets; see the README's Security section).
-
 import (
 	"context"
 	"errors"
@@ -54,6 +45,15 @@ var errStaleCache = errors.New("cached athlete mapping or token refused")
 
 // TokenSource is a TokenProvider that also says when the token expires and
 // whose it is (strava.Refresher); the worker caches its tokens.
+//
+// Tokens (strava.Refresher, golang.org/x/oauth2 with credentials in the form
+// body): a token expiring within 5 minutes is refreshed. One worker takes a
+// short lease on the connection (conditional update on tokenVersion),
+// refreshes and persists the rotated pair with tokenVersion = v → v+1; the
+// others wait and re-read, so a race refreshes once. A worker that still
+// loses the conditional write re-reads and uses the winner's token. A refresh
+// token Strava refuses flags the connection needsReauth. Tokens are stored
+// sealed (model/secrets; see the README's Security section).
 type TokenSource interface {
 	Token(ctx context.Context, userID string) (strava.Token, error)
 }

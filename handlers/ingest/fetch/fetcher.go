@@ -7,88 +7,6 @@
 // instance's caches in cache.go.
 package fetch
 
-// The steps of an event's job (handlers/worker, input = the Job JSON):
-//
-//  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
-//     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
-//     the athlete's partition) and drop.
-//  2. Deauthorization (object_type athlete, updates.authorized "false"). The
-//     webhook is unsigned, so the event is a reason to ask, never proof:
-//     an event whose event_time (second resolution) is before the
-//     connection's grant (grantedAtUtc, set by every login and left by
-//     refreshes; updatedAtUtc for items written before it) is stale: audit
-//     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
-//     fail at Strava now, through the shared budget and the athlete's read
-//     cap like a fetch: a refresh made for the check (Verify, whatever the
-//     stored token and any earlier flag) refused with Strava's RefreshToken
-//     fault, or GET /api/v3/athlete answering 401 to the token it issued,
-//     confirms; 200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing
-//     removed; an Application fault (our client secret) → deferred, nobody
-//     flagged; 429, spent budget, cap → deferred; 5xx, transport, any other
-//     status → retried, then parked: an unconfirmable deauthorization waits,
-//     it never destroys. Confirmed → one transaction deletes the connection
-//     (only if its tokenVersion and grant have not moved: a reconnect racing
-//     in wins; a refused condition is retried and judged again) and sets the
-//     user guard's revocation (stravaRevokedAtUtc = event time). Audit
-//     STRAVA_ATHLETE_DEAUTHORIZED. Then the purge (deauth.go, model/store/
-//     purge) deletes what came from Strava: workouts (the REMOVE records
-//     re-project the milestones), sync state, the Strava name and id,
-//     Strava ids on awards and audit entries, parked records, and last the
-//     owner mapping, leaving a keyed-hash mapping for a reconnect
-//     (handlers/bff). The job fails, and its outbox item stays pending,
-//     until the purge has finished: a retry finds the connection gone and
-//     the guard holding the same event time, and resumes. A workout written
-//     after the revocation (a fetch or sync page in flight) removes itself
-//     (its guard check).
-//  3. delete events are confirmed by a fetch, never applied as they come
-//     (a webhook is unsigned, and athlete and activity ids are public): they
-//     take step 4 like create and update events (budget, athlete cap,
-//     token, GET, ordering), and Strava's answer decides. 200 → the
-//     activity is alive; what Strava says is written (audit
-//     STRAVA_ACTIVITY_UPDATE with reason "delete event not confirmed:
-//     strava serves the activity"). 404 → the workout is marked (step 5).
-//     Any other answer cannot confirm it, so it destroys nothing: 401 →
-//     needsReauth, 429 / spent budget / athlete cap → deferred, 5xx /
-//     transport → retried and eventually parked; an unconfirmable delete
-//     waits (or is parked for `make redrive`) and the workout stays as it
-//     is. A forged delete thus costs one read of the athlete's cap.
-//  4. Fetch: check the shared rate-limit item, get a valid token, GET
-//     /api/v3/activities/{id}, map (sport_type → sportType, distance,
-//     total_elevation_gain, moving_time, start_date, name only — never the raw
-//     payload) and upsert the full item with createdAtUtc kept via
-//     if_not_exists. The item carries fetchStartedAtNs and the upsert is
-//     conditioned on it being newer than the stored one (and on nothing
-//     else): an older answer is dropped (logged writeStatus=stale), a newer
-//     one also revives a tombstone (isDeleted false, deletedAtUtc and
-//     deletedReason removed), including a legacy tombstone that has no
-//     fetchStartedAtNs. Before fetching, a job whose workout was fetched
-//     after the job's receipt is done without a fetch (a stored tombstone
-//     alone never stops a fetch: the activity may be public again), and the
-//     athlete's read counters (STRAVA#ATHLETE#{id}/READS#{window} and
-//     READSDAY#{day}) must have room (CC_ATHLETE_READS_PER_WINDOW,
-//     CC_ATHLETE_READS_PER_DAY; spend.go). A create of an athlete whose
-//     creates crowd the window is gathered into a burst and served from
-//     list pages instead (burst.go). A workout beyond physical bounds
-//     (model/bounds.go) is rejected at normalization. Audit
-//     STRAVA_ACTIVITY_CREATE / _UPDATE.
-//  5. Errors: 404 (to any event) → the workout is marked isDeleted with
-//     deletedReason "hidden-or-deleted" (Strava answers 404 for a deleted
-//     activity and for one made private alike) and the fetch's
-//     fetchStartedAtNs, a tombstone when it was never written; the write
-//     is ordered like the upsert (refused when an answer fetched later is
-//     stored), so the newest fetch wins both ways and a 404 that overtook
-//     its create's write still wins over that older fetch; audit
-//     STRAVA_ACTIVITY_DELETE with that reason. 401 → connection
-//     needsReauth = true, audit STRAVA_CONNECTION_NEEDS_REAUTH, dropped
-//     (no retry storm; a flagged
-//     connection makes no more Strava calls until the athlete reconnects);
-//     429, spent budget, athlete cap → deferred to the window reset (not a
-//     failure); 5xx / transport / DynamoDB failures → retried through the
-//     outbox with backoff (CC_RETRY_BASE first), parked after DefaultMaxFailures (6);
-//     invalid data (model.ErrInvalid) → audit STRAVA_EVENT_REJECTED, parked.
-//     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
-//     never fail ingestion.
-
 import (
 	"context"
 	"errors"
@@ -210,6 +128,88 @@ const (
 // and fetches the activity, and writes what Strava answers; a
 // deauthorization event is confirmed at Strava before anything is removed
 // (deauth.go).
+//
+// The steps of an event's job (handlers/worker, input = the Job JSON):
+//
+//  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
+//     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
+//     the athlete's partition) and drop.
+//  2. Deauthorization (object_type athlete, updates.authorized "false"). The
+//     webhook is unsigned, so the event is a reason to ask, never proof:
+//     an event whose event_time (second resolution) is before the
+//     connection's grant (grantedAtUtc, set by every login and left by
+//     refreshes; updatedAtUtc for items written before it) is stale: audit
+//     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
+//     fail at Strava now, through the shared budget and the athlete's read
+//     cap like a fetch: a refresh made for the check (Verify, whatever the
+//     stored token and any earlier flag) refused with Strava's RefreshToken
+//     fault, or GET /api/v3/athlete answering 401 to the token it issued,
+//     confirms; 200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing
+//     removed; an Application fault (our client secret) → deferred, nobody
+//     flagged; 429, spent budget, cap → deferred; 5xx, transport, any other
+//     status → retried, then parked: an unconfirmable deauthorization waits,
+//     it never destroys. Confirmed → one transaction deletes the connection
+//     (only if its tokenVersion and grant have not moved: a reconnect racing
+//     in wins; a refused condition is retried and judged again) and sets the
+//     user guard's revocation (stravaRevokedAtUtc = event time). Audit
+//     STRAVA_ATHLETE_DEAUTHORIZED. Then the purge (deauth.go, model/store/
+//     purge) deletes what came from Strava: workouts (the REMOVE records
+//     re-project the milestones), sync state, the Strava name and id,
+//     Strava ids on awards and audit entries, parked records, and last the
+//     owner mapping, leaving a keyed-hash mapping for a reconnect
+//     (handlers/bff). The job fails, and its outbox item stays pending,
+//     until the purge has finished: a retry finds the connection gone and
+//     the guard holding the same event time, and resumes. A workout written
+//     after the revocation (a fetch or sync page in flight) removes itself
+//     (its guard check).
+//  3. delete events are confirmed by a fetch, never applied as they come
+//     (a webhook is unsigned, and athlete and activity ids are public): they
+//     take step 4 like create and update events (budget, athlete cap,
+//     token, GET, ordering), and Strava's answer decides. 200 → the
+//     activity is alive; what Strava says is written (audit
+//     STRAVA_ACTIVITY_UPDATE with reason "delete event not confirmed:
+//     strava serves the activity"). 404 → the workout is marked (step 5).
+//     Any other answer cannot confirm it, so it destroys nothing: 401 →
+//     needsReauth, 429 / spent budget / athlete cap → deferred, 5xx /
+//     transport → retried and eventually parked; an unconfirmable delete
+//     waits (or is parked for `make redrive`) and the workout stays as it
+//     is. A forged delete thus costs one read of the athlete's cap.
+//  4. Fetch: check the shared rate-limit item, get a valid token, GET
+//     /api/v3/activities/{id}, map (sport_type → sportType, distance,
+//     total_elevation_gain, moving_time, start_date, name only — never the raw
+//     payload) and upsert the full item with createdAtUtc kept via
+//     if_not_exists. The item carries fetchStartedAtNs and the upsert is
+//     conditioned on it being newer than the stored one (and on nothing
+//     else): an older answer is dropped (logged writeStatus=stale), a newer
+//     one also revives a tombstone (isDeleted false, deletedAtUtc and
+//     deletedReason removed), including a legacy tombstone that has no
+//     fetchStartedAtNs. Before fetching, a job whose workout was fetched
+//     after the job's receipt is done without a fetch (a stored tombstone
+//     alone never stops a fetch: the activity may be public again), and the
+//     athlete's read counters (STRAVA#ATHLETE#{id}/READS#{window} and
+//     READSDAY#{day}) must have room (CC_ATHLETE_READS_PER_WINDOW,
+//     CC_ATHLETE_READS_PER_DAY; spend.go). A create of an athlete whose
+//     creates crowd the window is gathered into a burst and served from
+//     list pages instead (burst.go). A workout beyond physical bounds
+//     (model/bounds.go) is rejected at normalization. Audit
+//     STRAVA_ACTIVITY_CREATE / _UPDATE.
+//  5. Errors: 404 (to any event) → the workout is marked isDeleted with
+//     deletedReason "hidden-or-deleted" (Strava answers 404 for a deleted
+//     activity and for one made private alike) and the fetch's
+//     fetchStartedAtNs, a tombstone when it was never written; the write
+//     is ordered like the upsert (refused when an answer fetched later is
+//     stored), so the newest fetch wins both ways and a 404 that overtook
+//     its create's write still wins over that older fetch; audit
+//     STRAVA_ACTIVITY_DELETE with that reason. 401 → connection
+//     needsReauth = true, audit STRAVA_CONNECTION_NEEDS_REAUTH, dropped
+//     (no retry storm; a flagged
+//     connection makes no more Strava calls until the athlete reconnects);
+//     429, spent budget, athlete cap → deferred to the window reset (not a
+//     failure); 5xx / transport / DynamoDB failures → retried through the
+//     outbox with backoff (CC_RETRY_BASE first), parked after DefaultMaxFailures (6);
+//     invalid data (model.ErrInvalid) → audit STRAVA_EVENT_REJECTED, parked.
+//     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
+//     never fail ingestion.
 type Fetcher struct {
 	store   Store
 	revoked RevocationStore

@@ -1,26 +1,5 @@
 package handoff
 
-// Fair shares of a sweep.
-//
-// Strava's read budget is one pool for every athlete, and anyone with a
-// linked account can post unsigned events, so the sweeper never hands out a
-// backlog oldest first: one athlete's thousand due items would come before
-// everybody else's one. Each sweep reads the whole due backlog (up to
-// DefaultSweepRead items, round after round over the index's shards), so a
-// tenant behind a large backlog is seen, and plans it as deficit round robin
-// over tenants (an athlete's events, a user's sync jobs), in the spirit of
-// SQS fair queues: every tenant with due work gets a turn before any tenant
-// gets its second, tenants ordered by their oldest due item, rounds going
-// on until the sweep's limit (work conserving: a lone tenant's backlog
-// drains in few sweeps, each reading it once). In each round webhook
-// events go before sync jobs (the syncs' share of the budget is their own
-// pacing), except that the first round keeps a quarter of the limit for
-// syncs: a sweep busy with as many webhook tenants as its limit still
-// gives reconciliation and backfills their turn. An athlete's due activity
-// events are one turn together: a burst, served from list pages
-// (fetch/burst.go), so a flood of creates, updates or deletes costs its
-// athlete one turn and a share of one list page.
-
 import (
 	"strconv"
 
@@ -61,6 +40,25 @@ type tenant struct {
 // limit turns (DefaultSweepLimit when < 1), round robin over tenants, in
 // each round webhook tenants before sync tenants, save the first round's
 // share kept for syncs. more says turns were left for the next sweep.
+//
+// Strava's read budget is one pool for every athlete, and anyone with a
+// linked account can post unsigned events, so the sweeper never hands out a
+// backlog oldest first: one athlete's thousand due items would come before
+// everybody else's one. Each sweep reads the whole due backlog (up to
+// DefaultSweepRead items, round after round over the index's shards), so a
+// tenant behind a large backlog is seen, and plans it as deficit round robin
+// over tenants (an athlete's events, a user's sync jobs), in the spirit of
+// SQS fair queues: every tenant with due work gets a turn before any tenant
+// gets its second, tenants ordered by their oldest due item, rounds going
+// on until the sweep's limit (work conserving: a lone tenant's backlog
+// drains in few sweeps, each reading it once). In each round webhook
+// events go before sync jobs (the syncs' share of the budget is their own
+// pacing), except that the first round keeps a quarter of the limit for
+// syncs: a sweep busy with as many webhook tenants as its limit still
+// gives reconciliation and backfills their turn. An athlete's due activity
+// events are one turn together: a burst, served from list pages
+// (fetch/burst.go), so a flood of creates, updates or deletes costs its
+// athlete one turn and a share of one list page.
 func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 	if limit < 1 {
 		limit = DefaultSweepLimit

@@ -12,79 +12,6 @@
 // takes over the unfinished job and its cursor).
 package syncjobs
 
-// Backfill and reconciliation (Syncer, SyncScheduler).
-//
-// Sync jobs travel the outbox like webhook events: a Job whose Sync field
-// (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed
-// under a deterministic key (keys.SyncJobKey: backfill per user and
-// horizon, reconciliation per user and enumeration cycle), so enqueueing
-// twice claims once. The worker hands them to its Syncer, which runs ONE
-// page per run:
-//
-//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, syncstate.SyncState):
-//     resume its own unfinished job; a backfill reaching further back than
-//     a running one takes it over keeping its cursor; a new backfill lists
-//     only what is older than what earlier backfills imported
-//     (ImportedFromUtc); a reconciliation runs only when no job does; a job
-//     whose key is no longer the state's (superseded) or that finished is
-//     done without a Strava call.
-//  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
-//     shared rate-limit item free (webhooks keep budget.DefaultReserve), and
-//     they are paced: a sync read is taken (one conditional write of the
-//     window's SyncReads counter, keys.SyncReadsKey, for the 15-minute
-//     window and for the UTC day, whose count is split over
-//     keys.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
-//     raised limits, so a day of sync reads is not one partition's:
-//     Store.TakeSyncRead) only while the reads taken so far are
-//     under PacedAllowance = the share's cap × (elapsed part of the window
-//     + a head start of DefaultSyncHeadStart short windows). A job refused
-//     waits (DeferError, state deferred with the reason, never failed)
-//     for the instant the allowance grows past what is taken, spread by
-//     its priority; a job that finds the share spent, or a Strava 429,
-//     waits for the window's reset plus SyncResetDelay of the short window
-//     (plus as much again by priority): webhook jobs deferred to a reset
-//     are due AT it, so at every reset they run before any sync job.
-//     Priority is the job's MilestoneEndUtc (the soonest-ending active
-//     milestone when enqueued): sooner ends are due earlier, so when the
-//     share cannot cover every due job the most valuable go first. Each
-//     waiting job writes a SyncsWaiting EMF line (WorkerMetricsNamespace,
-//     dimension Mode; SyncWaitSeconds: how far ahead); `make syncs` lists
-//     who waits, why, the next attempt and the milestone end.
-//  3. GET /api/v3/athlete/activities?before={cursor}&per_page=200, newest
-//     first; a reconciliation also sends after={FromUtc} (and before= now
-//     + 48 h on its first page: Strava lists oldest first when only after
-//     is given), so an unchanged athlete costs one small page. Activities
-//     older than FromUtc are ignored; each other one is
-//     normalized (MapActivity, the same as a webhook fetch: a summary and
-//     a detailed activity map to the same item) and compared
-//     (WorkoutDiffers: sport type, distance, elevation, moving time, start)
-//     with the stored workouts of the page's date range, read with ONE
-//     strongly consistent LSI1 query. Only differing ones are written,
-//     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
-//     wins) and the job's key (syncJobKey: the projector leaves these
-//     writes to the page's end). After the writes, one read of the user
-//     guard for the whole page (CheckWrites) removes them again when the
-//     account was deleted or the grant revoked meanwhile. A listed
-//     activity whose stored workout is a tombstone counts as changed and is
-//     written: a workout hidden by a 404 counts again once a list newer
-//     than that 404 shows it. Absence from a list never deletes.
-//  4. the cursor (the oldest start listed, plus one second so activities
-//     sharing it are listed again and found unchanged) and the counts are
-//     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
-//     index keys, so parallel syncs write no hot audit GSI2 partition) lists the
-//     written ids. A crash between the writes and this save re-lists the
-//     page, which writes nothing (and counts the workouts this job wrote
-//     before as recovered). The job then defers to now (the sweeper runs
-//     the next page) or, on a short page or one reaching FromUtc, ends:
-//     state idle, lastSyncAtUtc, and for a backfill importedFromUtc =
-//     horizonUtc = FromUtc; a reconciliation, or the first backfill (it
-//     listed from now), also records reconciledAtUtc and
-//     reconciledActivityId (the highest activity id it listed); audit
-//     STRAVA_SYNC_COMPLETED.
-//
-// A failure is retried through the outbox (state keeps the reason); the
-// one that parks the job marks the sync failed, as does a revoked token.
-
 import (
 	"context"
 	"errors"
@@ -204,6 +131,79 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 // Syncer runs sync jobs, one page per run (see the notes atop syncer.go, "Backfill
 // and reconciliation"). The worker hands it every job that carries a
 // ingest.SyncJob.
+//
+// Backfill and reconciliation (Syncer, SyncScheduler).
+//
+// Sync jobs travel the outbox like webhook events: a Job whose Sync field
+// (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed
+// under a deterministic key (keys.SyncJobKey: backfill per user and
+// horizon, reconciliation per user and enumeration cycle), so enqueueing
+// twice claims once. The worker hands them to its Syncer, which runs ONE
+// page per run:
+//
+//  1. decide (conditional write of USER#{id}/SYNC#STRAVA, syncstate.SyncState):
+//     resume its own unfinished job; a backfill reaching further back than
+//     a running one takes it over keeping its cursor; a new backfill lists
+//     only what is older than what earlier backfills imported
+//     (ImportedFromUtc); a reconciliation runs only when no job does; a job
+//     whose key is no longer the state's (superseded) or that finished is
+//     done without a Strava call.
+//  2. budget: sync jobs keep 1-CC_SYNC_BUDGET_SHARE of every budget of the
+//     shared rate-limit item free (webhooks keep budget.DefaultReserve), and
+//     they are paced: a sync read is taken (one conditional write of the
+//     window's SyncReads counter, keys.SyncReadsKey, for the 15-minute
+//     window and for the UTC day, whose count is split over
+//     keys.SyncReadsShardsFor(the day's sync cap) counters, up to 8 at
+//     raised limits, so a day of sync reads is not one partition's:
+//     Store.TakeSyncRead) only while the reads taken so far are
+//     under PacedAllowance = the share's cap × (elapsed part of the window
+//     + a head start of DefaultSyncHeadStart short windows). A job refused
+//     waits (DeferError, state deferred with the reason, never failed)
+//     for the instant the allowance grows past what is taken, spread by
+//     its priority; a job that finds the share spent, or a Strava 429,
+//     waits for the window's reset plus SyncResetDelay of the short window
+//     (plus as much again by priority): webhook jobs deferred to a reset
+//     are due AT it, so at every reset they run before any sync job.
+//     Priority is the job's MilestoneEndUtc (the soonest-ending active
+//     milestone when enqueued): sooner ends are due earlier, so when the
+//     share cannot cover every due job the most valuable go first. Each
+//     waiting job writes a SyncsWaiting EMF line (WorkerMetricsNamespace,
+//     dimension Mode; SyncWaitSeconds: how far ahead); `make syncs` lists
+//     who waits, why, the next attempt and the milestone end.
+//  3. GET /api/v3/athlete/activities?before={cursor}&per_page=200, newest
+//     first; a reconciliation also sends after={FromUtc} (and before= now
+//     + 48 h on its first page: Strava lists oldest first when only after
+//     is given), so an unchanged athlete costs one small page. Activities
+//     older than FromUtc are ignored; each other one is
+//     normalized (MapActivity, the same as a webhook fetch: a summary and
+//     a detailed activity map to the same item) and compared
+//     (WorkoutDiffers: sport type, distance, elevation, moving time, start)
+//     with the stored workouts of the page's date range, read with ONE
+//     strongly consistent LSI1 query. Only differing ones are written,
+//     through UpsertWorkout with the list's fetchStartedAtNs (newest fetch
+//     wins) and the job's key (syncJobKey: the projector leaves these
+//     writes to the page's end). After the writes, one read of the user
+//     guard for the whole page (CheckWrites) removes them again when the
+//     account was deleted or the grant revoked meanwhile. A listed
+//     activity whose stored workout is a tombstone counts as changed and is
+//     written: a workout hidden by a 404 counts again once a list newer
+//     than that 404 shows it. Absence from a list never deletes.
+//  4. the cursor (the oldest start listed, plus one second so activities
+//     sharing it are listed again and found unchanged) and the counts are
+//     saved with a version check; an audit STRAVA_SYNC_PAGE (routine: no
+//     index keys, so parallel syncs write no hot audit GSI2 partition) lists the
+//     written ids. A crash between the writes and this save re-lists the
+//     page, which writes nothing (and counts the workouts this job wrote
+//     before as recovered). The job then defers to now (the sweeper runs
+//     the next page) or, on a short page or one reaching FromUtc, ends:
+//     state idle, lastSyncAtUtc, and for a backfill importedFromUtc =
+//     horizonUtc = FromUtc; a reconciliation, or the first backfill (it
+//     listed from now), also records reconciledAtUtc and
+//     reconciledActivityId (the highest activity id it listed); audit
+//     STRAVA_SYNC_COMPLETED.
+//
+// A failure is retried through the outbox (state keeps the reason); the
+// one that parks the job marks the sync failed, as does a revoked token.
 type Syncer struct {
 	store  SyncStore
 	tokens TokenProvider

@@ -6,6 +6,38 @@
 // Snapshot; make capacity and make bench read the same figures.
 package capacity
 
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Units is what a set of DynamoDB calls cost: requests, read capacity units
+// and write capacity units, and how many of the requests failed (their units
+// are unknown, see the package comment).
+type Units struct {
+	Requests int     `json:"requests"`
+	RCU      float64 `json:"rcu"`
+	WCU      float64 `json:"wcu"`
+	Failed   int     `json:"failed,omitempty"`
+}
+
+// Add returns u plus v.
+func (u Units) Add(v Units) Units {
+	return Units{Requests: u.Requests + v.Requests, RCU: u.RCU + v.RCU, WCU: u.WCU + v.WCU, Failed: u.Failed + v.Failed}
+}
+
+// Meter sums the consumed capacity of the DynamoDB calls made with a context
+// that carries it (WithMeter). The zero value is ready; it is safe for
+// concurrent use. A nil *Meter records nothing.
+//
 // Consumed capacity, accounted in the product. store.New installs one
 // middleware on the client it is given (capacityOption); every call the
 // store makes, and every call made through Store.Client(), then passes
@@ -48,38 +80,6 @@ package capacity
 //     for; AWS charges the index only. WorkoutLog therefore asks for
 //     ALL_PROJECTED_ATTRIBUTES (LSI1 projects exactly WorkoutLogFields),
 //     which Local charges like AWS.
-
-import (
-	"context"
-	"log/slog"
-	"slices"
-	"sort"
-	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-)
-
-// Units is what a set of DynamoDB calls cost: requests, read capacity units
-// and write capacity units, and how many of the requests failed (their units
-// are unknown, see the package comment).
-type Units struct {
-	Requests int     `json:"requests"`
-	RCU      float64 `json:"rcu"`
-	WCU      float64 `json:"wcu"`
-	Failed   int     `json:"failed,omitempty"`
-}
-
-// Add returns u plus v.
-func (u Units) Add(v Units) Units {
-	return Units{Requests: u.Requests + v.Requests, RCU: u.RCU + v.RCU, WCU: u.WCU + v.WCU, Failed: u.Failed + v.Failed}
-}
-
-// Meter sums the consumed capacity of the DynamoDB calls made with a context
-// that carries it (WithMeter). The zero value is ready; it is safe for
-// concurrent use. A nil *Meter records nothing.
 type Meter struct {
 	// parent also receives every record (StartMeter).
 	parent  *Meter
