@@ -4,14 +4,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
-
-	"golang.org/x/oauth2"
 
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
@@ -240,7 +236,7 @@ func (h *Handler) connect(ctx context.Context, log *slog.Logger, corr, code stri
 		return log, "", &refusal{http.StatusBadGateway, "Strava sign-in failed", "Strava did not say who you are. Please try again."}
 	}
 	log = log.With("athleteId", athlete.ID)
-	userID, err := h.linkAthlete(ctx, log, corr, athlete, tok, scopes)
+	userID, err := h.linker().link(ctx, log, corr, athlete, tok, scopes)
 	if err != nil {
 		log.ErrorContext(ctx, "link athlete failed", "error", err)
 		return log, "", errSignInUnavailable
@@ -265,151 +261,6 @@ func (h *Handler) startSession(ctx context.Context, log *slog.Logger, w http.Res
 // either works (activity:read alone counts private activities as hidden);
 // only neither is a refusal.
 func hasActivityRead(scopes []string) bool { return strava.ActivityScope(scopes) != "" }
-
-// linkAthlete returns the user the athlete belongs to, updating their
-// tokens (a new grant: grantedAtUtc is now), or creates the user (profile,
-// connection and owner mapping in one transaction). Two first logins racing
-// for one athlete end with one user: the loser's transaction fails on the
-// owner mapping and it joins the winner. A deauthorized athlete's owner
-// mapping is gone (it names the athlete), but a keyed-hash mapping finds
-// the same user, whose Strava identity comes back (reattach).
-func (h *Handler) linkAthlete(ctx context.Context, log *slog.Logger, corr string, a strava.Athlete, tok *oauth2.Token, scopes []string) (string, error) {
-	now := h.now().UTC()
-	conn := func(userID string) *model.StravaConnection {
-		return &model.StravaConnection{
-			UserID: userID, AthleteID: a.ID, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
-			ExpiresAtUtc: tok.Expiry.UTC(), Scopes: scopes, UpdatedAtUtc: now, GrantedAtUtc: &now,
-		}
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		owner, err := h.athleteOwner(ctx, a, now)
-		if err == nil {
-			if gone, err := h.forgetIfDeleted(ctx, log, a.ID, owner.UserID); err != nil || gone {
-				if err != nil {
-					return "", err
-				}
-				continue // the mapping named a deleted account: sign up anew
-			}
-			if err := h.reattach(ctx, log, corr, owner.UserID, a, now); err != nil {
-				return "", err
-			}
-			if err := h.logins.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
-				return "", err
-			}
-			return owner.UserID, nil
-		}
-		if !errors.Is(err, model.ErrNotFound) {
-			return "", err
-		}
-		userID := model.NewID()
-		p := &model.Profile{UserID: userID, AthleteID: a.ID, DisplayName: strings.TrimSpace(a.Firstname + " " + a.Lastname), CreatedAtUtc: now}
-		c := conn(userID)
-		c.TokenVersion = 1
-		err = h.logins.CreateUser(ctx, p, c)
-		if err == nil {
-			h.logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
-				map[string]string{"athleteId": itoa(a.ID)}))
-			return userID, nil
-		}
-		if !errors.Is(err, model.ErrConflict) {
-			return "", err
-		}
-		// Another login linked the athlete first: join that user.
-	}
-	return "", errors.New("link athlete: owner mapping kept changing")
-}
-
-// athleteOwner is the athlete's owner mapping, or, for an athlete who
-// revoked the grant (whose mapping was deleted with the Strava data), the
-// user the keyed-hash mapping names, linked to the athlete again.
-func (h *Handler) athleteOwner(ctx context.Context, a strava.Athlete, now time.Time) (model.AthleteOwner, error) {
-	owner, err := h.logins.AthleteOwner(ctx, a.ID)
-	if !errors.Is(err, model.ErrNotFound) {
-		return owner, err
-	}
-	userID, rerr := h.logins.RevokedAthleteOwner(ctx, a.ID)
-	switch {
-	case errors.Is(rerr, model.ErrNotFound):
-		return owner, err
-	case rerr != nil:
-		return owner, rerr
-	}
-	if gone, gerr := h.forgetIfDeleted(ctx, h.log, a.ID, userID); gerr != nil || gone {
-		if gerr != nil {
-			return owner, gerr
-		}
-		return owner, err // the revoked athlete's account was deleted since
-	}
-	if err := h.logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now); err != nil {
-		return owner, err
-	}
-	return model.AthleteOwner{AthleteID: a.ID, UserID: userID}, nil
-}
-
-// forgetIfDeleted reports whether userID's account was deleted (its guard
-// says so, for 90 days, or its profile is gone) and, if so, removes the
-// mappings that still name it, so the athlete signs up as a new user and
-// nothing of the deleted account comes back.
-func (h *Handler) forgetIfDeleted(ctx context.Context, log *slog.Logger, athleteID int64, userID string) (bool, error) {
-	g, err := h.logins.UserGuard(ctx, userID)
-	gone := err == nil && g.Deleted()
-	if err != nil && !errors.Is(err, model.ErrNotFound) {
-		return false, fmt.Errorf("check user %s: %w", userID, err)
-	}
-	if !gone {
-		_, err := h.profiles.Profile(ctx, userID)
-		if err != nil && !errors.Is(err, model.ErrNotFound) {
-			return false, fmt.Errorf("check user %s: %w", userID, err)
-		}
-		gone = err != nil
-	}
-	if !gone {
-		return false, nil
-	}
-	log.InfoContext(ctx, "athlete of a deleted account signs up again", "deletedUserId", userID)
-	if err := h.logins.ForgetDeletedOwner(ctx, athleteID, userID); err != nil {
-		return false, fmt.Errorf("forget deleted user %s: %w", userID, err)
-	}
-	return true, nil
-}
-
-// reattach lifts a deauthorization when its athlete connects again: it
-// clears the guard's revocation it read (Strava writes are kept again, a
-// purge still running stops) and gives the athlete back (reconnected); the
-// caller saves the tokens, the login's backfill imports the history again.
-func (h *Handler) reattach(ctx context.Context, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
-	revoked := false
-	for attempt := 0; ; attempt++ {
-		g, err := h.logins.UserGuard(ctx, userID)
-		switch {
-		case errors.Is(err, model.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("reattach user %s: %w", userID, err)
-		case g.Revoked():
-			err := h.logins.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
-			if errors.Is(err, model.ErrConflict) && attempt < 2 {
-				continue // cleared by another login, or replaced: read again
-			}
-			if err != nil && !errors.Is(err, model.ErrConflict) {
-				return fmt.Errorf("reattach user %s: %w", userID, err)
-			}
-			revoked = true
-		}
-		break
-	}
-	if revoked {
-		return reconnected(ctx, h.logins, log, corr, userID, a, now)
-	}
-	return nil
-}
-
-// reconnected audits a reconnect after a revocation and gives the user the
-// athlete back (owner mapping, the profile's id and name).
-func reconnected(ctx context.Context, logins LoginStore, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
-	log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
-	logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
-	return logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now)
-}
 
 // logout deletes the session (if any) and clears the cookie. It always
 // answers 204 so a stale cookie can always be dropped.

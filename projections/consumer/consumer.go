@@ -23,7 +23,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,14 +117,8 @@ type Consumer struct {
 	stats struct {
 		seen, ignored, failed, parked, users, conflicts, writes, awards atomic.Int64
 	}
-	partsMu sync.Mutex
-	parts   map[string]cachedParts // by model id
-}
-
-// cachedParts is a model's parts as read at readAt.
-type cachedParts struct {
-	parts  map[int]model.ModelPart
-	readAt time.Time
+	minter   *minter
+	recorder recorder
 }
 
 // New returns a Consumer over st.
@@ -154,7 +147,8 @@ func New(st Store, o Options) *Consumer {
 	if o.PartsTTL == 0 {
 		o.PartsTTL = DefaultPartsTTL
 	}
-	return &Consumer{st: st, o: o, parts: map[string]cachedParts{}}
+	return &Consumer{st: st, o: o, minter: &minter{st: st, ttl: o.PartsTTL, cached: map[string]cachedParts{}},
+		recorder: recorder{st: st, log: o.Logger, now: o.Now}}
 }
 
 // Stats are the consumer's cumulative counters since New.

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/capacity"
 )
 
@@ -111,7 +109,7 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 			log.DebugContext(ctx, "record ignored", "reason", d.Reason)
 		case Park:
 			log.WarnContext(ctx, "poison record", "error", d.Err)
-			if err := c.park(ctx, rec, d, d.Err); err != nil {
+			if err := c.recorder.park(ctx, rec, d, d.Err); err != nil {
 				log.ErrorContext(ctx, "park failed: record reported failed", "error", err)
 				failed[i] = true
 			} else {
@@ -178,7 +176,7 @@ func (c *Consumer) settleFailed(ctx context.Context, ev events.DynamoDBEvent, u 
 	if errors.Is(err, model.ErrUnsupportedSchema) || errors.Is(err, model.ErrInvalid) {
 		log.WarnContext(ctx, "user cannot be projected: parking its records", "error", err)
 		for _, i := range u.records {
-			if perr := c.park(ctx, ev.Records[i], Classify(ev.Records[i]), err); perr != nil {
+			if perr := c.recorder.park(ctx, ev.Records[i], Classify(ev.Records[i]), err); perr != nil {
 				failed[i] = true
 			} else {
 				bm.parked++
@@ -228,38 +226,9 @@ func (c *Consumer) Discard(ctx context.Context, recs []events.DynamoDBEventRecor
 		if d.Action == Ignore {
 			continue // nothing to redo: the projector would ignore it anyway
 		}
-		if err := c.park(ctx, rec, d, fmt.Errorf("gave up after retries: %w", cause)); err != nil {
+		if err := c.recorder.park(ctx, rec, d, fmt.Errorf("gave up after retries: %w", cause)); err != nil {
 			errs = append(errs, fmt.Errorf("park discarded record %s: %w", rec.Change.SequenceNumber, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// park sets a record aside (and audits it). It fails only when the record
-// could not be stored, in which case the caller must report it failed so
-// nothing is lost.
-func (c *Consumer) park(ctx context.Context, rec events.DynamoDBEventRecord, d Decision, why error) error {
-	payload, err := json.Marshal(rec)
-	if err != nil {
-		payload = []byte(fmt.Sprintf("%q", fmt.Sprint(rec)))
-	}
-	id := rec.EventID
-	if id == "" {
-		id = rec.Change.SequenceNumber
-	}
-	r := &model.ParkedRecord{Source: keys.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
-		CorrelationID: d.CorrelationID, ParkedAtUtc: c.o.Now(), UserID: d.UserID}
-	if err := c.st.Park(ctx, r); err != nil {
-		return err
-	}
-	subject := keys.ParkedPK(keys.ParkSourceProjector)
-	if d.UserID != "" {
-		subject = keys.UserPK(d.UserID)
-	}
-	e := model.NewAuditEntry(subject, d.UserID, EventRecordParked, d.CorrelationID, digest(EventRecordParked, id), c.o.Now(),
-		map[string]string{"recordId": id, "sequenceNumber": rec.Change.SequenceNumber, "reason": why.Error()})
-	if err := c.st.AppendAudit(ctx, e); err != nil {
-		c.o.Logger.ErrorContext(ctx, "audit write failed", "eventType", EventRecordParked, "userId", d.UserID, "error", err)
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -15,24 +16,41 @@ import (
 	"github.com/commitcollect/backend/projections"
 )
 
+// minter mints a milestone's new awards, each with its part's name and
+// metadata from the model's catalog, kept warm for ttl (Options.PartsTTL).
+type minter struct {
+	st interface {
+		ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
+	}
+	ttl    time.Duration
+	mu     sync.Mutex
+	cached map[string]cachedParts // by model id
+}
+
+// cachedParts is a model's parts as read at readAt.
+type cachedParts struct {
+	parts  map[int]model.ModelPart
+	readAt time.Time
+}
+
 // modelParts returns a model's parts: the warm consumer's copy while it is
-// younger than PartsTTL, else the table's. Only a complete catalog (every
-// part of partCount) is kept, so a model still being seeded is read again.
-func (c *Consumer) modelParts(ctx context.Context, modelID string, partCount int, now time.Time) (map[int]model.ModelPart, error) {
-	c.partsMu.Lock()
-	e, ok := c.parts[modelID]
-	c.partsMu.Unlock()
-	if ok && c.o.PartsTTL > 0 && now.Sub(e.readAt) < c.o.PartsTTL && !now.Before(e.readAt) {
+// younger than ttl, else the table's. Only a complete catalog (every part
+// of partCount) is kept, so a model still being seeded is read again.
+func (c *minter) modelParts(ctx context.Context, modelID string, partCount int, now time.Time) (map[int]model.ModelPart, error) {
+	c.mu.Lock()
+	e, ok := c.cached[modelID]
+	c.mu.Unlock()
+	if ok && c.ttl > 0 && now.Sub(e.readAt) < c.ttl && !now.Before(e.readAt) {
 		return e.parts, nil
 	}
 	parts, err := c.st.ModelParts(ctx, modelID)
 	if err != nil {
 		return nil, err
 	}
-	if c.o.PartsTTL > 0 && len(parts) >= partCount {
-		c.partsMu.Lock()
-		c.parts[modelID] = cachedParts{parts: parts, readAt: now}
-		c.partsMu.Unlock()
+	if c.ttl > 0 && len(parts) >= partCount {
+		c.mu.Lock()
+		c.cached[modelID] = cachedParts{parts: parts, readAt: now}
+		c.mu.Unlock()
 	}
 	return parts, nil
 }
@@ -167,7 +185,7 @@ func digest(parts ...string) string {
 // a conflict and re-read. Tokens are not scoped to a table (a transaction can
 // span tables): one DynamoDB Local shares them across all its tables, which
 // matters to tests that reuse ids.
-func (c *Consumer) mint(ctx context.Context, log *slog.Logger, m *model.Milestone, res projections.Result, held projections.Held,
+func (c *minter) mint(ctx context.Context, log *slog.Logger, m *model.Milestone, res projections.Result, held projections.Held,
 	minted []int, now time.Time, correlationID string, partCache map[string]map[int]model.ModelPart) ([]*model.Award, map[int]*model.AuditEntry, error) {
 	awards := make([]*model.Award, 0, len(minted))
 	audits := map[int]*model.AuditEntry{}

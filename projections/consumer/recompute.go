@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -183,7 +182,7 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0) {
 		return mr, err
 	}
-	awards, audits, err := c.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
+	awards, audits, err := c.minter.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
 	if err != nil {
 		return mr, err
 	}
@@ -197,7 +196,7 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	}
 	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,
 		"awardedParts", res.Projection.AwardedParts, "status", res.Projection.Status, "minted", mr.Minted, "correlationId", correlationID)
-	c.auditProjection(ctx, m, res, mr.Version, len(lg.Workouts), len(awards), now, correlationID)
+	c.recorder.projection(ctx, m, res, mr.Version, len(lg.Workouts), len(awards), now, correlationID)
 	return mr, nil
 }
 
@@ -246,7 +245,7 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 			return mr, res, held, err
 		}
 	}
-	if found, err := c.legacyAudits(ctx, m, res.Unjustified, held); err != nil {
+	if found, err := c.recorder.legacyAudits(ctx, m, res.Unjustified, held); err != nil {
 		return mr, res, held, err
 	} else if found {
 		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {
@@ -272,40 +271,6 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 			"unjustifiedParts", res.Unjustified, "correlationId", correlationID)
 	}
 	return mr, res, held, nil
-}
-
-// legacyAudits looks for the AWARD_MINTED entries of unjustified award
-// items that were minted before audit keys were deterministic: those were
-// written after the mint, keyed at the second of the award's awardedAtUtc.
-// It marks the parts it finds in held.Audited and reports whether it found
-// any. One Query per distinct second, and only for award items the log
-// does not justify, so the common path never pays for it.
-func (c *Consumer) legacyAudits(ctx context.Context, m *model.Milestone, unjustified []int, held projections.Held) (bool, error) {
-	if held.Audited == nil {
-		return false, nil // nothing unjustified: the entries were not even needed
-	}
-	bySecond := map[int64][]int{}
-	for _, i := range unjustified {
-		if at, ok := held.Minted[i]; ok {
-			bySecond[at.Unix()] = append(bySecond[at.Unix()], i)
-		}
-	}
-	found := false
-	for sec, parts := range bySecond {
-		es, err := c.st.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
-		if err != nil {
-			return false, err
-		}
-		for _, e := range es {
-			i, err := strconv.Atoi(e.Details["partIndex"])
-			if e.EventType != EventAwardMinted || e.Details["milestoneId"] != m.MilestoneID || e.Details["periodOf"] != m.PeriodOf ||
-				err != nil || !slices.Contains(parts, i) {
-				continue
-			}
-			held.Audited[i], found = true, true
-		}
-	}
-	return found, nil
 }
 
 // unminted lists the parts below awarded (and partCount) without an award

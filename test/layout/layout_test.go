@@ -22,7 +22,7 @@ import (
 const (
 	maxPackageLines     = 1600
 	maxFuncLines        = 80
-	maxTypeMethodLines  = 560
+	maxTypeMethodLines  = 400
 	maxInterfaceMethods = 6
 	maxDocLines         = 80
 )
