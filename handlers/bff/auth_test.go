@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 func TestLoginThroughRedirects(t *testing.T) {

@@ -26,8 +26,8 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }

@@ -10,7 +10,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/purge"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // TestReconnectAfterRevocationReattachesSameUser: an athlete whose

@@ -28,8 +28,8 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // backfillRun is what one benchmarked backfill did.

@@ -29,9 +29,9 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // The DynamoDB requests of one warm webhook create event (a worker and a

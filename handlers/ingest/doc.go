@@ -15,7 +15,7 @@
 //	          the sync jobs' pacing, reads counted by class
 //	syncjobs  backfill and reconciliation: one list page per run, the reconciliation schedule
 //
-// Testing: test/stravasim plays Strava (webhooks, OAuth, the REST API,
+// Testing: scripts/stravasim plays Strava (webhooks, OAuth, the REST API,
 // rate limits, faults); the tests in this directory run the whole pipeline
 // on it and DynamoDB Local.
 //

@@ -24,9 +24,9 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func storeQueryAuditByCorrelation(h *ingesttest.Harness, corr string) ([]model.AuditEntry, bool, error) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/strava"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 func TestListActivitiesPaginatesNewestFirstWithinBounds(t *testing.T) {

@@ -18,8 +18,7 @@ import (
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/scripts/ddblocal"
 	"github.com/commitcollect/backend/scripts/runkit"
-	"github.com/commitcollect/backend/test/bench"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // MeasureOptions shape a measurement.
@@ -54,10 +53,10 @@ type MeasureOptions struct {
 // The per-event DynamoDB units come from a measurement run at every start (Measure): the local stack
 // (scripts/runkit — the api's handler, the worker, the stream reader feeding the projector, the sync
 // scheduler: the Lambdas' code) on DynamoDB Local (started like the tests do, test/dynamolocal, or
-// -endpoint) against the Strava simulator (test/stravasim), read from the product's capacity meters
+// -endpoint) against the Strava simulator (scripts/stravasim), read from the product's capacity meters
 // (model/store/capacity/meter.go: Stack.Capacity and capacity.StartMeter per request, job and batch). Each unit
 // of work is sent alone and costed from the meters' growth until the stack is quiet again, the method of
-// the bench (test/bench; bench.Minus subtracts the snapshots): a warm webhook create for an athlete with
+// the bench (test/bench; capacity.Units.Sub subtracts the snapshots): a warm webhook create for an athlete with
 // an active milestone and for one without, a pushed update, a delete (api accept + worker + projector), a
 // new connect's backfill page of the default history (enqueue + worker + projection of the imported
 // workouts), a reconcile of an unchanged athlete (ReconcileAll's enqueue — the operator's full round, without
@@ -159,7 +158,7 @@ func (r *run) quiet(ctx context.Context) (snap, error) {
 // divided by n units; the scheduler's figures count as the api stage.
 func stages(before, after snap, n int) Stages {
 	per := func(a, b capacity.Snapshot) Cost {
-		u := bench.Minus(a.Units, b.Units)
+		u := a.Units.Sub(b.Units)
 		return Cost{float64(u.Requests), u.RCU, u.WCU}.Scale(1 / float64(n))
 	}
 	return Stages{API: per(after.api, before.api).Add(per(after.sched, before.sched)),

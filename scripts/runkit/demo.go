@@ -17,7 +17,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // DemoOptions point the demo at a running stack.
@@ -119,12 +119,8 @@ type demo struct {
 	res     DemoResult
 	awarded map[int]bool
 	last    *stravasim.Event // the last webhook event sent
-	// connected is when the history athlete connected.
-	connected time.Time
 	// zone is where the demo athlete runs (DemoZone).
 	zone *time.Location
-	// historyRuns are the starts of the history athlete's runs.
-	historyRuns []time.Time
 }
 
 // DemoZone is where the demo athlete runs: their month is counted on
@@ -197,7 +193,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.summary(ctx); err != nil {
 		return err
 	}
-	return d.history(ctx)
+	return (&historyDemo{demo: d}).history(ctx)
 }
 
 // login adds the demo athlete at the simulator and logs in as them.

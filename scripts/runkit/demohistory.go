@@ -9,14 +9,25 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
+
+// historyDemo is the demo's second athlete: one with months of history at
+// Strava who connects, whose backfill fills a milestone, and whose weekly
+// series shows its periods.
+type historyDemo struct {
+	*demo
+	// connected is when the history athlete connected.
+	connected time.Time
+	// historyRuns are the starts of the history athlete's runs.
+	historyRuns []time.Time
+}
 
 // history is the second act: another athlete, with 120 days of activities
 // already on Strava and never sent as webhooks, connects; the connect's
 // backfill imports them and a milestone whose period started 60 days ago
 // fills from the history alone.
-func (d *demo) history(ctx context.Context) error {
+func (d *historyDemo) history(ctx context.Context) error {
 	start, err := d.historyAtStrava(ctx)
 	if err != nil {
 		return err
@@ -33,7 +44,7 @@ func (d *demo) history(ctx context.Context) error {
 
 // historyAtStrava puts the history athlete's 120 days of activities at the
 // simulator; it returns the start of the history milestone's period.
-func (d *demo) historyAtStrava(ctx context.Context) (time.Time, error) {
+func (d *historyDemo) historyAtStrava(ctx context.Context) (time.Time, error) {
 	h := &d.res.History
 	h.AthleteID, h.Imported = d.o.AthleteID+1, -1
 	a := stravasim.Athlete{ID: h.AthleteID, Firstname: "History", Lastname: fmt.Sprintf("Athlete %d", h.AthleteID%10000)}
@@ -71,7 +82,7 @@ func (d *demo) historyAtStrava(ctx context.Context) (time.Time, error) {
 // connect logs the history athlete in, which starts the backfill, and
 // creates a milestone whose period started before the history's last
 // activities; it returns the athlete's browser and the milestone.
-func (d *demo) connect(ctx context.Context, start time.Time) (*http.Client, milestones.MilestoneJSON, error) {
+func (d *historyDemo) connect(ctx context.Context, start time.Time) (*http.Client, milestones.MilestoneJSON, error) {
 	h := &d.res.History
 	d.say("\nHistory: athlete %d has %d activities from the last 120 days on Strava, none sent as webhooks. They connect:", h.AthleteID, h.Activities)
 	if err := d.send(ctx, http.MethodPut, d.o.SimURL+stravasim.ControlPrefix+"authorization", map[string]any{"athleteId": h.AthleteID}, nil, http.StatusOK); err != nil {
@@ -100,7 +111,7 @@ func (d *demo) connect(ctx context.Context, start time.Time) (*http.Client, mile
 
 // historyCounted waits until the milestone counts every run of its
 // period, then until the backfill shows idle.
-func (d *demo) historyCounted(ctx context.Context, browser *http.Client, m milestones.MilestoneJSON) error {
+func (d *historyDemo) historyCounted(ctx context.Context, browser *http.Client, m milestones.MilestoneJSON) error {
 	h := &d.res.History
 	h.MilestoneID = m.MilestoneID
 	deadline := time.Now().Add(2 * d.o.Timeout)
@@ -133,7 +144,7 @@ func (d *demo) historyCounted(ctx context.Context, browser *http.Client, m miles
 
 // historyImported waits for the backfill to show idle (the sync state
 // records a page after its writes, which the milestone may count first).
-func (d *demo) historyImported(ctx context.Context, browser *http.Client, deadline time.Time) error {
+func (d *historyDemo) historyImported(ctx context.Context, browser *http.Client, deadline time.Time) error {
 	h := &d.res.History
 	// The sync state records a page after its writes (which the milestone
 	// may count first): wait for the backfill to show idle.

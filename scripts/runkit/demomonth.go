@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // month sends a month of activities: the first few uploaded one by one,

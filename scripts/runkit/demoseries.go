@@ -17,7 +17,7 @@ const demoSeriesRuns = 8
 // month, the months their history already holds projected at once, each
 // with its own awards. It waits until every run of those months counts in
 // its month and the first month shows completed.
-func (d *demo) series(ctx context.Context, browser *http.Client) error {
+func (d *historyDemo) series(ctx context.Context, browser *http.Client) error {
 	h := &d.res.History
 	now := time.Now().UTC()
 	first := time.Date(now.Year(), now.Month()-2, 1, 0, 0, 0, 0, time.UTC)

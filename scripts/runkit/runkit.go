@@ -5,7 +5,7 @@
 // behind the same Dispatcher interface the Lambda async invoke implements
 // (an in-process queue), a DynamoDB Streams reader feeding the projector
 // Lambda's handler with Lambda's batching and partial-batch retries, and the
-// Strava simulator (test/stravasim) unless STRAVA_BASE_URL points at
+// Strava simulator (scripts/stravasim) unless STRAVA_BASE_URL points at
 // another Strava. `make run` (scripts/run) and the end-to-end tests use it.
 //
 // Failures end where they end in AWS: a worker job that fails for good and
@@ -44,7 +44,7 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/ddblocal"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // Defaults of the local stack's own settings.

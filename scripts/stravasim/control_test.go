@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 func control(t *testing.T, sim *stravasim.Server, method, path, body string) (int, string) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // fetch GETs an activity with tok through client (nil: no timeout) and

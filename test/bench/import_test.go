@@ -9,7 +9,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/scripts/runkit"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // The import's floor measured from outside: what a new athlete's import

@@ -30,9 +30,9 @@ import (
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }

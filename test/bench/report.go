@@ -135,11 +135,8 @@ func (p PerEvent) Add(q PerEvent) PerEvent {
 	return PerEvent{Requests: p.Requests + q.Requests, RCU: p.RCU + q.RCU, WCU: p.WCU + q.WCU}
 }
 
-// Minus returns a minus b, field by field (a meter's growth between two
-// snapshots).
-func Minus(a, b capacity.Units) capacity.Units {
-	return capacity.Units{Requests: a.Requests - b.Requests, RCU: a.RCU - b.RCU, WCU: a.WCU - b.WCU, Failed: a.Failed - b.Failed}
-}
+// Minus returns a minus b, field by field (capacity.Units.Sub).
+func Minus(a, b capacity.Units) capacity.Units { return a.Sub(b) }
 
 // MinusSnapshot returns what a meter recorded between snapshot b and the
 // later snapshot a, totals and operations (tables are left out).

@@ -11,7 +11,7 @@
 //   - the pipeline is scripts/run, built into a temporary folder, started
 //     with a CC_DATA_DIR, DYNAMODB_ENDPOINT (a DynamoDB Local the harness
 //     runs), STRAVA_BASE_URL (a Strava simulator the harness runs, see
-//     test/stravasim) and CC_STRAVA_TIMEOUT; kill -9 and Ctrl-C go to that
+//     scripts/stravasim) and CC_STRAVA_TIMEOUT; kill -9 and Ctrl-C go to that
 //     process only, so DynamoDB Local and Strava survive it;
 //   - athletes link their Strava account through the API's OAuth login and
 //     create milestones through the BFF (/v1/milestones), as users do;

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // EventAwardMinted is the audit event type every award must have (the

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/chaos"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // StravaDrift sees every field the projection reads, and a workout Strava

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // Strava's webhooks are unsigned, so an event is a hint to ask

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // NoisyWindow is the noisy-neighbours scenario's rate-limit window: Strava's

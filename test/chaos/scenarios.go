@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // Scenario is one way things fail. Run drives the pipeline through it and

@@ -20,8 +20,8 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/runkit"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // TestLocalStackAbsorbsABurst: 300 webhooks from 8

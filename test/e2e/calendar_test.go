@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/test/stravasim"
+	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
 // TestLocalCalendarCollectionAndDeletion is a Sydney athlete's month as a

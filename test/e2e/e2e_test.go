@@ -30,8 +30,8 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }

@@ -18,8 +18,8 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/runkit"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // browserLogin signs athlete in through the stack's OAuth redirects (the

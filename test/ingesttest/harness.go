@@ -31,8 +31,8 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 const (

@@ -77,6 +77,29 @@ func TestPortsSpeakTheDomain(t *testing.T) {
 	}
 }
 
+// TestProductCodePointsInward: no product file under handlers/, model/,
+// projections/ or scripts/ imports test/ (the harnesses, the chaos, scale
+// and bench suites): the tests stand on the product, never the reverse.
+// The local stack's Strava simulator ships with it, in scripts/stravasim.
+func TestProductCodePointsInward(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	files := 0
+	for _, top := range []string{"handlers", "model", "projections", "scripts"} {
+		for file, ims := range imports(t, root, top) {
+			files++
+			for _, im := range ims {
+				if strings.HasPrefix(im, module+"test/") {
+					t.Errorf("%s imports %s: product code must not stand on the tests", file, im)
+				}
+			}
+		}
+	}
+	if files < 100 {
+		t.Fatalf("read %d files: the walk did not find the product code", files)
+	}
+}
+
 // TestNothingOfTheTestsShips: no command built from handlers/ or scripts/
 // (the Lambdas, the local stack, the scripts) links the testing package, so
 // nothing a test needs (fakes, the AWS-call recorder, the test helpers that

@@ -35,8 +35,8 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
 	"github.com/commitcollect/backend/scripts/lambdabuild"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }

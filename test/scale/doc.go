@@ -1,7 +1,7 @@
 // Package scale is the scale simulation `make scale` runs,
 // with a reduced run in `make test`: the local stack (scripts/runkit, in
 // this process so its capacity meters can be read) on DynamoDB Local,
-// against the Strava simulator (test/stravasim) enforcing app-wide read
+// against the Strava simulator (scripts/stravasim) enforcing app-wide read
 // limits with Strava's X-RateLimit/X-ReadRateLimit headers and 429s on a
 // shortened window, through a compressed day.
 //

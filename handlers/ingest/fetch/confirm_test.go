@@ -9,8 +9,8 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // A webhook is unsigned, so a delete event is only a

@@ -20,9 +20,9 @@ import (
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // The tests of this file run deauthorization events:

@@ -18,8 +18,8 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
-	"github.com/commitcollect/backend/test/stravasim"
 )
 
 // recordingLister records the options of every list call.

@@ -34,6 +34,12 @@ func (u Units) Add(v Units) Units {
 	return Units{Requests: u.Requests + v.Requests, RCU: u.RCU + v.RCU, WCU: u.WCU + v.WCU, Failed: u.Failed + v.Failed}
 }
 
+// Sub returns u minus v, field by field (a meter's growth between two
+// snapshots).
+func (u Units) Sub(v Units) Units {
+	return Units{Requests: u.Requests - v.Requests, RCU: u.RCU - v.RCU, WCU: u.WCU - v.WCU, Failed: u.Failed - v.Failed}
+}
+
 // Meter sums the consumed capacity of the DynamoDB calls made with a context
 // that carries it (WithMeter). The zero value is ready; it is safe for
 // concurrent use. A nil *Meter records nothing.
