@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -111,6 +112,11 @@ type Job struct {
 	// (a local queue's on-failure destination): its PARKED#WORKER record is
 	// then removed, so a redrive never re-runs done work.
 	OutboxDispatches int `json:"outboxDispatches,omitempty"`
+	// UnseenAtUtc, when set, is when a complete list walk did not show the
+	// event's activity (its outbox item was deferred with UnseenReason): a
+	// second walk, far enough apart, must miss it too before it is settled
+	// unseen. Set at dispatch, never stored in the outbox item's job.
+	UnseenAtUtc *time.Time `json:"unseenAtUtc,omitempty"`
 }
 
 // WithOutbox returns the job carrying rec's failure and dispatch counts (see
@@ -119,7 +125,27 @@ func (j Job) WithOutbox(rec *model.IdempotencyRecord) Job {
 	n := rec.Failures
 	j.OutboxFailures = &n
 	j.OutboxDispatches = rec.Dispatches
+	j.UnseenAtUtc = unseenAt(rec.Reason)
 	return j
+}
+
+// unseenPrefix starts UnseenReason.
+const unseenPrefix = "not listed by a complete list walk at "
+
+// UnseenReason is the deferral reason of an activity event that a complete
+// list walk at at did not show: it is gathered for another walk, and the
+// dispatch that follows carries at (Job.UnseenAtUtc).
+func UnseenReason(at time.Time) string {
+	return unseenPrefix + at.UTC().Format(time.RFC3339Nano)
+}
+
+// unseenAt reads UnseenReason's instant back (nil for any other reason).
+func unseenAt(reason string) *time.Time {
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(reason, unseenPrefix))
+	if !strings.HasPrefix(reason, unseenPrefix) || err != nil {
+		return nil
+	}
+	return &at
 }
 
 // DecodeJob reads a Job from the worker's input. It returns an error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -44,14 +45,26 @@ const (
 // gather defers a crowded create to the next tick of the gather grid, where
 // the sweeper dispatches it with the athlete's other due creates.
 func (w *Fetcher) gather(ctx context.Context, log *slog.Logger, job ingest.Job) error {
+	return w.gatherFor(ctx, log, job, ReasonGathered)
+}
+
+// gatherFor defers job to the next tick of the gather grid with reason.
+func (w *Fetcher) gatherFor(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error {
 	g := w.BurstGather
 	if g <= 0 {
 		g = min(w.rateWindow()/4, maxBurstGather)
 	}
 	until := w.Now().UTC().Truncate(g).Add(g)
-	log.InfoContext(ctx, "create gathered for a burst", "writeStatus", "deferred", "notBefore", until.Format(time.RFC3339))
-	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: ReasonGathered, Gathered: true})
+	log.InfoContext(ctx, "activity event gathered for a burst", "writeStatus", "deferred", "notBefore", until.Format(time.RFC3339),
+		"reason", reason)
+	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: reason, Gathered: true})
 }
+
+// unseenGap is how far apart two complete walks must start for both
+// missing an activity to settle its event unseen: an eighth of the rate
+// window, about two minutes at Strava's 15, longer than the list's lag
+// after an upload and than a transient short page.
+func (w *Fetcher) unseenGap() time.Duration { return w.rateWindow() / 8 }
 
 // walk is what the list pages of a burst showed.
 type walk struct {
@@ -97,11 +110,17 @@ type walk struct {
 //     activity is written through the ordered conditional write
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read.
-//  3. Settle. An event whose activity the walk did not list although it
-//     reached the end of the history, and which was received
+//  3. Settle. An event whose activity two walks did not list although
+//     each reached the end of the history, the second at least unseenGap
+//     after the first (the first is remembered in the outbox item's
+//     deferral reason, ingest.UnseenReason), and which was received
 //     notFoundMargin before the walk started, is not at Strava (or is
 //     private to a grant that cannot read it, which a fetch answers 404
-//     too): it is settled as a 404 at the walk's start would be (unlisted:
+//     too): one walk is not evidence enough, as the list lags an upload, a
+//     page can shift when the athlete deletes or re-dates an activity
+//     between page reads, and a page can come back short. The burst's
+//     audit entry names the ids so settled (notFoundIds). It is settled as
+//     a 404 at the second walk's start would be (unlisted:
 //     a create or an update of an activity never stored is done with
 //     nothing stored; a delete, or an update of a stored workout, marks it
 //     hidden-or-deleted). A younger one is gathered again (Strava's list
@@ -143,7 +162,8 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	if len(job.Burst) >= minBurstForList && w.Lister != nil {
 		wk = w.walk(ctx, log, job, userID)
 	}
-	notFound, alone, later := 0, 0, 0
+	var notFound []string
+	alone, later, unseen := 0, 0, 0
 	began := w.Now()
 	for i, sub := range job.Burst {
 		id := sub.Event.ObjectID
@@ -152,8 +172,15 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 		case listed:
 			out[i] = werr
 		case wk.complete && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(wk.started.Add(-notFoundMargin)):
-			// Not at Strava (or private): as a fetch's 404 at the walk's start.
-			notFound++
+			if sub.UnseenAtUtc == nil || wk.started.Before(sub.UnseenAtUtc.Add(w.unseenGap())) {
+				// One walk is not evidence enough: another, later, must miss it too.
+				unseen++
+				out[i] = w.gatherFor(ctx, log, sub, ingest.UnseenReason(cmp.Or(ptrTime(sub.UnseenAtUtc), wk.started)))
+				continue
+			}
+			// Two complete walks missed it: not at Strava (or private), as a
+			// fetch's 404 at this walk's start.
+			notFound = append(notFound, strconv.FormatInt(id, 10))
 			out[i] = w.unlisted(ctx, log, sub, userID, wk.started)
 		case wk.complete:
 			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
@@ -169,11 +196,34 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 		}
 	}
 	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "written", len(wk.found),
-		"notFound", notFound, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
-	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, map[string]string{
-		"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages), "written": strconv.Itoa(len(wk.found)),
-		"notFound": strconv.Itoa(notFound), "fetchedAlone": strconv.Itoa(alone)})
+		"notFound", len(notFound), "unseenOnce", unseen, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
+	details := map[string]string{"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages),
+		"written": strconv.Itoa(len(wk.found)), "notFound": strconv.Itoa(len(notFound)), "fetchedAlone": strconv.Itoa(alone)}
+	if len(notFound) > 0 {
+		details["notFoundIds"] = idList(notFound)
+	}
+	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, details)
 	return out
+}
+
+// maxAuditedIDs bounds the activity ids a burst's audit entry names.
+const maxAuditedIDs = 100
+
+// idList is the ids an audit entry names: at most maxAuditedIDs, then how
+// many more.
+func idList(ids []string) string {
+	if len(ids) <= maxAuditedIDs {
+		return strings.Join(ids, ",")
+	}
+	return strings.Join(ids[:maxAuditedIDs], ",") + fmt.Sprintf(",+%d more", len(ids)-maxAuditedIDs)
+}
+
+// ptrTime is *t, or the zero time for nil.
+func ptrTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // burstSpare is what a burst leaves of its invocation's deadline (the

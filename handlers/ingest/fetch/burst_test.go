@@ -59,6 +59,68 @@ func span(from int64, n int) []int64 {
 	return out
 }
 
+// unseenBefore marks jobs as the sweeper dispatches events that a complete
+// walk at at did not list (ingest.UnseenReason).
+func unseenBefore(jobs []ingest.Job, at time.Time) []ingest.Job {
+	for i := range jobs {
+		jobs[i] = jobs[i].WithOutbox(&model.IdempotencyRecord{Reason: ingest.UnseenReason(at)})
+	}
+	return jobs
+}
+
+// TestOneWalkIsNotEvidenceEnough: an activity event that one complete walk
+// does not list is gathered again, remembering that walk; a walk within
+// unseenGap of it does not settle it either; when the list shows it late
+// (Strava's lag) it is written; missed by two walks far enough apart it is
+// settled unseen, and the burst's audit entry names it. Protection: the
+// second walk (removing it settles the late upload unseen on the first).
+func TestOneWalkIsNotEvidenceEnough(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	written := map[int64]bool{}
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(w *model.Workout) error { mu.Lock(); defer mu.Unlock(); written[w.ActivityID] = true; return nil }}
+	l := &fakeLister{acts: history(3, 10)}
+	clock := now
+	f := burstFetcher(t, st, &fakeStrava{}, l)
+	f.Now = func() time.Time { return clock }
+	burst := func(jobs []ingest.Job) []error {
+		return f.ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b"))
+	}
+	redispatch := func(job ingest.Job, err error) ingest.Job {
+		t.Helper()
+		var de *ingest.DeferError
+		if !errors.As(err, &de) || !de.Gathered {
+			t.Fatalf("activity %d: got %v, want it gathered for another walk", job.Event.ObjectID, err)
+		}
+		return job.WithOutbox(&model.IdempotencyRecord{Reason: de.Reason})
+	}
+	jobs := creates(900, 901) // 900 is uploaded late, 901 never
+	outs := burst(jobs)
+	jobs = []ingest.Job{redispatch(jobs[0], outs[0]), redispatch(jobs[1], outs[1])}
+	if len(written) != 0 || jobs[0].UnseenAtUtc == nil || !jobs[0].UnseenAtUtc.Equal(now) {
+		t.Fatalf("after one walk: written %v, unseen at %v; want nothing settled, the walk remembered", written, jobs[0].UnseenAtUtc)
+	}
+	clock = now.Add(30 * time.Second) // within the gap: not evidence enough
+	outs = burst(jobs)
+	jobs = []ingest.Job{redispatch(jobs[0], outs[0]), redispatch(jobs[1], outs[1])}
+	if !jobs[1].UnseenAtUtc.Equal(now) {
+		t.Fatalf("a walk within the gap moved the first miss to %v", jobs[1].UnseenAtUtc)
+	}
+	l.mu.Lock()
+	l.acts = append([]strava.Activity{{ID: 900, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run", Distance: 5000,
+		MovingTime: 1500, StartDate: now.Add(-time.Minute)}}, l.acts...)
+	l.mu.Unlock()
+	clock = now.Add(5 * time.Minute)
+	outs = burst(jobs)
+	if outs[0] != nil || outs[1] != nil || !written[900] || len(written) != 1 {
+		t.Fatalf("second walk: outcomes %v, written %v; want the late upload written and the other settled unseen", outs, written)
+	}
+	last := st.details[len(st.details)-1]
+	if st.audits[len(st.audits)-1] != ingest.AuditBurstServed || last["notFoundIds"] != "901" {
+		t.Fatalf("audit %v %v; want the burst's entry naming 901", st.audits, last)
+	}
+}
+
 func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fetch.Fetcher {
 	f := newFetcher(t, st, s)
 	f.Lister = l
@@ -136,7 +198,7 @@ func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
 		MarkHiddenFn: func(int64, string, int64) error { return nil }}
 	l := &fakeLister{acts: history(3, 10)}
 	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
-	jobs := creates(append(span(5000, 300), 10)...)
+	jobs := unseenBefore(creates(append(span(5000, 300), 10)...), now.Add(-5*time.Minute))
 	young := creates(6000)[0]
 	young.ReceivedAtUtc = now.Add(-10 * time.Second)
 	jobs = append(jobs, young)
@@ -296,7 +358,7 @@ func TestABurstSettlesEveryKindOfEventFromItsPages(t *testing.T) {
 	l := &fakeLister{acts: history(3, 10)} // ids 10, 11, 12
 	s := &fakeStrava{}
 	f := burstFetcher(t, st, s, l)
-	jobs := creates(10, 11, 900, 901, 30)
+	jobs := unseenBefore(creates(10, 11, 900, 901, 30), now.Add(-5*time.Minute))
 	for i, aspect := range []string{ingest.AspectCreate, ingest.AspectDelete, ingest.AspectUpdate, ingest.AspectDelete, ingest.AspectUpdate} {
 		jobs[i].Event.AspectType = aspect
 	}

@@ -31,6 +31,7 @@ type fakeStore struct {
 	TakeAthleteReadFn func(athleteID int64, limit, n int) error
 	TakeDayReadsFn    func(athleteID int64, limit, n int) error
 	audits            []string
+	details           []map[string]string
 }
 
 func (f *fakeStore) ResolveAthlete(context.Context, int64) (string, error) { return "u1", nil }
@@ -85,6 +86,7 @@ func (f *fakeStore) RecordRateLimit(context.Context, *model.RateLimitState) erro
 
 func (f *fakeStore) Audit(_ context.Context, _ *slog.Logger, e *model.AuditEntry) {
 	f.audits = append(f.audits, e.EventType)
+	f.details = append(f.details, e.Details)
 }
 
 // roomy is an athlete's read allowance with room: every take succeeds.
