@@ -61,7 +61,7 @@ func AuditEntry(subjectPK, userID, eventType string, job Job, details map[string
 func JobLog(log *slog.Logger, job Job) *slog.Logger {
 	l := log.With("correlationId", job.CorrelationID, "eventType", job.Event.ObjectType+"."+job.Event.AspectType,
 		"athleteId", job.Event.OwnerID)
-	if job.Event.ObjectType == ObjectActivity {
+	if job.Event.Kind().Activity() {
 		l = l.With("activityId", job.Event.ObjectID)
 	}
 	return l

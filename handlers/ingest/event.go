@@ -44,32 +44,95 @@ func (e Event) IdempotencyKey() string {
 	return keys.WebhookIdempotencyKey(e.ObjectType, e.ObjectID, e.AspectType, e.OwnerID, e.EventTime, updates)
 }
 
-// Burstable reports whether an event of objectType and aspect may be served
-// from the athlete's list pages with the athlete's other such events (a
-// burst, handlers/ingest/fetch/burst.go): any activity event, since a list
-// page confirms a create, an update or a delete as a fetch would (listed:
-// alive; absent from the whole history: gone or private, as a 404). Athlete
-// events (a deauthorization) are not.
-func Burstable(objectType, aspect string) bool {
-	return objectType == ObjectActivity && (aspect == AspectCreate || aspect == AspectUpdate || aspect == AspectDelete)
+// Kind is what an event asks of the worker, decided once, here, from its
+// object type, aspect type and (for an athlete) updates: the webhook's
+// validation, the worker's routing, the sweeper's fair plan, the read
+// classes and the logs all ask it.
+type Kind int
+
+// The kinds of events Strava sends.
+const (
+	// KindUnknown is not an event Strava sends: refused at the door.
+	KindUnknown Kind = iota
+	// KindActivityCreate, KindActivityUpdate and KindActivityDelete are an
+	// activity's events: each is confirmed by reading the activity (a
+	// fetch, or a burst's list pages).
+	KindActivityCreate
+	KindActivityUpdate
+	KindActivityDelete
+	// KindAthleteUpdate is an athlete update other than a deauthorization:
+	// nothing of it is kept.
+	KindAthleteUpdate
+	// KindDeauthorization says the athlete revoked access (object_type
+	// athlete, updates.authorized "false"): confirmed at Strava, then purged.
+	KindDeauthorization
+)
+
+// KindOf is the kind of an event of objectType and aspect with updates.
+func KindOf(objectType, aspect string, updates map[string]any) Kind {
+	switch {
+	case objectType == ObjectActivity && aspect == AspectCreate:
+		return KindActivityCreate
+	case objectType == ObjectActivity && aspect == AspectUpdate:
+		return KindActivityUpdate
+	case objectType == ObjectActivity && aspect == AspectDelete:
+		return KindActivityDelete
+	case objectType == ObjectAthlete && aspect == AspectUpdate && revoked(updates):
+		return KindDeauthorization
+	case objectType == ObjectAthlete && aspect == AspectUpdate:
+		return KindAthleteUpdate
+	}
+	return KindUnknown
 }
 
-// Burstable reports whether the event may be served in a burst (Burstable).
-func (e Event) Burstable() bool { return Burstable(e.ObjectType, e.AspectType) }
-
-// IsDeauthorization reports whether the event says the athlete revoked
-// access (object_type athlete, updates.authorized "false").
-func (e Event) IsDeauthorization() bool {
-	if e.ObjectType != ObjectAthlete {
-		return false
-	}
-	switch a := e.Updates["authorized"].(type) {
+// revoked reports whether an athlete update's updates say authorized
+// "false" (Strava sends a string; a boolean is read the same way).
+func revoked(updates map[string]any) bool {
+	switch a := updates["authorized"].(type) {
 	case string:
 		return a == "false"
 	case bool:
 		return !a
 	}
 	return false
+}
+
+// Activity reports whether the kind is an activity's event.
+func (k Kind) Activity() bool {
+	return k == KindActivityCreate || k == KindActivityUpdate || k == KindActivityDelete
+}
+
+// Burstable reports whether events of the kind may be served from the
+// athlete's list pages with the athlete's other such events (a burst,
+// handlers/ingest/fetch/burst.go): any activity event, since a list page
+// confirms a create, an update or a delete as a fetch would (listed: alive;
+// absent from the whole history: gone or private, as a 404). Athlete events
+// (a deauthorization) are not.
+func (k Kind) Burstable() bool { return k.Activity() }
+
+// Kind is the event's kind (KindOf).
+func (e Event) Kind() Kind { return KindOf(e.ObjectType, e.AspectType, e.Updates) }
+
+// Burstable reports whether the event may be served in a burst (Kind.Burstable).
+func (e Event) Burstable() bool { return e.Kind().Burstable() }
+
+// IsDeauthorization reports whether the event says the athlete revoked
+// access (KindDeauthorization).
+func (e Event) IsDeauthorization() bool { return e.Kind() == KindDeauthorization }
+
+// KindProblem says what makes an event of objectType and aspect not one
+// Strava sends (KindUnknown): the field at fault and why; empty for a known
+// kind. The webhook answers it in its 4xx.
+func KindProblem(objectType, aspect string) (field, reason string) {
+	switch {
+	case objectType != ObjectActivity && objectType != ObjectAthlete:
+		return "object_type", fmt.Sprintf("unknown object type %q", objectType)
+	case aspect != AspectCreate && aspect != AspectUpdate && aspect != AspectDelete:
+		return "aspect_type", fmt.Sprintf("unknown aspect type %q", aspect)
+	case objectType == ObjectAthlete && aspect != AspectUpdate:
+		return "aspect_type", fmt.Sprintf("athlete events are updates only, got %q", aspect)
+	}
+	return "", ""
 }
 
 // Time is the event time.
@@ -176,8 +239,8 @@ func DecodeJob(raw []byte) (Job, error) {
 	if j.Event.OwnerID <= 0 {
 		v.Add("event.owner_id", "must be positive")
 	}
-	if j.Event.ObjectType != ObjectActivity && j.Event.ObjectType != ObjectAthlete {
-		v.Add("event.object_type", "unknown object type %q", j.Event.ObjectType)
+	if field, reason := KindProblem(j.Event.ObjectType, j.Event.AspectType); field != "" {
+		v.Add("event."+field, "%s", reason)
 	}
 	if j.CorrelationID == "" {
 		v.Add("correlationId", "is required")

@@ -90,3 +90,40 @@ func TestABurstPayloadStaysUnderLambdasLimit(t *testing.T) {
 		t.Fatalf("decoded %d creates, %v; want the burst back", len(back.Burst), err)
 	}
 }
+
+// TestKindIsDecidedOnce: every pair Strava may send, and the ones it does
+// not, has one kind; the problem of an unknown kind names its field.
+func TestKindIsDecidedOnce(t *testing.T) {
+	t.Parallel()
+	revoked := map[string]any{"authorized": "false"}
+	tests := []struct {
+		object, aspect string
+		updates        map[string]any
+		want           ingest.Kind
+		field          string
+	}{
+		{"activity", "create", nil, ingest.KindActivityCreate, ""},
+		{"activity", "update", map[string]any{"title": "x"}, ingest.KindActivityUpdate, ""},
+		{"activity", "delete", nil, ingest.KindActivityDelete, ""},
+		{"athlete", "update", revoked, ingest.KindDeauthorization, ""},
+		{"athlete", "update", map[string]any{"authorized": false}, ingest.KindDeauthorization, ""},
+		{"athlete", "update", map[string]any{"authorized": "true"}, ingest.KindAthleteUpdate, ""},
+		{"athlete", "update", nil, ingest.KindAthleteUpdate, ""},
+		{"athlete", "create", nil, ingest.KindUnknown, "aspect_type"},
+		{"activity", "upsert", nil, ingest.KindUnknown, "aspect_type"},
+		{"club", "update", nil, ingest.KindUnknown, "object_type"},
+		{"activity", "update", revoked, ingest.KindActivityUpdate, ""}, // an activity's "authorized" means nothing
+	}
+	for _, tt := range tests {
+		if got := ingest.KindOf(tt.object, tt.aspect, tt.updates); got != tt.want {
+			t.Errorf("KindOf(%s, %s, %v) = %d, want %d", tt.object, tt.aspect, tt.updates, got, tt.want)
+		}
+		if field, _ := ingest.KindProblem(tt.object, tt.aspect); field != tt.field {
+			t.Errorf("KindProblem(%s, %s) names %q, want %q", tt.object, tt.aspect, field, tt.field)
+		}
+		ev := ingest.Event{ObjectType: tt.object, AspectType: tt.aspect, Updates: tt.updates}
+		if ev.Burstable() != (tt.object == "activity" && tt.want != ingest.KindUnknown) {
+			t.Errorf("%s.%s: Burstable %v", tt.object, tt.aspect, ev.Burstable())
+		}
+	}
+}

@@ -20,7 +20,7 @@ func ReadClass(job Job) string {
 		return ReadClassBackfill
 	case job.Sync != nil:
 		return ReadClassReconcile
-	case job.Event.ObjectType == "athlete" || job.Event.AspectType == "delete":
+	case job.Event.Kind() == KindActivityDelete || !job.Event.Kind().Activity():
 		return ReadClassConfirm
 	default:
 		return ReadClassWebhook

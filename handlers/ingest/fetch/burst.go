@@ -259,10 +259,10 @@ func fill(out []error, err error) []error {
 // of a workout never written, so that a create's fetch in flight loses to
 // it); an update of an activity never stored is done.
 func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
-	switch job.Event.AspectType {
-	case ingest.AspectCreate:
+	switch job.Event.Kind() {
+	case ingest.KindActivityCreate:
 		return nil
-	case ingest.AspectUpdate:
+	case ingest.KindActivityUpdate:
 		_, err := w.store.Workout(ctx, userID, job.Event.ObjectID)
 		if errors.Is(err, model.ErrNotFound) {
 			return nil
@@ -346,10 +346,10 @@ func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.J
 	w.athletes.sawFetch(ev.ObjectID, started)
 	kind, details := ingest.AuditActivityCreate, map[string]string{
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"}
-	switch ev.AspectType {
-	case ingest.AspectUpdate:
+	switch ev.Kind() {
+	case ingest.KindActivityUpdate:
 		kind = ingest.AuditActivityUpdate
-	case ingest.AspectDelete:
+	case ingest.KindActivityDelete:
 		kind, details["reason"] = ingest.AuditActivityUpdate, reasonDeleteNotConfirmed
 	}
 	w.audit(ctx, log, keys.UserPK(userID), userID, kind, job, details)

@@ -268,7 +268,7 @@ func NewFetcher(st Store, rev RevocationStore, tokens TokenProvider, fetcher Act
 func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
 	ev := job.Event
 	log := w.jobLog(job)
-	fetches := ev.ObjectType == ingest.ObjectActivity
+	fetches := ev.Kind().Activity()
 	if e, ok := w.athletes.get(ev.OwnerID, w.Now()); ok && fetches {
 		err := w.fetchAndWrite(ctx, log.With("userId", e.userID), job, e.userID, &e)
 		if !errors.Is(err, errStaleCache) {
@@ -287,11 +287,11 @@ func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	log = log.With("userId", userID)
-	switch {
-	case ev.IsDeauthorization():
+	switch ev.Kind() {
+	case ingest.KindDeauthorization:
 		w.athletes.drop(ev.OwnerID)
 		return w.deauthorize(ctx, log, job, userID)
-	case ev.ObjectType == ingest.ObjectAthlete:
+	case ingest.KindAthleteUpdate:
 		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
 		return nil
 	}
@@ -313,7 +313,7 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 	// (its activity is new, and the writes are ordered anyway); when the
 	// athlete's creates crowd this window (createsBeforeCheck) the
 	// instance's memory of its own fetches coalesces it instead.
-	if ev.AspectType == ingest.AspectCreate && !job.Redrive {
+	if ev.Kind() == ingest.KindActivityCreate && !job.Redrive {
 		crowded := !job.Gathered && w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
 		if crowded && !job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
 			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")
@@ -407,10 +407,10 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
 	kind := ingest.AuditActivityUpdate
 	details := map[string]string{"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType}
-	switch ev.AspectType {
-	case ingest.AspectCreate:
+	switch ev.Kind() {
+	case ingest.KindActivityCreate:
 		kind = ingest.AuditActivityCreate
-	case ingest.AspectDelete:
+	case ingest.KindActivityDelete:
 		// Strava still serves the activity: the event was forged, or
 		// overtaken by an undelete; what Strava says is stored.
 		details["reason"] = reasonDeleteNotConfirmed

@@ -128,10 +128,10 @@ func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 
 // tenantOf names whose work an outbox key is: an athlete's events share one
 // tenant, a user's sync jobs another; burst says the key is an event served
-// in a burst (ingest.Burstable: an activity's event).
+// in a burst (ingest.Kind.Burstable: an activity's event).
 func tenantOf(key string) (name string, sync, burst bool) {
 	if k, ok := keys.ParseWebhookIdempotencyKey(key); ok {
-		return "athlete " + strconv.FormatInt(k.OwnerID, 10), false, ingest.Burstable(k.ObjectType, k.AspectType)
+		return "athlete " + strconv.FormatInt(k.OwnerID, 10), false, ingest.KindOf(k.ObjectType, k.AspectType, nil).Burstable()
 	}
 	if user, ok := keys.ParseSyncJobKey(key); ok {
 		return "user " + user, true, false

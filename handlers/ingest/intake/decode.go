@@ -79,17 +79,9 @@ func DecodeEvent(body []byte) (ingest.Event, error) {
 		AspectType: str("aspect_type", w.AspectType), OwnerID: pos("owner_id", w.OwnerID),
 		SubscriptionID: pos("subscription_id", w.SubscriptionID), EventTime: pos("event_time", w.EventTime),
 	}
-	if w.ObjectType != nil && ev.ObjectType != ingest.ObjectActivity && ev.ObjectType != ingest.ObjectAthlete {
-		v.Add("object_type", "unknown object type %q", ev.ObjectType)
-	}
-	if w.AspectType != nil {
-		switch ev.AspectType {
-		case ingest.AspectCreate, ingest.AspectUpdate, ingest.AspectDelete:
-			if ev.ObjectType == ingest.ObjectAthlete && ev.AspectType != ingest.AspectUpdate {
-				v.Add("aspect_type", "athlete events are updates only, got %q", ev.AspectType)
-			}
-		default:
-			v.Add("aspect_type", "unknown aspect type %q", ev.AspectType)
+	if w.ObjectType != nil && w.AspectType != nil {
+		if field, reason := ingest.KindProblem(ev.ObjectType, ev.AspectType); field != "" {
+			v.Add(field, "%s", reason)
 		}
 	}
 	if len(w.Updates) > 0 {
