@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
@@ -46,7 +46,7 @@ func NewRevocations(st *store.Store) Revocations {
 var (
 	_ intake.IdempotencyStore     = (*store.Store)(nil)
 	_ handoff.OutboxStore         = (*store.Store)(nil)
-	_ outbox.Store                = (*store.Store)(nil)
+	_ runner.Store                = (*store.Store)(nil)
 	_ fetch.Store                 = (*store.Store)(nil)
 	_ fetch.RevocationStore       = Revocations{}
 	_ syncjobs.SyncStore          = (*store.Store)(nil)
@@ -60,10 +60,10 @@ var (
 	_ handoff.LambdaInvoker       = (*lambda.Client)(nil)
 	_ ingest.Dispatcher           = (*handoff.Queue)(nil)
 	_ ingest.Dispatcher           = (*handoff.LambdaDispatcher)(nil)
-	_ outbox.Processor            = (*Worker)(nil)
-	_ outbox.Processor            = (*syncjobs.Syncer)(nil)
-	_ outbox.Processor            = (*fetch.Fetcher)(nil)
-	_ outbox.BurstProcessor       = (*Worker)(nil)
+	_ runner.Processor            = (*Worker)(nil)
+	_ runner.Processor            = (*syncjobs.Syncer)(nil)
+	_ runner.Processor            = (*fetch.Fetcher)(nil)
+	_ runner.BurstProcessor       = (*Worker)(nil)
 	_ fetch.ActivityLister        = (*strava.Client)(nil)
 	_ consumer.Store              = (*store.Store)(nil)
 )
@@ -78,7 +78,7 @@ type StravaSettings struct {
 	AthleteReadsPerDay int
 	// RateWindow is Strava's short rate-limit window (CC_STRAVA_WINDOW; 0:
 	// 15 minutes) and RetryBase the first backoff after a failure
-	// (CC_RETRY_BASE; 0: outbox.DefaultRetryBase).
+	// (CC_RETRY_BASE; 0: runner.DefaultRetryBase).
 	RateWindow, RetryBase time.Duration
 	// BaseURL hangs /oauth/* and /api/v3/* (STRAVA_BASE_URL).
 	BaseURL      string
@@ -95,16 +95,16 @@ type StravaSettings struct {
 // over the fetcher, which takes event jobs, and the syncer, which takes sync
 // jobs (nil: they are refused as poison).
 type Worker struct {
-	Runner *outbox.Runner
+	Runner *runner.Runner
 	Fetch  *fetch.Fetcher
 	Sync   *syncjobs.Syncer
 }
 
-// Run runs job and settles its outbox item (outbox.Runner.Run): a local
+// Run runs job and settles its outbox item (runner.Runner.Run): a local
 // queue's ProcessFunc.
 func (w *Worker) Run(ctx context.Context, job ingest.Job) error { return w.Runner.Run(ctx, job) }
 
-// Handle is the worker Lambda's entry point (outbox.Runner.Handle).
+// Handle is the worker Lambda's entry point (runner.Runner.Handle).
 func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 	return w.Runner.Handle(ctx, raw)
 }
@@ -112,17 +112,17 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
 func NewWorker(st *store.Store, tokens fetch.TokenProvider, fetcher fetch.ActivityFetcher, log *slog.Logger) *Worker {
 	w := &Worker{Fetch: fetch.NewFetcher(st, NewRevocations(st), tokens, fetcher, log)}
-	w.Runner = outbox.NewRunner(st, w, log)
+	w.Runner = runner.NewRunner(st, w, log)
 	return w
 }
 
-// Process routes job to the fetcher or the syncer (outbox.Route).
+// Process routes job to the fetcher or the syncer (runner.Route).
 func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
-	var syncs outbox.Processor
+	var syncs runner.Processor
 	if w.Sync != nil {
 		syncs = w.Sync
 	}
-	return outbox.Route(w.Fetch, syncs).Process(ctx, job)
+	return runner.Route(w.Fetch, syncs).Process(ctx, job)
 }
 
 // ProcessBurst serves a burst of one athlete's activity events (fetch.Fetcher).

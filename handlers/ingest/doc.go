@@ -34,6 +34,6 @@
 // carries its DynamoDB capacity and stravaReads; the worker Lambda also
 // writes the job's Strava reads as the EMF metric StravaReads
 // (budget.WorkerMetricsNamespace) with dimension Class = ReadClass(job): webhook,
-// backfill, reconcile or confirm (outbox.Runner; the capacity dashboard's
+// backfill, reconcile or confirm (runner.Runner; the capacity dashboard's
 // "Strava budget by class" widget). Token refreshes are not reads there.
 package ingest

@@ -62,142 +62,180 @@ type ControlDelivery struct {
 	SentAtUtc time.Time `json:"sentAtUtc"`
 }
 
-func (s *Server) control(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+ControlPrefix+"athletes", func(w http.ResponseWriter, r *http.Request) {
-		var a Athlete
-		if err := decodeControl(r, &a); err != nil || a.ID <= 0 {
-			controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"id\": positive, \"firstname\", \"lastname\"}: %v", err))
-			return
+// controlRoutes serve the control API (ControlPrefix): tests and scripts
+// shape the simulated Strava through it.
+type controlRoutes struct{ *Server }
+
+// register mounts the control API under ControlPrefix.
+func (s controlRoutes) register(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+ControlPrefix+"athletes", s.addAthlete)
+	mux.HandleFunc("PUT "+ControlPrefix+"authorization", s.setAuthorization)
+	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}", s.putActivity)
+	mux.HandleFunc("DELETE "+ControlPrefix+"activities/{id}", s.deleteActivity)
+	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}/private", s.setPrivate)
+	mux.HandleFunc("POST "+ControlPrefix+"events", s.publish)
+	mux.HandleFunc("GET "+ControlPrefix+"stats", s.stats)
+	mux.HandleFunc("GET "+ControlPrefix+"activities", s.activities)
+	mux.HandleFunc("POST "+ControlPrefix+"faults", s.addFault)
+	mux.HandleFunc("DELETE "+ControlPrefix+"faults", s.clearFaults)
+	mux.HandleFunc("POST "+ControlPrefix+"ratelimit/spend", s.spendReadWindow)
+}
+
+// addAthlete serves POST athletes.
+func (s controlRoutes) addAthlete(w http.ResponseWriter, r *http.Request) {
+	var a Athlete
+	if err := decodeControl(r, &a); err != nil || a.ID <= 0 {
+		controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"id\": positive, \"firstname\", \"lastname\"}: %v", err))
+		return
+	}
+	s.AddAthlete(a)
+	writeJSON(w, http.StatusCreated, a)
+}
+
+// setAuthorization serves PUT authorization.
+func (s controlRoutes) setAuthorization(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		AthleteID int64  `json:"athleteId"`
+		Scope     string `json:"scope"`
+		Deny      bool   `json:"deny"`
+	}
+	if err := decodeControl(r, &a); err != nil || a.AthleteID < 0 {
+		controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"athleteId\", \"scope\", \"deny\"}: %v", err))
+		return
+	}
+	s.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
+	writeJSON(w, http.StatusOK, a)
+}
+
+// putActivity serves PUT activities/{id}.
+func (s controlRoutes) putActivity(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	var a ControlActivity
+	if err == nil {
+		err = decodeControl(r, &a)
+	}
+	if err != nil || id <= 0 || a.AthleteID <= 0 || a.SportType == "" || a.StartDate.IsZero() {
+		controlError(w, http.StatusBadRequest, fmt.Errorf("want a positive id in the path and athleteId, sport_type, start_date in the body: %v", err))
+		return
+	}
+	a.Activity.ID, a.Activity.AthleteID = id, a.AthleteID
+	s.PutActivity(a.Activity)
+	writeJSON(w, http.StatusOK, a)
+}
+
+// deleteActivity serves DELETE activities/{id}.
+func (s controlRoutes) deleteActivity(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		controlError(w, http.StatusBadRequest, errors.New("activity id must be an integer"))
+		return
+	}
+	s.DeleteActivity(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// setPrivate serves PUT activities/{id}/private.
+func (s controlRoutes) setPrivate(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	var c struct {
+		Private *bool `json:"private"`
+	}
+	if err == nil {
+		err = decodeControl(r, &c)
+	}
+	if err != nil || c.Private == nil {
+		controlError(w, http.StatusBadRequest, fmt.Errorf(`want an integer id in the path and {"private": true|false}: %v`, err))
+		return
+	}
+	if !s.SetPrivate(id, *c.Private) {
+		controlError(w, http.StatusNotFound, fmt.Errorf("no activity %d", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "private": *c.Private})
+}
+
+// publish serves POST events.
+func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
+	var c ControlEvent
+	if err := decodeControl(r, &c); err != nil {
+		controlError(w, http.StatusBadRequest, err)
+		return
+	}
+	var ev Event
+	switch {
+	case c.Deauthorize > 0:
+		if !c.Forged {
+			s.RevokeAthlete(c.Deauthorize)
 		}
-		s.AddAthlete(a)
-		writeJSON(w, http.StatusCreated, a)
-	})
-	mux.HandleFunc("PUT "+ControlPrefix+"authorization", func(w http.ResponseWriter, r *http.Request) {
-		var a struct {
-			AthleteID int64  `json:"athleteId"`
-			Scope     string `json:"scope"`
-			Deny      bool   `json:"deny"`
-		}
-		if err := decodeControl(r, &a); err != nil || a.AthleteID < 0 {
-			controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"athleteId\", \"scope\", \"deny\"}: %v", err))
-			return
-		}
-		s.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
-		writeJSON(w, http.StatusOK, a)
-	})
-	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		var a ControlActivity
-		if err == nil {
-			err = decodeControl(r, &a)
-		}
-		if err != nil || id <= 0 || a.AthleteID <= 0 || a.SportType == "" || a.StartDate.IsZero() {
-			controlError(w, http.StatusBadRequest, fmt.Errorf("want a positive id in the path and athleteId, sport_type, start_date in the body: %v", err))
-			return
-		}
-		a.Activity.ID, a.Activity.AthleteID = id, a.AthleteID
-		s.PutActivity(a.Activity)
-		writeJSON(w, http.StatusOK, a)
-	})
-	mux.HandleFunc("DELETE "+ControlPrefix+"activities/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		if err != nil {
-			controlError(w, http.StatusBadRequest, errors.New("activity id must be an integer"))
-			return
-		}
-		s.DeleteActivity(id)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("PUT "+ControlPrefix+"activities/{id}/private", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		var c struct {
-			Private *bool `json:"private"`
-		}
-		if err == nil {
-			err = decodeControl(r, &c)
-		}
-		if err != nil || c.Private == nil {
-			controlError(w, http.StatusBadRequest, fmt.Errorf(`want an integer id in the path and {"private": true|false}: %v`, err))
-			return
-		}
-		if !s.SetPrivate(id, *c.Private) {
-			controlError(w, http.StatusNotFound, fmt.Errorf("no activity %d", id))
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "private": *c.Private})
-	})
-	mux.HandleFunc("POST "+ControlPrefix+"events", func(w http.ResponseWriter, r *http.Request) {
-		var c ControlEvent
-		if err := decodeControl(r, &c); err != nil {
-			controlError(w, http.StatusBadRequest, err)
-			return
-		}
-		var ev Event
-		switch {
-		case c.Deauthorize > 0:
-			if !c.Forged {
-				s.RevokeAthlete(c.Deauthorize)
-			}
-			ev = s.DeauthorizationEvent(c.Deauthorize)
-		case (c.Aspect == "create" || c.Aspect == "update" || c.Aspect == "delete") && c.ActivityID > 0 && c.OwnerID > 0:
-			ev = s.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)
-		default:
-			controlError(w, http.StatusBadRequest, errors.New(`want {"aspect": create|update|delete, "activityId", "ownerId"} or {"deauthorize": athleteId}`))
-			return
-		}
-		sent := time.Now().UTC()
-		d, err := s.Publish(r.Context(), ev)
-		out := ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
-		switch {
-		case errors.Is(err, ErrNoSubscription):
-			controlError(w, http.StatusConflict, err)
-		case err != nil:
-			writeJSON(w, http.StatusBadGateway, out)
-		default:
-			writeJSON(w, http.StatusOK, out)
-		}
-	})
-	mux.HandleFunc("GET "+ControlPrefix+"stats", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.Stats())
-	})
-	mux.HandleFunc("GET "+ControlPrefix+"activities", func(w http.ResponseWriter, _ *http.Request) {
-		acts := s.Activities()
-		out := make([]ControlActivity, 0, len(acts))
-		for _, a := range acts {
-			out = append(out, ControlActivity{Activity: a, AthleteID: a.AthleteID})
-		}
-		slices.SortFunc(out, func(a, b ControlActivity) int { return cmp.Compare(a.ID, b.ID) })
+		ev = s.DeauthorizationEvent(c.Deauthorize)
+	case (c.Aspect == "create" || c.Aspect == "update" || c.Aspect == "delete") && c.ActivityID > 0 && c.OwnerID > 0:
+		ev = s.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)
+	default:
+		controlError(w, http.StatusBadRequest, errors.New(`want {"aspect": create|update|delete, "activityId", "ownerId"} or {"deauthorize": athleteId}`))
+		return
+	}
+	sent := time.Now().UTC()
+	d, err := s.Publish(r.Context(), ev)
+	out := ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
+	switch {
+	case errors.Is(err, ErrNoSubscription):
+		controlError(w, http.StatusConflict, err)
+	case err != nil:
+		writeJSON(w, http.StatusBadGateway, out)
+	default:
 		writeJSON(w, http.StatusOK, out)
-	})
-	mux.HandleFunc("POST "+ControlPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
-		var c ControlFault
-		err := decodeControl(r, &c)
-		if err == nil && (c.ActivityID < 0 || c.Count < 0 || c.DelayMs < 0 || (c.Status != 0 && (c.Status < 400 || c.Status > 599)) ||
-			(c.Status == 0 && c.DelayMs == 0)) {
-			err = errors.New("want a status in 400..599 or a positive delayMs, and non-negative activityId and count")
-		}
-		if err != nil {
-			controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"activityId", "status", "delayMs", "count"}: %v`, err))
-			return
-		}
-		s.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
-		writeJSON(w, http.StatusCreated, c)
-	})
-	mux.HandleFunc("DELETE "+ControlPrefix+"faults", func(w http.ResponseWriter, _ *http.Request) {
-		s.ClearFaults()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST "+ControlPrefix+"ratelimit/spend", func(w http.ResponseWriter, r *http.Request) {
-		var c struct {
-			ResetInMs int64 `json:"resetInMs"`
-		}
-		if err := decodeControl(r, &c); err != nil || c.ResetInMs < 0 {
-			controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"resetInMs": non-negative}: %v`, err))
-			return
-		}
-		s.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
-		writeJSON(w, http.StatusOK, s.Stats())
-	})
+	}
+}
+
+// stats serves GET stats.
+func (s controlRoutes) stats(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Stats())
+}
+
+// activities serves GET activities.
+func (s controlRoutes) activities(w http.ResponseWriter, _ *http.Request) {
+	acts := s.Activities()
+	out := make([]ControlActivity, 0, len(acts))
+	for _, a := range acts {
+		out = append(out, ControlActivity{Activity: a, AthleteID: a.AthleteID})
+	}
+	slices.SortFunc(out, func(a, b ControlActivity) int { return cmp.Compare(a.ID, b.ID) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// addFault serves POST faults.
+func (s controlRoutes) addFault(w http.ResponseWriter, r *http.Request) {
+	var c ControlFault
+	err := decodeControl(r, &c)
+	if err == nil && (c.ActivityID < 0 || c.Count < 0 || c.DelayMs < 0 || (c.Status != 0 && (c.Status < 400 || c.Status > 599)) ||
+		(c.Status == 0 && c.DelayMs == 0)) {
+		err = errors.New("want a status in 400..599 or a positive delayMs, and non-negative activityId and count")
+	}
+	if err != nil {
+		controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"activityId", "status", "delayMs", "count"}: %v`, err))
+		return
+	}
+	s.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// clearFaults serves DELETE faults.
+func (s controlRoutes) clearFaults(w http.ResponseWriter, _ *http.Request) {
+	s.ClearFaults()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// spendReadWindow serves POST ratelimit/spend.
+func (s controlRoutes) spendReadWindow(w http.ResponseWriter, r *http.Request) {
+	var c struct {
+		ResetInMs int64 `json:"resetInMs"`
+	}
+	if err := decodeControl(r, &c); err != nil || c.ResetInMs < 0 {
+		controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"resetInMs": non-negative}: %v`, err))
+		return
+	}
+	s.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
+	writeJSON(w, http.StatusOK, s.Stats())
 }
 
 // ControlFault is a Fault as the control API reads it.

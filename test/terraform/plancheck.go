@@ -19,7 +19,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -765,8 +765,8 @@ var RequiredAlarms = []Alarm{
 	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
 	{"outbox backlog", handoff.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
 	// The worker's EMF metric: jobs deferred because Strava refused the
-	// application's credentials (handlers/ingest/outbox/runner.go).
-	{"strava app credentials rejected", budget.WorkerMetricsNamespace, outbox.MetricAppCredentialsRejected, "Service", constant("worker")},
+	// application's credentials (handlers/ingest/runner/runner.go).
+	{"strava app credentials rejected", budget.WorkerMetricsNamespace, runner.MetricAppCredentialsRejected, "Service", constant("worker")},
 	// The worker's EMF metric: the largest share of a read window one
 	// athlete took (handlers/ingest/fetch/spend.go).
 	{"one athlete's share of a read window", budget.WorkerMetricsNamespace, fetch.MetricAthleteReadShare, "Service", constant("worker")},

@@ -17,7 +17,7 @@
 // (GET /activities/{id}, GET /athlete/activities, GET /athlete, whatever the answer, as
 // Strava counts them) is counted on the job's context, and when the job
 // ends the worker writes one CloudWatch Embedded Metric Format line
-// (outbox.Runner.Metrics; the worker Lambda writes to stdout) with StravaReads
+// (runner.Runner.Metrics; the worker Lambda writes to stdout) with StravaReads
 // under the dimension Class: what the capacity dashboard shows next to the
 // read limit. Token refreshes (POST /oauth/token) go through the refresher,
 // not these calls, and are not counted (see scripts/capacitykit).

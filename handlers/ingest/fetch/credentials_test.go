@@ -10,7 +10,7 @@ import (
 	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -52,8 +52,8 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	if _, err := h.St.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: %v; want no revocation", err)
 	}
-	if got := strings.Count(metrics.String(), `"`+outbox.MetricAppCredentialsRejected+`":1`); got != 2 {
-		t.Fatalf("got %d %s points, want 2:\n%s", got, outbox.MetricAppCredentialsRejected, metrics.String())
+	if got := strings.Count(metrics.String(), `"`+runner.MetricAppCredentialsRejected+`":1`); got != 2 {
+		t.Fatalf("got %d %s points, want 2:\n%s", got, runner.MetricAppCredentialsRejected, metrics.String())
 	}
 
 	h.Sim.RotateClientSecret(good)

@@ -1,7 +1,7 @@
 // Package handoff hands jobs to the worker and sees that none is lost: the
 // Dispatchers (LambdaDispatcher in AWS, Queue in the local stack) and the
 // Sweeper, which dispatches again what the outbox holds past its lease or
-// not-before (package outbox describes the item's life), sharing each sweep
+// not-before (package runner describes the item's life), sharing each sweep
 // fairly over athletes (fair.go).
 //
 // Hand-off: Dispatcher. In AWS LambdaDispatcher invokes CC_WORKER_FUNCTION

@@ -1,4 +1,4 @@
-// Package outbox runs the jobs handed off to the worker and records each
+// Package runner runs the jobs handed off to the worker and records each
 // job's outcome in its outbox item, in watermill's shape: the loop and its
 // acknowledgement (Runner.Run, settle), the handler (a Processor: the
 // fetcher or the syncer, by Route) and the retry and park policy (Decide)
@@ -40,7 +40,7 @@
 // dispatch than its first removes its record, and a redriven job whose item
 // is done is not run again, so `make redrive` never re-runs done work. An
 // account deletion deletes the user's parked records.
-package outbox
+package runner
 
 import (
 	"context"

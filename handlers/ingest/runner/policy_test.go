@@ -1,4 +1,4 @@
-package outbox_test
+package runner_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/outbox"
+	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -28,27 +28,27 @@ func TestDecide(t *testing.T) {
 		poison    bool
 		wantUntil time.Time // zero: not checked here
 	}{
-		{"success is done", nil, 0, outbox.OutcomeDone, false, time.Time{}},
-		{"a deferral waits and is no failure", &ingest.DeferError{Until: later, Reason: "budget"}, 5, outbox.OutcomeDeferred, false, later},
-		{"a wrapped deferral too", fmt.Errorf("page: %w", &ingest.DeferError{Until: later, Reason: "429"}), 0, outbox.OutcomeDeferred, false, later},
-		{"invalid input is poison", fmt.Errorf("map: %w", model.ErrInvalid), 0, outbox.OutcomeParked, true, time.Time{}},
-		{"a failure below the bound is retried", transient, 4, outbox.OutcomeRetry, false, time.Time{}},
-		{"the failure reaching the bound parks", transient, 5, outbox.OutcomeParked, false, time.Time{}},
+		{"success is done", nil, 0, runner.OutcomeDone, false, time.Time{}},
+		{"a deferral waits and is no failure", &ingest.DeferError{Until: later, Reason: "budget"}, 5, runner.OutcomeDeferred, false, later},
+		{"a wrapped deferral too", fmt.Errorf("page: %w", &ingest.DeferError{Until: later, Reason: "429"}), 0, runner.OutcomeDeferred, false, later},
+		{"invalid input is poison", fmt.Errorf("map: %w", model.ErrInvalid), 0, runner.OutcomeParked, true, time.Time{}},
+		{"a failure below the bound is retried", transient, 4, runner.OutcomeRetry, false, time.Time{}},
+		{"the failure reaching the bound parks", transient, 5, runner.OutcomeParked, false, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := outbox.Decide(tt.err, tt.failures, 6, 15*time.Second, now)
+			got := runner.Decide(tt.err, tt.failures, 6, 15*time.Second, now)
 			if got.Kind != tt.want || got.Poison != tt.poison {
 				t.Fatalf("got %+v, want kind %s poison %v", got, tt.want, tt.poison)
 			}
 			if !tt.wantUntil.IsZero() && !got.Until.Equal(tt.wantUntil) {
 				t.Fatalf("until %v, want %v", got.Until, tt.wantUntil)
 			}
-			if got.Kind == outbox.OutcomeRetry && (got.Until.Before(now) || got.Until.After(now.Add(15*time.Minute))) {
+			if got.Kind == runner.OutcomeRetry && (got.Until.Before(now) || got.Until.After(now.Add(15*time.Minute))) {
 				t.Fatalf("retry at %v: want within the backoff cap after %v", got.Until, now)
 			}
-			if got.Kind == outbox.OutcomeParked && !tt.poison && !strings.Contains(got.Reason, "gave up after 6 failures") {
+			if got.Kind == runner.OutcomeParked && !tt.poison && !strings.Contains(got.Reason, "gave up after 6 failures") {
 				t.Fatalf("reason %q: want the failure count", got.Reason)
 			}
 		})
@@ -57,7 +57,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecideParksAtTheFirstFailureWhenTheBoundIsZero(t *testing.T) {
 	t.Parallel()
-	if got := outbox.Decide(errors.New("boom"), 0, 0, time.Second, time.Now()); got.Kind != outbox.OutcomeParked {
+	if got := runner.Decide(errors.New("boom"), 0, 0, time.Second, time.Now()); got.Kind != runner.OutcomeParked {
 		t.Fatalf("got %+v, want parked: a bound below one is one", got)
 	}
 }
@@ -167,7 +167,7 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 				},
 				RemoveParkedFn: func(string, string) error { calls = append(calls, "unpark"); return nil },
 			}
-			r := outbox.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
+			r := runner.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
 				slog.New(slog.NewTextHandler(io.Discard, nil)))
 			r.Now = func() time.Time { return now }
 			if err := r.Run(context.Background(), received(tt.failures)); err != nil {
@@ -191,7 +191,7 @@ func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 		return &model.IdempotencyRecord{IdempotencyKey: "k1", Status: model.OutboxDone}, nil
 	}}
 	ran := false
-	r := outbox.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),
+	r := runner.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	job := received(0)
 	job.OutboxFailures = nil
@@ -205,7 +205,7 @@ func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 func TestRouteRefusesSyncJobsWithoutASyncer(t *testing.T) {
 	t.Parallel()
 	events := 0
-	r := outbox.Route(processFunc(func(context.Context, ingest.Job) error { events++; return nil }), nil)
+	r := runner.Route(processFunc(func(context.Context, ingest.Job) error { events++; return nil }), nil)
 	if err := r.Process(context.Background(), ingest.Job{Sync: &ingest.SyncJob{UserID: "u"}}); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("sync job without a syncer: %v, want ErrInvalid", err)
 	}

@@ -1,0 +1,208 @@
+package stravasim
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// SetAuthorization decides what later /oauth/authorize requests do.
+func (s *Server) SetAuthorization(a Authorization) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authz = a
+}
+
+// IssueTokens mints tokens for an athlete directly (as if the OAuth dance
+// had happened), with the given lifetime (<= 0: Options.TokenTTL) and scopes
+// (none: read and activity:read_all). A negative ttl issues an already
+// expired access token.
+func (s *Server) IssueTokens(athleteID int64, ttl time.Duration, scope ...string) Tokens {
+	if len(scope) == 0 {
+		scope = []string{"read", "activity:read_all"}
+	}
+	if ttl == 0 {
+		ttl = s.opts.TokenTTL
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.issueLocked(athleteID, ttl, scope)
+}
+
+func (s *Server) issueLocked(athleteID int64, ttl time.Duration, scope []string) Tokens {
+	exp := s.opts.Now().Add(ttl).Truncate(time.Second)
+	t := Tokens{AccessToken: "sim-access-" + randHex(), RefreshToken: "sim-refresh-" + randHex(), ExpiresAt: exp, Scope: scope}
+	s.access[t.AccessToken] = tokenInfo{athlete: athleteID, expires: exp, scope: scope}
+	s.refresh[t.RefreshToken] = tokenInfo{athlete: athleteID, scope: scope}
+	s.issued = append(s.issued, t.AccessToken, t.RefreshToken)
+	return t
+}
+
+// IssuedTokens returns every access and refresh token the simulator has
+// handed out, revoked or not (for tests that check none is stored).
+func (s *Server) IssuedTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.issued...)
+}
+
+// RefreshTokenValid reports whether refresh would be accepted now.
+func (s *Server) RefreshTokenValid(refresh string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.refresh[refresh]
+	return ok
+}
+
+// AccessTokenValid reports whether access would be accepted now.
+func (s *Server) AccessTokenValid(access string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ti, ok := s.access[access]
+	return ok && s.opts.Now().Before(ti.expires)
+}
+
+// RevokeAthlete invalidates every token of the athlete (as if they
+// disconnected the app on strava.com).
+func (s *Server) RevokeAthlete(athleteID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revokeLocked(athleteID)
+}
+
+func (s *Server) revokeLocked(athleteID int64) {
+	for k, v := range s.access {
+		if v.athlete == athleteID {
+			delete(s.access, k)
+		}
+	}
+	for k, v := range s.refresh {
+		if v.athlete == athleteID {
+			delete(s.refresh, k)
+		}
+	}
+}
+
+// oauthRoutes serve Strava's OAuth endpoints: authorize, token, deauthorize.
+type oauthRoutes struct{ *Server }
+
+func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("client_id") != s.opts.ClientID {
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "client_id", "invalid"})
+		return
+	}
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Scheme == "" || redirect.Host == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "redirect_uri", "invalid"})
+		return
+	}
+	if q.Get("response_type") != "code" {
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "response_type", "invalid"})
+		return
+	}
+	s.stats.authorizations.Add(1)
+	s.mu.Lock()
+	az := s.authz
+	athlete := az.AthleteID
+	if athlete == 0 && len(s.order) > 0 {
+		athlete = s.order[0]
+	}
+	back := redirect.Query()
+	back.Set("state", q.Get("state"))
+	if az.Deny || athlete == 0 {
+		back.Set("error", "access_denied")
+	} else {
+		scope := az.Scope
+		if scope == "" {
+			scope = q.Get("scope")
+		}
+		code := "sim-code-" + randHex()
+		s.codes[code] = tokenInfo{athlete: athlete, scope: splitScope(scope)}
+		back.Set("code", code)
+		back.Set("scope", scope)
+	}
+	s.mu.Unlock()
+	redirect.RawQuery = back.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
+	if st := s.takeFailure(EndpointToken); st != 0 {
+		writeStatus(w, st)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "body", "invalid"})
+		return
+	}
+	refuse := func(status int, f fault) {
+		s.stats.refusedTokens.Add(1)
+		writeError(w, status, "Bad Request", f)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.PostForm.Get("client_id") != s.opts.ClientID || r.PostForm.Get("client_secret") != s.opts.ClientSecret {
+		// Strava answers a wrong or rotated client id or secret with 400 and
+		// a fault on the Application, whatever the grant.
+		refuse(http.StatusBadRequest, fault{"Application", "client_id", "invalid"})
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		code := r.PostForm.Get("code")
+		ti, ok := s.codes[code]
+		if !ok {
+			refuse(http.StatusBadRequest, fault{"AuthorizationCode", "code", "invalid"})
+			return
+		}
+		delete(s.codes, code) // codes are single use
+		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
+		s.stats.codeExchanges.Add(1)
+		writeJSON(w, http.StatusOK, map[string]any{
+			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
+			"expires_at": t.ExpiresAt.Unix(), "expires_in": int64(s.opts.TokenTTL.Seconds()),
+			"athlete": s.athletes[ti.athlete],
+		})
+	case "refresh_token":
+		old := r.PostForm.Get("refresh_token")
+		ti, ok := s.refresh[old]
+		if !ok {
+			refuse(http.StatusBadRequest, fault{"RefreshToken", "refresh_token", "invalid"})
+			return
+		}
+		delete(s.refresh, old) // rotation: the old refresh token stops working
+		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
+		s.stats.tokenRefreshes.Add(1)
+		// As in answers public clients recorded: expires_at (the instant on
+		// Strava's clock) and no expires_in.
+		writeJSON(w, http.StatusOK, map[string]any{
+			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
+			"expires_at": t.ExpiresAt.Unix(),
+		})
+	default:
+		refuse(http.StatusBadRequest, fault{"Application", "grant_type", "invalid"})
+	}
+}
+
+func (s oauthRoutes) deauthorize(w http.ResponseWriter, r *http.Request) {
+	if st := s.takeFailure(EndpointDeauthorize); st != 0 {
+		writeStatus(w, st)
+		return
+	}
+	_ = r.ParseForm()
+	tok := r.PostForm.Get("access_token")
+	if tok == "" {
+		tok = bearer(r)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ti, ok := s.access[tok]
+	if !ok || !s.opts.Now().Before(ti.expires) {
+		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Athlete", "access_token", "invalid"})
+		return
+	}
+	s.revokeLocked(ti.athlete)
+	s.stats.deauthorizations.Add(1)
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok})
+}
