@@ -207,7 +207,7 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ws := tfoffline.Copy(t, func(dir string) { mutate(t, dir, tt.file, tt.old, tt.new) })
-			_, planFile := ws.Plan(t, exampleVars...)
+			planFile := ws.PlanFile(t, exampleVars...)
 			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
 			if !strings.Contains(got, tt.wantInErr) {
 				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)

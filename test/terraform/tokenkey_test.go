@@ -46,7 +46,7 @@ func TestTokenKeyChecksFailWhenBroken(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			_, planFile := ws.Plan(t, exampleVars...)
+			planFile := ws.PlanFile(t, exampleVars...)
 			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
 			if !strings.Contains(got, tt.wantInErr) {
 				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)

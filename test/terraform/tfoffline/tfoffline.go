@@ -266,6 +266,18 @@ func (w *Workspace) Validate(tb testing.TB) *tfjson.ValidateOutput {
 // vars, "name=value") into Root/example.tfplan and returns the plan's JSON.
 func (w *Workspace) Plan(tb testing.TB, vars ...string) (*tfjson.Plan, string) {
 	tb.Helper()
+	planFile := w.PlanFile(tb, vars...)
+	plan, err := w.TF.ShowPlanFile(Context(tb), planFile)
+	if err != nil {
+		tb.Fatalf("terraform show -json %s: %v", planFile, err)
+	}
+	return plan, planFile
+}
+
+// PlanFile is Plan without reading the plan back: the saved plan's path,
+// for a test that only applies it (one Terraform command fewer).
+func (w *Workspace) PlanFile(tb testing.TB, vars ...string) string {
+	tb.Helper()
 	ctx := Context(tb)
 	w.TF.SetStderr(w.Log)
 	if err := w.TF.Init(ctx); err != nil {
@@ -279,11 +291,7 @@ func (w *Workspace) Plan(tb testing.TB, vars ...string) (*tfjson.Plan, string) {
 	if _, err := w.TF.Plan(ctx, opts...); err != nil {
 		tb.Fatalf("terraform plan: %v\n%s", err, w.Log)
 	}
-	plan, err := w.TF.ShowPlanFile(ctx, planFile)
-	if err != nil {
-		tb.Fatalf("terraform show -json %s: %v", planFile, err)
-	}
-	return plan, planFile
+	return planFile
 }
 
 // Apply applies a saved plan with the schema-only provider (which stores
