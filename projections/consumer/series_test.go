@@ -56,13 +56,19 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	e := newEnv(t)
 	e.putModel("rocket", 10)
 	const user = "u-series"
-	// Weeks of March 2026: 2–8, 9–15, 16–22. The series began 260 weeks
-	// before the week of 2 March.
-	def := fixture.Definition(fixture.LocalDays("2021-03-08", ""))
+	// Three weeks: before, last and this one; the clock is this week's
+	// Friday noon UTC. It follows the wall clock: DynamoDB Local expires
+	// audit entries by it (model.AuditRetentionDays), and the awards a
+	// moved run leaves behind rest on their AWARD_MINTED entries. The series
+	// began 260 weeks before the week before last.
+	thisWeek := monday(time.Now())
+	lastWeek, weekBefore := thisWeek.AddDate(0, 0, -7), thisWeek.AddDate(0, 0, -14)
+	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	def := fixture.Definition(fixture.LocalDays(date(weekBefore.AddDate(0, 0, -260*7)), ""))
 	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
 	e.putMilestone(user, "s1", def)
 	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC) }})
+	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 { // the series' INSERT: every period
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
@@ -71,16 +77,16 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	}
 	spy.reset()
 
-	run := func(id int64, local string) *model.Workout {
-		return fixture.Workout(user, id, fixture.Local(local, "Australia/Sydney"))
+	run := func(id int64, day time.Time) *model.Workout {
+		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
 	}
-	e.putWorkout(run(1, "2026-03-09T06:00")) // Monday 6 am in Sydney: Sunday 8 March in UTC
-	e.putWorkout(run(2, "2026-03-10T06:00"))
+	e.putWorkout(run(1, lastWeek)) // Monday 6 am in Sydney: Sunday in UTC
+	e.putWorkout(run(2, lastWeek.AddDate(0, 0, 1)))
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
-	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{"2026-03-09"}) {
-		t.Fatalf("two runs in the week of 9 March read periods %v, want that week only", spy.starts)
+	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek)}) {
+		t.Fatalf("two runs in last week read periods %v, want that week only", spy.starts)
 	}
 	for _, ws := range spy.windows {
 		for _, w := range ws {
@@ -89,20 +95,20 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 			}
 		}
 	}
-	week := func(start string) model.Milestone {
+	week := func(start time.Time) model.Milestone {
 		var m model.Milestone
-		if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s1", start), &m); err != nil {
-			t.Fatalf("period %s: %v", start, err)
+		if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s1", date(start)), &m); err != nil {
+			t.Fatalf("period %s: %v", date(start), err)
 		}
 		return m
 	}
-	if w := week("2026-03-09"); w.WorkoutsCounted != 2 || w.Status != model.StatusCompleted || w.AwardedParts != 10 {
-		t.Fatalf("week of 9 March: %+v, want completed by its two runs", w.Projection)
+	if w := week(lastWeek); w.WorkoutsCounted != 2 || w.Status != model.StatusCompleted || w.AwardedParts != 10 {
+		t.Fatalf("last week: %+v, want completed by its two runs", w.Projection)
 	}
 	spy.reset()
 
-	// The athlete re-dates run 2 into the week of 16 March: both weeks.
-	moved := run(2, "2026-03-17T06:00")
+	// The athlete re-dates run 2 into this week: both weeks.
+	moved := run(2, thisWeek.AddDate(0, 0, 1))
 	moved.FetchStartedAtNs = time.Now().UnixNano()
 	if err := e.s.UpsertWorkout(e.ctx, moved); err != nil {
 		t.Fatal(err)
@@ -110,19 +116,28 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
-	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{"2026-03-09", "2026-03-16"}) {
+	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek), date(thisWeek)}) {
 		t.Fatalf("a run moved between weeks read periods %v, want the two weeks", spy.starts)
 	}
-	if w := week("2026-03-09"); w.WorkoutsCounted != 1 || w.AwardedParts != 10 {
-		t.Fatalf("week of 9 March after the move: %+v, want one run counted and its awards kept", w.Projection)
+	if w := week(lastWeek); w.WorkoutsCounted != 1 || w.AwardedParts != 10 {
+		t.Fatalf("last week after the move: %+v, want one run counted and its awards kept", w.Projection)
 	}
-	if w := week("2026-03-16"); w.WorkoutsCounted != 1 || w.AwardedParts != 5 {
-		t.Fatalf("week of 16 March: %+v, want its one run and half the parts", w.Projection)
+	if w := week(thisWeek); w.WorkoutsCounted != 1 || w.AwardedParts != 5 {
+		t.Fatalf("this week: %+v, want its one run and half the parts", w.Projection)
 	}
-	if n := len(e.seriesAwards(user, "s1", "2026-03-16")); n != 5 {
-		t.Fatalf("week of 16 March holds %d awards, want its own 5", n)
+	if n := len(e.seriesAwards(user, "s1", date(thisWeek))); n != 5 {
+		t.Fatalf("this week holds %d awards, want its own 5", n)
 	}
 }
+
+// monday is the Monday (midnight UTC) of the week that holds t's UTC date.
+func monday(t time.Time) time.Time {
+	d := t.UTC().Truncate(24 * time.Hour)
+	return d.AddDate(0, 0, -(int(d.Weekday())+6)%7)
+}
+
+// date formats a day as the API's YYYY-MM-DD.
+func date(d time.Time) string { return d.Format(time.DateOnly) }
 
 // seriesAwards reads the award items of one period of a series.
 func (e *env) seriesAwards(user, milestoneID, start string) []model.Award {
