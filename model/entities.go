@@ -110,9 +110,18 @@ type StravaConnection struct {
 	// login that wrote its tokens (token refreshes leave it). A
 	// deauthorization event older than the grant is stale. Connections
 	// written before it existed use UpdatedAtUtc (GrantTime).
-	GrantedAtUtc  *time.Time `dynamodbav:"grantedAtUtc,omitempty"`
-	AthleteGSI1PK string     `dynamodbav:"GSI1PK"`
-	AthleteGSI1SK string     `dynamodbav:"GSI1SK"`
+	GrantedAtUtc *time.Time `dynamodbav:"grantedAtUtc,omitempty"`
+	// HonouredAtUtc is when a deauthorization's confirmation last found
+	// the grant alive (Strava refreshed it and answered its authenticated
+	// call; the time is taken before asking). A deauthorization event
+	// older than that did not revoke this grant.
+	HonouredAtUtc *time.Time `dynamodbav:"honouredAtUtc,omitempty"`
+	// DeauthCheckAtMs is when a deauthorization's confirmation last began
+	// (epoch milliseconds): one confirmation per athlete at a time, however
+	// many deauthorizations name it (store.ClaimDeauthCheck).
+	DeauthCheckAtMs int64  `dynamodbav:"deauthCheckAtMs,omitempty"`
+	AthleteGSI1PK   string `dynamodbav:"GSI1PK"`
+	AthleteGSI1SK   string `dynamodbav:"GSI1SK"`
 }
 
 // GrantTime is when the athlete granted the connection: GrantedAtUtc, else

@@ -10,12 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/deauth"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/grantcheck"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -48,7 +50,9 @@ var (
 	_ handoff.OutboxStore         = (*store.Store)(nil)
 	_ runner.Store                = (*store.Store)(nil)
 	_ fetch.Store                 = (*store.Store)(nil)
-	_ fetch.RevocationStore       = Revocations{}
+	_ deauth.RevocationStore      = Revocations{}
+	_ deauth.GrantChecks          = grantcheck.Checks{}
+	_ deauth.Budget               = (*fetch.Fetcher)(nil)
 	_ syncjobs.SyncStore          = (*store.Store)(nil)
 	_ syncjobs.SyncSchedulerStore = (*store.Store)(nil)
 	_ strava.TokenStore           = (*store.Store)(nil)
@@ -109,9 +113,32 @@ func (w *Worker) Handle(ctx context.Context, raw json.RawMessage) error {
 	return w.Runner.Handle(ctx, raw)
 }
 
+// StravaTokens is what a worker asks of the refresher: tokens for its
+// fetches, and a refresh made now for a deauthorization's confirmation
+// (strava.Refresher).
+type StravaTokens interface {
+	fetch.TokenProvider
+	Verify(ctx context.Context, userID string) (strava.Token, error)
+}
+
+// StravaReads is what a worker reads from Strava: activities, and the
+// token's athlete for a deauthorization's confirmation (strava.Client).
+type StravaReads interface {
+	fetch.ActivityFetcher
+	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
+}
+
+// confirmer is deauth.Strava: the refresher's Verify, the client's
+// GetAthlete.
+type confirmer struct {
+	StravaTokens
+	StravaReads
+}
+
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
-func NewWorker(st *store.Store, tokens fetch.TokenProvider, fetcher fetch.ActivityFetcher, log *slog.Logger) *Worker {
-	w := &Worker{Fetch: fetch.NewFetcher(st, NewRevocations(st), tokens, fetcher, log)}
+func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
+	w := &Worker{Fetch: fetch.NewFetcher(st, tokens, fetcher, log)}
+	w.Fetch.Deauth = deauth.New(NewRevocations(st), grantcheck.New(st), confirmer{tokens, fetcher}, w.Fetch, st)
 	w.Runner = runner.NewRunner(st, w, log)
 	return w
 }

@@ -388,7 +388,7 @@ func MustJSON(t testing.TB, v any) []byte {
 // SlowFirstFetch fetches at once (so it sees the state Strava had when its
 // fetch started) but holds the answer until released.
 type SlowFirstFetch struct {
-	Next    fetch.ActivityFetcher
+	Next    app.StravaReads
 	Fetched chan struct{}
 	Release chan struct{}
 }
@@ -406,8 +406,10 @@ func (f *SlowFirstFetch) GetAthlete(ctx context.Context, tok string) (strava.Ath
 	return f.Next.GetAthlete(ctx, tok)
 }
 
-// SetClock sets the clock of w's runner and fetcher.
-func SetClock(w *app.Worker, now func() time.Time) { w.Runner.Now, w.Fetch.Now = now, now }
+// SetClock sets the clock of w's runner, fetcher and deauthorizer.
+func SetClock(w *app.Worker, now func() time.Time) {
+	w.Runner.Now, w.Fetch.Now, w.Fetch.Deauth.Now = now, now, now
+}
 
 // Brief shows what the deletion tests look at (a Workout's %+v prints its
 // key only).

@@ -290,7 +290,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		return wk
 	}
 	for page := 1; page <= maxBurstPages && len(wk.found) < len(want); page++ {
-		if err := w.checkBudget(ctx); err != nil {
+		if err := w.CheckBudget(ctx); err != nil {
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
@@ -304,7 +304,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		}
 		budget.CountRead(ctx)
 		acts, rl, err := w.Lister.ListActivities(ctx, token, strava.ListOptions{Page: page, PerPage: strava.MaxPerPage})
-		w.observeRate(ctx, log, rl, err)
+		w.ObserveRate(ctx, log, rl, err)
 		if err != nil {
 			wk.stop, wk.dropped = w.listFailed(ctx, log, job, userID, rl, err)
 			return wk

@@ -14,9 +14,3 @@ func (c countedFetcher) GetActivity(ctx context.Context, token string, id int64)
 	budget.CountRead(ctx)
 	return c.ActivityFetcher.GetActivity(ctx, token, id)
 }
-
-// GetAthlete counts the read confirming a deauthorization.
-func (c countedFetcher) GetAthlete(ctx context.Context, token string) (strava.Athlete, strava.RateLimit, error) {
-	budget.CountRead(ctx)
-	return c.ActivityFetcher.GetAthlete(ctx, token)
-}

@@ -3,6 +3,8 @@ package fetch_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +76,7 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	// judged stale (the connection carries its grant's time, as a login
 	// writes it, which the resumed create's refresh leaves).
 	if a := h.Audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditDeauthStale]) != 0 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
-		t.Fatalf("audits %v: want the revocation unconfirmed by Strava", mapKeys(a))
+		t.Fatalf("audits %v: want the revocation unconfirmed by Strava", slices.Sorted(maps.Keys(a)))
 	}
 }
 
@@ -101,6 +103,6 @@ func TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed(t *testing.T) {
 		t.Fatalf("%d workouts left, want 2", n)
 	}
 	if a := h.Audits(keys.UserPK("u1")); len(a[ingest.AuditDeauthUnconfirmed]) != 1 {
-		t.Fatalf("audits %v: want one %s", mapKeys(a), ingest.AuditDeauthUnconfirmed)
+		t.Fatalf("audits %v: want one %s", slices.Sorted(maps.Keys(a)), ingest.AuditDeauthUnconfirmed)
 	}
 }

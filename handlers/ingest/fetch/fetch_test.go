@@ -92,19 +92,10 @@ func (f *fakeStore) Audit(_ context.Context, _ *slog.Logger, e *model.AuditEntry
 // roomy is an athlete's read allowance with room: every take succeeds.
 func roomy(int64, int, int) error { return nil }
 
-// noRevocations fails the test on any call: activity events never touch a
-// grant.
-type noRevocations struct{ fetch.RevocationStore }
-
 type tokens func(ctx context.Context, userID string) (string, error)
 
 func (t tokens) AccessToken(ctx context.Context, userID string) (string, error) {
 	return t(ctx, userID)
-}
-
-func (t tokens) Verify(ctx context.Context, userID string) (strava.Token, error) {
-	tok, err := t(ctx, userID)
-	return strava.Token{AccessToken: tok}, err
 }
 
 type fakeStrava struct {
@@ -121,17 +112,13 @@ func (s *fakeStrava) GetActivity(_ context.Context, _ string, id int64) (strava.
 	return a, strava.RateLimit{}, err
 }
 
-func (s *fakeStrava) GetAthlete(context.Context, string) (strava.Athlete, strava.RateLimit, error) {
-	return strava.Athlete{}, strava.RateLimit{}, errors.New("unexpected GetAthlete")
-}
-
 var (
 	now      = time.Date(2026, 3, 1, 12, 7, 0, 0, time.UTC)
 	received = now.Add(-time.Minute)
 )
 
 func newFetcher(t *testing.T, st *fakeStore, s *fakeStrava) *fetch.Fetcher {
-	f := fetch.NewFetcher(st, noRevocations{}, tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
+	f := fetch.NewFetcher(st, tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Now = func() time.Time { return now }
 	return f

@@ -1,5 +1,5 @@
-// Package fetch runs an event's job (create, update, delete of an activity,
-// an athlete's deauthorization): it resolves the athlete's user, spends the
+// Package fetch runs an event's job (create, update, delete of an activity;
+// an athlete's deauthorization goes on to package deauth): it resolves the athlete's user, spends the
 // Strava budget and the athlete's read cap, gets a token and asks Strava,
 // and writes what Strava answers, ordered by the fetch's start. A webhook is
 // unsigned: an event is a reason to ask, never proof. The steps and their
@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/deauth"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -66,46 +67,19 @@ type ReadCaps interface {
 	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
 }
 
-// RevocationStore is what a confirmed deauthorization changes: the grant,
-// the user guard and the athlete's workouts (model/store.Store).
-type RevocationStore interface {
-	// StravaConnectionGrant reads the user's connection with its tokens
-	// left sealed; ErrNotFound when there is none.
-	StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error)
-	// RevokeStravaConnection deletes the connection if it is still grant c
-	// and records the revocation in the user guard, in one transaction;
-	// ErrConflict when the connection moved or is gone.
-	RevokeStravaConnection(ctx context.Context, c *model.StravaConnection, revokedAt, dataExpiresAt, now time.Time) error
-	// PurgeStravaData deletes what came from Strava for the user, keeping
-	// milestones and awards and a keyed-hash mapping for a reconnect
-	// (idempotent, resumable).
-	// It returns how many items it deleted or changed.
-	PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error)
-	// UserGuard reads the user's guard; ErrNotFound when there is none.
-	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
-}
-
 // TokenProvider hands out valid access tokens (strava.Refresher).
 type TokenProvider interface {
 	// AccessToken returns a valid token; ErrUnauthorized when the athlete
 	// must reconnect, ErrNotFound without a connection,
 	// strava.ErrAppCredentials when Strava refused the application.
 	AccessToken(ctx context.Context, userID string) (string, error)
-	// Verify refreshes the token now, whatever the stored one and any
-	// earlier flag: ErrUnauthorized from it is Strava's refusal of this
-	// athlete's grant, obtained now (what confirms a deauthorization).
-	Verify(ctx context.Context, userID string) (strava.Token, error)
 }
 
-// ActivityFetcher reads from Strava (strava.Client): one activity, and the
-// token's athlete (the check that a grant is alive).
+// ActivityFetcher reads one activity from Strava (strava.Client).
 type ActivityFetcher interface {
 	// GetActivity fetches one activity; errors match ErrNotFound,
 	// ErrUnauthorized or ErrRetryable.
 	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
-	// GetAthlete fetches the token's athlete; a *strava.APIError with
-	// status 401 when the grant is revoked.
-	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
 }
 
 // Fetcher defaults.
@@ -127,41 +101,17 @@ const (
 // athlete, spends the Strava budget and the athlete's read cap, gets a token
 // and fetches the activity, and writes what Strava answers; a
 // deauthorization event is confirmed at Strava before anything is removed
-// (deauth.go).
+// (package deauth).
 //
 // The steps of an event's job (handlers/worker, input = the Job JSON):
 //
 //  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
 //     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
 //     the athlete's partition) and drop.
-//  2. Deauthorization (object_type athlete, updates.authorized "false"). The
-//     webhook is unsigned, so the event is a reason to ask, never proof:
-//     an event whose event_time (second resolution) is before the
-//     connection's grant (grantedAtUtc, set by every login and left by
-//     refreshes; updatedAtUtc for items written before it) is stale: audit
-//     STRAVA_DEAUTH_STALE, dropped, no Strava call. Otherwise the grant must
-//     fail at Strava now, through the shared budget and the athlete's read
-//     cap like a fetch: a refresh made for the check (Verify, whatever the
-//     stored token and any earlier flag) refused with Strava's RefreshToken
-//     fault, or GET /api/v3/athlete answering 401 to the token it issued,
-//     confirms; 200 → audit STRAVA_DEAUTH_UNCONFIRMED, dropped, nothing
-//     removed; an Application fault (our client secret) → deferred, nobody
-//     flagged; 429, spent budget, cap → deferred; 5xx, transport, any other
-//     status → retried, then parked: an unconfirmable deauthorization waits,
-//     it never destroys. Confirmed → one transaction deletes the connection
-//     (only if its tokenVersion and grant have not moved: a reconnect racing
-//     in wins; a refused condition is retried and judged again) and sets the
-//     user guard's revocation (stravaRevokedAtUtc = event time). Audit
-//     STRAVA_ATHLETE_DEAUTHORIZED. Then the purge (deauth.go, model/store/
-//     purge) deletes what came from Strava: workouts (the REMOVE records
-//     re-project the milestones), sync state, the Strava name and id,
-//     Strava ids on awards and audit entries, parked records, and last the
-//     owner mapping, leaving a keyed-hash mapping for a reconnect
-//     (handlers/bff). The job fails, and its outbox item stays pending,
-//     until the purge has finished: a retry finds the connection gone and
-//     the guard holding the same event time, and resumes. A workout written
-//     after the revocation (a fetch or sync page in flight) removes itself
-//     (its guard check).
+//  2. Deauthorization (object_type athlete, updates.authorized "false"):
+//     handed to Deauth (package deauth), which confirms it at Strava
+//     before anything is removed, on this fetcher's budget but never the
+//     athlete's read caps.
 //  3. delete events are confirmed by a fetch, never applied as they come
 //     (a webhook is unsigned, and athlete and activity ids are public): they
 //     take step 4 like create and update events (budget, athlete cap,
@@ -211,11 +161,10 @@ const (
 //     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
 //     never fail ingestion.
 type Fetcher struct {
-	store   Store
-	revoked RevocationStore
-	tokens  TokenProvider
-	strava  ActivityFetcher
-	log     *slog.Logger
+	store  Store
+	tokens TokenProvider
+	strava ActivityFetcher
+	log    *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// BudgetReserve is the share of a rate-limit budget kept free.
@@ -244,6 +193,9 @@ type Fetcher struct {
 	BurstBudget time.Duration
 	// Metrics receives the AthleteReadShare EMF lines (nil: none).
 	Metrics io.Writer
+	// Deauth runs deauthorization events, on this fetcher's budget
+	// (handlers/app wires it).
+	Deauth *deauth.Deauthorizer
 
 	athletes athleteCache // see cache.go
 	reads    readTally    // see spend.go
@@ -251,8 +203,8 @@ type Fetcher struct {
 
 // NewFetcher builds the fetcher over st and rev (the DynamoDB store),
 // tokens (the refresher) and Strava's REST client.
-func NewFetcher(st Store, rev RevocationStore, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
-	return &Fetcher{store: st, revoked: rev, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
+func NewFetcher(st Store, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
+	return &Fetcher{store: st, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
 		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, AthleteReadsPerDay: DefaultAthleteReadsPerDay,
 		RateWindow: keys.AthleteReadsWindow, Rate: new(budget.RateCache)}
@@ -290,7 +242,10 @@ func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
 	switch ev.Kind() {
 	case ingest.KindDeauthorization:
 		w.athletes.drop(ev.OwnerID)
-		return w.deauthorize(ctx, log, job, userID)
+		if w.Deauth == nil {
+			return fmt.Errorf("process %s: this worker has no deauthorizer: %w", job.CorrelationID, model.ErrInvalid)
+		}
+		return w.Deauth.Handle(ctx, log, job, userID)
 	case ingest.KindAthleteUpdate:
 		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
 		return nil
@@ -355,7 +310,7 @@ func (w *Fetcher) neverStored(ctx context.Context, log *slog.Logger, job ingest.
 // fetchNew is fetchAndWrite after the coalescing check.
 func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
 	ev := job.Event
-	if err := w.checkBudget(ctx); err != nil {
+	if err := w.CheckBudget(ctx); err != nil {
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
@@ -379,7 +334,7 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 	}
 	fetchStarted := w.Now()
 	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
-	w.observeRate(ctx, log, rl, err)
+	w.ObserveRate(ctx, log, rl, err)
 	if err != nil {
 		return w.fetchFailed(ctx, log, job, userID, cached, fetchStarted, rl, err)
 	}

@@ -198,9 +198,9 @@ const (
 	MetricAthleteReadShare = "AthleteReadShare"
 )
 
-// observeRate records the rate-limit reading of a Strava answer (err is the
+// ObserveRate records the rate-limit reading of a Strava answer (err is the
 // call's error: a 429 always records).
-func (w *Fetcher) observeRate(ctx context.Context, log *slog.Logger, rl strava.RateLimit, err error) {
+func (w *Fetcher) ObserveRate(ctx context.Context, log *slog.Logger, rl strava.RateLimit, err error) {
 	if !rl.Valid() {
 		return
 	}
@@ -214,10 +214,11 @@ func (w *Fetcher) observeRate(ctx context.Context, log *slog.Logger, rl strava.R
 	}
 }
 
-// checkBudget returns an error matching model.ErrRetryable when the shared
-// rate-limit state says the budget is nearly spent. It reads the shared
-// item at most every rateStateTTL (cache.go).
-func (w *Fetcher) checkBudget(ctx context.Context) error {
+// CheckBudget returns an error matching model.ErrRetryable (an
+// ingest.DeferError) when the shared rate-limit state says the budget is
+// nearly spent. It reads the shared item at most every rateStateTTL
+// (cache.go).
+func (w *Fetcher) CheckBudget(ctx context.Context) error {
 	now := w.Now()
 	st, err := w.Rate.Current(ctx, w.store.RateLimitState, now)
 	if err != nil {
@@ -231,4 +232,10 @@ func (w *Fetcher) checkBudget(ctx context.Context) error {
 		return fmt.Errorf("strava budget: %w", &ingest.DeferError{Until: until, Reason: why})
 	}
 	return nil
+}
+
+// ResetAfter429 is when a call Strava refused with 429 (its reading rl)
+// may be made again, and why.
+func (w *Fetcher) ResetAfter429(rl strava.RateLimit, now time.Time) (time.Time, string) {
+	return budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
 }

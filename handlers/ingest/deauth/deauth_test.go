@@ -1,11 +1,13 @@
-package fetch_test
+package deauth_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 	}
 	a := h.Audits(keys.UserPK("u1"))
 	if len(a[ingest.AuditDeauthUnconfirmed]) != 1 || len(a[ingest.AuditAthleteDeauthorize]) != 0 {
-		t.Fatalf("audits %v: want one %s and no %s", mapKeys(a), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
+		t.Fatalf("audits %v: want one %s and no %s", slices.Sorted(maps.Keys(a)), ingest.AuditDeauthUnconfirmed, ingest.AuditAthleteDeauthorize)
 	}
 	after := h.Sim.Stats()
 	if n := after.AthleteRequests - before.AthleteRequests; n != 1 || after.TokenRefreshes != before.TokenRefreshes+1 {
@@ -280,14 +282,6 @@ func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	}
 }
 
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // TestDeauthorizationConfirmationDefersOn429: Strava's 429 on the
 // confirmation call defers the job to the window reset (not a failure) and
 // removes nothing. Protection: confirmRevoked's 429 → DeferError.
@@ -308,5 +302,102 @@ func TestDeauthorizationConfirmationDefersOn429(t *testing.T) {
 	}
 	if _, err := h.Connection("u1"); err != nil {
 		t.Fatalf("connection: %v; want it kept while unconfirmed", err)
+	}
+}
+
+// TestDeauthorizationIsNotHeldBackByTheAthletesCaps: an athlete whose read
+// caps are spent (forged events in their name, or their own uploads)
+// revokes the grant; the confirmation does not wait for the caps, and the
+// connection and data go at once. Protection: confirmRevoked leaving the
+// athlete's caps alone (with takeAthleteRead there, the job is deferred to
+// the next window and nothing is removed).
+func TestDeauthorizationIsNotHeldBackByTheAthletesCaps(t *testing.T) {
+	t.Parallel()
+	h := ingesttest.New(t)
+	ctx := context.Background()
+	h.Link("u1", 10, time.Hour)
+	h.WriteActivities(10, 820, 2)
+	// Caps of one read per window and day, both spent: every read of
+	// this athlete would now be refused.
+	h.Worker.Fetch.AthleteReadsPerWindow, h.Worker.Fetch.AthleteReadsPerDay = 1, 1
+	now := time.Now()
+	if err := h.St.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.St.TakeAthleteDayReads(ctx, 10, now, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.Sim.RevokeAthlete(10)
+	ev := h.Sim.DeauthorizationEvent(10)
+	h.Deliver(ev)
+	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone || rec.Deferrals != 0 {
+		t.Fatalf("outbox %+v, want done without a deferral", rec)
+	}
+	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("connection: got %v, want it removed", err)
+	}
+	if n := len(h.Workouts("u1")); n != 0 {
+		t.Fatalf("%d workouts left, want the purge done", n)
+	}
+}
+
+// TestForgedDeauthorizationsInAnAthletesNameCostOneConfirmation: eleven
+// forged deauthorizations naming a real athlete cost two confirmations at
+// Strava, not eleven: the first asks; those arriving within the minute
+// after wait for it (no call); when they run again Strava's answer has made
+// them stale, but for one that began its own check. Nothing is removed.
+// Protections: the wait for a check begun moments ago (without it, each of
+// the ten asks Strava at once), the stale rule of an honoured grant
+// (without it, the ten ask again one by one, a minute apart).
+func TestForgedDeauthorizationsInAnAthletesNameCostOneConfirmation(t *testing.T) {
+	t.Parallel()
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	h.WriteActivities(10, 830, 2)
+	before := h.Sim.Stats()
+	first := h.Sim.DeauthorizationEvent(10) // forged: Strava revoked nothing
+	h.Deliver(first)
+	if got := h.Sim.Stats().AthleteRequests - before.AthleteRequests; got != 1 {
+		t.Fatalf("the first forged deauthorization made %d confirming reads, want 1", got)
+	}
+	var later []ingest.Job
+	for i := range 10 {
+		ev := h.Sim.DeauthorizationEvent(10)
+		ev.EventTime = first.EventTime + int64(i) + 1
+		h.Deliver(ev)
+		later = append(later, ingesttest.Job(ev))
+	}
+	if got := h.Sim.Stats().AthleteRequests - before.AthleteRequests; got != 1 {
+		t.Fatalf("ten more forged deauthorizations within the minute made %d confirming reads in all, want still 1", got)
+	}
+	for _, j := range later {
+		if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 {
+			t.Fatalf("outbox %+v: want waiting for the first confirmation (deferred, no failure)", rec)
+		}
+	}
+	// A minute on, the ten run again: one asks Strava anew, the others
+	// find its answer (or wait one more minute and then find it).
+	for _, at := range []time.Time{time.Now().Add(time.Minute + time.Second), time.Now().Add(2*time.Minute + 2*time.Second)} {
+		ingesttest.SetClock(h.Worker, func() time.Time { return at })
+		h.Sweep(at)
+		h.Wait()
+	}
+	if got := h.Sim.Stats().AthleteRequests - before.AthleteRequests; got != 2 {
+		t.Fatalf("eleven forged deauthorizations made %d confirming reads, want 2", got)
+	}
+	for _, j := range later {
+		if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+			t.Fatalf("outbox %+v: want done", rec)
+		}
+	}
+	if c, err := h.Connection("u1"); err != nil || c.HonouredAtUtc == nil {
+		t.Fatalf("connection %+v, %v: want it kept, honoured", c, err)
+	}
+	if n := len(h.Workouts("u1")); n != 2 {
+		t.Fatalf("%d workouts left, want 2", n)
+	}
+	a := h.Audits(keys.UserPK("u1"))
+	if len(a[ingest.AuditDeauthUnconfirmed]) != 2 || len(a[ingest.AuditDeauthStale]) != 9 {
+		t.Fatalf("audits: %d unconfirmed and %d stale, want 2 and 9", len(a[ingest.AuditDeauthUnconfirmed]), len(a[ingest.AuditDeauthStale]))
 	}
 }
