@@ -172,7 +172,7 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	for _, spec := range store.Specs(s.Tables()) {
+	for _, spec := range tableadmin.Specs(s.Tables()) {
 		for _, g := range spec.GSIs {
 			if spec.Name == s.Tables().Main && g.Name == store.IndexGSI1 && g.ProjectionType() == "ALL" {
 				t.Fatalf("main table %s projects ALL, want only what the lookup reads", g.Name)
@@ -295,7 +295,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 	defer cancel()
 	tables := store.TableNames(dynamolocal.UniquePrefix())
 	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })
-	for _, spec := range store.Specs(tables) {
+	for _, spec := range tableadmin.Specs(tables) {
 		if spec.Name != tables.Idempotency {
 			continue
 		}

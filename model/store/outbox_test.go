@@ -199,7 +199,7 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tables := store.TableNames(dynamolocal.UniquePrefix())
-	old := store.Specs(tables)[3]
+	old := tableadmin.Specs(tables)[3]
 	old.GSIs = nil
 	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(old)); err != nil {
 		t.Fatal(err)

@@ -487,7 +487,7 @@ func TestCreateTablesRefusesAMainTableWithoutTheDateIndex(t *testing.T) {
 	db, _ := dynamolocal.Clients(t)
 	ctx := context.Background()
 	tables := store.TableNames(dynamolocal.UniquePrefix())
-	old := store.Specs(tables)[0]
+	old := tableadmin.Specs(tables)[0]
 	old.LSIs = nil // as deployments created it before LSI1
 	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(old)); err != nil {
 		t.Fatal(err)

@@ -228,8 +228,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 var WorkoutLogFields = append(append([]string{"PK", "SK", "entityType", "schemaVersion", "userId", "activityId"},
 	model.MilestoneWorkoutFields...), "correlationId")
 
-// workoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
+// WorkoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
 // LSI1's INCLUDE projection.
-func workoutLogNonKeyAttributes() []string {
+func WorkoutLogNonKeyAttributes() []string {
 	return slices.DeleteFunc(slices.Clone(WorkoutLogFields), func(f string) bool { return f == "PK" || f == "SK" })
 }

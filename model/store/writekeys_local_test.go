@@ -6,6 +6,7 @@ import (
 
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -19,7 +20,7 @@ func TestMeterCountsWriteKeys(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
 	main := st.Tables().Main
-	keys := capacity.NewWriteKeys(store.KeySchemas(store.Specs(st.Tables())), 0)
+	keys := capacity.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Tables())), 0)
 	m := capacity.NewMeter()
 	m.CountWriteKeys(keys)
 	ctx := capacity.WithMeter(context.Background(), m)

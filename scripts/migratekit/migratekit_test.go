@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 	t.Helper()
 	tables := store.TableNames(dynamolocal.UniquePrefix())
-	spec := store.Specs(tables)[0]
+	spec := tableadmin.Specs(tables)[0]
 	spec.LSIs = nil
 	ctx := context.Background()
 	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(spec)); err != nil {

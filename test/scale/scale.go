@@ -195,7 +195,7 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 		return nil, err
 	}
 	e.modelID, e.parts = cat.Models[0].ModelID, cat.Models[0].PartCount
-	e.Keys = capacity.NewWriteKeys(store.KeySchemas(store.Specs(st.Store.Tables())), 0)
+	e.Keys = capacity.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Store.Tables())), 0)
 	return e, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 )
 
 // Layout names the folders Check reads under the terraform root.
@@ -73,7 +74,7 @@ func ProjectorFilters() []map[string]any {
 // Terraform computes (roles, policies, the stream mapping, async config,
 // routes, alarms, function settings, environment) is checked on the plan
 // instead (plancheck.go); this keeps what only the source shows: tables
-// against store.Specs, how policies are written, secrets and env roots.
+// against tableadmin.Specs, how policies are written, secrets and env roots.
 func Check(root string, l Layout) ([]string, error) {
 	load := func(rel string) (*Module, error) { return LoadModule(filepath.Join(root, rel)) }
 	tables, err := load(l.Tables)
@@ -118,7 +119,7 @@ func (v *violations) add(rng hcl.Range, format string, args ...any) {
 
 // tableView is what one aws_dynamodb_table instance evaluates to.
 type tableView struct {
-	spec       store.TableSpec
+	spec       tableadmin.TableSpec
 	billing    string
 	ttlEnabled bool
 	sse        bool
@@ -180,7 +181,7 @@ func checkTables(v *violations, m *Module, all []*Module) {
 		}
 		got[tv.spec.Name] = tv
 	}
-	want := store.Specs(store.TableNames(prefix))
+	want := tableadmin.Specs(store.TableNames(prefix))
 	wantNames, gotNames := []string{}, []string{}
 	for _, s := range want {
 		wantNames = append(wantNames, s.Name)
@@ -225,18 +226,18 @@ func checkTables(v *violations, m *Module, all []*Module) {
 		}
 		for name, p := range t.gsiProj {
 			if p != "ALL" && p != "INCLUDE" && p != "KEYS_ONLY" {
-				v.add(r.DefRange(), "table %s index %s: projection %q, want ALL, INCLUDE or KEYS_ONLY (store.IndexSpec)", s.Name, name, p)
+				v.add(r.DefRange(), "table %s index %s: projection %q, want ALL, INCLUDE or KEYS_ONLY (tableadmin.IndexSpec)", s.Name, name, p)
 			}
 		}
 		for name, p := range t.lsiProj {
 			if p != "INCLUDE" {
-				v.add(r.DefRange(), "table %s local index %s: projection %q, want INCLUDE (the attributes of store.LocalIndexSpec)", s.Name, name, p)
+				v.add(r.DefRange(), "table %s local index %s: projection %q, want INCLUDE (the attributes of tableadmin.LocalIndexSpec)", s.Name, name, p)
 			}
 		}
 	}
 }
 
-func gsiKeys(gs []store.IndexSpec) []string {
+func gsiKeys(gs []tableadmin.IndexSpec) []string {
 	var out []string
 	for _, g := range gs {
 		out = append(out, g.HashKey, g.RangeKey)
@@ -244,7 +245,7 @@ func gsiKeys(gs []store.IndexSpec) []string {
 	return out
 }
 
-func normSpec(s store.TableSpec) store.TableSpec {
+func normSpec(s tableadmin.TableSpec) tableadmin.TableSpec {
 	s.GSIs = slices.Clone(s.GSIs)
 	for i, g := range s.GSIs {
 		g.Projection = g.ProjectionType()
@@ -258,7 +259,7 @@ func normSpec(s store.TableSpec) store.TableSpec {
 	if len(s.GSIs) == 0 {
 		s.GSIs = nil
 	}
-	lsis := make([]store.LocalIndexSpec, 0, len(s.LSIs))
+	lsis := make([]tableadmin.LocalIndexSpec, 0, len(s.LSIs))
 	for _, l := range s.LSIs {
 		l.NonKeyAttributes = slices.Sorted(slices.Values(l.NonKeyAttributes))
 		lsis = append(lsis, l)
@@ -357,7 +358,7 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 				errs = append(errs, d.Error())
 				continue
 			}
-			g := store.IndexSpec{Name: str(c.Attributes, "name"), HashKey: str(c.Attributes, "hash_key"), RangeKey: str(c.Attributes, "range_key")}
+			g := tableadmin.IndexSpec{Name: str(c.Attributes, "name"), HashKey: str(c.Attributes, "hash_key"), RangeKey: str(c.Attributes, "range_key")}
 			for _, ks := range c.Blocks {
 				at := sub(ks, "attribute_name", "key_type")
 				switch str(at, "key_type") {
@@ -381,7 +382,7 @@ func evalTable(body hcl.Body, ctx *hcl.EvalContext) (tableView, error) {
 			tv.spec.GSIs = append(tv.spec.GSIs, g)
 		case "local_secondary_index":
 			at := sub(b, "name", "range_key", "projection_type", "non_key_attributes")
-			l := store.LocalIndexSpec{Name: str(at, "name"), RangeKey: str(at, "range_key")}
+			l := tableadmin.LocalIndexSpec{Name: str(at, "name"), RangeKey: str(at, "range_key")}
 			if a, ok := at["non_key_attributes"]; ok {
 				val, d := a.Expr.Value(ctx)
 				switch {

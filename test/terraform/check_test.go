@@ -118,19 +118,19 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 		wantInErr string
 	}{
 		{
-			name: "pending index drifts from store.Specs", file: tables,
+			name: "pending index drifts from tableadmin.Specs", file: tables,
 			old:       `range_key          = "PendingSK"`,
 			new:       `range_key          = "DueAt"`,
 			wantInErr: "table chk-CommitCollectIdempotency: got",
 		},
 		{
-			name: "stream view drifts from store.Specs", file: tables,
+			name: "stream view drifts from tableadmin.Specs", file: tables,
 			old:       `stream_view   = "NEW_AND_OLD_IMAGES"`,
 			new:       `stream_view   = "KEYS_ONLY"`,
 			wantInErr: "table chk-CommitCollect: got",
 		},
 		{
-			name: "index key drifts from store.Specs", file: tables,
+			name: "index key drifts from tableadmin.Specs", file: tables,
 			old:       `range_key          = "GSI1SK"`,
 			new:       `range_key          = "GSI1SORT"`,
 			wantInErr: "table chk-CommitCollect: got",
@@ -142,13 +142,13 @@ func TestCheckFailsWhenBroken(t *testing.T) {
 			wantInErr: "table chk-CommitCollect: got",
 		},
 		{
-			name: "pending index projection drifts from store.Specs", file: tables,
+			name: "pending index projection drifts from tableadmin.Specs", file: tables,
 			old:       `non_key_attributes = ["entityType", "schemaVersion", "correlationId", "createdAtUtc"]`,
 			new:       `non_key_attributes = ["entityType", "schemaVersion", "correlationId"]`,
 			wantInErr: "table chk-CommitCollectIdempotency: got",
 		},
 		{
-			name: "ttl attribute drifts from store.Specs", file: tables,
+			name: "ttl attribute drifts from tableadmin.Specs", file: tables,
 			old:       `ttl_attribute = "expiresAtUtc"`,
 			new:       `ttl_attribute = "expiresAt"`,
 			wantInErr: "table chk-CommitCollectSessions: got",

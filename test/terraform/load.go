@@ -2,7 +2,7 @@
 // invariants the Go code relies on, without AWS, a registry or the provider:
 // it parses the HCL (hashicorp/hcl/v2), evaluates what is static (locals,
 // variable defaults, dynamic blocks, jsonencode) and compares the result with
-// the Go sources of truth (store.Specs for tables, model's key prefixes and
+// the Go sources of truth (tableadmin.Specs for tables, model's key prefixes and
 // writer markers for the stream filter). Check returns every violation; the
 // tests in this package run it on the real tree and on mutated copies.
 package terraform

@@ -54,7 +54,7 @@ type WriteKeys struct {
 }
 
 // KeySchema is what WriteKeys needs of a table: its name, the attribute of
-// its partition key, and its indexes' (store.KeySchemas derives them from
+// its partition key, and its indexes' (tableadmin.KeySchemas derives them from
 // the table specs).
 type KeySchema struct {
 	Name    string
@@ -69,7 +69,7 @@ type KeySchema struct {
 // Index is one index of a KeySchema: its name and key attribute.
 type Index struct{ Name, Key string }
 
-// NewWriteKeys returns a counter for the tables of specs (store.KeySchemas),
+// NewWriteKeys returns a counter for the tables of specs (tableadmin.KeySchemas),
 // keeping at most topK keys per table or index (DefaultTopK when ≤ 0).
 func NewWriteKeys(specs []KeySchema, topK int) *WriteKeys {
 	if topK <= 0 {

@@ -15,7 +15,7 @@ func sAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 // Item is an item's attributes, as the store writes them.
 type Item = map[string]types.AttributeValue
 
-// testTables are the tables of testSchemas (store.KeySchemas of the
+// testTables are the tables of testSchemas (tableadmin.KeySchemas of the
 // product's specs gives the same keys; model/store tests that).
 type testTables struct{ Main, Audit, Idempotency string }
 

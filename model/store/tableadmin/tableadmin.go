@@ -1,5 +1,5 @@
 // Package tableadmin creates, upgrades and deletes the four tables as
-// store.Specs describe them (the local stack, tests, migrations; in AWS,
+// Specs (specs.go) describe them (the local stack, tests, migrations; in AWS,
 // Terraform does this), and finds the main table's stream.
 package tableadmin
 
@@ -24,7 +24,7 @@ import (
 // them to be active and enables TTL. PITR is left to Terraform: DynamoDB Local
 // does not implement it.
 func CreateTables(ctx context.Context, db *dynamodb.Client, t store.Tables) error {
-	for _, s := range store.Specs(t) {
+	for _, s := range Specs(t) {
 		_, err := db.CreateTable(ctx, CreateTableInput(s))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
@@ -34,7 +34,7 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t store.Tables) erro
 	waiter := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
 	})
-	for _, s := range store.Specs(t) {
+	for _, s := range Specs(t) {
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", s.Name, err)
 		}
@@ -64,7 +64,7 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t store.Tables) erro
 // checkLocalIndexes fails when a table that already existed lacks one of
 // the spec's LSIs: an LSI can only be created with its table, so such a
 // table was created by an older version and must be migrated.
-func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s store.TableSpec) error {
+func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
 	if len(s.LSIs) == 0 {
 		return nil
 	}
@@ -96,7 +96,7 @@ const indexWaitLimit = 5 * time.Minute
 // The waits are bounded by indexWaitLimit (and ctx): an index DynamoDB never
 // reports ACTIVE (or never removes) is an error naming it, not a start-up
 // that hangs.
-func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s store.TableSpec) error {
+func addMissingIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, indexWaitLimit)
 	defer cancel()
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)})
@@ -194,7 +194,7 @@ func isAlreadyEnabled(err error) bool {
 // DeleteTables deletes the four tables, ignoring ones that do not exist.
 func DeleteTables(ctx context.Context, db *dynamodb.Client, t store.Tables) error {
 	var errs []error
-	for _, s := range store.Specs(t) {
+	for _, s := range Specs(t) {
 		_, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.Name)})
 		var nf *types.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {
@@ -217,7 +217,7 @@ func StreamARN(ctx context.Context, db *dynamodb.Client, t store.Tables) (string
 }
 
 // CreateTableInput renders the spec as an on-demand CreateTable request.
-func CreateTableInput(s store.TableSpec) *dynamodb.CreateTableInput {
+func CreateTableInput(s TableSpec) *dynamodb.CreateTableInput {
 	attrs := map[string]bool{}
 	var defs []types.AttributeDefinition
 	addAttr := func(name string) {
@@ -267,7 +267,7 @@ func CreateTableInput(s store.TableSpec) *dynamodb.CreateTableInput {
 }
 
 // projection renders the spec's projection for CreateTable/UpdateTable.
-func projection(g store.IndexSpec) *types.Projection {
+func projection(g IndexSpec) *types.Projection {
 	p := &types.Projection{ProjectionType: g.ProjectionType()}
 	if p.ProjectionType == types.ProjectionTypeInclude {
 		p.NonKeyAttributes = g.NonKeyAttributes

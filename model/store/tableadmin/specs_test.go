@@ -1,17 +1,18 @@
-package store_test
+package tableadmin_test
 
 import (
 	"testing"
 
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/tableadmin"
 )
 
 // TestKeySchemasFollowTheSpecs: the write-key accounting sees every table
 // and index of the specs with its key attribute.
 func TestKeySchemasFollowTheSpecs(t *testing.T) {
 	t.Parallel()
-	specs := store.Specs(store.TableNames("p-"))
-	ks := store.KeySchemas(specs)
+	specs := tableadmin.Specs(store.TableNames("p-"))
+	ks := tableadmin.KeySchemas(specs)
 	if len(ks) != len(specs) {
 		t.Fatalf("got %d schemas for %d tables", len(ks), len(specs))
 	}
