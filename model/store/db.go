@@ -359,21 +359,28 @@ func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuild
 // UpdateIn applies upd to the item k of table under cond (if given); a
 // failed condition matches model.ErrConflict.
 func (s *DB) UpdateIn(ctx context.Context, table string, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
+	_, err := s.updateReturning(ctx, table, k, types.ReturnValueNone, upd, cond...)
+	return err
+}
+
+// updateReturning is UpdateIn returning the attributes rv asks for.
+func (s *DB) updateReturning(ctx context.Context, table string, k model.Key, rv types.ReturnValue, upd expression.UpdateBuilder,
+	cond ...expression.ConditionBuilder) (Item, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if len(cond) > 0 {
 		b = b.WithCondition(cond[0])
 	}
 	ex, err := b.Build()
 	if err != nil {
-		return fmt.Errorf("update %s: build expression: %w", k, err)
+		return nil, fmt.Errorf("update %s: build expression: %w", k, err)
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(table), Key: s.t.keyAV(table, k),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ReturnValues: rv,
 	})
 	if err != nil {
-		return fmt.Errorf("update %s: %w", k, dynerr.Translate(err))
+		return nil, fmt.Errorf("update %s: %w", k, dynerr.Translate(err))
 	}
-	return nil
+	return out.Attributes, nil
 }

@@ -445,3 +445,25 @@ func TestIngestRecordRateLimitKeepsNewest(t *testing.T) {
 		t.Fatalf("got usage %d, want 1 (stale window refused)", got)
 	}
 }
+
+// TestTakeAthleteReadsAnswersTheSharedCount: two adds to an athlete's
+// window counter (as two instances would make) answer the counter's count
+// after each, and an add past the cap is refused and counts nothing.
+func TestTakeAthleteReadsAnswersTheSharedCount(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i, want := range []int{4, 7} {
+		got, err := s.TakeAthleteReads(ctx, 77, now, 15*time.Minute, 10, 4-i)
+		if err != nil || got != want {
+			t.Fatalf("add %d: got %d, %v; want %d counted", i, got, err, want)
+		}
+	}
+	if got, err := s.TakeAthleteReads(ctx, 77, now, 15*time.Minute, 10, 4); !errors.Is(err, model.ErrConflict) || got != 0 {
+		t.Fatalf("past the cap: got %d, %v; want refused", got, err)
+	}
+	if got, err := s.TakeAthleteReads(ctx, 77, now, 15*time.Minute, 10, 3); err != nil || got != 10 {
+		t.Fatalf("to the cap: got %d, %v; want 10", got, err)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -22,25 +24,28 @@ type Limits struct {
 
 // TakeAthleteReads counts n Strava reads for the athlete in the window of
 // length windowLen containing now (keys.AthleteReadsKey, expiring an hour
-// after it) unless more than limit would be counted there (ErrConflict).
-func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
+// after it) unless more than limit would be counted there (ErrConflict),
+// and returns the window's count after these: every instance's reads.
+func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error) {
 	window := now.UTC().Truncate(windowLen)
 	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
-	if err := s.countReads(ctx, c, n, limit); err != nil {
-		return fmt.Errorf("count %d strava reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
+	reads, err := s.countReads(ctx, c, n, limit)
+	if err != nil {
+		return 0, fmt.Errorf("count %d strava reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
 	}
-	return nil
+	return reads, nil
 }
 
 // countReads adds n to the read counter e (its other attributes set as e
 // has them) unless it would pass limit: ErrConflict then, nothing counted.
-func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) error {
+// It returns the counter's reads after the add.
+func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) (int, error) {
 	if n < 1 || n > limit {
-		return fmt.Errorf("%d reads against %d allowed: %w", n, limit, model.ErrConflict)
+		return 0, fmt.Errorf("%d reads against %d allowed: %w", n, limit, model.ErrConflict)
 	}
 	item, err := Marshal(e)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	reads := expression.Name("reads")
 	upd := expression.Add(reads, expression.Value(n))
@@ -49,7 +54,18 @@ func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) e
 			upd = upd.Set(expression.Name(name), expression.Value(v))
 		}
 	}
-	return s.update(ctx, e.ItemKey(), upd, expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n))))
+	out, err := s.updateReturning(ctx, s.t.Main, e.ItemKey(), types.ReturnValueUpdatedNew, upd,
+		expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n))))
+	if err != nil {
+		return 0, err
+	}
+	var after struct {
+		Reads int `dynamodbav:"reads"`
+	}
+	if err := attributevalue.UnmarshalMap(out, &after); err != nil {
+		return 0, fmt.Errorf("read counter after the add: %w", err)
+	}
+	return after.Reads, nil
 }
 
 // RateLimitState reads the shared Strava rate-limit counter. It returns
@@ -161,7 +177,7 @@ func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time
 
 func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
 	c := &syncstate.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
-	if err := s.countReads(ctx, c, 1, allowed); err != nil {
+	if _, err := s.countReads(ctx, c, 1, allowed); err != nil {
 		return fmt.Errorf("count a sync read in the window of %s (shard %d): %w", window.Format(time.RFC3339), shard, err)
 	}
 	return nil
@@ -210,7 +226,7 @@ func versionCond(read int64) expression.ConditionBuilder {
 // unless more than limit would be counted that day (ErrConflict).
 func (s *Limits) TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
 	c := model.NewAthleteDayReads(athleteID, now)
-	if err := s.countReads(ctx, c, n, limit); err != nil {
+	if _, err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d strava reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
 	}
 	return nil

@@ -321,7 +321,7 @@ func TestDeauthorizationIsNotHeldBackByTheAthletesCaps(t *testing.T) {
 	// this athlete would now be refused.
 	h.Worker.Fetch.AthleteReadsPerWindow, h.Worker.Fetch.AthleteReadsPerDay = 1, 1
 	now := time.Now()
-	if err := h.St.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
+	if _, err := h.St.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.St.TakeAthleteDayReads(ctx, 10, now, 1, 1); err != nil {

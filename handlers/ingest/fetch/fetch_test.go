@@ -7,13 +7,18 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/emf/emftest"
 	"github.com/commitcollect/backend/model/strava"
+	"github.com/commitcollect/backend/test/capture"
 )
 
 // The fetcher's decisions (coalescing, ordering, the budget, Strava's
@@ -29,6 +34,7 @@ type fakeStore struct {
 	MarkHiddenFn      func(activityID int64, reason string, fetchStartedAtNs int64) error
 	MarkNeedsReauthFn func(userID string) error
 	TakeAthleteReadFn func(athleteID int64, limit, n int) error
+	windowReads       atomic.Int64 // the shared window counter (TakeAthleteReads)
 	TakeDayReadsFn    func(athleteID int64, limit, n int) error
 	audits            []string
 	details           []map[string]string
@@ -64,11 +70,17 @@ func (f *fakeStore) MarkNeedsReauth(_ context.Context, userID string, _ time.Tim
 	return f.MarkNeedsReauthFn(userID)
 }
 
-func (f *fakeStore) TakeAthleteReads(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit, n int) error {
+// TakeAthleteReads answers TakeAthleteReadFn; what it lets through is
+// counted on one shared counter, as the table's is (whose count it
+// returns).
+func (f *fakeStore) TakeAthleteReads(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit, n int) (int, error) {
 	if f.TakeAthleteReadFn == nil {
 		f.t.Fatalf("unexpected TakeAthleteReads(%d)", athleteID)
 	}
-	return f.TakeAthleteReadFn(athleteID, limit, n)
+	if err := f.TakeAthleteReadFn(athleteID, limit, n); err != nil {
+		return 0, err
+	}
+	return int(f.windowReads.Add(int64(n))), nil
 }
 
 func (f *fakeStore) TakeAthleteDayReads(_ context.Context, athleteID int64, _ time.Time, limit, n int) error {
@@ -298,5 +310,34 @@ func TestAthleteReadCounterIsTouchedOnlyNearTheCap(t *testing.T) {
 	f.Now = func() time.Time { return now.Add(15 * time.Minute) }
 	if err := f.Process(ctx, event(ingest.AspectUpdate)); err != nil || len(adds) != 3 {
 		t.Fatalf("next window: got %v, additions %v; want the read within the new allowance", err, adds)
+	}
+}
+
+// TestReadShareReportsTheSharedCount: two instances read one athlete, four
+// reads each; the AthleteReadShare metric the second writes counts all
+// eight (the shared counter's answer), not its own four. Protection:
+// reportShare taking the counter's count (with the instance's tally the
+// alarm sees half the athlete's share).
+func TestReadShareReportsTheSharedCount(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, TakeAthleteReadFn: func(int64, int, int) error { return nil }, TakeDayReadsFn: roomy,
+		WorkoutFn: func(int64) (*model.Workout, error) { return nil, model.ErrNotFound }, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	var metrics [2]capture.Buffer
+	for i := range 2 {
+		f := newFetcher(t, st, &fakeStrava{GetActivityFn: run(run5k)})
+		f.Metrics = &metrics[i]
+		for range 4 {
+			if err := f.Process(context.Background(), event(ingest.AspectUpdate)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lines, err := emftest.ParseAll(strings.NewReader(metrics[1].String()))
+	if err != nil || len(lines) != 1 {
+		t.Fatalf("second instance's metric lines %v, %v; want one", lines, err)
+	}
+	want := float64(8 * 100 / budget.DefaultReadShortLimit)
+	if got, ok := lines[0].Value(fetch.MetricAthleteReadShare); !ok || got != want {
+		t.Fatalf("AthleteReadShare %v, want %v (8 reads of both instances)", got, want)
 	}
 }

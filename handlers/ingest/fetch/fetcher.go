@@ -59,9 +59,10 @@ type WorkoutWriter interface {
 // ReadCaps are an athlete's shared read counters (spend.go).
 type ReadCaps interface {
 	// TakeAthleteReads counts n Strava reads for the athlete in the window
-	// (of length windowLen) containing now; ErrConflict when that would
-	// count more than limit.
-	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
+	// (of length windowLen) containing now and returns the window's count
+	// after them (every instance's); ErrConflict when that would count
+	// more than limit.
+	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error)
 	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
 	// day containing now; ErrConflict when that would count more than limit.
 	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error

@@ -114,16 +114,6 @@ func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay 
 	t.m[athleteID] = c
 }
 
-// windowReads is the instance's count of the athlete's reads in window.
-func (t *readTally) windowReads(athleteID int64, window time.Time) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c, ok := t.m[athleteID]; ok && c.window.Equal(window) {
-		return c.reads
-	}
-	return 0
-}
-
 // takeAthleteRead counts one Strava read against the athlete's caps
 // (AthleteReadsPerWindow, AthleteReadsPerDay, see readTally); an
 // ingest.DeferError (AthleteCap set) to the next window, or the next UTC
@@ -142,9 +132,12 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
 	win := w.rateWindow()
 	window, day := now.UTC().Truncate(win), now.UTC().Truncate(24*time.Hour)
 	addWindow, addDay := w.reads.take(ev.OwnerID, window, day, allowance)
-	var err error
+	var (
+		err    error
+		shared int // the window counter's reads after ours: every instance's
+	)
 	if addWindow > 0 && w.AthleteReadsPerWindow > 0 {
-		if err = w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
+		if shared, err = w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
 			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
 			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, limit))
 		}
@@ -161,8 +154,8 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
 		w.reads.settle(ev.OwnerID, window, addWindow, addDay)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	if addWindow > 0 {
-		w.reportShare(ev.OwnerID, w.reads.windowReads(ev.OwnerID, window), now)
+	if shared > 0 {
+		w.reportShare(ev.OwnerID, shared, now)
 	}
 	return nil
 }
@@ -173,11 +166,11 @@ func (w *Fetcher) heldBack(job ingest.Job, until time.Time, reason string) error
 }
 
 // reportShare writes the AthleteReadShare metric: the athlete's reads in
-// this window (this instance's count, exact once the counter is touched)
-// as a percentage of the application's read budget per window (Strava's
-// reported limit, else its default). Only athletes past the instance's
-// allowance are reported, so the metric's maximum is the heaviest athlete
-// of the period; Terraform alarms on it.
+// this window on the shared counter (every instance's, as the counter
+// answered the add) as a percentage of the application's read budget per
+// window (Strava's reported limit, else its default). Only athletes past
+// an instance's allowance are reported, so the metric's maximum is the
+// heaviest athlete of the period; Terraform alarms on it.
 func (w *Fetcher) reportShare(athleteID int64, reads int, now time.Time) {
 	limit := budget.DefaultReadShortLimit
 	if st := w.Rate.Peek(); st != nil && st.ReadShortLimit > 0 {

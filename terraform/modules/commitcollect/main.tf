@@ -938,7 +938,8 @@ resource "aws_cloudwatch_metric_alarm" "strava_app_credentials_rejected" {
 }
 
 # One athlete took more than a set share of Strava's read window: the worker
-# writes AthleteReadShare (EMF, percent of the window's read limit) for each
+# writes AthleteReadShare (EMF, percent of the window's read limit, counted
+# on the athlete's shared window counter: every instance's reads) for each
 # athlete past an instance's own allowance, so its maximum is the heaviest
 # athlete of the period. Their caps hold them back (AthleteReadsHeldBack
 # counts the jobs); `make syncs ARGS=-readers` names the heaviest today.
