@@ -53,6 +53,7 @@ var (
 	_ deauth.RevocationStore      = Revocations{}
 	_ deauth.GrantChecks          = grantcheck.Checks{}
 	_ deauth.Budget               = (*fetch.Fetcher)(nil)
+	_ fetch.UnseenRechecks        = (*syncjobs.SyncScheduler)(nil)
 	_ syncjobs.SyncStore          = (*store.Store)(nil)
 	_ syncjobs.SyncSchedulerStore = (*store.Store)(nil)
 	_ strava.TokenStore           = (*store.Store)(nil)
@@ -173,6 +174,9 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	if s.RetryBase > 0 {
 		w.Runner.RetryBase = s.RetryBase
 	}
+	// A burst's recheck of what it settled unseen waits its hour in the
+	// outbox; the sweeper hands it off then.
+	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(st, nil, log)
 	w.Sync = syncjobs.NewSyncer(st, refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.RateWindow, w.Runner.MaxFailures
 	w.Sync.Rate = w.Fetch.Rate // one rate-limit cache per instance

@@ -119,7 +119,10 @@ type walk struct {
 //     too): one walk is not evidence enough, as the list lags an upload, a
 //     page can shift when the athlete deletes or re-dates an activity
 //     between page reads, and a page can come back short. The burst's
-//     audit entry names the ids so settled (notFoundIds). It is settled as
+//     audit entry names every id so settled (notFoundIds), and the burst
+//     first books the athlete's recheck (Rechecks: a walk of the whole
+//     history hours later), which brings back a real activity the list
+//     left out twice; unbooked, nothing is settled. It is settled as
 //     a 404 at the second walk's start would be (unlisted:
 //     a create or an update of an activity never stored is done with
 //     nothing stored; a delete, or an update of a stored workout, marks it
@@ -162,7 +165,7 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	if len(job.Burst) >= minBurstForList && w.Lister != nil {
 		wk = w.walk(ctx, log, job, userID)
 	}
-	var notFound []string
+	var notFound []int // indices in job.Burst
 	alone, later, unseen := 0, 0, 0
 	began := w.Now()
 	for i, sub := range job.Burst {
@@ -179,9 +182,8 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 				continue
 			}
 			// Two complete walks missed it: not at Strava (or private), as a
-			// fetch's 404 at this walk's start.
-			notFound = append(notFound, strconv.FormatInt(id, 10))
-			out[i] = w.unlisted(ctx, log, sub, userID, wk.started)
+			// fetch's 404 at this walk's start (settleUnseen, below).
+			notFound = append(notFound, i)
 		case wk.complete:
 			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
 		case wk.stop != nil || wk.dropped:
@@ -195,27 +197,48 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 			out[i] = w.fetchAndWrite(ctx, w.jobLog(sub).With("userId", userID), sub, userID, nil)
 		}
 	}
+	ids := w.settleUnseen(ctx, log, job, userID, wk.started, notFound, out)
 	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "written", len(wk.found),
 		"notFound", len(notFound), "unseenOnce", unseen, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
 	details := map[string]string{"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages),
 		"written": strconv.Itoa(len(wk.found)), "notFound": strconv.Itoa(len(notFound)), "fetchedAlone": strconv.Itoa(alone)}
 	if len(notFound) > 0 {
-		details["notFoundIds"] = idList(notFound)
+		details["notFoundIds"] = strings.Join(ids, ",")
 	}
 	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, details)
 	return out
 }
 
-// maxAuditedIDs bounds the activity ids a burst's audit entry names.
-const maxAuditedIDs = 100
-
-// idList is the ids an audit entry names: at most maxAuditedIDs, then how
-// many more.
-func idList(ids []string) string {
-	if len(ids) <= maxAuditedIDs {
-		return strings.Join(ids, ",")
+// settleUnseen settles the burst's events at notFound (indices: two
+// complete walks did not list their activities) as a 404 at the walk's
+// start would (unlisted), into out, and returns their activity ids for the
+// audit entry, every one. First it books the athlete's recheck
+// (Rechecks): should Strava's list have been wrong twice, a later walk of
+// the whole history writes what it lists, so a real activity comes back by
+// itself. If the recheck cannot be booked, nothing is settled: the events
+// fail (retryable) and come back.
+func (w burster) settleUnseen(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time,
+	notFound []int, out []error) []string {
+	if len(notFound) == 0 {
+		return nil
 	}
-	return strings.Join(ids[:maxAuditedIDs], ",") + fmt.Sprintf(",+%d more", len(ids)-maxAuditedIDs)
+	var booked error
+	if w.Rechecks != nil {
+		if _, err := w.Rechecks.RecheckUnseen(ctx, userID, job.Burst[0].Event.OwnerID, w.Now()); err != nil {
+			log.WarnContext(ctx, "recheck of activities not listed could not be booked; they are not settled", "error", err)
+			booked = fmt.Errorf("burst %s: book the recheck of unlisted activities: %w: %w", job.CorrelationID, model.ErrRetryable, err)
+		}
+	}
+	ids := make([]string, 0, len(notFound))
+	for _, i := range notFound {
+		if booked != nil {
+			out[i] = booked
+			continue
+		}
+		ids = append(ids, strconv.FormatInt(job.Burst[i].Event.ObjectID, 10))
+		out[i] = w.unlisted(ctx, log, job.Burst[i], userID, started)
+	}
+	return ids
 }
 
 // ptrTime is *t, or the zero time for nil.

@@ -376,3 +376,55 @@ func TestABurstSettlesEveryKindOfEventFromItsPages(t *testing.T) {
 		t.Fatalf("hidden %v; want the forged delete and the unlisted stored workout, at the walk's start", hidden)
 	}
 }
+
+// rechecks is a fake UnseenRechecks: it records the bookings and answers
+// err.
+type rechecks struct {
+	mu     sync.Mutex
+	booked []string
+	err    error
+}
+
+func (r *rechecks) RecheckUnseen(_ context.Context, userID string, athleteID int64, _ time.Time) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.booked = append(r.booked, fmt.Sprintf("%s/%d", userID, athleteID))
+	return r.err == nil, r.err
+}
+
+// TestUnseenIsSettledOnlyWithItsRecheckBooked: a burst settles events two
+// walks did not list only once the athlete's recheck is booked (one
+// booking for the burst, and the audit names every id); when the booking
+// fails nothing is settled: the events fail, retryable, and come back.
+// Protection: settleUnseen's booking first (without it a real activity
+// settled unseen is lost for good; without the failure check it is lost
+// when the booking fails).
+func TestUnseenIsSettledOnlyWithItsRecheckBooked(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		st := &fakeStore{t: t}
+		f := burstFetcher(t, st, &fakeStrava{}, &fakeLister{acts: history(3, 10)})
+		rc := &rechecks{}
+		if fail {
+			rc.err = errors.New("outbox unavailable")
+		}
+		f.Rechecks = rc
+		f.Now = func() time.Time { return now.Add(5 * time.Minute) }
+		outs := f.ProcessBurst(context.Background(), ingest.NewBurst(unseenBefore(creates(901, 902), now), "b"))
+		if len(rc.booked) != 1 || rc.booked[0] != "u1/9" {
+			t.Fatalf("fail=%v: bookings %v, want one for the athlete", fail, rc.booked)
+		}
+		last := st.details[len(st.details)-1]
+		for i, err := range outs {
+			switch {
+			case !fail && err != nil:
+				t.Fatalf("activity %d: %v, want it settled unseen", 901+i, err)
+			case fail && !errors.Is(err, model.ErrRetryable):
+				t.Fatalf("activity %d: %v, want a retryable failure while the recheck is not booked", 901+i, err)
+			}
+		}
+		if want := map[bool]string{false: "901,902", true: ""}[fail]; last["notFoundIds"] != want {
+			t.Fatalf("fail=%v: audit names %q, want %q", fail, last["notFoundIds"], want)
+		}
+	}
+}

@@ -76,6 +76,14 @@ type TokenProvider interface {
 	AccessToken(ctx context.Context, userID string) (string, error)
 }
 
+// UnseenRechecks books, once per athlete and six-hour slot, a later walk
+// of the athlete's whole listed history (syncjobs.SyncScheduler).
+type UnseenRechecks interface {
+	// RecheckUnseen books the user's recheck at now; false when now's
+	// slot has one already.
+	RecheckUnseen(ctx context.Context, userID string, athleteID int64, now time.Time) (bool, error)
+}
+
 // ActivityFetcher reads one activity from Strava (strava.Client).
 type ActivityFetcher interface {
 	// GetActivity fetches one activity; errors match ErrNotFound,
@@ -197,6 +205,10 @@ type Fetcher struct {
 	// Deauth runs deauthorization events, on this fetcher's budget
 	// (handlers/app wires it).
 	Deauth *deauth.Deauthorizer
+	// Rechecks books the later walk that brings back an activity a burst
+	// settled unseen, should Strava's list have been wrong (burst.go's
+	// settleUnseen; nil: none).
+	Rechecks UnseenRechecks
 
 	athletes athleteCache // see cache.go
 	reads    readTally    // see spend.go

@@ -85,3 +85,49 @@ func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, n
 	}
 	return outcomeAlready, nil
 }
+
+// Bringing back what a burst settled unseen. A burst settles an event
+// whose activity two complete list walks, minutes apart, did not show
+// (package fetch, burst.go). Strava's list could still have been wrong
+// both times (an incident's lag, pages shifting under edits), so the burst
+// first books RecheckUnseen: a reconciliation of the athlete's whole listed
+// history, which writes whatever it lists that is not stored, so a real
+// activity settled unseen comes back by itself. Bookings are gathered per
+// athlete into six-hour slots (UnseenSlot), and a slot's recheck runs
+// UnseenRecheckAfter after the slot ends: between one and seven hours
+// after the burst, at most four a day, and however many bursts book a slot
+// they never push its walk later. It is an ordinary sync job: on the sync
+// share, never the athlete's read caps, so forged events naming a real
+// athlete cost that athlete nothing and the application at most four walks
+// a day. A walk settles unseen only when it reached the end of the
+// history, at most a few pages, so the recheck is as short.
+
+// UnseenKeyMode is the mode segment of the recheck's outbox key
+// (keys.SyncJobKey(UnseenKeyMode, userID, slot start)); the job is a
+// reconciliation.
+const UnseenKeyMode = "unseen"
+
+const (
+	// UnseenSlot gathers an athlete's bookings of a recheck.
+	UnseenSlot = 6 * time.Hour
+	// UnseenRecheckAfter is how long after its slot ends a recheck lists.
+	UnseenRecheckAfter = time.Hour
+)
+
+// wholeHistory is the FromUtc of a reconciliation of the whole history
+// (its list asks after= a second earlier: 0, every activity).
+var wholeHistory = time.Unix(1, 0).UTC()
+
+// RecheckUnseen books the user's recheck of unseen activities at now in
+// now's slot; false when the slot's recheck was booked already. The job's
+// first lease holds it until the slot's end plus UnseenRecheckAfter, the
+// same instant for every booking of the slot.
+func (s *SyncScheduler) RecheckUnseen(ctx context.Context, userID string, athleteID int64, now time.Time) (bool, error) {
+	slot := now.UTC().Truncate(UnseenSlot)
+	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeReconcile, FromUtc: wholeHistory}
+	ok, err := s.enqueueAfter(ctx, keys.SyncJobKey(UnseenKeyMode, userID, slot), job, now, slot.Add(UnseenSlot+UnseenRecheckAfter).Sub(now))
+	if err != nil {
+		return false, fmt.Errorf("book the recheck of unseen activities of %s: %w", userID, err)
+	}
+	return ok, nil
+}

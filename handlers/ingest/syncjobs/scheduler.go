@@ -163,6 +163,13 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 // was claimed before (nothing new). A failed hand-off is left to the
 // sweeper (the item is received with a lease).
 func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj ingest.SyncJob, now time.Time) (bool, error) {
+	return s.enqueueAfter(ctx, key, sj, now, 0)
+}
+
+// enqueueAfter is enqueue for a job that waits first: with wait > 0 it is
+// not handed off, and its first lease (wait) holds it from the sweeper
+// until then.
+func (s *SyncScheduler) enqueueAfter(ctx context.Context, key string, sj ingest.SyncJob, now time.Time, wait time.Duration) (bool, error) {
 	corr := model.NewID()
 	job := ingest.Job{
 		Event:         ingest.Event{ObjectType: ingest.ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},
@@ -176,13 +183,16 @@ func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj ingest.SyncJ
 	if lease <= 0 {
 		lease = ingest.DefaultLease
 	}
+	if wait > 0 {
+		lease = wait
+	}
 	if _, err := s.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return false, nil
 		}
 		return false, fmt.Errorf("enqueue %s: %w", key, err)
 	}
-	if s.dispatch != nil {
+	if s.dispatch != nil && wait <= 0 {
 		if err := s.dispatch.Dispatch(ctx, job); err != nil {
 			s.log.WarnContext(ctx, "sync job hand-off failed; the sweeper dispatches it after the lease",
 				"idempotencyKey", key, "userId", sj.UserID, "error", err)
