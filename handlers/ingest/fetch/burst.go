@@ -25,9 +25,18 @@ type ActivityLister interface {
 }
 
 const (
-	// maxBurstPages bounds the list pages one burst reads (1,000
-	// activities): past them the creates left are fetched alone.
+	// maxBurstPages is how many list pages (1,000 activities) any burst
+	// may read, on the athlete's whole caps: new uploads are on the first
+	// pages. A burst of more than maxBurstPages×eventsPerPage events may
+	// read a page more for every eventsPerPage events (burstPages), on the
+	// share of the caps that edits may take (editsShare): an import of
+	// old-dated activities lies deep in the history, and a page of 200
+	// serves it far cheaper than a fetch each. Past them the creates left
+	// are fetched alone.
 	maxBurstPages = 5
+	// eventsPerPage is how many events of a burst pay for one page beyond
+	// maxBurstPages: at most 0.2 reads per event, forged or not.
+	eventsPerPage = 5
 	// maxBurstGather bounds the gather grid: in AWS the sweeper's minute
 	// sets the pace anyway; locally a gathered create waits seconds.
 	maxBurstGather = 10 * time.Second
@@ -106,7 +115,9 @@ type walk struct {
 //  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
 //     page (GET /athlete/activities), through the same budget check and
 //     athlete caps as a fetch, until every event of the burst was listed,
-//     a short page ends the history, or maxBurstPages were read. A listed
+//     a short page ends the history, or burstPages were read (five, or a
+//     page for every five events of a larger burst: an import of
+//     old-dated activities lies deep in the history). A listed
 //     activity is written through the ordered conditional write
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read.
@@ -128,7 +139,7 @@ type walk struct {
 //     nothing stored; a delete, or an update of a stored workout, marks it
 //     hidden-or-deleted). A younger one is gathered again (Strava's list
 //     may not show an upload at once), so the next burst settles it. What
-//     the walk could not settle (a history longer than maxBurstPages) is
+//     the walk could not settle (a history longer than burstPages) is
 //     fetched alone, within the caps and the burst's time (burstOver: what
 //     time leaves is gathered again for the next burst). A wait for the
 //     budget or the caps defers every event not yet settled; the runner
@@ -162,12 +173,12 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	}
 	log = log.With("userId", userID)
 	wk := walk{found: map[int64]error{}}
+	began := w.Now()
 	if len(job.Burst) >= minBurstForList && w.Lister != nil {
-		wk = w.walk(ctx, log, job, userID)
+		wk = w.walk(ctx, log, job, userID, began)
 	}
 	var notFound []int // indices in job.Burst
 	alone, later, unseen := 0, 0, 0
-	began := w.Now()
 	for i, sub := range job.Burst {
 		id := sub.Event.ObjectID
 		werr, listed := wk.found[id]
@@ -297,10 +308,14 @@ func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job,
 	return w.markHidden(ctx, w.jobLog(job).With("userId", userID, "source", "list"), job, userID, started)
 }
 
+// burstPages is how many list pages a burst of n events may read.
+func burstPages(n int) int { return max(maxBurstPages, (n+eventsPerPage-1)/eventsPerPage) }
+
 // walk reads the athlete's list pages, newest first, writing the burst's
-// creates it finds, until each is found, the history ends or maxBurstPages
-// were read; each page goes through the budget check and the athlete caps.
-func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) walk {
+// creates it finds, until each is found, the history ends or burstPages
+// were read (or, past maxBurstPages, the burst's time since began is
+// over); each page goes through the budget check and the athlete caps.
+func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, began time.Time) walk {
 	wk := walk{found: map[int64]error{}}
 	want := make(map[int64]ingest.Job, len(job.Burst))
 	for _, sub := range job.Burst {
@@ -312,12 +327,15 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		wk.stop, wk.dropped = w.tokenRefused(ctx, log, job, userID, err)
 		return wk
 	}
-	for page := 1; page <= maxBurstPages && len(wk.found) < len(want); page++ {
+	for page := 1; page <= burstPages(len(want)) && len(wk.found) < len(want); page++ {
+		if page > maxBurstPages && w.burstOver(ctx, began) {
+			return wk // the next burst walks on; what is left waits for it
+		}
 		if err := w.CheckBudget(ctx); err != nil {
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
-		if err := w.takeAthleteRead(ctx, first); err != nil {
+		if err := w.takeAthleteRead(ctx, first, page <= maxBurstPages); err != nil {
 			wk.stop = err
 			return wk
 		}

@@ -275,8 +275,8 @@ func TestTheDailyAllowanceHoldsAnAthleteBack(t *testing.T) {
 		WorkoutFn: func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
 		TakeDayReadsFn: func(_ int64, limit, n int) error {
 			dayAdds = append(dayAdds, n)
-			if limit != fetch.DefaultAthleteReadsPerDay {
-				t.Errorf("daily cap %d, want %d", limit, fetch.DefaultAthleteReadsPerDay)
+			if want := fetch.DefaultAthleteReadsPerDay - fetch.DefaultAthleteReadsPerDay/3; limit != want { // an update's share
+				t.Errorf("daily cap %d, want %d", limit, want)
 			}
 			if len(dayAdds) > 1 {
 				return model.ErrConflict
@@ -426,5 +426,49 @@ func TestUnseenIsSettledOnlyWithItsRecheckBooked(t *testing.T) {
 		if want := map[bool]string{false: "901,902", true: ""}[fail]; last["notFoundIds"] != want {
 			t.Fatalf("fail=%v: audit names %q, want %q", fail, last["notFoundIds"], want)
 		}
+	}
+}
+
+// TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks: an athlete
+// imports old-dated activities; a burst of 500 of their creates lies past
+// the first five pages of a 2,100-activity history. The walk goes on, a
+// page for every five events, and writes all 500 from 11 pages with no
+// fetch alone. A burst of 50 creates for ids that do not exist, named for
+// an athlete with 10,000 activities, reads 10 pages, never more: 0.2 reads
+// per event. Protection: burstPages (without it, 5 pages and 400 fetches
+// alone at the athlete's caps, or a forged burst walking the whole
+// history).
+func TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	written := 0
+	st := &fakeStore{t: t, UpsertWorkoutFn: func(*model.Workout) error { mu.Lock(); defer mu.Unlock(); written++; return nil },
+		TakeAthleteReadFn: roomy, TakeDayReadsFn: roomy}
+	l := &fakeLister{acts: history(2100, 1)}
+	s := &fakeStrava{}
+	var ids []int64
+	for id := int64(1600); id < 2100; id++ {
+		ids = append(ids, id)
+	}
+	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(creates(ids...), "import"))
+	for i, err := range outs {
+		if err != nil {
+			t.Fatalf("activity %d: %v, want written", ids[i], err)
+		}
+	}
+	if len(l.pages) != 11 || s.calls != 0 || written != 500 {
+		t.Fatalf("import: %d pages, %d fetches alone, %d written; want 11 pages, none alone, all 500", len(l.pages), s.calls, written)
+	}
+
+	forged := &fakeLister{acts: history(10000, 1)}
+	gone := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
+	st.MarkHiddenFn = func(int64, string, int64) error { return nil }
+	ids = ids[:0]
+	for id := int64(20000); id < 20050; id++ {
+		ids = append(ids, id)
+	}
+	burstFetcher(t, st, gone, forged).ProcessBurst(context.Background(), ingest.NewBurst(creates(ids...), "forged"))
+	if len(forged.pages) != 10 {
+		t.Fatalf("a forged burst of 50 read %d pages, want 10", len(forged.pages))
 	}
 }

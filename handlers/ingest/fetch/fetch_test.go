@@ -277,8 +277,8 @@ func TestAthleteReadCounterIsTouchedOnlyNearTheCap(t *testing.T) {
 	var adds []int
 	refuse := false
 	st := &fakeStore{t: t, TakeAthleteReadFn: func(_ int64, limit, n int) error {
-		if limit != fetch.DefaultAthleteReadsPerWindow {
-			t.Errorf("cap %d, want %d", limit, fetch.DefaultAthleteReadsPerWindow)
+		if want := fetch.DefaultAthleteReadsPerWindow * 2 / 3; limit != want { // an update's share
+			t.Errorf("cap %d, want %d", limit, want)
 		}
 		adds = append(adds, n)
 		if refuse {
@@ -339,5 +339,42 @@ func TestReadShareReportsTheSharedCount(t *testing.T) {
 	want := float64(8 * 100 / budget.DefaultReadShortLimit)
 	if got, ok := lines[0].Value(fetch.MetricAthleteReadShare); !ok || got != want {
 		t.Fatalf("AthleteReadShare %v, want %v (8 reads of both instances)", got, want)
+	}
+}
+
+// TestUpdatesCannotSpendTheUploadsReserve: thirty updates naming one
+// athlete (activity ids are public: anyone can send them) take two thirds
+// of the window's cap and then wait; the athlete's new upload is still
+// fetched at once from the third kept for uploads. Protection: editsShare
+// (without it the updates take the whole cap and the upload waits for the
+// next window).
+func TestUpdatesCannotSpendTheUploadsReserve(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{t: t, TakeDayReadsFn: roomy,
+		WorkoutFn: func(int64) (*model.Workout, error) { return nil, model.ErrNotFound }, UpsertWorkoutFn: func(*model.Workout) error { return nil }}
+	st.TakeAthleteReadFn = func(_ int64, limit, n int) error {
+		if int(st.windowReads.Load())+n > limit {
+			return model.ErrConflict
+		}
+		return nil
+	}
+	s := &fakeStrava{GetActivityFn: run(run5k)}
+	f := newFetcher(t, st, s)
+	ctx := context.Background()
+	held := 0
+	for range fetch.DefaultAthleteReadsPerWindow {
+		var de *ingest.DeferError
+		switch err := f.Process(ctx, event(ingest.AspectUpdate)); {
+		case errors.As(err, &de) && de.AthleteCap:
+			held++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if want := fetch.DefaultAthleteReadsPerWindow / 3; held != want || s.calls != 20 {
+		t.Fatalf("updates: %d held back after %d fetches; want %d held back after 20 (two thirds of the cap)", held, s.calls, want)
+	}
+	if err := f.Process(ctx, event(ingest.AspectCreate)); err != nil || s.calls != 21 {
+		t.Fatalf("the athlete's upload: %v after %d fetches; want it fetched from the reserve", err, s.calls)
 	}
 }

@@ -147,7 +147,8 @@ const (
 //     alone never stops a fetch: the activity may be public again), and the
 //     athlete's read counters (STRAVA#ATHLETE#{id}/READS#{window} and
 //     READSDAY#{day}) must have room (CC_ATHLETE_READS_PER_WINDOW,
-//     CC_ATHLETE_READS_PER_DAY; spend.go). A create of an athlete whose
+//     CC_ATHLETE_READS_PER_DAY; updates and deletes only two thirds of
+//     each, the rest kept for uploads; spend.go). A create of an athlete whose
 //     creates crowd the window is gathered into a burst and served from
 //     list pages instead (burst.go). A workout beyond physical bounds
 //     (model/bounds.go) is rejected at normalization. Audit
@@ -327,7 +328,7 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	if err := w.takeAthleteRead(ctx, job); err != nil {
+	if err := w.takeAthleteRead(ctx, job, ev.Kind() == ingest.KindActivityCreate); err != nil {
 		return err
 	}
 	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)

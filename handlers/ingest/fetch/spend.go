@@ -114,14 +114,33 @@ func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay 
 	t.m[athleteID] = c
 }
 
+// Uploads keep a reserve of the caps. An update or a delete names an
+// activity id, and activity ids are public: anyone can post them in a real
+// athlete's name, and each names a stored activity that must be asked about
+// alone. So the reads of updates and deletes may fill each cap only up to
+// editsShare of it; the rest stays for the athlete's new uploads (creates,
+// and the list walks that serve them), which no flood of updates and
+// deletes can spend. An edit held back waits for the next window (or day),
+// and reconciliation catches what Strava does not push again.
+func editsShare(limit int) int {
+	if limit <= 0 {
+		return limit
+	}
+	return max(limit-limit/3, 1)
+}
+
 // takeAthleteRead counts one Strava read against the athlete's caps
-// (AthleteReadsPerWindow, AthleteReadsPerDay, see readTally); an
-// ingest.DeferError (AthleteCap set) to the next window, or the next UTC
-// day, when a cap is reached.
-func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
+// (AthleteReadsPerWindow, AthleteReadsPerDay, see readTally; an edit, not
+// upload, only up to editsShare of each); an ingest.DeferError (AthleteCap
+// set) to the next window, or the next UTC day, when a cap is reached.
+func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bool) error {
 	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
 	if limit <= 0 && dayLimit <= 0 {
 		return nil
+	}
+	kind := "strava reads"
+	if !upload {
+		limit, dayLimit, kind = editsShare(limit), editsShare(dayLimit), "strava reads for updates and deletes (a third is kept for uploads)"
 	}
 	allowance := min(localReadAllowance, limit/2)
 	if limit <= 0 {
@@ -139,7 +158,7 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
 	if addWindow > 0 && w.AthleteReadsPerWindow > 0 {
 		if shared, err = w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
 			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
-			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d strava reads in this window", ev.OwnerID, limit))
+			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d %s in this window", ev.OwnerID, limit, kind))
 		}
 	}
 	if err == nil && addDay > 0 && dayLimit > 0 {
@@ -147,7 +166,7 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job) error {
 		// here leaves them counted there (erring on fewer reads).
 		if err = w.store.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
 			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
-			return w.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d strava reads", ev.OwnerID, dayLimit))
+			return w.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d %s", ev.OwnerID, dayLimit, kind))
 		}
 	}
 	if err != nil {
