@@ -36,6 +36,7 @@ var Scenarios = []Scenario{
 	{"forged-flood", "hundreds of forged events for one linked athlete, then real ones", forgedFlood, stravasim.Limits{}, 0},
 	{"unsigned-lifecycle", "forged delete and deauthorization, a private activity, a late revoke, a revoke and reconnect, DELETE /v1/me mid-fetch", lifecycle, stravasim.Limits{}, 0},
 	{"rotated-app-secret", "the app's secret rotated at Strava: a forged revoke waits, nobody flagged; secret restored: work resumes; a real revoke deletes, a reconnect restores", rotatedSecret, stravasim.Limits{}, 0},
+	{"heavy-import", "an athlete imports old-dated activities deep in a history while ten others upload, at Strava's 100 reads a window", heavyImport, stravasim.Limits{}, 0},
 	{"noisy-neighbours", "three athletes forge creates for two minutes while ten others upload one activity and one bulk-uploads 250, at 60 reads a minute", noisyNeighbours, noisyLimits, NoisyWindow},
 	{"noisy-neighbours-edits", "the noisy neighbours with forged updates and deletes of ids never stored in place of creates", noisyEdits, noisyLimits, NoisyWindow},
 }

@@ -26,12 +26,11 @@ type ActivityLister interface {
 
 const (
 	// maxBurstPages is how many list pages (1,000 activities) any burst
-	// may read, on the athlete's whole caps: new uploads are on the first
-	// pages. A burst of more than maxBurstPages×eventsPerPage events may
-	// read a page more for every eventsPerPage events (burstPages), on the
-	// share of the caps that edits may take (editsShare): an import of
-	// old-dated activities lies deep in the history, and a page of 200
-	// serves it far cheaper than a fetch each. Past them the creates left
+	// may read. A burst of more than maxBurstPages×eventsPerPage events may
+	// read a page more for every eventsPerPage events (burstPages): an
+	// import of old-dated activities lies deep in the history, and a page
+	// of 200 serves it far cheaper than a fetch each. Walks are uploads'
+	// reads (the whole caps, not editsShare). Past them the creates left
 	// are fetched alone.
 	maxBurstPages = 5
 	// eventsPerPage is how many events of a burst pay for one page beyond
@@ -335,7 +334,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
-		if err := w.takeAthleteRead(ctx, first, page <= maxBurstPages); err != nil {
+		if err := w.takeAthleteRead(ctx, first, true); err != nil { // a walk serves uploads, deep pages imports
 			wk.stop = err
 			return wk
 		}
