@@ -70,8 +70,15 @@ func TestChaos(t *testing.T) {
 		})
 	}
 	for _, sc := range chaos.Scenarios {
-		if only != "" && only != sc.Name || !full && only == "" && strings.HasPrefix(sc.Name, "noisy-neighbours") {
-			continue // the noisy neighbours' reduced run is TestNoisyNeighbours
+		if only != "" && only != sc.Name || !full && only == "" && (strings.HasPrefix(sc.Name, "noisy-neighbours") || sc.Name == heavyImport) {
+			// The noisy neighbours' reduced run is TestNoisyNeighbours. The
+			// heavy import runs in `make chaos` only: beside the reduced
+			// scenarios its load slowed their webhook answers past Strava's
+			// 2 s, and a real delivery was refused three times in CI. In
+			// `make test`, package fetch's
+			// TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks proves
+			// the deep walks.
+			continue
 		}
 		if full {
 			run(sc) // one at a time, so the figures compare from run to run
@@ -89,3 +96,6 @@ func TestChaos(t *testing.T) {
 	wg.Wait()
 	fmt.Println("chaos:", chaos.Total(all))
 }
+
+// heavyImport is the heavy-import scenario's name.
+const heavyImport = "heavy-import"

@@ -37,8 +37,8 @@
 // the reconnect, a confirmed revoke and a reconnect within the retention
 // window, DELETE /v1/me while a slow fetch for the user is in flight; its
 // violations are the lifecycle figure, see lifecycle.go), a heavy import of
-// old-dated activities beside others' uploads (heavyimport.go), and the
-// noisy neighbours (noisy.go). The simulator's
+// old-dated activities beside others' uploads (heavyimport.go; in `make
+// chaos` only), and the noisy neighbours (noisy.go). The simulator's
 // faults are stravasim.Fault and SpendReadWindow (control API /_sim/faults,
 // /_sim/ratelimit/spend).
 //
