@@ -70,6 +70,13 @@ func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, windo
 	return now.Truncate(window).Add(window), why
 }
 
+// AfterRefusal is when a call Strava refused with 429, answering the
+// headers rl at now, may be made again, and why: NextResetIn of that
+// reading with no reserve kept.
+func AfterRefusal(rl strava.RateLimit, now time.Time, window time.Duration) (time.Time, string) {
+	return NextResetIn(StateIn(rl, now, window), now, 0, window)
+}
+
 // ReserveOf is how many reads of a budget of limit a reserve (a share of
 // it) keeps free: at least one. The "spent" check, the sync share's cap
 // and the rate cache's "near the limit" all count it this one way.

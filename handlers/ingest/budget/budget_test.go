@@ -79,6 +79,34 @@ func TestNextBudgetReset(t *testing.T) {
 	}
 }
 
+func TestAfterRefusal(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 9, 7, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		rl   strava.RateLimit
+		want time.Time
+	}{
+		{"a 429 with the daily reads spent waits for midnight UTC",
+			strava.RateLimit{ReadShortLimit: 100, ReadShortUsage: 40, ReadDailyLimit: 1000, ReadDailyUsage: 1000},
+			time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)},
+		{"a 429 with the window's reads spent waits for the quarter hour",
+			strava.RateLimit{ReadShortLimit: 100, ReadShortUsage: 100, ReadDailyLimit: 1000, ReadDailyUsage: 400},
+			time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC)},
+		{"a 429 whose headers show 95 % spent still waits only for the quarter hour: no reserve",
+			strava.RateLimit{ReadShortLimit: 100, ReadShortUsage: 10, ReadDailyLimit: 1000, ReadDailyUsage: 960},
+			time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got, why := budget.AfterRefusal(tt.rl, now, keys.AthleteReadsWindow); !got.Equal(tt.want) || why == "" {
+				t.Fatalf("got %v (%q), want %v", got, why, tt.want)
+			}
+		})
+	}
+}
+
 func TestRateLimitStateFrom(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 2, 23, 59, 30, 0, time.UTC)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -28,7 +27,7 @@ func (w *Fetcher) fetchFailed(ctx context.Context, log *slog.Logger, job ingest.
 		return errStaleCache
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		now := w.Now()
-		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		until, why := w.ResetAfter429(rl, now)
 		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrNotFound):

@@ -420,7 +420,7 @@ func (w burster) listFailed(ctx context.Context, log *slog.Logger, job ingest.Jo
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == 429:
 		now := w.Now()
-		until, why := budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+		until, why := w.ResetAfter429(rl, now)
 		return fmt.Errorf("burst %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why}), false
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {

@@ -249,5 +249,5 @@ func (w *Fetcher) CheckBudget(ctx context.Context) error {
 // ResetAfter429 is when a call Strava refused with 429 (its reading rl)
 // may be made again, and why.
 func (w *Fetcher) ResetAfter429(rl strava.RateLimit, now time.Time) (time.Time, string) {
-	return budget.NextResetIn(budget.StateIn(rl, now, w.rateWindow()), now, 0, w.rateWindow())
+	return budget.AfterRefusal(rl, now, w.rateWindow())
 }

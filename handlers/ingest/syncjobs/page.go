@@ -146,7 +146,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 	switch {
 	case refused:
 		n := s.Now()
-		until, why := budget.NextResetIn(budget.StateIn(rl, n, s.rateWindow()), n, 0, s.rateWindow())
+		until, why := budget.AfterRefusal(rl, n, s.rateWindow())
 		return nil, false, s.deferJob(ctx, log, job, &ingest.DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrUnauthorized):
 		if merr := s.store.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
