@@ -52,6 +52,10 @@ type IdempotencyRecord struct {
 	// PendingPK and PendingSK exist only while Status is received.
 	PendingPK string `dynamodbav:"PendingPK,omitempty"`
 	PendingSK string `dynamodbav:"PendingSK,omitempty"`
+	// ParkedRecord says a PARKED#WORKER record of this item's job was (or
+	// was about to be) written: a later run that finishes the job removes
+	// it, and only then pays for the delete.
+	ParkedRecord bool `dynamodbav:"parkedRecord,omitempty"`
 	// TTLSeconds is the lifetime the claim gave the item: ExpiresAt (TTL)
 	// lies that long after the item's last activity, after DueAt while it
 	// is received, after the settle once settled (0: claimed by older

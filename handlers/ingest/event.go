@@ -170,11 +170,14 @@ type Job struct {
 	// IdempotencyKey are then unset; CorrelationID names the burst.
 	Burst []Job `json:"burst,omitempty"`
 	// OutboxDispatches is the dispatch count of the job's outbox item as
-	// the same claim or lease returned it (set with OutboxFailures). A job
-	// done on a later dispatch than its first may have been parked meanwhile
-	// (a local queue's on-failure destination): its PARKED#WORKER record is
-	// then removed, so a redrive never re-runs done work.
+	// the same claim or lease returned it (set with OutboxFailures).
 	OutboxDispatches int `json:"outboxDispatches,omitempty"`
+	// OutboxParkedRecord says the job's outbox item is marked as parked
+	// once (model.IdempotencyRecord.ParkedRecord; a local queue's on-failure
+	// destination, or a park whose settle failed): done now, its
+	// PARKED#WORKER record is removed, so a redrive never re-runs done
+	// work. Set at dispatch, never stored in the outbox item's job.
+	OutboxParkedRecord bool `json:"outboxParkedRecord,omitempty"`
 	// UnseenAtUtc, when set, is when a complete list walk did not show the
 	// event's activity (its outbox item was deferred with UnseenReason): a
 	// second walk, far enough apart, must miss it too before it is settled
@@ -188,6 +191,7 @@ func (j Job) WithOutbox(rec *model.IdempotencyRecord) Job {
 	n := rec.Failures
 	j.OutboxFailures = &n
 	j.OutboxDispatches = rec.Dispatches
+	j.OutboxParkedRecord = rec.ParkedRecord
 	j.UnseenAtUtc = unseenAt(rec.Reason)
 	return j
 }

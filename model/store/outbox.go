@@ -48,6 +48,7 @@ const (
 	attrPendingSK      = "PendingSK"
 	attrExpiresAt      = "expiresAt"
 	attrTTLSeconds     = "ttlSeconds"
+	attrParkedRecord   = "parkedRecord"
 )
 
 // DefaultOutboxTTL is how long an outbox item is kept after its last
@@ -191,6 +192,22 @@ func (s *Outbox) DeferOutboxItem(ctx context.Context, key string, notBefore time
 	upd = expiresAfter(upd, notBefore)
 	if err := s.settle(ctx, key, upd); err != nil {
 		return fmt.Errorf("defer outbox item %s until %s: %w", key, notBefore.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// MarkOutboxParked records on an outbox item that its job is about to be
+// parked (IdempotencyRecord.ParkedRecord), before the PARKED#WORKER record
+// is written, so a later run that finishes the job knows to remove that
+// record. It changes nothing else; ErrNotFound when the item does not exist.
+func (s *Outbox) MarkOutboxParked(ctx context.Context, key string) error {
+	upd := expression.Set(expression.Name(attrParkedRecord), expression.Value(true))
+	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey))
+	if _, err := s.updateOutbox(ctx, key, upd, cond); err != nil {
+		if isConflict(err) {
+			err = fmt.Errorf("%w: %w", model.ErrNotFound, err)
+		}
+		return fmt.Errorf("mark outbox item %s parked: %w", key, err)
 	}
 	return nil
 }

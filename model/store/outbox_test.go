@@ -267,3 +267,33 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 		t.Fatalf("settle: got %+v, %v; want expiresAt %d (ttl after the settle)", rec, err, settled.Add(ttl).Unix())
 	}
 }
+
+// TestOutboxMarkParkedTravelsWithTheLease: the park's mark changes nothing
+// but the flag, which the next lease returns (so the dispatched job knows
+// its parked record must go once done); a missing item is not found.
+func TestOutboxMarkParkedTravelsWithTheLease(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	before, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.ParkedRecord {
+		t.Fatalf("a fresh claim says parked: %+v", before)
+	}
+	if err := s.MarkOutboxParked(ctx, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.LeaseOutboxItem(ctx, "k1", now.Add(2*time.Minute), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.ParkedRecord || rec.Status != model.OutboxReceived || rec.Dispatches != 2 || rec.Job != before.Job {
+		t.Fatalf("got %+v, want the item received, leased a second time and marked parked", rec)
+	}
+	if err := s.MarkOutboxParked(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("missing: got %v, want ErrNotFound", err)
+	}
+}

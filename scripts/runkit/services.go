@@ -166,6 +166,15 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 	if r.RecordID == "" {
 		r.RecordID = job.CorrelationID
 	}
+	if job.IdempotencyKey != "" {
+		// Marked first: the sweeper may finish the job later, and must then
+		// remove this record (runner.unparkDone).
+		if err := s.Store.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
+			s.log.ErrorContext(ctx, "worker job not parked (cannot mark its outbox item); it stays received in the outbox",
+				"correlationId", job.CorrelationID, "error", err)
+			return
+		}
+	}
 	if err := s.Store.Park(ctx, r); err != nil {
 		s.log.ErrorContext(ctx, "park worker job failed; it stays received in the outbox for the sweeper",
 			"correlationId", job.CorrelationID, "idempotencyKey", job.IdempotencyKey, "error", err)

@@ -541,9 +541,9 @@ func TestShortRateWindow(t *testing.T) {
 // queue's on-failure destination: outcome not recorded, the item stays
 // received) and completed later by the sweeper leaves no PARKED#WORKER
 // record, and a stale record of a done job redriven anyway does not run it
-// again. Protections: the worker removes the parked record
-// of a job done on a later dispatch than its first; Run skips a redriven job
-// whose item is done.
+// again. Protections: the worker removes the parked record of a done job
+// whose outbox item the park marked (as the local queue's parkJob does);
+// Run skips a redriven job whose item is done.
 func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	t.Parallel()
 	h := ingesttest.New(t)
@@ -556,6 +556,9 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	rj.Redrive = true
 	parked := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
 		Payload: string(ingesttest.MustJSON(t, rj)), CorrelationID: j.CorrelationID}
+	if err := h.St.MarkOutboxParked(ctx, j.IdempotencyKey); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.St.Park(ctx, parked); err != nil {
 		t.Fatal(err)
 	}

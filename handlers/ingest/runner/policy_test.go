@@ -71,6 +71,7 @@ type fakeStore struct {
 	DeferFn        func(key string, notBefore time.Time, reason string, failure bool) error
 	ParkFn         func(r *model.ParkedRecord) error
 	RemoveParkedFn func(source, recordID string) error
+	MarkParkedFn   func(key string) error
 	audits         []string
 }
 
@@ -102,6 +103,13 @@ func (f *fakeStore) Park(_ context.Context, r *model.ParkedRecord) error {
 	return f.ParkFn(r)
 }
 
+func (f *fakeStore) MarkOutboxParked(_ context.Context, key string) error {
+	if f.MarkParkedFn == nil {
+		f.t.Fatalf("unexpected MarkOutboxParked(%s)", key)
+	}
+	return f.MarkParkedFn(key)
+}
+
 func (f *fakeStore) RemoveParked(_ context.Context, source, recordID string) error {
 	if f.RemoveParkedFn == nil {
 		f.t.Fatalf("unexpected RemoveParked(%s)", recordID)
@@ -125,25 +133,31 @@ func received(failures int) ingest.Job {
 		Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 7, AspectType: ingest.AspectCreate, OwnerID: 9}}
 }
 
-// TestRunnerSettlesByTheProcessorsError runs a received job through the
-// runner with a fake outbox: what the processor returns is recorded as the
-// policy says, and nothing else is written.
+// TestRunnerSettlesByTheProcessorsError runs a received job (on its second
+// dispatch, as a gathered create served by a burst) through the runner with
+// a fake outbox: what the processor returns is recorded as the policy says,
+// and nothing else is written. A park marks the outbox item before it writes
+// the record, and only a done job whose item is so marked removes a parked
+// record. Protection: removing the mark's check from unparkDone makes every
+// later-dispatch job pay a DeleteItem (the "done" case then sees "unpark").
 func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	until := now.Add(time.Hour)
 	tests := []struct {
-		name      string
-		failures  int
-		perr      error
-		want      string // the store calls, in order
-		wantAudit string
+		name       string
+		failures   int
+		parkedOnce bool
+		perr       error
+		want       string // the store calls, in order
+		wantAudit  string
 	}{
-		{"done, its stale parked record removed", 0, nil, "settle done; unpark", ""},
-		{"deferred, not counted as a failure", 0, &ingest.DeferError{Until: until, Reason: "budget"}, "defer failure=false", ""},
-		{"retried with a failure counted", 1, fmt.Errorf("503: %w", model.ErrRetryable), "defer failure=true", ""},
-		{"parked after the last failure", 5, fmt.Errorf("503: %w", model.ErrRetryable), "park; settle parked", ""},
-		{"poison parked at once and audited", 0, fmt.Errorf("map: %w", model.ErrInvalid), "park; settle parked", ingest.AuditEventRejected},
+		{"done on a later dispatch, never parked: no delete", 0, false, nil, "settle done", ""},
+		{"done, parked once: its stale parked record removed", 0, true, nil, "settle done; unpark", ""},
+		{"deferred, not counted as a failure", 0, false, &ingest.DeferError{Until: until, Reason: "budget"}, "defer failure=false", ""},
+		{"retried with a failure counted", 1, false, fmt.Errorf("503: %w", model.ErrRetryable), "defer failure=true", ""},
+		{"parked after the last failure", 5, false, fmt.Errorf("503: %w", model.ErrRetryable), "mark; park; settle parked", ""},
+		{"poison parked at once and audited", 0, false, fmt.Errorf("map: %w", model.ErrInvalid), "mark; park; settle parked", ingest.AuditEventRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,11 +180,14 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 					return nil
 				},
 				RemoveParkedFn: func(string, string) error { calls = append(calls, "unpark"); return nil },
+				MarkParkedFn:   func(string) error { calls = append(calls, "mark"); return nil },
 			}
 			r := runner.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
 				slog.New(slog.NewTextHandler(io.Discard, nil)))
 			r.Now = func() time.Time { return now }
-			if err := r.Run(context.Background(), received(tt.failures)); err != nil {
+			job := received(tt.failures)
+			job.OutboxParkedRecord = tt.parkedOnce
+			if err := r.Run(context.Background(), job); err != nil {
 				t.Fatalf("run: %v", err)
 			}
 			if got := strings.Join(calls, "; "); got != tt.want {

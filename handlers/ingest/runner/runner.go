@@ -36,9 +36,9 @@
 // until they expire; userId and athleteId when known, expiresAt 30 days after parking,
 // model.ParkedRetentionDays) is written by the worker's park (poison,
 // MaxFailures) and by a local queue's on-failure destination (the outcome
-// could not be recorded; the item stays received). A job done on a later
-// dispatch than its first removes its record, and a redriven job whose item
-// is done is not run again, so `make redrive` never re-runs done work. An
+// could not be recorded; the item stays received), each after marking the
+// job's outbox item (parkedRecord). A done job whose item is so marked
+// removes its record, and a redriven job whose item is done is not run again, so `make redrive` never re-runs done work. An
 // account deletion deletes the user's parked records.
 package runner
 
@@ -87,6 +87,9 @@ type Settler interface {
 type Parking interface {
 	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
+	// MarkOutboxParked marks the job's outbox item before its record is
+	// parked, so a later run that finishes the job removes the record.
+	MarkOutboxParked(ctx context.Context, key string) error
 	// RemoveParked removes a done job's parked record from its shard
 	// (missing: not an error).
 	RemoveParked(ctx context.Context, source, recordID string) error
@@ -157,7 +160,8 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	for i, sub := range job.Burst {
-		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches}
+		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches,
+			ParkedRecord: sub.OutboxParkedRecord}
 		if sub.OutboxFailures != nil {
 			rec.Failures = *sub.OutboxFailures
 		}
@@ -249,7 +253,7 @@ func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 		// received: no need to read it. If another run settled it since,
 		// the conditional settle below says so.
 		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
-			Failures: *job.OutboxFailures, Dispatches: job.OutboxDispatches}
+			Failures: *job.OutboxFailures, Dispatches: job.OutboxDispatches, ParkedRecord: job.OutboxParkedRecord}
 	case job.IdempotencyKey != "":
 		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
 		switch {
@@ -363,13 +367,15 @@ const MetricAppCredentialsRejected = "StravaAppCredentialsRejected"
 
 // unparkDone removes the PARKED#WORKER record of a job that is done: one
 // parked at shutdown (or by a failed hand-off) and completed later by the
-// sweeper would otherwise be run again by `make redrive`. Only a job done on
-// a later dispatch than its first can have been parked (0: unknown, a
-// redrive or an old payload), so the common first-dispatch job costs no
-// extra write. Should the removal fail, a redrive of the record still finds
-// the job done and does not run it (Run).
+// sweeper would otherwise be run again by `make redrive`. Every park marks
+// the job's outbox item first (MarkOutboxParked), so only a job whose item
+// says so pays for the delete: a gathered create served by a burst, on its
+// second dispatch, costs no extra write. A record parked by a run that had
+// read its item before the mark (two dispatches racing), or by older code,
+// stays: a redrive of it finds the job done and does not run it (Run), and
+// the redrive removes it.
 func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *model.IdempotencyRecord) error {
-	if rec.Dispatches == 1 {
+	if !rec.ParkedRecord {
 		return nil
 	}
 	if err := w.store.RemoveParked(ctx, keys.ParkSourceWorker, job.IdempotencyKey); err != nil {
@@ -390,6 +396,9 @@ func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now ti
 	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
 		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
 	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
+	if err := w.store.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
+	}
 	if err := w.store.Park(ctx, r); err != nil {
 		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
 	}
