@@ -67,6 +67,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{
 		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, PathSecret: cfg.WebhookPathSecret, Lease: cfg.OutboxLease,
+		Gather: true, RateWindow: cfg.StravaWindow,
 	}, st, d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)

@@ -36,9 +36,6 @@ const (
 	// eventsPerPage is how many events of a burst pay for one page beyond
 	// maxBurstPages: at most 0.2 reads per event, forged or not.
 	eventsPerPage = 5
-	// maxBurstGather bounds the gather grid: in AWS the sweeper's minute
-	// sets the pace anyway; locally a gathered create waits seconds.
-	maxBurstGather = 10 * time.Second
 	// notFoundMargin is how long before a complete walk a create must have
 	// been received for its absence from the list to settle it.
 	notFoundMargin = 30 * time.Second
@@ -60,9 +57,9 @@ func (w *Fetcher) gather(ctx context.Context, log *slog.Logger, job ingest.Job) 
 func (w *Fetcher) gatherFor(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error {
 	g := w.BurstGather
 	if g <= 0 {
-		g = min(w.rateWindow()/4, maxBurstGather)
+		g = ingest.GatherGrid(w.rateWindow())
 	}
-	until := w.Now().UTC().Truncate(g).Add(g)
+	until := ingest.NextGather(w.Now(), g)
 	log.InfoContext(ctx, "activity event gathered for a burst", "writeStatus", "deferred", "notBefore", until.Format(time.RFC3339),
 		"reason", reason)
 	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: reason, Gathered: true})
@@ -104,10 +101,10 @@ type walk struct {
 // each would spend the application's shared read budget on one athlete, so:
 //
 //  1. Gather. A create of an athlete whose creates crowd this instance's
-//     window (more than createsBeforeCheck), and an update or delete of an
+//     window (more than ingest.CreatesBeforeGather), and an update or delete of an
 //     activity never stored, are not fetched: they are deferred to the next tick of
 //     the gather grid (BurstGather; by default a quarter of the rate
-//     window, at most maxBurstGather), where the sweeper finds them due
+//     window, at most ingest.MaxBurstGather), where the sweeper finds them due
 //     with the athlete's other creates and updates (handoff's fair plan)
 //     and dispatches them as one burst job (ingest.Job.Burst), each outbox
 //     item leased.

@@ -127,7 +127,7 @@ func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fe
 	return f
 }
 
-// TestCrowdedCreatesAreGatheredForABurst: past createsBeforeCheck creates of
+// TestCrowdedCreatesAreGatheredForABurst: past ingest.CreatesBeforeGather creates of
 // one athlete in a window, a create is deferred to the gather grid, not
 // fetched; a gathered one (dispatched by the sweeper) is fetched. Protection:
 // the gathering (removing it fetches every create of a flood alone).

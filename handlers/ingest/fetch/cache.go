@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -29,14 +30,6 @@ const (
 	cacheMaxEntries = 10000
 	athleteTTL      = 15 * time.Minute
 	tokenSkew       = 5 * time.Minute
-	// createsBeforeCheck: a create event is fetched without a coalescing
-	// check (its activity is new) unless this instance saw more than this
-	// many creates of the athlete in the current rate window: a flood of
-	// forged or replayed creates. Then the instance's own memory of what it
-	// fetched (athleteCache.fetched, no request) coalesces repeated ids and
-	// ids Strava already answered 404 for; repeats another instance fetched
-	// cost a Strava read each, within the athlete's read cap.
-	createsBeforeCheck = 3
 )
 
 // errStaleCache says a cached athlete entry was refused: process again
@@ -66,9 +59,15 @@ type athleteEntry struct {
 }
 
 type athleteCache struct {
-	mu      sync.Mutex
-	m       map[int64]athleteEntry
-	creates map[int64]createCount
+	mu sync.Mutex
+	m  map[int64]athleteEntry
+	// creates: a create event is fetched without a coalescing check (its
+	// activity is new) unless this instance saw more than
+	// ingest.CreatesBeforeGather creates of the athlete in the current rate
+	// window: a bulk upload, or a flood of forged or replayed creates. Then
+	// fetched (no request) coalesces repeated ids and ids Strava already
+	// answered 404 for, and the rest are gathered for a burst (burst.go).
+	creates ingest.Crowd
 	fetched map[int64]time.Time // activity id → when its last fetch here started
 }
 
@@ -92,28 +91,6 @@ func (c *athleteCache) fetchedAfter(activityID int64, t, now time.Time) bool {
 	defer c.mu.Unlock()
 	started, ok := c.fetched[activityID]
 	return ok && started.After(t) && now.Sub(started) <= athleteTTL
-}
-
-type createCount struct {
-	window time.Time
-	n      int
-}
-
-// crowded counts a create event of the athlete in the window starting at
-// window and says whether it is beyond createsBeforeCheck.
-func (c *athleteCache) crowded(athleteID int64, window time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.creates == nil || len(c.creates) >= cacheMaxEntries {
-		c.creates = make(map[int64]createCount)
-	}
-	cc := c.creates[athleteID]
-	if !cc.window.Equal(window) {
-		cc = createCount{window: window}
-	}
-	cc.n++
-	c.creates[athleteID] = cc
-	return cc.n > createsBeforeCheck
 }
 
 func (c *athleteCache) get(athleteID int64, now time.Time) (athleteEntry, bool) {

@@ -280,10 +280,10 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 	// tombstone alone does not stop a fetch: the activity may have been
 	// made public again. A create event skips the stored workout's read
 	// (its activity is new, and the writes are ordered anyway); when the
-	// athlete's creates crowd this window (createsBeforeCheck) the
+	// athlete's creates crowd this window (ingest.CreatesBeforeGather) the
 	// instance's memory of its own fetches coalesces it instead.
 	if ev.Kind() == ingest.KindActivityCreate && !job.Redrive {
-		crowded := !job.Gathered && w.athletes.crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
+		crowded := !job.Gathered && w.athletes.creates.Crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
 		if crowded && !job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
 			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")
 			return nil

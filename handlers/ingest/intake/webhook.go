@@ -8,7 +8,9 @@
 //	     → 200 {"hub.challenge":"X"}; any other GET → 403
 //	POST valid event, new (or received earlier but its lease lapsed)
 //	     → 200 {"status":"accepted","correlationId":…}, recorded in the outbox and handed
-//	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it)
+//	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it);
+//	       an athlete's creates past ingest.CreatesBeforeGather in a rate window are
+//	       gathered instead: not handed off, due at the next gather tick (Webhook.lease)
 //	POST valid event seen before (done, parked, or still leased/deferred)
 //	     → 200 {"status":"duplicate"}, no hand-off
 //	POST malformed (bad JSON, wrong type, missing field, unknown
@@ -57,6 +59,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/keys"
 
 	"github.com/commitcollect/backend/model"
 )
@@ -87,6 +90,12 @@ type WebhookConfig struct {
 	// Lease is how long a hand-off is presumed in flight (ingest.DefaultLease
 	// when zero).
 	Lease time.Duration
+	// Gather, when set, gathers an athlete's crowded creates at the claim
+	// (see Receive); RateWindow is Strava's short rate-limit window that
+	// sets the count's window and the gather grid (CC_STRAVA_WINDOW;
+	// keys.AthleteReadsWindow when zero).
+	Gather     bool
+	RateWindow time.Duration
 }
 
 // Webhook serves GET and POST /webhooks/strava.
@@ -99,12 +108,17 @@ type Webhook struct {
 	Now func() time.Time
 	// NewID makes correlation ids (default model.NewID).
 	NewID func() string
+	// creates counts this instance's creates per athlete (cfg.Gather).
+	creates ingest.Crowd
 }
 
 // NewWebhook builds the webhook handler.
 func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d ingest.Dispatcher, log *slog.Logger) *Webhook {
 	if cfg.Lease <= 0 {
 		cfg.Lease = ingest.DefaultLease
+	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = keys.AthleteReadsWindow
 	}
 	return &Webhook{cfg: cfg, store: store, dispatch: d, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
@@ -222,7 +236,8 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, ingest.IdempotencyTTL)
+	lease, gathered := h.lease(ev, now)
+	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL)
 	switch {
 	case errors.Is(err, model.ErrConflict):
 		status := ""
@@ -244,13 +259,32 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 			job, idem = orig, "reclaimed"
 		}
 	}
-	if err := h.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
+	if gathered {
+		log.InfoContext(ctx, "webhook event gathered for a burst; the sweeper dispatches it", "idempotency", idem,
+			"writeStatus", "deferred", "notBefore", now.Add(lease).Format(time.RFC3339))
+	} else if err := h.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
 		log.WarnContext(ctx, "webhook hand-off failed; the event stays received for the sweeper",
 			"idempotency", idem, "error", err)
 	} else {
 		log.InfoContext(ctx, "webhook event accepted", "idempotency", idem)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
+}
+
+// lease is the claim's lease of ev at now, and whether ev is gathered: a
+// create of an athlete whose creates crowd this instance's rate window
+// (more than ingest.CreatesBeforeGather, when cfg.Gather) is not handed
+// off; its claim's lease ends at the next tick of the gather grid, where
+// the sweeper finds it due with the athlete's other gathered events and
+// dispatches them as one burst. It saves the hand-off, the worker's run
+// and its deferral (an UpdateItem moving the item in the pending index)
+// that the worker would have gathered it with.
+func (h *Webhook) lease(ev ingest.Event, now time.Time) (time.Duration, bool) {
+	if !h.cfg.Gather || ev.Kind() != ingest.KindActivityCreate ||
+		!h.creates.Crowded(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) {
+		return h.cfg.Lease, false
+	}
+	return ingest.NextGather(now, ingest.GatherGrid(h.cfg.RateWindow)).Sub(now), true
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

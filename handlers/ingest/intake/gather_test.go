@@ -1,0 +1,88 @@
+package intake_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/model"
+)
+
+// claimStore is the webhook's outbox with a function field (every claim
+// is new unless ClaimFn says otherwise).
+type claimStore struct {
+	ClaimFn func(key string, lease time.Duration) (*model.IdempotencyRecord, error)
+}
+
+func (s claimStore) ClaimOutboxItem(_ context.Context, key, corr, job string, _ time.Time, lease, _ time.Duration) (*model.IdempotencyRecord, error) {
+	if s.ClaimFn != nil {
+		return s.ClaimFn(key, lease)
+	}
+	return &model.IdempotencyRecord{IdempotencyKey: key, CorrelationID: corr, Job: job, Dispatches: 1}, nil
+}
+
+type dispatchFunc func(ingest.Job) error
+
+func (f dispatchFunc) Dispatch(_ context.Context, j ingest.Job) error { return f(j) }
+
+// TestCrowdedCreatesAreGatheredAtTheClaim: past ingest.CreatesBeforeGather
+// creates of one athlete in a rate window, the webhook claims a create with
+// a lease that ends at the next gather tick and hands nothing off (the
+// sweeper dispatches it with the others as a burst); other athletes'
+// creates, and updates and deletes, are handed off as before, and without
+// Gather nothing is gathered. Protection: the gathering at the claim
+// (removing it hands off every create of a bulk upload, and the worker
+// then defers each one, an UpdateItem more per event).
+func TestCrowdedCreatesAreGatheredAtTheClaim(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC) // the next 10 s tick is 7 s away
+	type post struct {
+		aspect string
+		owner  int64
+	}
+	posts := []post{{"create", 1}, {"create", 1}, {"create", 1}, {"create", 1}, {"update", 1}, {"delete", 1}, {"create", 2}, {"create", 1}}
+	tests := []struct {
+		name   string
+		gather bool
+		want   string // per post: the claim's lease, and "sent" when handed off
+	}{
+		{"gathering on", true, "5m0s sent,5m0s sent,5m0s sent,7s,5m0s sent,5m0s sent,5m0s sent,7s"},
+		{"gathering off", false, "5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			st := claimStore{ClaimFn: func(key string, lease time.Duration) (*model.IdempotencyRecord, error) {
+				got = append(got, lease.String())
+				return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
+			}}
+			d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
+			h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute,
+				Gather: tt.gather}, st, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			h.Now = func() time.Time { return now }
+			mux := http.NewServeMux()
+			h.Mount(mux)
+			for i, p := range posts {
+				body := fmt.Sprintf(`{"object_type":"activity","object_id":%d,"aspect_type":%q,"owner_id":%d,"subscription_id":7,"event_time":%d}`,
+					100+i, p.aspect, p.owner, now.Unix())
+				rec := httptest.NewRecorder()
+				mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(body)))
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"accepted"`) {
+					t.Fatalf("post %d: %d %s, want 200 accepted", i, rec.Code, rec.Body)
+				}
+			}
+			if s := strings.Join(got, ","); s != tt.want {
+				t.Fatalf("claims\n got %s\nwant %s", s, tt.want)
+			}
+		})
+	}
+}
