@@ -34,7 +34,7 @@
 //
 // Decoding is a tolerant reader (DecodeEvent: unknown fields ignored, ids as
 // numbers or numeric strings, updates optional); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
-// FUZZTIME, default 60s; `make test` runs it for 5s). The idempotency key is
+// FUZZTIME, default 60s; `make test` runs it for 20,000 executions). The idempotency key is
 // keys.WebhookIdempotencyKey(object_type, object_id, aspect_type, owner_id,
 // event_time, updates) — the event's identity, not the HTTP request's — claimed with
 // one conditional UpdateItem in CommitCollectIdempotency (TTL 7 days after
