@@ -33,6 +33,8 @@ func TestKeyRoundTrip(t *testing.T) {
 		{"athlete audit", keys.AuditKey(keys.AthletePK(42), time.Unix(1700000000, 0), "r1"), keys.ParsedKey{Kind: keys.KindAudit, AthleteID: 42}},
 		{"athlete reads", keys.AthleteReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
 		{"athlete day reads", keys.AthleteDayReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
+		{"unverified reads", keys.UnverifiedReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
+		{"unverified day reads", keys.UnverifiedDayReadsKey(42, time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)), keys.ParsedKey{Kind: keys.KindAthleteReads, AthleteID: 42}},
 		{"rate limit is not a domain item", keys.RateLimitKey(), keys.ParsedKey{Kind: keys.KindUnknown}},
 		{"parked is not a domain item", keys.ParkedKey("PROJECTOR", "x"), keys.ParsedKey{Kind: keys.KindUnknown}},
 	}

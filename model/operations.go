@@ -80,6 +80,8 @@ type AthleteReads struct {
 	WindowStartUtc time.Time `dynamodbav:"windowStartUtc"`
 	Reads          int       `dynamodbav:"reads"`
 	ExpiresAt      int64     `dynamodbav:"expiresAt"`
+	// Unverified: the unverified allowance's counter (keys.UnverifiedReadsKey).
+	Unverified bool `dynamodbav:"unverified,omitempty"`
 }
 
 // AthleteDayReads counts the Strava reads made for one athlete in one UTC
@@ -94,8 +96,10 @@ type AthleteDayReads struct {
 	DayUtc    string `dynamodbav:"dayUtc"`
 	Reads     int    `dynamodbav:"reads"`
 	ExpiresAt int64  `dynamodbav:"expiresAt"`
-	ReadersPK string `dynamodbav:"GSI2PK"`
-	ReadersSK string `dynamodbav:"GSI2SK"`
+	ReadersPK string `dynamodbav:"GSI2PK,omitempty"`
+	ReadersSK string `dynamodbav:"GSI2SK,omitempty"`
+	// Unverified: the unverified allowance's (keys.UnverifiedDayReadsKey; no GSI2).
+	Unverified bool `dynamodbav:"unverified,omitempty"`
 }
 
 // RateLimitState is the shared view of Strava's per-application budget,

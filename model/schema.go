@@ -325,7 +325,9 @@ func (r *IdempotencyRecord) Normalize() error {
 }
 
 // ItemKey implements Entity.
-func (r *AthleteReads) ItemKey() Key { return keys.AthleteReadsKey(r.AthleteID, r.WindowStartUtc) }
+func (r *AthleteReads) ItemKey() Key {
+	return keys.ReadsCounterKey(r.AthleteID, r.WindowStartUtc, r.Unverified)
+}
 
 // Stamp implements Entity.
 func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteReads) }
@@ -344,7 +346,7 @@ func NewAthleteDayReads(athleteID int64, at time.Time) *AthleteDayReads {
 // ItemKey implements Entity.
 func (r *AthleteDayReads) ItemKey() Key {
 	day, _ := time.Parse("2006-01-02", r.DayUtc)
-	return keys.AthleteDayReadsKey(r.AthleteID, day)
+	return keys.DayReadsCounterKey(r.AthleteID, day, r.Unverified)
 }
 
 // Stamp implements Entity.

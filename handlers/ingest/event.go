@@ -178,6 +178,10 @@ type Job struct {
 	// PARKED#WORKER record is removed, so a redrive never re-runs done
 	// work. Set at dispatch, never stored in the outbox item's job.
 	OutboxParkedRecord bool `json:"outboxParkedRecord,omitempty"`
+	// Unlisted says a burst's walk read the athlete's recent pages and did
+	// not list the event's activity, so its fetch alone is unverified work
+	// (the athlete's unverified allowance, not their caps). Never encoded.
+	Unlisted bool `json:"-"`
 	// UnseenAtUtc, when set, is when a complete list walk did not show the
 	// event's activity (its outbox item was deferred with UnseenReason): a
 	// second walk, far enough apart, must miss it too before it is settled

@@ -51,6 +51,11 @@ const (
 	// key; PrefixReaders a day's partitions of the readers listing (GSI2).
 	PrefixAthleteDayReads = "READSDAY#"
 	PrefixReaders         = "READERS#"
+	// PrefixUnverifiedReads and PrefixUnverifiedDayReads start the sort
+	// keys of an athlete's counters of reads that only unverified events
+	// asked for (UnverifiedReadsKey).
+	PrefixUnverifiedReads    = "UNVERIFIED#READS#"
+	PrefixUnverifiedDayReads = "UNVERIFIED#READSDAY#"
 
 	SKProfile          = "PROFILE"
 	SKStravaConnection = "STRAVA#CONNECTION"

@@ -20,6 +20,38 @@ func AthleteReadsKey(athleteID int64, windowStart time.Time) Key {
 	return Key{AthletePK(athleteID), PrefixAthleteReads + windowStart.UTC().Format(athleteReadsLayout)}
 }
 
+// UnverifiedReadsKey addresses the athlete's counter, for the window
+// starting at windowStart, of the reads that only unverified events asked
+// for (a list walk's deeper pages, a second look for activities a walk did
+// not show): the unverified allowance, apart from the athlete's own caps.
+func UnverifiedReadsKey(athleteID int64, windowStart time.Time) Key {
+	return Key{AthletePK(athleteID), PrefixUnverifiedReads + windowStart.UTC().Format(athleteReadsLayout)}
+}
+
+// UnverifiedDayReadsKey addresses the daily counter of the unverified
+// allowance (UnverifiedReadsKey) for the UTC day containing at.
+func UnverifiedDayReadsKey(athleteID int64, at time.Time) Key {
+	return Key{AthletePK(athleteID), PrefixUnverifiedDayReads + at.UTC().Format(dayLayout)}
+}
+
+// ReadsCounterKey is UnverifiedReadsKey when unverified, else
+// AthleteReadsKey.
+func ReadsCounterKey(athleteID int64, windowStart time.Time, unverified bool) Key {
+	if unverified {
+		return UnverifiedReadsKey(athleteID, windowStart)
+	}
+	return AthleteReadsKey(athleteID, windowStart)
+}
+
+// DayReadsCounterKey is UnverifiedDayReadsKey when unverified, else
+// AthleteDayReadsKey.
+func DayReadsCounterKey(athleteID int64, at time.Time, unverified bool) Key {
+	if unverified {
+		return UnverifiedDayReadsKey(athleteID, at)
+	}
+	return AthleteDayReadsKey(athleteID, at)
+}
+
 // dayLayout names a UTC day.
 const dayLayout = "20060102"
 

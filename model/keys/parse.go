@@ -172,6 +172,16 @@ func parseAthleteKey(athlete, sk string) (p ParsedKey, why string) {
 			return p, "athlete reads day"
 		}
 		p.Kind = KindAthleteReads
+	case strings.HasPrefix(sk, PrefixUnverifiedReads):
+		if _, err := time.Parse(athleteReadsLayout, strings.TrimPrefix(sk, PrefixUnverifiedReads)); err != nil {
+			return p, "unverified reads window"
+		}
+		p.Kind = KindAthleteReads
+	case strings.HasPrefix(sk, PrefixUnverifiedDayReads):
+		if _, err := time.Parse(dayLayout, strings.TrimPrefix(sk, PrefixUnverifiedDayReads)); err != nil {
+			return p, "unverified reads day"
+		}
+		p.Kind = KindAthleteReads
 	default:
 		return p, "unknown athlete item"
 	}

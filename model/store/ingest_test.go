@@ -467,3 +467,31 @@ func TestTakeAthleteReadsAnswersTheSharedCount(t *testing.T) {
 		t.Fatalf("to the cap: got %d, %v; want 10", got, err)
 	}
 }
+
+// TestUnverifiedReadsCountApartFromTheAthletesCaps: the unverified
+// allowance's window and day counters fill and refuse on their own, and
+// spending them leaves the athlete's own counters untouched.
+func TestUnverifiedReadsCountApartFromTheAthletesCaps(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.TakeUnverifiedReads(ctx, 78, now, 15*time.Minute, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TakeUnverifiedReads(ctx, 78, now, 15*time.Minute, 3, 1); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("window past its cap: %v, want refused", err)
+	}
+	if err := s.TakeUnverifiedDayReads(ctx, 78, now, 5, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TakeUnverifiedDayReads(ctx, 78, now, 5, 1); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("day past its cap: %v, want refused", err)
+	}
+	if got, err := s.TakeAthleteReads(ctx, 78, now, 15*time.Minute, 3, 3); err != nil || got != 3 {
+		t.Fatalf("the athlete's window cap: got %d, %v; want all 3 reads free", got, err)
+	}
+	if err := s.TakeAthleteDayReads(ctx, 78, now, 5, 5); err != nil {
+		t.Fatalf("the athlete's day cap: %v, want all 5 reads free", err)
+	}
+}

@@ -232,6 +232,31 @@ func (s *Limits) TakeAthleteDayReads(ctx context.Context, athleteID int64, now t
 	return nil
 }
 
+// TakeUnverifiedReads counts n reads of the athlete's unverified allowance
+// (keys.UnverifiedReadsKey: reads that only unverified events asked for)
+// in the window of length windowLen containing now, unless more than limit
+// would be counted there (ErrConflict).
+func (s *Limits) TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
+	window := now.UTC().Truncate(windowLen)
+	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix(), Unverified: true}
+	if _, err := s.countReads(ctx, c, n, limit); err != nil {
+		return fmt.Errorf("count %d unverified reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// TakeUnverifiedDayReads counts n reads of the athlete's unverified
+// allowance in the UTC day containing now, unless more than limit would be
+// counted (ErrConflict).
+func (s *Limits) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
+	c := model.NewAthleteDayReads(athleteID, now)
+	c.Unverified, c.ReadersPK, c.ReadersSK = true, "", ""
+	if _, err := s.countReads(ctx, c, n, limit); err != nil {
+		return fmt.Errorf("count %d unverified reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
+	}
+	return nil
+}
+
 // HeaviestReaders lists the athletes with the most Strava reads counted on
 // the UTC day containing day, most first, at most limit (every shard of the
 // day's readers listing, GSI2; only athletes that read past an instance's

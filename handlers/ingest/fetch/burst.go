@@ -29,9 +29,10 @@ const (
 	// may read. A burst of more than maxBurstPages×eventsPerPage events may
 	// read a page more for every eventsPerPage events (burstPages): an
 	// import of old-dated activities lies deep in the history, and a page
-	// of 200 serves it far cheaper than a fetch each. Walks are uploads'
-	// reads (the whole caps, not editsShare). Past them the creates left
-	// are fetched alone.
+	// of 200 serves it far cheaper than a fetch each. A walk's first page
+	// is an upload's read (the whole caps, not editsShare), its deeper
+	// pages unverified (takeWalkRead). Past them the creates left are
+	// fetched alone, on the unverified allowance too.
 	maxBurstPages = 5
 	// eventsPerPage is how many events of a burst pay for one page beyond
 	// maxBurstPages: at most 0.2 reads per event, forged or not.
@@ -109,8 +110,9 @@ type walk struct {
 //     and dispatches them as one burst job (ingest.Job.Burst), each outbox
 //     item leased.
 //  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
-//     page (GET /athlete/activities), through the same budget check and
-//     athlete caps as a fetch, until every event of the burst was listed,
+//     page (GET /athlete/activities), through the same budget check as a
+//     fetch and the athlete's caps for the first page (deeper pages and
+//     second looks: the unverified allowance, takeWalkRead), until every event of the burst was listed,
 //     a short page ends the history, or burstPages were read (five, or a
 //     page for every five events of a larger burst: an import of
 //     old-dated activities lies deep in the history). A listed
@@ -200,7 +202,7 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 			out[i] = w.gather(ctx, log, sub)
 		default:
 			alone++
-			sub.Gathered = true
+			sub.Gathered, sub.Unlisted = true, true
 			out[i] = w.fetchAndWrite(ctx, w.jobLog(sub).With("userId", userID), sub, userID, nil)
 		}
 	}
@@ -331,7 +333,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
-		if err := w.takeAthleteRead(ctx, first, true); err != nil { // a walk serves uploads, deep pages imports
+		if err := w.takeWalkRead(ctx, job, page); err != nil {
 			wk.stop = err
 			return wk
 		}
@@ -359,6 +361,31 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		}
 	}
 	return wk
+}
+
+// takeWalkRead takes the read of the walk's page: the first page of a burst
+// with an event not yet looked for is the uploads' (the athlete's caps: it
+// is where a new upload is listed); a deeper page, and every page of a
+// second look (each event was missed by a walk before), only unverified
+// events ask for, so they spend the athlete's unverified allowance
+// (takeUnverifiedRead). Forged creates naming a real athlete thus cost that
+// athlete at most the first page of each burst.
+func (w burster) takeWalkRead(ctx context.Context, job ingest.Job, page int) error {
+	if page > 1 || secondLook(job.Burst) {
+		return w.takeUnverifiedRead(ctx, job.Burst[0])
+	}
+	return w.takeAthleteRead(ctx, job.Burst[0], true)
+}
+
+// secondLook says every event of the burst was missed by a complete walk
+// before (ingest.Job.UnseenAtUtc).
+func secondLook(burst []ingest.Job) bool {
+	for _, sub := range burst {
+		if sub.UnseenAtUtc == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // writeListed writes a listed activity through the ordered write (a later

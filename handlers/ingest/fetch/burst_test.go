@@ -122,6 +122,9 @@ func TestOneWalkIsNotEvidenceEnough(t *testing.T) {
 }
 
 func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fetch.Fetcher {
+	if st.UnverifiedFn == nil { // deeper pages and second looks: room, unless the test says
+		st.UnverifiedFn = func(int64, bool, int, int) error { return nil }
+	}
 	f := newFetcher(t, st, s)
 	f.Lister = l
 	return f
@@ -470,5 +473,83 @@ func TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks(t *testing.T) {
 	burstFetcher(t, st, gone, forged).ProcessBurst(context.Background(), ingest.NewBurst(creates(ids...), "forged"))
 	if len(forged.pages) != 10 {
 		t.Fatalf("a forged burst of 50 read %d pages, want 10", len(forged.pages))
+	}
+}
+
+// TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes: twenty forged
+// creates naming an athlete with a long history cost that athlete's caps
+// only the first page of their burst; the deeper pages and the fetches
+// alone of what the walk did not list spend the unverified allowance (eight
+// reads here) until it is spent, and then wait for it. The athlete's real
+// upload, in a burst with twenty more forged creates, is listed on the
+// first page and written at once; a second look at forged creates is all
+// unverified. Protections: takeWalkRead's deeper pages and second looks,
+// and the fetch alone's Unlisted (each on the athlete's caps fails it: the
+// caps' fake refuses past 3 reads here).
+func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	athleteReads, unverified := 0, 0
+	written := map[int64]bool{}
+	st := &fakeStore{t: t,
+		UpsertWorkoutFn: func(w *model.Workout) error { mu.Lock(); defer mu.Unlock(); written[w.ActivityID] = true; return nil },
+		MarkHiddenFn:    func(int64, string, int64) error { return nil },
+		TakeDayReadsFn:  roomy,
+		TakeAthleteReadFn: func(_ int64, _, n int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if athleteReads+n > 3 {
+				return model.ErrConflict
+			}
+			athleteReads += n
+			return nil
+		},
+		UnverifiedFn: func(_ int64, day bool, _, n int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if day {
+				return nil
+			}
+			if unverified+n > 8 {
+				return model.ErrConflict
+			}
+			unverified += n
+			return nil
+		},
+	}
+	l := &fakeLister{acts: history(1200, 1000)} // ids 1000…2199, newest first
+	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
+	f := burstFetcher(t, st, s, l)
+	f.AthleteReadsPerWindow, f.AthleteReadsPerDay = 2, 100 // every read reaches the fakes' counters
+	ctx := context.Background()
+	heldBack := func(outs []error) int {
+		n := 0
+		for _, err := range outs {
+			var de *ingest.DeferError
+			if errors.As(err, &de) && de.AthleteCap {
+				n++
+			}
+		}
+		return n
+	}
+	forged := f.ProcessBurst(ctx, ingest.NewBurst(creates(span(900000, 20)...), "forged"))
+	if held := heldBack(forged); fmt.Sprint(l.pages) != "[1 2 3 4 5]" || s.calls != 4 || held != 16 {
+		t.Fatalf("forged burst: pages %v, %d fetched alone, %d held back; want 5 pages, 4 fetched alone on the unverified allowance, 16 waiting for it",
+			l.pages, s.calls, held)
+	}
+	mixed := f.ProcessBurst(ctx, ingest.NewBurst(append(creates(1000), creates(span(900100, 20)...)...), "mixed"))
+	if mixed[0] != nil || !written[1000] || heldBack(mixed) != 20 {
+		t.Fatalf("the real upload: %v, written %v, %d forged held back; want it written from the first page, the forged waiting",
+			mixed[0], written[1000], heldBack(mixed))
+	}
+	// A second look (every event missed by a walk before) is unverified
+	// from its first page: with the allowance spent, it waits unread.
+	again := f.ProcessBurst(ctx, ingest.NewBurst(unseenBefore(creates(span(900200, 5)...), now.Add(-time.Hour)), "second-look"))
+	if heldBack(again) != 5 || len(l.pages) != 6 {
+		t.Fatalf("second look: %d held back, pages %v; want all 5 waiting, no page read", heldBack(again), l.pages)
+	}
+	t.Logf("athlete's caps: %d reads; unverified allowance: %d reads; pages %v", athleteReads, unverified, l.pages)
+	if athleteReads != 2 || unverified != 8 {
+		t.Fatalf("athlete's caps took %d reads, the unverified allowance %d; want 2 (the two first pages) and 8", athleteReads, unverified)
 	}
 }

@@ -36,8 +36,11 @@ type fakeStore struct {
 	TakeAthleteReadFn func(athleteID int64, limit, n int) error
 	windowReads       atomic.Int64 // the shared window counter (TakeAthleteReads)
 	TakeDayReadsFn    func(athleteID int64, limit, n int) error
-	audits            []string
-	details           []map[string]string
+	// UnverifiedFn takes the unverified allowance's reads (window: day
+	// false; the UTC day: true).
+	UnverifiedFn func(athleteID int64, day bool, limit, n int) error
+	audits       []string
+	details      []map[string]string
 }
 
 func (f *fakeStore) ResolveAthlete(context.Context, int64) (string, error) { return "u1", nil }
@@ -88,6 +91,20 @@ func (f *fakeStore) TakeAthleteDayReads(_ context.Context, athleteID int64, _ ti
 		f.t.Fatalf("unexpected TakeAthleteDayReads(%d)", athleteID)
 	}
 	return f.TakeDayReadsFn(athleteID, limit, n)
+}
+
+func (f *fakeStore) TakeUnverifiedReads(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, limit, n int) error {
+	if f.UnverifiedFn == nil {
+		f.t.Fatalf("unexpected TakeUnverifiedReads(%d)", athleteID)
+	}
+	return f.UnverifiedFn(athleteID, false, limit, n)
+}
+
+func (f *fakeStore) TakeUnverifiedDayReads(_ context.Context, athleteID int64, _ time.Time, limit, n int) error {
+	if f.UnverifiedFn == nil {
+		f.t.Fatalf("unexpected TakeUnverifiedDayReads(%d)", athleteID)
+	}
+	return f.UnverifiedFn(athleteID, true, limit, n)
 }
 
 func (f *fakeStore) RateLimitState(context.Context) (*model.RateLimitState, error) {

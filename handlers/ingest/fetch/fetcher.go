@@ -66,6 +66,11 @@ type ReadCaps interface {
 	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
 	// day containing now; ErrConflict when that would count more than limit.
 	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
+	// TakeUnverifiedReads and TakeUnverifiedDayReads count n reads of the
+	// athlete's unverified allowance (spend.go) in the window or the UTC
+	// day containing now; ErrConflict when that would count more than limit.
+	TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
+	TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
 }
 
 // TokenProvider hands out valid access tokens (strava.Refresher).
@@ -328,7 +333,11 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	if err := w.takeAthleteRead(ctx, job, ev.Kind() == ingest.KindActivityCreate); err != nil {
+	take := func() error { return w.takeAthleteRead(ctx, job, ev.Kind() == ingest.KindActivityCreate) }
+	if job.Unlisted {
+		take = func() error { return w.takeUnverifiedRead(ctx, job) }
+	}
+	if err := take(); err != nil {
 		return err
 	}
 	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)

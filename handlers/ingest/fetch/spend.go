@@ -179,6 +179,35 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bo
 	return nil
 }
 
+// takeUnverifiedRead takes a read that only unverified events ask for (a
+// walk's deeper pages, a second look, a fetch alone of an activity a walk
+// did not list) from the athlete's unverified allowance: counters of their
+// own (keys.UnverifiedReadsKey), as large as the athlete's caps, apart from
+// them. Activity and athlete ids are public, so such reads may be a
+// forger's; spent, they wait for the allowance's next window or UTC day
+// (AthleteCap: held back), and the athlete's own uploads and edits go on.
+func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error {
+	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
+	now, win, owner := w.Now(), w.rateWindow(), job.Event.OwnerID
+	if limit > 0 {
+		if err := w.store.TakeUnverifiedReads(ctx, owner, now, win, limit, 1); errors.Is(err, model.ErrConflict) {
+			return w.heldBack(job, now.UTC().Truncate(win).Add(win),
+				fmt.Sprintf("athlete %d reached %d unverified reads in this window", owner, limit))
+		} else if err != nil {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+		}
+	}
+	if dayLimit > 0 {
+		if err := w.store.TakeUnverifiedDayReads(ctx, owner, now, dayLimit, 1); errors.Is(err, model.ErrConflict) {
+			return w.heldBack(job, now.UTC().Truncate(24*time.Hour).Add(24*time.Hour),
+				fmt.Sprintf("athlete %d reached the daily allowance of %d unverified reads", owner, dayLimit))
+		} else if err != nil {
+			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
+		}
+	}
+	return nil
+}
+
 // heldBack is the deferral of a job whose athlete reached a read cap.
 func (w *Fetcher) heldBack(job ingest.Job, until time.Time, reason string) error {
 	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: reason, AthleteCap: true})
