@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
@@ -50,15 +48,9 @@ const (
 func TestABurstCost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	endpoint := dynamolocal.Endpoint(t)
 	plain, _ := dynamolocal.Clients(t)
-	tables := dynamolocal.MustCreateTables(t, plain)
-	seed := store.New(plain, tables)
-	seed.Secrets = dynamolocal.NewSealer(t)
-	m := &meter{}
-	st := store.New(dynamodb.NewFromConfig(dynamolocal.Config(endpoint), m.install), tables)
-	st.Secrets = seed.Secrets
-	prefix := strings.TrimSuffix(tables.Main, store.BaseMain)
+	seed, st, m, prefix := meteredStores(t, plain)
+	tables := st.Tables()
 
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)

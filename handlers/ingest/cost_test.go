@@ -196,6 +196,21 @@ func costReport(calls []meteredCall, prefix string) (n int, rcu, wcu float64, li
 	return n, rcu, wcu, lines
 }
 
+// meteredStores creates tables on the test's DynamoDB Local and returns a
+// store over them whose calls m lists, a plain one (plain's client, for
+// seeding and reading back unmetered) sharing its token sealer, and the
+// tables' name prefix.
+func meteredStores(t *testing.T, plain *dynamodb.Client) (seed, st *store.Store, m *meter, prefix string) {
+	t.Helper()
+	tables := dynamolocal.MustCreateTables(t, plain)
+	seed = store.New(plain, tables)
+	seed.Secrets = dynamolocal.NewSealer(t)
+	m = &meter{}
+	st = store.New(dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), m.install), tables)
+	st.Secrets = seed.Secrets
+	return seed, st, m, strings.TrimSuffix(tables.Main, store.BaseMain)
+}
+
 // pop is the one job d was handed since the last pop.
 func pop(t testing.TB, d *ingesttest.RecordingDispatcher) ingest.Job {
 	t.Helper()
@@ -217,16 +232,9 @@ func pop(t testing.TB, d *ingesttest.RecordingDispatcher) ingest.Job {
 func TestOneCreateEventCost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	endpoint := dynamolocal.Endpoint(t)
 	plain, streamsClient := dynamolocal.Clients(t)
-	tables := dynamolocal.MustCreateTables(t, plain)
-	seedStore := store.New(plain, tables)
-	seedStore.Secrets = dynamolocal.NewSealer(t)
-	m := &meter{}
-	metered := dynamodb.NewFromConfig(dynamolocal.Config(endpoint), m.install)
-	st := store.New(metered, tables)
-	st.Secrets = seedStore.Secrets
-	prefix := strings.TrimSuffix(tables.Main, store.BaseMain)
+	seedStore, st, m, prefix := meteredStores(t, plain)
+	tables := st.Tables()
 
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
