@@ -65,3 +65,15 @@ func (c *Crowd) Crowded(athleteID int64, window time.Time) bool {
 	c.m[athleteID] = cc
 	return cc.n > CreatesBeforeGather
 }
+
+// Forget takes back a create Crowded counted in the window starting at
+// window (the webhook's claim found it a duplicate, or failed): a
+// redelivery of one event does not crowd the athlete.
+func (c *Crowd) Forget(athleteID int64, window time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.m[athleteID]; ok && cc.window.Equal(window) && cc.n > 0 {
+		cc.n--
+		c.m[athleteID] = cc
+	}
+}

@@ -86,3 +86,39 @@ func TestCrowdedCreatesAreGatheredAtTheClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestARedeliveryDoesNotCrowdTheAthlete: a create Strava delivers twice
+// (the second a duplicate) counts once, so three creates and a redelivery
+// are all handed off and the fourth create is gathered. Protection: the
+// webhook's Forget of a create whose claim was a duplicate (without it the
+// third create is gathered, and a runtime test that drains only the worker
+// never sees it written).
+func TestARedeliveryDoesNotCrowdTheAthlete(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC)
+	seen := map[string]bool{}
+	var got []string
+	st := claimStore{ClaimFn: func(key string, lease time.Duration) (*model.IdempotencyRecord, error) {
+		if seen[key] {
+			got = append(got, "duplicate")
+			return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived}, model.ErrConflict
+		}
+		seen[key] = true
+		got = append(got, lease.String())
+		return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
+	}}
+	d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
+	h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute, Gather: true},
+		st, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.Now = func() time.Time { return now }
+	mux := http.NewServeMux()
+	h.Mount(mux)
+	for _, id := range []int{1, 1, 2, 3, 4} {
+		body := fmt.Sprintf(`{"object_type":"activity","object_id":%d,"aspect_type":"create","owner_id":5,"subscription_id":7,"event_time":%d}`,
+			id, now.Unix())
+		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(body)))
+	}
+	if s, want := strings.Join(got, ","), "5m0s sent,duplicate,5m0s sent,5m0s sent,7s"; s != want {
+		t.Fatalf("claims\n got %s\nwant %s", s, want)
+	}
+}

@@ -238,6 +238,9 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	}
 	lease, gathered := h.lease(ev, now)
 	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL)
+	if err != nil && h.cfg.Gather && ev.Kind() == ingest.KindActivityCreate {
+		h.creates.Forget(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) // a duplicate or nothing recorded
+	}
 	switch {
 	case errors.Is(err, model.ErrConflict):
 		status := ""
