@@ -111,9 +111,10 @@ type walk struct {
 //     item leased.
 //  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
 //     page (GET /athlete/activities), through the same budget check as a
-//     fetch and the athlete's caps for the first page (deeper pages and
-//     second looks: the unverified allowance, takeWalkRead), until every event of the burst was listed,
-//     a short page ends the history, or burstPages were read (five, or a
+//     fetch and the athlete's caps for the first page (deeper pages,
+//     second looks, and a first page that listed none of the burst: the
+//     unverified allowance, takeWalkRead), until every event of the burst
+//     was listed, a short page ends the history, or burstPages were read (five, or a
 //     page for every five events of a larger burst: an import of
 //     old-dated activities lies deep in the history). A listed
 //     activity is written through the ordered conditional write
@@ -333,6 +334,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
+		tookAt := w.Now()
 		if err := w.takeWalkRead(ctx, job, page); err != nil {
 			wk.stop = err
 			return wk
@@ -355,6 +357,9 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 				wk.found[a.ID] = w.writeListed(ctx, log, sub, userID, a, started)
 			}
 		}
+		if page == 1 && len(wk.found) == 0 && !secondLook(job.Burst) {
+			w.movePageToUnverified(ctx, log, job.Burst[0], tookAt)
+		}
 		if len(acts) < strava.MaxPerPage {
 			wk.complete = true
 			return wk
@@ -368,8 +373,9 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 // is where a new upload is listed); a deeper page, and every page of a
 // second look (each event was missed by a walk before), only unverified
 // events ask for, so they spend the athlete's unverified allowance
-// (takeUnverifiedRead). Forged creates naming a real athlete thus cost that
-// athlete at most the first page of each burst.
+// (takeUnverifiedRead). A first page that listed none of the burst's
+// events moves to that allowance once read (movePageToUnverified), so
+// forged creates naming a real athlete cost that athlete's caps nothing.
 func (w burster) takeWalkRead(ctx context.Context, job ingest.Job, page int) error {
 	if page > 1 || secondLook(job.Burst) {
 		return w.takeUnverifiedRead(ctx, job.Burst[0])

@@ -478,14 +478,16 @@ func TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks(t *testing.T) {
 
 // TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes: twenty forged
 // creates naming an athlete with a long history cost that athlete's caps
-// only the first page of their burst; the deeper pages and the fetches
-// alone of what the walk did not list spend the unverified allowance (eight
-// reads here) until it is spent, and then wait for it. The athlete's real
-// upload, in a burst with twenty more forged creates, is listed on the
-// first page and written at once; a second look at forged creates is all
-// unverified. Protections: takeWalkRead's deeper pages and second looks,
-// and the fetch alone's Unlisted (each on the athlete's caps fails it: the
-// caps' fake refuses past 3 reads here).
+// nothing: their burst's first page lists none of them and moves to the
+// unverified allowance, as do the deeper pages and the fetches alone of
+// what the walk did not list (eight reads here) until it is spent; then
+// they wait for it. The athlete's real upload, in a burst with twenty more
+// forged creates, is listed on the first page (the athlete's one read) and
+// written at once; a second look at forged creates is all unverified.
+// Protections: takeWalkRead's deeper pages and second looks, the fetch
+// alone's Unlisted and movePageToUnverified (each on the athlete's caps
+// fails it: the caps' fake refuses past 3 reads here, and the athlete's
+// counter would hold 2).
 func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -520,7 +522,7 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 	l := &fakeLister{acts: history(1200, 1000)} // ids 1000…2199, newest first
 	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
 	f := burstFetcher(t, st, s, l)
-	f.AthleteReadsPerWindow, f.AthleteReadsPerDay = 2, 100 // every read reaches the fakes' counters
+	f.AthleteReadsPerWindow, f.AthleteReadsPerDay = 1, 100 // every read reaches the fakes' counters
 	ctx := context.Background()
 	heldBack := func(outs []error) int {
 		n := 0
@@ -533,8 +535,8 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 		return n
 	}
 	forged := f.ProcessBurst(ctx, ingest.NewBurst(creates(span(900000, 20)...), "forged"))
-	if held := heldBack(forged); fmt.Sprint(l.pages) != "[1 2 3 4 5]" || s.calls != 4 || held != 16 {
-		t.Fatalf("forged burst: pages %v, %d fetched alone, %d held back; want 5 pages, 4 fetched alone on the unverified allowance, 16 waiting for it",
+	if held := heldBack(forged); fmt.Sprint(l.pages) != "[1 2 3 4 5]" || s.calls != 3 || held != 17 {
+		t.Fatalf("forged burst: pages %v, %d fetched alone, %d held back; want 5 pages, 3 fetched alone on the unverified allowance, 17 waiting for it",
 			l.pages, s.calls, held)
 	}
 	mixed := f.ProcessBurst(ctx, ingest.NewBurst(append(creates(1000), creates(span(900100, 20)...)...), "mixed"))
@@ -549,7 +551,7 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 		t.Fatalf("second look: %d held back, pages %v; want all 5 waiting, no page read", heldBack(again), l.pages)
 	}
 	t.Logf("athlete's caps: %d reads; unverified allowance: %d reads; pages %v", athleteReads, unverified, l.pages)
-	if athleteReads != 2 || unverified != 8 {
-		t.Fatalf("athlete's caps took %d reads, the unverified allowance %d; want 2 (the two first pages) and 8", athleteReads, unverified)
+	if athleteReads != 1 || unverified != 8 {
+		t.Fatalf("athlete's caps took %d reads, the unverified allowance %d; want 1 (the real upload's first page) and 8", athleteReads, unverified)
 	}
 }

@@ -114,6 +114,27 @@ func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay 
 	t.m[athleteID] = c
 }
 
+// refund takes back one read counted at window and day by take, which was
+// made and is charged elsewhere (movePageToUnverified). A read the shared
+// counters took already is taken back from this instance's next share
+// (unshared below zero: the next add is one smaller), so neither counter
+// keeps it; once the window (or day) has moved on, there is nothing left
+// to take back there.
+func (t *readTally) refund(athleteID int64, window, day time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[athleteID]
+	if !ok || !c.day.Equal(day) {
+		return
+	}
+	c.dayUnshared--
+	if c.window.Equal(window) {
+		c.reads--
+		c.unshared--
+	}
+	t.m[athleteID] = c
+}
+
 // Uploads keep a reserve of the caps. An update or a delete names an
 // activity id, and activity ids are public: anyone can post them in a real
 // athlete's name, and each names a stored activity that must be asked about
@@ -206,6 +227,33 @@ func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error 
 		}
 	}
 	return nil
+}
+
+// movePageToUnverified moves the read of a burst's first page, taken at
+// tookAt from the athlete's caps, to the athlete's unverified allowance: the
+// page listed none of the burst's events, so only unverified events asked
+// for it (forged creates naming the athlete, or uploads the list does not
+// show yet, which later pages and walks serve from that allowance). The
+// allowance counts the read past its cap too (it was made); a counter that
+// fails is logged and the caps keep the read.
+func (w *Fetcher) movePageToUnverified(ctx context.Context, log *slog.Logger, job ingest.Job, tookAt time.Time) {
+	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
+	if limit <= 0 && dayLimit <= 0 {
+		return // takeAthleteRead counted nothing
+	}
+	win, owner := w.rateWindow(), job.Event.OwnerID
+	var err error
+	if limit > 0 {
+		err = w.store.TakeUnverifiedReads(ctx, owner, tookAt, win, math.MaxInt32, 1)
+	}
+	if err == nil && dayLimit > 0 {
+		err = w.store.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
+	}
+	if err != nil {
+		log.WarnContext(ctx, "first list page listed none of the burst; its read stays on the athlete's caps", "error", err)
+		return
+	}
+	w.reads.refund(owner, tookAt.UTC().Truncate(win), tookAt.UTC().Truncate(24*time.Hour))
 }
 
 // heldBack is the deferral of a job whose athlete reached a read cap.
