@@ -55,17 +55,8 @@ func TestABurstCost(t *testing.T) {
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
 	const athlete, user = 601, "bulk"
-	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "B"})
-	tok := sim.IssueTokens(athlete, 6*time.Hour)
+	linkSimAthlete(t, seed, sim, athlete, user)
 	now := time.Now().UTC()
-	if err := seed.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
-		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now,
-		GrantedAtUtc: &now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
-		t.Fatal(err)
-	}
 	for i := range burstCreates {
 		sim.PutActivity(stravasim.Activity{ID: int64(20000 + i), AthleteID: athlete, Name: "Upload", SportType: "Run", Distance: 5000,
 			MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Duration(i+1) * time.Hour).Truncate(time.Second)})

@@ -211,6 +211,24 @@ func meteredStores(t *testing.T, plain *dynamodb.Client) (seed, st *store.Store,
 	return seed, st, m, strings.TrimSuffix(tables.Main, store.BaseMain)
 }
 
+// linkSimAthlete adds athlete to sim and seeds, unmetered, its link to
+// user as a sign-in would: the connection with the simulator's tokens
+// (granted now) and the athlete's OWNER item.
+func linkSimAthlete(t *testing.T, seed *store.Store, sim *stravasim.Server, athlete int64, user string) {
+	t.Helper()
+	ctx, tables, now := context.Background(), seed.Tables(), time.Now().UTC()
+	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "A"})
+	tok := sim.IssueTokens(athlete, 6*time.Hour)
+	if err := seed.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
+		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now,
+		GrantedAtUtc: &now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pop is the one job d was handed since the last pop.
 func pop(t testing.TB, d *ingesttest.RecordingDispatcher) ingest.Job {
 	t.Helper()
@@ -239,15 +257,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
 	const athlete, user = 501, "heavy"
-	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "H"})
-	tok := sim.IssueTokens(athlete, 6*time.Hour)
-	if err := seedStore.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
-		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := seedStore.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
+	linkSimAthlete(t, seedStore, sim, athlete, user)
 	march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	april := march.AddDate(0, 1, 0)
 	const older, inMarch = model.MaxWorkoutsToInspect + 1, 4
