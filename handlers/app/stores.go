@@ -3,10 +3,23 @@ package app
 import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/sessions"
 )
 
 // BFFStores hands the DynamoDB adapter to each of the BFF's ports (the
 // composite literal is the check that it satisfies every one).
 func BFFStores(st *store.Store) bff.Stores {
-	return bff.Stores{Sessions: st, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st, Deletions: st, Syncs: st, Exports: st}
+	ss := sessions.New(st.DB)
+	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st,
+		Deletions: deletionStore{st, ss}, Syncs: st, Exports: st}
 }
+
+// deletionStore is what an account deletion removes: the user's data
+// (store) and sign-ins (sessions).
+type deletionStore struct {
+	*store.Store
+	*signIns
+}
+
+// signIns names the sessions' store where it is embedded beside the store.
+type signIns = sessions.Store

@@ -106,7 +106,7 @@ func (e *env) footprint(a account) []string {
 		}
 	}
 	for _, sid := range a.sessions {
-		_, err := e.st.Session(ctx, keys.SessionHash(sid))
+		_, err := e.ss.Session(ctx, keys.SessionHash(sid))
 		switch {
 		case err == nil:
 			ks = append(ks, keys.SessionKey(keys.SessionHash(sid)).String())

@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -60,7 +61,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 		me.ActivityScope != "activity:read_all" {
 		t.Fatalf("GET /v1/me = %d %+v", r.status, me)
 	}
-	sess, err := e.st.Session(ctx, keys.SessionHash(sid))
+	sess, err := e.ss.Session(ctx, keys.SessionHash(sid))
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
@@ -85,7 +86,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken || !sim.AccessTokenValid(conn2.AccessToken) {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}
-	ids, _, _ := e.st.UserSessionIDs(ctx, me.UserID)
+	ids, _, _ := e.ss.UserSessionIDs(ctx, me.UserID)
 	if len(ids) != 2 {
 		t.Fatalf("session pointers = %v, want both sessions", ids)
 	}
@@ -110,7 +111,7 @@ func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 			}
 			resp.Body.Close()
 			sid := sessionFrom(t, b, e.srv.URL)
-			if s, err := e.st.Session(context.Background(), keys.SessionHash(sid)); err == nil {
+			if s, err := e.ss.Session(context.Background(), keys.SessionHash(sid)); err == nil {
 				users[i] = s.UserID
 			}
 		}()
@@ -224,7 +225,7 @@ func TestCookieSecurityFollowsPublicURL(t *testing.T) {
 	t.Parallel()
 	cat, _ := catalog.Default()
 	// New only checks that a store is given; it reads nothing at construction.
-	deps := bff.Deps{Stores: app.BFFStores(nil), Strava: &fakeStrava{}, Catalog: cat}
+	deps := bff.Deps{Stores: app.BFFStores(new(store.Store)), Strava: &fakeStrava{}, Catalog: cat}
 	tests := []struct {
 		name    string
 		given   string

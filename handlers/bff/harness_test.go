@@ -25,6 +25,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/sessions"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -89,6 +90,7 @@ func (f *fakeStrava) Deauthorize(_ context.Context, at string) error {
 type env struct {
 	t      *testing.T
 	st     *store.Store
+	ss     *sessions.Store // the sign-ins (st's DB)
 	h      *bff.Handler
 	mux    *http.ServeMux
 	srv    *httptest.Server
@@ -121,7 +123,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if _, err := catalog.Seed(context.Background(), st, cat); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, st: st, mux: http.NewServeMux(), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	e := &env{t: t, st: st, ss: sessions.New(st.DB), mux: http.NewServeMux(), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
 	e.srv = httptest.NewServer(e.mux)
 	t.Cleanup(e.srv.Close)
 	if o.strava == nil {
@@ -160,7 +162,7 @@ func (e *env) session(userID string) string {
 	now := e.clock.Now()
 	cookie := model.NewID()
 	s := &model.Session{SessionID: keys.SessionHash(cookie), UserID: userID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(24 * time.Hour).Unix()}
-	if err := e.st.CreateSession(context.Background(), s); err != nil {
+	if err := e.ss.CreateSession(context.Background(), s); err != nil {
 		e.t.Fatal(err)
 	}
 	return cookie

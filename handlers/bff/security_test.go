@@ -147,7 +147,7 @@ func TestLoginStoresNoCookieValueAndNoToken(t *testing.T) {
 	if state == "" {
 		t.Fatal("no state cookie")
 	}
-	if _, err := e.st.Session(ctx, sid); !errors.Is(err, model.ErrNotFound) {
+	if _, err := e.ss.Session(ctx, sid); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("session read by the raw cookie value: %v; want ErrNotFound (keys hold its hash)", err)
 	}
 	tb := e.st.Tables()

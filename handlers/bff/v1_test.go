@@ -84,7 +84,7 @@ func TestMeModelsAndLogout(t *testing.T) {
 	if r := e.do(http.MethodGet, "/v1/me", sid, nil); r.status != http.StatusUnauthorized {
 		t.Fatalf("after logout: %d", r.status)
 	}
-	if ids, _, _ := e.st.UserSessionIDs(context.Background(), "u1"); len(ids) != 0 {
+	if ids, _, _ := e.ss.UserSessionIDs(context.Background(), "u1"); len(ids) != 0 {
 		t.Fatalf("session pointers after logout: %v", ids)
 	}
 	if r := e.do(http.MethodPost, "/auth/logout", "", nil); r.status != http.StatusNoContent {

@@ -122,6 +122,25 @@ func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond *expr
 	return nil
 }
 
+// Take deletes the item at k and reads what it held into e, in one
+// request, so only one caller ever takes it (a one-use item such as a login
+// state). It returns ErrNotFound when there was none.
+func (s *DB) Take(ctx context.Context, table string, k model.Key, e model.Entity) error {
+	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(table), Key: s.t.keyAV(table, k), ReturnValues: types.ReturnValueAllOld,
+	})
+	if err != nil {
+		return fmt.Errorf("take %s: %w", k, dynerr.Translate(err))
+	}
+	if len(out.Attributes) == 0 {
+		return fmt.Errorf("take %s: %w", k, model.ErrNotFound)
+	}
+	if err := Unmarshal(out.Attributes, e); err != nil {
+		return fmt.Errorf("take %s: %w", k, err)
+	}
+	return nil
+}
+
 // UpdateVersioned applies changes to the item at k only if its version
 // attribute equals expected, and sets version to expected+1. It returns
 // ErrConflict when the version moved (or the item is gone) and the new item

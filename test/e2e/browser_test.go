@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/sessions"
 	"github.com/commitcollect/backend/scripts/runkit"
 )
 
@@ -48,7 +49,7 @@ func checkPageInChromium(t *testing.T, st *runkit.Stack, res runkit.DemoResult) 
 	now := time.Now().UTC()
 	cookie := model.NewID()
 	sess := &model.Session{SessionID: keys.SessionHash(cookie), UserID: res.UserID, CreatedAtUtc: now, ExpiresAtUtc: now.Add(time.Hour).Unix()}
-	if err := st.Store.CreateSession(context.Background(), sess); err != nil {
+	if err := sessions.New(st.Store.DB).CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
 	target, _ := url.Parse(st.APIURL)

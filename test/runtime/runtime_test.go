@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/sessions"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
@@ -133,6 +134,7 @@ type fixture struct {
 	prefix  string
 	tables  store.Tables
 	st      *store.Store
+	ss      *sessions.Store // the sign-ins (st's DB)
 	db      *dynamodb.Client
 	sim     *stravasim.Server
 	aws     *AWS
@@ -202,7 +204,7 @@ func TestLambdaRuntime(t *testing.T) {
 	if me.UserID == "" || me.UserID != me2.UserID || me.AthleteID != athleteID || !me.Connected {
 		t.Fatalf("/v1/me: %+v and %+v, want one connected user for athlete %d", me, me2, athleteID)
 	}
-	if ids, _, err := f.st.UserSessionIDs(f.ctx, me.UserID); err != nil || len(ids) != 2 {
+	if ids, _, err := f.ss.UserSessionIDs(f.ctx, me.UserID); err != nil || len(ids) != 2 {
 		t.Fatalf("sessions of %s: %v, %v; want 2", me.UserID, ids, err)
 	}
 
@@ -329,11 +331,11 @@ func TestLambdaRuntime(t *testing.T) {
 			t.Fatalf("GET /v1/me with a session of the deleted user: %d %s", r.StatusCode, r.Body)
 		}
 	}
-	if ids, _, err := f.st.UserSessionIDs(f.ctx, me.UserID); err != nil || len(ids) != 0 {
+	if ids, _, err := f.ss.UserSessionIDs(f.ctx, me.UserID); err != nil || len(ids) != 0 {
 		t.Fatalf("sessions left: %v, %v", ids, err)
 	}
 	for _, s := range []string{s1, s2} {
-		if _, err := f.st.Session(f.ctx, keys.SessionHash(strings.TrimPrefix(s, "cc_session="))); !errors.Is(err, model.ErrNotFound) {
+		if _, err := f.ss.Session(f.ctx, keys.SessionHash(strings.TrimPrefix(s, "cc_session="))); !errors.Is(err, model.ErrNotFound) {
 			t.Fatalf("session %s after deletion: %v, want ErrNotFound", s, err)
 		}
 	}
@@ -370,7 +372,7 @@ func (f *fixture) exportLargeHistory(n int) {
 		f.t.Fatal(err)
 	}
 	cookie := model.NewID()
-	if err := f.st.CreateSession(f.ctx, &model.Session{SessionID: keys.SessionHash(cookie), UserID: user, CreatedAtUtc: time.Now().UTC(),
+	if err := f.ss.CreateSession(f.ctx, &model.Session{SessionID: keys.SessionHash(cookie), UserID: user, CreatedAtUtc: time.Now().UTC(),
 		ExpiresAtUtc: time.Now().Add(time.Hour).Unix()}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -453,6 +455,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 	}
 	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, f.tables) })
 	f.st = store.New(db, f.tables)
+	f.ss = sessions.New(f.st.DB)
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.tables.Main)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,36 +1,43 @@
-package store
+// Package sessions keeps the athletes' sign-ins: the sessions table's
+// sessions, with a pointer to each in the user's partition so a user's
+// sessions are found without a Scan, and the one-use login states of the
+// Strava OAuth dance.
+package sessions
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store/dynerr"
+	"github.com/commitcollect/backend/model/store"
 )
 
-// Sessions holds sessions (the sessions table, and their pointers in the user's partition) and login states.
-type Sessions struct {
-	*DB
-}
+// Store holds sessions (the sessions table, and their pointers in the
+// user's partition) and login states, over the store's DB.
+type Store struct{ db *store.DB }
+
+// New returns the sessions over db.
+func New(db *store.DB) *Store { return &Store{db: db} }
+
+func (s *Store) t() store.Tables { return s.db.Tables() }
 
 // CreateSession writes a session (sessions table) and its pointer in the
 // user's partition (main table) in one transaction, so every live session is
 // findable by user. It returns model.ErrConflict if the id is taken.
-func (s *Sessions) CreateSession(ctx context.Context, sess *model.Session) error {
+func (s *Store) CreateSession(ctx context.Context, sess *model.Session) error {
 	ptr := &model.UserSession{UserID: sess.UserID, SessionID: sess.SessionID, CreatedAtUtc: sess.CreatedAtUtc, ExpiresAt: sess.ExpiresAtUtc}
-	a, err := s.TransactPutIfAbsent(s.t.Sessions, sess)
+	a, err := s.db.TransactPutIfAbsent(s.t().Sessions, sess)
 	if err != nil {
 		return err
 	}
-	b, err := s.TransactPut(s.t.Main, ptr)
+	b, err := s.db.TransactPut(s.t().Main, ptr)
 	if err != nil {
 		return err
 	}
-	if err := s.Transact(ctx, []types.TransactWriteItem{a, b}, ""); err != nil {
+	if err := s.db.Transact(ctx, []types.TransactWriteItem{a, b}, ""); err != nil {
 		return fmt.Errorf("create session for user %s: %w", sess.UserID, err)
 	}
 	return nil
@@ -39,9 +46,9 @@ func (s *Sessions) CreateSession(ctx context.Context, sess *model.Session) error
 // Session reads a session by id (the SessionHash of the cookie); model.ErrNotFound when there is none. It
 // does not check expiry (TTL deletion is lazy): callers must use
 // Session.Expired.
-func (s *Sessions) Session(ctx context.Context, sessionID string) (model.Session, error) {
+func (s *Store) Session(ctx context.Context, sessionID string) (model.Session, error) {
 	var sess model.Session
-	if err := s.Get(ctx, s.t.Sessions, keys.SessionKey(sessionID), &sess); err != nil {
+	if err := s.db.Get(ctx, s.t().Sessions, keys.SessionKey(sessionID), &sess); err != nil {
 		return model.Session{}, fmt.Errorf("session: %w", err)
 	}
 	return sess, nil
@@ -49,11 +56,11 @@ func (s *Sessions) Session(ctx context.Context, sessionID string) (model.Session
 
 // DeleteSession removes a session and then its pointer. Deleting a missing
 // session is not an error.
-func (s *Sessions) DeleteSession(ctx context.Context, userID, sessionID string) error {
-	if err := s.Delete(ctx, s.t.Sessions, keys.SessionKey(sessionID)); err != nil {
+func (s *Store) DeleteSession(ctx context.Context, userID, sessionID string) error {
+	if err := s.db.Delete(ctx, s.t().Sessions, keys.SessionKey(sessionID)); err != nil {
 		return fmt.Errorf("delete session of user %s: %w", userID, err)
 	}
-	if err := s.Delete(ctx, s.t.Main, keys.UserSessionKey(userID, sessionID)); err != nil {
+	if err := s.db.Delete(ctx, s.t().Main, keys.UserSessionKey(userID, sessionID)); err != nil {
 		return fmt.Errorf("delete session pointer of user %s: %w", userID, err)
 	}
 	return nil
@@ -61,13 +68,13 @@ func (s *Sessions) DeleteSession(ctx context.Context, userID, sessionID string) 
 
 // UserSessionIDs lists the session ids a user's partition points to (at
 // most MaxWorkoutsToInspect; truncated says there are more).
-func (s *Sessions) UserSessionIDs(ctx context.Context, userID string) (ids []string, truncated bool, err error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixSession, QueryOptions{Projection: []string{"PK", "SK"}})
+func (s *Store) UserSessionIDs(ctx context.Context, userID string) (ids []string, truncated bool, err error) {
+	res, err := s.db.QueryPrefix(ctx, s.t().Main, keys.UserPK(userID), keys.PrefixSession, store.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, false, fmt.Errorf("list sessions of user %s: %w", userID, err)
 	}
 	for _, it := range res.Items {
-		k, err := KeyOf(it)
+		k, err := store.KeyOf(it)
 		if err != nil {
 			return nil, false, err
 		}
@@ -82,7 +89,7 @@ func (s *Sessions) UserSessionIDs(ctx context.Context, userID string) (ids []str
 // caller's own, removed last by DeleteSessionPointerFirst): the session items
 // first, then their pointers, so a session never outlives its pointer. It is
 // safe to re-run.
-func (s *Sessions) DeleteUserSessions(ctx context.Context, userID, keep string) error {
+func (s *Store) DeleteUserSessions(ctx context.Context, userID, keep string) error {
 	for {
 		ids, truncated, err := s.UserSessionIDs(ctx, userID)
 		if err != nil {
@@ -96,10 +103,10 @@ func (s *Sessions) DeleteUserSessions(ctx context.Context, userID, keep string) 
 			sessions = append(sessions, keys.SessionKey(id))
 			pointers = append(pointers, keys.UserSessionKey(userID, id))
 		}
-		if err := s.BatchDelete(ctx, s.t.Sessions, sessions); err != nil {
+		if err := s.db.BatchDelete(ctx, s.t().Sessions, sessions); err != nil {
 			return fmt.Errorf("delete sessions of user %s: %w", userID, err)
 		}
-		if err := s.BatchDelete(ctx, s.t.Main, pointers); err != nil {
+		if err := s.db.BatchDelete(ctx, s.t().Main, pointers); err != nil {
 			return fmt.Errorf("delete session pointers of user %s: %w", userID, err)
 		}
 		if !truncated || len(pointers) == 0 {
@@ -112,11 +119,11 @@ func (s *Sessions) DeleteUserSessions(ctx context.Context, userID, keep string) 
 // session: the order for the caller's own session at the end of account
 // deletion, so that if it stops in between the session still works and the
 // deletion can be re-run with it.
-func (s *Sessions) DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error {
-	if err := s.Delete(ctx, s.t.Main, keys.UserSessionKey(userID, sessionID)); err != nil {
+func (s *Store) DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error {
+	if err := s.db.Delete(ctx, s.t().Main, keys.UserSessionKey(userID, sessionID)); err != nil {
 		return fmt.Errorf("delete session pointer of user %s: %w", userID, err)
 	}
-	if err := s.Delete(ctx, s.t.Sessions, keys.SessionKey(sessionID)); err != nil {
+	if err := s.db.Delete(ctx, s.t().Sessions, keys.SessionKey(sessionID)); err != nil {
 		return fmt.Errorf("delete session of user %s: %w", userID, err)
 	}
 	return nil
@@ -124,8 +131,8 @@ func (s *Sessions) DeleteSessionPointerFirst(ctx context.Context, userID, sessio
 
 // PutOAuthState stores a pending login state; model.ErrConflict if it
 // exists.
-func (s *Sessions) PutOAuthState(ctx context.Context, st *model.OAuthState) error {
-	if err := s.PutIfAbsent(ctx, s.t.Sessions, st); err != nil {
+func (s *Store) PutOAuthState(ctx context.Context, st *model.OAuthState) error {
+	if err := s.db.PutIfAbsent(ctx, s.t().Sessions, st); err != nil {
 		return fmt.Errorf("put oauth state: %w", err)
 	}
 	return nil
@@ -134,19 +141,9 @@ func (s *Sessions) PutOAuthState(ctx context.Context, st *model.OAuthState) erro
 // ConsumeOAuthState deletes a login state (by the SessionHash of the state)
 // and returns it, atomically, so a state can be used once only. It returns model.ErrNotFound when the state
 // does not exist or was already used. It does not check expiry.
-func (s *Sessions) ConsumeOAuthState(ctx context.Context, stateHash string) (model.OAuthState, error) {
-	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.t.Sessions), Key: s.t.keyAV(s.t.Sessions, keys.OAuthStateKey(stateHash)),
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if err != nil {
-		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", dynerr.Translate(err))
-	}
-	if len(out.Attributes) == 0 {
-		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", model.ErrNotFound)
-	}
+func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string) (model.OAuthState, error) {
 	var st model.OAuthState
-	if err := Unmarshal(out.Attributes, &st); err != nil {
+	if err := s.db.Take(ctx, s.t().Sessions, keys.OAuthStateKey(stateHash), &st); err != nil {
 		return model.OAuthState{}, fmt.Errorf("consume oauth state: %w", err)
 	}
 	return st, nil
