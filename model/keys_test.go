@@ -70,6 +70,7 @@ func TestKeyShapes(t *testing.T) {
 		{keys.CorrelationPK("c"), "CORR#c"},
 		{keys.EventMonthPK("AWARD_MINTED", time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)), "EVENT#AWARD_MINTED#202603"},
 		{keys.WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil), "STRAVA#WEBHOOK#activity#1#create#2#3"},
+		{keys.BurstLeaseKey(2), "STRAVA#BURSTLEASE#2"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -166,9 +166,14 @@ type Job struct {
 	Gathered bool `json:"gathered,omitempty"`
 	// Burst, when set, makes this a burst job: one athlete's gathered
 	// activity events, served together from list pages (the sweeper leases
-	// each one's outbox item; the runner settles each). Event, Sync and
-	// IdempotencyKey are then unset; CorrelationID names the burst.
+	// the athlete's burst, or each one's outbox item; the runner settles
+	// each). Event, Sync and IdempotencyKey are then unset; CorrelationID
+	// names the burst.
 	Burst []Job `json:"burst,omitempty"`
+	// BurstLeaseUntil is the end of the athlete's burst lease the sweeper
+	// took for this burst (zero: each item was leased): the runner releases
+	// that lease once the burst's outcomes are recorded.
+	BurstLeaseUntil time.Time `json:"burstLeaseUntil,omitzero"`
 	// OutboxDispatches is the dispatch count of the job's outbox item as
 	// the same claim or lease returned it (set with OutboxFailures).
 	OutboxDispatches int `json:"outboxDispatches,omitempty"`

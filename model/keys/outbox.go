@@ -85,6 +85,14 @@ func SyncRestartKey(userID string, now time.Time) string {
 	return strings.Join([]string{"STRAVA", "SYNC", "restart", userID, strconv.FormatInt(now.UnixNano(), 10)}, sep)
 }
 
+// BurstLeaseKey is the idempotency table's key of an athlete's burst
+// lease (model/store's LeaseBurst): one item per athlete, outside the
+// pending index, that holds while a burst of the athlete's events is in
+// flight.
+func BurstLeaseKey(athleteID int64) string {
+	return strings.Join([]string{"STRAVA", "BURSTLEASE", strconv.FormatInt(athleteID, 10)}, sep)
+}
+
 // OutboxPendingPK is the pending-index partition of an outbox item among
 // shards (by a hash of its idempotency key, so pending items spread over
 // the shards; shards < 1 means DefaultOutboxShards).

@@ -543,6 +543,30 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	st, b = do(s1, http.MethodGet, "/v1/milestones/"+m.MilestoneID, nil)
 	expect("GET /v1/milestones/{id}", st, http.StatusOK, b)
 
+	// Four more creates crowd the athlete's window: the webhook gathers
+	// them at the claim, and the sweeper hands them out as one burst under
+	// the athlete's burst lease (UpdateItem), reading their jobs
+	// (BatchGetItem). A refused hand-off releases the lease (DeleteItem);
+	// the next sweep hands the burst off again, and the worker serves it
+	// and releases the lease (DeleteItem).
+	for i := range 4 {
+		id := int64(70010 + i)
+		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",
+			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 10+i, 6, 0, 0, 0, time.UTC)})
+		if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuseNext()
+	if n := runSweeper(); n != 0 {
+		t.Fatalf("the sweeper handed off %d gathered creates through a refusing hand-off, want none", n)
+	}
+	if n := runSweeper(); n != 4 {
+		t.Fatalf("the sweeper handed off %d gathered creates, want the burst of 4", n)
+	}
+	runWorker()
+	runProjector()
+
 	// Bob deauthorizes the app on Strava's side: Strava revokes the tokens,
 	// then sends the event (the worker confirms it before removing anything).
 	sim.RevokeAthlete(other)

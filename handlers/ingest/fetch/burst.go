@@ -107,8 +107,8 @@ type walk struct {
 //     the gather grid (BurstGather; by default a quarter of the rate
 //     window, at most ingest.MaxBurstGather), where the sweeper finds them due
 //     with the athlete's other creates and updates (handoff's fair plan)
-//     and dispatches them as one burst job (ingest.Job.Burst), each outbox
-//     item leased.
+//     and dispatches them as one burst job (ingest.Job.Burst) under the
+//     athlete's burst lease (handoff's BurstLeases).
 //  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
 //     page (GET /athlete/activities), through the same budget check as a
 //     fetch and the athlete's caps for the first page (deeper pages,

@@ -40,7 +40,11 @@ const (
 // died before settling) or whose deferral has ended (rate-limit window
 // reset, per-athlete cap, retry backoff). Each item is leased again with a
 // conditional write before it is dispatched, so concurrent sweepers (and a
-// redelivered webhook) dispatch it once per lease. It runs at start and
+// redelivered webhook) dispatch it once per lease; an athlete's burst is
+// leased as one instead (Bursts, burstlease.go), so concurrent sweepers
+// dispatch it once per burst lease (a webhook redelivered while it is in
+// flight may claim one of its events again: a duplicate run, which writes
+// and settles nothing twice). It runs at start and
 // every few seconds in the local stack and once a minute in AWS (the
 // sweeper Lambda on a schedule).
 type Sweeper struct {
@@ -55,12 +59,19 @@ type Sweeper struct {
 	Limit int
 	// Read bounds the due items one sweep reads (DefaultSweepRead).
 	Read int
+	// Bursts leases an athlete's burst as one (burstlease.go); NewSweeper
+	// sets it when the store has them. Nil: each item of a burst is leased.
+	Bursts BurstLeases
 }
 
 // NewSweeper builds a sweeper that hands due items to d.
 func NewSweeper(store OutboxStore, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
-	return &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
+	s := &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
 		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, Read: DefaultSweepRead}
+	if b, ok := store.(BurstLeases); ok {
+		s.Bursts = b
+	}
+	return s
 }
 
 // SweepResult counts what one sweep did.
@@ -119,19 +130,27 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
-		jobs := s.leaseTurn(ctx, turn, now, &res)
+		var jobs []ingest.Job
+		var burstLease time.Time
+		if turn.Burst && s.Bursts != nil {
+			jobs, burstLease = s.leaseBurst(ctx, turn, now, &res)
+		} else {
+			jobs = s.leaseTurn(ctx, turn, now, &res)
+		}
 		if len(jobs) == 0 {
 			continue
 		}
 		job := jobs[0]
 		if turn.Burst {
 			job = ingest.NewBurst(jobs, "burst-"+jobs[0].CorrelationID)
+			job.BurstLeaseUntil = burstLease
 		}
 		if err := s.dispatch.Dispatch(ctx, job); err != nil {
 			if errors.Is(err, ErrQueueClosed) {
 				return res, fmt.Errorf("sweep: %w", err)
 			}
 			s.log.WarnContext(ctx, "sweeper hand-off failed; retried after the lease", "correlationId", job.CorrelationID, "error", err)
+			s.releaseBurst(ctx, job)
 			res.Failed += len(jobs)
 			if errors.Is(err, ErrQueueFull) {
 				break // the rest would only take leases they cannot use
@@ -147,8 +166,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 }
 
 // leaseTurn leases the turn's items and returns their jobs, ready to
-// dispatch (an activity event marked Gathered: it was gathered already). Items no
-// longer due are skipped, undecodable ones parked, each counted in res.
+// dispatch (jobOf). Items no longer due are skipped, undecodable ones
+// parked, each counted in res.
 func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *SweepResult) []ingest.Job {
 	lease := s.Lease
 	if lease <= 0 {
@@ -167,25 +186,34 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 			res.Failed++
 			continue
 		}
-		job, err := ingest.DecodeJob([]byte(rec.Job))
-		if err != nil {
-			reason := "undecodable job: " + err.Error()
-			if serr := s.store.SettleOutboxItem(ctx, d.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
-				log.ErrorContext(ctx, "sweeper could not park an undecodable outbox item", "error", serr)
-				res.Failed++
-				continue
-			}
-			log.ErrorContext(ctx, "outbox item parked", "writeStatus", "parked", "reason", reason)
-			res.Parked++
-			continue
+		if job, ok := s.jobOf(ctx, log, rec, now, turn.Burst, res); ok {
+			jobs = append(jobs, job)
 		}
-		job = job.WithOutbox(rec)
-		job.Gathered = job.Event.Burstable()
-		log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
-			"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds(), "burst", turn.Burst)
-		jobs = append(jobs, job)
 	}
 	return jobs
+}
+
+// jobOf decodes the job of a received item rec that is due, ready to
+// dispatch (an activity event marked Gathered: it was gathered already);
+// an undecodable one is parked, counted in res, and not ok.
+func (s *Sweeper) jobOf(ctx context.Context, log *slog.Logger, rec *model.IdempotencyRecord, now time.Time, burst bool, res *SweepResult) (ingest.Job, bool) {
+	job, err := ingest.DecodeJob([]byte(rec.Job))
+	if err != nil {
+		reason := "undecodable job: " + err.Error()
+		if serr := s.store.SettleOutboxItem(ctx, rec.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
+			log.ErrorContext(ctx, "sweeper could not park an undecodable outbox item", "error", serr)
+			res.Failed++
+			return ingest.Job{}, false
+		}
+		log.ErrorContext(ctx, "outbox item parked", "writeStatus", "parked", "reason", reason)
+		res.Parked++
+		return ingest.Job{}, false
+	}
+	job = job.WithOutbox(rec)
+	job.Gathered = job.Event.Burstable()
+	log.InfoContext(ctx, "outbox item re-dispatched", "dispatches", rec.Dispatches, "failures", rec.Failures,
+		"deferrals", rec.Deferrals, "ageMs", now.Sub(rec.CreatedAtUtc).Milliseconds(), "burst", burst)
+	return job, true
 }
 
 // Drain sweeps while the last sweep dispatched work and left more

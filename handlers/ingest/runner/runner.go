@@ -141,10 +141,18 @@ type BurstProcessor interface {
 	ProcessBurst(ctx context.Context, job ingest.Job) []error
 }
 
+// BurstReleaser releases the athlete's burst lease a burst job carries
+// (ingest.Job.BurstLeaseUntil; model/store.Outbox).
+type BurstReleaser interface {
+	ReleaseBurst(ctx context.Context, athleteID int64, until time.Time) error
+}
+
 // runBurst serves a burst and settles each event's outbox item with its own
-// outcome, as Run would have for it alone. A burst has no outbox item of its
-// own: an outcome that cannot be recorded leaves that item received, and the
-// sweeper dispatches it again after its lease.
+// outcome, as Run would have for it alone, then releases the athlete's
+// burst lease, if the burst has one, for the athlete's next burst. A burst
+// has no outbox item of its own: an outcome that cannot be recorded leaves
+// that item received, and the sweeper dispatches it again after its lease
+// (the burst's, or the item's).
 func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 	log := w.jobLog(job)
 	bp, ok := w.work.(BurstProcessor)
@@ -167,6 +175,11 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 		}
 		if err := w.settle(sctx, w.jobLog(sub), sub, rec, outcomes[i]); err != nil {
 			log.WarnContext(ctx, "burst item's outcome not recorded; it waits for its lease", "idempotencyKey", sub.IdempotencyKey, "error", err)
+		}
+	}
+	if r, ok := w.store.(BurstReleaser); ok && !job.BurstLeaseUntil.IsZero() {
+		if err := r.ReleaseBurst(sctx, job.Burst[0].Event.OwnerID, job.BurstLeaseUntil); err != nil {
+			log.WarnContext(ctx, "burst lease not released; it lapses", "error", err)
 		}
 	}
 }
