@@ -125,7 +125,7 @@ func TestABurstCost(t *testing.T) {
 	if perReq > maxBurstRequestsPerEvent || perWCU > maxBurstWCUPerEvent {
 		t.Errorf("burst event: %.2f requests, %.2f WCU; want at most %d and %g", perReq, perWCU, maxBurstRequestsPerEvent, maxBurstWCUPerEvent)
 	}
-	if _, err := seed.LeaseBurst(ctx, athlete, time.Now(), time.Minute); err != nil {
+	if _, err := seed.LeaseBurst(ctx, athlete, time.Now(), time.Minute, 1); err != nil {
 		t.Errorf("the athlete's burst lease after the burst: %v; want it released", err)
 	}
 }

@@ -170,10 +170,14 @@ type Job struct {
 	// each). Event, Sync and IdempotencyKey are then unset; CorrelationID
 	// names the burst.
 	Burst []Job `json:"burst,omitempty"`
-	// BurstLeaseUntil is the end of the athlete's burst lease the sweeper
-	// took for this burst (zero: each item was leased): the runner releases
-	// that lease once the burst's outcomes are recorded.
+	// BurstLeaseUntil is the first end of the athlete's burst lease the
+	// sweeper took for this burst, its token (zero: each item was leased):
+	// the runner renews that lease for BurstLeaseFor while the burst runs,
+	// stops the burst if the lease was taken again, and releases it once
+	// the burst's outcomes are recorded.
 	BurstLeaseUntil time.Time `json:"burstLeaseUntil,omitzero"`
+	// BurstLeaseFor is the burst lease's length, each renewal's too.
+	BurstLeaseFor time.Duration `json:"burstLeaseFor,omitempty"`
 	// OutboxDispatches is the dispatch count of the job's outbox item as
 	// the same claim or lease returned it (set with OutboxFailures).
 	OutboxDispatches int `json:"outboxDispatches,omitempty"`

@@ -546,9 +546,9 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	// Four more creates crowd the athlete's window: the webhook gathers
 	// them at the claim, and the sweeper hands them out as one burst under
 	// the athlete's burst lease (UpdateItem), reading their jobs
-	// (BatchGetItem). A refused hand-off releases the lease (DeleteItem);
+	// (BatchGetItem). A refused hand-off releases the lease (UpdateItem);
 	// the next sweep hands the burst off again, and the worker serves it
-	// and releases the lease (DeleteItem).
+	// and releases the lease (UpdateItem).
 	for i := range 4 {
 		id := int64(70010 + i)
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",

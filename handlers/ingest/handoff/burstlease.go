@@ -10,42 +10,75 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 )
 
-// BurstLeases lease an athlete's burst as one (model/store.Outbox; see its
-// burstlease.go): one write a burst, where leasing each item moves each in
-// the Pending index (3 WCU an event). The burst's items stay due in Pending
-// while it is in flight; the lease keeps every other sweep from
-// dispatching the athlete's burst until the worker releases it, or it
-// lapses as an item's lease would.
+// BurstLeases lease an athlete's bursts of one sweep as one (model/store's
+// Outbox; see its burstlease.go): one write for the athlete and one for
+// each burst's release, where leasing each item moves each in the Pending
+// index (3 WCU an event). The bursts' items stay due in Pending while they
+// are in flight; the lease, renewed by the worker while a burst runs,
+// keeps every other sweep from dispatching a burst of the athlete until
+// each of its bursts has released it, or it lapses as an item's lease
+// would (a burst of a lapsed lease taken again stops: runner's
+// holdBurstLease).
 type BurstLeases interface {
-	// LeaseBurst takes the athlete's burst lease until now+lease and
-	// returns that end; ErrConflict while another holds.
-	LeaseBurst(ctx context.Context, athleteID int64, now time.Time, lease time.Duration) (time.Time, error)
+	// LeaseBurst takes the athlete's burst lease for bursts bursts until
+	// now+lease and returns that end; ErrConflict while another holds.
+	LeaseBurst(ctx context.Context, athleteID int64, now time.Time, lease time.Duration, bursts int) (time.Time, error)
 	// OutboxItems reads the items at keys (strongly consistent); absent
 	// keys are left out.
 	OutboxItems(ctx context.Context, keys []string) ([]model.IdempotencyRecord, error)
-	// ReleaseBurst ends the lease that ended at until, if it still holds.
+	// ReleaseBurst releases one burst of the lease that ends at until, if
+	// it still holds.
 	ReleaseBurst(ctx context.Context, athleteID int64, until time.Time) error
 }
 
-// leaseBurst takes the burst lease of the turn's athlete and returns the
-// jobs of the turn's items still received and due (read again, strongly
-// consistent: the pending index may lag), with the lease's end. An athlete
-// whose burst is in flight is skipped, as its leased items would be.
-func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res *SweepResult) ([]ingest.Job, time.Time) {
-	lease := s.Lease
-	if lease <= 0 {
-		lease = ingest.DefaultLease
+// sweepLeases are the burst leases of one sweep, by athlete: how many
+// burst turns the plan gave the athlete (one lease covers them all), and
+// the lease taken (or the error that refused it).
+type sweepLeases struct {
+	turns map[int64]int
+	until map[int64]time.Time
+	err   map[int64]error
+}
+
+// newSweepLeases counts the athletes' burst turns among turns.
+func newSweepLeases(turns []Turn) *sweepLeases {
+	l := &sweepLeases{turns: map[int64]int{}, until: map[int64]time.Time{}, err: map[int64]error{}}
+	for _, t := range turns {
+		if t.Burst {
+			l.turns[ownerOf(t)]++
+		}
 	}
-	wk, _ := keys.ParseWebhookIdempotencyKey(turn.Items[0].IdempotencyKey)
-	log := s.log.With("athleteId", wk.OwnerID, "burst", len(turn.Items))
-	until, err := s.Bursts.LeaseBurst(ctx, wk.OwnerID, now, lease)
-	if errors.Is(err, model.ErrConflict) {
-		res.Skipped += len(turn.Items) // in flight
-		return nil, time.Time{}
+	return l
+}
+
+// ownerOf is the athlete whose events a burst turn holds.
+func ownerOf(t Turn) int64 {
+	k, _ := keys.ParseWebhookIdempotencyKey(t.Items[0].IdempotencyKey)
+	return k.OwnerID
+}
+
+// leaseBurst takes the burst lease of the turn's athlete for all of its
+// burst turns in this sweep (at its first one) and returns the jobs of the
+// turn's items still received and due (read again, strongly consistent:
+// the pending index may lag), with the lease's end. An athlete whose
+// bursts are in flight is skipped, as its leased items would be.
+func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, sl *sweepLeases, res *SweepResult) ([]ingest.Job, time.Time) {
+	owner := ownerOf(turn)
+	log := s.log.With("athleteId", owner, "burst", len(turn.Items))
+	if _, tried := sl.until[owner]; !tried && sl.err[owner] == nil {
+		until, err := s.Bursts.LeaseBurst(ctx, owner, now, s.lease(), sl.turns[owner])
+		if err != nil && !errors.Is(err, model.ErrConflict) {
+			log.WarnContext(ctx, "sweeper could not lease a burst", "error", err)
+		}
+		sl.until[owner], sl.err[owner] = until, err
 	}
-	if err != nil {
-		log.WarnContext(ctx, "sweeper could not lease a burst", "error", err)
-		res.Failed += len(turn.Items)
+	until := sl.until[owner]
+	if err := sl.err[owner]; err != nil {
+		if errors.Is(err, model.ErrConflict) {
+			res.Skipped += len(turn.Items) // in flight
+		} else {
+			res.Failed += len(turn.Items)
+		}
 		return nil, time.Time{}
 	}
 	ks := make([]string, len(turn.Items))
@@ -56,7 +89,7 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 	if err != nil {
 		log.WarnContext(ctx, "sweeper could not read a burst's outbox items", "error", err)
 		res.Failed += len(turn.Items)
-		s.release(ctx, wk.OwnerID, until)
+		s.release(ctx, owner, until)
 		return nil, time.Time{}
 	}
 	var jobs []ingest.Job
@@ -71,13 +104,13 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 	}
 	res.Skipped += len(turn.Items) - len(jobs)
 	if len(jobs) == 0 {
-		s.release(ctx, wk.OwnerID, until)
+		s.release(ctx, owner, until)
 	}
 	return jobs, until
 }
 
-// releaseBurst releases the burst lease of a burst job whose hand-off
-// failed, so the next sweep hands it off again.
+// releaseBurst releases the burst lease's share of a burst job whose
+// hand-off failed, so the next sweep hands it off again.
 func (s *Sweeper) releaseBurst(ctx context.Context, job ingest.Job) {
 	if len(job.Burst) > 0 && !job.BurstLeaseUntil.IsZero() {
 		s.release(ctx, job.Burst[0].Event.OwnerID, job.BurstLeaseUntil)

@@ -3,11 +3,14 @@ package handoff_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -83,5 +86,89 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 	}
 	if after := sweep("lease released"); len(after) != 1 || len(after[0].Burst) != 10 {
 		t.Fatalf("after the release %d jobs; want the burst again", len(after))
+	}
+}
+
+// burstStore is a function-field fake of the sweeper's store with burst
+// leases: due lists the backlog, and each item's job is a create of its
+// athlete; a nil function answers empty.
+type burstStore struct {
+	due       []model.IdempotencyRecord
+	leaseFn   func(athleteID int64, bursts int) (time.Time, error)
+	releaseFn func(athleteID int64, until time.Time)
+}
+
+func (b *burstStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]model.IdempotencyRecord, error) {
+	return b.due[:min(limit, len(b.due))], nil
+}
+
+func (b *burstStore) LeaseOutboxItem(context.Context, string, time.Time, time.Duration) (*model.IdempotencyRecord, error) {
+	return nil, model.ErrNotFound
+}
+
+func (b *burstStore) SettleOutboxItem(context.Context, string, model.OutboxStatus, string, time.Time) error {
+	return nil
+}
+
+func (b *burstStore) LeaseBurst(_ context.Context, athleteID int64, _ time.Time, _ time.Duration, bursts int) (time.Time, error) {
+	if b.leaseFn == nil {
+		return time.Time{}, nil
+	}
+	return b.leaseFn(athleteID, bursts)
+}
+
+func (b *burstStore) OutboxItems(_ context.Context, ks []string) ([]model.IdempotencyRecord, error) {
+	var out []model.IdempotencyRecord
+	for _, k := range ks {
+		wk, _ := keys.ParseWebhookIdempotencyKey(k)
+		ev := ingest.Event{ObjectType: "activity", AspectType: "create", ObjectID: wk.ObjectID, OwnerID: wk.OwnerID, SubscriptionID: 1, EventTime: 1}
+		job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: k, IdempotencyKey: k})
+		out = append(out, model.IdempotencyRecord{IdempotencyKey: k, Status: model.OutboxReceived, Job: string(job)})
+	}
+	return out, nil
+}
+
+func (b *burstStore) ReleaseBurst(_ context.Context, athleteID int64, until time.Time) error {
+	if b.releaseFn != nil {
+		b.releaseFn(athleteID, until)
+	}
+	return nil
+}
+
+// TestOneLeaseCoversAnAthletesBurstsOfASweep: an athlete with 1,200 due
+// creates has three burst turns in a sweep (MaxBurst 500); one burst
+// lease, taken for three bursts, covers them all, and all three go out
+// together, as an import's bursts did when each item was leased.
+// Protection: sharing the lease over the sweep's turns (a lease per turn
+// finds the athlete's lease held at the second turn: one burst a sweep,
+// and an import of 2,000 took more than its four windows).
+func TestOneLeaseCoversAnAthletesBurstsOfASweep(t *testing.T) {
+	t.Parallel()
+	b := &burstStore{}
+	for i := range 1200 {
+		b.due = append(b.due, webhook("create", int64(1000+i), 7, i))
+	}
+	var leases []int
+	until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	b.leaseFn = func(athleteID int64, bursts int) (time.Time, error) {
+		leases = append(leases, bursts)
+		return until, nil
+	}
+	d := &ingesttest.RecordingDispatcher{}
+	sw := handoff.NewSweeper(b, d, ingesttest.Log())
+	if _, err := sw.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	jobs := d.Take()
+	n := 0
+	for _, j := range jobs {
+		if !j.BurstLeaseUntil.Equal(until) {
+			t.Fatalf("burst %s carries lease %s, want %s", j.CorrelationID, j.BurstLeaseUntil, until)
+		}
+		n += len(j.Burst)
+	}
+	t.Logf("leases taken %v; %d bursts, %d creates", leases, len(jobs), n)
+	if fmt.Sprint(leases) != "[3]" || len(jobs) != 3 || n != 1200 {
+		t.Fatalf("leases %v, %d bursts of %d creates; want one lease for 3 bursts, and all three out", leases, len(jobs), n)
 	}
 }

@@ -40,11 +40,11 @@ const (
 // died before settling) or whose deferral has ended (rate-limit window
 // reset, per-athlete cap, retry backoff). Each item is leased again with a
 // conditional write before it is dispatched, so concurrent sweepers (and a
-// redelivered webhook) dispatch it once per lease; an athlete's burst is
-// leased as one instead (Bursts, burstlease.go), so concurrent sweepers
-// dispatch it once per burst lease (a webhook redelivered while it is in
-// flight may claim one of its events again: a duplicate run, which writes
-// and settles nothing twice). It runs at start and
+// redelivered webhook) dispatch it once per lease; an athlete's bursts of
+// one sweep are leased as one instead (Bursts, burstlease.go), so
+// concurrent sweepers dispatch them once per burst lease (a webhook
+// redelivered while one is in flight may claim one of its events again: a
+// duplicate run, which writes and settles nothing twice). It runs at start and
 // every few seconds in the local stack and once a minute in AWS (the
 // sweeper Lambda on a schedule).
 type Sweeper struct {
@@ -126,6 +126,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	turns, more := Plan(due, limit)
 	res.More = more || len(due) >= read
+	leases := newSweepLeases(turns)
 	for _, turn := range turns {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
@@ -133,7 +134,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		var jobs []ingest.Job
 		var burstLease time.Time
 		if turn.Burst && s.Bursts != nil {
-			jobs, burstLease = s.leaseBurst(ctx, turn, now, &res)
+			jobs, burstLease = s.leaseBurst(ctx, turn, now, leases, &res)
 		} else {
 			jobs = s.leaseTurn(ctx, turn, now, &res)
 		}
@@ -143,7 +144,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		job := jobs[0]
 		if turn.Burst {
 			job = ingest.NewBurst(jobs, "burst-"+jobs[0].CorrelationID)
-			job.BurstLeaseUntil = burstLease
+			if !burstLease.IsZero() {
+				job.BurstLeaseUntil, job.BurstLeaseFor = burstLease, s.lease()
+			}
 		}
 		if err := s.dispatch.Dispatch(ctx, job); err != nil {
 			if errors.Is(err, ErrQueueClosed) {
@@ -165,14 +168,19 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, nil
 }
 
+// lease is the lease each dispatch takes.
+func (s *Sweeper) lease() time.Duration {
+	if s.Lease <= 0 {
+		return ingest.DefaultLease
+	}
+	return s.Lease
+}
+
 // leaseTurn leases the turn's items and returns their jobs, ready to
 // dispatch (jobOf). Items no longer due are skipped, undecodable ones
 // parked, each counted in res.
 func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *SweepResult) []ingest.Job {
-	lease := s.Lease
-	if lease <= 0 {
-		lease = ingest.DefaultLease
-	}
+	lease := s.lease()
 	var jobs []ingest.Job
 	for _, d := range turn.Items {
 		log := s.log.With("idempotencyKey", d.IdempotencyKey, "correlationId", d.CorrelationID)

@@ -141,18 +141,12 @@ type BurstProcessor interface {
 	ProcessBurst(ctx context.Context, job ingest.Job) []error
 }
 
-// BurstReleaser releases the athlete's burst lease a burst job carries
-// (ingest.Job.BurstLeaseUntil; model/store.Outbox).
-type BurstReleaser interface {
-	ReleaseBurst(ctx context.Context, athleteID int64, until time.Time) error
-}
-
 // runBurst serves a burst and settles each event's outbox item with its own
-// outcome, as Run would have for it alone, then releases the athlete's
-// burst lease, if the burst has one, for the athlete's next burst. A burst
-// has no outbox item of its own: an outcome that cannot be recorded leaves
-// that item received, and the sweeper dispatches it again after its lease
-// (the burst's, or the item's).
+// outcome, as Run would have for it alone. A burst under the athlete's
+// burst lease holds it while it runs and releases it at the end
+// (burstlease.go). A burst has no outbox item of its own: an outcome that
+// cannot be recorded leaves that item received, and the sweeper dispatches
+// it again after its lease (the burst's, or the item's).
 func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 	log := w.jobLog(job)
 	bp, ok := w.work.(BurstProcessor)
@@ -160,6 +154,12 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 		log.ErrorContext(ctx, "burst job but no burst processor configured; its items wait for their leases")
 		return
 	}
+	ctx, release, err := w.holdBurstLease(ctx, log, job)
+	if err != nil {
+		log.InfoContext(ctx, "burst superseded: its lease was taken again, a newer burst serves its events", "writeStatus", "skipped", "error", err)
+		return
+	}
+	defer release(false)
 	outcomes := bp.ProcessBurst(ctx, job)
 	if ctx.Err() != nil {
 		log.WarnContext(ctx, "burst interrupted; its items stay received for the sweeper", "writeStatus", "interrupted")
@@ -177,11 +177,7 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 			log.WarnContext(ctx, "burst item's outcome not recorded; it waits for its lease", "idempotencyKey", sub.IdempotencyKey, "error", err)
 		}
 	}
-	if r, ok := w.store.(BurstReleaser); ok && !job.BurstLeaseUntil.IsZero() {
-		if err := r.ReleaseBurst(sctx, job.Burst[0].Event.OwnerID, job.BurstLeaseUntil); err != nil {
-			log.WarnContext(ctx, "burst lease not released; it lapses", "error", err)
-		}
-	}
+	release(true)
 }
 
 // Route hands sync jobs to syncs and every other job to events. A sync job

@@ -237,12 +237,12 @@ data "aws_iam_policy_document" "api" {
 # worker: athlete -> user through GSI1, token refresh (conditional writes),
 # the normalized workout, the per-athlete read counters and parked jobs,
 # deauthorization clean-up, audit, settling its job's outbox item (read,
-# conditional update) and releasing a burst's lease (conditional delete), and
-# its own DLQ (Lambda sends failed async events with the function's role).
+# conditional update; a burst's lease released the same way), and its own
+# DLQ (Lambda sends failed async events with the function's role).
 data "aws_iam_policy_document" "worker" {
   statement {
     sid       = "OutboxSettle"
-    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
     resources = [module.tables.arns["idempotency"]]
   }
   statement {
@@ -404,9 +404,9 @@ data "aws_iam_policy_document" "projector" {
 # sweeper: lists due outbox items through the sparse Pending index (Query on
 # that index only, never the table, never a Scan), leases each with a
 # conditional UpdateItem (and parks an undecodable one the same way), or an
-# athlete's burst as one (a conditional UpdateItem of its burst lease, the
-# burst's jobs read with BatchGetItem, the lease released with DeleteItem
-# when its hand-off fails), and
+# athlete's bursts as one (conditional UpdateItems of its burst lease, taken
+# and released when a hand-off fails; the bursts' jobs read with
+# BatchGetItem), and
 # hands it to the worker with an async invoke. On the reconcile schedule it
 # reads and saves its enumeration cursor (GetItem/PutItem of
 # RECONCILE#STRAVA only), counts and lists users through the sparse users
@@ -421,7 +421,7 @@ data "aws_iam_policy_document" "sweeper" {
   }
   statement {
     sid       = "OutboxLease"
-    actions   = ["dynamodb:UpdateItem", "dynamodb:BatchGetItem", "dynamodb:DeleteItem"]
+    actions   = ["dynamodb:UpdateItem", "dynamodb:BatchGetItem"]
     resources = [module.tables.arns["idempotency"]]
   }
   statement {
