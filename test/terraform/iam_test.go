@@ -505,14 +505,19 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	var m struct{ MilestoneID string }
 	_ = json.Unmarshal(b, &m)
 
-	// Strava's events: creates, an update, a delete (the worker fetches each).
-	for i := range 3 {
-		id := int64(70000 + i)
+	// upload puts the athlete's run of 1 March + day at Strava and delivers
+	// its create.
+	upload := func(id int64, day int) {
+		t.Helper()
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",
-			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 3+i, 6, 0, 0, 0, time.UTC)})
+			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 1+day, 6, 0, 0, 0, time.UTC)})
 		if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Strava's events: creates, an update, a delete (the worker fetches each).
+	for i := range 3 {
+		upload(int64(70000+i), 2+i)
 	}
 	if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("update", 70001, athlete, map[string]string{"title": "Long run"})); err != nil {
 		t.Fatal(err)
@@ -550,12 +555,7 @@ func runFlows(t *testing.T, base string, sim *stravasim.Server, verifyToken stri
 	// the next sweep hands the burst off again, and the worker serves it
 	// and releases the lease (UpdateItem).
 	for i := range 4 {
-		id := int64(70010 + i)
-		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Run", SportType: "Run",
-			Distance: 4000, MovingTime: 1200, ElapsedTime: 1300, StartDate: time.Date(2026, 3, 10+i, 6, 0, 0, 0, time.UTC)})
-		if _, err := sim.Deliver(ctx, base+intake.WebhookPath, sim.ActivityEvent("create", id, athlete, nil)); err != nil {
-			t.Fatal(err)
-		}
+		upload(int64(70010+i), 9+i)
 	}
 	refuseNext()
 	if n := runSweeper(); n != 0 {
