@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/sessions"
 )
 
@@ -11,7 +12,7 @@ import (
 func BFFStores(st *store.Store) bff.Stores {
 	ss := sessions.New(st.DB)
 	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st,
-		Deletions: deletionStore{st, ss}, Syncs: st, Exports: st}
+		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st}
 }
 
 // deletionStore is what an account deletion removes: the user's data
@@ -23,3 +24,16 @@ type deletionStore struct {
 
 // signIns names the sessions' store where it is embedded beside the store.
 type signIns = sessions.Store
+
+// Ingestion is the DynamoDB adapter as ingestion's ports see it: the
+// store's rooms and the Strava budget's state (model/store/limits).
+type Ingestion struct {
+	*store.Store
+	*budget
+}
+
+// budget names the budget's store where it is embedded beside the store.
+type budget = limits.Store
+
+// IngestionOf pairs st with the Strava budget's state over it.
+func IngestionOf(st *store.Store) Ingestion { return Ingestion{Store: st, budget: limits.New(st)} }

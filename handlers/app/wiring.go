@@ -49,13 +49,13 @@ var (
 	_ intake.IdempotencyStore     = (*store.Store)(nil)
 	_ handoff.OutboxStore         = (*store.Store)(nil)
 	_ runner.Store                = (*store.Store)(nil)
-	_ fetch.Store                 = (*store.Store)(nil)
+	_ fetch.Store                 = Ingestion{}
 	_ deauth.RevocationStore      = Revocations{}
 	_ deauth.GrantChecks          = grantcheck.Checks{}
 	_ deauth.Budget               = (*fetch.Fetcher)(nil)
 	_ fetch.UnseenRechecks        = (*syncjobs.SyncScheduler)(nil)
-	_ syncjobs.SyncStore          = (*store.Store)(nil)
-	_ syncjobs.SyncSchedulerStore = (*store.Store)(nil)
+	_ syncjobs.SyncStore          = Ingestion{}
+	_ syncjobs.SyncSchedulerStore = Ingestion{}
 	_ strava.TokenStore           = (*store.Store)(nil)
 	_ fetch.TokenProvider         = (*strava.Refresher)(nil)
 	_ fetch.TokenSource           = (*strava.Refresher)(nil)
@@ -138,7 +138,7 @@ type confirmer struct {
 
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
 func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
-	w := &Worker{Fetch: fetch.NewFetcher(st, tokens, fetcher, log)}
+	w := &Worker{Fetch: fetch.NewFetcher(IngestionOf(st), tokens, fetcher, log)}
 	w.Fetch.Deauth = deauth.New(NewRevocations(st), grantcheck.New(st), confirmer{tokens, fetcher}, w.Fetch, st)
 	w.Runner = runner.NewRunner(st, w, log)
 	return w
@@ -176,8 +176,9 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	}
 	// A burst's recheck of what it settled unseen waits its hour in the
 	// outbox; the sweeper hands it off then.
-	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(st, nil, log)
-	w.Sync = syncjobs.NewSyncer(st, refresher, client, log)
+	in := IngestionOf(st)
+	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(in, nil, log)
+	w.Sync = syncjobs.NewSyncer(in, refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.RateWindow, w.Runner.MaxFailures
 	w.Sync.Rate = w.Fetch.Rate // one rate-limit cache per instance
 	return w

@@ -23,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
@@ -355,7 +356,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	}
 	// A sync page recorded even later (its put is conditioned only on the
 	// item being absent).
-	if _, err := e.st.UpdateSyncState(context.Background(), a.userID, func(st *syncstate.SyncState) error {
+	if _, err := limits.New(e.st).UpdateSyncState(context.Background(), a.userID, func(st *syncstate.SyncState) error {
 		st.State = syncstate.SyncBackfilling
 		return nil
 	}); !errors.Is(err, model.ErrUserDeleted) {

@@ -24,6 +24,7 @@ import (
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -220,7 +221,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 
 	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
-	sched := syncjobs.NewSyncScheduler(st, nil, log)
+	sched := syncjobs.NewSyncScheduler(app.IngestionOf(st), nil, log)
 	setup := ctx // the checks after the run are not metered
 	ctx = capacity.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)
@@ -282,7 +283,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 
 	// Every activity was imported once and counted by the milestone.
-	ss, err := st.SyncState(setup, user)
+	ss, err := limits.New(st).SyncState(setup, user)
 	if err != nil || ss.State != syncstate.SyncIdle || ss.ImportedCount != n {
 		b.Fatalf("sync state: got %+v, %v; want idle with %d imported", ss, err, n)
 	}

@@ -143,7 +143,7 @@ func TestPipeline429DefersToTheWindowReset(t *testing.T) {
 	if !errors.As(err, &de) || !errors.Is(err, model.ErrRetryable) {
 		t.Fatalf("got %v, want a DeferError (retryable without an outbox)", err)
 	}
-	st, err := h.St.RateLimitState(ctx)
+	st, err := h.Budget.RateLimitState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 		if err == nil {
 			// A login racing an account deletion must not leave tokens
 			// behind its sweep: the write is checked against the guard.
-			return s.checkDeleted(ctx, c.UserID, keys.StravaConnectionKey(c.UserID))
+			return s.CheckDeleted(ctx, c.UserID, keys.StravaConnectionKey(c.UserID))
 		}
 		if !isConflict(err) || attempt >= LoginTokenRetries {
 			return fmt.Errorf("save login tokens %s: %w", c.UserID, err)

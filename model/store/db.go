@@ -378,12 +378,12 @@ func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuild
 // UpdateIn applies upd to the item k of table under cond (if given); a
 // failed condition matches model.ErrConflict.
 func (s *DB) UpdateIn(ctx context.Context, table string, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
-	_, err := s.updateReturning(ctx, table, k, types.ReturnValueNone, upd, cond...)
+	_, err := s.UpdateReturning(ctx, table, k, types.ReturnValueNone, upd, cond...)
 	return err
 }
 
-// updateReturning is UpdateIn returning the attributes rv asks for.
-func (s *DB) updateReturning(ctx context.Context, table string, k model.Key, rv types.ReturnValue, upd expression.UpdateBuilder,
+// UpdateReturning is UpdateIn returning the attributes rv asks for.
+func (s *DB) UpdateReturning(ctx context.Context, table string, k model.Key, rv types.ReturnValue, upd expression.UpdateBuilder,
 	cond ...expression.ConditionBuilder) (Item, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if len(cond) > 0 {

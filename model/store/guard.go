@@ -37,9 +37,9 @@ func (s *Guard) CheckWrites(ctx context.Context, userID string, ks []model.Key) 
 	return s.afterWrites(ctx, userID, ks, true)
 }
 
-// checkDeleted is the check after writing item k of the user that is not
+// CheckDeleted is the check after writing item k of the user that is not
 // Strava data (the sync state, a milestone): only a deletion counts.
-func (s *Guard) checkDeleted(ctx context.Context, userID string, k model.Key) error {
+func (s *Guard) CheckDeleted(ctx context.Context, userID string, k model.Key) error {
 	return s.afterWrites(ctx, userID, []model.Key{k}, false)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
@@ -44,7 +45,7 @@ func fmtKey(it store.Item) string {
 // wrote: a sync page's workouts and tombstone (its one check), the sync
 // state (whose create condition alone would re-create SYNC#STRAVA), a
 // milestone (and its count); the guard itself stays. Protections:
-// CheckWrites, checkDeleted in UpdateSyncState and CreateMilestone, the
+// CheckWrites, CheckDeleted in UpdateSyncState and CreateMilestone, the
 // guard kept by DeleteUserItems. (A webhook's workout write is removed by
 // the projector: consumer TestGuardedWorkoutWritesAreRemovedByTheProjector.)
 func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
@@ -66,7 +67,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.CheckWrites(ctx, "gone", page); !errors.Is(err, model.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("page check: got %v, want model.ErrUserDeleted (a conflict)", err)
 	}
-	_, err := s.UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
+	_, err := limits.New(s).UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
 		st.State, st.JobKey = syncstate.SyncBackfilling, "job"
 		return nil
 	})
@@ -89,7 +90,7 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if err := s.UpsertWorkout(ctx, fixture.Workout("alive", 7)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSyncState(ctx, "alive", func(st *syncstate.SyncState) error { return nil }); err != nil {
+	if _, err := limits.New(s).UpdateSyncState(ctx, "alive", func(st *syncstate.SyncState) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if left := userItems(t, s, "alive"); len(left) != 2 {

@@ -137,7 +137,7 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		var te *dynerr.TransactionError
 		switch {
 		case err == nil:
-			if err := s.checkDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
+			if err := s.CheckDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
 				_ = s.Delete(ctx, s.t.Main, cnt.ItemKey())
 				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 			}

@@ -95,7 +95,6 @@ type Store struct {
 	*Milestones
 	*Users
 	*Connections
-	*Limits
 	*Guard
 	*Collection
 }
@@ -109,7 +108,7 @@ func New(db *dynamodb.Client, t Tables) *Store {
 	shards := func() int { return d.OutboxShards }
 	return &Store{DB: d, Outbox: &Outbox{DB: d}, Index: pending.New(d.db, t.Idempotency, shards), ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
 		Workouts: &Workouts{DB: d}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
-		Connections: &Connections{DB: d, Guard: g}, Limits: &Limits{DB: d, Guard: g}, Guard: g,
+		Connections: &Connections{DB: d, Guard: g}, Guard: g,
 		Collection: &Collection{DB: d}}
 }
 

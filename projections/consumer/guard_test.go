@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -111,7 +112,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	if m := e.milestone("u1", "m1"); m.ProgressValue != 0 {
 		t.Fatalf("progress %d before the page's end, want 0", m.ProgressValue)
 	}
-	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+	if _, err := limits.New(e.s).UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
 		st.ImportedCount += 5 // a page, more to come
 		return nil
 	}); err != nil {
@@ -120,7 +121,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	if e.handle(c, e.newRecords()); c.Stats().UsersProjected != before {
 		t.Fatal("a page that did not ask for a projection projected the user")
 	}
-	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+	if _, err := limits.New(e.s).UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
 		st.RequestProjection() // the sync's last page
 		return nil
 	}); err != nil {
@@ -134,7 +135,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	}
 	e.newRecords()
 	// A sync state write without new imports triggers nothing.
-	if _, err := e.s.UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
+	if _, err := limits.New(e.s).UpdateSyncState(e.ctx, "u1", func(st *syncstate.SyncState) error {
 		st.State = syncstate.SyncIdle
 		return nil
 	}); err != nil {

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -37,13 +37,14 @@ type Row struct {
 	Attention string
 }
 
-// Lister is what List reads (model/store.Store).
+// Lister is what List reads (model/store.Store with model/store/limits:
+// app.Ingestion).
 type Lister interface {
 	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
 }
 
-var _ Lister = (*store.Store)(nil)
+var _ Lister = app.Ingestion{}
 
 // Attention classifies a sync at now: failed; stuck when it runs (or is
 // deferred) but has not been updated for stuckAfter past when it was due;

@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2
 	}
-	st, awsCfg := conn.Store, conn.AWS
+	st, awsCfg := app.IngestionOf(conn.Store), conn.AWS
 	if *readers > 0 {
 		return heaviestReaders(ctx, st, *readers, cfg.AthleteReadsPerDay, out, errOut)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -191,11 +192,11 @@ func TestHeaviestReadersAreListed(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	for athlete, reads := range map[int64]int{11: 5, 12: 40, 13: 17} {
-		if err := st.TakeAthleteDayReads(ctx, athlete, now, 100, reads); err != nil {
+		if err := limits.New(st).TakeAthleteDayReads(ctx, athlete, now, 100, reads); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.TakeAthleteDayReads(ctx, 12, now, 100, 61); !errors.Is(err, model.ErrConflict) {
+	if err := limits.New(st).TakeAthleteDayReads(ctx, 12, now, 100, 61); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("past the allowance: got %v, want ErrConflict", err)
 	}
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": strings.TrimSuffix(st.Tables().Main, "CommitCollect"),

@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -209,7 +210,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	// The page's count is recorded after its writes, which the milestone
 	// may have counted first.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		sync, err := st.Store.SyncState(ctx, h.UserID)
+		sync, err := limits.New(st.Store).SyncState(ctx, h.UserID)
 		if err == nil && sync.ImportedCount == h.Activities && sync.State == syncstate.SyncIdle {
 			break
 		}

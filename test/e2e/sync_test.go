@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -191,7 +192,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	// Stop once the first page is recorded and the second is being listed.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		s, err := first.Store.SyncState(ctx, user)
+		s, err := limits.New(first.Store).SyncState(ctx, user)
 		if err == nil && s.Pages >= 1 && sim.Stats().ListRequests >= 2 {
 			break
 		}
@@ -204,7 +205,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	stopped, cancel := context.WithCancel(ctx)
 	cancel() // no grace: the running job is cancelled mid-page
 	first.Close(stopped)
-	mid, err := first.Store.SyncState(ctx, user)
+	mid, err := limits.New(first.Store).SyncState(ctx, user)
 	if err != nil || mid.State == syncstate.SyncIdle || mid.Pages != 1 {
 		t.Fatalf("after the stop: %d pages, state %s, %v; want the backfill unfinished after one page", mid.Pages, mid.State, err)
 	}
@@ -214,7 +215,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	deadline = time.Now().Add(2 * time.Minute)
 	var s *syncstate.SyncState
 	for {
-		if s, err = second.Store.SyncState(ctx, user); err == nil && s.State == syncstate.SyncIdle {
+		if s, err = limits.New(second.Store).SyncState(ctx, user); err == nil && s.State == syncstate.SyncIdle {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -28,6 +28,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
@@ -99,9 +100,12 @@ func (*handOffError) Error() string { return "lambda invoke refused (test)" }
 // webhook (real HTTP server) → counting dispatcher → in-process queue →
 // worker → Strava simulator.
 type Harness struct {
-	T        testing.TB
-	Sim      *stravasim.Server
-	St       *store.Store
+	T   testing.TB
+	Sim *stravasim.Server
+	St  *store.Store
+	// Budget is the Strava budget's state over St (read counters, sync
+	// states).
+	Budget   *limits.Store
 	Worker   *app.Worker
 	Queue    *handoff.Queue
 	Dispatch *CountingDispatcher
@@ -119,6 +123,7 @@ func New(t testing.TB) *Harness {
 	h.Sim = stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, DeliveryBackoff: time.Millisecond})
 	t.Cleanup(h.Sim.Close)
 	h.St = dynamolocal.NewStore(t)
+	h.Budget = limits.New(h.St)
 	h.Worker = h.NewWorker()
 	h.Queue = handoff.NewQueue(h.Worker.Run, handoff.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, Log())
 	t.Cleanup(func() {

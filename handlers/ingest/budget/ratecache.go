@@ -132,7 +132,7 @@ func (c *RateCache) Peek() *model.RateLimitState {
 const DefaultReadShortLimit = 100
 
 // RateStore is the shared rate-limit reading's persistence
-// (model/store.Store), which every reader of Strava keeps up to date.
+// (model/store/limits), which every reader of Strava keeps up to date.
 type RateStore interface {
 	// RateLimitState reads the shared counter; ErrNotFound before the
 	// first reading.

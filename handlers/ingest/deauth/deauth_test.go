@@ -321,10 +321,10 @@ func TestDeauthorizationIsNotHeldBackByTheAthletesCaps(t *testing.T) {
 	// this athlete would now be refused.
 	h.Worker.Fetch.AthleteReadsPerWindow, h.Worker.Fetch.AthleteReadsPerDay = 1, 1
 	now := time.Now()
-	if _, err := h.St.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
+	if _, err := h.Budget.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.St.TakeAthleteDayReads(ctx, 10, now, 1, 1); err != nil {
+	if err := h.Budget.TakeAthleteDayReads(ctx, 10, now, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	h.Sim.RevokeAthlete(10)

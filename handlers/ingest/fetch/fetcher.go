@@ -25,8 +25,8 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// Store is what fetching an activity reads and writes (model/store.Store),
-// by use case: the athlete's workouts, the athlete's read caps, the shared
+// Store is what fetching an activity reads and writes (model/store.Store
+// beside model/store/limits: app.Ingestion), by use case: the athlete's workouts, the athlete's read caps, the shared
 // rate-limit reading, and the audit trail.
 type Store interface {
 	WorkoutWriter

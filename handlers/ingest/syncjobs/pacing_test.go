@@ -37,7 +37,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 			ctx := context.Background()
 			r.Link("u1", 61, 48*time.Hour)
 			r.history(61, 6000, 400, 12*time.Hour) // 20 pages of 20
-			if err := r.St.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+			if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 				WindowStartedUtc: at.Truncate(15 * time.Minute), DayUtc: at.Format(time.DateOnly), UpdatedAtUtc: at}); err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // SyncStore is the persistence sync jobs need (implemented by
-// model/store.Store), by use case: the sync state, the pages' workouts,
+// model/store.Store beside model/store/limits: app.Ingestion), by use case: the sync state, the pages' workouts,
 // the budget's pacing and the audit trail.
 type SyncStore interface {
 	SyncProgress
@@ -74,7 +74,7 @@ type ActivityLister interface {
 }
 
 // SyncSchedulerStore is the persistence the sync scheduler needs
-// (implemented by model/store.Store), by use case: what a user's sync
+// (model/store.Store beside model/store/limits: app.Ingestion), by use case: what a user's sync
 // decision reads, the enqueue, and the reconciliation's enumeration.
 type SyncSchedulerStore interface {
 	SyncView

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -40,7 +40,7 @@ func (l *recordingLister) ListActivities(ctx context.Context, tok string, o stra
 // counted per user, and a cursor save that fails on the nth call (a crash
 // after a page was processed, before its cursor was saved).
 type scheduleStore struct {
-	*store.Store
+	app.Ingestion
 	mu        sync.Mutex
 	visits    map[string]int
 	claims    map[string]int
@@ -53,11 +53,11 @@ func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (port
 	s.mu.Lock()
 	s.visits[userID]++
 	s.mu.Unlock()
-	return s.Store.UserMilestones(ctx, userID)
+	return s.Ingestion.UserMilestones(ctx, userID)
 }
 
 func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
-	rec, err := s.Store.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
+	rec, err := s.Ingestion.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
 	if err == nil {
 		j, derr := ingest.DecodeJob([]byte(job))
 		s.mu.Lock()
@@ -78,7 +78,7 @@ func (s *scheduleStore) SaveReconcileCursor(ctx context.Context, c *syncstate.Re
 	if crash {
 		return fmt.Errorf("simulated crash before the cursor was saved: %w", model.ErrRetryable)
 	}
-	return s.Store.SaveReconcileCursor(ctx, c)
+	return s.Ingestion.SaveReconcileCursor(ctx, c)
 }
 
 func (s *scheduleStore) take() (visits, claims map[string]int) {
@@ -117,7 +117,7 @@ func (r *syncRig) profiles(users ...string) {
 }
 
 func (r *syncRig) scheduleStore(settings syncjobs.SyncSettings) *scheduleStore {
-	ss := &scheduleStore{Store: r.St, visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
+	ss := &scheduleStore{Ingestion: app.IngestionOf(r.St), visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
 	r.sched = syncjobs.NewSyncScheduler(ss, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
@@ -153,7 +153,7 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	// Both were reconciled an hour ago up to activity 7001; u-active
 	// uploaded 7002 since.
 	for _, u := range []string{"u-quiet", "u-active"} {
-		if _, err := r.St.UpdateSyncState(ctx, u, func(cur *syncstate.SyncState) error {
+		if _, err := r.Budget.UpdateSyncState(ctx, u, func(cur *syncstate.SyncState) error {
 			cur.State, cur.ReconciledAtUtc, cur.ReconciledActivityID = syncstate.SyncIdle, r.now.Add(-time.Hour), 7001
 			return nil
 		}); err != nil {
@@ -227,7 +227,7 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 		t.Fatalf("got %+v, want u1 reconciled (an upload since)", res)
 	}
 	var cur *syncstate.ReconcileCursor
-	cur, err := r.St.ReconcileCursor(context.Background())
+	cur, err := r.Budget.ReconcileCursor(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestReconcileCursorResumesAfterACrashAndEnqueuesEveryUserOncePerInterval(t 
 		}
 		// Idle users again for the next cycle: their jobs were never run.
 		for _, u := range users {
-			if _, err := r.St.UpdateSyncState(context.Background(), u, func(cur *syncstate.SyncState) error {
+			if _, err := r.Budget.UpdateSyncState(context.Background(), u, func(cur *syncstate.SyncState) error {
 				cur.State = syncstate.SyncIdle
 				return nil
 			}); err != nil {
@@ -324,7 +324,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 			Distance: 1000, MovingTime: 600, ElapsedTime: 700, StartDate: r.now.Add(-24 * time.Hour).Truncate(time.Second)})
 	}
 	// The limits are known (a reading this window, nothing used).
-	if err := r.St.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 1))
 	r.Activity(9700, 97, "Run")
 	// Everything spent this window: webhooks defer too.
-	if err := r.St.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		ShortUsage: 100, ReadShortUsage: 100, DailyUsage: 100, ReadDailyUsage: 100,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -26,7 +25,7 @@ import (
 // per activity, and a way to make the page's progress write fail once (a
 // crash between the workout writes and the cursor).
 type countingSyncStore struct {
-	*store.Store
+	app.Ingestion
 	mu          sync.Mutex
 	upserts     map[int64]int
 	stale       int // upserts refused by the ordered write (ErrConflict)
@@ -44,7 +43,7 @@ func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout)
 	if hook != nil {
 		hook(w)
 	}
-	err := c.Store.UpsertWorkout(ctx, w)
+	err := c.Ingestion.UpsertWorkout(ctx, w)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -63,11 +62,11 @@ func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, 
 	crash := c.failCursorN > 0
 	c.mu.Unlock()
 	if !crash {
-		return c.Store.UpdateSyncState(ctx, userID, decide)
+		return c.Ingestion.UpdateSyncState(ctx, userID, decide)
 	}
 	// Only the write that moves the cursor (a page's progress) crashes.
 	var moved bool
-	st, err := c.Store.UpdateSyncState(ctx, userID, func(cur *syncstate.SyncState) error {
+	st, err := c.Ingestion.UpdateSyncState(ctx, userID, func(cur *syncstate.SyncState) error {
 		before := cur.CursorBeforeUtc
 		if err := decide(cur); err != nil {
 			return err
@@ -124,10 +123,10 @@ type syncRig struct {
 func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
 	h := ingesttest.New(t)
-	r := &syncRig{Harness: h, counted: &countingSyncStore{Store: h.St, upserts: map[int64]int{}},
+	r := &syncRig{Harness: h, counted: &countingSyncStore{Ingestion: app.IngestionOf(h.St), upserts: map[int64]int{}},
 		now: rigNoon()}
 	r.worker = r.newSyncWorker(settings)
-	r.sched = syncjobs.NewSyncScheduler(h.St, nil, ingesttest.Log())
+	r.sched = syncjobs.NewSyncScheduler(app.IngestionOf(h.St), nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
@@ -213,7 +212,7 @@ func (r *syncRig) drain(key string, rounds int) int {
 
 func (r *syncRig) state(user string) *syncstate.SyncState {
 	r.T.Helper()
-	st, err := r.St.SyncState(context.Background(), user)
+	st, err := r.Budget.SyncState(context.Background(), user)
 	if err != nil {
 		r.T.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -179,7 +180,7 @@ func TestPurgeStopsAtAReconnect(t *testing.T) {
 	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u2" {
 		t.Errorf("owner mapping: %q, %v: want it kept for u2", u, err)
 	}
-	if _, err := s.SyncState(ctx, "u2"); err != nil {
+	if _, err := limits.New(s).SyncState(ctx, "u2"); err != nil {
 		t.Errorf("sync state: %v: want the reconnect's kept", err)
 	}
 	var a model.Award
@@ -244,7 +245,7 @@ func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
 	if chunks != 1 || len(left) == 0 || len(left) == workouts {
 		t.Fatalf("%d chunks deleted, %d of %d workouts left: want the purge stopped after its first chunk", chunks, len(left), workouts)
 	}
-	if st, err := s.SyncState(ctx, "u3"); !errors.Is(err, model.ErrNotFound) {
+	if st, err := limits.New(s).SyncState(ctx, "u3"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("sync state %+v, %v after a purge that deleted workouts: want none, so the reconnect imports the history again", st, err)
 	}
 	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u3" {

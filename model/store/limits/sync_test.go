@@ -1,4 +1,4 @@
-package store_test
+package limits_test
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
 func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 	t.Parallel()
-	s := dynamolocal.NewStore(t)
+	st := dynamolocal.NewStore(t)
+	s := limits.New(st)
 	ctx := context.Background()
 	if _, err := s.SyncState(ctx, "nobody"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("SyncState of a user without one: got %v, want ErrNotFound", err)
@@ -23,7 +25,7 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 	horizon := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	want := syncstate.SyncState{UserID: "u1", AthleteID: 7, State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill,
 		ImportedCount: 12, HorizonUtc: horizon, UpdatedAtUtc: horizon.Add(time.Hour)}
-	if err := s.Put(ctx, s.Tables().Main, &want); err != nil {
+	if err := st.Put(ctx, st.Tables().Main, &want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.SyncState(ctx, "u1")
@@ -42,7 +44,8 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 // shards × allowed through) and the pick (always shard 0 is one key).
 func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 	t.Parallel()
-	s := dynamolocal.NewStore(t)
+	st := dynamolocal.NewStore(t)
+	s := limits.New(st)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
 	const allowed, attempts = 40, 120
@@ -70,7 +73,7 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 	total, used := 0, 0
 	for shard := range keys.SyncReadsShards {
 		var r syncstate.SyncReads
-		if err := s.Get(ctx, s.Tables().Main, keys.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
+		if err := st.Get(ctx, st.Tables().Main, keys.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
 			total += r.Reads
 			used++
 		}

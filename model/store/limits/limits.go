@@ -1,4 +1,10 @@
-package store
+// Package limits keeps the Strava budget's shared state in the main table:
+// the read counters (per athlete and window or day, the unverified
+// allowance, the sync jobs' sharded window counters), the last rate-limit
+// reading, each user's sync state and the reconciliation's cursor. Every
+// write is one conditional write, so instances share a count or a version
+// without a lock.
+package limits
 
 import (
 	"cmp"
@@ -11,22 +17,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
-// Limits holds counters and versioned states of the Strava budget: rate-limit readings, read counters, sync state and the reconcile cursor.
-type Limits struct {
-	*DB
-	*Guard
+// Store holds the counters and versioned states of the Strava budget, over
+// the store's DB; a sync state written after the user's deletion is
+// removed by the user guard's check.
+type Store struct {
+	db    *store.DB
+	guard *store.Guard
 }
+
+// New returns the budget's state over st's DB and user guard.
+func New(st *store.Store) *Store { return &Store{db: st.DB, guard: st.Guard} }
 
 // TakeAthleteReads counts n Strava reads for the athlete in the window of
 // length windowLen containing now (keys.AthleteReadsKey, expiring an hour
 // after it) unless more than limit would be counted there (ErrConflict),
 // and returns the window's count after these: every instance's reads.
-func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error) {
+func (s *Store) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error) {
 	window := now.UTC().Truncate(windowLen)
 	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
 	reads, err := s.countReads(ctx, c, n, limit)
@@ -39,11 +52,11 @@ func (s *Limits) TakeAthleteReads(ctx context.Context, athleteID int64, now time
 // countReads adds n to the read counter e (its other attributes set as e
 // has them) unless it would pass limit: ErrConflict then, nothing counted.
 // It returns the counter's reads after the add.
-func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) (int, error) {
+func (s *Store) countReads(ctx context.Context, e model.Entity, n, limit int) (int, error) {
 	if n < 1 || n > limit {
 		return 0, fmt.Errorf("%d reads against %d allowed: %w", n, limit, model.ErrConflict)
 	}
-	item, err := Marshal(e)
+	item, err := store.Marshal(e)
 	if err != nil {
 		return 0, err
 	}
@@ -54,7 +67,7 @@ func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) (
 			upd = upd.Set(expression.Name(name), expression.Value(v))
 		}
 	}
-	out, err := s.updateReturning(ctx, s.t.Main, e.ItemKey(), types.ReturnValueUpdatedNew, upd,
+	out, err := s.db.UpdateReturning(ctx, s.db.Tables().Main, e.ItemKey(), types.ReturnValueUpdatedNew, upd,
 		expression.Or(expression.AttributeNotExists(reads), reads.LessThanEqual(expression.Value(limit-n))))
 	if err != nil {
 		return 0, err
@@ -70,9 +83,9 @@ func (s *Limits) countReads(ctx context.Context, e model.Entity, n, limit int) (
 
 // RateLimitState reads the shared Strava rate-limit counter. It returns
 // ErrNotFound before the first Strava response was recorded.
-func (s *Limits) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
+func (s *Store) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
 	var r model.RateLimitState
-	if err := s.Get(ctx, s.t.Main, keys.RateLimitKey(), &r); err != nil {
+	if err := s.db.Get(ctx, s.db.Tables().Main, keys.RateLimitKey(), &r); err != nil {
 		return nil, fmt.Errorf("read rate limit state: %w", err)
 	}
 	return &r, nil
@@ -82,7 +95,7 @@ func (s *Limits) RateLimitState(ctx context.Context) (*model.RateLimitState, err
 // is from a later 15-minute window or shows higher usage in the same window
 // (usage only grows within a window, so the larger reading is the newer one).
 // A refused write is not an error.
-func (s *Limits) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+func (s *Store) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
 	win := expression.Name("windowStartedUtc")
 	ours := expression.Value(r.WindowStartedUtc.UTC().Format(time.RFC3339))
 	cond := expression.Or(
@@ -90,8 +103,8 @@ func (s *Limits) RecordRateLimit(ctx context.Context, r *model.RateLimitState) e
 		win.LessThan(ours),
 		expression.And(win.Equal(ours), expression.Name("readShortUsage").LessThanEqual(expression.Value(r.ReadShortUsage))),
 	)
-	err := s.PutIf(ctx, s.t.Main, r, cond)
-	if err != nil && !isConflict(err) {
+	err := s.db.PutIf(ctx, s.db.Tables().Main, r, cond)
+	if err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("record rate limit: %w", err)
 	}
 	return nil
@@ -101,9 +114,9 @@ func (s *Limits) RecordRateLimit(ctx context.Context, r *model.RateLimitState) e
 // progress) with a strongly consistent GetItem. It returns ErrNotFound when
 // the user never had a sync, and ErrUnsupportedSchema when the item was
 // written by newer code.
-func (s *Limits) SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error) {
+func (s *Store) SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error) {
 	var st syncstate.SyncState
-	if err := s.Get(ctx, s.t.Main, keys.SyncStateKey(userID), &st); err != nil {
+	if err := s.db.Get(ctx, s.db.Tables().Main, keys.SyncStateKey(userID), &st); err != nil {
 		return nil, fmt.Errorf("read sync state of user %s: %w", userID, err)
 	}
 	return &st, nil
@@ -119,7 +132,7 @@ func (s *Limits) SyncState(ctx context.Context, userID string) (*syncstate.SyncS
 // was deleted (the user guard, read after the write) is removed again and
 // returns model.ErrUserDeleted: the create condition (attribute_not_exists) alone
 // would let a sync in flight re-create SYNC#STRAVA after the deletion.
-func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error) {
+func (s *Store) UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error) {
 	for range syncStateRetries {
 		cur, err := s.SyncState(ctx, userID)
 		if errors.Is(err, model.ErrNotFound) {
@@ -135,15 +148,15 @@ func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func
 			}
 			return nil, err
 		}
-		cur.UserID, cur.Version, cur.UpdatedAtUtc = userID, read+1, s.Now().UTC()
-		err = s.PutIf(ctx, s.t.Main, cur, versionCond(read))
+		cur.UserID, cur.Version, cur.UpdatedAtUtc = userID, read+1, s.db.Now().UTC()
+		err = s.db.PutIf(ctx, s.db.Tables().Main, cur, versionCond(read))
 		if err == nil {
-			if err := s.checkDeleted(ctx, userID, cur.ItemKey()); err != nil {
+			if err := s.guard.CheckDeleted(ctx, userID, cur.ItemKey()); err != nil {
 				return nil, fmt.Errorf("write sync state of user %s: %w", userID, err)
 			}
 			return cur, nil
 		}
-		if !isConflict(err) {
+		if !errors.Is(err, model.ErrConflict) {
 			return nil, fmt.Errorf("write sync state of user %s: %w", userID, err)
 		}
 	}
@@ -163,7 +176,7 @@ func (s *Limits) UpdateSyncState(ctx context.Context, userID string, decide func
 // when that one is full, from one other shard chosen by pick; ErrConflict
 // when both are. A refusal can thus come while other shards have room
 // (erring on fewer reads, never more), and costs at most two writes.
-func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
+func (s *Store) TakeSyncRead(ctx context.Context, now time.Time, windowLen time.Duration, allowed, shards int, pick uint64) error {
 	window := now.UTC().Truncate(windowLen)
 	var err error
 	for _, shard := range keys.SyncReadsTries(pick, shards) {
@@ -175,7 +188,7 @@ func (s *Limits) TakeSyncRead(ctx context.Context, now time.Time, windowLen time
 	return err
 }
 
-func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
+func (s *Store) takeSyncRead(ctx context.Context, window time.Time, windowLen time.Duration, shard, allowed int) error {
 	c := &syncstate.SyncReads{WindowStartUtc: window, WindowLen: windowLen, Shard: shard, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
 	if _, err := s.countReads(ctx, c, 1, allowed); err != nil {
 		return fmt.Errorf("count a sync read in the window of %s (shard %d): %w", window.Format(time.RFC3339), shard, err)
@@ -185,9 +198,9 @@ func (s *Limits) takeSyncRead(ctx context.Context, window time.Time, windowLen t
 
 // ReconcileCursor reads the reconciliation's enumeration cursor (strongly
 // consistent); ErrNotFound before the first cycle.
-func (s *Limits) ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCursor, error) {
+func (s *Store) ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCursor, error) {
 	var c syncstate.ReconcileCursor
-	if err := s.Get(ctx, s.t.Main, keys.ReconcileCursorKey(), &c); err != nil {
+	if err := s.db.Get(ctx, s.db.Tables().Main, keys.ReconcileCursorKey(), &c); err != nil {
 		return nil, fmt.Errorf("read reconcile cursor: %w", err)
 	}
 	return &c, nil
@@ -196,12 +209,12 @@ func (s *Limits) ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCurso
 // SaveReconcileCursor writes c conditioned on the version it was read at
 // (c.Version; 0: not stored yet) and increments it; ErrConflict when
 // another run moved the cursor meanwhile.
-func (s *Limits) SaveReconcileCursor(ctx context.Context, c *syncstate.ReconcileCursor) error {
+func (s *Store) SaveReconcileCursor(ctx context.Context, c *syncstate.ReconcileCursor) error {
 	read := c.Version
-	c.Version, c.UpdatedAtUtc = read+1, s.Now().UTC()
-	if err := s.PutIf(ctx, s.t.Main, c, versionCond(read)); err != nil {
+	c.Version, c.UpdatedAtUtc = read+1, s.db.Now().UTC()
+	if err := s.db.PutIf(ctx, s.db.Tables().Main, c, versionCond(read)); err != nil {
 		c.Version = read
-		if isConflict(err) {
+		if errors.Is(err, model.ErrConflict) {
 			return fmt.Errorf("save reconcile cursor at version %d: %w", read, model.ErrConflict)
 		}
 		return fmt.Errorf("save reconcile cursor: %w", err)
@@ -224,7 +237,7 @@ func versionCond(read int64) expression.ConditionBuilder {
 // TakeAthleteDayReads counts n Strava reads for the athlete in the UTC day
 // containing now (model.AthleteDayReads, listed under the day's readers)
 // unless more than limit would be counted that day (ErrConflict).
-func (s *Limits) TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
+func (s *Store) TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
 	c := model.NewAthleteDayReads(athleteID, now)
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d strava reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
@@ -236,7 +249,7 @@ func (s *Limits) TakeAthleteDayReads(ctx context.Context, athleteID int64, now t
 // (keys.UnverifiedReadsKey: reads that only unverified events asked for)
 // in the window of length windowLen containing now, unless more than limit
 // would be counted there (ErrConflict).
-func (s *Limits) TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
+func (s *Store) TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
 	window := now.UTC().Truncate(windowLen)
 	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix(), Unverified: true}
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
@@ -248,7 +261,7 @@ func (s *Limits) TakeUnverifiedReads(ctx context.Context, athleteID int64, now t
 // TakeUnverifiedDayReads counts n reads of the athlete's unverified
 // allowance in the UTC day containing now, unless more than limit would be
 // counted (ErrConflict).
-func (s *Limits) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
+func (s *Store) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
 	c := model.NewAthleteDayReads(athleteID, now)
 	c.Unverified, c.ReadersPK, c.ReadersSK = true, "", ""
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
@@ -261,10 +274,10 @@ func (s *Limits) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, no
 // the UTC day containing day, most first, at most limit (every shard of the
 // day's readers listing, GSI2; only athletes that read past an instance's
 // own allowance are listed).
-func (s *Limits) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error) {
+func (s *Store) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error) {
 	var out []model.AthleteDayReads
 	for shard := range keys.ReadersShards {
-		page, _, err := QueryEntities[model.AthleteDayReads](ctx, s.DB, s.t.Main, keys.ReadersShardPK(day, shard), "", QueryOptions{Index: IndexGSI2})
+		page, _, err := store.QueryEntities[model.AthleteDayReads](ctx, s.db, s.db.Tables().Main, keys.ReadersShardPK(day, shard), "", store.QueryOptions{Index: store.IndexGSI2})
 		if err != nil {
 			return nil, fmt.Errorf("list readers of %s (shard %d): %w", day.UTC().Format(time.DateOnly), shard, err)
 		}
