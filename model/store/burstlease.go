@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Burst leases. The sweeper hands an athlete's due activity events to the
@@ -40,9 +35,6 @@ const (
 	attrBurstLeaseID    = "leaseId"    // the lease's first end: its token
 	attrBurstsInFlight  = "inFlight"   // its bursts not released yet
 )
-
-// batchGetMax is BatchGetItem's limit of keys per request.
-const batchGetMax = 100
 
 // LeaseBurst takes the athlete's burst lease for bursts bursts until
 // now+lease and returns that end (ReleaseBurst's token). It returns
@@ -96,35 +88,21 @@ func (s *Outbox) ReleaseBurst(ctx context.Context, athleteID int64, token time.T
 // absent from the answer, whose order is not keys'. An item written by
 // newer code fails the read (fail closed).
 func (s *Outbox) OutboxItems(ctx context.Context, keyList []string) ([]model.IdempotencyRecord, error) {
+	ks := make([]model.Key, len(keyList))
+	for i, k := range keyList {
+		ks[i] = model.Key{PK: k}
+	}
 	var out []model.IdempotencyRecord
-	for start := 0; start < len(keyList); start += batchGetMax {
-		ks := make([]Item, 0, batchGetMax)
-		for _, k := range keyList[start:min(start+batchGetMax, len(keyList))] {
-			ks = append(ks, s.t.keyAV(s.t.Idempotency, model.Key{PK: k}))
+	err := s.batchGet(ctx, s.t.Idempotency, ks, func(it Item) error {
+		var r model.IdempotencyRecord
+		if err := Unmarshal(it, &r); err != nil {
+			return err
 		}
-		pending := map[string]types.KeysAndAttributes{s.t.Idempotency: {Keys: ks, ConsistentRead: aws.Bool(true)}}
-		for attempt := 0; len(pending) > 0; attempt++ {
-			if attempt > BatchWriteRetries {
-				return nil, fmt.Errorf("read %d outbox items: keys still unprocessed after %d retries: %w", len(keyList), BatchWriteRetries, model.ErrRetryable)
-			}
-			if attempt > 0 {
-				if err := retry.Sleep(ctx, retry.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
-					return nil, fmt.Errorf("read %d outbox items: %w", len(keyList), err)
-				}
-			}
-			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
-			if err != nil {
-				return nil, fmt.Errorf("read %d outbox items: %w", len(keyList), dynerr.Translate(err))
-			}
-			for _, it := range res.Responses[s.t.Idempotency] {
-				var r model.IdempotencyRecord
-				if err := Unmarshal(it, &r); err != nil {
-					return nil, fmt.Errorf("read %d outbox items: %w", len(keyList), err)
-				}
-				out = append(out, r)
-			}
-			pending = res.UnprocessedKeys
-		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %d outbox items: %w", len(keyList), err)
 	}
 	return out, nil
 }

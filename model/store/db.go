@@ -3,14 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
@@ -311,63 +309,6 @@ func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int)
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-}
-
-// BatchPut writes entities in chunks of 25, resending UnprocessedItems with
-// jittered exponential backoff.
-func (s *DB) BatchPut(ctx context.Context, table string, es []model.Entity) error {
-	reqs := make([]types.WriteRequest, 0, len(es))
-	for _, e := range es {
-		item, err := Marshal(e)
-		if err != nil {
-			return err
-		}
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
-	}
-	return s.batchWrite(ctx, table, reqs)
-}
-
-// BatchPutItems writes raw items (already rendered, e.g. copied from
-// another table by a migration) in chunks of 25, like BatchPut.
-func (s *DB) BatchPutItems(ctx context.Context, table string, items []Item) error {
-	reqs := make([]types.WriteRequest, len(items))
-	for i, it := range items {
-		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
-	}
-	return s.batchWrite(ctx, table, reqs)
-}
-
-// BatchDelete deletes keys in chunks of 25, resending UnprocessedItems with
-// jittered exponential backoff. Missing items are not an error.
-func (s *DB) BatchDelete(ctx context.Context, table string, keys []model.Key) error {
-	reqs := make([]types.WriteRequest, 0, len(keys))
-	for _, k := range keys {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: s.t.keyAV(table, k)}})
-	}
-	return s.batchWrite(ctx, table, reqs)
-}
-
-func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteRequest) error {
-	for start := 0; start < len(reqs); start += model.BatchWriteChunk {
-		pending := map[string][]types.WriteRequest{table: reqs[start:min(start+model.BatchWriteChunk, len(reqs))]}
-		for attempt := 0; len(pending[table]) > 0; attempt++ {
-			if attempt > BatchWriteRetries {
-				return fmt.Errorf("batch write %s: %d items still unprocessed after %d retries: %w",
-					table, len(pending[table]), BatchWriteRetries, model.ErrRetryable)
-			}
-			if attempt > 0 {
-				if err := retry.Sleep(ctx, retry.Backoff(attempt, 50*time.Millisecond, 5*time.Second)); err != nil {
-					return fmt.Errorf("batch write %s: %w", table, err)
-				}
-			}
-			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-			if err != nil {
-				return fmt.Errorf("batch write %s: %w", table, dynerr.Translate(err))
-			}
-			pending = out.UnprocessedItems
-		}
-	}
-	return nil
 }
 
 // update runs one UpdateItem on the main table with an optional condition.

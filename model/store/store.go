@@ -214,9 +214,6 @@ func QueryEntities[T any, PT interface {
 	return out, res.Truncated, nil
 }
 
-// BatchWriteRetries bounds how many times unprocessed items are resent.
-const BatchWriteRetries = 8
-
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
 
 // KeyOf is the primary key (PK, SK) of a raw item; ErrInvalid when either
