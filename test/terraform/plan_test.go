@@ -139,82 +139,67 @@ func TestPlanChecks(t *testing.T) {
 
 // TestPlanChecksFailWhenBroken breaks one invariant per case in a copy of
 // terraform/, plans and applies it offline, and requires CheckDeployed to
-// name it.
+// name it (runBroken: the cases numbered alike share a copy).
 func TestPlanChecksFailWhenBroken(t *testing.T) {
 	t.Parallel()
 	const cc, fn = "modules/commitcollect/main.tf", "modules/function/main.tf"
-	tests := []struct {
-		name, file, old, new string
-		wantInErr            string
-	}{
-		{"scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
-		{"table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
-		{"wildcard resource", cc, "resources = [module.worker.function_arn]\n  }\n  statement {\n    sid       = \"ReadSecrets\"",
+	runBroken(t, []brokenCase{
+		{1, "scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
+		{1, "table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
+		{1, "wildcard resource", cc, "resources = [module.worker.function_arn]\n  }\n  statement {\n    sid       = \"ReadSecrets\"",
 			"resources = [\"*\"]\n  }\n  statement {\n    sid       = \"ReadSecrets\"", `resource "*"`},
-		{"no bisect on error", cc, `bisect_batch_on_function_error = true`, `bisect_batch_on_function_error = false`, "bisect_batch_on_function_error"},
-		{"record age at the stream's retention", cc,
+		{1, "no bisect on error", cc, `bisect_batch_on_function_error = true`, `bisect_batch_on_function_error = false`, "bisect_batch_on_function_error"},
+		{1, "record age at the stream's retention", cc,
 			`maximum_record_age_in_seconds  = var.projector.maximum_record_age_s`, `maximum_record_age_in_seconds  = 86400`, "below the stream's 24 h retention"},
-		{"filter lets the projector's own writes through", cc,
+		{1, "filter lets the projector's own writes through", cc,
 			`writtenBy  = { S = [{ "anything-but" = ["projector"] }] }`, `writtenBy  = { S = [{ "anything-but" = ["api"] }] }`, "projector filter_criteria"},
-		{"stream failures go nowhere useful", cc,
+		{1, "stream failures go nowhere useful", cc,
 			`destination_arn = aws_sqs_queue.projector_dlq.arn`, `destination_arn = module.worker.function_arn`, "projector mapping: destination_config.on_failure"},
-		{"route missing", cc, `"DELETE /v1/me",`, ``, "routes: got"},
-		{"no CORS preflight answer", cc, `for_each = length(var.cors_origins) > 0 ? [1] : []`, `for_each = []`, "no cors_configuration"},
-		{"export's Link hidden from scripts", cc, `expose_headers    = ["link"]`, `expose_headers    = []`, "cors expose_headers"},
-		{"iterator age alarm missing", cc, `metric_name         = "IteratorAge"`, `metric_name         = "Duration"`, "missing alarm: projector stream iterator age"},
-		{"async drops unwatched", cc, `"AsyncEventsDropped"`, `"AsyncEventAge"`, "missing alarm: worker async events dropped"},
-		{"debug logs dropped", fn, `application_log_level = upper(var.log_level)`, `application_log_level = "INFO"`, "application_log_level"},
-		{"api invokes something else", cc,
+		{1, "route missing", cc, `"DELETE /v1/me",`, ``, "routes: got"},
+		{1, "no CORS preflight answer", cc, `for_each = length(var.cors_origins) > 0 ? [1] : []`, `for_each = []`, "no cors_configuration"},
+		{2, "export's Link hidden from scripts", cc, `expose_headers    = ["link"]`, `expose_headers    = []`, "cors expose_headers"},
+		{2, "iterator age alarm missing", cc, `metric_name         = "IteratorAge"`, `metric_name         = "Duration"`, "missing alarm: projector stream iterator age"},
+		{2, "async drops unwatched", cc, `"AsyncEventsDropped"`, `"AsyncEventAge"`, "missing alarm: worker async events dropped"},
+		{2, "debug logs dropped", fn, `application_log_level = upper(var.log_level)`, `application_log_level = "INFO"`, "application_log_level"},
+		{2, "api invokes something else", cc,
 			`CC_WORKER_FUNCTION        = module.worker.function_name`, `CC_WORKER_FUNCTION        = module.projector.function_name`, "CC_WORKER_FUNCTION"},
-		{"functions read another table prefix", cc, `CC_TABLE_PREFIX = local.table_prefix`, `CC_TABLE_PREFIX = var.environment`, "CC_TABLE_PREFIX"},
-		{"truncation alarm missing", cc, `metric_name         = "MilestonesTruncated"`, `metric_name         = "UsersProjected"`, "missing alarm: milestones truncated by the guardrail"},
-		{"athlete share alarm missing", cc, `metric_name         = "AthleteReadShare"`, `metric_name         = "AthleteReadsHeldBack"`, "missing alarm: one athlete's share of a read window"},
-		{"outbox backlog alarm missing", cc, `metric_name         = "OutboxDue"`, `metric_name         = "OutboxDispatched"`, "missing alarm: outbox backlog"},
-		{"schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
-		{"schedule permission not scoped to the rule", cc,
+		{2, "functions read another table prefix", cc, `CC_TABLE_PREFIX = local.table_prefix`, `CC_TABLE_PREFIX = var.environment`, "CC_TABLE_PREFIX"},
+		{3, "truncation alarm missing", cc, `metric_name         = "MilestonesTruncated"`, `metric_name         = "UsersProjected"`, "missing alarm: milestones truncated by the guardrail"},
+		{3, "athlete share alarm missing", cc, `metric_name         = "AthleteReadShare"`, `metric_name         = "AthleteReadsHeldBack"`, "missing alarm: one athlete's share of a read window"},
+		{3, "outbox backlog alarm missing", cc, `metric_name         = "OutboxDue"`, `metric_name         = "OutboxDispatched"`, "missing alarm: outbox backlog"},
+		{3, "schedule invokes another function", cc, `arn  = module.sweeper.function_arn`, `arn  = module.worker.function_arn`, "want the sweeper"},
+		{4, "schedule permission not scoped to the rule", cc,
 			`source_arn    = aws_cloudwatch_event_rule.sweeper.arn`, `source_arn    = null`, "the sweeper's invoke permission must be lambda:InvokeFunction from its schedule rule only"},
-		{"reconcile schedule missing", cc, `input = jsonencode({ task = "reconcile" })`, `input = jsonencode({ task = "sweep" })`, "reconcile"},
-		{"reconcile stepped too rarely", cc, `schedule_expression = "rate(1 minute)"`, `schedule_expression = "rate(6 hours)"`, "reconcile schedule"},
-		{"reconcile idle below the slot interval", cc, `CC_RECONCILE_IDLE     = "${var.reconcile.idle_hours}h"`, `CC_RECONCILE_IDLE     = "1h"`, "CC_RECONCILE_IDLE"},
-		{"write units off the capacity dashboard", "modules/commitcollect/dashboard.tf", `[local.projector_emf, "ConsumedWriteUnits", "Service", "projector"],`, ``,
+		{4, "reconcile schedule missing", cc, `input = jsonencode({ task = "reconcile" })`, `input = jsonencode({ task = "sweep" })`, "reconcile"},
+		{1, "reconcile stepped too rarely", cc, `schedule_expression = "rate(1 minute)"`, `schedule_expression = "rate(6 hours)"`, "reconcile schedule"},
+		{2, "reconcile idle below the slot interval", cc, `CC_RECONCILE_IDLE     = "${var.reconcile.idle_hours}h"`, `CC_RECONCILE_IDLE     = "1h"`, "CC_RECONCILE_IDLE"},
+		{3, "write units off the capacity dashboard", "modules/commitcollect/dashboard.tf", `[local.projector_emf, "ConsumedWriteUnits", "Service", "projector"],`, ``,
 			"capacity dashboard does not show CommitCollect/Projector ConsumedWriteUnits"},
-		{"strava budget off the dashboard", "modules/commitcollect/dashboard.tf", `read_classes     = ["webhook", "backfill", "reconcile", "confirm"]`,
+		{4, "strava budget off the dashboard", "modules/commitcollect/dashboard.tf", `read_classes     = ["webhook", "backfill", "reconcile", "confirm"]`,
 			`read_classes     = ["webhook", "backfill", "reconcile"]`, "capacity dashboard does not show CommitCollect/Worker StravaReads (Class=confirm)"},
-		{"webhook throttled below its peak", "modules/commitcollect/variables.tf", `webhook_rate_limit     = optional(number, 500)`,
+		{1, "webhook throttled below its peak", "modules/commitcollect/variables.tf", `webhook_rate_limit     = optional(number, 500)`,
 			`webhook_rate_limit     = optional(number, 50)`, "want at least 130/s"},
-		{"webhook shares the stage's budget", cc, `{ for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },`,
+		{3, "webhook shares the stage's budget", cc, `{ for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },`,
 			`{},`, "no route_settings for GET /webhooks/strava/"},
-		{"webhook without a path secret", cc, `CC_WEBHOOK_PATH_SECRET    = var.strava.callback_path_segment`, ``, "no CC_WEBHOOK_PATH_SECRET"},
-		{"bare webhook path at the stage's budget", cc, `|| endswith(r, " /webhooks/strava")`, ``, "POST /webhooks/strava throttling"},
-		{"auth routes at the default budget", cc, `rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit`,
+		{2, "webhook without a path secret", cc, `CC_WEBHOOK_PATH_SECRET    = var.strava.callback_path_segment`, ``, "no CC_WEBHOOK_PATH_SECRET"},
+		{4, "bare webhook path at the stage's budget", cc, `|| endswith(r, " /webhooks/strava")`, ``, "POST /webhooks/strava throttling"},
+		{1, "auth routes at the default budget", cc, `rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit`,
 			`rate = var.api.throttling_rate_limit, burst = var.api.throttling_burst_limit`, "want its own budget, below the stage default"},
-		{"API 4xx unwatched", cc, `"4xx"   = { statistic = "Sum", threshold = var.alarms.api_4xx,`, `"Count" = { statistic = "Sum", threshold = var.alarms.api_4xx,`, "missing alarm: API 4xx"},
-		{"webhook 4xx unwatched", cc, `Route = "POST ${local.webhook_path}" }`, `Route = "GET ${local.webhook_path}" }`, "missing alarm: webhook route 4xx"},
-		{"worker without reserved concurrency", "modules/commitcollect/variables.tf", `reserved_concurrency = optional(number, 25)`,
+		{2, "API 4xx unwatched", cc, `"4xx"   = { statistic = "Sum", threshold = var.alarms.api_4xx,`, `"Count" = { statistic = "Sum", threshold = var.alarms.api_4xx,`, "missing alarm: API 4xx"},
+		{3, "webhook 4xx unwatched", cc, `Route = "POST ${local.webhook_path}" }`, `Route = "GET ${local.webhook_path}" }`, "missing alarm: webhook route 4xx"},
+		{4, "worker without reserved concurrency", "modules/commitcollect/variables.tf", `reserved_concurrency = optional(number, 25)`,
 			`reserved_concurrency = optional(number)`, "function worker: reserved_concurrent_executions"},
-		{"key policy without the IAM policies' conditions", cc, "# no AWS service acting for the roles).\n    dynamic \"condition\" {\n      for_each = local.token_key_conditions",
+		{2, "key policy without the IAM policies' conditions", cc, "# no AWS service acting for the roles).\n    dynamic \"condition\" {\n      for_each = local.token_key_conditions",
 			"# no AWS service acting for the roles).\n    dynamic \"condition\" {\n      for_each = slice(local.token_key_conditions, 0, 1)",
 			"key policy statement \"SealAndOpenStravaTokens\" on the token key: condition Null kms:EncryptionContext:userId"},
-		{"token key with the default policy", cc, `policy                  = data.aws_iam_policy_document.token_key.json`, `policy                  = null`, "no key policy"},
-		{"projector may open tokens", cc, `identifiers = [module.api.role_arn, module.worker.role_arn]`,
+		{3, "token key with the default policy", cc, `policy                  = data.aws_iam_policy_document.token_key.json`, `policy                  = null`, "no key policy"},
+		{4, "projector may open tokens", cc, `identifiers = [module.api.role_arn, module.worker.role_arn]`,
 			`identifiers = [module.api.role_arn, module.worker.role_arn, module.projector.role_arn]`, "projector use the token key"},
-		{"administrators may decrypt", cc, `"kms:CancelKeyDeletion", "kms:CreateAlias",`, `"kms:Decrypt", "kms:CancelKeyDeletion", "kms:CreateAlias",`, ":root use the token key"},
-		{"worker capacity off the dashboard", "modules/commitcollect/dashboard.tf", `| SOURCE '${module.worker.log_group_name}' `, ``,
+		{1, "administrators may decrypt", cc, `"kms:CancelKeyDeletion", "kms:CreateAlias",`, `"kms:Decrypt", "kms:CancelKeyDeletion", "kms:CreateAlias",`, ":root use the token key"},
+		{2, "worker capacity off the dashboard", "modules/commitcollect/dashboard.tf", `| SOURCE '${module.worker.log_group_name}' `, ``,
 			`summing requests, rcu and wcu of "job finished" lines`},
-		{"sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ws := tfoffline.Copy(t, func(dir string) { mutate(t, dir, tt.file, tt.old, tt.new) })
-			planFile := ws.PlanFile(t, exampleVars...)
-			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
-			if !strings.Contains(got, tt.wantInErr) {
-				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)
-			}
-			t.Logf("check failed as it should:\n%s", got)
-		})
-	}
+		{3, "sweeper dispatches elsewhere", cc, `CC_WORKER_FUNCTION = module.worker.function_name`, `CC_WORKER_FUNCTION = module.projector.function_name`, "function sweeper: CC_WORKER_FUNCTION"},
+	})
 }
 
 // TestTwoCheckoutsPlanTheSame plans envs/example from two copies at

@@ -1,59 +1,33 @@
 package terraform
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/commitcollect/backend/test/terraform/tfoffline"
 )
 
 // TestTokenKeyChecksFailWhenBroken breaks one protection of the token key
 // per case in a copy of terraform/, plans and applies it offline, and
-// requires CheckDeployed (checkTokenKey) to name it. The api's and the
+// requires CheckDeployed (checkTokenKey) to name it (runBroken: the cases
+// share one copy). The api's and the
 // worker's SealStravaTokens statements are alike: the first (the api's) is
 // broken.
 func TestTokenKeyChecksFailWhenBroken(t *testing.T) {
 	t.Parallel()
 	const cc = "modules/commitcollect/main.tf"
-	tests := []struct {
-		name, old, new, wantInErr string
-	}{
-		{"encryption context purpose condition removed",
+	runBroken(t, []brokenCase{
+		{1, "encryption context purpose condition removed", cc,
 			"    { test = \"StringEquals\", variable = \"kms:EncryptionContext:purpose\", values = [\"strava-tokens\"] },\n", "",
 			`api policy statement "SealStravaTokens" on the token key: condition StringEquals kms:EncryptionContext:purpose`},
-		{"any encryption context keys", `values = ["purpose", "userId"]`, `values = ["purpose", "userId", "other"]`,
+		{1, "any encryption context keys", cc, `values = ["purpose", "userId"]`, `values = ["purpose", "userId", "other"]`,
 			"condition ForAllValues:StringEquals kms:EncryptionContextKeys"},
-		{"via-service condition that denies direct calls", `variable = "kms:ViaService", values = ["true"]`,
+		{1, "via-service condition that denies direct calls", cc, `variable = "kms:ViaService", values = ["true"]`,
 			`variable = "kms:ViaService", values = ["false"]`, "condition Null kms:ViaService"},
-		{"encrypt granted too", `actions   = ["kms:GenerateDataKey", "kms:Decrypt"]`, `actions   = ["kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"]`,
+		{1, "encrypt granted too", cc, `actions   = ["kms:GenerateDataKey", "kms:Decrypt"]`, `actions   = ["kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"]`,
 			"api policy on the token key"},
-		{"no rotation", "enable_key_rotation     = true", "enable_key_rotation     = false", "enable_key_rotation must be true"},
-		{"projector gets the token key", "environment        = local.common_env", "environment        = merge(local.common_env, local.tokens_env)",
+		{1, "no rotation", cc, "enable_key_rotation     = true", "enable_key_rotation     = false", "enable_key_rotation must be true"},
+		{1, "projector gets the token key", cc, "environment        = local.common_env", "environment        = merge(local.common_env, local.tokens_env)",
 			"function projector: has CC_TOKEN_KMS_KEY = true, want false"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ws := tfoffline.Copy(t, func(dir string) {
-				p := filepath.Join(dir, cc)
-				b, err := os.ReadFile(p)
-				if err != nil || !strings.Contains(string(b), tt.old) {
-					t.Fatalf("mutation target %q not in %s (%v)", tt.old, cc, err)
-				}
-				if err := os.WriteFile(p, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			})
-			planFile := ws.PlanFile(t, exampleVars...)
-			got := strings.Join(CheckDeployed(NewDeployed(ws.Apply(t, planFile)), topicARN), "\n")
-			if !strings.Contains(got, tt.wantInErr) {
-				t.Fatalf("got violations:\n%s\nwant one mentioning %q", got, tt.wantInErr)
-			}
-			t.Logf("check failed as it should:\n%s", got)
-		})
-	}
+	})
 }
 
 // TestIAMDiffKMS: a grant on a key counts as used only by a call whose
