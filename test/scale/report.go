@@ -71,6 +71,9 @@ type Report struct {
 	TablePrefix           string
 	Elapsed               time.Duration
 	ProductKnobs          []string
+	// MissedEdits says, for each edit of EditsMilestone not caught within
+	// Bound, whose it was, when in the day, and when it was caught.
+	MissedEdits []string
 }
 
 // Late is how many webhooks' lag exceeded one window.
@@ -150,6 +153,9 @@ func (r Report) Print(w io.Writer) {
 		r.Backfilled, r.Connects, r.Lost, ms(bench.Percentile(r.BackfillTimes, 0.5)), ms(bench.Percentile(r.BackfillTimes, 1)))
 	p("unpushed edits: %d (%d of athletes with an active milestone); caught within the bound (idle round-robin + one window = %s): %d of %d; within reconcile interval + one window (%s, when they upload again first): %d of %d; caught at all by the end: %d of %d",
 		r.Edits, r.EditsMilestone, r.Bound, r.CaughtMilestone, r.EditsMilestone, r.FastBound, r.CaughtFast, r.EditsMilestone, r.CaughtAny, r.Edits)
+	for _, m := range r.MissedEdits {
+		p("  missed: %s", m)
+	}
 	p("")
 	p("Strava reads per window (simulator: by endpoint; worker EMF: by class, booked when the job ends); sync share %d of %d:", r.SyncShare, r.ReadLimit)
 	p("  %-3s %8s %6s %7s %4s | %7s %8s %9s %7s | %8s %s", "#", "activity", "list", "athlete", "429", "webhook", "backfill", "reconcile", "confirm", "deferred", "")

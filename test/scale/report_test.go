@@ -14,7 +14,7 @@ func TestReportFigures(t *testing.T) {
 	r := Report{Athletes: 200, Window: 5 * time.Second, SyncShare: 10,
 		Lags:           []time.Duration{time.Second, 5 * time.Second, 6 * time.Second},
 		Windows:        []Window{{List: 10}, {List: 11}, {List: 0}},
-		EditsMilestone: 8, CaughtMilestone: 6,
+		EditsMilestone: 8, CaughtMilestone: 6, MissedEdits: []string{"scale-7's edit at 1m0s of the day, never caught"},
 		HotKeys: []capacity.HotKey{
 			{Scope: "p-CommitCollect", Writes: 1000, Key: "USER#1", Count: 20},
 			{Scope: "p-CommitCollect/GSI1", Writes: 99, Key: "A", Count: 99}, // too few writes to count
@@ -42,6 +42,9 @@ func TestReportFigures(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if last := lines[len(lines)-1]; last != want || !LastLinePattern.MatchString(last) {
 		t.Errorf("Print's last line %q, want %q matching the pattern", last, want)
+	}
+	if !strings.Contains(b.String(), "  missed: scale-7's edit") {
+		t.Errorf("Print does not list the missed edit:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "MISSED") {
 		t.Errorf("Print does not say a target was missed:\n%s", b.String())

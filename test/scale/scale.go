@@ -747,8 +747,14 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		}
 		if a.milestone {
 			r.EditsMilestone++
-			if ok && done.Sub(editAt[i]) <= r.Bound {
+			switch {
+			case ok && done.Sub(editAt[i]) <= r.Bound:
 				r.CaughtMilestone++
+			case ok:
+				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, caught %s after it",
+					a.userID, ms(editAt[i].Sub(dayStart)), ms(done.Sub(editAt[i]))))
+			default:
+				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, never caught", a.userID, ms(editAt[i].Sub(dayStart))))
 			}
 			if ok && done.Sub(editAt[i]) <= r.FastBound {
 				r.CaughtFast++
