@@ -17,7 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/emf/emftest"
+	"github.com/commitcollect/backend/model/syncstate"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -751,10 +753,11 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			case ok && done.Sub(editAt[i]) <= r.Bound:
 				r.CaughtMilestone++
 			case ok:
-				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, caught %s after it",
-					a.userID, ms(editAt[i].Sub(dayStart)), ms(done.Sub(editAt[i]))))
+				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, caught %s after it; %s",
+					a.userID, ms(editAt[i].Sub(dayStart)), ms(done.Sub(editAt[i])), e.reconciles(ctx, a.userID, dayStart)))
 			default:
-				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, never caught", a.userID, ms(editAt[i].Sub(dayStart))))
+				r.MissedEdits = append(r.MissedEdits, fmt.Sprintf("%s's edit at %s of the day, never caught; %s",
+					a.userID, ms(editAt[i].Sub(dayStart)), e.reconciles(ctx, a.userID, dayStart)))
 			}
 			if ok && done.Sub(editAt[i]) <= r.FastBound {
 				r.CaughtFast++
@@ -838,4 +841,22 @@ func (e *Env) waitQuiet(ctx context.Context, limit time.Duration) error {
 		}
 		prev = cur
 	}
+}
+
+// reconciles says when the user's reconciliations finished, as instants of
+// the day begun at dayStart (the audit trail's sync completions of mode
+// reconcile), for a missed edit's line.
+func (e *Env) reconciles(ctx context.Context, userID string, dayStart time.Time) string {
+	st := e.St.Store
+	es, _, err := store.QueryEntities[model.AuditEntry](ctx, st.DB, st.Tables().Audit, keys.UserPK(userID), keys.PrefixAudit, store.QueryOptions{})
+	if err != nil {
+		return "reconciliations not read: " + err.Error()
+	}
+	var at []string
+	for _, a := range es {
+		if a.EventType == ingest.AuditSyncCompleted && a.Details["mode"] == syncstate.SyncModeReconcile {
+			at = append(at, ms(a.OccurredAtUtc.Sub(dayStart)))
+		}
+	}
+	return "reconciled at " + strings.Join(at, ", ")
 }
