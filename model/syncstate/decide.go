@@ -65,17 +65,17 @@ func ActiveMilestoneEnd(ms []model.Milestone, from, to time.Time) (bool, time.Ti
 }
 
 // ReconcileDue decides whether a user whose slot came up is reconciled at
-// now: never while its sync job runs or waits; when its last
-// reconciliation (st.ReconciledAtUtc; zero: never) is ReconcileIdle old;
-// else only when a workout of the reconcile window that is not a
-// tombstone has an activity id above the highest that reconciliation
-// listed (Strava's ids grow with uploads: the athlete uploaded since).
-// st may be nil (no sync yet). The caller has checked the milestone.
-func ReconcileDue(st *SyncState, window []model.Workout, now time.Time, idle time.Duration) bool {
+// now: never while its sync job runs or waits; when IdleReconcileDue says
+// its last reconciliation would be idle old by its next slot; else only
+// when a workout of the reconcile window that is not a tombstone has an
+// activity id above the highest that reconciliation listed (Strava's ids
+// grow with uploads: the athlete uploaded since). st may be nil (no sync
+// yet). The caller has checked the milestone.
+func ReconcileDue(st *SyncState, window []model.Workout, now time.Time, idle, interval time.Duration) bool {
 	if st != nil && st.Running() {
 		return false
 	}
-	if st == nil || st.ReconciledAtUtc.IsZero() || now.Sub(st.ReconciledAtUtc) >= idle {
+	if IdleReconcileDue(st, now, idle, interval) {
 		return true
 	}
 	for _, w := range window {
@@ -84,6 +84,18 @@ func ReconcileDue(st *SyncState, window []model.Workout, now time.Time, idle tim
 		}
 	}
 	return false
+}
+
+// IdleReconcileDue reports whether the slot at now is the last before the
+// user's last reconciliation (st.ReconciledAtUtc; zero or st nil: never)
+// turns idle old: its next slot, an interval on, would find it so. Slots
+// come once per interval, and a reconciliation is stamped when its job
+// runs, a little after its slot: waiting until the stamp is idle old
+// passes over the slot that falls just short of it and reconciles an
+// interval later. Reconciling at the last slot before keeps every gap
+// within idle (plus the job's wait).
+func IdleReconcileDue(st *SyncState, now time.Time, idle, interval time.Duration) bool {
+	return st == nil || st.ReconciledAtUtc.IsZero() || now.Add(interval).Sub(st.ReconciledAtUtc) >= idle
 }
 
 // ReconcilePace is how many of users a cycle should have come to after

@@ -71,12 +71,20 @@ func TestWorkoutDiffersFillsLocalDays(t *testing.T) {
 }
 
 // TestReconcileDueAndPace: a slot reconciles a user only when something can
-// have changed, and a cycle comes to users evenly. Protections:
-// ReconcileDue's rules, ReconcilePace's rounding up.
+// have changed, an idle user at the last slot before its last
+// reconciliation turns idle old, and a cycle comes to users evenly.
+// Protections: ReconcileDue's rules, IdleReconcileDue's look one slot
+// ahead, ReconcilePace's rounding up.
 func TestReconcileDueAndPace(t *testing.T) {
 	t.Parallel()
-	idle := 28 * 24 * time.Hour
+	idle, interval := 28*24*time.Hour, 7*24*time.Hour
 	recent := &SyncState{State: SyncIdle, ReconciledAtUtc: t0.Add(-time.Hour), ReconciledActivityID: 100}
+	// Four slots after the last reconciliation, stamped a few minutes
+	// after its slot (its job ran late): a few minutes short of idle, and
+	// the next slot would be an interval past it, so this one reconciles.
+	lastSlotBefore := &SyncState{State: SyncIdle, ReconciledAtUtc: t0.Add(-idle + 5*time.Minute), ReconciledActivityID: 100}
+	// Three slots after: the next slot is still within idle.
+	slotBefore := &SyncState{State: SyncIdle, ReconciledAtUtc: t0.Add(-idle + interval + 5*time.Minute), ReconciledActivityID: 100}
 	tests := []struct {
 		name   string
 		st     *SyncState
@@ -89,9 +97,11 @@ func TestReconcileDueAndPace(t *testing.T) {
 		{"nothing uploaded since", recent, []model.Workout{{ActivityID: 100}}, false},
 		{"an upload since", recent, []model.Workout{{ActivityID: 101}}, true},
 		{"only a tombstone since", recent, []model.Workout{{ActivityID: 101, IsDeleted: true}}, false},
+		{"the last slot before idle", lastSlotBefore, []model.Workout{{ActivityID: 100}}, true},
+		{"a slot earlier", slotBefore, []model.Workout{{ActivityID: 100}}, false},
 	}
 	for _, tt := range tests {
-		if got := ReconcileDue(tt.st, tt.window, t0, idle); got != tt.want {
+		if got := ReconcileDue(tt.st, tt.window, t0, idle, interval); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -242,7 +242,8 @@ func (a Assumptions) history() float64 { return float64(a.HistoryDays) * a.Activ
 //   - At its slot an athlete is reconciled only if it has an active milestone whose period overlaps the
 //     reconcile window (CC_RECONCILE_DAYS, 14) AND it uploaded since its last reconcile (a stored workout
 //     of the window with a higher activity id than that reconcile listed; an upload arrives as a create
-//     webhook), or its last reconcile is older than a slow round-robin interval (CC_RECONCILE_IDLE, 28 days).
+//     webhook), or its last reconcile would be older than a slow round-robin interval (CC_RECONCILE_IDLE,
+//     28 days) by its next slot.
 //   - One reconcile is one GET /athlete/activities?after=<now-14d>&per_page=200 page for a typical athlete:
 //     an unchanged athlete costs one small page and no writes.
 //   - Documented bound: an edit Strava never pushes, to an activity started within the last 14 days, of an
@@ -251,7 +252,9 @@ func (a Assumptions) history() float64 { return float64(a.HistoryDays) * a.Activ
 //
 // The model: webhook events (creates, pushed edits, deletes) arrive as a Poisson process of rate
 // e = activities × (1 + edits + deletes) per athlete-day, so an athlete is active within one interval I
-// with probability P = 1 − exp(−e·I). With K = slow/I slots (4), the gap between two reconciles is g
+// with probability P = 1 − exp(−e·I). An idle athlete is reconciled at the last slot before its last
+// reconcile turns slow old: the (slow/I − 1)th slot after it, or the next when its job ran after that slot
+// came; the plan takes the sooner, K = slow/I − 1 slots (3, at least 1). The gap between two reconciles is g
 // slots with probability (1−P)^(g−1)·P for g < K and (1−P)^(K−1) for g = K: the mean gap is
 // G = (1 − (1−P)^K) / P slots, and reconciles per day = N × milestone-share / (G·I). Pages per reconcile =
 // max(1, ⌈reconcile-days × activities / page-size⌉). With the defaults P = 0.955, G = 1.047: 0.068
@@ -259,7 +262,7 @@ func (a Assumptions) history() float64 { return float64(a.HistoryDays) * a.Activ
 func (p *Plan) reconciliation() {
 	a := p.A
 	interval := a.ReconcileInterval.Hours() / 24
-	slots := math.Max(1, math.Round(a.SlowInterval.Hours()/a.ReconcileInterval.Hours()))
+	slots := math.Max(1, math.Round(a.SlowInterval.Hours()/a.ReconcileInterval.Hours())-1)
 	eventsPerAthleteDay := a.ActivitiesPerDay * (1 + a.PushedEdits + a.Deletes)
 	p.ActiveInInterval = 1 - math.Exp(-eventsPerAthleteDay*interval)
 	if p.ActiveInInterval > 0 {

@@ -70,18 +70,19 @@ func TestComputeSmall(t *testing.T) {
 			needDaily: 100, needShort: 5, fits: false, wcu: 450, usd: 13500, apiGBs: 50,
 		},
 		{
-			// Events at ln2/7 a day: P(active within 7 days) = 1/2. Four slots
-			// to the slow bound: mean gap (1 − 1/16)/(1/2) = 1.875 slots =
-			// 13.125 days; 1050 athletes all with milestones: 80 reconciles.
+			// Events at ln2/7 a day: P(active within 7 days) = 1/2. An idle
+			// athlete is reconciled at the last slot before the 28-day bound,
+			// the third: mean gap (1 − 1/8)/(1/2) = 1.75 slots = 12.25 days;
+			// 1050 athletes all with milestones: 85.7 reconciles.
 			name: "weekly slots, half active", change: func(a *Assumptions) {
 				a.Athletes, a.ActivitiesPerDay, a.MilestoneShare = 1050, math.Ln2/7, 1
 				a.ReconcileInterval, a.SlowInterval = 7*24*time.Hour, 28*24*time.Hour
 				a.Limits = Limits{ReadShort: 1000, ReadDaily: 1000, Short: 1000, Daily: 1000}
 			},
-			webhook: w7, reconcile: 80, reconciles: 80,
-			refresh:   1050 / (1 + 1050/(w7+80)),
-			needDaily: 184, needShort: 11, fits: true, // ⌈103.97 + 80⌉, ⌈103.97/96 × 9.6⌉
-			wcu: w7*10 + 80*2, usd: (w7*10 + 80*2) * 30, apiGBs: w7,
+			webhook: w7, reconcile: 1050 / 12.25, reconciles: 1050 / 12.25,
+			refresh:   1050 / (1 + 1050/(w7+1050/12.25)),
+			needDaily: 190, needShort: 11, fits: true, // ⌈103.97 + 85.71⌉, ⌈103.97/96 × 9.6⌉
+			wcu: w7*10 + 1050/12.25*2, usd: (w7*10 + 1050/12.25*2) * 30, apiGBs: w7,
 		},
 		{
 			// Connects backfill 400 activities (2 pages of 200; units scaled

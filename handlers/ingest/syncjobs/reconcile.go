@@ -91,14 +91,14 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 			return 0, err
 		}
 		var window []model.Workout
-		if st != nil && !st.Running() && !st.ReconciledAtUtc.IsZero() && now.Sub(st.ReconciledAtUtc) < cfg.ReconcileIdle {
+		if st != nil && !st.Running() && !syncstate.IdleReconcileDue(st, now, cfg.ReconcileIdle, cfg.ReconcileInterval) {
 			lg, err := s.store.WorkoutLog(ctx, userID, []model.Window{{From: from}})
 			if err != nil {
 				return 0, err
 			}
 			window = lg.Workouts
 		}
-		if !syncstate.ReconcileDue(st, window, now, cfg.ReconcileIdle) {
+		if !syncstate.ReconcileDue(st, window, now, cfg.ReconcileIdle, cfg.ReconcileInterval) {
 			if st != nil && st.Running() {
 				return outcomeRunning, nil
 			}
@@ -162,9 +162,9 @@ const reconcileStopMargin = 10 * time.Second
 //     now] (one Query of the user's milestones): skipped; such athletes are
 //     never reconciled (nothing a reconciliation changes counts);
 //   - its sync job runs or waits (the sync state): skipped, it lists anyway;
-//   - its last reconciliation (reconciledAtUtc) is CC_RECONCILE_IDLE
-//     (default 672 h) old, or it never had one: reconciled (the slow
-//     round-robin);
+//   - its last reconciliation (reconciledAtUtc) would be CC_RECONCILE_IDLE
+//     (default 672 h) old by its next slot, or it never had one:
+//     reconciled (the slow round-robin, at the last slot before idle);
 //   - else reconciled only when a stored workout of the window (one LSI1
 //     Query) that is not a tombstone has an activity id above
 //     reconciledActivityId: Strava's ids grow with uploads, so the athlete
