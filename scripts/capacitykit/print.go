@@ -51,7 +51,7 @@ func (p Plan) printAssumptions(pf func(string, ...any)) {
 	pf("  athletes with an active milestone overlapping the window: %.0f%%; evening peak %.3g× the mean\n", 100*a.MilestoneShare, a.PeakFactor)
 	pf("  reconciliation: own slot every %s (CC_RECONCILE_INTERVAL), window %d days (CC_RECONCILE_DAYS), slow round-robin %s;\n",
 		human(a.ReconcileInterval), a.ReconcileDays, human(a.SlowInterval))
-	pf("    reconciled at its slot when it has an active milestone and (a webhook since its last reconcile, or that one is %s old)\n", human(a.SlowInterval))
+	pf("    reconciled at its slot when it has an active milestone and (a webhook since its last reconcile, or that one would be %s old by its next slot)\n", human(a.SlowInterval))
 	pf("    P(activity within one interval) = %.3f, mean slots between reconciles %.3f, one page (after=now-%dd) per reconcile\n",
 		p.ActiveInInterval, p.SlotsBetween, a.ReconcileDays)
 	pf("  Strava limits: read %d/15min %d/day, overall %d/15min %d/day; syncs may spend %.0f%%, webhooks leave %.0f%% unused\n\n",
