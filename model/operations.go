@@ -38,7 +38,9 @@ type IdempotencyRecord struct {
 	// LeaseUntil (Unix ms): a dispatch is presumed in flight until then.
 	LeaseUntil int64 `dynamodbav:"leaseUntil,omitempty"`
 	// NotBefore (Unix ms): the job must not run before then (a deferral,
-	// e.g. until Strava's rate-limit window resets).
+	// e.g. until Strava's rate-limit window resets, or a create held at the
+	// claim for a burst). An item with one is the sweeper's: a redelivery
+	// of its event is a duplicate until it is settled.
 	NotBefore int64 `dynamodbav:"notBefore,omitempty"`
 	// Dispatches counts hand-offs (the first one and every re-dispatch).
 	Dispatches int `dynamodbav:"dispatches"`

@@ -62,7 +62,7 @@ func expiresAfter(upd expression.UpdateBuilder, at time.Time) expression.UpdateB
 	return upd.Set(expression.Name(attrExpiresAt), expression.Plus(ttl, expression.Value(at.Unix())))
 }
 
-// dueCondition holds when a received item may be (re-)claimed at now: its
+// dueCondition holds when a received item may be leased at now: its
 // lease has lapsed and its not-before time has passed.
 func dueCondition(now time.Time) expression.ConditionBuilder {
 	ms := expression.Value(now.UnixMilli())
@@ -71,19 +71,58 @@ func dueCondition(now time.Time) expression.ConditionBuilder {
 		And(expression.Or(expression.AttributeNotExists(expression.Name(attrNotBefore)), expression.Name(attrNotBefore).LessThanEqual(ms)))
 }
 
+// reclaimCondition holds when a redelivered event may take its received
+// item again at now: the item was handed off (it has no not-before time)
+// and that hand-off's lease has lapsed, so the hand-off may have been lost.
+// An item with a not-before time is the sweeper's until it is settled: held
+// at the claim (HoldOutboxItem) or deferred by the worker, it may be due
+// and in flight in a burst, which leases the athlete (burstlease.go), not
+// the item; a redelivery taking it then would run its job twice.
+func reclaimCondition(now time.Time) expression.ConditionBuilder {
+	return expression.AttributeNotExists(expression.Name(attrNotBefore)).And(dueCondition(now))
+}
+
 // ClaimOutboxItem records an accepted event as received with its job and a
-// lease until now+lease, and returns the stored item. A new key is created
-// and records ttl (its TTL is ttl after the lease end, pushed on by every
-// lease and deferral, see Lifetime above); a key that is received but due (lease lapsed, not-before
-// passed: its earlier hand-off was lost) is claimed again, keeping the
-// original job and correlation id. It returns ErrConflict (a duplicate) when
-// the item is done, parked, or received and still leased or deferred; the
-// returned item is then the stored one when DynamoDB reported it.
+// lease until now+lease, to be handed off now, and returns the stored item.
+// A new key is created and records ttl (its TTL is ttl after the lease end,
+// pushed on by every lease and deferral, see Lifetime above); a key whose
+// hand-off lease has lapsed (reclaimCondition: the hand-off was lost) is
+// claimed again, keeping the original job and correlation id. It returns
+// ErrConflict (a duplicate) when the item is done, parked, still leased, or
+// the sweeper's (held or deferred); the returned item is then the stored
+// one when DynamoDB reported it.
 func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
 	now = now.UTC()
+	rec, err := s.claim(ctx, key, correlationID, job, now, attrLeaseUntil, now.Add(lease), ttl)
+	if err != nil {
+		return rec, fmt.Errorf("claim outbox item %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// HoldOutboxItem records an accepted event as received with its job but
+// not handed off: the sweeper dispatches it once due (a create gathered
+// for a burst at the next gather tick). It is claimed as ClaimOutboxItem
+// claims, but with a not-before time in place of a lease, so a redelivery
+// is a duplicate however late it comes, until the item is settled.
+func (s *Outbox) HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*model.IdempotencyRecord, error) {
+	rec, err := s.claim(ctx, key, correlationID, job, now.UTC(), attrNotBefore, due, ttl)
+	if err != nil {
+		return rec, fmt.Errorf("hold outbox item %s until %s: %w", key, due.UTC().Format(time.RFC3339), err)
+	}
+	return rec, nil
+}
+
+// claim records key as received with job, due at until through attribute
+// when (attrLeaseUntil: a hand-off's lease; attrNotBefore: held for the
+// sweeper), removing the other; see ClaimOutboxItem.
+func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now time.Time, when string, until time.Time, ttl time.Duration) (*model.IdempotencyRecord, error) {
 	meta := &model.IdempotencyRecord{}
 	meta.Stamp()
-	until := now.Add(lease)
+	other := attrNotBefore
+	if when == attrNotBefore {
+		other = attrLeaseUntil
+	}
 	ifAbsent := func(name string, v any) expression.OperandBuilder {
 		return expression.IfNotExists(expression.Name(name), expression.Value(v))
 	}
@@ -94,20 +133,16 @@ func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job st
 		Set(expression.Name("createdAtUtc"), ifAbsent("createdAtUtc", now)).
 		Set(expression.Name(attrTTLSeconds), ifAbsent(attrTTLSeconds, int64(ttl/time.Second))).
 		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
-		Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
+		Set(expression.Name(when), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
-		Remove(expression.Name(attrNotBefore))
+		Remove(expression.Name(other))
 	// The claim's own ttl, not ttlSeconds: the key may not exist yet.
 	upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(until.Add(ttl).Unix()))
-	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), dueCondition(now))
-	rec, err := s.updateOutbox(ctx, key, upd, cond)
-	if err != nil {
-		return rec, fmt.Errorf("claim outbox item %s: %w", key, err)
-	}
-	return rec, nil
+	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), reclaimCondition(now))
+	return s.updateOutbox(ctx, key, upd, cond)
 }
 
 // LeaseOutboxItem is the sweeper's claim: it takes a fresh lease until

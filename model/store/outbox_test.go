@@ -114,6 +114,59 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 	}
 }
 
+// TestOutboxHeldAndDeferredItemsAreTheSweepers: an item held at the claim
+// (a create gathered for a burst) or deferred by the worker stays a
+// duplicate to a redelivery after it is due, until it is settled: the
+// sweeper may have it in flight in a burst, which leases the athlete, not
+// the item. The sweeper leases it; once that hand-off's lease lapses, a
+// redelivery takes it again as it takes any lost hand-off. Protection:
+// reclaimCondition's "no not-before time" (without it the redelivery at
+// the gather tick takes the held item and its job runs twice, the flaky
+// demo's "duplicate webhook answered accepted").
+func TestOutboxHeldAndDeferredItemsAreTheSweepers(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC)
+	tick := now.Add(7 * time.Second)
+	held, err := s.HoldOutboxItem(ctx, "held", "c1", `{"j":1}`, now, tick, farTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Status != model.OutboxReceived || held.NotBefore != tick.UnixMilli() || held.LeaseUntil != 0 ||
+		held.PendingSK != keys.OutboxPendingSK(tick, "held") || held.ExpiresAt != tick.Add(farTTL).Unix() {
+		t.Fatalf("got %+v, want received, not before the tick, in the pending index at the tick", held)
+	}
+	if _, err := s.ClaimOutboxItem(ctx, "deferred", "c2", "{}", now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeferOutboxItem(ctx, "deferred", tick, "gathered", false, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"held", "deferred"} {
+		for _, at := range []time.Time{now.Add(time.Second), tick, tick.Add(time.Hour)} {
+			if rec, err := s.ClaimOutboxItem(ctx, key, "c3", "{}", at, time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+				t.Fatalf("%s: redelivery at %s: got %+v, %v; want ErrConflict", key, at.Sub(now), rec, err)
+			}
+			if _, err := s.HoldOutboxItem(ctx, key, "c3", "{}", at, at.Add(time.Second), farTTL); !errors.Is(err, model.ErrConflict) {
+				t.Fatalf("%s: held again at %s: got %v, want ErrConflict", key, at.Sub(now), err)
+			}
+		}
+	}
+	// The sweeper leases the held item; a lost hand-off of the sweeper's is
+	// taken again by a redelivery once its lease lapses.
+	if _, err := s.LeaseOutboxItem(ctx, "held", tick, time.Minute); err != nil {
+		t.Fatalf("sweeper's lease at the tick: %v", err)
+	}
+	if _, err := s.ClaimOutboxItem(ctx, "held", "c4", "{}", tick.Add(59*time.Second), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("within the sweeper's lease: got %v, want ErrConflict", err)
+	}
+	again, err := s.ClaimOutboxItem(ctx, "held", "c5", "{}", tick.Add(61*time.Second), time.Minute, farTTL)
+	if err != nil || again.Job != `{"j":1}` || again.CorrelationID != "c1" || again.Dispatches != 3 {
+		t.Fatalf("after the sweeper's lease: got %+v, %v; want the original job taken again, 3 dispatches", again, err)
+	}
+}
+
 // TestOutboxSweeperLeaseIsExclusive: two sweepers listing the same due item
 // race to lease it; exactly one wins, so it is dispatched once per lapse.
 func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {

@@ -16,15 +16,25 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
-// claimStore is the webhook's outbox with a function field (every claim
-// is new unless ClaimFn says otherwise).
+// claimStore is the webhook's outbox with a function field: ClaimFn sees
+// each claim as its lease ("5m0s") or, held for the sweeper, as "held"
+// and the wait until due ("held 7s"); every claim is new unless ClaimFn
+// says otherwise.
 type claimStore struct {
-	ClaimFn func(key string, lease time.Duration) (*model.IdempotencyRecord, error)
+	ClaimFn func(key, claim string) (*model.IdempotencyRecord, error)
 }
 
 func (s claimStore) ClaimOutboxItem(_ context.Context, key, corr, job string, _ time.Time, lease, _ time.Duration) (*model.IdempotencyRecord, error) {
+	return s.record(key, corr, job, lease.String())
+}
+
+func (s claimStore) HoldOutboxItem(_ context.Context, key, corr, job string, now, due time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+	return s.record(key, corr, job, "held "+due.Sub(now).String())
+}
+
+func (s claimStore) record(key, corr, job, claim string) (*model.IdempotencyRecord, error) {
 	if s.ClaimFn != nil {
-		return s.ClaimFn(key, lease)
+		return s.ClaimFn(key, claim)
 	}
 	return &model.IdempotencyRecord{IdempotencyKey: key, CorrelationID: corr, Job: job, Dispatches: 1}, nil
 }
@@ -34,8 +44,8 @@ type dispatchFunc func(ingest.Job) error
 func (f dispatchFunc) Dispatch(_ context.Context, j ingest.Job) error { return f(j) }
 
 // TestCrowdedCreatesAreGatheredAtTheClaim: past ingest.CreatesBeforeGather
-// creates of one athlete in a rate window, the webhook claims a create with
-// a lease that ends at the next gather tick and hands nothing off (the
+// creates of one athlete in a rate window, the webhook holds a create
+// until the next gather tick and hands nothing off (the
 // sweeper dispatches it with the others as a burst); other athletes'
 // creates, and updates and deletes, are handed off as before, and without
 // Gather nothing is gathered. Protection: the gathering at the claim
@@ -54,15 +64,15 @@ func TestCrowdedCreatesAreGatheredAtTheClaim(t *testing.T) {
 		gather bool
 		want   string // per post: the claim's lease, and "sent" when handed off
 	}{
-		{"gathering on", true, "5m0s sent,5m0s sent,5m0s sent,7s,5m0s sent,5m0s sent,5m0s sent,7s"},
+		{"gathering on", true, "5m0s sent,5m0s sent,5m0s sent,held 7s,5m0s sent,5m0s sent,5m0s sent,held 7s"},
 		{"gathering off", false, "5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent,5m0s sent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got []string
-			st := claimStore{ClaimFn: func(key string, lease time.Duration) (*model.IdempotencyRecord, error) {
-				got = append(got, lease.String())
+			st := claimStore{ClaimFn: func(key, claim string) (*model.IdempotencyRecord, error) {
+				got = append(got, claim)
 				return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
 			}}
 			d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
@@ -98,13 +108,13 @@ func TestARedeliveryDoesNotCrowdTheAthlete(t *testing.T) {
 	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC)
 	seen := map[string]bool{}
 	var got []string
-	st := claimStore{ClaimFn: func(key string, lease time.Duration) (*model.IdempotencyRecord, error) {
+	st := claimStore{ClaimFn: func(key, claim string) (*model.IdempotencyRecord, error) {
 		if seen[key] {
 			got = append(got, "duplicate")
 			return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived}, model.ErrConflict
 		}
 		seen[key] = true
-		got = append(got, lease.String())
+		got = append(got, claim)
 		return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
 	}}
 	d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
@@ -118,7 +128,7 @@ func TestARedeliveryDoesNotCrowdTheAthlete(t *testing.T) {
 			id, now.Unix())
 		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(body)))
 	}
-	if s, want := strings.Join(got, ","), "5m0s sent,duplicate,5m0s sent,5m0s sent,7s"; s != want {
+	if s, want := strings.Join(got, ","), "5m0s sent,duplicate,5m0s sent,5m0s sent,held 7s"; s != want {
 		t.Fatalf("claims\n got %s\nwant %s", s, want)
 	}
 }

@@ -71,10 +71,14 @@ const WebhookPath = "/webhooks/strava"
 // model/store.Store): the outbox claim.
 type IdempotencyStore interface {
 	// ClaimOutboxItem records the event as received with its job and a
-	// lease and returns the stored item (the original job when a lapsed
-	// claim is taken again); ErrConflict when it is a duplicate (done,
-	// parked, or received and still leased or deferred).
+	// lease, to be handed off, and returns the stored item (the original
+	// job when a lapsed hand-off is taken again); ErrConflict when it is a
+	// duplicate (done, parked, still leased, or the sweeper's).
 	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
+	// HoldOutboxItem records the event as received with its job, not
+	// handed off: the sweeper dispatches it once due. A redelivery of a
+	// held event is a duplicate until the event is settled.
+	HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*model.IdempotencyRecord, error)
 }
 
 // WebhookConfig is what the webhook checks events against.
@@ -236,8 +240,13 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	lease, gathered := h.lease(ev, now)
-	rec, err := h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL)
+	var rec *model.IdempotencyRecord
+	tick, gathered := h.gatherAt(ev, now)
+	if gathered {
+		rec, err = h.store.HoldOutboxItem(ctx, key, corr, string(payload), now, tick, ingest.IdempotencyTTL)
+	} else {
+		rec, err = h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, ingest.IdempotencyTTL)
+	}
 	if err != nil && h.cfg.Gather && ev.Kind() == ingest.KindActivityCreate {
 		h.creates.Forget(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) // a duplicate or nothing recorded
 	}
@@ -264,7 +273,7 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	}
 	if gathered {
 		log.InfoContext(ctx, "webhook event gathered for a burst; the sweeper dispatches it", "idempotency", idem,
-			"writeStatus", "deferred", "notBefore", now.Add(lease).Format(time.RFC3339))
+			"writeStatus", "deferred", "notBefore", tick.Format(time.RFC3339))
 	} else if err := h.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
 		log.WarnContext(ctx, "webhook hand-off failed; the event stays received for the sweeper",
 			"idempotency", idem, "error", err)
@@ -274,20 +283,20 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
 }
 
-// lease is the claim's lease of ev at now, and whether ev is gathered: a
-// create of an athlete whose creates crowd this instance's rate window
-// (more than ingest.CreatesBeforeGather, when cfg.Gather) is not handed
-// off; its claim's lease ends at the next tick of the gather grid, where
-// the sweeper finds it due with the athlete's other gathered events and
+// gatherAt says whether ev is gathered at now, and until when: a create
+// of an athlete whose creates crowd this instance's rate window (more than
+// ingest.CreatesBeforeGather, when cfg.Gather) is not handed off; it is
+// held (HoldOutboxItem) until the next tick of the gather grid, where the
+// sweeper finds it due with the athlete's other gathered events and
 // dispatches them as one burst. It saves the hand-off, the worker's run
 // and its deferral (an UpdateItem moving the item in the pending index)
 // that the worker would have gathered it with.
-func (h *Webhook) lease(ev ingest.Event, now time.Time) (time.Duration, bool) {
+func (h *Webhook) gatherAt(ev ingest.Event, now time.Time) (time.Time, bool) {
 	if !h.cfg.Gather || ev.Kind() != ingest.KindActivityCreate ||
 		!h.creates.Crowded(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) {
-		return h.cfg.Lease, false
+		return time.Time{}, false
 	}
-	return ingest.NextGather(now, ingest.GatherGrid(h.cfg.RateWindow)).Sub(now), true
+	return ingest.NextGather(now, ingest.GatherGrid(h.cfg.RateWindow)), true
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

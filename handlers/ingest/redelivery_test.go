@@ -1,0 +1,94 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
+	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/scripts/stravasim"
+	"github.com/commitcollect/backend/test/ingesttest"
+)
+
+// TestARedeliveryOfACreateInABurstIsADuplicate: Strava delivers a create
+// again while the burst that holds it is in flight (the sweeper leases the
+// athlete, not the items, and the burst writes before it settles). The
+// redelivery is answered "duplicate" and handed to nobody, and the burst
+// settles the create once. Protection: the webhook holds a gathered create
+// for the sweeper (HoldOutboxItem) and a redelivery never takes a held
+// item. Without it, the claim's lease ends at the gather tick, the
+// redelivery takes the item again ("accepted"), and the create is fetched
+// a second time beside its burst.
+func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	const creates = ingest.CreatesBeforeGather + 3
+	for i := range creates {
+		h.Activity(int64(100+i), 10, "Run")
+	}
+	now := time.Now().UTC()
+	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
+		Gather: true}, h.St, h.Dispatch, ingesttest.Log())
+	hook.Now = func() time.Time { return now }
+	mux := http.NewServeMux()
+	hook.Mount(mux)
+	events := make([]stravasim.Event, creates)
+	for i := range events {
+		events[i] = h.Sim.ActivityEvent("create", int64(100+i), 10, nil)
+	}
+	post := func(ev stravasim.Event) string {
+		body, _ := json.Marshal(ev)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(string(body))))
+		var out map[string]string
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
+		}
+		return out["status"]
+	}
+	for i, ev := range events {
+		if got := post(ev); got != "accepted" {
+			t.Fatalf("create %d: %q, want accepted", i, got)
+		}
+	}
+	h.Wait() // the creates handed off before the athlete's crowded the window
+
+	// The gather tick has passed: the sweeper dispatches the held creates
+	// as one burst, which has not run yet when Strava redelivers.
+	tick := now.Add(ingest.MaxBurstGather) // at or past the next tick of any gather grid
+	bursts := &ingesttest.RecordingDispatcher{}
+	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
+	sw.Now = func() time.Time { return tick.Add(time.Second) }
+	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != creates-ingest.CreatesBeforeGather {
+		t.Fatalf("sweep: %+v, %v; want one burst of the held creates", res, err)
+	}
+	jobs := bursts.Take()
+	last := events[creates-1] // held: crowded
+	now = tick.Add(2 * time.Second)
+	if got := post(last); got != "duplicate" {
+		t.Errorf("redelivery during the burst: %q, want duplicate", got)
+	}
+	h.Wait()
+	if n := h.Dispatch.Calls.Load(); n != ingest.CreatesBeforeGather {
+		t.Errorf("%d hand-offs by the webhook, want %d (the creates before the crowd)", n, ingest.CreatesBeforeGather)
+	}
+	if err := h.Worker.Run(ctx, jobs[0]); err != nil {
+		t.Fatalf("burst: %v", err)
+	}
+	if n := len(h.Workouts("u1")); n != creates {
+		t.Fatalf("%d workouts, want %d", n, creates)
+	}
+	rec := h.Outbox(ingesttest.Job(last))
+	if rec.Status != model.OutboxDone || rec.Dispatches != 1 {
+		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 1", rec.Status, rec.Dispatches)
+	}
+}
