@@ -10,7 +10,8 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 )
 
-// BurstLeases lease an athlete's bursts of one sweep as one (model/store's
+// BurstLeases lease an athlete's bursts of one sweep as one (Plan gives an
+// athlete one burst a sweep; the lease counts its bursts) (model/store's
 // Outbox; see its burstlease.go): one write for the athlete and one for
 // each burst's release, where leasing each item moves each in the Pending
 // index (3 WCU an event). The bursts' items stay due in Pending while they

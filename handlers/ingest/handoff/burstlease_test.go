@@ -16,9 +16,9 @@ import (
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
-// claimDue claims the athlete's creates of activities ids, with a lease
-// that lapses at due (then they are due, as gathered creates are at their
-// gather tick), and returns their keys.
+// claimDue holds the athlete's creates of activities ids until due, as
+// the webhook holds gathered creates until their gather tick, and returns
+// their keys.
 func claimDue(t *testing.T, st *store.Store, owner int64, ids []int64, now, due time.Time) []string {
 	t.Helper()
 	var out []string
@@ -29,7 +29,7 @@ func claimDue(t *testing.T, st *store.Store, owner int64, ids []int64, now, due 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.ClaimOutboxItem(context.Background(), key, key, string(job), now, due.Sub(now), time.Hour); err != nil {
+		if _, err := st.HoldOutboxItem(context.Background(), key, key, string(job), now, due, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, key)
@@ -135,40 +135,47 @@ func (b *burstStore) ReleaseBurst(_ context.Context, athleteID int64, until time
 	return nil
 }
 
-// TestOneLeaseCoversAnAthletesBurstsOfASweep: an athlete with 1,200 due
-// creates has three burst turns in a sweep (MaxBurst 500); one burst
-// lease, taken for three bursts, covers them all, and all three go out
-// together, as an import's bursts did when each item was leased.
-// Protection: sharing the lease over the sweep's turns (a lease per turn
-// finds the athlete's lease held at the second turn: one burst a sweep,
-// and an import of 2,000 took more than its four windows).
-func TestOneLeaseCoversAnAthletesBurstsOfASweep(t *testing.T) {
+// TestAnAthleteHasOneBurstASweep: an athlete with 1,200 due creates has
+// one burst of MaxBurst in a sweep, its oldest due, under a lease for one
+// burst; while it is in flight the next sweep hands out nothing of the
+// athlete, and the rest go out once it has released the lease.
+// Protection: one burst an athlete a sweep (Plan's gather; without it the
+// sweep hands out three bursts whose walks read the same list pages).
+func TestAnAthleteHasOneBurstASweep(t *testing.T) {
 	t.Parallel()
 	b := &burstStore{}
 	for i := range 1200 {
 		b.due = append(b.due, webhook("create", int64(1000+i), 7, i))
 	}
 	var leases []int
+	held := false
 	until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	b.leaseFn = func(athleteID int64, bursts int) (time.Time, error) {
-		leases = append(leases, bursts)
+		if held {
+			return time.Time{}, model.ErrConflict
+		}
+		leases, held = append(leases, bursts), true
 		return until, nil
 	}
 	d := &ingesttest.RecordingDispatcher{}
 	sw := handoff.NewSweeper(b, d, ingesttest.Log())
-	if _, err := sw.Sweep(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	jobs := d.Take()
-	n := 0
-	for _, j := range jobs {
-		if !j.BurstLeaseUntil.Equal(until) {
-			t.Fatalf("burst %s carries lease %s, want %s", j.CorrelationID, j.BurstLeaseUntil, until)
+	sweep := func() []ingest.Job {
+		t.Helper()
+		if _, err := sw.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
 		}
-		n += len(j.Burst)
+		return d.Take()
 	}
-	t.Logf("leases taken %v; %d bursts, %d creates", leases, len(jobs), n)
-	if fmt.Sprint(leases) != "[3]" || len(jobs) != 3 || n != 1200 {
-		t.Fatalf("leases %v, %d bursts of %d creates; want one lease for 3 bursts, and all three out", leases, len(jobs), n)
+	jobs := sweep()
+	if len(jobs) != 1 || len(jobs[0].Burst) != handoff.MaxBurst || jobs[0].Burst[0].Event.ObjectID != 1000 ||
+		!jobs[0].BurstLeaseUntil.Equal(until) || fmt.Sprint(leases) != "[1]" {
+		t.Fatalf("leases %v, %d jobs; want one burst of the %d oldest due under a lease for one", leases, len(jobs), handoff.MaxBurst)
+	}
+	if again := sweep(); len(again) != 0 {
+		t.Fatalf("while the burst is in flight %d jobs; want none", len(again))
+	}
+	held, b.due = false, b.due[handoff.MaxBurst:]
+	if next := sweep(); len(next) != 1 || len(next[0].Burst) != handoff.MaxBurst || next[0].Burst[0].Event.ObjectID != 1000+handoff.MaxBurst {
+		t.Fatalf("after the release %d jobs; want the next burst of %d", len(next), handoff.MaxBurst)
 	}
 }

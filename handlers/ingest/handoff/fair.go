@@ -13,7 +13,7 @@ const (
 	// MaxBurst bounds the creates of one burst job: the pages one burst
 	// reads at most cover them, and its payload (about 400 bytes a create)
 	// stays under Lambda's 256 KB asynchronous invoke limit. Creates past it
-	// are another burst (another turn).
+	// are the athlete's next burst, in a later sweep (gather).
 	MaxBurst = 500
 	// DefaultSweepRead bounds the due items one sweep reads: the whole due
 	// backlog up to it (about 310 read units at 10,000), so one tenant's
@@ -58,7 +58,8 @@ type tenant struct {
 // gives reconciliation and backfills their turn. An athlete's due activity
 // events are one turn together: a burst, served from list pages
 // (fetch/burst.go), so a flood of creates, updates or deletes costs its
-// athlete one turn and a share of one list page.
+// athlete one turn and a share of one list page, and an athlete has one
+// burst a sweep (gather).
 func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 	if limit < 1 {
 		limit = DefaultSweepLimit
@@ -99,8 +100,14 @@ func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 }
 
 // gather groups due items by tenant, in the order of each tenant's oldest
-// item; an athlete's activity events become burst turns of up to
-// MaxBurst.
+// item; an athlete's activity events become one burst turn of up to
+// MaxBurst, its oldest due. The athlete's events past it wait for a later
+// sweep, once the burst has released the athlete's burst lease: every
+// burst walks the athlete's list pages from the newest, so two at once
+// would read the same pages twice, and an import of old-dated activities,
+// deep in the history, would spend the athlete's unverified allowance on
+// walks that overlap. They do not count as work left (more): the sweep
+// that follows at once would find the athlete's lease held.
 func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 	var order []string
 	tenants := map[string]*tenant{}
@@ -113,12 +120,14 @@ func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 			tenants[name] = t
 			order = append(order, name)
 		}
-		if i, ok := bursts[name]; ok && burst && len(t.turns[i].Items) < MaxBurst {
-			t.turns[i].Items = append(t.turns[i].Items, d)
-			t.turns[i].Burst = true
-			continue
+		if i, ok := bursts[name]; ok && burst {
+			if len(t.turns[i].Items) < MaxBurst {
+				t.turns[i].Items = append(t.turns[i].Items, d)
+				t.turns[i].Burst = true
+			}
+			continue // past MaxBurst: left for a later sweep
 		}
-		if burst { // the athlete's first, or its burst is full
+		if burst { // the athlete's first activity event
 			bursts[name] = len(t.turns)
 		}
 		t.turns = append(t.turns, Turn{Items: []model.IdempotencyRecord{d}})
