@@ -240,16 +240,7 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	var rec *model.IdempotencyRecord
-	tick, gathered := h.gatherAt(ev, now)
-	if gathered {
-		rec, err = h.store.HoldOutboxItem(ctx, key, corr, string(payload), now, tick, ingest.IdempotencyTTL)
-	} else {
-		rec, err = h.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, h.cfg.Lease, ingest.IdempotencyTTL)
-	}
-	if err != nil && h.cfg.Gather && ev.Kind() == ingest.KindActivityCreate {
-		h.creates.Forget(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) // a duplicate or nothing recorded
-	}
+	rec, tick, gathered, err := h.record(ctx, job, string(payload))
 	switch {
 	case errors.Is(err, model.ErrConflict):
 		status := ""
@@ -281,6 +272,26 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		log.InfoContext(ctx, "webhook event accepted", "idempotency", idem)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
+}
+
+// record records job (encoded as payload) in the outbox: held until the
+// next gather tick when gathered (gatherAt), else claimed with the lease
+// of a hand-off. It returns the stored item, the tick and whether job was
+// gathered.
+func (h *Webhook) record(ctx context.Context, job ingest.Job, payload string) (*model.IdempotencyRecord, time.Time, bool, error) {
+	ev, now := job.Event, job.ReceivedAtUtc
+	var rec *model.IdempotencyRecord
+	var err error
+	tick, gathered := h.gatherAt(ev, now)
+	if gathered {
+		rec, err = h.store.HoldOutboxItem(ctx, job.IdempotencyKey, job.CorrelationID, payload, now, tick, ingest.IdempotencyTTL)
+	} else {
+		rec, err = h.store.ClaimOutboxItem(ctx, job.IdempotencyKey, job.CorrelationID, payload, now, h.cfg.Lease, ingest.IdempotencyTTL)
+	}
+	if err != nil && h.cfg.Gather && ev.Kind() == ingest.KindActivityCreate {
+		h.creates.Forget(ev.OwnerID, now.UTC().Truncate(h.cfg.RateWindow)) // a duplicate or nothing recorded
+	}
+	return rec, tick, gathered, err
 }
 
 // gatherAt says whether ev is gathered at now, and until when: a create
