@@ -10,10 +10,10 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 )
 
-// BurstLeases lease an athlete's bursts of one sweep as one (Plan gives an
-// athlete one burst a sweep; the lease counts its bursts) (model/store's
-// Outbox; see its burstlease.go): one write for the athlete and one for
-// each burst's release, where leasing each item moves each in the Pending
+// BurstLeases lease an athlete's burst as one, one burst an athlete a
+// sweep (Plan) (model/store's Outbox; see its burstlease.go, whose lease
+// can count several): one write for the athlete and one for the burst's
+// release, where leasing each item moves each in the Pending
 // index (3 WCU an event). The bursts' items stay due in Pending while they
 // are in flight; the lease, renewed by the worker while a burst runs,
 // keeps every other sweep from dispatching a burst of the athlete until
@@ -32,54 +32,28 @@ type BurstLeases interface {
 	ReleaseBurst(ctx context.Context, athleteID int64, until time.Time) error
 }
 
-// sweepLeases are the burst leases of one sweep, by athlete: how many
-// burst turns the plan gave the athlete (one lease covers them all), and
-// the lease taken (or the error that refused it).
-type sweepLeases struct {
-	turns map[int64]int
-	until map[int64]time.Time
-	err   map[int64]error
-}
-
-// newSweepLeases counts the athletes' burst turns among turns.
-func newSweepLeases(turns []Turn) *sweepLeases {
-	l := &sweepLeases{turns: map[int64]int{}, until: map[int64]time.Time{}, err: map[int64]error{}}
-	for _, t := range turns {
-		if t.Burst {
-			l.turns[ownerOf(t)]++
-		}
-	}
-	return l
-}
-
 // ownerOf is the athlete whose events a burst turn holds.
 func ownerOf(t Turn) int64 {
 	k, _ := keys.ParseWebhookIdempotencyKey(t.Items[0].IdempotencyKey)
 	return k.OwnerID
 }
 
-// leaseBurst takes the burst lease of the turn's athlete for all of its
-// burst turns in this sweep (at its first one) and returns the jobs of the
-// turn's items still received and due (read again, strongly consistent:
-// the pending index may lag), with the lease's end. An athlete whose
-// bursts are in flight is skipped, as its leased items would be.
-func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, sl *sweepLeases, res *SweepResult) ([]ingest.Job, time.Time) {
+// leaseBurst takes the burst lease of the turn's athlete for its one
+// burst of the sweep (Plan) and returns the jobs of the turn's items still
+// received and due (read again, strongly consistent: the pending index may
+// lag), with the lease's end. An athlete whose burst is in flight is
+// skipped, as its leased items would be.
+func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res *SweepResult) ([]ingest.Job, time.Time) {
 	owner := ownerOf(turn)
 	log := s.log.With("athleteId", owner, "burst", len(turn.Items))
-	if _, tried := sl.until[owner]; !tried && sl.err[owner] == nil {
-		until, err := s.Bursts.LeaseBurst(ctx, owner, now, s.lease(), sl.turns[owner])
-		if err != nil && !errors.Is(err, model.ErrConflict) {
-			log.WarnContext(ctx, "sweeper could not lease a burst", "error", err)
-		}
-		sl.until[owner], sl.err[owner] = until, err
-	}
-	until := sl.until[owner]
-	if err := sl.err[owner]; err != nil {
-		if errors.Is(err, model.ErrConflict) {
-			res.Skipped += len(turn.Items) // in flight
-		} else {
-			res.Failed += len(turn.Items)
-		}
+	until, err := s.Bursts.LeaseBurst(ctx, owner, now, s.lease(), 1)
+	switch {
+	case errors.Is(err, model.ErrConflict):
+		res.Skipped += len(turn.Items) // in flight
+		return nil, time.Time{}
+	case err != nil:
+		log.WarnContext(ctx, "sweeper could not lease a burst", "error", err)
+		res.Failed += len(turn.Items)
 		return nil, time.Time{}
 	}
 	ks := make([]string, len(turn.Items))

@@ -126,7 +126,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	turns, more := Plan(due, limit)
 	res.More = more || len(due) >= read
-	leases := newSweepLeases(turns)
 	for _, turn := range turns {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
@@ -134,7 +133,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		var jobs []ingest.Job
 		var burstLease time.Time
 		if turn.Burst && s.Bursts != nil {
-			jobs, burstLease = s.leaseBurst(ctx, turn, now, leases, &res)
+			jobs, burstLease = s.leaseBurst(ctx, turn, now, &res)
 		} else {
 			jobs = s.leaseTurn(ctx, turn, now, &res)
 		}
