@@ -74,11 +74,14 @@ func (w *Fetcher) unseenGap() time.Duration { return w.rateWindow() / 8 }
 
 // walk is what the list pages of a burst showed.
 type walk struct {
-	started  time.Time // the first page's fetch start
-	pages    int
-	listed   int
-	complete bool            // a short page ended the athlete's history
-	found    map[int64]error // listed creates and their write's outcome
+	started time.Time // the first page's fetch start
+	pages   int
+	listed  int
+	// remembered is how many of the burst's creates an earlier walk of
+	// this instance listed (writeRemembered): written without a page.
+	remembered int
+	complete   bool            // a short page ended the athlete's history
+	found      map[int64]error // listed creates and their write's outcome
 	// stop, when set, is the outcome of every create the walk left: a
 	// deferral (budget, caps, 429), a dropped connection (nil error with
 	// dropped), or a failure to retry.
@@ -119,7 +122,9 @@ type walk struct {
 //     old-dated activities lies deep in the history). A listed
 //     activity is written through the ordered conditional write
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
-//     many outbox items for one read.
+//     many outbox items for one read. A create that a walk of this instance
+//     listed lately is written from that page first, for no read
+//     (listed.go): a bulk upload spread over ticks walks its pages once.
 //  3. Settle. An event whose activity two walks did not list although
 //     each reached the end of the history, the second at least unseenGap
 //     after the first (the first is remembered in the outbox item's
@@ -208,7 +213,7 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 		}
 	}
 	ids := w.settleUnseen(ctx, log, job, userID, wk.started, notFound, out)
-	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "written", len(wk.found),
+	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "remembered", wk.remembered, "written", len(wk.found),
 		"notFound", len(notFound), "unseenOnce", unseen, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
 	details := map[string]string{"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages),
 		"written": strconv.Itoa(len(wk.found)), "notFound": strconv.Itoa(len(notFound)), "fetchedAlone": strconv.Itoa(alone)}
@@ -326,6 +331,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		wk.stop, wk.dropped = w.tokenRefused(ctx, log, job, userID, err)
 		return wk
 	}
+	wk.remembered = w.writeRemembered(ctx, log, want, userID, wk.found)
 	for page := 1; page <= burstPages(len(want)) && len(wk.found) < len(want); page++ {
 		if page > maxBurstPages && w.burstOver(ctx, began) {
 			return wk // the next burst walks on; what is left waits for it
@@ -352,12 +358,17 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		}
 		wk.pages++
 		wk.listed += len(acts)
+		w.athletes.listed.remember(first.Event.OwnerID, userID, acts, started)
+		before := len(wk.found)
 		for _, a := range acts {
+			if _, done := wk.found[a.ID]; done {
+				continue
+			}
 			if sub, ok := want[a.ID]; ok {
 				wk.found[a.ID] = w.writeListed(ctx, log, sub, userID, a, started)
 			}
 		}
-		if page == 1 && len(wk.found) == 0 && !secondLook(job.Burst) {
+		if page == 1 && len(wk.found) == before && !secondLook(job.Burst) {
 			w.movePageToUnverified(ctx, log, job.Burst[0], tookAt)
 		}
 		if len(acts) < strava.MaxPerPage {
@@ -366,6 +377,23 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		}
 	}
 	return wk
+}
+
+// writeRemembered writes the burst's creates that a walk of this instance
+// listed lately (listed.go) into found, as that walk would have, and says
+// how many it wrote: they cost no page.
+func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, want map[int64]ingest.Job, userID string, found map[int64]error) int {
+	n := 0
+	for id, sub := range want {
+		if sub.Event.Kind() != ingest.KindActivityCreate {
+			continue
+		}
+		if a, started, ok := w.athletes.listed.listed(sub.Event.OwnerID, userID, id, w.Now()); ok {
+			found[id] = w.writeListed(ctx, log, sub, userID, a, started)
+			n++
+		}
+	}
+	return n
 }
 
 // takeWalkRead takes the read of the walk's page: the first page of a burst

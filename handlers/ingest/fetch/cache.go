@@ -69,6 +69,8 @@ type athleteCache struct {
 	// answered 404 for, and the rest are gathered for a burst (burst.go).
 	creates ingest.Crowd
 	fetched map[int64]time.Time // activity id → when its last fetch here started
+	// listed: what this instance's walks listed (listed.go).
+	listed listedMemory
 }
 
 // sawFetch records that this instance fetched the activity (an answer or a
@@ -116,6 +118,7 @@ func (c *athleteCache) put(athleteID int64, e athleteEntry) {
 }
 
 func (c *athleteCache) drop(athleteID int64) {
+	c.listed.forget(athleteID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, athleteID)
