@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -42,7 +43,8 @@ func ownerOf(t Turn) int64 {
 // burst of the sweep (Plan) and returns the jobs of the turn's items still
 // received and due (read again, strongly consistent: the pending index may
 // lag), with the lease's end. An athlete whose burst is in flight is
-// skipped, as its leased items would be.
+// skipped, as its leased items would be. A lost hand-off among the items
+// is leased on its own (leaseLostHandOff).
 func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res *SweepResult) ([]ingest.Job, time.Time) {
 	owner := ownerOf(turn)
 	log := s.log.With("athleteId", owner, "burst", len(turn.Items))
@@ -68,20 +70,47 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 		return nil, time.Time{}
 	}
 	var jobs []ingest.Job
+	counted := res.Failed + res.Parked // an item failed or parked is not skipped too
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Status != model.OutboxReceived || rec.DueAt().After(now) {
 			continue // settled, claimed or deferred since it was listed
 		}
+		if rec.NotBefore == 0 { // a lost hand-off: a redelivery could take it
+			if rec = s.leaseLostHandOff(ctx, log, rec.IdempotencyKey, now, res); rec == nil {
+				continue
+			}
+		}
 		if job, ok := s.jobOf(ctx, log.With("idempotencyKey", rec.IdempotencyKey, "correlationId", rec.CorrelationID), rec, now, true, res); ok {
 			jobs = append(jobs, job)
 		}
 	}
-	res.Skipped += len(turn.Items) - len(jobs)
+	res.Skipped += len(turn.Items) - len(jobs) - (res.Failed + res.Parked - counted)
 	if len(jobs) == 0 {
 		s.release(ctx, owner, until)
 	}
 	return jobs, until
+}
+
+// leaseLostHandOff leases, as a single item's sweep would, a burst's item
+// that has no not-before time: a hand-off whose lease lapsed (lost). Held
+// and deferred items are the sweeper's until settled (model/store's
+// reclaimCondition), so the athlete's burst lease covers them; a lost
+// hand-off's item would be taken again by a Strava redelivery while its
+// burst runs, and fetched twice. The write is paid only for lost
+// hand-offs. It returns nil, counted in res, when the item is no longer
+// due or cannot be leased.
+func (s *Sweeper) leaseLostHandOff(ctx context.Context, log *slog.Logger, key string, now time.Time, res *SweepResult) *model.IdempotencyRecord {
+	rec, err := s.store.LeaseOutboxItem(ctx, key, now, s.lease())
+	switch {
+	case errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound):
+		return nil // counted skipped by the caller
+	case err != nil:
+		log.WarnContext(ctx, "sweeper could not lease a lost hand-off of a burst", "idempotencyKey", key, "error", err)
+		res.Failed++
+		return nil
+	}
+	return rec
 }
 
 // releaseBurst releases the burst lease's share of a burst job whose

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,14 +98,22 @@ type burstStore struct {
 	due       []model.IdempotencyRecord
 	leaseFn   func(athleteID int64, bursts int) (time.Time, error)
 	releaseFn func(athleteID int64, until time.Time)
+	// lost are the activities whose items have no not-before time (a
+	// hand-off whose lease lapsed; the others are held); leaseItemFn
+	// leases one (nil: not found).
+	lost        map[int64]bool
+	leaseItemFn func(key string) (*model.IdempotencyRecord, error)
 }
 
 func (b *burstStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]model.IdempotencyRecord, error) {
 	return b.due[:min(limit, len(b.due))], nil
 }
 
-func (b *burstStore) LeaseOutboxItem(context.Context, string, time.Time, time.Duration) (*model.IdempotencyRecord, error) {
-	return nil, model.ErrNotFound
+func (b *burstStore) LeaseOutboxItem(_ context.Context, key string, _ time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+	if b.leaseItemFn == nil {
+		return nil, model.ErrNotFound
+	}
+	return b.leaseItemFn(key)
 }
 
 func (b *burstStore) SettleOutboxItem(context.Context, string, model.OutboxStatus, string, time.Time) error {
@@ -123,7 +133,11 @@ func (b *burstStore) OutboxItems(_ context.Context, ks []string) ([]model.Idempo
 		wk, _ := keys.ParseWebhookIdempotencyKey(k)
 		ev := ingest.Event{ObjectType: "activity", AspectType: "create", ObjectID: wk.ObjectID, OwnerID: wk.OwnerID, SubscriptionID: 1, EventTime: 1}
 		job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: k, IdempotencyKey: k})
-		out = append(out, model.IdempotencyRecord{IdempotencyKey: k, Status: model.OutboxReceived, Job: string(job)})
+		rec := model.IdempotencyRecord{IdempotencyKey: k, Status: model.OutboxReceived, Job: string(job), NotBefore: 1}
+		if b.lost[wk.ObjectID] {
+			rec.NotBefore = 0
+		}
+		out = append(out, rec)
 	}
 	return out, nil
 }
@@ -177,5 +191,46 @@ func TestAnAthleteHasOneBurstASweep(t *testing.T) {
 	held, b.due = false, b.due[handoff.MaxBurst:]
 	if next := sweep(); len(next) != 1 || len(next[0].Burst) != handoff.MaxBurst || next[0].Burst[0].Event.ObjectID != 1000+handoff.MaxBurst {
 		t.Fatalf("after the release %d jobs; want the next burst of %d", len(next), handoff.MaxBurst)
+	}
+}
+
+// TestALostHandOffInABurstIsLeasedAsItsOwn: a burst's items that are held
+// or deferred are covered by the athlete's burst lease (a redelivery never
+// takes them), but an item whose hand-off was lost (no not-before time,
+// its claim's lease lapsed) is leased on its own before it goes out, so a
+// Strava redelivery while the burst runs is a duplicate; one taken since
+// it was listed is left out. Protection: leaseLostHandOff (without it no
+// item is leased and the burst holds all four).
+func TestALostHandOffInABurstIsLeasedAsItsOwn(t *testing.T) {
+	t.Parallel()
+	b := &burstStore{lost: map[int64]bool{2: true, 3: true}}
+	for i := range 4 {
+		b.due = append(b.due, webhook("create", int64(1+i), 7, i))
+	}
+	var leased []string
+	b.leaseItemFn = func(key string) (*model.IdempotencyRecord, error) {
+		wk, _ := keys.ParseWebhookIdempotencyKey(key)
+		leased = append(leased, strconv.FormatInt(wk.ObjectID, 10))
+		if wk.ObjectID == 3 {
+			return nil, model.ErrConflict // redelivered and taken meanwhile
+		}
+		ev := ingest.Event{ObjectType: "activity", AspectType: "create", ObjectID: wk.ObjectID, OwnerID: wk.OwnerID, SubscriptionID: 1, EventTime: 1}
+		job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: key, IdempotencyKey: key})
+		return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived, Job: string(job), LeaseUntil: 1}, nil
+	}
+	d := &ingesttest.RecordingDispatcher{}
+	res, err := handoff.NewSweeper(b, d, ingesttest.Log()).Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := d.Take()
+	var ids []string
+	if len(jobs) == 1 {
+		for _, sub := range jobs[0].Burst {
+			ids = append(ids, strconv.FormatInt(sub.Event.ObjectID, 10))
+		}
+	}
+	if strings.Join(leased, ",") != "2,3" || strings.Join(ids, ",") != "1,2,4" || res.Skipped != 1 {
+		t.Fatalf("leased %v, burst %v, %d skipped; want 2 and 3 leased, a burst of 1, 2 and 4, one skipped", leased, ids, res.Skipped)
 	}
 }
