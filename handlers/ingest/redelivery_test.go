@@ -39,22 +39,7 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
 		Gather: true}, h.St, h.Dispatch, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
-	mux := http.NewServeMux()
-	hook.Mount(mux)
-	events := make([]stravasim.Event, creates)
-	for i := range events {
-		events[i] = h.Sim.ActivityEvent("create", int64(100+i), 10, nil)
-	}
-	post := func(ev stravasim.Event) string {
-		body, _ := json.Marshal(ev)
-		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(string(body))))
-		var out map[string]string
-		if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusOK || err != nil {
-			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
-		}
-		return out["status"]
-	}
+	events, post := createsOf(t, h, hook, creates)
 	for i, ev := range events {
 		if got := post(ev); got != "accepted" {
 			t.Fatalf("create %d: %q, want accepted", i, got)
@@ -90,5 +75,86 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	rec := h.Outbox(ingesttest.Job(last))
 	if rec.Status != model.OutboxDone || rec.Dispatches != 1 {
 		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 1", rec.Status, rec.Dispatches)
+	}
+}
+
+// createsOf is n create events of athlete 10 (activities 100 on) and a
+// post of one to hook, answering its status.
+func createsOf(t *testing.T, h *ingesttest.Harness, hook *intake.Webhook, n int) ([]stravasim.Event, func(stravasim.Event) string) {
+	mux := http.NewServeMux()
+	hook.Mount(mux)
+	events := make([]stravasim.Event, n)
+	for i := range events {
+		events[i] = h.Sim.ActivityEvent("create", int64(100+i), 10, nil)
+	}
+	return events, func(ev stravasim.Event) string {
+		t.Helper()
+		body, _ := json.Marshal(ev)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(string(body))))
+		var out map[string]string
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("webhook: %d %s", rec.Code, rec.Body)
+		}
+		return out["status"]
+	}
+}
+
+// TestARedeliveryOfALostHandOffInABurstIsADuplicate: the creates handed
+// off before the athlete's crowded the window are lost (nobody runs them),
+// their leases lapse, and the sweeper finds them due with the held creates
+// as one burst. Strava redelivers a lost one while the burst is in flight:
+// it is a duplicate, and the burst settles it. Protection: the sweeper
+// leases a lost hand-off of a burst on its own (handoff's
+// leaseLostHandOff); without it the lapsed claim lets the redelivery take
+// the item again ("accepted"), and the create is fetched beside its burst.
+func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	const creates = ingest.CreatesBeforeGather + 3
+	for i := range creates {
+		h.Activity(int64(100+i), 10, "Run")
+	}
+	now := time.Now().UTC()
+	lost := &ingesttest.RecordingDispatcher{} // hand-offs nobody runs
+	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
+		Gather: true, Lease: time.Second}, h.St, lost, ingesttest.Log())
+	hook.Now = func() time.Time { return now }
+	events, post := createsOf(t, h, hook, creates)
+	for i, ev := range events {
+		if got := post(ev); got != "accepted" {
+			t.Fatalf("create %d: %q, want accepted", i, got)
+		}
+	}
+	if n := len(lost.Take()); n != ingest.CreatesBeforeGather {
+		t.Fatalf("%d hand-offs, want %d (the creates before the crowd)", n, ingest.CreatesBeforeGather)
+	}
+	tick := now.Add(ingest.MaxBurstGather) // the held are due, the lost hand-offs' leases lapsed
+	bursts := &ingesttest.RecordingDispatcher{}
+	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
+	sw.Now = func() time.Time { return tick.Add(time.Second) }
+	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != creates {
+		t.Fatalf("sweep: %+v, %v; want one burst of every create", res, err)
+	}
+	jobs := bursts.Take()
+	first := events[0] // handed off and lost
+	now = tick.Add(2 * time.Second)
+	if got := post(first); got != "duplicate" {
+		t.Errorf("redelivery of a lost hand-off during its burst: %q, want duplicate", got)
+	}
+	if n := len(lost.Take()); n != 0 {
+		t.Errorf("the redelivery was handed off %d times, want none", n)
+	}
+	if err := h.Worker.Run(ctx, jobs[0]); err != nil {
+		t.Fatalf("burst: %v", err)
+	}
+	if n := len(h.Workouts("u1")); n != creates {
+		t.Fatalf("%d workouts, want %d", n, creates)
+	}
+	if rec := h.Outbox(ingesttest.Job(first)); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 2 (the lost hand-off, the burst)",
+			rec.Status, rec.Dispatches)
 	}
 }
