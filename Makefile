@@ -42,16 +42,16 @@ test-browser: dynamodb-local chromium
 	CC_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestLocalStackDemo' ./test/e2e/
 
 ## test: lint (gofmt, vet, staticcheck, the inward rule, the store allow-list), then every test against a
-##   real DynamoDB Local: first with the race detector, all but CHILD_PKGS; then, alone, the chaos
-##   suite's reduced run (test/chaos, its scenarios at once, one line of figures each: beside the
-##   others, the forged flood's webhook answers passed Strava's 2 s and a real delivery was lost); then
-##   side by side the scale simulation's reduced run (test/scale, 200 athletes over a 45-second day;
-##   fails only on lost work) and CHILD_PKGS; last, alone (it loads the machine and checks its targets: beside the others, the
-##   bulk upload's reads came within one of their bound), the noisy neighbours' reduced scenarios
-##   (forged creates, and forged updates and deletes, side by side).
+##   real DynamoDB Local: first with the race detector, all but CHILD_PKGS; then side by side the chaos
+##   suite's reduced run (test/chaos, its scenarios at once, one line of figures each), the scale
+##   simulation's reduced run (test/scale, 200 athletes over a 45-second day; fails only on lost work) and
+##   CHILD_PKGS: they mostly wait, on 2 cores they used 60 % of the CPU side by side (the chaos suite
+##   once ran beside them when the JVMs took most of it, and a forged flood's webhook answers passed
+##   Strava's 2 s); last, alone (it loads the machine and checks its targets), the noisy neighbours'
+##   reduced scenarios (forged creates, and forged updates and deletes, side by side).
 # CHILD_PKGS run their product code in child processes (terraform against the provider schema; the
 # Lambda bootstraps under AWS's runtime emulator, built from the Go module proxy): the race detector
-# would instrument only their harness, so they run without it, beside the scale run.
+# would instrument only their harness, so they run without it, beside the chaos and scale runs.
 CHILD_PKGS := ./test/terraform/ ./test/runtime/
 # TEST_JAVA_OPTIONS reach every DynamoDB Local that make test starts (the JVM reads JAVA_TOOL_OPTIONS):
 # each test package starts its own for a minute or two, and on 2 cores the JIT's optimizing tier and
@@ -65,9 +65,8 @@ test: export JAVA_TOOL_OPTIONS = $(TEST_JAVA_OPTIONS)
 test: lint dynamodb-local chromium lambda-rie
 	$(GO) test -race -count=1 -timeout 20m -skip '^TestNoisyNeighbours$$' $(TEST_FLAGS) $$($(GO) list ./... | grep -v -x -e '.*/test/terraform' -e '.*/test/runtime')
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
-	CC_CHAOS=reduced $(GO) test -count=1 -v -timeout 15m -skip '^TestNoisyNeighbours$$' ./test/chaos/
-	CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 3 -timeout 15m \
-	  ./test/scale/ $(CHILD_PKGS)
+	CC_CHAOS=reduced CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 4 \
+	  -timeout 15m -skip '^TestNoisyNeighbours$$' ./test/chaos/ ./test/scale/ $(CHILD_PKGS)
 	$(GO) test -count=1 -v -timeout 12m -run '^TestNoisyNeighbours$$' ./test/chaos/
 
 ## chaos: the full chaos suite (test/chaos): scripts/run as a child process with DynamoDB Local and the
