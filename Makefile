@@ -60,15 +60,14 @@ CHILD_PKGS := ./test/terraform/ ./test/runtime/
 # scale and bench keep the JVM's defaults, so their figures compare with earlier runs.
 TEST_JAVA_OPTIONS := -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 test: export JAVA_TOOL_OPTIONS = $(TEST_JAVA_OPTIONS)
-# The Lambda bootstraps are built for this machine before the side-by-side step: the runtime test builds
-# them again from the cache, and a cold compile beside the chaos suite's forged flood delayed 9 of its
-# webhook answers past Strava's 2 s (one cold run).
+# The race step builds the Lambda bootstraps for this machine (scripts/lambdabuild's test), so the runtime
+# test builds them from the Go cache: a cold compile beside the chaos suite's forged flood delayed 9 of
+# its webhook answers past Strava's 2 s (one cold run).
 # The fuzz step counts executions, not seconds: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as a failure when a loaded machine starves its workers (go.dev/issue/75804).
 test: lint dynamodb-local chromium lambda-rie
 	$(GO) test -race -count=1 -timeout 20m -skip '^TestNoisyNeighbours$$' $(TEST_FLAGS) $$($(GO) list ./... | grep -v -x -e '.*/test/terraform' -e '.*/test/runtime')
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
-	env -u GOARCH $(GO) run ./scripts/build -out $(CACHE)/lambdas -goarch $$($(GO) env GOHOSTARCH)
 	CC_CHAOS=reduced CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 4 \
 	  -timeout 15m -skip '^TestNoisyNeighbours$$' ./test/chaos/ ./test/scale/ $(CHILD_PKGS)
 	$(GO) test -count=1 -v -timeout 12m -run '^TestNoisyNeighbours$$' ./test/chaos/
