@@ -29,17 +29,12 @@ import (
 func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := ingesttest.New(t)
-	h.Link("u1", 10, time.Hour)
-	const creates = ingest.CreatesBeforeGather + 3
-	for i := range creates {
-		h.Activity(int64(100+i), 10, "Run")
-	}
+	h := crowdedAthlete(t)
 	now := time.Now().UTC()
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
 		Gather: true}, h.St, h.Dispatch, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
-	events, post := createsOf(t, h, hook, creates)
+	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {
 		if got := post(ev); got != "accepted" {
 			t.Fatalf("create %d: %q, want accepted", i, got)
@@ -53,11 +48,11 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	bursts := &ingesttest.RecordingDispatcher{}
 	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
 	sw.Now = func() time.Time { return tick.Add(time.Second) }
-	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != creates-ingest.CreatesBeforeGather {
+	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != redeliveryCreates-ingest.CreatesBeforeGather {
 		t.Fatalf("sweep: %+v, %v; want one burst of the held creates", res, err)
 	}
 	jobs := bursts.Take()
-	last := events[creates-1] // held: crowded
+	last := events[redeliveryCreates-1] // held: crowded
 	now = tick.Add(2 * time.Second)
 	if got := post(last); got != "duplicate" {
 		t.Errorf("redelivery during the burst: %q, want duplicate", got)
@@ -69,13 +64,29 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	if err := h.Worker.Run(ctx, jobs[0]); err != nil {
 		t.Fatalf("burst: %v", err)
 	}
-	if n := len(h.Workouts("u1")); n != creates {
-		t.Fatalf("%d workouts, want %d", n, creates)
+	if n := len(h.Workouts("u1")); n != redeliveryCreates {
+		t.Fatalf("%d workouts, want %d", n, redeliveryCreates)
 	}
 	rec := h.Outbox(ingesttest.Job(last))
 	if rec.Status != model.OutboxDone || rec.Dispatches != 1 {
 		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 1", rec.Status, rec.Dispatches)
 	}
+}
+
+// redeliveryCreates is how many creates of one athlete the redelivery
+// tests send: three more than gather at once (ingest.CreatesBeforeGather).
+const redeliveryCreates = ingest.CreatesBeforeGather + 3
+
+// crowdedAthlete is a harness with athlete 10 linked to user u1 and
+// redeliveryCreates of its activities (ids 100 on) at Strava.
+func crowdedAthlete(t *testing.T) *ingesttest.Harness {
+	t.Helper()
+	h := ingesttest.New(t)
+	h.Link("u1", 10, time.Hour)
+	for i := range redeliveryCreates {
+		h.Activity(int64(100+i), 10, "Run")
+	}
+	return h
 }
 
 // createsOf is n create events of athlete 10 (activities 100 on) and a
@@ -111,18 +122,13 @@ func createsOf(t *testing.T, h *ingesttest.Harness, hook *intake.Webhook, n int)
 func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := ingesttest.New(t)
-	h.Link("u1", 10, time.Hour)
-	const creates = ingest.CreatesBeforeGather + 3
-	for i := range creates {
-		h.Activity(int64(100+i), 10, "Run")
-	}
+	h := crowdedAthlete(t)
 	now := time.Now().UTC()
 	lost := &ingesttest.RecordingDispatcher{} // hand-offs nobody runs
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
 		Gather: true, Lease: time.Second}, h.St, lost, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
-	events, post := createsOf(t, h, hook, creates)
+	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {
 		if got := post(ev); got != "accepted" {
 			t.Fatalf("create %d: %q, want accepted", i, got)
@@ -135,7 +141,7 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	bursts := &ingesttest.RecordingDispatcher{}
 	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
 	sw.Now = func() time.Time { return tick.Add(time.Second) }
-	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != creates {
+	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != redeliveryCreates {
 		t.Fatalf("sweep: %+v, %v; want one burst of every create", res, err)
 	}
 	jobs := bursts.Take()
@@ -150,8 +156,8 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	if err := h.Worker.Run(ctx, jobs[0]); err != nil {
 		t.Fatalf("burst: %v", err)
 	}
-	if n := len(h.Workouts("u1")); n != creates {
-		t.Fatalf("%d workouts, want %d", n, creates)
+	if n := len(h.Workouts("u1")); n != redeliveryCreates {
+		t.Fatalf("%d workouts, want %d", n, redeliveryCreates)
 	}
 	if rec := h.Outbox(ingesttest.Job(first)); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
 		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 2 (the lost hand-off, the burst)",
