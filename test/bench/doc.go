@@ -14,11 +14,14 @@
 //     pipeline's throughput is read as a fraction of it, never as an
 //     absolute (the machine is shared: absolute rates move by 2× between
 //     runs, the ratio much less).
-//  2. U×E run: U users (CC_BENCH_USERS, default 10), each with one monthly
-//     (last 30 days) distance milestone completed by its last event, and E
-//     new activities each (CC_BENCH_EVENTS, default 30) announced by
-//     webhook POSTs from S concurrent senders (CC_BENCH_SENDERS, default 8),
-//     interleaved across users. A POST answered anything but 200 counts as
+//  2. U×E run: U users (CC_BENCH_USERS, default 100), each with one monthly
+//     (last 30 days) goal of 100 km (the commonest challenge; a part of its
+//     10 is minted every 10 km), and E new 5 km runs each (CC_BENCH_EVENTS,
+//     default 3: many athletes, a few events each, as an evening's uploads
+//     arrive; CC_BENCH_USERS=10 CC_BENCH_EVENTS=30 crowds each athlete, so
+//     most creates are gathered) announced by webhook POSTs from S
+//     concurrent senders (CC_BENCH_SENDERS, default 8), interleaved across
+//     users. A POST answered anything but 200 counts as
 //     refused and is re-sent 200 ms later, as Strava re-sends. Printed:
 //     events/s (events ÷ time from the first POST to the last milestone
 //     update) and its ratio to the baseline; refused answers; lag per event
@@ -30,12 +33,17 @@
 //     justified in report.go), and the same split by DynamoDB operation.
 //     Per-event projection cost can fall below the minimum: one batch
 //     recomputes a user once for all of its events in the batch.
+//     Then every call the stack's AWS clients made per event
+//     (awsrecord.Tally: the stream reader's and retries too), what DynamoDB
+//     Local served.
 //  3. Growth table: for H in CC_BENCH_HISTORY (default 10,100,1000,2900), a
 //     user with H workouts (one a day, backwards from yesterday) and one
 //     milestone, monthly or lifetime (since 2000), with a target no history
 //     reaches (so no award is minted); then CC_BENCH_GROWTH_EVENTS events
-//     (default 5) sent one at a time after one unmeasured warm-up event (the
-//     worker has seen the athlete), each waited for until the stack is
+//     (default 2) sent one at a time after one unmeasured warm-up event (the
+//     worker has seen the athlete; with it, 3 creates: an athlete's 4th
+//     create in a rate window would be gathered, and its lag would be the
+//     gather grid's, not the history's), each waited for until the stack is
 //     idle. Per event: requests, RCU, WCU (total and split), lag p50, batch
 //     p50 (how long the projector batch that projected it ran: the part of
 //     the lag that can grow with H; the rest is ingestion and stream poll

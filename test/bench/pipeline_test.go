@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/commitcollect/backend/handlers/config"
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/catalog"
@@ -31,6 +33,7 @@ import (
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
+	"github.com/commitcollect/backend/test/awsrecord"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -59,8 +62,8 @@ func settingsFromEnv(tb testing.TB) settings {
 		return n
 	}
 	s := settings{
-		users: num("CC_BENCH_USERS", 10), events: num("CC_BENCH_EVENTS", 30), senders: num("CC_BENCH_SENDERS", 8),
-		baselineWorkers: 8, baselineItems: num("CC_BENCH_BASELINE_ITEMS", 3000), growthEvents: num("CC_BENCH_GROWTH_EVENTS", 5),
+		users: num("CC_BENCH_USERS", 100), events: num("CC_BENCH_EVENTS", 3), senders: num("CC_BENCH_SENDERS", 8),
+		baselineWorkers: 8, baselineItems: num("CC_BENCH_BASELINE_ITEMS", 3000), growthEvents: num("CC_BENCH_GROWTH_EVENTS", ingest.CreatesBeforeGather-1),
 		timeout: time.Duration(num("CC_BENCH_TIMEOUT_S", 180)) * time.Second,
 	}
 	hs := os.Getenv("CC_BENCH_HISTORY")
@@ -121,6 +124,10 @@ const (
 	// monthDays is the monthly milestone's period: the 30 days up to now
 	// (and one day ahead, so fresh activities count).
 	monthDays = 30
+	// runGoalMetres is each U×E user's monthly goal (100 km: a part of 10
+	// every 10 km) and runEventMetres each of its runs.
+	runGoalMetres  = 100_000
+	runEventMetres = 5000
 	// benchSubscription is the simulator's push subscription.
 	benchSubscription = 1
 )
@@ -139,6 +146,9 @@ type pipeline struct {
 	partCount   int
 	workoutSize int
 	nextID      atomic.Int64
+	// calls counts every call the stack's AWS clients make (the stream
+	// reader's and retries included), not only the store's metered ones.
+	calls awsrecord.Tally
 }
 
 func startPipeline(b *testing.B) *pipeline {
@@ -160,11 +170,14 @@ func startPipeline(b *testing.B) *pipeline {
 		// No per-athlete read cap: one bench athlete sends E events at once.
 		"CC_ATHLETE_READS_PER_WINDOW": "0",
 	}
+	// Every AWS client the stack builds goes through config.AWS.
+	config.Instrument = func(cfg *aws.Config) error { p.calls.Count(cfg); return nil }
 	st, err := runkit.Start(context.Background(), runkit.Options{
 		Getenv:        func(k string) string { return env[k] },
 		Log:           slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		WrapProjector: p.observe,
 	})
+	config.Instrument = nil
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -548,6 +561,9 @@ type runResult struct {
 	minIngest, minProject  PerEvent
 	// ingestOps and projectOps are the run's totals by operation.
 	ingestOps, projectOps capacity.Snapshot
+	// calls is every call to DynamoDB Local per event (callsLine: by call).
+	calls     float64
+	callsLine string
 }
 
 // throughput sends U users × E events through the API with S concurrent
@@ -560,10 +576,11 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 	for u := range users {
 		users[u] = fmt.Sprintf("bench-run-%d", u)
 		athletes[u] = p.newUser(ctx, b, users[u])
-		// Completed by the user's last event: awards are minted on the way.
-		p.newMilestone(ctx, b, users[u], monthly, float64(s.events)*5000)
+		// A part is minted every 10 km of runEventMetres runs.
+		p.newMilestone(ctx, b, users[u], monthly, runGoalMetres)
 	}
 	before := p.quiesce(b)
+	callsBefore := p.calls.Snapshot()
 
 	// Activities exist at Strava before their events are sent; interleaved
 	// so every user is busy at once.
@@ -574,7 +591,7 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 		for u := range users {
 			id := p.nextID.Add(1)
 			p.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athletes[u], Name: "Bench run", SportType: "Run",
-				Distance: 5000, MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Hour - time.Duration(j)*time.Minute)})
+				Distance: runEventMetres, MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Hour - time.Duration(j)*time.Minute)})
 			queue <- event{athletes[u], id}
 			ids = append(ids, id)
 		}
@@ -614,6 +631,7 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 	after := p.quiesce(b)
 	r.ingestOps, r.projectOps = after.ingest(before), after.project(before)
 	r.ingest, r.project = Per(r.ingestOps.Units, r.events), Per(r.projectOps.Units, r.events)
+	r.calls, r.callsLine = CallsPerEvent(callsBefore, p.calls.Snapshot(), r.events)
 
 	// The work was done: every user's milestone counts each of its events.
 	for _, u := range users {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/commitcollect/backend/handlers/ingest"
 )
 
 // result is everything one BenchmarkPipeline run measured.
@@ -48,8 +50,8 @@ func (r result) print(w io.Writer) {
 	p("PutItem baseline, same DynamoDB Local: %d workers, %d items in %.1f s = %.0f items/s",
 		b.workers, b.items, b.elapsed.Seconds(), b.perSec)
 	p("")
-	p("U×E run: %d users × %d events = %d events through the API, %d concurrent senders, one monthly milestone each",
-		run.users, run.events/max(run.users, 1), run.events, run.senders)
+	p("U×E run: %d users × %d events = %d events through the API, %d concurrent senders, each user a monthly %d km goal (a part every %d km) and %.0f km runs",
+		run.users, run.events/max(run.users, 1), run.events, run.senders, runGoalMetres/1000, runGoalMetres/1000/10, runEventMetres/1000.0)
 	p("  throughput          %7.1f events/s = %.1f %% of PutItem (%d events in %.1f s, webhook → last milestone update)",
 		run.eventsPerSec, pct, run.events, run.elapsed.Seconds())
 	p("  webhooks refused    %7d (answers other than 200; each re-sent after 200 ms, as Strava re-sends)", run.refused)
@@ -66,6 +68,8 @@ func (r result) print(w io.Writer) {
 	p("  requests per event by operation:")
 	p("    ingestion:  %s", OpsPerEvent(run.ingestOps, run.events))
 	p("    projection: %s", OpsPerEvent(run.projectOps, run.events))
+	p("  every call to DynamoDB Local per event (all clients: stream reads, background sweeps and retries too): %.2f", run.calls)
+	p("    %s", run.callsLine)
 	p("")
 	p("Growth: a user with H workouts (one a day) and one distance milestone; one warm-up event, then %d measured, sent one at a time",
 		r.settings.growthEvents)
@@ -73,6 +77,10 @@ func (r result) print(w io.Writer) {
 	p("   \"read\" = workouts the design needs to read, capped at 3000;")
 	p("   a projected workout is %d bytes in LSI1)", r.workoutSize)
 	p("  (batch p50: how long the projector's batch ran, the part of the lag that can grow with H)")
+	if n := r.settings.growthEvents + 1; n > ingest.CreatesBeforeGather {
+		p("  (%d creates of one athlete: those after the %dth in a rate window are gathered, so their lag is the gather grid's phase)",
+			n, ingest.CreatesBeforeGather)
+	}
 	p("  %5s %-9s %5s | %8s %7s %7s %9s %9s | %-17s | %-17s | %s", "H", "milestone", "read", "requests", "RCU", "WCU", "lag p50",
 		"batch p50", "ingest req/RCU/WCU", "project req/RCU/WCU", "design min req/RCU/WCU")
 	for _, g := range r.growth {
@@ -168,7 +176,7 @@ const (
 		"4th and later reads in a window add 1 UpdateItem and 1 WCU each"
 	whyFlood = "each U×E user's first event resolves athlete → user, reads its token and the shared rate " +
 		"state (GetItem); beyond 3 creates in a window the worker coalesces from its own memory, no request"
-	whyMint = "U×E milestones mint 10 parts over 30 events: each mint adds a TransactWriteItems of award, " +
+	whyMint = "a U×E user mints a part every 10 km: each mint adds a TransactWriteItems of award, " +
 		"audit and progress (2 WCU per item) and a Query of the audit entries already written"
 	whyLag = "the projector's batch took p50 %[2]s at H=%[1]d vs %[3]s at H=10 (%[4]d vs %[5]d workouts read); the " +
 		"rest of the lag is ingestion and the stream poll wait (0–100 ms, random phase), noisy over %[6]d events"

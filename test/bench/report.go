@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -197,4 +198,38 @@ func Verdict(got, limit float64, atMost bool) string {
 		rel = fmt.Sprintf(" (%.2f× the limit)", got/limit)
 	}
 	return fmt.Sprintf("MISSED by %.3g%s", -diff, rel)
+}
+
+// CallsPerEvent is every call the stack made between two tallies
+// (awsrecord.Tally: service and operation → count), per event: the total
+// and a line by call, most frequent first ("DynamoDB Streams GetRecords
+// 0.41 · …"). It includes what the capacity meter does not see: the
+// stream reader's calls and retried attempts.
+func CallsPerEvent(before, after map[string]int, n int) (total float64, line string) {
+	type call struct {
+		name string
+		per  float64
+	}
+	var calls []call
+	for name, c := range after {
+		if d := c - before[name]; d > 0 {
+			per := float64(d) / float64(max(n, 1))
+			calls = append(calls, call{name, per})
+			total += per
+		}
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		if calls[i].per != calls[j].per {
+			return calls[i].per > calls[j].per
+		}
+		return calls[i].name < calls[j].name
+	})
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = fmt.Sprintf("%s %.2f", c.name, c.per)
+	}
+	if len(parts) == 0 {
+		return 0, "none"
+	}
+	return total, strings.Join(parts, " · ")
 }

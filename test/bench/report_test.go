@@ -125,3 +125,27 @@ func TestMinusSnapshot(t *testing.T) {
 		t.Errorf("ops per event: got %q", s)
 	}
 }
+
+func TestCallsPerEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]int
+		n             int
+		total         float64
+		line          string
+	}{
+		{"nothing called", nil, nil, 10, 0, "none"},
+		{"only what changed, most frequent first", map[string]int{"DynamoDB GetItem": 5, "DynamoDB Query": 1},
+			map[string]int{"DynamoDB GetItem": 5, "DynamoDB Query": 11, "DynamoDB Streams GetRecords": 20}, 10,
+			3, "DynamoDB Streams GetRecords 2.00 · DynamoDB Query 1.00"},
+		{"ties by name", nil, map[string]int{"b": 1, "a": 1}, 0, 2, "a 1.00 · b 1.00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			total, line := CallsPerEvent(tc.before, tc.after, tc.n)
+			if total != tc.total || line != tc.line {
+				t.Errorf("got %v %q, want %v %q", total, line, tc.total, tc.line)
+			}
+		})
+	}
+}
