@@ -46,7 +46,7 @@ func (r result) print(w io.Writer) {
 	b, run := r.baseline, r.run
 	pct := 100 * run.eventsPerSec / b.perSec
 	p("")
-	p("== pipeline bench (test/bench; how to read it: README \"Reading make bench\", package doc) ==")
+	p("== pipeline bench (test/bench; how to read it: go doc ./test/bench; figures: README \"Cost and benchmarks\") ==")
 	p("PutItem baseline, same DynamoDB Local: %d workers, %d items in %.1f s = %.0f items/s",
 		b.workers, b.items, b.elapsed.Seconds(), b.perSec)
 	p("")
