@@ -3,7 +3,9 @@ package awsrecord
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -17,23 +19,53 @@ import (
 type Tally struct {
 	mu     sync.Mutex
 	counts map[string]int
+	waits  map[string]time.Duration
 }
 
-// Count adds a middleware to cfg that counts each attempt of each call in t.
+// Count adds a middleware to cfg that counts each attempt of each call in t
+// and the time it waited for the answer, by service, operation and table
+// ("DynamoDB UpdateItem Main"; a transaction is named by its first item's).
 func (t *Tally) Count(cfg *aws.Config) {
 	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
+		err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("TallyAWSCallName",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
+				name := service + " " + op
+				if calls := describeCall(service, op, in.Parameters); len(calls) > 0 && calls[0].Table != "" {
+					name += " " + trimPrefix(calls[0].Table)
+				}
+				return next.HandleInitialize(middleware.WithStackValue(ctx, tallyName{}, name), in)
+			}), middleware.After)
+		if err != nil {
+			return err
+		}
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("TallyAWSCalls",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				name := awsmiddleware.GetServiceID(ctx) + " " + awsmiddleware.GetOperationName(ctx)
+				name, _ := middleware.GetStackValue(ctx, tallyName{}).(string)
+				began := time.Now()
+				out, md, err := next.HandleFinalize(ctx, in)
+				took := time.Since(began)
 				t.mu.Lock()
 				if t.counts == nil {
-					t.counts = map[string]int{}
+					t.counts, t.waits = map[string]int{}, map[string]time.Duration{}
 				}
 				t.counts[name]++
+				t.waits[name] += took
 				t.mu.Unlock()
-				return next.HandleFinalize(ctx, in)
+				return out, md, err
 			}), middleware.After)
 	})
+}
+
+// tallyName is the stack value that carries a call's name to its attempts.
+type tallyName struct{}
+
+// trimPrefix drops a test run's table prefix ("t1a2b3c4-Main" → "Main").
+func trimPrefix(table string) string {
+	if i := strings.LastIndexByte(table, '-'); i >= 0 {
+		return table[i+1:]
+	}
+	return table
 }
 
 // Snapshot returns the counts so far.
@@ -41,4 +73,12 @@ func (t *Tally) Snapshot() map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return maps.Clone(t.counts)
+}
+
+// Waits returns, by call, the time spent waiting for answers so far (each
+// attempt from sending to its answer; concurrent calls add up).
+func (t *Tally) Waits() map[string]time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.waits)
 }

@@ -18,9 +18,10 @@ import (
 )
 
 // TestTallyCountsEveryAttempt: a tallied config counts each call by
-// service and operation, and each retried attempt of a call again (what the
-// endpoint served). Protections: the middleware's place after the retry
-// loop (Finalize), the service in the name.
+// service, operation and table (without the test run's prefix), and each
+// retried attempt of a call again (what the endpoint served), with the time
+// it waited. Protections: the middleware's place after the retry loop
+// (Finalize), the service and table in the name.
 func TestTallyCountsEveryAttempt(t *testing.T) {
 	t.Parallel()
 	var served atomic.Int64
@@ -44,7 +45,7 @@ func TestTallyCountsEveryAttempt(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	for range 2 {
-		if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("Main"),
+		if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t0a1b2c3-Main"),
 			Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "k"}}}); err != nil {
 			t.Fatalf("get item: %v", err)
 		}
@@ -52,9 +53,12 @@ func TestTallyCountsEveryAttempt(t *testing.T) {
 	if _, err := dynamodbstreams.NewFromConfig(cfg).DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String("arn")}); err != nil {
 		t.Fatalf("describe stream: %v", err)
 	}
-	want := map[string]int{"DynamoDB GetItem": 3, "DynamoDB Streams DescribeStream": 1}
+	want := map[string]int{"DynamoDB GetItem Main": 3, "DynamoDB Streams DescribeStream": 1}
 	if got := tally.Snapshot(); !maps.Equal(got, want) || served.Load() != 4 {
 		t.Errorf("tally %v after %d requests served, want %v after 4", got, served.Load(), want)
+	}
+	if w := tally.Waits(); w["DynamoDB GetItem Main"] <= 0 || len(w) != len(want) {
+		t.Errorf("waits %v: want a positive wait for each call", w)
 	}
 }
 

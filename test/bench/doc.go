@@ -33,9 +33,10 @@
 //     justified in report.go), and the same split by DynamoDB operation.
 //     Per-event projection cost can fall below the minimum: one batch
 //     recomputes a user once for all of its events in the batch.
-//     Then every call the stack's AWS clients made per event
-//     (awsrecord.Tally: the stream reader's and retries too), what DynamoDB
-//     Local served.
+//     Then every call the stack's AWS clients made per event, by
+//     operation and table (awsrecord.Tally: the stream reader's and retries
+//     too), what DynamoDB Local served, and the mean wait for one answer of
+//     each: under load, where DynamoDB Local's time goes.
 //  3. Growth table: for H in CC_BENCH_HISTORY (default 10,100,1000,2900), a
 //     user with H workouts (one a day, backwards from yesterday) and one
 //     milestone, monthly or lifetime (since 2000), with a target no history

@@ -564,6 +564,8 @@ type runResult struct {
 	// calls is every call to DynamoDB Local per event (callsLine: by call).
 	calls     float64
 	callsLine string
+	// waitsLine is the mean wait of one call by call.
+	waitsLine string
 }
 
 // throughput sends U users × E events through the API with S concurrent
@@ -580,7 +582,7 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 		p.newMilestone(ctx, b, users[u], monthly, runGoalMetres)
 	}
 	before := p.quiesce(b)
-	callsBefore := p.calls.Snapshot()
+	callsBefore, waitsBefore := p.calls.Snapshot(), p.calls.Waits()
 
 	// Activities exist at Strava before their events are sent; interleaved
 	// so every user is busy at once.
@@ -631,7 +633,9 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 	after := p.quiesce(b)
 	r.ingestOps, r.projectOps = after.ingest(before), after.project(before)
 	r.ingest, r.project = Per(r.ingestOps.Units, r.events), Per(r.projectOps.Units, r.events)
-	r.calls, r.callsLine = CallsPerEvent(callsBefore, p.calls.Snapshot(), r.events)
+	callsAfter := p.calls.Snapshot()
+	r.calls, r.callsLine = CallsPerEvent(callsBefore, callsAfter, r.events)
+	r.waitsLine = MeanWaits(waitsBefore, p.calls.Waits(), callsBefore, callsAfter)
 
 	// The work was done: every user's milestone counts each of its events.
 	for _, u := range users {

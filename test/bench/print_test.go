@@ -70,6 +70,7 @@ func (r result) print(w io.Writer) {
 	p("    projection: %s", OpsPerEvent(run.projectOps, run.events))
 	p("  every call to DynamoDB Local per event (all clients: stream reads, background sweeps and retries too): %.2f", run.calls)
 	p("    %s", run.callsLine)
+	p("  mean wait for one answer, by call (under the run's load): %s", run.waitsLine)
 	p("")
 	p("Growth: a user with H workouts (one a day) and one distance milestone; one warm-up event, then %d measured, sent one at a time",
 		r.settings.growthEvents)

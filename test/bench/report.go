@@ -233,3 +233,34 @@ func CallsPerEvent(before, after map[string]int, n int) (total float64, line str
 	}
 	return total, strings.Join(parts, " · ")
 }
+
+// MeanWaits is the mean time one attempt of each call waited for its
+// answer between two tallies (waits and counts before and after), longest
+// first ("DynamoDB TransactWriteItems 41.0 ms · …"): under load, where
+// DynamoDB Local's time goes by call.
+func MeanWaits(waitsBefore, waitsAfter map[string]time.Duration, countsBefore, countsAfter map[string]int) string {
+	type call struct {
+		name string
+		mean time.Duration
+	}
+	var calls []call
+	for name, w := range waitsAfter {
+		if n := countsAfter[name] - countsBefore[name]; n > 0 {
+			calls = append(calls, call{name, (w - waitsBefore[name]) / time.Duration(n)})
+		}
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		if calls[i].mean != calls[j].mean {
+			return calls[i].mean > calls[j].mean
+		}
+		return calls[i].name < calls[j].name
+	})
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = fmt.Sprintf("%s %.1f ms", c.name, float64(c.mean)/float64(time.Millisecond))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
+}

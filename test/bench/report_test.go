@@ -149,3 +149,28 @@ func TestCallsPerEvent(t *testing.T) {
 		})
 	}
 }
+
+func TestMeanWaits(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name                      string
+		waitsBefore, waitsAfter   map[string]time.Duration
+		countsBefore, countsAfter map[string]int
+		want                      string
+	}{
+		{"nothing called", nil, nil, nil, nil, "none"},
+		{"the calls between the tallies, longest first",
+			map[string]time.Duration{"Query": 100 * ms, "GetItem": 50 * ms},
+			map[string]time.Duration{"Query": 130 * ms, "GetItem": 50 * ms, "TransactWriteItems": 80 * ms},
+			map[string]int{"Query": 10, "GetItem": 5},
+			map[string]int{"Query": 13, "GetItem": 5, "TransactWriteItems": 2},
+			"TransactWriteItems 40.0 ms · Query 10.0 ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MeanWaits(tc.waitsBefore, tc.waitsAfter, tc.countsBefore, tc.countsAfter); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
