@@ -206,32 +206,14 @@ func Verdict(got, limit float64, atMost bool) string {
 // 0.41 · …"). It includes what the capacity meter does not see: the
 // stream reader's calls and retried attempts.
 func CallsPerEvent(before, after map[string]int, n int) (total float64, line string) {
-	type call struct {
-		name string
-		per  float64
-	}
-	var calls []call
+	per := map[string]float64{}
 	for name, c := range after {
 		if d := c - before[name]; d > 0 {
-			per := float64(d) / float64(max(n, 1))
-			calls = append(calls, call{name, per})
-			total += per
+			per[name] = float64(d) / float64(max(n, 1))
+			total += per[name]
 		}
 	}
-	sort.Slice(calls, func(i, j int) bool {
-		if calls[i].per != calls[j].per {
-			return calls[i].per > calls[j].per
-		}
-		return calls[i].name < calls[j].name
-	})
-	parts := make([]string, len(calls))
-	for i, c := range calls {
-		parts[i] = fmt.Sprintf("%s %.2f", c.name, c.per)
-	}
-	if len(parts) == 0 {
-		return 0, "none"
-	}
-	return total, strings.Join(parts, " · ")
+	return total, rankLine(per, "%.2f")
 }
 
 // MeanWaits is the mean time one attempt of each call waited for its
@@ -239,28 +221,33 @@ func CallsPerEvent(before, after map[string]int, n int) (total float64, line str
 // first ("DynamoDB TransactWriteItems 41.0 ms · …"): under load, where
 // DynamoDB Local's time goes by call.
 func MeanWaits(waitsBefore, waitsAfter map[string]time.Duration, countsBefore, countsAfter map[string]int) string {
-	type call struct {
-		name string
-		mean time.Duration
-	}
-	var calls []call
+	ms := map[string]float64{}
 	for name, w := range waitsAfter {
 		if n := countsAfter[name] - countsBefore[name]; n > 0 {
-			calls = append(calls, call{name, (w - waitsBefore[name]) / time.Duration(n)})
+			ms[name] = float64((w-waitsBefore[name])/time.Duration(n)) / float64(time.Millisecond)
 		}
 	}
-	sort.Slice(calls, func(i, j int) bool {
-		if calls[i].mean != calls[j].mean {
-			return calls[i].mean > calls[j].mean
+	return rankLine(ms, "%.1f ms")
+}
+
+// rankLine joins "name value" (value in format) for each entry, largest
+// first and ties by name, or says "none".
+func rankLine(values map[string]float64, format string) string {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := values[names[i]], values[names[j]]; a != b {
+			return a > b
 		}
-		return calls[i].name < calls[j].name
+		return names[i] < names[j]
 	})
-	parts := make([]string, len(calls))
-	for i, c := range calls {
-		parts[i] = fmt.Sprintf("%s %.1f ms", c.name, float64(c.mean)/float64(time.Millisecond))
-	}
-	if len(parts) == 0 {
+	if len(names) == 0 {
 		return "none"
 	}
-	return strings.Join(parts, " · ")
+	for i, name := range names {
+		names[i] = name + " " + fmt.Sprintf(format, values[name])
+	}
+	return strings.Join(names, " · ")
 }
