@@ -112,11 +112,13 @@ func (r result) print(w io.Writer) {
 		tot := g.ingest.Add(g.project)
 		at := fmt.Sprintf("H=%d monthly", costHistory)
 		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
-		// 2 when the period's log fits one read unit (1 + 1); each further
-		// 4 KB of the period's workouts is the design's own read.
-		rcuLimit := targetRCU - 1 + (g.minProject.RCU - 1)
-		target(fmt.Sprintf("RCU/event, %s ≤ 1 + its log's %.0f", at, g.minProject.RCU-1), tot.RCU, "",
-			Verdict(tot.RCU, rcuLimit, true), whyRCU)
+		// The target is 2: the guard's read and a log that fits one read
+		// unit. Each further 4 KB of the period's workouts is the design's
+		// own read, so the design floor is printed beside it.
+		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true),
+			whyRCU, fmt.Sprintf(whyRCULog, g.read, r.workoutSize, g.minProject.RCU-1))
+		target(fmt.Sprintf("RCU/event, %s ≤ its design floor, 1 + its log's %.0f", at, g.minProject.RCU-1), tot.RCU, "",
+			Verdict(tot.RCU, targetRCU-1+(g.minProject.RCU-1), true), whyRCU)
 		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
 	} else {
 		p("  H=%d not in CC_BENCH_HISTORY: the per-event targets are not measured", costHistory)
@@ -125,7 +127,7 @@ func (r result) print(w io.Writer) {
 		tot := g.ingest.Add(g.project)
 		at := fmt.Sprintf("H=%d weekly series, %d past periods", costHistory, seriesWeeks)
 		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
-		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
+		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU, whySeriesRCU)
 		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
 	}
 	target("requests/event, U×E run ≤ 8", runTot.Requests, "", Verdict(runTot.Requests, targetRequests, true),
@@ -172,6 +174,11 @@ const (
 		"date-ordered key that bounds reads), the progress update (1); the worker's routine audit entry adds 1"
 	whyRCU = "the projector reads the guard, milestones and awards in one strongly consistent Query (1 RCU under " +
 		"4 KB) and the milestone's period from LSI1 (1 RCU per 4 KB of projected workouts)"
+	whyRCULog = "the period holds %d workouts of %d bytes each in LSI1: %.0f read units strongly consistent; 2 " +
+		"would need smaller index entries (LSI1's projection is fixed at the table's creation) or a log read " +
+		"that is not strongly consistent (it can miss a workout written a moment before)"
+	whySeriesRCU = "a series event reads its period's item and awards in one more Query (1 RCU): they are kept " +
+		"outside the range every event reads, so that a series' past periods never add to an event's read"
 	whyRequests = "a warm event makes 7 requests: claim; workout, audit entry, settle; guard with milestones, " +
 		"bounded log, progress. With the per-athlete read cap on (make run; the bench turns it off) an athlete's " +
 		"4th and later reads in a window add 1 UpdateItem and 1 WCU each"
