@@ -12,14 +12,20 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Tally counts every AWS call a process makes, by service and operation
-// ("DynamoDB Streams GetRecords"), retries and refused calls included: what
-// the endpoint serves, where the store's capacity meter sees only the
-// store's own calls. Install it with Count. Safe for concurrent use.
+// Tally counts every AWS call a process makes and the time its answers
+// took, by call (Count names them), retries and refused calls included:
+// what the endpoint serves, where the store's capacity meter sees only the
+// store's own calls. Safe for concurrent use.
 type Tally struct {
-	mu     sync.Mutex
-	counts map[string]int
-	waits  map[string]time.Duration
+	mu    sync.Mutex
+	calls map[string]Calls
+}
+
+// Calls is what a Tally holds for one call: its attempts, and the time
+// they waited for their answers (concurrent attempts add up).
+type Calls struct {
+	N    int
+	Wait time.Duration
 }
 
 // Count adds a middleware to cfg that counts each attempt of each call in t
@@ -46,11 +52,11 @@ func (t *Tally) Count(cfg *aws.Config) {
 				out, md, err := next.HandleFinalize(ctx, in)
 				took := time.Since(began)
 				t.mu.Lock()
-				if t.counts == nil {
-					t.counts, t.waits = map[string]int{}, map[string]time.Duration{}
+				if t.calls == nil {
+					t.calls = map[string]Calls{}
 				}
-				t.counts[name]++
-				t.waits[name] += took
+				c := t.calls[name]
+				t.calls[name] = Calls{N: c.N + 1, Wait: c.Wait + took}
 				t.mu.Unlock()
 				return out, md, err
 			}), middleware.After)
@@ -68,17 +74,9 @@ func trimPrefix(table string) string {
 	return table
 }
 
-// Snapshot returns the counts so far.
-func (t *Tally) Snapshot() map[string]int {
+// Snapshot returns what the tally holds now, by call.
+func (t *Tally) Snapshot() map[string]Calls {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return maps.Clone(t.counts)
-}
-
-// Waits returns, by call, the time spent waiting for answers so far (each
-// attempt from sending to its answer; concurrent calls add up).
-func (t *Tally) Waits() map[string]time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return maps.Clone(t.waits)
+	return maps.Clone(t.calls)
 }

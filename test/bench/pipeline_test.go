@@ -582,7 +582,7 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 		p.newMilestone(ctx, b, users[u], monthly, runGoalMetres)
 	}
 	before := p.quiesce(b)
-	callsBefore, waitsBefore := p.calls.Snapshot(), p.calls.Waits()
+	callsBefore := p.calls.Snapshot()
 
 	// Activities exist at Strava before their events are sent; interleaved
 	// so every user is busy at once.
@@ -635,7 +635,7 @@ func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) run
 	r.ingest, r.project = Per(r.ingestOps.Units, r.events), Per(r.projectOps.Units, r.events)
 	callsAfter := p.calls.Snapshot()
 	r.calls, r.callsLine = CallsPerEvent(callsBefore, callsAfter, r.events)
-	r.waitsLine = MeanWaits(waitsBefore, p.calls.Waits(), callsBefore, callsAfter)
+	r.waitsLine = MeanWaits(callsBefore, callsAfter)
 
 	// The work was done: every user's milestone counts each of its events.
 	for _, u := range users {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/test/awsrecord"
 )
 
 // The design minimum of one new-activity event: what the data model itself
@@ -201,14 +202,14 @@ func Verdict(got, limit float64, atMost bool) string {
 }
 
 // CallsPerEvent is every call the stack made between two tallies
-// (awsrecord.Tally: service and operation → count), per event: the total
-// and a line by call, most frequent first ("DynamoDB Streams GetRecords
-// 0.41 · …"). It includes what the capacity meter does not see: the
-// stream reader's calls and retried attempts.
-func CallsPerEvent(before, after map[string]int, n int) (total float64, line string) {
+// (awsrecord.Tally snapshots), per event: the total and a line by call,
+// most frequent first ("DynamoDB Streams GetRecords 0.41 · …"). It includes
+// what the capacity meter does not see: the stream reader's calls and
+// retried attempts.
+func CallsPerEvent(before, after map[string]awsrecord.Calls, n int) (total float64, line string) {
 	per := map[string]float64{}
 	for name, c := range after {
-		if d := c - before[name]; d > 0 {
+		if d := c.N - before[name].N; d > 0 {
 			per[name] = float64(d) / float64(max(n, 1))
 			total += per[name]
 		}
@@ -217,14 +218,14 @@ func CallsPerEvent(before, after map[string]int, n int) (total float64, line str
 }
 
 // MeanWaits is the mean time one attempt of each call waited for its
-// answer between two tallies (waits and counts before and after), longest
-// first ("DynamoDB TransactWriteItems 41.0 ms · …"): under load, where
-// DynamoDB Local's time goes by call.
-func MeanWaits(waitsBefore, waitsAfter map[string]time.Duration, countsBefore, countsAfter map[string]int) string {
+// answer between two tallies (awsrecord.Tally snapshots), longest first
+// ("DynamoDB TransactWriteItems 41.0 ms · …"): under load, where DynamoDB
+// Local's time goes by call.
+func MeanWaits(before, after map[string]awsrecord.Calls) string {
 	ms := map[string]float64{}
-	for name, w := range waitsAfter {
-		if n := countsAfter[name] - countsBefore[name]; n > 0 {
-			ms[name] = float64((w-waitsBefore[name])/time.Duration(n)) / float64(time.Millisecond)
+	for name, c := range after {
+		if n := c.N - before[name].N; n > 0 {
+			ms[name] = float64((c.Wait-before[name].Wait)/time.Duration(n)) / float64(time.Millisecond)
 		}
 	}
 	return rankLine(ms, "%.1f ms")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/test/awsrecord"
 )
 
 func TestPercentile(t *testing.T) {
@@ -128,6 +129,13 @@ func TestMinusSnapshot(t *testing.T) {
 
 func TestCallsPerEvent(t *testing.T) {
 	t.Parallel()
+	n := func(m map[string]int) map[string]awsrecord.Calls {
+		out := map[string]awsrecord.Calls{}
+		for name, c := range m {
+			out[name] = awsrecord.Calls{N: c}
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name          string
 		before, after map[string]int
@@ -142,7 +150,7 @@ func TestCallsPerEvent(t *testing.T) {
 		{"ties by name", nil, map[string]int{"b": 1, "a": 1}, 0, 2, "a 1.00 · b 1.00"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			total, line := CallsPerEvent(tc.before, tc.after, tc.n)
+			total, line := CallsPerEvent(n(tc.before), n(tc.after), tc.n)
 			if total != tc.total || line != tc.line {
 				t.Errorf("got %v %q, want %v %q", total, line, tc.total, tc.line)
 			}
@@ -154,21 +162,19 @@ func TestMeanWaits(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		name                      string
-		waitsBefore, waitsAfter   map[string]time.Duration
-		countsBefore, countsAfter map[string]int
-		want                      string
+		name          string
+		before, after map[string]awsrecord.Calls
+		want          string
 	}{
-		{"nothing called", nil, nil, nil, nil, "none"},
+		{"nothing called", nil, nil, "none"},
 		{"the calls between the tallies, longest first",
-			map[string]time.Duration{"Query": 100 * ms, "GetItem": 50 * ms},
-			map[string]time.Duration{"Query": 130 * ms, "GetItem": 50 * ms, "TransactWriteItems": 80 * ms},
-			map[string]int{"Query": 10, "GetItem": 5},
-			map[string]int{"Query": 13, "GetItem": 5, "TransactWriteItems": 2},
+			map[string]awsrecord.Calls{"Query": {N: 10, Wait: 100 * ms}, "GetItem": {N: 5, Wait: 50 * ms}},
+			map[string]awsrecord.Calls{"Query": {N: 13, Wait: 130 * ms}, "GetItem": {N: 5, Wait: 50 * ms},
+				"TransactWriteItems": {N: 2, Wait: 80 * ms}},
 			"TransactWriteItems 40.0 ms · Query 10.0 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := MeanWaits(tc.waitsBefore, tc.waitsAfter, tc.countsBefore, tc.countsAfter); got != tc.want {
+			if got := MeanWaits(tc.before, tc.after); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
