@@ -124,8 +124,9 @@ const (
 	// monthDays is the monthly milestone's period: the 30 days up to now
 	// (and one day ahead, so fresh activities count).
 	monthDays = 30
-	// runGoalMetres is each U×E user's monthly goal (100 km: a part of 10
-	// every 10 km) and runEventMetres each of its runs.
+	// runGoalMetres is each U×E user's monthly goal (100 km: with the
+	// catalog's 10 parts, a part every 10 km) and runEventMetres each of its
+	// runs.
 	runGoalMetres  = 100_000
 	runEventMetres = 5000
 	// benchSubscription is the simulator's push subscription.
@@ -553,6 +554,7 @@ func (p *pipeline) send(ctx context.Context, ev event) (refused int, err error) 
 
 type runResult struct {
 	users, events, senders int
+	parts                  int // the goal's parts, minted at equal steps
 	elapsed                time.Duration
 	eventsPerSec           float64
 	refused                int
@@ -572,7 +574,7 @@ type runResult struct {
 // senders and waits for every workout to be projected.
 func (p *pipeline) throughput(ctx context.Context, b *testing.B, s settings) runResult {
 	b.Helper()
-	r := runResult{users: s.users, events: s.users * s.events, senders: s.senders}
+	r := runResult{users: s.users, events: s.users * s.events, senders: s.senders, parts: p.partCount}
 	users := make([]string, s.users)
 	athletes := make([]int64, s.users)
 	for u := range users {

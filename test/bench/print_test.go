@@ -51,7 +51,7 @@ func (r result) print(w io.Writer) {
 		b.workers, b.items, b.elapsed.Seconds(), b.perSec)
 	p("")
 	p("U×E run: %d users × %d events = %d events through the API, %d concurrent senders, each user a monthly %d km goal (a part every %d km) and %.0f km runs",
-		run.users, run.events/max(run.users, 1), run.events, run.senders, runGoalMetres/1000, runGoalMetres/1000/10, runEventMetres/1000.0)
+		run.users, run.events/max(run.users, 1), run.events, run.senders, runGoalMetres/1000, runGoalMetres/1000/max(run.parts, 1), runEventMetres/1000.0)
 	p("  throughput          %7.1f events/s = %.1f %% of PutItem (%d events in %.1f s, webhook → last milestone update)",
 		run.eventsPerSec, pct, run.events, run.elapsed.Seconds())
 	p("  webhooks refused    %7d (answers other than 200; each re-sent after 200 ms, as Strava re-sends)", run.refused)
