@@ -762,10 +762,10 @@ var RequiredAlarms = []Alarm{
 	// The projector's EMF metric: a milestone's period held more workouts
 	// than the guardrail reads (projections/consumer/metrics.go).
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
-	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/sweep.go).
+	// The sweeper's EMF metric: due outbox items per sweep (handlers/ingest/handoff/sweeper.go).
 	{"outbox backlog", handoff.SweeperMetricsNamespace, "OutboxDue", "Service", constant("sweeper")},
 	// The worker's EMF metric: jobs deferred because Strava refused the
-	// application's credentials (handlers/ingest/runner/runner.go).
+	// application's credentials (handlers/ingest/runner/settle.go).
 	{"strava app credentials rejected", budget.WorkerMetricsNamespace, runner.MetricAppCredentialsRejected, "Service", constant("worker")},
 	// The worker's EMF metric: the largest share of a read window one
 	// athlete took (handlers/ingest/fetch/spend.go).

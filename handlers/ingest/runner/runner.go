@@ -1,8 +1,9 @@
 // Package runner runs the jobs handed off to the worker and records each
-// job's outcome in its outbox item, in watermill's shape: the loop and its
-// acknowledgement (Runner.Run, settle), the handler (a Processor: the
-// fetcher or the syncer, by Route) and the retry and park policy (Decide)
-// are three things.
+// job's outcome in its outbox item, in watermill's shape: the loop
+// (Runner.Run, runner.go; a burst of gathered creates, burst.go) and its
+// acknowledgement (settle.go), the handler (a Processor: the fetcher or the
+// syncer, by Route) and the retry and park policy (Decide, policy.go) are
+// three things.
 //
 // The idempotency item of an event (model.IdempotencyRecord) is
 // the durable hand-off. Its life:
@@ -52,13 +53,10 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/capacity"
-	"github.com/commitcollect/backend/model/strava"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/emf"
 )
 
 // Store is the outbox the runner settles jobs in, and where it parks them
@@ -135,51 +133,6 @@ func NewRunner(st Store, work Processor, log *slog.Logger) *Runner {
 		MaxFailures: ingest.DefaultMaxFailures, RetryBase: DefaultRetryBase}
 }
 
-// BurstProcessor serves a burst job (ingest.Job.Burst): one outcome per
-// create, in order (fetch.Fetcher).
-type BurstProcessor interface {
-	ProcessBurst(ctx context.Context, job ingest.Job) []error
-}
-
-// runBurst serves a burst and settles each event's outbox item with its own
-// outcome, as Run would have for it alone. A burst under the athlete's
-// burst lease holds it while it runs and releases it at the end
-// (burstlease.go). A burst has no outbox item of its own: an outcome that
-// cannot be recorded leaves that item received, and the sweeper dispatches
-// it again after its lease (the burst's, or the item's).
-func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
-	log := w.jobLog(job)
-	bp, ok := w.work.(BurstProcessor)
-	if !ok {
-		log.ErrorContext(ctx, "burst job but no burst processor configured; its items wait for their leases")
-		return
-	}
-	ctx, release, err := w.holdBurstLease(ctx, log, job)
-	if err != nil {
-		log.InfoContext(ctx, "burst superseded: its lease was taken again, a newer burst serves its events", "writeStatus", "skipped", "error", err)
-		return
-	}
-	defer release(false)
-	outcomes := bp.ProcessBurst(ctx, job)
-	if ctx.Err() != nil {
-		log.WarnContext(ctx, "burst interrupted; its items stay received for the sweeper", "writeStatus", "interrupted")
-		return
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	for i, sub := range job.Burst {
-		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches,
-			ParkedRecord: sub.OutboxParkedRecord}
-		if sub.OutboxFailures != nil {
-			rec.Failures = *sub.OutboxFailures
-		}
-		if err := w.settle(sctx, w.jobLog(sub), sub, rec, outcomes[i]); err != nil {
-			log.WarnContext(ctx, "burst item's outcome not recorded; it waits for its lease", "idempotencyKey", sub.IdempotencyKey, "error", err)
-		}
-	}
-	release(true)
-}
-
 // Route hands sync jobs to syncs and every other job to events. A sync job
 // without syncs is poison (model.ErrInvalid).
 func Route(events, syncs Processor) Processor { return router{events, syncs} }
@@ -211,10 +164,6 @@ func (r router) Process(ctx context.Context, job ingest.Job) error {
 }
 
 func (w *Runner) jobLog(job ingest.Job) *slog.Logger { return ingest.JobLog(w.log, job) }
-
-func (w *Runner) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
-	w.store.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
-}
 
 // Handle is the worker Lambda's entry point: it decodes the ingest.Job and runs it
 // (Run). It returns an error only when Run does (the outcome could not be
@@ -292,160 +241,6 @@ func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	return w.settle(sctx, log, job, rec, perr)
-}
-
-// settle records the outcome of a processed job in its outbox item.
-func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, perr error) error {
-	now := w.Now()
-	key := job.IdempotencyKey
-	o := Decide(perr, rec.Failures, w.MaxFailures, w.RetryBase, now)
-	var err error
-	switch o.Kind {
-	case OutcomeDone:
-		err = w.store.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
-		if uerr := w.unparkDone(ctx, job, rec); uerr != nil {
-			// The outcome is recorded; a redrive of the stale record finds
-			// the job done and does not run it again.
-			log.WarnContext(ctx, "parked record of a done job not removed", "error", uerr)
-		}
-	case OutcomeDeferred:
-		w.countAppCredentials(ctx, log, perr, now)
-		w.countHeldBack(ctx, log, perr, now)
-		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", o.Until.UTC().Format(time.RFC3339), "reason", o.Reason)
-		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
-	case OutcomeParked:
-		if o.Poison {
-			log.ErrorContext(ctx, "job parked as poison", "writeStatus", "rejected", "error", perr)
-			w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
-				map[string]string{"reason": perr.Error()})
-		} else {
-			log.ErrorContext(ctx, "job parked after bounded retries", "writeStatus", "parked", "error", perr)
-		}
-		err = w.park(ctx, job, o.Reason, now)
-	case OutcomeRetry:
-		log.WarnContext(ctx, "job failed; retried later", "writeStatus", "retry", "failures", rec.Failures+1,
-			"notBefore", o.Until.Format(time.RFC3339), "error", perr)
-		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, true, now)
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, model.ErrConflict), errors.Is(err, model.ErrNotFound):
-		log.InfoContext(ctx, "outbox item settled elsewhere meanwhile", "outcome", o.Kind, "error", err)
-		return nil
-	}
-	return fmt.Errorf("run %s: record %s: %w", job.CorrelationID, o.Kind, err)
-}
-
-// countAppCredentials writes the StravaAppCredentialsRejected metric (the
-// alarm of the same name pages the operator) for a job deferred because
-// Strava refused the application's credentials, and logs it as an error:
-// no athlete can fix it.
-func (w *Runner) countAppCredentials(ctx context.Context, log *slog.Logger, perr error, now time.Time) {
-	if !errors.Is(perr, strava.ErrAppCredentials) {
-		return
-	}
-	log.ErrorContext(ctx, "strava refused the application's client credentials; job waits for the operator",
-		"writeStatus", "deferred", "error", perr)
-	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
-		[]emf.Value{{Name: MetricAppCredentialsRejected, Unit: "Count", Value: 1}}); err != nil {
-		log.WarnContext(ctx, "app credentials metric not written", "error", err)
-	}
-}
-
-// countHeldBack writes the AthleteReadsHeldBack metric for a job its
-// athlete's own read cap (window or day) deferred.
-func (w *Runner) countHeldBack(ctx context.Context, log *slog.Logger, perr error, now time.Time) {
-	var de *ingest.DeferError
-	if !errors.As(perr, &de) || !de.AthleteCap {
-		return
-	}
-	if err := budget.WriteEMF(w.Metrics, now, "Service", "worker",
-		[]emf.Value{{Name: MetricAthleteReadsHeldBack, Unit: "Count", Value: 1}}); err != nil {
-		log.WarnContext(ctx, "held-back metric not written", "error", err)
-	}
-}
-
-// MetricAthleteReadsHeldBack is the worker metric counting jobs held back by
-// their athlete's own read cap (per window or per day).
-const MetricAthleteReadsHeldBack = "AthleteReadsHeldBack"
-
-// MetricAppCredentialsRejected is the worker metric counting jobs deferred
-// because Strava refused the application's client credentials.
-const MetricAppCredentialsRejected = "StravaAppCredentialsRejected"
-
-// unparkDone removes the PARKED#WORKER record of a job that is done: one
-// parked at shutdown (or by a failed hand-off) and completed later by the
-// sweeper would otherwise be run again by `make redrive`. Every park marks
-// the job's outbox item first (MarkOutboxParked), so only a job whose item
-// says so pays for the delete: a gathered create served by a burst, on its
-// second dispatch, costs no extra write. A record parked by a run that had
-// read its item before the mark (two dispatches racing), or by older code,
-// stays: a redrive of it finds the job done and does not run it (Run), and
-// the redrive removes it.
-func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *model.IdempotencyRecord) error {
-	if !rec.ParkedRecord {
-		return nil
-	}
-	if err := w.store.RemoveParked(ctx, keys.ParkSourceWorker, job.IdempotencyKey); err != nil {
-		return fmt.Errorf("remove the parked record of done job %s: %w", job.IdempotencyKey, err)
-	}
-	return nil
-}
-
-// park sets the job aside for an operator: a PARKED#WORKER record (what
-// `make redrive` reads; its payload is the job marked Redrive) and the
-// outbox item settled as parked with the reason.
-func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now time.Time) error {
-	job.Redrive = true
-	payload, err := json.Marshal(job)
-	if err != nil {
-		return fmt.Errorf("park %s: encode: %w", job.CorrelationID, err)
-	}
-	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
-		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
-	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
-	if err := w.store.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
-		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
-	}
-	if err := w.store.Park(ctx, r); err != nil {
-		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
-	}
-	return w.store.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
-}
-
-// parkedOwner names the user and athlete a parked job belongs to, so an
-// account deletion finds its record: a sync job carries both; an event
-// carries the athlete, whose user is resolved when it is linked (best
-// effort: an unresolved record keeps only the athlete).
-func (w *Runner) parkedOwner(ctx context.Context, job ingest.Job) (string, int64) {
-	if job.Sync != nil {
-		return job.Sync.UserID, job.Sync.AthleteID
-	}
-	userID, err := w.store.ResolveAthlete(ctx, job.Event.OwnerID)
-	if err != nil {
-		return "", job.Event.OwnerID
-	}
-	return userID, job.Event.OwnerID
-}
-
-// Classify decides what a Process error means for the caller: nil for
-// success and for poison jobs (errors matching model.ErrInvalid, logged and
-// audited here), the error itself for everything else, which is worth
-// retrying.
-func (w *Runner) Classify(ctx context.Context, job ingest.Job, err error) error {
-	if err == nil {
-		return nil
-	}
-	log := w.jobLog(job)
-	if !errors.Is(err, model.ErrInvalid) {
-		log.WarnContext(ctx, "job failed, retryable", "writeStatus", "retry", "error", err)
-		return err
-	}
-	log.ErrorContext(ctx, "job dropped as poison", "writeStatus", "rejected", "error", err)
-	w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
-		map[string]string{"reason": err.Error()})
-	return nil
 }
 
 // meterJob gives one job its own consumed-capacity meter (capacity.StartMeter:

@@ -12,6 +12,51 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
+// BurstProcessor serves a burst job (ingest.Job.Burst): one outcome per
+// create, in order (fetch.Fetcher).
+type BurstProcessor interface {
+	ProcessBurst(ctx context.Context, job ingest.Job) []error
+}
+
+// runBurst serves a burst and settles each event's outbox item with its own
+// outcome, as Run would have for it alone. A burst under the athlete's
+// burst lease holds it while it runs and releases it at the end
+// (holdBurstLease). A burst has no outbox item of its own: an outcome that
+// cannot be recorded leaves that item received, and the sweeper dispatches
+// it again after its lease (the burst's, or the item's).
+func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
+	log := w.jobLog(job)
+	bp, ok := w.work.(BurstProcessor)
+	if !ok {
+		log.ErrorContext(ctx, "burst job but no burst processor configured; its items wait for their leases")
+		return
+	}
+	ctx, release, err := w.holdBurstLease(ctx, log, job)
+	if err != nil {
+		log.InfoContext(ctx, "burst superseded: its lease was taken again, a newer burst serves its events", "writeStatus", "skipped", "error", err)
+		return
+	}
+	defer release(false)
+	outcomes := bp.ProcessBurst(ctx, job)
+	if ctx.Err() != nil {
+		log.WarnContext(ctx, "burst interrupted; its items stay received for the sweeper", "writeStatus", "interrupted")
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	for i, sub := range job.Burst {
+		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches,
+			ParkedRecord: sub.OutboxParkedRecord}
+		if sub.OutboxFailures != nil {
+			rec.Failures = *sub.OutboxFailures
+		}
+		if err := w.settle(sctx, w.jobLog(sub), sub, rec, outcomes[i]); err != nil {
+			log.WarnContext(ctx, "burst item's outcome not recorded; it waits for its lease", "idempotencyKey", sub.IdempotencyKey, "error", err)
+		}
+	}
+	release(true)
+}
+
 // BurstLeaseHolder renews and releases the athlete's burst lease a burst
 // job carries (ingest.Job.BurstLeaseUntil, its token; model/store.Outbox,
 // see its burstlease.go).
