@@ -56,17 +56,6 @@ func AuditEntry(subjectPK, userID, eventType string, job Job, details map[string
 	return newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), now, details)
 }
 
-// JobLog is log with the job's correlation id, event type, athlete and, for
-// an activity, the activity id.
-func JobLog(log *slog.Logger, job Job) *slog.Logger {
-	l := log.With("correlationId", job.CorrelationID, "eventType", job.Event.ObjectType+"."+job.Event.AspectType,
-		"athleteId", job.Event.OwnerID)
-	if job.Event.Kind().Activity() {
-		l = l.With("activityId", job.Event.ObjectID)
-	}
-	return l
-}
-
 // Auditor writes the audit trail (model/store.Store): the port every step
 // of ingestion that audits declares.
 type Auditor interface {

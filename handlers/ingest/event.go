@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -303,4 +304,15 @@ func NewBurst(jobs []Job, correlationID string) Job {
 	}
 	return Job{Event: Event{ObjectType: ObjectActivity, AspectType: AspectCreate, OwnerID: owner},
 		CorrelationID: correlationID, ReceivedAtUtc: jobs[0].ReceivedAtUtc, Burst: jobs}
+}
+
+// JobLog is log with the job's correlation id, event type, athlete and, for
+// an activity, the activity id.
+func JobLog(log *slog.Logger, job Job) *slog.Logger {
+	l := log.With("correlationId", job.CorrelationID, "eventType", job.Event.ObjectType+"."+job.Event.AspectType,
+		"athleteId", job.Event.OwnerID)
+	if job.Event.Kind().Activity() {
+		l = l.With("activityId", job.Event.ObjectID)
+	}
+	return l
 }
