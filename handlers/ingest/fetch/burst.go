@@ -124,7 +124,7 @@ type walk struct {
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read. A create that a walk of this instance
 //     listed lately is written from that page first, for no read
-//     (listed.go): a bulk upload spread over ticks walks its pages once.
+//     (listedMemory, cache.go): a bulk upload spread over ticks walks its pages once.
 //  3. Settle. An event whose activity two walks did not list although
 //     each reached the end of the history, the second at least unseenGap
 //     after the first (the first is remembered in the outbox item's
@@ -150,7 +150,7 @@ type walk struct {
 //     settles each outbox item with its own outcome.
 //
 // So a forged create, update or delete of an activity never stored costs a
-// share of one list page (fetcher.go's neverStored), and an honest bulk
+// share of one list page (fetchone.go's neverStored), and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
 func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
@@ -380,7 +380,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 }
 
 // writeRemembered writes the burst's creates that a walk of this instance
-// listed lately (listed.go) into found, as that walk would have, and says
+// listed lately (listedMemory, cache.go) into found, as that walk would have, and says
 // how many it wrote: they cost no page.
 func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, want map[int64]ingest.Job, userID string, found map[int64]error) int {
 	n := 0

@@ -3,8 +3,11 @@
 // Strava budget and the athlete's read cap, gets a token and asks Strava,
 // and writes what Strava answers, ordered by the fetch's start. A webhook is
 // unsigned: an event is a reason to ask, never proof. The steps and their
-// errors are described at the top of fetcher.go; tokens and the warm
-// instance's caches in cache.go.
+// errors are described on Fetcher (fetcher.go, which resolves the athlete);
+// one activity's fetch and what its answers mean are in fetchone.go, the
+// read allowances in spend.go, gathered events served by list pages in
+// burst.go, and what a warm instance remembers (athletes, tokens, listed
+// pages) in cache.go.
 package fetch
 
 import (
@@ -13,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -272,135 +274,4 @@ func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
 	return w.fetchAndWrite(ctx, log, job, userID, nil)
 }
 
-// fetchAndWrite fetches the activity and writes its workout for userID
-// (create, update and delete events alike: a webhook is unsigned, so a
-// delete is only a reason to ask Strava). cached is the athlete cache's
-// entry userID came from (nil: from the table); with one, any sign that it
-// is stale returns errStaleCache before anything is written.
-func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
-	ev := job.Event
-	// Coalesce: a fetch that started after this event was received has
-	// already seen the change it reports (a tombstone's fetch too: it is
-	// the 404 that fetch got), so it needs no other Strava read. A stored
-	// tombstone alone does not stop a fetch: the activity may have been
-	// made public again. A create event skips the stored workout's read
-	// (its activity is new, and the writes are ordered anyway); when the
-	// athlete's creates crowd this window (ingest.CreatesBeforeGather) the
-	// instance's memory of its own fetches coalesces it instead.
-	if ev.Kind() == ingest.KindActivityCreate && !job.Redrive {
-		crowded := !job.Gathered && w.athletes.creates.Crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
-		if crowded && !job.ReceivedAtUtc.IsZero() && w.athletes.fetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()) {
-			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")
-			return nil
-		}
-		if crowded && w.Lister != nil && job.IdempotencyKey != "" {
-			return w.gather(ctx, log, job)
-		}
-		return w.fetchNew(ctx, log, job, userID, cached)
-	}
-	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
-	case err == nil && !job.ReceivedAtUtc.IsZero() && stored.FetchStarted().After(job.ReceivedAtUtc):
-		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
-			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))
-		return nil
-	case errors.Is(err, model.ErrNotFound):
-		return w.neverStored(ctx, log, job, userID, cached)
-	case err != nil:
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	return w.fetchNew(ctx, log, job, userID, cached)
-}
-
-// neverStored handles an update or delete of an activity we never stored
-// (athlete and activity ids are public, so such events are cheap to forge):
-// it is not fetched alone but gathered with the athlete's other activity
-// events and served from list pages (burst.go): a create we missed is
-// listed and written, a forged id settles with the burst for a share of a
-// page, a delete's absence writes its tombstone ordered by the walk (so a
-// create's fetch in flight still loses to it). Gathered already, or from
-// a redrive, it is fetched.
-func (w *Fetcher) neverStored(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
-	if !job.Gathered && !job.Redrive && w.Lister != nil && job.IdempotencyKey != "" {
-		return w.gather(ctx, log, job)
-	}
-	return w.fetchNew(ctx, log, job, userID, cached)
-}
-
-// fetchNew is fetchAndWrite after the coalescing check.
-func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cached *athleteEntry) error {
-	ev := job.Event
-	if err := w.CheckBudget(ctx); err != nil {
-		log.WarnContext(ctx, "strava read budget nearly spent; deferring", "writeStatus", "deferred", "error", err)
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	take := func() error { return w.takeAthleteRead(ctx, job, ev.Kind() == ingest.KindActivityCreate) }
-	if job.Unlisted {
-		take = func() error { return w.takeUnverifiedRead(ctx, job) }
-	}
-	if err := take(); err != nil {
-		return err
-	}
-	token, tokenUntil, err := w.accessToken(ctx, ev.OwnerID, userID, cached)
-	switch {
-	case cached != nil && (errors.Is(err, model.ErrUnauthorized) || errors.Is(err, model.ErrNotFound) || errors.Is(err, errStaleCache)):
-		return errStaleCache
-	case errors.Is(err, model.ErrUnauthorized):
-		return w.needsReauth(ctx, log, job, userID, err)
-	case errors.Is(err, model.ErrNotFound):
-		log.InfoContext(ctx, "athlete has no strava connection; event dropped", "writeStatus", "skipped")
-		w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditAthleteNotLinked, job, map[string]string{"reason": "no connection"})
-		return nil
-	case errors.Is(err, strava.ErrAppCredentials):
-		return fmt.Errorf("process %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now()))
-	case err != nil:
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	fetchStarted := w.Now()
-	act, rl, err := w.strava.GetActivity(ctx, token, ev.ObjectID)
-	w.ObserveRate(ctx, log, rl, err)
-	if err != nil {
-		return w.fetchFailed(ctx, log, job, userID, cached, fetchStarted, rl, err)
-	}
-	if act.Athlete.ID != 0 && act.Athlete.ID != ev.OwnerID {
-		return fmt.Errorf("process %s: activity %d belongs to athlete %d, not %d: %w",
-			job.CorrelationID, act.ID, act.Athlete.ID, ev.OwnerID, model.ErrInvalid)
-	}
-	wo, err := ingest.MapActivity(act, userID, ev.OwnerID, job.CorrelationID, w.Now())
-	if err != nil {
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	wo.FetchStartedAtNs = fetchStarted.UnixNano()
-	err = w.store.UpsertWorkout(ctx, wo)
-	if errors.Is(err, model.ErrConflict) {
-		// Not an error: the stored item holds an answer (or a 404) whose
-		// fetch started later than ours (newest answer wins).
-		log.InfoContext(ctx, "older answer dropped: workout fetched later", "writeStatus", "stale",
-			"fetchStartedAtUtc", fetchStarted.Format(time.RFC3339Nano), "error", err)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	w.athletes.sawFetch(ev.ObjectID, fetchStarted)
-	w.remember(ev.OwnerID, userID, token, tokenUntil, cached)
-	kind := ingest.AuditActivityUpdate
-	details := map[string]string{"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType}
-	switch ev.Kind() {
-	case ingest.KindActivityCreate:
-		kind = ingest.AuditActivityCreate
-	case ingest.KindActivityDelete:
-		// Strava still serves the activity: the event was forged, or
-		// overtaken by an undelete; what Strava says is stored.
-		details["reason"] = reasonDeleteNotConfirmed
-		log.WarnContext(ctx, "delete event not confirmed: strava serves the activity", "writeStatus", "written")
-	}
-	log.InfoContext(ctx, "workout written", "writeStatus", "written", "sportType", wo.SportType)
-	w.audit(ctx, log, keys.UserPK(userID), userID, kind, job, details)
-	return nil
-}
-
 func (w *Fetcher) jobLog(job ingest.Job) *slog.Logger { return ingest.JobLog(w.log, job) }
-
-func (w *Fetcher) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
-	w.store.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
-}
