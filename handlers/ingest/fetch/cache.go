@@ -26,6 +26,10 @@ import (
 //     is used only until tokenSkew before it expires. A deauthorization
 //     processed here drops the entry at once. Bounded by cacheMaxEntries
 //     (full: emptied) and athleteTTL.
+//
+// Beside them, the list pages its walks read (listedMemory, below) save
+// Strava reads instead: a bulk upload served by several bursts reads its
+// pages once.
 const (
 	cacheMaxEntries = 10000
 	athleteTTL      = 15 * time.Minute
