@@ -168,14 +168,7 @@ func TestCrowdedCreatesAreGatheredForABurst(t *testing.T) {
 // no fetch. Protection: the list walk (removing it costs 250 fetches).
 func TestABulkUploadIsServedByTwoListPages(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	written := map[int64]int64{}
-	st := &fakeStore{t: t, UpsertWorkoutFn: func(w *model.Workout) error {
-		mu.Lock()
-		defer mu.Unlock()
-		written[w.ActivityID] = w.FetchStartedAtNs
-		return nil
-	}}
+	st, written := recordWrites(t)
 	l := &fakeLister{acts: history(250, 1000)}
 	s := &fakeStrava{}
 	f := burstFetcher(t, st, s, l)
@@ -554,4 +547,17 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 	if athleteReads != 1 || unverified != 8 {
 		t.Fatalf("athlete's caps took %d reads, the unverified allowance %d; want 1 (the real upload's first page) and 8", athleteReads, unverified)
 	}
+}
+
+// recordWrites is a store that records each upserted workout's fetch start
+// by activity id; the map is read once the fetcher has returned.
+func recordWrites(t *testing.T) (*fakeStore, map[int64]int64) {
+	var mu sync.Mutex
+	written := map[int64]int64{}
+	return &fakeStore{t: t, UpsertWorkoutFn: func(w *model.Workout) error {
+		mu.Lock()
+		defer mu.Unlock()
+		written[w.ActivityID] = w.FetchStartedAtNs
+		return nil
+	}}, written
 }

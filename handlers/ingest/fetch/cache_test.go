@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,14 +169,7 @@ func TestCrowdedCreatesAreCoalesced(t *testing.T) {
 // the second burst reads page 1 again).
 func TestABulkUploadOverTicksWalksItsPagesOnce(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	written := map[int64]int64{}
-	st := &fakeStore{t: t, UpsertWorkoutFn: func(w *model.Workout) error {
-		mu.Lock()
-		defer mu.Unlock()
-		written[w.ActivityID] = w.FetchStartedAtNs
-		return nil
-	}}
+	st, written := recordWrites(t)
 	l := &fakeLister{acts: history(250, 1000)}
 	f := burstFetcher(t, st, &fakeStrava{}, l)
 	clock := now
