@@ -84,7 +84,7 @@ chaos: dynamodb-local
 ##   read limits (headers and 429s) on a 10 s window, 2,000 athletes over a day compressed to 6 minutes with an
 ##   evening peak, edits Strava never pushes, new connects with history. Prints webhook lag p50/p99, webhook jobs
 ##   deferred behind syncs, reads per window by class against the syncs' share, unpushed edits caught within
-##   reconcile interval + one window, the hottest partition key's share of writes per table and index, and the
+##   reconcile interval + one window, the hottest partition key's share of writes per table and index, and
 ##   its targets met/MISSED (printed, never asserted); last line
 ##   scale: athletes=N webhooks_late=L share_exceeded=S edits_caught=P% hottest_key_share=H%
 ##   About 10 minutes. SCALE_ENV="NAME=value ..." overrides the product knobs it sets (see go doc ./test/scale).

@@ -40,7 +40,12 @@
 //     counts: a create until the created state, an update until the edited
 //     one; an unpushed edit is an expectation of its own, so a create that
 //     was written and later edited silently is never counted as lost);
-//     late = lag over one window;
+//     late = lag over one window; the slowest webhooks (every late one,
+//     and at least five) are counted by kind, their lag split into the
+//     harness's sender queue and POST, the worker (from the acknowledgement
+//     to its "workout written" log) and the stream, and the slowest ten
+//     are spelled out with what the stack logged about their activity
+//     (trail.go);
 //   - webhook jobs deferred (the worker's "job deferred" log), and those
 //     deferred in a window where sync list reads had already been spent;
 //   - Strava reads per window: by endpoint as the simulator served them

@@ -142,7 +142,7 @@ type Env struct {
 // ("NAME=value") override the product knobs.
 func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []string, logf func(string, ...any)) (*Env, error) {
 	e := &Env{S: s, Logf: logf, tr: newTracker(), reads: newReadLog(s.Window), emf: &emfLog{},
-		logs: &logCapture{window: s.Window, shared: &logShared{deferred: map[time.Time][2]int{}}}, began: time.Now()}
+		logs: &logCapture{window: s.Window, shared: &logShared{deferred: map[time.Time][2]int{}, trail: newTrail()}}, began: time.Now()}
 	e.logs.reads = e.reads
 	e.nextID.Store(time.Now().Unix() * 1000)
 	limit := s.ReadLimit()
@@ -318,6 +318,11 @@ type expectation struct {
 	distance float64
 	since    time.Time
 	done     time.Time
+	// For a webhook: the activity, its kind (create or update), the
+	// athlete, and when the POST was acknowledged (set by its sender).
+	activity, athlete int64
+	kind              string
+	acked             time.Time
 }
 
 // tracker sees every workout record the projector is handed (the stream of
@@ -326,8 +331,9 @@ type expectation struct {
 // expectation, so an edit reconciliation never catches does not turn the
 // create that was written into lost work.
 type tracker struct {
-	mu  sync.Mutex
-	exp map[int64][]*expectation
+	mu      sync.Mutex
+	exp     map[int64][]*expectation
+	batches []batch // every batch the projector was handed, in order
 }
 
 func newTracker() *tracker { return &tracker{exp: map[int64][]*expectation{}} }
@@ -351,12 +357,14 @@ func (t *tracker) result(x *expectation) (since, done time.Time, ok bool) {
 func (t *tracker) observe(h streams.Handler) streams.Handler {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		now := time.Now()
+		b := batch{at: now, records: len(ev.Records), byPK: map[string]int{}}
 		t.mu.Lock()
 		for _, r := range ev.Records {
 			pk, sk := r.Change.Keys["PK"], r.Change.Keys["SK"]
 			if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeString {
 				continue
 			}
+			b.byPK[pk.String()]++
 			k, err := keys.ParseKey(model.Key{PK: pk.String(), SK: sk.String()})
 			if err != nil || k.Kind != keys.KindWorkout {
 				continue
@@ -376,7 +384,12 @@ func (t *tracker) observe(h streams.Handler) streams.Handler {
 			}
 		}
 		t.mu.Unlock()
-		return h(ctx, ev)
+		resp, err := h(ctx, ev)
+		b.took = time.Since(now)
+		t.mu.Lock()
+		t.batches = append(t.batches, b)
+		t.mu.Unlock()
+		return resp, err
 	}
 }
 
@@ -478,7 +491,7 @@ func (m *emfLog) Write(p []byte) (int, error) {
 
 // logCapture is the stack's slog handler: it counts webhook jobs deferred,
 // noting whether syncs had spent reads in that window already; it keeps
-// the first errors.
+// the first errors, and each activity's trail (trail.go).
 type logCapture struct {
 	window time.Duration
 	reads  *readLog
@@ -490,12 +503,14 @@ type logShared struct {
 	mu       sync.Mutex
 	deferred map[time.Time][2]int // window → webhook jobs deferred, of which with syncs' reads spent
 	errors   []string
+	trail    *trail // what was logged about each activity
 }
 
 func (h *logCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
 	sh := h.shared
+	sh.trail.note(h.attrs, r)
 	if r.Level >= slog.LevelError {
 		sh.mu.Lock()
 		if len(sh.errors) < 5 {
@@ -606,18 +621,24 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		connErr   error
 		perWindow = map[int]int{}
 	)
-	queue := make(chan stravasim.Event, 4096)
+	type send struct {
+		ev stravasim.Event
+		x  *expectation
+	}
+	queue := make(chan send, 4096)
 	var senders sync.WaitGroup
 	for range s.Senders {
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
-			for ev := range queue {
-				if _, err := e.Sim.Deliver(ctx, e.St.WebhookURL, ev); err != nil {
-					mu.Lock()
+			for q := range queue {
+				_, err := e.Sim.Deliver(ctx, e.St.WebhookURL, q.ev)
+				mu.Lock()
+				q.x.acked = time.Now()
+				if err != nil {
 					notAck++
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -639,8 +660,9 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			distance[p.activity] = m
 			e.Sim.PutActivity(activity(p.activity, p.athlete.id, m, now.Add(-time.Hour)))
 			x := e.tr.expect(p.activity, m, now)
+			x.activity, x.athlete, x.kind = p.activity, p.athlete.id, "create"
 			created[p.activity] = x
-			queue <- e.Sim.ActivityEvent("create", p.activity, p.athlete.id, nil)
+			queue <- send{e.Sim.ActivityEvent("create", p.activity, p.athlete.id, nil), x}
 			mu.Lock()
 			webhooks = append(webhooks, x)
 			perWindow[int(p.at/s.Window)]++
@@ -654,7 +676,8 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			e.Sim.UpdateActivity(p.activity, func(a *stravasim.Activity) { a.Distance = m })
 			x := e.tr.expect(p.activity, m, now)
 			if p.kind == "pushed" {
-				queue <- e.Sim.ActivityEvent("update", p.activity, p.athlete.id, map[string]string{"title": "edited"})
+				x.activity, x.athlete, x.kind = p.activity, p.athlete.id, "update"
+				queue <- send{e.Sim.ActivityEvent("update", p.activity, p.athlete.id, map[string]string{"title": "edited"}), x}
 				mu.Lock()
 				webhooks = append(webhooks, x)
 				perWindow[int(p.at/s.Window)]++
@@ -728,6 +751,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	}
 	r.Webhooks = len(webhooks)
 	r.NotDelivered = notAck
+	e.explainSlowest(&r, webhooks, dayStart)
 	for i, h := range histories {
 		var last time.Duration
 		for _, x := range h {
