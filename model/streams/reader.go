@@ -54,7 +54,9 @@ type Options struct {
 	// are delivered together, as the event source mapping's batching
 	// window gathers them: a burst is handled in fewer, larger batches (one
 	// recompute per user per batch), while a lone record and the writes it
-	// causes are read within PollInterval.
+	// causes are read within PollInterval. A round with a full batch
+	// (BatchSize records) is never followed by the window: a backlog is
+	// read back to back (pauseAfter).
 	BatchingWindow time.Duration
 	// MaxAttempts bounds deliveries of one failing record (default 10); after
 	// that OnDiscard receives the rest of the batch, as Lambda's on-failure
@@ -155,7 +157,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			}
 			lastDescribe = time.Now()
 		}
-		progressed := false
+		progressed, full := false, false
 		active, delivered := 0, 0
 		for _, s := range r.eligible() {
 			if drain && caughtUp[s.id] {
@@ -172,6 +174,7 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 			switch {
 			case n > 0:
 				progressed, delivered = true, delivered+n
+				full = full || n >= r.o.BatchSize
 			case n == 0 && drain:
 				caughtUp[s.id] = true
 			}
@@ -179,18 +182,29 @@ func (r *Reader) run(ctx context.Context, h Handler, drain bool) error {
 		if drain && active == 0 {
 			return nil
 		}
-		pause := r.o.PollInterval
-		if progressed {
-			pause = 0
-			if delivered >= busyRound {
-				pause = r.o.BatchingWindow
-			}
-		}
-		if !drain && pause > 0 {
+		if pause := pauseAfter(r.o, progressed, delivered, full); !drain && pause > 0 {
 			if err := retry.Sleep(ctx, pause); err != nil {
 				return nil
 			}
 		}
+	}
+}
+
+// pauseAfter is the reader's pause after a round: the poll interval when
+// it found nothing; none after a full batch, since the shard holds more and
+// the event source mapping invokes as soon as a batch fills (its window
+// only bounds the wait for one that does not); the batching window after a
+// busy round; none after a lighter one. Waiting the window after full
+// batches would hold a backlog of n batches for n windows, every record
+// behind it waiting too.
+func pauseAfter(o Options, progressed bool, delivered int, full bool) time.Duration {
+	switch {
+	case !progressed:
+		return o.PollInterval
+	case full || delivered < busyRound:
+		return 0
+	default:
+		return o.BatchingWindow
 	}
 }
 

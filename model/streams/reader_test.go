@@ -303,6 +303,45 @@ func TestBatchingWindowGathersABurst(t *testing.T) {
 	}
 }
 
+// TestABacklogIsReadBackToBack: records already waiting fill batch after
+// batch, and the reader hands them over without the batching window
+// between them, as the event source mapping invokes as soon as a batch is
+// full. Protection: pauseAfter's full batch (without it, a backlog of
+// three batches waits two windows, 20 s here, and every record behind it
+// waits as long). One run, with the window itself as the margin.
+func TestABacklogIsReadBackToBack(t *testing.T) {
+	t.Parallel()
+	const window = 10 * time.Second
+	e := newEnv(t)
+	e.putWorkouts(t, "backlog", 1, 30)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan batch, 100)
+	r := streams.NewReader(e.api, e.arn, streams.Options{BatchSize: 10, PollInterval: 20 * time.Millisecond, BatchingWindow: window})
+	start := time.Now()
+	go func() {
+		_ = r.Run(ctx, func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			got <- batch{len(ev.Records), time.Now()}
+			return events.DynamoDBEventResponse{}, nil
+		})
+	}()
+	var sizes []int
+	for n := 0; n < 30; {
+		select {
+		case b := <-got:
+			n += b.n
+			sizes = append(sizes, b.n)
+		case <-time.After(3 * window):
+			t.Fatalf("backlog not read after %s: batches %v", 3*window, sizes)
+		}
+	}
+	took := time.Since(start)
+	t.Logf("a backlog of 30 records, batch size 10: batches %v in %s (window %s)", sizes, took.Round(time.Millisecond), window)
+	if took >= window {
+		t.Errorf("the backlog took %s, at least one batching window (%s): the reader waited between full batches", took, window)
+	}
+}
+
 // batch is one delivery of the reader: how many records, and when.
 type batch struct {
 	n  int
