@@ -139,6 +139,9 @@ func (t *tracker) busy(from, to time.Time) string {
 			byPK[pk] += c
 		}
 	}
+	if n == 0 {
+		return "the projector was handed nothing meanwhile"
+	}
 	top, most := "", 0
 	for pk, c := range byPK {
 		if c > most || (c == most && pk < top) {

@@ -75,4 +75,7 @@ func TestBusySaysWhatTheProjectorDidWhileARecordWaited(t *testing.T) {
 	if got := tr.busy(at.Add(time.Second), at.Add(5*time.Second)); got != want {
 		t.Errorf("busy = %q, want %q", got, want)
 	}
+	if got := tr.busy(at.Add(6*time.Second), at.Add(8*time.Second)); got != "the projector was handed nothing meanwhile" {
+		t.Errorf("busy in a quiet spell = %q", got)
+	}
 }
