@@ -96,20 +96,6 @@ func (t *trail) written(id int64, from time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // batch is one batch the projector was handed: when, how long its handler
 // took, and its records by partition key.
 type batch struct {
@@ -134,7 +120,14 @@ func (t *tracker) busy(from, to time.Time) string {
 		if !b.at.Before(to) || !end.After(from) {
 			continue
 		}
-		n, records, took = n+1, records+b.records, took+earlier(end, to).Sub(later(b.at, from))
+		ran := end.Sub(b.at) // the part of its run inside from..to
+		if b.at.Before(from) {
+			ran -= from.Sub(b.at)
+		}
+		if end.After(to) {
+			ran -= end.Sub(to)
+		}
+		n, records, took = n+1, records+b.records, took+ran
 		for pk, c := range b.byPK {
 			byPK[pk] += c
 		}
