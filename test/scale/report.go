@@ -71,10 +71,10 @@ type Report struct {
 	TablePrefix           string
 	Elapsed               time.Duration
 	ProductKnobs          []string
-	// LateLines explain the slowest webhooks (every late one, and at least
+	// SlowLines explain the slowest webhooks (every late one, and at least
 	// a few): a count by kind and where their lag went, then the slowest
 	// spelled out with what the worker logged.
-	LateLines []string
+	SlowLines []string
 	// MissedEdits says, for each edit of EditsMilestone not caught within
 	// Bound, whose it was, when in the day, and when it was caught.
 	MissedEdits []string
@@ -147,7 +147,7 @@ func (r Report) Print(w io.Writer) {
 	p("")
 	p("webhooks: %d sent, %d never acknowledged, lag POST → workout written p50 %s p99 %s max %s; late (> one window, %s): %d",
 		r.Webhooks, r.NotDelivered, ms(bench.Percentile(r.Lags, 0.5)), ms(bench.Percentile(r.Lags, 0.99)), ms(bench.Percentile(r.Lags, 1)), r.Window, r.Late())
-	for _, l := range r.LateLines {
+	for _, l := range r.SlowLines {
 		p("  %s", l)
 	}
 	deferred, withSyncs := 0, 0

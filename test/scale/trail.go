@@ -28,7 +28,7 @@ const (
 )
 
 // trailAttrs are the log attributes a trail step keeps.
-var trailAttrs = []string{"reason", "notBefore", "writeStatus", "pages", "listed", "written"}
+var trailAttrs = []string{"reason", "notBefore", "writeStatus"}
 
 // step is one log line the stack wrote about an activity.
 type step struct {
@@ -106,9 +106,10 @@ type batch struct {
 }
 
 // busy says what the projector did between from and to: how long its
-// handler ran in that time, over how many batches and records, and the partition with
-// the most of them. The stream hands one shard's batches one after the
-// other, so a wait behind a busy projector is a wait in the stream.
+// handler ran in that time, over how many batches and records, and the
+// partition with the most of them. The stream hands one shard's batches
+// one after the other, so a wait behind a busy projector is a wait in the
+// stream.
 func (t *tracker) busy(from, to time.Time) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -161,13 +162,14 @@ type slowWebhook struct {
 // part, and up to maxLateLines spelled out, slowest first.
 func (e *Env) explainSlowest(r *Report, webhooks []*expectation, dayStart time.Time) {
 	type lagged struct {
-		x   *expectation
-		lag time.Duration
+		x    *expectation
+		done time.Time
+		lag  time.Duration
 	}
 	var all []lagged
 	for _, x := range webhooks {
 		if since, done, ok := e.tr.result(x); ok {
-			all = append(all, lagged{x, done.Sub(since)})
+			all = append(all, lagged{x, done, done.Sub(since)})
 		}
 	}
 	slices.SortFunc(all, func(a, b lagged) int { return int(b.lag - a.lag) })
@@ -180,8 +182,7 @@ func (e *Env) explainSlowest(r *Report, webhooks []*expectation, dayStart time.T
 		if a.lag > r.Window {
 			late++
 		}
-		_, done, _ := e.tr.result(a.x)
-		tr := e.logs.shared.trail
+		done, tr := a.done, e.logs.shared.trail
 		l := slowWebhook{x: a.x, queued: a.x.acked.Sub(a.x.since), steps: tr.since(a.x.activity, a.x.since), dayStart: dayStart}
 		if w, ok := tr.written(a.x.activity, a.x.since); ok {
 			l.worker, l.stream = w.Sub(a.x.acked), done.Sub(w)
@@ -208,10 +209,10 @@ func (e *Env) explainSlowest(r *Report, webhooks []*expectation, dayStart time.T
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(kinds)
-	r.LateLines = append(r.LateLines, fmt.Sprintf("slowest %d (%d late) by kind: %s; medians: sender queue + POST %s, acknowledged → written %s, written → projector %s (%d written by a burst: acknowledged → projector counted as written)",
+	r.SlowLines = append(r.SlowLines, fmt.Sprintf("slowest %d (%d late) by kind: %s; medians: sender queue + POST %s, acknowledged → written %s, written → projector %s (%d written by a burst: acknowledged → projector counted as written)",
 		len(slow), late, strings.Join(kinds, ", "), ms(bench.Percentile(queued, 0.5)), ms(bench.Percentile(worker, 0.5)), ms(bench.Percentile(stream, 0.5)), len(slow)-len(stream)))
 	for _, l := range slow[:min(len(slow), maxLateLines)] {
-		r.LateLines = append(r.LateLines, l.line())
+		r.SlowLines = append(r.SlowLines, l.line())
 	}
 }
 
