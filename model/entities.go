@@ -3,6 +3,7 @@ package model
 import (
 	"time"
 
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 )
 
@@ -260,8 +261,9 @@ type Projection struct {
 	// ExactFromUtc is set when Truncated: the value is exact for workouts
 	// started at or after it; older workouts of the period were left out by
 	// the guardrail.
-	ExactFromUtc   *time.Time `dynamodbav:"exactFromUtc,omitempty"`
-	ProjectedAtUtc *time.Time `dynamodbav:"projectedAtUtc,omitempty"`
+	ExactFromUtc   *time.Time         `dynamodbav:"exactFromUtc,omitempty"`
+	ProjectedAtUtc *time.Time         `dynamodbav:"projectedAtUtc,omitempty"`
+	Weeks          *calendar.WeekSums `dynamodbav:"weeks,omitempty"` // a few weeks' period: sums per week; nil: unknown
 }
 
 // Milestone is a user's commitment plus its projected progress (USER#{userId}

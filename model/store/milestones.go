@@ -317,6 +317,7 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	} else {
 		c.Remove = append(c.Remove, "exactFromUtc")
 	}
+	c.Set["weeks"] = p.Weeks // NULL when unknown: sums of another definition never outlive it
 	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
 	if w.PeriodOf != "" {
 		k = keys.SeriesPeriodKey(w.UserID, w.MilestoneID, w.PeriodOf)
