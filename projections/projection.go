@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 )
 
 // Log is the workout log one recompute inspects.
@@ -32,6 +33,11 @@ type Log struct {
 	// complete (it holds every workout started at or after it). A zero
 	// ExactFrom with Truncated means nothing is known to be complete.
 	ExactFrom time.Time
+	// ReadWeeks, when set, are the weeks (calendar.WeekOf) the log was read for: a
+	// milestone whose stored week sums UsesWeeks takes its other weeks from
+	// them (weeks.go); every other milestone's whole period was read. A log
+	// read by weeks is never Truncated (the reader reads whole periods then).
+	ReadWeeks map[int64]bool
 }
 
 // cutNewest applies the guardrail to a log sorted by byStartThenID: it keeps
@@ -71,6 +77,10 @@ type Crossing struct {
 	PartIndex     int
 	ActivityID    int64
 	CorrelationID string
+	// FromSums says the part was reached inside a week taken from stored
+	// week sums: the workout is not known (ActivityID 0), and a part to
+	// be minted needs a projection of the whole period.
+	FromSums bool
 }
 
 // Result is the outcome of one projection.
@@ -175,7 +185,10 @@ func satAdd(a, b int64) int64 {
 // projection is truncated (with ExactFromUtc) only when def's period starts
 // before the instant from which the log is complete: a period the guardrail
 // did not reach into stays exact. More than model.MaxWorkoutsToInspect
-// workouts are cut to the newest ones.
+// workouts are cut to the newest ones. A log read by weeks (ReadWeeks)
+// counts only those weeks from the log when cur's week sums are used
+// (UsesWeeks), the others from the sums; a period that keeps week sums gets
+// them afresh in the result (weeks.go).
 //
 // It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
 // projected (model.MilestoneDefinition.ValidateProjectable).
@@ -195,6 +208,11 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	exactFrom := truncatedFrom(def, log)
 
+	var read map[int64]bool
+	if log.ReadWeeks != nil && !log.Truncated && UsesWeeks(def, cur) {
+		read = log.ReadWeeks
+	}
+	walk, sums := steps(def, cur, ws, read)
 	target := def.TargetUnits()
 	var (
 		value     int64
@@ -202,14 +220,11 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 		earned    int
 		crossings []Crossing
 	)
-	for _, w := range ws {
-		if !Counts(def, w) {
-			continue
-		}
-		counted++
-		value = satAdd(value, def.Metric.WorkoutUnits(w))
+	for _, s := range walk {
+		counted += s.count
+		value = satAdd(value, s.units)
 		for e := EarnedParts(value, target, def.PartCount); earned < e; earned++ {
-			crossings = append(crossings, Crossing{PartIndex: earned, ActivityID: w.ActivityID, CorrelationID: w.CorrelationID})
+			crossings = append(crossings, Crossing{PartIndex: earned, ActivityID: s.id, CorrelationID: s.corr, FromSums: s.fromSums})
 		}
 	}
 
@@ -221,6 +236,9 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 		Truncated:       exactFrom != nil,
 		ExactFromUtc:    exactFrom,
 		ProjectedAtUtc:  cur.ProjectedAtUtc,
+	}
+	if KeepsWeeks(def) && exactFrom == nil {
+		next.Weeks = &calendar.WeekSums{Def: WeeksFingerprint(def), Sums: sums}
 	}
 	if next.AwardedParts >= def.PartCount {
 		next.Status = model.StatusCompleted
@@ -236,7 +254,7 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	r.Changed = next.ProgressValue != cur.ProgressValue || next.WorkoutsCounted != cur.WorkoutsCounted ||
 		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated ||
-		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc)
+		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc) || !sameWeeks(next.Weeks, cur.Weeks)
 	r.Completed = next.Status == model.StatusCompleted && curStatus != model.StatusCompleted
 	r.BecameTruncated = next.Truncated && !cur.Truncated
 	if r.Changed {

@@ -224,7 +224,8 @@ func TestProject(t *testing.T) {
 				t.Errorf("tipping activities: got %v, want %v", tips, tt.wantTips)
 			}
 			if got.Changed != (p.ProgressValue != tt.cur.ProgressValue || p.AwardedParts != tt.cur.AwardedParts ||
-				p.WorkoutsCounted != tt.cur.WorkoutsCounted || p.Status != tt.cur.Status || p.Truncated != tt.cur.Truncated) {
+				p.WorkoutsCounted != tt.cur.WorkoutsCounted || p.Status != tt.cur.Status || p.Truncated != tt.cur.Truncated ||
+				(p.Weeks != nil) != (tt.cur.Weeks != nil)) {
 				t.Errorf("changed: got %v for %+v from %+v", got.Changed, p, tt.cur)
 			}
 			if got.Changed && (p.ProjectedAtUtc == nil || !p.ProjectedAtUtc.Equal(now)) {

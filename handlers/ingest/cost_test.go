@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
@@ -358,16 +358,32 @@ func TestOneCreateEventCost(t *testing.T) {
 		t.Errorf("warm create event: %d requests, %g RCU, %g WCU; want at most %d, %d, %d:\n%s", u.Requests, u.RCU, u.WCU,
 			maxRequestsPerEvent, maxRCUPerEvent, maxWCUPerEvent, strings.Join(lines, "\n"))
 	}
-	// Item 2: the log query reads the month's workouts and nothing else.
-	var logScanned []int
-	for _, c := range warm.calls {
-		if c.index == store.IndexLSI1 {
-			logScanned = append(logScanned, c.scanned)
+	// Item 2: the cold event reads the month's workouts and nothing else
+	// (the milestone has no week sums yet), the warm one only its own UTC
+	// week's (the sums the cold one kept hold the month's other weeks).
+	scanned := func(c cost) (out []int) {
+		for _, call := range c.calls {
+			if call.index == store.IndexLSI1 {
+				out = append(out, call.scanned)
+			}
+		}
+		return out
+	}
+	starts := []time.Time{march.AddDate(0, 0, 10).Add(7 * time.Hour), march.AddDate(0, 0, 11).Add(7 * time.Hour)} // cold, warm
+	for i := range inMarch {
+		starts = append(starts, march.AddDate(0, 0, i+1)) // the seed's
+	}
+	inWarmWeek := 0
+	for _, at := range starts {
+		if calendar.WeekOf(at) == calendar.WeekOf(starts[1]) {
+			inWarmWeek++
 		}
 	}
-	sort.Ints(logScanned)
-	if fmt.Sprint(logScanned) != fmt.Sprint([]int{inMarch + 2}) {
-		t.Errorf("the projector's log queries scanned %v items, want one query of the %d March workouts", logScanned, inMarch+2)
+	if got := scanned(cold); fmt.Sprint(got) != fmt.Sprint([]int{inMarch + 1}) {
+		t.Errorf("the cold event's log queries scanned %v items, want one query of the %d March workouts", got, inMarch+1)
+	}
+	if got := scanned(warm); fmt.Sprint(got) != fmt.Sprint([]int{inWarmWeek}) {
+		t.Errorf("the warm event's log queries scanned %v items, want one query of the %d workouts of its week", got, inWarmWeek)
 	}
 	var ms model.Milestone
 	if err := seedStore.Get(ctx, tables.Main, keys.MilestoneKey(user, "march"), &ms); err != nil {

@@ -448,6 +448,7 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 		"progressValue: stored 1, recomputed 60000000",
 		"workoutsCounted: stored 1, recomputed 2",
 		"awardedParts: stored 5, recomputed 6",
+		"week sums: stored map[2930:{50000000 1}], recomputed map[2930:{60000000 2}]",
 		"award items missing for parts [3]",
 	}
 	if !reflect.DeepEqual(mr.Diffs(), wantDiffs) || !mr.Drift() || mr.Written {

@@ -2,8 +2,8 @@ package consumer
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/projections"
 )
 
 // Action is what the consumer does with one stream record.
@@ -61,6 +62,9 @@ type Decision struct {
 	Days []string
 	// DaysKnown says Days names everything the record concerns.
 	DaysKnown bool
+	// Starts are the UTC starts of a workout record's images (before and
+	// after the change), known when DaysKnown: the weeks it touches.
+	Starts []time.Time
 	// Reason says why, for logs.
 	Reason string
 	// Err is why a record must be parked (matches model.ErrInvalid or
@@ -135,7 +139,8 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		if v, ok := rec.Change.OldImage["correlationId"]; ok && v.DataType() == events.DataTypeString {
 			d.CorrelationID = v.String()
 		}
-		d.Days, d.DaysKnown = workoutDays(rec.Change.OldImage), true
+		d.Days, d.Starts = workoutDays(rec.Change.OldImage)
+		d.DaysKnown = true
 		if rec.UserIdentity != nil && rec.UserIdentity.PrincipalID != "" {
 			d.Reason += " by " + rec.UserIdentity.PrincipalID // dynamodb.amazonaws.com: TTL
 		}
@@ -159,7 +164,9 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 			return d
 		}
 		d.Action, d.Written, d.Reason = Recompute, true, "workout "+strings.ToLower(rec.EventName)
-		d.Days = append(workoutDays(rec.Change.NewImage), workoutDays(rec.Change.OldImage)...)
+		newDays, newStarts := workoutDays(rec.Change.NewImage)
+		oldDays, oldStarts := workoutDays(rec.Change.OldImage)
+		d.Days, d.Starts = append(newDays, oldDays...), append(newStarts, oldStarts...)
 		// A MODIFY without its old image hides the day it moved from.
 		d.DaysKnown = rec.EventName == string(events.DynamoDBOperationTypeInsert) || len(rec.Change.OldImage) > 0
 		return d
@@ -190,7 +197,7 @@ func classifyMilestone(rec events.DynamoDBEventRecord, d Decision, m *model.Mile
 		d.Action, d.Reason = Recompute, "milestone modify without readable old image"
 		return d
 	}
-	if SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
+	if projections.SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
 		d.Reason = "milestone modify by " + m.WrittenBy + " without definition change"
 		return d
 	}
@@ -225,30 +232,20 @@ func classifySyncState(rec events.DynamoDBEventRecord, d Decision) Decision {
 	return d
 }
 
-// workoutDays is the local day of a workout image (none for an image
-// without a start: a tombstone, or no image).
-func workoutDays(img map[string]events.DynamoDBAttributeValue) []string {
+// workoutDays is the local day and the UTC start of a workout image (none
+// for an image without a start: a tombstone, or no image; a start only
+// when the image carries it).
+func workoutDays(img map[string]events.DynamoDBAttributeValue) ([]string, []time.Time) {
 	var w model.Workout
 	if len(img) == 0 || decodeImage(img, &w) != nil || (w.StartDateUtc.IsZero() && w.DateSK == "") {
-		return nil
+		return nil, nil
 	}
-	return []string{w.LocalDate()}
+	if w.StartDateUtc.IsZero() {
+		return []string{w.LocalDate()}, nil
+	}
+	return []string{w.LocalDate()}, []time.Time{w.StartDateUtc}
 }
 
 func decodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
 	return streams.DecodeImage(img, e)
-}
-
-// SameDefinition reports whether two milestone definitions project the
-// same way and read the same (sport types compare as a set, times as
-// instants).
-func SameDefinition(a, b model.MilestoneDefinition) bool {
-	sa, sb := slices.Clone(a.SportTypes), slices.Clone(b.SportTypes)
-	slices.Sort(sa)
-	slices.Sort(sb)
-	endEqual := (a.PeriodEndAtUtc == nil) == (b.PeriodEndAtUtc == nil) &&
-		(a.PeriodEndAtUtc == nil || a.PeriodEndAtUtc.Equal(*b.PeriodEndAtUtc))
-	return a.ModelID == b.ModelID && a.Title == b.Title && a.Metric == b.Metric && a.Target == b.Target &&
-		slices.Equal(sa, sb) && a.PeriodStartAtUtc.Equal(b.PeriodStartAtUtc) && endEqual && a.PartCount == b.PartCount &&
-		a.PeriodStartDate == b.PeriodStartDate && a.PeriodEndDate == b.PeriodEndDate
 }

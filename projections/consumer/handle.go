@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/projections"
 )
 
 // Handle processes one batch of stream records. Each user with at least one
@@ -30,9 +31,9 @@ import (
 // items (one strongly consistent Query, SK between GUARD and MILESTONE$,
 // keys.GuardAndMilestones; a guard that holds removes the batch's webhook
 // workout writes, recompute.go; no milestones means nothing else is read),
-// then the workout log inside the milestones'
-// periods (store.WorkoutLog, the guardrail below), then projections.Project
-// per milestone. A milestone whose projection did not change and has no award
+// then the workout log inside the milestones' periods, or only the weeks
+// touched of those keeping week sums (store.WorkoutLog; projections'
+// weeks.go), then projections.Project per milestone. A milestone whose projection did not change and has no award
 // to mint is not written. Milestones are read before the log on purpose: a
 // concurrent recompute that wrote after our read makes our write conflict,
 // and one that wrote before it saw no newer log than ours, so the last write
@@ -85,8 +86,8 @@ type userWork struct {
 	userID        string
 	records       []int
 	correlationID string
-	written       []int64 // activity ids of the webhook workout writes
-	touched       touched // the days the triggers concern
+	written       []int64             // activity ids of the webhook workout writes
+	touched       projections.Touched // the days and weeks the triggers concern
 }
 
 // group classifies the batch's records: ignored ones are counted, poison
@@ -123,7 +124,7 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 				order = append(order, u)
 			}
 			u.records = append(u.records, i)
-			u.touched.addDays(d.Days, d.DaysKnown)
+			u.touched.Add(d.Days, d.Starts, d.DaysKnown)
 			if d.Written {
 				u.written = append(u.written, d.ActivityID)
 			}

@@ -46,13 +46,13 @@ import (
 // attempts with full-jitter backoff (20 ms … 1 s), then reports the user's
 // records failed.
 func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
-	return c.recompute(ctx, userID, "", nil, touched{all: true}, dryRun)
+	return c.recompute(ctx, userID, "", nil, projections.Touched{All: true}, dryRun)
 }
 
 // recompute re-projects the user; written are the activity ids of the
 // webhook workout writes that triggered it (removed again when the user's
-// guard holds, see once), t the days the triggers concern (series.go).
-func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, t touched, dryRun bool) (UserReport, error) {
+// guard holds, see once), t the days and weeks the triggers concern.
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (UserReport, error) {
 	log := c.o.Logger.With("userId", userID)
 	var lastErr error
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
@@ -65,6 +65,11 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 			}
 		}
 		rep, err := c.once(ctx, userID, correlationID, written, t, dryRun)
+		if errors.Is(err, errWholePeriods) && !t.WholePeriods {
+			// Not a conflict: the same round, reading whole periods.
+			t.WholePeriods = true
+			rep, err = c.once(ctx, userID, correlationID, written, t, dryRun)
+		}
 		rep.Attempts = attempt + 1
 		if err == nil {
 			c.stats.users.Add(1)
@@ -103,7 +108,7 @@ func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, writte
 // write conflict, and one that wrote before it read a log no newer than
 // ours, so the last successful write always reflects every workout written
 // before it (no lost progress).
-func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t touched, dryRun bool) (UserReport, error) {
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (UserReport, error) {
 	rep := UserReport{UserID: userID}
 	um, err := c.st.UserMilestones(ctx, userID)
 	if err != nil {
@@ -127,14 +132,14 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	// their value still follows the log (awards never go back).
 	now := c.o.Now()
 	var windows []model.Window
-	for _, m := range um.Milestones {
-		if m.Recurrence == "" && m.ValidateProjectable() == nil {
-			windows = append(windows, m.Window())
+	for i := range um.Milestones {
+		if m := &um.Milestones[i]; m.Recurrence == "" && m.ValidateProjectable() == nil {
+			windows = append(windows, t.Windows(m)...)
 		}
 	}
 	// A series is projected period by period, only those the triggers
 	// touch (series.go).
-	periods, periodAwards, periodWindows, err := c.seriesPeriods(ctx, userID, um.Milestones, t, now)
+	periods, periodAwards, periodWindows, err := seriesPeriods(ctx, c.st, userID, um.Milestones, t, now)
 	if err != nil {
 		return rep, err
 	}
@@ -143,11 +148,15 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	if err != nil {
 		return rep, err
 	}
+	if wl.Truncated && t.LogWeeks() != nil {
+		// Weeks cut by the guardrail are not whole: read whole periods.
+		return rep, errWholePeriods
+	}
 	rep.Workouts, rep.Truncated, rep.ExactFrom = len(wl.Workouts), wl.Truncated, wl.ExactFrom
 	if c.o.BeforeWrite != nil && !dryRun {
 		c.o.BeforeWrite(ctx, userID)
 	}
-	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom}
+	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom, ReadWeeks: t.LogWeeks()}
 	parts := map[string]map[int]model.ModelPart{}
 	for i := range um.Milestones {
 		if um.Milestones[i].Recurrence != "" {
@@ -176,6 +185,9 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
 	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
 	mr, res, held, err := c.project(ctx, log, m, existing, lg, now, correlationID)
+	if err == nil && res.ReachedInSums(mr.Minted) {
+		return mr, errWholePeriods
+	}
 	if err == nil && !dryRun {
 		err = c.collect(ctx, existing)
 	}
@@ -284,3 +296,8 @@ func unminted(awarded, partCount int, existing map[int]model.Award) []int {
 	}
 	return out
 }
+
+// errWholePeriods asks for the round again with every period read whole:
+// the weeks read were cut by the guardrail, or a part to be minted was
+// reached in a week taken from stored sums (its workout is not known).
+var errWholePeriods = errors.New("read the periods whole")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -65,6 +66,10 @@ func (r MilestoneReport) Diffs() []string {
 	diff("status", s.Status, n.Status)
 	diff("truncated", s.Truncated, n.Truncated)
 	diff("exactFromUtc", fmtInstant(s.ExactFromUtc), fmtInstant(n.ExactFromUtc))
+	if s.Weeks != nil && n.Weeks != nil && s.Weeks.Def == n.Weeks.Def && !maps.Equal(s.Weeks.Sums, n.Weeks.Sums) {
+		// Absent sums, or sums of another definition, are unused: not drift.
+		out = append(out, fmt.Sprintf("week sums: stored %v, recomputed %v", s.Weeks.Sums, n.Weeks.Sums))
+	}
 	if len(r.MissingAwards) > 0 {
 		out = append(out, fmt.Sprintf("award items missing for parts %v", r.MissingAwards))
 	}

@@ -1,0 +1,157 @@
+package projections
+
+// Week sums: how an event reads a week of the log, not a whole period.
+//
+// A milestone whose period spans a few weeks (a month, a fortnight: with an
+// end, two to six weeks long) keeps, beside its progress, what its counted
+// workouts add up to in each UTC week (calendar.WeekSums). A workout trigger
+// names its start before and after the write; the projector then reads the
+// log only for the weeks those starts fall in and takes every other week
+// from the sums, so an event reads about seven days of workouts (1 read
+// unit at one a day) rather than the whole period (3 at a month of them).
+//
+// It is still a recompute from the log, never a delta: the weeks an event
+// touches are re-read and re-counted whole, so duplicates, replays and
+// reordering stay harmless, and the version check orders concurrent
+// recomputes as before (a recompute that wrote another week meanwhile makes
+// ours conflict and re-read). The sums are only used when they were counted
+// under the same definition (WeeksFingerprint); a projection of the whole
+// period writes them afresh: a trigger without its days (a milestone
+// written, a sync page's request), a rebuild, a log cut by the guardrail,
+// and a part to be minted whose tipping workout lies in a week taken from
+// the sums (its activity is not known there: Crossing.FromSums). Periods
+// outside these bounds keep reading their whole period: a shorter one costs
+// the same, a longer one would grow the milestone item past one write unit.
+//
+// Replay sensitivity: the week grid (calendar.WeekOf) and what counts
+// (Counts, the metric's units) shape the stored sums. Changing either must
+// bump the fingerprint's version ("v1" in WeeksFingerprint): every stored
+// sum then goes unused until the next whole-period projection writes it
+// again (no rebuild needed, one larger read per milestone).
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
+)
+
+// The periods that keep week sums (KeepsWeeks).
+const (
+	minWeeksSpan = 14 * 24 * time.Hour
+	maxWeeksSpan = 42 * 24 * time.Hour
+)
+
+// KeepsWeeks reports whether def's projection keeps week sums: its period
+// has an end and spans two to six weeks of start instants.
+func KeepsWeeks(def model.MilestoneDefinition) bool {
+	w := def.Window()
+	if w.To == nil {
+		return false
+	}
+	span := w.To.Sub(w.From)
+	return span >= minWeeksSpan && span <= maxWeeksSpan
+}
+
+// UsesWeeks reports whether a recompute of def may read only the weeks its
+// triggers touch: it keeps week sums and cur holds sums counted under def.
+func UsesWeeks(def model.MilestoneDefinition, cur model.Projection) bool {
+	return KeepsWeeks(def) && cur.Weeks != nil && cur.Weeks.Def == WeeksFingerprint(def)
+}
+
+// WeeksFingerprint names what decides which workouts count towards def and
+// by how much: its metric, sport types (as a set) and period.
+func WeeksFingerprint(def model.MilestoneDefinition) string {
+	sports := slices.Clone(def.SportTypes)
+	slices.Sort(sports)
+	w := def.Window()
+	to := ""
+	if w.To != nil {
+		to = w.To.UTC().Format(time.RFC3339Nano)
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "v1|%s|%s|%s|%s|%s|%s", def.Metric, strings.Join(sports, ","), w.From.UTC().Format(time.RFC3339Nano), to,
+		def.PeriodStartDate, def.PeriodEndDate)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// step is one step of the walk that counts a period and attributes its
+// crossings: a counted workout, or a week taken whole from stored sums.
+type step struct {
+	start    time.Time
+	id       int64
+	corr     string
+	units    int64
+	count    int
+	fromSums bool
+}
+
+// steps lists, in (start, activityId) order, what def counts in the
+// sorted workouts ws, and the week sums that result. With read (the weeks
+// the log was read for, when def's stored sums are used), only workouts of
+// those weeks are taken from ws and every other stored week is one step.
+func steps(def model.MilestoneDefinition, cur model.Projection, ws []model.Workout, read map[int64]bool) ([]step, map[string]calendar.WeekSum) {
+	var out []step
+	sums := map[string]calendar.WeekSum{}
+	for _, w := range ws {
+		k := calendar.WeekOf(w.StartDateUtc)
+		if !Counts(def, w) || (read != nil && !read[k]) {
+			continue
+		}
+		u := def.Metric.WorkoutUnits(w)
+		out = append(out, step{start: w.StartDateUtc, id: w.ActivityID, corr: w.CorrelationID, units: u, count: 1})
+		key := strconv.FormatInt(k, 10)
+		s := sums[key]
+		sums[key] = calendar.WeekSum{Units: satAdd(s.Units, u), Count: s.Count + 1}
+	}
+	if read != nil {
+		for key, s := range cur.Weeks.Sums {
+			k, err := strconv.ParseInt(key, 10, 64)
+			if err != nil || read[k] || s.Count == 0 {
+				continue
+			}
+			out = append(out, step{start: calendar.WeekStart(k), units: s.Units, count: s.Count, fromSums: true})
+			sums[key] = s
+		}
+		slices.SortFunc(out, func(a, b step) int {
+			if c := a.start.Compare(b.start); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+	}
+	return out, sums
+}
+
+// ReachedInSums reports whether one of parts (to be minted) was reached in
+// a week taken from stored sums: its tipping workout is not known.
+func (r Result) ReachedInSums(parts []int) bool {
+	for _, i := range parts {
+		if cr, ok := r.Tipping(i); ok && cr.FromSums {
+			return true
+		}
+	}
+	return false
+}
+
+// sameWeeks reports whether two week sums are equal.
+func sameWeeks(a, b *calendar.WeekSums) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Def != b.Def || len(a.Sums) != len(b.Sums) {
+		return false
+	}
+	for k, s := range a.Sums {
+		if t, ok := b.Sums[k]; !ok || t != s {
+			return false
+		}
+	}
+	return true
+}
