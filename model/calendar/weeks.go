@@ -50,7 +50,7 @@ type WeekSums struct {
 	Def string `dynamodbav:"def"`
 	// Sums maps a week's index (WeekOf, decimal) to what its counted
 	// workouts add up to; weeks without one are absent.
-	Sums map[string]WeekSum `dynamodbav:"sums"`
+	Sums map[string]WeekSum `dynamodbav:"sums,omitempty"`
 }
 
 // WeekSum is one week's counted workouts: their value in the metric's

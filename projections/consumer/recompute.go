@@ -67,6 +67,7 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 		rep, err := c.once(ctx, userID, correlationID, written, t, dryRun)
 		if errors.Is(err, errWholePeriods) && !t.WholePeriods {
 			// Not a conflict: the same round, reading whole periods.
+			log.InfoContext(ctx, "reading whole periods", "reason", err)
 			t.WholePeriods = true
 			rep, err = c.once(ctx, userID, correlationID, written, t, dryRun)
 		}

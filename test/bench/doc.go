@@ -49,8 +49,9 @@
 //     p50 (how long the projector batch that projected it ran: the part of
 //     the lag that can grow with H; the rest is ingestion and stream poll
 //     wait), and "read", the workouts the design has to read (those in the
-//     period, at most 3000). A cost that grows with H for the monthly milestone means
-//     the projector reads outside the period.
+//     period, at most 3000; for the monthly milestone those of the event's
+//     UTC week, its week sums holding the others). A cost that grows with H
+//     for the monthly milestone means the projector reads outside that.
 //  4. Targets beside the figures, each "met (x to spare)" or
 //     "MISSED by x (r× the limit)", a missed one followed by "why:" lines
 //     (the reasons, with the measured figures they cite). They are printed,

@@ -75,7 +75,7 @@ func (r result) print(w io.Writer) {
 	p("Growth: a user with H workouts (one a day) and one distance milestone; one warm-up event, then %d measured, sent one at a time",
 		r.settings.growthEvents)
 	p("  (monthly: the last %d days; lifetime: since 2000; weekly: a weekly series begun %d weeks ago, the event in this week;", monthDays, seriesWeeks)
-	p("   \"read\" = workouts the design needs to read, capped at 3000;")
+	p("   \"read\" = workouts the design needs to read, capped at 3000: a monthly event re-reads its UTC week, its other weeks are sums kept with the milestone;")
 	p("   a projected workout is %d bytes in LSI1)", r.workoutSize)
 	p("  (batch p50: how long the projector's batch ran, the part of the lag that can grow with H)")
 	if n := r.settings.growthEvents + 1; n > ingest.CreatesBeforeGather {
@@ -174,11 +174,11 @@ const (
 		"date-ordered key that bounds reads), the progress update (1); the worker's routine audit entry adds 1"
 	whyRCU = "the projector reads the guard, milestones and awards in one strongly consistent Query (1 RCU under " +
 		"4 KB) and the milestone's period from LSI1 (1 RCU per 4 KB of projected workouts)"
-	whyRCULog = "the period holds %d workouts of %d bytes each in LSI1: %.0f read units strongly consistent; 2 " +
-		"would need smaller index entries (LSI1's projection is fixed at the table's creation) or a log read " +
-		"that is not strongly consistent (it can miss a workout written a moment before)"
+	whyRCULog = "the event's week holds %d workouts of %d bytes each in LSI1: %.0f read units strongly consistent " +
+		"(the period's other weeks are sums kept with the milestone)"
 	whySeriesRCU = "a series event reads its period's item and awards in one more Query (1 RCU): they are kept " +
-		"outside the range every event reads, so that a series' past periods never add to an event's read"
+		"outside the range every event reads, so that a series' past periods never add to an event's read; " +
+		"2 would need the current period inside that range, or reads that are not strongly consistent"
 	whyRequests = "a warm event makes 7 requests: claim; workout, audit entry, settle; guard with milestones, " +
 		"bounded log, progress. With the per-athlete read cap on (make run; the bench turns it off) an athlete's " +
 		"4th and later reads in a window add 1 UpdateItem and 1 WCU each"

@@ -31,7 +31,9 @@ import (
 //     begins_with; under 4 KB: 1 RCU);
 //   - one Query of LSI1 bounded by the active milestones' periods: n
 //     workouts in those periods (capped at 3000, the guardrail) of s bytes
-//     each as LSI1 projects them (WorkoutLogFields plus the keys);
+//     each as LSI1 projects them (WorkoutLogFields plus the keys); for a
+//     period of two to six weeks only the event's UTC week, the others
+//     being sums kept with the milestone (projections' weeks.go);
 //   - one UpdateItem of the milestone's progress (1 WCU).
 //   - An award minted or an audit entry written adds a write on top (the
 //     growth table's milestones are never completed, so it mints none).
