@@ -52,11 +52,7 @@ func TestKeepsWeeks(t *testing.T) {
 // counted under another definition are not used.
 func TestProjectingByWeeksEqualsTheWholePeriod(t *testing.T) {
 	t.Parallel()
-	now := fixture.March.AddDate(0, 1, 0)
-	def := fixture.Definition()
-	run := func(id int64, day int, km float64) model.Workout {
-		return *fixture.Workout("u", id, fixture.Day(day), fixture.Km(km))
-	}
+	now, def, run := fixture.March.AddDate(0, 1, 0), fixture.Definition(), marchRun
 	before := []model.Workout{run(1, 0, 12), run(2, 3, 5), run(3, 9, 8), run(4, 10, 25), run(5, 17, 7), run(6, 24, 30)}
 	stored, err := projections.ProjectWith(def, model.Projection{Status: model.StatusActive}, projections.Held{}, projections.Log{Workouts: before}, now)
 	if err != nil || stored.Projection.Weeks == nil {
@@ -135,11 +131,7 @@ func TestProjectingByWeeksEqualsTheWholePeriod(t *testing.T) {
 // (the consumer then reads the period whole before minting them).
 func TestAPartReachedInAStoredWeekIsNotAttributed(t *testing.T) {
 	t.Parallel()
-	now := fixture.March.AddDate(0, 1, 0)
-	def := fixture.Definition()
-	run := func(id int64, day int, km float64) model.Workout {
-		return *fixture.Workout("u", id, fixture.Day(day), fixture.Km(km))
-	}
+	now, def, run := fixture.March.AddDate(0, 1, 0), fixture.Definition(), marchRun
 	before := []model.Workout{run(1, 0, 10), run(2, 14, 10), run(3, 21, 10)}
 	stored, err := projections.ProjectWith(def, model.Projection{Status: model.StatusActive}, projections.Held{}, projections.Log{Workouts: before}, now)
 	if err != nil {
@@ -190,4 +182,9 @@ func sameCount(got, want projections.Result) error {
 		}
 	}
 	return nil
+}
+
+// marchRun is a run on March's day-th day, of km kilometres.
+func marchRun(id int64, day int, km float64) model.Workout {
+	return *fixture.Workout("u", id, fixture.Day(day), fixture.Km(km))
 }
