@@ -16,8 +16,8 @@
 // table. Only workouts with a start date carry LSI1SK; tombstones (a delete
 // that overtook its create) stay out.
 //
-// WorkoutLog queries the union of the user's milestone periods (BETWEEN per
-// merged period, newest first) and applies the guardrail
+// WorkoutLog queries the union of the windows asked (periods, or weeks of
+// them; BETWEEN per merged window, newest first) and applies the guardrail
 // (model.MaxWorkoutsToInspect): all it leaves out is older than all it
 // keeps; Log.ExactFrom says from when the log is complete. Changing
 // WorkoutDateSK's shape is replay-sensitive: re-key every workout
