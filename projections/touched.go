@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -57,25 +58,16 @@ func (t Touched) readWeeks() []int64 {
 	if t.All || t.WholePeriods {
 		return nil
 	}
-	out := make([]int64, 0, len(t.Weeks))
-	for k := range t.Weeks {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return append([]int64{}, slices.Sorted(maps.Keys(t.Weeks))...) // none touched: read nothing, not the whole
 }
 
 // LogWeeks is Log.ReadWeeks for a log read by Windows: nil when periods
 // are read whole.
 func (t Touched) LogWeeks() map[int64]bool {
-	if t.readWeeks() == nil {
+	if t.All || t.WholePeriods {
 		return nil
 	}
-	out := map[int64]bool{}
-	for k := range t.Weeks {
-		out[k] = true
-	}
-	return out
+	return maps.Collect(maps.All(t.Weeks)) // a fresh map, empty when none are touched
 }
 
 // Windows is what a recompute reads of m's period: the touched weeks when

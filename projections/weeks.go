@@ -33,6 +33,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,18 +141,11 @@ func (r Result) ReachedInSums(parts []int) bool {
 	return false
 }
 
-// sameWeeks reports whether two week sums are equal.
+// sameWeeks reports whether two week sums are equal (no sums and an empty
+// map alike).
 func sameWeeks(a, b *calendar.WeekSums) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.Def != b.Def || len(a.Sums) != len(b.Sums) {
-		return false
-	}
-	for k, s := range a.Sums {
-		if t, ok := b.Sums[k]; !ok || t != s {
-			return false
-		}
-	}
-	return true
+	return a.Def == b.Def && maps.Equal(a.Sums, b.Sums)
 }

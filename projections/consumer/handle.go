@@ -33,11 +33,12 @@ import (
 // workout writes, recompute.go; no milestones means nothing else is read),
 // then the workout log inside the milestones' periods, or only the weeks
 // touched of those keeping week sums (store.WorkoutLog; projections'
-// weeks.go), then projections.Project per milestone. A milestone whose projection did not change and has no award
-// to mint is not written. Milestones are read before the log on purpose: a
-// concurrent recompute that wrote after our read makes our write conflict,
-// and one that wrote before it saw no newer log than ours, so the last write
-// always includes every workout written before it.
+// weeks.go), then projections.Project per milestone. A milestone whose
+// projection did not change and has no award to mint is not written.
+// Milestones are read before the log on purpose: a concurrent recompute that
+// wrote after our read makes our write conflict, and one that wrote before
+// it saw no newer log than ours, so the last write always includes every
+// workout written before it.
 //
 // # Partial batch response
 //
