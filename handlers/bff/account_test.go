@@ -22,7 +22,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
@@ -78,7 +78,7 @@ func (e *env) footprint(a account) []string {
 	ctx := context.Background()
 	var ks []string
 	for _, pk := range []string{keys.UserPK(a.userID), keys.AthletePK(a.athleteID)} {
-		res, err := e.st.QueryPrefix(ctx, e.st.Tables().Main, pk, "", store.QueryOptions{})
+		res, err := e.st.QueryPrefix(ctx, e.st.Tables().Main, pk, "", dynamo.QueryOptions{})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func (e *env) footprint(a account) []string {
 
 func (e *env) auditEvents(userID string) []string {
 	e.t.Helper()
-	entries, _, err := store.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, keys.UserPK(userID), "", store.QueryOptions{})
+	entries, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
@@ -136,7 +136,7 @@ func TestSignUpAgainAfterRevokingAndDeleting(t *testing.T) {
 			if me.UserID == old || me.AthleteID != comebackAthlete || me.DisplayName != comebackName || !me.Connected {
 				t.Fatalf("GET /v1/me = %+v; want a new user (not %s), connected, with the athlete's name", me, old)
 			}
-			if items, err := e.st.QueryPrefix(ctx, tb.Main, keys.UserPK(me.UserID), keys.PrefixMilestone, store.QueryOptions{}); err != nil || len(items.Items) != 0 {
+			if items, err := e.st.QueryPrefix(ctx, tb.Main, keys.UserPK(me.UserID), keys.PrefixMilestone, dynamo.QueryOptions{}); err != nil || len(items.Items) != 0 {
 				t.Fatalf("the new user holds %d milestone items (%v); want none of the deleted account's", len(items.Items), err)
 			}
 		})

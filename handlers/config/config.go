@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Config is everything the handlers read from the environment.
@@ -136,7 +136,7 @@ type Need struct {
 }
 
 // Tables returns the table names for this environment.
-func (c Config) Tables() store.Tables { return store.TableNames(c.TablePrefix) }
+func (c Config) Tables() dynamo.Tables { return dynamo.TableNames(c.TablePrefix) }
 
 // FromEnv reads the configuration with getenv (os.Getenv when nil) and
 // validates what need requires, returning every problem at once. Each

@@ -18,7 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -101,7 +101,7 @@ func TestABurstCost(t *testing.T) {
 	if want := burstCreates - ingest.CreatesBeforeGather; res.Bursts != 1 || res.Dispatched != want {
 		t.Fatalf("sweep %+v, want one burst of the %d gathered creates", res, want)
 	}
-	written, _, err := store.QueryEntities[model.Workout](ctx, seed.DB, tables.Main, keys.UserPK(user), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	written, _, err := dynamo.QueryEntities[model.Workout](ctx, seed.DB, tables.Main, keys.UserPK(user), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil || len(written) != burstCreates {
 		t.Fatalf("%d workouts written (%v), want %d", len(written), err, burstCreates)
 	}

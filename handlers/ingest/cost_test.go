@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -208,7 +209,7 @@ func meteredStores(t *testing.T, plain *dynamodb.Client) (seed, st *store.Store,
 	m = &meter{}
 	st = store.New(dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), m.install), tables)
 	st.Secrets = seed.Secrets
-	return seed, st, m, strings.TrimSuffix(tables.Main, store.BaseMain)
+	return seed, st, m, strings.TrimSuffix(tables.Main, dynamo.BaseMain)
 }
 
 // linkSimAthlete adds athlete to sim and seeds, unmetered, its link to
@@ -363,7 +364,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	// week's (the sums the cold one kept hold the month's other weeks).
 	scanned := func(c cost) (out []int) {
 		for _, call := range c.calls {
-			if call.index == store.IndexLSI1 {
+			if call.index == dynamo.IndexLSI1 {
 				out = append(out, call.scanned)
 			}
 		}

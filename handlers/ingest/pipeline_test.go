@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -22,13 +23,13 @@ import (
 )
 
 func storeQueryAuditByCorrelation(h *ingesttest.Harness, corr string) ([]model.AuditEntry, bool, error) {
-	return store.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
-		keys.CorrelationPK(corr), "", store.QueryOptions{Index: store.IndexGSI1})
+	return dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
+		keys.CorrelationPK(corr), "", dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 }
 
 func newBrokenStore(t *testing.T) *store.Store {
 	db, _ := dynamolocal.Clients(t)
-	return store.New(db, store.TableNames("missing-"+dynamolocal.UniquePrefix()))
+	return store.New(db, dynamo.TableNames("missing-"+dynamolocal.UniquePrefix()))
 }
 
 func TestPipelineCreateUpdateDelete(t *testing.T) {

@@ -18,4 +18,5 @@ const (
 	attrDeletedReason     = "deletedReason"
 	attrFetchStartedAtNs  = "fetchStartedAtNs"
 	attrSyncJobKey        = "syncJobKey"
+	attrExpiresAt         = "expiresAt"
 )

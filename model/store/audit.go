@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,18 +15,21 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Audits holds the audit table: entries, and the count of those dropped.
 type Audits struct {
-	*DB
+	*dynamo.DB
+
+	dropped atomic.Int64
 }
 
 // AppendAudit writes an audit entry. An entry with the same key (a replayed
 // event) is written once.
 func (s *Audits) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
-	err := s.PutIfAbsent(ctx, s.t.Audit, e)
+	err := s.PutIfAbsent(ctx, s.Tables().Audit, e)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("append audit %s %s: %w", e.EventType, e.ItemKey(), err)
 	}
@@ -45,11 +49,11 @@ func (s *Audits) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntr
 	if err == nil {
 		return
 	}
-	s.auditDropped.Add(1)
+	s.dropped.Add(1)
 	log.WarnContext(ctx, LogAuditDropped, "eventType", e.EventType,
 		"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
 	if s.AuditMetrics != nil {
-		if werr := writeAuditDropped(s.AuditMetrics, s.t.Audit, s.Now()); werr != nil {
+		if werr := writeAuditDropped(s.AuditMetrics, s.Tables().Audit, s.Now()); werr != nil {
 			log.WarnContext(ctx, "audit drop metric not written", "error", werr)
 		}
 	}
@@ -70,7 +74,7 @@ const (
 
 // AuditWritesDropped returns how many audit entries this store dropped
 // since it was built.
-func (s *Audits) AuditWritesDropped() int64 { return s.auditDropped.Load() }
+func (s *Audits) AuditWritesDropped() int64 { return s.dropped.Load() }
 
 func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 	return emf.Write(w, AuditMetricsNamespace, now, "TableName", table, []emf.Value{{Name: MetricAuditWritesDropped, Unit: "Count", Value: 1}})
@@ -82,7 +86,7 @@ func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 // deterministic, which were keyed at the second of the award's
 // awardedAtUtc.
 func (s *Audits) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
-	es, _, err := QueryEntities[model.AuditEntry](ctx, s.DB, s.t.Audit, keys.UserPK(userID), keys.AuditSK(at, ""), QueryOptions{})
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, keys.UserPK(userID), keys.AuditSK(at, ""), dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
 	}
@@ -103,7 +107,7 @@ func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Tim
 	if err != nil {
 		return 0, fmt.Errorf("expire audit of user %s: build query: %w", userID, err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: aws.String(s.t.Audit),
+	p := dynamodb.NewQueryPaginator(s.Client(), &dynamodb.QueryInput{TableName: aws.String(s.Tables().Audit),
 		KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true)})
 	n := 0
@@ -113,12 +117,12 @@ func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Tim
 			return n, fmt.Errorf("expire audit of user %s: %w", userID, dynerr.Translate(err))
 		}
 		for _, it := range page.Items {
-			k, err := KeyOf(it)
+			k, err := dynamo.KeyOf(it)
 			if err != nil {
 				return n, err
 			}
 			upd := expression.Set(expression.Name("expiresAt"), expression.Value(exp))
-			err = s.UpdateIn(ctx, s.t.Audit, k, upd, expression.AttributeExists(expression.Name("PK")))
+			err = s.UpdateIn(ctx, s.Tables().Audit, k, upd, expression.AttributeExists(expression.Name("PK")))
 			if err != nil && !isConflict(err) {
 				return n, fmt.Errorf("expire audit of user %s: %w", userID, err)
 			}

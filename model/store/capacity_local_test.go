@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -65,15 +66,15 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 		t.Fatalf("WorkoutLog: got %d workouts, %v; want 31", len(l.Workouts), err)
 	}
 	got := m.Snapshot()
-	if got.Requests != 1 || got.RCU < 1 || got.RCU > 4 || got.ByTable[main].RCU != 0 || got.ByTable[main+"/"+store.IndexLSI1].RCU != got.RCU {
+	if got.Requests != 1 || got.RCU < 1 || got.RCU > 4 || got.ByTable[main].RCU != 0 || got.ByTable[main+"/"+dynamo.IndexLSI1].RCU != got.RCU {
 		t.Errorf("WorkoutLog of 31 workouts: got %+v by table %+v, want 1 request, 1-4 RCU, all on LSI1", got.Units, got.ByTable)
 	}
 	// Two plain items in one transaction: 2 WCU each (Local reports 2 for
 	// the table; the meter's transaction floor makes it what AWS charges).
 	step("TransactWriteItems via Client()", capacity.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
 		_, err := st.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(main), Item: store.Item{"PK": sv("USER#u1"), "SK": sv("T#1")}}},
-			{Put: &types.Put{TableName: aws.String(main), Item: store.Item{"PK": sv("USER#u1"), "SK": sv("T#2")}}},
+			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#1")}}},
+			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#2")}}},
 		}})
 		return err
 	})
@@ -98,7 +99,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 func TestMeterAbsentAsksNothing(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
-	in := &dynamodb.PutItemInput{TableName: aws.String(st.Tables().Main), Item: store.Item{"PK": sv("USER#u2"), "SK": sv("X")}}
+	in := &dynamodb.PutItemInput{TableName: aws.String(st.Tables().Main), Item: dynamo.Item{"PK": sv("USER#u2"), "SK": sv("X")}}
 	out, err := st.Client().PutItem(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)

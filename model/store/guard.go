@@ -12,12 +12,13 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Guard holds the user guard (USER#{id} / GUARD) and what a writer does when
 // it finds its writes guarded.
 type Guard struct {
-	*DB
+	*dynamo.DB
 }
 
 // The user guard (model.UserGuard) is written first by a deletion or a
@@ -71,7 +72,7 @@ func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []mode
 		var err error
 		switch {
 		case g.Deleted():
-			err = s.Delete(ctx, s.t.Main, k)
+			err = s.Delete(ctx, s.Tables().Main, k)
 		case g.Revoked():
 			err = s.deleteIfStillRevoked(ctx, g.UserID, k, g)
 		default:
@@ -89,8 +90,8 @@ func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []mode
 // read wins (its backfill may have written k). A failed condition is not an
 // error.
 func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
-	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.t.Main), Key: s.t.keyAV(s.t.Main, k)}}
-	check, err := s.t.StillRevoked(userID, g.StravaRevokedAtUtc)
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.Tables().Main), Key: s.Tables().KeyAV(s.Tables().Main, k)}}
+	check, err := StillRevoked(s.Tables(), userID, g.StravaRevokedAtUtc)
 	if err != nil {
 		return err
 	}
@@ -103,14 +104,14 @@ func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model
 // StillRevoked is a transaction item that fails unless the user's guard
 // still holds the revocation recorded at revokedAt: a step written with it
 // loses to a reconnect that cleared the revocation.
-func (t Tables) StillRevoked(userID string, revokedAt time.Time) (types.TransactWriteItem, error) {
+func StillRevoked(t dynamo.Tables, userID string, revokedAt time.Time) (types.TransactWriteItem, error) {
 	cex, err := expression.NewBuilder().WithCondition(
 		expression.Name(attrStravaRevokedAtUtc).Equal(expression.Value(revokedAt.UTC()))).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("build guard check: %w", err)
 	}
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(t.Main), Key: t.keyAV(t.Main, keys.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
+		TableName: aws.String(t.Main), Key: t.KeyAV(t.Main, keys.UserGuardKey(userID)), ConditionExpression: cex.Condition(),
 		ExpressionAttributeNames: cex.Names(), ExpressionAttributeValues: cex.Values(),
 	}}, nil
 }
@@ -119,7 +120,7 @@ func (t Tables) StillRevoked(userID string, revokedAt time.Time) (types.Transact
 // none (no restriction).
 func (s *Guard) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
 	var g model.UserGuard
-	if err := s.Get(ctx, s.t.Main, keys.UserGuardKey(userID), &g); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.UserGuardKey(userID), &g); err != nil {
 		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
 	}
 	return &g, nil
@@ -140,7 +141,7 @@ func (s *Guard) MarkUserDeleted(ctx context.Context, userID string, now time.Tim
 		Set(del, expression.IfNotExists(del, expression.Value(now))).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name("expiresAt"), expression.Value(now.Add(model.UserGuardRetentionDays*24*time.Hour).Unix()))
-	if err := s.update(ctx, g.ItemKey(), upd); err != nil {
+	if err := s.Update(ctx, g.ItemKey(), upd); err != nil {
 		return fmt.Errorf("mark user %s deleted: %w", userID, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -21,7 +22,7 @@ import (
 // userItems lists the keys left in a user's partition.
 func userItems(t *testing.T, s *store.Store, userID string) []string {
 	t.Helper()
-	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, keys.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func userItems(t *testing.T, s *store.Store, userID string) []string {
 	return keys
 }
 
-func fmtKey(it store.Item) string {
+func fmtKey(it dynamo.Item) string {
 	pk, _ := it["PK"].(*types.AttributeValueMemberS)
 	sk, _ := it["SK"].(*types.AttributeValueMemberS)
 	if pk == nil || sk == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model/emf/emftest"
+	"github.com/commitcollect/backend/model/store/dynamo"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -91,79 +92,6 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	}
 }
 
-// TestPendingItemsSpreadOverTheShards: claimed outbox items spread over at
-// least keys.DefaultOutboxShards partitions of the pending index, the
-// sweeper's listing finds the due ones in every shard (including an item a
-// 4-shard writer placed, read by a store configured with fewer shards), and
-// the index entries carry no job: the lease returns the whole item.
-// Protections: the default shard count, pendingShards' legacy floor, and
-// the Pending index's INCLUDE projection (store.PendingIndexAttributes).
-func TestPendingItemsSpreadOverTheShards(t *testing.T) {
-	t.Parallel()
-	s := dynamolocal.NewStore(t)
-	ctx := context.Background()
-	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	const n = 320
-	shards := map[string]bool{}
-	for i := range n {
-		rec, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shards[rec.PendingPK] = true
-	}
-	if len(shards) < 32 {
-		t.Fatalf("%d pending items spread over %d shards, want at least 32", n, len(shards))
-	}
-	// An item written when the count was 4, in shard 3.
-	legacy := ""
-	for i := 0; legacy == ""; i++ {
-		if k := fmt.Sprintf("legacy-%d", i); keys.OutboxPendingPK(k, keys.LegacyOutboxShards) == keys.OutboxPendingShardPK(3) {
-			legacy = k
-		}
-	}
-	old := store.New(s.Client(), s.Tables())
-	old.OutboxShards = keys.LegacyOutboxShards
-	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
-		t.Fatal(err)
-	}
-
-	due, err := s.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(due) != n+1 {
-		t.Fatalf("sweeper listed %d due items, want %d (every shard)", len(due), n+1)
-	}
-	for _, d := range due {
-		if d.Job != "" {
-			t.Fatalf("pending index entry %s carries the job %q, want keys, correlation id and creation only", d.IdempotencyKey, d.Job)
-		}
-		if d.CorrelationID == "" || !d.CreatedAtUtc.Equal(now) {
-			t.Fatalf("pending index entry %+v lacks what the sweeper logs and measures", d)
-		}
-	}
-	rec, err := s.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
-	if err != nil || rec.Job == "" {
-		t.Fatalf("lease: got %+v, %v; want the whole item", rec, err)
-	}
-	// A store configured with fewer shards than the legacy count still reads
-	// the legacy shards.
-	few := store.New(s.Client(), s.Tables())
-	few.OutboxShards = 2
-	due, err = few.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, d := range due {
-		found = found || d.IdempotencyKey == legacy
-	}
-	if !found {
-		t.Fatalf("a 2-shard reader did not find the item in legacy shard 3")
-	}
-}
-
 // TestAthleteIndexProjectsOnlyTheLookup: GSI1 on the main table is not ALL;
 // its entry of a connection holds no tokens (a token write does not write
 // the index entry again in full), and ResolveAthlete still resolves through
@@ -174,7 +102,7 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 	ctx := context.Background()
 	for _, spec := range tableadmin.Specs(s.Tables()) {
 		for _, g := range spec.GSIs {
-			if spec.Name == s.Tables().Main && g.Name == store.IndexGSI1 && g.ProjectionType() == "ALL" {
+			if spec.Name == s.Tables().Main && g.Name == dynamo.IndexGSI1 && g.ProjectionType() == "ALL" {
 				t.Fatalf("main table %s projects ALL, want only what the lookup reads", g.Name)
 			}
 		}
@@ -187,7 +115,7 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 	if err != nil || got != "u1" {
 		t.Fatalf("ResolveAthlete through GSI1: got %q, %v; want u1", got, err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.AthletePK(4242), "", store.QueryOptions{Index: store.IndexGSI1})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.AthletePK(4242), "", dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("GSI1 query: got %d items, %v; want the connection", len(res.Items), err)
 	}
@@ -216,12 +144,12 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		}
 	}
 	// Two records parked by older code, under the unsharded partition.
-	var legacy []store.Item
+	var legacy []dynamo.Item
 	for _, r := range []*model.ParkedRecord{
 		{Source: keys.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
 		{Source: keys.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
 	} {
-		it, err := store.Marshal(r)
+		it, err := dynamo.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +221,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 	db := dynamolocal.Private(t) // an index built on a table that exists: see Private
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tables := store.TableNames(dynamolocal.UniquePrefix())
+	tables := dynamo.TableNames(dynamolocal.UniquePrefix())
 	t.Cleanup(func() { _ = tableadmin.DeleteTables(context.Background(), db, tables) })
 	for _, spec := range tableadmin.Specs(tables) {
 		if spec.Name != tables.Idempotency {
@@ -313,7 +241,7 @@ func TestCreateTablesReplacesAnIndexWithAnOldProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	if g := out.Table.GlobalSecondaryIndexes; len(g) != 1 || g[0].Projection.ProjectionType != types.ProjectionTypeInclude ||
-		len(g[0].Projection.NonKeyAttributes) != len(store.PendingIndexAttributes) {
-		t.Fatalf("got index %+v, want Pending recreated INCLUDE %v", g, store.PendingIndexAttributes)
+		len(g[0].Projection.NonKeyAttributes) != len(dynamo.PendingIndexAttributes) {
+		t.Fatalf("got index %+v, want Pending recreated INCLUDE %v", g, dynamo.PendingIndexAttributes)
 	}
 }

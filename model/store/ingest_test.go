@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -379,7 +380,7 @@ func TestIngestLegacyGrantTimeIsKept(t *testing.T) {
 	ctx := context.Background()
 	granted := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	k := keys.StravaConnectionKey("u1")
-	legacy := store.Item{ // schema version 1: plain tokens, no grantedAtUtc
+	legacy := dynamo.Item{ // schema version 1: plain tokens, no grantedAtUtc
 		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
 		"schemaVersion": &types.AttributeValueMemberN{Value: "1"},

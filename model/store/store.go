@@ -37,192 +37,46 @@
 package store
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
-	"sort"
-	"sync/atomic"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/milestones"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/store/pending"
 )
 
-// Item is one raw DynamoDB item.
-type Item = map[string]types.AttributeValue
-
-// DB is the one DynamoDB client and the settings every entity type of the
-// store shares, with the generic item operations (db.go). It is safe for
-// concurrent use.
-type DB struct {
-	db *dynamodb.Client
-	t  Tables
-	// Now is the clock; tests may replace it.
-	Now func() time.Time
-	// Secrets seals and opens Strava tokens (model/secrets.Sealer). Without
-	// it, writing or reading sealed tokens fails with ErrNoSealer.
-	Secrets Sealer
-	// OutboxShards is how many partitions of the outbox's pending index
-	// items are spread over (CC_OUTBOX_SHARDS; 0: keys.DefaultOutboxShards).
-	// Writers (the api's claim, the worker's deferrals, the sweeper's
-	// leases) and the sweeper's reads must use the same count.
-	OutboxShards int
-	// AuditMetrics receives one EMF line per audit entry Audits.Audit drops
-	// (the Lambdas set os.Stdout; nil: counted and logged only).
-	AuditMetrics io.Writer
-
-	auditDropped atomic.Int64
-}
-
 // Store reads and writes the four CommitCollect tables: one entity type per
-// aggregate, each in the file named after it, over one shared DB. Its
-// method set is theirs, so each consumer declares the few methods it needs
+// aggregate, each in the file (or the package beside this one: outbox,
+// milestones) named after it, over one shared dynamo.DB. Its method set is
+// theirs, so each consumer declares the few methods it needs
 // and any of them is served by a *Store.
 type Store struct {
-	*DB
-	*Outbox
+	*dynamo.DB
+	*outbox.Outbox
 	*pending.Index
 	*ParkedRecords
 	*Audits
 	*Workouts
-	*Milestones
+	*milestones.Milestones
 	*Users
 	*Connections
 	*Guard
-	*Collection
+	*milestones.Collection
 }
 
-// New returns a Store over an injected client and table names. It uses a
-// copy of db with the consumed-capacity middleware installed (package capacity):
-// calls made with a context carrying a Meter are accounted in it.
-func New(db *dynamodb.Client, t Tables) *Store {
-	d := &DB{db: capacity.Install(db), t: t, Now: func() time.Time { return time.Now().UTC() }}
+// New returns a Store over an injected client and table names (dynamo.New:
+// calls made with a context carrying a capacity Meter are accounted in it).
+func New(client *dynamodb.Client, t dynamo.Tables) *Store {
+	d := dynamo.New(client, t)
 	g := &Guard{DB: d}
 	shards := func() int { return d.OutboxShards }
-	return &Store{DB: d, Outbox: &Outbox{DB: d}, Index: pending.New(d.db, t.Idempotency, shards), ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
-		Workouts: &Workouts{DB: d}, Milestones: &Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
+	return &Store{DB: d, Outbox: &outbox.Outbox{DB: d}, Index: pending.New(d.Client(), t.Idempotency, shards), ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
+		Workouts: &Workouts{DB: d}, Milestones: &milestones.Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
 		Connections: &Connections{DB: d, Guard: g}, Guard: g,
-		Collection: &Collection{DB: d}}
-}
-
-// Marshal stamps e (keys, entityType, schemaVersion) and renders it.
-func Marshal(e model.Entity) (Item, error) {
-	e.Stamp()
-	av, err := attributevalue.MarshalMap(e)
-	if err != nil {
-		return nil, fmt.Errorf("marshal %s: %w", e.ItemKey(), err)
-	}
-	return av, nil
-}
-
-// Unmarshal decodes item into e and normalizes it; it fails closed on a
-// schema version newer than this code (ErrUnsupportedSchema).
-func Unmarshal(item Item, e model.Entity) error {
-	if err := attributevalue.UnmarshalMap(item, e); err != nil {
-		return fmt.Errorf("unmarshal item: %v: %w", err, model.ErrInvalid)
-	}
-	if err := e.Normalize(); err != nil {
-		return fmt.Errorf("normalize %s: %w", e.ItemKey(), err)
-	}
-	return nil
-}
-
-// Changes is a set of attribute updates. Attributes are applied in sorted
-// order so the same changes always render the same request (a transaction
-// retried with its ClientRequestToken must be byte-for-byte identical).
-type Changes struct {
-	Set    map[string]any
-	Remove []string
-}
-
-func (c Changes) builder() (expression.UpdateBuilder, bool) {
-	var u expression.UpdateBuilder
-	names := make([]string, 0, len(c.Set))
-	for n := range c.Set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		u = u.Set(expression.Name(n), expression.Value(c.Set[n]))
-	}
-	rm := append([]string(nil), c.Remove...)
-	sort.Strings(rm)
-	for _, n := range rm {
-		u = u.Remove(expression.Name(n))
-	}
-	return u, len(names)+len(rm) > 0
-}
-
-// TransactUpdate turns an UpdateItemInput into a transaction item.
-func TransactUpdate(in *dynamodb.UpdateItemInput) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
-		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
-	}}
-}
-
-// QueryOptions shapes a prefix query.
-type QueryOptions struct {
-	// Index queries a GSI instead of the table (eventually consistent).
-	Index string
-	// HashKey and RangeKey name the key attributes; default PK / SK, or the
-	// index's own (GSI1PK / GSI1SK …) when Index is set.
-	HashKey, RangeKey string
-	// Projection lists the attributes to return (empty: all).
-	Projection []string
-	// Limit caps the items returned (default and maximum MaxWorkoutsToInspect).
-	Limit int
-	// Descending reads the sort key backwards.
-	Descending bool
-	// Through, when set, reads the sort keys from prefix through it.
-	Through string
-}
-
-// QueryResult is one bounded prefix query.
-type QueryResult struct {
-	Items []Item
-	// Truncated is true when the guardrail stopped the query before the end.
-	Truncated bool
-	// next is the first item left out when Truncated.
-	next Item
-}
-
-// QueryEntities runs QueryPrefix and decodes every item into a fresh T,
-// normalizing each; an item written by newer code fails the whole read
-// (fail closed).
-func QueryEntities[T any, PT interface {
-	*T
-	model.Entity
-}](ctx context.Context, s *DB, table, pk, prefix string, o QueryOptions) ([]T, bool, error) {
-	res, err := s.QueryPrefix(ctx, table, pk, prefix, o)
-	if err != nil {
-		return nil, false, err
-	}
-	out := make([]T, len(res.Items))
-	for i, item := range res.Items {
-		if err := Unmarshal(item, PT(&out[i])); err != nil {
-			return nil, false, fmt.Errorf("query %s %s: %w", pk, prefix, err)
-		}
-	}
-	return out, res.Truncated, nil
+		Collection: &milestones.Collection{DB: d}}
 }
 
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }
-
-// KeyOf is the primary key (PK, SK) of a raw item; ErrInvalid when either
-// is missing or not a string.
-func KeyOf(it Item) (model.Key, error) {
-	pk, ok1 := it["PK"].(*types.AttributeValueMemberS)
-	sk, ok2 := it["SK"].(*types.AttributeValueMemberS)
-	if !ok1 || !ok2 {
-		return model.Key{}, fmt.Errorf("item without string PK/SK: %w", model.ErrInvalid)
-	}
-	return model.Key{PK: pk.Value, SK: sk.Value}, nil
-}

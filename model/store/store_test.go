@@ -14,7 +14,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
@@ -82,13 +82,13 @@ func TestUpdateVersionedConflict(t *testing.T) {
 	if err := s.Put(ctx, s.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
-	upd := store.Changes{Set: map[string]any{"progressValue": 42}}
+	upd := dynamo.Changes{Set: map[string]any{"progressValue": 42}}
 	item, err := s.UpdateVersioned(ctx, s.Tables().Main, m.ItemKey(), 3, upd)
 	if err != nil {
 		t.Fatalf("update at current version: %v", err)
 	}
 	var got model.Milestone
-	if err := store.Unmarshal(item, &got); err != nil {
+	if err := dynamo.Unmarshal(item, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Version != 4 || got.ProgressValue != 42 {
@@ -116,7 +116,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	upd, err := s.VersionedUpdateInput(s.Tables().Main, keys.MilestoneKey("u1", "m1"), 1,
-		store.Changes{Set: map[string]any{"awardedParts": 2}})
+		dynamo.Changes{Set: map[string]any{"awardedParts": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Transact(ctx, []types.TransactWriteItem{store.TransactUpdate(upd), dup, fresh}, "")
+	err = s.Transact(ctx, []types.TransactWriteItem{dynamo.TransactUpdate(upd), dup, fresh}, "")
 	var te *dynerr.TransactionError
 	if !errors.As(err, &te) || !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("got %v, want a TransactionError matching ErrConflict", err)
@@ -146,7 +146,7 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	}
 	// The same transaction without the duplicate commits, and a retry with
 	// the same client request token is deduplicated server-side.
-	items := []types.TransactWriteItem{store.TransactUpdate(upd), fresh}
+	items := []types.TransactWriteItem{dynamo.TransactUpdate(upd), fresh}
 	if err := s.Transact(ctx, items, "m1-v1-token"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestBatchWrite60(t *testing.T) {
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestBatchWrite60(t *testing.T) {
 	if err := s.BatchDelete(ctx, s.Tables().Main, ks); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), "", store.QueryOptions{})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), "", dynamo.QueryOptions{})
 	if err != nil || len(res.Items) != 0 {
 		t.Fatalf("after batch delete: %d items, %v", len(res.Items), err)
 	}
@@ -199,7 +199,7 @@ func TestQueryGuardrail(t *testing.T) {
 	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	proj := store.QueryOptions{Projection: []string{"activityId", "distanceMeters"}}
+	proj := dynamo.QueryOptions{Projection: []string{"activityId", "distanceMeters"}}
 	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, proj)
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +211,11 @@ func TestQueryGuardrail(t *testing.T) {
 		t.Fatalf("projection expression ignored: %v", res.Items[0])
 	}
 	// Exactly at a smaller limit, with nothing after it, is not truncated.
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{Limit: 10})
+	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Limit: 10})
 	if err != nil || len(res.Items) != 10 || !res.Truncated {
 		t.Fatalf("limit 10: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixMilestone, store.QueryOptions{Limit: 1})
+	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixMilestone, dynamo.QueryOptions{Limit: 1})
 	if err != nil || len(res.Items) != 1 || res.Truncated {
 		t.Fatalf("exact fit: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
@@ -237,7 +237,7 @@ func TestSchemaVersionFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, item := range []store.Item{future, legacy} {
+	for _, item := range []dynamo.Item{future, legacy} {
 		if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestSchemaVersionFailsClosed(t *testing.T) {
 	if old.SchemaVersion != 1 || old.UserID != "u1" || old.ActivityID != 8 || old.EntityType != model.EntityWorkout {
 		t.Fatalf("legacy item not normalized: %+v", old)
 	}
-	_, _, err = store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	_, _, err = dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if !errors.Is(err, model.ErrUnsupportedSchema) {
 		t.Fatalf("query over a future item: got %v, want ErrUnsupportedSchema", err)
 	}

@@ -17,16 +17,17 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
 // rawConnection reads a user's connection item as DynamoDB holds it.
-func rawConnection(t *testing.T, s *store.Store, userID string) store.Item {
+func rawConnection(t *testing.T, s *store.Store, userID string) dynamo.Item {
 	t.Helper()
 	k := keys.StravaConnectionKey(userID)
 	out, err := s.Client().GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(s.Tables().Main), ConsistentRead: aws.Bool(true),
-		Key: store.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
+		Key: dynamo.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
 	})
 	if err != nil || out.Item == nil {
 		t.Fatalf("raw connection of %s: %v (found %v)", userID, err, out != nil && out.Item != nil)
@@ -36,7 +37,7 @@ func rawConnection(t *testing.T, s *store.Store, userID string) store.Item {
 
 // assertNoSecret fails when any attribute of item (at any depth, any type)
 // contains one of the secrets.
-func assertNoSecret(t *testing.T, item store.Item, secrets ...string) {
+func assertNoSecret(t *testing.T, item dynamo.Item, secrets ...string) {
 	t.Helper()
 	var b strings.Builder
 	var walk func(types.AttributeValue)
@@ -145,7 +146,7 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	k := keys.StravaConnectionKey("old")
-	legacy := store.Item{
+	legacy := dynamo.Item{
 		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 		"entityType":    &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)},
 		"schemaVersion": &types.AttributeValueMemberN{Value: "1"},
@@ -191,13 +192,13 @@ func TestStoreWithoutSealerRefusesToWriteTokens(t *testing.T) {
 	s.Secrets = nil
 	ctx := context.Background()
 	p, c := newUser("u1", 42)
-	if err := s.CreateUser(ctx, p, c); !errors.Is(err, store.ErrNoSealer) {
+	if err := s.CreateUser(ctx, p, c); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("create user without a sealer: %v; want ErrNoSealer", err)
 	}
-	if err := s.SaveLoginTokens(ctx, c); !errors.Is(err, store.ErrNoSealer) {
+	if err := s.SaveLoginTokens(ctx, c); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("save login tokens without a sealer: %v; want ErrNoSealer", err)
 	}
-	if _, err := s.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, store.ErrNoSealer) {
+	if _, err := s.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("save refreshed token without a sealer: %v; want ErrNoSealer", err)
 	}
 }

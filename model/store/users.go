@@ -13,12 +13,13 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Users holds profiles, the athlete → user mapping, the users index, and a user's items at deletion.
 type Users struct {
-	*DB
+	*dynamo.DB
 	*Guard
 }
 
@@ -50,7 +51,7 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 		return ports.UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
 	}
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.t.Main), IndexName: aws.String(IndexGSI2),
+		TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2),
 		KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}
@@ -58,7 +59,7 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 	for {
 		// One more than wanted tells whether the shard goes on.
 		in.Limit = aws.Int32(int32(limit - len(page.UserIDs) + 1))
-		out, err := s.db.Query(ctx, in)
+		out, err := s.Client().Query(ctx, in)
 		if err != nil {
 			return ports.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, dynerr.Translate(err))
 		}
@@ -93,11 +94,11 @@ func (s *Users) CountUsers(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("count users of shard %d: build expression: %w", shard, err)
 		}
 		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.t.Main), IndexName: aws.String(IndexGSI2), Select: types.SelectCount,
+			TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2), Select: types.SelectCount,
 			KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		}
 		for {
-			out, err := s.db.Query(ctx, in)
+			out, err := s.Client().Query(ctx, in)
 			if err != nil {
 				return 0, fmt.Errorf("count users of shard %d: %w", shard, dynerr.Translate(err))
 			}
@@ -123,12 +124,12 @@ func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.Strav
 		g := c.UpdatedAtUtc
 		c.GrantedAtUtc = &g
 	}
-	if err := s.sealConnection(ctx, c); err != nil {
+	if err := s.SealConnectionTokens(ctx, c); err != nil {
 		return fmt.Errorf("create user %s: %w", p.UserID, err)
 	}
 	var items []types.TransactWriteItem
 	for _, e := range []model.Entity{owner, p, c} {
-		it, err := s.TransactPutIfAbsent(s.t.Main, e)
+		it, err := s.TransactPutIfAbsent(s.Tables().Main, e)
 		if err != nil {
 			return fmt.Errorf("create user %s: %w", p.UserID, err)
 		}
@@ -144,7 +145,7 @@ func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.Strav
 // when no user owns the athlete.
 func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error) {
 	var o model.AthleteOwner
-	if err := s.Get(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &o); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &o); err != nil {
 		return model.AthleteOwner{}, fmt.Errorf("athlete owner %d: %w", athleteID, err)
 	}
 	return o, nil
@@ -153,7 +154,7 @@ func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.Athlet
 // Profile reads a user's profile; model.ErrNotFound when there is none.
 func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, error) {
 	var p model.Profile
-	if err := s.Get(ctx, s.t.Main, keys.ProfileKey(userID), &p); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.ProfileKey(userID), &p); err != nil {
 		return model.Profile{}, fmt.Errorf("profile %s: %w", userID, err)
 	}
 	return p, nil
@@ -165,7 +166,7 @@ func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, erro
 // is not an error.
 func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error {
 	mine := expression.Name("userId").Equal(expression.Value(userID))
-	err := s.DeleteIf(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &mine)
+	err := s.DeleteIf(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &mine)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete owner of athlete %d for user %s: %w", athleteID, userID, err)
 	}
@@ -178,7 +179,7 @@ func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userI
 // mapping or one naming another user is not an error.
 func (s *Users) DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error {
 	mine := expression.Name("userId").Equal(expression.Value(userID))
-	err := s.DeleteIf(ctx, s.t.Main, keys.RevokedAthleteKey(hash), &mine)
+	err := s.DeleteIf(ctx, s.Tables().Main, keys.RevokedAthleteKey(hash), &mine)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete revoked-athlete mapping of user %s: %w", userID, err)
 	}
@@ -193,13 +194,13 @@ func (s *Users) DeleteRevokedAthleteOf(ctx context.Context, hash, userID string)
 func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error) {
 	deleted := 0
 	for {
-		res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), prefix, QueryOptions{Projection: []string{"PK", "SK"}})
+		res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 		if err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
 		var batch []model.Key
 		for _, it := range res.Items {
-			k, err := KeyOf(it)
+			k, err := dynamo.KeyOf(it)
 			if err != nil {
 				return deleted, err
 			}
@@ -208,7 +209,7 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 			}
 			batch = append(batch, k)
 		}
-		if err := s.BatchDelete(ctx, s.t.Main, batch); err != nil {
+		if err := s.BatchDelete(ctx, s.Tables().Main, batch); err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
 		deleted += len(batch)
@@ -223,17 +224,17 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 // It returns ErrNotFound when the athlete is not linked.
 func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, error) {
 	var o model.AthleteOwner
-	err := s.Get(ctx, s.t.Main, keys.AthleteOwnerKey(athleteID), &o)
+	err := s.Get(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &o)
 	if err == nil {
 		return o.UserID, nil
 	}
 	if !errors.Is(err, model.ErrNotFound) {
 		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, err)
 	}
-	conns, _, err := QueryEntities[model.StravaConnection](ctx, s.DB, s.t.Main, keys.AthletePK(athleteID), "",
-		QueryOptions{Index: IndexGSI1, Limit: 1})
+	conns, _, err := dynamo.QueryEntities[model.StravaConnection](ctx, s.DB, s.Tables().Main, keys.AthletePK(athleteID), "",
+		dynamo.QueryOptions{Index: dynamo.IndexGSI1, Limit: 1})
 	if err != nil {
-		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, IndexGSI1, err)
+		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, dynamo.IndexGSI1, err)
 	}
 	if len(conns) == 0 || conns[0].UserID == "" {
 		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, model.ErrNotFound)
@@ -253,13 +254,13 @@ func (s *Users) EachWorkout(ctx context.Context, userID string, after int64, pag
 	if err != nil {
 		return fmt.Errorf("workouts of %s: build query: %w", userID, err)
 	}
-	in := &dynamodb.QueryInput{TableName: aws.String(s.t.Main),
+	in := &dynamodb.QueryInput{TableName: aws.String(s.Tables().Main),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
 		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(pageSize)}
 	if after > 0 {
-		in.ExclusiveStartKey = s.t.keyAV(s.t.Main, keys.WorkoutKey(userID, after))
+		in.ExclusiveStartKey = s.Tables().KeyAV(s.Tables().Main, keys.WorkoutKey(userID, after))
 	}
-	p := dynamodb.NewQueryPaginator(s.db, in)
+	p := dynamodb.NewQueryPaginator(s.Client(), in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -267,7 +268,7 @@ func (s *Users) EachWorkout(ctx context.Context, userID string, after int64, pag
 		}
 		for _, it := range page.Items {
 			var w model.Workout
-			if err := Unmarshal(it, &w); err != nil {
+			if err := dynamo.Unmarshal(it, &w); err != nil {
 				return fmt.Errorf("workouts of %s: decode: %w", userID, err)
 			}
 			more, err := fn(w)

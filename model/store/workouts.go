@@ -14,11 +14,12 @@ import (
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
 type Workouts struct {
-	*DB
+	*dynamo.DB
 }
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
@@ -38,7 +39,7 @@ type Workouts struct {
 // newer fetch refuses an older answer. Without FetchStartedAtNs (callers
 // that do not order) a workout marked deleted stays deleted (ErrConflict).
 func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
-	item, err := Marshal(w)
+	item, err := dynamo.Marshal(w)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 			expression.AttributeNotExists(expression.Name(attrIsDeleted)),
 			expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
 	}
-	if err := s.update(ctx, w.ItemKey(), upd, cond); err != nil {
+	if err := s.Update(ctx, w.ItemKey(), upd, cond); err != nil {
 		if isConflict(err) {
 			return fmt.Errorf("upsert workout %d of %s: an answer fetched later (or, unordered, a tombstone) is stored: %w", w.ActivityID, w.UserID, err)
 		}
@@ -130,10 +131,10 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 	// answered), else ordered against the stored one, which keeps no expiry
 	// of its own making.
 	fresh := tombstone().Set(expression.Name(attrExpiresAt), expression.Value(now.Add(model.NotFoundTombstoneTTL).Unix()))
-	err := s.update(ctx, w.ItemKey(), fresh, expression.AttributeNotExists(expression.Name("PK")))
+	err := s.Update(ctx, w.ItemKey(), fresh, expression.AttributeNotExists(expression.Name("PK")))
 	if isConflict(err) {
 		cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
-		err = s.update(ctx, w.ItemKey(), tombstone(), cond)
+		err = s.Update(ctx, w.ItemKey(), tombstone(), cond)
 	}
 	switch {
 	case isConflict(err):
@@ -149,12 +150,12 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 // key, so it leaves LSI1 and the log. Only the ids, the mark and the fetch
 // order stay.
 var tombstoneDrops = []string{"name", "sportType", "distanceMeters", "totalElevationGain", "movingTimeSeconds",
-	"startDateUtc", "startDateLocal", "timezone", AttrLSI1SK}
+	"startDateUtc", "startDateLocal", "timezone", dynamo.AttrLSI1SK}
 
 // Workout reads one workout. It returns ErrNotFound when it does not exist.
 func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {
 	var w model.Workout
-	if err := s.Get(ctx, s.t.Main, keys.WorkoutKey(userID, activityID), &w); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.WorkoutKey(userID, activityID), &w); err != nil {
 		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
 	}
 	return &w, nil
@@ -171,14 +172,14 @@ func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64)
 // ErrUnsupportedSchema when a workout read was written by newer code.
 func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error) {
 	var (
-		items   []Item
-		dropped Item
+		items   []dynamo.Item
+		dropped dynamo.Item
 		budget  = model.MaxWorkoutsToInspect
 	)
 	for _, w := range calendar.MergeWindows(windows) {
 		lo, hi := keys.WorkoutDateRange(w.From, w.To)
 		kc := expression.Key("PK").Equal(expression.Value(keys.UserPK(userID))).
-			And(expression.Key(AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
+			And(expression.Key(dynamo.AttrLSI1SK).Between(expression.Value(lo), expression.Value(hi)))
 		ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
 			return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: build query: %w", userID, err)
@@ -187,8 +188,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
 		// DynamoDB Local bills as a fetch from the table per item (7 RCU
 		// instead of 1 for 6 workouts).
-		res, err := s.queryPages(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(s.t.Main), IndexName: aws.String(IndexLSI1), ConsistentRead: aws.Bool(true),
+		res, err := s.QueryPages(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexLSI1), ConsistentRead: aws.Bool(true),
 			KeyConditionExpression: ex.KeyCondition(), Select: types.SelectAllProjectedAttributes,
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 			ScanIndexForward: aws.Bool(false),
@@ -199,13 +200,13 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		items = append(items, res.Items...)
 		budget -= len(res.Items)
 		if res.Truncated {
-			dropped = res.next
+			dropped = res.Next
 			break
 		}
 	}
 	out := ports.WorkoutLog{Workouts: make([]model.Workout, len(items))}
 	for i, item := range items {
-		if err := Unmarshal(item, &out.Workouts[i]); err != nil {
+		if err := dynamo.Unmarshal(item, &out.Workouts[i]); err != nil {
 			return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 		}
 	}
@@ -213,7 +214,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		return out, nil
 	}
 	var d model.Workout
-	if err := Unmarshal(dropped, &d); err != nil {
+	if err := dynamo.Unmarshal(dropped, &d); err != nil {
 		return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 	}
 	out.Workouts, out.ExactFrom = model.CutAtInstant(out.Workouts, d.StartDateUtc)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
@@ -40,13 +40,13 @@ func TestMeterCountsWriteKeys(t *testing.T) {
 	for _, h := range keys.Hottest() {
 		got[h.Scope] = h
 	}
-	for _, scope := range []string{main, main + "/" + store.IndexLSI1} {
+	for _, scope := range []string{main, main + "/" + dynamo.IndexLSI1} {
 		h := got[scope]
 		if h.Writes != 4 || h.Key != "USER#u1" || h.Count != 3 || h.Keys != 2 {
 			t.Errorf("%s: got %+v, want 4 writes, 2 keys, hottest USER#u1 with 3", scope, h)
 		}
 	}
-	if h := got[main+"/"+store.IndexGSI1]; h.Writes != 0 {
+	if h := got[main+"/"+dynamo.IndexGSI1]; h.Writes != 0 {
 		t.Errorf("GSI1: got %+v, want no writes (workouts carry no GSI1PK)", h)
 	}
 }

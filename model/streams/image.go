@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // AttributeValue converts one stream attribute value, as aws-lambda-go
@@ -103,5 +103,5 @@ func DecodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) e
 	if err != nil {
 		return err
 	}
-	return store.Unmarshal(item, e)
+	return dynamo.Unmarshal(item, e)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
@@ -60,7 +61,7 @@ func TestReadAllConvertsLikeLambda(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.putWorkouts(t, "u1", 1, 3)
-	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 2), 0, store.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
+	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 2), 0, dynamo.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := streams.ReadAll(ctx, e.api, e.arn)

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -46,7 +47,7 @@ func (f *faultyStore) WriteProjection(ctx context.Context, w ports.ProjectionWri
 			return err
 		}
 		if _, err := f.UpdateVersioned(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), m.Version,
-			store.Changes{Set: map[string]any{"writtenBy": "concurrent"}}); err != nil {
+			dynamo.Changes{Set: map[string]any{"writtenBy": "concurrent"}}); err != nil {
 			return err
 		}
 	}
@@ -58,7 +59,7 @@ func (f *faultyStore) WriteProjection(ctx context.Context, w ports.ProjectionWri
 // the code writes, so a stray entry under another key counts too).
 func (e *env) mintAudits(user, milestoneID string) map[int]int {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit, store.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestHandRaisedCounterIsNotMinted(t *testing.T) {
 	}
 	m := e.milestone("u-raised", "m1")
 	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, keys.MilestoneKey("u-raised", "m1"), m.Version,
-		store.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
+		dynamo.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
 		t.Fatal(err)
 	}
 	dry, err := c.RecomputeUser(e.ctx, "u-raised", true)
@@ -302,7 +303,7 @@ func TestLegacyAuditedAwardsStay(t *testing.T) {
 	}
 	m := e.milestone("u-legacy", "m1")
 	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.Key, m.Version,
-		store.Changes{Set: map[string]any{"awardedParts": 4}}); err != nil {
+		dynamo.Changes{Set: map[string]any{"awardedParts": 4}}); err != nil {
 		t.Fatal(err)
 	}
 	c := e.consumer(consumer.Options{})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -318,7 +318,7 @@ func (e *env) putRaw(item map[string]types.AttributeValue) {
 
 func rawWorkout(t *testing.T, w *model.Workout, edit func(map[string]types.AttributeValue)) map[string]types.AttributeValue {
 	t.Helper()
-	item, err := store.Marshal(w)
+	item, err := dynamo.Marshal(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 			return
 		}
 		m := e.milestone("stuck", "m1")
-		if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, m.ItemKey(), m.Version, store.Changes{Set: map[string]any{"writtenBy": "api"}}); err != nil {
+		if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"writtenBy": "api"}}); err != nil {
 			t.Errorf("bump version: %v", err)
 		}
 	}})
@@ -430,7 +430,7 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := e.milestone("u1", "m1")
-	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.ItemKey(), m.Version, store.Changes{Set: map[string]any{"progressValue": 1}}); err != nil {
+	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"progressValue": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(10), fixture.Corr("c2"))) // not yet projected

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -66,7 +66,7 @@ func TestTruncationIsVisible(t *testing.T) {
 	if !warned || bytes.Contains([]byte(logs.String()), []byte(`"milestoneId":"late","msg":"milestone truncated`)) {
 		t.Errorf("want one warning naming milestone march and its exactFromUtc:\n%s", logs.String())
 	}
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK("u1"), keys.PrefixAudit, store.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK("u1"), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -123,7 +124,7 @@ func (e *env) milestone(user, id string) model.Milestone {
 
 func (e *env) awards(user, milestoneID string) []model.Award {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, keys.UserPK(user), keys.AwardSKPrefix(milestoneID), store.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, keys.UserPK(user), keys.AwardSKPrefix(milestoneID), dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func (e *env) awards(user, milestoneID string) []model.Award {
 // audits lists the audit entries of a correlation id (audit table GSI1).
 func (e *env) audits(corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.CorrelationPK(corr), "",
-		store.QueryOptions{Index: store.IndexGSI1})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.CorrelationPK(corr), "",
+		dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -145,8 +146,8 @@ func (e *env) audits(corr string) []model.AuditEntry {
 // user's partition: routine entries (progress updates) are in no index.
 func (e *env) userAudits(user, corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := store.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit,
-		store.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit,
+		dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/migratekit"
 )
 
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	dst := store.New(db, store.TableNames(*to))
+	dst := store.New(db, dynamo.TableNames(*to))
 	o := migratekit.Options{Newer: *newer, Progress: func(userID string, s migratekit.Summary) {
 		if s.Users%100 == 0 {
 			fmt.Fprintln(os.Stderr, "progress:", s)
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 		for _, m := range cat.Models {
 			o.ModelIDs = append(o.ModelIDs, m.ModelID)
 		}
-		sum, err = migratekit.Copy(ctx, store.New(db, store.TableNames(*from)), dst, o)
+		sum, err = migratekit.Copy(ctx, store.New(db, dynamo.TableNames(*from)), dst, o)
 	}
 	fmt.Println(sum)
 	return err

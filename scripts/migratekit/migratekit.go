@@ -33,6 +33,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Summary counts what a run did.
@@ -71,7 +72,7 @@ func HasDateIndex(ctx context.Context, st *store.Store) (bool, error) {
 		return false, fmt.Errorf("describe table %s: %w", st.Tables().Main, err)
 	}
 	for _, l := range out.Table.LocalSecondaryIndexes {
-		if aws.ToString(l.IndexName) == store.IndexLSI1 {
+		if aws.ToString(l.IndexName) == dynamo.IndexLSI1 {
 			return true, nil
 		}
 	}
@@ -90,7 +91,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 	if ok, err := HasDateIndex(ctx, dst); err != nil {
 		return sum, err
 	} else if !ok {
-		return sum, fmt.Errorf("copy to %s: the table has no %s (create it with Terraform first): %w", dst.Tables().Main, store.IndexLSI1, model.ErrInvalid)
+		return sum, fmt.Errorf("copy to %s: the table has no %s (create it with Terraform first): %w", dst.Tables().Main, dynamo.IndexLSI1, model.ErrInvalid)
 	}
 	athletes := map[int64]bool{}
 	err := eachUser(ctx, src, func(userID string) error {
@@ -115,7 +116,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 	if err != nil {
 		return sum, err
 	}
-	var rest []store.Item
+	var rest []dynamo.Item
 	for a := range athletes {
 		it, err := get(ctx, src, keys.AthleteOwnerKey(a))
 		if err != nil {
@@ -157,7 +158,7 @@ func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) 
 			return err
 		}
 		for _, it := range items {
-			if _, has := it[store.AttrLSI1SK]; has {
+			if _, has := it[dynamo.AttrLSI1SK]; has {
 				continue
 			}
 			sk, ok, err := dateKey(it)
@@ -167,15 +168,15 @@ func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) 
 			if !ok {
 				continue
 			}
-			cond := expression.AttributeNotExists(expression.Name(store.AttrLSI1SK)).
+			cond := expression.AttributeNotExists(expression.Name(dynamo.AttrLSI1SK)).
 				And(expression.Name("startDateUtc").Equal(expression.Value(it["startDateUtc"])))
 			ex, err := expression.NewBuilder().WithCondition(cond).
-				WithUpdate(expression.Set(expression.Name(store.AttrLSI1SK), expression.Value(sk))).Build()
+				WithUpdate(expression.Set(expression.Name(dynamo.AttrLSI1SK), expression.Value(sk))).Build()
 			if err != nil {
 				return fmt.Errorf("backfill user %s: build update: %w", userID, err)
 			}
 			_, err = st.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(st.Tables().Main), Key: store.Item{"PK": it["PK"], "SK": it["SK"]},
+				TableName: aws.String(st.Tables().Main), Key: dynamo.Item{"PK": it["PK"], "SK": it["SK"]},
 				UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 			})
@@ -224,7 +225,7 @@ func eachUser(ctx context.Context, st *store.Store, f func(userID string) error)
 
 // partition reads every item of one partition (strongly consistent, all
 // pages: a copy is not bounded by the projector's guardrail).
-func partition(ctx context.Context, st *store.Store, pk string) ([]store.Item, error) {
+func partition(ctx context.Context, st *store.Store, pk string) ([]dynamo.Item, error) {
 	ex, err := expression.NewBuilder().WithKeyCondition(expression.Key("PK").Equal(expression.Value(pk))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("read partition %s: build query: %w", pk, err)
@@ -233,7 +234,7 @@ func partition(ctx context.Context, st *store.Store, pk string) ([]store.Item, e
 		TableName: aws.String(st.Tables().Main), KeyConditionExpression: ex.KeyCondition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
 	})
-	var out []store.Item
+	var out []dynamo.Item
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -244,10 +245,10 @@ func partition(ctx context.Context, st *store.Store, pk string) ([]store.Item, e
 	return out, nil
 }
 
-func get(ctx context.Context, st *store.Store, k model.Key) (store.Item, error) {
+func get(ctx context.Context, st *store.Store, k model.Key) (dynamo.Item, error) {
 	out, err := st.Client().GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(st.Tables().Main), ConsistentRead: aws.Bool(true),
-		Key: store.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
+		Key: dynamo.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", k, err)
@@ -256,7 +257,7 @@ func get(ctx context.Context, st *store.Store, k model.Key) (store.Item, error) 
 }
 
 // athleteOf returns the athlete id a user's Strava connection names.
-func athleteOf(it store.Item) (int64, bool) {
+func athleteOf(it dynamo.Item) (int64, bool) {
 	sk, ok := it["SK"].(*types.AttributeValueMemberS)
 	if !ok || sk.Value != keys.SKStravaConnection {
 		return 0, false
@@ -272,13 +273,13 @@ func athleteOf(it store.Item) (int64, bool) {
 
 // dateKey computes a workout item's LSI1SK; ok is false for items that are
 // not workouts or have no start date (tombstones stay out of the index).
-func dateKey(it store.Item) (string, bool, error) {
+func dateKey(it dynamo.Item) (string, bool, error) {
 	sk, isS := it["SK"].(*types.AttributeValueMemberS)
 	if !isS || !strings.HasPrefix(sk.Value, keys.PrefixWorkoutStrava) {
 		return "", false, nil
 	}
 	var w model.Workout
-	if err := store.Unmarshal(it, &w); err != nil {
+	if err := dynamo.Unmarshal(it, &w); err != nil {
 		return "", false, err
 	}
 	if w.StartDateUtc.IsZero() {
@@ -289,15 +290,15 @@ func dateKey(it store.Item) (string, bool, error) {
 }
 
 // write stores items in dst, keying workouts on the way.
-func write(ctx context.Context, dst *store.Store, items []store.Item, o Options, sum *Summary) error {
-	var batch []store.Item
+func write(ctx context.Context, dst *store.Store, items []dynamo.Item, o Options, sum *Summary) error {
+	var batch []dynamo.Item
 	for _, it := range items {
 		sk, ok, err := dateKey(it)
 		if err != nil {
 			return err
 		}
 		if ok {
-			it[store.AttrLSI1SK] = &types.AttributeValueMemberS{Value: sk}
+			it[dynamo.AttrLSI1SK] = &types.AttributeValueMemberS{Value: sk}
 			sum.Keyed++
 		}
 		if !o.Newer {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/scripts/migratekit"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // oldStore is a main table as deployments had it before LSI1.
 func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 	t.Helper()
-	tables := store.TableNames(dynamolocal.UniquePrefix())
+	tables := dynamo.TableNames(dynamolocal.UniquePrefix())
 	spec := tableadmin.Specs(tables)[0]
 	spec.LSIs = nil
 	ctx := context.Background()
@@ -41,11 +42,11 @@ func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 func putLegacy(t *testing.T, st *store.Store, es ...model.Entity) {
 	t.Helper()
 	for _, e := range es {
-		item, err := store.Marshal(e)
+		item, err := dynamo.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		delete(item, store.AttrLSI1SK)
+		delete(item, dynamo.AttrLSI1SK)
 		if _, err := st.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(st.Tables().Main), Item: item}); err != nil {
 			t.Fatal(err)
 		}

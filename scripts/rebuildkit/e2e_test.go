@@ -15,7 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
@@ -69,7 +69,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	// drift, but a rebuild must cope with it).
 	tbl := h.st.Tables().Main
 	edited := milestones(t, h.st, "c000")["dist"]
-	if _, err := h.st.UpdateVersioned(ctx, tbl, edited.Key, edited.Version, store.Changes{Set: map[string]any{"progressValue": int64(12345)}}); err != nil {
+	if _, err := h.st.UpdateVersioned(ctx, tbl, edited.Key, edited.Version, dynamo.Changes{Set: map[string]any{"progressValue": int64(12345)}}); err != nil {
 		t.Fatal(err)
 	}
 	robbed := milestones(t, h.st, "c001")["count"]
@@ -81,7 +81,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	}
 	bumped := milestones(t, h.st, "c002")["dist"]
 	for v := bumped.Version; v < bumped.Version+5; v++ {
-		if _, err := h.st.UpdateVersioned(ctx, tbl, bumped.Key, v, store.Changes{}); err != nil {
+		if _, err := h.st.UpdateVersioned(ctx, tbl, bumped.Key, v, dynamo.Changes{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +268,7 @@ func TestVerifyAndRebuildFailClosedOnANewerSchema(t *testing.T) {
 	// A milestone written by newer code: this code must leave it alone and say so.
 	m := milestones(t, h.st, "n001")["count"]
 	m.MilestoneID = "future"
-	item, err := store.Marshal(&m)
+	item, err := dynamo.Marshal(&m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
 
@@ -232,7 +232,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 		before := milestones(t, h.st, "edgeLong")
 		for _, id := range []string{"lifetime", "yearly"} {
 			m := before[id]
-			c := store.Changes{Set: map[string]any{"progressValue": int64(1), "workoutsCounted": 1, "truncated": false}, Remove: []string{"exactFromUtc"}}
+			c := dynamo.Changes{Set: map[string]any{"progressValue": int64(1), "workoutsCounted": 1, "truncated": false}, Remove: []string{"exactFromUtc"}}
 			if _, err := h.st.UpdateVersioned(ctx, h.st.Tables().Main, m.Key, m.Version, c); err != nil {
 				t.Fatal(err)
 			}

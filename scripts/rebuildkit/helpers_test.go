@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -149,14 +150,14 @@ func names(prefix string, n int) []string {
 // milestones reads every milestone of a user.
 func milestones(t testing.TB, st *store.Store, user string) map[string]model.Milestone {
 	t.Helper()
-	res, err := st.QueryPrefix(context.Background(), st.Tables().Main, keys.UserPK(user), keys.PrefixMilestone, store.QueryOptions{})
+	res, err := st.QueryPrefix(context.Background(), st.Tables().Main, keys.UserPK(user), keys.PrefixMilestone, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]model.Milestone{}
 	for _, item := range res.Items {
 		var m model.Milestone
-		if store.Unmarshal(item, &m) == nil {
+		if dynamo.Unmarshal(item, &m) == nil {
 			out[m.MilestoneID] = m
 		}
 	}

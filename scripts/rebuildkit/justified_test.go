@@ -9,7 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 	"github.com/commitcollect/backend/test/fixture"
@@ -44,7 +44,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	}
 	awards := func() int {
 		t.Helper()
-		as, _, err := store.QueryEntities[model.Award](ctx, h.st.DB, tbl, keys.UserPK("o6"), keys.AwardSKPrefix("m"), store.QueryOptions{})
+		as, _, err := dynamo.QueryEntities[model.Award](ctx, h.st.DB, tbl, keys.UserPK("o6"), keys.AwardSKPrefix("m"), dynamo.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	}
 
 	m := milestones(t, h.st, "o6")["m"]
-	if _, err := h.st.UpdateVersioned(ctx, tbl, m.Key, m.Version, store.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
+	if _, err := h.st.UpdateVersioned(ctx, tbl, m.Key, m.Version, dynamo.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
 		t.Fatal(err)
 	}
 	code, rep := h.verifyJSON(t, "--user", "o6")

@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
 )
@@ -26,7 +27,7 @@ func corrupt(t testing.TB, st *store.Store, user, milestone string) model.Milest
 	t.Helper()
 	m := milestones(t, st, user)[milestone]
 	if _, err := st.UpdateVersioned(context.Background(), st.Tables().Main, m.Key, m.Version,
-		store.Changes{Set: map[string]any{"progressValue": int64(1)}}); err != nil {
+		dynamo.Changes{Set: map[string]any{"progressValue": int64(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	return m

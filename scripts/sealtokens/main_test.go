@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 func TestSealTokensRewritesPlainConnections(t *testing.T) {
 	db, _ := dynamolocal.Clients(t)
 	tables := dynamolocal.MustCreateTables(t, db)
-	prefix := strings.TrimSuffix(tables.Main, store.BaseMain)
+	prefix := strings.TrimSuffix(tables.Main, dynamo.BaseMain)
 	key := secrets.NewLocalKey()
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TOKEN_KEY": key}
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
@@ -35,18 +36,18 @@ func TestSealTokensRewritesPlainConnections(t *testing.T) {
 	users := []string{"u-plain-1", "u-plain-2", "u-plain-3"}
 	for i, u := range users {
 		p := &model.Profile{UserID: u, AthleteID: int64(i + 1)}
-		av, err := store.Marshal(p)
+		av, err := dynamo.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		k := keys.StravaConnectionKey(u)
-		conn := store.Item{
+		conn := dynamo.Item{
 			"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK},
 			"entityType": &types.AttributeValueMemberS{Value: string(model.EntityStravaConnection)}, "schemaVersion": &types.AttributeValueMemberN{Value: "1"},
 			"userId": &types.AttributeValueMemberS{Value: u}, "tokenVersion": &types.AttributeValueMemberN{Value: "1"},
 			"accessToken": &types.AttributeValueMemberS{Value: "plain-access-" + u}, "refreshToken": &types.AttributeValueMemberS{Value: "plain-refresh-" + u},
 		}
-		for _, it := range []store.Item{av, conn} {
+		for _, it := range []dynamo.Item{av, conn} {
 			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tables.Main), Item: it}); err != nil {
 				t.Fatal(err)
 			}

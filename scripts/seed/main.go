@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 func main() {
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) (int, e
 		return 0, err
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
-	tables := store.TableNames(*prefix)
+	tables := dynamo.TableNames(*prefix)
 	n, err := catalog.Seed(ctx, store.New(db, tables), cat)
 	if err != nil {
 		return n, err

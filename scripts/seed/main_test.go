@@ -7,6 +7,7 @@ import (
 
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 func TestSeedCommandIsIdempotent(t *testing.T) {
 	db, _ := dynamolocal.Clients(t)
 	tables := dynamolocal.MustCreateTables(t, db)
-	prefix := strings.TrimSuffix(tables.Main, store.BaseMain)
+	prefix := strings.TrimSuffix(tables.Main, dynamo.BaseMain)
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t)}
 	// Credentials for DynamoDB Local, so the default chain never probes IMDS.
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")

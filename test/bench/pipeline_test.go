@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -198,11 +199,11 @@ func startPipeline(b *testing.B) *pipeline {
 
 	// The size of one workout as LSI1 holds it (keys + WorkoutLogFields):
 	// what a projection reads per workout.
-	item, err := store.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
+	item, err := dynamo.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
 	if err != nil {
 		b.Fatal(err)
 	}
-	keep := map[string]bool{"PK": true, "SK": true, store.AttrLSI1SK: true}
+	keep := map[string]bool{"PK": true, "SK": true, dynamo.AttrLSI1SK: true}
 	for _, f := range store.WorkoutLogFields {
 		keep[f] = true
 	}
@@ -370,7 +371,7 @@ func (p *pipeline) baseline(b *testing.B, workers, items int) baselineResult {
 		b.Fatalf("create baseline table: %v", err)
 	}
 	defer func() { _, _ = p.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
-	tmpl, err := store.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
+	tmpl, err := dynamo.Marshal(fixture.Workout("u", 1, fixture.Start(time.Now()), fixture.Metres(5000), fixture.Stored(time.Now()), fixture.Corr("bench-history")))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -174,7 +175,7 @@ func (h *Harness) NewEnvWindow(name string, limits stravasim.Limits, window time
 	e := &Env{h: h, Name: name, Prefix: prefix, DataDir: dir, APIAddr: fmt.Sprintf("127.0.0.1:%d", port),
 		Sim: stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, Window: window, Limits: limits,
 			DeliveryBackoff: DeliveryBackoff}),
-		Store:   store.New(h.db, store.TableNames(prefix)),
+		Store:   store.New(h.db, dynamo.TableNames(prefix)),
 		logPath: filepath.Join(dir, "run.log"),
 		acked:   map[int64]int64{}, told: map[int64]int64{}, began: time.Now(), Window: window}
 	return e, nil
@@ -400,7 +401,7 @@ func (e *Env) Forget(u *User) {
 // UserItems lists the keys left in the user's partition of the main table
 // (its guard, kept on purpose, aside).
 func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
-	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, keys.UserPK(userID), "", store.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read the partition of user %s: %w", userID, err)
 	}
@@ -656,7 +657,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 // workouts reads every workout item of the user, tombstones included (the
 // projector's date-ordered log leaves out items without a start date).
 func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, bool, error) {
-	ws, truncated, err := store.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read workouts of user %s: %w", userID, err)
 	}
@@ -664,7 +665,7 @@ func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, boo
 }
 
 func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, error) {
-	as, _, err := store.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, keys.UserPK(userID), "", store.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit of user %s: %w", userID, err)
 	}

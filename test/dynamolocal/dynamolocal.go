@@ -21,6 +21,7 @@ import (
 
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/scripts/ddblocal"
 )
@@ -111,9 +112,9 @@ func Private(tb testing.TB) *dynamodb.Client {
 
 // MustCreateTables creates the four tables under a unique prefix and deletes
 // them when the test ends.
-func MustCreateTables(tb testing.TB, db *dynamodb.Client) store.Tables {
+func MustCreateTables(tb testing.TB, db *dynamodb.Client) dynamo.Tables {
 	tb.Helper()
-	t := store.TableNames(UniquePrefix())
+	t := dynamo.TableNames(UniquePrefix())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := tableadmin.CreateTables(ctx, db, t); err != nil {

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -130,8 +130,8 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 	for {
 		written = 0
 		for u := range users {
-			ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK(fmt.Sprintf("burst-%d", u)),
-				keys.PrefixWorkoutStrava, store.QueryOptions{})
+			ws, _, err := dynamo.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK(fmt.Sprintf("burst-%d", u)),
+				keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/capture"
 
 	"github.com/commitcollect/backend/handlers/bff"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -180,7 +180,7 @@ func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
 		t.Fatalf("DELETE /v1/me: %d %+v", st, rep)
 	}
 	ctx := context.Background()
-	tb := store.TableNames(prefix)
+	tb := dynamo.TableNames(prefix)
 	db, _ := dynamolocal.Clients(t)
 	clear := []string{strconv.FormatInt(athlete, 10), "Kathleen", "Booth"}
 	for i := range int64(3) {

@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -175,7 +176,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if err := a.queue.Wait(wctx); err != nil {
 		t.Fatal(err)
 	}
-	workouts, _, err := store.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, keys.UserPK(me.UserID), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	workouts, _, err := dynamo.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, keys.UserPK(me.UserID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil || len(workouts) != 3 {
 		t.Fatalf("workouts of the user = %d (%v), want 3", len(workouts), err)
 	}
@@ -211,13 +212,13 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 		t.Fatalf("simulator deauthorizations = %d, want 1", s.Deauthorizations)
 	}
 	for _, pk := range []string{keys.UserPK(me.UserID), keys.AthletePK(athleteID)} {
-		res, err := a.st.QueryPrefix(ctx, a.st.Tables().Main, pk, "", store.QueryOptions{})
+		res, err := a.st.QueryPrefix(ctx, a.st.Tables().Main, pk, "", dynamo.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, it := range res.Items {
 			// Only the user guard stays (90 days): what writers in flight check.
-			if k, err := store.KeyOf(it); err != nil || k != keys.UserGuardKey(me.UserID) {
+			if k, err := dynamo.KeyOf(it); err != nil || k != keys.UserGuardKey(me.UserID) {
 				t.Fatalf("partition %s after deletion holds %v (%v)", pk, k, err)
 			}
 		}

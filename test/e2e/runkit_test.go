@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
@@ -366,7 +367,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 	t.Cleanup(sim.Close)
 	endpoint, prefix := dynamolocal.Endpoint(t), dynamolocal.UniquePrefix()
 	db, _ := dynamolocal.Clients(t)
-	tables := store.TableNames(prefix)
+	tables := dynamo.TableNames(prefix)
 	if err := tableadmin.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +430,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _, err := store.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK("u31"), keys.PrefixWorkoutStrava, store.QueryOptions{})
+		ws, _, err := dynamo.QueryEntities[model.Workout](ctx, st.DB, tables.Main, keys.UserPK("u31"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

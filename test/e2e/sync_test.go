@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/runkit"
@@ -227,8 +227,8 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	// written (page, then completed): wait for the completed one.
 	var entries []model.AuditEntry
 	for {
-		if entries, _, err = store.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.Tables().Audit,
-			keys.UserPK(user), keys.PrefixAudit, store.QueryOptions{}); err != nil {
+		if entries, _, err = dynamo.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.Tables().Audit,
+			keys.UserPK(user), keys.PrefixAudit, dynamo.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if slices.ContainsFunc(entries, func(e model.AuditEntry) bool { return e.EventType == ingest.AuditSyncCompleted }) {
@@ -259,8 +259,8 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 			t.Errorf("activity %s written %d times", id, c)
 		}
 	}
-	ws, _, err := store.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, keys.UserPK(user),
-		keys.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, _, err := dynamo.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, keys.UserPK(user),
+		keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

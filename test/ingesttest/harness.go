@@ -28,6 +28,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
@@ -299,8 +300,8 @@ func (h *Harness) Workout(user string, id int64) *model.Workout {
 // Workouts lists the user's workouts.
 func (h *Harness) Workouts(user string) []model.Workout {
 	h.T.Helper()
-	ws, _, err := store.QueryEntities[model.Workout](context.Background(), h.St.DB, h.St.Tables().Main,
-		keys.UserPK(user), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	ws, _, err := dynamo.QueryEntities[model.Workout](context.Background(), h.St.DB, h.St.Tables().Main,
+		keys.UserPK(user), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -310,8 +311,8 @@ func (h *Harness) Workouts(user string) []model.Workout {
 // Audits lists the audit entries of a subject partition by event type.
 func (h *Harness) Audits(subjectPK string) map[string][]model.AuditEntry {
 	h.T.Helper()
-	es, _, err := store.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
-		subjectPK, keys.PrefixAudit, store.QueryOptions{})
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
+		subjectPK, keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		h.T.Fatal(err)
 	}

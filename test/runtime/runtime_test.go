@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets/secretstest"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/sessions"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
@@ -132,7 +133,7 @@ type fixture struct {
 	ctx     context.Context
 	dep     Deployment
 	prefix  string
-	tables  store.Tables
+	tables  dynamo.Tables
 	st      *store.Store
 	ss      *sessions.Store // the sign-ins (st's DB)
 	db      *dynamodb.Client
@@ -342,13 +343,13 @@ func TestLambdaRuntime(t *testing.T) {
 	if _, err := f.st.Profile(f.ctx, me.UserID); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("profile after deletion: %v", err)
 	}
-	left, err := f.st.QueryPrefix(f.ctx, f.tables.Main, keys.UserPK(me.UserID), "", store.QueryOptions{})
+	left, err := f.st.QueryPrefix(f.ctx, f.tables.Main, keys.UserPK(me.UserID), "", dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range left.Items {
 		// Only the user guard stays (90 days): what writers in flight check.
-		if k, err := store.KeyOf(it); err != nil || k != keys.UserGuardKey(me.UserID) {
+		if k, err := dynamo.KeyOf(it); err != nil || k != keys.UserGuardKey(me.UserID) {
 			t.Fatalf("user partition after deletion holds %v (%v)", k, err)
 		}
 	}
@@ -449,7 +450,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 	db, streamsClient := dynamolocal.Clients(t)
 	f.db = db
 	f.prefix = dynamolocal.UniquePrefix()
-	f.tables = store.TableNames(f.prefix)
+	f.tables = dynamo.TableNames(f.prefix)
 	if err := tableadmin.CreateTables(ctx, db, f.tables); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
@@ -526,7 +527,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 }
 
 // terraformOutputs are the outputs scripts/deploy reads after apply.
-func terraformOutputs(t store.Tables, streamARN string) map[string]tfexec.OutputMeta {
+func terraformOutputs(t dynamo.Tables, streamARN string) map[string]tfexec.OutputMeta {
 	names, _ := json.Marshal(map[string]string{"main": t.Main, "sessions": t.Sessions, "audit": t.Audit, "idempotency": t.Idempotency})
 	arn, _ := json.Marshal(streamARN)
 	return map[string]tfexec.OutputMeta{"table_names": {Value: names}, "stream_arn": {Value: arn}}

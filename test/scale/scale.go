@@ -27,8 +27,8 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
@@ -561,7 +561,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	rng := rand.New(rand.NewPCG(seed, 24))
 	r := Report{Mode: s.Mode, Athletes: s.Athletes, Connects: s.Connects, HistoryDays: s.HistoryDays, Day: s.Day, Window: s.Window,
 		Interval: s.Interval, Bound: e.idle + s.Window, FastBound: s.Interval + s.Window, ReadLimit: s.ReadLimit(), SyncShare: e.share,
-		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, store.BaseMain), ProductKnobs: e.knobs}
+		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, dynamo.BaseMain), ProductKnobs: e.knobs}
 	t0 := time.Now()
 	as, err := e.seed(ctx, rng)
 	if err != nil {
@@ -872,7 +872,7 @@ func (e *Env) waitQuiet(ctx context.Context, limit time.Duration) error {
 // reconcile), for a missed edit's line.
 func (e *Env) reconciles(ctx context.Context, userID string, dayStart time.Time) string {
 	st := e.St.Store
-	es, _, err := store.QueryEntities[model.AuditEntry](ctx, st.DB, st.Tables().Audit, keys.UserPK(userID), keys.PrefixAudit, store.QueryOptions{})
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, st.DB, st.Tables().Audit, keys.UserPK(userID), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		return "reconciliations not read: " + err.Error()
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 )
 
@@ -181,7 +181,7 @@ func checkTables(v *violations, m *Module, all []*Module) {
 		}
 		got[tv.spec.Name] = tv
 	}
-	want := tableadmin.Specs(store.TableNames(prefix))
+	want := tableadmin.Specs(dynamo.TableNames(prefix))
 	wantNames, gotNames := []string{}, []string{}
 	for _, s := range want {
 		wantNames = append(wantNames, s.Name)
@@ -192,7 +192,7 @@ func checkTables(v *violations, m *Module, all []*Module) {
 	sort.Strings(wantNames)
 	sort.Strings(gotNames)
 	if !slices.Equal(gotNames, wantNames) {
-		v.add(r.DefRange(), "tables (prefix %q): got %v, want %v (model/store/tables.go)", prefix, gotNames, wantNames)
+		v.add(r.DefRange(), "tables (prefix %q): got %v, want %v (model/store/dynamo/tables.go)", prefix, gotNames, wantNames)
 	}
 	for _, s := range want {
 		t, ok := got[s.Name]
@@ -200,7 +200,7 @@ func checkTables(v *violations, m *Module, all []*Module) {
 			continue
 		}
 		if !reflect.DeepEqual(normSpec(t.spec), normSpec(s)) {
-			v.add(r.DefRange(), "table %s: got %+v, want %+v (model/store/tables.go)", s.Name, normSpec(t.spec), normSpec(s))
+			v.add(r.DefRange(), "table %s: got %+v, want %+v (model/store/dynamo/tables.go)", s.Name, normSpec(t.spec), normSpec(s))
 		}
 		if t.billing != "PAY_PER_REQUEST" {
 			v.add(r.DefRange(), "table %s: billing_mode %q, want PAY_PER_REQUEST (on-demand)", s.Name, t.billing)

@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -778,7 +779,7 @@ var RequiredAlarms = []Alarm{
 func auditTables(d *Deployed) []string {
 	var out []string
 	for _, n := range allOf("aws_dynamodb_table", "name")(d) {
-		if strings.HasSuffix(n, store.BaseAudit) {
+		if strings.HasSuffix(n, dynamo.BaseAudit) {
 			out = append(out, n)
 		}
 	}

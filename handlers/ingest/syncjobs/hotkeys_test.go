@@ -10,7 +10,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -95,7 +95,7 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 		}
 	}
 	res, err := r.St.QueryPrefix(context.Background(), r.St.Tables().Audit,
-		keys.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", store.QueryOptions{Index: store.IndexGSI2})
+		keys.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", dynamo.QueryOptions{Index: dynamo.IndexGSI2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -28,7 +29,7 @@ import (
 // the store's DB; a sync state written after the user's deletion is
 // removed by the user guard's check.
 type Store struct {
-	db    *store.DB
+	db    *dynamo.DB
 	guard *store.Guard
 }
 
@@ -56,7 +57,7 @@ func (s *Store) countReads(ctx context.Context, e model.Entity, n, limit int) (i
 	if n < 1 || n > limit {
 		return 0, fmt.Errorf("%d reads against %d allowed: %w", n, limit, model.ErrConflict)
 	}
-	item, err := store.Marshal(e)
+	item, err := dynamo.Marshal(e)
 	if err != nil {
 		return 0, err
 	}
@@ -277,7 +278,7 @@ func (s *Store) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now
 func (s *Store) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error) {
 	var out []model.AthleteDayReads
 	for shard := range keys.ReadersShards {
-		page, _, err := store.QueryEntities[model.AthleteDayReads](ctx, s.db, s.db.Tables().Main, keys.ReadersShardPK(day, shard), "", store.QueryOptions{Index: store.IndexGSI2})
+		page, _, err := dynamo.QueryEntities[model.AthleteDayReads](ctx, s.db, s.db.Tables().Main, keys.ReadersShardPK(day, shard), "", dynamo.QueryOptions{Index: dynamo.IndexGSI2})
 		if err != nil {
 			return nil, fmt.Errorf("list readers of %s (shard %d): %w", day.UTC().Format(time.DateOnly), shard, err)
 		}

@@ -2,7 +2,7 @@
 // table's Pending index): the due items a sweep hands out, and the backlog
 // operators and the sweeper's metrics read. model/store.Store serves its
 // methods; the outbox's writes (claims, leases, deferrals, settles) stay in
-// model/store/outbox.go.
+// model/store/outbox.
 package pending
 
 import (
@@ -61,7 +61,7 @@ func unmarshal(item map[string]types.AttributeValue, r *model.IdempotencyRecord)
 }
 
 // pendingShards is how many shards of the pending index readers query: the
-// configured count (store.DB.OutboxShards, default keys.DefaultOutboxShards),
+// configured count (dynamo.DB.OutboxShards, default keys.DefaultOutboxShards),
 // and never fewer than keys.LegacyOutboxShards (items written before the
 // count was configurable). Raising the count is safe (readers query the
 // old shards too); lowering it strands the items of the dropped shards

@@ -26,6 +26,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
@@ -88,7 +89,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 		return s.hashKey, nil
 	}
 	if s.st.Secrets == nil {
-		return nil, store.ErrNoSealer
+		return nil, dynamo.ErrNoSealer
 	}
 	// Sealed like the tokens (the same purpose, so the same KMS grant), bound
 	// to the application rather than a user and to this item's key.
@@ -218,7 +219,7 @@ var errReconnected = errors.New("the athlete reconnected since the revocation")
 // revocation recorded at revokedAt: errReconnected when it does not. An
 // item's own failed condition is not an error (nothing left to do).
 func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time.Time, items ...types.TransactWriteItem) error {
-	check, err := s.st.Tables().StillRevoked(userID, revokedAt)
+	check, err := store.StillRevoked(s.st.Tables(), userID, revokedAt)
 	if err != nil {
 		return err
 	}
@@ -301,7 +302,7 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 			return n, err
 		}
 		for _, it := range page.Items {
-			k, err := store.KeyOf(it)
+			k, err := dynamo.KeyOf(it)
 			if err != nil {
 				return n, err
 			}
@@ -390,7 +391,7 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 func (s *Purger) purgeWorkouts(ctx context.Context, userID string, revokedAt time.Time) (int, error) {
 	main, deleted := s.st.Tables().Main, 0
 	for {
-		res, err := s.st.QueryPrefix(ctx, main, keys.UserPK(userID), keys.PrefixWorkoutStrava, store.QueryOptions{Projection: []string{"PK", "SK"}})
+		res, err := s.st.QueryPrefix(ctx, main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 		if err != nil {
 			return deleted, err
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -237,7 +237,7 @@ func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left, _, err := store.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u3"), keys.PrefixWorkoutStrava, store.QueryOptions{})
+	left, _, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u3"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,17 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Store holds sessions (the sessions table, and their pointers in the
 // user's partition) and login states, over the store's DB.
-type Store struct{ db *store.DB }
+type Store struct{ db *dynamo.DB }
 
 // New returns the sessions over db.
-func New(db *store.DB) *Store { return &Store{db: db} }
+func New(db *dynamo.DB) *Store { return &Store{db: db} }
 
-func (s *Store) t() store.Tables { return s.db.Tables() }
+func (s *Store) t() dynamo.Tables { return s.db.Tables() }
 
 // CreateSession writes a session (sessions table) and its pointer in the
 // user's partition (main table) in one transaction, so every live session is
@@ -69,12 +69,12 @@ func (s *Store) DeleteSession(ctx context.Context, userID, sessionID string) err
 // UserSessionIDs lists the session ids a user's partition points to (at
 // most MaxWorkoutsToInspect; truncated says there are more).
 func (s *Store) UserSessionIDs(ctx context.Context, userID string) (ids []string, truncated bool, err error) {
-	res, err := s.db.QueryPrefix(ctx, s.t().Main, keys.UserPK(userID), keys.PrefixSession, store.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.db.QueryPrefix(ctx, s.t().Main, keys.UserPK(userID), keys.PrefixSession, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, false, fmt.Errorf("list sessions of user %s: %w", userID, err)
 	}
 	for _, it := range res.Items {
-		k, err := store.KeyOf(it)
+		k, err := dynamo.KeyOf(it)
 		if err != nil {
 			return nil, false, err
 		}

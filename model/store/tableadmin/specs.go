@@ -5,6 +5,7 @@ import (
 
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // IndexSpec describes a global secondary index. Projection is ALL when
@@ -62,17 +63,17 @@ type TableSpec struct {
 }
 
 // Specs returns the specs of the four tables named by t.
-func Specs(t store.Tables) []TableSpec {
+func Specs(t dynamo.Tables) []TableSpec {
 	return []TableSpec{
 		{
 			Name: t.Main, HashKey: "PK", RangeKey: "SK",
 			GSIs: []IndexSpec{
-				{Name: store.IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK",
-					Projection: types.ProjectionTypeInclude, NonKeyAttributes: store.AthleteIndexAttributes},
-				{Name: store.IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+				{Name: dynamo.IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK",
+					Projection: types.ProjectionTypeInclude, NonKeyAttributes: dynamo.AthleteIndexAttributes},
+				{Name: dynamo.IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
 			},
 			LSIs: []LocalIndexSpec{
-				{Name: store.IndexLSI1, RangeKey: store.AttrLSI1SK, NonKeyAttributes: store.WorkoutLogNonKeyAttributes()},
+				{Name: dynamo.IndexLSI1, RangeKey: dynamo.AttrLSI1SK, NonKeyAttributes: store.WorkoutLogNonKeyAttributes()},
 			},
 			TTLAttribute: "expiresAt",
 			StreamView:   types.StreamViewTypeNewAndOldImages,
@@ -82,16 +83,16 @@ func Specs(t store.Tables) []TableSpec {
 		{
 			Name: t.Audit, HashKey: "PK", RangeKey: "SK",
 			GSIs: []IndexSpec{
-				{Name: store.IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
-				{Name: store.IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
+				{Name: dynamo.IndexGSI1, HashKey: "GSI1PK", RangeKey: "GSI1SK"},
+				{Name: dynamo.IndexGSI2, HashKey: "GSI2PK", RangeKey: "GSI2SK"},
 			},
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},
 		{
 			Name: t.Idempotency, HashKey: "IdempotencyKey",
-			GSIs: []IndexSpec{{Name: store.IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK",
-				Projection: types.ProjectionTypeInclude, NonKeyAttributes: store.PendingIndexAttributes}},
+			GSIs: []IndexSpec{{Name: dynamo.IndexPending, HashKey: "PendingPK", RangeKey: "PendingSK",
+				Projection: types.ProjectionTypeInclude, NonKeyAttributes: dynamo.PendingIndexAttributes}},
 			TTLAttribute: "expiresAt",
 			PITR:         true,
 		},

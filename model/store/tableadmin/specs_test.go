@@ -3,7 +3,7 @@ package tableadmin_test
 import (
 	"testing"
 
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 )
 
@@ -11,7 +11,7 @@ import (
 // and index of the specs with its key attribute.
 func TestKeySchemasFollowTheSpecs(t *testing.T) {
 	t.Parallel()
-	specs := tableadmin.Specs(store.TableNames("p-"))
+	specs := tableadmin.Specs(dynamo.TableNames("p-"))
 	ks := tableadmin.KeySchemas(specs)
 	if len(ks) != len(specs) {
 		t.Fatalf("got %d schemas for %d tables", len(ks), len(specs))

@@ -17,13 +17,13 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // CreateTables creates the four tables (skipping any that exist), waits for
 // them to be active and enables TTL. PITR is left to Terraform: DynamoDB Local
 // does not implement it.
-func CreateTables(ctx context.Context, db *dynamodb.Client, t store.Tables) error {
+func CreateTables(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) error {
 	for _, s := range Specs(t) {
 		_, err := db.CreateTable(ctx, CreateTableInput(s))
 		var inUse *types.ResourceInUseException
@@ -192,7 +192,7 @@ func isAlreadyEnabled(err error) bool {
 }
 
 // DeleteTables deletes the four tables, ignoring ones that do not exist.
-func DeleteTables(ctx context.Context, db *dynamodb.Client, t store.Tables) error {
+func DeleteTables(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) error {
 	var errs []error
 	for _, s := range Specs(t) {
 		_, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.Name)})
@@ -205,7 +205,7 @@ func DeleteTables(ctx context.Context, db *dynamodb.Client, t store.Tables) erro
 }
 
 // StreamARN returns the latest stream ARN of the main table.
-func StreamARN(ctx context.Context, db *dynamodb.Client, t store.Tables) (string, error) {
+func StreamARN(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) (string, error) {
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Main)})
 	if err != nil {
 		return "", fmt.Errorf("describe table %s: %w", t.Main, err)

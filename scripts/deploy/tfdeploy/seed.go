@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Target is where a deployed environment keeps its data, read from the
@@ -19,7 +20,7 @@ import (
 // from the main table's stream ARN, so it is the region Terraform deployed
 // to, whatever the operator's AWS profile says).
 type Target struct {
-	Tables store.Tables
+	Tables dynamo.Tables
 	Region string
 }
 
@@ -33,7 +34,7 @@ func TargetFromOutputs(outs map[string]tfexec.OutputMeta) (Target, error) {
 	} else if err := json.Unmarshal(o.Value, &names); err != nil {
 		return t, fmt.Errorf("terraform output table_names: %w", err)
 	}
-	t.Tables = store.Tables{Main: names["main"], Sessions: names["sessions"], Audit: names["audit"], Idempotency: names["idempotency"]}
+	t.Tables = dynamo.Tables{Main: names["main"], Sessions: names["sessions"], Audit: names["audit"], Idempotency: names["idempotency"]}
 	if t.Tables.Main == "" {
 		return t, errors.New("terraform output table_names has no main table")
 	}
@@ -57,7 +58,7 @@ func TargetFromOutputs(outs map[string]tfexec.OutputMeta) (Target, error) {
 // in AWS, and without them POST /v1/milestones refuses every model. It is
 // idempotent (a re-run changes 0 items) and refuses to overwrite a catalog
 // seeded by a newer version. It returns how many items it changed.
-func SeedCatalog(ctx context.Context, db *dynamodb.Client, tables store.Tables) (int, error) {
+func SeedCatalog(ctx context.Context, db *dynamodb.Client, tables dynamo.Tables) (int, error) {
 	cat, err := catalog.Default()
 	if err != nil {
 		return 0, fmt.Errorf("seed catalog: %w", err)

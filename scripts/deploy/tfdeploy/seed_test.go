@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -66,7 +67,7 @@ func TestTargetFromOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Target{Tables: store.TableNames("prod-"), Region: "eu-west-1"}
+	want := Target{Tables: dynamo.TableNames("prod-"), Region: "eu-west-1"}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}

@@ -1,4 +1,4 @@
-# The four CommitCollect tables. Their shape mirrors model/store/tables.go
+# The four CommitCollect tables. Their shape mirrors model/store/dynamo/tables.go
 # (store.Specs), the single source of truth: test/terraform fails when the two
 # drift apart. Every key attribute is a string.
 

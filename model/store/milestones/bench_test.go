@@ -1,4 +1,4 @@
-package store_test
+package milestones_test
 
 import (
 	"context"

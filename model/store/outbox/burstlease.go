@@ -1,4 +1,4 @@
-package store
+package outbox
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Burst leases. The sweeper hands an athlete's due activity events to the
@@ -49,7 +50,7 @@ func (s *Outbox) LeaseBurst(ctx context.Context, athleteID int64, now time.Time,
 		Set(expression.Name(attrExpiresAt), expression.Value(until.Add(time.Hour).Unix()))
 	cond := expression.Or(expression.AttributeNotExists(held), held.LessThanEqual(expression.Value(now.UnixMilli())),
 		inFlight.LessThanEqual(expression.Value(0)))
-	if err := s.UpdateIn(ctx, s.t.Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
+	if err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
 		return time.Time{}, fmt.Errorf("lease burst of athlete %d: %w", athleteID, err)
 	}
 	return until, nil
@@ -64,7 +65,7 @@ func (s *Outbox) RenewBurst(ctx context.Context, athleteID int64, token, until t
 		Set(expression.Name(attrExpiresAt), expression.Value(until.Add(time.Hour).Unix()))
 	cond := expression.Name(attrBurstLeaseID).Equal(expression.Value(token.UnixMilli())).
 		And(expression.Name(attrBurstsInFlight).GreaterThan(expression.Value(0)))
-	if err := s.UpdateIn(ctx, s.t.Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
+	if err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
 		return fmt.Errorf("renew burst lease of athlete %d: %w", athleteID, err)
 	}
 	return nil
@@ -76,7 +77,7 @@ func (s *Outbox) RenewBurst(ctx context.Context, athleteID int64, token, until t
 func (s *Outbox) ReleaseBurst(ctx context.Context, athleteID int64, token time.Time) error {
 	upd := expression.Add(expression.Name(attrBurstsInFlight), expression.Value(-1))
 	cond := expression.Name(attrBurstLeaseID).Equal(expression.Value(token.UnixMilli()))
-	err := s.UpdateIn(ctx, s.t.Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond)
+	err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond)
 	if err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("release burst lease of athlete %d: %w", athleteID, err)
 	}
@@ -93,9 +94,9 @@ func (s *Outbox) OutboxItems(ctx context.Context, keyList []string) ([]model.Ide
 		ks[i] = model.Key{PK: k}
 	}
 	var out []model.IdempotencyRecord
-	err := s.batchGet(ctx, s.t.Idempotency, ks, func(it Item) error {
+	err := s.BatchGet(ctx, s.Tables().Idempotency, ks, func(it dynamo.Item) error {
 		var r model.IdempotencyRecord
-		if err := Unmarshal(it, &r); err != nil {
+		if err := dynamo.Unmarshal(it, &r); err != nil {
 			return err
 		}
 		out = append(out, r)

@@ -1,4 +1,4 @@
-package store_test
+package outbox_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package store_test
+package outbox_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -251,7 +252,7 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 	db := dynamolocal.Private(t) // an index built on a table that exists: see Private
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tables := store.TableNames(dynamolocal.UniquePrefix())
+	tables := dynamo.TableNames(dynamolocal.UniquePrefix())
 	old := tableadmin.Specs(tables)[3]
 	old.GSIs = nil
 	if _, err := db.CreateTable(ctx, tableadmin.CreateTableInput(old)); err != nil {
@@ -348,5 +349,78 @@ func TestOutboxMarkParkedTravelsWithTheLease(t *testing.T) {
 	}
 	if err := s.MarkOutboxParked(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestPendingItemsSpreadOverTheShards: claimed outbox items spread over at
+// least keys.DefaultOutboxShards partitions of the pending index, the
+// sweeper's listing finds the due ones in every shard (including an item a
+// 4-shard writer placed, read by a store configured with fewer shards), and
+// the index entries carry no job: the lease returns the whole item.
+// Protections: the default shard count, pendingShards' legacy floor, and
+// the Pending index's INCLUDE projection (store.PendingIndexAttributes).
+func TestPendingItemsSpreadOverTheShards(t *testing.T) {
+	t.Parallel()
+	s := dynamolocal.NewStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	const n = 320
+	shards := map[string]bool{}
+	for i := range n {
+		rec, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[rec.PendingPK] = true
+	}
+	if len(shards) < 32 {
+		t.Fatalf("%d pending items spread over %d shards, want at least 32", n, len(shards))
+	}
+	// An item written when the count was 4, in shard 3.
+	legacy := ""
+	for i := 0; legacy == ""; i++ {
+		if k := fmt.Sprintf("legacy-%d", i); keys.OutboxPendingPK(k, keys.LegacyOutboxShards) == keys.OutboxPendingShardPK(3) {
+			legacy = k
+		}
+	}
+	old := store.New(s.Client(), s.Tables())
+	old.OutboxShards = keys.LegacyOutboxShards
+	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
+		t.Fatal(err)
+	}
+
+	due, err := s.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != n+1 {
+		t.Fatalf("sweeper listed %d due items, want %d (every shard)", len(due), n+1)
+	}
+	for _, d := range due {
+		if d.Job != "" {
+			t.Fatalf("pending index entry %s carries the job %q, want keys, correlation id and creation only", d.IdempotencyKey, d.Job)
+		}
+		if d.CorrelationID == "" || !d.CreatedAtUtc.Equal(now) {
+			t.Fatalf("pending index entry %+v lacks what the sweeper logs and measures", d)
+		}
+	}
+	rec, err := s.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
+	if err != nil || rec.Job == "" {
+		t.Fatalf("lease: got %+v, %v; want the whole item", rec, err)
+	}
+	// A store configured with fewer shards than the legacy count still reads
+	// the legacy shards.
+	few := store.New(s.Client(), s.Tables())
+	few.OutboxShards = 2
+	due, err = few.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range due {
+		found = found || d.IdempotencyKey == legacy
+	}
+	if !found {
+		t.Fatalf("a 2-shard reader did not find the item in legacy shard 3")
 	}
 }

@@ -1,4 +1,22 @@
-package store
+// Package outbox holds the outbox (the idempotency table): the idempotency
+// item of an accepted webhook event is also the durable hand-off to the
+// worker (model.IdempotencyRecord). Claiming records it as received with
+// the job and a lease; the worker settles it as done or parked, or defers
+// it (a not-before time); the sweeper re-dispatches received items that
+// are due, found through the sparse pending index (dynamo.IndexPending,
+// read by model/store/pending), never a Scan. Its consumers
+// (handlers/ingest) declare the interfaces. Burst leases (burstlease.go)
+// hold an athlete's bursts of one sweep.
+//
+// Lifetime: an item's TTL (expiresAt) always lies ttl after the item's last
+// activity, never before it is due. The claim records ttl (ttlSeconds) and
+// every claim, lease and deferral pushes expiresAt to ttl after the new lease
+// end or not-before time; the settle sets it to ttl after the settle. So a
+// received item never expires while pending, however long it is deferred
+// (a sync share spent for days), and a settled one is kept ttl for
+// duplicate detection. Items claimed before ttlSeconds existed use
+// DefaultOutboxTTL.
+package outbox
 
 import (
 	"context"
@@ -13,30 +31,14 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Outbox holds the outbox (CommitCollectIdempotency): claims, leases, settles and the Pending index.
 type Outbox struct {
-	*DB
+	*dynamo.DB
 }
-
-// The outbox: the idempotency item of an accepted webhook event is also the
-// durable hand-off to the worker (model.IdempotencyRecord). Claiming records
-// it as received with the job and a lease; the worker settles it as done or
-// parked, or defers it (a not-before time); the sweeper re-dispatches
-// received items that are due, found through the sparse pending index
-// (IndexPending), never a Scan. Its consumers (handlers/ingest) declare the
-// interfaces.
-//
-// Lifetime: an item's TTL (expiresAt) always lies ttl after the item's last
-// activity, never before it is due. The claim records ttl (ttlSeconds) and
-// every claim, lease and deferral pushes expiresAt to ttl after the new lease
-// end or not-before time; the settle sets it to ttl after the settle. So a
-// received item never expires while pending, however long it is deferred
-// (a sync share spent for days), and a settled one is kept ttl for
-// duplicate detection. Items claimed before ttlSeconds existed use
-// DefaultOutboxTTL.
 
 // Attribute names of the outbox item used in expressions.
 const (
@@ -164,7 +166,7 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).And(dueCondition(now))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
 	if err != nil {
-		if rec == nil && isConflict(err) {
+		if rec == nil && errors.Is(err, model.ErrConflict) {
 			err = fmt.Errorf("%w: %w", model.ErrNotFound, err)
 		}
 		return rec, fmt.Errorf("lease outbox item %s: %w", key, err)
@@ -176,7 +178,7 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 // when the key was never claimed (or has expired).
 func (s *Outbox) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
 	var r model.IdempotencyRecord
-	if err := s.Get(ctx, s.t.Idempotency, model.Key{PK: key}, &r); err != nil {
+	if err := s.Get(ctx, s.Tables().Idempotency, model.Key{PK: key}, &r); err != nil {
 		return nil, fmt.Errorf("read outbox item %s: %w", key, err)
 	}
 	return &r, nil
@@ -239,7 +241,7 @@ func (s *Outbox) MarkOutboxParked(ctx context.Context, key string) error {
 	upd := expression.Set(expression.Name(attrParkedRecord), expression.Value(true))
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey))
 	if _, err := s.updateOutbox(ctx, key, upd, cond); err != nil {
-		if isConflict(err) {
+		if errors.Is(err, model.ErrConflict) {
 			err = fmt.Errorf("%w: %w", model.ErrNotFound, err)
 		}
 		return fmt.Errorf("mark outbox item %s parked: %w", key, err)
@@ -253,7 +255,7 @@ func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBu
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).
 		And(expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
-	if err != nil && isConflict(err) && rec == nil {
+	if err != nil && errors.Is(err, model.ErrConflict) && rec == nil {
 		return fmt.Errorf("%w: %w", model.ErrNotFound, err)
 	}
 	return err
@@ -267,8 +269,8 @@ func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.Up
 	if err != nil {
 		return nil, fmt.Errorf("build expression: %w", err)
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.t.Idempotency), Key: s.t.keyAV(s.t.Idempotency, model.Key{PK: key}),
+	out, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Tables().Idempotency), Key: s.Tables().KeyAV(s.Tables().Idempotency, model.Key{PK: key}),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -277,14 +279,14 @@ func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.Up
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && len(ccf.Item) > 0 {
 			var r model.IdempotencyRecord
-			if uerr := Unmarshal(ccf.Item, &r); uerr == nil {
+			if uerr := dynamo.Unmarshal(ccf.Item, &r); uerr == nil {
 				return &r, dynerr.Translate(err)
 			}
 		}
 		return nil, dynerr.Translate(err)
 	}
 	var r model.IdempotencyRecord
-	if err := Unmarshal(out.Attributes, &r); err != nil {
+	if err := dynamo.Unmarshal(out.Attributes, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

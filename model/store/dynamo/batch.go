@@ -1,4 +1,4 @@
-package store
+package dynamo
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (s *DB) BatchPutItems(ctx context.Context, table string, items []Item) erro
 func (s *DB) BatchDelete(ctx context.Context, table string, keys []model.Key) error {
 	reqs := make([]types.WriteRequest, 0, len(keys))
 	for _, k := range keys {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: s.t.keyAV(table, k)}})
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: s.t.KeyAV(table, k)}})
 	}
 	return s.batchWrite(ctx, table, reqs)
 }
@@ -72,14 +72,14 @@ func (s *DB) batchWrite(ctx context.Context, table string, reqs []types.WriteReq
 	return nil
 }
 
-// batchGet reads the items at keys of table (strongly consistent,
+// BatchGet reads the items at keys of table (strongly consistent,
 // BatchGetItem a hundred at a time) and hands each found one to each, in no
 // particular order; a missing key is skipped.
-func (s *DB) batchGet(ctx context.Context, table string, keys []model.Key, each func(Item) error) error {
+func (s *DB) BatchGet(ctx context.Context, table string, keys []model.Key, each func(Item) error) error {
 	for start := 0; start < len(keys); start += batchGetMax {
 		ks := make([]Item, 0, batchGetMax)
 		for _, k := range keys[start:min(start+batchGetMax, len(keys))] {
-			ks = append(ks, s.t.keyAV(table, k))
+			ks = append(ks, s.t.KeyAV(table, k))
 		}
 		pending := map[string]types.KeysAndAttributes{table: {Keys: ks, ConsistentRead: aws.Bool(true)}}
 		err := resendUnprocessed(ctx, func() (int, error) {

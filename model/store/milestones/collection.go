@@ -1,4 +1,4 @@
-package store
+package milestones
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // Collection is the user's collection: every award minted, filed a second
@@ -19,14 +20,14 @@ import (
 // outlives its milestone. The projector files each award in the mint's
 // transaction (WriteProjection); awards minted before the collection are
 // filed by CollectAwards.
-type Collection struct{ *DB }
+type Collection struct{ *dynamo.DB }
 
 // collectedItem renders a's collection entry: the award itself, under its
 // collection key, marked collected.
-func collectedItem(a *model.Award) (Item, error) {
+func collectedItem(a *model.Award) (dynamo.Item, error) {
 	c := *a
 	c.Collected = true
-	item, err := Marshal(&c)
+	item, err := dynamo.Marshal(&c)
 	if err != nil {
 		return nil, err
 	}
@@ -36,12 +37,12 @@ func collectedItem(a *model.Award) (Item, error) {
 }
 
 // transactCollect is the Put of a's collection entry, only if absent.
-func (s *DB) transactCollect(a *model.Award) (types.TransactWriteItem, error) {
+func transactCollect(t dynamo.Tables, a *model.Award) (types.TransactWriteItem, error) {
 	item, err := collectedItem(a)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
-	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(t.Main), Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(PK)")}}, nil
 }
 
@@ -52,7 +53,7 @@ func (s *DB) transactCollect(a *model.Award) (types.TransactWriteItem, error) {
 func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) error {
 	for i := range awards {
 		a := &awards[i]
-		put, err := s.transactCollect(a)
+		put, err := transactCollect(s.Tables(), a)
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
@@ -62,8 +63,8 @@ func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) er
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
-		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.t.Main),
-			Key: s.t.keyAV(s.t.Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
+			Key: s.Tables().KeyAV(s.Tables().Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
 		if err := s.Transact(ctx, []types.TransactWriteItem{mark, put}, ""); err != nil && !errors.Is(err, model.ErrConflict) {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
@@ -77,7 +78,7 @@ func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) er
 // limit awards. next is the cursor of the following page, empty on the
 // last. An entry written by newer code fails the read (fail closed).
 func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, limit int) (awards []model.Award, next string, err error) {
-	o := QueryOptions{Descending: true, Limit: limit + 1}
+	o := dynamo.QueryOptions{Descending: true, Limit: limit + 1}
 	if after != "" {
 		o.Limit++ // the cursor's own entry comes first
 		if _, _, _, ok := keys.ParseCollectedAwardSK(after); !ok {
@@ -85,13 +86,13 @@ func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, 
 		}
 		o.Through = after
 	}
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixCollected, o)
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, o)
 	if err != nil {
 		return nil, "", fmt.Errorf("awards of user %s: %w", userID, err)
 	}
 	items := res.Items
 	if after != "" && len(items) > 0 {
-		if k, err := KeyOf(items[0]); err == nil && k.SK == after {
+		if k, err := dynamo.KeyOf(items[0]); err == nil && k.SK == after {
 			items = items[1:]
 		}
 	}
@@ -100,7 +101,7 @@ func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, 
 			return awards, awards[len(awards)-1].SK, nil
 		}
 		var a model.Award
-		if err := Unmarshal(it, &a); err != nil {
+		if err := dynamo.Unmarshal(it, &a); err != nil {
 			return nil, "", fmt.Errorf("awards of user %s: %w", userID, err)
 		}
 		awards = append(awards, a)
@@ -140,11 +141,11 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	if err != nil {
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
 	}
-	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.t.Main),
-		Key: s.t.keyAV(s.t.Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
+	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.Tables().Main),
+		Key: s.Tables().KeyAV(s.Tables().Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
 		ExpressionAttributeNames: del.Names()}}}
 	var cnt model.MilestoneCount
-	switch err := s.Get(ctx, s.t.Main, keys.MilestoneCountKey(userID), &cnt); {
+	switch err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt); {
 	case errors.Is(err, model.ErrNotFound): // counted from the milestones at the next creation
 	case err != nil:
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
@@ -152,24 +153,24 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 		count := expression.Name("count")
 		ex, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(0))).
 			WithUpdate(expression.Set(count, count.Minus(expression.Value(1))).
-				Set(expression.Name(attrUpdatedAtUtc), expression.Value(s.Now().UTC()))).Build()
+				Set(expression.Name("updatedAtUtc"), expression.Value(s.Now().UTC()))).Build()
 		if err != nil {
 			return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
 		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.t.Main),
-			Key: s.t.keyAV(s.t.Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
+			Key: s.Tables().KeyAV(s.Tables().Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}})
 	}
 	if err := s.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
 	}
-	series, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID), QueryOptions{Projection: []string{"PK", "SK"}})
+	series, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID), dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	for _, it := range series.Items { // a series' periods and their awards (filed when minted)
-		if k, kerr := KeyOf(it); kerr == nil {
+		if k, kerr := dynamo.KeyOf(it); kerr == nil {
 			ks = append(ks, k)
 		}
 	}
-	if err := errors.Join(err, s.BatchDelete(ctx, s.t.Main, ks)); err != nil {
+	if err := errors.Join(err, s.BatchDelete(ctx, s.Tables().Main, ks)); err != nil {
 		return fmt.Errorf("delete award items and periods of milestone %s: %w", milestoneID, err)
 	}
 	return nil

@@ -1,4 +1,10 @@
-package store
+// Package milestones holds what the projector and the BFF read and write
+// of a user's goals: milestones and their awards (read with the user's
+// guard in one Query, keys.GuardAndMilestones), the projection's versioned
+// writes that mint awards in transactions, a series' periods
+// (series.go), the collection of every award a user holds (collection.go),
+// and the model catalog the awards copy.
+package milestones
 
 import (
 	"context"
@@ -12,22 +18,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
 // Milestones holds milestones, their awards and projections, and the model catalog.
 type Milestones struct {
-	*DB
-	*Guard
+	*dynamo.DB
+	// Guard checks, after a milestone is created, that the user was not
+	// deleted meanwhile (store.Guard).
+	Guard interface {
+		CheckDeleted(ctx context.Context, userID string, k model.Key) error
+	}
 }
 
 // ModelMeta reads a model's metadata; model.ErrNotFound for an unknown model.
 func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error) {
 	var m model.ModelMeta
-	if err := s.Get(ctx, s.t.Main, keys.ModelMetaKey(modelID), &m); err != nil {
+	if err := s.Get(ctx, s.Tables().Main, keys.ModelMetaKey(modelID), &m); err != nil {
 		return model.ModelMeta{}, fmt.Errorf("model %s: %w", modelID, err)
 	}
 	return m, nil
@@ -41,7 +53,7 @@ func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.Model
 // version.
 func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts []model.ModelPart) (int, error) {
 	var cur model.ModelMeta
-	err := s.Get(ctx, s.t.Main, meta.ItemKey(), &cur)
+	err := s.Get(ctx, s.Tables().Main, meta.ItemKey(), &cur)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 	case err != nil:
@@ -51,7 +63,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 			meta.ModelID, cur.CatalogVersion, meta.CatalogVersion, model.ErrConflict)
 	}
 	changed := 0
-	existing, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, keys.ModelPK(meta.ModelID), keys.PrefixPart, QueryOptions{})
+	existing, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK(meta.ModelID), keys.PrefixPart, dynamo.QueryOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 	}
@@ -69,12 +81,12 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 		if old, ok := stored[p.PartIndex]; ok && reflect.DeepEqual(old, *p) {
 			continue
 		}
-		if err := s.Put(ctx, s.t.Main, p); err != nil {
+		if err := s.Put(ctx, s.Tables().Main, p); err != nil {
 			return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 		}
 		changed++
 	}
-	if err := s.BatchDelete(ctx, s.t.Main, stale); err != nil {
+	if err := s.BatchDelete(ctx, s.Tables().Main, stale); err != nil {
 		return changed, fmt.Errorf("seed model %s: remove parts beyond %d: %w", meta.ModelID, meta.PartCount, err)
 	}
 	changed += len(stale)
@@ -84,7 +96,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 	}
 	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
 		expression.Name("catalogVersion").LessThanEqual(expression.Value(meta.CatalogVersion)))
-	if err := s.PutIf(ctx, s.t.Main, meta, cond); err != nil {
+	if err := s.PutIf(ctx, s.Tables().Main, meta, cond); err != nil {
 		return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 	}
 	return changed + 1, nil
@@ -101,7 +113,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) error {
 	for range milestoneCreateRetries {
 		var cnt model.MilestoneCount
-		err := s.Get(ctx, s.t.Main, keys.MilestoneCountKey(m.UserID), &cnt)
+		err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(m.UserID), &cnt)
 		cond := expression.Name("count").Equal(expression.Value(cnt.Count))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -119,11 +131,11 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		}
 		cnt.Count++
 		cnt.UpdatedAtUtc = s.Now().UTC()
-		put, err := s.TransactPutIfAbsent(s.t.Main, m)
+		put, err := s.TransactPutIfAbsent(s.Tables().Main, m)
 		if err != nil {
 			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 		}
-		item, err := Marshal(&cnt)
+		item, err := dynamo.Marshal(&cnt)
 		if err != nil {
 			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 		}
@@ -131,14 +143,14 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		if err != nil {
 			return fmt.Errorf("create milestone %s: build condition: %w", m.MilestoneID, err)
 		}
-		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.t.Main), Item: item,
+		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.Tables().Main), Item: item,
 			ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
 		err = s.Transact(ctx, []types.TransactWriteItem{put, count}, "")
 		var te *dynerr.TransactionError
 		switch {
 		case err == nil:
-			if err := s.CheckDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
-				_ = s.Delete(ctx, s.t.Main, cnt.ItemKey())
+			if err := s.Guard.CheckDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
+				_ = s.Delete(ctx, s.Tables().Main, cnt.ItemKey())
 				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 			}
 			return nil
@@ -156,13 +168,13 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 // countMilestones counts the milestones (not awards) of a user's
 // MILESTONE# range, keys only.
 func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), keys.PrefixMilestone, QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return 0, fmt.Errorf("count milestones of user %s: %w", userID, err)
 	}
 	n := 0
 	for _, it := range res.Items {
-		k, err := KeyOf(it)
+		k, err := dynamo.KeyOf(it)
 		if err != nil {
 			return 0, err
 		}
@@ -183,7 +195,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 	if milestoneID != "" {
 		prefix = keys.MilestoneSK(milestoneID)
 	}
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), prefix, QueryOptions{})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 	}
@@ -211,7 +223,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // returns an error only when the query itself fails.
 func (s *Milestones) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
 	from, through := keys.GuardAndMilestones()
-	res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), from, QueryOptions{Through: through})
+	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), from, dynamo.QueryOptions{Through: through})
 	if err != nil {
 		return ports.UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
@@ -248,24 +260,24 @@ type milestoneItem struct {
 	err error
 }
 
-func decodeMilestoneItems(items []Item) []milestoneItem {
+func decodeMilestoneItems(items []dynamo.Item) []milestoneItem {
 	out := make([]milestoneItem, len(items))
 	for i, it := range items {
 		d := &out[i]
-		if d.key, d.err = KeyOf(it); d.err == nil {
+		if d.key, d.err = dynamo.KeyOf(it); d.err == nil {
 			d.p, d.err = keys.ParseKey(d.key)
 		}
 		switch {
 		case d.err != nil:
 		case d.p.Kind == keys.KindMilestone:
 			d.m = new(model.Milestone)
-			d.err = Unmarshal(it, d.m)
+			d.err = dynamo.Unmarshal(it, d.m)
 		case d.p.Kind == keys.KindAward:
 			d.a = new(model.Award)
-			d.err = Unmarshal(it, d.a)
+			d.err = dynamo.Unmarshal(it, d.a)
 		case d.p.Kind == keys.KindUserGuard:
 			d.g = new(model.UserGuard)
-			d.err = Unmarshal(it, d.g)
+			d.err = dynamo.Unmarshal(it, d.g)
 		}
 	}
 	return out
@@ -275,7 +287,7 @@ func decodeMilestoneItems(items []Item) []milestoneItem {
 // index. A model without parts yields an empty map, not an error; an
 // unreadable part fails the read.
 func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
-	parts, _, err := QueryEntities[model.ModelPart](ctx, s.DB, s.t.Main, keys.ModelPK(modelID), keys.PrefixPart, QueryOptions{})
+	parts, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK(modelID), keys.PrefixPart, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read parts of model %s: %w", modelID, err)
 	}
@@ -299,7 +311,7 @@ func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]mo
 // than one transaction holds (w.Items() > model.TransactionLimit).
 func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
 	p := w.Projection
-	c := Changes{Set: map[string]any{
+	c := dynamo.Changes{Set: map[string]any{
 		"progressValue":   p.ProgressValue,
 		"workoutsCounted": p.WorkoutsCounted,
 		"awardedParts":    p.AwardedParts,
@@ -323,30 +335,30 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		k = keys.SeriesPeriodKey(w.UserID, w.MilestoneID, w.PeriodOf)
 	}
 	if len(w.Awards) == 0 && len(w.Audits) == 0 {
-		if _, err := s.UpdateVersioned(ctx, s.t.Main, k, w.ExpectedVersion, c); err != nil {
+		if _, err := s.UpdateVersioned(ctx, s.Tables().Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
 		return nil
 	}
-	in, err := s.VersionedUpdateInput(s.t.Main, k, w.ExpectedVersion, c)
+	in, err := s.VersionedUpdateInput(s.Tables().Main, k, w.ExpectedVersion, c)
 	if err != nil {
 		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
-	items := []types.TransactWriteItem{TransactUpdate(in)}
+	items := []types.TransactWriteItem{dynamo.TransactUpdate(in)}
 	for _, a := range w.Awards {
 		a.Collected = true
-		put, err := s.TransactPutIfAbsent(s.t.Main, a)
+		put, err := s.TransactPutIfAbsent(s.Tables().Main, a)
 		if err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
-		collect, err := s.transactCollect(a)
+		collect, err := transactCollect(s.Tables(), a)
 		if err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
 		items = append(items, put, collect)
 	}
 	for _, e := range w.Audits {
-		put, err := s.TransactPutIfAbsent(s.t.Audit, e)
+		put, err := s.TransactPutIfAbsent(s.Tables().Audit, e)
 		if err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
@@ -369,14 +381,14 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 // keys.AwardMintedAuditKey): one strongly consistent Query of the user's
 // audit partition, begins_with the milestone's prefix, keys only.
 func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error) {
-	res, err := s.QueryPrefix(ctx, s.t.Audit, keys.UserPK(userID), keys.AwardMintedAuditPrefix(milestoneID, keyAt),
-		QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.QueryPrefix(ctx, s.Tables().Audit, keys.UserPK(userID), keys.AwardMintedAuditPrefix(milestoneID, keyAt),
+		dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
 	}
 	out := make(map[int]bool, len(res.Items))
 	for _, item := range res.Items {
-		k, err := KeyOf(item)
+		k, err := dynamo.KeyOf(item)
 		if err != nil {
 			return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)
 		}

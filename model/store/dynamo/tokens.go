@@ -1,4 +1,4 @@
-package store
+package dynamo
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"github.com/commitcollect/backend/model/secrets"
 )
 
+// ErrNoSealer is returned when a token must be sealed or opened and the
+// store has no Sealer: tokens are never written in plain text.
+//
 // Strava tokens never reach a table in plain text: every write of a
 // connection seals the pair (model/secrets envelope encryption) and every
 // read opens it. The context is the item's key, never its attributes: the
@@ -23,17 +26,8 @@ import (
 // userId attribute was edited. Format 1 pairs (sealed under the userId
 // attribute, which equals the key's user for every genuine item) are opened
 // under the key's user; connections written before sealing (schema version
-// 1) are still read; SealConnection (scripts/sealtokens) rewrites both as
+// 1) are still read; store.Connections.SealConnection (scripts/sealtokens) rewrites both as
 // format 2.
-
-// Sealer seals and opens secrets bound to a context (model/secrets.Sealer).
-type Sealer interface {
-	Seal(ctx context.Context, ec secrets.Context, plaintext []byte) (model.SealedSecret, error)
-	Open(ctx context.Context, ec secrets.Context, sealed model.SealedSecret) ([]byte, error)
-}
-
-// ErrNoSealer is returned when a token must be sealed or opened and the
-// store has no Sealer: tokens are never written in plain text.
 var ErrNoSealer = errors.New("store has no token sealer (CC_TOKEN_KEY or CC_TOKEN_KMS_KEY)")
 
 // tokenPair is the plaintext sealed into a connection.
@@ -85,9 +79,9 @@ func unsealedTokens(e model.Entity) error {
 	return nil
 }
 
-// sealConnection seals c's tokens into SealedTokens and drops every plain
+// SealConnectionTokens seals c's tokens into SealedTokens and drops every plain
 // text copy from what will be marshalled.
-func (s *DB) sealConnection(ctx context.Context, c *model.StravaConnection) error {
+func (s *DB) SealConnectionTokens(ctx context.Context, c *model.StravaConnection) error {
 	if c.AccessToken == "" && c.RefreshToken == "" {
 		// No tokens in memory: a connection without tokens, or one read
 		// without opening them (kept sealed as they are).
@@ -102,10 +96,10 @@ func (s *DB) sealConnection(ctx context.Context, c *model.StravaConnection) erro
 	return nil
 }
 
-// openConnection fills c's in-memory tokens from SealedTokens (a schema
+// OpenConnectionTokens fills c's in-memory tokens from SealedTokens (a schema
 // version 1 item was already filled by Normalize), under the context of k,
 // the key the item was read at (never its attributes).
-func (s *DB) openConnection(ctx context.Context, k model.Key, c *model.StravaConnection) error {
+func (s *DB) OpenConnectionTokens(ctx context.Context, k model.Key, c *model.StravaConnection) error {
 	if c.SealedTokens == nil {
 		return nil
 	}
@@ -128,9 +122,9 @@ func (s *DB) openConnection(ctx context.Context, k model.Key, c *model.StravaCon
 	return nil
 }
 
-// sealedTokensUpdate sets a freshly sealed pair on a connection and removes
+// SealedTokensUpdate sets a freshly sealed pair on a connection and removes
 // any plain text pair, bringing the item to the current schema version.
-func (s *DB) sealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
+func (s *DB) SealedTokensUpdate(ctx context.Context, userID, access, refresh string) (expression.UpdateBuilder, error) {
 	sealed, err := s.sealTokens(ctx, keys.StravaConnectionKey(userID), access, refresh)
 	if err != nil {
 		return expression.UpdateBuilder{}, fmt.Errorf("seal tokens of %s: %w", userID, err)

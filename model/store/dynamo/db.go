@@ -1,4 +1,4 @@
-package store
+package dynamo
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
@@ -19,8 +20,8 @@ func (s *DB) Client() *dynamodb.Client { return s.db }
 // Tables returns the table names this store uses.
 func (s *DB) Tables() Tables { return s.t }
 
-// keyAV renders a key for table: the idempotency table has only a hash key.
-func (t Tables) keyAV(table string, k model.Key) Item {
+// KeyAV renders a key for table: the idempotency table has only a hash key.
+func (t Tables) KeyAV(table string, k model.Key) Item {
 	if table == t.Idempotency {
 		return Item{"IdempotencyKey": &types.AttributeValueMemberS{Value: k.PK}}
 	}
@@ -41,7 +42,7 @@ func (t Tables) hashKeyName(table string) string {
 // exist and ErrUnsupportedSchema when it was written by newer code.
 func (s *DB) Get(ctx context.Context, table string, k model.Key, e model.Entity) error {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table), Key: s.t.keyAV(table, k), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(table), Key: s.t.KeyAV(table, k), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return fmt.Errorf("get %s: %w", k, dynerr.Translate(err))
@@ -74,7 +75,7 @@ func (s *DB) PutIf(ctx context.Context, table string, e model.Entity, cond expre
 
 func (s *DB) put(ctx context.Context, table string, e model.Entity, cond *expression.ConditionBuilder) error {
 	if c, ok := e.(*model.StravaConnection); ok {
-		if err := s.sealConnection(ctx, c); err != nil {
+		if err := s.SealConnectionTokens(ctx, c); err != nil {
 			return fmt.Errorf("put %s: %w", e.ItemKey(), err)
 		}
 	}
@@ -106,7 +107,7 @@ func (s *DB) Delete(ctx context.Context, table string, k model.Key) error {
 // DeleteIf removes the item at k only if cond (nil: none) holds; ErrConflict
 // otherwise.
 func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond *expression.ConditionBuilder) error {
-	in := &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: s.t.keyAV(table, k)}
+	in := &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: s.t.KeyAV(table, k)}
 	if cond != nil {
 		ex, err := expression.NewBuilder().WithCondition(*cond).Build()
 		if err != nil {
@@ -125,7 +126,7 @@ func (s *DB) DeleteIf(ctx context.Context, table string, k model.Key, cond *expr
 // state). It returns ErrNotFound when there was none.
 func (s *DB) Take(ctx context.Context, table string, k model.Key, e model.Entity) error {
 	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(table), Key: s.t.keyAV(table, k), ReturnValues: types.ReturnValueAllOld,
+		TableName: aws.String(table), Key: s.t.KeyAV(table, k), ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {
 		return fmt.Errorf("take %s: %w", k, dynerr.Translate(err))
@@ -175,7 +176,7 @@ func (s *DB) VersionedUpdateInput(table string, k model.Key, expected int64, c C
 		return nil, fmt.Errorf("update %s: build expression: %w", k, err)
 	}
 	return &dynamodb.UpdateItemInput{
-		TableName: aws.String(table), Key: s.t.keyAV(table, k),
+		TableName: aws.String(table), Key: s.t.KeyAV(table, k),
 		ConditionExpression: ex.Condition(), UpdateExpression: ex.Update(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}, nil
@@ -278,18 +279,18 @@ func (s *DB) QueryPrefix(ctx context.Context, table, pk, prefix string, o QueryO
 	} else {
 		in.ConsistentRead = aws.Bool(true)
 	}
-	res, err := s.queryPages(ctx, in, limit)
+	res, err := s.QueryPages(ctx, in, limit)
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("query %s %s: %w", pk, prefix, err)
 	}
 	return res, nil
 }
 
-// queryPages runs in page by page and keeps at most limit items (limit may
-// be 0). Truncated says more items follow; next is then the first of them,
+// QueryPages runs in page by page and keeps at most limit items (limit may
+// be 0). Truncated says more items follow; Next is then the first of them,
 // read so the caller learns where the cut fell (one item beyond the limit
 // is all it ever reads past it).
-func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int) (QueryResult, error) {
+func (s *DB) QueryPages(ctx context.Context, in *dynamodb.QueryInput, limit int) (QueryResult, error) {
 	var res QueryResult
 	for {
 		// Ask for one more than we keep so we know whether the log goes on.
@@ -300,7 +301,7 @@ func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int)
 		}
 		res.Items = append(res.Items, out.Items...)
 		if len(res.Items) > limit {
-			res.next = res.Items[limit]
+			res.Next = res.Items[limit]
 			res.Items, res.Truncated = res.Items[:limit], true
 			return res, nil
 		}
@@ -311,8 +312,8 @@ func (s *DB) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit int)
 	}
 }
 
-// update runs one UpdateItem on the main table with an optional condition.
-func (s *DB) update(ctx context.Context, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
+// Update runs one UpdateItem on the main table with an optional condition.
+func (s *DB) Update(ctx context.Context, k model.Key, upd expression.UpdateBuilder, cond ...expression.ConditionBuilder) error {
 	return s.UpdateIn(ctx, s.t.Main, k, upd, cond...)
 }
 
@@ -335,7 +336,7 @@ func (s *DB) UpdateReturning(ctx context.Context, table string, k model.Key, rv 
 		return nil, fmt.Errorf("update %s: build expression: %w", k, err)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(table), Key: s.t.keyAV(table, k),
+		TableName: aws.String(table), Key: s.t.KeyAV(table, k),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ReturnValues: rv,
 	})

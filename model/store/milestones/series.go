@@ -1,4 +1,4 @@
-package store
+package milestones
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // SeriesPeriods reads periods of a user's series with their awards: those
@@ -22,17 +23,17 @@ func (s *Milestones) SeriesPeriods(ctx context.Context, userID, milestoneID stri
 	}
 	out := map[string]ports.SeriesPeriod{}
 	for _, prefix := range prefixes {
-		res, err := s.QueryPrefix(ctx, s.t.Main, keys.UserPK(userID), prefix, QueryOptions{})
+		res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("periods of series %s: %w", milestoneID, err)
 		}
 		for _, it := range res.Items {
-			if m := new(model.Milestone); Unmarshal(it, m) == nil && m.PeriodOf != "" && m.EntityType == model.EntityMilestonePeriod {
+			if m := new(model.Milestone); dynamo.Unmarshal(it, m) == nil && m.PeriodOf != "" && m.EntityType == model.EntityMilestonePeriod {
 				out[m.PeriodOf] = ports.SeriesPeriod{Period: m, Awards: out[m.PeriodOf].Awards}
 				continue
 			}
 			var a model.Award
-			if err := Unmarshal(it, &a); err != nil {
+			if err := dynamo.Unmarshal(it, &a); err != nil {
 				return nil, fmt.Errorf("periods of series %s: %w", milestoneID, err)
 			}
 			p := out[a.PeriodOf]
@@ -54,7 +55,7 @@ func (s *Milestones) StartPeriod(ctx context.Context, p *model.Milestone) error 
 	if p.PeriodOf == "" {
 		return fmt.Errorf("start period of series %s: no first day: %w", p.MilestoneID, model.ErrInvalid)
 	}
-	if err := s.PutIfAbsent(ctx, s.t.Main, p); err != nil && !errors.Is(err, model.ErrConflict) {
+	if err := s.PutIfAbsent(ctx, s.Tables().Main, p); err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("start period %s of series %s: %w", p.PeriodOf, p.MilestoneID, err)
 	}
 	return nil

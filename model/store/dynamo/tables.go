@@ -1,4 +1,4 @@
-package store
+package dynamo
 
 import (
 	"github.com/commitcollect/backend/model/store/pending"
