@@ -124,7 +124,7 @@ type walk struct {
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read. A create that a walk of this instance
 //     listed lately is written from that page first, for no read
-//     (listedMemory, cache.go): a bulk upload spread over ticks walks its pages once.
+//     (warm.Listed): a bulk upload spread over ticks walks its pages once.
 //  3. Settle. An event whose activity two walks did not list although
 //     each reached the end of the history, the second at least unseenGap
 //     after the first (the first is remembered in the outbox item's
@@ -150,7 +150,7 @@ type walk struct {
 //     settles each outbox item with its own outcome.
 //
 // So a forged create, update or delete of an activity never stored costs a
-// share of one list page (fetchone.go's neverStored), and an honest bulk
+// share of one list page (route.go's route), and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
 func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
@@ -209,7 +209,10 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 		default:
 			alone++
 			sub.Gathered, sub.Unlisted = true, true
-			out[i] = w.fetchAndWrite(ctx, w.jobLog(sub).With("userId", userID), sub, userID, nil)
+			subLog := w.jobLog(sub).With("userId", userID)
+			e, err := w.fetchAndWrite(ctx, subLog, sub, userID, nil)
+			w.apply(ctx, subLog, sub, e)
+			out[i] = err
 		}
 	}
 	ids := w.settleUnseen(ctx, log, job, userID, wk.started, notFound, out)
@@ -358,7 +361,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		}
 		wk.pages++
 		wk.listed += len(acts)
-		w.athletes.listed.remember(first.Event.OwnerID, userID, acts, started)
+		w.athletes.Listed.Remember(first.Event.OwnerID, userID, acts, started)
 		before := len(wk.found)
 		for _, a := range acts {
 			if _, done := wk.found[a.ID]; done {
@@ -380,7 +383,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 }
 
 // writeRemembered writes the burst's creates that a walk of this instance
-// listed lately (listedMemory, cache.go) into found, as that walk would have, and says
+// listed lately (warm.Listed) into found, as that walk would have, and says
 // how many it wrote: they cost no page.
 func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, want map[int64]ingest.Job, userID string, found map[int64]error) int {
 	n := 0
@@ -388,7 +391,7 @@ func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, want map
 		if sub.Event.Kind() != ingest.KindActivityCreate {
 			continue
 		}
-		if a, started, ok := w.athletes.listed.listed(sub.Event.OwnerID, userID, id, w.Now()); ok {
+		if a, started, ok := w.athletes.Listed.Activity(sub.Event.OwnerID, userID, id, w.Now()); ok {
 			found[id] = w.writeListed(ctx, log, sub, userID, a, started)
 			n++
 		}
@@ -441,7 +444,7 @@ func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.J
 	case err != nil:
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	w.athletes.sawFetch(ev.ObjectID, started)
+	w.athletes.SawFetch(ev.ObjectID, started)
 	kind, details := ingest.AuditActivityCreate, map[string]string{
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"}
 	switch ev.Kind() {

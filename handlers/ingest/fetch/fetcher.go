@@ -1,27 +1,28 @@
 // Package fetch runs an event's job (create, update, delete of an activity;
-// an athlete's deauthorization goes on to package deauth): it resolves the athlete's user, spends the
-// Strava budget and the athlete's read cap, gets a token and asks Strava,
-// and writes what Strava answers, ordered by the fetch's start. A webhook is
-// unsigned: an event is a reason to ask, never proof. The steps and their
-// errors are described on Fetcher (fetcher.go, which resolves the athlete);
-// one activity's fetch and what its answers mean are in fetchone.go, the
-// read allowances in spend.go, gathered events served by list pages in
-// burst.go, and what a warm instance remembers (athletes, tokens, listed
-// pages) in cache.go.
+// an athlete's deauthorization goes on to package deauth). A webhook is
+// unsigned: an event is a reason to ask, never proof. A job reads forward,
+// a file per step: Process (fetcher.go; the steps and their errors are
+// described on Fetcher) serves the event as the athlete's user (route.go:
+// serve, then route: done already, gathered for list pages, or fetched);
+// fetchNew (fetchone.go) spends the Strava budget and the athlete's read
+// cap (spend.go), gets a token (token.go), asks Strava (rate.go keeps the
+// rate reading), then settles a refusal (failed.go) or writes the answer,
+// ordered by the fetch's start (write.go); apply (effects.go) records what
+// the job learned in the warm instance's memory (package warm) and in the
+// audit log. Gathered events are served by list pages in burst.go.
 package fetch
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/deauth"
+	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -113,13 +114,8 @@ const (
 	DefaultAthleteReadsPerDay = 100
 )
 
-// Fetcher turns an event's job into the athlete's workout: it resolves the
-// athlete, spends the Strava budget and the athlete's read cap, gets a token
-// and fetches the activity, and writes what Strava answers; a
-// deauthorization event is confirmed at Strava before anything is removed
-// (package deauth).
-//
-// The steps of an event's job (handlers/worker, input = the Job JSON):
+// Fetcher turns an event's job into the athlete's workout (see the package
+// comment). The steps of an event's job (handlers/worker, input = the Job JSON):
 //
 //  1. Resolve athlete → user: STRAVA#ATHLETE#{id}/OWNER, falling back to the
 //     connection via GSI1. Not linked → audit STRAVA_ATHLETE_NOT_LINKED (on
@@ -218,8 +214,8 @@ type Fetcher struct {
 	// settleUnseen; nil: none).
 	Rechecks UnseenRechecks
 
-	athletes athleteCache // see cache.go
-	reads    readTally    // see spend.go
+	athletes warm.Athletes // the warm instance's memory
+	reads    readTally     // see spend.go
 }
 
 // NewFetcher builds the fetcher over st and rev (the DynamoDB store),
@@ -233,45 +229,30 @@ func NewFetcher(st Store, tokens TokenProvider, fetcher ActivityFetcher, log *sl
 
 // Process handles one job: resolve the athlete, then apply a
 // deauthorization or fetch the activity and write its workout (a delete
-// event too: Strava's answer confirms it, see fetchNew). It returns
-// nil when the job is done (including events that are deliberately dropped:
-// unlinked athletes, revoked tokens), an error matching model.ErrRetryable
-// for transient failures (429, 5xx, rate budget nearly spent, DynamoDB), and
-// model.ErrInvalid for data that can never be processed.
+// event too: Strava's answer confirms it, see fetchNew), then apply what
+// it learned (effects.go). It returns nil when the job is done (including
+// events that are deliberately dropped: unlinked athletes, revoked
+// tokens), an error matching model.ErrRetryable for transient failures
+// (429, 5xx, rate budget nearly spent, DynamoDB), and model.ErrInvalid for
+// data that can never be processed. An event served from the athlete cache
+// whose entry proves stale is served again from the table (package warm).
 func (w *Fetcher) Process(ctx context.Context, job ingest.Job) error {
-	ev := job.Event
 	log := w.jobLog(job)
-	fetches := ev.Kind().Activity()
-	if e, ok := w.athletes.get(ev.OwnerID, w.Now()); ok && fetches {
-		err := w.fetchAndWrite(ctx, log.With("userId", e.userID), job, e.userID, &e)
-		if !errors.Is(err, errStaleCache) {
-			return err
+	var e effects
+	err := errStaleCache
+	for fromCache := true; errors.Is(err, errStaleCache); fromCache = false {
+		stale := e.stale
+		e, err = w.serve(ctx, log, job, fromCache)
+		e.stale = e.stale || stale
+		if errors.Is(err, errStaleCache) {
+			log.InfoContext(ctx, "cached athlete mapping or token refused; resolving again")
 		}
-		w.athletes.drop(ev.OwnerID)
-		log.InfoContext(ctx, "cached athlete mapping or token refused; resolving again", "cachedUserId", e.userID)
-	}
-	userID, err := w.store.ResolveAthlete(ctx, ev.OwnerID)
-	if errors.Is(err, model.ErrNotFound) {
-		log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
-		w.audit(ctx, log, keys.AthletePK(ev.OwnerID), "", ingest.AuditAthleteNotLinked, job, nil)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
-	}
-	log = log.With("userId", userID)
-	switch ev.Kind() {
-	case ingest.KindDeauthorization:
-		w.athletes.drop(ev.OwnerID)
-		if w.Deauth == nil {
-			return fmt.Errorf("process %s: this worker has no deauthorizer: %w", job.CorrelationID, model.ErrInvalid)
+		if !fromCache {
+			break // only a cached entry is ever stale
 		}
-		return w.Deauth.Handle(ctx, log, job, userID)
-	case ingest.KindAthleteUpdate:
-		log.InfoContext(ctx, "athlete update ignored", "writeStatus", "skipped")
-		return nil
 	}
-	return w.fetchAndWrite(ctx, log, job, userID, nil)
+	w.apply(ctx, log, job, e)
+	return err
 }
 
 func (w *Fetcher) jobLog(job ingest.Job) *slog.Logger { return ingest.JobLog(w.log, job) }

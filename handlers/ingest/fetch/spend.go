@@ -6,24 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
-	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/strava"
 )
-
-func (w *Fetcher) rateWindow() time.Duration {
-	if w.RateWindow <= 0 {
-		return keys.AthleteReadsWindow
-	}
-	return w.RateWindow
-}
 
 // The athlete's read caps (AthleteReadsPerWindow, AthleteReadsPerDay) are
 // shared counters per athlete and window (STRAVA#ATHLETE#{id} /
@@ -68,7 +59,7 @@ type tally struct {
 func (t *readTally) take(athleteID int64, window, day time.Time, allowance int) (addWindow, addDay int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m == nil || len(t.m) >= cacheMaxEntries {
+	if t.m == nil || len(t.m) >= warm.MaxEntries {
 		t.m = make(map[int64]tally)
 	}
 	c := t.m[athleteID]
@@ -286,45 +277,3 @@ const (
 	// application's read window one athlete took (AthleteReadShare alarm).
 	MetricAthleteReadShare = "AthleteReadShare"
 )
-
-// ObserveRate records the rate-limit reading of a Strava answer (err is the
-// call's error: a 429 always records).
-func (w *Fetcher) ObserveRate(ctx context.Context, log *slog.Logger, rl strava.RateLimit, err error) {
-	if !rl.Valid() {
-		return
-	}
-	var apiErr *strava.APIError
-	st := budget.StateIn(rl, w.Now(), w.rateWindow())
-	refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
-	if w.Rate.Observed(st, refused, w.BudgetReserve) {
-		if rerr := w.store.RecordRateLimit(ctx, st); rerr != nil {
-			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
-		}
-	}
-}
-
-// CheckBudget returns an error matching model.ErrRetryable (an
-// ingest.DeferError) when the shared rate-limit state says the budget is
-// nearly spent. It reads the shared item at most every rateStateTTL
-// (cache.go).
-func (w *Fetcher) CheckBudget(ctx context.Context) error {
-	now := w.Now()
-	st, err := w.Rate.Current(ctx, w.store.RateLimitState, now)
-	if err != nil {
-		return fmt.Errorf("check strava budget: %w", err)
-	}
-	if st == nil {
-		return nil
-	}
-	if why := budget.ExhaustedIn(st, now, w.BudgetReserve, w.rateWindow()); why != "" {
-		until, _ := budget.NextResetIn(st, now, w.BudgetReserve, w.rateWindow())
-		return fmt.Errorf("strava budget: %w", &ingest.DeferError{Until: until, Reason: why})
-	}
-	return nil
-}
-
-// ResetAfter429 is when a call Strava refused with 429 (its reading rl)
-// may be made again, and why.
-func (w *Fetcher) ResetAfter429(rl strava.RateLimit, now time.Time) (time.Time, string) {
-	return budget.AfterRefusal(rl, now, w.rateWindow())
-}

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
 )
 
@@ -52,4 +55,37 @@ func Decide(perr error, failures, maxFailures int, retryBase time.Duration, now 
 	}
 	return Outcome{Kind: OutcomeRetry, Until: now.Add(retry.Backoff(failures+1, max(retryBase, time.Millisecond), retryMax)),
 		Reason: perr.Error()}
+}
+
+// settle records the outcome of a processed job (Decide) in its outbox
+// item (record) and audits a poison job. A job without an outbox item (an
+// old payload, a redrive; rec nil) keeps the old contract: nil for success
+// and for poison, the error itself for everything else, which is worth
+// retrying.
+func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, perr error) error {
+	now := w.Now()
+	failures := 0
+	if rec != nil {
+		failures = rec.Failures
+	}
+	o := Decide(perr, failures, w.MaxFailures, w.RetryBase, now)
+	var err error
+	if rec != nil {
+		err = w.record(ctx, log, job, rec, o, perr, now)
+	}
+	if o.Poison {
+		w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
+			map[string]string{"reason": perr.Error()})
+	}
+	switch {
+	case rec != nil:
+		return err
+	case o.Kind == OutcomeDone:
+		return nil
+	case o.Poison:
+		log.ErrorContext(ctx, "job dropped as poison", "writeStatus", "rejected", "error", perr)
+		return nil
+	}
+	log.WarnContext(ctx, "job failed, retryable", "writeStatus", "retry", "error", perr)
+	return perr
 }

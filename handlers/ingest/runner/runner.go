@@ -1,9 +1,10 @@
 // Package runner runs the jobs handed off to the worker and records each
 // job's outcome in its outbox item, in watermill's shape: the loop
-// (Runner.Run, runner.go; a burst of gathered creates, burst.go) and its
-// acknowledgement (settle.go), the handler (a Processor: the fetcher or the
-// syncer, by Route) and the retry and park policy (Decide, policy.go) are
-// three things.
+// (Runner.Run, runner.go: a job of its own, single.go; a burst of gathered
+// creates, burst.go), the handler (a Processor: the fetcher or the syncer,
+// by Route), the retry and park policy (Decide, and settle applying it,
+// policy.go) and the outcome's record in the item (settle.go) are separate
+// things, read in that order.
 //
 // The idempotency item of an event (model.IdempotencyRecord) is
 // the durable hand-off. Its life:
@@ -46,7 +47,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -194,53 +194,16 @@ func (w *Runner) Handle(ctx context.Context, raw json.RawMessage) error {
 // what the sweeper will); it returns an error only when the outcome could
 // not be recorded, or when ctx ended while the job ran (its item then stays
 // received and the sweeper runs it again). A job without an outbox item
-// (an old payload, a redrive) keeps the old contract (Classify). It is the
+// (an old payload, a redrive) keeps the old contract (settle). It is the
 // ProcessFunc of a local Queue.
 func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 	ctx, logCapacity := w.meterJob(ctx, job)
 	defer logCapacity()
-	if len(job.Burst) > 0 {
-		w.runBurst(ctx, job)
-		return nil
+	if len(job.Burst) == 0 {
+		return w.runOne(ctx, job)
 	}
-	log := w.jobLog(job)
-	var rec *model.IdempotencyRecord
-	switch {
-	case job.IdempotencyKey != "" && job.OutboxFailures != nil && !job.Redrive:
-		// Dispatched right after a claim or lease that found the item
-		// received: no need to read it. If another run settled it since,
-		// the conditional settle below says so.
-		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
-			Failures: *job.OutboxFailures, Dispatches: job.OutboxDispatches, ParkedRecord: job.OutboxParkedRecord}
-	case job.IdempotencyKey != "":
-		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
-		switch {
-		case err == nil && r.Status == model.OutboxDone && job.Redrive:
-			// Parked once, done since (the sweeper ran it): a redrive must
-			// not run done work again; the redrive then unparks the record.
-			log.InfoContext(ctx, "redriven job is done already; not run again", "writeStatus", "skipped")
-			return nil
-		case err == nil && r.Status != model.OutboxReceived && !job.Redrive:
-			log.InfoContext(ctx, "job already settled; not run again", "writeStatus", "skipped", "outboxStatus", r.Status)
-			return nil
-		case err == nil && r.Status == model.OutboxReceived:
-			rec = r
-		case err != nil && !errors.Is(err, model.ErrNotFound):
-			return fmt.Errorf("run %s: %w", job.CorrelationID, err)
-		}
-	}
-	perr := w.work.Process(ctx, job)
-	if rec == nil {
-		return w.Classify(ctx, job, perr)
-	}
-	if perr != nil && ctx.Err() != nil {
-		log.WarnContext(ctx, "job interrupted; it stays received for the sweeper", "writeStatus", "interrupted", "error", perr)
-		return fmt.Errorf("run %s: interrupted: %w", job.CorrelationID, ctx.Err())
-	}
-	// Record the outcome even if ctx ends now: the work is done.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	return w.settle(sctx, log, job, rec, perr)
+	w.runBurst(ctx, job)
+	return nil
 }
 
 // meterJob gives one job its own consumed-capacity meter (capacity.StartMeter:

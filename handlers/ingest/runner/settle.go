@@ -16,11 +16,11 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// settle records the outcome of a processed job in its outbox item.
-func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, perr error) error {
-	now := w.Now()
+// record settles the job's outbox item as o says: done (and unparked),
+// deferred, parked, or received again for a retry. An item another run
+// settled meanwhile is left as it is.
+func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, o Outcome, perr error, now time.Time) error {
 	key := job.IdempotencyKey
-	o := Decide(perr, rec.Failures, w.MaxFailures, w.RetryBase, now)
 	var err error
 	switch o.Kind {
 	case OutcomeDone:
@@ -36,14 +36,12 @@ func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, r
 		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", o.Until.UTC().Format(time.RFC3339), "reason", o.Reason)
 		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
 	case OutcomeParked:
+		err = w.park(ctx, job, o.Reason, now)
 		if o.Poison {
 			log.ErrorContext(ctx, "job parked as poison", "writeStatus", "rejected", "error", perr)
-			w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
-				map[string]string{"reason": perr.Error()})
 		} else {
 			log.ErrorContext(ctx, "job parked after bounded retries", "writeStatus", "parked", "error", perr)
 		}
-		err = w.park(ctx, job, o.Reason, now)
 	case OutcomeRetry:
 		log.WarnContext(ctx, "job failed; retried later", "writeStatus", "retry", "failures", rec.Failures+1,
 			"notBefore", o.Until.Format(time.RFC3339), "error", perr)
@@ -149,25 +147,6 @@ func (w *Runner) parkedOwner(ctx context.Context, job ingest.Job) (string, int64
 		return "", job.Event.OwnerID
 	}
 	return userID, job.Event.OwnerID
-}
-
-// Classify decides what a Process error means for the caller: nil for
-// success and for poison jobs (errors matching model.ErrInvalid, logged and
-// audited here), the error itself for everything else, which is worth
-// retrying.
-func (w *Runner) Classify(ctx context.Context, job ingest.Job, err error) error {
-	if err == nil {
-		return nil
-	}
-	log := w.jobLog(job)
-	if !errors.Is(err, model.ErrInvalid) {
-		log.WarnContext(ctx, "job failed, retryable", "writeStatus", "retry", "error", err)
-		return err
-	}
-	log.ErrorContext(ctx, "job dropped as poison", "writeStatus", "rejected", "error", err)
-	w.audit(ctx, log, keys.AthletePK(job.Event.OwnerID), "", ingest.AuditEventRejected, job,
-		map[string]string{"reason": err.Error()})
-	return nil
 }
 
 func (w *Runner) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {

@@ -1,4 +1,4 @@
-package fetch
+package warm
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestListedMemoryKeepsWhoseWalkListedWhatAndForHowLong(t *testing.T) {
 	page := []strava.Activity{{ID: 1}, {ID: 2}}
 	cases := []struct {
 		name    string
-		act     func(l *listedMemory)
+		act     func(l *Listed)
 		athlete int64
 		user    string
 		id      int64
@@ -29,20 +29,20 @@ func TestListedMemoryKeepsWhoseWalkListedWhatAndForHowLong(t *testing.T) {
 		{"another athlete", nil, 8, "u1", 2, t0, false},
 		{"not on the page", nil, 9, "u1", 3, t0, false},
 		{"older than listedTTL", nil, 9, "u1", 1, t0.Add(listedTTL + time.Second), false},
-		{"the athlete forgotten", func(l *listedMemory) { l.forget(9) }, 9, "u1", 1, t0, false},
-		{"another athlete forgotten", func(l *listedMemory) { l.forget(8) }, 9, "u1", 1, t0, true},
-		{"the memory full", func(l *listedMemory) {
-			l.remember(7, "u7", make([]strava.Activity, listedMaxEntries-1), t0)
+		{"the athlete forgotten", func(l *Listed) { l.Forget(9) }, 9, "u1", 1, t0, false},
+		{"another athlete forgotten", func(l *Listed) { l.Forget(8) }, 9, "u1", 1, t0, true},
+		{"the memory full", func(l *Listed) {
+			l.Remember(7, "u7", make([]strava.Activity, listedMaxEntries-1), t0)
 		}, 9, "u1", 1, t0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var l listedMemory
-			l.remember(9, "u1", page, t0)
+			var l Listed
+			l.Remember(9, "u1", page, t0)
 			if c.act != nil {
 				c.act(&l)
 			}
-			if _, started, ok := l.listed(c.athlete, c.user, c.id, c.at); ok != c.want || (ok && !started.Equal(t0)) {
+			if _, started, ok := l.Activity(c.athlete, c.user, c.id, c.at); ok != c.want || (ok && !started.Equal(t0)) {
 				t.Fatalf("listed = %v at %v, want %v at %v", ok, started, c.want, t0)
 			}
 		})
