@@ -54,18 +54,3 @@ func (w *Workout) LocalDate() string {
 	}
 	return w.StartDateUtc.UTC().Format(calendar.DateLayout)
 }
-
-// CutAtInstant completes a log read newest first that stopped at a
-// guardrail: left is the start of the newest workout left out. Workouts
-// kept at that very instant are only part of it, so they go too; exactFrom
-// is the instant from which kept holds every workout (the oldest start
-// kept, or just after left when none is).
-func CutAtInstant(ws []Workout, left time.Time) (kept []Workout, exactFrom time.Time) {
-	for len(ws) > 0 && !ws[len(ws)-1].StartDateUtc.After(left) {
-		ws = ws[:len(ws)-1]
-	}
-	if len(ws) == 0 {
-		return ws, left.UTC().Add(time.Nanosecond)
-	}
-	return ws, ws[len(ws)-1].StartDateUtc.UTC()
-}

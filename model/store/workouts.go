@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
@@ -217,7 +218,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 	if err := dynamo.Unmarshal(dropped, &d); err != nil {
 		return ports.WorkoutLog{}, fmt.Errorf("read workout log of user %s: %w", userID, err)
 	}
-	out.Workouts, out.ExactFrom = model.CutAtInstant(out.Workouts, d.StartDateUtc)
+	out.Workouts, out.ExactFrom = cutAtInstant(out.Workouts, d.StartDateUtc)
 	out.Truncated = true
 	return out, nil
 }
@@ -233,4 +234,19 @@ var WorkoutLogFields = append(append([]string{"PK", "SK", "entityType", "schemaV
 // LSI1's INCLUDE projection.
 func WorkoutLogNonKeyAttributes() []string {
 	return slices.DeleteFunc(slices.Clone(WorkoutLogFields), func(f string) bool { return f == "PK" || f == "SK" })
+}
+
+// cutAtInstant completes a log read newest first that stopped at a
+// guardrail: left is the start of the newest workout left out. Workouts
+// kept at that very instant are only part of it, so they go too; exactFrom
+// is the instant from which kept holds every workout (the oldest start
+// kept, or just after left when none is).
+func cutAtInstant(ws []model.Workout, left time.Time) (kept []model.Workout, exactFrom time.Time) {
+	for len(ws) > 0 && !ws[len(ws)-1].StartDateUtc.After(left) {
+		ws = ws[:len(ws)-1]
+	}
+	if len(ws) == 0 {
+		return ws, left.UTC().Add(time.Nanosecond)
+	}
+	return ws, ws[len(ws)-1].StartDateUtc.UTC()
 }
