@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/projections/consumer/trigger"
 	"github.com/commitcollect/backend/test/fixture"
 )
 
@@ -27,7 +28,7 @@ type classifyCase struct {
 	name     string
 	write    func(t *testing.T, e *env)
 	pick     func(recs []events.DynamoDBEventRecord) events.DynamoDBEventRecord
-	want     consumer.Action
+	want     trigger.Action
 	wantUser string
 	wantCorr string
 	wantErr  error
@@ -37,15 +38,15 @@ func last(recs []events.DynamoDBEventRecord) events.DynamoDBEventRecord { return
 
 func classifyCases() []classifyCase {
 	return []classifyCase{
-		{name: "workout_insert", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1",
+		{name: "workout_insert", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1",
 			write: func(t *testing.T, e *env) {
 				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(10), fixture.Corr("c1")))
 			}},
-		{name: "workout_modify", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1b",
+		{name: "workout_modify", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1b",
 			write: func(t *testing.T, e *env) {
 				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1b")))
 			}},
-		{name: "workout_marked_deleted", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1d",
+		{name: "workout_marked_deleted", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1d",
 			write: func(t *testing.T, e *env) {
 				w := fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1d"))
 				w.IsDeleted = true
@@ -53,19 +54,19 @@ func classifyCases() []classifyCase {
 			}},
 		// A tombstone that comes back (Strava shows the activity again after
 		// a 404): a MODIFY flipping isDeleted true → false recomputes.
-		{name: "workout_revived", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
+		{name: "workout_revived", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
 				e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(12), fixture.Corr("c1r")))
 			}},
-		{name: "workout_remove", want: consumer.Recompute, wantUser: "u1", wantCorr: "c1r",
+		{name: "workout_remove", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "milestone_insert", want: consumer.Recompute, wantUser: "u1",
+		{name: "milestone_insert", want: trigger.Recompute, wantUser: "u1",
 			write: func(t *testing.T, e *env) { e.putMilestone("u1", "m1", fixture.Definition(fixture.Parts(2))) }},
-		{name: "milestone_modify_by_projector", want: consumer.Ignore, wantUser: "u1",
+		{name: "milestone_modify_by_projector", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				e.putWorkout(fixture.Workout("u1", 2, fixture.Day(1), fixture.Km(60), fixture.Corr("c2")))
 				e.newRecords()
@@ -81,14 +82,14 @@ func classifyCases() []classifyCase {
 				}
 				return last(recs)
 			}},
-		{name: "award_insert", want: consumer.Ignore, wantUser: "u1",
+		{name: "award_insert", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				a := &model.Award{UserID: "u1", MilestoneID: "m1", ModelID: "rocket", PartIndex: 1, PartName: "fin", ActivityID: 2, CorrelationID: "c2"}
 				if err := e.s.Put(e.ctx, e.s.Tables().Main, a); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "milestone_definition_change", want: consumer.Recompute, wantUser: "u1",
+		{name: "milestone_definition_change", want: trigger.Recompute, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				m := e.milestone("u1", "m1")
 				m.Target, m.WrittenBy = 200000, model.WriterAPI
@@ -96,7 +97,7 @@ func classifyCases() []classifyCase {
 					t.Fatal(err)
 				}
 			}},
-		{name: "milestone_modify_same_definition", want: consumer.Ignore, wantUser: "u1",
+		{name: "milestone_modify_same_definition", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				m := e.milestone("u1", "m1")
 				m.CreatedAtUtc = april // not part of the definition
@@ -104,37 +105,37 @@ func classifyCases() []classifyCase {
 					t.Fatal(err)
 				}
 			}},
-		{name: "profile_insert", want: consumer.Ignore, wantUser: "u1",
+		{name: "profile_insert", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 77}); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "parked_insert", want: consumer.Ignore,
+		{name: "parked_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Park(e.ctx, &model.ParkedRecord{Source: "WORKER", RecordID: "r1", Reason: "x", Payload: "{}"}); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "ratelimit_insert", want: consumer.Ignore,
+		{name: "ratelimit_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
 				if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000}); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "workout_newer_schema", want: consumer.Park, wantUser: "u2", wantCorr: "c9", wantErr: model.ErrUnsupportedSchema,
+		{name: "workout_newer_schema", want: trigger.Park, wantUser: "u2", wantCorr: "c9", wantErr: model.ErrUnsupportedSchema,
 			write: func(t *testing.T, e *env) {
 				e.putRaw(rawWorkout(t, fixture.Workout("u2", 9, fixture.Day(1), fixture.Km(10), fixture.Corr("c9")), func(item map[string]types.AttributeValue) {
 					item["schemaVersion"] = &types.AttributeValueMemberN{Value: "99"}
 				}))
 			}},
-		{name: "workout_malformed", want: consumer.Park, wantUser: "u2", wantCorr: "c10", wantErr: model.ErrInvalid,
+		{name: "workout_malformed", want: trigger.Park, wantUser: "u2", wantCorr: "c10", wantErr: model.ErrInvalid,
 			write: func(t *testing.T, e *env) {
 				e.putRaw(rawWorkout(t, fixture.Workout("u2", 10, fixture.Day(1), fixture.Km(10), fixture.Corr("c10")), func(item map[string]types.AttributeValue) {
 					item["startDateUtc"] = &types.AttributeValueMemberBOOL{Value: true}
 				}))
 			}},
-		{name: "workout_bad_key", want: consumer.Park, wantErr: model.ErrInvalid,
+		{name: "workout_bad_key", want: trigger.Park, wantErr: model.ErrInvalid,
 			write: func(t *testing.T, e *env) {
 				e.putRaw(map[string]types.AttributeValue{
 					"PK": &types.AttributeValueMemberS{Value: "USER#u2"}, "SK": &types.AttributeValueMemberS{Value: "WORKOUT#STRAVA#abc"},
@@ -145,7 +146,7 @@ func classifyCases() []classifyCase {
 
 func check(t *testing.T, tc classifyCase, rec events.DynamoDBEventRecord) {
 	t.Helper()
-	d := consumer.Classify(rec)
+	d := trigger.Classify(rec)
 	if d.Action != tc.want || d.UserID != tc.wantUser || d.CorrelationID != tc.wantCorr {
 		t.Errorf("%s: got %v user %q corr %q (%s, %v), want %v user %q corr %q",
 			tc.name, d.Action, d.UserID, d.CorrelationID, d.Reason, d.Err, tc.want, tc.wantUser, tc.wantCorr)

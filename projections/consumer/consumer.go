@@ -10,7 +10,7 @@
 // sensitivity: see package projections. One file per step, each opening
 // with its design notes:
 //
-//	decode.go     classify each record once, at the boundary (triggers, the filter)
+//	trigger       classify each record once, at the boundary (triggers, the filter)
 //	handle.go     group by user, fan out, settle failures, the partial batch response
 //	recompute.go  read milestones then the log, project, retry on version conflicts
 //	mint.go       award items and their audit in version-checked transactions (Plan, Token)

@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/projections/consumer/trigger"
 	"github.com/commitcollect/backend/test/fixture"
 )
 
@@ -298,7 +299,7 @@ func TestMilestoneCreatedAfterWorkouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs = e.newRecords()
-	if d := consumer.Classify(recs[len(recs)-1]); d.Action != consumer.Recompute {
+	if d := trigger.Classify(recs[len(recs)-1]); d.Action != trigger.Recompute {
 		t.Fatalf("definition change classified %v (%s)", d.Action, d.Reason)
 	}
 	e.handle(c, recs)

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/projections"
+	"github.com/commitcollect/backend/projections/consumer/trigger"
 )
 
 // Handle processes one batch of stream records. Each user with at least one
@@ -101,15 +103,15 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 		if t := rec.Change.ApproximateCreationDateTime.Time; !t.IsZero() {
 			bm.maxLag = max(bm.maxLag, start.Sub(t))
 		}
-		d := Classify(rec)
+		d := trigger.Classify(rec)
 		log := c.o.Logger.With("eventId", rec.EventID, "sequenceNumber", rec.Change.SequenceNumber, "eventName", rec.EventName,
 			"userId", d.UserID, "activityId", d.ActivityID, "milestoneId", d.MilestoneID, "correlationId", d.CorrelationID)
 		switch d.Action {
-		case Ignore:
+		case trigger.Ignore:
 			bm.ignored++
 			c.stats.ignored.Add(1)
 			log.DebugContext(ctx, "record ignored", "reason", d.Reason)
-		case Park:
+		case trigger.Park:
 			log.WarnContext(ctx, "poison record", "error", d.Err)
 			if err := c.recorder.park(ctx, rec, d, d.Err); err != nil {
 				log.ErrorContext(ctx, "park failed: record reported failed", "error", err)
@@ -117,7 +119,7 @@ func (c *Consumer) group(ctx context.Context, ev events.DynamoDBEvent, start tim
 			} else {
 				bm.parked++
 			}
-		case Recompute:
+		case trigger.Recompute:
 			u := users[d.UserID]
 			if u == nil {
 				u = &userWork{userID: d.UserID}
@@ -178,7 +180,7 @@ func (c *Consumer) settleFailed(ctx context.Context, ev events.DynamoDBEvent, u 
 	if errors.Is(err, model.ErrUnsupportedSchema) || errors.Is(err, model.ErrInvalid) {
 		log.WarnContext(ctx, "user cannot be projected: parking its records", "error", err)
 		for _, i := range u.records {
-			if perr := c.recorder.park(ctx, ev.Records[i], Classify(ev.Records[i]), err); perr != nil {
+			if perr := c.recorder.park(ctx, ev.Records[i], trigger.Classify(ev.Records[i]), err); perr != nil {
 				failed[i] = true
 			} else {
 				bm.parked++
@@ -224,8 +226,8 @@ func btoi(b bool) int {
 func (c *Consumer) Discard(ctx context.Context, recs []events.DynamoDBEventRecord, cause error) error {
 	var errs []error
 	for _, rec := range recs {
-		d := Classify(rec)
-		if d.Action == Ignore {
+		d := trigger.Classify(rec)
+		if d.Action == trigger.Ignore {
 			continue // nothing to redo: the projector would ignore it anyway
 		}
 		if err := c.recorder.park(ctx, rec, d, fmt.Errorf("gave up after retries: %w", cause)); err != nil {

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections"
+	"github.com/commitcollect/backend/projections/consumer/trigger"
 )
 
 // MilestoneReport compares one milestone's stored projection with the one
@@ -226,7 +228,7 @@ func (c recorder) legacyAudits(ctx context.Context, m *model.Milestone, unjustif
 // park sets a record aside (and audits it). It fails only when the record
 // could not be stored, in which case the caller must report it failed so
 // nothing is lost.
-func (c recorder) park(ctx context.Context, rec events.DynamoDBEventRecord, d Decision, why error) error {
+func (c recorder) park(ctx context.Context, rec events.DynamoDBEventRecord, d trigger.Decision, why error) error {
 	payload, err := json.Marshal(rec)
 	if err != nil {
 		payload = []byte(fmt.Sprintf("%q", fmt.Sprint(rec)))

@@ -1,4 +1,7 @@
-package consumer
+// Package trigger decides, once per stream record and at the boundary,
+// what the projector does with it: recompute the record's user (naming the
+// days and weeks a workout record concerns), ignore it, or park it.
+package trigger
 
 import (
 	"fmt"
