@@ -282,10 +282,22 @@ type Milestone struct {
 	// SERIES#{milestoneId}#{first day}), is the period's first day: the
 	// definition's local days are then the period's and Recurrence is empty.
 	PeriodOf string `dynamodbav:"periodOf,omitempty"`
+	// Current, on a series' item, names the period whose state the item's
+	// projection and version hold (projections.Occurrence).
+	Current *CurrentPeriod `dynamodbav:"current,omitempty"`
 	// WrittenBy says who wrote the item last: WriterAPI for definition writes,
 	// WriterProjector for projected progress. The stream filter and the
 	// projector use it so the projector's own writes never re-trigger it.
 	WrittenBy string `dynamodbav:"writtenBy"`
+}
+
+// CurrentPeriod is the newest projected period of a series, kept on the
+// series' item, which every event reads anyway. Minted mirrors its award
+// items (SERIES#…#AWARD#…): part → awardedAtUtc.
+type CurrentPeriod struct {
+	PeriodOf     string            `dynamodbav:"periodOf"`
+	CreatedAtUtc time.Time         `dynamodbav:"createdAtUtc"`
+	Minted       map[int]time.Time `dynamodbav:"minted,omitempty"`
 }
 
 // Writers of a milestone item (Milestone.WrittenBy).

@@ -28,6 +28,18 @@ const MaxSeriesPeriods = 1040
 // event's cost does not grow with the series' past. A trigger that cannot
 // name its days (the series written, a sync page's request) and a rebuild
 // project every period begun so far (at most MaxSeriesPeriods).
+//
+// # The period the series' item keeps
+//
+// The newest projected period lives on the series' item itself (its
+// projection and version, and model.CurrentPeriod naming it and mirroring
+// its awards), so an event in it reads nothing beyond the user's
+// milestones. When a round projects a newer period, its first write moves
+// the item onto that period and puts the period left behind on its own
+// SERIES# item, in one transaction (PlanSeries): once per period, never per
+// event. The item's period is the truth for that period; an own item of
+// the same period is an older copy (one written before the item kept
+// periods), replaced when the item moves on.
 func Occurrence(s *model.Milestone, o calendar.Period, stored *model.Milestone, now time.Time) model.Milestone {
 	p := model.Milestone{UserID: s.UserID, MilestoneID: s.MilestoneID, PeriodOf: o.StartDate, CreatedAtUtc: now.UTC(),
 		Projection: model.Projection{Status: model.StatusActive}, WrittenBy: model.WriterProjector}
@@ -37,4 +49,97 @@ func Occurrence(s *model.Milestone, o calendar.Period, stored *model.Milestone, 
 	p.MilestoneDefinition = s.MilestoneDefinition
 	p.PeriodStartDate, p.PeriodEndDate, p.Recurrence = o.StartDate, o.EndDate, ""
 	return p
+}
+
+// Kept is the period a series' item keeps (s.Current), as stored: the
+// item's projection and version, on the period's own days. nil when the
+// item keeps none.
+func Kept(s *model.Milestone) *model.Milestone {
+	if s.Current == nil {
+		return nil
+	}
+	cur := *s.Current
+	return &model.Milestone{UserID: s.UserID, MilestoneID: s.MilestoneID, Projection: s.Projection, Version: s.Version,
+		CreatedAtUtc: cur.CreatedAtUtc, PeriodOf: cur.PeriodOf, Current: &cur, WrittenBy: model.WriterProjector}
+}
+
+// Archived is the period s's item keeps as its own item stores it (on its
+// own days, version and all): what a write moving the item on leaves. nil
+// when the item keeps none.
+func Archived(s *model.Milestone, now time.Time) *model.Milestone {
+	kept := Kept(s)
+	if kept == nil {
+		return nil
+	}
+	day, err := calendar.ParseDate(kept.PeriodOf)
+	if err != nil {
+		return nil
+	}
+	p := Occurrence(s, s.Period().Occurrence(day), kept, now)
+	p.Current = nil
+	return &p
+}
+
+// MirroredAwards are the kept period's awards as its mirror names them
+// (part and time; filed in the collection when minted).
+func MirroredAwards(s *model.Milestone) map[int]model.Award {
+	if s.Current == nil {
+		return nil
+	}
+	out := make(map[int]model.Award, len(s.Current.Minted))
+	for i, at := range s.Current.Minted {
+		out[i] = model.Award{UserID: s.UserID, MilestoneID: s.MilestoneID, ModelID: s.ModelID, PartIndex: i, AwardedAtUtc: at,
+			PeriodOf: s.Current.PeriodOf, Collected: true}
+	}
+	return out
+}
+
+// SeriesRound is how one recompute projects a series: the periods, which
+// of them to read from their own items, and whether the item moves on.
+type SeriesRound struct {
+	// Occurrences are the periods to project, oldest first.
+	Occurrences []calendar.Period
+	// ReadAll: read every period's own item (Read is then nil).
+	ReadAll bool
+	// Read are the first days of the periods to read from their own items.
+	Read []string
+	// Kept is the first day of the period the series' item keeps ("": none).
+	Kept string
+	// MoveTo is the first day of the period the round moves the item onto
+	// ("": it stays). Its write is due even when nothing changed, and it
+	// archives Kept's state to Kept's own item.
+	MoveTo string
+}
+
+// PlanSeries decides a series' round from the triggers t at now. The item
+// moves onto the newest period projected when that is newer than the one
+// it keeps, which a period never kept has not been written (so it is not
+// read). An item keeping no period yet (a series written before items kept
+// periods) reads its touched periods, and takes the newest only when no
+// newer one has begun anywhere: an older copy can then not outrank it.
+func PlanSeries(s *model.Milestone, t Touched, now time.Time) SeriesRound {
+	var r SeriesRound
+	if s.Recurrence == "" || s.ValidateProjectable() != nil {
+		return r
+	}
+	r.ReadAll, r.Occurrences = t.All, s.Period().Occurrences(t.Days)
+	if t.All {
+		r.Occurrences = s.Period().OccurrencesSoFar(now, MaxSeriesPeriods)
+	}
+	if len(r.Occurrences) == 0 {
+		return SeriesRound{}
+	}
+	if s.Current != nil {
+		r.Kept = s.Current.PeriodOf
+	}
+	newest := r.Occurrences[len(r.Occurrences)-1].StartDate
+	if begun := s.Period().OccurrencesSoFar(now, 1); newest > r.Kept && (r.Kept != "" || len(begun) == 0 || newest >= begun[0].StartDate) {
+		r.MoveTo = newest
+	}
+	for _, o := range r.Occurrences {
+		if fresh := o.StartDate == r.MoveTo && r.Kept != ""; !r.ReadAll && o.StartDate != r.Kept && !fresh {
+			r.Read = append(r.Read, o.StartDate)
+		}
+	}
+	return r
 }

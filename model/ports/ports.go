@@ -48,7 +48,15 @@ type ProjectionWrite struct {
 	UserID, MilestoneID string
 	// PeriodOf names the series' period written (its item,
 	// keys.SeriesPeriodKey), empty for a milestone that does not repeat.
-	PeriodOf        string
+	PeriodOf string
+	// Current, for the period a series' item keeps, is the item's record
+	// of it after this write: the write then goes to the series' item
+	// (keys.MilestoneKey), not the period's own.
+	Current *model.CurrentPeriod
+	// Leaves, on a write moving the series' item onto a newer period, is
+	// the period the item kept: put on its own item in the same
+	// transaction.
+	Leaves          *model.Milestone
 	ExpectedVersion int64
 	Projection      model.Projection
 	Awards          []*model.Award
@@ -57,9 +65,15 @@ type ProjectionWrite struct {
 }
 
 // Items is how many items the write puts in one transaction: the milestone
-// update plus every award, its collection entry and every audit entry (at
-// most model.TransactionLimit).
-func (w ProjectionWrite) Items() int { return 1 + ItemsPerAward*len(w.Awards) + len(w.Audits) }
+// update plus every award, its collection entry, every audit entry and the
+// period it leaves (at most model.TransactionLimit).
+func (w ProjectionWrite) Items() int {
+	n := 1 + ItemsPerAward*len(w.Awards) + len(w.Audits)
+	if w.Leaves != nil {
+		n++
+	}
+	return n
+}
 
 // ItemsPerAward is how many items one award puts in a projection write:
 // the award item and its entry in the collection.

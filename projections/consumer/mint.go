@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,10 +68,12 @@ func (c *minter) modelParts(ctx context.Context, modelID string, partCount int, 
 // crash between two writes therefore leaves awards that all have their
 // audit entries under a counter that claims no new part without its award,
 // and the next recompute mints the rest. Without awards it is the single
-// update of final.
+// update of final. A series' period kept on the series' item (m.Current)
+// is written there, each write with the mirror of the awards it leaves
+// minted; leaves, the period a moving write leaves, goes with the first.
 func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Award, awards []*model.Award,
-	audits map[int]*model.AuditEntry) []ports.ProjectionWrite {
-	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID, PeriodOf: m.PeriodOf}
+	audits map[int]*model.AuditEntry, leaves *model.Milestone) []ports.ProjectionWrite {
+	base := ports.ProjectionWrite{UserID: m.UserID, MilestoneID: m.MilestoneID, PeriodOf: m.PeriodOf, Leaves: leaves}
 	out := []ports.ProjectionWrite{base}
 	for _, a := range awards {
 		need := ports.ItemsPerAward
@@ -90,6 +93,7 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 	for i := range existing {
 		have[i] = true
 	}
+	mirror(m, out, existing)
 	for k := range out {
 		w := &out[k]
 		w.ExpectedVersion, w.Projection = m.Version+int64(k), final
@@ -112,6 +116,31 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 	return out
 }
 
+// mirror sets, on the writes of a period kept on the series' item, the
+// item's record of it after each write; only the first archives leaves.
+func mirror(m *model.Milestone, out []ports.ProjectionWrite, existing map[int]model.Award) {
+	minted := make(map[int]time.Time, len(existing))
+	for i, a := range existing {
+		minted[i] = a.AwardedAtUtc
+	}
+	for k := range out {
+		if k > 0 {
+			out[k].Leaves = nil
+		}
+		if m.Current == nil {
+			continue
+		}
+		for _, a := range out[k].Awards {
+			minted[a.PartIndex] = a.AwardedAtUtc
+		}
+		cur := &model.CurrentPeriod{PeriodOf: m.Current.PeriodOf, CreatedAtUtc: m.Current.CreatedAtUtc}
+		if len(minted) > 0 { // never an empty map: DynamoDB Local's stream images garble one nested in a map
+			cur.Minted = maps.Clone(minted)
+		}
+		out[k].Current = cur
+	}
+}
+
 // Token derives a transaction's ClientRequestToken from everything the
 // transaction writes except timestamps (the audit entries by their
 // deterministic keys): the same computation retried (by the SDK, or by a
@@ -122,7 +151,7 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 // (re-read: the version moved). It is 32 hex characters (DynamoDB allows 36).
 func Token(w ports.ProjectionWrite) string {
 	p := w.Projection
-	parts := []string{w.UserID, w.MilestoneID + w.PeriodOf, strconv.FormatInt(w.ExpectedVersion, 10),
+	parts := []string{w.UserID, w.MilestoneID + w.PeriodOf, strconv.FormatBool(w.Current != nil), strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
 		string(p.Status), strconv.FormatBool(p.Truncated), fmtInstant(p.ExactFromUtc)}
 	for _, a := range w.Awards {
@@ -130,6 +159,9 @@ func Token(w ports.ProjectionWrite) string {
 	}
 	for _, e := range w.Audits {
 		parts = append(parts, e.ItemKey().SK)
+	}
+	if w.Leaves != nil {
+		parts = append(parts, "leaves", w.Leaves.PeriodOf, strconv.FormatInt(w.Leaves.Version, 10))
 	}
 	return digest(parts...)
 }
@@ -232,9 +264,9 @@ func (c *minter) mint(ctx context.Context, log *slog.Logger, m *model.Milestone,
 
 // write stores the projection and the awards in the version-checked
 // transactions Plan splits them into, recording the new version in mr.
-func (c *Consumer) write(ctx context.Context, log *slog.Logger, m *model.Milestone, res projections.Result, existing map[int]model.Award,
+func (c *Consumer) write(ctx context.Context, log *slog.Logger, tg target, res projections.Result,
 	awards []*model.Award, audits map[int]*model.AuditEntry, mr *MilestoneReport) error {
-	for _, w := range Plan(m, res.Projection, existing, awards, audits) {
+	for _, w := range Plan(tg.m, res.Projection, tg.existing, awards, audits, tg.leaves) {
 		w.Token = Token(w)
 		if err := c.st.WriteProjection(ctx, w); err != nil {
 			return err

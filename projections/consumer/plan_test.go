@@ -64,7 +64,7 @@ func TestPlan(t *testing.T) {
 			if tt.final == 99 {
 				final.Status = model.StatusCompleted
 			}
-			ws := consumer.Plan(m, final, existing, as, es)
+			ws := consumer.Plan(m, final, existing, as, es, nil)
 			if len(ws) != len(tt.wantItems) {
 				t.Fatalf("got %d transactions, want %d", len(ws), len(tt.wantItems))
 			}
@@ -88,5 +88,44 @@ func TestPlan(t *testing.T) {
 				t.Errorf("minted %d awards, want %d", minted, len(tt.mint))
 			}
 		})
+	}
+}
+
+// TestPlanOfAKeptPeriod: a period the series' item keeps is written there,
+// each transaction carrying the item's mirror of the awards minted by
+// then, and the period a moving write leaves goes with the first
+// transaction only (counted in its items). Protections: the mirror (an
+// event in the kept week would not know its awards, and mint them again),
+// and leaves on the first write only (the kept period archived after the
+// item moved on, or twice).
+func TestPlanOfAKeptPeriod(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	m := &model.Milestone{UserID: "u", MilestoneID: "s", PeriodOf: "2026-11-23", Version: 4,
+		MilestoneDefinition: model.MilestoneDefinition{PartCount: 40}, Current: &model.CurrentPeriod{PeriodOf: "2026-11-23", CreatedAtUtc: at}}
+	existing := map[int]model.Award{0: {PartIndex: 0, AwardedAtUtc: at.Add(-time.Hour)}}
+	var as []*model.Award
+	es := map[int]*model.AuditEntry{}
+	for i := 1; i < 40; i++ {
+		as = append(as, &model.Award{UserID: "u", MilestoneID: "s", PartIndex: i, AwardedAtUtc: at})
+		es[i] = model.NewAwardMintedAudit("u", "s.2026-11-23", at, i, consumer.EventAwardMinted, "c", at, nil)
+	}
+	leaves := &model.Milestone{UserID: "u", MilestoneID: "s", PeriodOf: "2026-11-16", Version: 4}
+	ws := consumer.Plan(m, model.Projection{AwardedParts: 40, Status: model.StatusCompleted}, existing, as, es, leaves)
+	if len(ws) != 2 || ws[0].Leaves != leaves || ws[1].Leaves != nil || ws[0].Items() > model.TransactionLimit {
+		t.Fatalf("%d writes, leaves %v then %v, %d items first; want two, leaves with the first", len(ws), ws[0].Leaves, ws[1].Leaves, ws[0].Items())
+	}
+	minted := len(existing)
+	for k, w := range ws {
+		minted += len(w.Awards)
+		if w.Current == nil || w.Current.PeriodOf != "2026-11-23" || !w.Current.CreatedAtUtc.Equal(at) || len(w.Current.Minted) != minted {
+			t.Fatalf("write %d keeps %+v, want the week with %d parts mirrored", k, w.Current, minted)
+		}
+	}
+	if !ws[1].Current.Minted[0].Equal(existing[0].AwardedAtUtc) || !ws[1].Current.Minted[39].Equal(at) {
+		t.Fatalf("mirror %v: want each part's mint time", ws[1].Current.Minted)
+	}
+	if w := consumer.Plan(m, model.Projection{}, nil, nil, nil, nil); len(w) != 1 || w[0].Current == nil || w[0].Current.Minted != nil {
+		t.Fatalf("a kept period without awards: %+v, want its record with no mirror (never an empty map)", w)
 	}
 }

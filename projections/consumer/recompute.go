@@ -140,7 +140,7 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	}
 	// A series is projected period by period, only those the triggers
 	// touch (series.go).
-	periods, periodAwards, periodWindows, err := seriesPeriods(ctx, c.st, userID, um.Milestones, t, now)
+	periods, periodWindows, err := seriesPeriods(ctx, c.st, userID, um.Milestones, t, now)
 	if err != nil {
 		return rep, err
 	}
@@ -163,14 +163,15 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 		if um.Milestones[i].Recurrence != "" {
 			continue // its periods follow
 		}
-		mr, err := c.milestone(ctx, &um.Milestones[i], um.Awards[um.Milestones[i].MilestoneID], lg, now, correlationID, dryRun, parts)
+		tg := target{m: &um.Milestones[i], existing: um.Awards[um.Milestones[i].MilestoneID]}
+		mr, err := c.milestone(ctx, tg, lg, now, correlationID, dryRun, parts)
 		rep.Milestones = append(rep.Milestones, mr)
 		if err != nil {
 			return rep, err
 		}
 	}
 	for i := range periods {
-		mr, err := c.milestone(ctx, &periods[i], periodAwards[periodKey(periods[i])], lg, now, correlationID, dryRun, parts)
+		mr, err := c.milestone(ctx, periods[i], lg, now, correlationID, dryRun, parts)
 		rep.Milestones = append(rep.Milestones, mr)
 		if err != nil {
 			return rep, err
@@ -179,11 +180,13 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	return rep, nil
 }
 
-// milestone re-projects one milestone from the log and, unless dryRun or
-// nothing changed, mints its newly earned awards and writes it: project,
-// mint, write, report.
-func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing map[int]model.Award, lg projections.Log,
+// milestone re-projects one milestone (or series period) from the log
+// and, unless dryRun or nothing changed (and the write moves no series
+// item), mints its newly earned awards and writes it: project, mint,
+// write, report.
+func (c *Consumer) milestone(ctx context.Context, tg target, lg projections.Log,
 	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
+	m, existing := tg.m, tg.existing
 	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
 	mr, res, held, err := c.project(ctx, log, m, existing, lg, now, correlationID)
 	if err == nil && res.ReachedInSums(mr.Minted) {
@@ -192,19 +195,19 @@ func (c *Consumer) milestone(ctx context.Context, m *model.Milestone, existing m
 	if err == nil && !dryRun {
 		err = c.collect(ctx, existing)
 	}
-	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0) {
+	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0 && !tg.moving) {
 		return mr, err
 	}
 	awards, audits, err := c.minter.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
 	if err != nil {
 		return mr, err
 	}
-	if m.PeriodOf != "" && m.Version == 0 { // a series' period written for the first time
+	if m.PeriodOf != "" && m.Current == nil && m.Version == 0 { // a period's own item written for the first time
 		if err := c.st.StartPeriod(ctx, m); err != nil {
 			return mr, err
 		}
 	}
-	if err := c.write(ctx, log, m, res, existing, awards, audits, &mr); err != nil {
+	if err := c.write(ctx, log, tg, res, awards, audits, &mr); err != nil {
 		return mr, err
 	}
 	log.InfoContext(ctx, "milestone projected", "version", mr.Version, "progressValue", res.Projection.ProgressValue,

@@ -75,6 +75,9 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	if len(spy.starts) != 1 || spy.starts[0] != nil {
 		t.Fatalf("the series' insert read periods %v, want the whole series once", spy.starts)
 	}
+	if s := e.series(user, "s1"); s.Current == nil || s.Current.PeriodOf != date(thisWeek) {
+		t.Fatalf("the series' item keeps %+v, want this week", s.Current)
+	}
 	spy.reset()
 
 	run := func(id int64, day time.Time) *model.Workout {
@@ -116,18 +119,45 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
-	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek), date(thisWeek)}) {
-		t.Fatalf("a run moved between weeks read periods %v, want the two weeks", spy.starts)
+	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek)}) {
+		t.Fatalf("a run moved between weeks read periods %v, want last week's (this week is on the series' item)", spy.starts)
 	}
 	if w := week(lastWeek); w.WorkoutsCounted != 1 || w.AwardedParts != 10 {
 		t.Fatalf("last week after the move: %+v, want one run counted and its awards kept", w.Projection)
 	}
-	if w := week(thisWeek); w.WorkoutsCounted != 1 || w.AwardedParts != 5 {
-		t.Fatalf("this week: %+v, want its one run and half the parts", w.Projection)
+	if s := e.series(user, "s1"); s.Current == nil || s.Current.PeriodOf != date(thisWeek) || s.WorkoutsCounted != 1 ||
+		s.AwardedParts != 5 || len(s.Current.Minted) != 5 {
+		t.Fatalf("this week on the series' item: %+v %+v, want its one run, half the parts and their mirror", s.Projection, s.Current)
 	}
 	if n := len(e.seriesAwards(user, "s1", date(thisWeek))); n != 5 {
 		t.Fatalf("this week holds %d awards, want its own 5", n)
 	}
+	spy.reset()
+
+	// A run this week: the series' item holds the week, so no period is read.
+	e.putWorkout(run(3, thisWeek.AddDate(0, 0, 2)))
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	if len(spy.starts) != 0 {
+		t.Fatalf("a run in the kept week read periods %v, want none", spy.starts)
+	}
+	if s := e.series(user, "s1"); s.WorkoutsCounted != 2 || s.Status != model.StatusCompleted || len(s.Current.Minted) != 10 {
+		t.Fatalf("this week after its second run: %+v %+v, want completed with its 10 parts mirrored", s.Projection, s.Current)
+	}
+	if n := len(e.seriesAwards(user, "s1", date(thisWeek))); n != 10 {
+		t.Fatalf("this week holds %d awards, want 10", n)
+	}
+}
+
+// series reads a series' item.
+func (e *env) series(user, milestoneID string) model.Milestone {
+	e.t.Helper()
+	var m model.Milestone
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.MilestoneKey(user, milestoneID), &m); err != nil {
+		e.t.Fatalf("series %s: %v", milestoneID, err)
+	}
+	return m
 }
 
 // monday is the Monday (midnight UTC) of the week that holds t's UTC date.
@@ -157,3 +187,140 @@ func (e *env) seriesAwards(user, milestoneID, start string) []model.Award {
 // span is: its first day starts 14 hours ahead of UTC, its last ends 12
 // hours behind.
 const calendarSlack = 26 * time.Hour
+
+// TestSeriesItemMovesOnAndArchivesItsWeek: the series' item keeps last
+// week; the first run of this week moves it onto this week, reading no
+// period, and last week's state (progress, version, awards) lands on its
+// own item in the same write; a late run of last week then reads and
+// writes that item. Protection: the period left (Leaves) put by the
+// moving write; without it last week's progress is lost.
+func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	const user = "u-move"
+	thisWeek := monday(time.Now())
+	lastWeek := thisWeek.AddDate(0, 0, -7)
+	now := lastWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	def := fixture.Definition(fixture.LocalDays(date(lastWeek.AddDate(0, 0, -70)), ""))
+	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
+	e.putMilestone(user, "s2", def)
+	spy := &seriesSpy{Store: e.s}
+	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	run := func(id int64, day time.Time) *model.Workout {
+		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
+	}
+	e.putWorkout(run(1, lastWeek))
+	e.putWorkout(run(2, lastWeek.AddDate(0, 0, 1)))
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	before := e.series(user, "s2")
+	if before.Current == nil || before.Current.PeriodOf != date(lastWeek) || before.AwardedParts != 10 {
+		t.Fatalf("the series' item keeps %+v %+v, want last week completed", before.Current, before.Projection)
+	}
+
+	now = thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	spy.reset()
+	e.putWorkout(run(3, thisWeek))
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	if len(spy.starts) != 0 {
+		t.Fatalf("the move read periods %v, want none", spy.starts)
+	}
+	after := e.series(user, "s2")
+	if after.Current == nil || after.Current.PeriodOf != date(thisWeek) || after.WorkoutsCounted != 1 || after.AwardedParts != 5 {
+		t.Fatalf("after the move the item keeps %+v %+v, want this week's one run", after.Current, after.Projection)
+	}
+	var last model.Milestone
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil {
+		t.Fatalf("last week's own item: %v", err)
+	}
+	if last.WorkoutsCounted != 2 || last.AwardedParts != 10 || last.Status != model.StatusCompleted || last.Version != before.Version ||
+		!last.CreatedAtUtc.Equal(before.Current.CreatedAtUtc) || last.PeriodEndDate != date(lastWeek.AddDate(0, 0, 6)) {
+		t.Fatalf("last week archived as %+v (version %d), want the item's state at version %d", last.Projection, last.Version, before.Version)
+	}
+
+	spy.reset()
+	e.putWorkout(run(4, lastWeek.AddDate(0, 0, 2))) // a late upload of last week
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek)}) {
+		t.Fatalf("a late run of last week read periods %v, want that week", spy.starts)
+	}
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 3 {
+		t.Fatalf("last week after its late run: %+v, %v; want three runs", last.Projection, err)
+	}
+	if n := len(e.seriesAwards(user, "s2", date(lastWeek))); n != 10 {
+		t.Fatalf("last week holds %d awards, want 10", n)
+	}
+}
+
+// TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver: a series whose
+// periods all live on their own items (written before the series' item
+// kept one) reads this week's item once, moves it onto the series' item
+// with its awards mirrored and none minted again, and reads no period
+// after. Protection: reading the touched periods of an item keeping none;
+// without it the awards already minted would be minted again (a conflict
+// on every attempt).
+func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	const user = "u-legacy"
+	thisWeek := monday(time.Now())
+	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	def := fixture.Definition(fixture.LocalDays(date(thisWeek.AddDate(0, 0, -70)), ""))
+	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
+	e.putMilestone(user, "s3", def)
+	run := func(id int64, day time.Time) *model.Workout {
+		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
+	}
+	e.putWorkout(run(1, thisWeek))
+	e.putWorkout(run(2, thisWeek.AddDate(0, 0, 1)))
+	e.newRecords() // projected by the code before: this week's own item and its awards
+	minted := now.Add(-time.Hour)
+	week := model.Milestone{UserID: user, MilestoneID: "s3", MilestoneDefinition: fixture.Definition(fixture.LocalDays(date(thisWeek),
+		date(thisWeek.AddDate(0, 0, 6)))), PeriodOf: date(thisWeek), Version: 3, CreatedAtUtc: minted, WrittenBy: model.WriterProjector,
+		Projection: model.Projection{ProgressValue: 2, WorkoutsCounted: 2, AwardedParts: 10, Status: model.StatusCompleted}}
+	week.Metric, week.Target = model.MetricCount, 2
+	if err := e.s.Put(e.ctx, e.s.Tables().Main, &week); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		a := &model.Award{UserID: user, MilestoneID: "s3", ModelID: "rocket", PartIndex: i, AwardedAtUtc: minted, PeriodOf: date(thisWeek), Collected: true}
+		if err := e.s.Put(e.ctx, e.s.Tables().Main, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.newRecords()
+	spy := &seriesSpy{Store: e.s}
+	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	e.putWorkout(run(3, thisWeek.AddDate(0, 0, 2)))
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(thisWeek)}) {
+		t.Fatalf("the first event read periods %v, want this week's own item", spy.starts)
+	}
+	s := e.series(user, "s3")
+	if s.Current == nil || s.Current.PeriodOf != date(thisWeek) || s.WorkoutsCounted != 3 || len(s.Current.Minted) != 10 ||
+		!s.Current.Minted[9].Equal(minted) || !s.Current.CreatedAtUtc.Equal(minted) {
+		t.Fatalf("taken over as %+v %+v, want this week's three runs and its ten awards as minted", s.Projection, s.Current)
+	}
+	for _, a := range e.seriesAwards(user, "s3", date(thisWeek)) {
+		if !a.AwardedAtUtc.Equal(minted) {
+			t.Fatalf("award %d minted again at %v", a.PartIndex, a.AwardedAtUtc)
+		}
+	}
+	spy.reset()
+	e.putWorkout(run(4, thisWeek.AddDate(0, 0, 3)))
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	if len(spy.starts) != 0 {
+		t.Fatalf("after the takeover an event read periods %v, want none", spy.starts)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/projections"
 )
 
 // Create serves POST /v1/milestones: the definition is validated as a
@@ -194,6 +195,11 @@ func Show(ctx context.Context, st SeriesReader, userID string, m ports.Milestone
 	periods, err := st.SeriesPeriods(ctx, userID, m.Milestone.MilestoneID, nil)
 	if err != nil {
 		return MilestoneJSON{}, fmt.Errorf("periods of series %s: %w", m.Milestone.MilestoneID, err)
+	}
+	if kept := projections.Kept(&m.Milestone); kept != nil { // the series' item keeps its newest period
+		p := periods[kept.PeriodOf]
+		p.Period = kept
+		periods[kept.PeriodOf] = p
 	}
 	return SeriesJSON(m, periods, now), nil
 }

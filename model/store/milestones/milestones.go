@@ -299,11 +299,13 @@ func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]mo
 }
 
 // WriteProjection stores a milestone's projection with writtenBy =
-// projector. Without awards or audits it is one UpdateItem conditioned on the
-// version; otherwise one TransactWriteItems (across the main and the audit
-// table) holding that update plus a Put per award, per award's collection
-// entry (Collection) and per audit entry, each conditioned on
-// attribute_not_exists, so awards and their AWARD_MINTED
+// projector, on the milestone's item, a series period's own item, or the
+// series' item keeping the period (w.Current). Without awards, audits or a
+// period left it is one UpdateItem conditioned on the version; otherwise
+// one TransactWriteItems (across the main and the audit table) holding
+// that update, the Put of the period left (w.Leaves), and a Put per award,
+// per award's collection entry (Collection) and per audit entry, each
+// conditioned on attribute_not_exists, so awards and their AWARD_MINTED
 // entries land together or not at all and a retry never writes either twice.
 // It returns ErrConflict when the version moved, the milestone is gone or an
 // award or audit entry already exists (re-read and recompute), ErrRetryable
@@ -331,10 +333,12 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	}
 	c.Set["weeks"] = p.Weeks // NULL when unknown: sums of another definition never outlive it
 	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
-	if w.PeriodOf != "" {
+	if w.Current != nil {
+		c.Set["current"] = w.Current // the series' item keeps the period
+	} else if w.PeriodOf != "" {
 		k = keys.SeriesPeriodKey(w.UserID, w.MilestoneID, w.PeriodOf)
 	}
-	if len(w.Awards) == 0 && len(w.Audits) == 0 {
+	if len(w.Awards) == 0 && len(w.Audits) == 0 && w.Leaves == nil {
 		if _, err := s.UpdateVersioned(ctx, s.Tables().Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
@@ -345,6 +349,13 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
 	items := []types.TransactWriteItem{dynamo.TransactUpdate(in)}
+	if w.Leaves != nil { // the period the series' item moves off, on its own item from now on
+		put, err := s.TransactPut(s.Tables().Main, w.Leaves)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, put)
+	}
 	for _, a := range w.Awards {
 		a.Collected = true
 		put, err := s.TransactPutIfAbsent(s.Tables().Main, a)
