@@ -80,9 +80,7 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	}
 	spy.reset()
 
-	run := func(id int64, day time.Time) *model.Workout {
-		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
-	}
+	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
 	e.putWorkout(run(1, lastWeek)) // Monday 6 am in Sydney: Sunday in UTC
 	e.putWorkout(run(2, lastWeek.AddDate(0, 0, 1)))
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -132,15 +130,10 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	if n := len(e.seriesAwards(user, "s1", date(thisWeek))); n != 5 {
 		t.Fatalf("this week holds %d awards, want its own 5", n)
 	}
-	spy.reset()
 
 	// A run this week: the series' item holds the week, so no period is read.
-	e.putWorkout(run(3, thisWeek.AddDate(0, 0, 2)))
-	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures: %+v", resp.BatchItemFailures)
-	}
-	if len(spy.starts) != 0 {
-		t.Fatalf("a run in the kept week read periods %v, want none", spy.starts)
+	if starts := e.upload(c, spy, run(3, thisWeek.AddDate(0, 0, 2))); len(starts) != 0 {
+		t.Fatalf("a run in the kept week read periods %v, want none", starts)
 	}
 	if s := e.series(user, "s1"); s.WorkoutsCounted != 2 || s.Status != model.StatusCompleted || len(s.Current.Minted) != 10 {
 		t.Fatalf("this week after its second run: %+v %+v, want completed with its 10 parts mirrored", s.Projection, s.Current)
@@ -148,6 +141,24 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	if n := len(e.seriesAwards(user, "s1", date(thisWeek))); n != 10 {
 		t.Fatalf("this week holds %d awards, want 10", n)
 	}
+}
+
+// upload writes a workout as the worker does and hands the consumer the
+// stream records since the last, failing on any failure; it returns the
+// periods the recompute read (spy, reset first).
+func (e *env) upload(c *consumer.Consumer, spy *seriesSpy, w *model.Workout) [][]string {
+	e.t.Helper()
+	spy.reset()
+	e.putWorkout(w)
+	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		e.t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	return spy.starts
+}
+
+// sydneyRun is a user's run at 6 am in Sydney on day.
+func sydneyRun(user string, id int64, day time.Time) *model.Workout {
+	return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
 }
 
 // series reads a series' item.
@@ -189,11 +200,13 @@ func (e *env) seriesAwards(user, milestoneID, start string) []model.Award {
 const calendarSlack = 26 * time.Hour
 
 // TestSeriesItemMovesOnAndArchivesItsWeek: the series' item keeps last
-// week; the first run of this week moves it onto this week, reading no
+// week; the first event of this week moves it onto this week, reading no
 // period, and last week's state (progress, version, awards) lands on its
 // own item in the same write; a late run of last week then reads and
-// writes that item. Protection: the period left (Leaves) put by the
-// moving write; without it last week's progress is lost.
+// writes that item. Protections: the period left (Leaves) put by the
+// moving write (without it last week's progress is lost), and the moving
+// write made when this week's projection did not change (without it the
+// late run's write finds no item of last week, a conflict every attempt).
 func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -207,9 +220,7 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 	e.putMilestone(user, "s2", def)
 	spy := &seriesSpy{Store: e.s}
 	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
-	run := func(id int64, day time.Time) *model.Workout {
-		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
-	}
+	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
 	e.putWorkout(run(1, lastWeek))
 	e.putWorkout(run(2, lastWeek.AddDate(0, 0, 1)))
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -220,38 +231,37 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 		t.Fatalf("the series' item keeps %+v %+v, want last week completed", before.Current, before.Projection)
 	}
 
+	// This week: a ride, which the series does not count, and a late run
+	// of last week in the same batch. The item moves on all the same, so
+	// last week's run is written to the item the move archived.
 	now = thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
-	spy.reset()
-	e.putWorkout(run(3, thisWeek))
-	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures: %+v", resp.BatchItemFailures)
-	}
-	if len(spy.starts) != 0 {
-		t.Fatalf("the move read periods %v, want none", spy.starts)
+	ride := run(3, thisWeek)
+	ride.SportType = "Ride"
+	e.putWorkout(ride)
+	if starts := e.upload(c, spy, run(4, lastWeek.AddDate(0, 0, 2))); len(starts) != 0 {
+		t.Fatalf("the move read periods %v, want none", starts)
 	}
 	after := e.series(user, "s2")
-	if after.Current == nil || after.Current.PeriodOf != date(thisWeek) || after.WorkoutsCounted != 1 || after.AwardedParts != 5 {
-		t.Fatalf("after the move the item keeps %+v %+v, want this week's one run", after.Current, after.Projection)
+	if after.Current == nil || after.Current.PeriodOf != date(thisWeek) || after.WorkoutsCounted != 0 || after.Version != before.Version+1 {
+		t.Fatalf("after the move the item keeps %+v %+v, want this week with nothing counted", after.Current, after.Projection)
 	}
 	var last model.Milestone
 	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil {
 		t.Fatalf("last week's own item: %v", err)
 	}
-	if last.WorkoutsCounted != 2 || last.AwardedParts != 10 || last.Status != model.StatusCompleted || last.Version != before.Version ||
+	if last.WorkoutsCounted != 3 || last.AwardedParts != 10 || last.Status != model.StatusCompleted || last.Version != before.Version+1 ||
 		!last.CreatedAtUtc.Equal(before.Current.CreatedAtUtc) || last.PeriodEndDate != date(lastWeek.AddDate(0, 0, 6)) {
-		t.Fatalf("last week archived as %+v (version %d), want the item's state at version %d", last.Projection, last.Version, before.Version)
+		t.Fatalf("last week archived as %+v (version %d), want the item's state at version %d, then its third run", last.Projection, last.Version, before.Version)
+	}
+	if starts := e.upload(c, spy, run(5, thisWeek.AddDate(0, 0, 1))); len(starts) != 0 || e.series(user, "s2").WorkoutsCounted != 1 {
+		t.Fatalf("a run in the week kept now read periods %v and counts %d, want none and one", starts, e.series(user, "s2").WorkoutsCounted)
 	}
 
-	spy.reset()
-	e.putWorkout(run(4, lastWeek.AddDate(0, 0, 2))) // a late upload of last week
-	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	if starts := e.upload(c, spy, run(6, lastWeek.AddDate(0, 0, 3))); len(starts) != 1 || !slices.Equal(starts[0], []string{date(lastWeek)}) {
+		t.Fatalf("a late run of last week read periods %v, want that week", starts)
 	}
-	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(lastWeek)}) {
-		t.Fatalf("a late run of last week read periods %v, want that week", spy.starts)
-	}
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 3 {
-		t.Fatalf("last week after its late run: %+v, %v; want three runs", last.Projection, err)
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 4 {
+		t.Fatalf("last week after its late runs: %+v, %v; want four runs", last.Projection, err)
 	}
 	if n := len(e.seriesAwards(user, "s2", date(lastWeek))); n != 10 {
 		t.Fatalf("last week holds %d awards, want 10", n)
@@ -275,9 +285,7 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 	def := fixture.Definition(fixture.LocalDays(date(thisWeek.AddDate(0, 0, -70)), ""))
 	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
 	e.putMilestone(user, "s3", def)
-	run := func(id int64, day time.Time) *model.Workout {
-		return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
-	}
+	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
 	e.putWorkout(run(1, thisWeek))
 	e.putWorkout(run(2, thisWeek.AddDate(0, 0, 1)))
 	e.newRecords() // projected by the code before: this week's own item and its awards
@@ -298,12 +306,8 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 	e.newRecords()
 	spy := &seriesSpy{Store: e.s}
 	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
-	e.putWorkout(run(3, thisWeek.AddDate(0, 0, 2)))
-	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures: %+v", resp.BatchItemFailures)
-	}
-	if len(spy.starts) != 1 || !slices.Equal(spy.starts[0], []string{date(thisWeek)}) {
-		t.Fatalf("the first event read periods %v, want this week's own item", spy.starts)
+	if starts := e.upload(c, spy, run(3, thisWeek.AddDate(0, 0, 2))); len(starts) != 1 || !slices.Equal(starts[0], []string{date(thisWeek)}) {
+		t.Fatalf("the first event read periods %v, want this week's own item", starts)
 	}
 	s := e.series(user, "s3")
 	if s.Current == nil || s.Current.PeriodOf != date(thisWeek) || s.WorkoutsCounted != 3 || len(s.Current.Minted) != 10 ||
@@ -315,12 +319,7 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 			t.Fatalf("award %d minted again at %v", a.PartIndex, a.AwardedAtUtc)
 		}
 	}
-	spy.reset()
-	e.putWorkout(run(4, thisWeek.AddDate(0, 0, 3)))
-	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures: %+v", resp.BatchItemFailures)
-	}
-	if len(spy.starts) != 0 {
-		t.Fatalf("after the takeover an event read periods %v, want none", spy.starts)
+	if starts := e.upload(c, spy, run(4, thisWeek.AddDate(0, 0, 3))); len(starts) != 0 {
+		t.Fatalf("after the takeover an event read periods %v, want none", starts)
 	}
 }
