@@ -39,7 +39,8 @@ const MaxSeriesPeriods = 1040
 // SERIES# item, in one transaction (PlanSeries): once per period, never per
 // event. The item's period is the truth for that period; an own item of
 // the same period is an older copy (one written before the item kept
-// periods), replaced when the item moves on.
+// periods), replaced when the item moves on. The mirror of its awards
+// costs the item about 35 bytes a part (0.4 KB for a 12-part model).
 func Occurrence(s *model.Milestone, o calendar.Period, stored *model.Milestone, now time.Time) model.Milestone {
 	p := model.Milestone{UserID: s.UserID, MilestoneID: s.MilestoneID, PeriodOf: o.StartDate, CreatedAtUtc: now.UTC(),
 		Projection: model.Projection{Status: model.StatusActive}, WrittenBy: model.WriterProjector}
@@ -112,11 +113,11 @@ type SeriesRound struct {
 }
 
 // PlanSeries decides a series' round from the triggers t at now. The item
-// moves onto the newest period projected when that is newer than the one
-// it keeps, which a period never kept has not been written (so it is not
-// read). An item keeping no period yet (a series written before items kept
+// moves onto the newest period projected when that one is newer than the
+// period it keeps: a newer period has never been written, so it is not
+// read. An item keeping no period yet (a series written before items kept
 // periods) reads its touched periods, and takes the newest only when no
-// newer one has begun anywhere: an older copy can then not outrank it.
+// newer one has begun anywhere, so no own item newer than it can exist.
 func PlanSeries(s *model.Milestone, t Touched, now time.Time) SeriesRound {
 	var r SeriesRound
 	if s.Recurrence == "" || s.ValidateProjectable() != nil {
