@@ -293,11 +293,12 @@ type Milestone struct {
 
 // CurrentPeriod is the newest projected period of a series, kept on the
 // series' item, which every event reads anyway. Minted mirrors its award
-// items (SERIES#…#AWARD#…): part → awardedAtUtc.
+// items (SERIES#…#AWARD#…): part → awardedAtUtc in Unix seconds, enough to
+// justify an award (projections.Held) in about 10 bytes a part.
 type CurrentPeriod struct {
-	PeriodOf     string            `dynamodbav:"periodOf"`
-	CreatedAtUtc time.Time         `dynamodbav:"createdAtUtc"`
-	Minted       map[int]time.Time `dynamodbav:"minted,omitempty"`
+	PeriodOf     string        `dynamodbav:"periodOf"`
+	CreatedAtUtc time.Time     `dynamodbav:"createdAtUtc"`
+	Minted       map[int]int64 `dynamodbav:"minted,omitempty"`
 }
 
 // Writers of a milestone item (Milestone.WrittenBy).

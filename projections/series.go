@@ -40,7 +40,7 @@ const MaxSeriesPeriods = 1040
 // event. The item's period is the truth for that period; an own item of
 // the same period is an older copy (one written before the item kept
 // periods), replaced when the item moves on. The mirror of its awards
-// costs the item about 35 bytes a part (0.4 KB for a 12-part model).
+// costs the item about 10 bytes a part (1 KB at 99 parts).
 func Occurrence(s *model.Milestone, o calendar.Period, stored *model.Milestone, now time.Time) model.Milestone {
 	p := model.Milestone{UserID: s.UserID, MilestoneID: s.MilestoneID, PeriodOf: o.StartDate, CreatedAtUtc: now.UTC(),
 		Projection: model.Projection{Status: model.StatusActive}, WrittenBy: model.WriterProjector}
@@ -82,14 +82,14 @@ func Archived(s *model.Milestone, now time.Time) *model.Milestone {
 }
 
 // MirroredAwards are the kept period's awards as its mirror names them
-// (part and time; filed in the collection when minted).
+// (part and time to the second; filed in the collection when minted).
 func MirroredAwards(s *model.Milestone) map[int]model.Award {
 	if s.Current == nil {
 		return nil
 	}
 	out := make(map[int]model.Award, len(s.Current.Minted))
 	for i, at := range s.Current.Minted {
-		out[i] = model.Award{UserID: s.UserID, MilestoneID: s.MilestoneID, ModelID: s.ModelID, PartIndex: i, AwardedAtUtc: at,
+		out[i] = model.Award{UserID: s.UserID, MilestoneID: s.MilestoneID, ModelID: s.ModelID, PartIndex: i, AwardedAtUtc: time.Unix(at, 0).UTC(),
 			PeriodOf: s.Current.PeriodOf, Collected: true}
 	}
 	return out

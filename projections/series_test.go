@@ -82,7 +82,7 @@ func TestArchivedIsTheKeptPeriodOnItsOwnDays(t *testing.T) {
 	s := &model.Milestone{UserID: "u", MilestoneID: "s", Version: 9, Projection: model.Projection{ProgressValue: 3, WorkoutsCounted: 3,
 		AwardedParts: 10, Status: model.StatusCompleted}, MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket", PartCount: 10,
 		Title: "weekly", Metric: model.MetricCount, Target: 2, PeriodStartDate: "2021-11-29", Recurrence: calendar.Weekly},
-		Current: &model.CurrentPeriod{PeriodOf: "2026-11-16", CreatedAtUtc: created, Minted: map[int]time.Time{0: created}}}
+		Current: &model.CurrentPeriod{PeriodOf: "2026-11-16", CreatedAtUtc: created, Minted: map[int]int64{0: created.Unix()}}}
 	a := projections.Archived(s, now)
 	if a == nil || a.PeriodOf != "2026-11-16" || a.PeriodStartDate != "2026-11-16" || a.PeriodEndDate != "2026-11-22" || a.Recurrence != "" ||
 		a.Version != 9 || a.WorkoutsCounted != 3 || a.Status != model.StatusCompleted || !a.CreatedAtUtc.Equal(created) || a.Current != nil {

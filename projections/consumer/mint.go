@@ -119,9 +119,9 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 // mirror sets, on the writes of a period kept on the series' item, the
 // item's record of it after each write; only the first archives leaves.
 func mirror(m *model.Milestone, out []ports.ProjectionWrite, existing map[int]model.Award) {
-	minted := make(map[int]time.Time, len(existing))
+	minted := make(map[int]int64, len(existing))
 	for i, a := range existing {
-		minted[i] = a.AwardedAtUtc
+		minted[i] = a.AwardedAtUtc.Unix()
 	}
 	for k := range out {
 		if k > 0 {
@@ -131,7 +131,7 @@ func mirror(m *model.Milestone, out []ports.ProjectionWrite, existing map[int]mo
 			continue
 		}
 		for _, a := range out[k].Awards {
-			minted[a.PartIndex] = a.AwardedAtUtc
+			minted[a.PartIndex] = a.AwardedAtUtc.Unix()
 		}
 		cur := &model.CurrentPeriod{PeriodOf: m.Current.PeriodOf, CreatedAtUtc: m.Current.CreatedAtUtc}
 		if len(minted) > 0 { // never an empty map: DynamoDB Local's stream images garble one nested in a map
