@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
@@ -321,5 +323,66 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 	}
 	if starts := e.upload(c, spy, run(4, thisWeek.AddDate(0, 0, 3))); len(starts) != 0 {
 		t.Fatalf("after the takeover an event read periods %v, want none", starts)
+	}
+}
+
+// TestSeriesMoveRacingALateRunKeepsBoth: A reads the series' item keeping
+// last week and is about to move it onto this week; B meanwhile writes a
+// late run of last week to the item. A's move conflicts, re-reads, and
+// archives last week with B's run: nothing is lost. Protection: the move's
+// version condition on the series' item (in the same transaction as the
+// period it puts); without it A archives last week without the late run.
+func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	const user = "u-race"
+	thisWeek := monday(time.Now())
+	lastWeek := thisWeek.AddDate(0, 0, -7)
+	now := lastWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	clock := func() time.Time { return now }
+	def := fixture.Definition(fixture.LocalDays(date(lastWeek.AddDate(0, 0, -70)), ""))
+	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
+	e.putMilestone(user, "s4", def)
+	e.putWorkout(sydneyRun(user, 1, lastWeek))
+	e.putWorkout(sydneyRun(user, 2, lastWeek.AddDate(0, 0, 1)))
+	if resp := e.handle(e.consumer(consumer.Options{Now: clock}), e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	now = thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	e.putWorkout(sydneyRun(user, 3, thisWeek))
+	batchA := e.newRecords()
+
+	aRead, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := e.consumer(consumer.Options{Now: clock, BeforeWrite: func(context.Context, string) {
+		once.Do(func() { close(aRead); <-release })
+	}})
+	var wg sync.WaitGroup
+	var respA events.DynamoDBEventResponse
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		respA, _ = a.Handle(e.ctx, events.DynamoDBEvent{Records: batchA})
+	}()
+	<-aRead
+	e.putWorkout(sydneyRun(user, 4, lastWeek.AddDate(0, 0, 2)))
+	if resp := e.handle(e.consumer(consumer.Options{Now: clock}), e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("B failures: %+v", resp.BatchItemFailures)
+	}
+	close(release)
+	wg.Wait()
+	if len(respA.BatchItemFailures) != 0 || a.Stats().ConflictsRetried < 1 {
+		t.Fatalf("A: failures %+v, %d conflicts retried; want none and at least one", respA.BatchItemFailures, a.Stats().ConflictsRetried)
+	}
+	var last model.Milestone
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s4", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 3 {
+		t.Fatalf("last week archived as %+v (%v), want its three runs, the late one too", last.Projection, err)
+	}
+	if s := e.series(user, "s4"); s.Current == nil || s.Current.PeriodOf != date(thisWeek) || s.WorkoutsCounted != 1 || s.AwardedParts != 5 {
+		t.Fatalf("the series' item keeps %+v %+v, want this week's one run", s.Current, s.Projection)
+	}
+	if n, m := len(e.seriesAwards(user, "s4", date(lastWeek))), len(e.seriesAwards(user, "s4", date(thisWeek))); n != 10 || m != 5 {
+		t.Fatalf("awards: last week %d, this week %d; want 10 and 5", n, m)
 	}
 }
