@@ -148,14 +148,23 @@ func StravaDrift(act *stravasim.Activity, w model.Workout) []string {
 
 func mm(m float64) int64 { return int64(math.Round(m * 1000)) }
 
-// AwardRef names one minted part of one milestone.
+// AwardRef names one minted part of one milestone, or of one period of a
+// series (PeriodOf, its first day).
 type AwardRef struct {
 	MilestoneID string
+	PeriodOf    string
 	PartIndex   int
 }
 
-// String names the part as "milestoneId/part i".
-func (a AwardRef) String() string { return a.MilestoneID + "/part " + strconv.Itoa(a.PartIndex) }
+// String names the part as "milestoneId/part i", or
+// "milestoneId.period/part i".
+func (a AwardRef) String() string {
+	owner := a.MilestoneID
+	if a.PeriodOf != "" {
+		owner += "." + a.PeriodOf
+	}
+	return owner + "/part " + strconv.Itoa(a.PartIndex)
+}
 
 // AwardAudit checks one user's award items against the AWARD_MINTED entries
 // of the audit table: unaudited lists award items without an entry; doubled
@@ -172,7 +181,7 @@ func AwardAudit(awards []AwardRef, partCount map[string]int, audits []model.Audi
 		if err != nil {
 			continue
 		}
-		minted[AwardRef{MilestoneID: a.Details["milestoneId"], PartIndex: i}]++
+		minted[AwardRef{MilestoneID: a.Details["milestoneId"], PeriodOf: a.Details["periodOf"], PartIndex: i}]++
 	}
 	for _, a := range awards {
 		if minted[a] == 0 {
@@ -198,6 +207,9 @@ func sortRefs(rs []AwardRef) {
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].MilestoneID != rs[j].MilestoneID {
 			return rs[i].MilestoneID < rs[j].MilestoneID
+		}
+		if rs[i].PeriodOf != rs[j].PeriodOf {
+			return rs[i].PeriodOf < rs[j].PeriodOf
 		}
 		return rs[i].PartIndex < rs[j].PartIndex
 	})

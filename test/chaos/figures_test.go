@@ -57,10 +57,18 @@ func minted(milestone string, part int) model.AuditEntry {
 }
 
 // AwardAudit finds awards without their AWARD_MINTED entry and parts minted
-// twice or outside the model.
+// twice or outside the model; a series' periods each have their own parts.
 func TestAwardAudit(t *testing.T) {
 	t.Parallel()
 	ref := func(m string, i int) chaos.AwardRef { return chaos.AwardRef{MilestoneID: m, PartIndex: i} }
+	period := func(m, start string, i int) chaos.AwardRef {
+		return chaos.AwardRef{MilestoneID: m, PeriodOf: start, PartIndex: i}
+	}
+	periodMinted := func(m, start string, i int) model.AuditEntry {
+		e := minted(m, i)
+		e.Details["periodOf"] = start
+		return e
+	}
 	parts := map[string]int{"m1": 3, "m2": 2}
 	for _, tc := range []struct {
 		name                    string
@@ -79,6 +87,10 @@ func TestAwardAudit(t *testing.T) {
 			[]model.AuditEntry{minted("m1", 2), minted("m1", 2), minted("m1", 2)}, nil, []chaos.AwardRef{ref("m1", 2), ref("m1", 2)}},
 		{"award outside the model", []chaos.AwardRef{ref("m2", 2)},
 			[]model.AuditEntry{minted("m2", 2)}, nil, []chaos.AwardRef{ref("m2", 2)}},
+		{"a series' periods each mint their parts once", []chaos.AwardRef{period("m1", "2026-01-01", 0), period("m1", "2025-01-01", 0)},
+			[]model.AuditEntry{periodMinted("m1", "2026-01-01", 0), periodMinted("m1", "2025-01-01", 0)}, nil, nil},
+		{"a period's audit does not count for another period", []chaos.AwardRef{period("m1", "2026-01-01", 1)},
+			[]model.AuditEntry{periodMinted("m1", "2025-01-01", 1)}, []chaos.AwardRef{period("m1", "2026-01-01", 1)}, nil},
 	} {
 		u, d := chaos.AwardAudit(tc.awards, parts, tc.audits)
 		if !slices.Equal(u, tc.wantUnaudited) || !slices.Equal(d, tc.wantDups) {

@@ -415,15 +415,18 @@ func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
 	return out, nil
 }
 
-// Milestone is what a user commits to (POST /v1/milestones).
+// Milestone is what a user commits to (POST /v1/milestones): UTC instants,
+// or a series on the athlete's own days.
 type Milestone struct {
-	ModelID    string    `json:"modelId"`
-	Title      string    `json:"title"`
-	Metric     string    `json:"metric"`
-	Target     float64   `json:"target"`
-	SportTypes []string  `json:"sportTypes"`
-	Start      time.Time `json:"periodStartAtUtc"`
-	End        time.Time `json:"periodEndAtUtc"`
+	ModelID         string     `json:"modelId"`
+	Title           string     `json:"title"`
+	Metric          string     `json:"metric"`
+	Target          float64    `json:"target"`
+	SportTypes      []string   `json:"sportTypes"`
+	Start           *time.Time `json:"periodStartAtUtc,omitempty"`
+	End             *time.Time `json:"periodEndAtUtc,omitempty"`
+	PeriodStartDate string     `json:"periodStartDate,omitempty"`
+	Recurrence      string     `json:"recurrence,omitempty"`
 }
 
 // AddMilestone creates a milestone for u through the BFF.
@@ -565,15 +568,38 @@ func (e *Env) Awards(ctx context.Context) (int, error) {
 
 // AwardsOf counts u's award items.
 func (e *Env) AwardsOf(ctx context.Context, u *User) (int, error) {
-	um, err := e.Store.UserMilestones(ctx, u.UserID)
+	refs, _, err := e.awardRefs(ctx, u.UserID)
+	return len(refs), err
+}
+
+// awardRefs names every award item of a user, a series' periods' too, and
+// the part count of each milestone.
+func (e *Env) awardRefs(ctx context.Context, userID string) ([]AwardRef, map[string]int, error) {
+	um, err := e.Store.UserMilestones(ctx, userID)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	n := 0
-	for _, as := range um.Awards {
-		n += len(as)
+	var refs []AwardRef
+	parts := map[string]int{}
+	for _, m := range um.Milestones {
+		parts[m.MilestoneID] = m.PartCount
+		for i := range um.Awards[m.MilestoneID] {
+			refs = append(refs, AwardRef{MilestoneID: m.MilestoneID, PartIndex: i})
+		}
+		if m.Recurrence == "" {
+			continue
+		}
+		periods, err := e.Store.SeriesPeriods(ctx, userID, m.MilestoneID, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		for start, p := range periods {
+			for i := range p.Awards {
+				refs = append(refs, AwardRef{MilestoneID: m.MilestoneID, PeriodOf: start, PartIndex: i})
+			}
+		}
 	}
-	return n, nil
+	return refs, parts, nil
 }
 
 // Settle polls until the pipeline is quiet — nothing stored changed and
@@ -700,17 +726,9 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 			stored[w.ActivityID] = w
 		}
 		// Awards against their audit entries.
-		um, err := e.Store.UserMilestones(ctx, u.UserID)
+		refs, parts, err := e.awardRefs(ctx, u.UserID)
 		if err != nil {
 			return f, err
-		}
-		var refs []AwardRef
-		parts := map[string]int{}
-		for _, m := range um.Milestones {
-			parts[m.MilestoneID] = m.PartCount
-			for i := range um.Awards[m.MilestoneID] {
-				refs = append(refs, AwardRef{MilestoneID: m.MilestoneID, PartIndex: i})
-			}
 		}
 		audits, err := e.audits(ctx, u.UserID)
 		if err != nil {

@@ -29,7 +29,7 @@ var Scenarios = []Scenario{
 	{"ctrl-c-backlog", "a backlog while Strava is slow, Ctrl-C (SIGINT), restart", ctrlCBacklog, stravasim.Limits{}, 0},
 	// Minting needs many reads in little time, and the budget is not what
 	// this scenario is about.
-	{"kill9-during-minting", "many users × workouts and milestones, kill -9 twice while awards are minted", killDuringMinting, roomyLimits, 0},
+	{"kill9-during-minting", "many users × workouts and milestones (a yearly series too), kill -9 twice while awards are minted", killDuringMinting, roomyLimits, 0},
 	{"deliveries", "duplicate, reordered, delete-first and slow-stale deliveries", deliveries, stravasim.Limits{}, 0},
 	{"budget-429", "Strava answers 429 with headers saying the 15-minute read budget is spent", budget429, stravasim.Limits{}, 0},
 	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}, 0},
@@ -90,13 +90,22 @@ func linkUsers(ctx context.Context, e *Env, n int, base int64, ms ...Milestone) 
 func distanceMilestone(km float64) Milestone {
 	start, end := period()
 	return Milestone{ModelID: "saturn-v", Title: fmt.Sprintf("%.0f km", km), Metric: "distance", Target: km * 1000,
-		Start: start, End: end}
+		Start: &start, End: &end}
 }
 
 func countMilestone(modelID string, workouts int) Milestone {
 	start, end := period()
 	return Milestone{ModelID: modelID, Title: fmt.Sprintf("%d workouts", workouts), Metric: "count", Target: float64(workouts),
-		Start: start, End: end}
+		Start: &start, End: &end}
+}
+
+// yearlySeries is a count series repeating every year on the athlete's
+// days, from 1 January of the year putRuns runs in: this year's period
+// (kept on the series' item) unless that day is in last year.
+func yearlySeries(modelID string, workouts int) Milestone {
+	start, _ := period()
+	return Milestone{ModelID: modelID, Title: fmt.Sprintf("%d workouts a year", workouts), Metric: "count", Target: float64(workouts),
+		PeriodStartDate: fmt.Sprintf("%d-01-01", start.Year()), Recurrence: "yearly"}
 }
 
 // putRuns creates per runs for each user at Strava and returns their create
@@ -158,11 +167,12 @@ func ctrlCBacklog(ctx context.Context, e *Env, full bool) (Figures, error) {
 // being minted (no event is sent while the pipeline is down).
 func killDuringMinting(ctx context.Context, e *Env, full bool) (Figures, error) {
 	per := pick(full, 12, 30)
-	users, err := linkUsers(ctx, e, pick(full, 4, 20), 3000, countMilestone("endeavour", per), countMilestone("saturn-v", per))
+	users, err := linkUsers(ctx, e, pick(full, 4, 20), 3000, countMilestone("endeavour", per), countMilestone("saturn-v", per),
+		yearlySeries("saturn-v", per))
 	if err != nil {
 		return Figures{}, err
 	}
-	expected := len(users) * (12 + 10)
+	expected := len(users) * (12 + 10 + 10)
 	evs := putRuns(e, users, per)
 	// A slightly slow Strava spreads each wave's workouts, and so its
 	// minting, over seconds.
@@ -187,7 +197,11 @@ func killDuringMinting(ctx context.Context, e *Env, full bool) (Figures, error) 
 			return Figures{}, err
 		}
 	}
-	return e.Settle(ctx, quiet, deadline)
+	f, err := e.Settle(ctx, quiet, deadline)
+	if n, aerr := e.Awards(ctx); aerr == nil { // each milestone and the series' period earn all their parts
+		e.h.Logf("%s: %d awards of %d expected", e.Name, n, expected)
+	}
+	return f, err
 }
 
 // waitAwards returns the moment it sees a user's award count grow while
