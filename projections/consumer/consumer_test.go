@@ -175,28 +175,15 @@ func TestConcurrentBatchesConflict(t *testing.T) {
 	e.putWorkout(fixture.Workout("u1", 1, fixture.Day(1), fixture.Km(35), fixture.Corr("c1")))
 	batchA := e.newRecords()
 
-	aRead, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	a := e.consumer(consumer.Options{BeforeWrite: func(ctx context.Context, userID string) {
-		once.Do(func() { close(aRead); <-release })
-	}})
+	p := newPaused()
+	a := e.consumer(consumer.Options{BeforeWrite: p.beforeWrite})
 	b := e.consumer(consumer.Options{})
-
-	var wg sync.WaitGroup
-	var respA events.DynamoDBEventResponse
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		respA, _ = a.Handle(e.ctx, events.DynamoDBEvent{Records: batchA})
-	}()
-	<-aRead
+	finishA := e.start(a, p, batchA)
 	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(40), fixture.Corr("c2")))
 	if resp := e.handle(b, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("B failures: %+v", resp.BatchItemFailures)
 	}
-	close(release)
-	wg.Wait()
-	if len(respA.BatchItemFailures) != 0 {
+	if respA := finishA(); len(respA.BatchItemFailures) != 0 {
 		t.Fatalf("A failures: %+v", respA.BatchItemFailures)
 	}
 	if got := a.Stats().ConflictsRetried; got < 1 {

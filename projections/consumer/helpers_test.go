@@ -169,3 +169,36 @@ func countEvents(as []model.AuditEntry, eventType string) int {
 	}
 	return n
 }
+
+// paused is a consumer held at its first write (Options.BeforeWrite), to
+// interleave two projections of one user deterministically.
+type paused struct {
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func newPaused() *paused { return &paused{reached: make(chan struct{}), release: make(chan struct{})} }
+
+// beforeWrite is the consumer's Options.BeforeWrite: the first call waits
+// for finish.
+func (p *paused) beforeWrite(context.Context, string) {
+	p.once.Do(func() { close(p.reached); <-p.release })
+}
+
+// start hands recs to c in the background and returns once c has read
+// and waits to write; finish lets it write and returns its response.
+func (e *env) start(c *consumer.Consumer, p *paused, recs []events.DynamoDBEventRecord) (finish func() events.DynamoDBEventResponse) {
+	var wg sync.WaitGroup
+	var resp events.DynamoDBEventResponse
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		resp, _ = c.Handle(e.ctx, events.DynamoDBEvent{Records: recs})
+	}()
+	<-p.reached
+	return func() events.DynamoDBEventResponse {
+		close(p.release)
+		wg.Wait()
+		return resp
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
@@ -66,9 +64,7 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	thisWeek := monday(time.Now())
 	lastWeek, weekBefore := thisWeek.AddDate(0, 0, -7), thisWeek.AddDate(0, 0, -14)
 	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
-	def := fixture.Definition(fixture.LocalDays(date(weekBefore.AddDate(0, 0, -260*7)), ""))
-	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
-	e.putMilestone(user, "s1", def)
+	e.weeklyRuns(user, "s1", weekBefore.AddDate(0, 0, -260*7))
 	spy := &seriesSpy{Store: e.s}
 	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 { // the series' INSERT: every period
@@ -163,6 +159,15 @@ func sydneyRun(user string, id int64, day time.Time) *model.Workout {
 	return fixture.Workout(user, id, fixture.Local(date(day)+"T06:00", "Australia/Sydney"))
 }
 
+// weeklyRuns puts a user's series id: two runs a week on the athlete's
+// days, from first.
+func (e *env) weeklyRuns(user, id string, first time.Time) {
+	e.t.Helper()
+	def := fixture.Definition(fixture.LocalDays(date(first), ""))
+	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
+	e.putMilestone(user, id, def)
+}
+
 // series reads a series' item.
 func (e *env) series(user, milestoneID string) model.Milestone {
 	e.t.Helper()
@@ -217,9 +222,7 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 	thisWeek := monday(time.Now())
 	lastWeek := thisWeek.AddDate(0, 0, -7)
 	now := lastWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
-	def := fixture.Definition(fixture.LocalDays(date(lastWeek.AddDate(0, 0, -70)), ""))
-	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
-	e.putMilestone(user, "s2", def)
+	e.weeklyRuns(user, "s2", lastWeek.AddDate(0, 0, -70))
 	spy := &seriesSpy{Store: e.s}
 	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
@@ -284,9 +287,7 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 	const user = "u-legacy"
 	thisWeek := monday(time.Now())
 	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
-	def := fixture.Definition(fixture.LocalDays(date(thisWeek.AddDate(0, 0, -70)), ""))
-	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
-	e.putMilestone(user, "s3", def)
+	e.weeklyRuns(user, "s3", thisWeek.AddDate(0, 0, -70))
 	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
 	e.putWorkout(run(1, thisWeek))
 	e.putWorkout(run(2, thisWeek.AddDate(0, 0, 1)))
@@ -341,9 +342,7 @@ func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
 	lastWeek := thisWeek.AddDate(0, 0, -7)
 	now := lastWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
 	clock := func() time.Time { return now }
-	def := fixture.Definition(fixture.LocalDays(date(lastWeek.AddDate(0, 0, -70)), ""))
-	def.Recurrence, def.Metric, def.Target = "weekly", model.MetricCount, 2
-	e.putMilestone(user, "s4", def)
+	e.weeklyRuns(user, "s4", lastWeek.AddDate(0, 0, -70))
 	e.putWorkout(sydneyRun(user, 1, lastWeek))
 	e.putWorkout(sydneyRun(user, 2, lastWeek.AddDate(0, 0, 1)))
 	if resp := e.handle(e.consumer(consumer.Options{Now: clock}), e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -353,26 +352,14 @@ func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
 	e.putWorkout(sydneyRun(user, 3, thisWeek))
 	batchA := e.newRecords()
 
-	aRead, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	a := e.consumer(consumer.Options{Now: clock, BeforeWrite: func(context.Context, string) {
-		once.Do(func() { close(aRead); <-release })
-	}})
-	var wg sync.WaitGroup
-	var respA events.DynamoDBEventResponse
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		respA, _ = a.Handle(e.ctx, events.DynamoDBEvent{Records: batchA})
-	}()
-	<-aRead
+	p := newPaused()
+	a := e.consumer(consumer.Options{Now: clock, BeforeWrite: p.beforeWrite})
+	finishA := e.start(a, p, batchA)
 	e.putWorkout(sydneyRun(user, 4, lastWeek.AddDate(0, 0, 2)))
 	if resp := e.handle(e.consumer(consumer.Options{Now: clock}), e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("B failures: %+v", resp.BatchItemFailures)
 	}
-	close(release)
-	wg.Wait()
-	if len(respA.BatchItemFailures) != 0 || a.Stats().ConflictsRetried < 1 {
+	if respA := finishA(); len(respA.BatchItemFailures) != 0 || a.Stats().ConflictsRetried < 1 {
 		t.Fatalf("A: failures %+v, %d conflicts retried; want none and at least one", respA.BatchItemFailures, a.Stats().ConflictsRetried)
 	}
 	var last model.Milestone
