@@ -133,8 +133,7 @@ func PlanSeries(s *model.Milestone, t Touched, now time.Time) SeriesRound {
 	if s.Current != nil {
 		r.Kept = s.Current.PeriodOf
 	}
-	newest := r.Occurrences[len(r.Occurrences)-1].StartDate
-	if begun := s.Period().OccurrencesSoFar(now, 1); newest > r.Kept && (r.Kept != "" || len(begun) == 0 || newest >= begun[0].StartDate) {
+	if newest := r.Occurrences[len(r.Occurrences)-1].StartDate; newest > r.Kept && (r.Kept != "" || newestBegun(s, now) <= newest) {
 		r.MoveTo = newest
 	}
 	for _, o := range r.Occurrences {
@@ -143,4 +142,13 @@ func PlanSeries(s *model.Milestone, t Touched, now time.Time) SeriesRound {
 		}
 	}
 	return r
+}
+
+// newestBegun is the first day of s's newest period begun anywhere by now
+// ("" when none has).
+func newestBegun(s *model.Milestone, now time.Time) string {
+	if begun := s.Period().OccurrencesSoFar(now, 1); len(begun) > 0 {
+		return begun[0].StartDate
+	}
+	return ""
 }

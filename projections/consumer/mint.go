@@ -93,6 +93,9 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 	for i := range existing {
 		have[i] = true
 	}
+	for k := 1; k < len(out); k++ {
+		out[k].Leaves = nil // the first write moves the item and archives what it leaves
+	}
 	mirror(m, out, existing)
 	for k := range out {
 		w := &out[k]
@@ -117,19 +120,16 @@ func Plan(m *model.Milestone, final model.Projection, existing map[int]model.Awa
 }
 
 // mirror sets, on the writes of a period kept on the series' item, the
-// item's record of it after each write; only the first archives leaves.
+// item's record of it after each write.
 func mirror(m *model.Milestone, out []ports.ProjectionWrite, existing map[int]model.Award) {
+	if m.Current == nil {
+		return
+	}
 	minted := make(map[int]int64, len(existing))
 	for i, a := range existing {
 		minted[i] = a.AwardedAtUtc.Unix()
 	}
 	for k := range out {
-		if k > 0 {
-			out[k].Leaves = nil
-		}
-		if m.Current == nil {
-			continue
-		}
 		for _, a := range out[k].Awards {
 			minted[a.PartIndex] = a.AwardedAtUtc.Unix()
 		}

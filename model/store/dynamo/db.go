@@ -185,21 +185,16 @@ func (s *DB) VersionedUpdateInput(table string, k model.Key, expected int64, c C
 // TransactPutIfAbsent builds a transaction item that creates e only if its
 // key is free.
 func (s *DB) TransactPutIfAbsent(table string, e model.Entity) (types.TransactWriteItem, error) {
-	if err := unsealedTokens(e); err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	item, err := Marshal(e)
+	put, err := s.TransactPut(table, e)
 	if err != nil {
-		return types.TransactWriteItem{}, err
+		return put, err
 	}
 	ex, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(s.t.hashKeyName(table)))).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("put %s: build condition: %w", e.ItemKey(), err)
 	}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName: aws.String(table), Item: item,
-		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(),
-	}}, nil
+	put.Put.ConditionExpression, put.Put.ExpressionAttributeNames = ex.Condition(), ex.Names()
+	return put, nil
 }
 
 // TransactPut builds an unconditional transaction put of e.
