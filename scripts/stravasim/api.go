@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
 // ReadsOf counts the activity and list requests made with the athlete's
@@ -95,7 +97,7 @@ func activityJSON(a Activity) map[string]any {
 		"name": a.Name, "sport_type": a.SportType, "type": a.SportType, "distance": a.Distance,
 		"total_elevation_gain": a.TotalElevationGain, "moving_time": a.MovingTime, "elapsed_time": a.ElapsedTime,
 		"start_date": a.StartDate.UTC().Format(time.RFC3339), "start_date_local": local,
-		"timezone": zone, "private": a.Private, "manual": false,
+		"timezone": zone, "private": a.Private, "manual": a.Manual, "trainer": a.Trainer, "commute": a.Commute,
 	}
 }
 
@@ -110,18 +112,18 @@ func (s apiRoutes) athlete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	ti, ok := s.access[bearer(r)]
+	ti, ok := s.access[wire.Bearer(r)]
 	valid := ok && s.opts.Now().Before(ti.expires)
 	a, known := s.athletes[ti.athlete]
 	s.mu.Unlock()
 	if !valid {
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Athlete", "access_token", "invalid"})
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Athlete", Field: "access_token", Code: "invalid"})
 		return
 	}
 	if !known {
 		a = Athlete{ID: ti.athlete}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": a.ID, "firstname": a.Firstname, "lastname": a.Lastname, "resource_state": 2})
+	wire.JSON(w, http.StatusOK, map[string]any{"id": a.ID, "firstname": a.Firstname, "lastname": a.Lastname, "resource_state": 2})
 }
 
 // countReadOf counts a read request (an activity or a list) for the
@@ -129,7 +131,7 @@ func (s apiRoutes) athlete(w http.ResponseWriter, r *http.Request) {
 func (s apiRoutes) countReadOf(r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ti, ok := s.access[bearer(r)]; ok {
+	if ti, ok := s.access[wire.Bearer(r)]; ok {
 		if s.readsBy == nil {
 			s.readsBy = map[int64]int64{}
 		}
@@ -177,7 +179,7 @@ func (s apiRoutes) refuseRead(w http.ResponseWriter, e Endpoint, faultStatus int
 		st = http.StatusTooManyRequests
 	}
 	if st != 0 {
-		writeStatus(w, st)
+		wire.Status(w, st)
 	}
 	return st != 0
 }
@@ -187,27 +189,27 @@ func (s apiRoutes) answerActivity(w http.ResponseWriter, r *http.Request, id int
 		return
 	}
 	if idErr != nil {
-		writeStatus(w, http.StatusNotFound)
+		wire.Status(w, http.StatusNotFound)
 		return
 	}
 	s.mu.Lock()
-	ti, ok := s.access[bearer(r)]
+	ti, ok := s.access[wire.Bearer(r)]
 	valid := ok && s.opts.Now().Before(ti.expires)
 	a, found := s.activities[id]
 	s.mu.Unlock()
 	switch {
 	case !valid:
-		writeStatus(w, http.StatusUnauthorized)
+		wire.Status(w, http.StatusUnauthorized)
 		return
-	case !hasScope(ti.scope, "activity:read") && !hasScope(ti.scope, "activity:read_all"):
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"AccessToken", "activity:read_permission", "missing"})
+	case !slices.Contains(ti.scope, "activity:read") && !slices.Contains(ti.scope, "activity:read_all"):
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "AccessToken", Field: "activity:read_permission", Code: "missing"})
 		return
-	case !found || a.AthleteID != ti.athlete || (a.Private && !hasScope(ti.scope, "activity:read_all")):
-		writeStatus(w, http.StatusNotFound)
+	case !found || a.AthleteID != ti.athlete || (a.Private && !slices.Contains(ti.scope, "activity:read_all")):
+		wire.Status(w, http.StatusNotFound)
 		return
 	}
 	s.stats.activityFetches.Add(1)
-	writeJSON(w, http.StatusOK, activityJSON(a))
+	wire.JSON(w, http.StatusOK, activityJSON(a))
 }
 
 func (s apiRoutes) list(w http.ResponseWriter, r *http.Request) {
@@ -238,23 +240,23 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 	perPage, ok4 := num("per_page", 30)
 	switch {
 	case !ok1 || !ok2:
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "before/after", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Activity", Field: "before/after", Code: "invalid"})
 		return
 	case !ok3 || page < 1:
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "page", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Activity", Field: "page", Code: "invalid"})
 		return
 	case !ok4 || perPage < 1 || perPage > 200:
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Activity", "per_page", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Activity", Field: "per_page", Code: "invalid"})
 		return
 	}
 	s.mu.Lock()
-	ti, ok := s.access[bearer(r)]
+	ti, ok := s.access[wire.Bearer(r)]
 	valid := ok && s.opts.Now().Before(ti.expires)
 	var out []Activity
 	if valid {
 		for _, a := range s.activities {
 			start := a.StartDate.Unix()
-			if a.AthleteID != ti.athlete || (a.Private && !hasScope(ti.scope, "activity:read_all")) ||
+			if a.AthleteID != ti.athlete || (a.Private && !slices.Contains(ti.scope, "activity:read_all")) ||
 				(q.Get("before") != "" && start >= before) || (q.Get("after") != "" && start <= after) {
 				continue
 			}
@@ -264,10 +266,10 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 	s.mu.Unlock()
 	switch {
 	case !valid:
-		writeStatus(w, http.StatusUnauthorized)
+		wire.Status(w, http.StatusUnauthorized)
 		return
-	case !hasScope(ti.scope, "activity:read") && !hasScope(ti.scope, "activity:read_all"):
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"AccessToken", "activity:read_permission", "missing"})
+	case !slices.Contains(ti.scope, "activity:read") && !slices.Contains(ti.scope, "activity:read_all"):
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "AccessToken", Field: "activity:read_permission", Code: "missing"})
 		return
 	}
 	ascending := q.Get("after") != "" && q.Get("before") == ""
@@ -290,5 +292,5 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 		body = append(body, j)
 	}
 	s.stats.listedActivities.Add(hi - lo)
-	writeJSON(w, http.StatusOK, body)
+	wire.JSON(w, http.StatusOK, body)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
 // ControlPrefix is where the control API lives on the simulator's server.
@@ -89,7 +91,7 @@ func (s controlRoutes) addAthlete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.AddAthlete(a)
-	writeJSON(w, http.StatusCreated, a)
+	wire.JSON(w, http.StatusCreated, a)
 }
 
 // setAuthorization serves PUT authorization.
@@ -104,7 +106,7 @@ func (s controlRoutes) setAuthorization(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	s.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
-	writeJSON(w, http.StatusOK, a)
+	wire.JSON(w, http.StatusOK, a)
 }
 
 // putActivity serves PUT activities/{id}.
@@ -120,7 +122,7 @@ func (s controlRoutes) putActivity(w http.ResponseWriter, r *http.Request) {
 	}
 	a.Activity.ID, a.Activity.AthleteID = id, a.AthleteID
 	s.PutActivity(a.Activity)
-	writeJSON(w, http.StatusOK, a)
+	wire.JSON(w, http.StatusOK, a)
 }
 
 // deleteActivity serves DELETE activities/{id}.
@@ -151,7 +153,7 @@ func (s controlRoutes) setPrivate(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusNotFound, fmt.Errorf("no activity %d", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "private": *c.Private})
+	wire.JSON(w, http.StatusOK, map[string]any{"id": id, "private": *c.Private})
 }
 
 // publish serves POST events.
@@ -181,15 +183,15 @@ func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrNoSubscription):
 		controlError(w, http.StatusConflict, err)
 	case err != nil:
-		writeJSON(w, http.StatusBadGateway, out)
+		wire.JSON(w, http.StatusBadGateway, out)
 	default:
-		writeJSON(w, http.StatusOK, out)
+		wire.JSON(w, http.StatusOK, out)
 	}
 }
 
 // stats serves GET stats.
 func (s controlRoutes) stats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
+	wire.JSON(w, http.StatusOK, s.Stats())
 }
 
 // activities serves GET activities.
@@ -200,7 +202,7 @@ func (s controlRoutes) activities(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, ControlActivity{Activity: a, AthleteID: a.AthleteID})
 	}
 	slices.SortFunc(out, func(a, b ControlActivity) int { return cmp.Compare(a.ID, b.ID) })
-	writeJSON(w, http.StatusOK, out)
+	wire.JSON(w, http.StatusOK, out)
 }
 
 // addFault serves POST faults.
@@ -216,7 +218,7 @@ func (s controlRoutes) addFault(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
-	writeJSON(w, http.StatusCreated, c)
+	wire.JSON(w, http.StatusCreated, c)
 }
 
 // clearFaults serves DELETE faults.
@@ -235,7 +237,7 @@ func (s controlRoutes) spendReadWindow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
-	writeJSON(w, http.StatusOK, s.Stats())
+	wire.JSON(w, http.StatusOK, s.Stats())
 }
 
 // ControlFault is a Fault as the control API reads it.
@@ -256,5 +258,5 @@ func decodeControl(r *http.Request, v any) error {
 }
 
 func controlError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	wire.JSON(w, status, map[string]string{"error": err.Error()})
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
 // SetAuthorization decides what later /oauth/authorize requests do.
@@ -31,7 +33,7 @@ func (s *Server) IssueTokens(athleteID int64, ttl time.Duration, scope ...string
 
 func (s *Server) issueLocked(athleteID int64, ttl time.Duration, scope []string) Tokens {
 	exp := s.opts.Now().Add(ttl).Truncate(time.Second)
-	t := Tokens{AccessToken: "sim-access-" + randHex(), RefreshToken: "sim-refresh-" + randHex(), ExpiresAt: exp, Scope: scope}
+	t := Tokens{AccessToken: "sim-access-" + wire.Token(), RefreshToken: "sim-refresh-" + wire.Token(), ExpiresAt: exp, Scope: scope}
 	s.access[t.AccessToken] = tokenInfo{athlete: athleteID, expires: exp, scope: scope}
 	s.refresh[t.RefreshToken] = tokenInfo{athlete: athleteID, scope: scope}
 	s.issued = append(s.issued, t.AccessToken, t.RefreshToken)
@@ -89,16 +91,16 @@ type oauthRoutes struct{ *Server }
 func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("client_id") != s.opts.ClientID {
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "client_id", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	redirect, err := url.Parse(q.Get("redirect_uri"))
 	if err != nil || redirect.Scheme == "" || redirect.Host == "" {
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "redirect_uri", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "redirect_uri", Code: "invalid"})
 		return
 	}
 	if q.Get("response_type") != "code" {
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "response_type", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "response_type", Code: "invalid"})
 		return
 	}
 	s.stats.authorizations.Add(1)
@@ -117,8 +119,8 @@ func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 		if scope == "" {
 			scope = q.Get("scope")
 		}
-		code := "sim-code-" + randHex()
-		s.codes[code] = tokenInfo{athlete: athlete, scope: splitScope(scope)}
+		code := "sim-code-" + wire.Token()
+		s.codes[code] = tokenInfo{athlete: athlete, scope: wire.Scopes(scope)}
 		back.Set("code", code)
 		back.Set("scope", scope)
 	}
@@ -129,23 +131,23 @@ func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 
 func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 	if st := s.takeFailure(EndpointToken); st != 0 {
-		writeStatus(w, st)
+		wire.Status(w, st)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"Application", "body", "invalid"})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "body", Code: "invalid"})
 		return
 	}
-	refuse := func(status int, f fault) {
+	refuse := func(status int, f wire.Fault) {
 		s.stats.refusedTokens.Add(1)
-		writeError(w, status, "Bad Request", f)
+		wire.Error(w, status, "Bad Request", f)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.PostForm.Get("client_id") != s.opts.ClientID || r.PostForm.Get("client_secret") != s.opts.ClientSecret {
 		// Strava answers a wrong or rotated client id or secret with 400 and
 		// a fault on the Application, whatever the grant.
-		refuse(http.StatusBadRequest, fault{"Application", "client_id", "invalid"})
+		refuse(http.StatusBadRequest, wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	switch r.PostForm.Get("grant_type") {
@@ -153,13 +155,13 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 		code := r.PostForm.Get("code")
 		ti, ok := s.codes[code]
 		if !ok {
-			refuse(http.StatusBadRequest, fault{"AuthorizationCode", "code", "invalid"})
+			refuse(http.StatusBadRequest, wire.Fault{Resource: "AuthorizationCode", Field: "code", Code: "invalid"})
 			return
 		}
 		delete(s.codes, code) // codes are single use
 		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
 		s.stats.codeExchanges.Add(1)
-		writeJSON(w, http.StatusOK, map[string]any{
+		wire.JSON(w, http.StatusOK, map[string]any{
 			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
 			"expires_at": t.ExpiresAt.Unix(), "expires_in": int64(s.opts.TokenTTL.Seconds()),
 			"athlete": s.athletes[ti.athlete],
@@ -168,7 +170,7 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 		old := r.PostForm.Get("refresh_token")
 		ti, ok := s.refresh[old]
 		if !ok {
-			refuse(http.StatusBadRequest, fault{"RefreshToken", "refresh_token", "invalid"})
+			refuse(http.StatusBadRequest, wire.Fault{Resource: "RefreshToken", Field: "refresh_token", Code: "invalid"})
 			return
 		}
 		delete(s.refresh, old) // rotation: the old refresh token stops working
@@ -176,33 +178,33 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 		s.stats.tokenRefreshes.Add(1)
 		// As in answers public clients recorded: expires_at (the instant on
 		// Strava's clock) and no expires_in.
-		writeJSON(w, http.StatusOK, map[string]any{
+		wire.JSON(w, http.StatusOK, map[string]any{
 			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
 			"expires_at": t.ExpiresAt.Unix(),
 		})
 	default:
-		refuse(http.StatusBadRequest, fault{"Application", "grant_type", "invalid"})
+		refuse(http.StatusBadRequest, wire.Fault{Resource: "Application", Field: "grant_type", Code: "invalid"})
 	}
 }
 
 func (s oauthRoutes) deauthorize(w http.ResponseWriter, r *http.Request) {
 	if st := s.takeFailure(EndpointDeauthorize); st != 0 {
-		writeStatus(w, st)
+		wire.Status(w, st)
 		return
 	}
 	_ = r.ParseForm()
 	tok := r.PostForm.Get("access_token")
 	if tok == "" {
-		tok = bearer(r)
+		tok = wire.Bearer(r)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ti, ok := s.access[tok]
 	if !ok || !s.opts.Now().Before(ti.expires) {
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Athlete", "access_token", "invalid"})
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Athlete", Field: "access_token", Code: "invalid"})
 		return
 	}
 	s.revokeLocked(ti.athlete)
 	s.stats.deauthorizations.Add(1)
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok})
+	wire.JSON(w, http.StatusOK, map[string]any{"access_token": tok})
 }

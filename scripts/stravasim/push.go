@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
 // Event is a webhook event as Strava posts it.
@@ -168,7 +170,7 @@ func (s *Server) Publish(ctx context.Context, ev Event) (Delivery, error) {
 // (GET with hub.mode=subscribe, hub.verify_token and hub.challenge) and
 // checks that the challenge is echoed as {"hub.challenge": …}.
 func (s *Server) VerifyCallback(ctx context.Context, callbackURL, verifyToken string) error {
-	challenge := randHex()
+	challenge := wire.Token()
 	u, err := url.Parse(callbackURL)
 	if err != nil {
 		return fmt.Errorf("stravasim: callback url: %w", err)
@@ -202,46 +204,46 @@ type pushRoutes struct{ *Server }
 
 func (s pushRoutes) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		writeStatus(w, http.StatusBadRequest)
+		wire.Status(w, http.StatusBadRequest)
 		return
 	}
 	f := r.Form
 	if !s.appCredentials(f.Get("client_id"), f.Get("client_secret")) {
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	id, err := s.Subscribe(r.Context(), f.Get("callback_url"), f.Get("verify_token"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "Bad Request", fault{"PushSubscription", "callback url", err.Error()})
+		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "PushSubscription", Field: "callback url", Code: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": id})
+	wire.JSON(w, http.StatusCreated, map[string]any{"id": id})
 }
 
 func (s pushRoutes) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	out := []map[string]any{}
 	if id, cb, ok := s.Subscription(); ok {
 		out = append(out, map[string]any{"id": id, "application_id": s.opts.ClientID, "callback_url": cb})
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.JSON(w, http.StatusOK, out)
 }
 
 func (s pushRoutes) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
-		writeError(w, http.StatusUnauthorized, "Authorization Error", fault{"Application", "client_id", "invalid"})
+		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id == 0 || id != s.sub.id {
-		writeError(w, http.StatusNotFound, "Record Not Found", fault{"PushSubscription", "id", "invalid"})
+		wire.Error(w, http.StatusNotFound, "Record Not Found", wire.Fault{Resource: "PushSubscription", Field: "id", Code: "invalid"})
 		return
 	}
 	s.sub = subscription{}

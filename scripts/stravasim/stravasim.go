@@ -31,15 +31,11 @@ package stravasim
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +103,11 @@ type Activity struct {
 	ElapsedTime        int64     `json:"elapsed_time"`
 	StartDate          time.Time `json:"start_date"`
 	Private            bool      `json:"private"`
+	// Manual, Trainer and Commute are Strava's marks: entered by hand,
+	// recorded on an indoor trainer, flagged as a commute.
+	Manual  bool `json:"manual"`
+	Trainer bool `json:"trainer"`
+	Commute bool `json:"commute"`
 	// Zone is the IANA zone where the activity was recorded (empty: UTC):
 	// start_date_local is the wall clock there (with Strava's misleading
 	// "Z") and timezone names it as Strava does, with the offset of that
@@ -380,69 +381,3 @@ var ErrNotDelivered = errors.New("stravasim: webhook event not acknowledged")
 // ErrNoSubscription means Publish was called before a push subscription
 // was registered.
 var ErrNoSubscription = errors.New("stravasim: no push subscription")
-
-// --- helpers ---------------------------------------------------------------
-
-type fault struct{ Resource, Field, Code string }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, message string, f fault) {
-	writeJSON(w, status, map[string]any{
-		"message": message,
-		"errors":  []map[string]string{{"resource": f.Resource, "field": f.Field, "code": f.Code}},
-	})
-}
-
-// writeStatus answers status with the body Strava uses for it.
-func writeStatus(w http.ResponseWriter, status int) {
-	switch status {
-	case http.StatusUnauthorized:
-		writeError(w, status, "Authorization Error", fault{"Athlete", "access_token", "invalid"})
-	case http.StatusNotFound:
-		writeError(w, status, "Record Not Found", fault{"Activity", "id", "invalid"})
-	case http.StatusTooManyRequests:
-		writeError(w, status, "Rate Limit Exceeded", fault{"Application", "rate limit", "exceeded"})
-	case http.StatusBadRequest:
-		writeError(w, status, "Bad Request", fault{"Application", "request", "invalid"})
-	default:
-		writeJSON(w, status, map[string]any{"message": "error", "errors": []any{}})
-	}
-}
-
-func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if t, ok := strings.CutPrefix(h, "Bearer "); ok {
-		return strings.TrimSpace(t)
-	}
-	return ""
-}
-
-func splitScope(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func hasScope(scopes []string, want string) bool {
-	for _, s := range scopes {
-		if s == want {
-			return true
-		}
-	}
-	return false
-}
-
-func randHex() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
