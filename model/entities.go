@@ -5,6 +5,7 @@ import (
 
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/rules"
 )
 
 // Key is the primary key of an item in a PK/SK table (built and parsed only
@@ -167,7 +168,11 @@ type Workout struct {
 	DistanceMeters     float64   `dynamodbav:"distanceMeters"`
 	TotalElevationGain float64   `dynamodbav:"totalElevationGain"`
 	MovingTimeSeconds  int64     `dynamodbav:"movingTimeSeconds"`
+	ElapsedTimeSeconds int64     `dynamodbav:"elapsedTimeSeconds,omitempty"`
 	StartDateUtc       time.Time `dynamodbav:"startDateUtc"`
+	// Flags are Strava's manual, trainer and commute marks, which rules
+	// read (model/counting); nil on workouts stored before they were kept.
+	Flags *rules.Flags `dynamodbav:"flags,omitempty"`
 	// StartDateLocal is Strava's start_date_local (calendar.LocalStart: the
 	// wall clock where it was recorded) and Timezone Strava's name of that
 	// zone; empty on workouts stored before they were kept (LocalDate).
@@ -247,6 +252,8 @@ type MilestoneDefinition struct {
 	// its own progress and awards (period items, Milestone.PeriodOf).
 	Recurrence string `dynamodbav:"recurrence,omitempty" json:"recurrence,omitempty"`
 	PartCount  int    `dynamodbav:"partCount" json:"partCount"`
+	// Rules are the conditions each activity must meet (nil: none).
+	Rules *rules.Rules `dynamodbav:"rules,omitempty" json:"rules,omitempty"`
 }
 
 // Projection is the derived part of a milestone, always recomputable from
@@ -264,6 +271,9 @@ type Projection struct {
 	ExactFromUtc   *time.Time         `dynamodbav:"exactFromUtc,omitempty"`
 	ProjectedAtUtc *time.Time         `dynamodbav:"projectedAtUtc,omitempty"`
 	Weeks          *calendar.WeekSums `dynamodbav:"weeks,omitempty"` // a few weeks' period: sums per week; nil: unknown
+	// Excluded counts the period's workouts that did not count, by reason
+	// (rules.Reason); nil when none.
+	Excluded map[string]int `dynamodbav:"excluded,omitempty"`
 }
 
 // Milestone is a user's commitment plus its projected progress (USER#{userId}

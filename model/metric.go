@@ -65,11 +65,6 @@ func (m Metric) CheckWorkoutValue(x float64) string {
 // number formats x without an exponent below 1e21 (2678400, not 2.6784e+06).
 func number(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// MilestoneWorkoutFields are the workout attributes milestones read beyond
-// its identity: the sport type, the start, the tombstone mark and each
-// metric's Field. The store's log projection and LSI1 are built from it.
-var MilestoneWorkoutFields = []string{"sportType", "distanceMeters", "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted"}
-
 // Valid reports whether m is a known metric.
 func (m Metric) Valid() bool { _, ok := MetricSpecs[m]; return ok }
 
@@ -86,14 +81,6 @@ func (m Metric) Units(x float64) int64 {
 		return math.MaxInt64
 	}
 	return int64(v)
-}
-
-// WorkoutUnits is what w contributes to m, in integer units.
-func (m Metric) WorkoutUnits(w Workout) int64 {
-	if s, ok := MetricSpecs[m]; ok {
-		return m.Units(s.Of(w))
-	}
-	return 0
 }
 
 // ProgressInUnit converts a projected value (integer units) to m's unit.

@@ -56,6 +56,9 @@ func (d MilestoneDefinition) check(stored bool) error {
 	}
 	if stored {
 		d.checkSportTypes(v)
+		for _, p := range d.Rules.Check() {
+			v.Add(p.Field, "%s", p.Message)
+		}
 	}
 	d.checkPeriod(v)
 	if d.PartCount < 1 || d.PartCount > MaxPartCount {

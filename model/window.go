@@ -20,12 +20,6 @@ func (d MilestoneDefinition) Period() calendar.Period {
 // towards the milestone (calendar.Period.Window): what a log read covers.
 func (d MilestoneDefinition) Window() Window { return d.Period().Window() }
 
-// InPeriod reports whether a workout's start lies in the period: its UTC
-// start, or for a local calendar its local date (Workout.LocalDate).
-func (d MilestoneDefinition) InPeriod(w *Workout) bool {
-	return d.Period().Holds(w.StartDateUtc, w.LocalDate())
-}
-
 // StatusAt is the status a reader shows at now: the projected status, or
 // StatusEnded once an active milestone's period is over everywhere
 // (completed stays completed; a late workout may still complete an ended

@@ -99,8 +99,8 @@ func TestLocalPeriodCountsTheAthletesDay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := tt.def.InPeriod(&tt.w); got != tt.want {
-				t.Fatalf("InPeriod(%s, local %q) = %v, want %v", tt.w.StartDateUtc, tt.w.LocalDate(), got, tt.want)
+			if got := tt.def.Period().Holds(tt.w.StartDateUtc, tt.w.LocalDate()); got != tt.want {
+				t.Fatalf("Holds(%s, local %q) = %v, want %v", tt.w.StartDateUtc, tt.w.LocalDate(), got, tt.want)
 			}
 			if tt.want && !tt.def.Window().Contains(tt.w.StartDateUtc) {
 				t.Fatalf("Window() %v leaves out %s, which counts: the log read would miss it", tt.def.Window(), tt.w.StartDateUtc)

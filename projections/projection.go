@@ -5,13 +5,14 @@
 // both call ProjectWith, so live processing and replays cannot drift apart.
 //
 // Replay sensitivity: changing how units are rounded (model.Metric.Units),
-// which workouts count (Counts) or how the tipping activity is chosen
+// which workouts count (model/counting) or how the tipping activity is chosen
 // changes every projected milestone and forces a rebuild.
 package projections
 
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/counting"
 )
 
 // Log is the workout log one recompute inspects.
@@ -121,17 +123,6 @@ func (r Result) Tipping(i int) (Crossing, bool) {
 	return r.Crossings[i], true
 }
 
-// Counts reports whether w counts towards def: not deleted, started in the
-// period (model.MilestoneDefinition.InPeriod: for a local calendar, on one
-// of its days where it was recorded), and of one of def's sport types
-// (empty = all).
-func Counts(def model.MilestoneDefinition, w model.Workout) bool {
-	if w.IsDeleted || !def.InPeriod(&w) {
-		return false
-	}
-	return len(def.SportTypes) == 0 || slices.Contains(def.SportTypes, w.SportType)
-}
-
 // EarnedParts is how many parts value earns: the number of i in
 // [0, partCount) with value*partCount >= target*(i+1), i.e.
 // min(partCount, floor(value*partCount/target)), computed in 128 bits so it
@@ -212,7 +203,7 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	if log.ReadWeeks != nil && !log.Truncated && UsesWeeks(def, cur) {
 		read = log.ReadWeeks
 	}
-	walk, sums := steps(def, cur, ws, read)
+	walk, sums, excluded := steps(def, cur, ws, read)
 	target := def.TargetUnits()
 	var (
 		value     int64
@@ -236,12 +227,13 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 		Truncated:       exactFrom != nil,
 		ExactFromUtc:    exactFrom,
 		ProjectedAtUtc:  cur.ProjectedAtUtc,
+		Excluded:        excluded,
 	}
 	if KeepsWeeks(def) && exactFrom == nil {
 		if len(sums) == 0 {
 			sums = nil // stored absent: a stream image of an empty map does not read back (weeks_test.go)
 		}
-		next.Weeks = &calendar.WeekSums{Def: WeeksFingerprint(def), Sums: sums}
+		next.Weeks = &calendar.WeekSums{Def: counting.For(def).Fingerprint(), Sums: sums}
 	}
 	if next.AwardedParts >= def.PartCount {
 		next.Status = model.StatusCompleted
@@ -257,7 +249,8 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	r.Changed = next.ProgressValue != cur.ProgressValue || next.WorkoutsCounted != cur.WorkoutsCounted ||
 		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated ||
-		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc) || !sameWeeks(next.Weeks, cur.Weeks)
+		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc) || !sameWeeks(next.Weeks, cur.Weeks) ||
+		!maps.Equal(next.Excluded, cur.Excluded)
 	r.Completed = next.Status == model.StatusCompleted && curStatus != model.StatusCompleted
 	r.BecameTruncated = next.Truncated && !cur.Truncated
 	if r.Changed {

@@ -15,7 +15,7 @@ package projections
 // reordering stay harmless, and the version check orders concurrent
 // recomputes as before (a recompute that wrote another week meanwhile makes
 // ours conflict and re-read). The sums are only used when they were counted
-// under the same definition (WeeksFingerprint); a projection of the whole
+// under the same definition (counting.Counter.Fingerprint); a projection of the whole
 // period writes them afresh: a trigger without its days (a milestone
 // written, a sync page's request), a rebuild, a log cut by the guardrail,
 // and a part to be minted whose tipping workout lies in a week taken from
@@ -24,23 +24,22 @@ package projections
 // the same, a longer one would grow the milestone item past one write unit.
 //
 // Replay sensitivity: the week grid (calendar.WeekOf) and what counts
-// (Counts, the metric's units) shape the stored sums. Changing either must
-// bump the fingerprint's version ("v1" in WeeksFingerprint): every stored
+// (model/counting's verdicts) shape the stored sums, which keep each week's
+// workouts left out by reason too. Changing either must bump the
+// fingerprint's version (model/counting's fingerprintVersion): every stored
 // sum then goes unused until the next whole-period projection writes it
 // again (no rebuild needed, one larger read per milestone).
 
 import (
 	"cmp"
-	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/counting"
 )
 
 // The periods that keep week sums (KeepsWeeks).
@@ -63,23 +62,7 @@ func KeepsWeeks(def model.MilestoneDefinition) bool {
 // UsesWeeks reports whether a recompute of def may read only the weeks its
 // triggers touch: it keeps week sums and cur holds sums counted under def.
 func UsesWeeks(def model.MilestoneDefinition, cur model.Projection) bool {
-	return KeepsWeeks(def) && cur.Weeks != nil && cur.Weeks.Def == WeeksFingerprint(def)
-}
-
-// WeeksFingerprint names what decides which workouts count towards def and
-// by how much: its metric, sport types (as a set) and period.
-func WeeksFingerprint(def model.MilestoneDefinition) string {
-	sports := slices.Clone(def.SportTypes)
-	slices.Sort(sports)
-	w := def.Window()
-	to := ""
-	if w.To != nil {
-		to = w.To.UTC().Format(time.RFC3339Nano)
-	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "v1|%s|%s|%s|%s|%s|%s", def.Metric, strings.Join(sports, ","), w.From.UTC().Format(time.RFC3339Nano), to,
-		def.PeriodStartDate, def.PeriodEndDate)
-	return strconv.FormatUint(h.Sum64(), 36)
+	return KeepsWeeks(def) && cur.Weeks != nil && cur.Weeks.Def == counting.For(def).Fingerprint()
 }
 
 // step is one step of the walk that counts a period and attributes its
@@ -94,30 +77,40 @@ type step struct {
 }
 
 // steps lists, in (start, activityId) order, what def counts in the
-// sorted workouts ws, and the week sums that result. With read (the weeks
+// sorted workouts ws, the week sums that result, and how many workouts of
+// the period each reason left out (nil when none). With read (the weeks
 // the log was read for, when def's stored sums are used), only workouts of
 // those weeks are taken from ws and every other stored week is one step.
-func steps(def model.MilestoneDefinition, cur model.Projection, ws []model.Workout, read map[int64]bool) ([]step, map[string]calendar.WeekSum) {
+func steps(def model.MilestoneDefinition, cur model.Projection, ws []model.Workout, read map[int64]bool) ([]step, map[string]calendar.WeekSum, map[string]int) {
 	var out []step
 	sums := map[string]calendar.WeekSum{}
+	counter := counting.For(def)
 	for _, w := range ws {
 		k := calendar.WeekOf(w.StartDateUtc)
-		if !Counts(def, w) || (read != nil && !read[k]) {
+		v := counter.Judge(w)
+		if !v.InPeriod || (read != nil && !read[k]) {
 			continue
 		}
-		u := def.Metric.WorkoutUnits(w)
-		out = append(out, step{start: w.StartDateUtc, id: w.ActivityID, corr: w.CorrelationID, units: u, count: 1})
 		key := strconv.FormatInt(k, 10)
 		s := sums[key]
-		sums[key] = calendar.WeekSum{Units: satAdd(s.Units, u), Count: s.Count + 1}
+		if !v.Counted {
+			s.Excluded = addReason(s.Excluded, string(v.Reason), 1)
+			sums[key] = s
+			continue
+		}
+		out = append(out, step{start: w.StartDateUtc, id: w.ActivityID, corr: w.CorrelationID, units: v.Units, count: 1})
+		s.Units, s.Count = satAdd(s.Units, v.Units), s.Count+1
+		sums[key] = s
 	}
 	if read != nil {
 		for key, s := range cur.Weeks.Sums {
 			k, err := strconv.ParseInt(key, 10, 64)
-			if err != nil || read[k] || s.Count == 0 {
+			if err != nil || read[k] || (s.Count == 0 && len(s.Excluded) == 0) {
 				continue
 			}
-			out = append(out, step{start: calendar.WeekStart(k), units: s.Units, count: s.Count, fromSums: true})
+			if s.Count > 0 {
+				out = append(out, step{start: calendar.WeekStart(k), units: s.Units, count: s.Count, fromSums: true})
+			}
 			sums[key] = s
 		}
 		slices.SortFunc(out, func(a, b step) int {
@@ -127,7 +120,22 @@ func steps(def model.MilestoneDefinition, cur model.Projection, ws []model.Worko
 			return cmp.Compare(a.id, b.id)
 		})
 	}
-	return out, sums
+	var excluded map[string]int
+	for _, s := range sums {
+		for r, n := range s.Excluded {
+			excluded = addReason(excluded, r, n)
+		}
+	}
+	return out, sums, excluded
+}
+
+// addReason adds n workouts left out for reason r to m, making m when nil.
+func addReason(m map[string]int, r string, n int) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	m[r] += n
+	return m
 }
 
 // ReachedInSums reports whether one of parts (to be minted) was reached in
@@ -147,5 +155,5 @@ func sameWeeks(a, b *calendar.WeekSums) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Def == b.Def && maps.Equal(a.Sums, b.Sums)
+	return a.Def == b.Def && maps.EqualFunc(a.Sums, b.Sums, calendar.WeekSum.Equal)
 }

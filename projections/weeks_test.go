@@ -176,6 +176,9 @@ func sameCount(got, want projections.Result) error {
 	if !reflect.DeepEqual(g.Weeks, w.Weeks) {
 		return fmt.Errorf("got sums %+v, want %+v", g.Weeks, w.Weeks)
 	}
+	if !maps.Equal(g.Excluded, w.Excluded) {
+		return fmt.Errorf("got excluded %v, want %v", g.Excluded, w.Excluded)
+	}
 	for i, c := range got.Crossings {
 		if !c.FromSums && c != want.Crossings[i] {
 			return fmt.Errorf("crossing %d: got %+v, want %+v", i, c, want.Crossings[i])

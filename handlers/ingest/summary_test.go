@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/strava"
-	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -80,7 +80,7 @@ func TestSummaryAndDetailedActivityMapToTheSameWorkout(t *testing.T) {
 			}
 			stored := *fromDetail
 			stored.Stamp() // as the store holds it: its date key carries the local day
-			if syncstate.WorkoutDiffers(&stored, fromSummary) {
+			if counting.Differs(&stored, fromSummary) {
 				t.Fatalf("WorkoutDiffers(%+v, %+v) = true, want false", fromDetail, fromSummary)
 			}
 		})

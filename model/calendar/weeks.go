@@ -1,6 +1,10 @@
 package calendar
 
-import "time"
+import (
+	"fmt"
+	"maps"
+	"time"
+)
 
 // The UTC week grid a milestone's week sums are kept on: whole weeks since
 // the Unix epoch, each starting on a Thursday at 00:00 UTC. It is part of
@@ -45,7 +49,7 @@ func WeekWindows(w Window, weeks []int64) []Window {
 // (projections.UsesWeeks), never a source.
 type WeekSums struct {
 	// Def is the fingerprint of the definition they were counted under
-	// (projections.WeeksFingerprint): sums counted under another one are
+	// (counting.Counter.Fingerprint): sums counted under another one are
 	// not used.
 	Def string `dynamodbav:"def"`
 	// Sums maps a week's index (WeekOf, decimal) to what its counted
@@ -54,8 +58,25 @@ type WeekSums struct {
 }
 
 // WeekSum is one week's counted workouts: their value in the metric's
-// units and how many they are.
+// units and how many they are, and how many workouts were left out, by
+// reason (absent when none).
 type WeekSum struct {
-	Units int64 `dynamodbav:"u"`
-	Count int   `dynamodbav:"n"`
+	Units    int64          `dynamodbav:"u"`
+	Count    int            `dynamodbav:"n"`
+	Excluded map[string]int `dynamodbav:"x,omitempty"`
+}
+
+// String is the week's sums as reports print them: {units count}, then
+// what was left out when anything was.
+func (s WeekSum) String() string {
+	if len(s.Excluded) == 0 {
+		return fmt.Sprintf("{%d %d}", s.Units, s.Count)
+	}
+	return fmt.Sprintf("{%d %d excluded %v}", s.Units, s.Count, s.Excluded)
+}
+
+// Equal reports whether s and o hold the same sums (no exclusions and an
+// empty map alike).
+func (s WeekSum) Equal(o WeekSum) bool {
+	return s.Units == o.Units && s.Count == o.Count && maps.Equal(s.Excluded, o.Excluded)
 }

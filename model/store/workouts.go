@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store/dynamo"
@@ -228,7 +229,7 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 // then what the milestone math and award attribution need. LSI1 projects
 // exactly these (plus its own key), so the log never reads the table.
 var WorkoutLogFields = append(append([]string{"PK", "SK", "entityType", "schemaVersion", "userId", "activityId"},
-	model.MilestoneWorkoutFields...), "correlationId")
+	counting.LogFields...), "correlationId")
 
 // WorkoutLogNonKeyAttributes are WorkoutLogFields without the table's keys:
 // LSI1's INCLUDE projection.

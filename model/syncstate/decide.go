@@ -5,43 +5,10 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/calendar"
-	"github.com/commitcollect/backend/model/keys"
 )
 
 // The sync decisions on the domain alone: whether a listed activity is
 // written, whether a user is reconciled, and how fast a cycle goes.
-
-// WorkoutDiffers reports whether fresh (normalized from Strava now) differs
-// from stored in a field the projection reads: sport type, distance,
-// elevation, moving time, start date or local day. The name is not compared: LSI1 does
-// not project it and Strava pushes an update event for every title change.
-// Sync jobs write only workouts that differ, so an unchanged activity costs
-// no write and triggers no projection.
-func WorkoutDiffers(stored, fresh *model.Workout) bool {
-	if stored.SportType != fresh.SportType || !stored.StartDateUtc.Equal(fresh.StartDateUtc) || localDayDiffers(stored, fresh) {
-		return true
-	}
-	for _, s := range model.MetricSpecs { // each metric's field (model.MilestoneWorkoutFields)
-		if s.Of(*stored) != s.Of(*fresh) {
-			return true
-		}
-	}
-	return false
-}
-
-// localDayDiffers reports whether Strava now gives a local day the stored
-// workout does not carry (in its date key, which a log read holds): a
-// workout stored before local starts were kept is filled by the next list
-// page that shows it, within the sync share.
-func localDayDiffers(stored, fresh *model.Workout) bool {
-	day, ok := calendar.LocalDay(fresh.StartDateLocal)
-	if !ok {
-		return false
-	}
-	have, ok := keys.WorkoutLocalDay(stored.DateSK)
-	return !ok || have != day
-}
 
 // ActiveMilestoneEnd reports whether ms hold an active milestone whose
 // period overlaps [from, to], and the soonest end among them (zero when

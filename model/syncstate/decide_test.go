@@ -10,66 +10,6 @@ import (
 
 var t0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
-// TestWorkoutDiffers: a sync writes a listed activity only when a field a
-// milestone reads changed (the name is not one). Protection: each field
-// WorkoutDiffers compares.
-func TestWorkoutDiffers(t *testing.T) {
-	t.Parallel()
-	base := model.Workout{SportType: "Run", DistanceMeters: 5000, TotalElevationGain: 40, MovingTimeSeconds: 1500, StartDateUtc: t0, Name: "a"}
-	for name, edit := range map[string]func(*model.Workout){
-		"sport type": func(w *model.Workout) { w.SportType = "Ride" },
-		"distance":   func(w *model.Workout) { w.DistanceMeters++ },
-		"elevation":  func(w *model.Workout) { w.TotalElevationGain++ },
-		"time":       func(w *model.Workout) { w.MovingTimeSeconds++ },
-		"start":      func(w *model.Workout) { w.StartDateUtc = w.StartDateUtc.Add(time.Second) },
-	} {
-		fresh := base
-		edit(&fresh)
-		if !WorkoutDiffers(&base, &fresh) {
-			t.Errorf("%s changed: not seen", name)
-		}
-	}
-	renamed := base
-	renamed.Name = "b"
-	if WorkoutDiffers(&base, &renamed) {
-		t.Error("a new name alone is written: milestones never read it")
-	}
-}
-
-// TestWorkoutDiffersFillsLocalDays: a workout stored before local starts
-// were kept (its date key carries no local day) differs from Strava's
-// version that gives one, so the next list page rewrites it (the
-// migration); once filled it does not; a page that gives no local start
-// rewrites nothing. Protection: localDayDiffers.
-func TestWorkoutDiffersFillsLocalDays(t *testing.T) {
-	t.Parallel()
-	stored := func(local string) *model.Workout {
-		w := &model.Workout{UserID: "u", ActivityID: 7, SportType: "Run", DistanceMeters: 5000, StartDateUtc: t0, StartDateLocal: local}
-		w.Stamp() // as the log reads it: the local day is in the date key
-		w.StartDateLocal = ""
-		return w
-	}
-	fresh := func(local string) *model.Workout {
-		return &model.Workout{SportType: "Run", DistanceMeters: 5000, StartDateUtc: t0, StartDateLocal: local}
-	}
-	day := t0.Format(time.DateOnly)
-	tests := []struct {
-		name          string
-		stored, fresh *model.Workout
-		want          bool
-	}{
-		{"stored without a local day, Strava gives one", stored(""), fresh(day + "T07:00:00"), true},
-		{"filled and the same", stored(day + "T07:00:00"), fresh(day + "T07:00:00"), false},
-		{"filled, Strava's zone moved the day", stored(day + "T07:00:00"), fresh(t0.AddDate(0, 0, 1).Format(time.DateOnly) + "T01:00:00"), true},
-		{"Strava gives none", stored(""), fresh(""), false},
-	}
-	for _, tt := range tests {
-		if got := WorkoutDiffers(tt.stored, tt.fresh); got != tt.want {
-			t.Errorf("%s: WorkoutDiffers = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 // TestReconcileDueAndPace: a slot reconciles a user only when something can
 // have changed, an idle user at the last slot before its last
 // reconciliation turns idle old, and a cycle comes to users evenly.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/projections"
 	"github.com/commitcollect/backend/projections/consumer/trigger"
@@ -68,7 +69,7 @@ func (r MilestoneReport) Diffs() []string {
 	diff("status", s.Status, n.Status)
 	diff("truncated", s.Truncated, n.Truncated)
 	diff("exactFromUtc", fmtInstant(s.ExactFromUtc), fmtInstant(n.ExactFromUtc))
-	if s.Weeks != nil && n.Weeks != nil && s.Weeks.Def == n.Weeks.Def && !maps.Equal(s.Weeks.Sums, n.Weeks.Sums) {
+	if s.Weeks != nil && n.Weeks != nil && s.Weeks.Def == n.Weeks.Def && !maps.EqualFunc(s.Weeks.Sums, n.Weeks.Sums, calendar.WeekSum.Equal) {
 		// Absent sums, or sums of another definition, are unused: not drift.
 		out = append(out, fmt.Sprintf("week sums: stored %v, recomputed %v", s.Weeks.Sums, n.Weeks.Sums))
 	}

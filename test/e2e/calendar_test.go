@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/cookiejar"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -298,7 +299,7 @@ func TestMonthlySeries(t *testing.T) {
 	}
 	cur, mid, first := got.Periods[0], got.Periods[1], got.Periods[2]
 	if cur.StartDate != thisMonth.Format(time.DateOnly) || cur.Status != "active" || cur.Progress.WorkoutsCounted != 2 ||
-		got.Status != "active" || got.Progress != cur.Progress || len(got.Awards) != len(cur.Awards) {
+		got.Status != "active" || !reflect.DeepEqual(got.Progress, cur.Progress) || len(got.Awards) != len(cur.Awards) {
 		t.Fatalf("current period %+v, top %s %+v; want this month active with its own two runs at the top (all: %+v)", cur, got.Status, got.Progress, got.Periods)
 	}
 	if mid.Progress.WorkoutsCounted != 0 || mid.Status != "ended" || len(mid.Awards) != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
 )
@@ -291,7 +292,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, fr
 		// A stored tombstone of a listed activity is a change: Strava shows
 		// it again (made public after a 404), so the ordered write revives
 		// it unless its 404 was fetched after this list.
-		if old, ok := stored[w.ActivityID]; ok && !old.IsDeleted && !syncstate.WorkoutDiffers(old, w) {
+		if old, ok := stored[w.ActivityID]; ok && !old.IsDeleted && !counting.Differs(old, w) {
 			res.unchanged++ // unchanged costs no write
 			// Written by this job, and not in the second the previous
 			// (recorded) page overlaps with: its count was lost in a crash.

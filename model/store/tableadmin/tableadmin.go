@@ -62,8 +62,10 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) err
 }
 
 // checkLocalIndexes fails when a table that already existed lacks one of
-// the spec's LSIs: an LSI can only be created with its table, so such a
-// table was created by an older version and must be migrated.
+// the spec's LSIs, or projects other attributes into it (a log read would
+// fetch the missing ones from the table, item by item): an LSI can only be
+// created with its table, so such a table was created by an older version
+// and must be migrated.
 func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) error {
 	if len(s.LSIs) == 0 {
 		return nil
@@ -72,14 +74,22 @@ func checkLocalIndexes(ctx context.Context, db *dynamodb.Client, s TableSpec) er
 	if err != nil {
 		return fmt.Errorf("describe table %s: %w", s.Name, err)
 	}
-	have := map[string]bool{}
+	have := map[string][]string{}
 	for _, l := range out.Table.LocalSecondaryIndexes {
-		have[aws.ToString(l.IndexName)] = true
+		have[aws.ToString(l.IndexName)] = []string{}
+		if l.Projection != nil {
+			have[aws.ToString(l.IndexName)] = slices.Sorted(slices.Values(l.Projection.NonKeyAttributes))
+		}
 	}
 	for _, l := range s.LSIs {
-		if !have[l.Name] {
-			return fmt.Errorf("table %s exists without local index %s (created by an older version; an LSI can only be created with its table): "+
-				"migrate it with scripts/migrate-lsi, or start from empty tables: %w", s.Name, l.Name, model.ErrInvalid)
+		attrs, ok := have[l.Name]
+		why := "without local index " + l.Name
+		if ok && !slices.Equal(attrs, slices.Sorted(slices.Values(l.NonKeyAttributes))) {
+			ok, why = false, fmt.Sprintf("with local index %s projecting %v, not %v", l.Name, attrs, l.NonKeyAttributes)
+		}
+		if !ok {
+			return fmt.Errorf("table %s exists %s (created by an older version; an LSI can only be created with its table): "+
+				"migrate it with scripts/migrate-lsi, or start from empty tables: %w", s.Name, why, model.ErrInvalid)
 		}
 	}
 	return nil

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
-	"github.com/commitcollect/backend/projections"
 )
 
 // Action is what the consumer does with one stream record.
@@ -200,7 +200,7 @@ func classifyMilestone(rec events.DynamoDBEventRecord, d Decision, m *model.Mile
 		d.Action, d.Reason = Recompute, "milestone modify without readable old image"
 		return d
 	}
-	if projections.SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
+	if counting.SameDefinition(old.MilestoneDefinition, m.MilestoneDefinition) {
 		d.Reason = "milestone modify by " + m.WrittenBy + " without definition change"
 		return d
 	}

@@ -22,15 +22,17 @@ locals {
         { name = "GSI2", hash_key = "GSI2PK", range_key = "GSI2SK", projection_type = "ALL", non_key_attributes = null },
       ]
       # Workouts by start date (LSI1SK = WORKOUT#{start}#{id}), read strongly
-      # consistent by the projector. An LSI exists only from table creation:
-      # see scripts/migrate-lsi for existing deployments.
+      # consistent by the projector. Its attributes are model/counting's
+      # LogFields (test/terraform fails when they differ). An LSI exists only
+      # from table creation: see scripts/migrate-lsi for existing deployments.
       lsis = [
         {
           name      = "LSI1"
           range_key = "LSI1SK"
           non_key_attributes = [
             "entityType", "schemaVersion", "userId", "activityId", "sportType", "distanceMeters",
-            "totalElevationGain", "movingTimeSeconds", "startDateUtc", "isDeleted", "correlationId",
+            "totalElevationGain", "movingTimeSeconds", "elapsedTimeSeconds", "startDateUtc", "isDeleted", "flags",
+            "correlationId",
           ]
         },
       ]
