@@ -6,6 +6,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -14,7 +15,9 @@ import (
 const maxTimezoneLength = 100
 
 // MapActivity projects a Strava activity onto the normalized workout: only
-// the fields milestones need plus a minimal name, never the raw payload.
+// the fields milestones need (Strava's manual, trainer and commute marks
+// and the elapsed time included, which rules read) plus a minimal name,
+// never the raw payload.
 // Each metric's value is checked as its model.MetricSpec says (named by
 // its Strava field); TestMapActivityFillsEveryMetric holds the mapping to
 // the specs. sportType falls back to the legacy `type` when sport_type is empty.
@@ -41,7 +44,8 @@ func MapActivity(a strava.Activity, userID string, athleteID int64, correlationI
 	w := &model.Workout{
 		UserID: userID, AthleteID: athleteID, ActivityID: a.ID, Name: a.Name, SportType: sport,
 		DistanceMeters: a.Distance, TotalElevationGain: a.TotalElevationGain, MovingTimeSeconds: a.MovingTime,
-		StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: correlationID,
+		ElapsedTimeSeconds: a.ElapsedTime, StartDateUtc: a.StartDate.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now,
+		CorrelationID: correlationID, Flags: &rules.Flags{Manual: a.Manual, Trainer: a.Trainer, Commute: a.Commute},
 	}
 	// A local start Strava did not send, or sent in another shape, leaves
 	// the workout counted by its UTC date (model.Workout.LocalDate): it is

@@ -3,12 +3,14 @@ package ingest_test
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -17,7 +19,7 @@ func TestMapActivity(t *testing.T) {
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	start := time.Date(2026, 3, 2, 6, 0, 0, 0, time.FixedZone("x", 3600))
 	base := strava.Activity{ID: 7, Athlete: strava.ActivityAthlete{ID: 3}, Name: "Easy", SportType: "Run", Type: "Run",
-		Distance: 5000.5, TotalElevationGain: 42, MovingTime: 1800, StartDate: start}
+		Distance: 5000.5, TotalElevationGain: 42, MovingTime: 1800, ElapsedTime: 1900, StartDate: start, Trainer: true}
 	tests := []struct {
 		name      string
 		given     func(a *strava.Activity)
@@ -25,12 +27,16 @@ func TestMapActivity(t *testing.T) {
 		wantField string
 	}{
 		{"full activity", func(*strava.Activity) {}, &model.Workout{UserID: "u1", AthleteID: 3, ActivityID: 7, Name: "Easy",
-			SportType: "Run", DistanceMeters: 5000.5, TotalElevationGain: 42, MovingTimeSeconds: 1800,
-			StartDateUtc: start.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "c1"}, ""},
+			SportType: "Run", DistanceMeters: 5000.5, TotalElevationGain: 42, MovingTimeSeconds: 1800, ElapsedTimeSeconds: 1900,
+			StartDateUtc: start.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "c1", Flags: &rules.Flags{Trainer: true}}, ""},
+		{"each of Strava's marks", func(a *strava.Activity) { a.Manual, a.Trainer, a.Commute = true, false, true }, &model.Workout{UserID: "u1",
+			AthleteID: 3, ActivityID: 7, Name: "Easy", SportType: "Run", DistanceMeters: 5000.5, TotalElevationGain: 42, MovingTimeSeconds: 1800,
+			ElapsedTimeSeconds: 1900, StartDateUtc: start.UTC(), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "c1",
+			Flags: &rules.Flags{Manual: true, Commute: true}}, ""},
 		{"legacy type when sport_type is empty", func(a *strava.Activity) { a.SportType, a.Type = "", "Ride" },
 			&model.Workout{UserID: "u1", AthleteID: 3, ActivityID: 7, Name: "Easy", SportType: "Ride", DistanceMeters: 5000.5,
-				TotalElevationGain: 42, MovingTimeSeconds: 1800, StartDateUtc: start.UTC(), CreatedAtUtc: now,
-				UpdatedAtUtc: now, CorrelationID: "c1"}, ""},
+				TotalElevationGain: 42, MovingTimeSeconds: 1800, ElapsedTimeSeconds: 1900, StartDateUtc: start.UTC(), CreatedAtUtc: now,
+				UpdatedAtUtc: now, CorrelationID: "c1", Flags: &rules.Flags{Trainer: true}}, ""},
 		{"no sport at all", func(a *strava.Activity) { a.SportType, a.Type = "", "" }, nil, "sport_type"},
 		{"no start date", func(a *strava.Activity) { a.StartDate = time.Time{} }, nil, "start_date"},
 		{"negative distance", func(a *strava.Activity) { a.Distance = -1 }, nil, "distance"},
@@ -52,7 +58,7 @@ func TestMapActivity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *got != *tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 		})

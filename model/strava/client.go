@@ -59,6 +59,12 @@ type Activity struct {
 	StartDateLocal string `json:"start_date_local"`
 	Timezone       string `json:"timezone"`
 	Private        bool   `json:"private"`
+	// Manual, Trainer and Commute are Strava's marks of an activity
+	// entered by hand, recorded indoors on a trainer, or flagged as a
+	// commute (milestone rules read them).
+	Manual  bool `json:"manual"`
+	Trainer bool `json:"trainer"`
+	Commute bool `json:"commute"`
 }
 
 // ActivityAthlete is the meta athlete embedded in an activity.
