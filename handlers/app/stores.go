@@ -4,6 +4,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/limits"
+	"github.com/commitcollect/backend/model/store/periodlog"
 	"github.com/commitcollect/backend/model/store/sessions"
 )
 
@@ -12,7 +13,7 @@ import (
 func BFFStores(st *store.Store) bff.Stores {
 	ss := sessions.New(st.DB)
 	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st,
-		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st}
+		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st, PeriodLog: periodlog.New(st.DB)}
 }
 
 // deletionStore is what an account deletion removes: the user's data

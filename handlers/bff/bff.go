@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/workouts"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 )
@@ -47,6 +48,7 @@ type Stores struct {
 	Deletions  deletion.Store   // account.go: account deletion's steps
 	Syncs      SyncStateStore   // syncstatus.go
 	Exports    ExportStore      // export.go: the athlete's data, streamed
+	PeriodLog  workouts.Log     // handlers/bff/workouts: a period's workouts, paged
 }
 
 // accounts is what account deletion reads of a user and saves of its tokens.
@@ -62,7 +64,8 @@ func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.S
 func (s Stores) missing() []string {
 	var out []string
 	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
-		"Milestones": s.Milestones != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil} {
+		"Milestones": s.Milestones != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
+		"PeriodLog": s.PeriodLog != nil} {
 		if !ok {
 			out = append(out, name)
 		}
@@ -140,6 +143,7 @@ type Handler struct {
 	profiles   ProfileStore
 	milestones *milestones.Handler
 	collection *collection.Handler
+	workouts   *workouts.Handler
 	// readMilestones reads milestones for the export and the page.
 	readMilestones milestones.Store
 	// readAwards reads the collection for the export.
@@ -198,6 +202,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h.milestones = milestones.New(d.Stores.Milestones, h.now, h.ensureBackfill)
 	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
+	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, h.now, cfg.PublicURL)
 	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
 	h.deleter.Now = h.now
 	return h, nil
@@ -241,6 +246,7 @@ var routes = []route{
 	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.List) }},
 	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Get) }},
 	{"DELETE /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Delete) }},
+	{"GET /v1/milestones/{milestoneId}/workouts", func(h *Handler) http.HandlerFunc { return h.authed(h.workouts.Serve) }},
 	{"GET /v1/awards", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Awards) }},
 	{"GET /v1/collection", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Collection) }},
 	{"OPTIONS /v1/{path...}", func(h *Handler) http.HandlerFunc { return h.preflight }},

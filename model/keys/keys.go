@@ -162,6 +162,26 @@ func WorkoutLocalDay(dateSK string) (string, bool) {
 	return fields[3], true
 }
 
+// ParseWorkoutDateSK reads a WorkoutDateSK back: the start instant it
+// orders by, and false for anything that is not such a key.
+func ParseWorkoutDateSK(dateSK string) (time.Time, bool) {
+	fields := strings.Split(dateSK, sep)
+	if len(fields) < 3 || len(fields) > 4 || fields[0]+sep != PrefixWorkoutDate || len(fields[2]) != activityIDWidth {
+		return time.Time{}, false
+	}
+	if _, err := strconv.ParseUint(fields[2], 10, 64); err != nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(workoutDateLayout, fields[1])
+	if err != nil || WorkoutDateSK(t, 0, "")[:len(PrefixWorkoutDate)+len(fields[1])] != fields[0]+sep+fields[1] {
+		return time.Time{}, false
+	}
+	if _, ok := WorkoutLocalDay(dateSK); len(fields) == 4 && !ok {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
 // workoutDateBound is the date part of WorkoutDateSK: it sorts before every
 // key of a workout started at t and after every key of a workout started
 // earlier.

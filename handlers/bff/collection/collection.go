@@ -65,14 +65,14 @@ type AwardsPage struct {
 // metadata as they were at the mint, and the activity that tipped it.
 func (h *Handler) Awards(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	q := r.URL.Query()
-	limit, after, ve := parsePage(q.Get("limit"), q.Get("cursor"))
+	limit, after, ve := respond.ParsePage(q.Get("limit"), q.Get("cursor"), DefaultLimit, MaxLimit)
 	if ve != nil {
 		respond.Validation(w, ve)
 		return
 	}
 	awards, next, err := h.st.CollectedAwards(r.Context(), s.UserID, after, limit)
 	if errors.Is(err, model.ErrInvalid) && after != "" {
-		respond.Validation(w, fieldError("cursor", "is not a cursor this API gave"))
+		respond.Validation(w, respond.FieldError("cursor", respond.NotACursor))
 		return
 	}
 	if err != nil {
@@ -88,31 +88,6 @@ func (h *Handler) Awards(w http.ResponseWriter, r *http.Request, s model.Session
 		w.Header().Set("Link", "<"+out.Next+`>; rel="next"`)
 	}
 	respond.JSON(w, http.StatusOK, out)
-}
-
-// parsePage reads ?limit= (1..MaxLimit, DefaultLimit when absent) and
-// ?cursor= (base64url of the store's cursor).
-func parsePage(limitQ, cursorQ string) (int, string, *model.ValidationError) {
-	limit := DefaultLimit
-	if limitQ != "" {
-		n, err := strconv.Atoi(limitQ)
-		if err != nil || n < 1 || n > MaxLimit {
-			return 0, "", fieldError("limit", fmt.Sprintf("must be a whole number from 1 to %d", MaxLimit))
-		}
-		limit = n
-	}
-	if cursorQ == "" {
-		return limit, "", nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursorQ)
-	if err != nil || len(raw) == 0 {
-		return 0, "", fieldError("cursor", "is not a cursor this API gave")
-	}
-	return limit, string(raw), nil
-}
-
-func fieldError(field, msg string) *model.ValidationError {
-	return &model.ValidationError{Fields: []model.FieldError{{Field: field, Message: msg}}}
 }
 
 // All reads the user's whole collection, newest first, page by page, at

@@ -5,6 +5,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/ports"
+	"github.com/commitcollect/backend/model/rules"
 )
 
 // MilestoneJSON is the API shape of a milestone and its projected progress.
@@ -16,8 +17,10 @@ type MilestoneJSON struct {
 	Target      float64 `json:"target"`
 	// SportTypes are the Strava sport types the milestone counts (empty:
 	// every sport); groups were expanded when it was created.
-	SportTypes []string   `json:"sportTypes"`
-	Period     PeriodJSON `json:"period"`
+	SportTypes []string `json:"sportTypes"`
+	// Rules are the conditions each activity must meet, as created.
+	Rules  RulesJSON  `json:"rules"`
+	Period PeriodJSON `json:"period"`
 	// Status is active, completed, or ended: the period is over in every
 	// time zone without the target reached (a late activity inside it may
 	// still complete it).
@@ -73,6 +76,27 @@ type Progress struct {
 	// or after ExactFromUtc (set only then).
 	Truncated    bool       `json:"truncated"`
 	ExactFromUtc *time.Time `json:"exactFromUtc,omitempty"`
+	// Excluded counts the period's activities that did not count, by
+	// reason (sport, manual, trainer, commute, below_minimum).
+	Excluded map[string]int `json:"excluded"`
+}
+
+// RulesJSON is a milestone's rules as the API shows them: 0 and [] mean
+// none.
+type RulesJSON struct {
+	MinMovingTimeSeconds int64    `json:"minMovingTimeSeconds"`
+	MinDistanceMeters    float64  `json:"minDistanceMeters"`
+	Exclude              []string `json:"exclude"`
+}
+
+// Rules is r as the API shows it.
+func Rules(r *rules.Rules) RulesJSON {
+	out := RulesJSON{Exclude: []string{}}
+	if r != nil {
+		out.MinMovingTimeSeconds, out.MinDistanceMeters = r.MinMovingTimeSeconds, r.MinDistanceMeters
+		out.Exclude = append(out.Exclude, r.Exclude...)
+	}
+	return out
 }
 
 // AwardJSON is one minted part, with the part's name and metadata as they
@@ -119,17 +143,20 @@ func JSON(mw ports.MilestoneWithAwards, now time.Time) MilestoneJSON {
 	m := mw.Milestone
 	out := MilestoneJSON{
 		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
-		SportTypes: m.SportTypes, Period: Period(m.MilestoneDefinition), Status: string(m.StatusAt(now)), Version: m.Version,
+		SportTypes: m.SportTypes, Rules: Rules(m.Rules), Period: Period(m.MilestoneDefinition), Status: string(m.StatusAt(now)), Version: m.Version,
 		ProjectedAtUtc: m.ProjectedAtUtc,
 		Progress: Progress{
 			Value: m.Metric.ProgressInUnit(m.ProgressValue), Target: m.Target,
 			Percent: m.ProgressPercent(m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
-			ExactFromUtc: m.ExactFromUtc,
+			ExactFromUtc: m.ExactFromUtc, Excluded: map[string]int{},
 		},
 		Awards: make([]AwardJSON, 0, len(mw.Awards)),
 	}
 	if out.SportTypes == nil {
 		out.SportTypes = []string{}
+	}
+	for r, n := range m.Excluded {
+		out.Progress.Excluded[r] = n
 	}
 	for _, a := range mw.Awards {
 		out.Awards = append(out.Awards, Award(a))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/sport"
 )
 
@@ -27,6 +28,9 @@ type CreateRequest struct {
 	// period's first day) makes a series: one period per week, month or
 	// year, each with its own progress, status and awards.
 	Recurrence string `json:"recurrence"`
+	// Rules are the conditions each activity must meet to count (every
+	// field optional; unknown keys refused, each named rules.<key>).
+	Rules *rules.Rules `json:"rules"`
 }
 
 type fieldErrors struct{ model.ValidationError }
@@ -47,6 +51,9 @@ func (req CreateRequest) definition() (model.MilestoneDefinition, *fieldErrors) 
 	d := model.MilestoneDefinition{
 		ModelID: strings.TrimSpace(req.ModelID), Title: strings.TrimSpace(req.Title), Metric: model.Metric(req.Metric),
 		Recurrence: req.Recurrence,
+	}
+	if !req.Rules.Empty() { // {} is no rules: stored absent
+		d.Rules = req.Rules
 	}
 	// Groups ("group:rides") become their explicit types here, so the
 	// stored definition is a plain filter; unknown names are refused by

@@ -6,6 +6,7 @@ package respond
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 
 	"github.com/commitcollect/backend/handlers/jsontext"
 	"github.com/commitcollect/backend/model"
@@ -105,3 +107,32 @@ func Decode(r *http.Request, w http.ResponseWriter, v any) error {
 // OpaqueID is the shape of ids model.NewID makes (128 random bits, hex): a
 // path or cookie value of another shape is refused before any read.
 var OpaqueID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// NotACursor is what a page route says of a cursor it did not give.
+const NotACursor = "is not a cursor this API gave"
+
+// ParsePage reads a paged route's ?limit= (1..max, def when absent) and
+// ?cursor= (base64url of the store's cursor), naming the bad one.
+func ParsePage(limitQ, cursorQ string, def, max int) (int, string, *model.ValidationError) {
+	limit := def
+	if limitQ != "" {
+		n, err := strconv.Atoi(limitQ)
+		if err != nil || n < 1 || n > max {
+			return 0, "", FieldError("limit", fmt.Sprintf("must be a whole number from 1 to %d", max))
+		}
+		limit = n
+	}
+	if cursorQ == "" {
+		return limit, "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursorQ)
+	if err != nil || len(raw) == 0 {
+		return 0, "", FieldError("cursor", NotACursor)
+	}
+	return limit, string(raw), nil
+}
+
+// FieldError is a validation error naming one field.
+func FieldError(field, msg string) *model.ValidationError {
+	return &model.ValidationError{Fields: []model.FieldError{{Field: field, Message: msg}}}
+}
