@@ -3,15 +3,19 @@ package bff
 import (
 	_ "embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -22,9 +26,10 @@ const PageRoute = "GET /{$}"
 var pageHTML string
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"km":  func(m float64) float64 { return math.Round(m/100) / 10 },
-	"inc": func(i int) int { return i + 1 },
-	"pct": func(p float64) int { return int(math.Round(math.Min(p, 100))) },
+	"amount": Amount,
+	"left":   leftOut,
+	"inc":    func(i int) int { return i + 1 },
+	"pct":    func(p float64) int { return int(math.Round(math.Min(p, 100))) },
 	"when": func(t *time.Time) string {
 		if t == nil {
 			return ""
@@ -38,6 +43,37 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		return t.UTC().Format("2 Jan 2006")
 	},
 }).Parse(pageHTML))
+
+// Amount is a progress value or target of metric in its unit, as the page
+// shows it: km to one decimal (distance), metres of climb (elevation),
+// hours and minutes (moving_time), workouts (count).
+func Amount(metric string, v float64) string {
+	switch model.Metric(metric) {
+	case model.MetricDistance:
+		return strconv.FormatFloat(math.Round(v/100)/10, 'f', -1, 64) + " km"
+	case model.MetricElevation:
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64) + " m of climb"
+	case model.MetricMovingTime:
+		m := int64(math.Round(v / 60))
+		if m < 60 {
+			return fmt.Sprintf("%d min", m)
+		}
+		return fmt.Sprintf("%d h %02d min", m/60, m%60)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " workouts"
+}
+
+// leftOut says what the rules left out, in the reasons' order ("2
+// manual, 1 below_minimum"); "" when nothing.
+func leftOut(excluded map[string]int) string {
+	var parts []string
+	for _, r := range []rules.Reason{rules.ReasonSport, rules.ReasonManual, rules.ReasonTrainer, rules.ReasonCommute, rules.ReasonBelowMinimum} {
+		if n := excluded[string(r)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(string(r), "_", " ")))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // pageData is what the page shows: nothing but a sign-in link without a
 // session, else the athlete's milestones with their progress and awards.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
 )
 
@@ -48,7 +49,8 @@ func TestLandingPage(t *testing.T) {
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "saturn-v", Title: `<script>alert(1)</script> 100 km`,
 			Metric: model.MetricDistance, Target: 100000, PartCount: 10, SportTypes: []string{"Run"},
 			PeriodStartAtUtc: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
-		Projection: model.Projection{ProgressValue: 42195000, WorkoutsCounted: 3, AwardedParts: 4, Status: model.StatusActive}}
+		Projection: model.Projection{ProgressValue: 42195000, WorkoutsCounted: 3, AwardedParts: 4, Status: model.StatusActive,
+			Excluded: map[string]int{"below_minimum": 1, "manual": 2}}}
 	if err := e.st.Put(ctx, e.st.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestLandingPage(t *testing.T) {
 	page := string(r.body)
 	for _, want := range []string{
 		`id="m-` + m.MilestoneID + `" data-status="active"`,
-		`aria-valuenow="42"`, `style="width: 42%"`, `42.2 of 100 km`, `3 workouts`,
+		`aria-valuenow="42"`, `style="width: 42%"`, `42.2 km of 100 km`, `3 workouts`, `not counted: 2 manual, 1 below minimum`,
 		`<li value="1">Part A`, `<li value="4">Part D`, `&lt;script&gt;alert(1)&lt;/script&gt; 100 km`,
 		`<meta http-equiv="refresh"`,
 	} {
@@ -77,5 +79,30 @@ func TestLandingPage(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("page:\n%s", page)
+	}
+}
+
+// TestAmountShowsEachMetricInItsUnit: km, metres of climb, hours and
+// minutes, workouts. Protection: Amount's cases (elevation once showed km,
+// moving time raw seconds).
+func TestAmountShowsEachMetricInItsUnit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		metric string
+		v      float64
+		want   string
+	}{
+		{"distance", 42195, "42.2 km"},
+		{"distance", 100000, "100 km"},
+		{"elevation", 850.4, "850 m of climb"},
+		{"moving_time", 2700, "45 min"},
+		{"moving_time", 19230, "5 h 21 min"},
+		{"moving_time", 36000, "10 h 00 min"},
+		{"count", 12, "12 workouts"},
+	}
+	for _, tt := range tests {
+		if got := bff.Amount(tt.metric, tt.v); got != tt.want {
+			t.Errorf("Amount(%s, %v) = %q, want %q", tt.metric, tt.v, got, tt.want)
+		}
 	}
 }
