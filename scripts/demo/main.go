@@ -1,7 +1,7 @@
 // Command demo is `make demo`: against a running `make run`, a simulated
 // athlete logs in, creates a milestone and a month of activities arrives
 // through the webhook; it prints the progress bar, the awards as they are
-// minted and the end-to-end lag of each step (scripts/runkit.Demo).
+// minted and the end-to-end lag of each step (scripts/demokit.Demo).
 //
 // It adds an athlete to the simulator, logs in through the real OAuth
 // redirects (/auth/strava/login → simulator → /auth/strava/callback), creates
@@ -26,11 +26,11 @@ import (
 	"os/signal"
 
 	"github.com/commitcollect/backend/handlers/config"
-	"github.com/commitcollect/backend/scripts/runkit"
+	"github.com/commitcollect/backend/scripts/demokit"
 )
 
 func main() {
-	o := runkit.DemoOptions{Out: os.Stdout}
+	o := demokit.DemoOptions{Out: os.Stdout}
 	local := config.LocalFromEnv(os.Getenv)
 	flag.StringVar(&o.APIURL, "api", env("CC_PUBLIC_URL", "http://"+local.HTTPAddr), "the running API")
 	flag.StringVar(&o.SimURL, "sim", "http://"+local.SimAddr, "the running Strava simulator")
@@ -39,7 +39,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if _, err := runkit.Demo(ctx, o); err != nil {
+	if _, err := demokit.Demo(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/sessions"
+	"github.com/commitcollect/backend/scripts/demokit"
 	"github.com/commitcollect/backend/scripts/runkit"
 )
 
@@ -44,7 +45,7 @@ func chromium(t *testing.T) string {
 // Chromium and checks what an athlete sees: the milestone, a full progress
 // bar and every award. A proxy in front of the API adds the session cookie
 // the browser would hold after signing in.
-func checkPageInChromium(t *testing.T, st *runkit.Stack, res runkit.DemoResult) {
+func checkPageInChromium(t *testing.T, st *runkit.Stack, res demokit.DemoResult) {
 	bin := chromium(t)
 	now := time.Now().UTC()
 	cookie := model.NewID()

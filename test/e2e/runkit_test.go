@@ -35,6 +35,7 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
+	"github.com/commitcollect/backend/scripts/demokit"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -141,7 +142,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	})
 
 	var out bytes.Buffer
-	res, err := runkit.Demo(ctx, runkit.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
+	res, err := demokit.Demo(ctx, demokit.DemoOptions{APIURL: st.APIURL, SimURL: st.Sim.URL, AthleteID: 424242, Out: &out})
 	if err != nil {
 		logMu.Lock()
 		var held []string // what kept work back: deferrals, retries, parking

@@ -1,4 +1,4 @@
-package runkit
+package demokit
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runkit
+package demokit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/scripts/runkit"
 )
 
 // demoSeriesRuns is the monthly series' target: runs every month.
@@ -22,7 +23,7 @@ func (d *historyDemo) series(ctx context.Context, browser *http.Client) error {
 	now := time.Now().UTC()
 	first := time.Date(now.Year(), now.Month()-2, 1, 0, 0, 0, 0, time.UTC)
 	var s milestones.MilestoneJSON
-	if err := SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
+	if err := runkit.SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": d.res.Final.ModelID, "title": fmt.Sprintf("%d runs every month", demoSeriesRuns), "metric": "count",
 		"target": demoSeriesRuns, "sportTypes": []string{"Run"}, "recurrence": "monthly", "periodStartDate": first.Format(time.DateOnly),
 	}, &s, http.StatusCreated); err != nil {
@@ -37,7 +38,7 @@ func (d *historyDemo) series(ctx context.Context, browser *http.Client) error {
 	}
 	deadline := time.Now().Add(d.o.Timeout)
 	for {
-		if err := SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/milestones/"+s.MilestoneID, nil, &s, http.StatusOK); err != nil {
+		if err := runkit.SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/milestones/"+s.MilestoneID, nil, &s, http.StatusOK); err != nil {
 			return fmt.Errorf("read monthly series: %w", err)
 		}
 		counted := 0

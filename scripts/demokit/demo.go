@@ -1,4 +1,10 @@
-package runkit
+// Package demokit plays `make demo` against a running stack (make run), as
+// a newcomer would: sign in through the simulator's OAuth, create
+// milestones, send a month of activities as webhooks (and a device sync),
+// then connect an athlete with history and a monthly series, printing
+// progress, awards and lags as they come. scripts/demo is its command, and
+// the end-to-end tests play it too.
+package demokit
 
 import (
 	"context"
@@ -17,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -432,5 +439,5 @@ func km(m float64) string { return fmt.Sprintf("%.1f km", m/1000) }
 
 // send does one JSON request with the demo's client (SendJSON).
 func (d *demo) send(ctx context.Context, method, url string, in, out any, want int) error {
-	return SendJSON(ctx, d.http, method, url, in, out, want)
+	return runkit.SendJSON(ctx, d.http, method, url, in, out, want)
 }

@@ -1,4 +1,4 @@
-package runkit
+package demokit
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -100,7 +101,7 @@ func (d *historyDemo) connect(ctx context.Context, start time.Time) (*http.Clien
 		return nil, milestones.MilestoneJSON{}, fmt.Errorf("history athlete login ended at %s with %d, want a redirect home", resp.Request.URL, resp.StatusCode)
 	}
 	var m milestones.MilestoneJSON
-	if err := SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
+	if err := runkit.SendJSON(ctx, browser, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
 		"modelId": d.res.Final.ModelID, "title": "Run 300 km in 60 days", "metric": "distance", "target": 300_000,
 		"sportTypes": []string{"Run"}, "periodStartAtUtc": start, "periodEndAtUtc": start.AddDate(0, 0, 61),
 	}, &m, http.StatusCreated); err != nil {
@@ -117,7 +118,7 @@ func (d *historyDemo) historyCounted(ctx context.Context, browser *http.Client, 
 	deadline := time.Now().Add(2 * d.o.Timeout)
 	shown, lastShown := -1, time.Time{}
 	for {
-		if err := SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID, nil, &m, http.StatusOK); err != nil {
+		if err := runkit.SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID, nil, &m, http.StatusOK); err != nil {
 			return fmt.Errorf("read history milestone: %w", err)
 		}
 		// A line when the count moved, at most every 300 ms, and the last.
@@ -151,7 +152,7 @@ func (d *historyDemo) historyImported(ctx context.Context, browser *http.Client,
 	imported := "history imported (GET /v1/me shows no sync state)"
 	for {
 		var me map[string]any
-		if err := SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
+		if err := runkit.SendJSON(ctx, browser, http.MethodGet, d.o.APIURL+"/v1/me", nil, &me, http.StatusOK); err != nil {
 			return fmt.Errorf("history athlete: who am I: %w", err)
 		}
 		h.UserID, _ = me["userId"].(string)
