@@ -75,6 +75,8 @@ type DemoResult struct {
 	Sync DemoSync
 	// Collection is GET /v1/collection at the end.
 	Collection []collection.ModelJSON
+	// Rules is the act on what counts.
+	Rules DemoRules
 }
 
 // DemoSync is what a device sync cost at Strava.
@@ -198,6 +200,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.summary(ctx); err != nil {
+		return err
+	}
+	if err := d.rules(ctx); err != nil {
 		return err
 	}
 	return (&historyDemo{demo: d}).history(ctx)

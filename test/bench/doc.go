@@ -39,7 +39,8 @@
 //     each: under load, where DynamoDB Local's time goes.
 //  3. Growth table: for H in CC_BENCH_HISTORY (default 10,100,1000,2900), a
 //     user with H workouts (one a day, backwards from yesterday) and one
-//     milestone, monthly or lifetime (since 2000), with a target no history
+//     milestone, monthly, monthly with rules (a tenth of the history manual
+//     entries), lifetime (since 2000) or a weekly series, with a target no history
 //     reaches (so no award is minted); then CC_BENCH_GROWTH_EVENTS events
 //     (default 2) sent one at a time after one unmeasured warm-up event (the
 //     worker has seen the athlete; with it, 3 creates: an athlete's 4th

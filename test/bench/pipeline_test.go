@@ -28,6 +28,7 @@ import (
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
@@ -97,7 +98,7 @@ func BenchmarkPipeline(b *testing.B) {
 	r.baseline = p.baseline(b, s.baselineWorkers, s.baselineItems)
 	r.run = p.throughput(ctx, b, s)
 	for _, h := range s.history {
-		for _, kind := range []string{monthly, lifetime, weekly} {
+		for _, kind := range []string{monthly, withRules, lifetime, weekly} {
 			r.growth = append(r.growth, p.growthRow(ctx, b, h, kind, s.growthEvents))
 		}
 	}
@@ -118,6 +119,9 @@ func BenchmarkPipeline(b *testing.B) {
 const (
 	monthly  = "monthly"
 	lifetime = "lifetime"
+	// withRules is the monthly milestone with rules (benchRules): a tenth
+	// of its history is manual entries, which do not count.
+	withRules = "rules"
 	// weekly is a weekly series begun seriesWeeks weeks before this one:
 	// an event touches only its own week's period.
 	weekly      = "weekly"
@@ -476,9 +480,12 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 	def := model.MilestoneDefinition{ModelID: p.modelID, Title: "Bench " + kind, Metric: model.MetricDistance,
 		Target: target, PeriodStartAtUtc: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), PartCount: p.partCount}
 	switch kind {
-	case monthly:
+	case monthly, withRules:
 		end := now.AddDate(0, 0, 1)
 		def.PeriodStartAtUtc, def.PeriodEndAtUtc = now.AddDate(0, 0, -monthDays), &end
+		if kind == withRules {
+			def.Rules = benchRules()
+		}
 	case weekly:
 		def.PeriodStartAtUtc, def.Recurrence = time.Time{}, calendar.Weekly
 		def.PeriodStartDate = calendar.FormatDate(thisWeek(now).AddDate(0, 0, -7*seriesWeeks))
@@ -680,7 +687,7 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	athlete := p.newUser(ctx, b, userID)
 	now := time.Now().UTC()
 	es := make([]model.Entity, h)
-	inMonth, inWeek, inUTCWeek := 0, 0, 0
+	inMonth, inWeek, inUTCWeek, manualInMonth := 0, 0, 0, 0
 	for i := range es {
 		start := now.Add(-time.Duration(i+1)*24*time.Hour - 2*time.Hour)
 		if start.After(now.AddDate(0, 0, -monthDays)) {
@@ -692,7 +699,14 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		if !start.Before(thisWeek(now)) {
 			inWeek++
 		}
-		es[i] = fixture.Workout(userID, p.nextID.Add(1), fixture.Start(start), fixture.Metres(1000), fixture.Stored(time.Now()), fixture.Corr("bench-history"))
+		w := fixture.Workout(userID, p.nextID.Add(1), fixture.Start(start), fixture.Metres(1000), fixture.Stored(time.Now()), fixture.Corr("bench-history"))
+		if kind == withRules { // Strava's marks known, a tenth of them manual entries
+			w.Flags = &rules.Flags{Manual: i%10 == 0}
+			if w.Flags.Manual && start.After(now.AddDate(0, 0, -monthDays)) {
+				manualInMonth++
+			}
+		}
+		es[i] = w
 	}
 	if err := p.st.Store.BatchPut(ctx, p.st.Store.Tables().Main, es); err != nil {
 		b.Fatalf("write %d workouts of %s: %v", h, userID, err)
@@ -735,6 +749,8 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 			row.counted = row.read
 		case weekly:
 			row.read, row.counted = inWeek+g+2, inWeek+g+2
+		case withRules:
+			row.counted = min(inMonth+g+2, model.MaxWorkoutsToInspect) - manualInMonth
 		}
 		minIn, minPr := DesignMinimum(row.read, p.workoutSize)
 		row.minIngest = row.minIngest.Add(Per(minIn, n))
@@ -745,4 +761,11 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		b.Fatalf("growth H=%d %s: milestone counts %d workouts, want %d", h, kind, m.WorkoutsCounted, want)
 	}
 	return row
+}
+
+// benchRules are the rules of the withRules milestone: a minimum time and
+// distance every bench run meets, and every exclusion.
+func benchRules() *rules.Rules {
+	return &rules.Rules{MinMovingTimeSeconds: 120, MinDistanceMeters: 500,
+		Exclude: []string{rules.ExcludeManual, rules.ExcludeTrainer, rules.ExcludeCommute}}
 }

@@ -74,7 +74,7 @@ func (r result) print(w io.Writer) {
 	p("")
 	p("Growth: a user with H workouts (one a day) and one distance milestone; one warm-up event, then %d measured, sent one at a time",
 		r.settings.growthEvents)
-	p("  (monthly: the last %d days; lifetime: since 2000; weekly: a weekly series begun %d weeks ago, the event in this week;", monthDays, seriesWeeks)
+	p("  (monthly: the last %d days; rules: the same with rules, a tenth of its history manual entries; lifetime: since 2000; weekly: a weekly series begun %d weeks ago, the event in this week;", monthDays, seriesWeeks)
 	p("   \"read\" = workouts the design needs to read, capped at 3000: a monthly event re-reads its UTC week, its other weeks are sums kept with the milestone;")
 	p("   a projected workout is %d bytes in LSI1)", r.workoutSize)
 	p("  (batch p50: how long the projector's batch ran, the part of the lag that can grow with H)")
@@ -122,6 +122,13 @@ func (r result) print(w io.Writer) {
 		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
 	} else {
 		p("  H=%d not in CC_BENCH_HISTORY: the per-event targets are not measured", costHistory)
+	}
+	if g, ok := find(costHistory, withRules); ok {
+		tot := g.ingest.Add(g.project)
+		at := fmt.Sprintf("H=%d monthly with rules", costHistory)
+		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
+		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
+		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
 	}
 	if g, ok := find(costHistory, weekly); ok {
 		tot := g.ingest.Add(g.project)

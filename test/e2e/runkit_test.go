@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,6 +185,16 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 	}
 	if len(res.Collection) != 1 || res.Collection[0].ModelID != f.ModelID || len(res.Collection[0].Owned) != res.PartCount {
 		t.Errorf("collection %+v, want every part of %s", res.Collection, f.ModelID)
+	}
+	// What counts: of four rides, the outdoor one; the manual entry, the
+	// trainer session and the short ride are listed with their reasons.
+	var why []string
+	for _, e := range res.Rules.Workouts {
+		why = append(why, fmt.Sprintf("%v/%s", e.Counted, e.Reason))
+	}
+	if want := []string{"false/below_minimum", "false/trainer", "false/manual", "true/"}; !slices.Equal(why, want) ||
+		res.Rules.Milestone.Progress.WorkoutsCounted != 1 {
+		t.Errorf("rules act: workouts say %v, milestone %+v; want %v and one counted", why, res.Rules.Milestone.Progress, want)
 	}
 	minted := 0
 	for _, s := range res.Steps {

@@ -20,7 +20,8 @@
 //     realised peak factor (busiest window ÷ mean window) is printed.
 //   - Edits later the same day: PushedEdits of the activities get an
 //     update webhook, UnpushedEdits are changed at the simulator without
-//     one (only reconciliation can catch those).
+//     one (only reconciliation can catch those): the distance, or for every
+//     other one the commute mark toggled on, which Strava never pushes.
 //   - Connects athletes connect during the day through the API's OAuth
 //     login with HistoryDays days of activities, which the backfill imports.
 //

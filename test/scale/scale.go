@@ -316,6 +316,10 @@ func activity(id, owner int64, metres float64, start time.Time) stravasim.Activi
 // written with Distance, counted from Since.
 type expectation struct {
 	distance float64
+	// commute, when set, is the commute mark Strava now shows (an edit
+	// that toggled it, which no webhook announces): the written workout
+	// must carry it too.
+	commute  *bool
 	since    time.Time
 	done     time.Time
 	// For a webhook: the activity, its kind (create or update), the
@@ -377,8 +381,9 @@ func (t *tracker) observe(h streams.Handler) streams.Handler {
 			if err != nil {
 				continue
 			}
+			commute := commuteOf(r.Change.NewImage)
 			for _, x := range t.exp[k.ActivityID] {
-				if x.done.IsZero() && x.distance == f {
+				if x.done.IsZero() && x.distance == f && (x.commute == nil || *x.commute == commute) {
 					x.done = now
 				}
 			}
@@ -391,6 +396,17 @@ func (t *tracker) observe(h streams.Handler) streams.Handler {
 		t.mu.Unlock()
 		return resp, err
 	}
+}
+
+// commuteOf reads Strava's commute mark from a workout's stream image
+// (false when the image holds no flags).
+func commuteOf(img map[string]events.DynamoDBAttributeValue) bool {
+	f, ok := img["flags"]
+	if !ok || f.DataType() != events.DataTypeMap {
+		return false
+	}
+	c, ok := f.Map()["commute"]
+	return ok && c.DataType() == events.DataTypeBoolean && c.Boolean()
 }
 
 // readLog counts the simulator's read requests per window, by endpoint.
@@ -671,10 +687,18 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 			if _, _, ok := e.tr.result(created[p.activity]); !ok {
 				continue // its create is not written yet: no edit on top of it
 			}
-			m := distance[p.activity] + 100
+			m := distance[p.activity]
+			var commute *bool
+			if p.kind == "unpushed" && len(edits)%2 == 1 { // every other silent edit: a commute mark toggled on
+				commute = new(true)
+				e.Sim.UpdateActivity(p.activity, func(a *stravasim.Activity) { a.Commute = true })
+			} else {
+				m += 100
+				e.Sim.UpdateActivity(p.activity, func(a *stravasim.Activity) { a.Distance = m })
+			}
 			distance[p.activity] = m
-			e.Sim.UpdateActivity(p.activity, func(a *stravasim.Activity) { a.Distance = m })
 			x := e.tr.expect(p.activity, m, now)
+			x.commute = commute
 			if p.kind == "pushed" {
 				x.activity, x.athlete, x.kind = p.activity, p.athlete.id, "update"
 				queue <- send{e.Sim.ActivityEvent("update", p.activity, p.athlete.id, map[string]string{"title": "edited"}), x}

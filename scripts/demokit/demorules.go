@@ -1,0 +1,97 @@
+package demokit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/workouts"
+	"github.com/commitcollect/backend/scripts/stravasim"
+)
+
+// DemoRules is the act on what counts: an outdoor riding goal with rules,
+// and four rides of today, of which one counts.
+type DemoRules struct {
+	Milestone milestones.MilestoneJSON
+	// Workouts is GET /v1/milestones/{id}/workouts at the end.
+	Workouts []workouts.Entry
+}
+
+// outdoorRides are the act's rides: an outdoor ride that counts, a manual
+// entry, an indoor trainer session and a ride too short for the rules.
+func (d *demo) outdoorRides(now time.Time) []stravasim.Activity {
+	id := d.o.AthleteID*1000 + 900
+	ride := func(n int64, name string, km float64, minutes int64, edit func(*stravasim.Activity)) stravasim.Activity {
+		a := stravasim.Activity{ID: id + n, AthleteID: d.o.AthleteID, Name: name, SportType: "Ride", Distance: km * 1000,
+			MovingTime: minutes * 60, ElapsedTime: minutes*60 + 120, StartDate: now.Add(-time.Duration(5-n) * time.Hour).UTC(), Zone: d.zone.String()}
+		if edit != nil {
+			edit(&a)
+		}
+		return a
+	}
+	return []stravasim.Activity{
+		ride(1, "Coast road loop", 42, 95, nil),
+		ride(2, "Ride I forgot to record (typed in)", 100, 200, func(a *stravasim.Activity) { a.Manual = true }),
+		ride(3, "Indoor intervals on the trainer", 30, 60, func(a *stravasim.Activity) { a.Trainer = true }),
+		ride(4, "To the bakery", 1.5, 5, nil),
+	}
+}
+
+// rules has the athlete commit to riding outdoors, where manual entries,
+// trainer sessions and rides under 20 minutes do not count; four rides of
+// today arrive as webhooks, and the act waits until the milestone counts
+// the one outdoor ride and says why the others did not, then shows GET
+// /v1/milestones/{id}/workouts.
+func (d *demo) rules(ctx context.Context) error {
+	now := time.Now().In(d.zone)
+	today := now.AddDate(0, 0, -1).Format(time.DateOnly) // the rides are of the last hours
+	m := &d.res.Rules.Milestone
+	if err := d.send(ctx, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
+		"modelId": d.res.Final.ModelID, "title": "Ride 100 km outdoors", "metric": "distance", "target": 100_000,
+		"sportTypes": []string{"group:rides"}, "periodStartDate": today, "periodEndDate": now.AddDate(0, 0, 30).Format(time.DateOnly),
+		"rules": map[string]any{"minMovingTimeSeconds": 1200, "exclude": []string{"manual", "trainer"}},
+	}, m, http.StatusCreated); err != nil {
+		return fmt.Errorf("create milestone with rules: %w", err)
+	}
+	d.say("\nWhat counts: %q from %s; manual entries and trainer sessions never count, nor rides under %d minutes.",
+		m.Title, today, m.Rules.MinMovingTimeSeconds/60)
+	for _, a := range d.outdoorRides(now) {
+		if err := d.putActivity(ctx, a); err != nil {
+			return err
+		}
+		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
+			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, nil, http.StatusOK); err != nil {
+			return fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
+		}
+	}
+	want := map[string]int{"manual": 1, "trainer": 1, "below_minimum": 1}
+	deadline := time.Now().Add(d.o.Timeout)
+	for m.Progress.WorkoutsCounted != 1 || !maps.Equal(m.Progress.Excluded, want) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rules: milestone counts %d, excluded %v after %s; want 1 and %v", m.Progress.WorkoutsCounted,
+				m.Progress.Excluded, d.o.Timeout, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID, nil, m, http.StatusOK); err != nil {
+			return fmt.Errorf("read milestone with rules: %w", err)
+		}
+	}
+	d.say("  %s of %s: %d ride counted; not counted: %v", km(m.Progress.Value), km(m.Progress.Target), m.Progress.WorkoutsCounted, m.Progress.Excluded)
+	var page workouts.Body
+	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID+"/workouts", nil, &page, http.StatusOK); err != nil {
+		return fmt.Errorf("read why each ride counted: %w", err)
+	}
+	d.res.Rules.Workouts = page.Workouts
+	d.say("  GET /v1/milestones/%s/workouts:", m.MilestoneID)
+	for _, e := range page.Workouts {
+		why := fmt.Sprintf("counted, +%s", km(e.Value))
+		if !e.Counted {
+			why = "not counted: " + e.Reason
+		}
+		d.say("    %s  %-5s activity %d  %s", e.StartDateLocal, e.SportType, e.ActivityID, why)
+	}
+	return nil
+}
