@@ -319,9 +319,9 @@ type expectation struct {
 	// commute, when set, is the commute mark Strava now shows (an edit
 	// that toggled it, which no webhook announces): the written workout
 	// must carry it too.
-	commute  *bool
-	since    time.Time
-	done     time.Time
+	commute *bool
+	since   time.Time
+	done    time.Time
 	// For a webhook: the activity, its kind (create or update), the
 	// athlete, and when the POST was acknowledged (set by its sender).
 	activity, athlete int64
