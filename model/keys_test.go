@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -410,5 +411,28 @@ func TestOutboxKeysSayWhoseWorkTheyAre(t *testing.T) {
 	}
 	if _, ok := keys.ParseSyncJobKey(keys.WebhookIdempotencyKey("activity", 1, "create", 2, 3, nil)); ok {
 		t.Fatal("a webhook key parsed as a sync key")
+	}
+}
+
+// TestWorkoutDateSKRoundTrip: a workout's date key reads back as the start
+// it orders by, with or without its local day, and nothing else reads as
+// one (a page cursor is checked with it). Protection:
+// keys.ParseWorkoutDateSK's checks.
+func TestWorkoutDateSKRoundTrip(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 19, 0, 0, 123, time.UTC)
+	for _, day := range []string{"", "2026-03-02"} {
+		sk := keys.WorkoutDateSK(start, 987654321, day)
+		if got, ok := keys.ParseWorkoutDateSK(sk); !ok || !got.Equal(start) {
+			t.Errorf("ParseWorkoutDateSK(%q) = %v, %v; want %v", sk, got, ok, start)
+		}
+	}
+	good := keys.WorkoutDateSK(start, 7, "2026-03-02")
+	for _, bad := range []string{"", "WORKOUT#", good + "#x", strings.Replace(good, "2026-03-01T", "2026-13-01T", 1),
+		strings.Replace(good, "0000000000000000007", "000000000000000000x", 1), strings.TrimSuffix(good, "-02") + "-2",
+		keys.MilestoneSK("m1"), strings.Replace(good, "T19:00:00", " 19:00:00", 1)} {
+		if _, ok := keys.ParseWorkoutDateSK(bad); ok {
+			t.Errorf("ParseWorkoutDateSK(%q) took it for a workout's date key", bad)
+		}
 	}
 }
