@@ -67,7 +67,7 @@ func Amount(metric string, v float64) string {
 // manual, 1 below_minimum"); "" when nothing.
 func leftOut(excluded map[string]int) string {
 	var parts []string
-	for _, r := range []rules.Reason{rules.ReasonSport, rules.ReasonManual, rules.ReasonTrainer, rules.ReasonCommute, rules.ReasonBelowMinimum} {
+	for _, r := range rules.Reasons {
 		if n := excluded[string(r)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(string(r), "_", " ")))
 		}

@@ -36,6 +36,9 @@ const (
 	ReasonBelowMinimum Reason = "below_minimum"
 )
 
+// Reasons lists every reason, in the order they are checked.
+var Reasons = []Reason{ReasonSport, ReasonManual, ReasonTrainer, ReasonCommute, ReasonBelowMinimum}
+
 // Bounds on a minimum: a day of moving time, a thousand kilometres. A
 // larger minimum would leave almost every real activity out.
 const (

@@ -202,7 +202,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.summary(ctx); err != nil {
 		return err
 	}
-	if err := d.rules(ctx); err != nil {
+	act := &rulesAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say}
+	var err error
+	if d.res.Rules, err = act.play(ctx); err != nil {
 		return err
 	}
 	return (&historyDemo{demo: d}).history(ctx)

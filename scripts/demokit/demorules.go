@@ -9,6 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
+	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -20,9 +21,19 @@ type DemoRules struct {
 	Workouts []workouts.Entry
 }
 
+// rulesAct is the act on what counts, played with the demo athlete's
+// signed-in client.
+type rulesAct struct {
+	o       DemoOptions
+	http    *http.Client
+	zone    *time.Location
+	modelID string
+	say     func(format string, args ...any)
+}
+
 // outdoorRides are the act's rides: an outdoor ride that counts, a manual
 // entry, an indoor trainer session and a ride too short for the rules.
-func (d *demo) outdoorRides(now time.Time) []stravasim.Activity {
+func (d *rulesAct) outdoorRides(now time.Time) []stravasim.Activity {
 	id := d.o.AthleteID*1000 + 900
 	ride := func(n int64, name string, km float64, minutes int64, edit func(*stravasim.Activity)) stravasim.Activity {
 		a := stravasim.Activity{ID: id + n, AthleteID: d.o.AthleteID, Name: name, SportType: "Ride", Distance: km * 1000,
@@ -45,46 +56,48 @@ func (d *demo) outdoorRides(now time.Time) []stravasim.Activity {
 // today arrive as webhooks, and the act waits until the milestone counts
 // the one outdoor ride and says why the others did not, then shows GET
 // /v1/milestones/{id}/workouts.
-func (d *demo) rules(ctx context.Context) error {
+func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
+	var res DemoRules
 	now := time.Now().In(d.zone)
 	today := now.AddDate(0, 0, -1).Format(time.DateOnly) // the rides are of the last hours
-	m := &d.res.Rules.Milestone
+	m := &res.Milestone
 	if err := d.send(ctx, http.MethodPost, d.o.APIURL+"/v1/milestones", map[string]any{
-		"modelId": d.res.Final.ModelID, "title": "Ride 100 km outdoors", "metric": "distance", "target": 100_000,
+		"modelId": d.modelID, "title": "Ride 100 km outdoors", "metric": "distance", "target": 100_000,
 		"sportTypes": []string{"group:rides"}, "periodStartDate": today, "periodEndDate": now.AddDate(0, 0, 30).Format(time.DateOnly),
 		"rules": map[string]any{"minMovingTimeSeconds": 1200, "exclude": []string{"manual", "trainer"}},
 	}, m, http.StatusCreated); err != nil {
-		return fmt.Errorf("create milestone with rules: %w", err)
+		return res, fmt.Errorf("create milestone with rules: %w", err)
 	}
 	d.say("\nWhat counts: %q from %s; manual entries and trainer sessions never count, nor rides under %d minutes.",
 		m.Title, today, m.Rules.MinMovingTimeSeconds/60)
 	for _, a := range d.outdoorRides(now) {
-		if err := d.putActivity(ctx, a); err != nil {
-			return err
+		body := stravasim.ControlActivity{Activity: a, AthleteID: a.AthleteID}
+		if err := d.send(ctx, http.MethodPut, fmt.Sprintf("%s%sactivities/%d", d.o.SimURL, stravasim.ControlPrefix, a.ID), body, nil, http.StatusOK); err != nil {
+			return res, fmt.Errorf("put activity %d at the simulator: %w", a.ID, err)
 		}
 		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
 			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, nil, http.StatusOK); err != nil {
-			return fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
+			return res, fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 		}
 	}
 	want := map[string]int{"manual": 1, "trainer": 1, "below_minimum": 1}
 	deadline := time.Now().Add(d.o.Timeout)
 	for m.Progress.WorkoutsCounted != 1 || !maps.Equal(m.Progress.Excluded, want) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("rules: milestone counts %d, excluded %v after %s; want 1 and %v", m.Progress.WorkoutsCounted,
+			return res, fmt.Errorf("rules: milestone counts %d, excluded %v after %s; want 1 and %v", m.Progress.WorkoutsCounted,
 				m.Progress.Excluded, d.o.Timeout, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 		if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID, nil, m, http.StatusOK); err != nil {
-			return fmt.Errorf("read milestone with rules: %w", err)
+			return res, fmt.Errorf("read milestone with rules: %w", err)
 		}
 	}
 	d.say("  %s of %s: %d ride counted; not counted: %v", km(m.Progress.Value), km(m.Progress.Target), m.Progress.WorkoutsCounted, m.Progress.Excluded)
 	var page workouts.Body
 	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID+"/workouts", nil, &page, http.StatusOK); err != nil {
-		return fmt.Errorf("read why each ride counted: %w", err)
+		return res, fmt.Errorf("read why each ride counted: %w", err)
 	}
-	d.res.Rules.Workouts = page.Workouts
+	res.Workouts = page.Workouts
 	d.say("  GET /v1/milestones/%s/workouts:", m.MilestoneID)
 	for _, e := range page.Workouts {
 		why := fmt.Sprintf("counted, +%s", km(e.Value))
@@ -93,5 +106,10 @@ func (d *demo) rules(ctx context.Context) error {
 		}
 		d.say("    %s  %-5s activity %d  %s", e.StartDateLocal, e.SportType, e.ActivityID, why)
 	}
-	return nil
+	return res, nil
+}
+
+// send does one JSON request with the athlete's client.
+func (d *rulesAct) send(ctx context.Context, method, url string, in, out any, want int) error {
+	return runkit.SendJSON(ctx, d.http, method, url, in, out, want)
 }
