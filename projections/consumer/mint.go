@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +155,9 @@ func Token(w ports.ProjectionWrite) string {
 	parts := []string{w.UserID, w.MilestoneID + w.PeriodOf, strconv.FormatBool(w.Current != nil), strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
 		string(p.Status), strconv.FormatBool(p.Truncated), fmtInstant(p.ExactFromUtc)}
+	for _, r := range slices.Sorted(maps.Keys(p.Excluded)) {
+		parts = append(parts, r, strconv.Itoa(p.Excluded[r]))
+	}
 	for _, a := range w.Awards {
 		parts = append(parts, strconv.Itoa(a.PartIndex), strconv.FormatInt(a.ActivityID, 10))
 	}

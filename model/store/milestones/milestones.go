@@ -331,6 +331,11 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	} else {
 		c.Remove = append(c.Remove, "exactFromUtc")
 	}
+	if len(p.Excluded) > 0 {
+		c.Set["excluded"] = p.Excluded
+	} else {
+		c.Remove = append(c.Remove, "excluded") // absent, never an empty map (stream images)
+	}
 	c.Set["weeks"] = p.Weeks // NULL when unknown: sums of another definition never outlive it
 	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
 	if w.Current != nil {
