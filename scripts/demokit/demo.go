@@ -202,7 +202,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.summary(ctx); err != nil {
 		return err
 	}
-	act := &rulesAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say}
+	act := &rulesAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say} // http until the cyclist signs in
 	var err error
 	if d.res.Rules, err = act.play(ctx); err != nil {
 		return err

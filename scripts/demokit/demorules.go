@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
@@ -21,8 +23,9 @@ type DemoRules struct {
 	Workouts []workouts.Entry
 }
 
-// rulesAct is the act on what counts, played with the demo athlete's
-// signed-in client.
+// rulesAct is the act on what counts, played by a cyclist of its own (so
+// that only their rides fall in the goal's period), signed in as a browser
+// would.
 type rulesAct struct {
 	o       DemoOptions
 	http    *http.Client
@@ -34,9 +37,9 @@ type rulesAct struct {
 // outdoorRides are the act's rides: an outdoor ride that counts, a manual
 // entry, an indoor trainer session and a ride too short for the rules.
 func (d *rulesAct) outdoorRides(now time.Time) []stravasim.Activity {
-	id := d.o.AthleteID*1000 + 900
+	id := d.athlete() * 1000
 	ride := func(n int64, name string, km float64, minutes int64, edit func(*stravasim.Activity)) stravasim.Activity {
-		a := stravasim.Activity{ID: id + n, AthleteID: d.o.AthleteID, Name: name, SportType: "Ride", Distance: km * 1000,
+		a := stravasim.Activity{ID: id + n, AthleteID: d.athlete(), Name: name, SportType: "Ride", Distance: km * 1000,
 			MovingTime: minutes * 60, ElapsedTime: minutes*60 + 120, StartDate: now.Add(-time.Duration(5-n) * time.Hour).UTC(), Zone: d.zone.String()}
 		if edit != nil {
 			edit(&a)
@@ -58,6 +61,9 @@ func (d *rulesAct) outdoorRides(now time.Time) []stravasim.Activity {
 // /v1/milestones/{id}/workouts.
 func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 	var res DemoRules
+	if err := d.signIn(ctx); err != nil {
+		return res, err
+	}
 	now := time.Now().In(d.zone)
 	today := now.AddDate(0, 0, -1).Format(time.DateOnly) // the rides are of the last hours
 	m := &res.Milestone
@@ -76,11 +82,11 @@ func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 			return res, fmt.Errorf("put activity %d at the simulator: %w", a.ID, err)
 		}
 		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
-			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, nil, http.StatusOK); err != nil {
+			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.athlete()}, nil, http.StatusOK); err != nil {
 			return res, fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 		}
 	}
-	want := map[string]int{"manual": 1, "trainer": 1, "below_minimum": 1}
+	want := map[string]int{"manual": 1, "trainer": 1, "below_minimum": 1} // the cyclist's four rides
 	deadline := time.Now().Add(d.o.Timeout)
 	for m.Progress.WorkoutsCounted != 1 || !maps.Equal(m.Progress.Excluded, want) {
 		if time.Now().After(deadline) {
@@ -92,7 +98,14 @@ func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 			return res, fmt.Errorf("read milestone with rules: %w", err)
 		}
 	}
-	d.say("  %s of %s: %d ride counted; not counted: %v", km(m.Progress.Value), km(m.Progress.Target), m.Progress.WorkoutsCounted, m.Progress.Excluded)
+	var left []string
+	for _, r := range rules.Reasons {
+		if n := m.Progress.Excluded[string(r)]; n > 0 {
+			left = append(left, fmt.Sprintf("%d %s", n, r))
+		}
+	}
+	d.say("  %s of %s: %d ride counted; not counted (progress.excluded): %s", km(m.Progress.Value), km(m.Progress.Target),
+		m.Progress.WorkoutsCounted, strings.Join(left, ", "))
 	var page workouts.Body
 	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID+"/workouts", nil, &page, http.StatusOK); err != nil {
 		return res, fmt.Errorf("read why each ride counted: %w", err)
@@ -107,6 +120,25 @@ func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 		d.say("    %s  %-5s activity %d  %s", e.StartDateLocal, e.SportType, e.ActivityID, why)
 	}
 	return res, nil
+}
+
+// athlete is the act's cyclist at the simulator.
+func (d *rulesAct) athlete() int64 { return d.o.AthleteID + 2 }
+
+// signIn adds the cyclist at the simulator and signs them in.
+func (d *rulesAct) signIn(ctx context.Context) error {
+	a := stravasim.Athlete{ID: d.athlete(), Firstname: "Outdoor", Lastname: fmt.Sprintf("Cyclist %d", d.athlete()%10000)}
+	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"athletes", a, nil, http.StatusCreated); err != nil {
+		return fmt.Errorf("add the cyclist at the simulator: %w", err)
+	}
+	if err := d.send(ctx, http.MethodPut, d.o.SimURL+stravasim.ControlPrefix+"authorization", map[string]any{"athleteId": a.ID}, nil, http.StatusOK); err != nil {
+		return fmt.Errorf("choose who logs in: %w", err)
+	}
+	d.http = runkit.Browser(10 * time.Second)
+	if err := runkit.Login(ctx, d.http, d.o.APIURL); err != nil {
+		return fmt.Errorf("cyclist login: %w", err)
+	}
+	return nil
 }
 
 // send does one JSON request with the athlete's client.
