@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
@@ -90,4 +91,37 @@ func TestNoExclusionsIsNoMap(t *testing.T) {
 			t.Fatalf("week sum %+v", s)
 		}
 	}
+}
+
+// TestASeriesAppliesItsRulesToEveryPeriod: each period of a series is
+// projected under the series' rules. Protection: Occurrence copying the
+// whole definition, rules included.
+func TestASeriesAppliesItsRulesToEveryPeriod(t *testing.T) {
+	t.Parallel()
+	s := &model.Milestone{UserID: "u", MilestoneID: "s", MilestoneDefinition: fixture.Definition(fixture.LocalDays("2026-03-02", ""),
+		func(d *model.MilestoneDefinition) {
+			d.Recurrence, d.Metric, d.Target = calendar.Weekly, model.MetricCount, 3
+			d.Rules = &rules.Rules{Exclude: []string{rules.ExcludeTrainer}}
+		})}
+	for _, week := range []string{"2026-03-02", "2026-03-09"} {
+		o := s.Period().Occurrence(mustDate(t, week))
+		p := projections.Occurrence(s, o, nil, fixture.March)
+		run := *fixture.Workout("u", 1, fixture.Start(mustDate(t, week).Add(30*time.Hour)))
+		run.Flags = &rules.Flags{Trainer: true}
+		r, err := projections.ProjectWith(p.MilestoneDefinition, p.Projection, projections.Held{}, projections.Log{Workouts: []model.Workout{run}},
+			fixture.March.AddDate(0, 1, 0))
+		if err != nil || !rules.Same(p.Rules, s.Rules) || r.Projection.WorkoutsCounted != 0 || r.Projection.Excluded["trainer"] != 1 {
+			t.Fatalf("week of %s: rules %+v, counted %d, excluded %v (%v); want the series' rules, the trainer run left out",
+				week, p.Rules, r.Projection.WorkoutsCounted, r.Projection.Excluded, err)
+		}
+	}
+}
+
+func mustDate(t *testing.T, s string) time.Time {
+	t.Helper()
+	d, err := calendar.ParseDate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
