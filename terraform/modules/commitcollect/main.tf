@@ -24,6 +24,7 @@ locals {
     "POST /v1/milestones",
     "GET /v1/milestones/{milestoneId}",
     "DELETE /v1/milestones/{milestoneId}",
+    "GET /v1/milestones/{milestoneId}/workouts",
     "GET /v1/awards",
     "GET /v1/collection",
   ]
