@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
@@ -120,7 +121,7 @@ func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 			scope = q.Get("scope")
 		}
 		code := "sim-code-" + wire.Token()
-		s.codes[code] = tokenInfo{athlete: athlete, scope: wire.Scopes(scope)}
+		s.codes[code] = tokenInfo{athlete: athlete, scope: strava.ParseScopes(scope)}
 		back.Set("code", code)
 		back.Set("scope", scope)
 	}

@@ -55,17 +55,6 @@ func Bearer(r *http.Request) string {
 	return ""
 }
 
-// Scopes splits Strava's comma-separated scope list, dropping empty names.
-func Scopes(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Token is 24 random hex digits: a token, a code, a secret.
 func Token() string {
 	b := make([]byte, 12)
