@@ -130,9 +130,9 @@ func sorted(s []string) []string {
 // an indoor trainer, a commute. A workout stored before flags were kept has
 // none (nil): see model/counting for how rules read it.
 type Flags struct {
-	Manual  bool `dynamodbav:"manual"`
-	Trainer bool `dynamodbav:"trainer"`
-	Commute bool `dynamodbav:"commute"`
+	Manual  bool `dynamodbav:"manual" json:"manual"`
+	Trainer bool `dynamodbav:"trainer" json:"trainer"`
+	Commute bool `dynamodbav:"commute" json:"commute"`
 }
 
 // Has reports whether the activity is of the excluded kind x.

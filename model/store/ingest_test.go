@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -65,6 +66,7 @@ func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
 	}
 	w2 := fixture.Workout("u1", 5)
 	w2.SportType, w2.CreatedAtUtc, w2.UpdatedAtUtc, w2.CorrelationID = "Ride", t0.Add(time.Hour), t0.Add(time.Hour), "c2"
+	w2.ElapsedTimeSeconds, w2.Flags = 1900, &rules.Flags{Trainer: true} // Strava's marks are the activity's content too
 	if err := s.UpsertWorkout(ctx, w2); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,8 @@ func TestIngestUpsertWorkoutPreservesCreatedAndDeletion(t *testing.T) {
 	// The activity was deleted or made private on Strava: its tombstone
 	// keeps none of its content, only ids and order.
 	if got.Name != "" || got.SportType != "" || got.DistanceMeters != 0 || got.MovingTimeSeconds != 0 ||
-		got.TotalElevationGain != 0 || !got.StartDateUtc.IsZero() || got.StartDateLocal != "" || got.DateSK != "" {
+		got.TotalElevationGain != 0 || !got.StartDateUtc.IsZero() || got.StartDateLocal != "" || got.DateSK != "" ||
+		got.ElapsedTimeSeconds != 0 || got.Flags != nil {
 		t.Fatalf("tombstone keeps content: %+v", got)
 	}
 }

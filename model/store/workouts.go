@@ -152,7 +152,7 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 // key, so it leaves LSI1 and the log. Only the ids, the mark and the fetch
 // order stay.
 var tombstoneDrops = []string{"name", "sportType", "distanceMeters", "totalElevationGain", "movingTimeSeconds",
-	"startDateUtc", "startDateLocal", "timezone", dynamo.AttrLSI1SK}
+	"elapsedTimeSeconds", "flags", "startDateUtc", "startDateLocal", "timezone", dynamo.AttrLSI1SK}
 
 // Workout reads one workout. It returns ErrNotFound when it does not exist.
 func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {

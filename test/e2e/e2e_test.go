@@ -19,6 +19,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/openapi"
 	"github.com/commitcollect/backend/handlers/config"
@@ -200,6 +201,20 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	for i, aw := range got.Awards {
 		if aw.PartIndex != i || aw.Name == "" || aw.ActivityID < 70000 || aw.AwardedAtUtc.IsZero() {
 			t.Fatalf("award %d = %+v", i, aw)
+		}
+	}
+
+	// The export holds the workouts as stored, Strava's marks and elapsed
+	// time included (checked against the document like every answer).
+	var exp struct {
+		Workouts []export.WorkoutJSON `json:"workouts"`
+	}
+	if st := a.call(b, http.MethodGet, "/v1/me/export", nil, &exp); st != http.StatusOK || len(exp.Workouts) != 3 {
+		t.Fatalf("GET /v1/me/export = %d with %d workouts, want 200 with the 3", st, len(exp.Workouts))
+	}
+	for _, w := range exp.Workouts {
+		if w.Flags == nil || w.ElapsedTimeSeconds == 0 {
+			t.Fatalf("exported workout %+v: want Strava's marks and the elapsed time", w)
 		}
 	}
 

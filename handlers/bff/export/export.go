@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/rules"
 )
 
 // PageBytes bounds a page's body as Lambda sends it: the body travels
@@ -50,20 +51,24 @@ type WorkoutJSON struct {
 	// StartDateLocal is the wall clock where the activity was recorded
 	// (no zone) and Timezone Strava's name of that zone; absent on
 	// workouts stored before they were kept.
-	StartDateLocal     string    `json:"startDateLocal,omitempty"`
-	Timezone           string    `json:"timezone,omitempty"`
-	DistanceMeters     float64   `json:"distanceMeters"`
-	MovingTimeSeconds  int64     `json:"movingTimeSeconds"`
-	TotalElevationGain float64   `json:"totalElevationGain"`
-	CreatedAtUtc       time.Time `json:"createdAtUtc"`
-	UpdatedAtUtc       time.Time `json:"updatedAtUtc"`
+	StartDateLocal     string  `json:"startDateLocal,omitempty"`
+	Timezone           string  `json:"timezone,omitempty"`
+	DistanceMeters     float64 `json:"distanceMeters"`
+	MovingTimeSeconds  int64   `json:"movingTimeSeconds"`
+	TotalElevationGain float64 `json:"totalElevationGain"`
+	// ElapsedTimeSeconds and Flags (Strava's manual, trainer and commute
+	// marks) are absent on workouts stored before they were kept.
+	ElapsedTimeSeconds int64        `json:"elapsedTimeSeconds,omitempty"`
+	Flags              *rules.Flags `json:"flags,omitempty"`
+	CreatedAtUtc       time.Time    `json:"createdAtUtc"`
+	UpdatedAtUtc       time.Time    `json:"updatedAtUtc"`
 }
 
 // Workout is w as an export gives it.
 func Workout(w model.Workout) WorkoutJSON {
 	return WorkoutJSON{ActivityID: w.ActivityID, Name: w.Name, SportType: w.SportType, StartDateUtc: w.StartDateUtc.UTC(),
 		StartDateLocal: w.StartDateLocal, Timezone: w.Timezone, DistanceMeters: w.DistanceMeters, MovingTimeSeconds: w.MovingTimeSeconds, TotalElevationGain: w.TotalElevationGain,
-		CreatedAtUtc: w.CreatedAtUtc.UTC(), UpdatedAtUtc: w.UpdatedAtUtc.UTC()}
+		ElapsedTimeSeconds: w.ElapsedTimeSeconds, Flags: w.Flags, CreatedAtUtc: w.CreatedAtUtc.UTC(), UpdatedAtUtc: w.UpdatedAtUtc.UTC()}
 }
 
 // Page is one built page.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +145,36 @@ func TestEnvelopeSize(t *testing.T) {
 			t.Errorf("%q: %d, want %d", body, got, len(esc)-2)
 		}
 	}
+}
+
+// TestAnExportHoldsEveryWorkoutAttribute: every attribute a stored workout
+// keeps about the athlete's activity is in its export, under the same name;
+// only the pipeline's bookkeeping is left out. A new attribute (Strava's
+// marks, the elapsed time) fails here until the export carries it.
+// Protection: WorkoutJSON's fields.
+func TestAnExportHoldsEveryWorkoutAttribute(t *testing.T) {
+	t.Parallel()
+	bookkeeping := map[string]bool{"PK": true, "SK": true, "entityType": true, "schemaVersion": true, "userId": true,
+		"athleteId": true, "isDeleted": true, "deletedAtUtc": true, "deletedReason": true, "correlationId": true, "expiresAt": true,
+		"LSI1SK": true, "fetchStartedAtNs": true, "syncJobKey": true}
+	exported := map[string]bool{}
+	jt := reflect.TypeFor[export.WorkoutJSON]()
+	for i := range jt.NumField() {
+		exported[strings.Split(jt.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			name := strings.Split(f.Tag.Get("dynamodbav"), ",")[0]
+			if name != "" && name != "-" && !bookkeeping[name] && !exported[name] {
+				t.Errorf("a workout keeps %q, which its export leaves out", name)
+			}
+		}
+	}
+	walk(reflect.TypeFor[model.Workout]())
 }
