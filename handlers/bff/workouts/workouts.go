@@ -145,7 +145,8 @@ func Entries(def model.MilestoneDefinition, ws []model.Workout) []Entry {
 
 // PeriodOf is the definition of the period the route shows: the
 // milestone's own, or for a series the period whose first day is period
-// (YYYY-MM-DD), else the newest begun anywhere at now. A period given for
+// (YYYY-MM-DD), else the newest begun anywhere at now, as the series'
+// answer shows it (its first period when none has begun). A period given for
 // a milestone that does not repeat, or that is no period's first day, is a
 // validation error naming period.
 func PeriodOf(def model.MilestoneDefinition, period string, now time.Time) (model.MilestoneDefinition, *model.ValidationError) {
@@ -159,13 +160,10 @@ func PeriodOf(def model.MilestoneDefinition, period string, now time.Time) (mode
 	first, last, _ := p.Days()
 	day, err := calendar.ParseDate(period)
 	switch {
-	case period == "":
-		day, _ = calendar.ParseDate(calendar.FormatDate(now.UTC().Add(calendar.AheadOfUTC)))
-		if last != nil && day.After(*last) {
-			day = *last
-		}
-		if day.Before(first) {
-			day = first
+	case period == "": // the series' headline period (SeriesJSON), or its first when none has begun
+		day = first
+		if begun := p.OccurrencesSoFar(now, 1); len(begun) > 0 {
+			day, _ = calendar.ParseDate(begun[0].StartDate)
 		}
 	case err != nil || day.Before(first) || (last != nil && day.After(*last)) || p.Occurrence(day).StartDate != period:
 		return def, respond.FieldError("period", fmt.Sprintf("%q is not the first day of one of this series' periods", period))
