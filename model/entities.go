@@ -6,6 +6,7 @@ import (
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/rules"
+	"github.com/commitcollect/backend/model/streak"
 )
 
 // Key is the primary key of an item in a PK/SK table (built and parsed only
@@ -254,6 +255,8 @@ type MilestoneDefinition struct {
 	PartCount  int    `dynamodbav:"partCount" json:"partCount"`
 	// Rules are the conditions each activity must meet (nil: none).
 	Rules *rules.Rules `dynamodbav:"rules,omitempty" json:"rules,omitempty"`
+	// Streak is how a streak milestone counts (MetricStreak only).
+	Streak *streak.Rule `dynamodbav:"streak,omitempty" json:"streak,omitempty"`
 }
 
 // Projection is the derived part of a milestone, always recomputable from
@@ -272,8 +275,11 @@ type Projection struct {
 	ProjectedAtUtc *time.Time         `dynamodbav:"projectedAtUtc,omitempty"`
 	Weeks          *calendar.WeekSums `dynamodbav:"weeks,omitempty"` // a few weeks' period: sums per week; nil: unknown
 	// Excluded counts the period's workouts that did not count, by reason
-	// (rules.Reason); nil when none.
+	// (rules.Reason); nil when none. A streak counts days instead: those
+	// on which nothing counted, by the reason of the first left out.
 	Excluded map[string]int `dynamodbav:"excluded,omitempty"`
+	// Days are a streak's active days (streak.Days); nil: unknown.
+	Days *streak.Days `dynamodbav:"days,omitempty"`
 }
 
 // Milestone is a user's commitment plus its projected progress (USER#{userId}

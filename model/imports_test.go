@@ -17,6 +17,7 @@ var domainLeaves = map[string]string{
 	"github.com/commitcollect/backend/model/keys":     "keys",
 	"github.com/commitcollect/backend/model/calendar": "calendar",
 	"github.com/commitcollect/backend/model/rules":    "rules",
+	"github.com/commitcollect/backend/model/streak":   "streak",
 }
 
 // The domain package stays free of adapters: every non-test file imports

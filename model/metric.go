@@ -17,6 +17,10 @@ const (
 	MetricElevation  Metric = "elevation"   // metres
 	MetricMovingTime Metric = "moving_time" // seconds
 	MetricCount      Metric = "count"       // workouts
+	// MetricStreak measures the longest run of active days or weeks
+	// (model/streak); a workout that counts adds 1 like count does, which
+	// only /workouts shows.
+	MetricStreak Metric = "streak"
 )
 
 // MetricSpec describes a metric. Field is the workout attribute it reads
@@ -35,7 +39,7 @@ type MetricSpec struct {
 }
 
 // Metrics are the metrics a milestone can measure, in the API's order.
-var Metrics = []Metric{MetricDistance, MetricElevation, MetricMovingTime, MetricCount}
+var Metrics = []Metric{MetricDistance, MetricElevation, MetricMovingTime, MetricCount, MetricStreak}
 
 // MetricSpecs describe each metric (read only).
 var MetricSpecs = map[Metric]MetricSpec{
@@ -45,7 +49,8 @@ var MetricSpecs = map[Metric]MetricSpec{
 		Of: func(w Workout) float64 { return w.TotalElevationGain }},
 	MetricMovingTime: {Unit: "s", Scale: 1, Whole: true, Field: "movingTimeSeconds", Strava: "moving_time", Max: MaxWorkoutDuration.Seconds(),
 		Of: func(w Workout) float64 { return float64(w.MovingTimeSeconds) }},
-	MetricCount: {Unit: "workouts", Scale: 1, Whole: true, Of: func(Workout) float64 { return 1 }},
+	MetricCount:  {Unit: "workouts", Scale: 1, Whole: true, Of: func(Workout) float64 { return 1 }},
+	MetricStreak: {Unit: "days or weeks", Scale: 1, Whole: true, Of: func(Workout) float64 { return 1 }},
 }
 
 // CheckWorkoutValue says why x cannot be one workout's value of m ("" when

@@ -8,6 +8,7 @@ import (
 
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/sport"
+	"github.com/commitcollect/backend/model/streak"
 )
 
 // Limits on a milestone definition.
@@ -59,6 +60,10 @@ func (d MilestoneDefinition) check(stored bool) error {
 		for _, p := range d.Rules.Check() {
 			v.Add(p.Field, "%s", p.Message)
 		}
+		for _, p := range streak.Check(streak.Definition{Streak: d.Metric == MetricStreak, Rule: d.Streak,
+			Recurrence: d.Recurrence, LocalDays: d.Period().Local()}) {
+			v.Add(p.Field, "%s", p.Message)
+		}
 	}
 	d.checkPeriod(v)
 	if d.PartCount < 1 || d.PartCount > MaxPartCount {
@@ -105,20 +110,6 @@ func (d MilestoneDefinition) checkSportTypes(v *ValidationError) {
 		}
 		seen[s] = true
 	}
-}
-
-// ProgressPercent is how far value (integer units) is towards the target, in
-// percent rounded down to one decimal and kept within 0..100, so a milestone
-// reads 100 only when it is really reached.
-func (d MilestoneDefinition) ProgressPercent(value int64) float64 {
-	target := d.TargetUnits()
-	if target <= 0 || value <= 0 {
-		return 0
-	}
-	if value >= target {
-		return 100
-	}
-	return math.Floor(float64(value)*1000/float64(target)) / 10
 }
 
 // metricNames lists Metrics for messages: "distance, elevation, …".

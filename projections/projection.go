@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/calendar"
-	"github.com/commitcollect/backend/model/counting"
 )
 
 // Log is the workout log one recompute inspects.
@@ -40,6 +38,10 @@ type Log struct {
 	// them (weeks.go); every other milestone's whole period was read. A log
 	// read by weeks is never Truncated (the reader reads whole periods then).
 	ReadWeeks map[int64]bool
+	// ReadDays, when set, are the local days (YYYY-MM-DD) the log was read
+	// for whole: a streak whose stored days UsesDays re-finds only those
+	// (streak.go).
+	ReadDays map[string]bool
 }
 
 // cutNewest applies the guardrail to a log sorted by byStartThenID: it keeps
@@ -179,7 +181,8 @@ func satAdd(a, b int64) int64 {
 // workouts are cut to the newest ones. A log read by weeks (ReadWeeks)
 // counts only those weeks from the log when cur's week sums are used
 // (UsesWeeks), the others from the sums; a period that keeps week sums gets
-// them afresh in the result (weeks.go).
+// them afresh in the result (weeks.go). A streak is tallied by its own
+// walk of active days (streak.go), read by days the same way (UsesDays).
 //
 // It returns a *model.ValidationError (model.ErrInvalid) when def cannot be
 // projected (model.MilestoneDefinition.ValidateProjectable).
@@ -199,46 +202,23 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	}
 	exactFrom := truncatedFrom(def, log)
 
-	var read map[int64]bool
-	if log.ReadWeeks != nil && !log.Truncated && UsesWeeks(def, cur) {
-		read = log.ReadWeeks
-	}
-	walk, sums, excluded := steps(def, cur, ws, read)
-	target := def.TargetUnits()
-	var (
-		value     int64
-		counted   int
-		earned    int
-		crossings []Crossing
-	)
-	for _, s := range walk {
-		counted += s.count
-		value = satAdd(value, s.units)
-		for e := EarnedParts(value, target, def.PartCount); earned < e; earned++ {
-			crossings = append(crossings, Crossing{PartIndex: earned, ActivityID: s.id, CorrelationID: s.corr, FromSums: s.fromSums})
-		}
-	}
-
+	t := tallyOf(def)(def, cur, ws, log, exactFrom)
 	next := model.Projection{
-		ProgressValue:   value,
-		WorkoutsCounted: counted,
-		AwardedParts:    Justified(earned, def.PartCount, held, now),
+		ProgressValue:   t.value,
+		WorkoutsCounted: t.counted,
+		AwardedParts:    Justified(len(t.crossings), def.PartCount, held, now),
 		Status:          model.StatusActive,
 		Truncated:       exactFrom != nil,
 		ExactFromUtc:    exactFrom,
 		ProjectedAtUtc:  cur.ProjectedAtUtc,
-		Excluded:        excluded,
-	}
-	if KeepsWeeks(def) && exactFrom == nil {
-		if len(sums) == 0 {
-			sums = nil // stored absent: a stream image of an empty map does not read back (weeks_test.go)
-		}
-		next.Weeks = &calendar.WeekSums{Def: counting.For(def).Fingerprint(), Sums: sums}
+		Excluded:        t.excluded,
+		Weeks:           t.weeks,
+		Days:            t.days,
 	}
 	if next.AwardedParts >= def.PartCount {
 		next.Status = model.StatusCompleted
 	}
-	r := Result{Projection: next, Earned: earned, Crossings: crossings,
+	r := Result{Projection: next, Earned: len(t.crossings), Crossings: t.crossings,
 		Unjustified: unjustified(next.AwardedParts, cur, held, def.PartCount, now)}
 	for i := max(cur.AwardedParts, 0); i < next.AwardedParts; i++ {
 		r.NewParts = append(r.NewParts, i)
@@ -250,7 +230,7 @@ func ProjectWith(def model.MilestoneDefinition, cur model.Projection, held Held,
 	r.Changed = next.ProgressValue != cur.ProgressValue || next.WorkoutsCounted != cur.WorkoutsCounted ||
 		next.AwardedParts != cur.AwardedParts || next.Status != curStatus || next.Truncated != cur.Truncated ||
 		!sameInstant(next.ExactFromUtc, cur.ExactFromUtc) || !sameWeeks(next.Weeks, cur.Weeks) ||
-		!maps.Equal(next.Excluded, cur.Excluded)
+		!maps.Equal(next.Excluded, cur.Excluded) || !next.Days.Equal(cur.Days)
 	r.Completed = next.Status == model.StatusCompleted && curStatus != model.StatusCompleted
 	r.BecameTruncated = next.Truncated && !cur.Truncated
 	if r.Changed {

@@ -70,9 +70,32 @@ func (t Touched) LogWeeks() map[int64]bool {
 	return maps.Collect(maps.All(t.Weeks)) // a fresh map, empty when none are touched
 }
 
+// LogDays is Log.ReadDays for a log read by Windows: nil when periods are
+// read whole.
+func (t Touched) LogDays() map[string]bool {
+	if t.All || t.WholePeriods {
+		return nil
+	}
+	out := map[string]bool{} // empty when none are touched
+	for _, d := range t.Days {
+		out[calendar.FormatDate(d)] = true
+	}
+	return out
+}
+
 // Windows is what a recompute reads of m's period: the touched weeks when
-// it uses its week sums, else all of it.
+// it uses its week sums, the touched days, each whole, when it uses its
+// streak's days, else all of it.
 func (t Touched) Windows(m *model.Milestone) []model.Window {
+	if !t.All && !t.WholePeriods && UsesDays(m.MilestoneDefinition, m.Projection) {
+		var out []model.Window
+		for _, d := range t.Days {
+			if m.Period().Holds(d, calendar.FormatDate(d)) {
+				out = append(out, calendar.SpanOfDays(d, &d))
+			}
+		}
+		return out
+	}
 	if weeks := t.readWeeks(); weeks != nil && UsesWeeks(m.MilestoneDefinition, m.Projection) {
 		return calendar.WeekWindows(m.Window(), weeks)
 	}

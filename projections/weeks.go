@@ -40,6 +40,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/counting"
+	"github.com/commitcollect/backend/model/streak"
 )
 
 // The periods that keep week sums (KeepsWeeks).
@@ -63,6 +64,56 @@ func KeepsWeeks(def model.MilestoneDefinition) bool {
 // triggers touch: it keeps week sums and cur holds sums counted under def.
 func UsesWeeks(def model.MilestoneDefinition, cur model.Projection) bool {
 	return KeepsWeeks(def) && cur.Weeks != nil && cur.Weeks.Def == counting.For(def).Fingerprint()
+}
+
+// tally is what one kind of metric makes of the log: the progress value,
+// how many workouts (a streak: active days) counted, the crossing of each
+// part the value earns, what the projection keeps beside its progress (a
+// few weeks' sums, a streak's days) and what was left out, by reason.
+type tally struct {
+	value     int64
+	counted   int
+	crossings []Crossing
+	weeks     *calendar.WeekSums
+	days      *streak.Days
+	excluded  map[string]int
+}
+
+// tallyOf is the tally of def's metric: a streak walks its days
+// (streak.go), every other metric sums its counted workouts.
+func tallyOf(def model.MilestoneDefinition) func(model.MilestoneDefinition, model.Projection, []model.Workout, Log, *time.Time) tally {
+	if def.Metric == model.MetricStreak {
+		return streakTally
+	}
+	return sumTally
+}
+
+// sumTally sums def's counted workouts of ws (sorted) in (start,
+// activityId) order, taking the weeks log was not read for from cur's week
+// sums when they are used, and attributes each part to the workout whose
+// value first reached it.
+func sumTally(def model.MilestoneDefinition, cur model.Projection, ws []model.Workout, log Log, exactFrom *time.Time) tally {
+	var read map[int64]bool
+	if log.ReadWeeks != nil && !log.Truncated && UsesWeeks(def, cur) {
+		read = log.ReadWeeks
+	}
+	walk, sums, excluded := steps(def, cur, ws, read)
+	t := tally{excluded: excluded}
+	target := def.TargetUnits()
+	for _, s := range walk {
+		t.counted += s.count
+		t.value = satAdd(t.value, s.units)
+		for e := EarnedParts(t.value, target, def.PartCount); len(t.crossings) < e; {
+			t.crossings = append(t.crossings, Crossing{PartIndex: len(t.crossings), ActivityID: s.id, CorrelationID: s.corr, FromSums: s.fromSums})
+		}
+	}
+	if KeepsWeeks(def) && exactFrom == nil {
+		if len(sums) == 0 {
+			sums = nil // stored absent: a stream image of an empty map does not read back (weeks_test.go)
+		}
+		t.weeks = &calendar.WeekSums{Def: counting.For(def).Fingerprint(), Sums: sums}
+	}
+	return t
 }
 
 // step is one step of the walk that counts a period and attributes its

@@ -11,9 +11,9 @@ import (
 // BFFStores hands the DynamoDB adapter to each of the BFF's ports (the
 // composite literal is the check that it satisfies every one).
 func BFFStores(st *store.Store) bff.Stores {
-	ss := sessions.New(st.DB)
+	ss, pl := sessions.New(st.DB), periodlog.New(st.DB)
 	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st,
-		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st, PeriodLog: periodlog.New(st.DB)}
+		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st, PeriodLog: pl, Zones: pl}
 }
 
 // deletionStore is what an account deletion removes: the user's data

@@ -31,6 +31,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
+	"github.com/commitcollect/backend/handlers/bff/timeline"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
@@ -49,6 +50,7 @@ type Stores struct {
 	Syncs      SyncStateStore   // syncstatus.go
 	Exports    ExportStore      // export.go: the athlete's data, streamed
 	PeriodLog  workouts.Log     // handlers/bff/workouts: a period's workouts, paged
+	Zones      milestones.Zones // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
 }
 
 // accounts is what account deletion reads of a user and saves of its tokens.
@@ -65,7 +67,7 @@ func (s Stores) missing() []string {
 	var out []string
 	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
 		"Milestones": s.Milestones != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
-		"PeriodLog": s.PeriodLog != nil} {
+		"PeriodLog": s.PeriodLog != nil, "Zones": s.Zones != nil} {
 		if !ok {
 			out = append(out, name)
 		}
@@ -144,10 +146,12 @@ type Handler struct {
 	milestones *milestones.Handler
 	collection *collection.Handler
 	workouts   *workouts.Handler
+	timeline   *timeline.Handler
 	// readMilestones reads milestones for the export and the page.
 	readMilestones milestones.Store
 	// readAwards reads the collection for the export.
 	readAwards collection.Store
+	zones      milestones.Zones
 	syncs      SyncStateStore
 	exports    ExportStore
 	// exportPageBytes bounds an export page's body (export.PageBytes).
@@ -189,7 +193,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, zones: d.Stores.Zones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
 		h.now = time.Now
@@ -200,9 +204,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
-	h.milestones = milestones.New(d.Stores.Milestones, h.now, h.ensureBackfill)
+	h.milestones = milestones.New(d.Stores.Milestones, d.Stores.Zones, h.now, h.ensureBackfill)
 	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
 	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, h.now, cfg.PublicURL)
+	h.timeline = timeline.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now)
 	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
 	h.deleter.Now = h.now
 	return h, nil
@@ -247,6 +252,7 @@ var routes = []route{
 	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Get) }},
 	{"DELETE /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Delete) }},
 	{"GET /v1/milestones/{milestoneId}/workouts", func(h *Handler) http.HandlerFunc { return h.authed(h.workouts.Serve) }},
+	{"GET /v1/milestones/{milestoneId}/timeline", func(h *Handler) http.HandlerFunc { return h.authed(h.timeline.Serve) }},
 	{"GET /v1/awards", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Awards) }},
 	{"GET /v1/collection", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Collection) }},
 	{"OPTIONS /v1/{path...}", func(h *Handler) http.HandlerFunc { return h.preflight }},

@@ -110,8 +110,12 @@ func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, er
 	if err != nil {
 		return exportHead{}, err
 	}
+	at, err := milestones.AtFor(ctx, h.zones, userID, h.now())
+	if err != nil {
+		return exportHead{}, err
+	}
 	for _, m := range ms {
-		j, err := milestones.Show(ctx, h.readMilestones, userID, m, h.now())
+		j, err := milestones.Show(ctx, h.readMilestones, userID, m, at)
 		if err != nil {
 			return exportHead{}, err
 		}

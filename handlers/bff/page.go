@@ -124,8 +124,13 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 			if c, err := h.profiles.StravaConnection(ctx, sess.UserID); err == nil {
 				data.Scope = strava.ActivityScope(c.Scopes)
 			}
+			at, err := milestones.AtFor(ctx, h.zones, sess.UserID, h.now())
+			if err != nil {
+				respond.Fail(ctx, w, log, "page: read zone", err)
+				return
+			}
 			for _, m := range ms {
-				j, err := milestones.Show(ctx, h.readMilestones, sess.UserID, m, h.now())
+				j, err := milestones.Show(ctx, h.readMilestones, sess.UserID, m, at)
 				if err != nil {
 					respond.Fail(ctx, w, log, "page: read series", err)
 					return

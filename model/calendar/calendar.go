@@ -68,6 +68,26 @@ func LocalDay(localStart string) (string, bool) {
 	return d, true
 }
 
+// Offset is the offset from UTC of the zone an activity started at startUtc
+// was recorded in, read from its wall clock (LocalStart), to the minute;
+// false when there is no wall clock or the offset lies beyond every civil
+// zone.
+func Offset(startUtc time.Time, localStart string) (time.Duration, bool) {
+	local, err := time.Parse(localLayout, localStart)
+	if err != nil {
+		return 0, false
+	}
+	off := local.Sub(startUtc.UTC()).Round(time.Minute)
+	return off, off >= -BehindUTC && off <= AheadOfUTC
+}
+
+// Today is the date (a midnight UTC, as ParseDate makes) that a wall clock
+// offset from UTC shows at now.
+func Today(now time.Time, offset time.Duration) time.Time {
+	t := now.UTC().Add(offset)
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
 // SpanOfDays is the window of UTC start instants that can hold an activity
 // started on a local day between first and last (dates made by ParseDate,
 // both included; last nil: no end) in any time zone.

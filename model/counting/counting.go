@@ -128,7 +128,7 @@ func SameDefinition(a, b model.MilestoneDefinition) bool {
 	return a.ModelID == b.ModelID && a.Title == b.Title && a.Metric == b.Metric && a.Target == b.Target &&
 		slices.Equal(sa, sb) && a.PeriodStartAtUtc.Equal(b.PeriodStartAtUtc) && endEqual && a.PartCount == b.PartCount &&
 		a.PeriodStartDate == b.PeriodStartDate && a.PeriodEndDate == b.PeriodEndDate &&
-		rules.Same(a.Rules, b.Rules)
+		rules.Same(a.Rules, b.Rules) && (a.Streak == nil) == (b.Streak == nil) && (a.Streak == nil || *a.Streak == *b.Streak)
 }
 
 // LogFields are the workout attributes Judge reads beyond the workout's

@@ -157,7 +157,7 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	if c.o.BeforeWrite != nil && !dryRun {
 		c.o.BeforeWrite(ctx, userID)
 	}
-	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom, ReadWeeks: t.LogWeeks()}
+	lg := projections.Log{Workouts: wl.Workouts, Truncated: wl.Truncated, ExactFrom: wl.ExactFrom, ReadWeeks: t.LogWeeks(), ReadDays: t.LogDays()}
 	parts := map[string]map[int]model.ModelPart{}
 	for i := range um.Milestones {
 		if um.Milestones[i].Recurrence != "" {

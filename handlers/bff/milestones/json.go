@@ -1,6 +1,7 @@
 package milestones
 
 import (
+	"math"
 	"time"
 
 	"github.com/commitcollect/backend/model"
@@ -34,6 +35,14 @@ type MilestoneJSON struct {
 	// Periods every period begun so far, newest first.
 	Recurrence string            `json:"recurrence,omitempty"`
 	Periods    []PeriodStateJSON `json:"periods,omitempty"`
+	// Pace is where the progress should be today (null when the period
+	// has no end; a series: its current period's).
+	Pace *PaceJSON `json:"pace"`
+	// StreakUnit and FreezesPerMonth are a streak's, as created; Streak
+	// is where it stands today (absent on other metrics).
+	StreakUnit      string      `json:"streakUnit,omitempty"`
+	FreezesPerMonth *int        `json:"freezesPerMonth,omitempty"`
+	Streak          *StreakJSON `json:"streak,omitempty"`
 }
 
 // PeriodStateJSON is one period of a series: its days, status, progress
@@ -43,6 +52,7 @@ type PeriodStateJSON struct {
 	EndDate   string      `json:"endDate"`
 	Status    string      `json:"status"`
 	Progress  Progress    `json:"progress"`
+	Pace      *PaceJSON   `json:"pace"`
 	Awards    []AwardJSON `json:"awards"`
 }
 
@@ -138,19 +148,24 @@ func Period(d model.MilestoneDefinition) PeriodJSON {
 	return p
 }
 
-// JSON is mw as the API shows it at now (which decides ended).
-func JSON(mw ports.MilestoneWithAwards, now time.Time) MilestoneJSON {
-	m := mw.Milestone
+// JSON is mw as the API shows it at at (which decides ended, the pace and
+// the streak's today).
+func JSON(mw ports.MilestoneWithAwards, at At) MilestoneJSON {
+	m, now := mw.Milestone, at.Now
 	out := MilestoneJSON{
 		MilestoneID: m.MilestoneID, ModelID: m.ModelID, Title: m.Title, Metric: string(m.Metric), Target: m.Target,
 		SportTypes: m.SportTypes, Rules: Rules(m.Rules), Period: Period(m.MilestoneDefinition), Status: string(m.StatusAt(now)), Version: m.Version,
 		ProjectedAtUtc: m.ProjectedAtUtc,
 		Progress: Progress{
 			Value: m.Metric.ProgressInUnit(m.ProgressValue), Target: m.Target,
-			Percent: m.ProgressPercent(m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
+			Percent: Percent(m.MilestoneDefinition, m.ProgressValue), WorkoutsCounted: m.WorkoutsCounted, Truncated: m.Truncated,
 			ExactFromUtc: m.ExactFromUtc, Excluded: map[string]int{},
 		},
 		Awards: make([]AwardJSON, 0, len(mw.Awards)),
+		Pace:   Pace(m, at), Streak: Streak(m, at),
+	}
+	if m.Streak != nil {
+		out.StreakUnit, out.FreezesPerMonth = string(m.Streak.Unit), &m.Streak.FreezesPerMonth
 	}
 	if out.SportTypes == nil {
 		out.SportTypes = []string{}
@@ -168,8 +183,9 @@ func JSON(mw ports.MilestoneWithAwards, now time.Time) MilestoneJSON {
 // whose progress, status and awards are the current period's (the newest
 // begun), with every period begun so far, newest first, from the stored
 // periods (a period never projected shows nothing counted).
-func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, now time.Time) MilestoneJSON {
-	out := JSON(mw, now)
+func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, at At) MilestoneJSON {
+	now := at.Now
+	out := JSON(mw, at)
 	s := mw.Milestone
 	out.Recurrence, out.Periods = s.Recurrence, []PeriodStateJSON{}
 	occ := s.Period().OccurrencesSoFar(now, maxShownPeriods)
@@ -186,13 +202,13 @@ func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeri
 				awards = append(awards, a)
 			}
 		}
-		pj := JSON(ports.MilestoneWithAwards{Milestone: p, Awards: awards}, now)
+		pj := JSON(ports.MilestoneWithAwards{Milestone: p, Awards: awards}, at)
 		out.Periods = append(out.Periods, PeriodStateJSON{StartDate: occ[i].StartDate, EndDate: occ[i].EndDate, Status: pj.Status,
-			Progress: pj.Progress, Awards: pj.Awards})
+			Progress: pj.Progress, Pace: pj.Pace, Awards: pj.Awards})
 	}
 	if len(out.Periods) > 0 {
 		cur := out.Periods[0]
-		out.Status, out.Progress, out.Awards = cur.Status, cur.Progress, cur.Awards
+		out.Status, out.Progress, out.Awards, out.Pace = cur.Status, cur.Progress, cur.Awards, cur.Pace
 		out.ProjectedAtUtc = nil // when the current period was projected, if it was
 		if st := stored[cur.StartDate].Period; st != nil {
 			out.ProjectedAtUtc = st.ProjectedAtUtc
@@ -201,6 +217,20 @@ func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeri
 		out.Status = string(model.StatusActive) // not begun yet
 	}
 	return out
+}
+
+// Percent is how far value (integer units) is towards d's target, in
+// percent rounded down to one decimal and kept within 0..100, so a milestone
+// reads 100 only when it is really reached.
+func Percent(d model.MilestoneDefinition, value int64) float64 {
+	target := d.TargetUnits()
+	if target <= 0 || value <= 0 {
+		return 0
+	}
+	if value >= target {
+		return 100
+	}
+	return math.Floor(float64(value)*1000/float64(target)) / 10
 }
 
 // maxShownPeriods bounds the periods one answer lists: twenty years of weeks.

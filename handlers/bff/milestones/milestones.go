@@ -53,14 +53,16 @@ type Store interface {
 // Handler serves the milestone routes. Its methods have the shape of the
 // BFF's session-checked routes (handlers/bff.Handler.authed).
 type Handler struct {
-	st  Store
-	now func() time.Time
+	st    Store
+	zones Zones
+	now   func() time.Time
 	// backfill asks for the history a new milestone may reach into; it
 	// never fails the request.
 	backfill func(ctx context.Context, log *slog.Logger, userID, reason string)
 }
 
-// New returns a Handler over st with the clock now and the backfill hook.
-func New(st Store, now func() time.Time, backfill func(ctx context.Context, log *slog.Logger, userID, reason string)) *Handler {
-	return &Handler{st: st, now: now, backfill: backfill}
+// New returns a Handler over st, reading the athlete's zone from zones,
+// with the clock now and the backfill hook.
+func New(st Store, zones Zones, now func() time.Time, backfill func(ctx context.Context, log *slog.Logger, userID, reason string)) *Handler {
+	return &Handler{st: st, zones: zones, now: now, backfill: backfill}
 }

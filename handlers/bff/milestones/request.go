@@ -7,6 +7,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/sport"
+	"github.com/commitcollect/backend/model/streak"
 )
 
 // CreateRequest is the body of POST /v1/milestones. The period is given
@@ -31,6 +32,10 @@ type CreateRequest struct {
 	// Rules are the conditions each activity must meet to count (every
 	// field optional; unknown keys refused, each named rules.<key>).
 	Rules *rules.Rules `json:"rules"`
+	// StreakUnit (day or week) and FreezesPerMonth (0..4) shape a streak
+	// (metric streak, local days, no recurrence).
+	StreakUnit      string `json:"streakUnit"`
+	FreezesPerMonth *int   `json:"freezesPerMonth"`
 }
 
 type fieldErrors struct{ model.ValidationError }
@@ -54,6 +59,12 @@ func (req CreateRequest) definition() (model.MilestoneDefinition, *fieldErrors) 
 	}
 	if !req.Rules.Empty() { // {} is no rules: stored absent
 		d.Rules = req.Rules
+	}
+	if req.StreakUnit != "" || req.FreezesPerMonth != nil {
+		d.Streak = &streak.Rule{Unit: streak.Unit(req.StreakUnit)}
+		if req.FreezesPerMonth != nil {
+			d.Streak.FreezesPerMonth = *req.FreezesPerMonth
+		}
 	}
 	// Groups ("group:rides") become their explicit types here, so the
 	// stored definition is a plain filter; unknown names are refused by

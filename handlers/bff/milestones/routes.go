@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
@@ -101,7 +100,12 @@ func (h *Handler) copyPartCount(r *http.Request, def *model.MilestoneDefinition,
 // create writes a valid definition and answers 201 with it.
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, def model.MilestoneDefinition) {
 	ctx := r.Context()
-	now := h.now().UTC()
+	at, err := AtFor(ctx, h.zones, s.UserID, h.now().UTC())
+	if err != nil {
+		respond.Fail(ctx, w, log, "create milestone", err)
+		return
+	}
+	now := at.Now
 	m := &model.Milestone{
 		UserID: s.UserID, MilestoneID: model.NewID(), MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, Version: 0, CreatedAtUtc: now, WrittenBy: model.WriterAPI,
@@ -122,10 +126,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, s model.Session
 	}
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
 	if m.Recurrence != "" {
-		respond.JSON(w, http.StatusCreated, SeriesJSON(modelWithoutAwards(*m), nil, now))
+		respond.JSON(w, http.StatusCreated, SeriesJSON(modelWithoutAwards(*m), nil, at))
 		return
 	}
-	respond.JSON(w, http.StatusCreated, JSON(modelWithoutAwards(*m), now))
+	respond.JSON(w, http.StatusCreated, JSON(modelWithoutAwards(*m), at))
 }
 
 // List serves GET /v1/milestones: {milestones:[…]}, one Query of the
@@ -139,12 +143,16 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request, s model.Session, 
 	if truncated {
 		log.WarnContext(r.Context(), "milestone list truncated by the guardrail", "limit", strconv.Itoa(model.MaxWorkoutsToInspect))
 	}
-	now := h.now()
+	at, err := AtFor(r.Context(), h.zones, s.UserID, h.now())
+	if err != nil {
+		respond.Fail(r.Context(), w, log, "list milestones", err)
+		return
+	}
 	out := struct {
 		Milestones []MilestoneJSON `json:"milestones"`
 	}{Milestones: make([]MilestoneJSON, 0, len(ms))}
 	for _, m := range ms {
-		j, err := h.show(r, s.UserID, m, now)
+		j, err := Show(r.Context(), h.st, s.UserID, m, at)
 		if err != nil {
 			respond.Fail(r.Context(), w, log, "list milestones", err)
 			return
@@ -172,7 +180,12 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request, s model.Session, l
 		notFound(w, id)
 		return
 	}
-	j, err := h.show(r, s.UserID, ms[0], h.now())
+	at, err := AtFor(r.Context(), h.zones, s.UserID, h.now())
+	if err != nil {
+		respond.Fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
+		return
+	}
+	j, err := Show(r.Context(), h.st, s.UserID, ms[0], at)
 	if err != nil {
 		respond.Fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
 		return
@@ -180,17 +193,12 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request, s model.Session, l
 	respond.JSON(w, http.StatusOK, j)
 }
 
-// show is a milestone as the API shows it at now (Show).
-func (h *Handler) show(r *http.Request, userID string, m ports.MilestoneWithAwards, now time.Time) (MilestoneJSON, error) {
-	return Show(r.Context(), h.st, userID, m, now)
-}
-
-// Show is a milestone as the API shows it at now; a series reads its
+// Show is a milestone as the API shows it at at; a series reads its
 // periods (one Query). The export and the landing page show milestones
 // with it too.
-func Show(ctx context.Context, st SeriesReader, userID string, m ports.MilestoneWithAwards, now time.Time) (MilestoneJSON, error) {
+func Show(ctx context.Context, st SeriesReader, userID string, m ports.MilestoneWithAwards, at At) (MilestoneJSON, error) {
 	if m.Milestone.Recurrence == "" {
-		return JSON(m, now), nil
+		return JSON(m, at), nil
 	}
 	periods, err := st.SeriesPeriods(ctx, userID, m.Milestone.MilestoneID, nil)
 	if err != nil {
@@ -201,7 +209,7 @@ func Show(ctx context.Context, st SeriesReader, userID string, m ports.Milestone
 		p.Period = kept
 		periods[kept.PeriodOf] = p
 	}
-	return SeriesJSON(m, periods, now), nil
+	return SeriesJSON(m, periods, at), nil
 }
 
 // Delete serves DELETE /v1/milestones/{milestoneId}: 204, and the

@@ -336,7 +336,7 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	} else {
 		c.Remove = append(c.Remove, "excluded") // absent, never an empty map (stream images)
 	}
-	c.Set["weeks"] = p.Weeks // NULL when unknown: sums of another definition never outlive it
+	c.Set["weeks"], c.Set["days"] = p.Weeks, p.Days // NULL when unknown: sums (a streak's days) of another definition never outlive it
 	k := keys.MilestoneKey(w.UserID, w.MilestoneID)
 	if w.Current != nil {
 		c.Set["current"] = w.Current // the series' item keeps the period

@@ -1,18 +1,21 @@
 // Package periodlog reads one page of a user's workouts started inside a
 // milestone period, newest first, from LSI1: what GET
-// /v1/milestones/{id}/workouts shows with each workout's verdict. It is
-// an adapter of its own, handed only to that use case.
+// /v1/milestones/{id}/workouts shows with each workout's verdict, what a
+// timeline adds up, and the newest workout's zone (the athlete's today).
+// It is an adapter of its own, handed only to those use cases.
 package periodlog
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/dynamo"
@@ -84,4 +87,24 @@ func (l *Log) PeriodWorkouts(ctx context.Context, userID string, w model.Window,
 		return ws, ws[len(ws)-1].DateSK, nil
 	}
 	return ws, "", nil
+}
+
+// zoneLookback is how many of the newest workouts LatestZone reads: the
+// newest may be tombstones, which keep no wall clock.
+const zoneLookback = 5
+
+// LatestZone is the offset from UTC of the user's newest stored workout
+// that names its wall clock (start_date_local): where the athlete is, as
+// far as the log knows. It is false when none of the newest does.
+func (l *Log) LatestZone(ctx context.Context, userID string) (time.Duration, bool, error) {
+	ws, _, err := l.PeriodWorkouts(ctx, userID, model.Window{}, "", zoneLookback)
+	if err != nil {
+		return 0, false, fmt.Errorf("zone of user %s: %w", userID, err)
+	}
+	for _, w := range ws {
+		if off, ok := calendar.Offset(w.StartDateUtc, w.StartDateLocal); ok && !w.IsDeleted {
+			return off, true, nil
+		}
+	}
+	return 0, false, nil
 }
