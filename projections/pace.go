@@ -29,7 +29,7 @@ type Pace struct {
 func PaceOf(def model.MilestoneDefinition, value int64, complete bool, today, now time.Time) (Pace, bool) {
 	target := def.TargetUnits()
 	p := def.Period()
-	var first, last time.Time
+	var first time.Time
 	var elapsed, total int64 // the share elapsed: elapsed/total
 	switch {
 	case p.Local():
@@ -37,12 +37,10 @@ func PaceOf(def model.MilestoneDefinition, value int64, complete bool, today, no
 		if !ok || l == nil {
 			return Pace{}, false
 		}
-		first, last = f, *l
-		total = days(first, last) + 1
+		first, total = f, days(f, *l)+1
 		elapsed = min(max(days(first, today), 0), total)
 	case p.EndAtUtc != nil:
-		first, last = midnight(p.StartAtUtc), midnight(p.EndAtUtc.Add(-time.Nanosecond))
-		today = midnight(now)
+		first, today = midnight(p.StartAtUtc), midnight(now)
 		total = int64(p.EndAtUtc.Sub(p.StartAtUtc))
 		elapsed = min(max(int64(now.Sub(p.StartAtUtc)), 0), total)
 	default:

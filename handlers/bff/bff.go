@@ -152,6 +152,7 @@ type Handler struct {
 	// readAwards reads the collection for the export.
 	readAwards collection.Store
 	zones      milestones.Zones
+	periodLog  workouts.Log
 	syncs      SyncStateStore
 	exports    ExportStore
 	// exportPageBytes bounds an export page's body (export.PageBytes).
@@ -193,7 +194,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, zones: d.Stores.Zones, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, zones: d.Stores.Zones, periodLog: d.Stores.PeriodLog, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
 		h.now = time.Now

@@ -1,6 +1,7 @@
 package bff
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/respond"
+	"github.com/commitcollect/backend/handlers/bff/timeline"
+	"github.com/commitcollect/backend/handlers/bff/workouts"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/rules"
@@ -30,6 +33,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"left":   leftOut,
 	"inc":    func(i int) int { return i + 1 },
 	"pct":    func(p float64) int { return int(math.Round(math.Min(p, 100))) },
+	"f1":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
 	"when": func(t *time.Time) string {
 		if t == nil {
 			return ""
@@ -46,7 +50,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 
 // Amount is a progress value or target of metric in its unit, as the page
 // shows it: km to one decimal (distance), metres of climb (elevation),
-// hours and minutes (moving_time), workouts (count).
+// hours and minutes (moving_time), workouts (count), days or weeks in a
+// row (streak).
 func Amount(metric string, v float64) string {
 	switch model.Metric(metric) {
 	case model.MetricDistance:
@@ -59,6 +64,8 @@ func Amount(metric string, v float64) string {
 			return fmt.Sprintf("%d min", m)
 		}
 		return fmt.Sprintf("%d h %02d min", m/60, m%60)
+	case model.MetricStreak:
+		return strconv.FormatFloat(v, 'f', -1, 64) + " in a row"
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64) + " workouts"
 }
@@ -89,6 +96,8 @@ type pageData struct {
 	Sync SyncJSON
 	// Refresh is the seconds between reloads (the page has no script).
 	Refresh int
+	// Charts are the milestones' timelines, drawn, by milestone id.
+	Charts map[string]timeline.Chart
 }
 
 // RegisterPage adds the landing page (PageRoute) to mux: server-rendered
@@ -105,37 +114,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		sess, err := h.sessions.Session(ctx, keys.SessionHash(c.Value))
 		switch {
 		case err == nil && !sess.Expired(h.now()):
-			p, err := h.profiles.Profile(ctx, sess.UserID)
-			if err != nil && !errors.Is(err, model.ErrNotFound) {
-				respond.Fail(ctx, w, log, "page: read profile", err)
+			if what, err := h.reads().fill(ctx, sess.UserID, &data); err != nil {
+				respond.Fail(ctx, w, log, "page: "+what, err)
 				return
-			}
-			ms, _, err := h.readMilestones.MilestonesWithAwards(ctx, sess.UserID, "")
-			if err != nil {
-				respond.Fail(ctx, w, log, "page: list milestones", err)
-				return
-			}
-			sync, err := h.syncState(ctx, sess.UserID)
-			if err != nil {
-				respond.Fail(ctx, w, log, "page: read sync state", err)
-				return
-			}
-			data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
-			if c, err := h.profiles.StravaConnection(ctx, sess.UserID); err == nil {
-				data.Scope = strava.ActivityScope(c.Scopes)
-			}
-			at, err := milestones.AtFor(ctx, h.zones, sess.UserID, h.now())
-			if err != nil {
-				respond.Fail(ctx, w, log, "page: read zone", err)
-				return
-			}
-			for _, m := range ms {
-				j, err := milestones.Show(ctx, h.readMilestones, sess.UserID, m, at)
-				if err != nil {
-					respond.Fail(ctx, w, log, "page: read series", err)
-					return
-				}
-				data.Milestones = append(data.Milestones, j)
 			}
 		case err != nil && !errors.Is(err, model.ErrNotFound):
 			respond.Fail(ctx, w, log, "page: read session", err)
@@ -148,4 +129,62 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if err := pageTmpl.Execute(w, data); err != nil {
 		log.ErrorContext(ctx, "page: render", "error", err)
 	}
+}
+
+// pageReads are what the page reads of a signed-in user, each a port of
+// its own, and the clock.
+type pageReads struct {
+	profiles   ProfileStore
+	milestones milestones.Store
+	zones      milestones.Zones
+	periodLog  workouts.Log
+	syncState  func(ctx context.Context, userID string) (SyncJSON, error)
+	now        func() time.Time
+}
+
+// reads are the page's reads over h's ports.
+func (h *Handler) reads() pageReads {
+	return pageReads{profiles: h.profiles, milestones: h.readMilestones, zones: h.zones, periodLog: h.periodLog,
+		syncState: h.syncState, now: h.now}
+}
+
+// fill reads what the page shows a signed-in user: profile, sync, each
+// milestone with its timeline drawn (one read of its current period's log;
+// a streak's from its projection). It names what failed.
+func (r pageReads) fill(ctx context.Context, userID string, data *pageData) (string, error) {
+	p, err := r.profiles.Profile(ctx, userID)
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
+		return "read profile", err
+	}
+	ms, _, err := r.milestones.MilestonesWithAwards(ctx, userID, "")
+	if err != nil {
+		return "list milestones", err
+	}
+	sync, err := r.syncState(ctx, userID)
+	if err != nil {
+		return "read sync state", err
+	}
+	data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
+	if c, err := r.profiles.StravaConnection(ctx, userID); err == nil {
+		data.Scope = strava.ActivityScope(c.Scopes)
+	}
+	at, err := milestones.AtFor(ctx, r.zones, userID, r.now())
+	if err != nil {
+		return "read zone", err
+	}
+	data.Charts = map[string]timeline.Chart{}
+	for _, m := range ms {
+		j, err := milestones.Show(ctx, r.milestones, userID, m, at)
+		if err != nil {
+			return "read series", err
+		}
+		data.Milestones = append(data.Milestones, j)
+		def, _ := workouts.PeriodOf(m.Milestone.MilestoneDefinition, "", at.Now)
+		tl, err := timeline.Of(ctx, r.periodLog, m.Milestone, def, at)
+		if err != nil {
+			return "read timeline", err
+		}
+		data.Charts[m.Milestone.MilestoneID] = timeline.ChartOf(tl, at.Today())
+	}
+	return "", nil
 }

@@ -99,6 +99,7 @@ func TestAmountShowsEachMetricInItsUnit(t *testing.T) {
 		{"moving_time", 19230, "5 h 21 min"},
 		{"moving_time", 36000, "10 h 00 min"},
 		{"count", 12, "12 workouts"},
+		{"streak", 30, "30 in a row"},
 	}
 	for _, tt := range tests {
 		if got := bff.Amount(tt.metric, tt.v); got != tt.want {

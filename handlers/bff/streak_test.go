@@ -86,7 +86,9 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.clock.mu.Lock()
-	e.clock.t = time.Date(2026, 3, 6, 5, 0, 0, 0, time.UTC) // 19:00 on the 5th in Honolulu
+	// 19:00 on the 5th in Honolulu; a date ahead of the real clock, so
+	// that DynamoDB Local's TTL never takes the session.
+	e.clock.t = time.Date(2027, 3, 6, 5, 0, 0, 0, time.UTC)
 	e.clock.mu.Unlock()
 	sid := e.user("u1", 1)
 	ctx := context.Background()
@@ -100,12 +102,12 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 		return m
 	}
 	st := create(map[string]any{"modelId": "saturn-v", "title": "Every day", "metric": "streak", "streakUnit": "day", "freezesPerMonth": 1,
-		"target": 30, "sportTypes": []string{"Run"}, "periodStartDate": "2026-03-01"})
+		"target": 30, "sportTypes": []string{"Run"}, "periodStartDate": "2027-03-01"})
 	goal := create(map[string]any{"modelId": "saturn-v", "title": "March", "metric": "distance", "target": 100000,
-		"sportTypes": []string{"Run"}, "periodStartDate": "2026-03-01", "periodEndDate": "2026-03-31"})
+		"sportTypes": []string{"Run"}, "periodStartDate": "2027-03-01", "periodEndDate": "2027-03-31"})
 	var log []model.Workout
 	for i, d := range []int{1, 2, 4, 5} { // the 3rd is missed
-		start := time.Date(2026, 3, d, 17, 0, 0, 0, time.UTC) // 07:00 in Honolulu
+		start := time.Date(2027, 3, d, 17, 0, 0, 0, time.UTC) // 07:00 in Honolulu
 		w := model.Workout{UserID: "u1", AthleteID: 1, ActivityID: int64(i + 1), SportType: "Run", DistanceMeters: 10000,
 			MovingTimeSeconds: 3000, StartDateUtc: start, StartDateLocal: start.Add(-10 * time.Hour).Format("2006-01-02T15:04:05"),
 			CreatedAtUtc: start, UpdatedAtUtc: start}
@@ -132,13 +134,13 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 
 	var got milestones.MilestoneJSON
 	e.do(http.MethodGet, "/v1/milestones/"+st.MilestoneID, sid, nil).json(t, &got)
-	since, last := "2026-03-01", "2026-03-05"
-	want := &milestones.StreakJSON{Current: 4, Longest: 4, Since: &since, LastActiveDate: &last, State: "alive", FreezesUsed: []string{"2026-03-03"}}
+	since, last := "2027-03-01", "2027-03-05"
+	want := &milestones.StreakJSON{Current: 4, Longest: 4, Since: &since, LastActiveDate: &last, State: "alive", FreezesUsed: []string{"2027-03-03"}}
 	if !reflect.DeepEqual(got.Streak, want) || got.Progress.Value != 4 {
 		t.Fatalf("streak %+v (value %v), want %+v", got.Streak, got.Progress.Value, want)
 	}
 	e.do(http.MethodGet, "/v1/milestones/"+goal.MilestoneID, sid, nil).json(t, &got)
-	finish := "2026-03-13" // 40 km in 5 days begun: 100 km on the 13th
+	finish := "2027-03-13" // 40 km in 5 days begun: 100 km on the 13th
 	wantPace := &milestones.PaceJSON{ExpectedNow: 100000 * 4 / 31.0, OnPace: true, ProjectedFinishDate: &finish}
 	wantPace.ExpectedNow = float64(int64(wantPace.ExpectedNow*1000)) / 1000
 	wantPace.Delta = 40000 - wantPace.ExpectedNow
@@ -149,19 +151,19 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 	var tl timeline.Body
 	r := e.do(http.MethodGet, "/v1/milestones/"+goal.MilestoneID+"/timeline", sid, nil)
 	r.json(t, &tl)
-	wantDays := []timeline.Day{{Date: "2026-03-01", Value: 10000}, {Date: "2026-03-02", Value: 20000}, {Date: "2026-03-04", Value: 30000},
-		{Date: "2026-03-05", Value: 40000}}
+	wantDays := []timeline.Day{{Date: "2027-03-01", Value: 10000}, {Date: "2027-03-02", Value: 20000}, {Date: "2027-03-04", Value: 30000},
+		{Date: "2027-03-05", Value: 40000}}
 	if r.status != http.StatusOK || !reflect.DeepEqual(tl.Days, wantDays) || tl.Target != 100000 || tl.EndDate == nil {
 		t.Fatalf("timeline: %d %s", r.status, r.body)
 	}
 	r = e.do(http.MethodGet, "/v1/milestones/"+st.MilestoneID+"/timeline", sid, nil)
 	r.json(t, &tl)
-	wantDays = []timeline.Day{{Date: "2026-03-01", Value: 1, Kind: "active"}, {Date: "2026-03-02", Value: 2, Kind: "active"},
-		{Date: "2026-03-03", Value: 2, Kind: "bridged"}, {Date: "2026-03-04", Value: 3, Kind: "active"}, {Date: "2026-03-05", Value: 4, Kind: "active"}}
+	wantDays = []timeline.Day{{Date: "2027-03-01", Value: 1, Kind: "active"}, {Date: "2027-03-02", Value: 2, Kind: "active"},
+		{Date: "2027-03-03", Value: 2, Kind: "bridged"}, {Date: "2027-03-04", Value: 3, Kind: "active"}, {Date: "2027-03-05", Value: 4, Kind: "active"}}
 	if r.status != http.StatusOK || !reflect.DeepEqual(tl.Days, wantDays) || tl.EndDate != nil {
 		t.Fatalf("streak timeline: %d %s", r.status, r.body)
 	}
-	if r := e.do(http.MethodGet, "/v1/milestones/"+st.MilestoneID+"/timeline?period=2026-03-01", sid, nil); r.status != http.StatusBadRequest ||
+	if r := e.do(http.MethodGet, "/v1/milestones/"+st.MilestoneID+"/timeline?period=2027-03-01", sid, nil); r.status != http.StatusBadRequest ||
 		!strings.Contains(string(r.body), `"field":"period"`) {
 		t.Fatalf("?period= on a milestone that does not repeat: %d %s", r.status, r.body)
 	}

@@ -77,6 +77,8 @@ type DemoResult struct {
 	Collection []collection.ModelJSON
 	// Rules is the act on what counts.
 	Rules DemoRules
+	// Streak is the act on streaks.
+	Streak DemoStreak
 }
 
 // DemoSync is what a device sync cost at Strava.
@@ -202,8 +204,12 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.summary(ctx); err != nil {
 		return err
 	}
-	act := &rulesAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say} // http until the cyclist signs in
 	var err error
+	streak := &streakAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say}
+	if d.res.Streak, err = streak.play(ctx); err != nil {
+		return err
+	}
+	act := &rulesAct{o: d.o, http: d.http, zone: d.zone, modelID: d.res.Final.ModelID, say: d.say} // http until the cyclist signs in
 	if d.res.Rules, err = act.play(ctx); err != nil {
 		return err
 	}

@@ -106,6 +106,10 @@ func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 	}
 	d.say("  %s of %s: %d ride counted; not counted (progress.excluded): %s", km(m.Progress.Value), km(m.Progress.Target),
 		m.Progress.WorkoutsCounted, strings.Join(left, ", "))
+	if p := m.Pace; p != nil {
+		d.say("  pace: %s expected by now, %s; at this rate, done on %s", km(p.ExpectedNow), map[bool]string{true: "on pace", false: "behind"}[p.OnPace],
+			deref(p.ProjectedFinishDate))
+	}
 	var page workouts.Body
 	if err := d.send(ctx, http.MethodGet, d.o.APIURL+"/v1/milestones/"+m.MilestoneID+"/workouts", nil, &page, http.StatusOK); err != nil {
 		return res, fmt.Errorf("read why each ride counted: %w", err)

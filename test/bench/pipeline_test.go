@@ -32,6 +32,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/streak"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -98,7 +99,7 @@ func BenchmarkPipeline(b *testing.B) {
 	r.baseline = p.baseline(b, s.baselineWorkers, s.baselineItems)
 	r.run = p.throughput(ctx, b, s)
 	for _, h := range s.history {
-		for _, kind := range []string{monthly, withRules, lifetime, weekly} {
+		for _, kind := range []string{monthly, withRules, lifetime, weekly, streakKind} {
 			r.growth = append(r.growth, p.growthRow(ctx, b, h, kind, s.growthEvents))
 		}
 	}
@@ -126,6 +127,11 @@ const (
 	// an event touches only its own week's period.
 	weekly      = "weekly"
 	seriesWeeks = 260
+	// streakKind is a day streak begun streakDays days before today: at
+	// one workout a day, a streak that long, whose events re-read their
+	// own day.
+	streakKind = "streak"
+	streakDays = 1000
 	// monthDays is the monthly milestone's period: the 30 days up to now
 	// (and one day ahead, so fresh activities count).
 	monthDays = 30
@@ -489,6 +495,9 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 	case weekly:
 		def.PeriodStartAtUtc, def.Recurrence = time.Time{}, calendar.Weekly
 		def.PeriodStartDate = calendar.FormatDate(thisWeek(now).AddDate(0, 0, -7*seriesWeeks))
+	case streakKind:
+		def.PeriodStartAtUtc, def.Metric, def.Streak = time.Time{}, model.MetricStreak, &streak.Rule{Unit: streak.Day}
+		def.PeriodStartDate = calendar.FormatDate(now.AddDate(0, 0, -streakDays))
 	}
 	m := &model.Milestone{UserID: userID, MilestoneID: kind, MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI}
@@ -688,8 +697,17 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	now := time.Now().UTC()
 	es := make([]model.Entity, h)
 	inMonth, inWeek, inUTCWeek, manualInMonth := 0, 0, 0, 0
+	streakFrom := calendar.FormatDate(now.AddDate(0, 0, -streakDays))
+	activeDays := map[string]bool{} // the streak's, UTC dates (no local starts here)
+	gap := 0                        // a streak's history leaves the last n+1 days for its events: each heals a day, and writes
+	if kind == streakKind {
+		gap = n + 1
+	}
 	for i := range es {
-		start := now.Add(-time.Duration(i+1)*24*time.Hour - 2*time.Hour)
+		start := now.Add(-time.Duration(i+1+gap)*24*time.Hour - 2*time.Hour)
+		if d := calendar.FormatDate(start); d >= streakFrom {
+			activeDays[d] = true
+		}
 		if start.After(now.AddDate(0, 0, -monthDays)) {
 			inMonth++
 			if calendar.WeekOf(start) == calendar.WeekOf(now) {
@@ -716,10 +734,16 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	// One event first, not measured: the worker has then seen the athlete
 	// (mapping, token, rate state cached), as for every event but an
 	// athlete's first; the rows are the steady cost per event.
+	var eventStarts []time.Time
 	sendOne := func(g int) {
 		id := p.nextID.Add(1)
+		start := time.Now().UTC().Add(-time.Hour - time.Duration(g)*time.Minute)
+		if kind == streakKind { // a late upload of day g+1 before today
+			start = now.Add(-time.Duration(g+1)*24*time.Hour - time.Hour)
+		}
+		eventStarts, activeDays[calendar.FormatDate(start)] = append(eventStarts, start), true
 		p.sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Bench run", SportType: "Run",
-			Distance: 1000, MovingTime: 300, ElapsedTime: 320, StartDate: time.Now().UTC().Add(-time.Hour - time.Duration(g)*time.Minute)})
+			Distance: 1000, MovingTime: 300, ElapsedTime: 320, StartDate: start})
 		p.tr.expect(id, time.Now())
 		if refused, err := p.send(ctx, event{athlete, id}); err != nil || refused > 0 {
 			b.Fatalf("growth H=%d %s: webhook: %d refused, %v", h, kind, refused, err)
@@ -751,6 +775,8 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 			row.read, row.counted = inWeek+g+2, inWeek+g+2
 		case withRules:
 			row.counted = min(inMonth+g+2, model.MaxWorkoutsToInspect) - manualInMonth
+		case streakKind: // the local day of the event, whole: its span in every zone
+			row.read, row.counted = inDaySpan(es, eventStarts), len(activeDays)
 		}
 		minIn, minPr := DesignMinimum(row.read, p.workoutSize)
 		row.minIngest = row.minIngest.Add(Per(minIn, n))
@@ -761,6 +787,25 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		b.Fatalf("growth H=%d %s: milestone counts %d workouts, want %d", h, kind, m.WorkoutsCounted, want)
 	}
 	return row
+}
+
+// inDaySpan is how many workouts (history es and the events so far) a
+// streak event re-reads: those started in the span of the last event's
+// day (calendar.SpanOfDays).
+func inDaySpan(es []model.Entity, events []time.Time) int {
+	day, _ := calendar.ParseDate(calendar.FormatDate(events[len(events)-1]))
+	span, n := calendar.SpanOfDays(day, &day), 0
+	for _, e := range es {
+		if span.Contains(e.(*model.Workout).StartDateUtc) {
+			n++
+		}
+	}
+	for _, t := range events {
+		if span.Contains(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // benchRules are the rules of the withRules milestone: a minimum time and

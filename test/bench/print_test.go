@@ -130,6 +130,13 @@ func (r result) print(w io.Writer) {
 		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
 		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
 	}
+	if g, ok := find(costHistory, streakKind); ok {
+		tot := g.ingest.Add(g.project)
+		at := fmt.Sprintf("H=%d, a %d-day streak", costHistory, streakDays)
+		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
+		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
+		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
+	}
 	if g, ok := find(costHistory, weekly); ok {
 		tot := g.ingest.Add(g.project)
 		at := fmt.Sprintf("H=%d weekly series, %d past periods", costHistory, seriesWeeks)

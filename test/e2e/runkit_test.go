@@ -196,6 +196,15 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 		res.Rules.Milestone.Progress.WorkoutsCounted != 1 {
 		t.Errorf("rules act: workouts say %v, milestone %+v; want %v and one counted", why, res.Rules.Milestone.Progress, want)
 	}
+	// Streaks: the freeze bridged the missed day, and its late upload
+	// healed the streak, gave the freeze back and completed it.
+	if sb, sh := res.Streak.Bridged.Streak, res.Streak.Healed.Streak; sb == nil || sh == nil || sb.Current != 5 || len(sb.FreezesUsed) != 1 ||
+		sh.Current != 6 || len(sh.FreezesUsed) != 0 || res.Streak.Healed.Status != "completed" || len(res.Streak.Timeline.Days) != 6 {
+		t.Errorf("streak act: bridged %+v, healed %+v (%s), timeline %+v", sb, sh, res.Streak.Healed.Status, res.Streak.Timeline)
+	}
+	if p := res.Rules.Milestone.Pace; p == nil || p.ProjectedFinishDate == nil {
+		t.Errorf("rules act: the goal's pace %+v, want one with its finish", p)
+	}
 	minted := 0
 	for _, s := range res.Steps {
 		minted += len(s.NewAwards)
