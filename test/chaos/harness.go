@@ -427,6 +427,7 @@ type Milestone struct {
 	End             *time.Time `json:"periodEndAtUtc,omitempty"`
 	PeriodStartDate string     `json:"periodStartDate,omitempty"`
 	Recurrence      string     `json:"recurrence,omitempty"`
+	StreakUnit      string     `json:"streakUnit,omitempty"`
 }
 
 // AddMilestone creates a milestone for u through the BFF.

@@ -29,7 +29,7 @@ var Scenarios = []Scenario{
 	{"ctrl-c-backlog", "a backlog while Strava is slow, Ctrl-C (SIGINT), restart", ctrlCBacklog, stravasim.Limits{}, 0},
 	// Minting needs many reads in little time, and the budget is not what
 	// this scenario is about.
-	{"kill9-during-minting", "many users × workouts and milestones (a yearly series too), kill -9 twice while awards are minted", killDuringMinting, roomyLimits, 0},
+	{"kill9-during-minting", "many users × workouts and milestones (a yearly series and a streak too), kill -9 twice while awards are minted", killDuringMinting, roomyLimits, 0},
 	{"deliveries", "duplicate, reordered, delete-first and slow-stale deliveries", deliveries, stravasim.Limits{}, 0},
 	{"budget-429", "Strava answers 429 with headers saying the 15-minute read budget is spent", budget429, stravasim.Limits{}, 0},
 	{"strava-5xx-timeouts", "Strava answers 500/502/503 and times out, at most twice per activity", stravaErrors, stravasim.Limits{}, 0},
@@ -108,6 +108,15 @@ func yearlySeries(modelID string, workouts int) Milestone {
 		PeriodStartDate: fmt.Sprintf("%d-01-01", start.Year()), Recurrence: "yearly"}
 }
 
+// dayStreak is a streak of days in a row on the athlete's days, from the
+// first day of putRuns' runs (UTC days: the runs carry no zone), which
+// span 1 + per/24 days.
+func dayStreak(modelID string, days int) Milestone {
+	start, _ := period()
+	return Milestone{ModelID: modelID, Title: fmt.Sprintf("%d days in a row", days), Metric: "streak", StreakUnit: "day",
+		Target: float64(days), PeriodStartDate: start.Format(time.DateOnly)}
+}
+
 // putRuns creates per runs for each user at Strava and returns their create
 // events.
 func putRuns(e *Env, users []*User, per int) []stravasim.Event {
@@ -167,12 +176,14 @@ func ctrlCBacklog(ctx context.Context, e *Env, full bool) (Figures, error) {
 // being minted (no event is sent while the pipeline is down).
 func killDuringMinting(ctx context.Context, e *Env, full bool) (Figures, error) {
 	per := pick(full, 12, 30)
+	// The streak of two days reaches its target when the runs span two
+	// days (half its ten parts on one).
 	users, err := linkUsers(ctx, e, pick(full, 4, 20), 3000, countMilestone("endeavour", per), countMilestone("saturn-v", per),
-		yearlySeries("saturn-v", per))
+		yearlySeries("saturn-v", per), dayStreak("saturn-v", 2))
 	if err != nil {
 		return Figures{}, err
 	}
-	expected := len(users) * (12 + 10 + 10)
+	expected := len(users) * (12 + 10 + 10 + 5*min(1+per/24, 2))
 	evs := putRuns(e, users, per)
 	// A slightly slow Strava spreads each wave's workouts, and so its
 	// minting, over seconds.
