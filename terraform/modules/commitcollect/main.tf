@@ -170,6 +170,13 @@ data "aws_iam_policy_document" "api" {
     resources = [module.tables.arns["main"]]
   }
   statement {
+    # A period's workouts by date (GET /v1/milestones/{id}/workouts and
+    # /timeline), and the newest one's zone (a streak's today, a pace).
+    sid       = "WorkoutLog"
+    actions   = ["dynamodb:Query"]
+    resources = ["${module.tables.arns["main"]}/index/LSI1"]
+  }
+  statement {
     # Entries; account deletion also brings the user's trail's TTL forward
     # (a Query of the user's entries, an UpdateItem each).
     sid       = "Audit"
