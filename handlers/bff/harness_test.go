@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
@@ -178,6 +180,38 @@ func (r response) json(t *testing.T, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// refusal is a body POST /v1/milestones must refuse, and the fields its
+// 400 names, in order.
+type refusal struct {
+	name string
+	body any
+	want []string
+}
+
+// checkRefusals posts each body for the session sid, wants a 400 naming
+// exactly its fields, then that the user has kept milestones still:
+// nothing was created.
+func (e *env) checkRefusals(t *testing.T, sid string, rs []refusal, kept int) {
+	t.Helper()
+	for _, rf := range rs {
+		r := e.do(http.MethodPost, "/v1/milestones", sid, rf.body)
+		var eb respond.ErrorBody
+		r.json(t, &eb)
+		var got []string
+		for _, f := range eb.Error.Fields {
+			got = append(got, f.Field)
+		}
+		if r.status != http.StatusBadRequest || !reflect.DeepEqual(got, rf.want) {
+			t.Errorf("%s: %d %v (%s), want 400 naming %v", rf.name, r.status, got, r.body, rf.want)
+		}
+	}
+	var list struct{ Milestones []milestones.MilestoneJSON }
+	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
+	if len(list.Milestones) != kept {
+		t.Fatalf("%d milestones after the refusals, want the %d created before", len(list.Milestones), kept)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
-	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/rules"
@@ -46,7 +45,8 @@ func TestCreateMilestoneRules(t *testing.T) {
 	if r.status != http.StatusCreated || !reflect.DeepEqual(none.Rules, milestones.RulesJSON{Exclude: []string{}}) {
 		t.Fatalf("empty rules: %d %s", r.status, r.body)
 	}
-	tests := []struct {
+	var rs []refusal
+	for _, c := range []struct {
 		name  string
 		rules any
 		want  []string
@@ -59,24 +59,10 @@ func TestCreateMilestoneRules(t *testing.T) {
 		{"a key in another case", map[string]any{"MinDistanceMeters": 10}, []string{"rules.MinDistanceMeters"}},
 		{"time as text", map[string]any{"minMovingTimeSeconds": "20m"}, []string{"rules.minMovingTimeSeconds"}},
 		{"rules not an object", []string{"manual"}, []string{"rules"}},
+	} {
+		rs = append(rs, refusal{c.name, body(c.rules), c.want})
 	}
-	for _, tt := range tests {
-		r := e.do(http.MethodPost, "/v1/milestones", sid, body(tt.rules))
-		var eb respond.ErrorBody
-		r.json(t, &eb)
-		var got []string
-		for _, f := range eb.Error.Fields {
-			got = append(got, f.Field)
-		}
-		if r.status != http.StatusBadRequest || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: %d %v (%s), want 400 naming %v", tt.name, r.status, got, r.body, tt.want)
-		}
-	}
-	var list struct{ Milestones []milestones.MilestoneJSON }
-	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
-	if len(list.Milestones) != 2 {
-		t.Fatalf("%d milestones after the bad rules, want the 2 created", len(list.Milestones))
-	}
+	e.checkRefusals(t, sid, rs, 2)
 }
 
 // TestPeriodWorkoutsSayWhy: GET /v1/milestones/{id}/workouts lists the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/milestones"
-	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/handlers/bff/timeline"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/ports"
@@ -40,7 +39,7 @@ func TestCreateStreakMilestones(t *testing.T) {
 		created.Streak == nil || created.Streak.State != "broken" || created.Pace != nil {
 		t.Fatalf("create a streak: %d %s", r.status, r.body)
 	}
-	tests := []struct {
+	edits := []struct {
 		name string
 		edit func(map[string]any)
 		want []string
@@ -57,23 +56,11 @@ func TestCreateStreakMilestones(t *testing.T) {
 		}, []string{"periodStartDate"}},
 		{"a week streak of half a week", func(b map[string]any) { b["streakUnit"], b["target"] = "week", 2.5 }, []string{"target"}},
 	}
-	for _, tt := range tests {
-		r := e.do(http.MethodPost, "/v1/milestones", sid, body(tt.edit))
-		var eb respond.ErrorBody
-		r.json(t, &eb)
-		var got []string
-		for _, f := range eb.Error.Fields {
-			got = append(got, f.Field)
-		}
-		if r.status != http.StatusBadRequest || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: %d %v (%s), want 400 naming %v", tt.name, r.status, got, r.body, tt.want)
-		}
+	var rs []refusal
+	for _, ed := range edits {
+		rs = append(rs, refusal{ed.name, body(ed.edit), ed.want})
 	}
-	var list struct{ Milestones []milestones.MilestoneJSON }
-	e.do(http.MethodGet, "/v1/milestones", sid, nil).json(t, &list)
-	if len(list.Milestones) != 1 {
-		t.Fatalf("%d milestones after the bad streaks, want the 1 created", len(list.Milestones))
-	}
+	e.checkRefusals(t, sid, rs, 1)
 }
 
 // TestStreakPaceAndTimeline: the answers of a projected streak and of a

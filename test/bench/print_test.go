@@ -123,27 +123,18 @@ func (r result) print(w io.Writer) {
 	} else {
 		p("  H=%d not in CC_BENCH_HISTORY: the per-event targets are not measured", costHistory)
 	}
-	if g, ok := find(costHistory, withRules); ok {
-		tot := g.ingest.Add(g.project)
-		at := fmt.Sprintf("H=%d monthly with rules", costHistory)
-		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
-		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
-		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
+	// perEvent checks one growth row's cost of an event against the targets.
+	perEvent := func(kind, at string, whyRCUs ...string) {
+		if g, ok := find(costHistory, kind); ok {
+			tot := g.ingest.Add(g.project)
+			target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
+			target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), append([]string{whyRCU}, whyRCUs...)...)
+			target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
+		}
 	}
-	if g, ok := find(costHistory, streakKind); ok {
-		tot := g.ingest.Add(g.project)
-		at := fmt.Sprintf("H=%d, a %d-day streak", costHistory, streakDays)
-		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
-		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU)
-		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
-	}
-	if g, ok := find(costHistory, weekly); ok {
-		tot := g.ingest.Add(g.project)
-		at := fmt.Sprintf("H=%d weekly series, %d past periods", costHistory, seriesWeeks)
-		target("requests/event, "+at+" ≤ 8", tot.Requests, "", Verdict(tot.Requests, targetRequests, true), whyRequests)
-		target("RCU/event, "+at+" ≤ 2", tot.RCU, "", Verdict(tot.RCU, targetRCU, true), whyRCU, whySeriesRCU)
-		target("WCU/event, "+at+" ≤ 8", tot.WCU, "", Verdict(tot.WCU, targetWCU, true), whyWCU)
-	}
+	perEvent(withRules, fmt.Sprintf("H=%d monthly with rules", costHistory))
+	perEvent(streakKind, fmt.Sprintf("H=%d, a %d-day streak", costHistory, streakDays))
+	perEvent(weekly, fmt.Sprintf("H=%d weekly series, %d past periods", costHistory, seriesWeeks), whySeriesRCU)
 	target("requests/event, U×E run ≤ 8", runTot.Requests, "", Verdict(runTot.Requests, targetRequests, true),
 		whyRequests, whyFlood, whyMint)
 	top := 0
