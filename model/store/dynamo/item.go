@@ -142,6 +142,38 @@ type QueryResult struct {
 	Next Item
 }
 
+// QueryEach reads every item of partition pk whose sort key begins with
+// prefix, in key order, however many there are: chunks of at most o.Limit
+// (MaxWorkoutsToInspect by default), each handed to each before the next
+// is read, so the caller bounds what it keeps. A read that must see all
+// of a prefix uses it, never one QueryPrefix (which stops at its limit).
+// o.Through and o.Descending are not supported (the chunks resume after
+// the last key read).
+func QueryEach(ctx context.Context, s *DB, table, pk, prefix string, o QueryOptions, each func([]Item) error) error {
+	if o.Through != "" || o.Descending {
+		return fmt.Errorf("query each %s %s: Through and Descending are not supported: %w", pk, prefix, model.ErrInvalid)
+	}
+	from := prefix
+	for {
+		res, err := s.QueryPrefix(ctx, table, pk, from, o)
+		if err != nil {
+			return err
+		}
+		if err := each(res.Items); err != nil {
+			return err
+		}
+		if !res.Truncated {
+			return nil
+		}
+		k, err := KeyOf(res.Next)
+		if err != nil {
+			return fmt.Errorf("query each %s %s: %w", pk, prefix, err)
+		}
+		// From the first item left out to the last key the prefix can hold.
+		from, o.Through = k.SK, prefix+"\uffff"
+	}
+}
+
 // QueryEntities runs QueryPrefix and decodes every item into a fresh T,
 // normalizing each; an item written by newer code fails the whole read
 // (fail closed).
