@@ -61,7 +61,7 @@ func (d MilestoneDefinition) check(stored bool) error {
 			v.Add(p.Field, "%s", p.Message)
 		}
 		for _, p := range streak.Check(streak.Definition{Streak: d.Metric == MetricStreak, Rule: d.Streak,
-			Recurrence: d.Recurrence, LocalDays: d.Period().Local()}) {
+			Recurrence: d.Recurrence, LocalDays: d.Period().Local(), StartDate: d.PeriodStartDate}) {
 			v.Add(p.Field, "%s", p.Message)
 		}
 	}

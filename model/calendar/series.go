@@ -49,9 +49,14 @@ func firstDayName(r string) string {
 	return "1 January"
 }
 
+// EarliestRunStart is the earliest first day of a series or a streak:
+// each read of a series walks its periods, and a streak keeps a bit a day
+// from its first, so a start in year 1 would walk 105,000 weeks.
+const EarliestRunStart = "2000-01-01"
+
 // checkSeries adds what is wrong with a series: a recurrence of UTC
-// instants, an unknown one, a start that is not a period's first day, an
-// end that is not a period's last day.
+// instants, an unknown one, a start before EarliestRunStart or that is not
+// a period's first day, an end that is not a period's last day.
 func (p Period) checkSeries(add func(field, format string, args ...any)) {
 	switch {
 	case p.Recurrence == "":
@@ -66,6 +71,10 @@ func (p Period) checkSeries(add func(field, format string, args ...any)) {
 	first, last, ok := p.Days()
 	if !ok {
 		return // the dates are named already
+	}
+	if p.StartDate < EarliestRunStart {
+		add("periodStartDate", "a series starts on %s or later", EarliestRunStart)
+		return
 	}
 	if f, _ := PeriodAround(p.Recurrence, first); !f.Equal(first) {
 		add("periodStartDate", "a %s series starts on %s; %s is not (%s is)", p.Recurrence, firstDayName(p.Recurrence),

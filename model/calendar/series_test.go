@@ -52,6 +52,9 @@ func TestSeriesChecks(t *testing.T) {
 		{"monthly ending mid-month", Period{StartDate: "2026-03-01", EndDate: "2026-06-15", Recurrence: Monthly}, "periodEndDate"},
 		{"UTC instants", Period{StartAtUtc: at, Recurrence: Weekly}, "recurrence"},
 		{"unknown", Period{StartDate: "2026-03-02", Recurrence: "daily"}, "recurrence"},
+		{"from year 1, 105,000 weeks to walk", Period{StartDate: "0001-01-01", Recurrence: Weekly}, "periodStartDate"},
+		{"the first Monday of 2000", Period{StartDate: "2000-01-03", Recurrence: Weekly}, ""},
+		{"the last Monday of 1999", Period{StartDate: "1999-12-27", Recurrence: Weekly}, "periodStartDate"},
 	}
 	for _, tt := range tests {
 		var fields []string

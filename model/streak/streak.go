@@ -58,9 +58,15 @@ type Definition struct {
 	Rule *Rule
 	// Recurrence is the definition's recurrence ("" when none).
 	Recurrence string
-	// LocalDays says the period is in local days (periodStartDate).
+	// LocalDays says the period is in local days (periodStartDate), and
+	// StartDate is its first day (YYYY-MM-DD).
 	LocalDays bool
+	StartDate string
 }
+
+// EarliestStart is the earliest first day of a streak (the bitmap of its
+// days starts there); the same as a series' (calendar.EarliestRunStart).
+const EarliestStart = "2000-01-01"
 
 // Check reports every problem of d's streak fields: a streak needs a known
 // unit, freezes within bounds, local days and no recurrence; any other
@@ -88,8 +94,11 @@ func Check(d Definition) []Problem {
 	if d.Recurrence != "" {
 		add("recurrence", "a streak does not repeat: its period is one run of days")
 	}
-	if !d.LocalDays {
+	switch {
+	case !d.LocalDays:
 		add("periodStartDate", "is required for a streak: it counts the athlete's own days")
+	case d.StartDate < EarliestStart:
+		add("periodStartDate", "a streak starts on %s or later", EarliestStart)
 	}
 	return out
 }

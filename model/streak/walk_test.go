@@ -144,14 +144,16 @@ func TestCheck(t *testing.T) {
 		d    Definition
 		want string // fields, comma separated
 	}{
-		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true}, ""},
-		{Definition{Streak: true, Rule: &Rule{Unit: Week, FreezesPerMonth: 4}, LocalDays: true}, ""},
-		{Definition{Streak: true, LocalDays: true}, "streakUnit"},
-		{Definition{Streak: true, Rule: &Rule{Unit: "month"}, LocalDays: true}, "streakUnit"},
-		{Definition{Streak: true, Rule: &Rule{Unit: Day, FreezesPerMonth: 5}, LocalDays: true}, "freezesPerMonth"},
-		{Definition{Streak: true, Rule: &Rule{Unit: Day, FreezesPerMonth: -1}, LocalDays: true}, "freezesPerMonth"},
-		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true, Recurrence: "weekly"}, "recurrence"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true, StartDate: "2026-03-01"}, ""},
+		{Definition{Streak: true, Rule: &Rule{Unit: Week, FreezesPerMonth: 4}, LocalDays: true, StartDate: "2026-03-01"}, ""},
+		{Definition{Streak: true, LocalDays: true, StartDate: "2026-03-01"}, "streakUnit"},
+		{Definition{Streak: true, Rule: &Rule{Unit: "month"}, LocalDays: true, StartDate: "2026-03-01"}, "streakUnit"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day, FreezesPerMonth: 5}, LocalDays: true, StartDate: "2026-03-01"}, "freezesPerMonth"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day, FreezesPerMonth: -1}, LocalDays: true, StartDate: "2026-03-01"}, "freezesPerMonth"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true, StartDate: "2026-03-02", Recurrence: "weekly"}, "recurrence"},
 		{Definition{Streak: true, Rule: &Rule{Unit: Day}}, "periodStartDate"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true, StartDate: "1999-12-31"}, "periodStartDate"},
+		{Definition{Streak: true, Rule: &Rule{Unit: Day}, LocalDays: true, StartDate: "2000-01-01"}, ""},
 		{Definition{Rule: &Rule{Unit: Day}}, "streakUnit"},
 		{Definition{}, ""},
 	}
