@@ -126,11 +126,15 @@ func ParsePage(limitQ, cursorQ string, def, max int) (int, string, *model.Valida
 		return limit, "", nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursorQ)
-	if err != nil || len(raw) == 0 {
+	if err != nil || len(raw) == 0 || len(raw) > MaxCursorBytes {
 		return 0, "", FieldError("cursor", NotACursor)
 	}
 	return limit, string(raw), nil
 }
+
+// MaxCursorBytes bounds a decoded cursor: every cursor is a sort key,
+// which DynamoDB holds to 1,024 bytes (a longer one failed the read, 500).
+const MaxCursorBytes = 1024
 
 // FieldError is a validation error naming one field.
 func FieldError(field, msg string) *model.ValidationError {
