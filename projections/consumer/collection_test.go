@@ -1,11 +1,14 @@
 package consumer_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -54,7 +57,8 @@ func TestMintFilesEachAwardInTheCollection(t *testing.T) {
 
 // TestLegacyAwardsAreFiledOnce: awards minted before the collection (no
 // collected mark) are filed by the next recompute of their milestone, once:
-// a second recompute writes nothing more. Protection: Consumer.collect.
+// a second recompute files nothing (no CollectAwards call at all).
+// Protection: Consumer.collect's check of the collected mark.
 func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -69,10 +73,14 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := e.consumer(consumer.Options{})
-	for range 2 {
+	spy := &collectSpy{Store: e.s}
+	c := consumer.New(spy, consumer.Options{Metrics: e.metrics})
+	for i := range 2 {
 		if _, err := c.RecomputeUser(e.ctx, "u-legacy", false); err != nil {
 			t.Fatal(err)
+		}
+		if n := spy.calls.Load(); n != 1 {
+			t.Fatalf("after recompute %d: %d CollectAwards calls, want exactly 1 (filed once)", i+1, n)
 		}
 	}
 	entries, _, err := e.s.CollectedAwards(e.ctx, "u-legacy", "", 100)
@@ -89,4 +97,15 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 			t.Errorf("award %d not marked collected", a.PartIndex)
 		}
 	}
+}
+
+// collectSpy is the real store, counting CollectAwards calls.
+type collectSpy struct {
+	*store.Store
+	calls atomic.Int64
+}
+
+func (s *collectSpy) CollectAwards(ctx context.Context, awards []model.Award) error {
+	s.calls.Add(1)
+	return s.Store.CollectAwards(ctx, awards)
 }
