@@ -207,7 +207,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h.milestones = milestones.New(d.Stores.Milestones, d.Stores.Zones, h.now, h.ensureBackfill)
 	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
-	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, h.now, cfg.PublicURL)
+	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now, cfg.PublicURL)
 	h.timeline = timeline.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now)
 	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
 	h.deleter.Now = h.now

@@ -179,7 +179,7 @@ func (r pageReads) fill(ctx context.Context, userID string, data *pageData) (str
 			return "read series", err
 		}
 		data.Milestones = append(data.Milestones, j)
-		def, _ := workouts.PeriodOf(m.Milestone.MilestoneDefinition, "", at.Now)
+		def, _ := workouts.PeriodOf(m.Milestone.MilestoneDefinition, "", at.Today())
 		tl, err := timeline.Of(ctx, r.periodLog, m.Milestone, def, at)
 		if err != nil {
 			return "read timeline", err

@@ -118,13 +118,20 @@ func (p Period) Occurrences(days []time.Time) []Period {
 
 // OccurrencesSoFar lists every period of the series that has begun by now
 // somewhere on Earth (its first day has started at UTC+14), oldest first,
-// at most max of the newest.
+// at most max of the newest: what the projector may have projected.
 func (p Period) OccurrencesSoFar(now time.Time, max int) []Period {
+	return p.OccurrencesThrough(Today(now, AheadOfUTC), max)
+}
+
+// OccurrencesThrough lists every period of the series whose first day is
+// at or before today (a date made by ParseDate: the athlete's own today,
+// or Today at UTC+14 for anywhere), oldest first, at most max of the
+// newest.
+func (p Period) OccurrencesThrough(today time.Time, max int) []Period {
 	first, last, ok := p.Days()
 	if !ok || p.Recurrence == "" {
 		return nil
 	}
-	today, _ := ParseDate(FormatDate(now.UTC().Add(AheadOfUTC)))
 	var out []Period
 	for d := first; !d.After(today) && (last == nil || !d.After(*last)); {
 		o := p.Occurrence(d)

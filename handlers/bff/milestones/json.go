@@ -179,16 +179,17 @@ func JSON(mw ports.MilestoneWithAwards, at At) MilestoneJSON {
 	return out
 }
 
-// SeriesJSON is a series as the API shows it at now: JSON of the series,
+// SeriesJSON is a series as the API shows it at at: JSON of the series,
 // whose progress, status and awards are the current period's (the newest
-// begun), with every period begun so far, newest first, from the stored
-// periods (a period never projected shows nothing counted).
+// begun on the athlete's today, in the zone of their newest activity: west
+// of UTC+14, next week is not shown before it begins there), with every
+// period begun so far, newest first, from the stored periods (a period
+// never projected shows nothing counted).
 func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, at At) MilestoneJSON {
-	now := at.Now
 	out := JSON(mw, at)
 	s := mw.Milestone
 	out.Recurrence, out.Periods = s.Recurrence, []PeriodStateJSON{}
-	occ := s.Period().OccurrencesSoFar(now, maxShownPeriods)
+	occ := s.Period().OccurrencesThrough(at.Today(), maxShownPeriods)
 	for i := len(occ) - 1; i >= 0; i-- {
 		p := model.Milestone{MilestoneDefinition: s.MilestoneDefinition, Projection: model.Projection{Status: model.StatusActive}}
 		st := stored[occ[i].StartDate]

@@ -90,7 +90,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, s model.Session,
 		respond.Fail(ctx, w, log.With("milestoneId", id), "read zone", err)
 		return
 	}
-	def, ve := workouts.PeriodOf(ms[0].MilestoneDefinition, r.URL.Query().Get("period"), at.Now)
+	def, ve := workouts.PeriodOf(ms[0].MilestoneDefinition, r.URL.Query().Get("period"), at.Today())
 	if ve != nil {
 		respond.Validation(w, ve)
 		return

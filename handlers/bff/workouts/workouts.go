@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/respond"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
@@ -46,13 +47,16 @@ const (
 type Handler struct {
 	ms        Milestones
 	log       Log
+	zones     milestones.Zones
 	now       func() time.Time
 	publicURL string
 }
 
-// New returns a Handler; publicURL prefixes the next page's link.
-func New(ms Milestones, log Log, now func() time.Time, publicURL string) *Handler {
-	return &Handler{ms: ms, log: log, now: now, publicURL: strings.TrimRight(publicURL, "/")}
+// New returns a Handler reading the athlete's zone (the series' current
+// period is the one begun on their today) from zones; publicURL prefixes
+// the next page's link.
+func New(ms Milestones, log Log, zones milestones.Zones, now func() time.Time, publicURL string) *Handler {
+	return &Handler{ms: ms, log: log, zones: zones, now: now, publicURL: strings.TrimRight(publicURL, "/")}
 }
 
 // Entry is one workout of the period and its verdict. Value is what it
@@ -98,7 +102,12 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, s model.Session,
 		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, fmt.Sprintf("milestone %q not found", id))
 		return
 	}
-	def, ve := PeriodOf(ms[0].Milestone.MilestoneDefinition, q.Get("period"), h.now())
+	at, err := milestones.AtFor(ctx, h.zones, s.UserID, h.now())
+	if err != nil {
+		respond.Fail(ctx, w, log.With("milestoneId", id), "read zone", err)
+		return
+	}
+	def, ve := PeriodOf(ms[0].Milestone.MilestoneDefinition, q.Get("period"), at.Today())
 	if ve != nil {
 		respond.Validation(w, ve)
 		return
@@ -145,11 +154,12 @@ func Entries(def model.MilestoneDefinition, ws []model.Workout) []Entry {
 
 // PeriodOf is the definition of the period the route shows: the
 // milestone's own, or for a series the period whose first day is period
-// (YYYY-MM-DD), else the newest begun anywhere at now, as the series'
-// answer shows it (its first period when none has begun). A period given for
+// (YYYY-MM-DD), else the newest begun by today (the athlete's local day,
+// milestones.At), as the series' answer shows it (its first period when
+// none has begun). A period given for
 // a milestone that does not repeat, or that is no period's first day, is a
 // validation error naming period.
-func PeriodOf(def model.MilestoneDefinition, period string, now time.Time) (model.MilestoneDefinition, *model.ValidationError) {
+func PeriodOf(def model.MilestoneDefinition, period string, today time.Time) (model.MilestoneDefinition, *model.ValidationError) {
 	p := def.Period()
 	if p.Recurrence == "" {
 		if period != "" {
@@ -162,7 +172,7 @@ func PeriodOf(def model.MilestoneDefinition, period string, now time.Time) (mode
 	switch {
 	case period == "": // the series' headline period (SeriesJSON), or its first when none has begun
 		day = first
-		if begun := p.OccurrencesSoFar(now, 1); len(begun) > 0 {
+		if begun := p.OccurrencesThrough(today, 1); len(begun) > 0 {
 			day, _ = calendar.ParseDate(begun[0].StartDate)
 		}
 	case err != nil || day.Before(first) || (last != nil && day.After(*last)) || p.Occurrence(day).StartDate != period:
