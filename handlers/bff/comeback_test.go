@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/scripts/stravasim"
+	"github.com/commitcollect/backend/test/privacyscan"
 )
 
 // Ids long enough that a keyed hash's hex never holds them by chance.
@@ -122,7 +123,7 @@ func TestSignUpAgainAfterRevokingAndDeleting(t *testing.T) {
 				by = now
 			}
 			tb := e.st.Tables()
-			left, n, err := lingering(ctx, e.st.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
+			left, n, err := privacyscan.Lingering(ctx, e.st.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
 				[]string{itoa(comebackAthlete), itoa(comebackActivity), comebackName, "Kathleen"}, by)
 			if err != nil {
 				t.Fatal(err)

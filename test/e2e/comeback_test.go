@@ -22,6 +22,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/test/dynamolocal"
+	"github.com/commitcollect/backend/test/privacyscan"
 )
 
 var simLine = regexp.MustCompile(`Strava sim\s+(http://\S+)`)
@@ -186,7 +187,7 @@ func TestRunBinaryLetsARevokedAndDeletedAthleteSignUpAgain(t *testing.T) {
 	for i := range int64(3) {
 		clear = append(clear, strconv.FormatInt(first+i, 10))
 	}
-	left, n, err := lingering(ctx, db, []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency}, clear, time.Now().Add(7*24*time.Hour))
+	left, n, err := privacyscan.Lingering(ctx, db, []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency}, clear, time.Now().Add(7*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
