@@ -149,7 +149,7 @@ func (s apiRoutes) activity(w http.ResponseWriter, r *http.Request) {
 	// The answer is decided now and written after the fault's delay.
 	rec := httptest.NewRecorder()
 	s.answerActivity(rec, r, id, idErr, f.Status)
-	answerLater(w, r, rec, f.Delay, f.Gate)
+	answerLater(w, r, rec, f)
 }
 
 // spendRead counts one read request against every budget, sets the
@@ -218,7 +218,7 @@ func (s apiRoutes) list(w http.ResponseWriter, r *http.Request) {
 	f := s.takeEndpointFault(EndpointList, 0)
 	rec := httptest.NewRecorder()
 	s.answerList(rec, r, f.Status)
-	answerLater(w, r, rec, f.Delay, f.Gate)
+	answerLater(w, r, rec, f)
 }
 
 func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatus int) {

@@ -28,6 +28,10 @@ type Fault struct {
 	// closed (Delay follows): tests order a stale answer exactly after the
 	// change that makes it stale.
 	Gate <-chan struct{}
+	// Decided, when not nil, is sent to (without blocking: give it room)
+	// once the answer is decided, before Gate and Delay: a test then
+	// knows the answer it holds back is the one of that moment.
+	Decided chan<- struct{}
 	// Count is how many requests the fault applies to (default 1).
 	Count int
 }
@@ -111,10 +115,18 @@ func (s *Server) Activities() map[int64]Activity {
 	return out
 }
 
-// answerLater writes the recorded answer to w once gate (when not nil)
-// is closed and delay has passed, unless the client gives up first (a timeout:
-// nothing is written).
-func answerLater(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, delay time.Duration, gate <-chan struct{}) {
+// answerLater writes the recorded answer to w as f scripts it: it says
+// the answer is decided (f.Decided), then writes it once f.Gate (when not
+// nil) is closed and f.Delay has passed, unless the client gives up first
+// (a timeout: nothing is written).
+func answerLater(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, f Fault) {
+	if f.Decided != nil {
+		select {
+		case f.Decided <- struct{}{}:
+		default:
+		}
+	}
+	delay, gate := f.Delay, f.Gate
 	if gate != nil {
 		select {
 		case <-gate:

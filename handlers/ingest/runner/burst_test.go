@@ -61,18 +61,28 @@ func leasedBurst(n int, lease time.Duration) ingest.Job {
 }
 
 // TestABurstHoldsItsLeaseWhileItRuns: a burst under a burst lease renews it
-// at once and every half lease while it runs (a 40 ms lease, a 150 ms
-// burst), then settles each event and releases the lease once. Protection:
+// at once and every half lease while it runs (a 40 ms lease; the burst
+// runs until the third renewal, or gives up after 30 s and fails the
+// count), then settles each event and releases the lease once. Protection:
 // holdBurstLease's renewals (without them a lease shorter than the burst
 // lapses mid-run, and the next sweep dispatches the same events again).
 func TestABurstHoldsItsLeaseWhileItRuns(t *testing.T) {
 	t.Parallel()
 	var renewed, released, settled int
+	thrice := make(chan struct{})
 	st := &leaseStore{fakeStore: &fakeStore{t: t, SettleFn: func(string, model.OutboxStatus, string) error { settled++; return nil }}}
-	st.renewFn = func(time.Time) error { renewed++; return nil }
+	st.renewFn = func(time.Time) error {
+		if renewed++; renewed == 3 {
+			close(thrice)
+		}
+		return nil
+	}
 	st.releaseFn = func(time.Time) error { released++; return nil }
 	work := burstFunc(func(ctx context.Context, job ingest.Job) []error {
-		time.Sleep(150 * time.Millisecond)
+		select { // the burst runs until the lease was renewed at its start and twice more
+		case <-thrice:
+		case <-time.After(30 * time.Second):
+		}
 		return make([]error, len(job.Burst))
 	})
 	r := runner.NewRunner(st, work, quietLog())

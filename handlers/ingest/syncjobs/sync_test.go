@@ -484,8 +484,9 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 }
 
 // TestSyncNeverOverwritesANewerFetch lists a page that Strava answers
-// slowly with the activity as it was; meanwhile the athlete edits it and the
-// webhook's fetch writes the edit. The list's older answer must not win.
+// late with the activity as it was; meanwhile (once the list's answer is
+// decided, never on a timer) the athlete edits it and the webhook's fetch
+// writes the edit, then the list's answer arrives. The older must not win.
 func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileInterval: time.Hour})
@@ -497,7 +498,8 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 2222 })
-	r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Delay: 700 * time.Millisecond})
+	decided, gate := make(chan struct{}, 1), make(chan struct{})
+	r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Decided: decided, Gate: gate})
 	if _, err := r.sched.ReconcileAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -507,9 +509,14 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 		defer close(done)
 		r.drain(key, 10)
 	}()
-	time.Sleep(200 * time.Millisecond) // the list has started; its answer (2222) is decided
+	select {
+	case <-decided: // the list's answer (2222) is decided, and held back
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reconciliation never listed")
+	}
 	r.Sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 3333 })
 	r.Deliver(r.Sim.ActivityEvent("update", ids[0], 94, map[string]string{"title": "x"}))
+	close(gate) // the list's older answer arrives after the webhook's write
 	<-done
 	if w := r.Workout("u1", ids[0]); w.DistanceMeters != 3333 {
 		t.Fatalf("got distance %v, want the webhook's newer 3333 (the list's older 2222 must lose)", w.DistanceMeters)
