@@ -109,6 +109,29 @@ func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, 
 	return awards, "", nil
 }
 
+// milestoneCount reads the user's count item, first writing it from their
+// milestones when it does not exist yet: a deletion that skipped a missing
+// count raced a creation that counted the milestone it deleted (n + 1
+// stored, a slot lost for good); once the item exists, both condition on
+// it.
+func (s *Collection) milestoneCount(ctx context.Context, userID string) (model.MilestoneCount, error) {
+	var cnt model.MilestoneCount
+	err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt)
+	if !errors.Is(err, model.ErrNotFound) {
+		return cnt, err
+	}
+	n, err := (&Milestones{DB: s.DB}).countMilestones(ctx, userID)
+	if err != nil {
+		return cnt, err
+	}
+	cnt = model.MilestoneCount{UserID: userID, Count: n, UpdatedAtUtc: s.Now().UTC()}
+	if err := s.PutIfAbsent(ctx, s.Tables().Main, &cnt); err != nil && !errors.Is(err, model.ErrConflict) {
+		return cnt, err
+	}
+	err = s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt) // ours, or the creation's that came first
+	return cnt, err
+}
+
 // DeleteMilestone deletes a user's milestone: its awards are filed in the
 // collection first (where they stay: awards are permanent), then one
 // transaction deletes the milestone (only if it exists) and uncounts it
@@ -144,32 +167,34 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.Tables().Main),
 		Key: s.Tables().KeyAV(s.Tables().Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
 		ExpressionAttributeNames: del.Names()}}}
-	var cnt model.MilestoneCount
-	switch err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt); {
-	case errors.Is(err, model.ErrNotFound): // counted from the milestones at the next creation
-	case err != nil:
+	cnt, err := s.milestoneCount(ctx, userID)
+	if err != nil {
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
-	default:
-		count := expression.Name("count")
-		ex, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(0))).
-			WithUpdate(expression.Set(count, count.Minus(expression.Value(1))).
-				Set(expression.Name("updatedAtUtc"), expression.Value(s.Now().UTC()))).Build()
-		if err != nil {
-			return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
-		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
-			Key: s.Tables().KeyAV(s.Tables().Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}})
 	}
+	count := expression.Name("count")
+	ex, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(0))).
+		WithUpdate(expression.Set(count, count.Minus(expression.Value(1))).
+			Set(expression.Name("updatedAtUtc"), expression.Value(s.Now().UTC()))).Build()
+	if err != nil {
+		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	}
+	items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
+		Key: s.Tables().KeyAV(s.Tables().Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}})
 	if err := s.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
 	}
-	series, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID), dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
-	for _, it := range series.Items { // a series' periods and their awards (filed when minted)
-		if k, kerr := dynamo.KeyOf(it); kerr == nil {
-			ks = append(ks, k)
-		}
-	}
+	// A series' periods and their awards (filed when minted), to the end
+	// of its prefix: a long series holds more than one query's page.
+	err = dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID),
+		dynamo.QueryOptions{Projection: []string{"PK", "SK"}}, func(items []dynamo.Item) error {
+			for _, it := range items {
+				if k, kerr := dynamo.KeyOf(it); kerr == nil {
+					ks = append(ks, k)
+				}
+			}
+			return nil
+		})
 	if err := errors.Join(err, s.BatchDelete(ctx, s.Tables().Main, ks)); err != nil {
 		return fmt.Errorf("delete award items and periods of milestone %s: %w", milestoneID, err)
 	}

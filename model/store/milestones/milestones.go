@@ -34,6 +34,9 @@ type Milestones struct {
 	Guard interface {
 		CheckDeleted(ctx context.Context, userID string, k model.Key) error
 	}
+	// Counted, when set, is called once a creation has read the user's
+	// count, before its transaction: tests order a race there.
+	Counted func(userID string)
 }
 
 // ModelMeta reads a model's metadata; model.ErrNotFound for an unknown model.
@@ -128,6 +131,9 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		}
 		if cnt.Count >= model.MaxMilestonesPerUser {
 			return fmt.Errorf("create milestone %s: user %s has %d: %w", m.MilestoneID, m.UserID, cnt.Count, model.ErrMilestoneLimit)
+		}
+		if s.Counted != nil {
+			s.Counted(m.UserID)
 		}
 		cnt.Count++
 		cnt.UpdatedAtUtc = s.Now().UTC()
