@@ -70,32 +70,11 @@ func New(ms workouts.Milestones, log Log, zones milestones.Zones, now func() tim
 // user's milestone, a deleted one or an unknown id is 404.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	ctx, id := r.Context(), r.PathValue("milestoneId")
-	var ms []model.Milestone
-	if respond.OpaqueID.MatchString(id) {
-		found, _, err := h.ms.MilestonesWithAwards(ctx, s.UserID, id)
-		if err != nil {
-			respond.Fail(ctx, w, log.With("milestoneId", id), "read milestone", err)
-			return
-		}
-		for _, m := range found {
-			ms = append(ms, m.Milestone)
-		}
-	}
-	if len(ms) != 1 {
-		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, fmt.Sprintf("milestone %q not found", id))
+	m, def, at, ok := workouts.ShownPeriod(w, r, s, log, h.ms, h.zones, h.now())
+	if !ok {
 		return
 	}
-	at, err := milestones.AtFor(ctx, h.zones, s.UserID, h.now())
-	if err != nil {
-		respond.Fail(ctx, w, log.With("milestoneId", id), "read zone", err)
-		return
-	}
-	def, ve := workouts.PeriodOf(ms[0].MilestoneDefinition, r.URL.Query().Get("period"), at.Today())
-	if ve != nil {
-		respond.Validation(w, ve)
-		return
-	}
-	out, err := Of(ctx, h.log, ms[0], def, at)
+	out, err := Of(ctx, h.log, m, def, at)
 	if err != nil {
 		respond.Fail(ctx, w, log.With("milestoneId", id), "read timeline", err)
 		return

@@ -90,26 +90,8 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, s model.Session,
 		respond.Validation(w, ve)
 		return
 	}
-	var ms []ports.MilestoneWithAwards
-	if respond.OpaqueID.MatchString(id) {
-		var err error
-		if ms, _, err = h.ms.MilestonesWithAwards(ctx, s.UserID, id); err != nil {
-			respond.Fail(ctx, w, log.With("milestoneId", id), "read milestone", err)
-			return
-		}
-	}
-	if len(ms) != 1 {
-		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, fmt.Sprintf("milestone %q not found", id))
-		return
-	}
-	at, err := milestones.AtFor(ctx, h.zones, s.UserID, h.now())
-	if err != nil {
-		respond.Fail(ctx, w, log.With("milestoneId", id), "read zone", err)
-		return
-	}
-	def, ve := PeriodOf(ms[0].Milestone.MilestoneDefinition, q.Get("period"), at.Today())
-	if ve != nil {
-		respond.Validation(w, ve)
+	_, def, _, ok := ShownPeriod(w, r, s, log, h.ms, h.zones, h.now())
+	if !ok {
 		return
 	}
 	ws, next, err := h.log.PeriodWorkouts(ctx, s.UserID, def.Window(), after, limit)
@@ -130,6 +112,40 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, s model.Session,
 		w.Header().Set("Link", "<"+out.Next+`>; rel="next"`)
 	}
 	respond.JSON(w, http.StatusOK, out)
+}
+
+// ShownPeriod reads what a route about one period of the milestone named
+// in the path shows: the milestone, the athlete's moment (their zone) and
+// the period (PeriodOf, ?period=). It answers the request itself, 404 for
+// another user's, a deleted or an unknown milestone, 400 for a bad period,
+// 500 for a failed read, and then returns false. The workouts and the
+// timeline routes share it.
+func ShownPeriod(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, ms Milestones, zones milestones.Zones,
+	now time.Time) (model.Milestone, model.MilestoneDefinition, milestones.At, bool) {
+	ctx, id := r.Context(), r.PathValue("milestoneId")
+	var found []ports.MilestoneWithAwards
+	if respond.OpaqueID.MatchString(id) {
+		var err error
+		if found, _, err = ms.MilestonesWithAwards(ctx, s.UserID, id); err != nil {
+			respond.Fail(ctx, w, log.With("milestoneId", id), "read milestone", err)
+			return model.Milestone{}, model.MilestoneDefinition{}, milestones.At{}, false
+		}
+	}
+	if len(found) != 1 {
+		respond.Error(w, http.StatusNotFound, respond.CodeNotFound, fmt.Sprintf("milestone %q not found", id))
+		return model.Milestone{}, model.MilestoneDefinition{}, milestones.At{}, false
+	}
+	at, err := milestones.AtFor(ctx, zones, s.UserID, now)
+	if err != nil {
+		respond.Fail(ctx, w, log.With("milestoneId", id), "read zone", err)
+		return model.Milestone{}, model.MilestoneDefinition{}, milestones.At{}, false
+	}
+	def, ve := PeriodOf(found[0].Milestone.MilestoneDefinition, r.URL.Query().Get("period"), at.Today())
+	if ve != nil {
+		respond.Validation(w, ve)
+		return model.Milestone{}, model.MilestoneDefinition{}, milestones.At{}, false
+	}
+	return found[0].Milestone, def, at, true
 }
 
 // Entries are the workouts of ws that def judges (in its period, not
