@@ -3,6 +3,7 @@ package streak
 import (
 	"bytes"
 	"maps"
+	mathbits "math/bits"
 	"time"
 )
 
@@ -68,9 +69,7 @@ func Set(bits []byte, i int, on bool) []byte {
 func Count(bits []byte) int {
 	n := 0
 	for _, b := range bits {
-		for ; b != 0; b &= b - 1 {
-			n++
-		}
+		n += mathbits.OnesCount8(b)
 	}
 	return n
 }
