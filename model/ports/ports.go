@@ -66,10 +66,14 @@ type ProjectionWrite struct {
 
 // Items is how many items the write puts in one transaction: the milestone
 // update plus every award, its collection entry, every audit entry and the
-// period it leaves (at most model.TransactionLimit).
+// period it leaves, and the series' check of a mint on a period's own
+// item (at most model.TransactionLimit).
 func (w ProjectionWrite) Items() int {
 	n := 1 + ItemsPerAward*len(w.Awards) + len(w.Audits)
 	if w.Leaves != nil {
+		n++
+	}
+	if w.PeriodOf != "" && w.Current == nil && len(w.Awards) > 0 {
 		n++
 	}
 	return n

@@ -73,7 +73,9 @@ type SeriesStore interface {
 	// SeriesPeriods reads the periods starting on starts (nil: every
 	// period) with their awards; periods never written are absent.
 	SeriesPeriods(ctx context.Context, userID, milestoneID string, starts []string) (map[string]ports.SeriesPeriod, error)
-	// StartPeriod writes a period's item at version 0 unless it exists.
+	// StartPeriod writes a period's item at version 0 unless it exists,
+	// while its series exists (ErrConflict when it is gone); an item that
+	// exists lends p its createdAtUtc.
 	StartPeriod(ctx context.Context, p *model.Milestone) error
 }
 

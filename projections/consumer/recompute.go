@@ -198,14 +198,17 @@ func (c *Consumer) milestone(ctx context.Context, tg target, lg projections.Log,
 	if err != nil || mr.Skipped != "" || dryRun || (!res.Changed && len(mr.Minted) == 0 && !tg.moving) {
 		return mr, err
 	}
-	awards, audits, err := c.minter.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
-	if err != nil {
-		return mr, err
-	}
-	if m.PeriodOf != "" && m.Current == nil && m.Version == 0 { // a period's own item written for the first time
+	if m.PeriodOf != "" && m.Current == nil && m.Version == 0 {
+		// A period's own item written for the first time, before its
+		// audits are keyed: a period another projector started first
+		// lends m its createdAtUtc.
 		if err := c.st.StartPeriod(ctx, m); err != nil {
 			return mr, err
 		}
+	}
+	awards, audits, err := c.minter.mint(ctx, log, m, res, held, mr.Minted, now, correlationID, partCache)
+	if err != nil {
+		return mr, err
 	}
 	if err := c.write(ctx, log, tg, res, awards, audits, &mr); err != nil {
 		return mr, err

@@ -373,3 +373,64 @@ func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
 		t.Fatalf("awards: last week %d, this week %d; want 10 and 5", n, m)
 	}
 }
+
+// startSpy is the real store, running after once right after the first
+// StartPeriod: a second projector's whole round between the first's start
+// of a period and its mint.
+type startSpy struct {
+	*store.Store
+	once  sync.Once
+	after func()
+}
+
+func (s *startSpy) StartPeriod(ctx context.Context, p *model.Milestone) error {
+	err := s.Store.StartPeriod(ctx, p)
+	s.once.Do(s.after)
+	return err
+}
+
+// TestTwoProjectorsStartingOnePeriodAuditUnderItsStart: a late run in a
+// week never written before; two projectors with clocks a second apart
+// read it, both before the week's item exists. A starts the item (its
+// createdAtUtc); before A mints, B starts it too, mints and writes. Every part minted has its
+// AWARD_MINTED entry under the createdAtUtc the week's item keeps, so
+// verify finds them audited. Protection: StartPeriod before the mint,
+// lending B the item's createdAtUtc (without it B files its entries under
+// its own clock, and they are not found).
+func TestTwoProjectorsStartingOnePeriodAuditUnderItsStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.putModel("rocket", 10)
+	const user = "u-start"
+	thisWeek := monday(time.Now())
+	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
+	e.weeklyRuns(user, "s5", thisWeek.AddDate(0, 0, -70))
+	e.putWorkout(sydneyRun(user, 1, thisWeek))
+	if resp := e.handle(e.consumer(consumer.Options{Now: func() time.Time { return now }}), e.newRecords()); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	late := thisWeek.AddDate(0, 0, -21)
+	e.putWorkout(sydneyRun(user, 2, late))
+	batch := e.newRecords()
+	p := newPaused()
+	b := e.consumer(consumer.Options{Now: func() time.Time { return now.Add(time.Second) }, BeforeWrite: p.beforeWrite})
+	finishB := e.start(b, p, batch) // B has read: no week item yet
+	spy := &startSpy{Store: e.s, after: func() {
+		if resp := finishB(); len(resp.BatchItemFailures) != 0 {
+			t.Errorf("B failures: %+v", resp.BatchItemFailures)
+		}
+	}}
+	a := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now },
+		BackoffBase: time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	if resp := e.handle(a, batch); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("A failures: %+v", resp.BatchItemFailures)
+	}
+	var week model.Milestone
+	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s5", date(late)), &week); err != nil || week.AwardedParts != 5 {
+		t.Fatalf("the late week is %+v (%v), want its 5 parts", week.Projection, err)
+	}
+	audited, err := e.s.AwardAudits(e.ctx, user, keys.AwardOwnerID("s5", date(late)), week.CreatedAtUtc)
+	if err != nil || len(audited) != 5 {
+		t.Fatalf("%d parts audited under the week's createdAtUtc %s (%v), want 5", len(audited), week.CreatedAtUtc, err)
+	}
+}

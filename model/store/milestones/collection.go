@@ -20,7 +20,12 @@ import (
 // outlives its milestone. The projector files each award in the mint's
 // transaction (WriteProjection); awards minted before the collection are
 // filed by CollectAwards.
-type Collection struct{ *dynamo.DB }
+type Collection struct {
+	*dynamo.DB
+	// Deleting, when set, is called once a deletion has read the
+	// milestone, before its transaction: tests order a race there.
+	Deleting func(userID, milestoneID string)
+}
 
 // collectedItem renders a's collection entry: the award itself, under its
 // collection key, marked collected.
@@ -135,8 +140,9 @@ func (s *Collection) milestoneCount(ctx context.Context, userID string) (model.M
 // DeleteMilestone deletes a user's milestone: its awards are filed in the
 // collection first (where they stay: awards are permanent), then one
 // transaction deletes the milestone (only if it exists) and uncounts it
-// from the user's limit, then its award items go, so the projector's read
-// of the milestones stays bounded by the milestones that are left. It
+// from the user's limit, then its award items go (read after the
+// transaction, see deleteLeftovers), so the projector's read of the
+// milestones stays bounded by the milestones that are left. It
 // returns ErrNotFound when the user has no such milestone; a crash after
 // the transaction leaves award items of no milestone, which every reader
 // drops.
@@ -149,15 +155,16 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, model.ErrNotFound)
 	}
 	var legacy []model.Award
-	ks := make([]model.Key, 0, len(ms[0].Awards))
 	for _, a := range ms[0].Awards {
-		ks = append(ks, a.ItemKey())
 		if !a.Collected {
 			legacy = append(legacy, a)
 		}
 	}
 	if err := s.CollectAwards(ctx, legacy); err != nil {
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
+	}
+	if s.Deleting != nil {
+		s.Deleting(userID, milestoneID)
 	}
 	gone := expression.AttributeExists(expression.Name("PK"))
 	del, err := expression.NewBuilder().WithCondition(gone).Build()
@@ -184,19 +191,31 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	if err := s.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
 	}
-	// A series' periods and their awards (filed when minted), to the end
-	// of its prefix: a long series holds more than one query's page.
-	err = dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), keys.SeriesSKPrefix(milestoneID),
-		dynamo.QueryOptions{Projection: []string{"PK", "SK"}}, func(items []dynamo.Item) error {
-			for _, it := range items {
-				if k, kerr := dynamo.KeyOf(it); kerr == nil {
-					ks = append(ks, k)
-				}
-			}
-			return nil
-		})
-	if err := errors.Join(err, s.BatchDelete(ctx, s.Tables().Main, ks)); err != nil {
+	if err := s.deleteLeftovers(ctx, userID, milestoneID); err != nil {
 		return fmt.Errorf("delete award items and periods of milestone %s: %w", milestoneID, err)
 	}
 	return nil
+}
+
+// deleteLeftovers deletes a deleted milestone's award items, and a
+// series' periods and their awards, each prefix read to its end (a long
+// series holds more than one query's page). The keys are read after the
+// milestone's item is gone: every mint conditions on that item (a
+// period's own item through the series' check), so none lands after this
+// read.
+func (s *Collection) deleteLeftovers(ctx context.Context, userID, milestoneID string) error {
+	var ks []model.Key
+	var errs []error
+	for _, prefix := range []string{keys.AwardSKPrefix(milestoneID), keys.SeriesSKPrefix(milestoneID)} {
+		errs = append(errs, dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), prefix,
+			dynamo.QueryOptions{Projection: []string{"PK", "SK"}}, func(items []dynamo.Item) error {
+				for _, it := range items {
+					if k, kerr := dynamo.KeyOf(it); kerr == nil {
+						ks = append(ks, k)
+					}
+				}
+				return nil
+			}))
+	}
+	return errors.Join(append(errs, s.BatchDelete(ctx, s.Tables().Main, ks))...)
 }

@@ -367,6 +367,15 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		}
 		items = append(items, put)
 	}
+	if w.PeriodOf != "" && w.Current == nil && len(w.Awards) > 0 {
+		// A mint on a period's own item loses to the series' deletion,
+		// which reads the award keys it deletes after its transaction.
+		exists, err := seriesExists(s.Tables(), w.UserID, w.MilestoneID)
+		if err != nil {
+			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
+		}
+		items = append(items, exists)
+	}
 	for _, a := range w.Awards {
 		a.Collected = true
 		put, err := s.TransactPutIfAbsent(s.Tables().Main, a)
