@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ports"
 )
 
 // TestExportGivesTheAthleteTheirData: GET /v1/me/export answers one JSON
@@ -166,4 +167,94 @@ func TestExportPagesAreBoundedAndStable(t *testing.T) {
 			t.Errorf("cursor %q: %d %s, want 400 naming the cursor", bad, r.status, r.body)
 		}
 	}
+}
+
+// TestExportPagesTheCollection: a collection of 2,574 awards (of 26
+// milestones of 99 parts, 24 of them deleted since) and a short history, at 64 KB a page:
+// every award and every workout comes exactly once, awards first, each
+// page within the bound, the profile on the first page only. Protection:
+// the awards as a paged part of the export (on the first page whole, the
+// collection alone outgrows the bound: at 4 MB, past about 10,000 awards).
+func TestExportPagesTheCollection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	sid := e.user("u1", 31)
+	const pageBytes, milestonesN, parts = 64 << 10, 26, 99
+	bff.SetExportPageBytes(e.h, pageBytes)
+	at := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
+	for m := range milestonesN {
+		id := fmt.Sprintf("m%02d", m)
+		if err := e.st.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: id,
+			MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket", Title: id, Metric: model.MetricCount, Target: parts, PartCount: parts,
+				PeriodStartAtUtc: at}, Projection: model.Projection{Status: model.StatusActive}}); err != nil {
+			t.Fatal(err)
+		}
+		for v, from := int64(0), 0; from < parts; v, from = v+1, from+33 {
+			w := ports.ProjectionWrite{UserID: "u1", MilestoneID: id, ExpectedVersion: v,
+				Projection: model.Projection{AwardedParts: from + 33, Status: model.StatusActive}}
+			for i := from; i < from+33; i++ {
+				w.Awards = append(w.Awards, &model.Award{UserID: "u1", MilestoneID: id, PartIndex: i, ActivityID: 1000, AwardedAtUtc: at.Add(time.Duration(i) * time.Minute)})
+			}
+			if err := e.st.WriteProjection(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m >= 2 { // deleted: its awards stay in the collection
+			if err := e.st.DeleteMilestone(ctx, "u1", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var batch []model.Entity
+	for i := range 50 {
+		batch = append(batch, &model.Workout{UserID: "u1", AthleteID: 31, ActivityID: int64(1000 + i), SportType: "Run",
+			DistanceMeters: 5000, StartDateUtc: at.Add(time.Duration(i) * time.Hour), CreatedAtUtc: e.clock.Now()})
+	}
+	if err := e.st.BatchPut(ctx, e.st.Tables().Main, batch); err != nil {
+		t.Fatal(err)
+	}
+	awards, workouts := map[string]int{}, map[int64]int{}
+	target, pages := "/v1/me/export", 0
+	for target != "" {
+		r := e.do(http.MethodGet, strings.TrimPrefix(target, e.srv.URL), sid, nil)
+		esc, _ := json.Marshal(string(r.body))
+		if r.status != http.StatusOK || len(esc)-2 > pageBytes {
+			t.Fatalf("page %d: %d, %d bytes escaped (bound %d): %s", pages, r.status, len(esc)-2, pageBytes, r.body[:min(len(r.body), 200)])
+		}
+		var page struct {
+			Profile *json.RawMessage
+			Awards  []struct {
+				MilestoneID string `json:"milestoneId"`
+				PartIndex   int    `json:"partIndex"`
+			}
+			AwardCount int
+			Workouts   []struct {
+				ActivityID int64 `json:"activityId"`
+			}
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil || (pages == 0) != (page.Profile != nil) || page.AwardCount != len(page.Awards) {
+			t.Fatalf("page %d: %v, profile %v, %d awards counted %d", pages, err, page.Profile != nil, len(page.Awards), page.AwardCount)
+		}
+		if len(page.Awards) > 0 && len(workouts) > 0 {
+			t.Fatalf("page %d gives awards after workouts", pages)
+		}
+		for _, a := range page.Awards {
+			awards[fmt.Sprintf("%s/%d", a.MilestoneID, a.PartIndex)]++
+		}
+		for _, w := range page.Workouts {
+			workouts[w.ActivityID]++
+		}
+		target = nextLink(r.header)
+		pages++
+	}
+	if len(awards) != milestonesN*parts || len(workouts) != 50 {
+		t.Fatalf("%d awards and %d workouts given in %d pages, want %d and 50", len(awards), len(workouts), pages, milestonesN*parts)
+	}
+	for k, n := range awards {
+		if n != 1 {
+			t.Errorf("award %s given %d times, want once", k, n)
+		}
+	}
+	t.Logf("%d awards and %d workouts in %d pages of at most %d bytes", len(awards), len(workouts), pages, pageBytes)
 }
