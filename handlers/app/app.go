@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -66,9 +67,9 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	}
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{
-		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, PathSecret: cfg.WebhookPathSecret, Lease: cfg.OutboxLease,
+		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, PathSecrets: cfg.WebhookPathSecrets, Lease: cfg.OutboxLease,
 		Gather: true, RateWindow: cfg.StravaWindow,
-	}, st, d, log).Mount(mux)
+	}, st, outbox.NewDrops(st.DB), d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)
 	return &API{Routes: mux, secure: SecureHeaders(mux, cfg.PublicURL)}, nil

@@ -94,3 +94,22 @@ func TestMeteredLogsEachRequestsCapacity(t *testing.T) {
 		t.Errorf("base meter: got %+v, want the 2 requests", got.Units)
 	}
 }
+
+// TestLoggedPathHidesTheWebhookSecret: a path under the webhook's shows
+// {secret} for its last segment, the right one or a guess; other paths
+// show as they are. Protection: LoggedPath in Metered's log line (the
+// segment reached a log on every delivery).
+func TestLoggedPathHidesTheWebhookSecret(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]string{
+		"/webhooks/strava/s3cret-path-0123456789": "/webhooks/strava/{secret}",
+		"/webhooks/strava/guess/deeper":           "/webhooks/strava/{secret}",
+		"/webhooks/strava":                        "/webhooks/strava",
+		"/webhooks/strava/":                       "/webhooks/strava/",
+		"/v1/milestones/m1":                       "/v1/milestones/m1",
+	} {
+		if got := app.LoggedPath(path); got != want {
+			t.Errorf("%s logged as %s, want %s", path, got, want)
+		}
+	}
+}

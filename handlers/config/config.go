@@ -31,10 +31,11 @@ type Config struct {
 	// StravaSubscriptionID is the push subscription whose events we accept
 	// (STRAVA_SUBSCRIPTION_ID).
 	StravaSubscriptionID int64
-	// WebhookPathSecret is the callback path's secret segment
-	// (CC_WEBHOOK_PATH_SECRET; intake.CallbackPath): Strava's deliveries get
-	// a route, and in AWS a throttle, of their own.
-	WebhookPathSecret string
+	// WebhookPathSecrets are the callback path's secret segment, and while
+	// a new callback is registered the previous one (CC_WEBHOOK_PATH_SECRET,
+	// comma-separated, the current first; intake.CallbackPath): Strava's
+	// deliveries get a route, and in AWS a throttle, of their own.
+	WebhookPathSecrets []string
 	// DynamoDBEndpoint overrides the DynamoDB endpoint (DYNAMODB_ENDPOINT),
 	// e.g. DynamoDB Local; empty means AWS.
 	DynamoDBEndpoint string

@@ -74,3 +74,27 @@ func TestLocalFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookPathSecrets: CC_WEBHOOK_PATH_SECRET holds the current segment,
+// or the new and the previous one while a callback is re-registered; more,
+// or a weak one, is refused naming the variable.
+func TestWebhookPathSecrets(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		value   string
+		want    int
+		wantErr bool
+	}{
+		{"abcdefghijklmnop", 1, false},
+		{"abcdefghijklmnop,qrstuvwxyz012345", 2, false},
+		{"abcdefghijklmnop,qrstuvwxyz012345,ABCDEFGHIJKLMNOP", 0, true},
+		{"abcdefghijklmnop,short", 0, true},
+	}
+	for _, tt := range tests {
+		c, err := FromEnv(env(map[string]string{"CC_WEBHOOK_PATH_SECRET": tt.value}), Need{})
+		if (err != nil) != tt.wantErr || (err == nil && len(c.WebhookPathSecrets) != tt.want) ||
+			(err != nil && !strings.Contains(err.Error(), "CC_WEBHOOK_PATH_SECRET")) {
+			t.Errorf("%q: %v, %v; want %d segments (error %v)", tt.value, c.WebhookPathSecrets, err, tt.want, tt.wantErr)
+		}
+	}
+}

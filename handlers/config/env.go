@@ -41,9 +41,14 @@ var variables = []variable{
 		return nil
 	}},
 	{"CC_WEBHOOK_PATH_SECRET", func(c *Config, name, v string) error {
-		c.WebhookPathSecret = v
-		if !pathSecret.MatchString(v) {
-			return fmt.Errorf("%s: want 16 to 128 letters, digits, '-' or '_' (a path segment hard to guess)", name)
+		c.WebhookPathSecrets = strings.Split(v, ",")
+		if len(c.WebhookPathSecrets) > 2 {
+			return fmt.Errorf("%s: want one segment, or the new and the previous one comma-separated", name)
+		}
+		for _, s := range c.WebhookPathSecrets {
+			if !pathSecret.MatchString(s) {
+				return fmt.Errorf("%s: want 16 to 128 letters, digits, '-' or '_' (a path segment hard to guess)", name)
+			}
 		}
 		return nil
 	}},

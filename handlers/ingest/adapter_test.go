@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
@@ -24,7 +25,7 @@ func TestAPIGatewayV2Adapter(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	h.Activity(900, 10, "Run")
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, h.Dispatch, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
 	adapter := httpadapter.NewV2(mux)
 	ctx := context.Background()
 	req := func(method, query, body string) events.APIGatewayV2HTTPRequest {

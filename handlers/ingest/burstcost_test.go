@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -70,7 +71,7 @@ func TestABurstCost(t *testing.T) {
 	t.Cleanup(func() { _ = q.Close(context.Background()) })
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, Gather: true},
-		st, q, ingesttest.Log()).Mount(mux)
+		st, outbox.NewDrops(st.DB), q, ingesttest.Log()).Mount(mux)
 	wait := func() {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)

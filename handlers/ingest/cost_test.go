@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -304,7 +305,7 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	d := &ingesttest.RecordingDispatcher{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, d, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, outbox.NewDrops(st.DB), d, ingesttest.Log()).Mount(mux)
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 	proj := consumer.New(st, consumer.Options{Metrics: &strings.Builder{}})

@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
@@ -32,7 +33,7 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	h := crowdedAthlete(t)
 	now := time.Now().UTC()
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
-		Gather: true}, h.St, h.Dispatch, ingesttest.Log())
+		Gather: true}, h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
 	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {
@@ -126,7 +127,7 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	now := time.Now().UTC()
 	lost := &ingesttest.RecordingDispatcher{} // hand-offs nobody runs
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
-		Gather: true, Lease: time.Second}, h.St, lost, ingesttest.Log())
+		Gather: true, Lease: time.Second}, h.St, outbox.NewDrops(h.St.DB), lost, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
 	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {

@@ -16,13 +16,14 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 func TestWebhookHandshake(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, nil, nil, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, nil, nil, nil, ingesttest.Log()).Mount(mux)
 	tests := []struct {
 		name       string
 		given      url.Values
@@ -101,45 +102,89 @@ func TestWebhookRejectsBadEvents(t *testing.T) {
 }
 
 // TestWebhookAnswersAnotherSubscriptionAsItsOwn: an event of another
-// subscription gets the answer an accepted event gets (the same status and
-// fields), so trying ids tells nothing of ours, and it is neither recorded
-// nor handed off. Protection: the drop's answer (a 403 told a guess from
-// the right id).
+// subscription is answered as ours is, first and on replay (accepted, then
+// duplicate), whichever id comes first for the same event; it is recorded
+// as dropped, never handed off, and re-admitted when an operator asks.
+// Ours taking over a dropped event is handed off (no event lost to a
+// guess that came first). Protections: the drop record (without it a
+// replay of a guess is accepted again where ours is a duplicate), the
+// taken-over answer (accepted told the right id from a guess), the claim
+// of a dropped item (without it our event is lost behind the guess).
 func TestWebhookAnswersAnotherSubscriptionAsItsOwn(t *testing.T) {
 	t.Parallel()
 	h := ingesttest.New(t)
+	ctx := context.Background()
+	const foreign = 999
 	ev := `{"object_type":"activity","object_id":%d,"aspect_type":"update","owner_id":6,"subscription_id":%d,"event_time":7}`
-	other, otherBody := h.Post(fmt.Appendf(nil, ev, 5, 999))
-	ours, oursBody := h.Post(fmt.Appendf(nil, ev, 4, ingesttest.SubscriptionID))
-	t.Logf("another subscription: %d %v; ours: %d %v", other.StatusCode, otherBody, ours.StatusCode, oursBody)
-	if other.StatusCode != ours.StatusCode || otherBody["status"] != oursBody["status"] || len(otherBody) != len(oursBody) || otherBody["correlationId"] == "" {
-		t.Fatalf("another subscription answered %d %v, ours %d %v: want the same answer", other.StatusCode, otherBody, ours.StatusCode, oursBody)
+	post := func(object, sub int64) string {
+		t.Helper()
+		resp, body := h.Post(fmt.Appendf(nil, ev, object, sub))
+		if resp.StatusCode != http.StatusOK || len(body) != 2 || body["correlationId"] == "" {
+			t.Fatalf("object %d, subscription %d: %d %v", object, sub, resp.StatusCode, body)
+		}
+		return body["status"].(string)
+	}
+	sequences := []struct {
+		name   string
+		object int64
+		subs   []int64
+		want   string
+	}{
+		{"another's, replayed", 5, []int64{foreign, foreign}, "accepted duplicate"},
+		{"ours, replayed", 4, []int64{ingesttest.SubscriptionID, ingesttest.SubscriptionID}, "accepted duplicate"},
+		{"another's, then ours", 3, []int64{foreign, ingesttest.SubscriptionID, foreign}, "accepted duplicate duplicate"},
+		{"ours, then another's", 2, []int64{ingesttest.SubscriptionID, foreign, ingesttest.SubscriptionID}, "accepted duplicate duplicate"},
+	}
+	for _, sq := range sequences {
+		var got []string
+		for _, sub := range sq.subs {
+			got = append(got, post(sq.object, sub))
+		}
+		if strings.Join(got, " ") != sq.want {
+			t.Errorf("%s: answered %v, want %s", sq.name, got, sq.want)
+		}
 	}
 	h.Wait()
-	if n := h.Dispatch.Calls.Load(); n != 1 {
-		t.Fatalf("got %d hand-offs, want 1 (ours only)", n)
+	if n := h.Dispatch.Calls.Load(); n != 3 {
+		t.Fatalf("got %d hand-offs, want 3: ours, the two of them once each (one taken over from a drop)", n)
 	}
-	var e ingest.Event
-	if err := json.Unmarshal(fmt.Appendf(nil, ev, 5, 999), &e); err != nil {
+	key := func(object int64) string {
+		var e ingest.Event
+		if err := json.Unmarshal(fmt.Appendf(nil, ev, object, foreign), &e); err != nil {
+			t.Fatal(err)
+		}
+		return e.IdempotencyKey()
+	}
+	drops := outbox.NewDrops(h.St.DB)
+	listed, err := drops.DroppedOutboxItems(ctx, foreign, 10)
+	if err != nil || len(listed) != 1 || listed[0].IdempotencyKey != key(5) {
+		t.Fatalf("dropped for %d: %+v (%v), want object 5's event only (3's was taken over)", foreign, listed, err)
+	}
+	if _, err := drops.ReadmitOutboxItem(ctx, key(5), foreign, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.St.OutboxItem(context.Background(), e.IdempotencyKey()); !errors.Is(err, model.ErrNotFound) {
-		t.Fatalf("another subscription's event in the outbox: %v; want nothing recorded", err)
+	if _, err := drops.ReadmitOutboxItem(ctx, key(5), foreign, time.Now()); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("re-admitting twice: %v, want a conflict", err)
+	}
+	if res := h.Sweep(time.Now().Add(time.Second)); res.Dispatched != 1 {
+		t.Fatalf("sweep after the re-admission: %+v, want the dropped event dispatched", res)
 	}
 }
 
-// TestWebhookServesTheSecretPath: with a path secret the webhook answers
-// under /webhooks/strava/{secret} as under /webhooks/strava (the handshake
-// and events), and any other segment is a 404 that records nothing.
-// Protection: the secret's check (without it any segment reaches the
-// webhook, and in AWS the route key is what keeps the throttle apart).
+// TestWebhookServesTheSecretPath: with path secrets (the new and the
+// previous one, while a new callback is registered) the webhook answers
+// under /webhooks/strava/{secret} of either as under /webhooks/strava (the
+// handshake and events), and any other segment is a 404 that records
+// nothing. Protection: the secrets' check (without it any segment reaches
+// the webhook; with one secret only, the previous callback's deliveries
+// are lost during a rotation).
 func TestWebhookServesTheSecretPath(t *testing.T) {
 	t.Parallel()
 	h := ingesttest.New(t)
-	const secret = "s3cret-path-0123456789"
+	const secret, previous = "s3cret-path-0123456789", "older-secret-9876543210"
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, PathSecret: secret},
-		h.St, h.Dispatch, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, PathSecrets: []string{secret, previous}},
+		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	if err := h.Sim.VerifyCallback(context.Background(), srv.URL+intake.CallbackPath(secret), ingesttest.VerifyToken); err != nil {
@@ -154,14 +199,15 @@ func TestWebhookServesTheSecretPath(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	got := []int{post(intake.CallbackPath(secret), 1), post(intake.CallbackPath("s3cret-path-0123456780"), 2), post(intake.WebhookPath+"/x", 3)}
-	t.Logf("right secret, wrong secret, short segment: %v", got)
-	if got[0] != http.StatusOK || got[1] != http.StatusNotFound || got[2] != http.StatusNotFound {
-		t.Fatalf("got %v, want [200 404 404]", got)
+	got := []int{post(intake.CallbackPath(secret), 1), post(intake.CallbackPath(previous), 4),
+		post(intake.CallbackPath("s3cret-path-0123456780"), 2), post(intake.WebhookPath+"/x", 3)}
+	t.Logf("right secret, previous secret, wrong secret, short segment: %v", got)
+	if got[0] != http.StatusOK || got[1] != http.StatusOK || got[2] != http.StatusNotFound || got[3] != http.StatusNotFound {
+		t.Fatalf("got %v, want [200 200 404 404]", got)
 	}
 	h.Wait()
-	if n := h.Dispatch.Calls.Load(); n != 1 {
-		t.Fatalf("got %d hand-offs, want 1 (the right secret's)", n)
+	if n := h.Dispatch.Calls.Load(); n != 2 {
+		t.Fatalf("got %d hand-offs, want 2 (the two secrets')", n)
 	}
 }
 
@@ -257,7 +303,7 @@ func TestWebhookStoreUnavailableIs503(t *testing.T) {
 	// A webhook pointed at tables that do not exist cannot record the key.
 	mux := http.NewServeMux()
 	broken := newBrokenStore(t)
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, broken, h.Dispatch, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, broken, nil, h.Dispatch, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+intake.WebhookPath, "application/json",

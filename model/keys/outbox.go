@@ -106,6 +106,14 @@ func OutboxPendingPK(idempotencyKey string, shards int) string {
 // OutboxPendingShardPK is the pending-index partition of one shard.
 func OutboxPendingShardPK(shard int) string { return PrefixOutboxPending + strconv.Itoa(shard) }
 
+// OutboxDroppedPK is the pending-index partition of the events dropped
+// for subscriptionID (a subscription the webhook does not accept): apart
+// from the shards the sweeper reads, so nothing dispatches them until an
+// operator re-admits a subscription's events.
+func OutboxDroppedPK(subscriptionID int64) string {
+	return "OUTBOX#DROPPED#" + strconv.FormatInt(subscriptionID, 10)
+}
+
 // OutboxPendingSK is a pending item's sort key in the pending index: the
 // instant it is next due (Unix ms, zero-padded so strings sort like numbers)
 // and its key (unique).

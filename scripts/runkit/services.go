@@ -66,7 +66,7 @@ func (s *Stack) serveAPI(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	s.WebhookURL = s.APIURL + intake.CallbackPath(s.Config.WebhookPathSecret)
+	s.WebhookURL = s.APIURL + intake.CallbackPath(first(s.Config.WebhookPathSecrets))
 	var handler http.Handler = mux
 	if o.WrapAPI != nil {
 		handler = o.WrapAPI(mux)
@@ -194,4 +194,12 @@ func (s *Stack) parkRecords(ctx context.Context, recs []events.DynamoDBEventReco
 		return
 	}
 	s.log.WarnContext(ctx, "stream records parked for redrive", "count", len(recs), "cause", cause.Error())
+}
+
+// first is the first of secrets, the current path secret ("" without one).
+func first(secrets []string) string {
+	if len(secrets) == 0 {
+		return ""
+	}
+	return secrets[0]
 }

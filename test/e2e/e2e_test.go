@@ -98,7 +98,7 @@ func newAPI(t *testing.T) *api {
 	// The api Lambda's own assembly (handlers/app).
 	a.mux, err = app.NewAPI(config.Config{
 		StravaBaseURL: a.sim.URL, StravaClientID: a.sim.ClientID(), StravaClientSecret: a.sim.ClientSecret(),
-		StravaVerifyToken: verifyToken, StravaSubscriptionID: subscriptionID, PublicURL: a.srv.URL, WebhookPathSecret: pathSecret,
+		StravaVerifyToken: verifyToken, StravaSubscriptionID: subscriptionID, PublicURL: a.srv.URL, WebhookPathSecrets: []string{pathSecret},
 	}, a.st, a.queue, nil, log)
 	if err != nil {
 		t.Fatal(err)

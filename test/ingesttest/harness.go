@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/streams"
@@ -135,7 +136,7 @@ func New(t testing.TB) *Harness {
 	h.Dispatch = &CountingDispatcher{Next: h.Queue}
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: VerifyToken, SubscriptionID: SubscriptionID},
-		h.St, h.Dispatch, Log()).Mount(mux)
+		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, Log()).Mount(mux)
 	h.Srv = httptest.NewServer(mux)
 	t.Cleanup(h.Srv.Close)
 	h.HookURL = h.Srv.URL + intake.WebhookPath

@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -41,7 +42,7 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	dead := &droppedQueue{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, dead, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, outbox.NewDrops(h.St.DB), dead, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	const n = 12

@@ -77,7 +77,7 @@ func TestCrowdedCreatesAreGatheredAtTheClaim(t *testing.T) {
 			}}
 			d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
 			h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute,
-				Gather: tt.gather}, st, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				Gather: tt.gather}, st, nil, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			h.Now = func() time.Time { return now }
 			mux := http.NewServeMux()
 			h.Mount(mux)
@@ -119,7 +119,7 @@ func TestARedeliveryDoesNotCrowdTheAthlete(t *testing.T) {
 	}}
 	d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
 	h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute, Gather: true},
-		st, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		st, nil, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	h.Now = func() time.Time { return now }
 	mux := http.NewServeMux()
 	h.Mount(mux)

@@ -11,26 +11,36 @@
 //	       to the worker (also 200 when the hand-off fails: the sweeper dispatches it);
 //	       an athlete's creates past ingest.CreatesBeforeGather in a rate window are
 //	       gathered instead: not handed off, due at the next gather tick (Webhook.lease)
-//	POST valid event seen before (done, parked, or still leased/deferred)
-//	     → 200 {"status":"duplicate"}, no hand-off
+//	POST valid event seen before (done, parked, still leased/deferred, or
+//	     dropped under another subscription id)
+//	     → 200 {"status":"duplicate"}, no hand-off; a lapsed hand-off is
+//	       taken again, handed off and answered accepted; a dropped item is
+//	       taken over and handed off, answered duplicate (as its replay
+//	       under the other id is)
 //	POST malformed (bad JSON, wrong type, missing field, unknown
 //	     object_type/aspect_type, non-positive ids, invalid UTF-8)
 //	     → 400 {"error":"invalid_event","reason":…,"fields":[…]}
-//	POST with another subscription_id → 200 {"status":"accepted",…} as for
-//	     ours, nothing recorded (the answer never tells a guess of the
-//	     subscription id from the right one; until STRAVA_SUBSCRIPTION_ID is
-//	     set, every event is dropped so)
+//	POST with another subscription_id → recorded as dropped under the
+//	     event's key (outbox.StatusDropped: never dispatched, re-admitted by
+//	     an operator once the subscription is ours) with one conditional
+//	     write, as a claim is, and answered as ours would be: accepted the
+//	     first time, duplicate after. So a guess of the subscription id is
+//	     answered as the right one, a replay included, in about the same
+//	     time; the log line ("writeStatus":"dropped") feeds an alarm. Until
+//	     STRAVA_SUBSCRIPTION_ID is set, every event is dropped so
 //	POST body over 64 KiB → 413 {"error":"body_too_large"}
 //	POST when the event cannot be recorded → 503 (nothing recorded, so Strava's
 //	     redelivery is accepted)
 //
 // The same routes are served under /webhooks/strava/{secret} when
 // CC_WEBHOOK_PATH_SECRET is set (CallbackPath): the callback registered
-// with Strava. In AWS that path is a route of its own with its own
-// throttle, so a flood at /webhooks/strava (or at any other path) never
-// throttles Strava's deliveries; a wrong secret is a 404, as for any path
-// not served. The secret is not a credential: events are still confirmed
-// at Strava before anything is written.
+// with Strava. It may list two segments, comma-separated, the new one
+// first: while a new callback is registered, deliveries to either are
+// served. In AWS that path is a route of its own with its own throttle, so
+// a flood at /webhooks/strava (or at any other path) never throttles
+// Strava's deliveries; a wrong secret is a 404, as for any path not
+// served. The secret is not a credential: events are still confirmed at
+// Strava before anything is written. Logs name the route, never the path.
 //
 // Decoding is a tolerant reader (DecodeEvent: unknown fields ignored, ids as
 // numbers or numeric strings, updates optional); FuzzDecodeWebhook (this package) fuzzes it (`make fuzz`,
@@ -81,6 +91,14 @@ type IdempotencyStore interface {
 	HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*model.IdempotencyRecord, error)
 }
 
+// DropStore records the events of subscriptions the webhook does not
+// accept (model/store/outbox.Drops).
+type DropStore interface {
+	// DropOutboxItem records the event as dropped with its job unless its
+	// key exists (ErrConflict: a duplicate).
+	DropOutboxItem(ctx context.Context, key, correlationID, job string, subscriptionID int64, now time.Time, ttl time.Duration) (*model.IdempotencyRecord, error)
+}
+
 // WebhookConfig is what the webhook checks events against.
 type WebhookConfig struct {
 	// VerifyToken answers the subscription handshake (STRAVA_VERIFY_TOKEN).
@@ -88,9 +106,10 @@ type WebhookConfig struct {
 	// SubscriptionID is the only subscription whose events are accepted
 	// (STRAVA_SUBSCRIPTION_ID).
 	SubscriptionID int64
-	// PathSecret, when set, serves the routes under CallbackPath(PathSecret)
-	// too (CC_WEBHOOK_PATH_SECRET).
-	PathSecret string
+	// PathSecrets, when set, serve the routes under CallbackPath of each
+	// too (CC_WEBHOOK_PATH_SECRET: the current segment, and while a new
+	// callback is registered the one before).
+	PathSecrets []string
 	// Lease is how long a hand-off is presumed in flight (ingest.DefaultLease
 	// when zero).
 	Lease time.Duration
@@ -106,6 +125,7 @@ type WebhookConfig struct {
 type Webhook struct {
 	cfg      WebhookConfig
 	store    IdempotencyStore
+	drops    DropStore
 	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
@@ -117,14 +137,14 @@ type Webhook struct {
 }
 
 // NewWebhook builds the webhook handler.
-func NewWebhook(cfg WebhookConfig, store IdempotencyStore, d ingest.Dispatcher, log *slog.Logger) *Webhook {
+func NewWebhook(cfg WebhookConfig, store IdempotencyStore, drops DropStore, d ingest.Dispatcher, log *slog.Logger) *Webhook {
 	if cfg.Lease <= 0 {
 		cfg.Lease = ingest.DefaultLease
 	}
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = keys.AthleteReadsWindow
 	}
-	return &Webhook{cfg: cfg, store: store, dispatch: d, log: log,
+	return &Webhook{cfg: cfg, store: store, drops: drops, dispatch: d, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
 }
 
@@ -137,11 +157,12 @@ func CallbackPath(secret string) string {
 	return WebhookPath + "/" + secret
 }
 
-// Routes are the patterns Mount registers: the bare path's, and with a
-// path secret the secret path's.
-func Routes(pathSecret string) []string {
+// Routes are the patterns Mount registers: the bare path's, and with
+// path secrets the secret path's (one pattern: {secret} is checked against
+// each).
+func Routes(pathSecrets []string) []string {
 	out := []string{"GET " + WebhookPath, "POST " + WebhookPath}
-	if pathSecret != "" {
+	if len(pathSecrets) > 0 {
 		out = append(out, "GET "+WebhookPath+"/{secret}", "POST "+WebhookPath+"/{secret}")
 	}
 	return out
@@ -151,7 +172,7 @@ func Routes(pathSecret string) []string {
 // and "POST /webhooks/strava", and under the path secret when one is set),
 // so other routes can share the mux.
 func (h *Webhook) Mount(mux *http.ServeMux) {
-	for _, r := range Routes(h.cfg.PathSecret) {
+	for _, r := range Routes(h.cfg.PathSecrets) {
 		handle := h.Receive
 		if strings.HasPrefix(r, "GET ") {
 			handle = h.Handshake
@@ -163,11 +184,16 @@ func (h *Webhook) Mount(mux *http.ServeMux) {
 	}
 }
 
-// secret serves next only under the right path secret; any other segment
-// is a 404, as for a path not served.
+// secret serves next only under a path secret of the configuration (each
+// compared in constant time); any other segment is a 404, as for a path
+// not served.
 func (h *Webhook) secret(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.PathValue("secret")), []byte(h.cfg.PathSecret)) != 1 {
+		got, ok := []byte(r.PathValue("secret")), 0
+		for _, s := range h.cfg.PathSecrets {
+			ok |= subtle.ConstantTimeCompare(got, []byte(s))
+		}
+		if ok != 1 {
 			http.NotFound(w, r)
 			return
 		}
@@ -224,13 +250,6 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With("eventType", ev.ObjectType+"."+ev.AspectType, "athleteId", ev.OwnerID, "objectId", ev.ObjectID)
-	if ev.SubscriptionID != h.cfg.SubscriptionID {
-		// Answered as an accepted event, so that trying ids tells nothing.
-		log.WarnContext(ctx, "webhook event from another subscription; dropped", "writeStatus", "dropped", "subscriptionId", ev.SubscriptionID)
-		writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": corr})
-		return
-	}
-
 	key := ev.IdempotencyKey()
 	now := h.Now()
 	job := ingest.Job{Event: ev, CorrelationID: corr, IdempotencyKey: key, ReceivedAtUtc: now}
@@ -238,6 +257,10 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		log.ErrorContext(ctx, "webhook job not encodable", "error", err)
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
+		return
+	}
+	if ev.SubscriptionID != h.cfg.SubscriptionID {
+		h.drop(w, r, log, job, string(payload))
 		return
 	}
 	rec, tick, gathered, err := h.record(ctx, job, string(payload))
@@ -255,11 +278,17 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
 		return
 	}
-	idem := "new"
+	idem, status, answerCorr := "new", "accepted", job.CorrelationID
 	if rec.Job != string(payload) {
 		// A lapsed claim taken again: hand off the job as first accepted.
+		// A dropped item taken over (its first dispatch): the same, but
+		// answered as a redelivery, as the other subscription id's replay
+		// was, so that the answers tell no guess of the id from ours.
 		if orig, derr := ingest.DecodeJob([]byte(rec.Job)); derr == nil {
-			job, idem = orig, "reclaimed"
+			job, idem, answerCorr = orig, "reclaimed", orig.CorrelationID
+			if rec.Dispatches == 1 {
+				idem, status, answerCorr = "taken over from a drop", "duplicate", corr
+			}
 		}
 	}
 	if gathered {
@@ -271,7 +300,28 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	} else {
 		log.InfoContext(ctx, "webhook event accepted", "idempotency", idem)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
+	writeJSON(w, http.StatusOK, map[string]string{"status": status, "correlationId": answerCorr})
+}
+
+// drop records an event of a subscription we do not accept (a guess of
+// the id, or a new subscription the configuration does not name yet) and
+// answers as for ours: accepted when first recorded, duplicate when its
+// key exists, 503 when it cannot be recorded.
+func (h *Webhook) drop(w http.ResponseWriter, r *http.Request, log *slog.Logger, job ingest.Job, payload string) {
+	ctx := r.Context()
+	log = log.With("writeStatus", "dropped", "subscriptionId", job.Event.SubscriptionID)
+	_, err := h.drops.DropOutboxItem(ctx, job.IdempotencyKey, job.CorrelationID, payload, job.Event.SubscriptionID, job.ReceivedAtUtc, ingest.IdempotencyTTL)
+	switch {
+	case errors.Is(err, model.ErrConflict):
+		log.WarnContext(ctx, "webhook event from another subscription; dropped (a duplicate)", "idempotency", "duplicate")
+		writeJSON(w, http.StatusOK, map[string]string{"status": "duplicate", "correlationId": job.CorrelationID})
+	case err != nil:
+		log.ErrorContext(ctx, "webhook event from another subscription not recorded", "idempotency", "error", "error", err)
+		writeReason(w, http.StatusServiceUnavailable, "unavailable", "the event could not be recorded; retry", nil)
+	default:
+		log.WarnContext(ctx, "webhook event from another subscription; dropped", "idempotency", "new")
+		writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
+	}
 }
 
 // record records job (encoded as payload) in the outbox: held until the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
@@ -359,41 +360,9 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	if err != nil {
 		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
-	items := []types.TransactWriteItem{dynamo.TransactUpdate(in)}
-	if w.Leaves != nil { // the period the series' item moves off, on its own item from now on
-		put, err := s.TransactPut(s.Tables().Main, w.Leaves)
-		if err != nil {
-			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
-		}
-		items = append(items, put)
-	}
-	if w.PeriodOf != "" && w.Current == nil && len(w.Awards) > 0 {
-		// A mint on a period's own item loses to the series' deletion,
-		// which reads the award keys it deletes after its transaction.
-		exists, err := seriesExists(s.Tables(), w.UserID, w.MilestoneID)
-		if err != nil {
-			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
-		}
-		items = append(items, exists)
-	}
-	for _, a := range w.Awards {
-		a.Collected = true
-		put, err := s.TransactPutIfAbsent(s.Tables().Main, a)
-		if err != nil {
-			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
-		}
-		collect, err := transactCollect(s.Tables(), a)
-		if err != nil {
-			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
-		}
-		items = append(items, put, collect)
-	}
-	for _, e := range w.Audits {
-		put, err := s.TransactPutIfAbsent(s.Tables().Audit, e)
-		if err != nil {
-			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
-		}
-		items = append(items, put)
+	items, err := mintItems(s.DB, w, in)
+	if err != nil {
+		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
 	if err := s.Transact(ctx, items, w.Token); err != nil {
 		var mismatch *types.IdempotentParameterMismatchException
@@ -405,6 +374,50 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		return fmt.Errorf("mint %d awards on milestone %s at version %d: %w", len(w.Awards), w.MilestoneID, w.ExpectedVersion, err)
 	}
 	return nil
+}
+
+// mintItems are the items of w's transaction: the milestone's versioned
+// update (in), the period it leaves, the series' check of a mint on a
+// period's own item, each award with its collection entry, and the audit
+// entries.
+func mintItems(s *dynamo.DB, w ports.ProjectionWrite, in *dynamodb.UpdateItemInput) ([]types.TransactWriteItem, error) {
+	items := []types.TransactWriteItem{dynamo.TransactUpdate(in)}
+	if w.Leaves != nil { // the period the series' item moves off, on its own item from now on
+		put, err := s.TransactPut(s.Tables().Main, w.Leaves)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, put)
+	}
+	if w.PeriodOf != "" && w.Current == nil && len(w.Awards) > 0 {
+		// A mint on a period's own item loses to the series' deletion,
+		// which reads the award keys it deletes after its transaction.
+		exists, err := seriesExists(s.Tables(), w.UserID, w.MilestoneID)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, exists)
+	}
+	for _, a := range w.Awards {
+		a.Collected = true
+		put, err := s.TransactPutIfAbsent(s.Tables().Main, a)
+		if err != nil {
+			return nil, err
+		}
+		collect, err := transactCollect(s.Tables(), a)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, put, collect)
+	}
+	for _, e := range w.Audits {
+		put, err := s.TransactPutIfAbsent(s.Tables().Audit, e)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, put)
+	}
+	return items, nil
 }
 
 // AwardAudits reports which parts of a user's milestone have their

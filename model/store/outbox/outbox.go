@@ -89,7 +89,9 @@ func reclaimCondition(now time.Time) expression.ConditionBuilder {
 // A new key is created and records ttl (its TTL is ttl after the lease end,
 // pushed on by every lease and deferral, see Lifetime above); a key whose
 // hand-off lease has lapsed (reclaimCondition: the hand-off was lost) is
-// claimed again, keeping the original job and correlation id. It returns
+// claimed again, keeping the original job and correlation id, and so is a
+// dropped one (StatusDropped: the same event under another subscription
+// id). It returns
 // ErrConflict (a duplicate) when the item is done, parked, still leased, or
 // the sweeper's (held or deferred); the returned item is then the stored
 // one when DynamoDB reported it.
@@ -143,7 +145,10 @@ func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now 
 		Remove(expression.Name(other))
 	// The claim's own ttl, not ttlSeconds: the key may not exist yet.
 	upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(until.Add(ttl).Unix()))
-	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), reclaimCondition(now))
+	// A dropped item (the same event, posted under another subscription
+	// id) is taken over, keeping the job it was dropped with: the event's.
+	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrIdempotencyKey)), reclaimCondition(now),
+		expression.Name(attrStatus).Equal(expression.Value(StatusDropped)))
 	return s.updateOutbox(ctx, key, upd, cond)
 }
 
