@@ -166,16 +166,17 @@ seed:
 ## replay / rebuild / verify / redrive: prove and restore the projections (README, "Operate"): the
 ##   subcommands of one command, scripts/rebuild.
 ## syncs: list failed, deferred or stuck Strava syncs (backfill, reconciliation); ARGS="-restart <userId>" restarts one.
+## readmit: re-admit the webhook events dropped for a push subscription not yet configured (ARGS="-subscription <id>").
 ## Flags go in ARGS, e.g. make verify ARGS="--all --json"; each command documents its flags with ARGS=--help.
 ## Built to .cache/bin and run directly so the exit status survives (verify: 0 clean, 1 drift, 2 error).
-.PHONY: replay rebuild verify redrive syncs
+.PHONY: replay rebuild verify redrive syncs readmit
 replay rebuild verify redrive: rebuild-bin
 	$(CACHE)/bin/rebuild $@ $(ARGS)
 .PHONY: rebuild-bin
 rebuild-bin:
 	@mkdir -p $(CACHE)/bin
 	$(GO) build -o $(CACHE)/bin/rebuild ./scripts/rebuild
-syncs:
+syncs readmit:
 	@mkdir -p $(CACHE)/bin
 	$(GO) build -o $(CACHE)/bin/$@ ./scripts/$@
 	$(CACHE)/bin/$@ $(ARGS)

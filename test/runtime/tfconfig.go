@@ -190,9 +190,9 @@ func LoadDeployment(root string) (Deployment, error) {
 	return d, nil
 }
 
-// CallbackRoutes are the webhook's routes under the callback's secret
-// segment (local.webhook_routes, with var.strava.callback_path_segment =
-// segment): the routes Strava's deliveries take.
+// CallbackRoutes are the routes Strava's deliveries take, on the webhook's
+// own API (local.webhook_routes: /webhooks/strava/{secret}, evaluated with
+// var.strava.callback_path_segment = segment should a route name it).
 func (d Deployment) CallbackRoutes(segment string) ([]string, error) {
 	vars := &hcl.EvalContext{Variables: map[string]cty.Value{
 		"var": cty.ObjectVal(map[string]cty.Value{"strava": cty.ObjectVal(map[string]cty.Value{"callback_path_segment": cty.StringVal(segment)})}),

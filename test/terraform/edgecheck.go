@@ -14,23 +14,48 @@ import (
 // module's default (500/s) keeps ~4x headroom.
 const MinWebhookPeakRPS = 130
 
-// BareWebhookRoutes are the webhook's routes without the secret segment:
-// anyone can reach them, so they get a low budget of their own.
+// BareWebhookRoutes are the webhook's routes on the public API, without
+// the secret segment: anyone can reach them, so they get a low budget of
+// their own.
 var BareWebhookRoutes = []string{"GET " + intake.WebhookPath, "POST " + intake.WebhookPath}
 
-// WebhookRoutesOf are the routes Strava calls, under the api Lambda's path
-// secret (CC_WEBHOOK_PATH_SECRET); they get their own budget. Nil when the
-// api has no secret.
-func WebhookRoutesOf(d *Deployed) []string {
+// WebhookRoutes are the routes Strava calls, on the webhook's own API:
+// under /webhooks/strava/{secret}, the segment checked by the api Lambda
+// (CC_WEBHOOK_PATH_SECRET), never in a route key.
+var WebhookRoutes = []string{"GET " + intake.CallbackPath("{secret}"), "POST " + intake.CallbackPath("{secret}")}
+
+// pathSecrets are the api Lambda's webhook path secrets (nil without one).
+func pathSecrets(d *Deployed) []string {
 	api, ok := d.Functions["api"]
-	if !ok {
+	if !ok || EnvOf(api)["CC_WEBHOOK_PATH_SECRET"] == "" {
 		return nil
 	}
-	secret := EnvOf(api)["CC_WEBHOOK_PATH_SECRET"]
-	if secret == "" {
+	return strings.Split(EnvOf(api)["CC_WEBHOOK_PATH_SECRET"], ",")
+}
+
+// WebhookRoutesOf are WebhookRoutes when the api Lambda has a path secret,
+// else nil.
+func WebhookRoutesOf(d *Deployed) []string {
+	if pathSecrets(d) == nil {
 		return nil
 	}
-	return []string{"GET " + intake.CallbackPath(secret), "POST " + intake.CallbackPath(secret)}
+	return WebhookRoutes
+}
+
+// webhookAPI is the id of the HTTP API that serves WebhookRoutes and
+// nothing else ("" when there is none).
+func webhookAPI(d *Deployed) string {
+	byAPI := map[string][]string{}
+	for _, r := range d.Of("aws_apigatewayv2_route") {
+		byAPI[r.Str("api_id")] = append(byAPI[r.Str("api_id")], r.Str("route_key"))
+	}
+	for id, routes := range byAPI {
+		slices.Sort(routes)
+		if slices.Equal(routes, WebhookRoutes) {
+			return id
+		}
+	}
+	return ""
 }
 
 // num reads a number attribute of a block (-1 when absent).
@@ -45,60 +70,93 @@ func num(s map[string]any, k string) float64 {
 	return -1
 }
 
-// checkAPIThrottling: the stage throttles by route. The webhook routes
-// (under the path secret) have their own budget, not below the webhook peak,
-// with detailed metrics (its 4xx alarm is per route); every /auth/* route
-// and the bare webhook routes have a budget below the webhook's and the
-// stage default's; every burst holds at least a second.
+// checkAPIThrottling: Strava's deliveries have an HTTP API of their own
+// (WebhookRoutes and nothing else), whose stage's budget is not below the
+// webhook peak, so no flood of the public API throttles them; no other API
+// serves them. On the public API every /auth/* route and the bare webhook
+// routes have a budget below the webhook's and the stage default's; every
+// burst holds at least a second.
 func checkAPIThrottling(d *Deployed, add addFunc) {
+	if pathSecrets(d) == nil {
+		add("the api Lambda has no CC_WEBHOOK_PATH_SECRET: Strava's deliveries share a path, and its throttle, with anyone's")
+	}
+	hook := webhookAPI(d)
+	if hook == "" {
+		add("no HTTP API serves Strava's deliveries (%v) and nothing else: they share a budget with the public routes", WebhookRoutes)
+	}
+	for _, r := range d.Of("aws_apigatewayv2_route") {
+		if r.Str("api_id") != hook && slices.Contains(WebhookRoutes, r.Str("route_key")) {
+			add("%s: %s on the public API: a flood of it reaches Strava's deliveries' budget", r.Address, r.Str("route_key"))
+		}
+	}
+	webhookRate := -1.0
 	stages := d.Of("aws_apigatewayv2_stage")
+	for _, st := range stages {
+		def := st.Block("default_route_settings")
+		rate, burst := num(def, "throttling_rate_limit"), num(def, "throttling_burst_limit")
+		if st.Str("api_id") == hook && hook != "" {
+			webhookRate = rate
+			if rate < MinWebhookPeakRPS || burst < rate {
+				add("%s: the webhook API's throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak) and a burst of at least the rate",
+					st.Address, rate, burst, MinWebhookPeakRPS)
+			}
+		}
+	}
+	for _, st := range stages {
+		if st.Str("api_id") != hook {
+			checkPublicStage(st, webhookRate, add)
+		}
+	}
 	if len(stages) == 0 {
 		add("no aws_apigatewayv2_stage")
 	}
-	for _, st := range stages {
-		def := st.Block("default_route_settings")
-		defRate, defBurst := num(def, "throttling_rate_limit"), num(def, "throttling_burst_limit")
-		if defRate <= 0 || defBurst < defRate {
-			add("%s: default throttling %v/s burst %v; want a positive rate and a burst of at least the rate", st.Address, defRate, defBurst)
+}
+
+// checkPublicStage: the public API's stage has a positive default budget,
+// and its /auth/* and bare webhook routes one of their own below it and
+// below the webhook API's.
+func checkPublicStage(st Resource, webhookRate float64, add addFunc) {
+	def := st.Block("default_route_settings")
+	defRate, defBurst := num(def, "throttling_rate_limit"), num(def, "throttling_burst_limit")
+	if defRate <= 0 || defBurst < defRate {
+		add("%s: default throttling %v/s burst %v; want a positive rate and a burst of at least the rate", st.Address, defRate, defBurst)
+	}
+	routes := map[string]map[string]any{}
+	list, _ := st.Values["route_settings"].([]any)
+	for _, r := range list {
+		if m, ok := r.(map[string]any); ok {
+			routes[m["route_key"].(string)] = m
 		}
-		routes := map[string]map[string]any{}
-		list, _ := st.Values["route_settings"].([]any)
-		for _, r := range list {
-			if m, ok := r.(map[string]any); ok {
-				routes[m["route_key"].(string)] = m
-			}
+	}
+	for _, key := range Routes() {
+		if !strings.Contains(key, " /auth/") && !slices.Contains(BareWebhookRoutes, key) {
+			continue
 		}
-		webhookRate := -1.0
-		webhooks := WebhookRoutesOf(d)
-		if len(webhooks) == 0 {
-			add("%s: the api Lambda has no CC_WEBHOOK_PATH_SECRET: Strava's deliveries share a path, and its throttle, with anyone's", st.Address)
+		r, ok := routes[key]
+		rate, burst := num(r, "throttling_rate_limit"), num(r, "throttling_burst_limit")
+		if !ok || rate <= 0 || burst < rate || rate >= defRate || rate >= webhookRate {
+			add("%s: %s throttling %v/s burst %v (set: %v); want its own budget, below the stage default (%v/s) and the webhook's (%v/s)",
+				st.Address, key, rate, burst, ok, defRate, webhookRate)
 		}
-		for _, key := range webhooks {
-			r, ok := routes[key]
-			rate, burst := num(r, "throttling_rate_limit"), num(r, "throttling_burst_limit")
-			switch {
-			case !ok:
-				add("%s: no route_settings for %s: Strava's deliveries share the stage's budget with every other route", st.Address, key)
-			case rate < MinWebhookPeakRPS || burst < rate:
-				add("%s: %s throttling %v/s burst %v; want at least %d/s (a million athletes' webhook peak) and a burst of at least the rate",
-					st.Address, key, rate, burst, MinWebhookPeakRPS)
-			}
-			if strings.HasPrefix(key, "POST ") {
-				webhookRate = rate
-				if ok && r["detailed_metrics_enabled"] != true {
-					add("%s: %s needs detailed_metrics_enabled (its 4xx alarm reads the route's metrics)", st.Address, key)
+	}
+}
+
+// checkSecretNeverLogged: the webhook's path secrets are in no route key,
+// stage (access log format, route settings), alarm, metric filter or
+// dashboard, and no access log logs the path ($context.path holds the
+// segment): what reaches a log or a metric never names the secret.
+func checkSecretNeverLogged(d *Deployed, add addFunc) {
+	for _, typ := range []string{"aws_apigatewayv2_route", "aws_apigatewayv2_stage", "aws_cloudwatch_metric_alarm",
+		"aws_cloudwatch_log_metric_filter", "aws_cloudwatch_dashboard"} {
+		for _, r := range d.Of(typ) {
+			b, _ := json.Marshal(r.Values)
+			for _, secret := range pathSecrets(d) {
+				if strings.Contains(string(b), secret) {
+					add("%s holds the webhook's path secret: it reaches logs, metrics or alarms", r.Address)
 				}
 			}
-		}
-		for _, key := range Routes() {
-			if !strings.Contains(key, " /auth/") && !slices.Contains(BareWebhookRoutes, key) {
-				continue
-			}
-			r, ok := routes[key]
-			rate, burst := num(r, "throttling_rate_limit"), num(r, "throttling_burst_limit")
-			if !ok || rate <= 0 || burst < rate || rate >= defRate || rate >= webhookRate {
-				add("%s: %s throttling %v/s burst %v (set: %v); want its own budget, below the stage default (%v/s) and the webhook's (%v/s)",
-					st.Address, key, rate, burst, ok, defRate, webhookRate)
+			if typ == "aws_apigatewayv2_stage" && strings.Contains(string(b), "$context.path") {
+				add("%s: the access log logs $context.path, which holds the webhook's path secret", r.Address)
 			}
 		}
 	}

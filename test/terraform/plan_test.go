@@ -142,7 +142,7 @@ func TestPlanChecks(t *testing.T) {
 // name it (runBroken: the cases numbered alike share a copy).
 func TestPlanChecksFailWhenBroken(t *testing.T) {
 	t.Parallel()
-	const cc, fn = "modules/commitcollect/main.tf", "modules/function/main.tf"
+	const cc, fn, wh = "modules/commitcollect/main.tf", "modules/function/main.tf", "modules/commitcollect/webhook.tf"
 	runBroken(t, []brokenCase{
 		{1, "scan granted", cc, `actions   = ["dynamodb:ListStreams"]`, `actions   = ["dynamodb:ListStreams", "dynamodb:Scan"]`, "dynamodb:Scan is forbidden"},
 		{1, "table key grant through any service", cc, `via_dynamodb = "dynamodb.${data.aws_region.current.region}.amazonaws.com"`, `via_dynamodb = "*"`, "has no kms:Decrypt on it through dynamodb.ap-southeast-2.amazonaws.com"},
@@ -179,14 +179,21 @@ func TestPlanChecksFailWhenBroken(t *testing.T) {
 			`read_classes     = ["webhook", "backfill", "reconcile"]`, "capacity dashboard does not show CommitCollect/Worker StravaReads (Class=confirm)"},
 		{1, "webhook throttled below its peak", "modules/commitcollect/variables.tf", `webhook_rate_limit     = optional(number, 500)`,
 			`webhook_rate_limit     = optional(number, 50)`, "want at least 130/s"},
-		{3, "webhook shares the stage's budget", cc, `{ for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },`,
-			`{},`, "no route_settings for GET /webhooks/strava/"},
-		{2, "webhook without a path secret", cc, `CC_WEBHOOK_PATH_SECRET    = var.strava.callback_path_segment`, ``, "no CC_WEBHOOK_PATH_SECRET"},
+		{5, "webhook routes on the public API", cc, `for_each = toset(local.routes)`, `for_each = toset(concat(local.routes, local.webhook_routes))`,
+			"on the public API: a flood of it reaches"},
+		{2, "webhook without a path secret", cc, `CC_WEBHOOK_PATH_SECRET    = join(",", local.webhook_secrets)`, ``, "no CC_WEBHOOK_PATH_SECRET"},
+		{6, "webhook secret in the route key", wh, `webhook_path    = "/webhooks/strava/{secret}"`,
+			`webhook_path    = "/webhooks/strava/${var.strava.callback_path_segment}"`, "holds the webhook's path secret"},
+		{5, "webhook access log shows the path", wh, `      routeKey       = "$context.routeKey"`, `      routeKey       = "$context.path"`,
+			"the access log logs $context.path"},
+		{6, "dropped events unwatched", wh, `metric_name         = "WebhookEventsDropped"`, `metric_name         = "WebhookEventsAccepted"`,
+			"missing alarm: webhook events dropped"},
 		{4, "bare webhook path at the stage's budget", cc, `|| endswith(r, " /webhooks/strava")`, ``, "POST /webhooks/strava throttling"},
 		{1, "auth routes at the default budget", cc, `rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit`,
 			`rate = var.api.throttling_rate_limit, burst = var.api.throttling_burst_limit`, "want its own budget, below the stage default"},
 		{2, "API 4xx unwatched", cc, `"4xx"   = { statistic = "Sum", threshold = var.alarms.api_4xx,`, `"Count" = { statistic = "Sum", threshold = var.alarms.api_4xx,`, "missing alarm: API 4xx"},
-		{3, "webhook 4xx unwatched", cc, `Route = "POST ${local.webhook_path}" }`, `Route = "GET ${local.webhook_path}" }`, "missing alarm: webhook route 4xx"},
+		{3, "webhook API unwatched", wh, `dimensions          = { ApiId = aws_apigatewayv2_api.webhook.id }`,
+			`dimensions          = { ApiId = aws_apigatewayv2_api.http.id }`, "missing alarm: API 4xx"},
 		{4, "worker without reserved concurrency", "modules/commitcollect/variables.tf", `reserved_concurrency = optional(number, 25)`,
 			`reserved_concurrency = optional(number)`, "function worker: reserved_concurrent_executions"},
 		{2, "key policy without the IAM policies' conditions", cc, "# no AWS service acting for the roles).\n    dynamic \"condition\" {\n      for_each = local.token_key_conditions",

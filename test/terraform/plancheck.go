@@ -227,6 +227,7 @@ func CheckDeployed(d *Deployed, topicARN string) []string {
 	checkWorkerAsyncDeployed(d, add)
 	checkRoutesDeployed(d, add)
 	checkAPIThrottling(d, add)
+	checkSecretNeverLogged(d, add)
 	checkTokenKeyPolicy(d, add)
 	checkWorkerConcurrency(d, add)
 	checkSweeperDeployed(d, add)
@@ -675,7 +676,7 @@ func checkRoutesDeployed(d *Deployed, add addFunc) {
 	want := append(Routes(), WebhookRoutesOf(d)...)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
-		add("routes: got %v, want %v (handlers/bff routes + the webhook, bare and under its path secret)", got, want)
+		add("routes: got %v, want %v (handlers/bff routes + the webhook, bare and on its own API under {secret})", got, want)
 	}
 	for _, p := range d.Of("aws_lambda_permission") {
 		if p.Str("principal") == "apigateway.amazonaws.com" && p.Str("function_name") != api.Str("function_name") {
@@ -685,9 +686,14 @@ func checkRoutesDeployed(d *Deployed, add addFunc) {
 	// CORS: when the api allows origins, API Gateway must answer preflights
 	// (no OPTIONS route reaches the Lambda) for the same origins.
 	origins := EnvOf(api)["CC_CORS_ORIGINS"]
+	hook := webhookAPI(d)
 	for _, a := range d.Of("aws_apigatewayv2_api") {
 		cors := a.Block("cors_configuration")
 		switch {
+		case a.Str("id") == hook && hook != "":
+			if cors != nil {
+				add("%s: cors_configuration on the webhook's API: no browser calls it", a.Address)
+			}
 		case origins == "" && cors != nil:
 			add("%s: cors_configuration set while the api has no CC_CORS_ORIGINS", a.Address)
 		case origins != "" && cors == nil:
@@ -759,7 +765,10 @@ var RequiredAlarms = []Alarm{
 	// Throttled answers are 429s: without these, a flood or limits set too
 	// low throttle Strava's deliveries silently.
 	{"API 4xx", "AWS/ApiGateway", "4xx", "ApiId", allOf("aws_apigatewayv2_api", "id")},
-	{"webhook route 4xx", "AWS/ApiGateway", "4xx", "Route", webhookPost},
+	// The api's EMF metric: events dropped for a subscription the webhook
+	// does not accept (handlers/ingest/intake: a new subscription's events
+	// before the configuration names it).
+	{"webhook events dropped", intake.MetricsNamespace, intake.MetricEventsDropped, "Service", constant("api")},
 	// The projector's EMF metric: a milestone's period held more workouts
 	// than the guardrail reads (projections/consumer/metrics.go).
 	{"milestones truncated by the guardrail", consumer.MetricsNamespace, consumer.MetricMilestonesTruncated, "Service", constant("projector")},
@@ -784,15 +793,6 @@ func auditTables(d *Deployed) []string {
 		}
 	}
 	return out
-}
-
-// webhookPost is the route Strava posts events to (none without a path
-// secret: checkAPIThrottling reports that).
-func webhookPost(d *Deployed) []string {
-	if r := WebhookRoutesOf(d); len(r) == 2 {
-		return r[1:]
-	}
-	return nil
 }
 
 func constant(v string) func(*Deployed) []string {

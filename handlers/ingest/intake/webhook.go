@@ -65,10 +65,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
 
 	"github.com/commitcollect/backend/model"
@@ -132,6 +134,10 @@ type Webhook struct {
 	Now func() time.Time
 	// NewID makes correlation ids (default model.NewID).
 	NewID func() string
+	// Metrics receives one CloudWatch EMF line per event dropped for
+	// another subscription (MetricEventsDropped; default os.Stdout, which
+	// Lambda ships to CloudWatch).
+	Metrics io.Writer
 	// creates counts this instance's creates per athlete (cfg.Gather).
 	creates ingest.Crowd
 }
@@ -145,7 +151,7 @@ func NewWebhook(cfg WebhookConfig, store IdempotencyStore, drops DropStore, d in
 		cfg.RateWindow = keys.AthleteReadsWindow
 	}
 	return &Webhook{cfg: cfg, store: store, drops: drops, dispatch: d, log: log,
-		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID}
+		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID, Metrics: os.Stdout}
 }
 
 // CallbackPath is the webhook's path under a path secret (WebhookPath
@@ -322,7 +328,22 @@ func (h *Webhook) drop(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 		log.WarnContext(ctx, "webhook event from another subscription; dropped", "idempotency", "new")
 		writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "correlationId": job.CorrelationID})
 	}
+	if err == nil || errors.Is(err, model.ErrConflict) {
+		if merr := emf.Write(h.Metrics, MetricsNamespace, job.ReceivedAtUtc, "Service", "api",
+			[]emf.Value{{Name: MetricEventsDropped, Unit: "Count", Value: 1}}); merr != nil {
+			log.WarnContext(ctx, "dropped-event metric not written", "error", merr)
+		}
+	}
 }
+
+// MetricsNamespace is the CloudWatch namespace of the webhook's metrics.
+const MetricsNamespace = "CommitCollect/Webhook"
+
+// MetricEventsDropped counts events dropped for a subscription the webhook
+// does not accept: guesses of the id, or a new subscription's events
+// before STRAVA_SUBSCRIPTION_ID names it (its alarm pages the operator,
+// who re-admits them: make readmit).
+const MetricEventsDropped = "WebhookEventsDropped"
 
 // record records job (encoded as payload) in the outbox: held until the
 // next gather tick when gathered (gatherAt), else claimed with the lease

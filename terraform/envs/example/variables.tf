@@ -20,14 +20,15 @@ variable "artifacts_dir" {
 }
 
 variable "strava" {
-  description = "Strava API application: client id, SSM SecureString parameter ARNs of the client secret and verify token, the webhook callback's secret path segment, and the push subscription id once it exists."
+  description = "Strava API application: client id, SSM SecureString parameter ARNs of the client secret and verify token, the webhook callback's secret path segment (and the previous one while a new callback is registered), and the push subscription id once it exists."
   type = object({
-    client_id               = string
-    client_secret_param_arn = string
-    verify_token_param_arn  = string
-    callback_path_segment   = string
-    subscription_id         = optional(number)
-    base_url                = optional(string, "https://www.strava.com")
+    client_id                      = string
+    client_secret_param_arn        = string
+    verify_token_param_arn         = string
+    callback_path_segment          = string
+    previous_callback_path_segment = optional(string)
+    subscription_id                = optional(number)
+    base_url                       = optional(string, "https://www.strava.com")
   })
 }
 

@@ -542,7 +542,7 @@ module "api" {
     CC_WORKER_FUNCTION        = module.worker.function_name
     CC_CORS_ORIGINS           = join(",", var.cors_origins)
     CC_SYNC_MAX_DAYS          = tostring(var.backfill.max_days)
-    CC_WEBHOOK_PATH_SECRET    = var.strava.callback_path_segment
+    CC_WEBHOOK_PATH_SECRET    = join(",", local.webhook_secrets)
     }, {
     # Set once the push subscription exists; until then the webhook refuses events.
     for k, v in { STRAVA_SUBSCRIPTION_ID = var.strava.subscription_id } : k => tostring(v) if v != null
@@ -769,7 +769,7 @@ resource "aws_apigatewayv2_integration" "api" {
 }
 
 resource "aws_apigatewayv2_route" "api" {
-  for_each = toset(concat(local.routes, local.webhook_routes))
+  for_each = toset(local.routes)
 
   api_id    = aws_apigatewayv2_api.http.id
   route_key = each.value
@@ -782,20 +782,13 @@ resource "aws_cloudwatch_log_group" "api_access" {
   tags              = var.tags
 }
 
-# Throttling per route: the BFF's routes share the stage default; Strava's
-# deliveries come to the callback's secret path (strava.callback_path_segment),
-# a route with its own budget, sized for the webhook peak, that a flood
-# without the segment never reaches; the bare /webhooks/strava (a
-# subscription registered before the secret path) and /auth/*
-# (unauthenticated, the login writes an item per request) get a low one. The
-# webhook route's detailed metrics feed its 4xx alarm.
+# Throttling per route: the BFF's routes share the stage default; the bare
+# /webhooks/strava (a subscription registered before the webhook's own API)
+# and /auth/* (unauthenticated, the login writes an item per request) get a
+# low budget of their own. Strava's deliveries go to the webhook's own API
+# (webhook.tf), which no flood of this one reaches.
 locals {
-  webhook_path   = "/webhooks/strava/${var.strava.callback_path_segment}"
-  webhook_routes = ["GET ${local.webhook_path}", "POST ${local.webhook_path}"]
-  route_throttles = merge(
-    { for r in local.webhook_routes : r => { rate = var.api.webhook_rate_limit, burst = var.api.webhook_burst_limit } },
-    { for r in local.routes : r => { rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit } if startswith(r, "GET /auth/") || startswith(r, "POST /auth/") || endswith(r, " /webhooks/strava") },
-  )
+  route_throttles = { for r in local.routes : r => { rate = var.api.auth_rate_limit, burst = var.api.auth_burst_limit } if startswith(r, "GET /auth/") || startswith(r, "POST /auth/") || endswith(r, " /webhooks/strava") }
 }
 
 resource "aws_apigatewayv2_stage" "default" {
@@ -811,10 +804,9 @@ resource "aws_apigatewayv2_stage" "default" {
   dynamic "route_settings" {
     for_each = local.route_throttles
     content {
-      route_key                = route_settings.key
-      throttling_rate_limit    = route_settings.value.rate
-      throttling_burst_limit   = route_settings.value.burst
-      detailed_metrics_enabled = contains(local.webhook_routes, route_settings.key)
+      route_key              = route_settings.key
+      throttling_rate_limit  = route_settings.value.rate
+      throttling_burst_limit = route_settings.value.burst
     }
   }
 
@@ -1039,26 +1031,6 @@ resource "aws_cloudwatch_metric_alarm" "api" {
   evaluation_periods  = 1
   comparison_operator = "GreaterThanThreshold"
   threshold           = each.value.threshold
-  treat_missing_data  = "notBreaching"
-  alarm_actions       = [var.alarms.topic_arn]
-  ok_actions          = [var.alarms.topic_arn]
-  tags                = var.tags
-}
-
-# Strava's deliveries refused or throttled: Strava gives up on an event after
-# three attempts without a 200, so a few are worth a page. Forged or
-# malformed posts are 400s too; the threshold leaves room for a handful.
-resource "aws_cloudwatch_metric_alarm" "webhook_4xx" {
-  alarm_name          = "${local.name}-webhook-4xx"
-  alarm_description   = "The webhook route answered 4xx (429: throttled; Strava retries at most 3 times). Check the route's throttling (api.webhook_rate_limit) and the access log; once fixed, make syncs ARGS=\"-reconcile-since <start>\" re-lists what Strava gave up on."
-  namespace           = "AWS/ApiGateway"
-  metric_name         = "4xx"
-  dimensions          = { ApiId = aws_apigatewayv2_api.http.id, Stage = aws_apigatewayv2_stage.default.name, Route = "POST ${local.webhook_path}" }
-  statistic           = "Sum"
-  period              = var.alarms.period_s
-  evaluation_periods  = 1
-  comparison_operator = "GreaterThanThreshold"
-  threshold           = var.alarms.webhook_4xx
   treat_missing_data  = "notBreaching"
   alarm_actions       = [var.alarms.topic_arn]
   ok_actions          = [var.alarms.topic_arn]

@@ -4,8 +4,8 @@ output "api_url" {
 }
 
 output "webhook_callback_url" {
-  description = "Callback URL to register as the Strava push subscription."
-  value       = "${local.public_url}${local.webhook_path}"
+  description = "Callback URL to register as the Strava push subscription: the webhook's own API (webhook.tf) under the callback's secret segment."
+  value       = "${aws_apigatewayv2_api.webhook.api_endpoint}/webhooks/strava/${var.strava.callback_path_segment}"
   sensitive   = true
 }
 

@@ -27,20 +27,21 @@ variable "strava" {
     or in plain environment variables. subscription_id stays null until the
     push subscription exists (scripts/deploy prints the command to create it).
     callback_path_segment is the webhook callback's last path segment
-    (webhook_callback_url): Strava's deliveries get a route, and a throttle,
-    of their own that a flood without it never reaches. It is not a
-    credential (every event is confirmed at Strava before it is written) and
-    it lives in the route key, so in state; choose 16 to 128 random letters,
-    digits, '-' or '_' (e.g. `openssl rand -hex 16`), and register the push
-    subscription at webhook_callback_url again when it changes.
+    (webhook_callback_url, on the webhook's own API, webhook.tf), checked by
+    the api Lambda and never in a route key, a log or an alarm. It is not a
+    credential (every event is confirmed at Strava before it is written);
+    choose 16 to 128 random letters, digits, '-' or '_' (e.g. `openssl rand
+    -hex 16`). previous_callback_path_segment is served too while a new
+    callback is registered (the rotation is in webhook.tf).
   EOT
   type = object({
-    client_id               = string
-    client_secret_param_arn = string
-    verify_token_param_arn  = string
-    callback_path_segment   = string
-    subscription_id         = optional(number)
-    base_url                = optional(string, "https://www.strava.com")
+    client_id                      = string
+    client_secret_param_arn        = string
+    verify_token_param_arn         = string
+    callback_path_segment          = string
+    previous_callback_path_segment = optional(string)
+    subscription_id                = optional(number)
+    base_url                       = optional(string, "https://www.strava.com")
   })
 
   validation {
@@ -55,6 +56,11 @@ variable "strava" {
   validation {
     condition     = can(regex("^[A-Za-z0-9_-]{16,128}$", var.strava.callback_path_segment))
     error_message = "strava.callback_path_segment must be 16 to 128 letters, digits, '-' or '_'."
+  }
+  validation {
+    condition = var.strava.previous_callback_path_segment == null || (can(regex("^[A-Za-z0-9_-]{16,128}$", coalesce(var.strava.previous_callback_path_segment, "-")))
+    && var.strava.previous_callback_path_segment != var.strava.callback_path_segment)
+    error_message = "strava.previous_callback_path_segment must be 16 to 128 letters, digits, '-' or '_', and not the current segment."
   }
   validation {
     condition     = var.strava.subscription_id == null || try(var.strava.subscription_id > 0, false)
@@ -322,9 +328,8 @@ variable "api" {
   description = <<-EOT
     HTTP API throttling, per route: steady requests per second and burst (the token bucket's
     size). throttling_* is the stage default, which the BFF's /v1 routes get; webhook_* is the
-    budget of the webhook's secret callback path (strava.callback_path_segment), so a flood on
-    any other route, the bare /webhooks/strava included (it gets auth_*), never throttles
-    Strava's deliveries;
+    budget of the webhook's own API (webhook.tf), so a flood on the public API, the bare
+    /webhooks/strava included (it gets auth_*), never throttles Strava's deliveries;
     auth_* is the /auth/* routes' (unauthenticated; the login writes an item per request).
     The webhook's is sized for Strava's bursts at a million athletes: `make capacity
     ARGS="-athletes 1000000"` models ~52 webhooks/s at an evening peak of 10x the mean, and
