@@ -8,8 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // TestAwardsPagesRefuseBadInput: GET /v1/awards refuses a bad limit, a
@@ -58,5 +63,59 @@ func TestAwardsPagesRefuseBadInput(t *testing.T) {
 		if a.MilestoneID != "m-u1" {
 			t.Fatalf("u1 with u2's cursor read %+v: another user's award", a)
 		}
+	}
+}
+
+// TestCollectionCountsOlderEntriesIntoItsSummary: a collection of 30
+// entries filed before the summary and 2 filed since: GET /v1/collection
+// answers every one (10 parts owned, 22 duplicates), and its first read
+// completes the summary, so later reads are one Query of the summary
+// whatever the collection's size. Protection: the read's SummarizeCollection
+// (without it the summary never completes and every read counts the
+// entries).
+func TestCollectionCountsOlderEntriesIntoItsSummary(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	sid := e.user("u1", 1)
+	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 { // filed by an older release: no summary counts them
+		a := &model.Award{UserID: "u1", MilestoneID: "old", ModelID: "saturn-v", PartIndex: i % 10, AwardedAtUtc: at.Add(time.Duration(i) * time.Hour), Collected: true}
+		item, err := dynamo.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := a.CollectedKey()
+		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+		if _, err := e.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.st.Tables().Main), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var legacy []model.Award
+	for i := range 2 {
+		a := model.Award{UserID: "u1", MilestoneID: "m1", ModelID: "saturn-v", PartIndex: i, AwardedAtUtc: at.AddDate(0, 1, i)}
+		if err := e.st.Put(ctx, e.st.Tables().Main, &a); err != nil {
+			t.Fatal(err)
+		}
+		legacy = append(legacy, a)
+	}
+	if err := e.st.CollectAwards(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for range 2 {
+		r := e.do(http.MethodGet, "/v1/collection", sid, nil)
+		var got struct{ Models []collection.ModelJSON }
+		r.json(t, &got)
+		if r.status != http.StatusOK || len(got.Models) != 1 || len(got.Models[0].Owned) != 10 || got.Models[0].Duplicates != 22 {
+			t.Fatalf("GET /v1/collection: %d %s; want saturn-v's 10 parts and 22 duplicates", r.status, r.body)
+		}
+		bodies = append(bodies, string(r.body))
+		if _, complete, err := e.st.CollectionSummary(ctx, "u1"); err != nil || !complete {
+			t.Fatalf("after a read the summary is complete %v (%v); want the older entries counted", complete, err)
+		}
+	}
+	if bodies[0] != bodies[1] {
+		t.Fatalf("the summary answers %s, the entries answered %s", bodies[1], bodies[0])
 	}
 }

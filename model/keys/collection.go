@@ -74,3 +74,35 @@ func AwardOwnerID(milestoneID, periodOf string) string {
 	}
 	return milestoneID + "." + periodOf
 }
+
+// PrefixCollectionSummary starts the sort keys of a user's collection
+// summary: the header CollectionSummaryHeaderSK (the summary counts every
+// entry) and one item per model (CollectionSummarySK), read with one Query
+// whatever the collection's size.
+const PrefixCollectionSummary = "COLLECTION#SUM"
+
+// CollectionSummaryHeaderSK is the sort key of the summary's header,
+// written once every entry of the user's collection is counted.
+const CollectionSummaryHeaderSK = PrefixCollectionSummary
+
+// CollectionSummarySK is the sort key of the summary of the user's awards
+// of one model: a count per part (CollectionSummaryPart).
+func CollectionSummarySK(modelID string) string { return PrefixCollectionSummary + sep + modelID }
+
+// CollectionSummaryKey addresses the summary of a user's awards of one
+// model.
+func CollectionSummaryKey(userID, modelID string) Key {
+	return Key{UserPK(userID), CollectionSummarySK(modelID)}
+}
+
+// CollectionSummaryPart is the attribute of a model's summary item that
+// counts the user's awards of part i (p{i}).
+func CollectionSummaryPart(i int) string { return "p" + strconv.Itoa(i) }
+
+// ParseCollectionSummaryPart reads a CollectionSummaryPart back; false for
+// any other attribute.
+func ParseCollectionSummaryPart(attr string) (int, bool) {
+	rest, ok := strings.CutPrefix(attr, "p")
+	i, err := strconv.Atoi(rest)
+	return i, ok && err == nil && i >= 0 && strconv.Itoa(i) == rest
+}

@@ -66,10 +66,16 @@ type ProjectionWrite struct {
 
 // Items is how many items the write puts in one transaction: the milestone
 // update plus every award, its collection entry, every audit entry and the
-// period it leaves, and the series' check of a mint on a period's own
-// item (at most model.TransactionLimit).
+// period it leaves, the series' check of a mint on a period's own item,
+// and the collection summary's update of each model minted (at most
+// model.TransactionLimit).
 func (w ProjectionWrite) Items() int {
 	n := 1 + ItemsPerAward*len(w.Awards) + len(w.Audits)
+	models := map[string]bool{}
+	for _, a := range w.Awards {
+		models[a.ModelID] = true
+	}
+	n += len(models)
 	if w.Leaves != nil {
 		n++
 	}

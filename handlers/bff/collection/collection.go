@@ -25,11 +25,21 @@ import (
 
 // Store reads a page of the user's collection, newest first (after: the
 // cursor a previous page returned; next: the following page's, empty on
-// the last), and a model the catalog no longer lists.
+// the last), its summary (per model, the awards held of each part;
+// complete once every entry is counted), counts entries written before the
+// summary (at most limit), and reads a model the catalog no longer lists.
 type Store interface {
 	CollectedAwards(ctx context.Context, userID, after string, limit int) (awards []model.Award, next string, err error)
+	CollectionSummary(ctx context.Context, userID string) (sums map[string]map[int]int, complete bool, err error)
+	SummarizeCollection(ctx context.Context, userID string, limit int) (counted int, done bool, err error)
 	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
 }
+
+// SummarizeEach is how many older entries one GET /v1/collection counts
+// into the summary while it is incomplete: the collection of a user from
+// before the summary is counted over a few reads, each answered from the
+// entries meanwhile.
+const SummarizeEach = 500
 
 // Page sizes of GET /v1/awards (?limit=), and how many awards
 // GET /v1/collection reads at most: far beyond a lifetime of milestones (a
@@ -119,20 +129,14 @@ type ModelJSON struct {
 }
 
 // Collection serves GET /v1/collection: one entry per model with at least
-// one award, by model id.
+// one award, by model id, from the collection's summary (one Query of an
+// item a model, whatever the collection's size).
 func (h *Handler) Collection(w http.ResponseWriter, r *http.Request, s model.Session, log *slog.Logger, _ string) {
 	ctx := r.Context()
-	awards, err := All(ctx, h.st, s.UserID)
+	owned, err := h.owned(ctx, log, s.UserID)
 	if err != nil {
 		respond.Fail(ctx, w, log, "read collection", err)
 		return
-	}
-	owned := map[string]map[int]int{} // model → part → awards
-	for _, a := range awards {
-		if owned[a.ModelID] == nil {
-			owned[a.ModelID] = map[int]int{}
-		}
-		owned[a.ModelID][a.PartIndex]++
 	}
 	out := struct {
 		Models []ModelJSON `json:"models"`
@@ -147,6 +151,37 @@ func (h *Handler) Collection(w http.ResponseWriter, r *http.Request, s model.Ses
 	}
 	slices.SortFunc(out.Models, func(a, b ModelJSON) int { return strings.Compare(a.ModelID, b.ModelID) })
 	respond.JSON(w, http.StatusOK, out)
+}
+
+// owned is, per model, how many awards of each part the user holds: the
+// summary once it is complete; before that (a collection from before the
+// summary) the entries themselves, while this read counts up to
+// SummarizeEach of them into the summary.
+func (h *Handler) owned(ctx context.Context, log *slog.Logger, userID string) (map[string]map[int]int, error) {
+	sums, complete, err := h.st.CollectionSummary(ctx, userID)
+	if err != nil || complete {
+		return sums, err
+	}
+	if n, done, err := h.st.SummarizeCollection(ctx, userID, SummarizeEach); err != nil {
+		log.WarnContext(ctx, "collection summary not advanced; answered from the entries", "error", err)
+	} else if done {
+		sums, _, err := h.st.CollectionSummary(ctx, userID) // every entry counted: the summary is whole
+		return sums, err
+	} else {
+		log.InfoContext(ctx, "collection summary advanced", "counted", n)
+	}
+	awards, err := All(ctx, h.st, userID)
+	if err != nil {
+		return nil, err
+	}
+	owned := map[string]map[int]int{}
+	for _, a := range awards {
+		if owned[a.ModelID] == nil {
+			owned[a.ModelID] = map[int]int{}
+		}
+		owned[a.ModelID][a.PartIndex]++
+	}
+	return owned, nil
 }
 
 // model is one model's entry: its name and part count from the catalog

@@ -28,7 +28,8 @@ type Collection struct {
 }
 
 // collectedItem renders a's collection entry: the award itself, under its
-// collection key, marked collected.
+// collection key, marked collected, and summarized: the collection's
+// summary counts it (summaryUpdate, in the same transaction).
 func collectedItem(a *model.Award) (dynamo.Item, error) {
 	c := *a
 	c.Collected = true
@@ -38,6 +39,7 @@ func collectedItem(a *model.Award) (dynamo.Item, error) {
 	}
 	k := a.CollectedKey()
 	item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+	item[attrSummarized] = &types.AttributeValueMemberBOOL{Value: true}
 	return item, nil
 }
 
@@ -52,9 +54,11 @@ func transactCollect(t dynamo.Tables, a *model.Award) (types.TransactWriteItem, 
 }
 
 // CollectAwards files award items minted before the collection existed
-// (Collected false): for each, one transaction puts its entry and marks
-// the award item collected, so it runs once per award. An entry already
-// filed is not written twice.
+// (Collected false): for each, one transaction puts its entry, counts it
+// in the collection's summary and marks the award item collected, so it
+// runs once per award. An entry already filed but not summarized (written
+// before the summary) is rewritten and counted; one summarized already is
+// a conflict, and nothing is written twice.
 func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) error {
 	for i := range awards {
 		a := &awards[i]
@@ -62,7 +66,12 @@ func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) er
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
-		put.Put.ConditionExpression = nil // an entry a crash left behind is the same award
+		fresh, err := expression.NewBuilder().WithCondition(expression.Or(expression.AttributeNotExists(expression.Name("PK")),
+			expression.AttributeNotExists(expression.Name(attrSummarized)))).Build()
+		if err != nil {
+			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
+		}
+		put.Put.ConditionExpression, put.Put.ExpressionAttributeNames = fresh.Condition(), fresh.Names()
 		upd := expression.Set(expression.Name("collected"), expression.Value(true))
 		ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(expression.AttributeExists(expression.Name("PK"))).Build()
 		if err != nil {
@@ -71,7 +80,11 @@ func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) er
 		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
 			Key: s.Tables().KeyAV(s.Tables().Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
-		if err := s.Transact(ctx, []types.TransactWriteItem{mark, put}, ""); err != nil && !errors.Is(err, model.ErrConflict) {
+		sums, err := summaryUpdates(s.Tables(), []*model.Award{a})
+		if err != nil {
+			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
+		}
+		if err := s.Transact(ctx, append([]types.TransactWriteItem{mark, put}, sums...), ""); err != nil && !errors.Is(err, model.ErrConflict) {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
 	}

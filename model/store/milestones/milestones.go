@@ -378,8 +378,8 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 
 // mintItems are the items of w's transaction: the milestone's versioned
 // update (in), the period it leaves, the series' check of a mint on a
-// period's own item, each award with its collection entry, and the audit
-// entries.
+// period's own item, each award with its collection entry, the audit
+// entries, and the collection summary's update of each model minted.
 func mintItems(s *dynamo.DB, w ports.ProjectionWrite, in *dynamodb.UpdateItemInput) ([]types.TransactWriteItem, error) {
 	items := []types.TransactWriteItem{dynamo.TransactUpdate(in)}
 	if w.Leaves != nil { // the period the series' item moves off, on its own item from now on
@@ -417,7 +417,8 @@ func mintItems(s *dynamo.DB, w ports.ProjectionWrite, in *dynamodb.UpdateItemInp
 		}
 		items = append(items, put)
 	}
-	return items, nil
+	sums, err := summaryUpdates(s.Tables(), w.Awards) // the collection's summary counts each new entry
+	return append(items, sums...), err
 }
 
 // AwardAudits reports which parts of a user's milestone have their
