@@ -127,9 +127,10 @@ func TestAwardsAndTheirAuditLandTogether(t *testing.T) {
 	}
 }
 
-// TestNinetyNinePartsMintedAndAuditedAtOnce: 99 awards and their 99 entries
-// plus the update are 199 items, twice DynamoDB's transaction limit; the
-// mint is split into version-checked transactions, each within the limit.
+// TestNinetyNinePartsMintedAndAuditedAtOnce: 99 awards, their 99 collection
+// entries and 99 audit entries, plus the update and the collection
+// summary's, are four times DynamoDB's transaction limit; the mint is split
+// into version-checked transactions, each within the limit.
 func TestNinetyNinePartsMintedAndAuditedAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -145,17 +146,17 @@ func TestNinetyNinePartsMintedAndAuditedAtOnce(t *testing.T) {
 		t.Fatalf("awards: got %d, want 99", n)
 	}
 	m := e.milestone("u-99", "m1")
-	if m.AwardedParts != 99 || m.Status != model.StatusCompleted || m.Version != 3 || rep.Milestones[0].Version != 3 {
-		t.Fatalf("milestone: %+v version %d (report %d), want 99 parts, completed, version 3 (three transactions)",
+	if m.AwardedParts != 99 || m.Status != model.StatusCompleted || m.Version != 4 || rep.Milestones[0].Version != 4 {
+		t.Fatalf("milestone: %+v version %d (report %d), want 99 parts, completed, version 4 (four transactions)",
 			m.Projection, m.Version, rep.Milestones[0].Version)
 	}
-	if st := c.Stats(); st.Writes != 3 || st.AwardsMinted != 99 {
-		t.Fatalf("stats: %+v, want 3 writes and 99 awards", st)
+	if st := c.Stats(); st.Writes != 4 || st.AwardsMinted != 99 {
+		t.Fatalf("stats: %+v, want 4 writes and 99 awards", st)
 	}
 }
 
 // TestCrashBetweenMintTransactionsLeavesAConsistentPrefix: the second of the
-// three transactions fails (a concurrent version bump; a kill between them
+// four transactions fails (a concurrent version bump; a kill between them
 // looks the same to the data). What is stored is a consistent prefix: every
 // award has its audit entry, awardedParts counts exactly the awards that
 // exist, status is not completed. The next recompute mints the rest, each

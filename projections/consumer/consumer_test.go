@@ -88,8 +88,8 @@ func TestTenPartsHundredKm(t *testing.T) {
 	// The projector's own writes come back on the stream; processing them
 	// writes nothing.
 	own := e.newRecords()
-	if len(own) != 21 { // milestone MODIFY + 10 award INSERTs + their 10 collection entries
-		t.Errorf("own writes: got %d records, want 21", len(own))
+	if len(own) != 22 { // milestone MODIFY + 10 award INSERTs + their 10 collection entries + the collection summary
+		t.Errorf("own writes: got %d records, want 22", len(own))
 	}
 	before := c.Stats()
 	if resp := e.handle(c, own); len(resp.BatchItemFailures) != 0 {

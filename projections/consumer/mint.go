@@ -197,7 +197,7 @@ func digest(parts ...string) string {
 //     (keys.AwardMintedAuditKey), so a retry writes the same key and never
 //     audits twice; a lost award item is minted again without a second entry.
 //     Other audit entries stay best effort.
-//   - Over 100 items (≥ 34 parts at once, each with its collection entry and audit): the mint is split into
+//   - Over 100 items (≥ 33 parts at once, each with its collection entry and audit, and the summary): the mint is split into
 //     version-checked transactions; each stores the prefix it completes
 //     (Plan), so a crash between them leaves every award audited and counted,
 //     and the next recompute mints the rest.

@@ -41,14 +41,14 @@ func TestPlan(t *testing.T) {
 		wantParts []int // awardedParts each transaction stores
 	}{
 		{"no awards: one update", 3, span(0, 3), nil, true, 3, []int{1}, []int{3}},
-		{"ten parts: one transaction", 0, nil, span(0, 10), true, 10, []int{31}, []int{10}},
-		{"33 parts with collection entries and audits fit in one", 0, nil, span(0, 33), true, 33, []int{100}, []int{33}},
-		{"34 parts take two", 0, nil, span(0, 34), true, 34, []int{100, 4}, []int{33, 34}},
-		{"99 parts take three", 0, nil, span(0, 99), true, 99, []int{100, 100, 100}, []int{33, 66, 99}},
-		{"99 re-minted items whose audits exist take three", 0, nil, span(0, 99), false, 99, []int{99, 99, 3}, []int{49, 98, 99}},
-		{"the prefix counts existing awards", 60, span(0, 60), span(60, 99), true, 99, []int{100, 19}, []int{93, 99}},
+		{"ten parts: one transaction", 0, nil, span(0, 10), true, 10, []int{32}, []int{10}},
+		{"32 parts with collection entries, audits and the summary fit in one", 0, nil, span(0, 32), true, 32, []int{98}, []int{32}},
+		{"33 parts take two", 0, nil, span(0, 33), true, 33, []int{98, 5}, []int{32, 33}},
+		{"99 parts take four", 0, nil, span(0, 99), true, 99, []int{98, 98, 98, 11}, []int{32, 64, 96, 99}},
+		{"99 re-minted items whose audits exist take three", 0, nil, span(0, 99), false, 99, []int{100, 100, 4}, []int{49, 98, 99}},
+		{"the prefix counts existing awards", 60, span(0, 60), span(60, 99), true, 99, []int{98, 23}, []int{92, 99}},
 		{"a justified counter is not lowered while lost items wait", 99, nil, span(0, 99), true, 99,
-			[]int{100, 100, 100}, []int{99, 99, 99}},
+			[]int{98, 98, 98, 11}, []int{99, 99, 99, 99}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
