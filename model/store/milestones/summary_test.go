@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
@@ -43,6 +41,29 @@ func mint(t *testing.T, s *store.Store, user, milestone, modelID string, parts i
 	}
 }
 
+// olderEntries files n collection entries of model rocket (parts 0 to
+// parts-1 in turn) as a release before the summary did: unmarked, counted
+// by no summary.
+func olderEntries(t *testing.T, s *store.Store, user string, n, parts int) {
+	t.Helper()
+	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	items := make([]dynamo.Item, 0, n)
+	for i := range n {
+		a := &model.Award{UserID: user, MilestoneID: fmt.Sprintf("old%d", i/parts), ModelID: "rocket", PartIndex: i % parts,
+			AwardedAtUtc: at.Add(time.Duration(i) * time.Hour), Collected: true}
+		item, err := dynamo.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := a.CollectedKey()
+		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
+		items = append(items, item)
+	}
+	if err := s.BatchPutItems(context.Background(), s.Tables().Main, items); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCollectionSummaryCountsEachEntryOnce: a collection of 30 entries
 // from before the summary (nothing counts them) and 5 minted since (the
 // mint counts them): the summary is incomplete until SummarizeCollection
@@ -55,19 +76,7 @@ func TestCollectionSummaryCountsEachEntryOnce(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	const user = "u-sum"
-	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 30 { // entries an older release filed: no summary counts them
-		a := &model.Award{UserID: user, MilestoneID: fmt.Sprintf("old%d", i/10), ModelID: "rocket", PartIndex: i % 10, AwardedAtUtc: at.Add(time.Duration(i) * time.Hour), Collected: true}
-		item, err := dynamo.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := a.CollectedKey()
-		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
-		if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	olderEntries(t, s, user, 30, 10) // filed by an older release: no summary counts them
 	mint(t, s, user, "new", "rocket", 5)
 	sums, complete, err := s.CollectionSummary(ctx, user)
 	if err != nil || complete || sums["rocket"][0] != 1 || len(sums["rocket"]) != 5 {
@@ -149,19 +158,8 @@ func TestCollectionSummaryCountsRacingWritersOnce(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	const user = "u-race-sum"
+	olderEntries(t, s, user, 120, 4)
 	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 120 {
-		a := &model.Award{UserID: user, MilestoneID: "old", ModelID: "rocket", PartIndex: i % 4, AwardedAtUtc: at.Add(time.Duration(i) * time.Hour), Collected: true}
-		item, err := dynamo.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := a.CollectedKey()
-		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
-		if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var legacy []model.Award
 	for i := range 2 {
 		a := model.Award{UserID: user, MilestoneID: "m1", ModelID: "yacht", PartIndex: i, AwardedAtUtc: at.AddDate(0, 1, i)}
