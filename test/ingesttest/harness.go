@@ -135,8 +135,10 @@ func New(t testing.TB) *Harness {
 	})
 	h.Dispatch = &CountingDispatcher{Next: h.Queue}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: VerifyToken, SubscriptionID: SubscriptionID},
-		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, Log()).Mount(mux)
+	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: VerifyToken, SubscriptionID: SubscriptionID},
+		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, Log())
+	hook.Metrics = io.Discard
+	hook.Mount(mux)
 	h.Srv = httptest.NewServer(mux)
 	t.Cleanup(h.Srv.Close)
 	h.HookURL = h.Srv.URL + intake.WebhookPath

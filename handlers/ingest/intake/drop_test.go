@@ -78,3 +78,44 @@ func TestDroppedEventsAreCounted(t *testing.T) {
 		t.Fatalf("%v events counted dropped, want 3 (the 503 counts nothing)", dropped)
 	}
 }
+
+// TestADroppedAnswerTakesAsLongAsAHandOff: after hand-offs of ours that
+// take at least 30 ms, a new event of another subscription waits as long
+// before its answer (a replay, which ours would not hand off either, does
+// not wait). Protection: the pad in drop (without it the guess is
+// answered a hand-off sooner than the right id: a timing oracle).
+func TestADroppedAnswerTakesAsLongAsAHandOff(t *testing.T) {
+	t.Parallel()
+	recorded := map[string]bool{}
+	drops := dropFunc(func(key string, _ int64) error {
+		if recorded[key] {
+			return fmt.Errorf("drop %s: %w", key, model.ErrConflict)
+		}
+		recorded[key] = true
+		return nil
+	})
+	slow := dispatchFunc(func(ingest.Job) error { time.Sleep(30 * time.Millisecond); return nil })
+	h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7}, claimStore{}, drops, slow,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.Metrics = io.Discard
+	var waited []time.Duration
+	h.Sleep = func(d time.Duration) { waited = append(waited, d) }
+	mux := http.NewServeMux()
+	h.Mount(mux)
+	post := func(object, sub int) {
+		ev := fmt.Sprintf(`{"object_type":"activity","object_id":%d,"aspect_type":"create","owner_id":6,"subscription_id":%d,"event_time":9}`, object, sub)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, intake.WebhookPath, strings.NewReader(ev)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("object %d subscription %d: %d", object, sub, rec.Code)
+		}
+	}
+	for i := range 3 {
+		post(i+1, 7)
+	}
+	post(10, 8)
+	post(10, 8)
+	if len(waited) != 1 || waited[0] < 30*time.Millisecond {
+		t.Fatalf("dropped answers waited %v; want one wait of at least the 30 ms a hand-off takes (none for the replay)", waited)
+	}
+}

@@ -67,6 +67,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -138,6 +139,12 @@ type Webhook struct {
 	// another subscription (MetricEventsDropped; default os.Stdout, which
 	// Lambda ships to CloudWatch).
 	Metrics io.Writer
+	// Sleep waits before a dropped event's answer (default time.Sleep).
+	Sleep func(time.Duration)
+	// handOffNs is the recent hand-offs' duration (a moving average, ns):
+	// a dropped event's answer waits as long, so the answer's time tells
+	// no guess of the subscription id from ours.
+	handOffNs atomic.Int64
 	// creates counts this instance's creates per athlete (cfg.Gather).
 	creates ingest.Crowd
 }
@@ -151,7 +158,7 @@ func NewWebhook(cfg WebhookConfig, store IdempotencyStore, drops DropStore, d in
 		cfg.RateWindow = keys.AthleteReadsWindow
 	}
 	return &Webhook{cfg: cfg, store: store, drops: drops, dispatch: d, log: log,
-		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID, Metrics: os.Stdout}
+		Now: func() time.Time { return time.Now().UTC() }, NewID: model.NewID, Metrics: os.Stdout, Sleep: time.Sleep}
 }
 
 // CallbackPath is the webhook's path under a path secret (WebhookPath
@@ -300,7 +307,7 @@ func (h *Webhook) Receive(w http.ResponseWriter, r *http.Request) {
 	if gathered {
 		log.InfoContext(ctx, "webhook event gathered for a burst; the sweeper dispatches it", "idempotency", idem,
 			"writeStatus", "deferred", "notBefore", tick.Format(time.RFC3339))
-	} else if err := h.dispatch.Dispatch(ctx, job.WithOutbox(rec)); err != nil {
+	} else if err := h.handOff(ctx, job.WithOutbox(rec)); err != nil {
 		log.WarnContext(ctx, "webhook hand-off failed; the event stays received for the sweeper",
 			"idempotency", idem, "error", err)
 	} else {
@@ -317,6 +324,9 @@ func (h *Webhook) drop(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 	ctx := r.Context()
 	log = log.With("writeStatus", "dropped", "subscriptionId", job.Event.SubscriptionID)
 	_, err := h.drops.DropOutboxItem(ctx, job.IdempotencyKey, job.CorrelationID, payload, job.Event.SubscriptionID, job.ReceivedAtUtc, ingest.IdempotencyTTL)
+	if err == nil {
+		h.Sleep(h.HandOffPad()) // ours would be handed off now: take as long
+	}
 	switch {
 	case errors.Is(err, model.ErrConflict):
 		log.WarnContext(ctx, "webhook event from another subscription; dropped (a duplicate)", "idempotency", "duplicate")
@@ -335,6 +345,28 @@ func (h *Webhook) drop(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 		}
 	}
 }
+
+// handOff hands job to the worker and folds how long that took into the
+// moving average a dropped event's answer waits (an eighth a hand-off).
+func (h *Webhook) handOff(ctx context.Context, job ingest.Job) error {
+	start := time.Now()
+	err := h.dispatch.Dispatch(ctx, job)
+	took := time.Since(start).Nanoseconds()
+	for {
+		old := h.handOffNs.Load()
+		next := took
+		if old > 0 {
+			next = old + (took-old)/8
+		}
+		if h.handOffNs.CompareAndSwap(old, next) {
+			return err
+		}
+	}
+}
+
+// HandOffPad is how long a dropped event's answer waits now: the recent
+// hand-offs' average (zero before the first).
+func (h *Webhook) HandOffPad() time.Duration { return time.Duration(h.handOffNs.Load()) }
 
 // MetricsNamespace is the CloudWatch namespace of the webhook's metrics.
 const MetricsNamespace = "CommitCollect/Webhook"
