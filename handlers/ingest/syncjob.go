@@ -31,6 +31,10 @@ type SyncJob struct {
 	MilestoneEndUtc time.Time `json:"milestoneEndUtc,omitzero"`
 }
 
+// Reconciles says the job re-lists an imported athlete's recent activities
+// (false for a first import, or no sync job).
+func (j *SyncJob) Reconciles() bool { return j != nil && j.Mode == syncstate.SyncModeReconcile }
+
 func (j *SyncJob) validate(v *model.ValidationError) {
 	if j.UserID == "" {
 		v.Add("sync.userId", "is required")

@@ -39,3 +39,17 @@ func NextPacingSlot(limit int, share float64, taken int, now time.Time, window, 
 	}
 	return at
 }
+
+// ReconcileShareOfSync is the share of the sync reads' paced allowance a
+// reconciliation may take: the repeated re-listing of athletes already
+// imported stops there, and first imports always find the rest.
+const ReconcileShareOfSync = 0.5
+
+// SyncShareOf is the budget share a sync job is paced on: the sync share,
+// or ReconcileShareOfSync of it for a reconciliation.
+func SyncShareOf(share float64, reconciles bool) float64 {
+	if reconciles {
+		return share * ReconcileShareOfSync
+	}
+	return share
+}

@@ -40,11 +40,12 @@ func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Tim
 // of the day (SyncReads counters, one conditional write each; a read the
 // day refuses stays counted in the short window, erring on less): sync
 // jobs may have taken at most PacedAllowance reads by now, so their share
-// spreads over the window instead of going at its start. A job refused
-// waits for the instant the allowance grows past what is taken (spread by
-// its priority), or for the next window.
+// spreads over the window instead of going at its start; a reconciliation
+// on half of it (budget.SyncShareOf: first imports find the rest). A job
+// refused waits for the instant its allowance grows past what is taken
+// (spread by its priority), or for the next window.
 func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimitState, now time.Time, job ingest.Job) error {
-	short := s.rateWindow()
+	short, share := s.rateWindow(), budget.SyncShareOf(cfg.BudgetShare, job.Sync.Reconciles())
 	head := time.Duration(cfg.HeadStart * float64(short))
 	for _, b := range []struct {
 		name   string
@@ -59,7 +60,7 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 			// The day's head start: one short window's worth, unless set.
 			h = max(short, time.Duration(cfg.DayHeadStart*float64(b.window)))
 		}
-		allowed := budget.PacedAllowance(b.limit, cfg.BudgetShare, now, b.window, h)
+		allowed := budget.PacedAllowance(b.limit, share, now, b.window, h)
 		shards := 1
 		if b.window > short {
 			// A day of sync reads at raised limits is not one
@@ -69,7 +70,7 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 		}
 		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
 		if errors.Is(err, model.ErrConflict) {
-			until := budget.NextPacingSlot(b.limit, cfg.BudgetShare, allowed, now, b.window, h)
+			until := budget.NextPacingSlot(b.limit, share, allowed, now, b.window, h)
 			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {
 				until = s.afterReset(until, job, now)
 			} else {
