@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
@@ -101,6 +101,13 @@ func (s *Collection) CollectionSummary(ctx context.Context, userID string) (sums
 	return sums, complete, nil
 }
 
+// summaryHeader is the summary's header item: written once every entry of
+// the user's collection is counted.
+type summaryHeader struct {
+	PK, SK       string
+	UpdatedAtUtc time.Time `dynamodbav:"updatedAtUtc"`
+}
+
 // SummarizeCollection counts in the summary the entries of the user's
 // collection written before it (not marked summarized), at most limit of
 // them (0: all), each with one transaction that marks the entry (only if
@@ -152,9 +159,11 @@ func (s *Collection) SummarizeCollection(ctx context.Context, userID string, lim
 	if err != nil {
 		return counted, false, fmt.Errorf("summarize collection of user %s: %w", userID, err)
 	}
-	header := dynamo.Item{"PK": &types.AttributeValueMemberS{Value: keys.UserPK(userID)},
-		"SK": &types.AttributeValueMemberS{Value: keys.CollectionSummaryHeaderSK}, "updatedAtUtc": &types.AttributeValueMemberS{Value: s.Now().UTC().Format("2006-01-02T15:04:05Z")}}
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: header}); err != nil {
+	header, err := attributevalue.MarshalMap(summaryHeader{PK: keys.UserPK(userID), SK: keys.CollectionSummaryHeaderSK, UpdatedAtUtc: s.Now().UTC()})
+	if err == nil {
+		err = s.BatchPutItems(ctx, s.Tables().Main, []dynamo.Item{header})
+	}
+	if err != nil {
 		return counted, false, fmt.Errorf("summarize collection of user %s: write the header: %w", userID, err)
 	}
 	return counted, true, nil
