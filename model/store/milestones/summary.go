@@ -45,8 +45,10 @@ func summaryUpdates(t dynamo.Tables, awards []*model.Award) ([]types.TransactWri
 	var out []types.TransactWriteItem
 	for _, modelID := range slices.Sorted(maps.Keys(byModel)) {
 		upd := expression.Set(expression.Name("modelId"), expression.Value(modelID))
-		for part, n := range byModel[modelID] {
-			upd = upd.Add(expression.Name(keys.CollectionSummaryPart(part)), expression.Value(n))
+		// In part order: the same write gives the same request, so a
+		// retry under the transaction's token is recognised as itself.
+		for _, part := range slices.Sorted(maps.Keys(byModel[modelID])) {
+			upd = upd.Add(expression.Name(keys.CollectionSummaryPart(part)), expression.Value(byModel[modelID][part]))
 		}
 		ex, err := expression.NewBuilder().WithUpdate(upd).Build()
 		if err != nil {
