@@ -10,6 +10,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/outbox"
 )
 
 // The services the Lambdas and the local stack (scripts/runkit) run, built
@@ -37,8 +38,12 @@ func WorkerOf(cfg config.Config, st *store.Store, metrics io.Writer, log *slog.L
 // SweeperOf builds the outbox sweeper over d with cfg's lease.
 func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *handoff.Sweeper {
 	sw := handoff.NewSweeper(st, d, log)
+	sw.Asides = outbox.NewAsides(st.DB)
 	if cfg.OutboxLease > 0 {
 		sw.Lease = cfg.OutboxLease
+	}
+	if cfg.SweepRead > 0 {
+		sw.Read = cfg.SweepRead
 	}
 	return sw
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// sweeper must agree; raise it freely, lower it only with an empty
 	// backlog (store.Store.OutboxShards).
 	OutboxShards int
+	// SweepRead bounds the due items one sweep reads (CC_SWEEP_READ; 0
+	// means the default, handoff.DefaultSweepRead): the chaos suite's
+	// reduced run lowers it to try a backlog past it at a tenth the size.
+	SweepRead int
 	// AthleteReadsPerWindow caps the Strava reads one athlete's events may
 	// cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW; unset means
 	// the default, 30; 0 disables the cap).

@@ -94,6 +94,7 @@ var variables = []variable{
 		}
 		return nil
 	}},
+	{"CC_SWEEP_READ", nonNegative(func(c *Config) *int { return &c.SweepRead })},
 	{"CC_ATHLETE_READS_PER_WINDOW", nonNegative(func(c *Config) *int { return &c.AthleteReadsPerWindow })},
 	{"CC_ATHLETE_READS_PER_DAY", nonNegative(func(c *Config) *int { return &c.AthleteReadsPerDay })},
 	{"CC_LOG_LEVEL", func(c *Config, name, v string) error {

@@ -236,6 +236,7 @@ func (h *Harness) Deliver(ev stravasim.Event) stravasim.Delivery {
 func (h *Harness) Sweep(at time.Time) handoff.SweepResult {
 	h.T.Helper()
 	sw := handoff.NewSweeper(h.St, h.Queue, Log())
+	sw.Asides = outbox.NewAsides(h.St.DB)
 	sw.Now = func() time.Time { return at }
 	res, err := sw.Sweep(context.Background())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
@@ -62,6 +63,25 @@ type Sweeper struct {
 	// Bursts leases an athlete's burst as one (burstlease.go); NewSweeper
 	// sets it when the store has them. Nil: each item of a burst is leased.
 	Bursts BurstLeases
+	// Asides sets a tenant's backlog aside when a read comes back full
+	// (aside.go); nil: nothing is set aside, and a tenant with more due
+	// items than Read hides everybody due after it.
+	Asides AsideStore
+	// AsideStep is the step between a tenant's set-aside slots
+	// (DefaultAsideStep when zero).
+	AsideStep time.Duration
+
+	slotsMu sync.Mutex
+	slots   Slots
+}
+
+// AsideStore makes a due item due later (implemented by
+// model/store/outbox.Asides).
+type AsideStore interface {
+	// SetAsideOutboxItem makes a received item that is due at now due
+	// again at due; ErrConflict when it is no longer due at now (leased,
+	// deferred or settled since it was read), ErrNotFound when it is gone.
+	SetAsideOutboxItem(ctx context.Context, key string, due, now time.Time) error
 }
 
 // NewSweeper builds a sweeper that hands due items to d.
@@ -90,6 +110,9 @@ type SweepResult struct {
 	// Bursts counts the burst jobs dispatched (their items count in
 	// Dispatched).
 	Bursts int
+	// SetAside counts the items made due later to spread a tenant's
+	// backlog (aside.go).
+	SetAside int
 	// More says due work was left for the next sweep (the plan held more
 	// turns than Limit, or more items were due than the sweep read).
 	More bool
@@ -164,6 +187,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Bursts++
 		}
 	}
+	s.setAside(ctx, due, turns, len(due) >= read, now, &res)
 	return res, nil
 }
 
@@ -238,7 +262,7 @@ func (s *Sweeper) Drain(ctx context.Context, spare time.Duration) (SweepResult, 
 			return total, n, err
 		}
 		deadline, ok := ctx.Deadline()
-		if !res.More || res.Dispatched == 0 || (ok && time.Until(deadline) <= spare) {
+		if !res.More || res.Dispatched+res.SetAside == 0 || (ok && time.Until(deadline) <= spare) {
 			return total, n, nil
 		}
 	}
@@ -252,6 +276,7 @@ func (total *SweepResult) add(r SweepResult, first bool) {
 	total.Failed += r.Failed
 	total.Parked += r.Parked
 	total.Bursts += r.Bursts
+	total.SetAside += r.SetAside
 	total.More = r.More
 	if first {
 		total.OldestDueAge = r.OldestDueAge
@@ -269,10 +294,10 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 		}
 		if res.Due > 0 {
 			s.log.InfoContext(ctx, "sweep", "due", res.Due, "dispatched", res.Dispatched, "bursts", res.Bursts, "skipped", res.Skipped,
-				"failed", res.Failed, "parked", res.Parked, "oldestDueAgeMs", res.OldestDueAge.Milliseconds())
+				"failed", res.Failed, "parked", res.Parked, "setAside", res.SetAside, "oldestDueAgeMs", res.OldestDueAge.Milliseconds())
 		}
 		wait := every
-		if err == nil && res.Dispatched > 0 && res.More {
+		if err == nil && res.Dispatched+res.SetAside > 0 && res.More {
 			wait = 0
 		}
 		if retry.Sleep(ctx, wait) != nil {
@@ -287,13 +312,14 @@ const SweeperMetricsNamespace = "CommitCollect/Sweeper"
 
 // WriteEMF writes the sweep's figures as one CloudWatch Embedded Metric
 // Format line (dimension Service=sweeper): OutboxDue, OutboxDispatched,
-// OutboxSkipped, OutboxDispatchFailed and OutboxParked (counts) and
+// OutboxSkipped, OutboxDispatchFailed, OutboxParked and OutboxSetAside
+// (counts) and
 // OutboxOldestDueAge (seconds since the oldest due item was accepted).
 func (r SweepResult) WriteEMF(w io.Writer, now time.Time) error {
 	return emf.Write(w, SweeperMetricsNamespace, now, "Service", "sweeper", []emf.Value{
 		{Name: "OutboxDue", Unit: "Count", Value: float64(r.Due)}, {Name: "OutboxDispatched", Unit: "Count", Value: float64(r.Dispatched)},
 		{Name: "OutboxSkipped", Unit: "Count", Value: float64(r.Skipped)}, {Name: "OutboxDispatchFailed", Unit: "Count", Value: float64(r.Failed)},
-		{Name: "OutboxParked", Unit: "Count", Value: float64(r.Parked)},
+		{Name: "OutboxParked", Unit: "Count", Value: float64(r.Parked)}, {Name: "OutboxSetAside", Unit: "Count", Value: float64(r.SetAside)},
 		{Name: "OutboxOldestDueAge", Unit: "Seconds", Value: float64(int64(r.OldestDueAge.Seconds()))},
 	})
 }
