@@ -128,6 +128,9 @@ type Env struct {
 	// Window is the rate-limit window of the scenario (Window unless the
 	// scenario sets its own).
 	Window time.Duration
+	// Extra are settings (NAME=value) the scenario gives the child on top
+	// of ChildEnv, from its next Start.
+	Extra []string
 
 	child   *child
 	starts  int
@@ -242,6 +245,7 @@ func (e *Env) Start(ctx context.Context) error {
 		"CC_STRAVA_TIMEOUT="+StravaTimeout.String(), "CC_LOG_LEVEL=info", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local")
 	cmd.Env = append(cmd.Env, ChildEnv...)
 	cmd.Env = append(cmd.Env, "CC_STRAVA_WINDOW="+e.Window.String()) // the last value of a name wins
+	cmd.Env = append(cmd.Env, e.Extra...)
 	cmd.Env = append(cmd.Env, strings.Fields(os.Getenv("CC_CHAOS_ENV"))...)
 	cmd.Stdout, cmd.Stderr = io.Discard, f
 	// Its own process group, so a signal meant for it never reaches us.

@@ -102,7 +102,7 @@ func SetAside(due []model.IdempotencyRecord, turns []Turn, full bool, now time.T
 }
 
 // asideWriters is how many set-aside writes a sweep runs at once.
-const asideWriters = 8
+const asideWriters = 32
 
 // setAside makes the items SetAside picks from a sweep's read due later,
 // after the sweep's turns were dispatched, counting them in res: an item
