@@ -123,8 +123,9 @@ type walk struct {
 //     activity is written through the ordered conditional write
 //     (UpsertWorkout, ordered by the page's fetch start), so a page settles
 //     many outbox items for one read. A create that a walk of this instance
-//     listed lately is written from that page first, for no read
-//     (warm.Listed): a bulk upload spread over ticks walks its pages once.
+//     listed lately, received before that page was read, is written from
+//     it first, for no read (warm.Listed.Settles): a bulk upload spread
+//     over ticks walks its pages once.
 //  3. Settle. An event whose activity two walks did not list although
 //     each reached the end of the history, the second at least unseenGap
 //     after the first (the first is remembered in the outbox item's
@@ -334,7 +335,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		wk.stop, wk.dropped = w.tokenRefused(ctx, log, job, userID, err)
 		return wk
 	}
-	wk.remembered = w.writeRemembered(ctx, log, want, userID, wk.found)
+	wk.remembered = w.writeRemembered(ctx, log, job.Burst, userID, wk.found)
 	for page := 1; page <= burstPages(len(want)) && len(wk.found) < len(want); page++ {
 		if page > maxBurstPages && w.burstOver(ctx, began) {
 			return wk // the next burst walks on; what is left waits for it
@@ -383,20 +384,14 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 }
 
 // writeRemembered writes the burst's creates that a walk of this instance
-// listed lately (warm.Listed) into found, as that walk would have, and says
-// how many it wrote: they cost no page.
-func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, want map[int64]ingest.Job, userID string, found map[int64]error) int {
-	n := 0
-	for id, sub := range want {
-		if sub.Event.Kind() != ingest.KindActivityCreate {
-			continue
-		}
-		if a, started, ok := w.athletes.Listed.Activity(sub.Event.OwnerID, userID, id, w.Now()); ok {
-			found[id] = w.writeListed(ctx, log, sub, userID, a, started)
-			n++
-		}
+// listed lately (warm.Listed.Settles) into found, as that walk would have,
+// and says how many it wrote: they cost no page.
+func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, burst []ingest.Job, userID string, found map[int64]error) int {
+	settles := w.athletes.Listed.Settles(burst, userID, w.Now())
+	for _, r := range settles {
+		found[r.Activity.ID] = w.writeListed(ctx, log, r.Job, userID, r.Activity, r.Started)
 	}
-	return n
+	return len(settles)
 }
 
 // takeWalkRead takes the read of the walk's page: the first page of a burst

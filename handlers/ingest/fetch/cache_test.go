@@ -204,3 +204,52 @@ func TestABulkUploadOverTicksWalksItsPagesOnce(t *testing.T) {
 			len(written), written[1100], written[1199])
 	}
 }
+
+// TestAnEventAfterAPageIsNeverSettledByItsMemory makes the race of an
+// edit: a walk lists activity 1000 as a Run; then the athlete edits it at
+// Strava, and its update arrives after that page was read. The next burst
+// holds the update and the activity's create again (a redelivery), the
+// create last; and a create of 1001 received after the page too. Neither
+// is written from the page remembered: the burst reads the page again, and
+// both are written by that read. Protection: warm.Listed.Settles' rules;
+// keyed by the activity's last event, or without the receipt check, the
+// burst writes 1000 as the remembered Run and reads no page.
+func TestAnEventAfterAPageIsNeverSettledByItsMemory(t *testing.T) {
+	t.Parallel()
+	st, written := recordWrites(t)
+	l := &fakeLister{acts: history(250, 1000)}
+	f := burstFetcher(t, st, &fakeStrava{}, l)
+	clock := now
+	f.Now = func() time.Time { return clock }
+	ctx := context.Background()
+	for j, err := range f.ProcessBurst(ctx, ingest.NewBurst(creates(span(1000, 100)...), "b0")) {
+		if err != nil {
+			t.Fatalf("first burst: event %d: %v", j, err)
+		}
+	}
+	l.mu.Lock()
+	l.acts[0].SportType, l.acts[0].Distance = "Ride", 40000 // edited at Strava after the page
+	l.mu.Unlock()
+	edit := creates(1000)
+	edit[0].Event.AspectType, edit[0].ReceivedAtUtc = ingest.AspectUpdate, now.Add(time.Second)
+	late := creates(1001)
+	late[0].ReceivedAtUtc = now.Add(time.Second)
+	clock = now.Add(10 * time.Second)
+	burst := append(append(append(edit, creates(1000)...), late...), creates(span(1002, 50)...)...)
+	for j, err := range f.ProcessBurst(ctx, ingest.NewBurst(burst, "b1")) {
+		if err != nil {
+			t.Fatalf("second burst: event %d: %v", j, err)
+		}
+	}
+	if got := fmt.Sprint(l.pages); got != "[1 1]" {
+		t.Fatalf("pages read %s, want [1 1]: the second burst reads its page", got)
+	}
+	for _, id := range []int64{1000, 1001} {
+		if written[id] != clock.UnixNano() {
+			t.Fatalf("activity %d written by the page read at %d, want the one read at %d (after its event)", id, written[id], clock.UnixNano())
+		}
+	}
+	if written[1002] != now.UnixNano() {
+		t.Fatalf("activity 1002 written at %d, want from the first page (%d)", written[1002], now.UnixNano())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -15,8 +16,11 @@ import (
 // the fetch start of the page that listed it, and a later burst of the
 // same athlete and user writes a create it finds there as that walk would
 // have written it (the ordered write, by that page's fetch start) without
-// reading a page. Only creates: an update or a delete asks what the
-// activity is now, which a page read before it cannot say. A remembered
+// reading a page (Settles). Only creates received before that page was
+// read, and only when no other event of the burst names the activity: an
+// update or a delete asks what the activity is now, which a page read
+// before it cannot say, and no event received after a page was read is
+// settled by the memory of it (an edit at Strava may lie between). A remembered
 // write is never the last word: a later fetch or a delete's tombstone is
 // ordered after it and wins. A deauthorization processed here forgets the
 // athlete (Athletes.Drop). Bounded by listedMaxEntries (full: emptied).
@@ -92,4 +96,41 @@ func (l *Listed) Forget(athleteID int64) {
 			delete(l.m, k)
 		}
 	}
+}
+
+// Remembered is an activity a page listed, to be written as that page's
+// walk would have (by Started, its fetch start).
+type Remembered struct {
+	Activity strava.Activity
+	Started  time.Time
+	// Job is the burst's event the write answers.
+	Job ingest.Job
+}
+
+// Settles returns the activities of burst (one athlete's gathered events)
+// that a page listed lately for the athlete and userID, and that may be
+// written from it at now: those whose every event in the burst is a
+// create received before the page was read.
+func (l *Listed) Settles(burst []ingest.Job, userID string, now time.Time) []Remembered {
+	events := map[int64][]ingest.Job{}
+	var ids []int64
+	for _, sub := range burst {
+		id := sub.Event.ObjectID
+		if events[id] == nil {
+			ids = append(ids, id)
+		}
+		events[id] = append(events[id], sub)
+	}
+	var out []Remembered
+	for _, id := range ids {
+		subs := events[id]
+		a, started, ok := l.Activity(subs[0].Event.OwnerID, userID, id, now)
+		for _, sub := range subs {
+			ok = ok && sub.Event.Kind() == ingest.KindActivityCreate && !sub.ReceivedAtUtc.IsZero() && sub.ReceivedAtUtc.Before(started)
+		}
+		if ok {
+			out = append(out, Remembered{Activity: a, Started: started, Job: subs[0]})
+		}
+	}
+	return out
 }
