@@ -454,7 +454,7 @@ func TestQueueRunsAKeyOnce(t *testing.T) {
 func TestSweepResultEMF(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
-	res := handoff.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, OldestDueAge: 90 * time.Second}
+	res := handoff.SweepResult{Due: 7, Dispatched: 5, Skipped: 1, Failed: 1, SetAside: 3, OldestDueAge: 90 * time.Second}
 	if err := res.WriteEMF(&b, time.UnixMilli(1700000000000)); err != nil {
 		t.Fatal(err)
 	}
@@ -463,8 +463,8 @@ func TestSweepResultEMF(t *testing.T) {
 		t.Fatal(err)
 	}
 	figure := func(name string) float64 { v, _ := line.Value(name); return v }
-	if !line.At.Equal(time.UnixMilli(1700000000000)) || line.Namespace != handoff.SweeperMetricsNamespace || len(line.Metrics) != 6 ||
-		figure("OutboxDue") != 7 || figure("OutboxDispatched") != 5 || figure("OutboxDispatchFailed") != 1 ||
+	if !line.At.Equal(time.UnixMilli(1700000000000)) || line.Namespace != handoff.SweeperMetricsNamespace || len(line.Metrics) != 7 ||
+		figure("OutboxDue") != 7 || figure("OutboxSetAside") != 3 || figure("OutboxDispatched") != 5 || figure("OutboxDispatchFailed") != 1 ||
 		figure("OutboxOldestDueAge") != 90 || !strings.HasSuffix(b.String(), "\n") {
 		t.Fatalf("got %s, want one EMF line with the sweep's figures", b.String())
 	}
