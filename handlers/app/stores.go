@@ -4,6 +4,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/limits"
+	"github.com/commitcollect/backend/model/store/milestones"
 	"github.com/commitcollect/backend/model/store/periodlog"
 	"github.com/commitcollect/backend/model/store/sessions"
 )
@@ -12,7 +13,7 @@ import (
 // composite literal is the check that it satisfies every one).
 func BFFStores(st *store.Store) bff.Stores {
 	ss, pl := sessions.New(st.DB), periodlog.New(st.DB)
-	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Collection: st,
+	return bff.Stores{Sessions: ss, Logins: NewRevocations(st), Profiles: st, Milestones: st, Periods: milestones.NewPeriods(st.DB), Collection: st,
 		Deletions: deletionStore{st, ss}, Syncs: limits.New(st), Exports: st, PeriodLog: pl, Zones: pl}
 }
 

@@ -41,16 +41,17 @@ import (
 // declared in the file that uses it. handlers/app hands the DynamoDB adapter
 // to every one of them.
 type Stores struct {
-	Sessions   SessionStore     // auth.go: login states and sessions
-	Logins     LoginStore       // auth.go: linking an athlete, reconnecting
-	Profiles   ProfileStore     // account.go: the profile and the Strava connection
-	Milestones milestones.Store // handlers/bff/milestones
-	Collection collection.Store // handlers/bff/collection
-	Deletions  deletion.Store   // account.go: account deletion's steps
-	Syncs      SyncStateStore   // syncstatus.go
-	Exports    ExportStore      // export.go: the athlete's data, streamed
-	PeriodLog  workouts.Log     // handlers/bff/workouts: a period's workouts, paged
-	Zones      milestones.Zones // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
+	Sessions   SessionStore            // auth.go: login states and sessions
+	Logins     LoginStore              // auth.go: linking an athlete, reconnecting
+	Profiles   ProfileStore            // account.go: the profile and the Strava connection
+	Milestones milestones.Store        // handlers/bff/milestones
+	Periods    milestones.PeriodReader // handlers/bff/milestones: a series' periods, a page at a time
+	Collection collection.Store        // handlers/bff/collection
+	Deletions  deletion.Store          // account.go: account deletion's steps
+	Syncs      SyncStateStore          // syncstatus.go
+	Exports    ExportStore             // export.go: the athlete's data, streamed
+	PeriodLog  workouts.Log            // handlers/bff/workouts: a period's workouts, paged
+	Zones      milestones.Zones        // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
 }
 
 // accounts is what account deletion reads of a user and saves of its tokens.
@@ -66,7 +67,7 @@ func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.S
 func (s Stores) missing() []string {
 	var out []string
 	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
-		"Milestones": s.Milestones != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
+		"Milestones": s.Milestones != nil, "Periods": s.Periods != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
 		"PeriodLog": s.PeriodLog != nil, "Zones": s.Zones != nil} {
 		if !ok {
 			out = append(out, name)
@@ -147,8 +148,10 @@ type Handler struct {
 	collection *collection.Handler
 	workouts   *workouts.Handler
 	timeline   *timeline.Handler
-	// readMilestones reads milestones for the export and the page.
+	// readMilestones reads milestones for the export and the page, and
+	// periods their series' periods.
 	readMilestones milestones.Store
+	periods        milestones.PeriodReader
 	// readAwards reads the collection for the export.
 	readAwards collection.Store
 	zones      milestones.Zones
@@ -194,7 +197,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		cfg.StateTTL = DefaultStateTTL
 	}
 	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
-		readMilestones: d.Stores.Milestones, readAwards: d.Stores.Collection, zones: d.Stores.Zones, periodLog: d.Stores.PeriodLog, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
+		readMilestones: d.Stores.Milestones, periods: d.Stores.Periods, readAwards: d.Stores.Collection, zones: d.Stores.Zones, periodLog: d.Stores.PeriodLog, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
 		h.now = time.Now
@@ -205,7 +208,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
-	h.milestones = milestones.New(d.Stores.Milestones, d.Stores.Zones, h.now, h.ensureBackfill)
+	h.milestones = milestones.New(d.Stores.Milestones, milestones.Deps{Periods: d.Stores.Periods, Zones: d.Stores.Zones, Now: h.now,
+		PublicURL: cfg.PublicURL, Backfill: h.ensureBackfill})
 	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
 	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now, cfg.PublicURL)
 	h.timeline = timeline.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now)
@@ -252,6 +256,7 @@ var routes = []route{
 	{"GET /v1/milestones", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.List) }},
 	{"GET /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Get) }},
 	{"DELETE /v1/milestones/{milestoneId}", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Delete) }},
+	{"GET /v1/milestones/{milestoneId}/periods", func(h *Handler) http.HandlerFunc { return h.authed(h.milestones.Periods) }},
 	{"GET /v1/milestones/{milestoneId}/workouts", func(h *Handler) http.HandlerFunc { return h.authed(h.workouts.Serve) }},
 	{"GET /v1/milestones/{milestoneId}/timeline", func(h *Handler) http.HandlerFunc { return h.authed(h.timeline.Serve) }},
 	{"GET /v1/awards", func(h *Handler) http.HandlerFunc { return h.authed(h.collection.Awards) }},

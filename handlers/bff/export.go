@@ -113,7 +113,7 @@ func (h *Handler) exportHead(ctx context.Context, userID string) (exportHead, er
 		return exportHead{}, err
 	}
 	for _, m := range ms {
-		j, err := milestones.Show(ctx, h.readMilestones, userID, m, at)
+		j, err := milestones.Show(ctx, h.periods, userID, m, at)
 		if err != nil {
 			return exportHead{}, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/bff/export"
+	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
@@ -105,7 +106,8 @@ func collect(t *testing.T, e *env, user string, n int) {
 // 1,040 completed periods (the largest catalog model, 12 parts: 13,520
 // items), beside a user with 50 awards. GET /v1/collection costs both the
 // same; the export gives every award once in pages of at most 4 MB as
-// Lambda sends them; the series' answer shows every period. The figures
+// Lambda sends them; the series' answer shows its newest 52 periods, and
+// its periods route every one, a page at a time. The figures
 // are printed. Protections: the collection's summary (counting 50,000
 // entries is about 1,900 read units a call), the export's paged awards
 // (the first page carried the whole collection, about 15 MB here), the
@@ -168,8 +170,8 @@ func TestALongLife(t *testing.T) {
 	longSeries(t, e, srv, cost, sids[big])
 }
 
-// longSeries: a weekly series of 1,040 completed periods of 12 parts, read
-// whole by its answer.
+// longSeries: a weekly series of 1,040 completed periods of 12 parts: its
+// answer shows the newest page, and its periods route pages through all.
 func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() capacity.Snapshot, sid string) {
 	t.Helper()
 	ctx := context.Background()
@@ -199,10 +201,40 @@ func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() capacity
 	status, body, _ := get(t, srv, "/v1/milestones/"+series, sid)
 	c := cost()
 	var got struct {
-		Periods []struct{ StartDate string }
+		Periods []struct {
+			StartDate string
+			Status    string
+			Awards    []json.RawMessage
+		}
+		PeriodCount int
+		PeriodsNext string
 	}
-	if err := json.Unmarshal(body, &got); status != http.StatusOK || err != nil || len(got.Periods) != weeks {
-		t.Fatalf("GET the series: %d, %d periods (%v); want %d: %.300s", status, len(got.Periods), err, weeks, body)
+	if err := json.Unmarshal(body, &got); status != http.StatusOK || err != nil || len(got.Periods) != milestones.ShownPeriods ||
+		got.PeriodCount != weeks || got.PeriodsNext == "" {
+		t.Fatalf("GET the series: %d, %d periods of %d, next %q (%v); want %d of %d and a next: %.300s", status, len(got.Periods),
+			got.PeriodCount, got.PeriodsNext, err, milestones.ShownPeriods, weeks, body)
 	}
-	t.Logf("GET a weekly series of %d periods (%d items): %d requests %.1f RCU, %d bytes", weeks, len(es), c.Requests, c.RCU, len(body))
+	t.Logf("GET a weekly series of %d periods (%d items): %d periods shown, %d requests %.1f RCU, %d bytes",
+		weeks, len(es), len(got.Periods), c.Requests, c.RCU, len(body))
+	seen, pages, largest, reqs, rcu := map[string]bool{}, 0, 0, 0, 0.0
+	for target := "/v1/milestones/" + series + "/periods?limit=200"; target != ""; pages++ {
+		status, body, hdr := get(t, srv, target, sid)
+		got.Periods = nil
+		if err := json.Unmarshal(body, &got); status != http.StatusOK || err != nil {
+			t.Fatalf("GET %s: %d (%v) %.300s", target, status, err, body)
+		}
+		for _, p := range got.Periods {
+			if seen[p.StartDate] || p.Status != string(model.StatusCompleted) || len(p.Awards) != parts {
+				t.Fatalf("period %s: seen before %v, %s with %d awards; want once, completed with %d", p.StartDate, seen[p.StartDate], p.Status, len(p.Awards), parts)
+			}
+			seen[p.StartDate] = true
+		}
+		c := cost()
+		largest, reqs, rcu = max(largest, len(body)), reqs+c.Requests, rcu+c.RCU
+		target = strings.TrimPrefix(nextLink(hdr), e.srv.URL)
+	}
+	if len(seen) != weeks {
+		t.Fatalf("the periods route listed %d periods in %d pages, want %d", len(seen), pages, weeks)
+	}
+	t.Logf("GET its periods, 200 a page: %d pages, the largest %d bytes, %d requests %.1f RCU in all", pages, largest, reqs, rcu)
 }

@@ -136,6 +136,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 type pageReads struct {
 	profiles   ProfileStore
 	milestones milestones.Store
+	periods    milestones.PeriodReader
 	zones      milestones.Zones
 	periodLog  workouts.Log
 	syncState  func(ctx context.Context, userID string) (SyncJSON, error)
@@ -144,7 +145,7 @@ type pageReads struct {
 
 // reads are the page's reads over h's ports.
 func (h *Handler) reads() pageReads {
-	return pageReads{profiles: h.profiles, milestones: h.readMilestones, zones: h.zones, periodLog: h.periodLog,
+	return pageReads{profiles: h.profiles, milestones: h.readMilestones, periods: h.periods, zones: h.zones, periodLog: h.periodLog,
 		syncState: h.syncState, now: h.now}
 }
 
@@ -174,7 +175,7 @@ func (r pageReads) fill(ctx context.Context, userID string, data *pageData) (str
 	}
 	data.Charts = map[string]timeline.Chart{}
 	for _, m := range ms {
-		j, err := milestones.Show(ctx, r.milestones, userID, m, at)
+		j, err := milestones.Show(ctx, r.periods, userID, m, at)
 		if err != nil {
 			return "read series", err
 		}

@@ -32,9 +32,14 @@ type MilestoneJSON struct {
 	Awards         []AwardJSON `json:"awards"`
 	// Recurrence is weekly, monthly or yearly for a series, whose
 	// progress, status and awards above are the current period's, and
-	// Periods every period begun so far, newest first.
-	Recurrence string            `json:"recurrence,omitempty"`
-	Periods    []PeriodStateJSON `json:"periods,omitempty"`
+	// Periods the newest ShownPeriods periods begun so far, newest first;
+	// PeriodCount says how many have begun, and PeriodsNext, when more
+	// did, is the cursor of GET /v1/milestones/{id}/periods that lists
+	// the rest.
+	Recurrence  string            `json:"recurrence,omitempty"`
+	Periods     []PeriodStateJSON `json:"periods,omitempty"`
+	PeriodCount int               `json:"periodCount,omitempty"`
+	PeriodsNext string            `json:"periodsNext,omitempty"`
 	// Pace is where the progress should be today (null when the period
 	// has no end; a series: its current period's).
 	Pace *PaceJSON `json:"pace"`
@@ -179,24 +184,27 @@ func JSON(mw ports.MilestoneWithAwards, at At) MilestoneJSON {
 	return out
 }
 
-// SeriesJSON is a series as the API shows it at at: JSON of the series,
+// seriesJSON is a series as the API shows it at at: JSON of the series,
 // whose progress, status and awards are the current period's (the newest
 // begun on the athlete's today, in the zone of their newest activity: west
-// of UTC+14, next week is not shown before it begins there), with every
-// period begun so far, newest first, from the stored periods (a period
-// never projected shows nothing counted).
-func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, at At) MilestoneJSON {
+// of UTC+14, next week is not shown before it begins there), with the
+// periods of page, newest first, from the stored periods (a period never
+// projected shows nothing counted), how many have begun, and the cursor of
+// the rest.
+func seriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeriod, at At, page periodPage) MilestoneJSON {
 	out := JSON(mw, at)
 	s := mw.Milestone
-	out.Recurrence, out.Periods = s.Recurrence, []PeriodStateJSON{}
-	occ := s.Period().OccurrencesThrough(at.Today(), maxShownPeriods)
-	for i := len(occ) - 1; i >= 0; i-- {
+	out.Recurrence, out.Periods, out.PeriodCount = s.Recurrence, []PeriodStateJSON{}, page.count
+	if page.next != "" {
+		out.PeriodsNext = periodCursor(page.next)
+	}
+	for _, o := range page.periods {
 		p := model.Milestone{MilestoneDefinition: s.MilestoneDefinition, Projection: model.Projection{Status: model.StatusActive}}
-		st := stored[occ[i].StartDate]
+		st := stored[o.StartDate]
 		if st.Period != nil {
 			p.Projection = st.Period.Projection
 		}
-		p.PeriodStartDate, p.PeriodEndDate, p.Recurrence = occ[i].StartDate, occ[i].EndDate, ""
+		p.PeriodStartDate, p.PeriodEndDate, p.Recurrence = o.StartDate, o.EndDate, ""
 		awards := make([]model.Award, 0, len(st.Awards))
 		for j := range p.PartCount {
 			if a, ok := st.Awards[j]; ok {
@@ -204,7 +212,7 @@ func SeriesJSON(mw ports.MilestoneWithAwards, stored map[string]ports.SeriesPeri
 			}
 		}
 		pj := JSON(ports.MilestoneWithAwards{Milestone: p, Awards: awards}, at)
-		out.Periods = append(out.Periods, PeriodStateJSON{StartDate: occ[i].StartDate, EndDate: occ[i].EndDate, Status: pj.Status,
+		out.Periods = append(out.Periods, PeriodStateJSON{StartDate: o.StartDate, EndDate: o.EndDate, Status: pj.Status,
 			Progress: pj.Progress, Pace: pj.Pace, Awards: pj.Awards})
 	}
 	if len(out.Periods) > 0 {

@@ -36,33 +36,42 @@ type Deleter interface {
 	DeleteMilestone(ctx context.Context, userID, milestoneID string) error
 }
 
-// SeriesReader reads every period of a series with its awards (periods
-// never projected are absent).
-type SeriesReader interface {
-	SeriesPeriods(ctx context.Context, userID, milestoneID string, starts []string) (map[string]ports.SeriesPeriod, error)
-}
-
 // Store is every port the milestone routes use.
 type Store interface {
 	Creator
 	Reader
 	Deleter
-	SeriesReader
 }
 
 // Handler serves the milestone routes. Its methods have the shape of the
 // BFF's session-checked routes (handlers/bff.Handler.authed).
 type Handler struct {
-	st    Store
-	zones Zones
-	now   func() time.Time
+	st        Store
+	periods   PeriodReader
+	zones     Zones
+	now       func() time.Time
+	publicURL string
 	// backfill asks for the history a new milestone may reach into; it
 	// never fails the request.
 	backfill func(ctx context.Context, log *slog.Logger, userID, reason string)
 }
 
-// New returns a Handler over st, reading the athlete's zone from zones,
-// with the clock now and the backfill hook.
-func New(st Store, zones Zones, now func() time.Time, backfill func(ctx context.Context, log *slog.Logger, userID, reason string)) *Handler {
-	return &Handler{st: st, zones: zones, now: now, backfill: backfill}
+// Deps are what a Handler reads and calls besides its store.
+type Deps struct {
+	// Periods reads a series' periods, a page at a time.
+	Periods PeriodReader
+	// Zones say where the athlete is (a streak's today, a pace).
+	Zones Zones
+	// Now is the clock.
+	Now func() time.Time
+	// PublicURL prefixes the periods route's next page.
+	PublicURL string
+	// Backfill asks for the history a new milestone may reach into; it
+	// never fails the request.
+	Backfill func(ctx context.Context, log *slog.Logger, userID, reason string)
+}
+
+// New returns a Handler over st and d.
+func New(st Store, d Deps) *Handler {
+	return &Handler{st: st, periods: d.Periods, zones: d.Zones, now: d.Now, publicURL: d.PublicURL, backfill: d.Backfill}
 }

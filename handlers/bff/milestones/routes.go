@@ -126,7 +126,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, s model.Session
 	}
 	w.Header().Set("Location", "/v1/milestones/"+m.MilestoneID)
 	if m.Recurrence != "" {
-		respond.JSON(w, http.StatusCreated, SeriesJSON(modelWithoutAwards(*m), nil, at))
+		page, _ := pageOf(*m, Window{Limit: ShownPeriods}, at)
+		respond.JSON(w, http.StatusCreated, seriesJSON(modelWithoutAwards(*m), nil, at, page))
 		return
 	}
 	respond.JSON(w, http.StatusCreated, JSON(modelWithoutAwards(*m), at))
@@ -152,7 +153,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request, s model.Session, 
 		Milestones []MilestoneJSON `json:"milestones"`
 	}{Milestones: make([]MilestoneJSON, 0, len(ms))}
 	for _, m := range ms {
-		j, err := Show(r.Context(), h.st, s.UserID, m, at)
+		j, err := Show(r.Context(), h.periods, s.UserID, m, at)
 		if err != nil {
 			respond.Fail(r.Context(), w, log, "list milestones", err)
 			return
@@ -185,7 +186,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request, s model.Session, l
 		respond.Fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
 		return
 	}
-	j, err := Show(r.Context(), h.st, s.UserID, ms[0], at)
+	j, err := Show(r.Context(), h.periods, s.UserID, ms[0], at)
 	if err != nil {
 		respond.Fail(r.Context(), w, log.With("milestoneId", id), "read milestone", err)
 		return
@@ -193,23 +194,34 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request, s model.Session, l
 	respond.JSON(w, http.StatusOK, j)
 }
 
-// Show is a milestone as the API shows it at at; a series reads its
-// periods (one Query). The export and the landing page show milestones
-// with it too.
-func Show(ctx context.Context, st SeriesReader, userID string, m ports.MilestoneWithAwards, at At) (MilestoneJSON, error) {
+// Show is a milestone as the API shows it at at; a series reads the
+// periods of its first page (periods.go). The export and the landing page
+// show milestones with it too.
+func Show(ctx context.Context, pr PeriodReader, userID string, m ports.MilestoneWithAwards, at At) (MilestoneJSON, error) {
 	if m.Milestone.Recurrence == "" {
 		return JSON(m, at), nil
 	}
-	periods, err := st.SeriesPeriods(ctx, userID, m.Milestone.MilestoneID, nil)
+	j, _, err := showPage(ctx, pr, userID, m, at, Window{Limit: ShownPeriods})
+	return j, err
+}
+
+// showPage is series m as the API shows it at at, with the periods of w;
+// not ok when w.From begins none of its periods.
+func showPage(ctx context.Context, pr PeriodReader, userID string, m ports.MilestoneWithAwards, at At, w Window) (MilestoneJSON, bool, error) {
+	page, ok := pageOf(m.Milestone, w, at)
+	if !ok {
+		return MilestoneJSON{}, false, nil
+	}
+	periods, err := readPage(ctx, pr, userID, m.Milestone.MilestoneID, page)
 	if err != nil {
-		return MilestoneJSON{}, fmt.Errorf("periods of series %s: %w", m.Milestone.MilestoneID, err)
+		return MilestoneJSON{}, true, fmt.Errorf("periods of series %s: %w", m.Milestone.MilestoneID, err)
 	}
 	if kept := projections.Kept(&m.Milestone); kept != nil { // the series' item keeps its newest period
 		p := periods[kept.PeriodOf]
 		p.Period = kept
 		periods[kept.PeriodOf] = p
 	}
-	return SeriesJSON(m, periods, at), nil
+	return seriesJSON(m, periods, at, page), true, nil
 }
 
 // Delete serves DELETE /v1/milestones/{milestoneId}: 204, and the
