@@ -59,7 +59,7 @@ func TestSeriesPeriodsArePaged(t *testing.T) {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, bad := range []struct{ query, field string }{
 		{"?limit=0", "limit"}, {"?limit=201", "limit"}, {"?cursor=!!!", "cursor"}, {"?cursor=" + enc("a1:x"), "cursor"},
-		{"?cursor=" + enc("p1:"), "cursor"}, {"?cursor=" + enc("p1:" + monday.AddDate(0, 0, 1).Format(time.DateOnly)), "cursor"},
+		{"?cursor=" + enc("p1:"), "cursor"}, {"?cursor=" + enc("p1:"+monday.AddDate(0, 0, 1).Format(time.DateOnly)), "cursor"},
 	} {
 		r := e.do(http.MethodGet, route+bad.query, sid, nil)
 		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"field":"`+bad.field+`"`) {
