@@ -12,16 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/bff/export"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
-	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store/capacity"
-	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/test/fixture"
 )
 
 // metered serves e's routes, recording what each request cost DynamoDB.
@@ -64,40 +61,11 @@ func get(t *testing.T, srv *httptest.Server, target, sid string) (int, []byte, h
 // in batches: a collection of years.
 func collect(t *testing.T, e *env, user string, n int) {
 	t.Helper()
-	ctx := context.Background()
-	at := time.Date(2020, 1, 6, 7, 0, 0, 0, time.UTC)
-	models := []string{"saturn-v", "road-bike", "endeavour", "flying-scotsman"}
-	parts := map[string]int{"saturn-v": 10, "road-bike": 8, "endeavour": 12, "flying-scotsman": 6}
-	counts := map[string]map[int]int{}
-	items := make([]dynamo.Item, 0, n+len(models)+1)
-	for i := range n {
-		m := models[i%len(models)]
-		a := &model.Award{UserID: user, MilestoneID: fmt.Sprintf("m%04d", i/12), ModelID: m, PartIndex: (i / len(models)) % parts[m],
-			PartName: "a part with a name", AwardedAtUtc: at.Add(time.Duration(i) * 41 * time.Minute), ActivityID: int64(1000 + i), CorrelationID: "c", Collected: true}
-		item, err := dynamo.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := a.CollectedKey()
-		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
-		item["summarized"] = &types.AttributeValueMemberBOOL{Value: true}
-		items = append(items, item)
-		if counts[m] == nil {
-			counts[m] = map[int]int{}
-		}
-		counts[m][a.PartIndex]++
+	items, err := fixture.Collection(user, n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for m, ps := range counts {
-		item := dynamo.Item{"PK": &types.AttributeValueMemberS{Value: keys.UserPK(user)}, "SK": &types.AttributeValueMemberS{Value: keys.CollectionSummarySK(m)},
-			"modelId": &types.AttributeValueMemberS{Value: m}}
-		for p, c := range ps {
-			item[keys.CollectionSummaryPart(p)] = &types.AttributeValueMemberN{Value: fmt.Sprint(c)}
-		}
-		items = append(items, item)
-	}
-	items = append(items, dynamo.Item{"PK": &types.AttributeValueMemberS{Value: keys.UserPK(user)},
-		"SK": &types.AttributeValueMemberS{Value: keys.CollectionSummaryHeaderSK}})
-	if err := e.st.BatchPutItems(ctx, e.st.Tables().Main, items); err != nil {
+	if err := e.st.BatchPutItems(context.Background(), e.st.Tables().Main, items); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -41,7 +41,8 @@
 //     user with H workouts (one a day, backwards from yesterday) and one
 //     milestone, monthly, monthly with rules (a tenth of the history manual
 //     entries), lifetime (since 2000) or a weekly series, with a target no history
-//     reaches (so no award is minted); then CC_BENCH_GROWTH_EVENTS events
+//     reaches (so no award is minted), and once, at the largest H, a long
+//     life: a weekly series of 1,040 weeks of a user with 50,000 awards; then CC_BENCH_GROWTH_EVENTS events
 //     (default 2) sent one at a time after one unmeasured warm-up event (the
 //     worker has seen the athlete; with it, 3 creates: an athlete's 4th
 //     create in a rate window would be gathered, and its lag would be the

@@ -98,8 +98,11 @@ func BenchmarkPipeline(b *testing.B) {
 	r.settings = s
 	r.baseline = p.baseline(b, s.baselineWorkers, s.baselineItems)
 	r.run = p.throughput(ctx, b, s)
-	for _, h := range s.history {
-		for _, kind := range []string{monthly, withRules, lifetime, weekly, streakKind} {
+	for i, h := range s.history {
+		for _, kind := range []string{monthly, withRules, lifetime, weekly, streakKind, longLife} {
+			if kind == longLife && i < len(s.history)-1 {
+				continue // once, at the largest history
+			}
 			r.growth = append(r.growth, p.growthRow(ctx, b, h, kind, s.growthEvents))
 		}
 	}
@@ -127,6 +130,12 @@ const (
 	// an event touches only its own week's period.
 	weekly      = "weekly"
 	seriesWeeks = 260
+	// longLife is a weekly series begun longWeeks weeks before this one,
+	// of a user whose collection holds longAwards awards: a user of twenty
+	// years, whose events cost what a weekly series' do.
+	longLife   = "long-life"
+	longWeeks  = 1039
+	longAwards = 50_000
 	// streakKind is a day streak begun streakDays days before today: at
 	// one workout a day, a streak that long, whose events re-read their
 	// own day.
@@ -492,9 +501,10 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 		if kind == withRules {
 			def.Rules = benchRules()
 		}
-	case weekly:
+	case weekly, longLife:
+		weeks := map[string]int{weekly: seriesWeeks, longLife: longWeeks}[kind]
 		def.PeriodStartAtUtc, def.Recurrence = time.Time{}, calendar.Weekly
-		def.PeriodStartDate = calendar.FormatDate(thisWeek(now).AddDate(0, 0, -7*seriesWeeks))
+		def.PeriodStartDate = calendar.FormatDate(thisWeek(now).AddDate(0, 0, -7*weeks))
 	case streakKind:
 		def.PeriodStartAtUtc, def.Metric, def.Streak = time.Time{}, model.MetricStreak, &streak.Rule{Unit: streak.Day}
 		def.PeriodStartDate = calendar.FormatDate(now.AddDate(0, 0, -streakDays))
@@ -529,7 +539,7 @@ func (p *pipeline) milestone(ctx context.Context, b *testing.B, userID, id strin
 		b.Fatalf("read milestone %s of %s: %v", id, userID, err)
 	}
 	// The series' progress is its periods': this week's, kept on its item.
-	if week := calendar.FormatDate(thisWeek(time.Now())); id == weekly && (m.Current == nil || m.Current.PeriodOf != week) {
+	if week := calendar.FormatDate(thisWeek(time.Now())); (id == weekly || id == longLife) && (m.Current == nil || m.Current.PeriodOf != week) {
 		b.Fatalf("series %s of %s keeps %+v, want the week of %s", id, userID, m.Current, week)
 	}
 	return m
@@ -729,6 +739,15 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 	if err := p.st.Store.BatchPut(ctx, p.st.Store.Tables().Main, es); err != nil {
 		b.Fatalf("write %d workouts of %s: %v", h, userID, err)
 	}
+	if kind == longLife {
+		items, err := fixture.Collection(userID, longAwards)
+		if err == nil {
+			err = p.st.Store.BatchPutItems(ctx, p.st.Store.Tables().Main, items)
+		}
+		if err != nil {
+			b.Fatalf("file %d awards of %s: %v", longAwards, userID, err)
+		}
+	}
 	// A target no history reaches: the measured events mint no award.
 	p.newMilestone(ctx, b, userID, kind, model.MaxTarget)
 	// One event first, not measured: the worker has then seen the athlete
@@ -771,7 +790,7 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		case lifetime:
 			row.read = min(h+g+2, model.MaxWorkoutsToInspect)
 			row.counted = row.read
-		case weekly:
+		case weekly, longLife:
 			row.read, row.counted = inWeek+g+2, inWeek+g+2
 		case withRules:
 			row.counted = min(inMonth+g+2, model.MaxWorkoutsToInspect) - manualInMonth
