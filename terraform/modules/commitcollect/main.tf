@@ -25,6 +25,7 @@ locals {
     "GET /v1/milestones/{milestoneId}",
     "DELETE /v1/milestones/{milestoneId}",
     "GET /v1/milestones/{milestoneId}/workouts",
+    "GET /v1/milestones/{milestoneId}/periods",
     "GET /v1/milestones/{milestoneId}/timeline",
     "GET /v1/awards",
     "GET /v1/collection",
