@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -81,7 +82,18 @@ func ProjectorLambda(ctx context.Context) (*consumer.Consumer, error) {
 // metrics: the one place the stream consumer is built, for the projector
 // Lambda, the local stack and the rebuild command.
 func ProjectorOf(st *store.Store, metrics io.Writer, log *slog.Logger) *consumer.Consumer {
-	return consumer.New(st, consumer.Options{Logger: log, Metrics: metrics})
+	return consumer.New(st, consumer.Options{Logger: log, Metrics: metrics, Meter: BatchMeter})
+}
+
+// BatchMeter counts a projector batch's DynamoDB calls with the store's
+// meter (capacity.StartMeter: a meter the caller's context carries, the
+// local stack's, receives them too).
+func BatchMeter(ctx context.Context) (context.Context, func() consumer.Cost) {
+	ctx, m := capacity.StartMeter(ctx)
+	return ctx, func() consumer.Cost {
+		s := m.Snapshot()
+		return consumer.Cost{Requests: s.Requests, RCU: s.RCU, WCU: s.WCU, Log: s.Attr()}
+	}
 }
 
 // SweeperLambda builds the sweeper Lambda's two scheduled tasks, both

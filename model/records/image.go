@@ -1,17 +1,22 @@
-package streams
+// Package records reads a DynamoDB stream record's images as the domain
+// reads an item: Lambda's attribute values converted into the SDK's, a
+// record's key, and an image decoded into an entity, normalized and
+// failing closed on a newer schema (Unmarshal, which the store's reads use
+// too). Projections read their records through it and reach no adapter.
+package records
 
 import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
 // AttributeValue converts one stream attribute value, as aws-lambda-go
-// delivers it, into the SDK v2 attribute value model/store decodes. It checks
+// delivers it, into the SDK v2 attribute value Unmarshal decodes. It checks
 // DataType before calling the matching accessor (the accessors panic on any
 // other type) and returns an error matching model.ErrInvalid for a value it
 // cannot read, never a panic.
@@ -94,7 +99,7 @@ func RecordKey(img map[string]events.DynamoDBAttributeValue) (model.Key, error) 
 }
 
 // DecodeImage decodes a stream record's image into e as the store reads an
-// item (store.Unmarshal: normalized, failing closed on a newer schema).
+// item (Unmarshal: normalized, failing closed on a newer schema).
 func DecodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
 	if img == nil {
 		return fmt.Errorf("image missing (stream view must be NEW_AND_OLD_IMAGES): %w", model.ErrInvalid)
@@ -103,5 +108,19 @@ func DecodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) e
 	if err != nil {
 		return err
 	}
-	return dynamo.Unmarshal(item, e)
+	return Unmarshal(item, e)
+}
+
+// Unmarshal decodes an item into e and normalizes it; it fails closed
+// (model.ErrUnsupportedSchema) on an item written by a newer schema, and
+// matches model.ErrInvalid on one it cannot read. Every read of an item,
+// from the table or from a stream, decodes through it.
+func Unmarshal(item map[string]types.AttributeValue, e model.Entity) error {
+	if err := attributevalue.UnmarshalMap(item, e); err != nil {
+		return fmt.Errorf("unmarshal item: %v: %w", err, model.ErrInvalid)
+	}
+	if err := e.Normalize(); err != nil {
+		return fmt.Errorf("normalize %s: %w", e.ItemKey(), err)
+	}
+	return nil
 }

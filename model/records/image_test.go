@@ -1,4 +1,4 @@
-package streams_test
+package records_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/model/records"
 )
 
 func TestAttributeValue(t *testing.T) {
@@ -42,7 +42,7 @@ func TestAttributeValue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := streams.AttributeValue(tt.given)
+			got, err := records.AttributeValue(tt.given)
 			if err != nil {
 				t.Fatalf("AttributeValue: %v", err)
 			}
@@ -70,7 +70,7 @@ func TestAttributeValueNeverPanics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := streams.Image(tt.given)
+			got, err := records.Image(tt.given)
 			if !errors.Is(err, model.ErrInvalid) {
 				t.Fatalf("got %v, %v; want an ErrInvalid error", got, err)
 			}
@@ -80,7 +80,7 @@ func TestAttributeValueNeverPanics(t *testing.T) {
 
 func TestImageNil(t *testing.T) {
 	t.Parallel()
-	got, err := streams.Image(nil)
+	got, err := records.Image(nil)
 	if got != nil || err != nil {
 		t.Fatalf("got %v, %v; want nil, nil", got, err)
 	}

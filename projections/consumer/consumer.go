@@ -88,6 +88,11 @@ type Options struct {
 	Metrics io.Writer
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
+	// Meter counts what a batch's DynamoDB calls cost: it returns the
+	// context the batch runs under and the function that reads the count
+	// (the wiring hands the store's meter; nil: nothing is counted, and
+	// the batch's capacity metrics are 0).
+	Meter func(ctx context.Context) (context.Context, func() Cost)
 	// MaxAttempts bounds how often one user is re-read and recomputed after
 	// version conflicts (default 8).
 	MaxAttempts int

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/projections"
 	"github.com/commitcollect/backend/projections/consumer/trigger"
 )
@@ -66,7 +65,10 @@ import (
 // (scripts/rebuildkit) processes parked records again.
 func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := c.o.Now()
-	ctx, meter := capacity.StartMeter(ctx)
+	read := func() Cost { return Cost{} }
+	if c.o.Meter != nil {
+		ctx, read = c.o.Meter(ctx)
+	}
 	bm := batchMetrics{seen: len(ev.Records)}
 	c.stats.seen.Add(int64(len(ev.Records)))
 	failed := make([]bool, len(ev.Records))
@@ -76,10 +78,10 @@ func (c *Consumer) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 	c.stats.failed.Add(int64(bm.failed))
 	c.stats.parked.Add(int64(bm.parked))
 	bm.duration = c.o.Now().Sub(start)
-	bm.capacity = meter.Snapshot()
+	bm.capacity = read()
 	c.emit(bm)
 	c.o.Logger.InfoContext(ctx, "batch processed", "records", bm.seen, "ignored", bm.ignored, "parked", bm.parked,
-		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds(), bm.capacity.Attr())
+		"failed", bm.failed, "users", bm.users, "awardsMinted", bm.minted, "lagMs", bm.maxLag.Milliseconds(), bm.capacity.Log)
 	return resp, nil
 }
 

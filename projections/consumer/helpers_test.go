@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
+	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -51,7 +52,19 @@ func (e *env) consumer(o consumer.Options) *consumer.Consumer {
 		o.Metrics = e.metrics
 	}
 	o.BackoffBase, o.BackoffMax = time.Millisecond, 20*time.Millisecond
+	if o.Meter == nil {
+		o.Meter = storeMeter
+	}
 	return consumer.New(e.s, o)
+}
+
+// storeMeter counts a batch with the store's meter, as the wiring does.
+func storeMeter(ctx context.Context) (context.Context, func() consumer.Cost) {
+	ctx, m := capacity.StartMeter(ctx)
+	return ctx, func() consumer.Cost {
+		s := m.Snapshot()
+		return consumer.Cost{Requests: s.Requests, RCU: s.RCU, WCU: s.WCU, Log: s.Attr()}
+	}
 }
 
 // newRecords returns the stream records not returned before, as Lambda

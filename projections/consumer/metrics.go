@@ -1,10 +1,10 @@
 package consumer
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/commitcollect/backend/model/emf"
-	"github.com/commitcollect/backend/model/store/capacity"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the consumer's metrics.
@@ -37,16 +37,25 @@ const MetricsNamespace = "CommitCollect/Projector"
 const MetricMilestonesTruncated = "MilestonesTruncated"
 
 // Capacity metrics, per batch: what the batch's DynamoDB calls cost, summed
-// by the store's meter (capacity.StartMeter). Terraform's dashboard shows them.
+// by the store's meter (Options.Meter). Terraform's dashboard shows them.
 const (
 	MetricDynamoDBRequests   = "DynamoDBRequests"
 	MetricConsumedReadUnits  = "ConsumedReadUnits"
 	MetricConsumedWriteUnits = "ConsumedWriteUnits"
 )
 
+// Cost is what a batch's DynamoDB calls cost, as the store's meter counts
+// them (Options.Meter).
+type Cost struct {
+	Requests int
+	RCU, WCU float64
+	// Log is the count as the batch's log line shows it (by operation).
+	Log slog.Attr
+}
+
 type batchMetrics struct {
 	// capacity is what the batch's DynamoDB calls cost.
-	capacity                                                capacity.Snapshot
+	capacity                                                Cost
 	seen, ignored, parked, failed, users, conflicts, minted int
 	// truncated counts projected milestones whose period holds more
 	// workouts than the guardrail let the projector read.

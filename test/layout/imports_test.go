@@ -170,3 +170,33 @@ func TestNoFileOverMaxLines(t *testing.T) {
 	}
 	t.Logf("largest file (lines): %s %d", at, largest)
 }
+
+// TestProjectionsReachNoAdapter: nothing projections/ links, directly or
+// through what it imports, is under model/store or model/streams: the
+// projection decides from model types and ports, and reads its stream
+// records through model/records. Fails, for one, when the consumer meters
+// its batches with model/store/capacity itself, or when the trigger reads
+// record images through model/streams (which links model/store/dynamo).
+func TestProjectionsReachNoAdapter(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: go list of the projections")
+	}
+	cmd := exec.Command("go", "list", "-deps", "./projections/...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./projections/...: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, d := range deps {
+		for _, room := range []string{"model/store", "model/streams"} {
+			if d == module+room || strings.HasPrefix(d, module+room+"/") {
+				t.Errorf("projections/ links %s: a projection reaches no adapter (pass it through a port)", d)
+			}
+		}
+	}
+	if !slices.Contains(deps, module+"projections/consumer") {
+		t.Fatalf("go list found no projections/consumer among %d packages", len(deps))
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/records"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store/capacity"
 )
@@ -72,15 +73,7 @@ func Marshal(e model.Entity) (Item, error) {
 
 // Unmarshal decodes item into e and normalizes it; it fails closed on a
 // schema version newer than this code (ErrUnsupportedSchema).
-func Unmarshal(item Item, e model.Entity) error {
-	if err := attributevalue.UnmarshalMap(item, e); err != nil {
-		return fmt.Errorf("unmarshal item: %v: %w", err, model.ErrInvalid)
-	}
-	if err := e.Normalize(); err != nil {
-		return fmt.Errorf("normalize %s: %w", e.ItemKey(), err)
-	}
-	return nil
-}
+func Unmarshal(item Item, e model.Entity) error { return records.Unmarshal(item, e) }
 
 // Changes is a set of attribute updates. Attributes are applied in sorted
 // order so the same changes always render the same request (a transaction

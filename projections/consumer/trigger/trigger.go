@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/counting"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/streams"
+	"github.com/commitcollect/backend/model/records"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -120,7 +120,7 @@ func Classify(rec events.DynamoDBEventRecord) Decision {
 		}
 		return d
 	}
-	k, err := streams.RecordKey(rec.Change.Keys)
+	k, err := records.RecordKey(rec.Change.Keys)
 	if err != nil {
 		return park(Decision{}, fmt.Errorf("keys: %w", err))
 	}
@@ -250,5 +250,5 @@ func workoutDays(img map[string]events.DynamoDBAttributeValue) ([]string, []time
 }
 
 func decodeImage(img map[string]events.DynamoDBAttributeValue, e model.Entity) error {
-	return streams.DecodeImage(img, e)
+	return records.DecodeImage(img, e)
 }
