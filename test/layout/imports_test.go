@@ -55,7 +55,7 @@ func imports(t *testing.T, root, top string) map[string][]string {
 
 // TestPortsSpeakTheDomain: only the wiring imports model/store, and
 // projections/ imports no AWS SDK (attribute conversion lives in
-// model/streams and the store), so a decision can be changed and tested
+// model/records and the store), so a decision can be changed and tested
 // without a database.
 func TestPortsSpeakTheDomain(t *testing.T) {
 	t.Parallel()
@@ -70,7 +70,7 @@ func TestPortsSpeakTheDomain(t *testing.T) {
 					t.Errorf("%s imports %s: only the wiring (%v) may; pass model types through a port", file, im, storeImporters)
 				}
 				if top == "projections" && strings.HasPrefix(im, "github.com/aws/aws-sdk-go-v2") {
-					t.Errorf("%s imports %s: projections/ decides, model/streams and the store convert", file, im)
+					t.Errorf("%s imports %s: projections/ decides, model/records and the store convert", file, im)
 				}
 			}
 		}
