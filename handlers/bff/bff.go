@@ -10,7 +10,7 @@
 // sessions table) and answers 401 JSON without one. Errors are JSON
 // {"error":{"code","message"}}. The routes and their shapes are in
 // openapi.yaml, which a test compares with what Register puts on the mux;
-// design notes open auth.go, account.go, export.go and cors.go.
+// design notes open auth.go, account.go, exportroute.go and cors.go.
 package bff
 
 import (
@@ -49,7 +49,7 @@ type Stores struct {
 	Collection collection.Store        // handlers/bff/collection
 	Deletions  deletion.Store          // account.go: account deletion's steps
 	Syncs      SyncStateStore          // syncstatus.go
-	Exports    ExportStore             // export.go: the athlete's data, streamed
+	Exports    ExportStore             // exportroute.go: the athlete's data, streamed
 	PeriodLog  workouts.Log            // handlers/bff/workouts: a period's workouts, paged
 	Zones      milestones.Zones        // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
 }

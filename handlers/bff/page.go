@@ -25,7 +25,7 @@ import (
 // PageRoute is the read-only landing page the OAuth callback redirects to.
 const PageRoute = "GET /{$}"
 
-//go:embed page/index.html
+//go:embed templates/landing.html
 var pageHTML string
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{

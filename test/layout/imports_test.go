@@ -200,3 +200,33 @@ func TestProjectionsReachNoAdapter(t *testing.T) {
 		t.Fatalf("go list found no projections/consumer among %d packages", len(deps))
 	}
 }
+
+// TestNoFileNamedAfterASiblingFolder: a product file is never named after
+// the folder beside it (handoff.go beside handoff/): the same noun names
+// one thing, and a reader who opens either finds what the name says. It
+// fails when, for one, handlers/ingest/dispatcher.go is named handoff.go
+// again.
+func TestNoFileNamedAfterASiblingFolder(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	files := 0
+	for _, top := range []string{"handlers", "model", "projections", "scripts"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			files++
+			if fi, err := os.Stat(strings.TrimSuffix(p, ".go")); err == nil && fi.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				t.Errorf("%s is named after the folder beside it: name the file for what it holds", filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 100 {
+		t.Fatalf("read %d files: the walk did not find the product code", files)
+	}
+}
