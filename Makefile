@@ -237,7 +237,7 @@ bench: dynamodb-local
 	     /^(--- FAIL|FAIL|panic:)/ { print "FAILED: " $$0 }' "$$out"; \
 	if [ $$status -ne 0 ]; then echo "bench: FAILED (exit $$status); see $$out"; fi; exit $$status
 
-## capacity: the capacity plan (scripts/capacitykit): Strava reads per day by class against the limits,
+## capacity: the capacity plan (scripts/plankit): Strava reads per day by class against the limits,
 ##   DynamoDB, Lambda and the monthly AWS cost for N athletes, from per-event DynamoDB units measured first
 ##   on DynamoDB Local, e.g. make capacity ARGS="-athletes 1000000"; ARGS=--help lists the assumptions.
 .PHONY: capacity

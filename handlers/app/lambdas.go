@@ -16,7 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
@@ -86,10 +86,10 @@ func ProjectorOf(st *store.Store, metrics io.Writer, log *slog.Logger) *consumer
 }
 
 // BatchMeter counts a projector batch's DynamoDB calls with the store's
-// meter (capacity.StartMeter: a meter the caller's context carries, the
+// meter (metering.StartMeter: a meter the caller's context carries, the
 // local stack's, receives them too).
 func BatchMeter(ctx context.Context) (context.Context, func() consumer.Cost) {
-	ctx, m := capacity.StartMeter(ctx)
+	ctx, m := metering.StartMeter(ctx)
 	return ctx, func() consumer.Cost {
 		s := m.Snapshot()
 		return consumer.Cost{Requests: s.Requests, RCU: s.RCU, WCU: s.WCU, Log: s.Attr()}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 )
 
 // Metered wraps the api's handler so that each request gets its own
-// consumed-capacity meter (capacity.StartMeter: a meter the server's base
+// consumed-capacity meter (metering.StartMeter: a meter the server's base
 // context carries receives the figures too) and one log line, "request
 // served", with method, path (never the query: it can carry OAuth codes;
 // never the webhook's secret segment, see LoggedPath),
@@ -22,7 +22,7 @@ import (
 func Metered(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, m := capacity.StartMeter(r.Context())
+		ctx, m := metering.StartMeter(r.Context())
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		log.InfoContext(ctx, "request served", "method", r.Method, "path", LoggedPath(r.URL.Path), "status", sw.status,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -54,7 +54,7 @@ func TestMeteredLogsEachRequestsCapacity(t *testing.T) {
 	})
 	var logs lockedLog
 	srv := httptest.NewUnstartedServer(app.Metered(mux, slog.New(slog.NewJSONHandler(&logs, nil))))
-	base, total := capacity.StartMeter(context.Background())
+	base, total := metering.StartMeter(context.Background())
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	srv.Start()
 	defer srv.Close()

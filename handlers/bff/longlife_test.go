@@ -17,23 +17,23 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/fixture"
 )
 
 // metered serves e's routes, recording what each request cost DynamoDB.
-func metered(e *env) (*httptest.Server, func() capacity.Snapshot) {
+func metered(e *env) (*httptest.Server, func() metering.Snapshot) {
 	var mu sync.Mutex
-	var last capacity.Snapshot
+	var last metering.Snapshot
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, m := capacity.StartMeter(r.Context())
+		ctx, m := metering.StartMeter(r.Context())
 		e.mux.ServeHTTP(w, r.WithContext(ctx))
 		mu.Lock()
 		last = m.Snapshot()
 		mu.Unlock()
 	}))
 	e.t.Cleanup(srv.Close)
-	return srv, func() capacity.Snapshot { mu.Lock(); defer mu.Unlock(); return last }
+	return srv, func() metering.Snapshot { mu.Lock(); defer mu.Unlock(); return last }
 }
 
 // get reads target from srv with the session sid.
@@ -88,7 +88,7 @@ func TestALongLife(t *testing.T) {
 	sids := map[int]string{big: e.user("u-long", 41), small: e.user("u-short", 42)}
 	collect(t, e, "u-long", big)
 	collect(t, e, "u-short", small)
-	reads := map[int]capacity.Snapshot{}
+	reads := map[int]metering.Snapshot{}
 	for n, sid := range sids {
 		status, body, _ := get(t, srv, "/v1/collection", sid)
 		if status != http.StatusOK || !strings.Contains(string(body), `"modelId":"endeavour"`) {
@@ -140,7 +140,7 @@ func TestALongLife(t *testing.T) {
 
 // longSeries: a weekly series of 1,040 completed periods of 12 parts: its
 // answer shows the newest page, and its periods route pages through all.
-func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() capacity.Snapshot, sid string) {
+func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() metering.Snapshot, sid string) {
 	t.Helper()
 	ctx := context.Background()
 	const user, weeks, parts = "u-long", 1040, 12

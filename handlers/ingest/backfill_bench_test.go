@@ -23,8 +23,8 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/limits"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -140,9 +140,9 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	sim := stravasim.New(stravasim.Options{})
 	defer sim.Close()
 	cfg := dynamolocal.Config(dynamolocal.Endpoint(b))
-	// Capacity comes from the product's meter (capacity.WithMeter): what the
+	// Capacity comes from the product's meter (metering.WithMeter): what the
 	// sync path's calls cost, and what the projector's batches cost.
-	syncMeter, projMeter := capacity.NewMeter(), capacity.NewMeter()
+	syncMeter, projMeter := metering.NewMeter(), metering.NewMeter()
 	plain := dynamodb.NewFromConfig(cfg)
 	tables := dynamolocal.MustCreateTables(b, plain)
 	st := store.New(plain, tables)
@@ -208,7 +208,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	handle := func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		read := time.Now()
 		defer func() { _ = retry.Sleep(ctx, window-time.Since(read)) }()
-		resp, err := c.Handle(capacity.WithMeter(ctx, projMeter), ev)
+		resp, err := c.Handle(metering.WithMeter(ctx, projMeter), ev)
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -223,7 +223,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
 	sched := syncjobs.NewSyncScheduler(app.IngestionOf(st), nil, log)
 	setup := ctx // the checks after the run are not metered
-	ctx = capacity.WithMeter(ctx, syncMeter)
+	ctx = metering.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)
 	readerDone := make(chan error, 1)
 

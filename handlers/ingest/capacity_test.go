@@ -12,7 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
@@ -29,7 +29,7 @@ func TestWorkerJobCapacityIsLogged(t *testing.T) {
 		BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(), ClientSecret: h.Sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
 	}, slog.New(slog.NewJSONHandler(&logs, nil)))
-	ctx, outer := capacity.StartMeter(context.Background())
+	ctx, outer := metering.StartMeter(context.Background())
 	if err := w.Run(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}

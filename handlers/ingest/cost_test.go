@@ -25,8 +25,8 @@ import (
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
@@ -84,7 +84,7 @@ type meteredCall struct {
 // DynamoDB reports for them (it asks for ReturnConsumedCapacity INDEXES on
 // every request) and the items each Query scanned: the per-request view of
 // the test's log. The asserted totals come from the product's own meter
-// (capacity.WithMeter), which counts the same requests. Test only; stage
+// (metering.WithMeter), which counts the same requests. Test only; stage
 // labels the calls that follow.
 type meter struct {
 	mu    sync.Mutex
@@ -312,12 +312,12 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	type cost struct {
 		calls []meteredCall
-		total capacity.Units
+		total metering.Units
 	}
 	event := func(id int64, day int, meters float64) cost {
 		t.Helper()
-		product := capacity.NewMeter()
-		ctx := capacity.WithMeter(ctx, product)
+		product := metering.NewMeter()
+		ctx := metering.WithMeter(ctx, product)
 		sim.PutActivity(stravasim.Activity{ID: id, AthleteID: athlete, Name: "Act", SportType: "Run", Distance: meters,
 			MovingTime: 1500, ElapsedTime: 1600, StartDate: march.AddDate(0, 0, day).Add(7 * time.Hour)})
 		want += int64(meters) * 1000

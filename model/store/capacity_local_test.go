@@ -12,8 +12,8 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -31,10 +31,10 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	tb := st.Tables()
 	main := tb.Main
 
-	step := func(name string, want capacity.Units, call func(ctx context.Context) error) {
+	step := func(name string, want metering.Units, call func(ctx context.Context) error) {
 		t.Helper()
-		m := capacity.NewMeter()
-		if err := call(capacity.WithMeter(context.Background(), m)); err != nil {
+		m := metering.NewMeter()
+		if err := call(metering.WithMeter(context.Background(), m)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got := m.Snapshot().Units; got != want {
@@ -42,12 +42,12 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 		}
 	}
 	// A workout lands in the table and in LSI1 (its date-ordered key).
-	step("Put workout", capacity.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
+	step("Put workout", metering.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
 		return st.Put(ctx, main, fixture.Workout("u1", 1))
 	})
 	// The bounded log: one strongly consistent Query of LSI1 asking for its
 	// projection (a list of attribute names instead is charged by Local as a
-	// fetch from the table per item, see package capacity): 31 workouts of under
+	// fetch from the table per item, see package metering): 31 workouts of under
 	// 512 bytes are at most 4 RCU, all of them LSI1's, none the table's.
 	var es []model.Entity
 	for i := range 30 {
@@ -58,10 +58,10 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	if err := st.BatchPut(context.Background(), main, es); err != nil {
 		t.Fatal(err)
 	}
-	m := capacity.NewMeter()
+	m := metering.NewMeter()
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 1, 0)
-	l, err := st.WorkoutLog(capacity.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
+	l, err := st.WorkoutLog(metering.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
 	if err != nil || len(l.Workouts) != 31 {
 		t.Fatalf("WorkoutLog: got %d workouts, %v; want 31", len(l.Workouts), err)
 	}
@@ -71,7 +71,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	}
 	// Two plain items in one transaction: 2 WCU each (Local reports 2 for
 	// the table; the meter's transaction floor makes it what AWS charges).
-	step("TransactWriteItems via Client()", capacity.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
+	step("TransactWriteItems via Client()", metering.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
 		_, err := st.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#1")}}},
 			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#2")}}},
@@ -80,7 +80,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	})
 	// A refused conditional write is a request and a failure; DynamoDB
 	// returns no capacity with the error.
-	step("PutIfAbsent refused", capacity.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
+	step("PutIfAbsent refused", metering.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
 		if err := st.PutIfAbsent(ctx, main, fixture.Workout("u1", 1)); err == nil {
 			t.Error("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 		}
@@ -88,7 +88,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	})
 	// A store built over another store's client meters each call once.
 	again := store.New(st.Client(), tb)
-	step("Get through a re-wrapped client", capacity.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
+	step("Get through a re-wrapped client", metering.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
 		var w model.Workout
 		return again.Get(ctx, main, keys.WorkoutKey("u1", 1), &w)
 	})
@@ -107,8 +107,8 @@ func TestMeterAbsentAsksNothing(t *testing.T) {
 	if out.ConsumedCapacity != nil {
 		t.Errorf("no meter: got ConsumedCapacity %+v, want none asked for", out.ConsumedCapacity)
 	}
-	m := capacity.NewMeter()
-	if _, err := st.Client().PutItem(capacity.WithMeter(context.Background(), m), in); err != nil {
+	m := metering.NewMeter()
+	if _, err := st.Client().PutItem(metering.WithMeter(context.Background(), m), in); err != nil {
 		t.Fatal(err)
 	}
 	if in.ReturnConsumedCapacity != "" {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/fixture"
@@ -20,23 +20,23 @@ func TestMeterCountsWriteKeys(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
 	main := st.Tables().Main
-	keys := capacity.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Tables())), 0)
-	m := capacity.NewMeter()
+	keys := metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Tables())), 0)
+	m := metering.NewMeter()
 	m.CountWriteKeys(keys)
-	ctx := capacity.WithMeter(context.Background(), m)
+	ctx := metering.WithMeter(context.Background(), m)
 	for i := range 3 {
 		if err := st.Put(ctx, main, fixture.Workout("u1", int64(i+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	jobCtx, _ := capacity.StartMeter(ctx)
+	jobCtx, _ := metering.StartMeter(ctx)
 	if err := st.Put(jobCtx, main, fixture.Workout("u2", 9)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutIfAbsent(ctx, main, fixture.Workout("u2", 9)); err == nil {
 		t.Fatal("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 	}
-	got := map[string]capacity.HotKey{}
+	got := map[string]metering.HotKey{}
 	for _, h := range keys.Hottest() {
 		got[h.Scope] = h
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -30,7 +30,7 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 
 	var logs capture.Buffer
 	c := e.consumer(consumer.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	ctx, outer := capacity.StartMeter(e.ctx)
+	ctx, outer := metering.StartMeter(e.ctx)
 	resp, err := c.Handle(ctx, events.DynamoDBEvent{Records: e.newRecords()})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %v %+v", err, resp)
@@ -40,7 +40,7 @@ func TestBatchCapacityIsEmitted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one EMF line expected: %v", err)
 	}
-	var metric capacity.Units
+	var metric metering.Units
 	requests, _ := line.Value(consumer.MetricDynamoDBRequests)
 	metric.Requests = int(requests)
 	metric.RCU, _ = line.Value(consumer.MetricConsumedReadUnits)

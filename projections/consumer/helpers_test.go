@@ -16,7 +16,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -60,7 +60,7 @@ func (e *env) consumer(o consumer.Options) *consumer.Consumer {
 
 // storeMeter counts a batch with the store's meter, as the wiring does.
 func storeMeter(ctx context.Context) (context.Context, func() consumer.Cost) {
-	ctx, m := capacity.StartMeter(ctx)
+	ctx, m := metering.StartMeter(ctx)
 	return ctx, func() consumer.Cost {
 		s := m.Snapshot()
 		return consumer.Cost{Requests: s.Requests, RCU: s.RCU, WCU: s.WCU, Log: s.Attr()}

@@ -4,7 +4,7 @@
 // first on DynamoDB Local.
 //
 // Flags: make capacity ARGS=--help. Wiring only; the logic and every
-// assumption are documented in scripts/capacitykit.
+// assumption are documented in scripts/plankit.
 package main
 
 import (
@@ -13,12 +13,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/commitcollect/backend/scripts/capacitykit"
+	"github.com/commitcollect/backend/scripts/plankit"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := capacitykit.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := plankit.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -39,7 +39,7 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -202,7 +202,7 @@ type Stack struct {
 // batches (projection), and the sweeper's and the reconciliation's calls
 // (the scheduled sweeper Lambda in AWS).
 type Meters struct {
-	API, Worker, Projector, Sweeper *capacity.Meter
+	API, Worker, Projector, Sweeper *metering.Meter
 }
 
 // Start brings the stack up: DynamoDB Local (unless DYNAMODB_ENDPOINT), the
@@ -220,7 +220,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		log = slog.Default()
 	}
 	s := &Stack{log: log, runDone: make(chan struct{}),
-		Capacity: Meters{API: capacity.NewMeter(), Worker: capacity.NewMeter(), Projector: capacity.NewMeter(), Sweeper: capacity.NewMeter()}}
+		Capacity: Meters{API: metering.NewMeter(), Worker: metering.NewMeter(), Projector: metering.NewMeter(), Sweeper: metering.NewMeter()}}
 	defer func() {
 		if err != nil {
 			s.Close(context.Background())

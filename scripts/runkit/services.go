@@ -24,7 +24,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 )
@@ -35,14 +35,14 @@ func (s *Stack) startWorker(o Options) {
 	cfg, log := s.Config, s.log
 	worker := app.WorkerOf(cfg, s.Store, o.WorkerMetrics, log.With("service", "worker"))
 	run := func(ctx context.Context, job ingest.Job) error {
-		return worker.Run(capacity.WithMeter(ctx, s.Capacity.Worker), job)
+		return worker.Run(metering.WithMeter(ctx, s.Capacity.Worker), job)
 	}
 	s.Queue = handoff.NewQueue(run, handoff.QueueOptions{OnFailure: s.parkJob, Capacity: cmp.Or(max(o.QueueCapacity, 0), DefaultQueueCapacity), Workers: DefaultQueueWorkers},
 		log.With("service", "worker"))
 	// The sweeper: at start it dispatches what a killed predecessor left
 	// received (accepted but never settled), then every SweepInterval.
 	s.Sweeper = app.SweeperOf(cfg, s.Store, s.Queue, log.With("service", "sweeper"))
-	sweepCtx, sweepCancel := context.WithCancel(capacity.WithMeter(context.Background(), s.Capacity.Sweeper))
+	sweepCtx, sweepCancel := context.WithCancel(metering.WithMeter(context.Background(), s.Capacity.Sweeper))
 	s.sweepCancel, s.sweepDone = sweepCancel, make(chan struct{})
 	s.Scheduler = app.SchedulerOf(cfg, s.Store, s.Queue, log.With("service", "reconciler"))
 	go func() {
@@ -72,7 +72,7 @@ func (s *Stack) serveAPI(ctx context.Context, o Options) error {
 		handler = o.WrapAPI(mux)
 	}
 	s.server = &http.Server{Handler: app.Metered(handler, apiLog), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return capacity.WithMeter(context.Background(), s.Capacity.API) }}
+		BaseContext: func(net.Listener) context.Context { return metering.WithMeter(context.Background(), s.Capacity.API) }}
 	go func() {
 		if err := s.server.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("api server stopped", "error", err)
@@ -110,7 +110,7 @@ func (s *Stack) startProjector(ctx context.Context, o Options, local config.Loca
 	if o.WrapProjector != nil {
 		s.handler = o.WrapProjector(s.handler)
 	}
-	runCtx, cancel := context.WithCancel(capacity.WithMeter(context.Background(), s.Capacity.Projector))
+	runCtx, cancel := context.WithCancel(metering.WithMeter(context.Background(), s.Capacity.Projector))
 	s.cancel = cancel
 	go func() {
 		defer close(s.runDone)

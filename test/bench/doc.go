@@ -3,7 +3,7 @@
 // pipeline of the local stack (scripts/runkit, what `make run` runs) on
 // the same DynamoDB Local as every other benchmark, driven through its API
 // as Strava drives it, with the consumed capacity of every DynamoDB call
-// counted by the store's meter (model/store/capacity/meter.go) per component
+// counted by the store's meter (model/store/metering/meter.go) per component
 // (runkit.Stack.Capacity: api, worker, projector).
 //
 // What it does, in order, and how to read what it prints:
@@ -64,7 +64,7 @@
 // workouts, the stack never idle. Capacity is what DynamoDB Local reports
 // through the meter, corrected where Local departs from AWS's billing (a
 // transaction's items; the log query asks LSI1 for its projection, which
-// Local bills like AWS; see model/store/capacity/meter.go).
+// Local bills like AWS; see model/store/metering/meter.go).
 // Lag and throughput are of this machine; requests and units are what AWS
 // would bill for the same calls.
 package bench

@@ -30,8 +30,8 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/rules"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/streak"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
@@ -430,7 +430,7 @@ func (p *pipeline) baseline(b *testing.B, workers, items int) baselineResult {
 }
 
 // meters is the stack's three meters at one instant.
-type meters struct{ api, worker, projector capacity.Snapshot }
+type meters struct{ api, worker, projector metering.Snapshot }
 
 func (p *pipeline) capacity() meters {
 	return meters{p.st.Capacity.API.Snapshot(), p.st.Capacity.Worker.Snapshot(), p.st.Capacity.Projector.Snapshot()}
@@ -438,11 +438,11 @@ func (p *pipeline) capacity() meters {
 
 // ingest and project return what ingestion (api + worker) and projection
 // cost between two instants.
-func (c meters) ingest(before meters) capacity.Snapshot {
+func (c meters) ingest(before meters) metering.Snapshot {
 	return MinusSnapshot(c.api, before.api).Add(MinusSnapshot(c.worker, before.worker))
 }
 
-func (c meters) project(before meters) capacity.Snapshot {
+func (c meters) project(before meters) metering.Snapshot {
 	return MinusSnapshot(c.projector, before.projector)
 }
 
@@ -589,7 +589,7 @@ type runResult struct {
 	ingest, project        PerEvent
 	minIngest, minProject  PerEvent
 	// ingestOps and projectOps are the run's totals by operation.
-	ingestOps, projectOps capacity.Snapshot
+	ingestOps, projectOps metering.Snapshot
 	// calls is every call to DynamoDB Local per event (callsLine: by call).
 	calls     float64
 	callsLine string
@@ -693,7 +693,7 @@ type growthRow struct {
 	lags            []time.Duration
 	batches         []time.Duration // the projector batch's run time, per event
 	// ingestOps and projectOps are the row's totals by operation.
-	ingestOps, projectOps capacity.Snapshot
+	ingestOps, projectOps metering.Snapshot
 }
 
 // growthRow gives a new user h workouts (one a day, backwards from

@@ -172,7 +172,7 @@ func (r result) print(w io.Writer) {
 
 // The reasons printed under a missed target (the targets ask by how much
 // and why). The figures they cite are the measured ones; the rest is the
-// design's accounting (model/store/capacity/meter.go, handlers/ingest/cost_test.go).
+// design's accounting (model/store/metering/meter.go, handlers/ingest/cost_test.go).
 const (
 	whyWCU = "durability costs 7 WCU: the outbox claim and its settle each write the item and its Pending index " +
 		"entry (2 + 2; without them an accepted event can be lost), the workout and its LSI1 entry (2; the " +

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/awsrecord"
 )
 
@@ -54,9 +54,9 @@ const (
 
 // DesignMinimum returns the design minimum of one event for ingestion and
 // projection when the projection reads n workouts of s bytes each.
-func DesignMinimum(n, s int) (ingest, project capacity.Units) {
-	ingest = capacity.Units{Requests: minIngestRequests, WCU: minIngestWCU}
-	project = capacity.Units{Requests: minProjectRequests, WCU: minProjectWCU,
+func DesignMinimum(n, s int) (ingest, project metering.Units) {
+	ingest = metering.Units{Requests: minIngestRequests, WCU: minIngestWCU}
+	project = metering.Units{Requests: minProjectRequests, WCU: minProjectWCU,
 		RCU: 1 + math.Ceil(float64(n*s)/rcuBytes)}
 	return ingest, project
 }
@@ -121,7 +121,7 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 
 // Per returns u divided by n events (requests stay a count: the ratio is in
 // the float fields of the returned PerEvent).
-func Per(u capacity.Units, n int) PerEvent {
+func Per(u metering.Units, n int) PerEvent {
 	if n <= 0 {
 		return PerEvent{}
 	}
@@ -139,17 +139,17 @@ func (p PerEvent) Add(q PerEvent) PerEvent {
 	return PerEvent{Requests: p.Requests + q.Requests, RCU: p.RCU + q.RCU, WCU: p.WCU + q.WCU}
 }
 
-// Minus returns a minus b, field by field (capacity.Units.Sub).
-func Minus(a, b capacity.Units) capacity.Units { return a.Sub(b) }
+// Minus returns a minus b, field by field (metering.Units.Sub).
+func Minus(a, b metering.Units) metering.Units { return a.Sub(b) }
 
 // MinusSnapshot returns what a meter recorded between snapshot b and the
 // later snapshot a, totals and operations (tables are left out).
-func MinusSnapshot(a, b capacity.Snapshot) capacity.Snapshot {
-	r := capacity.Snapshot{Units: Minus(a.Units, b.Units)}
+func MinusSnapshot(a, b metering.Snapshot) metering.Snapshot {
+	r := metering.Snapshot{Units: Minus(a.Units, b.Units)}
 	for op, u := range a.ByOp {
-		if d := Minus(u, b.ByOp[op]); d != (capacity.Units{}) {
+		if d := Minus(u, b.ByOp[op]); d != (metering.Units{}) {
 			if r.ByOp == nil {
-				r.ByOp = map[string]capacity.Units{}
+				r.ByOp = map[string]metering.Units{}
 			}
 			r.ByOp[op] = d
 		}
@@ -159,7 +159,7 @@ func MinusSnapshot(a, b capacity.Snapshot) capacity.Snapshot {
 
 // OpsPerEvent renders a snapshot's operations divided by n events, in name
 // order, e.g. "GetItem 3.00 req 1.50 RCU · PutItem 4.00 req 10.0 WCU".
-func OpsPerEvent(s capacity.Snapshot, n int) string {
+func OpsPerEvent(s metering.Snapshot, n int) string {
 	ops := make([]string, 0, len(s.ByOp))
 	for op := range s.ByOp {
 		ops = append(ops, op)

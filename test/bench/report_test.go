@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/awsrecord"
 )
 
@@ -91,7 +91,7 @@ func TestDesignMinimum(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			in, pr := DesignMinimum(tt.n, tt.size)
-			if in != (capacity.Units{Requests: 2, WCU: 3}) || pr.Requests != 3 || pr.WCU != 1 || pr.RCU != tt.wantProjRCU {
+			if in != (metering.Units{Requests: 2, WCU: 3}) || pr.Requests != 3 || pr.WCU != 1 || pr.RCU != tt.wantProjRCU {
 				t.Errorf("got ingest %+v, projection %+v; want 2/0/3 and 3/%v/1", in, pr, tt.wantProjRCU)
 			}
 		})
@@ -114,12 +114,12 @@ func TestItemSize(t *testing.T) {
 
 func TestMinusSnapshot(t *testing.T) {
 	t.Parallel()
-	before := capacity.Snapshot{Units: capacity.Units{Requests: 2, RCU: 1},
-		ByOp: map[string]capacity.Units{"GetItem": {Requests: 2, RCU: 1}}}
-	after := capacity.Snapshot{Units: capacity.Units{Requests: 5, RCU: 1, WCU: 3},
-		ByOp: map[string]capacity.Units{"GetItem": {Requests: 2, RCU: 1}, "PutItem": {Requests: 3, WCU: 3}}}
+	before := metering.Snapshot{Units: metering.Units{Requests: 2, RCU: 1},
+		ByOp: map[string]metering.Units{"GetItem": {Requests: 2, RCU: 1}}}
+	after := metering.Snapshot{Units: metering.Units{Requests: 5, RCU: 1, WCU: 3},
+		ByOp: map[string]metering.Units{"GetItem": {Requests: 2, RCU: 1}, "PutItem": {Requests: 3, WCU: 3}}}
 	got := MinusSnapshot(after, before)
-	if got.Units != (capacity.Units{Requests: 3, WCU: 3}) || len(got.ByOp) != 1 || got.ByOp["PutItem"] != (capacity.Units{Requests: 3, WCU: 3}) {
+	if got.Units != (metering.Units{Requests: 3, WCU: 3}) || len(got.ByOp) != 1 || got.ByOp["PutItem"] != (metering.Units{Requests: 3, WCU: 3}) {
 		t.Errorf("got %+v", got)
 	}
 	if s := OpsPerEvent(got, 3); s != "PutItem 1.00 (1.00 WCU)" {

@@ -30,9 +30,9 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/secrets"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -268,7 +268,7 @@ func TestLocalStackDemoWithProjectorFailures(t *testing.T) {
 			t.Errorf("no %q log line with its DynamoDB requests", msg)
 		}
 	}
-	for name, m := range map[string]*capacity.Meter{"api": st.Capacity.API, "worker": st.Capacity.Worker, "projector": st.Capacity.Projector} {
+	for name, m := range map[string]*metering.Meter{"api": st.Capacity.API, "worker": st.Capacity.Worker, "projector": st.Capacity.Projector} {
 		if got := m.Snapshot(); got.Requests == 0 || got.RCU+got.WCU == 0 {
 			t.Errorf("stack capacity of the %s: got %+v, want requests and units", name, got.Units)
 		}

@@ -15,10 +15,10 @@ import (
 const module = "github.com/commitcollect/backend/"
 
 // adapter reports whether im is one of the DynamoDB adapter's packages:
-// model/store and every package under it but model/store/capacity, the
+// model/store and every package under it but model/store/metering, the
 // metering vocabulary every service logs with.
 func adapter(im string) bool {
-	return im == module+"model/store" || (strings.HasPrefix(im, module+"model/store/") && im != module+"model/store/capacity")
+	return im == module+"model/store" || (strings.HasPrefix(im, module+"model/store/") && im != module+"model/store/metering")
 }
 
 // storeImporters are the only folders whose product code may import the
@@ -175,7 +175,7 @@ func TestNoFileOverMaxLines(t *testing.T) {
 // through what it imports, is under model/store or model/streams: the
 // projection decides from model types and ports, and reads its stream
 // records through model/records. Fails, for one, when the consumer meters
-// its batches with model/store/capacity itself, or when the trigger reads
+// its batches with model/store/metering itself, or when the trigger reads
 // record images through model/streams (which links model/store/dynamo).
 func TestProjectionsReachNoAdapter(t *testing.T) {
 	t.Parallel()

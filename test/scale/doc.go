@@ -60,7 +60,7 @@
 //     only, within reconcile interval + one window (the bound when the
 //     athlete uploads again before their next slot);
 //   - writes per table and index and the hottest partition key's share,
-//     from the capacity meters' WriteKeys (model/store/capacity/writekeys.go) over
+//     from the capacity meters' WriteKeys (model/store/metering/writekeys.go) over
 //     the day's traffic; only tables and indexes with at least
 //     MinWritesForHotKey writes count toward hottest_key_share;
 //   - the targets, met or MISSED, and a last line:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/bench"
 )
 
@@ -67,7 +67,7 @@ type Report struct {
 	CaughtFast            int // of EditsMilestone, caught within FastBound
 	CaughtAny             int // of Edits, caught at all by the end
 	Windows               []Window
-	HotKeys               []capacity.HotKey
+	HotKeys               []metering.HotKey
 	TablePrefix           string
 	Elapsed               time.Duration
 	ProductKnobs          []string
@@ -114,8 +114,8 @@ func (r Report) EditsCaught() float64 {
 
 // Hottest returns the table or index (with at least MinWritesForHotKey
 // writes) whose hottest key takes the largest share of its writes.
-func (r Report) Hottest() (capacity.HotKey, bool) {
-	var best capacity.HotKey
+func (r Report) Hottest() (metering.HotKey, bool) {
+	var best metering.HotKey
 	found := false
 	for _, h := range r.HotKeys {
 		if h.Writes >= MinWritesForHotKey && (!found || h.Share() > best.Share()) {
@@ -175,8 +175,8 @@ func (r Report) Print(w io.Writer) {
 			w.ByClass[ingest.ReadClassWebhook], w.ByClass[ingest.ReadClassBackfill], w.ByClass[ingest.ReadClassReconcile], w.ByClass[ingest.ReadClassConfirm], w.WebhooksDeferred, mark)
 	}
 	p("")
-	p("writes per table and index (the day's traffic, seeding left out; capacity meter, Space-Saving top-%d; index writes whose key the request does not show are 'unknown'):", capacity.DefaultTopK)
-	hk := append([]capacity.HotKey(nil), r.HotKeys...)
+	p("writes per table and index (the day's traffic, seeding left out; capacity meter, Space-Saving top-%d; index writes whose key the request does not show are 'unknown'):", metering.DefaultTopK)
+	hk := append([]metering.HotKey(nil), r.HotKeys...)
 	sort.Slice(hk, func(i, j int) bool { return hk[i].Share() > hk[j].Share() })
 	for _, h := range hk {
 		note := ""

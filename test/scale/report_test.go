@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 )
 
 func TestReportFigures(t *testing.T) {
@@ -15,7 +15,7 @@ func TestReportFigures(t *testing.T) {
 		Lags:           []time.Duration{time.Second, 5 * time.Second, 6 * time.Second},
 		Windows:        []Window{{List: 10}, {List: 11}, {List: 0}},
 		EditsMilestone: 8, CaughtMilestone: 6, MissedEdits: []string{"scale-7's edit at 1m0s of the day, never caught"},
-		HotKeys: []capacity.HotKey{
+		HotKeys: []metering.HotKey{
 			{Scope: "p-CommitCollect", Writes: 1000, Key: "USER#1", Count: 20},
 			{Scope: "p-CommitCollect/GSI1", Writes: 99, Key: "A", Count: 99}, // too few writes to count
 			{Scope: "p-CommitCollectIdempotency/Pending", Writes: 400, Key: "OUTBOX#PENDING#0", Count: 100},

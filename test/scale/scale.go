@@ -27,8 +27,8 @@ import (
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/runkit"
@@ -120,7 +120,7 @@ type Env struct {
 	S       Settings
 	St      *runkit.Stack
 	Sim     *stravasim.Server
-	Keys    *capacity.WriteKeys
+	Keys    *metering.WriteKeys
 	Logf    func(string, ...any)
 	proxy   *httptest.Server
 	tr      *tracker
@@ -197,7 +197,7 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 		return nil, err
 	}
 	e.modelID, e.parts = cat.Models[0].ModelID, cat.Models[0].PartCount
-	e.Keys = capacity.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Store.Tables())), 0)
+	e.Keys = metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Store.Tables())), 0)
 	return e, nil
 }
 
@@ -593,7 +593,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 		return r, err
 	}
 	// From now on every component counts its written keys: the day's traffic.
-	for _, m := range []*capacity.Meter{e.St.Capacity.API, e.St.Capacity.Worker, e.St.Capacity.Projector, e.St.Capacity.Sweeper} {
+	for _, m := range []*metering.Meter{e.St.Capacity.API, e.St.Capacity.Worker, e.St.Capacity.Projector, e.St.Capacity.Sweeper} {
 		m.CountWriteKeys(e.Keys)
 	}
 

@@ -20,7 +20,7 @@
 // (runner.Runner.Metrics; the worker Lambda writes to stdout) with StravaReads
 // under the dimension Class: what the capacity dashboard shows next to the
 // read limit. Token refreshes (POST /oauth/token) go through the refresher,
-// not these calls, and are not counted (see scripts/capacitykit).
+// not these calls, and are not counted (see scripts/plankit).
 package budget
 
 import (

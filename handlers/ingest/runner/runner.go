@@ -53,7 +53,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
@@ -206,7 +206,7 @@ func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 	return nil
 }
 
-// meterJob gives one job its own consumed-capacity meter (capacity.StartMeter:
+// meterJob gives one job its own consumed-capacity meter (metering.StartMeter:
 // a meter the caller's context carries receives the figures too) and
 // returns the function that logs the job's line: "job finished" with the
 // job's correlationId, activityId, durationMs and the DynamoDB requests,
@@ -215,7 +215,7 @@ func (w *Runner) Run(ctx context.Context, job ingest.Job) error {
 // It also counts the job's Strava reads and writes them as the StravaReads
 // metric of the job's class to Metrics (budget.WriteReadsEMF).
 func (w *Runner) meterJob(ctx context.Context, job ingest.Job) (context.Context, func()) {
-	ctx, m := capacity.StartMeter(ctx)
+	ctx, m := metering.StartMeter(ctx)
 	ctx, reads := budget.WithReadCounter(ctx)
 	start := w.Now()
 	return ctx, func() {

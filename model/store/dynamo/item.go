@@ -21,7 +21,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/records"
 	"github.com/commitcollect/backend/model/secrets"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 )
 
 // Item is one raw DynamoDB item.
@@ -58,7 +58,7 @@ type Sealer interface {
 // of client with the consumed-capacity middleware installed (package
 // capacity): calls made with a context carrying a Meter are accounted in it.
 func New(client *dynamodb.Client, t Tables) *DB {
-	return &DB{db: capacity.Install(client), t: t, Now: func() time.Time { return time.Now().UTC() }}
+	return &DB{db: metering.Install(client), t: t, Now: func() time.Time { return time.Now().UTC() }}
 }
 
 // Marshal stamps e (keys, entityType, schemaVersion) and renders it.

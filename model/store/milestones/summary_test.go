@@ -12,8 +12,8 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -114,7 +114,7 @@ func TestCollectionSummaryCostsTheSameAtAnySize(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	cost := map[string]capacity.Snapshot{}
+	cost := map[string]metering.Snapshot{}
 	for _, tt := range []struct {
 		user       string
 		milestones int
@@ -126,7 +126,7 @@ func TestCollectionSummaryCostsTheSameAtAnySize(t *testing.T) {
 		if _, done, err := s.SummarizeCollection(ctx, tt.user, 0); err != nil || !done {
 			t.Fatalf("%s: %v %v", tt.user, done, err)
 		}
-		mctx, meter := capacity.StartMeter(ctx)
+		mctx, meter := metering.StartMeter(ctx)
 		sums, complete, err := s.CollectionSummary(mctx, tt.user)
 		total := 0
 		for _, parts := range sums {

@@ -4,8 +4,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/commitcollect/backend/model/store"
-	"github.com/commitcollect/backend/model/store/capacity"
 	"github.com/commitcollect/backend/model/store/dynamo"
+	"github.com/commitcollect/backend/model/store/metering"
 )
 
 // IndexSpec describes a global secondary index. Projection is ALL when
@@ -100,16 +100,16 @@ func Specs(t dynamo.Tables) []TableSpec {
 }
 
 // KeySchemas are the keys of specs' tables and indexes, as the write-key
-// accounting needs them (capacity.NewWriteKeys).
-func KeySchemas(specs []TableSpec) []capacity.KeySchema {
-	out := make([]capacity.KeySchema, 0, len(specs))
+// accounting needs them (metering.NewWriteKeys).
+func KeySchemas(specs []TableSpec) []metering.KeySchema {
+	out := make([]metering.KeySchema, 0, len(specs))
 	for _, s := range specs {
-		k := capacity.KeySchema{Name: s.Name, HashKey: s.HashKey}
+		k := metering.KeySchema{Name: s.Name, HashKey: s.HashKey}
 		for _, g := range s.GSIs {
-			k.GSIs = append(k.GSIs, capacity.Index{Name: g.Name, Key: g.HashKey})
+			k.GSIs = append(k.GSIs, metering.Index{Name: g.Name, Key: g.HashKey})
 		}
 		for _, l := range s.LSIs {
-			k.LSIs = append(k.LSIs, capacity.Index{Name: l.Name, Key: l.RangeKey})
+			k.LSIs = append(k.LSIs, metering.Index{Name: l.Name, Key: l.RangeKey})
 		}
 		out = append(out, k)
 	}

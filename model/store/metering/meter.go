@@ -1,10 +1,10 @@
-// Package capacity accounts what DynamoDB calls cost, in the product: a
+// Package metering meters what DynamoDB calls cost, in the product: a
 // client middleware (Install) adds the requests and the read and write units
 // of every call made with a metered context (Start, With) to its Meter, and
 // a Meter may also count the partition keys writes land on (WriteKeys, for
 // the hot-key figures of test/scale). The Lambdas log a job's or a batch's
 // Snapshot; make capacity and make bench read the same figures.
-package capacity
+package metering
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package capacitykit
+package plankit
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func yes(b bool) string {
 func (p Plan) printAssumptions(pf func(string, ...any)) {
 	a := p.A
 	pf("Capacity plan for %d athletes\n\n", a.Athletes)
-	pf("Assumptions (flags; defaults in `go doc ./scripts/capacitykit Defaults`):\n")
+	pf("Assumptions (flags; defaults in `go doc ./scripts/plankit Defaults`):\n")
 	pf("  activities %.3g per athlete-day; per activity: pushed edits %.3g, deletes %.3g, unpushed edits %.3g\n",
 		a.ActivitiesPerDay, a.PushedEdits, a.Deletes, a.UnpushedEdits)
 	pf("  new connects %.3g and deauthorizations %.3g per athlete-day; backfill history %d days (CC_SYNC_MAX_DAYS) = %.0f activities, %.0f page(s) of %d\n",
@@ -68,7 +68,7 @@ func (p Plan) printReads(pf func(string, ...any)) {
 	pf("  backfill (new connects)                    %12.0f\n", p.Reads.Backfill)
 	pf("  reconciliation (%8.0f reconciles)       %12.0f\n", p.Reconciles, p.Reads.Reconcile)
 	pf("  deauth/delete confirmations                %12.0f\n", p.Reads.Confirm)
-	inBudget := "not counted: POST /oauth/token, see `go doc -u ./scripts/capacitykit Plan.readBudget`; -refreshes-in-budget counts them"
+	inBudget := "not counted: POST /oauth/token, see `go doc -u ./scripts/plankit Plan.readBudget`; -refreshes-in-budget counts them"
 	if a.RefreshesInBudget {
 		inBudget = "counted (-refreshes-in-budget)"
 	}
@@ -86,7 +86,7 @@ func (p Plan) printReads(pf func(string, ...any)) {
 func (p Plan) printUnits(pf func(string, ...any)) {
 	m := p.M
 	pf("DynamoDB units per unit of work, measured (%s):\n", m.Source)
-	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/capacity/meter.go)\n")
+	pf("  DynamoDB Local's ConsumedCapacity accounting through the product's meter (model/store/metering/meter.go)\n")
 	for _, r := range []struct {
 		name string
 		s    Stages

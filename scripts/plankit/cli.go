@@ -1,4 +1,4 @@
-package capacitykit
+package plankit
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func ParseFlags(args []string, errW io.Writer) (Assumptions, MeasureOptions, err
 		fmt.Fprintf(errW, "usage: make capacity ARGS=\"-athletes N [flags]\"\n\n"+
 			"Prints the capacity plan for N athletes: Strava reads per day by class and whether they fit the limits,\n"+
 			"DynamoDB requests/RCU/WCU, Lambda invocations and GB-s, and the monthly AWS cost. The per-event DynamoDB\n"+
-			"units are measured first on DynamoDB Local (go doc -all ./scripts/capacitykit).\n\nFlags:\n")
+			"units are measured first on DynamoDB Local (go doc -all ./scripts/plankit).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&a.Athletes, "athletes", a.Athletes, "connected athletes")

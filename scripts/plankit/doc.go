@@ -1,4 +1,4 @@
-// Package capacitykit is the capacity plan behind `make capacity` (scripts/capacity):
+// Package plankit is the capacity plan behind `make capacity` (scripts/capacity):
 // for N athletes on one Strava application it prints Strava reads per day by class and whether they fit
 // the application's limits, DynamoDB requests/RCU/WCU per day, Lambda invocations and GB-s per day, and
 // a monthly AWS cost at published on-demand prices. Its last line is
@@ -12,4 +12,4 @@
 // Where each figure comes from is documented beside the code that makes it: Measure (the
 // measured units), Plan.reconciliation and Plan.readBudget (the reads, the
 // fit), Plan.dynamoDB, Defaults (the assumptions) and DefaultPrices.
-package capacitykit
+package plankit

@@ -1,4 +1,4 @@
-package capacitykit
+package plankit
 
 import (
 	"context"

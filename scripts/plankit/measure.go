@@ -1,4 +1,4 @@
-package capacitykit
+package plankit
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/retry"
-	"github.com/commitcollect/backend/model/store/capacity"
+	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/scripts/ddblocal"
 	"github.com/commitcollect/backend/scripts/runkit"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -44,7 +44,7 @@ type MeasureOptions struct {
 // handler, the worker, the stream reader feeding the projector, the sync
 // scheduler) on DynamoDB Local against the Strava simulator, and returns
 // what each unit of work costs as the product's capacity meters
-// (Stack.Capacity, capacity.StartMeter per request, job and batch) record it:
+// (Stack.Capacity, metering.StartMeter per request, job and batch) record it:
 // webhook creates (with and without an active milestone), updates and
 // deletes, one deauthorization, one backfill page and one reconcile of an
 // unchanged athlete. Each unit is sent alone and measured from the meters'
@@ -54,9 +54,9 @@ type MeasureOptions struct {
 // (scripts/runkit — the api's handler, the worker, the stream reader feeding the projector, the sync
 // scheduler: the Lambdas' code) on DynamoDB Local (started like the tests do, test/dynamolocal, or
 // -endpoint) against the Strava simulator (scripts/stravasim), read from the product's capacity meters
-// (model/store/capacity/meter.go: Stack.Capacity and capacity.StartMeter per request, job and batch). Each unit
+// (model/store/metering/meter.go: Stack.Capacity and metering.StartMeter per request, job and batch). Each unit
 // of work is sent alone and costed from the meters' growth until the stack is quiet again, the method of
-// the bench (test/bench; capacity.Units.Sub subtracts the snapshots): a warm webhook create for an athlete with
+// the bench (test/bench; metering.Units.Sub subtracts the snapshots): a warm webhook create for an athlete with
 // an active milestone and for one without, a pushed update, a delete (api accept + worker + projector), a
 // new connect's backfill page of the default history (enqueue + worker + projection of the imported
 // workouts), a reconcile of an unchanged athlete (ReconcileAll's enqueue — the operator's full round, without
@@ -97,7 +97,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 		defer cancel()
 		st.Close(cctx)
 	}()
-	r := &run{st: st, sim: st.Sim, sched: capacity.NewMeter(), timeout: o.Timeout, next: time.Now().Unix() * 1000}
+	r := &run{st: st, sim: st.Sim, sched: metering.NewMeter(), timeout: o.Timeout, next: time.Now().Unix() * 1000}
 	m := Measured{Reads: map[string]float64{},
 		Source: fmt.Sprintf("local stack on %s with the Strava simulator; %d warm events per class", st.DynamoDBEndpoint, o.Events)}
 	if err := r.measure(ctx, o, &m); err != nil {
@@ -109,7 +109,7 @@ func Measure(ctx context.Context, o MeasureOptions) (Measured, error) {
 type run struct {
 	st      *runkit.Stack
 	sim     *stravasim.Server
-	sched   *capacity.Meter
+	sched   *metering.Meter
 	timeout time.Duration
 	next    int64
 }
@@ -117,15 +117,15 @@ type run struct {
 func (r *run) id() int64 { r.next++; return r.next }
 
 // snap is every meter at one instant.
-type snap struct{ api, worker, projector, sched capacity.Snapshot }
+type snap struct{ api, worker, projector, sched metering.Snapshot }
 
 func (r *run) snap() snap {
 	c := r.st.Capacity
 	return snap{c.API.Snapshot(), c.Worker.Snapshot(), c.Projector.Snapshot(), r.sched.Snapshot()}
 }
 
-func (s snap) units() [4]capacity.Units {
-	return [4]capacity.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
+func (s snap) units() [4]metering.Units {
+	return [4]metering.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
 }
 
 // quiet waits until the worker's queue is drained and no meter has moved
@@ -157,7 +157,7 @@ func (r *run) quiet(ctx context.Context) (snap, error) {
 // stages returns what the meters recorded between two quiet instants,
 // divided by n units; the scheduler's figures count as the api stage.
 func stages(before, after snap, n int) Stages {
-	per := func(a, b capacity.Snapshot) Cost {
+	per := func(a, b metering.Snapshot) Cost {
 		u := a.Units.Sub(b.Units)
 		return Cost{float64(u.Requests), u.RCU, u.WCU}.Scale(1 / float64(n))
 	}
@@ -372,7 +372,7 @@ func (r *run) backfill(ctx context.Context, o MeasureOptions, m *Measured) (int6
 	for i := range k {
 		r.activity(a3, time.Duration(i+1)*spread)
 	}
-	sctx := capacity.WithMeter(ctx, r.sched)
+	sctx := metering.WithMeter(ctx, r.sched)
 	var rd float64
 	m.BackfillPage, rd, err = r.unit(ctx, 1, func() error {
 		ok, err := r.st.Scheduler.EnsureBackfill(sctx, backfillUser, "capacity")
@@ -402,7 +402,7 @@ func (r *run) reconcile(ctx context.Context, m *Measured) error {
 		return err
 	}
 	readsBefore := r.reads()
-	res, err := r.st.Scheduler.ReconcileAll(capacity.WithMeter(ctx, r.sched))
+	res, err := r.st.Scheduler.ReconcileAll(metering.WithMeter(ctx, r.sched))
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
