@@ -82,7 +82,15 @@ func ProjectorLambda(ctx context.Context) (*consumer.Consumer, error) {
 // metrics: the one place the stream consumer is built, for the projector
 // Lambda, the local stack and the rebuild command.
 func ProjectorOf(st *store.Store, metrics io.Writer, log *slog.Logger) *consumer.Consumer {
-	return consumer.New(st, consumer.Options{Logger: log, Metrics: metrics, Meter: BatchMeter})
+	return consumer.New(ProjectorStores(st), consumer.Options{Logger: log, Metrics: metrics, Meter: BatchMeter})
+}
+
+// ProjectorStores hands the projector each DynamoDB adapter it uses, behind
+// the consumer's ports.
+func ProjectorStores(st *store.Store) consumer.Stores {
+	ms := st.Milestones
+	return consumer.Stores{Milestones: ms, Series: ms, Catalog: ms, Log: st.Workouts, Audits: st.Audits, Parked: st.ParkedRecords,
+		Guard: st.Guard, Collection: st.Collection}
 }
 
 // BatchMeter counts a projector batch's DynamoDB calls with the store's

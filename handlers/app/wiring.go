@@ -20,7 +20,6 @@ import (
 	"github.com/commitcollect/backend/model/store/grantcheck"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
-	"github.com/commitcollect/backend/projections/consumer"
 )
 
 // SyncSettingsFrom are the backfill and reconciliation settings of cfg
@@ -70,7 +69,6 @@ var (
 	_ runner.Processor            = (*fetch.Fetcher)(nil)
 	_ runner.BurstProcessor       = (*Worker)(nil)
 	_ fetch.ActivityLister        = (*strava.Client)(nil)
-	_ consumer.Store              = (*store.Store)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.

@@ -350,7 +350,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj := consumer.New(e.st, consumer.Options{Metrics: io.Discard})
+	proj := consumer.New(app.ProjectorStores(e.st), consumer.Options{Metrics: io.Discard})
 	if resp, err := proj.Handle(context.Background(), events.DynamoDBEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("projector: %+v, %v", resp, err)
 	}

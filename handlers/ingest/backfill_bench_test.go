@@ -196,7 +196,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	c := consumer.New(proj, consumer.Options{Metrics: io.Discard, Logger: log})
+	c := consumer.New(app.ProjectorStores(proj), consumer.Options{Metrics: io.Discard, Logger: log})
 	var (
 		mu                      sync.Mutex
 		batches, workoutRecords int

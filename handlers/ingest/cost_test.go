@@ -308,7 +308,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, outbox.NewDrops(st.DB), d, ingesttest.Log()).Mount(mux)
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
 		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
-	proj := consumer.New(st, consumer.Options{Metrics: &strings.Builder{}})
+	proj := consumer.New(app.ProjectorStores(st), consumer.Options{Metrics: &strings.Builder{}})
 
 	type cost struct {
 		calls []meteredCall

@@ -12,7 +12,6 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
@@ -24,7 +23,9 @@ import (
 // n-th projection write (so that write fails, as after a kill between two
 // transactions).
 type faultyStore struct {
-	*store.Store
+	consumer.MilestoneStore
+	consumer.AuditLog
+	db *dynamo.DB // the out-of-band bump's
 	// auditDown makes every best-effort audit write fail.
 	auditDown bool
 	// bumpBeforeWrite, when > 0, is the projection write (1-based) before
@@ -37,21 +38,21 @@ func (f *faultyStore) AppendAudit(ctx context.Context, e *model.AuditEntry) erro
 	if f.auditDown {
 		return fmt.Errorf("append audit %s: killed before it was written", e.EventType)
 	}
-	return f.Store.AppendAudit(ctx, e)
+	return f.AuditLog.AppendAudit(ctx, e)
 }
 
 func (f *faultyStore) WriteProjection(ctx context.Context, w ports.ProjectionWrite) error {
 	if n := f.writes.Add(1); n == f.bumpBeforeWrite {
 		var m model.Milestone
-		if err := f.Get(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {
+		if err := f.db.Get(ctx, f.db.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), &m); err != nil {
 			return err
 		}
-		if _, err := f.UpdateVersioned(ctx, f.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), m.Version,
+		if _, err := f.db.UpdateVersioned(ctx, f.db.Tables().Main, keys.MilestoneKey(w.UserID, w.MilestoneID), m.Version,
 			dynamo.Changes{Set: map[string]any{"writtenBy": "concurrent"}}); err != nil {
 			return err
 		}
 	}
-	return f.Store.WriteProjection(ctx, w)
+	return f.MilestoneStore.WriteProjection(ctx, w)
 }
 
 // mintAudits counts the AWARD_MINTED entries of a user's milestone by part,
@@ -113,8 +114,10 @@ func TestAwardsAndTheirAuditLandTogether(t *testing.T) {
 	e.putMilestone("u-together", "m1", fixture.Definition(fixture.Parts(10)))
 	e.putWorkout(fixture.Workout("u-together", 101, fixture.Day(1), fixture.Km(25), fixture.Corr("corr-25")))
 	e.putWorkout(fixture.Workout("u-together", 102, fixture.Day(2), fixture.Km(30), fixture.Corr("corr-30")))
-	fs := &faultyStore{Store: e.s, auditDown: true}
-	c := consumer.New(fs, consumer.Options{Metrics: e.metrics})
+	st := e.stores()
+	fs := &faultyStore{MilestoneStore: st.Milestones, AuditLog: st.Audits, auditDown: true}
+	st.Milestones, st.Audits = fs, fs
+	c := consumer.New(st, consumer.Options{Metrics: e.metrics})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
@@ -167,8 +170,10 @@ func TestCrashBetweenMintTransactionsLeavesAConsistentPrefix(t *testing.T) {
 	e.putModel("rocket", 99)
 	e.putMilestone("u-crash", "m1", fixture.Definition(fixture.Parts(99)))
 	e.longRun("u-crash")
-	fs := &faultyStore{Store: e.s, bumpBeforeWrite: 2}
-	crashing := consumer.New(fs, consumer.Options{Metrics: e.metrics, MaxAttempts: 1})
+	st := e.stores()
+	fs := &faultyStore{MilestoneStore: st.Milestones, AuditLog: st.Audits, db: e.s.DB, bumpBeforeWrite: 2}
+	st.Milestones, st.Audits = fs, fs
+	crashing := consumer.New(st, consumer.Options{Metrics: e.metrics, MaxAttempts: 1})
 	if _, err := crashing.RecomputeUser(e.ctx, "u-crash", false); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("second transaction: got %v, want a conflict", err)
 	}

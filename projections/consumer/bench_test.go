@@ -66,7 +66,7 @@ func benchHandle(b *testing.B, users, records int) {
 	e.putModel("rocket", 10)
 	f := e.feed()
 	f.workouts() // skip the model items
-	c := consumer.New(e.s, consumer.Options{Metrics: io.Discard})
+	c := consumer.New(e.stores(), consumer.Options{Metrics: io.Discard})
 	perUser := records / users
 	// 1.5 km each: one user's 100 workouts complete the 100 km milestone
 	// (10 parts); ten users' 10 workouts earn one part each.
@@ -133,7 +133,7 @@ func BenchmarkRecomputeUser3000(b *testing.B) {
 	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
 		b.Fatal(err)
 	}
-	c := consumer.New(e.s, consumer.Options{Metrics: io.Discard})
+	c := consumer.New(e.stores(), consumer.Options{Metrics: io.Discard})
 	// The first recompute mints the 7 parts the log earns; the loop measures
 	// the steady state (progress changes, no new award).
 	if rep, err := c.RecomputeUser(e.ctx, "u1", false); err != nil || len(rep.Milestones) != 1 || len(rep.Milestones[0].Minted) != 7 {

@@ -7,20 +7,19 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
 
 // countingStore counts the catalog reads of the real store.
 type countingStore struct {
-	*store.Store
+	consumer.Catalog
 	partReads atomic.Int64
 }
 
 func (c *countingStore) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
 	c.partReads.Add(1)
-	return c.Store.ModelParts(ctx, modelID)
+	return c.Catalog.ModelParts(ctx, modelID)
 }
 
 // TestWarmConsumerReadsTheCatalogOnce: a warm projector
@@ -32,9 +31,11 @@ func TestWarmConsumerReadsTheCatalogOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.putModel("rocket", 4)
-	cs := &countingStore{Store: e.s}
+	st := e.stores()
+	cs := &countingStore{Catalog: st.Catalog}
+	st.Catalog = cs
 	now := march.AddDate(0, 0, 20)
-	c := consumer.New(cs, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	c := consumer.New(st, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	mint := func(user string, def model.MilestoneDefinition) {
 		t.Helper()
 		e.putMilestone(user, "m1", def)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -73,8 +72,10 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spy := &collectSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics})
+	st := e.stores()
+	spy := &collectSpy{Collector: st.Collection}
+	st.Collection = spy
+	c := consumer.New(st, consumer.Options{Metrics: e.metrics})
 	for i := range 2 {
 		if _, err := c.RecomputeUser(e.ctx, "u-legacy", false); err != nil {
 			t.Fatal(err)
@@ -101,11 +102,11 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 
 // collectSpy is the real store, counting CollectAwards calls.
 type collectSpy struct {
-	*store.Store
+	consumer.Collector
 	calls atomic.Int64
 }
 
 func (s *collectSpy) CollectAwards(ctx context.Context, awards []model.Award) error {
 	s.calls.Add(1)
-	return s.Store.CollectAwards(ctx, awards)
+	return s.Collector.CollectAwards(ctx, awards)
 }

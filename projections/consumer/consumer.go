@@ -39,33 +39,26 @@ const (
 	EventRecordParked        = "PROJECTOR_RECORD_PARKED"
 )
 
-// Store is what the consumer needs from the DynamoDB adapter: what it
-// reads, what it writes, and the periods of series.
-type Store interface {
-	Reader
-	Writer
-	SeriesStore
+// Stores are the adapters a Consumer is handed, each behind the port of
+// what the consumer does with it (the wiring hands the DynamoDB adapters;
+// tests, fakes of the ports they exercise). Every field is required.
+type Stores struct {
+	Milestones MilestoneStore
+	Series     SeriesStore
+	Catalog    Catalog
+	Log        LogReader
+	Audits     AuditLog
+	Parked     Parker
+	Guard      GuardedRemover
+	Collection Collector
 }
 
-// Reader reads a user's milestones, log, catalog and award audits.
-type Reader interface {
+// MilestoneStore reads a user's milestones, writes a projection (with its
+// awards) and reads which awards were audited.
+type MilestoneStore interface {
 	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
-	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
-	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
-}
-
-// Writer writes projections, audit entries and parked records.
-type Writer interface {
 	WriteProjection(ctx context.Context, w ports.ProjectionWrite) error
-	AppendAudit(ctx context.Context, e *model.AuditEntry) error
-	Park(ctx context.Context, r *model.ParkedRecord) error
-	// RemoveGuarded removes workouts written while the user's guard held.
-	RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error)
-	// CollectAwards files award items minted before the collection existed
-	// (model.Award.Collected false) in the user's collection.
-	CollectAwards(ctx context.Context, awards []model.Award) error
+	AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error)
 }
 
 // SeriesStore reads and starts the periods of a series.
@@ -77,6 +70,38 @@ type SeriesStore interface {
 	// while its series exists (ErrConflict when it is gone); an item that
 	// exists lends p its createdAtUtc.
 	StartPeriod(ctx context.Context, p *model.Milestone) error
+}
+
+// Catalog reads a model's parts, whose names and metadata awards carry.
+type Catalog interface {
+	ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
+}
+
+// LogReader reads a user's workouts in the windows asked.
+type LogReader interface {
+	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
+}
+
+// AuditLog writes audit entries and reads those of one instant.
+type AuditLog interface {
+	AppendAudit(ctx context.Context, e *model.AuditEntry) error
+	AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error)
+}
+
+// Parker parks a record the consumer cannot project.
+type Parker interface {
+	Park(ctx context.Context, r *model.ParkedRecord) error
+}
+
+// GuardedRemover removes workouts written while the user's guard held.
+type GuardedRemover interface {
+	RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []model.Key) (int, error)
+}
+
+// Collector files award items minted before the collection existed
+// (model.Award.Collected false) in the user's collection.
+type Collector interface {
+	CollectAwards(ctx context.Context, awards []model.Award) error
 }
 
 // Options tune a Consumer; the zero value is usable.
@@ -119,7 +144,7 @@ const DefaultPartsTTL = 5 * time.Minute
 // Consumer projects milestones from stream batches and on demand. It is safe
 // for concurrent use.
 type Consumer struct {
-	st    Store
+	st    Stores
 	o     Options
 	stats struct {
 		seen, ignored, failed, parked, users, conflicts, writes, awards atomic.Int64
@@ -128,8 +153,8 @@ type Consumer struct {
 	recorder recorder
 }
 
-// New returns a Consumer over st.
-func New(st Store, o Options) *Consumer {
+// New returns a Consumer over the adapters st.
+func New(st Stores, o Options) *Consumer {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,8 +179,8 @@ func New(st Store, o Options) *Consumer {
 	if o.PartsTTL == 0 {
 		o.PartsTTL = DefaultPartsTTL
 	}
-	return &Consumer{st: st, o: o, minter: &minter{st: st, ttl: o.PartsTTL, cached: map[string]cachedParts{}},
-		recorder: recorder{st: st, log: o.Logger, now: o.Now}}
+	return &Consumer{st: st, o: o, minter: &minter{st: st.Catalog, ttl: o.PartsTTL, cached: map[string]cachedParts{}},
+		recorder: recorder{audits: st.Audits, parked: st.Parked, log: o.Logger, now: o.Now}}
 }
 
 // Stats are the consumer's cumulative counters since New.

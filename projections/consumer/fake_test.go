@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/projections/consumer"
 )
 
-// fakeStore is consumer.Store with a function per method the tests steer
+// fakeStore is every consumer port with a function per method the tests steer
 // (nil: the call is a test failure), in the style of wtf's mock package,
 // as every fake of a port here is; the other methods answer as an empty,
 // healthy store.
@@ -121,8 +121,9 @@ func conflictingStore(t testing.TB, conflicts int) (fakeStore, *[]ports.Projecti
 	}, &writes, &reads
 }
 
-func newFakeConsumer(st consumer.Store, attempts int) *consumer.Consumer {
-	return consumer.New(st, consumer.Options{Metrics: io.Discard, Now: func() time.Time { return at0 }, MaxAttempts: attempts,
+func newFakeConsumer(st fakeStore, attempts int) *consumer.Consumer {
+	all := consumer.Stores{Milestones: st, Series: st, Catalog: st, Log: st, Audits: st, Parked: st, Guard: st, Collection: st}
+	return consumer.New(all, consumer.Options{Metrics: io.Discard, Now: func() time.Time { return at0 }, MaxAttempts: attempts,
 		BackoffBase: time.Nanosecond, BackoffMax: time.Nanosecond})
 }
 

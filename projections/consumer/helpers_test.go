@@ -55,7 +55,14 @@ func (e *env) consumer(o consumer.Options) *consumer.Consumer {
 	if o.Meter == nil {
 		o.Meter = storeMeter
 	}
-	return consumer.New(e.s, o)
+	return consumer.New(e.stores(), o)
+}
+
+// stores are the consumer's ports over e's DynamoDB adapters, as the
+// projector's wiring hands them.
+func (e *env) stores() consumer.Stores {
+	return consumer.Stores{Milestones: e.s.Milestones, Series: e.s.Milestones, Catalog: e.s.Milestones, Log: e.s.Workouts,
+		Audits: e.s.Audits, Parked: e.s.ParkedRecords, Guard: e.s.Guard, Collection: e.s.Collection}
 }
 
 // storeMeter counts a batch with the store's meter, as the wiring does.

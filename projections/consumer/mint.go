@@ -21,9 +21,7 @@ import (
 // minter mints a milestone's new awards, each with its part's name and
 // metadata from the model's catalog, kept warm for ttl (Options.PartsTTL).
 type minter struct {
-	st interface {
-		ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error)
-	}
+	st     Catalog
 	ttl    time.Duration
 	mu     sync.Mutex
 	cached map[string]cachedParts // by model id
@@ -272,7 +270,7 @@ func (c *Consumer) write(ctx context.Context, log *slog.Logger, tg target, res p
 	awards []*model.Award, audits map[int]*model.AuditEntry, mr *MilestoneReport) error {
 	for _, w := range Plan(tg.m, res.Projection, tg.existing, awards, audits, tg.leaves) {
 		w.Token = Token(w)
-		if err := c.st.WriteProjection(ctx, w); err != nil {
+		if err := c.st.Milestones.WriteProjection(ctx, w); err != nil {
 			return err
 		}
 		mr.Written, mr.Version = true, w.ExpectedVersion+1

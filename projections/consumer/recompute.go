@@ -95,7 +95,7 @@ func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, writte
 	for i, id := range written {
 		ks[i] = keys.WorkoutKey(g.UserID, id)
 	}
-	n, err := c.st.RemoveGuarded(ctx, g, ks)
+	n, err := c.st.Guard.RemoveGuarded(ctx, g, ks)
 	if err != nil {
 		return fmt.Errorf("remove workouts written for guarded user %s: %w", g.UserID, err)
 	}
@@ -111,7 +111,7 @@ func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, writte
 // before it (no lost progress).
 func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (UserReport, error) {
 	rep := UserReport{UserID: userID}
-	um, err := c.st.UserMilestones(ctx, userID)
+	um, err := c.st.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return rep, err
 	}
@@ -140,12 +140,12 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 	}
 	// A series is projected period by period, only those the triggers
 	// touch (series.go).
-	periods, periodWindows, err := seriesPeriods(ctx, c.st, userID, um.Milestones, t, now)
+	periods, periodWindows, err := seriesPeriods(ctx, c.st.Series, userID, um.Milestones, t, now)
 	if err != nil {
 		return rep, err
 	}
 	windows = append(windows, periodWindows...)
-	wl, err := c.st.WorkoutLog(ctx, userID, windows)
+	wl, err := c.st.Log.WorkoutLog(ctx, userID, windows)
 	if err != nil {
 		return rep, err
 	}
@@ -202,7 +202,7 @@ func (c *Consumer) milestone(ctx context.Context, tg target, lg projections.Log,
 		// A period's own item written for the first time, before its
 		// audits are keyed: a period another projector started first
 		// lends m its createdAtUtc.
-		if err := c.st.StartPeriod(ctx, m); err != nil {
+		if err := c.st.Series.StartPeriod(ctx, m); err != nil {
 			return mr, err
 		}
 	}
@@ -232,7 +232,7 @@ func (c *Consumer) collect(ctx context.Context, existing map[int]model.Award) er
 		return nil
 	}
 	slices.SortFunc(legacy, func(a, b model.Award) int { return a.PartIndex - b.PartIndex })
-	return c.st.CollectAwards(ctx, legacy)
+	return c.st.Collection.CollectAwards(ctx, legacy)
 }
 
 // project computes the milestone's projection from the log, reading its
@@ -257,7 +257,7 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 	// when only its award item was lost): read them then, not on every
 	// recompute.
 	if len(res.Unjustified) > 0 || len(unminted(res.Projection.AwardedParts, m.PartCount, existing)) > 0 {
-		if held.Audited, err = c.st.AwardAudits(ctx, m.UserID, keys.AwardOwnerID(m.MilestoneID, m.PeriodOf), m.CreatedAtUtc); err != nil {
+		if held.Audited, err = c.st.Milestones.AwardAudits(ctx, m.UserID, keys.AwardOwnerID(m.MilestoneID, m.PeriodOf), m.CreatedAtUtc); err != nil {
 			return mr, res, held, err
 		}
 		if res, err = projections.ProjectWith(m.MilestoneDefinition, m.Projection, held, lg, now); err != nil {

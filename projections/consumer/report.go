@@ -137,9 +137,10 @@ type UserReport struct {
 // part), and entries are conditional puts. A failed audit write is logged and
 // never fails the projection, except AWARD_MINTED: it is part of the mint.
 type recorder struct {
-	st  Store
-	log *slog.Logger
-	now func() time.Time
+	audits AuditLog
+	parked Parker
+	log    *slog.Logger
+	now    func() time.Time
 }
 
 // audit writes an entry and never fails the projection. The request id is
@@ -151,7 +152,7 @@ func (c recorder) audit(ctx context.Context, userID, eventType, correlationID st
 		newEntry = model.NewRoutineAuditEntry // one per event: no index keys
 	}
 	e := newEntry(keys.UserPK(userID), userID, eventType, correlationID, reqID, at, details)
-	if err := c.st.AppendAudit(ctx, e); err != nil {
+	if err := c.audits.AppendAudit(ctx, e); err != nil {
 		c.log.ErrorContext(ctx, "audit write failed", "eventType", eventType, "userId", userID,
 			"correlationId", correlationID, "error", err)
 	}
@@ -210,7 +211,7 @@ func (c recorder) legacyAudits(ctx context.Context, m *model.Milestone, unjustif
 	}
 	found := false
 	for sec, parts := range bySecond {
-		es, err := c.st.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
+		es, err := c.audits.AuditEntriesAt(ctx, m.UserID, time.Unix(sec, 0))
 		if err != nil {
 			return false, err
 		}
@@ -240,7 +241,7 @@ func (c recorder) park(ctx context.Context, rec events.DynamoDBEventRecord, d tr
 	}
 	r := &model.ParkedRecord{Source: keys.ParkSourceProjector, RecordID: id, Reason: why.Error(), Payload: string(payload),
 		CorrelationID: d.CorrelationID, ParkedAtUtc: c.now(), UserID: d.UserID}
-	if err := c.st.Park(ctx, r); err != nil {
+	if err := c.parked.Park(ctx, r); err != nil {
 		return err
 	}
 	subject := keys.ParkedPK(keys.ParkSourceProjector)
@@ -249,7 +250,7 @@ func (c recorder) park(ctx context.Context, rec events.DynamoDBEventRecord, d tr
 	}
 	e := model.NewAuditEntry(subject, d.UserID, EventRecordParked, d.CorrelationID, digest(EventRecordParked, id), c.now(),
 		map[string]string{"recordId": id, "sequenceNumber": rec.Change.SequenceNumber, "reason": why.Error()})
-	if err := c.st.AppendAudit(ctx, e); err != nil {
+	if err := c.audits.AppendAudit(ctx, e); err != nil {
 		c.log.ErrorContext(ctx, "audit write failed", "eventType", EventRecordParked, "userId", d.UserID, "error", err)
 	}
 	return nil

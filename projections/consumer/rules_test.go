@@ -40,7 +40,7 @@ func TestRulesAreProjectedAndStored(t *testing.T) {
 	e.putWorkout(run(2, 2, 42, rules.Flags{Manual: true}))
 	e.putWorkout(run(3, 8, 1, rules.Flags{})) // 300 s: below the minimum
 	e.putWorkout(run(4, 9, 12, rules.Flags{}))
-	c := consumer.New(e.s, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	c := consumer.New(e.stores(), consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -18,24 +17,35 @@ import (
 // seriesSpy is the real store, recording which periods of a series each
 // recompute reads and which windows of the log.
 type seriesSpy struct {
-	*store.Store
+	consumer.SeriesStore
+	consumer.LogReader
 	mu      sync.Mutex
 	starts  [][]string
 	windows [][]model.Window
+	stores  consumer.Stores // e's ports, the spy in place of its two
+}
+
+// seriesSpy wraps e's series and log ports.
+func (e *env) seriesSpy() *seriesSpy {
+	st := e.stores()
+	spy := &seriesSpy{SeriesStore: st.Series, LogReader: st.Log}
+	st.Series, st.Log = spy, spy
+	spy.stores = st
+	return spy
 }
 
 func (s *seriesSpy) SeriesPeriods(ctx context.Context, userID, milestoneID string, starts []string) (map[string]ports.SeriesPeriod, error) {
 	s.mu.Lock()
 	s.starts = append(s.starts, starts)
 	s.mu.Unlock()
-	return s.Store.SeriesPeriods(ctx, userID, milestoneID, starts)
+	return s.SeriesStore.SeriesPeriods(ctx, userID, milestoneID, starts)
 }
 
 func (s *seriesSpy) WorkoutLog(ctx context.Context, userID string, ws []model.Window) (ports.WorkoutLog, error) {
 	s.mu.Lock()
 	s.windows = append(s.windows, ws)
 	s.mu.Unlock()
-	return s.Store.WorkoutLog(ctx, userID, ws)
+	return s.LogReader.WorkoutLog(ctx, userID, ws)
 }
 
 func (s *seriesSpy) reset() {
@@ -65,8 +75,8 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	lastWeek, weekBefore := thisWeek.AddDate(0, 0, -7), thisWeek.AddDate(0, 0, -14)
 	now := thisWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
 	e.weeklyRuns(user, "s1", weekBefore.AddDate(0, 0, -260*7))
-	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	spy := e.seriesSpy()
+	c := consumer.New(spy.stores, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 { // the series' INSERT: every period
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
@@ -223,8 +233,8 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 	lastWeek := thisWeek.AddDate(0, 0, -7)
 	now := lastWeek.AddDate(0, 0, 4).Add(12 * time.Hour)
 	e.weeklyRuns(user, "s2", lastWeek.AddDate(0, 0, -70))
-	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	spy := e.seriesSpy()
+	c := consumer.New(spy.stores, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	run := func(id int64, day time.Time) *model.Workout { return sydneyRun(user, id, day) }
 	e.putWorkout(run(1, lastWeek))
 	e.putWorkout(run(2, lastWeek.AddDate(0, 0, 1)))
@@ -307,8 +317,8 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 		}
 	}
 	e.newRecords()
-	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	spy := e.seriesSpy()
+	c := consumer.New(spy.stores, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if starts := e.upload(c, spy, run(3, thisWeek.AddDate(0, 0, 2))); len(starts) != 1 || !slices.Equal(starts[0], []string{date(thisWeek)}) {
 		t.Fatalf("the first event read periods %v, want this week's own item", starts)
 	}
@@ -378,13 +388,13 @@ func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
 // StartPeriod: a second projector's whole round between the first's start
 // of a period and its mint.
 type startSpy struct {
-	*store.Store
+	consumer.SeriesStore
 	once  sync.Once
 	after func()
 }
 
 func (s *startSpy) StartPeriod(ctx context.Context, p *model.Milestone) error {
-	err := s.Store.StartPeriod(ctx, p)
+	err := s.SeriesStore.StartPeriod(ctx, p)
 	s.once.Do(s.after)
 	return err
 }
@@ -415,12 +425,14 @@ func TestTwoProjectorsStartingOnePeriodAuditUnderItsStart(t *testing.T) {
 	p := newPaused()
 	b := e.consumer(consumer.Options{Now: func() time.Time { return now.Add(time.Second) }, BeforeWrite: p.beforeWrite})
 	finishB := e.start(b, p, batch) // B has read: no week item yet
-	spy := &startSpy{Store: e.s, after: func() {
+	st := e.stores()
+	spy := &startSpy{SeriesStore: st.Series, after: func() {
 		if resp := finishB(); len(resp.BatchItemFailures) != 0 {
 			t.Errorf("B failures: %+v", resp.BatchItemFailures)
 		}
 	}}
-	a := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now },
+	st.Series = spy
+	a := consumer.New(st, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now },
 		BackoffBase: time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	if resp := e.handle(a, batch); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("A failures: %+v", resp.BatchItemFailures)

@@ -39,8 +39,8 @@ func TestAStreakEventReadsOnlyItsDay(t *testing.T) {
 			e.putWorkout(run(int64(i), today.AddDate(0, 0, -i)))
 		}
 	}
-	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	spy := e.seriesSpy()
+	c := consumer.New(spy.stores, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}

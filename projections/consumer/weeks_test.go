@@ -9,7 +9,6 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
 	"github.com/commitcollect/backend/model/ports"
-	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/test/fixture"
 )
@@ -41,8 +40,8 @@ func TestAnEventReadsOnlyTheWeekItTouches(t *testing.T) {
 	e.putWorkout(run(1, calendar.WeekStart(k-2).Add(24*time.Hour), 10))
 	e.putWorkout(run(2, calendar.WeekStart(k-1).Add(24*time.Hour), 10))
 	e.putWorkout(run(3, calendar.WeekStart(k-1).Add(48*time.Hour), 10))
-	spy := &seriesSpy{Store: e.s}
-	c := consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
+	spy := e.seriesSpy()
+	c := consumer.New(spy.stores, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return now }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 { // the milestone's INSERT: all of it
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
@@ -91,13 +90,13 @@ func TestAnEventReadsOnlyTheWeekItTouches(t *testing.T) {
 
 // cutSpy is the real store whose first log read says the guardrail cut it.
 type cutSpy struct {
-	*store.Store
+	consumer.LogReader
 	reads [][]model.Window
 }
 
 func (s *cutSpy) WorkoutLog(ctx context.Context, userID string, ws []model.Window) (ports.WorkoutLog, error) {
 	s.reads = append(s.reads, ws)
-	wl, err := s.Store.WorkoutLog(ctx, userID, ws)
+	wl, err := s.LogReader.WorkoutLog(ctx, userID, ws)
 	wl.Truncated = wl.Truncated || len(s.reads) == 1
 	return wl, err
 }
@@ -126,8 +125,10 @@ func TestWeeksCutByTheGuardrailAreReadWhole(t *testing.T) {
 		t.Fatalf("the projector's own write: failures %+v, %d parked", resp.BatchItemFailures, c.Stats().RecordsParked)
 	}
 	e.putWorkout(fixture.Workout("u1", 7, fixture.Day(20), fixture.Km(5)))
-	spy := &cutSpy{Store: e.s}
-	c = consumer.New(spy, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return at0 }})
+	st := e.stores()
+	spy := &cutSpy{LogReader: st.Log}
+	st.Log = spy
+	c = consumer.New(st, consumer.Options{Metrics: e.metrics, Now: func() time.Time { return at0 }})
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}

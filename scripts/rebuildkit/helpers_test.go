@@ -3,6 +3,7 @@ package rebuildkit_test
 import (
 	"context"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/app"
 	"io"
 	"log/slog"
 	"sync"
@@ -42,7 +43,7 @@ func newHarness(t testing.TB) *harness {
 	st := store.New(db, dynamolocal.MustCreateTables(t, db))
 	h := &harness{st: st, streams: sc}
 	// The projector, wired as the commands wire it (wire.Setup).
-	c := consumer.New(st, consumer.Options{Metrics: io.Discard})
+	c := consumer.New(app.ProjectorStores(st), consumer.Options{Metrics: io.Discard})
 	h.env = &cli.Env{
 		Store: st, Streams: sc,
 		StreamARN: func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },

@@ -75,7 +75,7 @@ func newAPI(t *testing.T) *api {
 		t.Fatal(err)
 	}
 	a.stream = streams.NewReader(streamsAPI, arn, streams.Options{Logger: log})
-	a.projector = consumer.New(a.st, consumer.Options{Metrics: io.Discard})
+	a.projector = consumer.New(app.ProjectorStores(a.st), consumer.Options{Metrics: io.Discard})
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
