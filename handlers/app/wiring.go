@@ -47,7 +47,6 @@ func NewRevocations(st *store.Store) Revocations {
 var (
 	_ intake.IdempotencyStore     = (*store.Store)(nil)
 	_ handoff.OutboxStore         = (*store.Store)(nil)
-	_ runner.Store                = (*store.Store)(nil)
 	_ fetch.Store                 = Ingestion{}
 	_ deauth.RevocationStore      = Revocations{}
 	_ deauth.GrantChecks          = grantcheck.Checks{}
@@ -138,7 +137,7 @@ type confirmer struct {
 func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
 	w := &Worker{Fetch: fetch.NewFetcher(IngestionOf(st), tokens, fetcher, log)}
 	w.Fetch.Deauth = deauth.New(NewRevocations(st), grantcheck.New(st), confirmer{tokens, fetcher}, w.Fetch, st)
-	w.Runner = runner.NewRunner(st, w, log)
+	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.ParkedRecords, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
 	return w
 }
 

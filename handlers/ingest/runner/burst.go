@@ -76,11 +76,11 @@ type BurstLeaseHolder interface {
 // another sweep dispatched the athlete's events under a new one) makes the
 // burst superseded: at once, an error and nothing to run; later, the
 // returned context ends, the burst stops, and its events stay received for
-// the newer burst. A job without a burst lease, or a store that cannot
-// hold one, runs as it is.
+// the newer burst. A job without a burst lease, or a runner without
+// Bursts, runs as it is.
 func (w *Runner) holdBurstLease(ctx context.Context, log *slog.Logger, job ingest.Job) (context.Context, func(done bool), error) {
-	h, ok := w.store.(BurstLeaseHolder)
-	if !ok || job.BurstLeaseUntil.IsZero() || job.BurstLeaseFor <= 0 {
+	h := w.store.Bursts
+	if h == nil || job.BurstLeaseUntil.IsZero() || job.BurstLeaseFor <= 0 {
 		return ctx, func(bool) {}, nil
 	}
 	owner, token, every := job.Burst[0].Event.OwnerID, job.BurstLeaseUntil, job.BurstLeaseFor/2

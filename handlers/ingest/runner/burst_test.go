@@ -23,6 +23,13 @@ type leaseStore struct {
 	releaseFn func(token time.Time) error
 }
 
+// stores hands l as every port of the runner, the burst lease's too.
+func (l *leaseStore) stores() runner.Stores {
+	st := l.fakeStore.stores()
+	st.Bursts = l
+	return st
+}
+
 func (l *leaseStore) RenewBurst(_ context.Context, _ int64, token, _ time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,7 +92,7 @@ func TestABurstHoldsItsLeaseWhileItRuns(t *testing.T) {
 		}
 		return make([]error, len(job.Burst))
 	})
-	r := runner.NewRunner(st, work, quietLog())
+	r := runner.NewRunner(st.stores(), work, quietLog())
 	if err := r.Run(context.Background(), leasedBurst(3, 40*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +115,7 @@ func TestASupersededBurstStops(t *testing.T) {
 	st := &leaseStore{fakeStore: &fakeStore{t: t}}
 	st.renewFn = func(time.Time) error { return fmt.Errorf("renew: %w", model.ErrConflict) }
 	ran := false
-	r := runner.NewRunner(st, burstFunc(func(_ context.Context, job ingest.Job) []error {
+	r := runner.NewRunner(st.stores(), burstFunc(func(_ context.Context, job ingest.Job) []error {
 		ran = true
 		return make([]error, len(job.Burst))
 	}), quietLog())
@@ -124,7 +131,7 @@ func TestASupersededBurstStops(t *testing.T) {
 		return nil
 	}
 	stopped := false
-	r = runner.NewRunner(st, burstFunc(func(ctx context.Context, job ingest.Job) []error {
+	r = runner.NewRunner(st.stores(), burstFunc(func(ctx context.Context, job ingest.Job) []error {
 		select {
 		case <-ctx.Done():
 			stopped = true

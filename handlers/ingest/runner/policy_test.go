@@ -62,7 +62,7 @@ func TestDecideParksAtTheFirstFailureWhenTheBoundIsZero(t *testing.T) {
 	}
 }
 
-// fakeStore is the runner's Store with a function per method (nil: the
+// fakeStore is every port of the runner's Stores with a function per method (nil: the
 // call is a test failure), in the style of wtf's mock package.
 type fakeStore struct {
 	t              *testing.T
@@ -182,7 +182,7 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 				RemoveParkedFn: func(string, string) error { calls = append(calls, "unpark"); return nil },
 				MarkParkedFn:   func(string) error { calls = append(calls, "mark"); return nil },
 			}
-			r := runner.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
+			r := runner.NewRunner(st.stores(), processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
 				slog.New(slog.NewTextHandler(io.Discard, nil)))
 			r.Now = func() time.Time { return now }
 			job := received(tt.failures)
@@ -208,7 +208,7 @@ func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 		return &model.IdempotencyRecord{IdempotencyKey: "k1", Status: model.OutboxDone}, nil
 	}}
 	ran := false
-	r := runner.NewRunner(st, processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),
+	r := runner.NewRunner(st.stores(), processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	job := received(0)
 	job.OutboxFailures = nil
@@ -229,4 +229,9 @@ func TestRouteRefusesSyncJobsWithoutASyncer(t *testing.T) {
 	if err := r.Process(context.Background(), ingest.Job{}); err != nil || events != 1 {
 		t.Fatalf("event job: %v, %d calls; want it processed once", err, events)
 	}
+}
+
+// stores hands f as every port of the runner but the burst lease's.
+func (f *fakeStore) stores() runner.Stores {
+	return runner.Stores{Outbox: f, Parked: f, Athletes: f, Audits: f}
 }

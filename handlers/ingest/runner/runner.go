@@ -59,14 +59,21 @@ import (
 	"github.com/commitcollect/backend/model"
 )
 
-// Store is the outbox the runner settles jobs in, and where it parks them
-// (model/store.Store), by use case.
-type Store interface {
-	Settler
-	Parking
-	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
-	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
-	ingest.Auditor
+// Stores are the adapters a Runner is handed, each behind the port of what
+// the runner does with it.
+type Stores struct {
+	// Outbox holds the jobs' outbox items.
+	Outbox Settler
+	// Parked holds the jobs set aside for redrive.
+	Parked Parking
+	// Athletes resolve a job's athlete to the user its audit entry is filed
+	// under.
+	Athletes ingest.AthleteResolver
+	// Audits write the runner's audit entries.
+	Audits ingest.Auditor
+	// Bursts hold a burst job's athlete lease (nil: a burst runs without
+	// renewing or releasing it).
+	Bursts BurstLeaseHolder
 }
 
 // Settler records a job's outcome in its outbox item.
@@ -79,15 +86,15 @@ type Settler interface {
 	// DeferOutboxItem keeps a received item received until notBefore;
 	// ErrConflict when it was settled already.
 	DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error
+	// MarkOutboxParked marks the job's outbox item before its record is
+	// parked, so a later run that finishes the job removes the record.
+	MarkOutboxParked(ctx context.Context, key string) error
 }
 
 // Parking sets jobs aside for redrive and takes them back.
 type Parking interface {
 	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
 	Park(ctx context.Context, r *model.ParkedRecord) error
-	// MarkOutboxParked marks the job's outbox item before its record is
-	// parked, so a later run that finishes the job removes the record.
-	MarkOutboxParked(ctx context.Context, key string) error
 	// RemoveParked removes a done job's parked record from its shard
 	// (missing: not an error).
 	RemoveParked(ctx context.Context, source, recordID string) error
@@ -112,7 +119,7 @@ const (
 // Runner runs the jobs the outbox hands off (the worker Lambda, the local
 // queue's workers): it processes each and settles its outbox item.
 type Runner struct {
-	store Store
+	store Stores
 	work  Processor
 	log   *slog.Logger
 	// Now is the clock; tests may replace it.
@@ -127,8 +134,8 @@ type Runner struct {
 	Metrics io.Writer
 }
 
-// NewRunner builds the runner of work's jobs over the outbox st.
-func NewRunner(st Store, work Processor, log *slog.Logger) *Runner {
+// NewRunner builds the runner of work's jobs over the adapters st.
+func NewRunner(st Stores, work Processor, log *slog.Logger) *Runner {
 	return &Runner{store: st, work: work, log: log, Now: func() time.Time { return time.Now().UTC() },
 		MaxFailures: ingest.DefaultMaxFailures, RetryBase: DefaultRetryBase}
 }

@@ -24,7 +24,7 @@ func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, r
 	var err error
 	switch o.Kind {
 	case OutcomeDone:
-		err = w.store.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
+		err = w.store.Outbox.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
 		if uerr := w.unparkDone(ctx, job, rec); uerr != nil {
 			// The outcome is recorded; a redrive of the stale record finds
 			// the job done and does not run it again.
@@ -34,7 +34,7 @@ func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, r
 		w.countAppCredentials(ctx, log, perr, now)
 		w.countHeldBack(ctx, log, perr, now)
 		log.InfoContext(ctx, "job deferred", "writeStatus", "deferred", "notBefore", o.Until.UTC().Format(time.RFC3339), "reason", o.Reason)
-		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
+		err = w.store.Outbox.DeferOutboxItem(ctx, key, o.Until, o.Reason, false, now)
 	case OutcomeParked:
 		err = w.park(ctx, job, o.Reason, now)
 		if o.Poison {
@@ -45,7 +45,7 @@ func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, r
 	case OutcomeRetry:
 		log.WarnContext(ctx, "job failed; retried later", "writeStatus", "retry", "failures", rec.Failures+1,
 			"notBefore", o.Until.Format(time.RFC3339), "error", perr)
-		err = w.store.DeferOutboxItem(ctx, key, o.Until, o.Reason, true, now)
+		err = w.store.Outbox.DeferOutboxItem(ctx, key, o.Until, o.Reason, true, now)
 	}
 	switch {
 	case err == nil:
@@ -107,7 +107,7 @@ func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *model.Idem
 	if !rec.ParkedRecord {
 		return nil
 	}
-	if err := w.store.RemoveParked(ctx, keys.ParkSourceWorker, job.IdempotencyKey); err != nil {
+	if err := w.store.Parked.RemoveParked(ctx, keys.ParkSourceWorker, job.IdempotencyKey); err != nil {
 		return fmt.Errorf("remove the parked record of done job %s: %w", job.IdempotencyKey, err)
 	}
 	return nil
@@ -125,13 +125,13 @@ func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now ti
 	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
 		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
 	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
-	if err := w.store.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
+	if err := w.store.Outbox.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
 	}
-	if err := w.store.Park(ctx, r); err != nil {
+	if err := w.store.Parked.Park(ctx, r); err != nil {
 		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
 	}
-	return w.store.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
+	return w.store.Outbox.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
 }
 
 // parkedOwner names the user and athlete a parked job belongs to, so an
@@ -142,7 +142,7 @@ func (w *Runner) parkedOwner(ctx context.Context, job ingest.Job) (string, int64
 	if job.Sync != nil {
 		return job.Sync.UserID, job.Sync.AthleteID
 	}
-	userID, err := w.store.ResolveAthlete(ctx, job.Event.OwnerID)
+	userID, err := w.store.Athletes.ResolveAthlete(ctx, job.Event.OwnerID)
 	if err != nil {
 		return "", job.Event.OwnerID
 	}
@@ -150,5 +150,5 @@ func (w *Runner) parkedOwner(ctx context.Context, job ingest.Job) (string, int64
 }
 
 func (w *Runner) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
-	w.store.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
+	w.store.Audits.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
 }

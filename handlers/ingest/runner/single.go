@@ -22,7 +22,7 @@ func (w *Runner) runOne(ctx context.Context, job ingest.Job) error {
 		rec = &model.IdempotencyRecord{IdempotencyKey: job.IdempotencyKey, Status: model.OutboxReceived,
 			Failures: *job.OutboxFailures, Dispatches: job.OutboxDispatches, ParkedRecord: job.OutboxParkedRecord}
 	case job.IdempotencyKey != "":
-		r, err := w.store.OutboxItem(ctx, job.IdempotencyKey)
+		r, err := w.store.Outbox.OutboxItem(ctx, job.IdempotencyKey)
 		switch {
 		case err == nil && r.Status == model.OutboxDone && job.Redrive:
 			// Parked once, done since (the sweeper ran it): a redrive must
