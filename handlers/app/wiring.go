@@ -18,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/grantcheck"
+	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 )
@@ -47,7 +48,6 @@ func NewRevocations(st *store.Store) Revocations {
 var (
 	_ intake.IdempotencyStore     = (*store.Store)(nil)
 	_ handoff.OutboxStore         = (*store.Store)(nil)
-	_ fetch.Store                 = Ingestion{}
 	_ deauth.RevocationStore      = Revocations{}
 	_ deauth.GrantChecks          = grantcheck.Checks{}
 	_ deauth.Budget               = (*fetch.Fetcher)(nil)
@@ -135,7 +135,9 @@ type confirmer struct {
 
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
 func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
-	w := &Worker{Fetch: fetch.NewFetcher(IngestionOf(st), tokens, fetcher, log)}
+	lim := limits.New(st)
+	fs := fetch.Stores{Athletes: st.Users, Workouts: st.Workouts, Connections: st.Connections, Caps: lim, Rate: lim, Audits: st.Audits}
+	w := &Worker{Fetch: fetch.NewFetcher(fs, tokens, fetcher, log)}
 	w.Fetch.Deauth = deauth.New(NewRevocations(st), grantcheck.New(st), confirmer{tokens, fetcher}, w.Fetch, st)
 	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.ParkedRecords, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
 	return w

@@ -167,7 +167,7 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	out := make([]error, len(job.Burst))
 	owner := job.Burst[0].Event.OwnerID
 	log := w.jobLog(job).With("burst", len(job.Burst))
-	userID, err := w.store.ResolveAthlete(ctx, owner)
+	userID, err := w.store.Athletes.ResolveAthlete(ctx, owner)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		log.InfoContext(ctx, "athlete not linked; burst dropped", "writeStatus", "skipped")
@@ -305,7 +305,7 @@ func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job,
 	case ingest.KindActivityCreate:
 		return nil
 	case ingest.KindActivityUpdate:
-		_, err := w.store.Workout(ctx, userID, job.Event.ObjectID)
+		_, err := w.store.Workouts.Workout(ctx, userID, job.Event.ObjectID)
 		if errors.Is(err, model.ErrNotFound) {
 			return nil
 		}
@@ -433,7 +433,7 @@ func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.J
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	wo.FetchStartedAtNs = started.UnixNano()
-	switch err := w.store.UpsertWorkout(ctx, wo); {
+	switch err := w.store.Workouts.UpsertWorkout(ctx, wo); {
 	case errors.Is(err, model.ErrConflict):
 		return nil // a later fetch is stored
 	case err != nil:
@@ -479,7 +479,7 @@ func (w burster) listFailed(ctx context.Context, log *slog.Logger, job ingest.Jo
 		until, why := w.ResetAfter429(rl, now)
 		return fmt.Errorf("burst %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why}), false
 	case errors.Is(err, model.ErrUnauthorized):
-		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+		if merr := w.store.Connections.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return fmt.Errorf("burst %s: %w", job.CorrelationID, merr), false
 		}
 		return w.needsReauth(ctx, log, job, userID, err), true

@@ -53,7 +53,7 @@ func (w *Fetcher) apply(ctx context.Context, log *slog.Logger, job ingest.Job, e
 		w.athletes.Listed.Forget(athleteID)
 	}
 	if a := e.audit; a != nil {
-		w.store.Audit(ctx, log, ingest.AuditEntry(a.subjectPK, a.userID, a.eventType, job, a.details, w.Now()))
+		w.store.Audits.Audit(ctx, log, ingest.AuditEntry(a.subjectPK, a.userID, a.eventType, job, a.details, w.Now()))
 	}
 }
 

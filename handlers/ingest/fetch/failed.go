@@ -34,7 +34,7 @@ func (w *Fetcher) readFailed(ctx context.Context, log *slog.Logger, job ingest.J
 	case errors.Is(err, model.ErrNotFound):
 		return w.hide(ctx, log, job, userID, fetchStarted)
 	case errors.Is(err, model.ErrUnauthorized):
-		if merr := w.store.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+		if merr := w.store.Connections.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return effects{}, fmt.Errorf("process %s: %w", job.CorrelationID, merr)
 		}
 		return reauthNeeded(ctx, log, userID, err), nil
@@ -70,7 +70,7 @@ func tokenFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID s
 // the fetch: a stored answer fetched later wins, and the job is done.
 func (w *Fetcher) hide(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, fetchStarted time.Time) (effects, error) {
 	ev := job.Event
-	err := w.store.MarkWorkoutHidden(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, model.WorkoutHiddenOrDeleted,
+	err := w.store.Workouts.MarkWorkoutHidden(ctx, userID, ev.OwnerID, ev.ObjectID, job.CorrelationID, model.WorkoutHiddenOrDeleted,
 		fetchStarted.UnixNano(), w.Now())
 	if errors.Is(err, model.ErrConflict) {
 		// Not an error, as for UpsertWorkout: an answer fetched later is

@@ -147,7 +147,7 @@ var (
 )
 
 func newFetcher(t *testing.T, st *fakeStore, s *fakeStrava) *fetch.Fetcher {
-	f := fetch.NewFetcher(st, tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
+	f := fetch.NewFetcher(st.stores(), tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Now = func() time.Time { return now }
 	return f
@@ -394,4 +394,9 @@ func TestUpdatesCannotSpendTheUploadsReserve(t *testing.T) {
 	if err := f.Process(ctx, event(ingest.AspectCreate)); err != nil || s.calls != 21 {
 		t.Fatalf("the athlete's upload: %v after %d fetches; want it fetched from the reserve", err, s.calls)
 	}
+}
+
+// stores hands f as every port of the fetcher.
+func (f *fakeStore) stores() fetch.Stores {
+	return fetch.Stores{Athletes: f, Workouts: f, Connections: f, Caps: f, Rate: f, Audits: f}
 }

@@ -28,22 +28,26 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// Store is what fetching an activity reads and writes (model/store.Store
-// beside model/store/limits: app.Ingestion), by use case: the athlete's workouts, the athlete's read caps, the shared
-// rate-limit reading, and the audit trail.
-type Store interface {
-	WorkoutWriter
-	ReadCaps
-	budget.RateStore
-	ingest.Auditor
+// Stores are the adapters a Fetcher is handed, each behind the port of
+// what fetching an activity does with it.
+type Stores struct {
+	// Athletes resolve an event's athlete to its user.
+	Athletes ingest.AthleteResolver
+	// Workouts hold the athletes' workouts.
+	Workouts WorkoutWriter
+	// Connections are flagged when Strava refuses a token.
+	Connections ReauthMarker
+	// Caps are the athletes' shared read counters (spend.go).
+	Caps ReadCaps
+	// Rate is the shared rate-limit reading (rate.go).
+	Rate budget.RateStore
+	// Audits write the fetcher's audit entries.
+	Audits ingest.Auditor
 }
 
-// WorkoutWriter is what writing an athlete's workout from Strava's answer
-// needs: the athlete's user, the stored workout, the ordered writes, and
-// the connection's flag when Strava refuses its token.
+// WorkoutWriter reads a stored workout and writes Strava's answers to it,
+// ordered by the fetch's start.
 type WorkoutWriter interface {
-	// ResolveAthlete returns the athlete's user; ErrNotFound when unlinked.
-	ResolveAthlete(ctx context.Context, athleteID int64) (string, error)
 	// Workout reads the stored workout; ErrNotFound when there is none.
 	Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error)
 	// UpsertWorkout writes the full workout keeping createdAtUtc, ordered
@@ -55,6 +59,10 @@ type WorkoutWriter interface {
 	// ordered like UpsertWorkout; ErrConflict when an answer fetched later
 	// is stored.
 	MarkWorkoutHidden(ctx context.Context, userID string, athleteID, activityID int64, correlationID, reason string, fetchStartedAtNs int64, now time.Time) error
+}
+
+// ReauthMarker flags a connection whose token Strava refused.
+type ReauthMarker interface {
 	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 }
@@ -174,7 +182,7 @@ const (
 //     Parked jobs are PARKED#WORKER records (`make redrive`). Audit writes
 //     never fail ingestion.
 type Fetcher struct {
-	store  Store
+	store  Stores
 	tokens TokenProvider
 	strava ActivityFetcher
 	log    *slog.Logger
@@ -218,9 +226,9 @@ type Fetcher struct {
 	reads    readTally     // see spend.go
 }
 
-// NewFetcher builds the fetcher over st and rev (the DynamoDB store),
-// tokens (the refresher) and Strava's REST client.
-func NewFetcher(st Store, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
+// NewFetcher builds the fetcher over the adapters st, tokens (the
+// refresher) and Strava's REST client.
+func NewFetcher(st Stores, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
 	return &Fetcher{store: st, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
 		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
 		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, AthleteReadsPerDay: DefaultAthleteReadsPerDay,

@@ -35,7 +35,7 @@ func (w *Fetcher) ObserveRate(ctx context.Context, log *slog.Logger, rl strava.R
 	st := budget.StateIn(rl, w.Now(), w.rateWindow())
 	refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests
 	if w.Rate.Observed(st, refused, w.BudgetReserve) {
-		if rerr := w.store.RecordRateLimit(ctx, st); rerr != nil {
+		if rerr := w.store.Rate.RecordRateLimit(ctx, st); rerr != nil {
 			log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
 		}
 	}
@@ -47,7 +47,7 @@ func (w *Fetcher) ObserveRate(ctx context.Context, log *slog.Logger, rl strava.R
 // (budget.RateCache).
 func (w *Fetcher) CheckBudget(ctx context.Context) error {
 	now := w.Now()
-	st, err := w.Rate.Current(ctx, w.store.RateLimitState, now)
+	st, err := w.Rate.Current(ctx, w.store.Rate.RateLimitState, now)
 	if err != nil {
 		return fmt.Errorf("check strava budget: %w", err)
 	}

@@ -28,7 +28,7 @@ func (w *Fetcher) serve(ctx context.Context, log *slog.Logger, job ingest.Job, f
 		cached = &e
 	} else {
 		var err error
-		userID, err = w.store.ResolveAthlete(ctx, ev.OwnerID)
+		userID, err = w.store.Athletes.ResolveAthlete(ctx, ev.OwnerID)
 		if errors.Is(err, model.ErrNotFound) {
 			log.InfoContext(ctx, "athlete not linked; event dropped", "writeStatus", "skipped")
 			return effects{audit: &auditNote{subjectPK: keys.AthletePK(ev.OwnerID), eventType: ingest.AuditAthleteNotLinked}}, nil
@@ -113,7 +113,7 @@ func (w *Fetcher) route(ctx context.Context, log *slog.Logger, job ingest.Job, u
 		}
 		return routeFetch, nil
 	}
-	switch stored, err := w.store.Workout(ctx, userID, ev.ObjectID); {
+	switch stored, err := w.store.Workouts.Workout(ctx, userID, ev.ObjectID); {
 	case err == nil && !job.ReceivedAtUtc.IsZero() && stored.FetchStarted().After(job.ReceivedAtUtc):
 		log.InfoContext(ctx, "workout already fetched after this event; no fetch", "writeStatus", "coalesced",
 			"fetchStartedAtUtc", stored.FetchStarted().Format(time.RFC3339Nano))

@@ -168,7 +168,7 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bo
 		shared int // the window counter's reads after ours: every instance's
 	)
 	if addWindow > 0 && w.AthleteReadsPerWindow > 0 {
-		if shared, err = w.store.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
+		if shared, err = w.store.Caps.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
 			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
 			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d %s in this window", ev.OwnerID, limit, kind))
 		}
@@ -176,7 +176,7 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bo
 	if err == nil && addDay > 0 && dayLimit > 0 {
 		// The window's counter has taken the reads already; a refusal
 		// here leaves them counted there (erring on fewer reads).
-		if err = w.store.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
+		if err = w.store.Caps.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
 			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
 			return w.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d %s", ev.OwnerID, dayLimit, kind))
 		}
@@ -202,7 +202,7 @@ func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error 
 	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
 	now, win, owner := w.Now(), w.rateWindow(), job.Event.OwnerID
 	if limit > 0 {
-		if err := w.store.TakeUnverifiedReads(ctx, owner, now, win, limit, 1); errors.Is(err, model.ErrConflict) {
+		if err := w.store.Caps.TakeUnverifiedReads(ctx, owner, now, win, limit, 1); errors.Is(err, model.ErrConflict) {
 			return w.heldBack(job, now.UTC().Truncate(win).Add(win),
 				fmt.Sprintf("athlete %d reached %d unverified reads in this window", owner, limit))
 		} else if err != nil {
@@ -210,7 +210,7 @@ func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error 
 		}
 	}
 	if dayLimit > 0 {
-		if err := w.store.TakeUnverifiedDayReads(ctx, owner, now, dayLimit, 1); errors.Is(err, model.ErrConflict) {
+		if err := w.store.Caps.TakeUnverifiedDayReads(ctx, owner, now, dayLimit, 1); errors.Is(err, model.ErrConflict) {
 			return w.heldBack(job, now.UTC().Truncate(24*time.Hour).Add(24*time.Hour),
 				fmt.Sprintf("athlete %d reached the daily allowance of %d unverified reads", owner, dayLimit))
 		} else if err != nil {
@@ -235,10 +235,10 @@ func (w *Fetcher) movePageToUnverified(ctx context.Context, log *slog.Logger, jo
 	win, owner := w.rateWindow(), job.Event.OwnerID
 	var err error
 	if limit > 0 {
-		err = w.store.TakeUnverifiedReads(ctx, owner, tookAt, win, math.MaxInt32, 1)
+		err = w.store.Caps.TakeUnverifiedReads(ctx, owner, tookAt, win, math.MaxInt32, 1)
 	}
 	if err == nil && dayLimit > 0 {
-		err = w.store.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
+		err = w.store.Caps.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
 	}
 	if err != nil {
 		log.WarnContext(ctx, "first list page listed none of the burst; its read stays on the athlete's caps", "error", err)

@@ -34,7 +34,7 @@ func (w *Fetcher) written(ctx context.Context, log *slog.Logger, job ingest.Job,
 		return effects{}, fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	wo.FetchStartedAtNs = fetchStarted.UnixNano()
-	err = w.store.UpsertWorkout(ctx, wo)
+	err = w.store.Workouts.UpsertWorkout(ctx, wo)
 	if errors.Is(err, model.ErrConflict) {
 		// Not an error: the stored item holds an answer (or a 404) whose
 		// fetch started later than ours (newest answer wins).
