@@ -51,7 +51,7 @@ func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slo
 // SchedulerOf builds the sync scheduler over d with cfg's sync settings and
 // lease.
 func SchedulerOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *syncjobs.SyncScheduler {
-	sched := syncjobs.NewSyncScheduler(IngestionOf(st), d, log)
+	sched := syncjobs.NewSyncScheduler(SchedulerStores(st), d, log)
 	sched.Settings = SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease

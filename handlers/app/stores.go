@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/commitcollect/backend/handlers/bff"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/milestones"
@@ -39,3 +40,17 @@ type budget = limits.Store
 
 // IngestionOf pairs st with the Strava budget's state over it.
 func IngestionOf(st *store.Store) Ingestion { return Ingestion{Store: st, budget: limits.New(st)} }
+
+// SyncerStores hands a sync job each DynamoDB adapter it uses.
+func SyncerStores(st *store.Store) syncjobs.SyncerStores {
+	lim := limits.New(st)
+	return syncjobs.SyncerStores{States: lim, Outbox: st.Outbox, Workouts: st.Workouts, Guard: st.Guard, Connections: st.Connections,
+		Pacing: lim, Audits: st.Audits}
+}
+
+// SchedulerStores hands the sync scheduler each DynamoDB adapter it uses.
+func SchedulerStores(st *store.Store) syncjobs.SchedulerStores {
+	lim := limits.New(st)
+	return syncjobs.SchedulerStores{States: lim, Connections: st.Connections, Milestones: st.Milestones, Log: st.Workouts,
+		Outbox: st.Outbox, Users: st.Users, Cursor: lim}
+}

@@ -46,28 +46,26 @@ func NewRevocations(st *store.Store) Revocations {
 // The DynamoDB store implements every persistence port of ingestion and
 // the refresher's; Strava's REST client and the refresher, the Strava ports.
 var (
-	_ intake.IdempotencyStore     = (*store.Store)(nil)
-	_ handoff.OutboxStore         = (*store.Store)(nil)
-	_ deauth.RevocationStore      = Revocations{}
-	_ deauth.GrantChecks          = grantcheck.Checks{}
-	_ deauth.Budget               = (*fetch.Fetcher)(nil)
-	_ fetch.UnseenRechecks        = (*syncjobs.SyncScheduler)(nil)
-	_ syncjobs.SyncStore          = Ingestion{}
-	_ syncjobs.SyncSchedulerStore = Ingestion{}
-	_ strava.TokenStore           = (*store.Store)(nil)
-	_ fetch.TokenProvider         = (*strava.Refresher)(nil)
-	_ fetch.TokenSource           = (*strava.Refresher)(nil)
-	_ syncjobs.TokenProvider      = (*strava.Refresher)(nil)
-	_ fetch.ActivityFetcher       = (*strava.Client)(nil)
-	_ syncjobs.ActivityLister     = (*strava.Client)(nil)
-	_ handoff.LambdaInvoker       = (*lambda.Client)(nil)
-	_ ingest.Dispatcher           = (*handoff.Queue)(nil)
-	_ ingest.Dispatcher           = (*handoff.LambdaDispatcher)(nil)
-	_ runner.Processor            = (*Worker)(nil)
-	_ runner.Processor            = (*syncjobs.Syncer)(nil)
-	_ runner.Processor            = (*fetch.Fetcher)(nil)
-	_ runner.BurstProcessor       = (*Worker)(nil)
-	_ fetch.ActivityLister        = (*strava.Client)(nil)
+	_ intake.IdempotencyStore = (*store.Store)(nil)
+	_ handoff.OutboxStore     = (*store.Store)(nil)
+	_ deauth.RevocationStore  = Revocations{}
+	_ deauth.GrantChecks      = grantcheck.Checks{}
+	_ deauth.Budget           = (*fetch.Fetcher)(nil)
+	_ fetch.UnseenRechecks    = (*syncjobs.SyncScheduler)(nil)
+	_ strava.TokenStore       = (*store.Store)(nil)
+	_ fetch.TokenProvider     = (*strava.Refresher)(nil)
+	_ fetch.TokenSource       = (*strava.Refresher)(nil)
+	_ syncjobs.TokenProvider  = (*strava.Refresher)(nil)
+	_ fetch.ActivityFetcher   = (*strava.Client)(nil)
+	_ syncjobs.ActivityLister = (*strava.Client)(nil)
+	_ handoff.LambdaInvoker   = (*lambda.Client)(nil)
+	_ ingest.Dispatcher       = (*handoff.Queue)(nil)
+	_ ingest.Dispatcher       = (*handoff.LambdaDispatcher)(nil)
+	_ runner.Processor        = (*Worker)(nil)
+	_ runner.Processor        = (*syncjobs.Syncer)(nil)
+	_ runner.Processor        = (*fetch.Fetcher)(nil)
+	_ runner.BurstProcessor   = (*Worker)(nil)
+	_ fetch.ActivityLister    = (*strava.Client)(nil)
 )
 
 // StravaSettings locate Strava (or the simulator) and the API application.
@@ -175,9 +173,8 @@ func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worke
 	}
 	// A burst's recheck of what it settled unseen waits its hour in the
 	// outbox; the sweeper hands it off then.
-	in := IngestionOf(st)
-	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(in, nil, log)
-	w.Sync = syncjobs.NewSyncer(in, refresher, client, log)
+	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(SchedulerStores(st), nil, log)
+	w.Sync = syncjobs.NewSyncer(SyncerStores(st), refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.RateWindow, w.Runner.MaxFailures
 	w.Sync.Rate = w.Fetch.Rate // one rate-limit cache per instance
 	return w

@@ -221,7 +221,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 
 	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
-	sched := syncjobs.NewSyncScheduler(app.IngestionOf(st), nil, log)
+	sched := syncjobs.NewSyncScheduler(app.SchedulerStores(st), nil, log)
 	setup := ctx // the checks after the run are not metered
 	ctx = metering.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)

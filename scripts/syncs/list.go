@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
@@ -37,14 +36,16 @@ type Row struct {
 	Attention string
 }
 
-// Lister is what List reads (model/store.Store with model/store/limits:
-// app.Ingestion).
-type Lister interface {
-	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
-	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
+// Lister is what List reads: the users index (the store's users) and each
+// user's sync state (model/store/limits).
+type Lister struct {
+	Users interface {
+		ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
+	}
+	States interface {
+		SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
+	}
 }
-
-var _ Lister = app.Ingestion{}
 
 // Attention classifies a sync at now: failed; stuck when it runs (or is
 // deferred) but has not been updated for stuckAfter past when it was due;
@@ -72,12 +73,12 @@ func List(ctx context.Context, st Lister, now time.Time, stuckAfter time.Duratio
 	for shard := range keys.UserListShards {
 		after := ""
 		for {
-			page, err := st.ListUsers(ctx, shard, after, 0)
+			page, err := st.Users.ListUsers(ctx, shard, after, 0)
 			if err != nil {
 				return nil, err
 			}
 			for _, u := range page.UserIDs {
-				s, err := st.SyncState(ctx, u)
+				s, err := st.States.SyncState(ctx, u)
 				if errors.Is(err, model.ErrNotFound) {
 					continue
 				}

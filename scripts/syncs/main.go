@@ -38,6 +38,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/store/limits"
 )
 
 func main() {
@@ -78,15 +79,15 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2
 	}
-	st, awsCfg := app.IngestionOf(conn.Store), conn.AWS
+	lim, awsCfg := limits.New(conn.Store), conn.AWS
 	if *readers > 0 {
-		return heaviestReaders(ctx, st, *readers, cfg.AthleteReadsPerDay, out, errOut)
+		return heaviestReaders(ctx, lim, *readers, cfg.AthleteReadsPerDay, out, errOut)
 	}
 	var d ingest.Dispatcher
 	if *workerFn != "" {
 		d = handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
 	}
-	sched := syncjobs.NewSyncScheduler(st, d, cfg.Logger())
+	sched := syncjobs.NewSyncScheduler(app.SchedulerStores(conn.Store), d, cfg.Logger())
 	sched.Settings = app.SyncSettingsFrom(cfg)
 	// A short lease: without a dispatcher the sweeper runs it at once.
 	sched.Lease = time.Second
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		fmt.Fprintf(out, "restart of user %s's sync enqueued\n", *restart)
 		return 0
 	}
-	rows, err := List(ctx, st, time.Now().UTC(), *stuckAfter, *all)
+	rows, err := List(ctx, Lister{Users: conn.Store.Users, States: lim}, time.Now().UTC(), *stuckAfter, *all)
 	if err != nil {
 		fmt.Fprintln(errOut, "syncs:", err)
 		return 2

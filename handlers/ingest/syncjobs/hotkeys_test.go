@@ -19,18 +19,18 @@ import (
 // rateCountingStore counts the sync path's reads and writes of the shared
 // rate-limit item (RATELIMIT#STRAVA/STATE).
 type rateCountingStore struct {
-	*countingSyncStore
+	syncjobs.SyncPacing
 	reads, writes atomic.Int64
 }
 
 func (c *rateCountingStore) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
 	c.reads.Add(1)
-	return c.countingSyncStore.RateLimitState(ctx)
+	return c.SyncPacing.RateLimitState(ctx)
 }
 
 func (c *rateCountingStore) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
 	c.writes.Add(1)
-	return c.countingSyncStore.RecordRateLimit(ctx, r)
+	return c.SyncPacing.RecordRateLimit(ctx, r)
 }
 
 // TestSyncPagesUseTheInstanceRateCache: a backfill of many pages, run
@@ -45,10 +45,12 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 	r := newSyncRig(t, settings)
 	r.Link("u1", 61, time.Hour)
 	r.history(61, 6000, 75, 24*time.Hour) // 8 pages: usage stays under a tenth of the simulator's read limit
-	counted := &rateCountingStore{countingSyncStore: r.counted}
+	all := r.counted.stores
+	counted := &rateCountingStore{SyncPacing: all.Pacing}
+	all.Pacing = counted
 	client := strava.NewClient(r.Sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
-	r.worker.Sync = syncjobs.NewSyncer(counted, refresher, client, ingesttest.Log())
+	r.worker.Sync = syncjobs.NewSyncer(all, refresher, client, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	// A clock that moves a millisecond per look: the whole backfill is
 	// well within one rateStateTTL however slow the machine is.

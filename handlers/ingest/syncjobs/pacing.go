@@ -21,7 +21,7 @@ import (
 // it, ordered by the job's priority, so webhooks deferred to the reset run
 // first. The shared reading comes from the instance's rate cache.
 func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Time, job ingest.Job) error {
-	st, err := s.Rate.Current(ctx, s.store.RateLimitState, now)
+	st, err := s.Rate.Current(ctx, s.store.Pacing.RateLimitState, now)
 	if err != nil {
 		return fmt.Errorf("check strava budget: %w", err)
 	}
@@ -68,7 +68,7 @@ func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimit
 			// from its own shard.
 			shards = keys.SyncReadsShardsFor(budget.ShareCap(b.limit, cfg.BudgetShare))
 		}
-		err := s.store.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
+		err := s.store.Pacing.TakeSyncRead(ctx, now, b.window, allowed, shards, pickOf(job, now))
 		if errors.Is(err, model.ErrConflict) {
 			until := budget.NextPacingSlot(b.limit, share, allowed, now, b.window, h)
 			if until.Equal(now.UTC().Truncate(b.window).Add(b.window)) {

@@ -58,7 +58,7 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 	if len(res.keys) > 0 {
 		// The page's write-then-check of the user guard: one read for the
 		// whole page (model/store/guard.go).
-		switch err := s.store.CheckWrites(ctx, sj.UserID, res.keys); {
+		switch err := s.store.Guard.CheckWrites(ctx, sj.UserID, res.keys); {
 		case errors.Is(err, model.ErrUserDeleted), errors.Is(err, model.ErrStravaRevoked):
 			log.InfoContext(ctx, "sync page removed: the account was deleted or the grant revoked meanwhile", "writeStatus", "skipped",
 				"removed", len(res.keys), "error", err)
@@ -88,7 +88,7 @@ func (s *Syncer) page(ctx context.Context, job ingest.Job) error {
 // false the page ends there, with err (nil: nothing to do).
 func (s *Syncer) begin(ctx context.Context, log *slog.Logger, cfg SyncSettings, job ingest.Job, now time.Time) (st *syncstate.SyncState, token string, ok bool, err error) {
 	sj, key := job.Sync, job.IdempotencyKey
-	st, err = s.store.UpdateSyncState(ctx, sj.UserID, func(cur *syncstate.SyncState) error { return decide(cur, job, now) })
+	st, err = s.store.States.UpdateSyncState(ctx, sj.UserID, func(cur *syncstate.SyncState) error { return decide(cur, job, now) })
 	if errors.Is(err, errSkip) {
 		log.InfoContext(ctx, "sync job has nothing to do (superseded, finished or covered)", "writeStatus", "skipped")
 		return nil, "", false, nil
@@ -139,7 +139,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 		// Through the instance's rate cache: written only when the reading
 		// matters to the others (budget.RateCache.observed), never per page.
 		if rst := budget.StateIn(rl, s.Now(), s.rateWindow()); s.Rate.Observed(rst, refused, budget.DefaultReserve) {
-			if rerr := s.store.RecordRateLimit(ctx, rst); rerr != nil {
+			if rerr := s.store.Pacing.RecordRateLimit(ctx, rst); rerr != nil {
 				log.WarnContext(ctx, "rate limit not recorded", "error", rerr)
 			}
 		}
@@ -150,7 +150,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 		until, why := budget.AfterRefusal(rl, n, s.rateWindow())
 		return nil, false, s.deferJob(ctx, log, job, &ingest.DeferError{Until: s.afterReset(until, job, n), Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrUnauthorized):
-		if merr := s.store.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+		if merr := s.store.Connections.MarkNeedsReauth(ctx, sj.UserID, s.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return nil, false, fmt.Errorf("sync %s: %w", key, merr)
 		}
 		return nil, false, s.stop(ctx, log, job, "strava refused the athlete's token: "+err.Error())
@@ -164,7 +164,7 @@ func (s *Syncer) list(ctx context.Context, log *slog.Logger, cfg SyncSettings, j
 // counts always (the writes happened), the cursor and the job's end only
 // while the job still owns the cursor. finished says this run ended the job.
 func (s *Syncer) advance(ctx context.Context, cfg SyncSettings, job ingest.Job, cursor time.Time, acts []strava.Activity, res pageResult, next time.Time, done bool) (finished bool, err error) {
-	_, err = s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
+	_, err = s.store.States.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
 		finished = false
 		cur.ImportedCount += res.written + res.recovered // the writes happened, whoever runs now
 		if cur.JobKey != job.IdempotencyKey || !cur.CursorBeforeUtc.Equal(cursor) {
@@ -280,7 +280,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, fr
 		lo, hi = minTime(lo, w.StartDateUtc), maxTime(hi, w.StartDateUtc)
 	}
 	to := hi.Add(time.Nanosecond)
-	lg, err := s.store.WorkoutLog(ctx, sj.UserID, []model.Window{{From: lo, To: &to}})
+	lg, err := s.store.Workouts.WorkoutLog(ctx, sj.UserID, []model.Window{{From: lo, To: &to}})
 	if err != nil {
 		return res, oldest, err
 	}
@@ -304,7 +304,7 @@ func (s *Syncer) apply(ctx context.Context, log *slog.Logger, job ingest.Job, fr
 			continue
 		}
 		w.FetchStartedAtNs, w.SyncJobKey = fetchStarted.UnixNano(), job.IdempotencyKey
-		err := s.store.UpsertWorkout(ctx, w)
+		err := s.store.Workouts.UpsertWorkout(ctx, w)
 		if errors.Is(err, model.ErrConflict) {
 			res.stale++ // a later fetch (or 404) is stored
 			continue

@@ -12,41 +12,49 @@ import (
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
-// SyncStore is the persistence sync jobs need (implemented by
-// model/store.Store beside model/store/limits: app.Ingestion), by use case: the sync state, the pages' workouts,
-// the budget's pacing and the audit trail.
-type SyncStore interface {
-	SyncProgress
-	PageWriter
-	SyncPacing
-	ingest.Auditor
+// SyncerStores are the adapters a Syncer is handed, each behind the port
+// of what a sync job does with it.
+type SyncerStores struct {
+	// States hold the users' sync states (the job's cursor).
+	States SyncStates
+	// Outbox holds the job's outbox item (its failures so far).
+	Outbox interface {
+		// OutboxItem reads the job's outbox item; ErrNotFound when none.
+		OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
+	}
+	// Workouts are the stored log a page is compared with, and written.
+	Workouts PageWorkouts
+	// Guard removes a page's writes made while the user's guard held.
+	Guard interface {
+		// CheckWrites reads the user guard once after a page's writes and
+		// removes them when it holds (ErrUserDeleted, ErrStravaRevoked).
+		CheckWrites(ctx context.Context, userID string, ks []model.Key) error
+	}
+	// Connections are flagged when Strava refuses a token.
+	Connections interface {
+		// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
+		MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
+	}
+	// Pacing is the shared budget's reading and the sync reads' counters.
+	Pacing SyncPacing
+	// Audits write the sync jobs' audit entries.
+	Audits ingest.Auditor
 }
 
-// SyncProgress is a sync job's own state: its sync state and its outbox
-// item.
-type SyncProgress interface {
-	// UpdateSyncState reads, decides and writes the user's sync state with
-	// a version check (model.ErrSkipWrite from decide writes nothing).
+// SyncStates read, decide and write a user's sync state with a version
+// check (model.ErrSkipWrite from decide writes nothing).
+type SyncStates interface {
 	UpdateSyncState(ctx context.Context, userID string, decide func(*syncstate.SyncState) error) (*syncstate.SyncState, error)
-	// OutboxItem reads the job's outbox item; ErrNotFound when none.
-	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
 }
 
-// PageWriter is what writing a list page's activities needs: the stored
-// log to compare with, the ordered writes, the guard's check after them and
-// the connection's flag when Strava refuses its token.
-type PageWriter interface {
+// PageWorkouts are what writing a list page's activities reads and writes.
+type PageWorkouts interface {
 	// WorkoutLog reads the user's workouts started in windows (one
 	// strongly consistent LSI1 query per window).
 	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
 	// UpsertWorkout is the ordered conditional write (newest fetch wins,
 	// a tombstone too, both ways); ErrConflict when the stored item wins.
 	UpsertWorkout(ctx context.Context, w *model.Workout) error
-	// CheckWrites reads the user guard once after a page's writes and
-	// removes them when it holds (ErrUserDeleted, ErrStravaRevoked).
-	CheckWrites(ctx context.Context, userID string, ks []model.Key) error
-	// MarkNeedsReauth flags the connection; ErrNotFound when it is gone.
-	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 }
 
 // SyncPacing is the shared budget's reading and the sync reads' counters
@@ -73,29 +81,44 @@ type ActivityLister interface {
 	ListActivities(ctx context.Context, accessToken string, o strava.ListOptions) ([]strava.Activity, strava.RateLimit, error)
 }
 
-// SyncSchedulerStore is the persistence the sync scheduler needs
-// (model/store.Store beside model/store/limits: app.Ingestion), by use case: what a user's sync
-// decision reads, the enqueue, and the reconciliation's enumeration.
-type SyncSchedulerStore interface {
-	SyncView
-	// ClaimOutboxItem records a job as received with a lease; ErrConflict
-	// when the key is already claimed (an idempotent enqueue).
-	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
-	UserEnumeration
+// SchedulerStores are the adapters a SyncScheduler is handed, each behind
+// the port of what deciding, enqueueing and reconciling syncs does with it.
+type SchedulerStores struct {
+	// States are the users' sync states.
+	States interface {
+		// SyncState reads the user's sync state; ErrNotFound when none.
+		SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
+	}
+	// Connections say whose athlete a user is.
+	Connections interface {
+		// ConnectionStatus says whose athlete the user is and whether the
+		// athlete must reconnect; ErrNotFound without a connection.
+		ConnectionStatus(ctx context.Context, userID string) (int64, bool, error)
+	}
+	// Milestones are what a sync is for.
+	Milestones MilestoneReader
+	// Log is the user's stored workouts.
+	Log interface {
+		// WorkoutLog reads the user's workouts started in windows (LSI1).
+		WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
+	}
+	// Outbox takes the jobs the scheduler enqueues.
+	Outbox OutboxClaimer
+	// Users are the reconciliation's walk of the users index, and its
+	// cursor.
+	Users  UserEnumeration
+	Cursor ReconcileCursors
 }
 
-// SyncView is what deciding a user's sync reads: the sync state, the
-// connection, the milestones and the stored log.
-type SyncView interface {
-	// SyncState reads the user's sync state; ErrNotFound when none.
-	SyncState(ctx context.Context, userID string) (*syncstate.SyncState, error)
-	// ConnectionStatus says whose athlete the user is and whether the
-	// athlete must reconnect; ErrNotFound without a connection.
-	ConnectionStatus(ctx context.Context, userID string) (int64, bool, error)
-	// UserMilestones reads the user's milestones (strongly consistent).
+// MilestoneReader reads a user's milestones (strongly consistent).
+type MilestoneReader interface {
 	UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error)
-	// WorkoutLog reads the user's workouts started in windows (LSI1).
-	WorkoutLog(ctx context.Context, userID string, windows []model.Window) (ports.WorkoutLog, error)
+}
+
+// OutboxClaimer records a job as received with a lease; ErrConflict when
+// the key is already claimed (an idempotent enqueue).
+type OutboxClaimer interface {
+	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
 }
 
 // UserEnumeration is the reconciliation's resumable walk of the users
@@ -105,6 +128,10 @@ type UserEnumeration interface {
 	ListUsers(ctx context.Context, shard int, after string, limit int) (ports.UsersPage, error)
 	// CountUsers counts the users index (once per reconciliation cycle).
 	CountUsers(ctx context.Context) (int, error)
+}
+
+// ReconcileCursors are where the reconciliation's walk stands.
+type ReconcileCursors interface {
 	// ReconcileCursor reads the enumeration cursor; ErrNotFound before the
 	// first cycle.
 	ReconcileCursor(ctx context.Context) (*syncstate.ReconcileCursor, error)

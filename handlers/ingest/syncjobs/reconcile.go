@@ -74,7 +74,7 @@ const (
 // checks (ReconcileAll).
 func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, userID string, now, cycle time.Time, force bool) (reconcileOutcome, error) {
 	from := now.AddDate(0, 0, -cfg.ReconcileDays)
-	ms, err := s.store.UserMilestones(ctx, userID)
+	ms, err := s.store.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +83,7 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 		if !active {
 			return outcomeNoMilestone, nil
 		}
-		st, err := s.store.SyncState(ctx, userID)
+		st, err := s.store.States.SyncState(ctx, userID)
 		if errors.Is(err, model.ErrNotFound) {
 			st, err = nil, nil
 		}
@@ -92,7 +92,7 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 		}
 		var window []model.Workout
 		if st != nil && !st.Running() && !syncstate.IdleReconcileDue(st, now, cfg.ReconcileIdle, cfg.ReconcileInterval) {
-			lg, err := s.store.WorkoutLog(ctx, userID, []model.Window{{From: from}})
+			lg, err := s.store.Log.WorkoutLog(ctx, userID, []model.Window{{From: from}})
 			if err != nil {
 				return 0, err
 			}
@@ -105,7 +105,7 @@ func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, use
 			return outcomeNoUpload, nil
 		}
 	}
-	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
 		return outcomeNoConnection, nil
 	}
@@ -187,7 +187,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 	cfg := s.Settings.WithDefaults()
 	now := s.Now()
 	var res ReconcileResult
-	cur, err := s.store.ReconcileCursor(ctx)
+	cur, err := s.store.Cursor.ReconcileCursor(ctx)
 	if errors.Is(err, model.ErrNotFound) {
 		cur, err = &syncstate.ReconcileCursor{Done: true}, nil
 	}
@@ -198,12 +198,12 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 		if !cur.CycleStartedAtUtc.IsZero() && now.Before(cur.CycleStartedAtUtc.Add(cfg.ReconcileInterval)) {
 			return res, nil
 		}
-		n, err := s.store.CountUsers(ctx)
+		n, err := s.store.Users.CountUsers(ctx)
 		if err != nil {
 			return res, fmt.Errorf("reconcile step: %w", err)
 		}
 		cur.CycleStartedAtUtc, cur.CycleUsers, cur.Visited, cur.Shard, cur.After, cur.Done = now, n, 0, 0, "", false
-		if err := s.store.SaveReconcileCursor(ctx, cur); err != nil {
+		if err := s.store.Cursor.SaveReconcileCursor(ctx, cur); err != nil {
 			return res, s.cursorLost(ctx, err)
 		}
 	}
@@ -214,7 +214,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < reconcileStopMargin {
 			break
 		}
-		page, err := s.store.ListUsers(ctx, cur.Shard, cur.After, min(todo, 100))
+		page, err := s.store.Users.ListUsers(ctx, cur.Shard, cur.After, min(todo, 100))
 		if err != nil {
 			return res, fmt.Errorf("reconcile step: %w", err)
 		}
@@ -226,7 +226,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 			cur.Shard, cur.After = cur.Shard+1, ""
 			cur.Done = cur.Shard >= keys.UserListShards
 		}
-		if err := s.store.SaveReconcileCursor(ctx, cur); err != nil {
+		if err := s.store.Cursor.SaveReconcileCursor(ctx, cur); err != nil {
 			return res, s.cursorLost(ctx, err)
 		}
 	}
@@ -272,7 +272,7 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 func (s *SyncScheduler) eachUsersPage(ctx context.Context, fn func(users []string)) error {
 	for shard := range keys.UserListShards {
 		for after := ""; ; {
-			page, err := s.store.ListUsers(ctx, shard, after, 0)
+			page, err := s.store.Users.ListUsers(ctx, shard, after, 0)
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,9 @@ func (l *recordingLister) ListActivities(ctx context.Context, tok string, o stra
 // counted per user, and a cursor save that fails on the nth call (a crash
 // after a page was processed, before its cursor was saved).
 type scheduleStore struct {
-	app.Ingestion
+	syncjobs.MilestoneReader
+	syncjobs.OutboxClaimer
+	syncjobs.ReconcileCursors
 	mu        sync.Mutex
 	visits    map[string]int
 	claims    map[string]int
@@ -53,11 +55,11 @@ func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (port
 	s.mu.Lock()
 	s.visits[userID]++
 	s.mu.Unlock()
-	return s.Ingestion.UserMilestones(ctx, userID)
+	return s.MilestoneReader.UserMilestones(ctx, userID)
 }
 
 func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
-	rec, err := s.Ingestion.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
+	rec, err := s.OutboxClaimer.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
 	if err == nil {
 		j, derr := ingest.DecodeJob([]byte(job))
 		s.mu.Lock()
@@ -78,7 +80,7 @@ func (s *scheduleStore) SaveReconcileCursor(ctx context.Context, c *syncstate.Re
 	if crash {
 		return fmt.Errorf("simulated crash before the cursor was saved: %w", model.ErrRetryable)
 	}
-	return s.Ingestion.SaveReconcileCursor(ctx, c)
+	return s.ReconcileCursors.SaveReconcileCursor(ctx, c)
 }
 
 func (s *scheduleStore) take() (visits, claims map[string]int) {
@@ -117,8 +119,11 @@ func (r *syncRig) profiles(users ...string) {
 }
 
 func (r *syncRig) scheduleStore(settings syncjobs.SyncSettings) *scheduleStore {
-	ss := &scheduleStore{Ingestion: app.IngestionOf(r.St), visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
-	r.sched = syncjobs.NewSyncScheduler(ss, nil, ingesttest.Log())
+	all := app.SchedulerStores(r.St)
+	ss := &scheduleStore{MilestoneReader: all.Milestones, OutboxClaimer: all.Outbox, ReconcileCursors: all.Cursor,
+		visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
+	all.Milestones, all.Outbox, all.Cursor = ss, ss, ss
+	r.sched = syncjobs.NewSyncScheduler(all, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return ss
@@ -201,7 +206,7 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 	r := newSyncRig(t, settings)
 	lister := &recordingLister{ActivityLister: strava.NewClient(r.Sim.URL, nil)}
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, lister.ActivityLister.(*strava.Client).HTTPClient())
-	r.worker.Sync = syncjobs.NewSyncer(r.counted, refresher, lister, ingesttest.Log())
+	r.worker.Sync = syncjobs.NewSyncer(r.counted.stores, refresher, lister, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	r.worker.Sync.Now = func() time.Time { return r.now }
 	r.Link("u1", 95, 24*time.Hour)

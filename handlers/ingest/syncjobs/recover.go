@@ -63,14 +63,14 @@ func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (Re
 
 // recoverUser enqueues one user's outage reconciliation.
 func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, now time.Time) (reconcileOutcome, error) {
-	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
 		return outcomeNoConnection, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	ms, err := s.store.UserMilestones(ctx, userID)
+	ms, err := s.store.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return 0, err
 	}

@@ -21,7 +21,7 @@ import (
 // claims once. The api (BFF hooks), the sweeper (reconciliation) and
 // scripts/syncs use it.
 type SyncScheduler struct {
-	store    SyncSchedulerStore
+	store    SchedulerStores
 	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
@@ -35,7 +35,7 @@ type SyncScheduler struct {
 
 // NewSyncScheduler builds a scheduler that hands new jobs to d (nil: the
 // sweeper dispatches them once their lease lapses).
-func NewSyncScheduler(st SyncSchedulerStore, d ingest.Dispatcher, log *slog.Logger) *SyncScheduler {
+func NewSyncScheduler(st SchedulerStores, d ingest.Dispatcher, log *slog.Logger) *SyncScheduler {
 	return &SyncScheduler{store: st, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() }}
 }
 
@@ -53,7 +53,7 @@ func (s *SyncScheduler) Horizon(ctx context.Context, userID string, now time.Tim
 func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Time) (time.Time, time.Time, error) {
 	cfg := s.Settings.WithDefaults()
 	floor := now.UTC().AddDate(0, 0, -cfg.MaxDays).Truncate(24 * time.Hour)
-	ms, err := s.store.UserMilestones(ctx, userID)
+	ms, err := s.store.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("sync horizon of user %s: %w", userID, err)
 	}
@@ -79,7 +79,7 @@ func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Tim
 // is logged. It reports whether a job was enqueued; a user without a
 // usable connection has nothing to sync (false, nil).
 func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason string) (bool, error) {
-	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
 		return false, nil
 	}
@@ -91,7 +91,7 @@ func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason strin
 	if err != nil {
 		return false, err
 	}
-	st, err := s.store.SyncState(ctx, userID)
+	st, err := s.store.States.SyncState(ctx, userID)
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return false, fmt.Errorf("ensure backfill of user %s: %w", userID, err)
 	}
@@ -128,14 +128,14 @@ const ReimportKeyMode = "reimport"
 // backfill resumes where it stopped), or, when nothing is unfinished,
 // ensures the backfill. It returns ErrNotFound without a usable connection.
 func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
-	athleteID, needsReauth, err := s.store.ConnectionStatus(ctx, userID)
+	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if err == nil && needsReauth {
 		err = fmt.Errorf("athlete must reconnect: %w", model.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("restart sync of user %s: %w", userID, err)
 	}
-	st, err := s.store.SyncState(ctx, userID)
+	st, err := s.store.States.SyncState(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && (st.State == syncstate.SyncIdle || st.JobKey == "")) {
 		_, err := s.EnsureBackfill(ctx, userID, "operator restart")
 		return err
@@ -186,7 +186,7 @@ func (s *SyncScheduler) enqueueAfter(ctx context.Context, key string, sj ingest.
 	if wait > 0 {
 		lease = wait
 	}
-	if _, err := s.store.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL); err != nil {
+	if _, err := s.store.Outbox.ClaimOutboxItem(ctx, key, corr, string(payload), now, lease, ingest.IdempotencyTTL); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return false, nil
 		}

@@ -12,11 +12,11 @@ import (
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
-// takeStore is a SyncStore whose TakeSyncRead counts against a window's
+// takeStore is a SyncPacing whose TakeSyncRead counts against a window's
 // reads taken so far; the embedded interface is nil (pace calls nothing
 // else).
 type takeStore struct {
-	SyncStore
+	SyncPacing
 	taken int
 }
 
@@ -47,7 +47,7 @@ func TestAFirstImportFindsTheSyncShareReconciliationLeaves(t *testing.T) {
 		t.Fatalf("paced allowances %d (reconciliation) and %d (import): want the reconciliation's smaller", half, whole)
 	}
 	store := &takeStore{taken: half}
-	s := &Syncer{store: store, RateWindow: window}
+	s := &Syncer{store: SyncerStores{Pacing: store}, RateWindow: window}
 	job := func(mode string) ingest.Job {
 		return ingest.Job{IdempotencyKey: mode, Sync: &ingest.SyncJob{UserID: "u1", AthleteID: 7, Mode: mode, FromUtc: t0}}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
+	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -25,7 +26,9 @@ import (
 // per activity, and a way to make the page's progress write fail once (a
 // crash between the workout writes and the cursor).
 type countingSyncStore struct {
-	app.Ingestion
+	syncjobs.PageWorkouts
+	syncjobs.SyncStates
+	stores      syncjobs.SyncerStores // the real ports, these two counted
 	mu          sync.Mutex
 	upserts     map[int64]int
 	stale       int // upserts refused by the ordered write (ErrConflict)
@@ -36,6 +39,16 @@ type countingSyncStore struct {
 	beforeUpsert func(*model.Workout)
 }
 
+// countingStores are st's sync ports with the workouts and sync states
+// counted.
+func countingStores(st *store.Store) *countingSyncStore {
+	all := app.SyncerStores(st)
+	c := &countingSyncStore{PageWorkouts: all.Workouts, SyncStates: all.States, upserts: map[int64]int{}}
+	all.Workouts, all.States = c, c
+	c.stores = all
+	return c
+}
+
 func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 	c.mu.Lock()
 	hook := c.beforeUpsert
@@ -43,7 +56,7 @@ func (c *countingSyncStore) UpsertWorkout(ctx context.Context, w *model.Workout)
 	if hook != nil {
 		hook(w)
 	}
-	err := c.Ingestion.UpsertWorkout(ctx, w)
+	err := c.PageWorkouts.UpsertWorkout(ctx, w)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -62,11 +75,11 @@ func (c *countingSyncStore) UpdateSyncState(ctx context.Context, userID string, 
 	crash := c.failCursorN > 0
 	c.mu.Unlock()
 	if !crash {
-		return c.Ingestion.UpdateSyncState(ctx, userID, decide)
+		return c.SyncStates.UpdateSyncState(ctx, userID, decide)
 	}
 	// Only the write that moves the cursor (a page's progress) crashes.
 	var moved bool
-	st, err := c.Ingestion.UpdateSyncState(ctx, userID, func(cur *syncstate.SyncState) error {
+	st, err := c.SyncStates.UpdateSyncState(ctx, userID, func(cur *syncstate.SyncState) error {
 		before := cur.CursorBeforeUtc
 		if err := decide(cur); err != nil {
 			return err
@@ -123,10 +136,10 @@ type syncRig struct {
 func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
 	h := ingesttest.New(t)
-	r := &syncRig{Harness: h, counted: &countingSyncStore{Ingestion: app.IngestionOf(h.St), upserts: map[int64]int{}},
+	r := &syncRig{Harness: h, counted: countingStores(h.St),
 		now: rigNoon()}
 	r.worker = r.newSyncWorker(settings)
-	r.sched = syncjobs.NewSyncScheduler(app.IngestionOf(h.St), nil, ingesttest.Log())
+	r.sched = syncjobs.NewSyncScheduler(app.SchedulerStores(h.St), nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
@@ -165,7 +178,7 @@ func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 	client := strava.NewClient(r.Sim.URL, nil)
 	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
 	w := r.NewWorker()
-	w.Sync = syncjobs.NewSyncer(r.counted, refresher, client, ingesttest.Log())
+	w.Sync = syncjobs.NewSyncer(r.counted.stores, refresher, client, ingesttest.Log())
 	w.Sync.Settings = settings
 	return w
 }

@@ -205,7 +205,7 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 // A failure is retried through the outbox (state keeps the reason); the
 // one that parks the job marks the sync failed, as does a revoked token.
 type Syncer struct {
-	store  SyncStore
+	store  SyncerStores
 	tokens TokenProvider
 	strava ActivityLister
 	log    *slog.Logger
@@ -227,7 +227,7 @@ type Syncer struct {
 }
 
 // NewSyncer builds the sync job runner.
-func NewSyncer(st SyncStore, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
+func NewSyncer(st SyncerStores, tokens TokenProvider, lister ActivityLister, log *slog.Logger) *Syncer {
 	return &Syncer{store: st, tokens: tokens, strava: countedLister{lister}, log: log, Now: func() time.Time { return time.Now().UTC() },
 		RateWindow: keys.AthleteReadsWindow, MaxFailures: ingest.DefaultMaxFailures, Rate: new(budget.RateCache)}
 }
@@ -250,7 +250,7 @@ func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 	}
 	final := errors.Is(err, model.ErrInvalid)
 	if !final && job.IdempotencyKey != "" {
-		if rec, rerr := s.store.OutboxItem(ctx, job.IdempotencyKey); rerr == nil && rec.Failures+1 >= max(s.MaxFailures, 1) {
+		if rec, rerr := s.store.Outbox.OutboxItem(ctx, job.IdempotencyKey); rerr == nil && rec.Failures+1 >= max(s.MaxFailures, 1) {
 			final = true
 		}
 	}
@@ -268,7 +268,7 @@ func (s *Syncer) Process(ctx context.Context, job ingest.Job) error {
 // record applies change to the user's sync state when job is still its
 // job; a failure to record is logged (the job's outcome is in the outbox).
 func (s *Syncer) record(ctx context.Context, job ingest.Job, change func(*syncstate.SyncState)) {
-	_, err := s.store.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
+	_, err := s.store.States.UpdateSyncState(ctx, job.Sync.UserID, func(cur *syncstate.SyncState) error {
 		if cur.JobKey != job.IdempotencyKey {
 			return model.ErrSkipWrite
 		}
@@ -364,7 +364,7 @@ func (s *Syncer) audit(ctx context.Context, log *slog.Logger, job ingest.Job, ev
 		// backfill's completion (one per connect) stays indexed.
 		newEntry = model.NewRoutineAuditEntry
 	}
-	s.store.Audit(ctx, log, newEntry(keys.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
+	s.store.Audits.Audit(ctx, log, newEntry(keys.UserPK(job.Sync.UserID), job.Sync.UserID, eventType, job.CorrelationID,
 		model.NewID(), s.Now(), details))
 }
 
