@@ -37,8 +37,7 @@ func WorkerOf(cfg config.Config, st *store.Store, metrics io.Writer, log *slog.L
 
 // SweeperOf builds the outbox sweeper over d with cfg's lease.
 func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *handoff.Sweeper {
-	sw := handoff.NewSweeper(st, d, log)
-	sw.Asides = outbox.NewAsides(st.DB)
+	sw := handoff.NewSweeper(SweeperStores(st), d, log)
 	if cfg.OutboxLease > 0 {
 		sw.Lease = cfg.OutboxLease
 	}
@@ -46,6 +45,12 @@ func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slo
 		sw.Read = cfg.SweepRead
 	}
 	return sw
+}
+
+// SweeperStores hands the sweeper each DynamoDB adapter it uses: the
+// pending index, the outbox's leases and burst leases, and the set-aside.
+func SweeperStores(st *store.Store) handoff.Stores {
+	return handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox, Asides: outbox.NewAsides(st.DB)}
 }
 
 // SchedulerOf builds the sync scheduler over d with cfg's sync settings and

@@ -31,24 +31,10 @@ func SyncSettingsFrom(cfg config.Config) syncjobs.SyncSettings {
 		ReconcileDays: cfg.ReconcileDays, ReconcileInterval: cfg.ReconcileInterval, ReconcileIdle: cfg.ReconcileIdle}
 }
 
-// Revocations is the store with the purge of a revoked athlete's Strava
-// data: what a confirmed deauthorization and a reconnect change.
-type Revocations struct {
-	*store.Store
-	*purge.Purger
-}
-
-// NewRevocations pairs st with its purger.
-func NewRevocations(st *store.Store) Revocations {
-	return Revocations{Store: st, Purger: purge.New(st)}
-}
-
 // The DynamoDB store implements every persistence port of ingestion and
 // the refresher's; Strava's REST client and the refresher, the Strava ports.
 var (
 	_ intake.IdempotencyStore = (*store.Store)(nil)
-	_ handoff.OutboxStore     = (*store.Store)(nil)
-	_ deauth.RevocationStore  = Revocations{}
 	_ deauth.GrantChecks      = grantcheck.Checks{}
 	_ deauth.Budget           = (*fetch.Fetcher)(nil)
 	_ fetch.UnseenRechecks    = (*syncjobs.SyncScheduler)(nil)
@@ -124,19 +110,13 @@ type StravaReads interface {
 	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
 }
 
-// confirmer is deauth.Strava: the refresher's Verify, the client's
-// GetAthlete.
-type confirmer struct {
-	StravaTokens
-	StravaReads
-}
-
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
 func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
 	lim := limits.New(st)
 	fs := fetch.Stores{Athletes: st.Users, Workouts: st.Workouts, Connections: st.Connections, Caps: lim, Rate: lim, Audits: st.Audits}
 	w := &Worker{Fetch: fetch.NewFetcher(fs, tokens, fetcher, log)}
-	w.Fetch.Deauth = deauth.New(NewRevocations(st), grantcheck.New(st), confirmer{tokens, fetcher}, w.Fetch, st)
+	w.Fetch.Deauth = deauth.New(deauth.Stores{Connections: st.Connections, Guards: st.Guard, Purger: purge.New(st), Checks: grantcheck.New(st),
+		Audits: st.Audits}, deauth.Strava{Tokens: tokens, Athletes: fetcher}, w.Fetch)
 	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.ParkedRecords, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
 	return w
 }

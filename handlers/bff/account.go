@@ -14,10 +14,9 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// ProfileStore reads who the user is: the profile and the Strava connection.
+// ProfileStore reads who the user is (the users adapter).
 type ProfileStore interface {
 	Profile(ctx context.Context, userID string) (model.Profile, error)
-	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -60,7 +59,7 @@ func (h *Handler) readMe(ctx context.Context, userID string) (MeJSON, *model.Str
 		return MeJSON{}, nil, fmt.Errorf("read profile: %w", err)
 	}
 	me := MeJSON{UserID: p.UserID, AthleteID: p.AthleteID, DisplayName: p.DisplayName}
-	c, err := h.profiles.StravaConnection(ctx, userID)
+	c, err := h.connections.StravaConnection(ctx, userID)
 	switch {
 	case err == nil:
 		me.Connected, me.ActivityScope = !c.NeedsReauth && hasActivityRead(c.Scopes), strava.ActivityScope(c.Scopes)

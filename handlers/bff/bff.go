@@ -33,7 +33,6 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/timeline"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 )
 
@@ -41,33 +40,29 @@ import (
 // declared in the file that uses it. handlers/app hands the DynamoDB adapter
 // to every one of them.
 type Stores struct {
-	Sessions   SessionStore            // auth.go: login states and sessions
-	Logins     LoginStore              // auth.go: linking an athlete, reconnecting
-	Profiles   ProfileStore            // account.go: the profile and the Strava connection
-	Milestones milestones.Store        // handlers/bff/milestones
-	Periods    milestones.PeriodReader // handlers/bff/milestones: a series' periods, a page at a time
-	Collection collection.Store        // handlers/bff/collection
-	Deletions  deletion.Store          // account.go: account deletion's steps
-	Syncs      SyncStateStore          // syncstatus.go
-	Exports    ExportStore             // exportroute.go: the athlete's data, streamed
-	PeriodLog  workouts.Log            // handlers/bff/workouts: a period's workouts, paged
-	Zones      milestones.Zones        // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
-}
-
-// accounts is what account deletion reads of a user and saves of its tokens.
-type accounts struct {
-	ProfileStore
-	LoginStore
-}
-
-func (a accounts) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
-	return a.ProfileStore.StravaConnection(ctx, userID)
+	Sessions    SessionStore            // auth.go: login states and sessions
+	Profiles    ProfileStore            // account.go: the profile
+	Connections ConnectionStore         // account.go, link.go: the Strava connection
+	Athletes    AthleteStore            // link.go: who owns an athlete, a new user
+	Guards      GuardStore              // link.go: the user guard
+	Revoked     RevokedAthletes         // link.go: what a revocation or a deletion left
+	Audits      Auditor                 // link.go: the audit trail
+	Milestones  milestones.Store        // handlers/bff/milestones
+	Periods     milestones.PeriodReader // handlers/bff/milestones: a series' periods, a page at a time
+	Removals    milestones.Deleter      // handlers/bff/milestones: a milestone deleted, its awards kept
+	Collection  collection.Store        // handlers/bff/collection
+	Deletions   deletion.Stores         // account.go: account deletion's steps
+	Syncs       SyncStateStore          // syncstatus.go
+	Exports     ExportStore             // exportroute.go: the athlete's data, streamed
+	PeriodLog   workouts.Log            // handlers/bff/workouts: a period's workouts, paged
+	Zones       milestones.Zones        // handlers/bff/milestones: where the athlete is (a streak's today, a pace)
 }
 
 func (s Stores) missing() []string {
 	var out []string
-	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Logins": s.Logins != nil, "Profiles": s.Profiles != nil,
-		"Milestones": s.Milestones != nil, "Periods": s.Periods != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
+	for name, ok := range map[string]bool{"Sessions": s.Sessions != nil, "Profiles": s.Profiles != nil, "Connections": s.Connections != nil,
+		"Athletes": s.Athletes != nil, "Guards": s.Guards != nil, "Revoked": s.Revoked != nil, "Audits": s.Audits != nil,
+		"Milestones": s.Milestones != nil, "Periods": s.Periods != nil, "Removals": s.Removals != nil, "Collection": s.Collection != nil, "Deletions": s.Deletions.Guard != nil, "Syncs": s.Syncs != nil, "Exports": s.Exports != nil,
 		"PeriodLog": s.PeriodLog != nil, "Zones": s.Zones != nil} {
 		if !ok {
 			out = append(out, name)
@@ -140,14 +135,16 @@ type Deps struct {
 
 // Handler serves the BFF routes. It is safe for concurrent use.
 type Handler struct {
-	cfg        Config
-	sessions   SessionStore
-	logins     LoginStore
-	profiles   ProfileStore
-	milestones *milestones.Handler
-	collection *collection.Handler
-	workouts   *workouts.Handler
-	timeline   *timeline.Handler
+	cfg      Config
+	sessions SessionStore
+	links    linker
+	profiles ProfileStore
+	// connections read the user's Strava connection.
+	connections ConnectionStore
+	milestones  *milestones.Handler
+	collection  *collection.Handler
+	workouts    *workouts.Handler
+	timeline    *timeline.Handler
 	// readMilestones reads milestones for the export and the page, and
 	// periods their series' periods.
 	readMilestones milestones.Store
@@ -196,7 +193,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.StateTTL <= 0 {
 		cfg.StateTTL = DefaultStateTTL
 	}
-	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, logins: d.Stores.Logins, profiles: d.Stores.Profiles,
+	h := &Handler{cfg: cfg, sessions: d.Stores.Sessions, profiles: d.Stores.Profiles, connections: d.Stores.Connections,
 		readMilestones: d.Stores.Milestones, periods: d.Stores.Periods, readAwards: d.Stores.Collection, zones: d.Stores.Zones, periodLog: d.Stores.PeriodLog, syncs: d.Stores.Syncs, exports: d.Stores.Exports, strava: d.Strava, cat: d.Catalog, now: d.Now, log: d.Log,
 		secureCookie: secure, origins: map[string]bool{}, sync: d.Sync, exportPageBytes: export.PageBytes}
 	if h.now == nil {
@@ -208,12 +205,13 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
-	h.milestones = milestones.New(d.Stores.Milestones, milestones.Deps{Periods: d.Stores.Periods, Zones: d.Stores.Zones, Now: h.now,
+	h.links = newLinker(d.Stores, h.log, h.now)
+	h.milestones = milestones.New(d.Stores.Milestones, milestones.Deps{Deleter: d.Stores.Removals, Periods: d.Stores.Periods, Zones: d.Stores.Zones, Now: h.now,
 		PublicURL: cfg.PublicURL, Backfill: h.ensureBackfill})
-	h.collection = collection.New(d.Stores.Collection, d.Catalog, cfg.PublicURL)
+	h.collection = collection.New(d.Stores.Collection, d.Stores.Milestones, d.Catalog, cfg.PublicURL)
 	h.workouts = workouts.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now, cfg.PublicURL)
 	h.timeline = timeline.New(d.Stores.Milestones, d.Stores.PeriodLog, d.Stores.Zones, h.now)
-	h.deleter = deletion.New(d.Stores.Deletions, accounts{d.Stores.Profiles, d.Stores.Logins}, d.Strava, h.log)
+	h.deleter = deletion.New(d.Stores.Deletions, d.Strava, h.log)
 	h.deleter.Now = h.now
 	return h, nil
 }

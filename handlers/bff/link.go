@@ -17,15 +17,20 @@ import (
 // linker links a logged-in athlete to their user: the one they have, the
 // one a revoked grant left (keyed-hash mapping), or a new one.
 type linker struct {
-	logins   LoginStore
-	profiles ProfileStore
-	log      *slog.Logger
-	now      func() time.Time
+	athletes    AthleteStore
+	connections ConnectionStore
+	guards      GuardStore
+	revoked     RevokedAthletes
+	audits      Auditor
+	profiles    ProfileStore
+	log         *slog.Logger
+	now         func() time.Time
 }
 
-// linker returns a linker over the handler's login and profile stores.
-func (h *Handler) linker() linker {
-	return linker{logins: h.logins, profiles: h.profiles, log: h.log, now: h.now}
+// newLinker returns a linker over the stores' adapters.
+func newLinker(st Stores, log *slog.Logger, now func() time.Time) linker {
+	return linker{athletes: st.Athletes, connections: st.Connections, guards: st.Guards, revoked: st.Revoked, audits: st.Audits,
+		profiles: st.Profiles, log: log, now: now}
 }
 
 // link returns the user the athlete belongs to, updating their
@@ -55,7 +60,7 @@ func (h linker) link(ctx context.Context, log *slog.Logger, corr string, a strav
 			if err := h.reattach(ctx, log, corr, owner.UserID, a, now); err != nil {
 				return "", err
 			}
-			if err := h.logins.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
+			if err := h.connections.SaveLoginTokens(ctx, conn(owner.UserID)); err != nil {
 				return "", err
 			}
 			return owner.UserID, nil
@@ -67,9 +72,9 @@ func (h linker) link(ctx context.Context, log *slog.Logger, corr string, a strav
 		p := &model.Profile{UserID: userID, AthleteID: a.ID, DisplayName: strings.TrimSpace(a.Firstname + " " + a.Lastname), CreatedAtUtc: now}
 		c := conn(userID)
 		c.TokenVersion = 1
-		err = h.logins.CreateUser(ctx, p, c)
+		err = h.athletes.CreateUser(ctx, p, c)
 		if err == nil {
-			h.logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
+			h.audits.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditUserCreated, corr, model.NewID(), now,
 				map[string]string{"athleteId": itoa(a.ID)}))
 			return userID, nil
 		}
@@ -85,11 +90,11 @@ func (h linker) link(ctx context.Context, log *slog.Logger, corr string, a strav
 // revoked the grant (whose mapping was deleted with the Strava data), the
 // user the keyed-hash mapping names, linked to the athlete again.
 func (h linker) athleteOwner(ctx context.Context, a strava.Athlete, now time.Time) (model.AthleteOwner, error) {
-	owner, err := h.logins.AthleteOwner(ctx, a.ID)
+	owner, err := h.athletes.AthleteOwner(ctx, a.ID)
 	if !errors.Is(err, model.ErrNotFound) {
 		return owner, err
 	}
-	userID, rerr := h.logins.RevokedAthleteOwner(ctx, a.ID)
+	userID, rerr := h.revoked.RevokedAthleteOwner(ctx, a.ID)
 	switch {
 	case errors.Is(rerr, model.ErrNotFound):
 		return owner, err
@@ -102,7 +107,7 @@ func (h linker) athleteOwner(ctx context.Context, a strava.Athlete, now time.Tim
 		}
 		return owner, err // the revoked athlete's account was deleted since
 	}
-	if err := h.logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now); err != nil {
+	if err := h.revoked.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now); err != nil {
 		return owner, err
 	}
 	return model.AthleteOwner{AthleteID: a.ID, UserID: userID}, nil
@@ -113,7 +118,7 @@ func (h linker) athleteOwner(ctx context.Context, a strava.Athlete, now time.Tim
 // mappings that still name it, so the athlete signs up as a new user and
 // nothing of the deleted account comes back.
 func (h linker) forgetIfDeleted(ctx context.Context, log *slog.Logger, athleteID int64, userID string) (bool, error) {
-	g, err := h.logins.UserGuard(ctx, userID)
+	g, err := h.guards.UserGuard(ctx, userID)
 	gone := err == nil && g.Deleted()
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return false, fmt.Errorf("check user %s: %w", userID, err)
@@ -129,7 +134,7 @@ func (h linker) forgetIfDeleted(ctx context.Context, log *slog.Logger, athleteID
 		return false, nil
 	}
 	log.InfoContext(ctx, "athlete of a deleted account signs up again", "deletedUserId", userID)
-	if err := h.logins.ForgetDeletedOwner(ctx, athleteID, userID); err != nil {
+	if err := h.revoked.ForgetDeletedOwner(ctx, athleteID, userID); err != nil {
 		return false, fmt.Errorf("forget deleted user %s: %w", userID, err)
 	}
 	return true, nil
@@ -142,13 +147,13 @@ func (h linker) forgetIfDeleted(ctx context.Context, log *slog.Logger, athleteID
 func (h linker) reattach(ctx context.Context, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
 	revoked := false
 	for attempt := 0; ; attempt++ {
-		g, err := h.logins.UserGuard(ctx, userID)
+		g, err := h.guards.UserGuard(ctx, userID)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
 		case err != nil:
 			return fmt.Errorf("reattach user %s: %w", userID, err)
 		case g.Revoked():
-			err := h.logins.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
+			err := h.connections.ClearStravaRevocation(ctx, userID, g.StravaRevokedAtUtc, now)
 			if errors.Is(err, model.ErrConflict) && attempt < 2 {
 				continue // cleared by another login, or replaced: read again
 			}
@@ -160,15 +165,15 @@ func (h linker) reattach(ctx context.Context, log *slog.Logger, corr, userID str
 		break
 	}
 	if revoked {
-		return reconnected(ctx, h.logins, log, corr, userID, a, now)
+		return reconnected(ctx, h.audits, h.revoked, log, corr, userID, a, now)
 	}
 	return nil
 }
 
 // reconnected audits a reconnect after a revocation and gives the user the
 // athlete back (owner mapping, the profile's id and name).
-func reconnected(ctx context.Context, logins LoginStore, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
+func reconnected(ctx context.Context, audits Auditor, revoked RevokedAthletes, log *slog.Logger, corr, userID string, a strava.Athlete, now time.Time) error {
 	log.InfoContext(ctx, "athlete reconnected after a revocation", "userId", userID)
-	logins.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
-	return logins.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now)
+	audits.Audit(ctx, log, model.NewAuditEntry(keys.UserPK(userID), userID, model.AuditStravaReconnected, corr, model.NewID(), now, nil))
+	return revoked.ReclaimRevokedAthlete(ctx, a.ID, userID, strings.TrimSpace(a.Firstname+" "+a.Lastname), now)
 }

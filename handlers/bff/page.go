@@ -134,18 +134,19 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 // pageReads are what the page reads of a signed-in user, each a port of
 // its own, and the clock.
 type pageReads struct {
-	profiles   ProfileStore
-	milestones milestones.Store
-	periods    milestones.PeriodReader
-	zones      milestones.Zones
-	periodLog  workouts.Log
-	syncState  func(ctx context.Context, userID string) (SyncJSON, error)
-	now        func() time.Time
+	profiles    ProfileStore
+	connections ConnectionStore
+	milestones  milestones.Store
+	periods     milestones.PeriodReader
+	zones       milestones.Zones
+	periodLog   workouts.Log
+	syncState   func(ctx context.Context, userID string) (SyncJSON, error)
+	now         func() time.Time
 }
 
 // reads are the page's reads over h's ports.
 func (h *Handler) reads() pageReads {
-	return pageReads{profiles: h.profiles, milestones: h.readMilestones, periods: h.periods, zones: h.zones, periodLog: h.periodLog,
+	return pageReads{profiles: h.profiles, connections: h.connections, milestones: h.readMilestones, periods: h.periods, zones: h.zones, periodLog: h.periodLog,
 		syncState: h.syncState, now: h.now}
 }
 
@@ -166,7 +167,7 @@ func (r pageReads) fill(ctx context.Context, userID string, data *pageData) (str
 		return "read sync state", err
 	}
 	data.SignedIn, data.DisplayName, data.AthleteID, data.Sync = true, p.DisplayName, p.AthleteID, sync
-	if c, err := r.profiles.StravaConnection(ctx, userID); err == nil {
+	if c, err := r.connections.StravaConnection(ctx, userID); err == nil {
 		data.Scope = strava.ActivityScope(c.Scopes)
 	}
 	at, err := milestones.AtFor(ctx, r.zones, userID, r.now())

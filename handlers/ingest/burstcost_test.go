@@ -92,7 +92,7 @@ func TestABurstCost(t *testing.T) {
 	}
 	wait() // the first creates, fetched one by one
 	m.setStage("burst")
-	sw := handoff.NewSweeper(st, q, ingesttest.Log())
+	sw := handoff.NewSweeper(app.SweeperStores(st), q, ingesttest.Log())
 	sw.Now = func() time.Time { return time.Now().UTC().Add(time.Minute) } // past every gather tick
 	res, err := sw.Sweep(ctx)
 	if err != nil {

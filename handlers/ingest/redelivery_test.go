@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/commitcollect/backend/handlers/app"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,7 +48,7 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	// as one burst, which has not run yet when Strava redelivers.
 	tick := now.Add(ingest.MaxBurstGather) // at or past the next tick of any gather grid
 	bursts := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
+	sw := handoff.NewSweeper(app.SweeperStores(h.St), bursts, ingesttest.Log())
 	sw.Now = func() time.Time { return tick.Add(time.Second) }
 	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != redeliveryCreates-ingest.CreatesBeforeGather {
 		t.Fatalf("sweep: %+v, %v; want one burst of the held creates", res, err)
@@ -140,7 +141,7 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	}
 	tick := now.Add(ingest.MaxBurstGather) // the held are due, the lost hand-offs' leases lapsed
 	bursts := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(h.St, bursts, ingesttest.Log())
+	sw := handoff.NewSweeper(app.SweeperStores(h.St), bursts, ingesttest.Log())
 	sw.Now = func() time.Time { return tick.Add(time.Second) }
 	if res, err := sw.Sweep(ctx); err != nil || res.Bursts != 1 || res.Dispatched != redeliveryCreates {
 		t.Fatalf("sweep: %+v, %v; want one burst of every create", res, err)

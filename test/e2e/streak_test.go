@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"github.com/commitcollect/backend/handlers/app"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -49,7 +50,7 @@ func TestAStreakThroughTheStack(t *testing.T) {
 		"freezesPerMonth": 1, "target": 6, "sportTypes": []string{"Yoga"}, "periodStartDate": date(6)})
 	goal := create(map[string]any{"modelId": "flying-scotsman", "title": "Run 50 km", "metric": "distance", "target": 50000,
 		"sportTypes": []string{"Run"}, "periodStartDate": date(6), "periodEndDate": now.AddDate(0, 0, 20).Format(time.DateOnly)})
-	sweeper := handoff.NewSweeper(a.st, a.queue, slog.New(slog.DiscardHandler))
+	sweeper := handoff.NewSweeper(app.SweeperStores(a.st), a.queue, slog.New(slog.DiscardHandler))
 	sweeper.Now = func() time.Time { return time.Now().UTC().Add(time.Minute) } // past the gather grid's tick
 	send := func(aspect string, id int64, sport string, ago int) {
 		t.Helper()

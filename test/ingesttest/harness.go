@@ -235,8 +235,7 @@ func (h *Harness) Deliver(ev stravasim.Event) stravasim.Delivery {
 // Sweep runs one Sweep as of at, dispatching to the harness's queue.
 func (h *Harness) Sweep(at time.Time) handoff.SweepResult {
 	h.T.Helper()
-	sw := handoff.NewSweeper(h.St, h.Queue, Log())
-	sw.Asides = outbox.NewAsides(h.St.DB)
+	sw := handoff.NewSweeper(app.SweeperStores(h.St), h.Queue, Log())
 	sw.Now = func() time.Time { return at }
 	res, err := sw.Sweep(context.Background())
 	if err != nil {

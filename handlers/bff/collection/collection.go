@@ -32,6 +32,10 @@ type Store interface {
 	CollectedAwards(ctx context.Context, userID, after string, limit int) (awards []model.Award, next string, err error)
 	CollectionSummary(ctx context.Context, userID string) (sums map[string]map[int]int, complete bool, err error)
 	SummarizeCollection(ctx context.Context, userID string, limit int) (counted int, done bool, err error)
+}
+
+// Models read a model's name and part count (the milestones adapter).
+type Models interface {
 	ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error)
 }
 
@@ -54,13 +58,15 @@ const (
 // BFF's session-checked routes.
 type Handler struct {
 	st        Store
+	models    Models
 	cat       *catalog.Catalog
 	publicURL string
 }
 
-// New returns a Handler; publicURL prefixes the next page's link.
-func New(st Store, cat *catalog.Catalog, publicURL string) *Handler {
-	return &Handler{st: st, cat: cat, publicURL: strings.TrimRight(publicURL, "/")}
+// New returns a Handler over the collection st and the models; publicURL
+// prefixes the next page's link.
+func New(st Store, models Models, cat *catalog.Catalog, publicURL string) *Handler {
+	return &Handler{st: st, models: models, cat: cat, publicURL: strings.TrimRight(publicURL, "/")}
 }
 
 // AwardsPage is the body of GET /v1/awards; Next is the next page's URL
@@ -190,7 +196,7 @@ func (h *Handler) model(ctx context.Context, id string, parts map[int]int) (Mode
 	out := ModelJSON{ModelID: id, Name: id, Owned: []int{}}
 	if m, ok := h.cat.Model(id); ok {
 		out.Name, out.PartCount = m.Name, m.PartCount
-	} else if meta, err := h.st.ModelMeta(ctx, id); err == nil {
+	} else if meta, err := h.models.ModelMeta(ctx, id); err == nil {
 		out.Name, out.PartCount = meta.Name, meta.PartCount
 	} else if !errors.Is(err, model.ErrNotFound) {
 		return ModelJSON{}, err

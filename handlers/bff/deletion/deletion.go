@@ -59,23 +59,31 @@ const (
 // Steps lists the account-deletion steps in the order they run.
 var Steps = []string{StepDeauthorize, StepGuard, StepConnection, StepUserData, StepParked, StepAudit, StepProfile, StepSessions}
 
-// Store is what the steps remove, and the deletion's audit entry
-// (model/store.Store), by use case.
-type Store interface {
-	// MarkUserDeleted marks the user guard deleted first: every write
-	// landing afterwards removes itself.
-	MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
-	StravaLinks
-	UserData
-	Sessions
-	// Audit writes an audit entry and never fails.
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
+// Stores are the adapters a Deleter is handed, each behind the port of
+// what a deletion's steps do with it.
+type Stores struct {
+	// Guard marks the user deleted first: every write landing afterwards
+	// removes itself.
+	Guard interface {
+		MarkUserDeleted(ctx context.Context, userID string, now time.Time) error
+	}
+	Users       Users
+	Connections Connections
+	// Parked are the user's parked records (and the athlete's).
+	Parked interface {
+		// DeleteUserParked deletes them; it returns how many.
+		DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
+	}
+	Audits   Audits
+	Sessions Sessions
 }
 
-// StravaLinks are what ties the user to a Strava athlete.
-type StravaLinks interface {
-	// DeleteStravaConnection removes the user's connection and its tokens.
-	DeleteStravaConnection(ctx context.Context, userID string) error
+// Users are the user's profile, items and athlete mappings.
+type Users interface {
+	Profile(ctx context.Context, userID string) (model.Profile, error)
+	// DeleteUserItems deletes the user's items under prefix, but those skip
+	// keeps; it returns how many it deleted.
+	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
 	// DeleteAthleteOwnerOf removes the athlete's owner mapping if it names
 	// userID.
 	DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error
@@ -84,17 +92,22 @@ type StravaLinks interface {
 	DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error
 }
 
-// UserData are the user's items, parked records and audit trail.
-type UserData interface {
-	// DeleteUserItems deletes the user's items under prefix, but those skip
-	// keeps; it returns how many it deleted.
-	DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error)
-	// DeleteUserParked deletes the user's parked records (and the
-	// athlete's); it returns how many.
-	DeleteUserParked(ctx context.Context, userID string, athleteID int64) (int, error)
+// Connections are the user's Strava connection: read, its tokens saved
+// once refreshed to revoke the grant, and removed.
+type Connections interface {
+	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
+	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
+	// DeleteStravaConnection removes the user's connection and its tokens.
+	DeleteStravaConnection(ctx context.Context, userID string) error
+}
+
+// Audits are the user's audit trail.
+type Audits interface {
 	// ExpireUserAudit brings the user's audit entries' TTL forward to at
 	// (ACCOUNT_DELETED entries keep theirs).
 	ExpireUserAudit(ctx context.Context, userID string, at time.Time) (int, error)
+	// Audit writes an audit entry and never fails.
+	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 // Sessions are the user's sign-ins.
@@ -104,14 +117,6 @@ type Sessions interface {
 	// DeleteSessionPointerFirst deletes the session's pointer, then the
 	// session.
 	DeleteSessionPointerFirst(ctx context.Context, userID, sessionID string) error
-}
-
-// Accounts reads the user's profile and Strava connection, and saves a
-// connection's tokens refreshed to revoke the grant.
-type Accounts interface {
-	Profile(ctx context.Context, userID string) (model.Profile, error)
-	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)
-	SaveLoginTokens(ctx context.Context, c *model.StravaConnection) error
 }
 
 // Strava revokes the application's access to the athlete's account.
@@ -136,10 +141,9 @@ type Report struct {
 
 // Deleter runs account deletions. It is safe for concurrent use.
 type Deleter struct {
-	st       Store
-	accounts Accounts
-	strava   Strava
-	log      *slog.Logger
+	st     Stores
+	strava Strava
+	log    *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// AfterStep, when set (tests), runs after each step; an error stops the
@@ -147,9 +151,9 @@ type Deleter struct {
 	AfterStep func(step string) error
 }
 
-// New returns a Deleter over st, accounts and Strava.
-func New(st Store, accounts Accounts, s Strava, log *slog.Logger) *Deleter {
-	return &Deleter{st: st, accounts: accounts, strava: s, log: log, Now: time.Now}
+// New returns a Deleter over the adapters st and Strava.
+func New(st Stores, s Strava, log *slog.Logger) *Deleter {
+	return &Deleter{st: st, strava: s, log: log, Now: time.Now}
 }
 
 // Delete deletes everything CommitCollect holds about userID: it revokes
@@ -167,7 +171,7 @@ func (d *Deleter) Delete(ctx context.Context, userID, sessionID, correlationID s
 	r := &run{d: d, log: d.log.With("userId", userID, "correlationId", correlationID),
 		userID: userID, sessionID: sessionID, correlationID: correlationID}
 	rep := Report{Completed: []string{}}
-	if p, err := d.accounts.Profile(ctx, userID); err == nil {
+	if p, err := d.st.Users.Profile(ctx, userID); err == nil {
 		r.athleteID, r.revokedHash = p.AthleteID, p.RevokedAthleteHash
 	} else if !errors.Is(err, model.ErrNotFound) {
 		return stopped(rep, StepDeauthorize, err)
@@ -216,22 +220,22 @@ func (r *run) steps() []step {
 	st := r.d.st
 	return []step{
 		{StepDeauthorize, r.deauthorize},
-		{StepGuard, func(ctx context.Context) error { return st.MarkUserDeleted(ctx, r.userID, r.d.Now()) }},
+		{StepGuard, func(ctx context.Context) error { return st.Guard.MarkUserDeleted(ctx, r.userID, r.d.Now()) }},
 		{StepConnection, r.connection},
 		{StepUserData, func(ctx context.Context) error {
-			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool {
+			_, err := st.Users.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool {
 				return p.Kind == keys.KindProfile || p.Kind == keys.KindUserSession
 			})
 			return err
 		}},
 		{StepParked, func(ctx context.Context) error {
-			_, err := st.DeleteUserParked(ctx, r.userID, r.athleteID)
+			_, err := st.Parked.DeleteUserParked(ctx, r.userID, r.athleteID)
 			return err
 		}},
 		{StepAudit, r.audit},
 		{StepProfile, func(ctx context.Context) error {
 			// Also sweeps anything written since the data step (a worker in flight).
-			_, err := st.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindUserSession })
+			_, err := st.Users.DeleteUserItems(ctx, r.userID, "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindUserSession })
 			return err
 		}},
 		{StepSessions, r.sessions},
@@ -240,7 +244,7 @@ func (r *run) steps() []step {
 
 // deauthorize revokes the grant at Strava, if a connection is left.
 func (r *run) deauthorize(ctx context.Context) error {
-	c, err := r.d.accounts.StravaConnection(ctx, r.userID)
+	c, err := r.d.st.Connections.StravaConnection(ctx, r.userID)
 	if errors.Is(err, model.ErrNotFound) {
 		return nil // already removed (a re-run, or Strava deauthorized us)
 	}
@@ -258,18 +262,18 @@ func (r *run) deauthorize(ctx context.Context) error {
 // so the athlete signs up again as a new user.
 func (r *run) connection(ctx context.Context) error {
 	st := r.d.st
-	if err := st.DeleteStravaConnection(ctx, r.userID); err != nil {
+	if err := st.Connections.DeleteStravaConnection(ctx, r.userID); err != nil {
 		return err
 	}
 	if r.revokedHash != "" {
-		if err := st.DeleteRevokedAthleteOf(ctx, r.revokedHash, r.userID); err != nil {
+		if err := st.Users.DeleteRevokedAthleteOf(ctx, r.revokedHash, r.userID); err != nil {
 			return err
 		}
 	}
 	if r.athleteID == 0 {
 		return nil // no profile and no connection: the mapping went with them
 	}
-	return st.DeleteAthleteOwnerOf(ctx, r.athleteID, r.userID)
+	return st.Users.DeleteAthleteOwnerOf(ctx, r.athleteID, r.userID)
 }
 
 // audit brings the user's audit trail to expire within
@@ -277,23 +281,23 @@ func (r *run) connection(ctx context.Context) error {
 // writes ACCOUNT_DELETED, which names none and keeps the 90-day TTL.
 func (r *run) audit(ctx context.Context) error {
 	now := r.d.Now().UTC()
-	if _, err := r.d.st.ExpireUserAudit(ctx, r.userID, now.Add(model.UnlinkedAuditRetentionDays*24*time.Hour)); err != nil {
+	if _, err := r.d.st.Audits.ExpireUserAudit(ctx, r.userID, now.Add(model.UnlinkedAuditRetentionDays*24*time.Hour)); err != nil {
 		return err
 	}
-	r.d.st.Audit(ctx, r.log, model.NewAuditEntry(keys.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
+	r.d.st.Audits.Audit(ctx, r.log, model.NewAuditEntry(keys.UserPK(r.userID), r.userID, model.AuditAccountDeleted, r.correlationID,
 		model.NewID(), now, nil))
 	return nil
 }
 
 // sessions deletes the user's sessions, the caller's pointer last.
 func (r *run) sessions(ctx context.Context) error {
-	if err := r.d.st.DeleteUserSessions(ctx, r.userID, r.sessionID); err != nil {
+	if err := r.d.st.Sessions.DeleteUserSessions(ctx, r.userID, r.sessionID); err != nil {
 		return err
 	}
 	if r.sessionID == "" {
 		return nil
 	}
-	return r.d.st.DeleteSessionPointerFirst(ctx, r.userID, r.sessionID)
+	return r.d.st.Sessions.DeleteSessionPointerFirst(ctx, r.userID, r.sessionID)
 }
 
 // revoke revokes the app's Strava access with a valid access token,
@@ -314,7 +318,7 @@ func (d *Deleter) revoke(ctx context.Context, log *slog.Logger, c *model.StravaC
 		if tok.RefreshToken != "" {
 			c.RefreshToken = tok.RefreshToken
 		}
-		if err := d.accounts.SaveLoginTokens(ctx, c); err != nil {
+		if err := d.st.Connections.SaveLoginTokens(ctx, c); err != nil {
 			return fmt.Errorf("persist refreshed token: %w", err)
 		}
 		token = tok.AccessToken

@@ -36,17 +36,18 @@ type Deleter interface {
 	DeleteMilestone(ctx context.Context, userID, milestoneID string) error
 }
 
-// Store is every port the milestone routes use.
+// Store is the milestones adapter as the milestone routes use it: create,
+// read. Deleting goes through the collection (Deps.Deleter).
 type Store interface {
 	Creator
 	Reader
-	Deleter
 }
 
 // Handler serves the milestone routes. Its methods have the shape of the
 // BFF's session-checked routes (handlers/bff.Handler.authed).
 type Handler struct {
 	st        Store
+	deleter   Deleter
 	periods   PeriodReader
 	zones     Zones
 	now       func() time.Time
@@ -58,6 +59,9 @@ type Handler struct {
 
 // Deps are what a Handler reads and calls besides its store.
 type Deps struct {
+	// Deleter deletes a milestone, keeping its awards (the collection
+	// adapter).
+	Deleter Deleter
 	// Periods reads a series' periods, a page at a time.
 	Periods PeriodReader
 	// Zones say where the athlete is (a streak's today, a pace).
@@ -73,5 +77,5 @@ type Deps struct {
 
 // New returns a Handler over st and d.
 func New(st Store, d Deps) *Handler {
-	return &Handler{st: st, periods: d.Periods, zones: d.Zones, now: d.Now, publicURL: d.PublicURL, backfill: d.Backfill}
+	return &Handler{st: st, deleter: d.Deleter, periods: d.Periods, zones: d.Zones, now: d.Now, publicURL: d.PublicURL, backfill: d.Backfill}
 }

@@ -234,7 +234,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request, s model.Session
 		notFound(w, id)
 		return
 	}
-	switch err := h.st.DeleteMilestone(r.Context(), s.UserID, id); {
+	switch err := h.deleter.DeleteMilestone(r.Context(), s.UserID, id); {
 	case errors.Is(err, model.ErrNotFound):
 		notFound(w, id)
 	case err != nil:

@@ -22,10 +22,32 @@ import (
 	"github.com/commitcollect/backend/model/strava"
 )
 
-// RevocationStore is what a confirmed deauthorization changes: the grant,
-// the user guard and the athlete's workouts (model/store.Store with its
-// purger).
-type RevocationStore interface {
+// Stores are the adapters a Deauthorizer is handed, each behind the port
+// of what a confirmed deauthorization reads and changes.
+type Stores struct {
+	// Connections hold the grant a deauthorization may revoke.
+	Connections Grants
+	// Guards read the user guard.
+	Guards interface {
+		// UserGuard reads the user's guard; ErrNotFound when there is none.
+		UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
+	}
+	// Purger deletes what came from Strava for a revoked user.
+	Purger interface {
+		// PurgeStravaData deletes what came from Strava for the user,
+		// keeping milestones and awards and a keyed-hash mapping for a
+		// reconnect (idempotent, resumable). It returns how many items it
+		// deleted or changed.
+		PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error)
+	}
+	// Checks keep the confirmations of a grant to one at a time.
+	Checks GrantChecks
+	// Audits write the deauthorization's audit entries.
+	Audits ingest.Auditor
+}
+
+// Grants are a user's Strava connection as a deauthorization sees it.
+type Grants interface {
 	// StravaConnectionGrant reads the user's connection with its tokens
 	// left sealed; ErrNotFound when there is none.
 	StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error)
@@ -33,13 +55,6 @@ type RevocationStore interface {
 	// and records the revocation in the user guard, in one transaction;
 	// ErrConflict when the connection moved or is gone.
 	RevokeStravaConnection(ctx context.Context, c *model.StravaConnection, revokedAt, dataExpiresAt, now time.Time) error
-	// PurgeStravaData deletes what came from Strava for the user, keeping
-	// milestones and awards and a keyed-hash mapping for a reconnect
-	// (idempotent, resumable). It returns how many items it deleted or
-	// changed.
-	PurgeStravaData(ctx context.Context, userID string, athleteID int64, revokedAt time.Time) (int, error)
-	// UserGuard reads the user's guard; ErrNotFound when there is none.
-	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
 }
 
 // GrantChecks keeps the confirmations of one athlete's grant to one at a
@@ -57,15 +72,20 @@ type GrantChecks interface {
 	MarkGrantHonoured(ctx context.Context, userID string, at time.Time) error
 }
 
-// Strava is what a confirmation asks (strava.Refresher and strava.Client).
-type Strava interface {
-	// Verify refreshes the token now, whatever the stored one and any
-	// earlier flag: ErrUnauthorized from it is Strava's refusal of this
-	// athlete's grant, obtained now.
-	Verify(ctx context.Context, userID string) (strava.Token, error)
-	// GetAthlete fetches the token's athlete; a *strava.APIError with
-	// status 401 when the grant is revoked.
-	GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
+// Strava is what a confirmation asks: a token refreshed now
+// (strava.Refresher) and the token's athlete (strava.Client).
+type Strava struct {
+	Tokens interface {
+		// Verify refreshes the token now, whatever the stored one and any
+		// earlier flag: ErrUnauthorized from it is Strava's refusal of
+		// this athlete's grant, obtained now.
+		Verify(ctx context.Context, userID string) (strava.Token, error)
+	}
+	Athletes interface {
+		// GetAthlete fetches the token's athlete; a *strava.APIError with
+		// status 401 when the grant is revoked.
+		GetAthlete(ctx context.Context, accessToken string) (strava.Athlete, strava.RateLimit, error)
+	}
 }
 
 // Budget is the application's Strava budget, shared with the fetches
@@ -117,18 +137,16 @@ type Budget interface {
 // resumes. A workout written after the revocation (a fetch or sync page in
 // flight) removes itself (its guard check).
 type Deauthorizer struct {
-	revoked RevocationStore
-	checks  GrantChecks
-	strava  Strava
-	budget  Budget
-	audits  ingest.Auditor
+	st     Stores
+	strava Strava
+	budget Budget
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
 
 // New builds the deauthorizer.
-func New(revoked RevocationStore, checks GrantChecks, s Strava, b Budget, audits ingest.Auditor) *Deauthorizer {
-	return &Deauthorizer{revoked: revoked, checks: checks, strava: s, budget: b, audits: audits,
+func New(st Stores, s Strava, b Budget) *Deauthorizer {
+	return &Deauthorizer{st: st, strava: s, budget: b,
 		Now: func() time.Time { return time.Now().UTC() }}
 }
 
@@ -144,7 +162,7 @@ func New(revoked RevocationStore, checks GrantChecks, s Strava, b Budget, audits
 // the fetcher's (fetch.Fetcher.Process).
 func (w *Deauthorizer) Handle(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
 	revokedAt := time.Unix(job.Event.EventTime, 0).UTC()
-	conn, err := w.revoked.StravaConnectionGrant(ctx, userID)
+	conn, err := w.st.Connections.StravaConnectionGrant(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return w.resumeDeauthorization(ctx, log, job, userID, revokedAt)
@@ -164,7 +182,7 @@ func (w *Deauthorizer) Handle(ctx context.Context, log *slog.Logger, job ingest.
 	case deauthWait:
 		return w.waitForCheck(ctx, log, job, until)
 	}
-	switch err := w.checks.ClaimDeauthCheck(ctx, userID, checkAt, deauthCheckGap); {
+	switch err := w.st.Checks.ClaimDeauthCheck(ctx, userID, checkAt, deauthCheckGap); {
 	case errors.Is(err, model.ErrConflict):
 		return w.waitForCheck(ctx, log, job, checkAt.Add(deauthCheckGap)) // another confirmation began meanwhile
 	case errors.Is(err, model.ErrNotFound):
@@ -176,14 +194,14 @@ func (w *Deauthorizer) Handle(ctx context.Context, log *slog.Logger, job ingest.
 	if err != nil {
 		// Strava did not say: the next deauthorization (or this one's
 		// retry) may ask at once.
-		if rerr := w.checks.ReleaseDeauthCheck(ctx, userID, checkAt); rerr != nil {
+		if rerr := w.st.Checks.ReleaseDeauthCheck(ctx, userID, checkAt); rerr != nil {
 			log.WarnContext(ctx, "deauthorization check not released; the next waits for its gap", "error", rerr)
 		}
 		return err
 	}
 	if how == "" {
 		log.WarnContext(ctx, "deauthorization not confirmed: strava still honours the grant; nothing removed", "writeStatus", "unconfirmed")
-		if err := w.checks.MarkGrantHonoured(ctx, userID, checkAt); err != nil {
+		if err := w.st.Checks.MarkGrantHonoured(ctx, userID, checkAt); err != nil {
 			log.WarnContext(ctx, "honoured grant not recorded; a later deauthorization asks strava again", "error", err)
 		}
 		w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditDeauthUnconfirmed, job, map[string]string{
@@ -191,7 +209,7 @@ func (w *Deauthorizer) Handle(ctx context.Context, log *slog.Logger, job ingest.
 		return nil
 	}
 	now := w.Now()
-	if err := w.revoked.RevokeStravaConnection(ctx, conn, revokedAt, now, now); err != nil {
+	if err := w.st.Connections.RevokeStravaConnection(ctx, conn, revokedAt, now, now); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			// A login (new grant) or another run moved the connection since
 			// it was read: the retry judges the event again.
@@ -210,7 +228,7 @@ func (w *Deauthorizer) Handle(ctx context.Context, log *slog.Logger, job ingest.
 // confirmed it and its expiry loop may be unfinished, so the loop runs
 // again; otherwise there is nothing to deauthorize.
 func (w *Deauthorizer) resumeDeauthorization(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
-	g, err := w.revoked.UserGuard(ctx, userID)
+	g, err := w.st.Guards.UserGuard(ctx, userID)
 	switch {
 	case err == nil && g.Revoked() && g.StravaRevokedAtUtc.Equal(revokedAt):
 		log.InfoContext(ctx, "deauthorization confirmed earlier; resuming its purge")
@@ -259,7 +277,7 @@ func (w *Deauthorizer) confirmRevoked(ctx context.Context, log *slog.Logger, job
 	// Evidence is obtained now, after the event: a refresh of the athlete's
 	// grant, whatever the stored token and any flag set earlier (a flag may
 	// come from a refusal that no longer holds).
-	fresh, err := w.strava.Verify(ctx, userID)
+	fresh, err := w.strava.Tokens.Verify(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrUnauthorized):
 		// Strava refused this athlete's refresh token, now.
@@ -273,7 +291,7 @@ func (w *Deauthorizer) confirmRevoked(ctx context.Context, log *slog.Logger, job
 	}
 	token := fresh.AccessToken
 	budget.CountRead(ctx)
-	_, rl, err := w.strava.GetAthlete(ctx, token)
+	_, rl, err := w.strava.Athletes.GetAthlete(ctx, token)
 	w.budget.ObserveRate(ctx, log, rl, err)
 	var apiErr *strava.APIError
 	switch {
@@ -298,7 +316,7 @@ func (w *Deauthorizer) confirmRevoked(ctx context.Context, log *slog.Logger, job
 // revocation stops it, before it runs or between its steps: the athlete is
 // back, and the reconnect's own backfill imports the history.
 func (w *Deauthorizer) purge(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, revokedAt time.Time) error {
-	g, err := w.revoked.UserGuard(ctx, userID)
+	g, err := w.st.Guards.UserGuard(ctx, userID)
 	switch {
 	case errors.Is(err, model.ErrNotFound) || (err == nil && (!g.Revoked() || !g.StravaRevokedAtUtc.Equal(revokedAt))):
 		log.InfoContext(ctx, "athlete reconnected before the purge; nothing deleted", "writeStatus", "reconnected")
@@ -306,7 +324,7 @@ func (w *Deauthorizer) purge(ctx context.Context, log *slog.Logger, job ingest.J
 	case err != nil:
 		return fmt.Errorf("process %s: re-read guard: %w", job.CorrelationID, err)
 	}
-	n, err := w.revoked.PurgeStravaData(ctx, userID, job.Event.OwnerID, revokedAt)
+	n, err := w.st.Purger.PurgeStravaData(ctx, userID, job.Event.OwnerID, revokedAt)
 	if err != nil {
 		return fmt.Errorf("process %s: delete strava data (%d items so far, resumed on retry): %w", job.CorrelationID, n, err)
 	}
@@ -315,5 +333,5 @@ func (w *Deauthorizer) purge(ctx context.Context, log *slog.Logger, job ingest.J
 }
 
 func (w *Deauthorizer) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
-	w.audits.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
+	w.st.Audits.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.Now()))
 }

@@ -29,7 +29,7 @@ func TestSweepSeesTheWholeBacklog(t *testing.T) {
 	ctx := context.Background()
 	reset := seedBacklog(t, st, 5000, 200)
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(st, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	served := map[int64]int{}
 	for sweep := 1; sweep <= 2; sweep++ {
 		sw.Now = func() time.Time { return reset.Add(time.Second) }
@@ -118,7 +118,7 @@ func TestSweepsReachPastAFullRead(t *testing.T) {
 	ctx := context.Background()
 	reset := seedBacklog(t, st, noisy, honest)
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(st, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	sw.Asides, sw.Read = outbox.NewAsides(st.DB), read
 	sw.Now = func() time.Time { return reset.Add(time.Second) }
 	served := map[int64]bool{}

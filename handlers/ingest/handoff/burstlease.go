@@ -101,7 +101,7 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 // hand-offs. It returns nil, counted in res, when the item is no longer
 // due or cannot be leased.
 func (s *Sweeper) leaseLostHandOff(ctx context.Context, log *slog.Logger, key string, now time.Time, res *SweepResult) *model.IdempotencyRecord {
-	rec, err := s.store.LeaseOutboxItem(ctx, key, now, s.lease())
+	rec, err := s.outbox.LeaseOutboxItem(ctx, key, now, s.lease())
 	switch {
 	case errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound):
 		return nil // counted skipped by the caller

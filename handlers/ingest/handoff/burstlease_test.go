@@ -54,7 +54,7 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	keys := claimDue(t, st, 42, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, now, now.Add(time.Second))
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(st, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	sw.Now = func() time.Time { return now.Add(2 * time.Second) }
 	sweep := func(name string) []ingest.Job {
 		t.Helper()
@@ -172,7 +172,7 @@ func TestAnAthleteHasOneBurstASweep(t *testing.T) {
 		return until, nil
 	}
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(b, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: b, Outbox: b, Bursts: b}, d, ingesttest.Log())
 	sweep := func() []ingest.Job {
 		t.Helper()
 		if _, err := sw.Sweep(context.Background()); err != nil {
@@ -219,7 +219,7 @@ func TestALostHandOffInABurstIsLeasedAsItsOwn(t *testing.T) {
 		return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived, Job: string(job), LeaseUntil: 1}, nil
 	}
 	d := &ingesttest.RecordingDispatcher{}
-	res, err := handoff.NewSweeper(b, d, ingesttest.Log()).Sweep(context.Background())
+	res, err := handoff.NewSweeper(handoff.Stores{Due: b, Outbox: b, Bursts: b}, d, ingesttest.Log()).Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

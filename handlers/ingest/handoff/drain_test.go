@@ -66,7 +66,7 @@ func TestDrainSweepsWhileWorkIsLeft(t *testing.T) {
 			t.Parallel()
 			b := backlog()
 			d := &ingesttest.RecordingDispatcher{}
-			sw := handoff.NewSweeper(b, d, ingesttest.Log())
+			sw := handoff.NewSweeper(handoff.Stores{Due: b, Outbox: b}, d, ingesttest.Log())
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			res, sweeps, err := sw.Drain(ctx, 10*time.Second)

@@ -16,12 +16,28 @@ import (
 	"github.com/commitcollect/backend/model/retry"
 )
 
-// OutboxStore is the persistence the sweeper needs (implemented by
-// model/store.Store).
-type OutboxStore interface {
-	// DueOutboxItems lists received items due at now through the sparse
-	// pending index, oldest due first, at most limit.
+// Stores are the adapters a Sweeper is handed, each behind the port of
+// what a sweep does with it.
+type Stores struct {
+	// Due lists the due items (the pending index).
+	Due DueItems
+	// Outbox leases and settles them.
+	Outbox OutboxLeases
+	// Bursts lease an athlete's burst as one (nil: each item of a burst
+	// is leased).
+	Bursts BurstLeases
+	// Asides set a tenant's backlog aside (nil: nothing is).
+	Asides AsideStore
+}
+
+// DueItems lists received items due at now through the sparse pending
+// index, oldest due first, at most limit (model/store/pending.Index).
+type DueItems interface {
 	DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error)
+}
+
+// OutboxLeases lease and settle outbox items (model/store/outbox.Outbox).
+type OutboxLeases interface {
 	// LeaseOutboxItem takes a fresh lease on a due item; ErrConflict when it
 	// is no longer due, ErrNotFound when it is gone.
 	LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error)
@@ -49,7 +65,8 @@ const (
 // every few seconds in the local stack and once a minute in AWS (the
 // sweeper Lambda on a schedule).
 type Sweeper struct {
-	store    OutboxStore
+	due      DueItems
+	outbox   OutboxLeases
 	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
@@ -60,11 +77,11 @@ type Sweeper struct {
 	Limit int
 	// Read bounds the due items one sweep reads (DefaultSweepRead).
 	Read int
-	// Bursts leases an athlete's burst as one (burstlease.go); NewSweeper
-	// sets it when the store has them. Nil: each item of a burst is leased.
+	// Bursts leases an athlete's burst as one (burstlease.go; Stores.Bursts).
+	// Nil: each item of a burst is leased.
 	Bursts BurstLeases
 	// Asides sets a tenant's backlog aside when a read comes back full
-	// (aside.go); nil: nothing is set aside, and a tenant with more due
+	// (aside.go; Stores.Asides); nil: nothing is set aside, and a tenant with more due
 	// items than Read hides everybody due after it.
 	Asides AsideStore
 	// AsideStep is the step between a tenant's set-aside slots
@@ -84,14 +101,11 @@ type AsideStore interface {
 	SetAsideOutboxItem(ctx context.Context, key string, due, now time.Time) error
 }
 
-// NewSweeper builds a sweeper that hands due items to d.
-func NewSweeper(store OutboxStore, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
-	s := &Sweeper{store: store, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() },
-		Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, Read: DefaultSweepRead}
-	if b, ok := store.(BurstLeases); ok {
-		s.Bursts = b
-	}
-	return s
+// NewSweeper builds a sweeper over the adapters st that hands due items
+// to d.
+func NewSweeper(st Stores, d ingest.Dispatcher, log *slog.Logger) *Sweeper {
+	return &Sweeper{due: st.Due, outbox: st.Outbox, Bursts: st.Bursts, Asides: st.Asides, dispatch: d, log: log,
+		Now: func() time.Time { return time.Now().UTC() }, Lease: ingest.DefaultLease, Limit: DefaultSweepLimit, Read: DefaultSweepRead}
 }
 
 // SweepResult counts what one sweep did.
@@ -137,7 +151,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	if read <= 0 {
 		read = DefaultSweepRead
 	}
-	due, err := s.store.DueOutboxItems(ctx, now, read)
+	due, err := s.due.DueOutboxItems(ctx, now, read)
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
@@ -207,7 +221,7 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 	var jobs []ingest.Job
 	for _, d := range turn.Items {
 		log := s.log.With("idempotencyKey", d.IdempotencyKey, "correlationId", d.CorrelationID)
-		rec, err := s.store.LeaseOutboxItem(ctx, d.IdempotencyKey, now, lease)
+		rec, err := s.outbox.LeaseOutboxItem(ctx, d.IdempotencyKey, now, lease)
 		if errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound) {
 			res.Skipped++
 			continue
@@ -231,7 +245,7 @@ func (s *Sweeper) jobOf(ctx context.Context, log *slog.Logger, rec *model.Idempo
 	job, err := ingest.DecodeJob([]byte(rec.Job))
 	if err != nil {
 		reason := "undecodable job: " + err.Error()
-		if serr := s.store.SettleOutboxItem(ctx, rec.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
+		if serr := s.outbox.SettleOutboxItem(ctx, rec.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
 			log.ErrorContext(ctx, "sweeper could not park an undecodable outbox item", "error", serr)
 			res.Failed++
 			return ingest.Job{}, false

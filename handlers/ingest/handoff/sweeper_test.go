@@ -486,7 +486,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 		j.ReceivedAtUtc = past
 		h.Claim(j)
 	}
-	sw := handoff.NewSweeper(h.St, q, ingesttest.Log())
+	sw := handoff.NewSweeper(app.SweeperStores(h.St), q, ingesttest.Log())
 	res, err := sw.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
