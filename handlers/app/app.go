@@ -44,7 +44,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.secure.Serve
 // (SecureHeaders). httpClient carries calls to Strava (nil: the Strava
 // client's default timeout). It returns an error naming every unusable
 // setting.
-func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*API, error) {
+func NewAPI(cfg config.Config, st *store.Adapters, d ingest.Dispatcher, httpClient *http.Client, log *slog.Logger) (*API, error) {
 	cat, err := catalog.Default()
 	if err != nil {
 		return nil, fmt.Errorf("load model catalog: %w", err)
@@ -69,7 +69,7 @@ func NewAPI(cfg config.Config, st *store.Store, d ingest.Dispatcher, httpClient 
 	intake.NewWebhook(intake.WebhookConfig{
 		VerifyToken: cfg.StravaVerifyToken, SubscriptionID: cfg.StravaSubscriptionID, PathSecrets: cfg.WebhookPathSecrets, Lease: cfg.OutboxLease,
 		Gather: true, RateWindow: cfg.StravaWindow,
-	}, st, outbox.NewDrops(st.DB), d, log).Mount(mux)
+	}, st.Outbox, outbox.NewDrops(st.DB), d, log).Mount(mux)
 	h.Register(mux)
 	h.RegisterPage(mux)
 	return &API{Routes: mux, secure: SecureHeaders(mux, cfg.PublicURL)}, nil

@@ -14,7 +14,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/projections/consumer"
@@ -35,7 +35,7 @@ func openLambda(ctx context.Context, need config.Need) (config.Config, *Conn, er
 	if err != nil {
 		return config.Config{}, nil, err
 	}
-	conn.Store.AuditMetrics = os.Stdout
+	conn.Store.DB.AuditMetrics = os.Stdout
 	return cfg, conn, nil
 }
 
@@ -81,15 +81,15 @@ func ProjectorLambda(ctx context.Context) (*consumer.Consumer, error) {
 // ProjectorOf builds the projector over st, one EMF line per batch to
 // metrics: the one place the stream consumer is built, for the projector
 // Lambda, the local stack and the rebuild command.
-func ProjectorOf(st *store.Store, metrics io.Writer, log *slog.Logger) *consumer.Consumer {
+func ProjectorOf(st *store.Adapters, metrics io.Writer, log *slog.Logger) *consumer.Consumer {
 	return consumer.New(ProjectorStores(st), consumer.Options{Logger: log, Metrics: metrics, Meter: BatchMeter})
 }
 
 // ProjectorStores hands the projector each DynamoDB adapter it uses, behind
 // the consumer's ports.
-func ProjectorStores(st *store.Store) consumer.Stores {
+func ProjectorStores(st *store.Adapters) consumer.Stores {
 	ms := st.Milestones
-	return consumer.Stores{Milestones: ms, Series: ms, Catalog: ms, Log: st.Workouts, Audits: st.Audits, Parked: st.ParkedRecords,
+	return consumer.Stores{Milestones: ms, Series: ms, Catalog: ms, Log: st.Workouts, Audits: st.Audits, Parked: st.Parked,
 		Guard: st.Guard, Collection: st.Collection}
 }
 
@@ -131,10 +131,10 @@ const DrainSpare = 20 * time.Second
 // at once while due work is left, its figures as CloudWatch metrics (the
 // backlog alarm); and, on {"task":"reconcile"}, one step of the
 // reconciliation's resumable enumeration
-// (syncjobs.SyncScheduler.ReconcileStep).
+// (scheduler.Scheduler.ReconcileStep).
 type SweeperTasks struct {
 	Sweeper   *handoff.Sweeper
-	Scheduler *syncjobs.SyncScheduler
+	Scheduler *scheduler.Scheduler
 	Metrics   io.Writer
 	Log       *slog.Logger
 }

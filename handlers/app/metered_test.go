@@ -46,7 +46,7 @@ func TestMeteredLogsEachRequestsCapacity(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /things", func(w http.ResponseWriter, r *http.Request) {
 		p := &model.Profile{UserID: r.URL.Query().Get("id"), CreatedAtUtc: time.Now().UTC()}
-		if err := st.Put(r.Context(), st.Tables().Main, p); err != nil {
+		if err := st.DB.Put(r.Context(), st.DB.Tables().Main, p); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

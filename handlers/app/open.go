@@ -21,7 +21,7 @@ type Conn struct {
 	AWS     aws.Config
 	DB      *dynamodb.Client
 	Streams *dynamodbstreams.Client
-	Store   *store.Store
+	Store   *store.Adapters
 }
 
 // Open loads cfg's AWS configuration (config.Config.AWS), builds the
@@ -45,18 +45,18 @@ func Open(ctx context.Context, cfg config.Config) (*Conn, error) {
 // keys from KMS when CC_TOKEN_KMS_KEY is set, else from the local
 // CC_TOKEN_KEY. With neither, the store has no sealer and refuses to write
 // Strava tokens (store.ErrNoSealer).
-func StoreOf(cfg config.Config, db *dynamodb.Client, awsCfg aws.Config) (*store.Store, error) {
+func StoreOf(cfg config.Config, db *dynamodb.Client, awsCfg aws.Config) (*store.Adapters, error) {
 	st := store.New(db, cfg.Tables())
-	st.OutboxShards = cfg.OutboxShards
+	st.DB.OutboxShards = cfg.OutboxShards
 	switch {
 	case cfg.TokenKMSKey != "":
-		st.Secrets = secrets.NewSealer(kms.New(awskms.NewFromConfig(awsCfg), cfg.TokenKMSKey))
+		st.DB.Secrets = secrets.NewSealer(kms.New(awskms.NewFromConfig(awsCfg), cfg.TokenKMSKey))
 	case cfg.TokenKey != nil:
 		p, err := secrets.NewLocalKeyProvider(cfg.TokenKey)
 		if err != nil {
 			return nil, fmt.Errorf("token key: %w", err)
 		}
-		st.Secrets = secrets.NewSealer(p)
+		st.DB.Secrets = secrets.NewSealer(p)
 	}
 	return st, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/outbox"
 )
@@ -21,7 +21,7 @@ import (
 // rate caps, window, retry base, call timeout and sync settings, its
 // CloudWatch EMF lines (StravaReads, AthleteReadsHeldBack,
 // AthleteReadShare, SyncsWaiting) to metrics (nil: none).
-func WorkerOf(cfg config.Config, st *store.Store, metrics io.Writer, log *slog.Logger) *Worker {
+func WorkerOf(cfg config.Config, st *store.Adapters, metrics io.Writer, log *slog.Logger) *Worker {
 	var httpClient *http.Client
 	if cfg.StravaTimeout > 0 {
 		httpClient = &http.Client{Timeout: cfg.StravaTimeout}
@@ -31,12 +31,12 @@ func WorkerOf(cfg config.Config, st *store.Store, metrics io.Writer, log *slog.L
 		AthleteReadsPerWindow: cfg.AthleteReadsPerWindow, AthleteReadsPerDay: cfg.AthleteReadsPerDay,
 		RateWindow: cfg.StravaWindow, RetryBase: cfg.RetryBase, Sync: SyncSettingsFrom(cfg),
 	}, log)
-	w.Runner.Metrics, w.Fetch.Metrics, w.Sync.Metrics = metrics, metrics, metrics
+	w.Runner.Metrics, w.Fetch.Reads.Metrics, w.Sync.Metrics = metrics, metrics, metrics
 	return w
 }
 
 // SweeperOf builds the outbox sweeper over d with cfg's lease.
-func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *handoff.Sweeper {
+func SweeperOf(cfg config.Config, st *store.Adapters, d ingest.Dispatcher, log *slog.Logger) *handoff.Sweeper {
 	sw := handoff.NewSweeper(SweeperStores(st), d, log)
 	if cfg.OutboxLease > 0 {
 		sw.Lease = cfg.OutboxLease
@@ -49,14 +49,14 @@ func SweeperOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slo
 
 // SweeperStores hands the sweeper each DynamoDB adapter it uses: the
 // pending index, the outbox's leases and burst leases, and the set-aside.
-func SweeperStores(st *store.Store) handoff.Stores {
-	return handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox, Asides: outbox.NewAsides(st.DB)}
+func SweeperStores(st *store.Adapters) handoff.Stores {
+	return handoff.Stores{Due: st.Pending, Outbox: st.Outbox, Bursts: st.Outbox, Asides: outbox.NewAsides(st.DB)}
 }
 
 // SchedulerOf builds the sync scheduler over d with cfg's sync settings and
 // lease.
-func SchedulerOf(cfg config.Config, st *store.Store, d ingest.Dispatcher, log *slog.Logger) *syncjobs.SyncScheduler {
-	sched := syncjobs.NewSyncScheduler(SchedulerStores(st), d, log)
+func SchedulerOf(cfg config.Config, st *store.Adapters, d ingest.Dispatcher, log *slog.Logger) *scheduler.Scheduler {
+	sched := scheduler.New(SchedulerStores(st), d, log)
 	sched.Settings = SyncSettingsFrom(cfg)
 	if cfg.OutboxLease > 0 {
 		sched.Lease = cfg.OutboxLease

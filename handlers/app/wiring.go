@@ -10,12 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/deauth"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/grantcheck"
 	"github.com/commitcollect/backend/model/store/limits"
@@ -34,11 +35,9 @@ func SyncSettingsFrom(cfg config.Config) syncjobs.SyncSettings {
 // The DynamoDB store implements every persistence port of ingestion and
 // the refresher's; Strava's REST client and the refresher, the Strava ports.
 var (
-	_ intake.IdempotencyStore = (*store.Store)(nil)
 	_ deauth.GrantChecks      = grantcheck.Checks{}
-	_ deauth.Budget           = (*fetch.Fetcher)(nil)
-	_ fetch.UnseenRechecks    = (*syncjobs.SyncScheduler)(nil)
-	_ strava.TokenStore       = (*store.Store)(nil)
+	_ deauth.Budget           = (*budget.Reads)(nil)
+	_ fetch.UnseenRechecks    = (*scheduler.Scheduler)(nil)
 	_ fetch.TokenProvider     = (*strava.Refresher)(nil)
 	_ fetch.TokenSource       = (*strava.Refresher)(nil)
 	_ syncjobs.TokenProvider  = (*strava.Refresher)(nil)
@@ -78,11 +77,13 @@ type StravaSettings struct {
 }
 
 // Worker is the worker Lambda's service: the outbox runner (Run, Handle)
-// over the fetcher, which takes event jobs, and the syncer, which takes sync
-// jobs (nil: they are refused as poison).
+// over the fetcher, which takes event jobs, the bursts, which take burst
+// jobs, and the syncer, which takes sync jobs (nil: they are refused as
+// poison).
 type Worker struct {
 	Runner *runner.Runner
 	Fetch  *fetch.Fetcher
+	Bursts *fetch.Bursts
 	Sync   *syncjobs.Syncer
 }
 
@@ -111,13 +112,14 @@ type StravaReads interface {
 }
 
 // NewWorker wires a Worker without a syncer over st, tokens and fetcher.
-func NewWorker(st *store.Store, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
+func NewWorker(st *store.Adapters, tokens StravaTokens, fetcher StravaReads, log *slog.Logger) *Worker {
 	lim := limits.New(st)
-	fs := fetch.Stores{Athletes: st.Users, Workouts: st.Workouts, Connections: st.Connections, Caps: lim, Rate: lim, Audits: st.Audits}
-	w := &Worker{Fetch: fetch.NewFetcher(fs, tokens, fetcher, log)}
+	fs := fetch.Stores{Athletes: st.Users, Workouts: st.Workouts, Connections: st.Connections, Audits: st.Audits}
+	w := &Worker{Fetch: fetch.NewFetcher(fs, budget.NewReads(lim, lim, log), tokens, fetcher, log)}
 	w.Fetch.Deauth = deauth.New(deauth.Stores{Connections: st.Connections, Guards: st.Guard, Purger: purge.New(st), Checks: grantcheck.New(st),
-		Audits: st.Audits}, deauth.Strava{Tokens: tokens, Athletes: fetcher}, w.Fetch)
-	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.ParkedRecords, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
+		Audits: st.Audits}, deauth.Strava{Tokens: tokens, Athletes: fetcher}, w.Fetch.Reads)
+	w.Bursts = fetch.NewBursts(w.Fetch, nil)
+	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.Parked, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
 	return w
 }
 
@@ -130,32 +132,33 @@ func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
 	return runner.Route(w.Fetch, syncs).Process(ctx, job)
 }
 
-// ProcessBurst serves a burst of one athlete's activity events (fetch.Fetcher).
+// ProcessBurst serves a burst of one athlete's activity events
+// (fetch.Bursts).
 func (w *Worker) ProcessBurst(ctx context.Context, job ingest.Job) []error {
-	return w.Fetch.ProcessBurst(ctx, job)
+	return w.Bursts.ProcessBurst(ctx, job)
 }
 
 // NewStravaWorker wires a Worker over the store: a Strava REST client, an
 // oauth2 token refresher that persists rotated tokens in st, and a syncer
 // that shares the fetcher's rate-limit cache. It is what the worker Lambda
 // and the local stack run.
-func NewStravaWorker(st *store.Store, s StravaSettings, log *slog.Logger) *Worker {
+func NewStravaWorker(st *store.Adapters, s StravaSettings, log *slog.Logger) *Worker {
 	client := strava.NewClient(s.BaseURL, s.HTTPClient)
-	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st, client.HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(s.BaseURL, s.ClientID, s.ClientSecret, ""), st.Connections, client.HTTPClient())
 	w := NewWorker(st, refresher, client, log)
-	w.Fetch.AthleteReadsPerWindow, w.Fetch.AthleteReadsPerDay = s.AthleteReadsPerWindow, s.AthleteReadsPerDay
-	w.Fetch.Lister = client // bursts of creates are served from list pages
+	w.Fetch.Reads.PerWindow, w.Fetch.Reads.PerDay = s.AthleteReadsPerWindow, s.AthleteReadsPerDay
+	w.Bursts.Lister, w.Fetch.Gather = client, true // bursts of creates are served from list pages
 	if s.RateWindow > 0 {
-		w.Fetch.RateWindow = s.RateWindow
+		w.Fetch.Reads.RateWindow = s.RateWindow
 	}
 	if s.RetryBase > 0 {
 		w.Runner.RetryBase = s.RetryBase
 	}
 	// A burst's recheck of what it settled unseen waits its hour in the
 	// outbox; the sweeper hands it off then.
-	w.Fetch.Rechecks = syncjobs.NewSyncScheduler(SchedulerStores(st), nil, log)
+	w.Bursts.Rechecks = scheduler.New(SchedulerStores(st), nil, log)
 	w.Sync = syncjobs.NewSyncer(SyncerStores(st), refresher, client, log)
-	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.RateWindow, w.Runner.MaxFailures
-	w.Sync.Rate = w.Fetch.Rate // one rate-limit cache per instance
+	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.Reads.Window(), w.Runner.MaxFailures
+	w.Sync.Rate = w.Fetch.Reads.Cache // one rate-limit cache per instance
 	return w
 }

@@ -58,12 +58,12 @@ func (e *env) populate(userID string, athleteID int64) account {
 			items = append(items, &model.Award{UserID: userID, MilestoneID: mid, ModelID: "road-bike", PartIndex: p, PartName: fmt.Sprint("part ", m, p)})
 		}
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, items); err != nil {
 		e.t.Fatal(err)
 	}
 	// A job of the athlete parked for redrive (its payload may hold a whole
 	// workout image).
-	if err := e.st.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: "parked-" + userID,
+	if err := e.st.Parked.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: "parked-" + userID,
 		UserID: userID, AthleteID: athleteID, Payload: "{}", Reason: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func (e *env) footprint(a account) []string {
 	ctx := context.Background()
 	var ks []string
 	for _, pk := range []string{keys.UserPK(a.userID), keys.AthletePK(a.athleteID)} {
-		res, err := e.st.QueryPrefix(ctx, e.st.Tables().Main, pk, "", dynamo.QueryOptions{})
+		res, err := e.st.DB.QueryPrefix(ctx, e.st.DB.Tables().Main, pk, "", dynamo.QueryOptions{})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func (e *env) footprint(a account) []string {
 		}
 	}
 	for _, src := range []string{keys.ParkSourceWorker, keys.ParkSourceProjector} {
-		recs, err := e.st.Parked(ctx, src)
+		recs, err := e.st.Parked.Parked(ctx, src)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func (e *env) footprint(a account) []string {
 
 func (e *env) auditEvents(userID string) []string {
 	e.t.Helper()
-	entries, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
+	entries, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), e.st.DB, e.st.DB.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -314,14 +314,14 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	a := e.populate("inflight", 77)
 	f := &slowFetch{athleteID: 77, fetched: make(chan struct{}), release: make(chan struct{})}
 	w := app.NewWorker(e.st, fixedToken{}, f, slog.New(slog.DiscardHandler))
-	w.Fetch.AthleteReadsPerWindow = 0 // no read counter in the athlete's partition
+	w.Fetch.Reads.PerWindow = 0 // no read counter in the athlete's partition
 	job := ingest.Job{Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 770001, AspectType: ingest.AspectCreate,
 		OwnerID: 77, EventTime: e.clock.Now().Unix()}, CorrelationID: "c-inflight", ReceivedAtUtc: e.clock.Now()}
 	for _, r := range []*model.ParkedRecord{
 		{Source: keys.ParkSourceProjector, RecordID: "p-inflight", UserID: a.userID, Payload: "{}"},
 		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 77, Payload: "{}"},
 	} {
-		if err := e.st.Park(context.Background(), r); err != nil {
+		if err := e.st.Parked.Park(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +342,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	// The projector handles the landed write's record: the user's guard,
 	// read with the milestones, removes it.
 	db, streamsAPI := dynamolocal.Clients(t)
-	arn, err := tableadmin.StreamARN(context.Background(), db, e.st.Tables())
+	arn, err := tableadmin.StreamARN(context.Background(), db, e.st.DB.Tables())
 	if err != nil {
 		t.Fatal(err)
 	}

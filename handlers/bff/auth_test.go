@@ -65,7 +65,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if err != nil || sess.UserID != me.UserID || sess.ExpiresAtUtc != e.clock.Now().Add(bff.DefaultSessionTTL).Unix() {
 		t.Fatalf("stored session = %+v, %v", sess, err)
 	}
-	conn, err := e.st.StravaConnection(ctx, me.UserID)
+	conn, err := e.st.Connections.StravaConnection(ctx, me.UserID)
 	if err != nil || conn.TokenVersion != 1 || !sim.AccessTokenValid(conn.AccessToken) || !sim.RefreshTokenValid(conn.RefreshToken) ||
 		!conn.HasScope("activity:read_all") {
 		t.Fatalf("connection after first login = %+v, %v", conn, err)
@@ -82,7 +82,7 @@ func TestLoginThroughRedirects(t *testing.T) {
 	if me2.UserID != me.UserID || sid2 == sid {
 		t.Fatalf("returning athlete: user %s session %s, want user %s and a new session", me2.UserID, sid2, me.UserID)
 	}
-	conn2, _ := e.st.StravaConnection(ctx, me.UserID)
+	conn2, _ := e.st.Connections.StravaConnection(ctx, me.UserID)
 	if conn2.TokenVersion != 2 || conn2.AccessToken == conn.AccessToken || !sim.AccessTokenValid(conn2.AccessToken) {
 		t.Fatalf("connection after second login = %+v, want tokenVersion 2 and a new token", conn2)
 	}
@@ -122,7 +122,7 @@ func TestConcurrentFirstLoginsLinkOneUser(t *testing.T) {
 			t.Fatalf("users after concurrent first logins = %v, want one user", users)
 		}
 	}
-	owner, err := e.st.AthleteOwner(context.Background(), 777)
+	owner, err := e.st.Users.AthleteOwner(context.Background(), 777)
 	if err != nil || owner.UserID != users[0] {
 		t.Fatalf("owner = %+v, %v", owner, err)
 	}
@@ -136,7 +136,7 @@ func TestCallbackRefusals(t *testing.T) {
 	ctx := context.Background()
 	nothingWritten := func(t *testing.T) {
 		t.Helper()
-		if _, err := e.st.AthleteOwner(ctx, 99); !errors.Is(err, model.ErrNotFound) {
+		if _, err := e.st.Users.AthleteOwner(ctx, 99); !errors.Is(err, model.ErrNotFound) {
 			t.Fatalf("athlete 99 was linked (%v), want nothing written", err)
 		}
 	}
@@ -225,7 +225,7 @@ func TestCookieSecurityFollowsPublicURL(t *testing.T) {
 	t.Parallel()
 	cat, _ := catalog.Default()
 	// New only checks that a store is given; it reads nothing at construction.
-	deps := bff.Deps{Stores: app.BFFStores(new(store.Store)), Strava: &fakeStrava{}, Catalog: cat}
+	deps := bff.Deps{Stores: app.BFFStores(new(store.Adapters)), Strava: &fakeStrava{}, Catalog: cat}
 	tests := []struct {
 		name    string
 		given   string

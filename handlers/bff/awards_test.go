@@ -32,12 +32,12 @@ func TestAwardsPagesRefuseBadInput(t *testing.T) {
 		for i := range 3 {
 			a := model.Award{UserID: user, MilestoneID: "m-" + user, ModelID: "saturn-v", PartIndex: i, PartName: "part",
 				AwardedAtUtc: time.Date(2026, 3, 1+i, 8, 0, 0, 0, time.UTC), ActivityID: int64(i + 1)}
-			if err := e.st.Put(ctx, e.st.Tables().Main, &a); err != nil {
+			if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &a); err != nil {
 				t.Fatal(err)
 			}
 			awards = append(awards, a)
 		}
-		if err := e.st.CollectAwards(ctx, awards); err != nil {
+		if err := e.st.Collection.CollectAwards(ctx, awards); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,19 +87,19 @@ func TestCollectionCountsOlderEntriesIntoItsSummary(t *testing.T) {
 		}
 		k := a.CollectedKey()
 		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
-		if _, err := e.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.st.Tables().Main), Item: item}); err != nil {
+		if _, err := e.st.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.st.DB.Tables().Main), Item: item}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var legacy []model.Award
 	for i := range 2 {
 		a := model.Award{UserID: "u1", MilestoneID: "m1", ModelID: "saturn-v", PartIndex: i, AwardedAtUtc: at.AddDate(0, 1, i)}
-		if err := e.st.Put(ctx, e.st.Tables().Main, &a); err != nil {
+		if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &a); err != nil {
 			t.Fatal(err)
 		}
 		legacy = append(legacy, a)
 	}
-	if err := e.st.CollectAwards(ctx, legacy); err != nil {
+	if err := e.st.Collection.CollectAwards(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
 	var bodies []string
@@ -111,7 +111,7 @@ func TestCollectionCountsOlderEntriesIntoItsSummary(t *testing.T) {
 			t.Fatalf("GET /v1/collection: %d %s; want saturn-v's 10 parts and 22 duplicates", r.status, r.body)
 		}
 		bodies = append(bodies, string(r.body))
-		if _, complete, err := e.st.CollectionSummary(ctx, "u1"); err != nil || !complete {
+		if _, complete, err := e.st.Collection.CollectionSummary(ctx, "u1"); err != nil || !complete {
 			t.Fatalf("after a read the summary is complete %v (%v); want the older entries counted", complete, err)
 		}
 	}

@@ -38,33 +38,33 @@ func revokedAndDeleted(t *testing.T, e *env, sim *stravasim.Server, revoke bool)
 	if cb := e.login(b); cb.status != http.StatusFound {
 		t.Fatalf("first login: %d %s", cb.status, cb.body)
 	}
-	owner, err := e.st.AthleteOwner(ctx, comebackAthlete)
+	owner, err := e.st.Users.AthleteOwner(ctx, comebackAthlete)
 	if err != nil {
 		t.Fatal(err)
 	}
 	user, now := owner.UserID, e.clock.Now()
 	for id := comebackActivity; id < comebackActivity+3; id++ {
-		if err := e.st.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: comebackAthlete, ActivityID: id, SportType: "Run",
+		if err := e.st.Workouts.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: comebackAthlete, ActivityID: id, SportType: "Run",
 			DistanceMeters: 5000, StartDateUtc: now.Add(-time.Hour), CreatedAtUtc: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	award := &model.Award{UserID: user, MilestoneID: "m1", ModelID: "rocket", PartIndex: 0, PartName: "Nose", AwardedAtUtc: now, ActivityID: comebackActivity}
-	if err := e.st.Put(ctx, e.st.Tables().Main, award); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, award); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{"athleteId": itoa(comebackAthlete), "activityId": itoa(comebackActivity),
 		"reason": "fetch activity " + itoa(comebackActivity) + " of " + comebackName}
-	e.st.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK(user), user, "EVENT_REJECTED", "c1", "r1", now, ids))
-	e.st.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.AthletePK(comebackAthlete), "", "ATHLETE_NOT_LINKED", "c2", "r2", now, ids))
+	e.st.Audits.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK(user), user, "EVENT_REJECTED", "c1", "r1", now, ids))
+	e.st.Audits.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.AthletePK(comebackAthlete), "", "ATHLETE_NOT_LINKED", "c2", "r2", now, ids))
 
 	if revoke {
 		sim.RevokeAthlete(comebackAthlete)
-		grant, err := e.st.StravaConnectionGrant(ctx, user)
+		grant, err := e.st.Connections.StravaConnectionGrant(ctx, user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+		if err := e.st.Connections.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := purge.New(e.st).PurgeStravaData(ctx, user, comebackAthlete, now); err != nil {
@@ -122,8 +122,8 @@ func TestSignUpAgainAfterRevokingAndDeleting(t *testing.T) {
 			if now := time.Now().Add(7 * 24 * time.Hour); now.Before(by) {
 				by = now
 			}
-			tb := e.st.Tables()
-			left, n, err := privacyscan.Lingering(ctx, e.st.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
+			tb := e.st.DB.Tables()
+			left, n, err := privacyscan.Lingering(ctx, e.st.DB.Client(), []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency},
 				[]string{itoa(comebackAthlete), itoa(comebackActivity), comebackName, "Kathleen"}, by)
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ func TestSignUpAgainAfterRevokingAndDeleting(t *testing.T) {
 			if me.UserID == old || me.AthleteID != comebackAthlete || me.DisplayName != comebackName || !me.Connected {
 				t.Fatalf("GET /v1/me = %+v; want a new user (not %s), connected, with the athlete's name", me, old)
 			}
-			if items, err := e.st.QueryPrefix(ctx, tb.Main, keys.UserPK(me.UserID), keys.PrefixMilestone, dynamo.QueryOptions{}); err != nil || len(items.Items) != 0 {
+			if items, err := e.st.DB.QueryPrefix(ctx, tb.Main, keys.UserPK(me.UserID), keys.PrefixMilestone, dynamo.QueryOptions{}); err != nil || len(items.Items) != 0 {
 				t.Fatalf("the new user holds %d milestone items (%v); want none of the deleted account's", len(items.Items), err)
 			}
 		})
@@ -164,17 +164,17 @@ func TestSignUpAgainPastMappingsOfADeletedAccount(t *testing.T) {
 		}},
 		{"owner mapping", func(t *testing.T, e *env, user string) {
 			o := &model.AthleteOwner{AthleteID: comebackAthlete, UserID: user, CreatedAtUtc: e.clock.Now()}
-			if err := e.st.Put(context.Background(), e.st.Tables().Main, o); err != nil {
+			if err := e.st.DB.Put(context.Background(), e.st.DB.Tables().Main, o); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"owner mapping past the guard", func(t *testing.T, e *env, user string) {
 			o := &model.AthleteOwner{AthleteID: comebackAthlete, UserID: user, CreatedAtUtc: e.clock.Now()}
-			if err := e.st.Put(context.Background(), e.st.Tables().Main, o); err != nil {
+			if err := e.st.DB.Put(context.Background(), e.st.DB.Tables().Main, o); err != nil {
 				t.Fatal(err)
 			}
 			// 90 days on, the guard's TTL removed it: only the profile's absence tells.
-			if err := e.st.Delete(context.Background(), e.st.Tables().Main, keys.UserGuardKey(user)); err != nil {
+			if err := e.st.DB.Delete(context.Background(), e.st.DB.Tables().Main, keys.UserGuardKey(user)); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -191,7 +191,7 @@ func TestSignUpAgainPastMappingsOfADeletedAccount(t *testing.T) {
 			if _, err := purge.New(e.st).RevokedAthleteOwner(context.Background(), comebackAthlete); !errors.Is(err, model.ErrNotFound) {
 				t.Fatalf("keyed-hash mapping: %v; want it gone", err)
 			}
-			if o, err := e.st.AthleteOwner(context.Background(), comebackAthlete); err != nil || o.UserID != me.UserID {
+			if o, err := e.st.Users.AthleteOwner(context.Background(), comebackAthlete); err != nil || o.UserID != me.UserID {
 				t.Fatalf("owner mapping %+v, %v; want the new user %s", o, err, me.UserID)
 			}
 		})
@@ -214,7 +214,7 @@ func TestSignUpAgainAfterADeletionStoppedPastTheGuard(t *testing.T) {
 	if cb := e.login(b); cb.status != http.StatusFound {
 		t.Fatalf("first login: %d %s", cb.status, cb.body)
 	}
-	owner, err := e.st.AthleteOwner(context.Background(), comebackAthlete)
+	owner, err := e.st.Users.AthleteOwner(context.Background(), comebackAthlete)
 	if err != nil {
 		t.Fatal(err)
 	}

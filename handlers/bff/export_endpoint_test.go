@@ -32,7 +32,7 @@ func TestExportGivesTheAthleteTheirData(t *testing.T) {
 			DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour),
 			CreatedAtUtc: e.clock.Now()})
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, batch); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, batch); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.do(http.MethodGet, "/v1/me/export", "", nil); r.status != http.StatusUnauthorized {
@@ -110,7 +110,7 @@ func TestExportPagesAreBoundedAndStable(t *testing.T) {
 			want[id] = true
 		}
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, batch); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, batch); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int64]int{}
@@ -141,7 +141,7 @@ func TestExportPagesAreBoundedAndStable(t *testing.T) {
 		}
 		if pages == 0 {
 			// Workouts arrive and change between pages: before and after the cursor.
-			if err := e.st.BatchPut(ctx, e.st.Tables().Main, []model.Entity{workout(4000, false), workout(9000, false), workout(5390, false)}); err != nil {
+			if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, []model.Entity{workout(4000, false), workout(9000, false), workout(5390, false)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -185,7 +185,7 @@ func TestExportPagesTheCollection(t *testing.T) {
 	at := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
 	for m := range milestonesN {
 		id := fmt.Sprintf("m%02d", m)
-		if err := e.st.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: id,
+		if err := e.st.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: id,
 			MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket", Title: id, Metric: model.MetricCount, Target: parts, PartCount: parts,
 				PeriodStartAtUtc: at}, Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 			t.Fatal(err)
@@ -196,12 +196,12 @@ func TestExportPagesTheCollection(t *testing.T) {
 			for i := from; i < from+33; i++ {
 				w.Awards = append(w.Awards, &model.Award{UserID: "u1", MilestoneID: id, PartIndex: i, ActivityID: 1000, AwardedAtUtc: at.Add(time.Duration(i) * time.Minute)})
 			}
-			if err := e.st.WriteProjection(ctx, w); err != nil {
+			if err := e.st.Milestones.WriteProjection(ctx, w); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if m >= 2 { // deleted: its awards stay in the collection
-			if err := e.st.DeleteMilestone(ctx, "u1", id); err != nil {
+			if err := e.st.Collection.DeleteMilestone(ctx, "u1", id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,7 +211,7 @@ func TestExportPagesTheCollection(t *testing.T) {
 		batch = append(batch, &model.Workout{UserID: "u1", AthleteID: 31, ActivityID: int64(1000 + i), SportType: "Run",
 			DistanceMeters: 5000, StartDateUtc: at.Add(time.Duration(i) * time.Hour), CreatedAtUtc: e.clock.Now()})
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, batch); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, batch); err != nil {
 		t.Fatal(err)
 	}
 	awards, workouts := map[string]int{}, map[int64]int{}

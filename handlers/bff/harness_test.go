@@ -91,7 +91,7 @@ func (f *fakeStrava) Deauthorize(_ context.Context, at string) error {
 // env is one BFF over fresh DynamoDB Local tables with the catalog seeded.
 type env struct {
 	t      *testing.T
-	st     *store.Store
+	st     *store.Adapters
 	ss     *sessions.Store // the sign-ins (st's DB)
 	h      *bff.Handler
 	mux    *http.ServeMux
@@ -114,15 +114,15 @@ func newEnv(t *testing.T, o envOpts) *env {
 	st := dynamolocal.NewStore(t)
 	if o.dynamoHTTP != nil {
 		db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(opt *dynamodb.Options) { opt.HTTPClient = o.dynamoHTTP })
-		faulty := store.New(db, st.Tables())
-		faulty.Secrets = st.Secrets
+		faulty := store.New(db, st.DB.Tables())
+		faulty.DB.Secrets = st.DB.Secrets
 		st = faulty
 	}
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := catalog.Seed(context.Background(), st, cat); err != nil {
+	if _, err := catalog.Seed(context.Background(), st.Milestones, cat); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, st: st, ss: sessions.New(st.DB), mux: http.NewServeMux(), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
@@ -153,7 +153,7 @@ func (e *env) user(userID string, athleteID int64) string {
 	p := &model.Profile{UserID: userID, AthleteID: athleteID, DisplayName: "Ath " + userID, CreatedAtUtc: now}
 	c := &model.StravaConnection{UserID: userID, AthleteID: athleteID, AccessToken: "access-" + userID, RefreshToken: "refresh-" + userID,
 		ExpiresAtUtc: now.Add(6 * time.Hour), Scopes: []string{"read", "activity:read_all"}, TokenVersion: 1, UpdatedAtUtc: now}
-	if err := e.st.CreateUser(ctx, p, c); err != nil {
+	if err := e.st.Users.CreateUser(ctx, p, c); err != nil {
 		e.t.Fatal(err)
 	}
 	return e.session(userID)

@@ -28,7 +28,7 @@ func TestASeriesHeadlineIsTheAthletesWeek(t *testing.T) {
 	start := time.Date(2027, 3, 14, 17, 0, 0, 0, time.UTC) // 07:00 in Honolulu
 	w := &model.Workout{UserID: "u1", AthleteID: 1, ActivityID: 5, SportType: "Run", DistanceMeters: 5000, MovingTimeSeconds: 1500,
 		StartDateUtc: start, StartDateLocal: "2027-03-14T07:00:00", CreatedAtUtc: start, UpdatedAtUtc: start}
-	if err := e.st.Put(context.Background(), e.st.Tables().Main, w); err != nil {
+	if err := e.st.DB.Put(context.Background(), e.st.DB.Tables().Main, w); err != nil {
 		t.Fatal(err)
 	}
 	var m milestones.MilestoneJSON

@@ -65,7 +65,7 @@ func collect(t *testing.T, e *env, user string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.BatchPutItems(context.Background(), e.st.Tables().Main, items); err != nil {
+	if err := e.st.DB.BatchPutItems(context.Background(), e.st.DB.Tables().Main, items); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -146,7 +146,7 @@ func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() metering
 	const user, weeks, parts = "u-long", 1040, 12
 	series := model.NewID()
 	first := calendar.FormatDate(time.Now().UTC().AddDate(0, 0, -7*(weeks-1)-int(time.Now().UTC().Weekday()+6)%7))
-	if err := e.st.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: series, MilestoneDefinition: model.MilestoneDefinition{
+	if err := e.st.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: series, MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: "endeavour", Title: "weekly", Metric: model.MetricCount, Target: 1, PartCount: parts, Recurrence: "weekly",
 		PeriodStartDate: first}, Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func longSeries(t *testing.T, e *env, srv *httptest.Server, cost func() metering
 				AwardedAtUtc: start.AddDate(0, 0, 7*w), Collected: true})
 		}
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, es); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 	status, body, _ := get(t, srv, "/v1/milestones/"+series, sid)

@@ -22,7 +22,7 @@ func TestAccountDeletionRevokesStravaAccess(t *testing.T) {
 	p := &model.Profile{UserID: "u1", AthleteID: 321, DisplayName: "x", CreatedAtUtc: now}
 	c := &model.StravaConnection{UserID: "u1", AthleteID: 321, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now}
-	if err := e.st.CreateUser(context.Background(), p, c); err != nil {
+	if err := e.st.Users.CreateUser(context.Background(), p, c); err != nil {
 		t.Fatal(err)
 	}
 	sid := e.session("u1")

@@ -51,13 +51,13 @@ func TestLandingPage(t *testing.T) {
 			PeriodStartAtUtc: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
 		Projection: model.Projection{ProgressValue: 42195000, WorkoutsCounted: 3, AwardedParts: 4, Status: model.StatusActive,
 			Excluded: map[string]int{"below_minimum": 1, "manual": 2}}}
-	if err := e.st.Put(ctx, e.st.Tables().Main, m); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
 		a := &model.Award{UserID: "u1", MilestoneID: m.MilestoneID, ModelID: "saturn-v", PartIndex: i, PartName: "Part " + string(rune('A'+i)),
 			AwardedAtUtc: time.Date(2026, 3, 10, 9, i, 0, 0, time.UTC), ActivityID: int64(1000 + i)}
-		if err := e.st.Put(ctx, e.st.Tables().Main, a); err != nil {
+		if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, a); err != nil {
 			t.Fatal(err)
 		}
 	}

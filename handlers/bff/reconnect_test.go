@@ -29,13 +29,13 @@ func TestReconnectAfterRevocationReattachesSameUser(t *testing.T) {
 	if cb := e.login(e.browser()); cb.status != http.StatusFound {
 		t.Fatalf("first login: %d %s", cb.status, cb.body)
 	}
-	owner, err := e.st.AthleteOwner(ctx, 4242)
+	owner, err := e.st.Users.AthleteOwner(ctx, 4242)
 	if err != nil {
 		t.Fatal(err)
 	}
 	user := owner.UserID
 	for id := int64(1); id <= 4; id++ {
-		if err := e.st.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: 4242, ActivityID: id, SportType: "Run",
+		if err := e.st.Workouts.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: 4242, ActivityID: id, SportType: "Run",
 			DistanceMeters: 5000, StartDateUtc: time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC), CreatedAtUtc: e.clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -43,25 +43,25 @@ func TestReconnectAfterRevocationReattachesSameUser(t *testing.T) {
 	m := &model.Milestone{UserID: user, MilestoneID: "m1", Version: 3}
 	a := &model.Award{UserID: user, MilestoneID: "m1", ModelID: "rocket", PartIndex: 0, PartName: "Nose", AwardedAtUtc: e.clock.Now(), ActivityID: 1}
 	for _, it := range []model.Entity{m, a} {
-		if err := e.st.Put(ctx, e.st.Tables().Main, it); err != nil {
+		if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, it); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	// The athlete revokes on strava.com; the worker confirmed it.
 	sim.RevokeAthlete(4242)
-	grant, err := e.st.StravaConnectionGrant(ctx, user)
+	grant, err := e.st.Connections.StravaConnectionGrant(ctx, user)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := e.st.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
+	if err := e.st.Connections.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := purge.New(e.st).PurgeStravaData(ctx, user, 4242, now.Truncate(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := e.st.Profile(ctx, user); err != nil || p.DisplayName != "" || p.AthleteID != 0 {
+	if p, err := e.st.Users.Profile(ctx, user); err != nil || p.DisplayName != "" || p.AthleteID != 0 {
 		t.Fatalf("profile %+v, %v; want the Strava name and id gone", p, err)
 	}
 
@@ -75,25 +75,25 @@ func TestReconnectAfterRevocationReattachesSameUser(t *testing.T) {
 	if me.UserID != user || !me.Connected {
 		t.Fatalf("GET /v1/me = %+v, want user %s connected again", me, user)
 	}
-	if g, err := e.st.UserGuard(ctx, user); err != nil || g.Revoked() {
+	if g, err := e.st.Guard.UserGuard(ctx, user); err != nil || g.Revoked() {
 		t.Fatalf("guard %+v, %v; want the revocation cleared", g, err)
 	}
-	if p, err := e.st.Profile(ctx, user); err != nil || p.DisplayName != "Grace Hopper" || p.AthleteID != 4242 {
+	if p, err := e.st.Users.Profile(ctx, user); err != nil || p.DisplayName != "Grace Hopper" || p.AthleteID != 4242 {
 		t.Fatalf("profile %+v, %v; want the Strava identity back", p, err)
 	}
 	if _, err := purge.New(e.st).RevokedAthleteOwner(ctx, 4242); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("keyed-hash mapping: %v; want it gone once the owner mapping is back", err)
 	}
-	c, err := e.st.StravaConnection(ctx, user)
+	c, err := e.st.Connections.StravaConnection(ctx, user)
 	if err != nil || !c.GrantTime().Equal(e.clock.Now()) || !sim.AccessTokenValid(c.AccessToken) {
 		t.Fatalf("connection %+v, %v; want the new grant at %s", c, err, e.clock.Now())
 	}
 	var gotM model.Milestone
 	var gotA model.Award
-	if err := e.st.Get(ctx, e.st.Tables().Main, m.ItemKey(), &gotM); err != nil || gotM.Version != 3 {
+	if err := e.st.DB.Get(ctx, e.st.DB.Tables().Main, m.ItemKey(), &gotM); err != nil || gotM.Version != 3 {
 		t.Fatalf("milestone %+v, %v; want it untouched", gotM, err)
 	}
-	if err := e.st.Get(ctx, e.st.Tables().Main, a.ItemKey(), &gotA); err != nil || gotA.PartName != "Nose" || gotA.ActivityID != 0 {
+	if err := e.st.DB.Get(ctx, e.st.DB.Tables().Main, a.ItemKey(), &gotA); err != nil || gotA.PartName != "Nose" || gotA.ActivityID != 0 {
 		t.Fatalf("award %+v, %v; want it kept, without the Strava activity id", gotA, err)
 	}
 }
@@ -111,25 +111,25 @@ func TestReconnectDuringAPurgeRestoresTheIdentity(t *testing.T) {
 	if cb := e.login(e.browser()); cb.status != http.StatusFound {
 		t.Fatalf("first login: %d %s", cb.status, cb.body)
 	}
-	owner, err := e.st.AthleteOwner(ctx, 4343)
+	owner, err := e.st.Users.AthleteOwner(ctx, 4343)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sim.RevokeAthlete(4343)
-	grant, err := e.st.StravaConnectionGrant(ctx, owner.UserID)
+	grant, err := e.st.Connections.StravaConnectionGrant(ctx, owner.UserID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := e.clock.Now().Truncate(time.Second)
-	if err := e.st.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+	if err := e.st.Connections.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.st.Profile(ctx, owner.UserID)
+	p, err := e.st.Users.Profile(ctx, owner.UserID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.AthleteID, p.DisplayName = 0, "" // what the purge's identity step leaves
-	if err := e.st.Put(ctx, e.st.Tables().Main, &p); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &p); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(time.Minute)

@@ -85,7 +85,7 @@ func TestPeriodWorkoutsSayWhy(t *testing.T) {
 	put := func(id int64, sport string, start time.Time, local string, moving int64, flags *rules.Flags) {
 		w := &model.Workout{UserID: "u1", AthleteID: 1, ActivityID: id, SportType: sport, DistanceMeters: 5000, MovingTimeSeconds: moving,
 			StartDateUtc: start, StartDateLocal: local, Flags: flags, CreatedAtUtc: start, UpdatedAtUtc: start}
-		if err := e.st.Put(context.Background(), e.st.Tables().Main, w); err != nil {
+		if err := e.st.DB.Put(context.Background(), e.st.DB.Tables().Main, w); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -133,7 +133,7 @@ func TestLoginStoresNoCookieValueAndNoToken(t *testing.T) {
 	sid := sessionFrom(t, b, e.srv.URL)
 	var me bff.MeJSON
 	e.do(http.MethodGet, "/v1/me", sid, nil).json(t, &me)
-	conn, err := e.st.StravaConnection(ctx, me.UserID)
+	conn, err := e.st.Connections.StravaConnection(ctx, me.UserID)
 	if err != nil || conn.AccessToken == "" || conn.RefreshToken == "" {
 		t.Fatalf("connection: %+v, %v", conn, err)
 	}
@@ -150,10 +150,10 @@ func TestLoginStoresNoCookieValueAndNoToken(t *testing.T) {
 	if _, err := e.ss.Session(ctx, sid); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("session read by the raw cookie value: %v; want ErrNotFound (keys hold its hash)", err)
 	}
-	tb := e.st.Tables()
+	tb := e.st.DB.Tables()
 	var dump strings.Builder
 	for _, table := range []string{tb.Main, tb.Sessions, tb.Audit, tb.Idempotency} {
-		dump.WriteString(dumpTable(t, e.st.Client(), table))
+		dump.WriteString(dumpTable(t, e.st.DB.Client(), table))
 	}
 	for name, secret := range map[string]string{
 		"session cookie": sid, "state cookie": state, "access token": conn.AccessToken, "refresh token": conn.RefreshToken,

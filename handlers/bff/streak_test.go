@@ -98,12 +98,12 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 		w := model.Workout{UserID: "u1", AthleteID: 1, ActivityID: int64(i + 1), SportType: "Run", DistanceMeters: 10000,
 			MovingTimeSeconds: 3000, StartDateUtc: start, StartDateLocal: start.Add(-10 * time.Hour).Format("2006-01-02T15:04:05"),
 			CreatedAtUtc: start, UpdatedAtUtc: start}
-		if err := e.st.Put(ctx, e.st.Tables().Main, &w); err != nil {
+		if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &w); err != nil {
 			t.Fatal(err)
 		}
 		log = append(log, w)
 	}
-	ms, _, err := e.st.MilestonesWithAwards(ctx, "u1", "")
+	ms, _, err := e.st.Milestones.MilestonesWithAwards(ctx, "u1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestStreakPaceAndTimeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.WriteProjection(ctx, ports.ProjectionWrite{UserID: "u1", MilestoneID: mw.Milestone.MilestoneID,
+		if err := e.st.Milestones.WriteProjection(ctx, ports.ProjectionWrite{UserID: "u1", MilestoneID: mw.Milestone.MilestoneID,
 			ExpectedVersion: mw.Milestone.Version, Projection: res.Projection}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 )
 
 // SyncTrigger starts the import of an athlete's Strava history
-// (handlers/syncjobs.SyncScheduler): a backfill job on the outbox whenever
+// (handlers/ingest/syncjobs/scheduler.Scheduler): a backfill job on the outbox whenever
 // what was imported does not reach back to the user's horizon.
 type SyncTrigger interface {
 	// EnsureBackfill enqueues a backfill unless the imported history

@@ -95,7 +95,7 @@ func TestMeAndPageShowTheSyncState(t *testing.T) {
 	st := &syncstate.SyncState{UserID: "u1", AthleteID: 31, State: syncstate.SyncDeferred, Mode: syncstate.SyncModeBackfill, ImportedCount: 321,
 		HorizonUtc: horizon, WindowFromUtc: horizon, JobStartedAtUtc: started, CursorBeforeUtc: started.Add(-started.Sub(horizon) * 6 / 10),
 		NextSyncAtUtc: started.Add(15 * time.Minute), DeferredReason: "sync <budget> share spent"}
-	if err := e.st.Put(ctx, e.st.Tables().Main, st); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, st); err != nil {
 		t.Fatal(err)
 	}
 	r = e.do(http.MethodGet, "/v1/me", sid, nil)
@@ -117,7 +117,7 @@ func TestMeAndPageShowTheSyncState(t *testing.T) {
 	}
 
 	st.State, st.LastSyncAtUtc, st.NextSyncAtUtc = syncstate.SyncIdle, started, started.Add(6*time.Hour)
-	if err := e.st.Put(ctx, e.st.Tables().Main, st); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, st); err != nil {
 		t.Fatal(err)
 	}
 	page = string(e.do(http.MethodGet, "/", sid, nil).body)

@@ -120,7 +120,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 		t.Fatalf("created = %+v", created)
 	}
 	var stored model.Milestone
-	if err := e.st.Get(ctx, e.st.Tables().Main, keys.MilestoneKey("u1", created.MilestoneID), &stored); err != nil {
+	if err := e.st.DB.Get(ctx, e.st.DB.Tables().Main, keys.MilestoneKey("u1", created.MilestoneID), &stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored.PartCount != 10 || stored.WrittenBy != model.WriterAPI || stored.Version != 0 || stored.Status != model.StatusActive ||
@@ -132,13 +132,13 @@ func TestCreateAndReadMilestones(t *testing.T) {
 	projected := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
 	stored.ProgressValue, stored.WorkoutsCounted, stored.AwardedParts, stored.ProjectedAtUtc, stored.Version = 42195000, 3, 4, &projected, 3
 	stored.WrittenBy = model.WriterProjector
-	if err := e.st.Put(ctx, e.st.Tables().Main, &stored); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &stored); err != nil {
 		t.Fatal(err)
 	}
 	for i := 3; i >= 0; i-- {
 		a := &model.Award{UserID: "u1", MilestoneID: stored.MilestoneID, ModelID: "saturn-v", PartIndex: i, PartName: "part " + string(rune('A'+i)),
 			AwardedAtUtc: projected, ActivityID: int64(1000 + i)}
-		if err := e.st.Put(ctx, e.st.Tables().Main, a); err != nil {
+		if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,7 +166,7 @@ func TestCreateAndReadMilestones(t *testing.T) {
 	// A period longer than the guardrail: the API says from when it is exact.
 	exactFrom := time.Date(2026, 3, 4, 6, 30, 0, 0, time.UTC)
 	stored.Truncated, stored.ExactFromUtc, stored.Version = true, &exactFrom, 4
-	if err := e.st.Put(ctx, e.st.Tables().Main, &stored); err != nil {
+	if err := e.st.DB.Put(ctx, e.st.DB.Tables().Main, &stored); err != nil {
 		t.Fatal(err)
 	}
 	r = e.do(http.MethodGet, "/v1/milestones/"+created.MilestoneID, sid, nil)
@@ -334,7 +334,7 @@ func TestMilestoneCap(t *testing.T) {
 		items = append(items, &model.Milestone{UserID: "capped", MilestoneID: fmt.Sprintf("old%02d", i), MilestoneDefinition: model.MilestoneDefinition{
 			ModelID: "road-bike", Title: "m", Metric: model.MetricCount, Target: 8, PeriodStartAtUtc: e.clock.Now(), PartCount: model.MaxPartCount}})
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, items); err != nil {
 		t.Fatal(err)
 	}
 	body := map[string]any{"modelId": "road-bike", "title": "Ride", "metric": "count", "target": 10, "periodStartAtUtc": "2026-03-01T00:00:00Z"}
@@ -375,7 +375,7 @@ func TestMilestoneCap(t *testing.T) {
 		t.Fatalf("past the cap again: %d %s, want 409", r.status, r.body)
 	}
 	// Every part of every milestone awarded: the projection still reads all.
-	um, err := e.st.UserMilestones(ctx, "capped")
+	um, err := e.st.Milestones.UserMilestones(ctx, "capped")
 	if err != nil || len(um.Milestones) != model.MaxMilestonesPerUser {
 		t.Fatalf("got %d milestones, %v; want %d", len(um.Milestones), err, model.MaxMilestonesPerUser)
 	}
@@ -385,10 +385,10 @@ func TestMilestoneCap(t *testing.T) {
 			items = append(items, &model.Award{UserID: "capped", MilestoneID: m.MilestoneID, ModelID: "road-bike", PartIndex: p})
 		}
 	}
-	if err := e.st.BatchPut(ctx, e.st.Tables().Main, items); err != nil {
+	if err := e.st.DB.BatchPut(ctx, e.st.DB.Tables().Main, items); err != nil {
 		t.Fatal(err)
 	}
-	um, err = e.st.UserMilestones(ctx, "capped")
+	um, err = e.st.Milestones.UserMilestones(ctx, "capped")
 	if err != nil || um.Truncated || len(um.Milestones) != model.MaxMilestonesPerUser {
 		t.Fatalf("at the cap, fully awarded: %d milestones, truncated %v, %v; want %d, not truncated", len(um.Milestones), um.Truncated, err, model.MaxMilestonesPerUser)
 	}

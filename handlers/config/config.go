@@ -6,13 +6,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
@@ -68,7 +68,7 @@ type Config struct {
 	// items over (CC_OUTBOX_SHARDS, 1..keys.MaxOutboxShards; 0 means the
 	// default, keys.DefaultOutboxShards). The api, the worker and the
 	// sweeper must agree; raise it freely, lower it only with an empty
-	// backlog (store.Store.OutboxShards).
+	// backlog (dynamo.DB.OutboxShards).
 	OutboxShards int
 	// SweepRead bounds the due items one sweep reads (CC_SWEEP_READ; 0
 	// means the default, handoff.DefaultSweepRead): the chaos suite's
@@ -120,11 +120,11 @@ type Config struct {
 
 // DefaultAthleteReadsPerWindow is CC_ATHLETE_READS_PER_WINDOW's default
 // (the fetcher's own, defined there once).
-const DefaultAthleteReadsPerWindow = fetch.DefaultAthleteReadsPerWindow
+const DefaultAthleteReadsPerWindow = budget.DefaultAthleteReadsPerWindow
 
 // DefaultAthleteReadsPerDay is CC_ATHLETE_READS_PER_DAY's default (the
 // fetcher's own).
-const DefaultAthleteReadsPerDay = fetch.DefaultAthleteReadsPerDay
+const DefaultAthleteReadsPerDay = budget.DefaultAthleteReadsPerDay
 
 // Need names the settings a process requires; the rest are optional for it.
 type Need struct {

@@ -25,7 +25,7 @@ func TestAPIGatewayV2Adapter(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	h.Activity(900, 10, "Run")
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St.Outbox, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
 	adapter := httpadapter.NewV2(mux)
 	ctx := context.Background()
 	req := func(method, query, body string) events.APIGatewayV2HTTPRequest {
@@ -93,7 +93,7 @@ func BenchmarkWorkerCreate(b *testing.B) {
 	h.Link("u1", 10, 24*time.Hour)
 	// Usage is reset every iteration so the benchmark never meets the budget;
 	// the athlete's read cap is out of reach but still counted every op.
-	h.Worker.Fetch.AthleteReadsPerWindow = 1 << 30
+	h.Worker.Fetch.Reads.PerWindow = 1 << 30
 	ctx := context.Background()
 	for i := range 5000 {
 		h.Activity(int64(i+1), 10, "Run")

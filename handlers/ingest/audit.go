@@ -56,7 +56,7 @@ func AuditEntry(subjectPK, userID, eventType string, job Job, details map[string
 	return newEntry(subjectPK, userID, eventType, job.CorrelationID, model.NewID(), now, details)
 }
 
-// Auditor writes the audit trail (model/store.Store): the port every step
+// Auditor writes the audit trail (model/store.Audits): the port every step
 // of ingestion that audits declares.
 type Auditor interface {
 	// Audit writes an audit entry and never fails.

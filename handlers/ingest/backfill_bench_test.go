@@ -18,7 +18,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
@@ -146,7 +146,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	plain := dynamodb.NewFromConfig(cfg)
 	tables := dynamolocal.MustCreateTables(b, plain)
 	st := store.New(plain, tables)
-	st.Secrets = dynamolocal.NewSealer(b)
+	st.DB.Secrets = dynamolocal.NewSealer(b)
 	proj := store.New(plain, tables)
 	arn, err := tableadmin.StreamARN(ctx, plain, tables)
 	if err != nil {
@@ -178,12 +178,12 @@ func runBackfill(b *testing.B, n int) backfillRun {
 			PeriodStartAtUtc: start, PartCount: 10}, Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now,
 			WrittenBy: model.WriterAPI},
 	} {
-		if err := st.Put(ctx, tables.Main, e); err != nil {
+		if err := st.DB.Put(ctx, tables.Main, e); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range 10 {
-		if err := st.Put(ctx, tables.Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprintf("part-%d", i)}); err != nil {
+		if err := st.DB.Put(ctx, tables.Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprintf("part-%d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -221,7 +221,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 
 	w := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret()}, log)
-	sched := syncjobs.NewSyncScheduler(app.SchedulerStores(st), nil, log)
+	sched := scheduler.New(app.SchedulerStores(st), nil, log)
 	setup := ctx // the checks after the run are not metered
 	ctx = metering.WithMeter(ctx, syncMeter)
 	runCtx, stop := context.WithCancel(ctx)
@@ -239,7 +239,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	}
 	key := keys.SyncJobKey(syncstate.SyncModeBackfill, user, horizon)
 	for runs := 0; ; runs++ {
-		rec, err := st.OutboxItem(ctx, key)
+		rec, err := st.Outbox.OutboxItem(ctx, key)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 	// the unmetered client).
 	var m model.Milestone
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		if err := st.Get(setup, tables.Main, keys.MilestoneKey(user, "year"), &m); err != nil {
+		if err := st.DB.Get(setup, tables.Main, keys.MilestoneKey(user, "year"), &m); err != nil {
 			b.Fatal(err)
 		}
 		if m.WorkoutsCounted == n {

@@ -110,7 +110,7 @@ func TestWorkerRejectsPhysicallyImpossibleActivity(t *testing.T) {
 	if err := h.Worker.Run(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 900, 10, nil))); err != nil {
 		t.Fatalf("worker: %v; want the job finished as rejected (nil)", err)
 	}
-	if _, err := h.St.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workouts.Workout(ctx, "u1", 900); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout 900: %v; want nothing written", err)
 	}
 	rejected := h.Audits(keys.AthletePK(10))[ingest.AuditEventRejected]

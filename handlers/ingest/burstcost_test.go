@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
@@ -54,7 +54,7 @@ func TestABurstCost(t *testing.T) {
 	ctx := context.Background()
 	plain, _ := dynamolocal.Clients(t)
 	seed, st, m, prefix := meteredStores(t, plain)
-	tables := st.Tables()
+	tables := st.DB.Tables()
 
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
@@ -66,12 +66,12 @@ func TestABurstCost(t *testing.T) {
 			MovingTime: 1500, ElapsedTime: 1600, StartDate: now.Add(-time.Duration(i+1) * time.Hour).Truncate(time.Second)})
 	}
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
-		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
+		AthleteReadsPerWindow: budget.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 	q := handoff.NewQueue(worker.Run, handoff.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, ingesttest.Log())
 	t.Cleanup(func() { _ = q.Close(context.Background()) })
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, Gather: true},
-		st, outbox.NewDrops(st.DB), q, ingesttest.Log()).Mount(mux)
+		st.Outbox, outbox.NewDrops(st.DB), q, ingesttest.Log()).Mount(mux)
 	wait := func() {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -126,7 +126,7 @@ func TestABurstCost(t *testing.T) {
 	if perReq > maxBurstRequestsPerEvent || perWCU > maxBurstWCUPerEvent {
 		t.Errorf("burst event: %.2f requests, %.2f WCU; want at most %d and %g", perReq, perWCU, maxBurstRequestsPerEvent, maxBurstWCUPerEvent)
 	}
-	if _, err := seed.LeaseBurst(ctx, athlete, time.Now(), time.Minute, 1); err != nil {
+	if _, err := seed.Outbox.LeaseBurst(ctx, athlete, time.Now(), time.Minute, 1); err != nil {
 		t.Errorf("the athlete's burst lease after the burst: %v; want it released", err)
 	}
 }

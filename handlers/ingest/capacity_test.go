@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/app"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
@@ -27,13 +27,13 @@ func TestWorkerJobCapacityIsLogged(t *testing.T) {
 	var logs lockedLog
 	w := app.NewStravaWorker(h.St, app.StravaSettings{
 		BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(), ClientSecret: h.Sim.ClientSecret(),
-		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
+		AthleteReadsPerWindow: budget.DefaultAthleteReadsPerWindow,
 	}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	ctx, outer := metering.StartMeter(context.Background())
 	if err := w.Run(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 100, 10, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.St.Workout(context.Background(), "u1", 100); err != nil {
+	if _, err := h.St.Workouts.Workout(context.Background(), "u1", 100); err != nil {
 		t.Fatalf("workout not written: %v", err)
 	}
 	got := outer.Snapshot()

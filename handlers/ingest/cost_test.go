@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
@@ -202,31 +202,31 @@ func costReport(calls []meteredCall, prefix string) (n int, rcu, wcu float64, li
 // store over them whose calls m lists, a plain one (plain's client, for
 // seeding and reading back unmetered) sharing its token sealer, and the
 // tables' name prefix.
-func meteredStores(t *testing.T, plain *dynamodb.Client) (seed, st *store.Store, m *meter, prefix string) {
+func meteredStores(t *testing.T, plain *dynamodb.Client) (seed, st *store.Adapters, m *meter, prefix string) {
 	t.Helper()
 	tables := dynamolocal.MustCreateTables(t, plain)
 	seed = store.New(plain, tables)
-	seed.Secrets = dynamolocal.NewSealer(t)
+	seed.DB.Secrets = dynamolocal.NewSealer(t)
 	m = &meter{}
 	st = store.New(dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), m.install), tables)
-	st.Secrets = seed.Secrets
+	st.DB.Secrets = seed.DB.Secrets
 	return seed, st, m, strings.TrimSuffix(tables.Main, dynamo.BaseMain)
 }
 
 // linkSimAthlete adds athlete to sim and seeds, unmetered, its link to
 // user as a sign-in would: the connection with the simulator's tokens
 // (granted now) and the athlete's OWNER item.
-func linkSimAthlete(t *testing.T, seed *store.Store, sim *stravasim.Server, athlete int64, user string) {
+func linkSimAthlete(t *testing.T, seed *store.Adapters, sim *stravasim.Server, athlete int64, user string) {
 	t.Helper()
-	ctx, tables, now := context.Background(), seed.Tables(), time.Now().UTC()
+	ctx, tables, now := context.Background(), seed.DB.Tables(), time.Now().UTC()
 	sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "A"})
 	tok := sim.IssueTokens(athlete, 6*time.Hour)
-	if err := seed.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
+	if err := seed.DB.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
 		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now,
 		GrantedAtUtc: &now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := seed.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
+	if err := seed.DB.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -254,7 +254,7 @@ func TestOneCreateEventCost(t *testing.T) {
 	ctx := context.Background()
 	plain, streamsClient := dynamolocal.Clients(t)
 	seedStore, st, m, prefix := meteredStores(t, plain)
-	tables := st.Tables()
+	tables := st.DB.Tables()
 
 	sim := stravasim.New(stravasim.Options{SubscriptionID: ingesttest.SubscriptionID})
 	t.Cleanup(sim.Close)
@@ -279,7 +279,7 @@ func TestOneCreateEventCost(t *testing.T) {
 		&model.Milestone{UserID: user, MilestoneID: "march", MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket",
 			Title: "1000 km in March", Metric: model.MetricDistance, Target: 1000000, PeriodStartAtUtc: march, PeriodEndAtUtc: &april,
 			PartCount: 10}, Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: march, WrittenBy: model.WriterAPI})
-	if err := seedStore.BatchPut(ctx, tables.Main, es); err != nil {
+	if err := seedStore.DB.BatchPut(ctx, tables.Main, es); err != nil {
 		t.Fatal(err)
 	}
 	arn, err := tableadmin.StreamARN(ctx, plain, tables)
@@ -305,9 +305,9 @@ func TestOneCreateEventCost(t *testing.T) {
 
 	d := &ingesttest.RecordingDispatcher{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st, outbox.NewDrops(st.DB), d, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, st.Outbox, outbox.NewDrops(st.DB), d, ingesttest.Log()).Mount(mux)
 	worker := app.NewStravaWorker(st, app.StravaSettings{BaseURL: sim.URL, ClientID: sim.ClientID(), ClientSecret: sim.ClientSecret(),
-		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
+		AthleteReadsPerWindow: budget.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 	proj := consumer.New(app.ProjectorStores(st), consumer.Options{Metrics: &strings.Builder{}})
 
 	type cost struct {
@@ -388,7 +388,7 @@ func TestOneCreateEventCost(t *testing.T) {
 		t.Errorf("the warm event's log queries scanned %v items, want one query of the %d workouts of its week", got, inWarmWeek)
 	}
 	var ms model.Milestone
-	if err := seedStore.Get(ctx, tables.Main, keys.MilestoneKey(user, "march"), &ms); err != nil {
+	if err := seedStore.DB.Get(ctx, tables.Main, keys.MilestoneKey(user, "march"), &ms); err != nil {
 		t.Fatal(err)
 	}
 	if ms.ProgressValue != want || ms.WorkoutsCounted != inMarch+2 || ms.Truncated {

@@ -23,11 +23,11 @@ import (
 )
 
 func storeQueryAuditByCorrelation(h *ingesttest.Harness, corr string) ([]model.AuditEntry, bool, error) {
-	return dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
+	return dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.DB.Tables().Audit,
 		keys.CorrelationPK(corr), "", dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 }
 
-func newBrokenStore(t *testing.T) *store.Store {
+func newBrokenStore(t *testing.T) *store.Adapters {
 	db, _ := dynamolocal.Clients(t)
 	return store.New(db, dynamo.TableNames("missing-"+dynamolocal.UniquePrefix()))
 }
@@ -107,7 +107,7 @@ func TestPipelineDeleteBeforeCreateConvergesToDeleted(t *testing.T) {
 	h.Activity(201, 10, "Run")
 	client := strava.NewClient(h.Sim.URL, nil)
 	slow := &ingesttest.SlowFirstFetch{Next: client, Fetched: make(chan struct{}), Release: make(chan struct{})}
-	refresher := strava.NewRefresher(strava.OAuthConfig(h.Sim.URL, h.Sim.ClientID(), h.Sim.ClientSecret(), ""), h.St, client.HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(h.Sim.URL, h.Sim.ClientID(), h.Sim.ClientSecret(), ""), h.St.Connections, client.HTTPClient())
 	older := app.NewWorker(h.St, refresher, slow, ingesttest.Log())
 	done := make(chan error, 1)
 	go func() { done <- older.Process(ctx, ingesttest.Job(h.Sim.ActivityEvent("create", 201, 10, nil))) }()
@@ -163,7 +163,7 @@ func TestPipeline429DefersToTheWindowReset(t *testing.T) {
 		(rec.NotBefore != reset.UnixMilli() && rec.NotBefore != reset.Add(15*time.Minute).UnixMilli()) {
 		t.Fatalf("got %+v, want received, one deferral, not before %v", rec, reset)
 	}
-	if _, err := h.St.Workout(ctx, "u1", 300); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workouts.Workout(ctx, "u1", 300); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("got %v, want no workout yet", err)
 	}
 	if res := h.Sweep(rec.DueAt().Add(-time.Millisecond)); res.Due != 0 {
@@ -247,7 +247,7 @@ func TestPipelineDeauthorization(t *testing.T) {
 	}
 	// Everything that came from Strava is gone within the job: the
 	// workouts, the athlete mapping (a keyed hash of the id finds u1).
-	if _, err := h.St.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Users.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("athlete mapping: got %v, want it deleted", err)
 	}
 	if u, err := purge.New(h.St).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
@@ -270,7 +270,7 @@ func TestPipelineDeauthorization(t *testing.T) {
 	if after := h.Sim.Stats().ActivityRequests; after != before {
 		t.Fatal("an unlinked athlete's event called Strava")
 	}
-	if _, err := h.St.Workout(ctx, "u1", 602); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workouts.Workout(ctx, "u1", 602); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("got %v, want no workout for an unlinked athlete", err)
 	}
 }

@@ -34,7 +34,7 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 	h := crowdedAthlete(t)
 	now := time.Now().UTC()
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
-		Gather: true}, h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log())
+		Gather: true}, h.St.Outbox, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
 	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {
@@ -128,7 +128,7 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	now := time.Now().UTC()
 	lost := &ingesttest.RecordingDispatcher{} // hand-offs nobody runs
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID,
-		Gather: true, Lease: time.Second}, h.St, outbox.NewDrops(h.St.DB), lost, ingesttest.Log())
+		Gather: true, Lease: time.Second}, h.St.Outbox, outbox.NewDrops(h.St.DB), lost, ingesttest.Log())
 	hook.Now = func() time.Time { return now }
 	events, post := createsOf(t, h, hook, redeliveryCreates)
 	for i, ev := range events {

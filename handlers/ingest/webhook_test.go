@@ -184,7 +184,7 @@ func TestWebhookServesTheSecretPath(t *testing.T) {
 	const secret, previous = "s3cret-path-0123456789", "older-secret-9876543210"
 	mux := http.NewServeMux()
 	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID, PathSecrets: []string{secret, previous}},
-		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
+		h.St.Outbox, outbox.NewDrops(h.St.DB), h.Dispatch, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	if err := h.Sim.VerifyCallback(context.Background(), srv.URL+intake.CallbackPath(secret), ingesttest.VerifyToken); err != nil {
@@ -270,10 +270,10 @@ func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 	if d.Attempts != 1 || d.Statuses[0] != http.StatusOK {
 		t.Fatalf("got delivery %+v, want 200 at once", d)
 	}
-	if _, err := h.St.Workout(context.Background(), "u1", 100); err == nil {
+	if _, err := h.St.Workouts.Workout(context.Background(), "u1", 100); err == nil {
 		t.Fatal("the workout exists although the hand-off failed")
 	}
-	rec, err := h.St.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey)
+	rec, err := h.St.Outbox.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey)
 	if err != nil || rec.Status != model.OutboxReceived {
 		t.Fatalf("got %+v, %v; want the event received in the outbox", rec, err)
 	}
@@ -289,7 +289,7 @@ func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 	if w := h.Workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
 		t.Fatalf("got %+v, want the workout written by the sweeper's dispatch", w)
 	}
-	if rec, _ := h.St.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+	if rec, _ := h.St.Outbox.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
 		t.Fatalf("got %+v, want done after 2 dispatches", rec)
 	}
 	if n := h.Sim.Stats().ActivityFetches; n != 1 {
@@ -303,7 +303,7 @@ func TestWebhookStoreUnavailableIs503(t *testing.T) {
 	// A webhook pointed at tables that do not exist cannot record the key.
 	mux := http.NewServeMux()
 	broken := newBrokenStore(t)
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, broken, nil, h.Dispatch, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, broken.Outbox, nil, h.Dispatch, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+intake.WebhookPath, "application/json",

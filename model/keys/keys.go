@@ -75,7 +75,7 @@ const UserListShards = 8
 
 // DefaultOutboxShards is how many partitions the sparse pending index of
 // the outbox (idempotency table) spreads pending items over unless
-// configured (CC_OUTBOX_SHARDS, store.Store.OutboxShards); the sweeper
+// configured (CC_OUTBOX_SHARDS, dynamo.DB.OutboxShards); the sweeper
 // queries each (32 small Queries a minute). 32 partitions keep the index's
 // busiest key near a thirty-second of the pending writes (under the 5 %
 // the scale run allows one key; each partition takes 1,000 writes/s).

@@ -21,7 +21,7 @@ import (
 
 // Audits holds the audit table: entries, and the count of those dropped.
 type Audits struct {
-	*dynamo.DB
+	DB *dynamo.DB
 
 	dropped atomic.Int64
 }
@@ -29,7 +29,7 @@ type Audits struct {
 // AppendAudit writes an audit entry. An entry with the same key (a replayed
 // event) is written once.
 func (s *Audits) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
-	err := s.PutIfAbsent(ctx, s.Tables().Audit, e)
+	err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Audit, e)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("append audit %s %s: %w", e.EventType, e.ItemKey(), err)
 	}
@@ -52,8 +52,8 @@ func (s *Audits) Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntr
 	s.dropped.Add(1)
 	log.WarnContext(ctx, LogAuditDropped, "eventType", e.EventType,
 		"correlationId", e.CorrelationID, "userId", e.UserID, "error", err)
-	if s.AuditMetrics != nil {
-		if werr := writeAuditDropped(s.AuditMetrics, s.Tables().Audit, s.Now()); werr != nil {
+	if s.DB.AuditMetrics != nil {
+		if werr := writeAuditDropped(s.DB.AuditMetrics, s.DB.Tables().Audit, s.DB.Now()); werr != nil {
 			log.WarnContext(ctx, "audit drop metric not written", "error", werr)
 		}
 	}
@@ -86,7 +86,7 @@ func writeAuditDropped(w io.Writer, table string, now time.Time) error {
 // deterministic, which were keyed at the second of the award's
 // awardedAtUtc.
 func (s *Audits) AuditEntriesAt(ctx context.Context, userID string, at time.Time) ([]model.AuditEntry, error) {
-	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, keys.UserPK(userID), keys.AuditSK(at, ""), dynamo.QueryOptions{})
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, s.DB, s.DB.Tables().Audit, keys.UserPK(userID), keys.AuditSK(at, ""), dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit entries of user %s at %d: %w", userID, at.Unix(), err)
 	}
@@ -107,7 +107,7 @@ func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Tim
 	if err != nil {
 		return 0, fmt.Errorf("expire audit of user %s: build query: %w", userID, err)
 	}
-	p := dynamodb.NewQueryPaginator(s.Client(), &dynamodb.QueryInput{TableName: aws.String(s.Tables().Audit),
+	p := dynamodb.NewQueryPaginator(s.DB.Client(), &dynamodb.QueryInput{TableName: aws.String(s.DB.Tables().Audit),
 		KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true)})
 	n := 0
@@ -122,7 +122,7 @@ func (s *Audits) ExpireUserAudit(ctx context.Context, userID string, at time.Tim
 				return n, err
 			}
 			upd := expression.Set(expression.Name("expiresAt"), expression.Value(exp))
-			err = s.UpdateIn(ctx, s.Tables().Audit, k, upd, expression.AttributeExists(expression.Name("PK")))
+			err = s.DB.UpdateIn(ctx, s.DB.Tables().Audit, k, upd, expression.AttributeExists(expression.Name("PK")))
 			if err != nil && !isConflict(err) {
 				return n, fmt.Errorf("expire audit of user %s: %w", userID, err)
 			}

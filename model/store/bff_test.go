@@ -23,19 +23,19 @@ func TestCreateUserLinksAnAthleteOnce(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	p, c := newUser("u1", 42)
-	if err := s.CreateUser(ctx, p, c); err != nil {
+	if err := s.Users.CreateUser(ctx, p, c); err != nil {
 		t.Fatal(err)
 	}
 	p2, c2 := newUser("u2", 42)
-	err := s.CreateUser(ctx, p2, c2)
+	err := s.Users.CreateUser(ctx, p2, c2)
 	var te *dynerr.TransactionError
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) {
 		t.Fatalf("second user for athlete 42: got %v, want a TransactionError matching ErrConflict", err)
 	}
-	if _, err := s.Profile(ctx, "u2"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.Users.Profile(ctx, "u2"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("half-linked user u2: profile read got %v, want ErrNotFound", err)
 	}
-	o, err := s.AthleteOwner(ctx, 42)
+	o, err := s.Users.AthleteOwner(ctx, 42)
 	if err != nil || o.UserID != "u1" {
 		t.Fatalf("owner of 42 = %+v, %v; want u1", o, err)
 	}
@@ -46,22 +46,22 @@ func TestSaveLoginTokensBumpsTokenVersion(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	p, c := newUser("u1", 7)
-	if err := s.CreateUser(ctx, p, c); err != nil {
+	if err := s.Users.CreateUser(ctx, p, c); err != nil {
 		t.Fatal(err)
 	}
 	fresh := &model.StravaConnection{UserID: "u1", AthleteID: 7, AccessToken: "a2", RefreshToken: "r2", Scopes: []string{"read"}}
-	if err := s.SaveLoginTokens(ctx, fresh); err != nil {
+	if err := s.Connections.SaveLoginTokens(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.StravaConnection(ctx, "u1")
+	got, err := s.Connections.StravaConnection(ctx, "u1")
 	if err != nil || got.TokenVersion != 2 || got.AccessToken != "a2" || got.AthleteGSI1PK != keys.AthletePK(7) {
 		t.Fatalf("connection = %+v, %v; want tokenVersion 2 with the new token", got, err)
 	}
 	// A connection that is gone (deauthorized) is created again.
-	if err := s.Delete(ctx, s.Tables().Main, keys.StravaConnectionKey("u1")); err != nil {
+	if err := s.DB.Delete(ctx, s.DB.Tables().Main, keys.StravaConnectionKey("u1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveLoginTokens(ctx, fresh); err != nil || fresh.TokenVersion != 1 {
+	if err := s.Connections.SaveLoginTokens(ctx, fresh); err != nil || fresh.TokenVersion != 1 {
 		t.Fatalf("recreate: %v, tokenVersion %d", err, fresh.TokenVersion)
 	}
 }
@@ -76,20 +76,20 @@ func TestALoginRacingADeletionLeavesNoTokens(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	p, c := newUser("u9", 9)
-	if err := s.CreateUser(ctx, p, c); err != nil {
+	if err := s.Users.CreateUser(ctx, p, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkUserDeleted(ctx, "u9", time.Now()); err != nil {
+	if err := s.Guard.MarkUserDeleted(ctx, "u9", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, s.Tables().Main, keys.StravaConnectionKey("u9")); err != nil { // the deletion's sweep
+	if err := s.DB.Delete(ctx, s.DB.Tables().Main, keys.StravaConnectionKey("u9")); err != nil { // the deletion's sweep
 		t.Fatal(err)
 	}
 	late := &model.StravaConnection{UserID: "u9", AthleteID: 9, AccessToken: "late", RefreshToken: "late-r", Scopes: []string{"read"}}
-	if err := s.SaveLoginTokens(ctx, late); !errors.Is(err, model.ErrUserDeleted) {
+	if err := s.Connections.SaveLoginTokens(ctx, late); !errors.Is(err, model.ErrUserDeleted) {
 		t.Fatalf("login after the deletion began: %v; want ErrUserDeleted", err)
 	}
-	if got, err := s.StravaConnection(ctx, "u9"); !errors.Is(err, model.ErrNotFound) {
+	if got, err := s.Connections.StravaConnection(ctx, "u9"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection %+v, %v after the deletion; want none", got, err)
 	}
 }
@@ -99,29 +99,29 @@ func TestDeleteAthleteOwnerOfOnlyOwnMapping(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	p, c := newUser("u1", 9)
-	if err := s.CreateUser(ctx, p, c); err != nil {
+	if err := s.Users.CreateUser(ctx, p, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteAthleteOwnerOf(ctx, 9, "someone-else"); err != nil {
+	if err := s.Users.DeleteAthleteOwnerOf(ctx, 9, "someone-else"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AthleteOwner(ctx, 9); err != nil {
+	if _, err := s.Users.AthleteOwner(ctx, 9); err != nil {
 		t.Fatalf("mapping of another user was deleted: %v", err)
 	}
-	if err := s.DeleteAthleteOwnerOf(ctx, 9, "u1"); err != nil {
+	if err := s.Users.DeleteAthleteOwnerOf(ctx, 9, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteAthleteOwnerOf(ctx, 9, "u1"); err != nil {
+	if err := s.Users.DeleteAthleteOwnerOf(ctx, 9, "u1"); err != nil {
 		t.Fatalf("re-run: %v", err)
 	}
-	if _, err := s.AthleteOwner(ctx, 9); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.Users.AthleteOwner(ctx, 9); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("mapping after delete: %v", err)
 	}
-	n, err := s.DeleteUserItems(ctx, "u1", "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindProfile })
+	n, err := s.Users.DeleteUserItems(ctx, "u1", "", func(p keys.ParsedKey) bool { return p.Kind == keys.KindProfile })
 	if err != nil || n != 1 {
 		t.Fatalf("DeleteUserItems deleted %d (%v), want 1 (the connection)", n, err)
 	}
-	if _, err := s.Profile(ctx, "u1"); err != nil {
+	if _, err := s.Users.Profile(ctx, "u1"); err != nil {
 		t.Fatalf("skipped profile: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ import (
 func TestMeterRecordsStoreCalls(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
-	tb := st.Tables()
+	tb := st.DB.Tables()
 	main := tb.Main
 
 	step := func(name string, want metering.Units, call func(ctx context.Context) error) {
@@ -43,7 +43,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	}
 	// A workout lands in the table and in LSI1 (its date-ordered key).
 	step("Put workout", metering.Units{Requests: 1, WCU: 2}, func(ctx context.Context) error {
-		return st.Put(ctx, main, fixture.Workout("u1", 1))
+		return st.DB.Put(ctx, main, fixture.Workout("u1", 1))
 	})
 	// The bounded log: one strongly consistent Query of LSI1 asking for its
 	// projection (a list of attribute names instead is charged by Local as a
@@ -55,13 +55,13 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 		w.StartDateUtc = w.StartDateUtc.Add(time.Duration(i) * time.Hour)
 		es = append(es, w)
 	}
-	if err := st.BatchPut(context.Background(), main, es); err != nil {
+	if err := st.DB.BatchPut(context.Background(), main, es); err != nil {
 		t.Fatal(err)
 	}
 	m := metering.NewMeter()
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 1, 0)
-	l, err := st.WorkoutLog(metering.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
+	l, err := st.Workouts.WorkoutLog(metering.WithMeter(context.Background(), m), "u1", []model.Window{{From: from, To: &to}})
 	if err != nil || len(l.Workouts) != 31 {
 		t.Fatalf("WorkoutLog: got %d workouts, %v; want 31", len(l.Workouts), err)
 	}
@@ -72,7 +72,7 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	// Two plain items in one transaction: 2 WCU each (Local reports 2 for
 	// the table; the meter's transaction floor makes it what AWS charges).
 	step("TransactWriteItems via Client()", metering.Units{Requests: 1, WCU: 4}, func(ctx context.Context) error {
-		_, err := st.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		_, err := st.DB.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#1")}}},
 			{Put: &types.Put{TableName: aws.String(main), Item: dynamo.Item{"PK": sv("USER#u1"), "SK": sv("T#2")}}},
 		}})
@@ -81,16 +81,16 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 	// A refused conditional write is a request and a failure; DynamoDB
 	// returns no capacity with the error.
 	step("PutIfAbsent refused", metering.Units{Requests: 1, Failed: 1}, func(ctx context.Context) error {
-		if err := st.PutIfAbsent(ctx, main, fixture.Workout("u1", 1)); err == nil {
+		if err := st.DB.PutIfAbsent(ctx, main, fixture.Workout("u1", 1)); err == nil {
 			t.Error("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 		}
 		return nil
 	})
 	// A store built over another store's client meters each call once.
-	again := store.New(st.Client(), tb)
+	again := store.New(st.DB.Client(), tb)
 	step("Get through a re-wrapped client", metering.Units{Requests: 1, RCU: 1}, func(ctx context.Context) error {
 		var w model.Workout
-		return again.Get(ctx, main, keys.WorkoutKey("u1", 1), &w)
+		return again.DB.Get(ctx, main, keys.WorkoutKey("u1", 1), &w)
 	})
 }
 
@@ -99,8 +99,8 @@ func TestMeterRecordsStoreCalls(t *testing.T) {
 func TestMeterAbsentAsksNothing(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
-	in := &dynamodb.PutItemInput{TableName: aws.String(st.Tables().Main), Item: dynamo.Item{"PK": sv("USER#u2"), "SK": sv("X")}}
-	out, err := st.Client().PutItem(context.Background(), in)
+	in := &dynamodb.PutItemInput{TableName: aws.String(st.DB.Tables().Main), Item: dynamo.Item{"PK": sv("USER#u2"), "SK": sv("X")}}
+	out, err := st.DB.Client().PutItem(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestMeterAbsentAsksNothing(t *testing.T) {
 		t.Errorf("no meter: got ConsumedCapacity %+v, want none asked for", out.ConsumedCapacity)
 	}
 	m := metering.NewMeter()
-	if _, err := st.Client().PutItem(metering.WithMeter(context.Background(), m), in); err != nil {
+	if _, err := st.DB.Client().PutItem(metering.WithMeter(context.Background(), m), in); err != nil {
 		t.Fatal(err)
 	}
 	if in.ReturnConsumedCapacity != "" {

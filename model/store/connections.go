@@ -20,8 +20,8 @@ import (
 
 // Connections holds Strava connections: sealed tokens, refresh leases, grants and their revocation.
 type Connections struct {
-	*dynamo.DB
-	*Guard
+	DB    *dynamo.DB
+	Guard *Guard
 }
 
 // A confirmed Strava deauthorization and a reconnect:
@@ -59,7 +59,7 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 	}
 	for attempt := 0; ; attempt++ {
 		var cur model.StravaConnection
-		err := s.Get(ctx, s.Tables().Main, keys.StravaConnectionKey(c.UserID), &cur)
+		err := s.DB.Get(ctx, s.DB.Tables().Main, keys.StravaConnectionKey(c.UserID), &cur)
 		var cond expression.ConditionBuilder
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -71,11 +71,11 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 			c.TokenVersion = cur.TokenVersion + 1
 			cond = expression.Name("tokenVersion").Equal(expression.Value(cur.TokenVersion))
 		}
-		err = s.PutIf(ctx, s.Tables().Main, c, cond)
+		err = s.DB.PutIf(ctx, s.DB.Tables().Main, c, cond)
 		if err == nil {
 			// A login racing an account deletion must not leave tokens
 			// behind its sweep: the write is checked against the guard.
-			return s.CheckDeleted(ctx, c.UserID, keys.StravaConnectionKey(c.UserID))
+			return s.Guard.CheckDeleted(ctx, c.UserID, keys.StravaConnectionKey(c.UserID))
 		}
 		if !isConflict(err) || attempt >= LoginTokenRetries {
 			return fmt.Errorf("save login tokens %s: %w", c.UserID, err)
@@ -90,10 +90,10 @@ func (s *Connections) SaveLoginTokens(ctx context.Context, c *model.StravaConnec
 func (s *Connections) StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error) {
 	var c model.StravaConnection
 	k := keys.StravaConnectionKey(userID)
-	if err := s.Get(ctx, s.Tables().Main, k, &c); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, k, &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
-	if err := s.OpenConnectionTokens(ctx, k, &c); err != nil {
+	if err := s.DB.OpenConnectionTokens(ctx, k, &c); err != nil {
 		return nil, fmt.Errorf("read strava connection of %s: %w", userID, err)
 	}
 	return &c, nil
@@ -108,7 +108,7 @@ func (s *Connections) AcquireTokenRefreshLease(ctx context.Context, userID strin
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version)).And(
 		expression.Or(expression.AttributeNotExists(lease), lease.LessThan(expression.Value(now.Unix()))))
 	upd := expression.Set(lease, expression.Value(until.Unix()))
-	if err := s.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.DB.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		return fmt.Errorf("acquire token refresh lease of %s at version %d: %w", userID, version, err)
 	}
 	return nil
@@ -120,7 +120,7 @@ func (s *Connections) AcquireTokenRefreshLease(ctx context.Context, userID strin
 func (s *Connections) ReleaseTokenRefreshLease(ctx context.Context, userID string, version int64) error {
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(version))
 	upd := expression.Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
+	if err := s.DB.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil && !isConflict(err) {
 		return fmt.Errorf("release token refresh lease of %s at version %d: %w", userID, version, err)
 	}
 	return nil
@@ -132,7 +132,7 @@ func (s *Connections) ReleaseTokenRefreshLease(ctx context.Context, userID strin
 // ErrConflict when another writer got there first.
 func (s *Connections) SaveRefreshedToken(ctx context.Context, userID string, expectedVersion int64, access, refresh string, expiresAt, now time.Time) (int64, error) {
 	cond := expression.Name(attrTokenVersion).Equal(expression.Value(expectedVersion))
-	upd, err := s.SealedTokensUpdate(ctx, userID, access, refresh)
+	upd, err := s.DB.SealedTokensUpdate(ctx, userID, access, refresh)
 	if err != nil {
 		return 0, fmt.Errorf("save refreshed token at version %d: %w", expectedVersion, err)
 	}
@@ -141,7 +141,7 @@ func (s *Connections) SaveRefreshedToken(ctx context.Context, userID string, exp
 		Set(expression.Name(attrTokenVersion), expression.Value(expectedVersion+1)).
 		Set(expression.Name("needsReauth"), expression.Value(false)).
 		Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.DB.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		return 0, fmt.Errorf("save refreshed token of %s at version %d: %w", userID, expectedVersion, err)
 	}
 	return expectedVersion + 1, nil
@@ -158,7 +158,7 @@ func (s *Connections) MarkNeedsReauth(ctx context.Context, userID string, now ti
 	upd := expression.Set(expression.Name("needsReauth"), expression.Value(true)).
 		Set(expression.Name("needsReauthAtUtc"), expression.Value(now.UTC())).
 		Remove(expression.Name(attrRefreshLeaseUntil))
-	if err := s.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
+	if err := s.DB.Update(ctx, keys.StravaConnectionKey(userID), upd, cond); err != nil {
 		if isConflict(err) {
 			err = model.ErrNotFound
 		}
@@ -173,7 +173,7 @@ func (s *Connections) MarkNeedsReauth(ctx context.Context, userID string, now ti
 // ErrNotFound when the user has none.
 func (s *Connections) StravaConnectionGrant(ctx context.Context, userID string) (*model.StravaConnection, error) {
 	var c model.StravaConnection
-	if err := s.Get(ctx, s.Tables().Main, keys.StravaConnectionKey(userID), &c); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.StravaConnectionKey(userID), &c); err != nil {
 		return nil, fmt.Errorf("read strava grant of %s: %w", userID, err)
 	}
 	return &c, nil
@@ -200,7 +200,7 @@ func (s *Connections) RevokeStravaConnection(ctx context.Context, c *model.Strav
 		return fmt.Errorf("revoke strava connection of %s: build condition: %w", c.UserID, err)
 	}
 	del := types.TransactWriteItem{Delete: &types.Delete{
-		TableName: aws.String(s.Tables().Main), Key: s.Tables().KeyAV(s.Tables().Main, keys.StravaConnectionKey(c.UserID)),
+		TableName: aws.String(s.DB.Tables().Main), Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, keys.StravaConnectionKey(c.UserID)),
 		ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}}
 	g := &model.UserGuard{UserID: c.UserID}
@@ -216,10 +216,10 @@ func (s *Connections) RevokeStravaConnection(ctx context.Context, c *model.Strav
 		return fmt.Errorf("revoke strava connection of %s: build guard update: %w", c.UserID, err)
 	}
 	guard := dynamo.TransactUpdate(&dynamodb.UpdateItemInput{
-		TableName: aws.String(s.Tables().Main), Key: s.Tables().KeyAV(s.Tables().Main, g.ItemKey()), UpdateExpression: gex.Update(),
+		TableName: aws.String(s.DB.Tables().Main), Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, g.ItemKey()), UpdateExpression: gex.Update(),
 		ExpressionAttributeNames: gex.Names(), ExpressionAttributeValues: gex.Values(),
 	})
-	if err := s.Transact(ctx, []types.TransactWriteItem{del, guard}, ""); err != nil {
+	if err := s.DB.Transact(ctx, []types.TransactWriteItem{del, guard}, ""); err != nil {
 		return fmt.Errorf("revoke strava connection of %s at version %d: %w", c.UserID, c.TokenVersion, err)
 	}
 	return nil
@@ -234,7 +234,7 @@ func (s *Connections) ClearStravaRevocation(ctx context.Context, userID string, 
 	upd := expression.Remove(expression.Name(attrStravaRevokedAtUtc)).
 		Remove(expression.Name(attrStravaDataExpires)).
 		Set(expression.Name(attrUpdatedAtUtc), expression.Value(now.UTC()))
-	if err := s.Update(ctx, keys.UserGuardKey(userID), upd, cond); err != nil {
+	if err := s.DB.Update(ctx, keys.UserGuardKey(userID), upd, cond); err != nil {
 		return fmt.Errorf("clear strava revocation of %s at %s: %w", userID, revokedAt.UTC().Format(time.RFC3339), err)
 	}
 	return nil
@@ -255,8 +255,8 @@ func (s *Connections) ConnectionStatus(ctx context.Context, userID string) (athl
 	if err != nil {
 		return 0, false, fmt.Errorf("read connection status of %s: build projection: %w", userID, err)
 	}
-	out, err := s.Client().GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.Tables().Main), Key: s.Tables().KeyAV(s.Tables().Main, keys.StravaConnectionKey(userID)),
+	out, err := s.DB.Client().GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.DB.Tables().Main), Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, keys.StravaConnectionKey(userID)),
 		ConsistentRead: aws.Bool(true), ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
 	})
 	if err != nil {
@@ -291,7 +291,7 @@ func (s *Connections) ConnectionStatus(ctx context.Context, userID string) (athl
 func (s *Connections) SealConnection(ctx context.Context, userID string, now time.Time) (bool, error) {
 	k := keys.StravaConnectionKey(userID)
 	var c model.StravaConnection
-	err := s.Get(ctx, s.Tables().Main, k, &c)
+	err := s.DB.Get(ctx, s.DB.Tables().Main, k, &c)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return false, nil
@@ -304,7 +304,7 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 	case access != "" || refresh != "":
 		cond = expression.AttributeExists(expression.Name("accessToken"))
 	case c.SealedTokens != nil && c.SealedTokens.Format == secrets.SealedFormatV1:
-		if err := s.OpenConnectionTokens(ctx, k, &c); err != nil {
+		if err := s.DB.OpenConnectionTokens(ctx, k, &c); err != nil {
 			return false, fmt.Errorf("seal connection of %s: %w", userID, err)
 		}
 		access, refresh = c.AccessToken, c.RefreshToken
@@ -312,7 +312,7 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 	default:
 		return false, nil
 	}
-	upd, err := s.SealedTokensUpdate(ctx, userID, access, refresh)
+	upd, err := s.DB.SealedTokensUpdate(ctx, userID, access, refresh)
 	if err != nil {
 		return false, err
 	}
@@ -323,7 +323,7 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 		upd = upd.Set(expression.Name(attrGrantedAtUtc), expression.Value(c.UpdatedAtUtc.UTC()))
 	}
 	cond = expression.Name(attrTokenVersion).Equal(expression.Value(c.TokenVersion)).And(cond)
-	if err := s.Update(ctx, k, upd, cond); err != nil {
+	if err := s.DB.Update(ctx, k, upd, cond); err != nil {
 		if isConflict(err) {
 			return false, nil // rewritten (sealed) by a refresh or a login meanwhile
 		}
@@ -335,7 +335,7 @@ func (s *Connections) SealConnection(ctx context.Context, userID string, now tim
 // DeleteStravaConnection removes the user's Strava connection (its tokens);
 // a missing one is not an error.
 func (s *Connections) DeleteStravaConnection(ctx context.Context, userID string) error {
-	if err := s.Delete(ctx, s.Tables().Main, keys.StravaConnectionKey(userID)); err != nil {
+	if err := s.DB.Delete(ctx, s.DB.Tables().Main, keys.StravaConnectionKey(userID)); err != nil {
 		return fmt.Errorf("delete strava connection of %s: %w", userID, err)
 	}
 	return nil

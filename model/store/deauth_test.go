@@ -54,35 +54,35 @@ func TestGuardRemovalYieldsToReconnect(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	seedConnection(t, s, "u1", 7, 1)
-	grant, err := s.StravaConnectionGrant(ctx, "u1")
+	grant, err := s.Connections.StravaConnectionGrant(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
 	revokedAt := now.Truncate(time.Second)
-	if err := s.RevokeStravaConnection(ctx, grant, revokedAt, now, now); err != nil {
+	if err := s.Connections.RevokeStravaConnection(ctx, grant, revokedAt, now, now); err != nil {
 		t.Fatal(err)
 	}
 	tr := &afterGuardRead{hook: func() { // the reconnect
-		if err := s.ClearStravaRevocation(ctx, "u1", revokedAt, now); err != nil {
+		if err := s.Connections.ClearStravaRevocation(ctx, "u1", revokedAt, now); err != nil {
 			t.Error(err)
 		}
 	}}
 	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: tr}
 	})
-	writer := store.New(db, s.Tables())
+	writer := store.New(db, s.DB.Tables())
 	tr.armed.Store(true)
-	if err := writer.UpsertWorkout(ctx, fixture.Workout("u1", 1)); err != nil {
+	if err := writer.Workouts.UpsertWorkout(ctx, fixture.Workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, model.ErrStravaRevoked) {
+	if err := writer.Guard.CheckWrites(ctx, "u1", []model.Key{keys.WorkoutKey("u1", 1)}); !errors.Is(err, model.ErrStravaRevoked) {
 		t.Fatalf("got %v; the check read the revocation, want model.ErrStravaRevoked", err)
 	}
 	if tr.armed.Load() {
 		t.Fatal("the write never read the guard")
 	}
-	if _, err := s.Workout(ctx, "u1", 1); err != nil {
+	if _, err := s.Workouts.Workout(ctx, "u1", 1); err != nil {
 		t.Fatalf("workout: %v; want it kept after the reconnect", err)
 	}
 }

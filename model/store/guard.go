@@ -18,7 +18,7 @@ import (
 // Guard holds the user guard (USER#{id} / GUARD) and what a writer does when
 // it finds its writes guarded.
 type Guard struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // The user guard (model.UserGuard) is written first by a deletion or a
@@ -72,7 +72,7 @@ func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []mode
 		var err error
 		switch {
 		case g.Deleted():
-			err = s.Delete(ctx, s.Tables().Main, k)
+			err = s.DB.Delete(ctx, s.DB.Tables().Main, k)
 		case g.Revoked():
 			err = s.deleteIfStillRevoked(ctx, g.UserID, k, g)
 		default:
@@ -90,12 +90,12 @@ func (s *Guard) RemoveGuarded(ctx context.Context, g *model.UserGuard, ks []mode
 // read wins (its backfill may have written k). A failed condition is not an
 // error.
 func (s *Guard) deleteIfStillRevoked(ctx context.Context, userID string, k model.Key, g *model.UserGuard) error {
-	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.Tables().Main), Key: s.Tables().KeyAV(s.Tables().Main, k)}}
-	check, err := StillRevoked(s.Tables(), userID, g.StravaRevokedAtUtc)
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.DB.Tables().Main), Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, k)}}
+	check, err := StillRevoked(s.DB.Tables(), userID, g.StravaRevokedAtUtc)
 	if err != nil {
 		return err
 	}
-	if err := s.Transact(ctx, []types.TransactWriteItem{del, check}, ""); err != nil && !isConflict(err) {
+	if err := s.DB.Transact(ctx, []types.TransactWriteItem{del, check}, ""); err != nil && !isConflict(err) {
 		return err
 	}
 	return nil
@@ -120,7 +120,7 @@ func StillRevoked(t dynamo.Tables, userID string, revokedAt time.Time) (types.Tr
 // none (no restriction).
 func (s *Guard) UserGuard(ctx context.Context, userID string) (*model.UserGuard, error) {
 	var g model.UserGuard
-	if err := s.Get(ctx, s.Tables().Main, keys.UserGuardKey(userID), &g); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.UserGuardKey(userID), &g); err != nil {
 		return nil, fmt.Errorf("read guard of user %s: %w", userID, err)
 	}
 	return &g, nil
@@ -141,7 +141,7 @@ func (s *Guard) MarkUserDeleted(ctx context.Context, userID string, now time.Tim
 		Set(del, expression.IfNotExists(del, expression.Value(now))).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name("expiresAt"), expression.Value(now.Add(model.UserGuardRetentionDays*24*time.Hour).Unix()))
-	if err := s.Update(ctx, g.ItemKey(), upd); err != nil {
+	if err := s.DB.Update(ctx, g.ItemKey(), upd); err != nil {
 		return fmt.Errorf("mark user %s deleted: %w", userID, err)
 	}
 	return nil

@@ -20,9 +20,9 @@ import (
 )
 
 // userItems lists the keys left in a user's partition.
-func userItems(t *testing.T, s *store.Store, userID string) []string {
+func userItems(t *testing.T, s *store.Adapters, userID string) []string {
 	t.Helper()
-	res, err := s.QueryPrefix(context.Background(), s.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.DB.QueryPrefix(context.Background(), s.DB.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,18 +54,18 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
-	if err := s.MarkUserDeleted(ctx, "gone", now); err != nil {
+	if err := s.Guard.MarkUserDeleted(ctx, "gone", now); err != nil {
 		t.Fatal(err)
 	}
 	w := fixture.Workout("gone", 7)
-	if err := s.UpsertWorkout(ctx, w); err != nil {
+	if err := s.Workouts.UpsertWorkout(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); err != nil {
+	if err := s.Workouts.MarkWorkoutHidden(ctx, "gone", 1, 8, "c", model.WorkoutHiddenOrDeleted, now.UnixNano(), now); err != nil {
 		t.Fatal(err)
 	}
 	page := []model.Key{keys.WorkoutKey("gone", 7), keys.WorkoutKey("gone", 8)}
-	if err := s.CheckWrites(ctx, "gone", page); !errors.Is(err, model.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
+	if err := s.Guard.CheckWrites(ctx, "gone", page); !errors.Is(err, model.ErrUserDeleted) || !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("page check: got %v, want model.ErrUserDeleted (a conflict)", err)
 	}
 	_, err := limits.New(s).UpdateSyncState(ctx, "gone", func(st *syncstate.SyncState) error {
@@ -75,20 +75,20 @@ func TestWritesAfterAccountDeletionLeaveNothing(t *testing.T) {
 	if !errors.Is(err, model.ErrUserDeleted) {
 		t.Fatalf("sync state write: got %v, want model.ErrUserDeleted", err)
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, model.ErrUserDeleted) {
+	if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "gone", MilestoneID: "m"}); !errors.Is(err, model.ErrUserDeleted) {
 		t.Fatalf("milestone creation: got %v, want model.ErrUserDeleted", err)
 	}
 	if left := userItems(t, s, "gone"); len(left) != 1 || left[0] != keys.UserGuardKey("gone").String() {
 		t.Fatalf("left in the deleted user's partition: %v, want only the guard", left)
 	}
-	if _, err := s.DeleteUserItems(ctx, "gone", "", nil); err != nil {
+	if _, err := s.Users.DeleteUserItems(ctx, "gone", "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UserGuard(ctx, "gone"); err != nil {
+	if _, err := s.Guard.UserGuard(ctx, "gone"); err != nil {
 		t.Fatalf("guard after deleting the user's items: %v, want it kept", err)
 	}
 	// Another user is not affected.
-	if err := s.UpsertWorkout(ctx, fixture.Workout("alive", 7)); err != nil {
+	if err := s.Workouts.UpsertWorkout(ctx, fixture.Workout("alive", 7)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := limits.New(s).UpdateSyncState(ctx, "alive", func(st *syncstate.SyncState) error { return nil }); err != nil {
@@ -118,17 +118,17 @@ func TestDeleteUserParked(t *testing.T) {
 		{Source: keys.ParkSourceProjector, RecordID: "p-other", UserID: "u2"},
 	} {
 		r.Payload, r.ParkedAtUtc = "{}", now
-		if err := s.Park(ctx, &r); err != nil {
+		if err := s.Parked.Park(ctx, &r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := s.DeleteUserParked(ctx, "u1", 10)
+	n, err := s.Parked.DeleteUserParked(ctx, "u1", 10)
 	if err != nil || n != 3 {
 		t.Fatalf("got %d, %v; want 3 deleted", n, err)
 	}
 	var left []string
 	for _, src := range []string{keys.ParkSourceWorker, keys.ParkSourceProjector} {
-		recs, err := s.Parked(ctx, src)
+		recs, err := s.Parked.Parked(ctx, src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestDeleteUserParked(t *testing.T) {
 			t.Fatalf("left %v, want %v", left, want)
 		}
 	}
-	if n, err := s.DeleteUserParked(ctx, "u1", 10); err != nil || n != 0 {
+	if n, err := s.Parked.DeleteUserParked(ctx, "u1", 10); err != nil || n != 0 {
 		t.Fatalf("re-run: got %d, %v; want nothing left to delete", n, err)
 	}
 }

@@ -59,22 +59,22 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	})
 	s := store.New(db, dynamolocal.MustCreateTables(t, db))
 	var metrics, logs bytes.Buffer
-	s.AuditMetrics = &metrics
+	s.DB.AuditMetrics = &metrics
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	ctx := context.Background()
 	now := time.Now().UTC()
 
-	s.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c1", "r1", now, nil))
-	if got := s.AuditWritesDropped(); got != 0 {
+	s.Audits.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c1", "r1", now, nil))
+	if got := s.Audits.AuditWritesDropped(); got != 0 {
 		t.Fatalf("got %d dropped before any throttling, want 0", got)
 	}
 	tr.armed.Store(true)
-	s.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c2", "r2", now, nil))
+	s.Audits.Audit(ctx, log, model.NewRoutineAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_SYNC_PAGE", "c2", "r2", now, nil))
 	tr.armed.Store(false)
 	if tr.throttled.Load() < 2 {
 		t.Fatalf("transport throttled %d calls, want the write and its retry", tr.throttled.Load())
 	}
-	if got := s.AuditWritesDropped(); got != 1 {
+	if got := s.Audits.AuditWritesDropped(); got != 1 {
 		t.Fatalf("got %d dropped audit writes, want 1 (the throttled one)", got)
 	}
 	line, err := emftest.Parse(metrics.Bytes())
@@ -83,9 +83,9 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 	}
 	dropped, _ := line.Value(store.MetricAuditWritesDropped)
 	if _, declared := line.Declares(store.MetricAuditWritesDropped); line.Namespace != store.AuditMetricsNamespace || len(line.Metrics) != 1 ||
-		!declared || dropped != 1 || line.Dimension("TableName") != s.Tables().Audit {
+		!declared || dropped != 1 || line.Dimension("TableName") != s.DB.Tables().Audit {
 		t.Fatalf("got EMF line %s, want %s %s=1 for table %s", metrics.String(), store.AuditMetricsNamespace,
-			store.MetricAuditWritesDropped, s.Tables().Audit)
+			store.MetricAuditWritesDropped, s.DB.Tables().Audit)
 	}
 	if !strings.Contains(logs.String(), `"level":"WARN","msg":"`+store.LogAuditDropped+`"`) {
 		t.Fatalf("got logs %s, want a warn %q", logs.String(), store.LogAuditDropped)
@@ -100,22 +100,22 @@ func TestAthleteIndexProjectsOnlyTheLookup(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	for _, spec := range tableadmin.Specs(s.Tables()) {
+	for _, spec := range tableadmin.Specs(s.DB.Tables()) {
 		for _, g := range spec.GSIs {
-			if spec.Name == s.Tables().Main && g.Name == dynamo.IndexGSI1 && g.ProjectionType() == "ALL" {
+			if spec.Name == s.DB.Tables().Main && g.Name == dynamo.IndexGSI1 && g.ProjectionType() == "ALL" {
 				t.Fatalf("main table %s projects ALL, want only what the lookup reads", g.Name)
 			}
 		}
 	}
 	seedConnection(t, s, "u1", 4242, 1)
-	if err := s.Delete(ctx, s.Tables().Main, keys.AthleteOwnerKey(4242)); err != nil {
+	if err := s.DB.Delete(ctx, s.DB.Tables().Main, keys.AthleteOwnerKey(4242)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ResolveAthlete(ctx, 4242)
+	got, err := s.Users.ResolveAthlete(ctx, 4242)
 	if err != nil || got != "u1" {
 		t.Fatalf("ResolveAthlete through GSI1: got %q, %v; want u1", got, err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.AthletePK(4242), "", dynamo.QueryOptions{Index: dynamo.IndexGSI1})
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.AthletePK(4242), "", dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("GSI1 query: got %d items, %v; want the connection", len(res.Items), err)
 	}
@@ -138,7 +138,7 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	const n = 40
 	for i := range n {
 		user := []string{"u1", "u2"}[i%2]
-		if err := s.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
+		if err := s.Parked.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
 			Reason: "poison", UserID: user}); err != nil {
 			t.Fatal(err)
 		}
@@ -157,11 +157,11 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		it["PK"], it["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
 		legacy = append(legacy, it)
 	}
-	if err := s.BatchPutItems(ctx, s.Tables().Main, legacy); err != nil {
+	if err := s.DB.BatchPutItems(ctx, s.DB.Tables().Main, legacy); err != nil {
 		t.Fatal(err)
 	}
 
-	recs, err := s.Parked(ctx, keys.ParkSourceWorker)
+	recs, err := s.Parked.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,24 +181,24 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 		}
 	}
 	// Redrive removes a legacy record by source and id.
-	if err := s.Unpark(ctx, keys.ParkSourceWorker, "old-2"); err != nil {
+	if err := s.Parked.Unpark(ctx, keys.ParkSourceWorker, "old-2"); err != nil {
 		t.Fatal(err)
 	}
 	// The worker removes a done job's record from its shard alone: it
 	// writes nothing to the legacy partition (old-1 stays, and is counted
 	// by the account deletion below).
-	if err := s.RemoveParked(ctx, keys.ParkSourceWorker, "job-1"); err != nil {
+	if err := s.Parked.RemoveParked(ctx, keys.ParkSourceWorker, "job-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveParked(ctx, keys.ParkSourceWorker, "old-1"); err != nil {
+	if err := s.Parked.RemoveParked(ctx, keys.ParkSourceWorker, "old-1"); err != nil {
 		t.Fatal(err)
 	}
 	// The account deletion finds u1's in every shard and the legacy one.
-	got, err := s.DeleteUserParked(ctx, "u1", 0)
+	got, err := s.Parked.DeleteUserParked(ctx, "u1", 0)
 	if err != nil || got != n/2+1 {
 		t.Fatalf("DeleteUserParked(u1): got %d, %v; want %d", got, err, n/2+1)
 	}
-	recs, err = s.Parked(ctx, keys.ParkSourceWorker)
+	recs, err = s.Parked.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		t.Fatal(err)
 	}

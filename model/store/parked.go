@@ -18,7 +18,7 @@ import (
 
 // ParkedRecords holds records set aside for redrive (PARKED#{source}#{shard}).
 type ParkedRecords struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // Park sets a record aside for inspection and redrive (the local stand-in
@@ -29,12 +29,12 @@ type ParkedRecords struct {
 // for good, is gone by then; the deletion removes those parked before).
 func (s *ParkedRecords) Park(ctx context.Context, r *model.ParkedRecord) error {
 	if r.ParkedAtUtc.IsZero() {
-		r.ParkedAtUtc = s.Now()
+		r.ParkedAtUtc = s.DB.Now()
 	}
 	if r.ExpiresAt == 0 {
 		r.ExpiresAt = r.ParkedAtUtc.Add(model.ParkedRetentionDays * 24 * time.Hour).Unix()
 	}
-	err := s.PutIfAbsent(ctx, s.Tables().Main, r)
+	err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Main, r)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("park %s record %s: %w", r.Source, r.RecordID, err)
 	}
@@ -77,8 +77,8 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 	if err != nil {
 		return 0, fmt.Errorf("build query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(s.Client(), &dynamodb.QueryInput{
-		TableName: aws.String(s.Tables().Main), KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(),
+	p := dynamodb.NewQueryPaginator(s.DB.Client(), &dynamodb.QueryInput{
+		TableName: aws.String(s.DB.Tables().Main), KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(),
 		ProjectionExpression: ex.Projection(), ExpressionAttributeNames: ex.Names(),
 		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
 	})
@@ -96,7 +96,7 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 			}
 			keys = append(keys, k)
 		}
-		if err := s.BatchDelete(ctx, s.Tables().Main, keys); err != nil {
+		if err := s.DB.BatchDelete(ctx, s.DB.Tables().Main, keys); err != nil {
 			return n, err
 		}
 		n += len(keys)
@@ -114,7 +114,7 @@ func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]model.Park
 		if left <= 0 {
 			break
 		}
-		recs, _, err := dynamo.QueryEntities[model.ParkedRecord](ctx, s.DB, s.Tables().Main, pk, "", dynamo.QueryOptions{Limit: left})
+		recs, _, err := dynamo.QueryEntities[model.ParkedRecord](ctx, s.DB, s.DB.Tables().Main, pk, "", dynamo.QueryOptions{Limit: left})
 		if err != nil {
 			return nil, fmt.Errorf("list parked %s (%s): %w", source, pk, err)
 		}
@@ -133,7 +133,7 @@ func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]model.Park
 // the main table's busiest keys, and a redrive of such a record finds its
 // job done and does not run it.
 func (s *ParkedRecords) RemoveParked(ctx context.Context, source, recordID string) error {
-	if err := s.Delete(ctx, s.Tables().Main, keys.ParkedKey(source, recordID)); err != nil {
+	if err := s.DB.Delete(ctx, s.DB.Tables().Main, keys.ParkedKey(source, recordID)); err != nil {
 		return fmt.Errorf("remove parked %s record %s: %w", source, recordID, err)
 	}
 	return nil
@@ -145,7 +145,7 @@ func (s *ParkedRecords) Unpark(ctx context.Context, source, recordID string) err
 	// Two DeleteItem calls (unconditional: a missing item is no error), not
 	// a batch: the worker's role grants DeleteItem on the main table.
 	for _, k := range []model.Key{keys.ParkedKey(source, recordID), keys.LegacyParkedKey(source, recordID)} {
-		if err := s.Delete(ctx, s.Tables().Main, k); err != nil {
+		if err := s.DB.Delete(ctx, s.DB.Tables().Main, k); err != nil {
 			return fmt.Errorf("unpark %s record %s: %w", source, recordID, err)
 		}
 	}

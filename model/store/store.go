@@ -24,7 +24,7 @@
 // (migrate-lsi -backfill after clearing LSI1SK) and rebuild.
 //
 // Hot keys. No partition takes a burst's writes alone: the outbox's Pending
-// index spreads over Store.OutboxShards (CC_OUTBOX_SHARDS, default 32; the 4
+// index spreads over dynamo.DB.OutboxShards (CC_OUTBOX_SHARDS, default 32; the 4
 // legacy shards are always read), parked records over keys.ParkedShards per
 // source (the legacy partition is read until its records expire), sync-page
 // audit entries are routine (unindexed), and a dropped audit write is
@@ -48,35 +48,35 @@ import (
 	"github.com/commitcollect/backend/model/store/pending"
 )
 
-// Store reads and writes the four CommitCollect tables: one entity type per
-// aggregate, each in the file (or the package beside this one: outbox,
-// milestones) named after it, over one shared dynamo.DB. Its method set is
-// theirs, so each consumer declares the few methods it needs
-// and any of them is served by a *Store.
-type Store struct {
-	*dynamo.DB
-	*outbox.Outbox
-	*pending.Index
-	*ParkedRecords
-	*Audits
-	*Workouts
-	*milestones.Milestones
-	*Users
-	*Connections
-	*Guard
-	*milestones.Collection
+// Adapters are the per-entity adapters over one shared dynamo.DB, each in
+// the file (or the package beside this one: outbox, pending, milestones)
+// named after it. Nothing reaches them together: the wiring
+// (handlers/app) hands each use case the ones it uses, behind ports of
+// the use case's own.
+type Adapters struct {
+	DB          *dynamo.DB
+	Outbox      *outbox.Outbox
+	Pending     *pending.Index
+	Parked      *ParkedRecords
+	Audits      *Audits
+	Workouts    *Workouts
+	Milestones  *milestones.Milestones
+	Users       *Users
+	Connections *Connections
+	Guard       *Guard
+	Collection  *milestones.Collection
 }
 
-// New returns a Store over an injected client and table names (dynamo.New:
-// calls made with a context carrying a capacity Meter are accounted in it).
-func New(client *dynamodb.Client, t dynamo.Tables) *Store {
+// New opens the adapters over an injected client and table names
+// (dynamo.New: calls made with a context carrying a capacity Meter are
+// accounted in it).
+func New(client *dynamodb.Client, t dynamo.Tables) *Adapters {
 	d := dynamo.New(client, t)
 	g := &Guard{DB: d}
 	shards := func() int { return d.OutboxShards }
-	return &Store{DB: d, Outbox: &outbox.Outbox{DB: d}, Index: pending.New(d.Client(), t.Idempotency, shards), ParkedRecords: &ParkedRecords{DB: d}, Audits: &Audits{DB: d},
-		Workouts: &Workouts{DB: d}, Milestones: &milestones.Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
-		Connections: &Connections{DB: d, Guard: g}, Guard: g,
-		Collection: &milestones.Collection{DB: d}}
+	return &Adapters{DB: d, Outbox: &outbox.Outbox{DB: d}, Pending: pending.New(d.Client(), t.Idempotency, shards), Parked: &ParkedRecords{DB: d},
+		Audits: &Audits{DB: d}, Workouts: &Workouts{DB: d}, Milestones: &milestones.Milestones{DB: d, Guard: g}, Users: &Users{DB: d, Guard: g},
+		Connections: &Connections{DB: d, Guard: g}, Guard: g, Collection: &milestones.Collection{DB: d}}
 }
 
 func isConflict(err error) bool { return errors.Is(err, model.ErrConflict) }

@@ -31,11 +31,11 @@ func TestPutGetRoundTrip(t *testing.T) {
 		ModelID: "rocket", Title: "100 km", Metric: model.MetricDistance, Target: 100000,
 		SportTypes: []string{"Run"}, PeriodStartAtUtc: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), PeriodEndAtUtc: &end, PartCount: 10,
 	}, Projection: model.Projection{Status: model.StatusActive}}
-	if err := s.Put(ctx, s.Tables().Main, m); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
 	var got model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &got); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.PK != "USER#u1" || got.SK != "MILESTONE#m1" || got.EntityType != model.EntityMilestone || got.SchemaVersion != 1 {
@@ -44,7 +44,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 	if got.Target != 100000 || !got.PeriodEndAtUtc.Equal(end) || got.SportTypes[0] != "Run" || got.PartCount != 10 {
 		t.Fatalf("got definition %+v", got.MilestoneDefinition)
 	}
-	err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "nope"), &got)
+	err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "nope"), &got)
 	if !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing item: got %v, want ErrNotFound", err)
 	}
@@ -55,10 +55,10 @@ func TestPutIfAbsentConflict(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	rec := &model.IdempotencyRecord{IdempotencyKey: "STRAVA#WEBHOOK#activity#1#create#9#100", ExpiresAt: time.Now().Add(time.Hour).Unix()}
-	if err := s.PutIfAbsent(ctx, s.Tables().Idempotency, rec); err != nil {
+	if err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Idempotency, rec); err != nil {
 		t.Fatalf("first put: %v", err)
 	}
-	err := s.PutIfAbsent(ctx, s.Tables().Idempotency, rec)
+	err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Idempotency, rec)
 	if !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("second put: got %v, want ErrConflict", err)
 	}
@@ -66,10 +66,10 @@ func TestPutIfAbsentConflict(t *testing.T) {
 	if !errors.As(err, &ccf) {
 		t.Fatalf("second put: SDK error not kept in chain: %v", err)
 	}
-	if err := s.PutIfAbsent(ctx, s.Tables().Main, fixture.Workout("u1", 1)); err != nil {
+	if err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Main, fixture.Workout("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutIfAbsent(ctx, s.Tables().Main, fixture.Workout("u1", 1)); !errors.Is(err, model.ErrConflict) {
+	if err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Main, fixture.Workout("u1", 1)); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("main table duplicate: got %v, want ErrConflict", err)
 	}
 }
@@ -79,11 +79,11 @@ func TestUpdateVersionedConflict(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	m := &model.Milestone{UserID: "u1", MilestoneID: "m1", Version: 3}
-	if err := s.Put(ctx, s.Tables().Main, m); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
 	upd := dynamo.Changes{Set: map[string]any{"progressValue": 42}}
-	item, err := s.UpdateVersioned(ctx, s.Tables().Main, m.ItemKey(), 3, upd)
+	item, err := s.DB.UpdateVersioned(ctx, s.DB.Tables().Main, m.ItemKey(), 3, upd)
 	if err != nil {
 		t.Fatalf("update at current version: %v", err)
 	}
@@ -94,11 +94,11 @@ func TestUpdateVersionedConflict(t *testing.T) {
 	if got.Version != 4 || got.ProgressValue != 42 {
 		t.Fatalf("got version %d progress %d, want 4 and 42", got.Version, got.ProgressValue)
 	}
-	_, err = s.UpdateVersioned(ctx, s.Tables().Main, m.ItemKey(), 3, upd)
+	_, err = s.DB.UpdateVersioned(ctx, s.DB.Tables().Main, m.ItemKey(), 3, upd)
 	if !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("stale update: got %v, want ErrConflict", err)
 	}
-	_, err = s.UpdateVersioned(ctx, s.Tables().Main, keys.MilestoneKey("u1", "gone"), 0, upd)
+	_, err = s.DB.UpdateVersioned(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "gone"), 0, upd)
 	if !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("update of a missing item must not create it: got %v", err)
 	}
@@ -109,26 +109,26 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	award := &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, AwardedAtUtc: time.Now()}
-	if err := s.Put(ctx, s.Tables().Main, award); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, award); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", Version: 1}); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	upd, err := s.VersionedUpdateInput(s.Tables().Main, keys.MilestoneKey("u1", "m1"), 1,
+	upd, err := s.DB.VersionedUpdateInput(s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), 1,
 		dynamo.Changes{Set: map[string]any{"awardedParts": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dup, err := s.TransactPutIfAbsent(s.Tables().Main, &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0})
+	dup, err := s.DB.TransactPutIfAbsent(s.DB.Tables().Main, &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := s.TransactPutIfAbsent(s.Tables().Main, &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 1})
+	fresh, err := s.DB.TransactPutIfAbsent(s.DB.Tables().Main, &model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Transact(ctx, []types.TransactWriteItem{dynamo.TransactUpdate(upd), dup, fresh}, "")
+	err = s.DB.Transact(ctx, []types.TransactWriteItem{dynamo.TransactUpdate(upd), dup, fresh}, "")
 	var te *dynerr.TransactionError
 	if !errors.As(err, &te) || !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("got %v, want a TransactionError matching ErrConflict", err)
@@ -141,16 +141,16 @@ func TestTransactionCancelledReasons(t *testing.T) {
 	}
 	// Nothing of the cancelled transaction was applied.
 	var m model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil || m.Version != 1 || m.AwardedParts != 0 {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil || m.Version != 1 || m.AwardedParts != 0 {
 		t.Fatalf("milestone after cancelled transaction: %+v %v", m.Projection, err)
 	}
 	// The same transaction without the duplicate commits, and a retry with
 	// the same client request token is deduplicated server-side.
 	items := []types.TransactWriteItem{dynamo.TransactUpdate(upd), fresh}
-	if err := s.Transact(ctx, items, "m1-v1-token"); err != nil {
+	if err := s.DB.Transact(ctx, items, "m1-v1-token"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Transact(ctx, items, "m1-v1-token"); err != nil {
+	if err := s.DB.Transact(ctx, items, "m1-v1-token"); err != nil {
 		t.Fatalf("retry with the same token: got %v, want success (idempotent)", err)
 	}
 }
@@ -163,10 +163,10 @@ func TestBatchWrite60(t *testing.T) {
 	for i := int64(1); i <= 60; i++ {
 		es = append(es, fixture.Workout("u1", i))
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.DB.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +177,10 @@ func TestBatchWrite60(t *testing.T) {
 	for _, w := range ws {
 		ks = append(ks, w.ItemKey())
 	}
-	if err := s.BatchDelete(ctx, s.Tables().Main, ks); err != nil {
+	if err := s.DB.BatchDelete(ctx, s.DB.Tables().Main, ks); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), "", dynamo.QueryOptions{})
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK("u1"), "", dynamo.QueryOptions{})
 	if err != nil || len(res.Items) != 0 {
 		t.Fatalf("after batch delete: %d items, %v", len(res.Items), err)
 	}
@@ -196,11 +196,11 @@ func TestQueryGuardrail(t *testing.T) {
 	}
 	// A milestone in the same partition must not count as a workout.
 	es = append(es, &model.Milestone{UserID: "u1", MilestoneID: "m"})
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 	proj := dynamo.QueryOptions{Projection: []string{"activityId", "distanceMeters"}}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, proj)
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, proj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +211,11 @@ func TestQueryGuardrail(t *testing.T) {
 		t.Fatalf("projection expression ignored: %v", res.Items[0])
 	}
 	// Exactly at a smaller limit, with nothing after it, is not truncated.
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Limit: 10})
+	res, err = s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Limit: 10})
 	if err != nil || len(res.Items) != 10 || !res.Truncated {
 		t.Fatalf("limit 10: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
-	res, err = s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK("u1"), keys.PrefixMilestone, dynamo.QueryOptions{Limit: 1})
+	res, err = s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK("u1"), keys.PrefixMilestone, dynamo.QueryOptions{Limit: 1})
 	if err != nil || len(res.Items) != 1 || res.Truncated {
 		t.Fatalf("exact fit: got %d truncated=%v err=%v", len(res.Items), res.Truncated, err)
 	}
@@ -238,24 +238,24 @@ func TestSchemaVersionFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, item := range []dynamo.Item{future, legacy} {
-		if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+		if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: item}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var w model.Workout
-	err = s.Get(ctx, s.Tables().Main, keys.WorkoutKey("u1", 7), &w)
+	err = s.DB.Get(ctx, s.DB.Tables().Main, keys.WorkoutKey("u1", 7), &w)
 	var sve *model.SchemaVersionError
 	if !errors.Is(err, model.ErrUnsupportedSchema) || !errors.As(err, &sve) || sve.Got != 99 {
 		t.Fatalf("future version: got %v, want SchemaVersionError(99)", err)
 	}
 	var old model.Workout
-	if err := s.Get(ctx, s.Tables().Main, keys.WorkoutKey("u1", 8), &old); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.WorkoutKey("u1", 8), &old); err != nil {
 		t.Fatalf("legacy item: %v", err)
 	}
 	if old.SchemaVersion != 1 || old.UserID != "u1" || old.ActivityID != 8 || old.EntityType != model.EntityWorkout {
 		t.Fatalf("legacy item not normalized: %+v", old)
 	}
-	_, _, err = dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	_, _, err = dynamo.QueryEntities[model.Workout](ctx, s.DB, s.DB.Tables().Main, keys.UserPK("u1"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if !errors.Is(err, model.ErrUnsupportedSchema) {
 		t.Fatalf("query over a future item: got %v, want ErrUnsupportedSchema", err)
 	}

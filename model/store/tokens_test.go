@@ -22,11 +22,11 @@ import (
 )
 
 // rawConnection reads a user's connection item as DynamoDB holds it.
-func rawConnection(t *testing.T, s *store.Store, userID string) dynamo.Item {
+func rawConnection(t *testing.T, s *store.Adapters, userID string) dynamo.Item {
 	t.Helper()
 	k := keys.StravaConnectionKey(userID)
-	out, err := s.Client().GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(s.Tables().Main), ConsistentRead: aws.Bool(true),
+	out, err := s.DB.Client().GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(s.DB.Tables().Main), ConsistentRead: aws.Bool(true),
 		Key: dynamo.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
 	})
 	if err != nil || out.Item == nil {
@@ -83,33 +83,33 @@ func TestConnectionTokensAreSealedAtRest(t *testing.T) {
 		if _, ok := item["sealedTokens"]; !ok {
 			t.Errorf("%s: no sealedTokens attribute", step)
 		}
-		c, err := s.StravaConnection(ctx, "u1")
+		c, err := s.Connections.StravaConnection(ctx, "u1")
 		if err != nil || c.AccessToken != access || c.RefreshToken != refresh {
 			t.Fatalf("%s: read back %+v, %v; want the tokens %q, %q", step, c, err, access, refresh)
 		}
 	}
 	p, c := newUser("u1", 42)
 	c.AccessToken, c.RefreshToken = "access-first-login", "refresh-first-login"
-	if err := s.CreateUser(ctx, p, c); err != nil {
+	if err := s.Users.CreateUser(ctx, p, c); err != nil {
 		t.Fatal(err)
 	}
 	check("create user", "access-first-login", "refresh-first-login")
 
 	_, c = newUser("u1", 42)
 	c.AccessToken, c.RefreshToken = "access-second-login", "refresh-second-login"
-	if err := s.SaveLoginTokens(ctx, c); err != nil {
+	if err := s.Connections.SaveLoginTokens(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	check("save login tokens", "access-second-login", "refresh-second-login")
 
-	if _, err := s.SaveRefreshedToken(ctx, "u1", c.TokenVersion, "access-refreshed", "refresh-refreshed", now.Add(time.Hour), now); err != nil {
+	if _, err := s.Connections.SaveRefreshedToken(ctx, "u1", c.TokenVersion, "access-refreshed", "refresh-refreshed", now.Add(time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
 	check("save refreshed token", "access-refreshed", "refresh-refreshed")
 
 	_, c = newUser("u1", 42)
 	c.AccessToken, c.RefreshToken = "access-put", "refresh-put"
-	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, c); err != nil {
 		t.Fatal(err)
 	}
 	check("put", "access-put", "refresh-put")
@@ -124,16 +124,16 @@ func TestSealedTokensDoNotOpenOnAnotherUsersItem(t *testing.T) {
 	ctx := context.Background()
 	for i, u := range []string{"victim", "thief"} {
 		p, c := newUser(u, int64(100+i))
-		if err := s.CreateUser(ctx, p, c); err != nil {
+		if err := s.Users.CreateUser(ctx, p, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	thief := rawConnection(t, s, "thief")
 	thief["sealedTokens"] = rawConnection(t, s, "victim")["sealedTokens"]
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: thief}); err != nil {
+	if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: thief}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.StravaConnection(ctx, "thief"); !errors.Is(err, model.ErrInvalid) {
+	if c, err := s.Connections.StravaConnection(ctx, "thief"); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("read the thief's connection holding the victim's sealed tokens: %+v, %v; want ErrInvalid", c, err)
 	}
 }
@@ -156,16 +156,16 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 		"refreshToken":  &types.AttributeValueMemberS{Value: "plain-refresh"},
 		"tokenVersion":  &types.AttributeValueMemberN{Value: "3"},
 	}
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: legacy}); err != nil {
+	if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: legacy}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.StravaConnection(ctx, "old")
+	c, err := s.Connections.StravaConnection(ctx, "old")
 	if err != nil || c.AccessToken != "plain-access" || c.RefreshToken != "plain-refresh" {
 		t.Fatalf("read a plain connection: %+v, %v; want its tokens", c, err)
 	}
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for run, want := range []bool{true, false} {
-		done, err := s.SealConnection(ctx, "old", now)
+		done, err := s.Connections.SealConnection(ctx, "old", now)
 		if err != nil || done != want {
 			t.Fatalf("migration run %d: rewrote %v, %v; want %v", run+1, done, err, want)
 		}
@@ -175,11 +175,11 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 	if v := item["schemaVersion"].(*types.AttributeValueMemberN).Value; v != "2" {
 		t.Errorf("schemaVersion after migration = %s; want 2", v)
 	}
-	c, err = s.StravaConnection(ctx, "old")
+	c, err = s.Connections.StravaConnection(ctx, "old")
 	if err != nil || c.AccessToken != "plain-access" || c.RefreshToken != "plain-refresh" || c.TokenVersion != 3 {
 		t.Fatalf("read after migration: %+v, %v; want the same tokens at tokenVersion 3", c, err)
 	}
-	if done, err := s.SealConnection(ctx, "nobody", now); done || err != nil {
+	if done, err := s.Connections.SealConnection(ctx, "nobody", now); done || err != nil {
 		t.Fatalf("user without a connection: %v, %v; want false, nil", done, err)
 	}
 }
@@ -189,39 +189,39 @@ func TestPlainConnectionIsReadAndSealedByMigration(t *testing.T) {
 func TestStoreWithoutSealerRefusesToWriteTokens(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
-	s.Secrets = nil
+	s.DB.Secrets = nil
 	ctx := context.Background()
 	p, c := newUser("u1", 42)
-	if err := s.CreateUser(ctx, p, c); !errors.Is(err, dynamo.ErrNoSealer) {
+	if err := s.Users.CreateUser(ctx, p, c); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("create user without a sealer: %v; want ErrNoSealer", err)
 	}
-	if err := s.SaveLoginTokens(ctx, c); !errors.Is(err, dynamo.ErrNoSealer) {
+	if err := s.Connections.SaveLoginTokens(ctx, c); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("save login tokens without a sealer: %v; want ErrNoSealer", err)
 	}
-	if _, err := s.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, dynamo.ErrNoSealer) {
+	if _, err := s.Connections.SaveRefreshedToken(ctx, "u1", 1, "a", "r", time.Now(), time.Now()); !errors.Is(err, dynamo.ErrNoSealer) {
 		t.Fatalf("save refreshed token without a sealer: %v; want ErrNoSealer", err)
 	}
 }
 
 // copyConnection puts the raw connection item of from under to's key, with
 // its userId attribute set to userIDAttr.
-func copyConnection(t *testing.T, s *store.Store, from, to, userIDAttr string) {
+func copyConnection(t *testing.T, s *store.Adapters, from, to, userIDAttr string) {
 	t.Helper()
 	item := rawConnection(t, s, from)
 	k := keys.StravaConnectionKey(to)
 	item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
 	item["userId"] = &types.AttributeValueMemberS{Value: userIDAttr}
-	if _, err := s.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+	if _, err := s.DB.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: item}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // sealLegacy overwrites userID's connection tokens with a format 1 pair, as
 // older code sealed it: bound to the userId attribute, not the key.
-func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
+func sealLegacy(t *testing.T, s *store.Adapters, userID, access, refresh string) {
 	t.Helper()
 	ctx := context.Background()
-	sealed, err := s.Secrets.Seal(ctx, secrets.Context{UserID: userID, Purpose: model.PurposeStravaTokens},
+	sealed, err := s.DB.Secrets.Seal(ctx, secrets.Context{UserID: userID, Purpose: model.PurposeStravaTokens},
 		[]byte(fmt.Sprintf(`{"a":%q,"r":%q}`, access, refresh)))
 	if err != nil || sealed.Format != secrets.SealedFormatV1 {
 		t.Fatalf("seal legacy: format %d, %v", sealed.Format, err)
@@ -232,7 +232,7 @@ func sealLegacy(t *testing.T, s *store.Store, userID, access, refresh string) {
 	}
 	item := rawConnection(t, s, userID)
 	item["sealedTokens"] = av
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+	if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: item}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -250,13 +250,13 @@ func TestCopiedConnectionDoesNotOpen(t *testing.T) {
 	for i, u := range []string{"victim", "legacy"} {
 		p, c := newUser(u, int64(300+i))
 		c.AccessToken, c.RefreshToken = "access-"+u, "refresh-"+u
-		if err := s.CreateUser(ctx, p, c); err != nil {
+		if err := s.Users.CreateUser(ctx, p, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	refused := func(step, user string) {
 		t.Helper()
-		c, err := s.StravaConnection(ctx, user)
+		c, err := s.Connections.StravaConnection(ctx, user)
 		if !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "copied or moved") {
 			t.Fatalf("%s: read %s's connection: %+v, %v; want ErrInvalid saying it was sealed for another item", step, user, c, err)
 		}
@@ -270,7 +270,7 @@ func TestCopiedConnectionDoesNotOpen(t *testing.T) {
 	refused("format 2 copied, userId attribute edited", "thief2")
 
 	sealLegacy(t, s, "legacy", "access-legacy", "refresh-legacy")
-	c, err := s.StravaConnection(ctx, "legacy")
+	c, err := s.Connections.StravaConnection(ctx, "legacy")
 	if err != nil || c.AccessToken != "access-legacy" || c.RefreshToken != "refresh-legacy" {
 		t.Fatalf("format 1 under its own key: %+v, %v; want it opened", c, err)
 	}
@@ -278,20 +278,20 @@ func TestCopiedConnectionDoesNotOpen(t *testing.T) {
 	refused("format 1 copied, userId attribute kept", "thief3")
 	copyConnection(t, s, "legacy", "thief4", "thief4")
 	refused("format 1 copied, userId attribute edited", "thief4")
-	if done, err := s.SealConnection(ctx, "thief3", time.Now()); done || !errors.Is(err, model.ErrInvalid) {
+	if done, err := s.Connections.SealConnection(ctx, "thief3", time.Now()); done || !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("migrating a copied format 1 item: rewrote %v, %v; want it refused", done, err)
 	}
 
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for run, want := range []bool{true, false} {
-		if done, err := s.SealConnection(ctx, "legacy", now); err != nil || done != want {
+		if done, err := s.Connections.SealConnection(ctx, "legacy", now); err != nil || done != want {
 			t.Fatalf("migration run %d: rewrote %v, %v; want %v", run+1, done, err, want)
 		}
 	}
 	if v := rawConnection(t, s, "legacy")["sealedTokens"].(*types.AttributeValueMemberM).Value["v"].(*types.AttributeValueMemberN).Value; v != "2" {
 		t.Fatalf("after migration: format %s, want 2", v)
 	}
-	if c, err := s.StravaConnection(ctx, "legacy"); err != nil || c.AccessToken != "access-legacy" || c.RefreshToken != "refresh-legacy" {
+	if c, err := s.Connections.StravaConnection(ctx, "legacy"); err != nil || c.AccessToken != "access-legacy" || c.RefreshToken != "refresh-legacy" {
 		t.Fatalf("after migration: %+v, %v; want the same tokens", c, err)
 	}
 	copyConnection(t, s, "legacy", "thief5", "legacy")

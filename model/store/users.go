@@ -19,8 +19,8 @@ import (
 
 // Users holds profiles, the athlete → user mapping, the users index, and a user's items at deletion.
 type Users struct {
-	*dynamo.DB
-	*Guard
+	DB    *dynamo.DB
+	Guard *Guard
 }
 
 // MaxUsersPage bounds one ListUsers page.
@@ -51,7 +51,7 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 		return ports.UsersPage{}, fmt.Errorf("list users of shard %d: build expression: %w", shard, err)
 	}
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2),
+		TableName: aws.String(s.DB.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2),
 		KeyConditionExpression: ex.KeyCondition(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}
@@ -59,7 +59,7 @@ func (s *Users) ListUsers(ctx context.Context, shard int, after string, limit in
 	for {
 		// One more than wanted tells whether the shard goes on.
 		in.Limit = aws.Int32(int32(limit - len(page.UserIDs) + 1))
-		out, err := s.Client().Query(ctx, in)
+		out, err := s.DB.Client().Query(ctx, in)
 		if err != nil {
 			return ports.UsersPage{}, fmt.Errorf("list users of shard %d after %q: %w", shard, after, dynerr.Translate(err))
 		}
@@ -94,11 +94,11 @@ func (s *Users) CountUsers(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("count users of shard %d: build expression: %w", shard, err)
 		}
 		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2), Select: types.SelectCount,
+			TableName: aws.String(s.DB.Tables().Main), IndexName: aws.String(dynamo.IndexGSI2), Select: types.SelectCount,
 			KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		}
 		for {
-			out, err := s.Client().Query(ctx, in)
+			out, err := s.DB.Client().Query(ctx, in)
 			if err != nil {
 				return 0, fmt.Errorf("count users of shard %d: %w", shard, dynerr.Translate(err))
 			}
@@ -124,18 +124,18 @@ func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.Strav
 		g := c.UpdatedAtUtc
 		c.GrantedAtUtc = &g
 	}
-	if err := s.SealConnectionTokens(ctx, c); err != nil {
+	if err := s.DB.SealConnectionTokens(ctx, c); err != nil {
 		return fmt.Errorf("create user %s: %w", p.UserID, err)
 	}
 	var items []types.TransactWriteItem
 	for _, e := range []model.Entity{owner, p, c} {
-		it, err := s.TransactPutIfAbsent(s.Tables().Main, e)
+		it, err := s.DB.TransactPutIfAbsent(s.DB.Tables().Main, e)
 		if err != nil {
 			return fmt.Errorf("create user %s: %w", p.UserID, err)
 		}
 		items = append(items, it)
 	}
-	if err := s.Transact(ctx, items, ""); err != nil {
+	if err := s.DB.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("create user %s for athlete %d: %w", p.UserID, c.AthleteID, err)
 	}
 	return nil
@@ -145,7 +145,7 @@ func (s *Users) CreateUser(ctx context.Context, p *model.Profile, c *model.Strav
 // when no user owns the athlete.
 func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error) {
 	var o model.AthleteOwner
-	if err := s.Get(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &o); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.AthleteOwnerKey(athleteID), &o); err != nil {
 		return model.AthleteOwner{}, fmt.Errorf("athlete owner %d: %w", athleteID, err)
 	}
 	return o, nil
@@ -154,7 +154,7 @@ func (s *Users) AthleteOwner(ctx context.Context, athleteID int64) (model.Athlet
 // Profile reads a user's profile; model.ErrNotFound when there is none.
 func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, error) {
 	var p model.Profile
-	if err := s.Get(ctx, s.Tables().Main, keys.ProfileKey(userID), &p); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.ProfileKey(userID), &p); err != nil {
 		return model.Profile{}, fmt.Errorf("profile %s: %w", userID, err)
 	}
 	return p, nil
@@ -166,7 +166,7 @@ func (s *Users) Profile(ctx context.Context, userID string) (model.Profile, erro
 // is not an error.
 func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userID string) error {
 	mine := expression.Name("userId").Equal(expression.Value(userID))
-	err := s.DeleteIf(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &mine)
+	err := s.DB.DeleteIf(ctx, s.DB.Tables().Main, keys.AthleteOwnerKey(athleteID), &mine)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete owner of athlete %d for user %s: %w", athleteID, userID, err)
 	}
@@ -179,7 +179,7 @@ func (s *Users) DeleteAthleteOwnerOf(ctx context.Context, athleteID int64, userI
 // mapping or one naming another user is not an error.
 func (s *Users) DeleteRevokedAthleteOf(ctx context.Context, hash, userID string) error {
 	mine := expression.Name("userId").Equal(expression.Value(userID))
-	err := s.DeleteIf(ctx, s.Tables().Main, keys.RevokedAthleteKey(hash), &mine)
+	err := s.DB.DeleteIf(ctx, s.DB.Tables().Main, keys.RevokedAthleteKey(hash), &mine)
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete revoked-athlete mapping of user %s: %w", userID, err)
 	}
@@ -194,7 +194,7 @@ func (s *Users) DeleteRevokedAthleteOf(ctx context.Context, hash, userID string)
 func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip func(keys.ParsedKey) bool) (int, error) {
 	deleted := 0
 	for {
-		res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
+		res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 		if err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
@@ -209,7 +209,7 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 			}
 			batch = append(batch, k)
 		}
-		if err := s.BatchDelete(ctx, s.Tables().Main, batch); err != nil {
+		if err := s.DB.BatchDelete(ctx, s.DB.Tables().Main, batch); err != nil {
 			return deleted, fmt.Errorf("delete items of user %s: %w", userID, err)
 		}
 		deleted += len(batch)
@@ -224,14 +224,14 @@ func (s *Users) DeleteUserItems(ctx context.Context, userID, prefix string, skip
 // It returns ErrNotFound when the athlete is not linked.
 func (s *Users) ResolveAthlete(ctx context.Context, athleteID int64) (string, error) {
 	var o model.AthleteOwner
-	err := s.Get(ctx, s.Tables().Main, keys.AthleteOwnerKey(athleteID), &o)
+	err := s.DB.Get(ctx, s.DB.Tables().Main, keys.AthleteOwnerKey(athleteID), &o)
 	if err == nil {
 		return o.UserID, nil
 	}
 	if !errors.Is(err, model.ErrNotFound) {
 		return "", fmt.Errorf("resolve athlete %d: %w", athleteID, err)
 	}
-	conns, _, err := dynamo.QueryEntities[model.StravaConnection](ctx, s.DB, s.Tables().Main, keys.AthletePK(athleteID), "",
+	conns, _, err := dynamo.QueryEntities[model.StravaConnection](ctx, s.DB, s.DB.Tables().Main, keys.AthletePK(athleteID), "",
 		dynamo.QueryOptions{Index: dynamo.IndexGSI1, Limit: 1})
 	if err != nil {
 		return "", fmt.Errorf("resolve athlete %d via %s: %w", athleteID, dynamo.IndexGSI1, err)
@@ -254,13 +254,13 @@ func (s *Users) EachWorkout(ctx context.Context, userID string, after int64, pag
 	if err != nil {
 		return fmt.Errorf("workouts of %s: build query: %w", userID, err)
 	}
-	in := &dynamodb.QueryInput{TableName: aws.String(s.Tables().Main),
+	in := &dynamodb.QueryInput{TableName: aws.String(s.DB.Tables().Main),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(),
 		ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(pageSize)}
 	if after > 0 {
-		in.ExclusiveStartKey = s.Tables().KeyAV(s.Tables().Main, keys.WorkoutKey(userID, after))
+		in.ExclusiveStartKey = s.DB.Tables().KeyAV(s.DB.Tables().Main, keys.WorkoutKey(userID, after))
 	}
-	p := dynamodb.NewQueryPaginator(s.Client(), in)
+	p := dynamodb.NewQueryPaginator(s.DB.Client(), in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

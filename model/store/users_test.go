@@ -27,7 +27,7 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 	}
 	// Items that are not profiles must not appear: the index is sparse.
 	es = append(es, fixture.Workout("user-0001", 1), fixture.Workout("user-0002", 2))
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 
@@ -36,7 +36,7 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 	for shard := range keys.UserListShards {
 		after := ""
 		for {
-			page, err := s.ListUsers(ctx, shard, after, 7)
+			page, err := s.Users.ListUsers(ctx, shard, after, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestListUsersPaginatesEveryShard(t *testing.T) {
 		t.Fatalf("got %d pages, want at least %d with a limit of 7", pages, 230/7)
 	}
 
-	n, err := s.CountUsers(ctx)
+	n, err := s.Users.CountUsers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +86,12 @@ func TestListUsersExactPageAndBadShard(t *testing.T) {
 		id := fmt.Sprintf("u%d", i)
 		if keys.UserListPK(id) == keys.UserListShardPK(0) {
 			ids = append(ids, id)
-			if err := s.Put(ctx, s.Tables().Main, &model.Profile{UserID: id}); err != nil {
+			if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Profile{UserID: id}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	page, err := s.ListUsers(ctx, 0, "", 3)
+	page, err := s.Users.ListUsers(ctx, 0, "", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestListUsersExactPageAndBadShard(t *testing.T) {
 	if !slices.Equal(page.UserIDs, ids) || page.More || page.Next != ids[2] {
 		t.Fatalf("got %+v, want %v with More=false and Next=%s", page, ids, ids[2])
 	}
-	page, err = s.ListUsers(ctx, 0, page.Next, 3)
+	page, err = s.Users.ListUsers(ctx, 0, page.Next, 3)
 	if err != nil || len(page.UserIDs) != 0 || page.More || page.Next != "" {
 		t.Fatalf("past the end: got %+v, %v; want an empty final page", page, err)
 	}
-	if _, err := s.ListUsers(ctx, keys.UserListShards, "", 0); !errors.Is(err, model.ErrInvalid) {
+	if _, err := s.Users.ListUsers(ctx, keys.UserListShards, "", 0); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("bad shard: got %v, want ErrInvalid", err)
 	}
-	if page, err := s.ListUsers(ctx, 0, "", 0); err != nil || len(page.UserIDs) != 3 {
+	if page, err := s.Users.ListUsers(ctx, 0, "", 0); err != nil || len(page.UserIDs) != 3 {
 		t.Fatalf("default limit (%d): got %+v, %v; want the 3 users", store.MaxUsersPage, page, err)
 	}
 }

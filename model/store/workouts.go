@@ -21,7 +21,7 @@ import (
 
 // Workouts holds the workout log: ordered writes, tombstones, the LSI1 log read, expiry at a revocation.
 type Workouts struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // UpsertWorkout writes the full normalized workout, keeping the stored
@@ -77,7 +77,7 @@ func (s *Workouts) UpsertWorkout(ctx context.Context, w *model.Workout) error {
 			expression.AttributeNotExists(expression.Name(attrIsDeleted)),
 			expression.Name(attrIsDeleted).NotEqual(expression.Value(true)))
 	}
-	if err := s.Update(ctx, w.ItemKey(), upd, cond); err != nil {
+	if err := s.DB.Update(ctx, w.ItemKey(), upd, cond); err != nil {
 		if isConflict(err) {
 			return fmt.Errorf("upsert workout %d of %s: an answer fetched later (or, unordered, a tombstone) is stored: %w", w.ActivityID, w.UserID, err)
 		}
@@ -133,10 +133,10 @@ func (s *Workouts) MarkWorkoutHidden(ctx context.Context, userID string, athlete
 	// answered), else ordered against the stored one, which keeps no expiry
 	// of its own making.
 	fresh := tombstone().Set(expression.Name(attrExpiresAt), expression.Value(now.Add(model.NotFoundTombstoneTTL).Unix()))
-	err := s.Update(ctx, w.ItemKey(), fresh, expression.AttributeNotExists(expression.Name("PK")))
+	err := s.DB.Update(ctx, w.ItemKey(), fresh, expression.AttributeNotExists(expression.Name("PK")))
 	if isConflict(err) {
 		cond := expression.Or(expression.AttributeNotExists(fetched), fetched.LessThan(expression.Value(fetchStartedAtNs)))
-		err = s.Update(ctx, w.ItemKey(), tombstone(), cond)
+		err = s.DB.Update(ctx, w.ItemKey(), tombstone(), cond)
 	}
 	switch {
 	case isConflict(err):
@@ -157,7 +157,7 @@ var tombstoneDrops = []string{"name", "sportType", "distanceMeters", "totalEleva
 // Workout reads one workout. It returns ErrNotFound when it does not exist.
 func (s *Workouts) Workout(ctx context.Context, userID string, activityID int64) (*model.Workout, error) {
 	var w model.Workout
-	if err := s.Get(ctx, s.Tables().Main, keys.WorkoutKey(userID, activityID), &w); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.WorkoutKey(userID, activityID), &w); err != nil {
 		return nil, fmt.Errorf("read workout %d of %s: %w", activityID, userID, err)
 	}
 	return &w, nil
@@ -190,8 +190,8 @@ func (s *Workouts) WorkoutLog(ctx context.Context, userID string, windows []mode
 		// (ALL_PROJECTED_ATTRIBUTES), not for a list of names, which
 		// DynamoDB Local bills as a fetch from the table per item (7 RCU
 		// instead of 1 for 6 workouts).
-		res, err := s.QueryPages(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(s.Tables().Main), IndexName: aws.String(dynamo.IndexLSI1), ConsistentRead: aws.Bool(true),
+		res, err := s.DB.QueryPages(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.DB.Tables().Main), IndexName: aws.String(dynamo.IndexLSI1), ConsistentRead: aws.Bool(true),
 			KeyConditionExpression: ex.KeyCondition(), Select: types.SelectAllProjectedAttributes,
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 			ScanIndexForward: aws.Bool(false),

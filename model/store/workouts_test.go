@@ -25,13 +25,13 @@ func TestWorkoutLogReadsOnlyWhatTheMathNeeds(t *testing.T) {
 	ctx := context.Background()
 	w := fixture.Workout("u1", 7)
 	w.Name, w.AthleteID, w.CorrelationID, w.TotalElevationGain, w.MovingTimeSeconds = "Morning run", 99, "corr-7", 12.5, 1800
-	if err := s.Put(ctx, s.Tables().Main, w); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1"}); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	wl, err := s.WorkoutLog(ctx, "u1", allTime)
+	wl, err := s.Workouts.WorkoutLog(ctx, "u1", allTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +71,10 @@ func TestWorkoutLogGuardrailKeepsNewest(t *testing.T) {
 		w.StartDateUtc = base.Add(time.Duration(i) * time.Hour)
 		es[i] = w
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	wl, err := s.WorkoutLog(ctx, "u1", allTime)
+	wl, err := s.Workouts.WorkoutLog(ctx, "u1", allTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +106,10 @@ func TestWorkoutLogAtTheGuardrailIsExact(t *testing.T) {
 		w.StartDateUtc = march.Add(-time.Duration(i+1) * time.Hour)
 		es = append(es, w)
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	wl, err := s.WorkoutLog(ctx, "u1", []model.Window{{From: march}})
+	wl, err := s.Workouts.WorkoutLog(ctx, "u1", []model.Window{{From: march}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestWorkoutLogReadsOnlyTheWindows(t *testing.T) {
 	other := fixture.Workout("u2", 2) // another user's March workout
 	other.StartDateUtc = march
 	es = append(es, other)
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 	// A tombstone (a delete that overtook its create) has no date: never read.
-	if err := s.MarkWorkoutHidden(ctx, "u1", 1, 99, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
+	if err := s.Workouts.MarkWorkoutHidden(ctx, "u1", 1, 99, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -166,7 +166,7 @@ func TestWorkoutLogReadsOnlyTheWindows(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			wl, err := s.WorkoutLog(ctx, "u1", tt.windows)
+			wl, err := s.Workouts.WorkoutLog(ctx, "u1", tt.windows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,10 +195,10 @@ func TestWorkoutLogCutNeverSplitsAnInstant(t *testing.T) {
 	}
 	// The oldest two share an instant; only one of them fits the guardrail.
 	es[1].(*model.Workout).StartDateUtc = base
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	wl, err := s.WorkoutLog(ctx, "u1", allTime)
+	wl, err := s.Workouts.WorkoutLog(ctx, "u1", allTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +218,10 @@ func TestWorkoutLogFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	item["schemaVersion"] = &types.AttributeValueMemberN{Value: "5"}
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: item}); err != nil {
+	if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: item}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WorkoutLog(ctx, "u1", allTime); !errors.Is(err, model.ErrUnsupportedSchema) {
+	if _, err := s.Workouts.WorkoutLog(ctx, "u1", allTime); !errors.Is(err, model.ErrUnsupportedSchema) {
 		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
 	}
 }

@@ -19,21 +19,21 @@ import (
 func TestMeterCountsWriteKeys(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
-	main := st.Tables().Main
-	keys := metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Tables())), 0)
+	main := st.DB.Tables().Main
+	keys := metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.DB.Tables())), 0)
 	m := metering.NewMeter()
 	m.CountWriteKeys(keys)
 	ctx := metering.WithMeter(context.Background(), m)
 	for i := range 3 {
-		if err := st.Put(ctx, main, fixture.Workout("u1", int64(i+1))); err != nil {
+		if err := st.DB.Put(ctx, main, fixture.Workout("u1", int64(i+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	jobCtx, _ := metering.StartMeter(ctx)
-	if err := st.Put(jobCtx, main, fixture.Workout("u2", 9)); err != nil {
+	if err := st.DB.Put(jobCtx, main, fixture.Workout("u2", 9)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutIfAbsent(ctx, main, fixture.Workout("u2", 9)); err == nil {
+	if err := st.DB.PutIfAbsent(ctx, main, fixture.Workout("u2", 9)); err == nil {
 		t.Fatal("PutIfAbsent of an existing workout: got nil, want ErrConflict")
 	}
 	got := map[string]metering.HotKey{}

@@ -28,7 +28,7 @@ func TestRefresherRotatedSecretFlagsNobody(t *testing.T) {
 	if !errors.Is(err, strava.ErrAppCredentials) || !errors.Is(err, model.ErrRetryable) || errors.Is(err, model.ErrUnauthorized) {
 		t.Fatalf("got %v, want ErrAppCredentials (retryable, not the athlete's)", err)
 	}
-	if c, _ := s.StravaConnection(ctx, "u1"); c.NeedsReauth {
+	if c, _ := s.Connections.StravaConnection(ctx, "u1"); c.NeedsReauth {
 		t.Fatal("the athlete was flagged for the application's credentials")
 	}
 	sim.RotateClientSecret(good)
@@ -45,7 +45,7 @@ func TestRefresherVerifyIgnoresAnEarlierFlag(t *testing.T) {
 	sim, s := newSim(t), dynamolocal.NewStore(t)
 	ctx := context.Background()
 	seed(t, s, "u1", sim.IssueTokens(1, time.Hour), 1)
-	if err := s.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
+	if err := s.Connections.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r := refresher(sim, s)
@@ -57,7 +57,7 @@ func TestRefresherVerifyIgnoresAnEarlierFlag(t *testing.T) {
 	if err != nil || !sim.AccessTokenValid(tok.AccessToken) || sim.Stats().TokenRefreshes != before+1 {
 		t.Fatalf("Verify: got %+v, %v; want one refresh and a valid token", tok, err)
 	}
-	if c, _ := s.StravaConnection(ctx, "u1"); c.NeedsReauth {
+	if c, _ := s.Connections.StravaConnection(ctx, "u1"); c.NeedsReauth {
 		t.Fatal("Strava honoured the grant, yet the flag stayed")
 	}
 	sim.RevokeAthlete(1)

@@ -15,7 +15,7 @@ import (
 )
 
 // TokenStore is the persistence the refresher needs (implemented by
-// model/store.Store).
+// model/store.Adapters).
 type TokenStore interface {
 	// StravaConnection reads the user's connection; ErrNotFound when absent.
 	StravaConnection(ctx context.Context, userID string) (*model.StravaConnection, error)

@@ -16,21 +16,21 @@ import (
 
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
 
-var _ strava.TokenStore = (*store.Store)(nil)
+var _ strava.TokenStore = (*store.Connections)(nil)
 
 // seed stores a connection holding tokens the simulator issued, with
 // TokenVersion 1.
-func seed(t *testing.T, s *store.Store, user string, tok stravasim.Tokens, athlete int64) {
+func seed(t *testing.T, s *store.Adapters, user string, tok stravasim.Tokens, athlete int64) {
 	t.Helper()
 	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
 		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1}
-	if err := s.Put(context.Background(), s.Tables().Main, c); err != nil {
+	if err := s.DB.Put(context.Background(), s.DB.Tables().Main, c); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func refresher(sim *stravasim.Server, s *store.Store) *strava.Refresher {
-	return strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), s, nil)
+func refresher(sim *stravasim.Server, s *store.Adapters) *strava.Refresher {
+	return strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), s.Connections, nil)
 }
 
 func TestRefresherKeepsValidToken(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRefresherRefreshesNearExpiryAndPersistsRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.StravaConnection(ctx, "u1")
+	c, err := s.Connections.StravaConnection(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRefresherRaceRefreshesOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	c, err := s.StravaConnection(ctx, "u1")
+	c, err := s.Connections.StravaConnection(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRefresherRefusedRefreshMarksNeedsReauth(t *testing.T) {
 	if _, err := r.AccessToken(ctx, "u1"); !errors.Is(err, model.ErrUnauthorized) {
 		t.Fatalf("got %v, want ErrUnauthorized", err)
 	}
-	c, _ := s.StravaConnection(ctx, "u1")
+	c, _ := s.Connections.StravaConnection(ctx, "u1")
 	if !c.NeedsReauth {
 		t.Fatal("connection not flagged needsReauth")
 	}
@@ -162,7 +162,7 @@ func TestRefresherStrava5xxIsRetryable(t *testing.T) {
 // refresh at Strava and our conditional save, as happens when a lease
 // lapses mid-refresh.
 type raceStore struct {
-	*store.Store
+	*store.Connections
 	beforeSave func()
 }
 
@@ -170,7 +170,7 @@ func (r *raceStore) SaveRefreshedToken(ctx context.Context, userID string, v int
 	if r.beforeSave != nil {
 		r.beforeSave()
 	}
-	return r.Store.SaveRefreshedToken(ctx, userID, v, access, refresh, exp, now)
+	return r.Connections.SaveRefreshedToken(ctx, userID, v, access, refresh, exp, now)
 }
 
 func TestRefresherLoserUsesWinnersToken(t *testing.T) {
@@ -180,16 +180,16 @@ func TestRefresherLoserUsesWinnersToken(t *testing.T) {
 	tok := sim.IssueTokens(1, -time.Minute)
 	seed(t, s, "u1", tok, 1)
 	winner := sim.IssueTokens(1, time.Hour)
-	rs := &raceStore{Store: s, beforeSave: func() {
-		if _, err := s.SaveRefreshedToken(ctx, "u1", 1, winner.AccessToken, winner.RefreshToken, winner.ExpiresAt, time.Now()); err != nil {
+	rs := &raceStore{Connections: s.Connections, beforeSave: func() {
+		if _, err := s.Connections.SaveRefreshedToken(ctx, "u1", 1, winner.AccessToken, winner.RefreshToken, winner.ExpiresAt, time.Now()); err != nil {
 			t.Errorf("winner save: %v", err)
 		}
 	}}
-	got, err := strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), rs, nil).AccessToken(ctx, "u1")
+	got, err := strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), rs.Connections, nil).AccessToken(ctx, "u1")
 	if err != nil || got != winner.AccessToken {
 		t.Fatalf("got %q, %v; want the winner's token %q", got, err, winner.AccessToken)
 	}
-	c, _ := s.StravaConnection(ctx, "u1")
+	c, _ := s.Connections.StravaConnection(ctx, "u1")
 	if c.RefreshToken != winner.RefreshToken || c.TokenVersion != 2 {
 		t.Fatalf("got %+v, want the winner's refresh token at version 2", c)
 	}

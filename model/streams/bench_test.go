@@ -91,9 +91,9 @@ func benchWriteToHandler(b *testing.B, records int, poll time.Duration) {
 		}
 		var err error
 		if len(es) == 1 {
-			err = e.s.Put(ctx, e.s.Tables().Main, es[0])
+			err = e.s.DB.Put(ctx, e.s.DB.Tables().Main, es[0])
 		} else {
-			err = e.s.BatchPut(ctx, e.s.Tables().Main, es)
+			err = e.s.DB.BatchPut(ctx, e.s.DB.Tables().Main, es)
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -27,7 +27,7 @@ import (
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
 
 type env struct {
-	s   *store.Store
+	s   *store.Adapters
 	arn string
 	api streams.API
 }
@@ -42,7 +42,7 @@ func (e env) putWorkouts(t testing.TB, user string, from, to int64) {
 	t.Helper()
 	for i := from; i <= to; i++ {
 		w := fixture.Workout(user, i, fixture.Metres(float64(i)), fixture.Start(time.Unix(1700000000+i, 0)))
-		if err := e.s.Put(context.Background(), e.s.Tables().Main, w); err != nil {
+		if err := e.s.DB.Put(context.Background(), e.s.DB.Tables().Main, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +61,7 @@ func TestReadAllConvertsLikeLambda(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.putWorkouts(t, "u1", 1, 3)
-	if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 2), 0, dynamo.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
+	if _, err := e.s.DB.UpdateVersioned(ctx, e.s.DB.Tables().Main, keys.WorkoutKey("u1", 2), 0, dynamo.Changes{Set: map[string]any{"isDeleted": true}}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := streams.ReadAll(ctx, e.api, e.arn)
@@ -378,7 +378,7 @@ func burst(t *testing.T, window time.Duration) (batches []batch, lone time.Durat
 		for id := 1 + i*5; id <= 5+i*5; id++ {
 			ws = append(ws, &model.Workout{UserID: "burst", ActivityID: id, SportType: "Run", StartDateUtc: time.Unix(1700000000+id, 0).UTC()})
 		}
-		if err := e.s.BatchPut(context.Background(), e.s.Tables().Main, ws); err != nil {
+		if err := e.s.DB.BatchPut(context.Background(), e.s.DB.Tables().Main, ws); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(400 * time.Millisecond)

@@ -60,7 +60,7 @@ func (f *faultyStore) WriteProjection(ctx context.Context, w ports.ProjectionWri
 // the code writes, so a stray entry under another key counts too).
 func (e *env) mintAudits(user, milestoneID string) map[int]int {
 	e.t.Helper()
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit, dynamo.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.DB.Tables().Audit, keys.UserPK(user), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRetriedMintAuditsOnce(t *testing.T) {
 		t.Fatalf("awards: got %d, want 2", n)
 	}
 
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.AwardKey("u-retry", "m1", 1)); err != nil {
+	if err := e.s.DB.Delete(e.ctx, e.s.DB.Tables().Main, keys.AwardKey("u-retry", "m1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := c.RecomputeUser(e.ctx, "u-retry", false)
@@ -253,7 +253,7 @@ func TestHandRaisedCounterIsNotMinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := e.milestone("u-raised", "m1")
-	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, keys.MilestoneKey("u-raised", "m1"), m.Version,
+	if _, err := e.s.DB.UpdateVersioned(e.ctx, e.s.DB.Tables().Main, keys.MilestoneKey("u-raised", "m1"), m.Version,
 		dynamo.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestLegacyAuditedAwardsStay(t *testing.T) {
 	// Ten days ago: well within the audit retention, so age alone justifies nothing.
 	mintedAt := time.Now().UTC().AddDate(0, 0, -10).Truncate(time.Second).Add(500 * time.Millisecond)
 	for i := range 4 {
-		if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.Award{UserID: "u-legacy", MilestoneID: "m1", ModelID: "rocket",
+		if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.Award{UserID: "u-legacy", MilestoneID: "m1", ModelID: "rocket",
 			PartIndex: i, AwardedAtUtc: mintedAt, ActivityID: 99}); err != nil {
 			t.Fatal(err)
 		}
@@ -303,12 +303,12 @@ func TestLegacyAuditedAwardsStay(t *testing.T) {
 		}
 		legacy := model.NewAuditEntry(keys.UserPK("u-legacy"), "u-legacy", consumer.EventAwardMinted, "corr-old",
 			fmt.Sprintf("old-digest-%d", i), mintedAt, map[string]string{"milestoneId": "m1", "partIndex": strconv.Itoa(i)})
-		if err := e.s.AppendAudit(e.ctx, legacy); err != nil {
+		if err := e.s.Audits.AppendAudit(e.ctx, legacy); err != nil {
 			t.Fatal(err)
 		}
 	}
 	m := e.milestone("u-legacy", "m1")
-	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.Key, m.Version,
+	if _, err := e.s.DB.UpdateVersioned(e.ctx, e.s.DB.Tables().Main, m.Key, m.Version,
 		dynamo.Changes{Set: map[string]any{"awardedParts": 4}}); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func benchHandle(b *testing.B, users, records int) {
 			}
 			lastUser = user
 		}
-		if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
+		if err := e.s.DB.BatchPut(e.ctx, e.s.DB.Tables().Main, es); err != nil {
 			b.Fatal(err)
 		}
 		batch := f.workouts()
@@ -130,7 +130,7 @@ func BenchmarkRecomputeUser3000(b *testing.B) {
 	for i := range es {
 		es[i] = fixture.Workout("u1", int64(i+1), fixture.Day(i%28), fixture.Km(0.25), fixture.Corr(""))
 	}
-	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
+	if err := e.s.DB.BatchPut(e.ctx, e.s.DB.Tables().Main, es); err != nil {
 		b.Fatal(err)
 	}
 	c := consumer.New(e.stores(), consumer.Options{Metrics: io.Discard})

@@ -60,7 +60,7 @@ func classifyCases() []classifyCase {
 			}},
 		{name: "workout_remove", want: trigger.Recompute, wantUser: "u1", wantCorr: "c1r",
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
+				if err := e.s.DB.Delete(e.ctx, e.s.DB.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -85,7 +85,7 @@ func classifyCases() []classifyCase {
 		{name: "award_insert", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
 				a := &model.Award{UserID: "u1", MilestoneID: "m1", ModelID: "rocket", PartIndex: 1, PartName: "fin", ActivityID: 2, CorrelationID: "c2"}
-				if err := e.s.Put(e.ctx, e.s.Tables().Main, a); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, a); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -93,7 +93,7 @@ func classifyCases() []classifyCase {
 			write: func(t *testing.T, e *env) {
 				m := e.milestone("u1", "m1")
 				m.Target, m.WrittenBy = 200000, model.WriterAPI
-				if err := e.s.Put(e.ctx, e.s.Tables().Main, &m); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &m); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -101,25 +101,25 @@ func classifyCases() []classifyCase {
 			write: func(t *testing.T, e *env) {
 				m := e.milestone("u1", "m1")
 				m.CreatedAtUtc = april // not part of the definition
-				if err := e.s.Put(e.ctx, e.s.Tables().Main, &m); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &m); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "profile_insert", want: trigger.Ignore, wantUser: "u1",
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 77}); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 77}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "parked_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Park(e.ctx, &model.ParkedRecord{Source: "WORKER", RecordID: "r1", Reason: "x", Payload: "{}"}); err != nil {
+				if err := e.s.Parked.Park(e.ctx, &model.ParkedRecord{Source: "WORKER", RecordID: "r1", Reason: "x", Payload: "{}"}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "ratelimit_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000}); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000}); err != nil {
 					t.Fatal(err)
 				}
 			}},

@@ -27,14 +27,14 @@ func TestMintFilesEachAwardInTheCollection(t *testing.T) {
 	if _, err := c.RecomputeUser(e.ctx, "u-coll", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.ModelPart{ModelID: "rocket", PartIndex: 0, Name: "renamed"}); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.ModelPart{ModelID: "rocket", PartIndex: 0, Name: "renamed"}); err != nil {
 		t.Fatal(err)
 	}
 	e.putWorkout(fixture.Workout("u-coll", 102, fixture.Day(2), fixture.Km(30), fixture.Corr("corr-60")))
 	if _, err := c.RecomputeUser(e.ctx, "u-coll", false); err != nil {
 		t.Fatal(err)
 	}
-	entries, next, err := e.s.CollectedAwards(e.ctx, "u-coll", "", 100)
+	entries, next, err := e.s.Collection.CollectedAwards(e.ctx, "u-coll", "", 100)
 	if err != nil || next != "" || len(entries) != 6 {
 		t.Fatalf("collection: %d entries (next %q), %v; want 6", len(entries), next, err)
 	}
@@ -68,7 +68,7 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 	for i := range 2 { // as an older release left them: award items only
 		a := &model.Award{UserID: "u-legacy", MilestoneID: "m1", ModelID: "rocket", PartIndex: i, PartName: "old",
 			AwardedAtUtc: minted, ActivityID: 101}
-		if err := e.s.Put(e.ctx, e.s.Tables().Main, a); err != nil {
+		if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestLegacyAwardsAreFiledOnce(t *testing.T) {
 			t.Fatalf("after recompute %d: %d CollectAwards calls, want exactly 1 (filed once)", i+1, n)
 		}
 	}
-	entries, _, err := e.s.CollectedAwards(e.ctx, "u-legacy", "", 100)
+	entries, _, err := e.s.Collection.CollectedAwards(e.ctx, "u-legacy", "", 100)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("collection: %+v, %v; want the two legacy awards", entries, err)
 	}

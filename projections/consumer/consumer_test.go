@@ -282,7 +282,7 @@ func TestMilestoneCreatedAfterWorkouts(t *testing.T) {
 	def := fixture.Definition(fixture.Parts(4))
 	def.Target = 400000
 	m.MilestoneDefinition, m.WrittenBy = def, model.WriterAPI
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, &m); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &m); err != nil {
 		t.Fatal(err)
 	}
 	recs = e.newRecords()
@@ -299,7 +299,7 @@ func TestMilestoneCreatedAfterWorkouts(t *testing.T) {
 // a malformed attribute).
 func (e *env) putRaw(item map[string]types.AttributeValue) {
 	e.t.Helper()
-	if _, err := e.s.Client().PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.s.Tables().Main), Item: item}); err != nil {
+	if _, err := e.s.DB.Client().PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.s.DB.Tables().Main), Item: item}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -347,7 +347,7 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 			return
 		}
 		m := e.milestone("stuck", "m1")
-		if _, err := e.s.UpdateVersioned(ctx, e.s.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"writtenBy": "api"}}); err != nil {
+		if _, err := e.s.DB.UpdateVersioned(ctx, e.s.DB.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"writtenBy": "api"}}); err != nil {
 			t.Errorf("bump version: %v", err)
 		}
 	}})
@@ -365,7 +365,7 @@ func TestPoisonAndFailureIsolation(t *testing.T) {
 	if got := e.milestone("stuck", "m1"); got.ProgressValue != 0 {
 		t.Errorf("stuck: got %+v, want nothing projected", got.Projection)
 	}
-	parked, err := e.s.Parked(e.ctx, keys.ParkSourceProjector)
+	parked, err := e.s.Parked.Parked(e.ctx, keys.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,11 +414,11 @@ func TestRecomputeUserDryRunAndRepair(t *testing.T) {
 	e.handle(c, e.newRecords())
 
 	// Drift: a lost award item and a progress value that does not match.
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.AwardKey("u1", "m1", 3)); err != nil {
+	if err := e.s.DB.Delete(e.ctx, e.s.DB.Tables().Main, keys.AwardKey("u1", "m1", 3)); err != nil {
 		t.Fatal(err)
 	}
 	m := e.milestone("u1", "m1")
-	if _, err := e.s.UpdateVersioned(e.ctx, e.s.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"progressValue": 1}}); err != nil {
+	if _, err := e.s.DB.UpdateVersioned(e.ctx, e.s.DB.Tables().Main, m.ItemKey(), m.Version, dynamo.Changes{Set: map[string]any{"progressValue": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.putWorkout(fixture.Workout("u1", 2, fixture.Day(2), fixture.Km(10), fixture.Corr("c2"))) // not yet projected

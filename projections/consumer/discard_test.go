@@ -31,7 +31,7 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 	if err := c.Discard(ctx, recs, errors.New("still failing")); err != nil {
 		t.Fatal(err)
 	}
-	parked, err := e.s.Parked(ctx, keys.ParkSourceProjector)
+	parked, err := e.s.Parked.Parked(ctx, keys.ParkSourceProjector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDiscardParksWhatTheProjectorActsOn(t *testing.T) {
 		}
 	}
 	var w model.Milestone
-	if err := e.s.Get(ctx, e.s.Tables().Main, keys.MilestoneKey("u1", "m1"), &w); err != nil || w.Version != 0 {
+	if err := e.s.DB.Get(ctx, e.s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &w); err != nil || w.Version != 0 {
 		t.Fatalf("discard must not project: milestone version %d (%v)", w.Version, err)
 	}
 }

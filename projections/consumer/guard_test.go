@@ -31,23 +31,23 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 	now := time.Now().UTC()
 
 	// The account of "gone" is deleted while its fetch is in flight.
-	if err := e.s.MarkUserDeleted(e.ctx, "gone", now); err != nil {
+	if err := e.s.Guard.MarkUserDeleted(e.ctx, "gone", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("gone", 5, fixture.Day(1), fixture.Km(10), fixture.Corr("late"))); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, fixture.Workout("gone", 5, fixture.Day(1), fixture.Km(10), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
 	// The grant of "revoked" is revoked while its fetch is in flight.
 	seedGrant(t, e, "revoked")
-	grant, err := e.s.StravaConnectionGrant(e.ctx, "revoked")
+	grant, err := e.s.Connections.StravaConnectionGrant(e.ctx, "revoked")
 	if err != nil {
 		t.Fatal(err)
 	}
 	revokedAt := now.Truncate(time.Second)
-	if err := e.s.RevokeStravaConnection(e.ctx, grant, revokedAt, now, now); err != nil {
+	if err := e.s.Connections.RevokeStravaConnection(e.ctx, grant, revokedAt, now, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("revoked", 2, fixture.Day(2), fixture.Km(20), fixture.Corr("late"))); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, fixture.Workout("revoked", 2, fixture.Day(2), fixture.Km(20), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -57,27 +57,27 @@ func TestGuardedWorkoutWritesAreRemovedByTheProjector(t *testing.T) {
 		user string
 		id   int64
 	}{{"gone", 5}, {"revoked", 2}} {
-		if _, err := e.s.Workout(e.ctx, w.user, w.id); !errors.Is(err, model.ErrNotFound) {
+		if _, err := e.s.Workouts.Workout(e.ctx, w.user, w.id); !errors.Is(err, model.ErrNotFound) {
 			t.Errorf("workout %d of %s written after the guard: %v, want it removed", w.id, w.user, err)
 		}
 	}
 	if m := e.milestone("revoked", "m1"); m.ProgressValue != 10_000_000 {
 		t.Errorf("revoked user's progress %d, want 10 km (the late write not counted)", m.ProgressValue)
 	}
-	if _, err := e.s.Workout(e.ctx, "revoked", 1); err != nil {
+	if _, err := e.s.Workouts.Workout(e.ctx, "revoked", 1); err != nil {
 		t.Errorf("workout written before the revocation: %v (the purge's to delete, not the projector's)", err)
 	}
 
 	// A reconnect clears the revocation before the projector sees the
 	// next late write: it stays (the reconnect's backfill may own it).
-	if err := e.s.UpsertWorkout(e.ctx, fixture.Workout("revoked", 3, fixture.Day(3), fixture.Km(30), fixture.Corr("late"))); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, fixture.Workout("revoked", 3, fixture.Day(3), fixture.Km(30), fixture.Corr("late"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.ClearStravaRevocation(e.ctx, "revoked", revokedAt, now); err != nil {
+	if err := e.s.Connections.ClearStravaRevocation(e.ctx, "revoked", revokedAt, now); err != nil {
 		t.Fatal(err)
 	}
 	e.handle(c, e.newRecords())
-	if _, err := e.s.Workout(e.ctx, "revoked", 3); err != nil {
+	if _, err := e.s.Workouts.Workout(e.ctx, "revoked", 3); err != nil {
 		t.Errorf("workout after the reconnect: %v, want it kept", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	for i := range 5 {
 		w := fixture.Workout("u1", int64(10+i), fixture.Day(i+1), fixture.Km(10), fixture.Corr("sync"))
 		w.SyncJobKey = "SYNC#backfill#u1"
-		if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
+		if err := e.s.Workouts.UpsertWorkout(e.ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 	}
 	// A webhook fetch's write of an imported workout is its own trigger.
 	w := fixture.Workout("u1", 10, fixture.Day(1), fixture.Km(25), fixture.Corr("hook"))
-	if err := e.s.UpsertWorkout(e.ctx, w); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if e.handle(c, e.newRecords()); e.milestone("u1", "m1").ProgressValue != 65_000_000 {
@@ -157,12 +157,12 @@ func TestASyncPageIsProjectedOnceAtItsEnd(t *testing.T) {
 // seedGrant stores a Strava connection for user (tokens sealed).
 func seedGrant(t *testing.T, e *env, user string) {
 	t.Helper()
-	if e.s.Secrets == nil {
-		e.s.Secrets = dynamolocal.NewSealer(t)
+	if e.s.DB.Secrets == nil {
+		e.s.DB.Secrets = dynamolocal.NewSealer(t)
 	}
 	c := &model.StravaConnection{UserID: user, AthleteID: 77, AccessToken: "a", RefreshToken: "r",
 		ExpiresAtUtc: time.Now().Add(time.Hour).UTC(), TokenVersion: 1, Scopes: []string{"read"}, UpdatedAtUtc: time.Now().UTC()}
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, c); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, c); err != nil {
 		t.Fatal(err)
 	}
 }

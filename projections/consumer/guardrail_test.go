@@ -31,7 +31,7 @@ func TestTruncationIsVisible(t *testing.T) {
 		w.StartDateUtc = march.Add(time.Duration(i) * 10 * time.Minute)
 		es[i] = w
 	}
-	if err := e.s.BatchPut(e.ctx, e.s.Tables().Main, es); err != nil {
+	if err := e.s.DB.BatchPut(e.ctx, e.s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 	e.putMilestone("u1", "march", fixture.Definition(fixture.Parts(10)))
@@ -66,7 +66,7 @@ func TestTruncationIsVisible(t *testing.T) {
 	if !warned || bytes.Contains([]byte(logs.String()), []byte(`"milestoneId":"late","msg":"milestone truncated`)) {
 		t.Errorf("want one warning naming milestone march and its exactFromUtc:\n%s", logs.String())
 	}
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK("u1"), keys.PrefixAudit, dynamo.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.DB.Tables().Audit, keys.UserPK("u1"), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

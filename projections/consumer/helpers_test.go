@@ -33,7 +33,7 @@ var (
 type env struct {
 	t       testing.TB
 	ctx     context.Context
-	s       *store.Store
+	s       *store.Adapters
 	st      *dynamodbstreams.Client
 	arn     string
 	mu      sync.Mutex
@@ -62,7 +62,7 @@ func (e *env) consumer(o consumer.Options) *consumer.Consumer {
 // projector's wiring hands them.
 func (e *env) stores() consumer.Stores {
 	return consumer.Stores{Milestones: e.s.Milestones, Series: e.s.Milestones, Catalog: e.s.Milestones, Log: e.s.Workouts,
-		Audits: e.s.Audits, Parked: e.s.ParkedRecords, Guard: e.s.Guard, Collection: e.s.Collection}
+		Audits: e.s.Audits, Parked: e.s.Parked, Guard: e.s.Guard, Collection: e.s.Collection}
 }
 
 // storeMeter counts a batch with the store's meter, as the wiring does.
@@ -105,13 +105,13 @@ func (e *env) handle(c *consumer.Consumer, recs []events.DynamoDBEventRecord) ev
 
 func (e *env) putModel(modelID string, parts int) {
 	e.t.Helper()
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, &model.ModelMeta{ModelID: modelID, Name: "Rocket", PartCount: parts, CatalogVersion: 1}); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.ModelMeta{ModelID: modelID, Name: "Rocket", PartCount: parts, CatalogVersion: 1}); err != nil {
 		e.t.Fatal(err)
 	}
 	for i := 0; i < parts; i++ {
 		p := &model.ModelPart{ModelID: modelID, PartIndex: i, Name: fmt.Sprintf("part-%d", i),
 			Metadata: map[string]string{"rarity": "common", "slot": fmt.Sprint(i)}}
-		if err := e.s.Put(e.ctx, e.s.Tables().Main, p); err != nil {
+		if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, p); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -121,14 +121,14 @@ func (e *env) putMilestone(user, id string, def model.MilestoneDefinition) {
 	e.t.Helper()
 	m := &model.Milestone{UserID: user, MilestoneID: id, MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: march, WrittenBy: model.WriterAPI}
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, m); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, m); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *env) putWorkout(w *model.Workout) {
 	e.t.Helper()
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, w); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, w); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -136,7 +136,7 @@ func (e *env) putWorkout(w *model.Workout) {
 func (e *env) milestone(user, id string) model.Milestone {
 	e.t.Helper()
 	var m model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.MilestoneKey(user, id), &m); err != nil {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.MilestoneKey(user, id), &m); err != nil {
 		e.t.Fatal(err)
 	}
 	return m
@@ -144,7 +144,7 @@ func (e *env) milestone(user, id string) model.Milestone {
 
 func (e *env) awards(user, milestoneID string) []model.Award {
 	e.t.Helper()
-	as, _, err := dynamo.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.Tables().Main, keys.UserPK(user), keys.AwardSKPrefix(milestoneID), dynamo.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.Award](e.ctx, e.s.DB, e.s.DB.Tables().Main, keys.UserPK(user), keys.AwardSKPrefix(milestoneID), dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func (e *env) awards(user, milestoneID string) []model.Award {
 // audits lists the audit entries of a correlation id (audit table GSI1).
 func (e *env) audits(corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.CorrelationPK(corr), "",
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.DB.Tables().Audit, keys.CorrelationPK(corr), "",
 		dynamo.QueryOptions{Index: dynamo.IndexGSI1})
 	if err != nil {
 		e.t.Fatal(err)
@@ -166,7 +166,7 @@ func (e *env) audits(corr string) []model.AuditEntry {
 // user's partition: routine entries (progress updates) are in no index.
 func (e *env) userAudits(user, corr string) []model.AuditEntry {
 	e.t.Helper()
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.Tables().Audit, keys.UserPK(user), keys.PrefixAudit,
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](e.ctx, e.s.DB, e.s.DB.Tables().Audit, keys.UserPK(user), keys.PrefixAudit,
 		dynamo.QueryOptions{})
 	if err != nil {
 		e.t.Fatal(err)

@@ -29,7 +29,7 @@ func TestWorkoutRemovalReprojects(t *testing.T) {
 	}
 	e.newRecords() // the projector's own writes
 
-	if err := e.s.Delete(e.ctx, e.s.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
+	if err := e.s.DB.Delete(e.ctx, e.s.DB.Tables().Main, keys.WorkoutKey("u1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	recs := e.newRecords()

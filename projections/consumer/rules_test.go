@@ -53,7 +53,7 @@ func TestRulesAreProjectedAndStored(t *testing.T) {
 	// Reconciliation finds run 4 marked as a commute on Strava.
 	commute := run(4, 9, 12, rules.Flags{Commute: true})
 	commute.FetchStartedAtNs = time.Now().UnixNano()
-	if err := e.s.UpsertWorkout(e.ctx, commute); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, commute); err != nil {
 		t.Fatal(err)
 	}
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {

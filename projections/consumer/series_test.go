@@ -106,7 +106,7 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	}
 	week := func(start time.Time) model.Milestone {
 		var m model.Milestone
-		if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s1", date(start)), &m); err != nil {
+		if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.SeriesPeriodKey(user, "s1", date(start)), &m); err != nil {
 			t.Fatalf("period %s: %v", date(start), err)
 		}
 		return m
@@ -119,7 +119,7 @@ func TestSeriesEventTouchesOnlyItsPeriods(t *testing.T) {
 	// The athlete re-dates run 2 into this week: both weeks.
 	moved := run(2, thisWeek.AddDate(0, 0, 1))
 	moved.FetchStartedAtNs = time.Now().UnixNano()
-	if err := e.s.UpsertWorkout(e.ctx, moved); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, moved); err != nil {
 		t.Fatal(err)
 	}
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -182,7 +182,7 @@ func (e *env) weeklyRuns(user, id string, first time.Time) {
 func (e *env) series(user, milestoneID string) model.Milestone {
 	e.t.Helper()
 	var m model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.MilestoneKey(user, milestoneID), &m); err != nil {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.MilestoneKey(user, milestoneID), &m); err != nil {
 		e.t.Fatalf("series %s: %v", milestoneID, err)
 	}
 	return m
@@ -200,7 +200,7 @@ func date(d time.Time) string { return d.Format(time.DateOnly) }
 // seriesAwards reads the award items of one period of a series.
 func (e *env) seriesAwards(user, milestoneID, start string) []model.Award {
 	e.t.Helper()
-	ps, err := e.s.SeriesPeriods(e.ctx, user, milestoneID, []string{start})
+	ps, err := e.s.Milestones.SeriesPeriods(e.ctx, user, milestoneID, []string{start})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 		t.Fatalf("after the move the item keeps %+v %+v, want this week with nothing counted", after.Current, after.Projection)
 	}
 	var last model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil {
 		t.Fatalf("last week's own item: %v", err)
 	}
 	if last.WorkoutsCounted != 3 || last.AwardedParts != 10 || last.Status != model.StatusCompleted || last.Version != before.Version+1 ||
@@ -275,7 +275,7 @@ func TestSeriesItemMovesOnAndArchivesItsWeek(t *testing.T) {
 	if starts := e.upload(c, spy, run(6, lastWeek.AddDate(0, 0, 3))); len(starts) != 1 || !slices.Equal(starts[0], []string{date(lastWeek)}) {
 		t.Fatalf("a late run of last week read periods %v, want that week", starts)
 	}
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 4 {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.SeriesPeriodKey(user, "s2", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 4 {
 		t.Fatalf("last week after its late runs: %+v, %v; want four runs", last.Projection, err)
 	}
 	if n := len(e.seriesAwards(user, "s2", date(lastWeek))); n != 10 {
@@ -307,12 +307,12 @@ func TestSeriesWrittenBeforeItemsKeptPeriodsIsTakenOver(t *testing.T) {
 		date(thisWeek.AddDate(0, 0, 6)))), PeriodOf: date(thisWeek), Version: 3, CreatedAtUtc: minted, WrittenBy: model.WriterProjector,
 		Projection: model.Projection{ProgressValue: 2, WorkoutsCounted: 2, AwardedParts: 10, Status: model.StatusCompleted}}
 	week.Metric, week.Target = model.MetricCount, 2
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, &week); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &week); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
 		a := &model.Award{UserID: user, MilestoneID: "s3", ModelID: "rocket", PartIndex: i, AwardedAtUtc: minted, PeriodOf: date(thisWeek), Collected: true}
-		if err := e.s.Put(e.ctx, e.s.Tables().Main, a); err != nil {
+		if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -373,7 +373,7 @@ func TestSeriesMoveRacingALateRunKeepsBoth(t *testing.T) {
 		t.Fatalf("A: failures %+v, %d conflicts retried; want none and at least one", respA.BatchItemFailures, a.Stats().ConflictsRetried)
 	}
 	var last model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s4", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 3 {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.SeriesPeriodKey(user, "s4", date(lastWeek)), &last); err != nil || last.WorkoutsCounted != 3 {
 		t.Fatalf("last week archived as %+v (%v), want its three runs, the late one too", last.Projection, err)
 	}
 	if s := e.series(user, "s4"); s.Current == nil || s.Current.PeriodOf != date(thisWeek) || s.WorkoutsCounted != 1 || s.AwardedParts != 5 {
@@ -438,10 +438,10 @@ func TestTwoProjectorsStartingOnePeriodAuditUnderItsStart(t *testing.T) {
 		t.Fatalf("A failures: %+v", resp.BatchItemFailures)
 	}
 	var week model.Milestone
-	if err := e.s.Get(e.ctx, e.s.Tables().Main, keys.SeriesPeriodKey(user, "s5", date(late)), &week); err != nil || week.AwardedParts != 5 {
+	if err := e.s.DB.Get(e.ctx, e.s.DB.Tables().Main, keys.SeriesPeriodKey(user, "s5", date(late)), &week); err != nil || week.AwardedParts != 5 {
 		t.Fatalf("the late week is %+v (%v), want its 5 parts", week.Projection, err)
 	}
-	audited, err := e.s.AwardAudits(e.ctx, user, keys.AwardOwnerID("s5", date(late)), week.CreatedAtUtc)
+	audited, err := e.s.Milestones.AwardAudits(e.ctx, user, keys.AwardOwnerID("s5", date(late)), week.CreatedAtUtc)
 	if err != nil || len(audited) != 5 {
 		t.Fatalf("%d parts audited under the week's createdAtUtc %s (%v), want 5", len(audited), week.CreatedAtUtc, err)
 	}

@@ -66,7 +66,7 @@ func TestAnEventReadsOnlyTheWeekItTouches(t *testing.T) {
 	spy.reset()
 	longer := run(1, calendar.WeekStart(k-2).Add(24*time.Hour), 30)
 	longer.FetchStartedAtNs = time.Now().UnixNano()
-	if err := e.s.UpsertWorkout(e.ctx, longer); err != nil {
+	if err := e.s.Workouts.UpsertWorkout(e.ctx, longer); err != nil {
 		t.Fatal(err)
 	}
 	if resp := e.handle(c, e.newRecords()); len(resp.BatchItemFailures) != 0 {
@@ -161,7 +161,7 @@ func TestVerifyFindsWeekSumsThatDisagreeWithTheLog(t *testing.T) {
 	for k, s := range m.Weeks.Sums {
 		m.Weeks.Sums[k] = calendar.WeekSum{Units: s.Units + 1, Count: s.Count}
 	}
-	if err := e.s.Put(e.ctx, e.s.Tables().Main, &m); err != nil {
+	if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &m); err != nil {
 		t.Fatal(err)
 	}
 	drifted := func() []string {

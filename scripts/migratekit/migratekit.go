@@ -66,10 +66,10 @@ type Options struct {
 
 // HasDateIndex reports whether the store's main table has LSI1 (the
 // destination of a copy must; DescribeTable).
-func HasDateIndex(ctx context.Context, st *store.Store) (bool, error) {
-	out, err := st.Client().DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(st.Tables().Main)})
+func HasDateIndex(ctx context.Context, st *store.Adapters) (bool, error) {
+	out, err := st.DB.Client().DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(st.DB.Tables().Main)})
 	if err != nil {
-		return false, fmt.Errorf("describe table %s: %w", st.Tables().Main, err)
+		return false, fmt.Errorf("describe table %s: %w", st.DB.Tables().Main, err)
 	}
 	for _, l := range out.Table.LocalSecondaryIndexes {
 		if aws.ToString(l.IndexName) == dynamo.IndexLSI1 {
@@ -83,15 +83,15 @@ func HasDateIndex(ctx context.Context, st *store.Store) (bool, error) {
 // (see the package doc). It returns ErrInvalid when dst has no LSI1 or is
 // src, and fails closed (ErrUnsupportedSchema) on a workout written by a
 // newer schema.
-func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error) {
+func Copy(ctx context.Context, src, dst *store.Adapters, o Options) (Summary, error) {
 	var sum Summary
-	if src.Tables().Main == dst.Tables().Main {
-		return sum, fmt.Errorf("copy %s onto itself: %w", src.Tables().Main, model.ErrInvalid)
+	if src.DB.Tables().Main == dst.DB.Tables().Main {
+		return sum, fmt.Errorf("copy %s onto itself: %w", src.DB.Tables().Main, model.ErrInvalid)
 	}
 	if ok, err := HasDateIndex(ctx, dst); err != nil {
 		return sum, err
 	} else if !ok {
-		return sum, fmt.Errorf("copy to %s: the table has no %s (create it with Terraform first): %w", dst.Tables().Main, dynamo.IndexLSI1, model.ErrInvalid)
+		return sum, fmt.Errorf("copy to %s: the table has no %s (create it with Terraform first): %w", dst.DB.Tables().Main, dynamo.IndexLSI1, model.ErrInvalid)
 	}
 	athletes := map[int64]bool{}
 	err := eachUser(ctx, src, func(userID string) error {
@@ -150,7 +150,7 @@ func Copy(ctx context.Context, src, dst *store.Store, o Options) (Summary, error
 
 // Backfill sets LSI1SK on every workout of every user of st that lacks it
 // (conditional updates: a workout rewritten meanwhile keeps its own key).
-func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) {
+func Backfill(ctx context.Context, st *store.Adapters, o Options) (Summary, error) {
 	var sum Summary
 	err := eachUser(ctx, st, func(userID string) error {
 		items, err := partition(ctx, st, keys.UserPK(userID))
@@ -175,8 +175,8 @@ func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) 
 			if err != nil {
 				return fmt.Errorf("backfill user %s: build update: %w", userID, err)
 			}
-			_, err = st.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(st.Tables().Main), Key: dynamo.Item{"PK": it["PK"], "SK": it["SK"]},
+			_, err = st.DB.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(st.DB.Tables().Main), Key: dynamo.Item{"PK": it["PK"], "SK": it["SK"]},
 				UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 				ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 			})
@@ -201,11 +201,11 @@ func Backfill(ctx context.Context, st *store.Store, o Options) (Summary, error) 
 }
 
 // eachUser calls f for every user of the sparse users index, shard by shard.
-func eachUser(ctx context.Context, st *store.Store, f func(userID string) error) error {
+func eachUser(ctx context.Context, st *store.Adapters, f func(userID string) error) error {
 	for shard := range keys.UserListShards {
 		after := ""
 		for {
-			page, err := st.ListUsers(ctx, shard, after, 0)
+			page, err := st.Users.ListUsers(ctx, shard, after, 0)
 			if err != nil {
 				return err
 			}
@@ -225,13 +225,13 @@ func eachUser(ctx context.Context, st *store.Store, f func(userID string) error)
 
 // partition reads every item of one partition (strongly consistent, all
 // pages: a copy is not bounded by the projector's guardrail).
-func partition(ctx context.Context, st *store.Store, pk string) ([]dynamo.Item, error) {
+func partition(ctx context.Context, st *store.Adapters, pk string) ([]dynamo.Item, error) {
 	ex, err := expression.NewBuilder().WithKeyCondition(expression.Key("PK").Equal(expression.Value(pk))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("read partition %s: build query: %w", pk, err)
 	}
-	p := dynamodb.NewQueryPaginator(st.Client(), &dynamodb.QueryInput{
-		TableName: aws.String(st.Tables().Main), KeyConditionExpression: ex.KeyCondition(),
+	p := dynamodb.NewQueryPaginator(st.DB.Client(), &dynamodb.QueryInput{
+		TableName: aws.String(st.DB.Tables().Main), KeyConditionExpression: ex.KeyCondition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true),
 	})
 	var out []dynamo.Item
@@ -245,9 +245,9 @@ func partition(ctx context.Context, st *store.Store, pk string) ([]dynamo.Item, 
 	return out, nil
 }
 
-func get(ctx context.Context, st *store.Store, k model.Key) (dynamo.Item, error) {
-	out, err := st.Client().GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(st.Tables().Main), ConsistentRead: aws.Bool(true),
+func get(ctx context.Context, st *store.Adapters, k model.Key) (dynamo.Item, error) {
+	out, err := st.DB.Client().GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(st.DB.Tables().Main), ConsistentRead: aws.Bool(true),
 		Key: dynamo.Item{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}},
 	})
 	if err != nil {
@@ -290,7 +290,7 @@ func dateKey(it dynamo.Item) (string, bool, error) {
 }
 
 // write stores items in dst, keying workouts on the way.
-func write(ctx context.Context, dst *store.Store, items []dynamo.Item, o Options, sum *Summary) error {
+func write(ctx context.Context, dst *store.Adapters, items []dynamo.Item, o Options, sum *Summary) error {
 	var batch []dynamo.Item
 	for _, it := range items {
 		sk, ok, err := dateKey(it)
@@ -313,8 +313,8 @@ func write(ctx context.Context, dst *store.Store, items []dynamo.Item, o Options
 		if err != nil {
 			return fmt.Errorf("build condition: %w", err)
 		}
-		_, err = dst.Client().PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(dst.Tables().Main), Item: it, ConditionExpression: ex.Condition(),
+		_, err = dst.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(dst.DB.Tables().Main), Item: it, ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		})
 		var ccf *types.ConditionalCheckFailedException
@@ -327,7 +327,7 @@ func write(ctx context.Context, dst *store.Store, items []dynamo.Item, o Options
 		}
 		sum.Items++
 	}
-	if err := dst.BatchPutItems(ctx, dst.Tables().Main, batch); err != nil {
+	if err := dst.DB.BatchPutItems(ctx, dst.DB.Tables().Main, batch); err != nil {
 		return err
 	}
 	sum.Items += len(batch)

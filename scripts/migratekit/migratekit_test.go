@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { dynamolocal.Main(m) }
 
 // oldStore is a main table as deployments had it before LSI1.
-func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
+func oldStore(t *testing.T, db *dynamodb.Client) *store.Adapters {
 	t.Helper()
 	tables := dynamo.TableNames(dynamolocal.UniquePrefix())
 	spec := tableadmin.Specs(tables)[0]
@@ -39,7 +39,7 @@ func oldStore(t *testing.T, db *dynamodb.Client) *store.Store {
 }
 
 // putLegacy writes e as old code did: without LSI1SK.
-func putLegacy(t *testing.T, st *store.Store, es ...model.Entity) {
+func putLegacy(t *testing.T, st *store.Adapters, es ...model.Entity) {
 	t.Helper()
 	for _, e := range es {
 		item, err := dynamo.Marshal(e)
@@ -47,7 +47,7 @@ func putLegacy(t *testing.T, st *store.Store, es ...model.Entity) {
 			t.Fatal(err)
 		}
 		delete(item, dynamo.AttrLSI1SK)
-		if _, err := st.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(st.Tables().Main), Item: item}); err != nil {
+		if _, err := st.DB.Client().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(st.DB.Tables().Main), Item: item}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func TestCopyKeysWorkoutsAndBringsWhatHangsOffUsers(t *testing.T) {
 	es = append(es, &model.ModelMeta{ModelID: "rocket", Name: "Rocket", PartCount: 1}, &model.ModelPart{ModelID: "rocket", Name: "p"})
 	putLegacy(t, src, es...)
 	// A delete that overtook its create: no start date, so no index key.
-	if err := src.MarkWorkoutHidden(ctx, "u1", 100, 9, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
+	if err := src.Workouts.MarkWorkoutHidden(ctx, "u1", 100, 9, "c", model.WorkoutHiddenOrDeleted, march.UnixNano(), march); err != nil {
 		t.Fatal(err)
 	}
 
@@ -91,21 +91,21 @@ func TestCopyKeysWorkoutsAndBringsWhatHangsOffUsers(t *testing.T) {
 		t.Fatalf("summary %s, want 3 users and 9 workouts keyed", sum)
 	}
 	for _, u := range []string{"u1", "u2", "u3"} {
-		wl, err := dst.WorkoutLog(ctx, u, []model.Window{{From: march, To: &end}})
+		wl, err := dst.Workouts.WorkoutLog(ctx, u, []model.Window{{From: march, To: &end}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(wl.Workouts) != 3 || wl.Workouts[0].ActivityID != 77 || wl.Workouts[2].ActivityID != 5 {
 			t.Fatalf("%s: log on the new table %+v, want the 3 workouts newest first", u, wl.Workouts)
 		}
-		if got, err := dst.ResolveAthlete(ctx, athlete[u]); err != nil || got != u {
+		if got, err := dst.Users.ResolveAthlete(ctx, athlete[u]); err != nil || got != u {
 			t.Fatalf("athlete mapping of %s: %q, %v", u, got, err)
 		}
 	}
-	if parts, err := dst.ModelParts(ctx, "rocket"); err != nil || len(parts) != 1 {
+	if parts, err := dst.Milestones.ModelParts(ctx, "rocket"); err != nil || len(parts) != 1 {
 		t.Fatalf("model parts: %v, %v", parts, err)
 	}
-	if w, err := dst.Workout(ctx, "u1", 9); err != nil || !w.IsDeleted {
+	if w, err := dst.Workouts.Workout(ctx, "u1", 9); err != nil || !w.IsDeleted {
 		t.Fatalf("tombstone: %+v, %v", w, err)
 	}
 
@@ -116,7 +116,7 @@ func TestCopyKeysWorkoutsAndBringsWhatHangsOffUsers(t *testing.T) {
 		&model.Workout{UserID: "u1", ActivityID: 5, SportType: "Ride", StartDateUtc: march.AddDate(0, 0, 1), UpdatedAtUtc: later},
 		&model.Workout{UserID: "u1", ActivityID: 6, SportType: "Run", StartDateUtc: march.AddDate(0, 0, 20), UpdatedAtUtc: later},
 		&model.Workout{UserID: "u2", ActivityID: 77, SportType: "Run", StartDateUtc: march.AddDate(0, 0, 3), UpdatedAtUtc: march})
-	if err := dst.Put(ctx, dst.Tables().Main, &model.Workout{UserID: "u2", ActivityID: 77, SportType: "Swim",
+	if err := dst.DB.Put(ctx, dst.DB.Tables().Main, &model.Workout{UserID: "u2", ActivityID: 77, SportType: "Swim",
 		StartDateUtc: march.AddDate(0, 0, 3), UpdatedAtUtc: later}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestCopyKeysWorkoutsAndBringsWhatHangsOffUsers(t *testing.T) {
 		id    int64
 		sport string
 	}{{"u1", 5, "Ride"}, {"u1", 6, "Run"}, {"u2", 77, "Swim"}} {
-		w, err := dst.Workout(ctx, c.user, c.id)
+		w, err := dst.Workouts.Workout(ctx, c.user, c.id)
 		if err != nil || w.SportType != c.sport || w.DateSK == "" {
 			t.Fatalf("after catch-up %s/%d: %+v, %v; want sport %s with its date key", c.user, c.id, w, err, c.sport)
 		}
@@ -144,14 +144,14 @@ func TestBackfillKeysWorkoutsInPlace(t *testing.T) {
 		&model.Workout{UserID: "u1", ActivityID: 1, SportType: "Run", StartDateUtc: march},
 		&model.Workout{UserID: "u1", ActivityID: 22, SportType: "Run", StartDateUtc: march.Add(time.Hour)})
 	all := []model.Window{{}}
-	if wl, err := st.WorkoutLog(ctx, "u1", all); err != nil || len(wl.Workouts) != 0 {
+	if wl, err := st.Workouts.WorkoutLog(ctx, "u1", all); err != nil || len(wl.Workouts) != 0 {
 		t.Fatalf("before backfill the index holds %d workouts (%v), want 0", len(wl.Workouts), err)
 	}
 	sum, err := migratekit.Backfill(ctx, st, migratekit.Options{})
 	if err != nil || sum.Keyed != 2 {
 		t.Fatalf("backfill: %s, %v; want 2 keyed", sum, err)
 	}
-	wl, err := st.WorkoutLog(ctx, "u1", all)
+	wl, err := st.Workouts.WorkoutLog(ctx, "u1", all)
 	if err != nil || len(wl.Workouts) != 2 || wl.Workouts[0].ActivityID != 22 {
 		t.Fatalf("after backfill: %+v, %v", wl.Workouts, err)
 	}

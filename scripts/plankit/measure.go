@@ -206,7 +206,7 @@ func (r *run) user(ctx context.Context, userID string) (int64, error) {
 	r.sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Capacity"})
 	tok := r.sim.IssueTokens(athlete, 12*time.Hour)
 	now := time.Now().UTC()
-	err := r.st.Store.CreateUser(ctx, &model.Profile{UserID: userID, AthleteID: athlete, DisplayName: userID, CreatedAtUtc: now},
+	err := r.st.Store.Users.CreateUser(ctx, &model.Profile{UserID: userID, AthleteID: athlete, DisplayName: userID, CreatedAtUtc: now},
 		&model.StravaConnection{UserID: userID, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now})
 	if err != nil {
@@ -228,7 +228,7 @@ func (r *run) milestone(ctx context.Context, userID string) error {
 		Target: 1e9, PeriodStartAtUtc: now.AddDate(0, 0, -30), PeriodEndAtUtc: &end, PartCount: cat.Models[0].PartCount}
 	m := &model.Milestone{UserID: userID, MilestoneID: "month", MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI}
-	if err := r.st.Store.CreateMilestone(ctx, m); err != nil {
+	if err := r.st.Store.Milestones.CreateMilestone(ctx, m); err != nil {
 		return fmt.Errorf("create milestone of %s: %w", userID, err)
 	}
 	return nil

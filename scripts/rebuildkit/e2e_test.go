@@ -67,21 +67,21 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 	// Corrupt on purpose: an edited progress value, a deleted award item and
 	// a bumped version (a concurrency counter moved by someone else: not
 	// drift, but a rebuild must cope with it).
-	tbl := h.st.Tables().Main
+	tbl := h.st.DB.Tables().Main
 	edited := milestones(t, h.st, "c000")["dist"]
-	if _, err := h.st.UpdateVersioned(ctx, tbl, edited.Key, edited.Version, dynamo.Changes{Set: map[string]any{"progressValue": int64(12345)}}); err != nil {
+	if _, err := h.st.DB.UpdateVersioned(ctx, tbl, edited.Key, edited.Version, dynamo.Changes{Set: map[string]any{"progressValue": int64(12345)}}); err != nil {
 		t.Fatal(err)
 	}
 	robbed := milestones(t, h.st, "c001")["count"]
 	if robbed.AwardedParts == 0 {
 		t.Fatalf("fixture: c001/count has no awards to delete: %+v", robbed.Projection)
 	}
-	if err := h.st.Delete(ctx, tbl, keys.AwardKey("c001", "count", 0)); err != nil {
+	if err := h.st.DB.Delete(ctx, tbl, keys.AwardKey("c001", "count", 0)); err != nil {
 		t.Fatal(err)
 	}
 	bumped := milestones(t, h.st, "c002")["dist"]
 	for v := bumped.Version; v < bumped.Version+5; v++ {
-		if _, err := h.st.UpdateVersioned(ctx, tbl, bumped.Key, v, dynamo.Changes{}); err != nil {
+		if _, err := h.st.DB.UpdateVersioned(ctx, tbl, bumped.Key, v, dynamo.Changes{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestVerifyFindsCorruptionAndRebuildRestoresIt(t *testing.T) {
 		t.Fatalf("edited milestone: got progress %d, want %d restored", got.ProgressValue, edited.ProgressValue)
 	}
 	var a model.Award
-	if err := h.st.Get(ctx, tbl, keys.AwardKey("c001", "count", 0), &a); err != nil {
+	if err := h.st.DB.Get(ctx, tbl, keys.AwardKey("c001", "count", 0), &a); err != nil {
 		t.Fatalf("deleted award not restored: %v", err)
 	}
 
@@ -169,7 +169,7 @@ func TestReplayDryRunReportsWhatTheLiveConsumerChanges(t *testing.T) {
 	// A burst of webhooks: a March run (both milestones), an April ride
 	// (count only), a February run (nothing: before every period) and a
 	// deletion (progress goes down, awards stay).
-	tbl := h.st.Tables().Main
+	tbl := h.st.DB.Tables().Main
 	burst := []model.Entity{
 		workouts("r000", 0, 40, 41)[0],
 		&model.Workout{UserID: "r001", ActivityID: 777001, SportType: "Ride", DistanceMeters: 20000, StartDateUtc: april.AddDate(0, 0, 2), CorrelationID: "burst-1"},
@@ -179,7 +179,7 @@ func TestReplayDryRunReportsWhatTheLiveConsumerChanges(t *testing.T) {
 	w.IsDeleted = true
 	burst = append(burst, w)
 	for _, e := range burst {
-		if err := h.st.Put(ctx, tbl, e); err != nil {
+		if err := h.st.DB.Put(ctx, tbl, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestReplayFeedsOneUserToTheProjectorAndResumesFromCheckpoint(t *testing.T) 
 	// second replay of every user reads only what came after: a new workout
 	// of f002. f000 stays unprojected, which it would not be had the replay
 	// started from the trim horizon again.
-	if err := h.st.Put(context.Background(), h.st.Tables().Main, workouts("f002", 2, 12, 13)[0]); err != nil {
+	if err := h.st.DB.Put(context.Background(), h.st.DB.Tables().Main, workouts("f002", 2, 12, 13)[0]); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = h.run(t, cli.ReplayMain, "--checkpoint", cp)
@@ -273,7 +273,7 @@ func TestVerifyAndRebuildFailClosedOnANewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	item["schemaVersion"] = &types.AttributeValueMemberN{Value: "99"}
-	if _, err := h.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(h.st.Tables().Main), Item: item}); err != nil {
+	if _, err := h.st.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(h.st.DB.Tables().Main), Item: item}); err != nil {
 		t.Fatal(err)
 	}
 	code, rep := h.verifyJSON(t, "--all")

@@ -152,7 +152,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- h.st.BatchPut(ctx, h.st.Tables().Main, all[lo:hi])
+			errs <- h.st.DB.BatchPut(ctx, h.st.DB.Tables().Main, all[lo:hi])
 		}()
 	}
 	wg.Wait()
@@ -172,7 +172,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 			ms = append(ms, m)
 		}
 	}
-	if err := h.st.BatchPut(ctx, h.st.Tables().Main, ms); err != nil {
+	if err := h.st.DB.BatchPut(ctx, h.st.DB.Tables().Main, ms); err != nil {
 		t.Fatal(err)
 	}
 
@@ -210,7 +210,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 			fresh = append(fresh, w)
 		}
 	}
-	if err := h.st.BatchPut(ctx, h.st.Tables().Main, fresh); err != nil {
+	if err := h.st.DB.BatchPut(ctx, h.st.DB.Tables().Main, fresh); err != nil {
 		t.Fatal(err)
 	}
 	h.live(t)
@@ -233,7 +233,7 @@ func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 		for _, id := range []string{"lifetime", "yearly"} {
 			m := before[id]
 			c := dynamo.Changes{Set: map[string]any{"progressValue": int64(1), "workoutsCounted": 1, "truncated": false}, Remove: []string{"exactFromUtc"}}
-			if _, err := h.st.UpdateVersioned(ctx, h.st.Tables().Main, m.Key, m.Version, c); err != nil {
+			if _, err := h.st.DB.UpdateVersioned(ctx, h.st.DB.Tables().Main, m.Key, m.Version, c); err != nil {
 				t.Fatal(err)
 			}
 		}

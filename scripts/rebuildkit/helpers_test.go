@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { dynamolocal.Main(m) }
 // harness is a fresh set of tables on DynamoDB Local with the projector
 // wired the way the commands wire it.
 type harness struct {
-	st      *store.Store
+	st      *store.Adapters
 	streams *dynamodbstreams.Client
 	env     *cli.Env
 	// liveCheckpoints are the live consumer's (see live).
@@ -46,7 +46,7 @@ func newHarness(t testing.TB) *harness {
 	c := consumer.New(app.ProjectorStores(st), consumer.Options{Metrics: io.Discard})
 	h.env = &cli.Env{
 		Store: st, Streams: sc,
-		StreamARN: func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },
+		StreamARN: func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.DB.Tables()) },
 		Recompute: wire.Recompute(c),
 		Projector: c.Handle,
 		Logger:    slog.New(slog.DiscardHandler),
@@ -65,13 +65,13 @@ var (
 const parts = 10
 
 // seedModel writes the collectible every milestone uses.
-func seedModel(t testing.TB, st *store.Store) {
+func seedModel(t testing.TB, st *store.Adapters) {
 	t.Helper()
 	es := []model.Entity{&model.ModelMeta{ModelID: modelID, Name: "Rocket", PartCount: parts, CatalogVersion: 1}}
 	for i := range parts {
 		es = append(es, &model.ModelPart{ModelID: modelID, PartIndex: i, Name: fmt.Sprintf("stage %d", i), Metadata: map[string]string{"rarity": "common"}})
 	}
-	if err := st.BatchPut(context.Background(), st.Tables().Main, es); err != nil {
+	if err := st.DB.BatchPut(context.Background(), st.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -115,7 +115,7 @@ func workouts(user string, seed, from, to int) []model.Entity {
 
 // seedUsers writes users with n workouts each, with a few batch writers in
 // parallel.
-func seedUsers(t testing.TB, st *store.Store, users []string, n int) {
+func seedUsers(t testing.TB, st *store.Adapters, users []string, n int) {
 	t.Helper()
 	const writers = 4
 	var wg sync.WaitGroup
@@ -128,7 +128,7 @@ func seedUsers(t testing.TB, st *store.Store, users []string, n int) {
 			for i := w; i < len(users); i += writers {
 				es = append(es, userItems(users[i], i, n)...)
 			}
-			if err := st.BatchPut(context.Background(), st.Tables().Main, es); err != nil {
+			if err := st.DB.BatchPut(context.Background(), st.DB.Tables().Main, es); err != nil {
 				errs <- err
 			}
 		}()
@@ -149,9 +149,9 @@ func names(prefix string, n int) []string {
 }
 
 // milestones reads every milestone of a user.
-func milestones(t testing.TB, st *store.Store, user string) map[string]model.Milestone {
+func milestones(t testing.TB, st *store.Adapters, user string) map[string]model.Milestone {
 	t.Helper()
-	res, err := st.QueryPrefix(context.Background(), st.Tables().Main, keys.UserPK(user), keys.PrefixMilestone, dynamo.QueryOptions{})
+	res, err := st.DB.QueryPrefix(context.Background(), st.DB.Tables().Main, keys.UserPK(user), keys.PrefixMilestone, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
-	tbl := h.st.Tables().Main
+	tbl := h.st.DB.Tables().Main
 	es := []model.Entity{&model.ModelMeta{ModelID: "twelve", Name: "Twelve", PartCount: 12, CatalogVersion: 1},
 		&model.Profile{UserID: "o6", DisplayName: "o6", CreatedAtUtc: march},
 		&model.Milestone{UserID: "o6", MilestoneID: "m", WrittenBy: model.WriterAPI, CreatedAtUtc: march.Add(-time.Hour),
@@ -39,7 +39,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		return fixture.Workout("o6", id, fixture.Km(km), fixture.Start(march.Add(time.Duration(id)*time.Hour)))
 	}
 	es = append(es, run(1, 30), run(2, 30)) // 60 km of 120: 6 parts
-	if err := h.st.BatchPut(ctx, tbl, es); err != nil {
+	if err := h.st.DB.BatchPut(ctx, tbl, es); err != nil {
 		t.Fatal(err)
 	}
 	awards := func() int {
@@ -55,7 +55,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	}
 
 	m := milestones(t, h.st, "o6")["m"]
-	if _, err := h.st.UpdateVersioned(ctx, tbl, m.Key, m.Version, dynamo.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
+	if _, err := h.st.DB.UpdateVersioned(ctx, tbl, m.Key, m.Version, dynamo.Changes{Set: map[string]any{"awardedParts": 12}}); err != nil {
 		t.Fatal(err)
 	}
 	code, rep := h.verifyJSON(t, "--user", "o6")
@@ -85,7 +85,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 	// (they are held with their audit entries)…
 	gone := run(2, 30)
 	gone.IsDeleted = true
-	if err := h.st.Put(ctx, tbl, gone); err != nil {
+	if err := h.st.DB.Put(ctx, tbl, gone); err != nil {
 		t.Fatal(err)
 	}
 	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 0 {
@@ -95,7 +95,7 @@ func TestRebuildMintsOnlyWhatIsJustified(t *testing.T) {
 		t.Fatalf("after a delete: %+v, want progress 30 km and the 6 awards kept", got.Projection)
 	}
 	// …and new workouts mint exactly what they earn.
-	if err := h.st.Put(ctx, tbl, run(3, 50)); err != nil {
+	if err := h.st.DB.Put(ctx, tbl, run(3, 50)); err != nil {
 		t.Fatal(err)
 	}
 	if code, sum := h.rebuildJSON(t, "--user", "o6"); code != cli.ExitOK || sum.AwardsMinted != 2 {

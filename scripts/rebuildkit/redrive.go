@@ -30,7 +30,7 @@ type ParkedStore interface {
 	Unpark(ctx context.Context, source, recordID string) error
 }
 
-var _ ParkedStore = (*store.Store)(nil)
+var _ ParkedStore = (*store.ParkedRecords)(nil)
 
 // Redriver processes dead letters again, idempotently: a projector record
 // becomes a recompute of its user from the workout log (so it does not

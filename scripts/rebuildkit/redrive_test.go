@@ -23,19 +23,19 @@ import (
 )
 
 // corrupt sets a milestone's stored progress to a wrong value.
-func corrupt(t testing.TB, st *store.Store, user, milestone string) model.Milestone {
+func corrupt(t testing.TB, st *store.Adapters, user, milestone string) model.Milestone {
 	t.Helper()
 	m := milestones(t, st, user)[milestone]
-	if _, err := st.UpdateVersioned(context.Background(), st.Tables().Main, m.Key, m.Version,
+	if _, err := st.DB.UpdateVersioned(context.Background(), st.DB.Tables().Main, m.Key, m.Version,
 		dynamo.Changes{Set: map[string]any{"progressValue": int64(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func parkedIDs(t testing.TB, st *store.Store, source string) []string {
+func parkedIDs(t testing.TB, st *store.Adapters, source string) []string {
 	t.Helper()
-	recs, err := st.Parked(context.Background(), source)
+	recs, err := st.Parked.Parked(context.Background(), source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestRedriveParkedRecords(t *testing.T) {
 	// What the projector parks: the stream record as JSON.
 	park := func(source, id string, payload any) {
 		b, _ := json.Marshal(payload)
-		if err := h.st.Park(ctx, &model.ParkedRecord{Source: source, RecordID: id, Reason: "test", Payload: string(b)}); err != nil {
+		if err := h.st.Parked.Park(ctx, &model.ParkedRecord{Source: source, RecordID: id, Reason: "test", Payload: string(b)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,7 +180,7 @@ func TestRedriveStreamBatchMessage(t *testing.T) {
 	}
 	// The batch the projector gave up on: three new workouts of s001.
 	for _, w := range workouts("s001", 1, 6, 9) {
-		if err := h.st.Put(context.Background(), h.st.Tables().Main, w); err != nil {
+		if err := h.st.DB.Put(context.Background(), h.st.DB.Tables().Main, w); err != nil {
 			t.Fatal(err)
 		}
 	}

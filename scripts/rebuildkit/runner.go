@@ -16,7 +16,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 )
 
-// UserLister enumerates users through the sparse users index (*store.Store
+// UserLister enumerates users through the sparse users index (*store.Users
 // implements it).
 type UserLister interface {
 	// ListUsers returns a page of one shard after a user-id cursor.
@@ -25,7 +25,7 @@ type UserLister interface {
 	CountUsers(ctx context.Context) (int, error)
 }
 
-var _ UserLister = (*store.Store)(nil)
+var _ UserLister = (*store.Users)(nil)
 
 // Reporter shows a run's progress (the commands draw a bar or print lines).
 type Reporter interface {

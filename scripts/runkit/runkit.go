@@ -34,7 +34,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/catalog"
 	"github.com/commitcollect/backend/model/secrets"
@@ -166,7 +166,7 @@ type Stack struct {
 	// Sim is the Strava simulator (nil when STRAVA_BASE_URL was given).
 	Sim *stravasim.Server
 	// Store is the DynamoDB store every component shares.
-	Store *store.Store
+	Store *store.Adapters
 	// Queue hands webhook events to the worker.
 	Queue *handoff.Queue
 	// Sweeper re-dispatches outbox items whose hand-off was lost or whose
@@ -174,7 +174,7 @@ type Stack struct {
 	Sweeper *handoff.Sweeper
 	// Scheduler enqueues backfills (on connect and new milestones, through
 	// the api) and a reconciliation round every CC_RECONCILE_INTERVAL.
-	Scheduler *syncjobs.SyncScheduler
+	Scheduler *scheduler.Scheduler
 	// Projector is the stream consumer; Reader feeds it.
 	Projector *consumer.Consumer
 	Reader    *streams.Reader
@@ -369,7 +369,7 @@ func (s *Stack) openStore(ctx context.Context) (*dynamodb.Client, streams.API, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("load model catalog: %w", err)
 	}
-	if _, err := catalog.Seed(ctx, s.Store, cat); err != nil {
+	if _, err := catalog.Seed(ctx, s.Store.Milestones, cat); err != nil {
 		return nil, nil, fmt.Errorf("seed model catalog: %w", err)
 	}
 	return db, streamsAPI, nil

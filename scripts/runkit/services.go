@@ -160,7 +160,7 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 		Payload: string(payload), CorrelationID: job.CorrelationID, AthleteID: job.Event.OwnerID}
 	if job.Sync != nil {
 		r.UserID, r.AthleteID = job.Sync.UserID, job.Sync.AthleteID
-	} else if u, err := s.Store.ResolveAthlete(ctx, job.Event.OwnerID); err == nil {
+	} else if u, err := s.Store.Users.ResolveAthlete(ctx, job.Event.OwnerID); err == nil {
 		r.UserID = u // an account deletion finds the record by user
 	}
 	if r.RecordID == "" {
@@ -169,13 +169,13 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 	if job.IdempotencyKey != "" {
 		// Marked first: the sweeper may finish the job later, and must then
 		// remove this record (runner.unparkDone).
-		if err := s.Store.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
+		if err := s.Store.Outbox.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
 			s.log.ErrorContext(ctx, "worker job not parked (cannot mark its outbox item); it stays received in the outbox",
 				"correlationId", job.CorrelationID, "error", err)
 			return
 		}
 	}
-	if err := s.Store.Park(ctx, r); err != nil {
+	if err := s.Store.Parked.Park(ctx, r); err != nil {
 		s.log.ErrorContext(ctx, "park worker job failed; it stays received in the outbox for the sweeper",
 			"correlationId", job.CorrelationID, "idempotencyKey", job.IdempotencyKey, "error", err)
 		return

@@ -55,24 +55,24 @@ func run(ctx context.Context, args []string, getenv func(string) string) (Report
 	}
 	st := conn.Store
 	rep, err := SealAll(ctx, st, time.Now().UTC())
-	cfg.Logger().Info("sealtokens done", "table", st.Tables().Main, "users", rep.Users, "sealed", rep.Sealed, "error", errString(err))
+	cfg.Logger().Info("sealtokens done", "table", st.DB.Tables().Main, "users", rep.Users, "sealed", rep.Sealed, "error", errString(err))
 	return rep, err
 }
 
 // SealAll walks every shard of the users index and reseals each listed
 // user's plain or format 1 connection (store.SealConnection).
-func SealAll(ctx context.Context, st *store.Store, now time.Time) (Report, error) {
+func SealAll(ctx context.Context, st *store.Adapters, now time.Time) (Report, error) {
 	var rep Report
 	for shard := range keys.UserListShards {
 		after := ""
 		for {
-			page, err := st.ListUsers(ctx, shard, after, 0)
+			page, err := st.Users.ListUsers(ctx, shard, after, 0)
 			if err != nil {
 				return rep, err
 			}
 			for _, u := range page.UserIDs {
 				rep.Users++
-				done, err := st.SealConnection(ctx, u, now)
+				done, err := st.Connections.SealConnection(ctx, u, now)
 				if err != nil {
 					return rep, err
 				}

@@ -63,9 +63,9 @@ func TestSealTokensRewritesPlainConnections(t *testing.T) {
 	k, _ := secrets.ParseLocalKey(key)
 	p, _ := secrets.NewLocalKeyProvider(k)
 	st := store.New(db, tables)
-	st.Secrets = secrets.NewSealer(p)
+	st.DB.Secrets = secrets.NewSealer(p)
 	for _, u := range users {
-		c, err := st.StravaConnection(ctx, u)
+		c, err := st.Connections.StravaConnection(ctx, u)
 		if err != nil || c.AccessToken != "plain-access-"+u || c.SealedTokens == nil || c.PlainAccessToken != "" {
 			t.Fatalf("%s after the run: %+v, %v; want the same tokens, sealed", u, c, err)
 		}

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) (int, e
 	}
 	db, _ := cfg.DynamoDB(awsCfg)
 	tables := dynamo.TableNames(*prefix)
-	n, err := catalog.Seed(ctx, store.New(db, tables), cat)
+	n, err := catalog.Seed(ctx, store.New(db, tables).Milestones, cat)
 	if err != nil {
 		return n, err
 	}

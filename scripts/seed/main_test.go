@@ -36,7 +36,7 @@ func TestSeedCommandIsIdempotent(t *testing.T) {
 	if n, err := run(ctx, []string{"-table-prefix", prefix}, getenv); err != nil || n != 0 {
 		t.Fatalf("second run changed %d (%v), want 0", n, err)
 	}
-	meta, err := store.New(db, tables).ModelMeta(ctx, "endeavour")
+	meta, err := store.New(db, tables).Milestones.ModelMeta(ctx, "endeavour")
 	if err != nil || meta.PartCount != 12 {
 		t.Fatalf("endeavour = %+v, %v", meta, err)
 	}

@@ -102,20 +102,20 @@ func activityJSON(a Activity) map[string]any {
 }
 
 // apiRoutes serve the REST API's reads: the athlete, an activity, the athlete's activities, each through the rate limits and the faults.
-type apiRoutes struct{ *Server }
+type apiRoutes struct{ Server *Server }
 
 // athlete answers GET /api/v3/athlete: the token's athlete, 401 for a token
 // that is unknown (revoked) or expired. It spends a read of the budget.
 func (s apiRoutes) athlete(w http.ResponseWriter, r *http.Request) {
-	s.stats.athleteRequests.Add(1)
+	s.Server.stats.athleteRequests.Add(1)
 	if s.refuseRead(w, EndpointAthlete, 0) {
 		return
 	}
-	s.mu.Lock()
-	ti, ok := s.access[wire.Bearer(r)]
-	valid := ok && s.opts.Now().Before(ti.expires)
-	a, known := s.athletes[ti.athlete]
-	s.mu.Unlock()
+	s.Server.mu.Lock()
+	ti, ok := s.Server.access[wire.Bearer(r)]
+	valid := ok && s.Server.opts.Now().Before(ti.expires)
+	a, known := s.Server.athletes[ti.athlete]
+	s.Server.mu.Unlock()
 	if !valid {
 		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Athlete", Field: "access_token", Code: "invalid"})
 		return
@@ -129,23 +129,23 @@ func (s apiRoutes) athlete(w http.ResponseWriter, r *http.Request) {
 // countReadOf counts a read request (an activity or a list) for the
 // athlete whose token made it (ReadsOf).
 func (s apiRoutes) countReadOf(r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ti, ok := s.access[wire.Bearer(r)]; ok {
-		if s.readsBy == nil {
-			s.readsBy = map[int64]int64{}
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
+	if ti, ok := s.Server.access[wire.Bearer(r)]; ok {
+		if s.Server.readsBy == nil {
+			s.Server.readsBy = map[int64]int64{}
 		}
-		s.readsBy[ti.athlete]++
+		s.Server.readsBy[ti.athlete]++
 	}
 }
 
 func (s apiRoutes) activity(w http.ResponseWriter, r *http.Request) {
 	s.countReadOf(r)
-	s.stats.activityRequests.Add(1)
-	s.stats.activityInFlight.Add(1)
-	defer s.stats.activityInFlight.Add(-1)
+	s.Server.stats.activityRequests.Add(1)
+	s.Server.stats.activityInFlight.Add(1)
+	defer s.Server.stats.activityInFlight.Add(-1)
 	id, idErr := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	f := s.takeFault(id)
+	f := s.Server.takeFault(id)
 	// The answer is decided now and written after the fault's delay.
 	rec := httptest.NewRecorder()
 	s.answerActivity(rec, r, id, idErr, f.Status)
@@ -155,15 +155,15 @@ func (s apiRoutes) activity(w http.ResponseWriter, r *http.Request) {
 // spendRead counts one read request against every budget, sets the
 // rate-limit headers and reports whether a budget is exceeded (429).
 func (s apiRoutes) spendRead(h http.Header) (over bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rollLocked()
-	for i := range s.usage {
-		s.usage[i]++
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
+	s.Server.rollLocked()
+	for i := range s.Server.usage {
+		s.Server.usage[i]++
 	}
-	s.setRateHeadersLocked(h)
-	return s.usage[0] > s.opts.Limits.Short || s.usage[1] > s.opts.Limits.Daily ||
-		s.usage[2] > s.opts.Limits.ReadShort || s.usage[3] > s.opts.Limits.ReadDaily
+	s.Server.setRateHeadersLocked(h)
+	return s.Server.usage[0] > s.Server.opts.Limits.Short || s.Server.usage[1] > s.Server.opts.Limits.Daily ||
+		s.Server.usage[2] > s.Server.opts.Limits.ReadShort || s.Server.usage[3] > s.Server.opts.Limits.ReadDaily
 }
 
 // refuseRead spends one read of the rate budget (its headers go on w) and
@@ -171,7 +171,7 @@ func (s apiRoutes) spendRead(h http.Header) (over bool) {
 // or the spent budget says so; it reports whether it did.
 func (s apiRoutes) refuseRead(w http.ResponseWriter, e Endpoint, faultStatus int) bool {
 	over := s.spendRead(w.Header())
-	st := s.takeFailure(e)
+	st := s.Server.takeFailure(e)
 	if st == 0 {
 		st = faultStatus
 	}
@@ -192,11 +192,11 @@ func (s apiRoutes) answerActivity(w http.ResponseWriter, r *http.Request, id int
 		wire.Status(w, http.StatusNotFound)
 		return
 	}
-	s.mu.Lock()
-	ti, ok := s.access[wire.Bearer(r)]
-	valid := ok && s.opts.Now().Before(ti.expires)
-	a, found := s.activities[id]
-	s.mu.Unlock()
+	s.Server.mu.Lock()
+	ti, ok := s.Server.access[wire.Bearer(r)]
+	valid := ok && s.Server.opts.Now().Before(ti.expires)
+	a, found := s.Server.activities[id]
+	s.Server.mu.Unlock()
 	switch {
 	case !valid:
 		wire.Status(w, http.StatusUnauthorized)
@@ -208,14 +208,14 @@ func (s apiRoutes) answerActivity(w http.ResponseWriter, r *http.Request, id int
 		wire.Status(w, http.StatusNotFound)
 		return
 	}
-	s.stats.activityFetches.Add(1)
+	s.Server.stats.activityFetches.Add(1)
 	wire.JSON(w, http.StatusOK, activityJSON(a))
 }
 
 func (s apiRoutes) list(w http.ResponseWriter, r *http.Request) {
 	s.countReadOf(r)
-	s.stats.listRequests.Add(1)
-	f := s.takeEndpointFault(EndpointList, 0)
+	s.Server.stats.listRequests.Add(1)
+	f := s.Server.takeEndpointFault(EndpointList, 0)
 	rec := httptest.NewRecorder()
 	s.answerList(rec, r, f.Status)
 	answerLater(w, r, rec, f)
@@ -249,12 +249,12 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Activity", Field: "per_page", Code: "invalid"})
 		return
 	}
-	s.mu.Lock()
-	ti, ok := s.access[wire.Bearer(r)]
-	valid := ok && s.opts.Now().Before(ti.expires)
+	s.Server.mu.Lock()
+	ti, ok := s.Server.access[wire.Bearer(r)]
+	valid := ok && s.Server.opts.Now().Before(ti.expires)
 	var out []Activity
 	if valid {
-		for _, a := range s.activities {
+		for _, a := range s.Server.activities {
 			start := a.StartDate.Unix()
 			if a.AthleteID != ti.athlete || (a.Private && !slices.Contains(ti.scope, "activity:read_all")) ||
 				(q.Get("before") != "" && start >= before) || (q.Get("after") != "" && start <= after) {
@@ -263,7 +263,7 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 			out = append(out, a)
 		}
 	}
-	s.mu.Unlock()
+	s.Server.mu.Unlock()
 	switch {
 	case !valid:
 		wire.Status(w, http.StatusUnauthorized)
@@ -291,6 +291,6 @@ func (s apiRoutes) answerList(w http.ResponseWriter, r *http.Request, faultStatu
 		j["resource_state"] = 2 // summary
 		body = append(body, j)
 	}
-	s.stats.listedActivities.Add(hi - lo)
+	s.Server.stats.listedActivities.Add(hi - lo)
 	wire.JSON(w, http.StatusOK, body)
 }

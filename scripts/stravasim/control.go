@@ -66,7 +66,7 @@ type ControlDelivery struct {
 
 // controlRoutes serve the control API (ControlPrefix): tests and scripts
 // shape the simulated Strava through it.
-type controlRoutes struct{ *Server }
+type controlRoutes struct{ Server *Server }
 
 // register mounts the control API under ControlPrefix.
 func (s controlRoutes) register(mux *http.ServeMux) {
@@ -90,7 +90,7 @@ func (s controlRoutes) addAthlete(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"id\": positive, \"firstname\", \"lastname\"}: %v", err))
 		return
 	}
-	s.AddAthlete(a)
+	s.Server.AddAthlete(a)
 	wire.JSON(w, http.StatusCreated, a)
 }
 
@@ -105,7 +105,7 @@ func (s controlRoutes) setAuthorization(w http.ResponseWriter, r *http.Request) 
 		controlError(w, http.StatusBadRequest, fmt.Errorf("want {\"athleteId\", \"scope\", \"deny\"}: %v", err))
 		return
 	}
-	s.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
+	s.Server.SetAuthorization(Authorization{AthleteID: a.AthleteID, Scope: a.Scope, Deny: a.Deny})
 	wire.JSON(w, http.StatusOK, a)
 }
 
@@ -121,7 +121,7 @@ func (s controlRoutes) putActivity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.Activity.ID, a.Activity.AthleteID = id, a.AthleteID
-	s.PutActivity(a.Activity)
+	s.Server.PutActivity(a.Activity)
 	wire.JSON(w, http.StatusOK, a)
 }
 
@@ -132,7 +132,7 @@ func (s controlRoutes) deleteActivity(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, errors.New("activity id must be an integer"))
 		return
 	}
-	s.DeleteActivity(id)
+	s.Server.DeleteActivity(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -149,7 +149,7 @@ func (s controlRoutes) setPrivate(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, fmt.Errorf(`want an integer id in the path and {"private": true|false}: %v`, err))
 		return
 	}
-	if !s.SetPrivate(id, *c.Private) {
+	if !s.Server.SetPrivate(id, *c.Private) {
 		controlError(w, http.StatusNotFound, fmt.Errorf("no activity %d", id))
 		return
 	}
@@ -167,17 +167,17 @@ func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case c.Deauthorize > 0:
 		if !c.Forged {
-			s.RevokeAthlete(c.Deauthorize)
+			s.Server.RevokeAthlete(c.Deauthorize)
 		}
-		ev = s.DeauthorizationEvent(c.Deauthorize)
+		ev = s.Server.DeauthorizationEvent(c.Deauthorize)
 	case (c.Aspect == "create" || c.Aspect == "update" || c.Aspect == "delete") && c.ActivityID > 0 && c.OwnerID > 0:
-		ev = s.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)
+		ev = s.Server.ActivityEvent(c.Aspect, c.ActivityID, c.OwnerID, c.Updates)
 	default:
 		controlError(w, http.StatusBadRequest, errors.New(`want {"aspect": create|update|delete, "activityId", "ownerId"} or {"deauthorize": athleteId}`))
 		return
 	}
 	sent := time.Now().UTC()
-	d, err := s.Publish(r.Context(), ev)
+	d, err := s.Server.Publish(r.Context(), ev)
 	out := ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
 	switch {
 	case errors.Is(err, ErrNoSubscription):
@@ -191,12 +191,12 @@ func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
 
 // stats serves GET stats.
 func (s controlRoutes) stats(w http.ResponseWriter, _ *http.Request) {
-	wire.JSON(w, http.StatusOK, s.Stats())
+	wire.JSON(w, http.StatusOK, s.Server.Stats())
 }
 
 // activities serves GET activities.
 func (s controlRoutes) activities(w http.ResponseWriter, _ *http.Request) {
-	acts := s.Activities()
+	acts := s.Server.Activities()
 	out := make([]ControlActivity, 0, len(acts))
 	for _, a := range acts {
 		out = append(out, ControlActivity{Activity: a, AthleteID: a.AthleteID})
@@ -217,13 +217,13 @@ func (s controlRoutes) addFault(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"activityId", "status", "delayMs", "count"}: %v`, err))
 		return
 	}
-	s.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
+	s.Server.AddFault(Fault{ActivityID: c.ActivityID, Status: c.Status, Delay: time.Duration(c.DelayMs) * time.Millisecond, Count: c.Count})
 	wire.JSON(w, http.StatusCreated, c)
 }
 
 // clearFaults serves DELETE faults.
 func (s controlRoutes) clearFaults(w http.ResponseWriter, _ *http.Request) {
-	s.ClearFaults()
+	s.Server.ClearFaults()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -236,8 +236,8 @@ func (s controlRoutes) spendReadWindow(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, fmt.Errorf(`want {"resetInMs": non-negative}: %v`, err))
 		return
 	}
-	s.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
-	wire.JSON(w, http.StatusOK, s.Stats())
+	s.Server.SpendReadWindow(time.Duration(c.ResetInMs) * time.Millisecond)
+	wire.JSON(w, http.StatusOK, s.Server.Stats())
 }
 
 // ControlFault is a Fault as the control API reads it.

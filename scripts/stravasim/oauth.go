@@ -87,11 +87,11 @@ func (s *Server) revokeLocked(athleteID int64) {
 }
 
 // oauthRoutes serve Strava's OAuth endpoints: authorize, token, deauthorize.
-type oauthRoutes struct{ *Server }
+type oauthRoutes struct{ Server *Server }
 
 func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("client_id") != s.opts.ClientID {
+	if q.Get("client_id") != s.Server.opts.ClientID {
 		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
@@ -104,12 +104,12 @@ func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "Application", Field: "response_type", Code: "invalid"})
 		return
 	}
-	s.stats.authorizations.Add(1)
-	s.mu.Lock()
-	az := s.authz
+	s.Server.stats.authorizations.Add(1)
+	s.Server.mu.Lock()
+	az := s.Server.authz
 	athlete := az.AthleteID
-	if athlete == 0 && len(s.order) > 0 {
-		athlete = s.order[0]
+	if athlete == 0 && len(s.Server.order) > 0 {
+		athlete = s.Server.order[0]
 	}
 	back := redirect.Query()
 	back.Set("state", q.Get("state"))
@@ -121,17 +121,17 @@ func (s oauthRoutes) authorize(w http.ResponseWriter, r *http.Request) {
 			scope = q.Get("scope")
 		}
 		code := "sim-code-" + wire.Token()
-		s.codes[code] = tokenInfo{athlete: athlete, scope: strava.ParseScopes(scope)}
+		s.Server.codes[code] = tokenInfo{athlete: athlete, scope: strava.ParseScopes(scope)}
 		back.Set("code", code)
 		back.Set("scope", scope)
 	}
-	s.mu.Unlock()
+	s.Server.mu.Unlock()
 	redirect.RawQuery = back.Encode()
 	http.Redirect(w, r, redirect.String(), http.StatusFound)
 }
 
 func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
-	if st := s.takeFailure(EndpointToken); st != 0 {
+	if st := s.Server.takeFailure(EndpointToken); st != 0 {
 		wire.Status(w, st)
 		return
 	}
@@ -140,12 +140,12 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refuse := func(status int, f wire.Fault) {
-		s.stats.refusedTokens.Add(1)
+		s.Server.stats.refusedTokens.Add(1)
 		wire.Error(w, status, "Bad Request", f)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.PostForm.Get("client_id") != s.opts.ClientID || r.PostForm.Get("client_secret") != s.opts.ClientSecret {
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
+	if r.PostForm.Get("client_id") != s.Server.opts.ClientID || r.PostForm.Get("client_secret") != s.Server.opts.ClientSecret {
 		// Strava answers a wrong or rotated client id or secret with 400 and
 		// a fault on the Application, whatever the grant.
 		refuse(http.StatusBadRequest, wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
@@ -154,29 +154,29 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
 		code := r.PostForm.Get("code")
-		ti, ok := s.codes[code]
+		ti, ok := s.Server.codes[code]
 		if !ok {
 			refuse(http.StatusBadRequest, wire.Fault{Resource: "AuthorizationCode", Field: "code", Code: "invalid"})
 			return
 		}
-		delete(s.codes, code) // codes are single use
-		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
-		s.stats.codeExchanges.Add(1)
+		delete(s.Server.codes, code) // codes are single use
+		t := s.Server.issueLocked(ti.athlete, s.Server.opts.TokenTTL, ti.scope)
+		s.Server.stats.codeExchanges.Add(1)
 		wire.JSON(w, http.StatusOK, map[string]any{
 			"token_type": "Bearer", "access_token": t.AccessToken, "refresh_token": t.RefreshToken,
-			"expires_at": t.ExpiresAt.Unix(), "expires_in": int64(s.opts.TokenTTL.Seconds()),
-			"athlete": s.athletes[ti.athlete],
+			"expires_at": t.ExpiresAt.Unix(), "expires_in": int64(s.Server.opts.TokenTTL.Seconds()),
+			"athlete": s.Server.athletes[ti.athlete],
 		})
 	case "refresh_token":
 		old := r.PostForm.Get("refresh_token")
-		ti, ok := s.refresh[old]
+		ti, ok := s.Server.refresh[old]
 		if !ok {
 			refuse(http.StatusBadRequest, wire.Fault{Resource: "RefreshToken", Field: "refresh_token", Code: "invalid"})
 			return
 		}
-		delete(s.refresh, old) // rotation: the old refresh token stops working
-		t := s.issueLocked(ti.athlete, s.opts.TokenTTL, ti.scope)
-		s.stats.tokenRefreshes.Add(1)
+		delete(s.Server.refresh, old) // rotation: the old refresh token stops working
+		t := s.Server.issueLocked(ti.athlete, s.Server.opts.TokenTTL, ti.scope)
+		s.Server.stats.tokenRefreshes.Add(1)
 		// As in answers public clients recorded: expires_at (the instant on
 		// Strava's clock) and no expires_in.
 		wire.JSON(w, http.StatusOK, map[string]any{
@@ -189,7 +189,7 @@ func (s oauthRoutes) token(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s oauthRoutes) deauthorize(w http.ResponseWriter, r *http.Request) {
-	if st := s.takeFailure(EndpointDeauthorize); st != 0 {
+	if st := s.Server.takeFailure(EndpointDeauthorize); st != 0 {
 		wire.Status(w, st)
 		return
 	}
@@ -198,14 +198,14 @@ func (s oauthRoutes) deauthorize(w http.ResponseWriter, r *http.Request) {
 	if tok == "" {
 		tok = wire.Bearer(r)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ti, ok := s.access[tok]
-	if !ok || !s.opts.Now().Before(ti.expires) {
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
+	ti, ok := s.Server.access[tok]
+	if !ok || !s.Server.opts.Now().Before(ti.expires) {
 		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Athlete", Field: "access_token", Code: "invalid"})
 		return
 	}
-	s.revokeLocked(ti.athlete)
-	s.stats.deauthorizations.Add(1)
+	s.Server.revokeLocked(ti.athlete)
+	s.Server.stats.deauthorizations.Add(1)
 	wire.JSON(w, http.StatusOK, map[string]any{"access_token": tok})
 }

@@ -200,7 +200,7 @@ func (s *Server) VerifyCallback(ctx context.Context, callbackURL, verifyToken st
 }
 
 // pushRoutes serve the push subscriptions API.
-type pushRoutes struct{ *Server }
+type pushRoutes struct{ Server *Server }
 
 func (s pushRoutes) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
@@ -208,11 +208,11 @@ func (s pushRoutes) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.Form
-	if !s.appCredentials(f.Get("client_id"), f.Get("client_secret")) {
+	if !s.Server.appCredentials(f.Get("client_id"), f.Get("client_secret")) {
 		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
-	id, err := s.Subscribe(r.Context(), f.Get("callback_url"), f.Get("verify_token"))
+	id, err := s.Server.Subscribe(r.Context(), f.Get("callback_url"), f.Get("verify_token"))
 	if err != nil {
 		wire.Error(w, http.StatusBadRequest, "Bad Request", wire.Fault{Resource: "PushSubscription", Field: "callback url", Code: err.Error()})
 		return
@@ -222,30 +222,30 @@ func (s pushRoutes) createSubscription(w http.ResponseWriter, r *http.Request) {
 
 func (s pushRoutes) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
+	if !s.Server.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
 		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	out := []map[string]any{}
-	if id, cb, ok := s.Subscription(); ok {
-		out = append(out, map[string]any{"id": id, "application_id": s.opts.ClientID, "callback_url": cb})
+	if id, cb, ok := s.Server.Subscription(); ok {
+		out = append(out, map[string]any{"id": id, "application_id": s.Server.opts.ClientID, "callback_url": cb})
 	}
 	wire.JSON(w, http.StatusOK, out)
 }
 
 func (s pushRoutes) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if !s.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
+	if !s.Server.appCredentials(q.Get("client_id"), q.Get("client_secret")) {
 		wire.Error(w, http.StatusUnauthorized, "Authorization Error", wire.Fault{Resource: "Application", Field: "client_id", Code: "invalid"})
 		return
 	}
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id == 0 || id != s.sub.id {
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
+	if id == 0 || id != s.Server.sub.id {
 		wire.Error(w, http.StatusNotFound, "Record Not Found", wire.Fault{Resource: "PushSubscription", Field: "id", Code: "invalid"})
 		return
 	}
-	s.sub = subscription{}
+	s.Server.sub = subscription{}
 	w.WriteHeader(http.StatusNoContent)
 }

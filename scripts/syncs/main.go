@@ -17,7 +17,7 @@
 // strongly consistent read of the sync state each. Exit status: 0 when
 // nothing needs attention (or the restart was enqueued), 1 when a listed
 // sync is failed or stuck, 2 on an error. Wiring only; the logic is
-// handlers/ingest/syncjobs (SyncScheduler) and model/store.
+// handlers/ingest/syncjobs/scheduler and model/store.
 package main
 
 import (
@@ -36,7 +36,7 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/limits"
 )
@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	if *workerFn != "" {
 		d = handoff.NewLambdaDispatcher(awslambda.NewFromConfig(awsCfg), *workerFn)
 	}
-	sched := syncjobs.NewSyncScheduler(app.SchedulerStores(conn.Store), d, cfg.Logger())
+	sched := scheduler.New(app.SchedulerStores(conn.Store), d, cfg.Logger())
 	sched.Settings = app.SyncSettingsFrom(cfg)
 	// A short lease: without a dispatcher the sweeper runs it at once.
 	sched.Lease = time.Second
@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 }
 
 // reconcileSince enqueues the outage reconciliations and says what it did.
-func reconcileSince(ctx context.Context, sched *syncjobs.SyncScheduler, since string, out, errOut io.Writer) int {
+func reconcileSince(ctx context.Context, sched *scheduler.Scheduler, since string, out, errOut io.Writer) int {
 	at, err := time.Parse(time.RFC3339, since)
 	if err != nil {
 		fmt.Fprintf(errOut, "syncs: -reconcile-since %q is not an RFC 3339 instant (e.g. 2026-11-25T08:00:00Z)\n", since)

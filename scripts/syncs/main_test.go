@@ -46,7 +46,7 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	prefix := strings.TrimSuffix(st.Tables().Main, "CommitCollect")
+	prefix := strings.TrimSuffix(st.DB.Tables().Main, "CommitCollect")
 	now := time.Now().UTC()
 	states := map[string]syncstate.SyncState{
 		"u-failed":   {State: syncstate.SyncFailed, Mode: syncstate.SyncModeBackfill, JobKey: "old", WindowFromUtc: now.AddDate(0, 0, -100), DeferredReason: "failed: strava 500"},
@@ -59,14 +59,14 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 		if u == "u-stuck" {
 			s.UpdatedAtUtc = now.Add(-2 * time.Hour)
 		}
-		if err := st.Put(ctx, st.Tables().Main, &model.Profile{UserID: u, AthleteID: 1}); err != nil {
+		if err := st.DB.Put(ctx, st.DB.Tables().Main, &model.Profile{UserID: u, AthleteID: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Put(ctx, st.Tables().Main, &s); err != nil {
+		if err := st.DB.Put(ctx, st.DB.Tables().Main, &s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Put(ctx, st.Tables().Main, &model.StravaConnection{UserID: "u-failed", AthleteID: 5, SealedTokens: &model.SealedSecret{}}); err != nil {
+	if err := st.DB.Put(ctx, st.DB.Tables().Main, &model.StravaConnection{UserID: "u-failed", AthleteID: 5, SealedTokens: &model.SealedSecret{}}); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": prefix,
@@ -104,12 +104,12 @@ func TestListsSyncsNeedingAttentionAndRestartsOne(t *testing.T) {
 	if code := run(ctx, []string{"-restart", "u-failed"}, &out, &errOut, getenv); code != 0 {
 		t.Fatalf("restart: exit %d: %s", code, errOut.String())
 	}
-	items, err := st.DueOutboxItems(ctx, now.Add(time.Minute), 10)
+	items, err := st.Pending.DueOutboxItems(ctx, now.Add(time.Minute), 10)
 	if err != nil || len(items) != 1 {
 		t.Fatalf("outbox after the restart: %d items, %v; want the restart job", len(items), err)
 	}
 	// The pending index lists keys (it does not project the job): read the item.
-	rec, err := st.OutboxItem(ctx, items[0].IdempotencyKey)
+	rec, err := st.Outbox.OutboxItem(ctx, items[0].IdempotencyKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,15 +130,15 @@ func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
 	t.Parallel()
 	st := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	prefix := strings.TrimSuffix(st.Tables().Main, "CommitCollect")
+	prefix := strings.TrimSuffix(st.DB.Tables().Main, "CommitCollect")
 	for i, u := range []string{"u-a", "u-b", "u-gone"} {
-		if err := st.Put(ctx, st.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(10 + i)}); err != nil {
+		if err := st.DB.Put(ctx, st.DB.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(10 + i)}); err != nil {
 			t.Fatal(err)
 		}
 		if u == "u-gone" {
 			continue
 		}
-		if err := st.Put(ctx, st.Tables().Main, &model.StravaConnection{UserID: u, AthleteID: int64(10 + i), SealedTokens: &model.SealedSecret{}}); err != nil {
+		if err := st.DB.Put(ctx, st.DB.Tables().Main, &model.StravaConnection{UserID: u, AthleteID: int64(10 + i), SealedTokens: &model.SealedSecret{}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,12 +155,12 @@ func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	items, err := st.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10)
+	items, err := st.Pending.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10)
 	if err != nil || len(items) != 2 {
 		t.Fatalf("outbox: %d items, %v; want one job per connected user (2)\n%s", len(items), err, out.String())
 	}
 	for _, it := range items {
-		rec, err := st.OutboxItem(ctx, it.IdempotencyKey)
+		rec, err := st.Outbox.OutboxItem(ctx, it.IdempotencyKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestReconcileSinceEnqueuesEveryConnectedUser(t *testing.T) {
 		!strings.Contains(out.String(), "1 without a usable connection") {
 		t.Fatalf("second run: exit %d, %s", code, out.String())
 	}
-	if items, err := st.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10); err != nil || len(items) != 2 {
+	if items, err := st.Pending.DueOutboxItems(ctx, time.Now().Add(time.Minute), 10); err != nil || len(items) != 2 {
 		t.Fatalf("outbox after a second run: %d items, %v; want still 2", len(items), err)
 	}
 	if code := run(ctx, []string{"-reconcile-since", "yesterday"}, &out, &errOut, getenv); code != 2 {
@@ -199,7 +199,7 @@ func TestHeaviestReadersAreListed(t *testing.T) {
 	if err := limits.New(st).TakeAthleteDayReads(ctx, 12, now, 100, 61); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("past the allowance: got %v, want ErrConflict", err)
 	}
-	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": strings.TrimSuffix(st.Tables().Main, "CommitCollect"),
+	env := map[string]string{"DYNAMODB_ENDPOINT": dynamolocal.Endpoint(t), "CC_TABLE_PREFIX": strings.TrimSuffix(st.DB.Tables().Main, "CommitCollect"),
 		"AWS_REGION": "ap-southeast-2", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 	var out, errOut bytes.Buffer
 	if code := run(ctx, []string{"-readers", "2"}, &out, &errOut, func(k string) string { return env[k] }); code != 0 {

@@ -476,7 +476,7 @@ func (p *pipeline) newUser(ctx context.Context, b *testing.B, userID string) int
 	p.sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Bench"})
 	tok := p.sim.IssueTokens(athlete, 12*time.Hour)
 	now := time.Now().UTC()
-	err := p.st.Store.CreateUser(ctx, &model.Profile{UserID: userID, AthleteID: athlete, DisplayName: userID, CreatedAtUtc: now},
+	err := p.st.Store.Users.CreateUser(ctx, &model.Profile{UserID: userID, AthleteID: athlete, DisplayName: userID, CreatedAtUtc: now},
 		&model.StravaConnection{UserID: userID, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now})
 	if err != nil {
@@ -511,7 +511,7 @@ func (p *pipeline) newMilestone(ctx context.Context, b *testing.B, userID, kind 
 	}
 	m := &model.Milestone{UserID: userID, MilestoneID: kind, MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI}
-	if err := p.st.Store.CreateMilestone(ctx, m); err != nil {
+	if err := p.st.Store.Milestones.CreateMilestone(ctx, m); err != nil {
 		b.Fatalf("create milestone of %s: %v", userID, err)
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -535,7 +535,7 @@ func thisWeek(now time.Time) time.Time {
 func (p *pipeline) milestone(ctx context.Context, b *testing.B, userID, id string) model.Milestone {
 	b.Helper()
 	var m model.Milestone
-	if err := p.st.Store.Get(ctx, p.st.Store.Tables().Main, keys.MilestoneKey(userID, id), &m); err != nil {
+	if err := p.st.Store.DB.Get(ctx, p.st.Store.DB.Tables().Main, keys.MilestoneKey(userID, id), &m); err != nil {
 		b.Fatalf("read milestone %s of %s: %v", id, userID, err)
 	}
 	// The series' progress is its periods': this week's, kept on its item.
@@ -736,13 +736,13 @@ func (p *pipeline) growthRow(ctx context.Context, b *testing.B, h int, kind stri
 		}
 		es[i] = w
 	}
-	if err := p.st.Store.BatchPut(ctx, p.st.Store.Tables().Main, es); err != nil {
+	if err := p.st.Store.DB.BatchPut(ctx, p.st.Store.DB.Tables().Main, es); err != nil {
 		b.Fatalf("write %d workouts of %s: %v", h, userID, err)
 	}
 	if kind == longLife {
 		items, err := fixture.Collection(userID, longAwards)
 		if err == nil {
-			err = p.st.Store.BatchPutItems(ctx, p.st.Store.Tables().Main, items)
+			err = p.st.Store.DB.BatchPutItems(ctx, p.st.Store.DB.Tables().Main, items)
 		}
 		if err != nil {
 			b.Fatalf("file %d awards of %s: %v", longAwards, userID, err)

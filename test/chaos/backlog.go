@@ -109,7 +109,7 @@ func (e *Env) putAll(ctx context.Context, recs []model.Entity) error {
 			for i := w * 25; i < len(recs); i += writers * 25 {
 				part = append(part, recs[i:min(i+25, len(recs))]...)
 			}
-			errs[w] = e.Store.BatchPut(ctx, e.Store.Tables().Idempotency, part)
+			errs[w] = e.Store.DB.BatchPut(ctx, e.Store.DB.Tables().Idempotency, part)
 		})
 	}
 	wg.Wait()

@@ -122,7 +122,7 @@ type Env struct {
 	Prefix  string
 	DataDir string
 	Sim     *stravasim.Server
-	Store   *store.Store
+	Store   *store.Adapters
 	APIAddr string
 	Users   []*User
 	// Window is the rate-limit window of the scenario (Window unless the
@@ -199,7 +199,7 @@ func (e *Env) Close() {
 	e.Sim.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = tableadmin.DeleteTables(ctx, e.h.db, e.Store.Tables())
+	_ = tableadmin.DeleteTables(ctx, e.h.db, e.Store.DB.Tables())
 }
 
 // child is one run of the pipeline process.
@@ -405,7 +405,7 @@ func (e *Env) Forget(u *User) {
 // UserItems lists the keys left in the user's partition of the main table
 // (its guard, kept on purpose, aside).
 func (e *Env) UserItems(ctx context.Context, userID string) ([]string, error) {
-	res, err := e.Store.QueryPrefix(ctx, e.Store.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := e.Store.DB.QueryPrefix(ctx, e.Store.DB.Tables().Main, keys.UserPK(userID), "", dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read the partition of user %s: %w", userID, err)
 	}
@@ -580,7 +580,7 @@ func (e *Env) AwardsOf(ctx context.Context, u *User) (int, error) {
 // awardRefs names every award item of a user, a series' periods' too, and
 // the part count of each milestone.
 func (e *Env) awardRefs(ctx context.Context, userID string) ([]AwardRef, map[string]int, error) {
-	um, err := e.Store.UserMilestones(ctx, userID)
+	um, err := e.Store.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -594,7 +594,7 @@ func (e *Env) awardRefs(ctx context.Context, userID string) ([]AwardRef, map[str
 		if m.Recurrence == "" {
 			continue
 		}
-		periods, err := e.Store.SeriesPeriods(ctx, userID, m.MilestoneID, nil)
+		periods, err := e.Store.Milestones.SeriesPeriods(ctx, userID, m.MilestoneID, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -664,7 +664,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 		for _, w := range ws {
 			fmt.Fprintf(&b, "w%d:%s:%v:%v:%s;", w.ActivityID, w.SportType, w.DistanceMeters, w.IsDeleted, w.CorrelationID)
 		}
-		um, err := e.Store.UserMilestones(ctx, u.UserID)
+		um, err := e.Store.Milestones.UserMilestones(ctx, u.UserID)
 		if err != nil {
 			return "", err
 		}
@@ -677,7 +677,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 		}
 		fmt.Fprintf(&b, "a%d;", len(audits))
 	}
-	parked, err := e.Store.Parked(ctx, keys.ParkSourceWorker)
+	parked, err := e.Store.Parked.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		return "", err
 	}
@@ -688,7 +688,7 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 // workouts reads every workout item of the user, tombstones included (the
 // projector's date-ordered log leaves out items without a start date).
 func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, bool, error) {
-	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.DB.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("read workouts of user %s: %w", userID, err)
 	}
@@ -696,7 +696,7 @@ func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, boo
 }
 
 func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, error) {
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.DB.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read audit of user %s: %w", userID, err)
 	}
@@ -789,7 +789,7 @@ func (e *Env) Figures(ctx context.Context, settled bool) (Figures, error) {
 			n.add("driftStrava", "activity %d %s", id, strings.Join(d, ", "))
 		}
 	}
-	parked, err := e.Store.Parked(ctx, keys.ParkSourceWorker)
+	parked, err := e.Store.Parked.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil {
 		return f, err
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
@@ -217,7 +217,7 @@ func (e *Env) waitCounted(ctx context.Context, honest []*User, bulk *User, sent 
 
 // counted is how many workouts u's first milestone counts.
 func (e *Env) counted(ctx context.Context, u *User) (int, error) {
-	um, err := e.Store.UserMilestones(ctx, u.UserID)
+	um, err := e.Store.Milestones.UserMilestones(ctx, u.UserID)
 	if err != nil || len(um.Milestones) == 0 {
 		return 0, err
 	}
@@ -229,7 +229,7 @@ func (e *Env) counted(ctx context.Context, u *User) (int, error) {
 func (e *Env) waitEmptyOutbox(ctx context.Context, from time.Time, limit time.Duration, began time.Time, users []*User) (time.Duration, int) {
 	for time.Since(from) <= limit && ctx.Err() == nil {
 		rechecks := e.bookedRechecks(ctx, began, users)
-		if b, err := e.Store.PendingOutbox(ctx, time.Now()); err == nil && b.Pending == rechecks {
+		if b, err := e.Store.Pending.PendingOutbox(ctx, time.Now()); err == nil && b.Pending == rechecks {
 			return time.Since(from), rechecks
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -241,9 +241,9 @@ func (e *Env) waitEmptyOutbox(ctx context.Context, from time.Time, limit time.Du
 // booked in the slots since began (syncjobs.RecheckUnseen).
 func (e *Env) bookedRechecks(ctx context.Context, began time.Time, users []*User) int {
 	n := 0
-	for slot := began.UTC().Truncate(syncjobs.UnseenSlot); !slot.After(time.Now()); slot = slot.Add(syncjobs.UnseenSlot) {
+	for slot := began.UTC().Truncate(scheduler.UnseenSlot); !slot.After(time.Now()); slot = slot.Add(scheduler.UnseenSlot) {
 		for _, u := range users {
-			rec, err := e.Store.OutboxItem(ctx, keys.SyncJobKey(syncjobs.UnseenKeyMode, u.UserID, slot))
+			rec, err := e.Store.Outbox.OutboxItem(ctx, keys.SyncJobKey(scheduler.UnseenKeyMode, u.UserID, slot))
 			if err == nil && rec.Status == model.OutboxReceived {
 				n++
 			}

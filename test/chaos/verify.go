@@ -13,7 +13,7 @@ import (
 // newVerifier is `make verify` for one user: the projector's own recompute
 // from the stored workout log, without writing, adapted by the operator
 // commands' wiring; it returns every drifting milestone value.
-func newVerifier(st *store.Store) func(ctx context.Context, userID string) ([]rebuildkit.Drift, error) {
+func newVerifier(st *store.Adapters) func(ctx context.Context, userID string) ([]rebuildkit.Drift, error) {
 	recompute := wire.Recompute(app.ProjectorOf(st, io.Discard, nil))
 	return func(ctx context.Context, userID string) ([]rebuildkit.Drift, error) {
 		out, err := recompute(ctx, userID, true)

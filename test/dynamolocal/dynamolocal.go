@@ -132,11 +132,11 @@ func MustCreateTables(tb testing.TB, db *dynamodb.Client) dynamo.Tables {
 
 // NewStore is the usual test setup: a store over fresh tables on the test
 // endpoint.
-func NewStore(tb testing.TB) *store.Store {
+func NewStore(tb testing.TB) *store.Adapters {
 	tb.Helper()
 	db, _ := Clients(tb)
 	st := store.New(db, MustCreateTables(tb, db))
-	st.Secrets = NewSealer(tb)
+	st.DB.Secrets = NewSealer(tb)
 	return st
 }
 
@@ -144,7 +144,7 @@ func NewStore(tb testing.TB) *store.Store {
 // ARN of the main table's stream: for tests that read back what the store
 // wrote as Lambda would be handed it.
 type Streamed struct {
-	Store   *store.Store
+	Store   *store.Adapters
 	Streams *dynamodbstreams.Client
 	ARN     string
 }
@@ -154,8 +154,8 @@ func NewStreamed(tb testing.TB) Streamed {
 	tb.Helper()
 	db, streams := Clients(tb)
 	st := store.New(db, MustCreateTables(tb, db))
-	st.Secrets = NewSealer(tb)
-	arn, err := tableadmin.StreamARN(context.Background(), db, st.Tables())
+	st.DB.Secrets = NewSealer(tb)
+	arn, err := tableadmin.StreamARN(context.Background(), db, st.DB.Tables())
 	if err != nil {
 		tb.Fatalf("stream of the main table: %v", err)
 	}

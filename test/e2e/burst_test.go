@@ -66,7 +66,7 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 	// 3 creates per athlete: each is fetched (a 4th would be gathered into
 	// a list page's burst, deferred at once, and the queue would never fill).
 	const users, perUser, senders = 100, 3, 8
-	st, tables := stack.Store, stack.Store.Tables()
+	st, tables := stack.Store, stack.Store.DB.Tables()
 	start := time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
 	var evs []stravasim.Event
 	for u := range users {
@@ -74,11 +74,11 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 		user := fmt.Sprintf("burst-%d", u)
 		sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "B"})
 		tok := sim.IssueTokens(athlete, time.Hour)
-		if err := st.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
+		if err := st.DB.Put(ctx, tables.Main, &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken,
 			RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user}); err != nil {
+		if err := st.DB.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: athlete, UserID: user}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range perUser {
@@ -137,7 +137,7 @@ func TestLocalStackAbsorbsABurst(t *testing.T) {
 			}
 			written += len(ws)
 		}
-		b, err := st.PendingOutbox(ctx, time.Now())
+		b, err := st.Pending.PendingOutbox(ctx, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ const (
 type api struct {
 	t     *testing.T
 	sim   *stravasim.Server
-	st    *store.Store
+	st    *store.Adapters
 	srv   *httptest.Server
 	mux   *app.API
 	queue *handoff.Queue
@@ -69,7 +69,7 @@ func newAPI(t *testing.T) *api {
 	db, streamsAPI := dynamolocal.Clients(t)
 	tables := dynamolocal.MustCreateTables(t, db)
 	a.st = store.New(db, tables)
-	a.st.Secrets = dynamolocal.NewSealer(t)
+	a.st.DB.Secrets = dynamolocal.NewSealer(t)
 	arn, err := tableadmin.StreamARN(context.Background(), db, tables)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func newAPI(t *testing.T) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := catalog.Seed(context.Background(), a.st, cat); err != nil {
+	if _, err := catalog.Seed(context.Background(), a.st.Milestones, cat); err != nil {
 		t.Fatal(err)
 	}
 	// The server exists before the mux: the public URL names it. Every
@@ -178,7 +178,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 	if err := a.queue.Wait(wctx); err != nil {
 		t.Fatal(err)
 	}
-	workouts, _, err := dynamo.QueryEntities[model.Workout](ctx, a.st.DB, a.st.Tables().Main, keys.UserPK(me.UserID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	workouts, _, err := dynamo.QueryEntities[model.Workout](ctx, a.st.DB, a.st.DB.Tables().Main, keys.UserPK(me.UserID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil || len(workouts) != 3 {
 		t.Fatalf("workouts of the user = %d (%v), want 3", len(workouts), err)
 	}
@@ -228,7 +228,7 @@ func TestLoginCreateMilestoneIngestAndRead(t *testing.T) {
 		t.Fatalf("simulator deauthorizations = %d, want 1", s.Deauthorizations)
 	}
 	for _, pk := range []string{keys.UserPK(me.UserID), keys.AthletePK(athleteID)} {
-		res, err := a.st.QueryPrefix(ctx, a.st.Tables().Main, pk, "", dynamo.QueryOptions{})
+		res, err := a.st.DB.QueryPrefix(ctx, a.st.DB.Tables().Main, pk, "", dynamo.QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

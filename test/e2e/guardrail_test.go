@@ -24,7 +24,7 @@ func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
 	st.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Long", Lastname: "History"})
 	tok := st.Sim.IssueTokens(athlete, time.Hour)
 	now := time.Now().UTC()
-	if err := st.Store.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Long History", CreatedAtUtc: now},
+	if err := st.Store.Users.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Long History", CreatedAtUtc: now},
 		&model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now}); err != nil {
 		t.Fatal(err)
@@ -40,14 +40,14 @@ func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
 			SportType: "Run", DistanceMeters: 5000, StartDateUtc: periodStart.Add(-time.Duration(i+1) * 6 * time.Hour),
 			CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: fmt.Sprintf("history-%d", i)}
 	}
-	if err := st.Store.BatchPut(ctx, st.Store.Tables().Main, old); err != nil {
+	if err := st.Store.DB.BatchPut(ctx, st.Store.DB.Tables().Main, old); err != nil {
 		t.Fatal(err)
 	}
 	m := &model.Milestone{UserID: user, MilestoneID: "march", WrittenBy: model.WriterAPI, CreatedAtUtc: now,
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "saturn-v", Title: "Run 100 km in March", Metric: model.MetricDistance,
 			Target: 100000, SportTypes: []string{"Run"}, PeriodStartAtUtc: periodStart, PeriodEndAtUtc: &periodEnd, PartCount: 10},
 		Projection: model.Projection{Status: model.StatusActive}}
-	if err := st.Store.PutIfAbsent(ctx, st.Store.Tables().Main, m); err != nil {
+	if err := st.Store.DB.PutIfAbsent(ctx, st.Store.DB.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
 
@@ -62,7 +62,7 @@ func TestLocalStackCountsANewActivityBeyondTheGuardrail(t *testing.T) {
 	var got model.Milestone
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if err := st.Store.Get(ctx, st.Store.Tables().Main, keys.MilestoneKey(user, "march"), &got); err != nil {
+		if err := st.Store.DB.Get(ctx, st.Store.DB.Tables().Main, keys.MilestoneKey(user, "march"), &got); err != nil {
 			t.Fatal(err)
 		}
 		if got.WorkoutsCounted == 1 || time.Now().After(deadline) {

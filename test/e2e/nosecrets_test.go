@@ -75,7 +75,7 @@ func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
 	}
 
 	// The worker fetches an activity with the stored (sealed) token.
-	owner, err := st.Store.AthleteOwner(ctx, athlete)
+	owner, err := st.Store.Users.AthleteOwner(ctx, athlete)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var w model.Workout
-		err := st.Store.Get(ctx, st.Store.Tables().Main, keys.WorkoutKey(owner.UserID, 5550001), &w)
+		err := st.Store.DB.Get(ctx, st.Store.DB.Tables().Main, keys.WorkoutKey(owner.UserID, 5550001), &w)
 		if err == nil {
 			break
 		}
@@ -104,10 +104,10 @@ func TestLocalStackTablesHoldNoTokenOrCookie(t *testing.T) {
 	if len(secrets) < 5 {
 		t.Fatalf("only %d secrets to look for; want at least the session, state, secret and a token pair", len(secrets))
 	}
-	tables := st.Store.Tables()
+	tables := st.Store.DB.Tables()
 	items := 0
 	for _, table := range []string{tables.Main, tables.Sessions, tables.Audit, tables.Idempotency} {
-		p := dynamodb.NewScanPaginator(st.Store.Client(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		p := dynamodb.NewScanPaginator(st.Store.DB.Client(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)
 			if err != nil {

@@ -404,14 +404,14 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.New(db, tables)
-	st.Secrets = secrets.NewSealer(kp)
+	st.DB.Secrets = secrets.NewSealer(kp)
 	sim.AddAthlete(stravasim.Athlete{ID: 31, Firstname: "K"})
 	tok := sim.IssueTokens(31, time.Hour)
-	if err := st.Put(ctx, tables.Main, &model.StravaConnection{UserID: "u31", AthleteID: 31, AccessToken: tok.AccessToken,
+	if err := st.DB.Put(ctx, tables.Main, &model.StravaConnection{UserID: "u31", AthleteID: 31, AccessToken: tok.AccessToken,
 		RefreshToken: tok.RefreshToken, ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: 31, UserID: "u31"}); err != nil {
+	if err := st.DB.Put(ctx, tables.Main, &model.AthleteOwner{AthleteID: 31, UserID: "u31"}); err != nil {
 		t.Fatal(err)
 	}
 	// What the killed stack's webhook recorded before dying: claims whose
@@ -425,7 +425,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 		ev := ingest.Event{ObjectType: "activity", ObjectID: id, AspectType: "create", OwnerID: 31, SubscriptionID: 7, EventTime: 1700000000}
 		j := ingest.Job{Event: ev, CorrelationID: model.NewID(), IdempotencyKey: ev.IdempotencyKey(), ReceivedAtUtc: accepted}
 		raw, _ := json.Marshal(j)
-		if _, err := st.ClaimOutboxItem(ctx, j.IdempotencyKey, j.CorrelationID, string(raw), accepted, 10*time.Second, ingest.IdempotencyTTL); err != nil {
+		if _, err := st.Outbox.ClaimOutboxItem(ctx, j.IdempotencyKey, j.CorrelationID, string(raw), accepted, 10*time.Second, ingest.IdempotencyTTL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -447,7 +447,7 @@ func TestLocalStackSweepsWhatAKilledStackAccepted(t *testing.T) {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, err := st.PendingOutbox(ctx, time.Now())
+		b, err := st.Pending.PendingOutbox(ctx, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

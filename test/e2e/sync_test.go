@@ -111,7 +111,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 	st.Sim.AddAthlete(stravasim.Athlete{ID: athlete, Firstname: "Edit"})
 	tok := st.Sim.IssueTokens(athlete, time.Hour)
 	now := time.Now().UTC()
-	if err := st.Store.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Edit", CreatedAtUtc: now},
+	if err := st.Store.Users.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Edit", CreatedAtUtc: now},
 		&model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now}); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "road-bike", Title: "Run 100 km", Metric: model.MetricDistance,
 			Target: 100000, SportTypes: []string{"Run"}, PeriodStartAtUtc: now.AddDate(0, 0, -10), PartCount: 10},
 		Projection: model.Projection{Status: model.StatusActive}}
-	if err := st.Store.PutIfAbsent(ctx, st.Store.Tables().Main, m); err != nil {
+	if err := st.Store.DB.PutIfAbsent(ctx, st.Store.DB.Tables().Main, m); err != nil {
 		t.Fatal(err)
 	}
 	const id = 880_900
@@ -132,7 +132,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 		deadline := began.Add(time.Minute)
 		for {
 			var got model.Milestone
-			if err := st.Store.Get(ctx, st.Store.Tables().Main, keys.MilestoneKey(user, "month"), &got); err != nil {
+			if err := st.Store.DB.Get(ctx, st.Store.DB.Tables().Main, keys.MilestoneKey(user, "month"), &got); err != nil {
 				t.Fatal(err)
 			}
 			if got.ProgressValue == want {
@@ -149,7 +149,7 @@ func TestLocalStackReconcilesAnEditStravaNeverPushed(t *testing.T) {
 	// … and so is an edit Strava never pushes.
 	st.Sim.UpdateActivity(id, func(a *stravasim.Activity) { a.Distance = 12345 })
 	took := waitProgress(12_345_000)
-	w, err := st.Store.Workout(ctx, user, id)
+	w, err := st.Store.Workouts.Workout(ctx, user, id)
 	if err != nil || w.DistanceMeters != 12345 {
 		t.Fatalf("workout after the reconciliation: %+v, %v", w, err)
 	}
@@ -181,7 +181,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 
 	first := startQuietStack(t, env)
 	tok := sim.IssueTokens(athlete, time.Hour)
-	if err := first.Store.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, CreatedAtUtc: now},
+	if err := first.Store.Users.CreateUser(ctx, &model.Profile{UserID: user, AthleteID: athlete, CreatedAtUtc: now},
 		&model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 			ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now}); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 	// written (page, then completed): wait for the completed one.
 	var entries []model.AuditEntry
 	for {
-		if entries, _, err = dynamo.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.Tables().Audit,
+		if entries, _, err = dynamo.QueryEntities[model.AuditEntry](ctx, second.Store.DB, second.Store.DB.Tables().Audit,
 			keys.UserPK(user), keys.PrefixAudit, dynamo.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestLocalStackBackfillResumesAfterAStopAndImportsEachActivityOnce(t *testin
 			t.Errorf("activity %s written %d times", id, c)
 		}
 	}
-	ws, _, err := dynamo.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.Tables().Main, keys.UserPK(user),
+	ws, _, err := dynamo.QueryEntities[model.Workout](ctx, second.Store.DB, second.Store.DB.Tables().Main, keys.UserPK(user),
 		keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)

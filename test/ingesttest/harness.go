@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
@@ -104,7 +104,7 @@ func (*handOffError) Error() string { return "lambda invoke refused (test)" }
 type Harness struct {
 	T   testing.TB
 	Sim *stravasim.Server
-	St  *store.Store
+	St  *store.Adapters
 	// Budget is the Strava budget's state over St (read counters, sync
 	// states).
 	Budget   *limits.Store
@@ -136,7 +136,7 @@ func New(t testing.TB) *Harness {
 	h.Dispatch = &CountingDispatcher{Next: h.Queue}
 	mux := http.NewServeMux()
 	hook := intake.NewWebhook(intake.WebhookConfig{VerifyToken: VerifyToken, SubscriptionID: SubscriptionID},
-		h.St, outbox.NewDrops(h.St.DB), h.Dispatch, Log())
+		h.St.Outbox, outbox.NewDrops(h.St.DB), h.Dispatch, Log())
 	hook.Metrics = io.Discard
 	hook.Mount(mux)
 	h.Srv = httptest.NewServer(mux)
@@ -156,7 +156,7 @@ func (h *Harness) Project() {
 	h.T.Helper()
 	ctx := context.Background()
 	db, streamsAPI := dynamolocal.Clients(h.T)
-	arn, err := tableadmin.StreamARN(ctx, db, h.St.Tables())
+	arn, err := tableadmin.StreamARN(ctx, db, h.St.DB.Tables())
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -190,9 +190,9 @@ func (h *Harness) Project() {
 func (h *Harness) NewWorker() *app.Worker {
 	w := app.NewStravaWorker(h.St, app.StravaSettings{
 		BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(), ClientSecret: h.Sim.ClientSecret(),
-		AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow,
+		AthleteReadsPerWindow: budget.DefaultAthleteReadsPerWindow,
 	}, Log())
-	w.Fetch.Lister = nil
+	w.Bursts.Lister, w.Fetch.Gather = nil, false
 	return w
 }
 
@@ -206,10 +206,10 @@ func (h *Harness) Link(user string, athlete int64, ttl time.Duration) stravasim.
 	now := time.Now().UTC()
 	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now, GrantedAtUtc: &now}
-	if err := h.St.Put(ctx, h.St.Tables().Main, c); err != nil {
+	if err := h.St.DB.Put(ctx, h.St.DB.Tables().Main, c); err != nil {
 		h.T.Fatal(err)
 	}
-	if err := h.St.Put(ctx, h.St.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
+	if err := h.St.DB.Put(ctx, h.St.DB.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: user, CreatedAtUtc: now}); err != nil {
 		h.T.Fatal(err)
 	}
 	return tok
@@ -251,7 +251,7 @@ func (h *Harness) Claim(j ingest.Job) {
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	if _, err := h.St.ClaimOutboxItem(context.Background(), j.IdempotencyKey, j.CorrelationID, string(raw),
+	if _, err := h.St.Outbox.ClaimOutboxItem(context.Background(), j.IdempotencyKey, j.CorrelationID, string(raw),
 		j.ReceivedAtUtc, ingest.DefaultLease, ingest.IdempotencyTTL); err != nil {
 		h.T.Fatalf("claim %s: %v", j.IdempotencyKey, err)
 	}
@@ -260,7 +260,7 @@ func (h *Harness) Claim(j ingest.Job) {
 // Outbox reads the Outbox item of j.
 func (h *Harness) Outbox(j ingest.Job) *model.IdempotencyRecord {
 	h.T.Helper()
-	rec, err := h.St.OutboxItem(context.Background(), j.IdempotencyKey)
+	rec, err := h.St.Outbox.OutboxItem(context.Background(), j.IdempotencyKey)
 	if err != nil {
 		h.T.Fatalf("outbox %s: %v", j.IdempotencyKey, err)
 	}
@@ -293,7 +293,7 @@ func (h *Harness) Post(body []byte) (*http.Response, map[string]any) {
 // Workout reads the user's workout of activity id.
 func (h *Harness) Workout(user string, id int64) *model.Workout {
 	h.T.Helper()
-	w, err := h.St.Workout(context.Background(), user, id)
+	w, err := h.St.Workouts.Workout(context.Background(), user, id)
 	if err != nil {
 		h.T.Fatalf("workout %d: %v", id, err)
 	}
@@ -303,7 +303,7 @@ func (h *Harness) Workout(user string, id int64) *model.Workout {
 // Workouts lists the user's workouts.
 func (h *Harness) Workouts(user string) []model.Workout {
 	h.T.Helper()
-	ws, _, err := dynamo.QueryEntities[model.Workout](context.Background(), h.St.DB, h.St.Tables().Main,
+	ws, _, err := dynamo.QueryEntities[model.Workout](context.Background(), h.St.DB, h.St.DB.Tables().Main,
 		keys.UserPK(user), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		h.T.Fatal(err)
@@ -314,7 +314,7 @@ func (h *Harness) Workouts(user string) []model.Workout {
 // Audits lists the audit entries of a subject partition by event type.
 func (h *Harness) Audits(subjectPK string) map[string][]model.AuditEntry {
 	h.T.Helper()
-	es, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.Tables().Audit,
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](context.Background(), h.St.DB, h.St.DB.Tables().Audit,
 		subjectPK, keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		h.T.Fatal(err)
@@ -328,7 +328,7 @@ func (h *Harness) Audits(subjectPK string) map[string][]model.AuditEntry {
 
 // Connection reads the user's Strava connection.
 func (h *Harness) Connection(user string) (*model.StravaConnection, error) {
-	return h.St.StravaConnection(context.Background(), user)
+	return h.St.Connections.StravaConnection(context.Background(), user)
 }
 
 // Job is the job the webhook hands off for ev.
@@ -352,7 +352,7 @@ func (h *Harness) LinkReadOnly(user string, athlete int64) {
 	now := time.Now().UTC()
 	c := &model.StravaConnection{UserID: user, AthleteID: athlete, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now, GrantedAtUtc: &now}
-	if err := h.St.Put(context.Background(), h.St.Tables().Main, c); err != nil {
+	if err := h.St.DB.Put(context.Background(), h.St.DB.Tables().Main, c); err != nil {
 		h.T.Fatal(err)
 	}
 }
@@ -362,7 +362,7 @@ func (h *Harness) LinkReadOnly(user string, athlete int64) {
 func (h *Harness) IsCounted(user string, id int64) bool {
 	h.T.Helper()
 	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	lg, err := h.St.WorkoutLog(context.Background(), user, []model.Window{{From: from}})
+	lg, err := h.St.Workouts.WorkoutLog(context.Background(), user, []model.Window{{From: from}})
 	if err != nil {
 		h.T.Fatal(err)
 	}

@@ -1,12 +1,13 @@
 // Package layout holds the house to its measures: over the product code in
-// handlers/, model/, projections/ and scripts/ (non-test Go), no package over
-// maxPackageLines (the DynamoDB adapter too: its entities live in
-// model/store and the packages beside it), no function over
-// maxFuncLines, no type with more than maxTypeMethodLines of methods, no
-// interface with more than maxInterfaceMethods methods, no package comment
-// over maxDocLines and no file over maxFileLines; the ports speak the
-// domain, and no command links the testing package. go test -v prints the
-// largest of each.
+// handlers/, model/, projections/ and scripts/ (non-test Go), no package
+// within a tenth of maxPackageLines (the limit is an alarm, not a target),
+// no function over maxFuncLines, no type with more than maxTypeMethodLines
+// of methods counted with the struct types it embeds, no interface with
+// more than maxInterfaceMethods methods counted with those it embeds, no
+// struct embedding two shared types of this tree (types_test.go), no
+// package comment over maxDocLines and no file over maxFileLines; the
+// ports speak the domain, projections reach no adapter, and no command
+// links the testing package. go test -v prints the largest of each.
 package layout
 
 import (
@@ -21,7 +22,10 @@ import (
 )
 
 const (
-	maxPackageLines     = 1600
+	maxPackageLines = 1600
+	// packageRoom is the most a package may hold: a tenth of the limit
+	// stays free, so the next feature never starts by moving code away.
+	packageRoom         = maxPackageLines - maxPackageLines/10
 	maxFuncLines        = 80
 	maxTypeMethodLines  = 400
 	maxInterfaceMethods = 6
@@ -34,13 +38,13 @@ type measure struct {
 }
 
 type house struct {
-	pkgLines, pkgDoc, typeLines map[string]int
-	funcs, ifaces               []measure
+	pkgLines, pkgDoc map[string]int
+	funcs            []measure
 }
 
 func measureHouse(t *testing.T, root string) house {
 	t.Helper()
-	h := house{pkgLines: map[string]int{}, pkgDoc: map[string]int{}, typeLines: map[string]int{}}
+	h := house{pkgLines: map[string]int{}, pkgDoc: map[string]int{}}
 	fset := token.NewFileSet()
 	for _, top := range []string{"handlers", "model", "projections", "scripts"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
@@ -90,18 +94,9 @@ func (h *house) add(fset *token.FileSet, dir string, f *ast.File) {
 				}
 				if id, ok := typ.(*ast.Ident); ok {
 					name = dir + "." + id.Name + "." + d.Name.Name
-					h.typeLines[dir+"."+id.Name] += lines(fset, d)
 				}
 			}
 			h.funcs = append(h.funcs, measure{name, lines(fset, d)})
-		case *ast.GenDecl:
-			for _, s := range d.Specs {
-				if ts, ok := s.(*ast.TypeSpec); ok {
-					if it, ok := ts.Type.(*ast.InterfaceType); ok {
-						h.ifaces = append(h.ifaces, measure{dir + "." + ts.Name.Name, len(it.Methods.List)})
-					}
-				}
-			}
 		}
 	}
 }
@@ -134,9 +129,7 @@ func TestTheHouseKeepsItsMeasures(t *testing.T) {
 	if len(h.pkgLines) < 10 || len(h.funcs) < 100 {
 		t.Fatalf("measured %d packages and %d functions: the walk did not find the product code", len(h.pkgLines), len(h.funcs))
 	}
-	check(t, "package (lines)", sorted(h.pkgLines), func(string) int { return maxPackageLines })
+	check(t, "package (lines)", sorted(h.pkgLines), func(string) int { return packageRoom })
 	check(t, "function (lines)", h.funcs, func(string) int { return maxFuncLines })
-	check(t, "type (lines of methods)", sorted(h.typeLines), func(string) int { return maxTypeMethodLines })
-	check(t, "interface (methods)", h.ifaces, func(string) int { return maxInterfaceMethods })
 	check(t, "package comment (lines)", sorted(h.pkgDoc), func(string) int { return maxDocLines })
 }

@@ -12,7 +12,7 @@ import (
 
 // SeedHistory stores n workouts of userID (activity ids from first on, with
 // names as long as Strava's usual ones), eight batch writers at once.
-func SeedHistory(ctx context.Context, st *store.Store, userID string, athleteID, first int64, n int) error {
+func SeedHistory(ctx context.Context, st *store.Adapters, userID string, athleteID, first int64, n int) error {
 	start := time.Date(2020, 1, 1, 6, 0, 0, 0, time.UTC)
 	const writers, batch = 8, 25
 	errs := make(chan error, writers)
@@ -30,7 +30,7 @@ func SeedHistory(ctx context.Context, st *store.Store, userID string, athleteID,
 						TotalElevationGain: 87.3, MovingTimeSeconds: 3120, StartDateUtc: start.Add(time.Duration(i) * 2 * time.Hour),
 						CreatedAtUtc: start, UpdatedAtUtc: start})
 				}
-				if err := st.BatchPut(ctx, st.Tables().Main, items); err != nil {
+				if err := st.DB.BatchPut(ctx, st.DB.Tables().Main, items); err != nil {
 					errs <- fmt.Errorf("seed workouts from %d: %w", first+int64(lo), err)
 					return
 				}

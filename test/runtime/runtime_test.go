@@ -134,7 +134,7 @@ type fixture struct {
 	dep     Deployment
 	prefix  string
 	tables  dynamo.Tables
-	st      *store.Store
+	st      *store.Adapters
 	ss      *sessions.Store // the sign-ins (st's DB)
 	db      *dynamodb.Client
 	sim     *stravasim.Server
@@ -263,7 +263,7 @@ func TestLambdaRuntime(t *testing.T) {
 	f.webhook(ev, "accepted")
 	f.webhook(ev, "duplicate")
 	f.drainWorker()
-	w, err := f.st.Workout(f.ctx, me.UserID, 9001)
+	w, err := f.st.Workouts.Workout(f.ctx, me.UserID, 9001)
 	if err != nil || w.DistanceMeters != 6000 || w.SportType != "Run" {
 		t.Fatalf("workout 9001: %+v, %v", w, err)
 	}
@@ -306,7 +306,7 @@ func TestLambdaRuntime(t *testing.T) {
 		t.Fatalf("sweeper: %s %+v, %v; want 1 dispatched", out, sweep, err)
 	}
 	f.drainWorker()
-	if w, err := f.st.Workout(f.ctx, me.UserID, 9004); err != nil || w.DistanceMeters != 2000 {
+	if w, err := f.st.Workouts.Workout(f.ctx, me.UserID, 9004); err != nil || w.DistanceMeters != 2000 {
 		t.Fatalf("workout 9004 after the sweep: %+v, %v", w, err)
 	}
 	f.pumpStream()
@@ -340,10 +340,10 @@ func TestLambdaRuntime(t *testing.T) {
 			t.Fatalf("session %s after deletion: %v, want ErrNotFound", s, err)
 		}
 	}
-	if _, err := f.st.Profile(f.ctx, me.UserID); !errors.Is(err, model.ErrNotFound) {
+	if _, err := f.st.Users.Profile(f.ctx, me.UserID); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("profile after deletion: %v", err)
 	}
-	left, err := f.st.QueryPrefix(f.ctx, f.tables.Main, keys.UserPK(me.UserID), "", dynamo.QueryOptions{})
+	left, err := f.st.DB.QueryPrefix(f.ctx, f.tables.Main, keys.UserPK(me.UserID), "", dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestLambdaRuntime(t *testing.T) {
 func (f *fixture) exportLargeHistory(n int) {
 	f.t.Helper()
 	const user, athlete, first = "export-user", int64(77001), int64(9_000_000)
-	if err := f.st.Put(f.ctx, f.tables.Main, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Long History", CreatedAtUtc: time.Now().UTC()}); err != nil {
+	if err := f.st.DB.Put(f.ctx, f.tables.Main, &model.Profile{UserID: user, AthleteID: athlete, DisplayName: "Long History", CreatedAtUtc: time.Now().UTC()}); err != nil {
 		f.t.Fatal(err)
 	}
 	cookie := model.NewID()
@@ -756,7 +756,7 @@ func (f *fixture) claimLostHandOff(sev stravasim.Event) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.st.ClaimOutboxItem(f.ctx, job.IdempotencyKey, job.CorrelationID, string(raw), accepted, outboxLease, ingest.IdempotencyTTL); err != nil {
+	if _, err := f.st.Outbox.ClaimOutboxItem(f.ctx, job.IdempotencyKey, job.CorrelationID, string(raw), accepted, outboxLease, ingest.IdempotencyTTL); err != nil {
 		f.t.Fatalf("claim the lost hand-off: %v", err)
 	}
 }
@@ -824,7 +824,7 @@ func (f *fixture) pumpStream() {
 // minted (items in the table) and status.
 func (f *fixture) checkMilestone(userID, milestoneID string, wantMeters float64, wantAwards int, wantStatus model.MilestoneStatus) {
 	f.t.Helper()
-	um, err := f.st.UserMilestones(f.ctx, userID)
+	um, err := f.st.Milestones.UserMilestones(f.ctx, userID)
 	if err != nil {
 		f.t.Fatal(err)
 	}

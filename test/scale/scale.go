@@ -197,7 +197,7 @@ func Start(ctx context.Context, s Settings, endpoint, prefix string, extraEnv []
 		return nil, err
 	}
 	e.modelID, e.parts = cat.Models[0].ModelID, cat.Models[0].PartCount
-	e.Keys = metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Store.Tables())), 0)
+	e.Keys = metering.NewWriteKeys(tableadmin.KeySchemas(tableadmin.Specs(st.Store.DB.Tables())), 0)
 	return e, nil
 }
 
@@ -207,7 +207,7 @@ func (e *Env) Close() {
 	defer cancel()
 	if e.St != nil {
 		e.St.Close(ctx)
-		_ = tableadmin.DeleteTables(ctx, e.St.Store.Client(), e.St.Store.Tables())
+		_ = tableadmin.DeleteTables(ctx, e.St.Store.DB.Client(), e.St.Store.DB.Tables())
 	}
 	e.proxy.Close()
 	e.Sim.Close()
@@ -240,11 +240,11 @@ func (e *Env) seed(ctx context.Context, rng *rand.Rand) ([]*athlete, error) {
 			for a := range jobs {
 				e.Sim.AddAthlete(stravasim.Athlete{ID: a.id, Firstname: "Scale", Lastname: a.userID})
 				tok := e.Sim.IssueTokens(a.id, 24*time.Hour)
-				err := e.St.Store.CreateUser(ctx, &model.Profile{UserID: a.userID, AthleteID: a.id, DisplayName: a.userID, CreatedAtUtc: now},
+				err := e.St.Store.Users.CreateUser(ctx, &model.Profile{UserID: a.userID, AthleteID: a.id, DisplayName: a.userID, CreatedAtUtc: now},
 					&model.StravaConnection{UserID: a.userID, AthleteID: a.id, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 						ExpiresAtUtc: tok.ExpiresAt, Scopes: tok.Scope, TokenVersion: 1, UpdatedAtUtc: now})
 				if err == nil && a.milestone {
-					err = e.St.Store.CreateMilestone(ctx, &model.Milestone{UserID: a.userID, MilestoneID: "month",
+					err = e.St.Store.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: a.userID, MilestoneID: "month",
 						MilestoneDefinition: model.MilestoneDefinition{ModelID: e.modelID, Title: "Scale month", Metric: model.MetricDistance,
 							Target: 1e6, PeriodStartAtUtc: now.AddDate(0, 0, -30), PeriodEndAtUtc: &end, PartCount: e.parts},
 						Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: now, WrittenBy: model.WriterAPI})
@@ -577,7 +577,7 @@ func (e *Env) Run(ctx context.Context, seed uint64) (Report, error) {
 	rng := rand.New(rand.NewPCG(seed, 24))
 	r := Report{Mode: s.Mode, Athletes: s.Athletes, Connects: s.Connects, HistoryDays: s.HistoryDays, Day: s.Day, Window: s.Window,
 		Interval: s.Interval, Bound: e.idle + s.Window, FastBound: s.Interval + s.Window, ReadLimit: s.ReadLimit(), SyncShare: e.share,
-		TablePrefix: strings.TrimSuffix(e.St.Store.Tables().Main, dynamo.BaseMain), ProductKnobs: e.knobs}
+		TablePrefix: strings.TrimSuffix(e.St.Store.DB.Tables().Main, dynamo.BaseMain), ProductKnobs: e.knobs}
 	t0 := time.Now()
 	as, err := e.seed(ctx, rng)
 	if err != nil {
@@ -896,7 +896,7 @@ func (e *Env) waitQuiet(ctx context.Context, limit time.Duration) error {
 // reconcile), for a missed edit's line.
 func (e *Env) reconciles(ctx context.Context, userID string, dayStart time.Time) string {
 	st := e.St.Store
-	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, st.DB, st.Tables().Audit, keys.UserPK(userID), keys.PrefixAudit, dynamo.QueryOptions{})
+	es, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, st.DB, st.DB.Tables().Audit, keys.UserPK(userID), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil {
 		return "reconciliations not read: " + err.Error()
 	}

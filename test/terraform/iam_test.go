@@ -195,7 +195,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		if err != nil {
 			return err
 		}
-		_, err = catalog.Seed(ctx, store.New(db, local), cat)
+		_, err = catalog.Seed(ctx, store.New(db, local).Milestones, cat)
 		return err
 	}(); err != nil {
 		t.Fatalf("seed the model catalog: %v", err)
@@ -323,7 +323,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 		// through the unrestricted client, not a role).
 		admin := store.New(db, local)
 		for shard := range keys.UserListShards {
-			page, err := admin.ListUsers(ctx, shard, "", 0)
+			page, err := admin.Users.ListUsers(ctx, shard, "", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 					ModelID: "road-bike", Title: "March", Metric: "distance", Target: 1000, SportTypes: []string{"Run"},
 					PeriodStartAtUtc: march.AddDate(0, -1, 0), PeriodEndAtUtc: &end, PartCount: 1},
 					Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: march, WrittenBy: model.WriterAPI}
-				if err := admin.Put(ctx, local.Main, m); err != nil {
+				if err := admin.DB.Put(ctx, local.Main, m); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -356,16 +356,16 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	admin := store.New(db, local)
 	revoke := func(athleteID int64) string {
 		t.Helper()
-		user, err := admin.ResolveAthlete(ctx, athleteID)
+		user, err := admin.Users.ResolveAthlete(ctx, athleteID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		grant, err := admin.StravaConnectionGrant(ctx, user)
+		grant, err := admin.Connections.StravaConnectionGrant(ctx, user)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()
-		if err := admin.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
+		if err := admin.Connections.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
 			t.Fatal(err)
 		}
 		return user
@@ -373,7 +373,7 @@ func recordExample(t *testing.T, d *Deployed) map[string][]Used {
 	landLate := func(user string, athleteID, activityID int64) {
 		t.Helper()
 		now := time.Now().UTC()
-		if err := admin.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: athleteID, ActivityID: activityID, SportType: "Run",
+		if err := admin.Workouts.UpsertWorkout(ctx, &model.Workout{UserID: user, AthleteID: athleteID, ActivityID: activityID, SportType: "Run",
 			DistanceMeters: 1000, StartDateUtc: now.Add(-time.Hour), CreatedAtUtc: now, UpdatedAtUtc: now, CorrelationID: "late"}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/commitcollect/backend/handlers/bff"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
@@ -779,7 +778,7 @@ var RequiredAlarms = []Alarm{
 	{"strava app credentials rejected", budget.WorkerMetricsNamespace, runner.MetricAppCredentialsRejected, "Service", constant("worker")},
 	// The worker's EMF metric: the largest share of a read window one
 	// athlete took (handlers/ingest/fetch/spend.go).
-	{"one athlete's share of a read window", budget.WorkerMetricsNamespace, fetch.MetricAthleteReadShare, "Service", constant("worker")},
+	{"one athlete's share of a read window", budget.WorkerMetricsNamespace, budget.MetricAthleteReadShare, "Service", constant("worker")},
 	// The store's EMF metric: audit entries Store.Audit dropped (model/store/audit.go).
 	{"audit writes dropped", store.AuditMetricsNamespace, store.MetricAuditWritesDropped, "TableName", auditTables},
 }

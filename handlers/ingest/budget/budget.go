@@ -1,7 +1,10 @@
-// Package budget keeps Strava's application-wide rate budget for every
-// worker instance: the shared rate cache (RateCache), the reserve a job
-// leaves free, when a spent budget resets, the sync jobs' pacing, and the
-// count of Strava reads by class.
+// Package budget is the one room of Strava's rate budget on the handlers'
+// side: the application-wide budget of every worker instance (the shared
+// rate cache, RateCache; the reserve a job leaves free; when a spent
+// budget resets), the events' spending of it with each athlete's read caps
+// (Reads: caps.go, check.go), the sync jobs' pacing (pacing.go), and the
+// count of Strava reads by class. Its counters are stored by
+// model/store/limits, under keys model/keys builds (limits.go).
 //
 // Strava's budget is per application: 200 / 15 min and 2000 / day overall,
 // 100 / 15 min and 1000 / day for reads. Every Strava answer (including 429s)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"io"
 	"maps"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
@@ -57,7 +57,7 @@ func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 			t.Fatalf("workout %d scheduled for deletion (expiresAt %d)", w.ActivityID, w.ExpiresAt)
 		}
 	}
-	if _, err := h.St.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Guard.UserGuard(context.Background(), "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: got %v, want none", err)
 	}
 	a := h.Audits(keys.UserPK("u1"))
@@ -86,7 +86,7 @@ func TestLateDeauthorizationIsStale(t *testing.T) {
 	h.WriteActivities(10, 810, 1)
 	// The new grant is refused too (flagged): only the event time tells the
 	// old revocation from a new one.
-	if err := h.St.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
+	if err := h.St.Connections.MarkNeedsReauth(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	before := h.Sim.Stats()
@@ -97,7 +97,7 @@ func TestLateDeauthorizationIsStale(t *testing.T) {
 	if _, err := h.Connection("u1"); err != nil {
 		t.Fatalf("connection: %v; want it kept", err)
 	}
-	if _, err := h.St.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Guard.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: got %v, want none", err)
 	}
 	if w := h.Workout("u1", 810); w.ExpiresAt != 0 {
@@ -189,10 +189,10 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: ft}
 	})
-	faulty := store.New(db, h.St.Tables())
-	faulty.Secrets = h.St.Secrets
+	faulty := store.New(db, h.St.DB.Tables())
+	faulty.DB.Secrets = h.St.DB.Secrets
 	w := app.NewStravaWorker(faulty, app.StravaSettings{BaseURL: h.Sim.URL, ClientID: h.Sim.ClientID(),
-		ClientSecret: h.Sim.ClientSecret(), AthleteReadsPerWindow: fetch.DefaultAthleteReadsPerWindow}, ingesttest.Log())
+		ClientSecret: h.Sim.ClientSecret(), AthleteReadsPerWindow: budget.DefaultAthleteReadsPerWindow}, ingesttest.Log())
 
 	ev := h.Sim.DeauthorizationEvent(10)
 	j := ingesttest.Job(ev)
@@ -206,7 +206,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed", err)
 	}
-	g, err := h.St.UserGuard(ctx, "u1")
+	g, err := h.St.Guard.UserGuard(ctx, "u1")
 	if err != nil || !g.Revoked() || g.StravaRevokedAtUtc.Unix() != ev.EventTime {
 		t.Fatalf("guard %+v, %v; want revoked at the event time %d", g, err, ev.EventTime)
 	}
@@ -224,7 +224,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if n := len(h.Workouts("u1")); n != 0 {
 		t.Fatalf("%d workouts, want 0", n)
 	}
-	if _, err := h.St.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Users.ResolveAthlete(ctx, 10); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("owner: %v; want the mapping deleted", err)
 	}
 	if u, err := purge.New(h.St).RevokedAthleteOwner(ctx, 10); err != nil || u != "u1" {
@@ -272,12 +272,12 @@ func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	g, err := h.St.UserGuard(ctx, "u1")
+	g, err := h.St.Guard.UserGuard(ctx, "u1")
 	if err != nil || !g.Revoked() {
 		t.Fatalf("guard %+v, %v; want revoked", g, err)
 	}
 	h.Project() // the landed write's record: the guard, read with the milestones, removes it
-	if _, err := h.St.Workout(ctx, "u1", 830); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workouts.Workout(ctx, "u1", 830); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("workout written after the revocation: %v, want it removed", err)
 	}
 }
@@ -319,9 +319,9 @@ func TestDeauthorizationIsNotHeldBackByTheAthletesCaps(t *testing.T) {
 	h.WriteActivities(10, 820, 2)
 	// Caps of one read per window and day, both spent: every read of
 	// this athlete would now be refused.
-	h.Worker.Fetch.AthleteReadsPerWindow, h.Worker.Fetch.AthleteReadsPerDay = 1, 1
+	h.Worker.Fetch.Reads.PerWindow, h.Worker.Fetch.Reads.PerDay = 1, 1
 	now := time.Now()
-	if _, err := h.Budget.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.RateWindow, 1, 1); err != nil {
+	if _, err := h.Budget.TakeAthleteReads(ctx, 10, now, h.Worker.Fetch.Reads.RateWindow, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Budget.TakeAthleteDayReads(ctx, 10, now, 1, 1); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
+	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
@@ -58,7 +59,7 @@ func (w *Fetcher) gather(ctx context.Context, log *slog.Logger, job ingest.Job) 
 func (w *Fetcher) gatherFor(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error {
 	g := w.BurstGather
 	if g <= 0 {
-		g = ingest.GatherGrid(w.rateWindow())
+		g = ingest.GatherGrid(w.Reads.Window())
 	}
 	until := ingest.NextGather(w.Now(), g)
 	log.InfoContext(ctx, "activity event gathered for a burst", "writeStatus", "deferred", "notBefore", until.Format(time.RFC3339),
@@ -70,7 +71,56 @@ func (w *Fetcher) gatherFor(ctx context.Context, log *slog.Logger, job ingest.Jo
 // missing an activity to settle its event unseen: an eighth of the rate
 // window, about two minutes at Strava's 15, longer than the list's lag
 // after an upload and than a transient short page.
-func (w *Fetcher) unseenGap() time.Duration { return w.rateWindow() / 8 }
+func (w *Bursts) unseenGap() time.Duration { return w.reads.Window() / 8 }
+
+// Bursts serve burst jobs (ProcessBurst): one athlete's gathered activity
+// events, from list pages. They share the worker instance's adapters,
+// reads (the budget and the caps) and warm memory with the event path
+// (Fetcher), which serves what a walk leaves as the events' own jobs
+// would be served (eventPath).
+type Bursts struct {
+	store  Stores
+	reads  *budget.Reads
+	memory *warm.Athletes
+	events eventPath
+	log    *slog.Logger
+	now    func() time.Time // the event path's clock
+	// Lister lists an athlete's activities: a burst is served from its
+	// pages. Nil: every event of a burst is fetched alone.
+	Lister ActivityLister
+	// Rechecks books the later walk that brings back an activity a burst
+	// settled unseen, should Strava's list have been wrong (settleUnseen;
+	// nil: none).
+	Rechecks UnseenRechecks
+	// BurstBudget bounds a burst's fetches alone where the context has no
+	// deadline (0: DefaultBurstBudget; burstOver).
+	BurstBudget time.Duration
+}
+
+// NewBursts builds the bursts of the event path events (its adapters,
+// reads, memory and clock) over lister.
+func NewBursts(events *Fetcher, lister ActivityLister) *Bursts {
+	return &Bursts{store: events.store, reads: events.Reads, memory: &events.athletes, events: events, log: events.log,
+		now: func() time.Time { return events.Now() }, Lister: lister}
+}
+
+// eventPath is what a burst asks of the event path (*Fetcher): to serve
+// one of its events as the event's own job would be served.
+type eventPath interface {
+	// gatherFor defers the event to the next tick of the gather grid.
+	gatherFor(ctx context.Context, log *slog.Logger, job ingest.Job, reason string) error
+	// fetchAlone fetches the event's activity alone and writes it.
+	fetchAlone(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error
+	accessToken(ctx context.Context, athleteID int64, userID string, cached *warm.Entry) (string, time.Time, error)
+	needsReauth(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, cause error) error
+	markHidden(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, fetchStarted time.Time) error
+}
+
+// audit writes one audit entry of the burst now (one per burst, and one
+// per activity a list page wrote).
+func (w *Bursts) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
+	w.store.Audits.Audit(ctx, log, ingest.AuditEntry(subjectPK, userID, eventType, job, details, w.now()))
+}
 
 // walk is what the list pages of a burst showed.
 type walk struct {
@@ -154,19 +204,10 @@ type walk struct {
 // share of one list page (route.go's route), and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
-func (w *Fetcher) ProcessBurst(ctx context.Context, job ingest.Job) []error {
-	return burster{w}.process(ctx, job)
-}
-
-// burster serves one burst job (ProcessBurst) with the fetcher's budget,
-// caps, tokens and writes: the list walk and the settle of what it did not
-// show are its own room.
-type burster struct{ *Fetcher }
-
-func (w burster) process(ctx context.Context, job ingest.Job) []error {
+func (w *Bursts) ProcessBurst(ctx context.Context, job ingest.Job) []error {
 	out := make([]error, len(job.Burst))
 	owner := job.Burst[0].Event.OwnerID
-	log := w.jobLog(job).With("burst", len(job.Burst))
+	log := ingest.JobLog(w.log, job).With("burst", len(job.Burst))
 	userID, err := w.store.Athletes.ResolveAthlete(ctx, owner)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -178,7 +219,7 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 	}
 	log = log.With("userId", userID)
 	wk := walk{found: map[int64]error{}}
-	began := w.Now()
+	began := w.now()
 	if len(job.Burst) >= minBurstForList && w.Lister != nil {
 		wk = w.walk(ctx, log, job, userID, began)
 	}
@@ -194,26 +235,24 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 			if sub.UnseenAtUtc == nil || wk.started.Before(sub.UnseenAtUtc.Add(w.unseenGap())) {
 				// One walk is not evidence enough: another, later, must miss it too.
 				unseen++
-				out[i] = w.gatherFor(ctx, log, sub, ingest.UnseenReason(cmp.Or(ptrTime(sub.UnseenAtUtc), wk.started)))
+				out[i] = w.events.gatherFor(ctx, log, sub, ingest.UnseenReason(cmp.Or(ptrTime(sub.UnseenAtUtc), wk.started)))
 				continue
 			}
 			// Two complete walks missed it: not at Strava (or private), as a
 			// fetch's 404 at this walk's start (settleUnseen, below).
 			notFound = append(notFound, i)
 		case wk.complete:
-			out[i] = w.gather(ctx, log, sub) // too young to settle unseen
+			out[i] = w.events.gatherFor(ctx, log, sub, ReasonGathered) // too young to settle unseen
 		case wk.stop != nil || wk.dropped:
 			out[i] = wk.stop
 		case w.burstOver(ctx, began):
 			later++ // out of time: the next burst serves it
-			out[i] = w.gather(ctx, log, sub)
+			out[i] = w.events.gatherFor(ctx, log, sub, ReasonGathered)
 		default:
 			alone++
 			sub.Gathered, sub.Unlisted = true, true
-			subLog := w.jobLog(sub).With("userId", userID)
-			e, err := w.fetchAndWrite(ctx, subLog, sub, userID, nil)
-			w.apply(ctx, subLog, sub, e)
-			out[i] = err
+			subLog := ingest.JobLog(w.log, sub).With("userId", userID)
+			out[i] = w.events.fetchAlone(ctx, subLog, sub, userID)
 		}
 	}
 	ids := w.settleUnseen(ctx, log, job, userID, wk.started, notFound, out)
@@ -236,14 +275,14 @@ func (w burster) process(ctx context.Context, job ingest.Job) []error {
 // the whole history writes what it lists, so a real activity comes back by
 // itself. If the recheck cannot be booked, nothing is settled: the events
 // fail (retryable) and come back.
-func (w burster) settleUnseen(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time,
+func (w *Bursts) settleUnseen(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time,
 	notFound []int, out []error) []string {
 	if len(notFound) == 0 {
 		return nil
 	}
 	var booked error
 	if w.Rechecks != nil {
-		if _, err := w.Rechecks.RecheckUnseen(ctx, userID, job.Burst[0].Event.OwnerID, w.Now()); err != nil {
+		if _, err := w.Rechecks.RecheckUnseen(ctx, userID, job.Burst[0].Event.OwnerID, w.now()); err != nil {
 			log.WarnContext(ctx, "recheck of activities not listed could not be booked; they are not settled", "error", err)
 			booked = fmt.Errorf("burst %s: book the recheck of unlisted activities: %w: %w", job.CorrelationID, model.ErrRetryable, err)
 		}
@@ -280,11 +319,11 @@ const DefaultBurstBudget = 45 * time.Second
 // alone: its deadline is within burstSpare, or BurstBudget has passed. What
 // is left is gathered again, so a burst never outruns the worker's timeout
 // and runs again whole.
-func (w burster) burstOver(ctx context.Context, began time.Time) bool {
+func (w *Bursts) burstOver(ctx context.Context, began time.Time) bool {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < burstSpare {
 		return true
 	}
-	return w.Now().Sub(began) >= cmp.Or(w.BurstBudget, DefaultBurstBudget)
+	return w.now().Sub(began) >= cmp.Or(w.BurstBudget, DefaultBurstBudget)
 }
 
 func fill(out []error, err error) []error {
@@ -300,7 +339,7 @@ func fill(out []error, err error) []error {
 // hidden-or-deleted ordered by the walk's start (a delete's tombstone, even
 // of a workout never written, so that a create's fetch in flight loses to
 // it); an update of an activity never stored is done.
-func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
+func (w *Bursts) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, started time.Time) error {
 	switch job.Event.Kind() {
 	case ingest.KindActivityCreate:
 		return nil
@@ -313,7 +352,7 @@ func (w burster) unlisted(ctx context.Context, log *slog.Logger, job ingest.Job,
 			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 		}
 	}
-	return w.markHidden(ctx, w.jobLog(job).With("userId", userID, "source", "list"), job, userID, started)
+	return w.events.markHidden(ctx, ingest.JobLog(w.log, job).With("userId", userID, "source", "list"), job, userID, started)
 }
 
 // burstPages is how many list pages a burst of n events may read.
@@ -323,14 +362,14 @@ func burstPages(n int) int { return max(maxBurstPages, (n+eventsPerPage-1)/event
 // creates it finds, until each is found, the history ends or burstPages
 // were read (or, past maxBurstPages, the burst's time since began is
 // over); each page goes through the budget check and the athlete caps.
-func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, began time.Time) walk {
+func (w *Bursts) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, began time.Time) walk {
 	wk := walk{found: map[int64]error{}}
 	want := make(map[int64]ingest.Job, len(job.Burst))
 	for _, sub := range job.Burst {
 		want[sub.Event.ObjectID] = sub
 	}
 	first := job.Burst[0]
-	token, _, err := w.accessToken(ctx, first.Event.OwnerID, userID, nil)
+	token, _, err := w.events.accessToken(ctx, first.Event.OwnerID, userID, nil)
 	if err != nil {
 		wk.stop, wk.dropped = w.tokenRefused(ctx, log, job, userID, err)
 		return wk
@@ -340,29 +379,29 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		if page > maxBurstPages && w.burstOver(ctx, began) {
 			return wk // the next burst walks on; what is left waits for it
 		}
-		if err := w.CheckBudget(ctx); err != nil {
+		if err := w.reads.CheckBudget(ctx); err != nil {
 			wk.stop = fmt.Errorf("burst %s: %w", job.CorrelationID, err)
 			return wk
 		}
-		tookAt := w.Now()
+		tookAt := w.now()
 		if err := w.takeWalkRead(ctx, job, page); err != nil {
 			wk.stop = err
 			return wk
 		}
-		started := w.Now()
+		started := w.now()
 		if page == 1 {
 			wk.started = started
 		}
 		budget.CountRead(ctx)
 		acts, rl, err := w.Lister.ListActivities(ctx, token, strava.ListOptions{Page: page, PerPage: strava.MaxPerPage})
-		w.ObserveRate(ctx, log, rl, err)
+		w.reads.ObserveRate(ctx, log, rl, err)
 		if err != nil {
 			wk.stop, wk.dropped = w.listFailed(ctx, log, job, userID, rl, err)
 			return wk
 		}
 		wk.pages++
 		wk.listed += len(acts)
-		w.athletes.Listed.Remember(first.Event.OwnerID, userID, acts, started)
+		w.memory.Listed.Remember(first.Event.OwnerID, userID, acts, started)
 		before := len(wk.found)
 		for _, a := range acts {
 			if _, done := wk.found[a.ID]; done {
@@ -373,7 +412,7 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 			}
 		}
 		if page == 1 && len(wk.found) == before && !secondLook(job.Burst) {
-			w.movePageToUnverified(ctx, log, job.Burst[0], tookAt)
+			w.reads.MovePageToUnverified(ctx, log, job.Burst[0], tookAt)
 		}
 		if len(acts) < strava.MaxPerPage {
 			wk.complete = true
@@ -386,8 +425,8 @@ func (w burster) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 // writeRemembered writes the burst's creates that a walk of this instance
 // listed lately (warm.Listed.Settles) into found, as that walk would have,
 // and says how many it wrote: they cost no page.
-func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, burst []ingest.Job, userID string, found map[int64]error) int {
-	settles := w.athletes.Listed.Settles(burst, userID, w.Now())
+func (w *Bursts) writeRemembered(ctx context.Context, log *slog.Logger, burst []ingest.Job, userID string, found map[int64]error) int {
+	settles := w.memory.Listed.Settles(burst, userID, w.now())
 	for _, r := range settles {
 		found[r.Activity.ID] = w.writeListed(ctx, log, r.Job, userID, r.Activity, r.Started)
 	}
@@ -402,11 +441,11 @@ func (w burster) writeRemembered(ctx context.Context, log *slog.Logger, burst []
 // (takeUnverifiedRead). A first page that listed none of the burst's
 // events moves to that allowance once read (movePageToUnverified), so
 // forged creates naming a real athlete cost that athlete's caps nothing.
-func (w burster) takeWalkRead(ctx context.Context, job ingest.Job, page int) error {
+func (w *Bursts) takeWalkRead(ctx context.Context, job ingest.Job, page int) error {
 	if page > 1 || secondLook(job.Burst) {
-		return w.takeUnverifiedRead(ctx, job.Burst[0])
+		return w.reads.TakeUnverifiedRead(ctx, job.Burst[0])
 	}
-	return w.takeAthleteRead(ctx, job.Burst[0], true)
+	return w.reads.TakeAthleteRead(ctx, job.Burst[0], true)
 }
 
 // secondLook says every event of the burst was missed by a complete walk
@@ -423,12 +462,12 @@ func secondLook(burst []ingest.Job) bool {
 // writeListed writes a listed activity through the ordered write (a later
 // fetch stored wins, as for a fetch) and audits it like a fetch (a delete
 // event whose activity is listed: not confirmed, as a fetch's 200).
-func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
+func (w *Bursts) writeListed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, a strava.Activity, started time.Time) error {
 	ev := job.Event
 	if a.Athlete.ID != 0 && a.Athlete.ID != ev.OwnerID {
 		return fmt.Errorf("process %s: listed activity %d belongs to athlete %d: %w", job.CorrelationID, a.ID, a.Athlete.ID, model.ErrInvalid)
 	}
-	wo, err := ingest.MapActivity(a, userID, ev.OwnerID, job.CorrelationID, w.Now())
+	wo, err := ingest.MapActivity(a, userID, ev.OwnerID, job.CorrelationID, w.now())
 	if err != nil {
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
@@ -439,7 +478,7 @@ func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.J
 	case err != nil:
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
-	w.athletes.SawFetch(ev.ObjectID, started)
+	w.memory.SawFetch(ev.ObjectID, started)
 	kind, details := ingest.AuditActivityCreate, map[string]string{
 		"activityId": strconv.FormatInt(ev.ObjectID, 10), "sportType": wo.SportType, "source": "list"}
 	switch ev.Kind() {
@@ -455,15 +494,15 @@ func (w burster) writeListed(ctx context.Context, log *slog.Logger, job ingest.J
 // tokenRefused is the outcome of every create of a burst whose token could
 // not be had: dropped (done) when the athlete must reconnect or has no
 // connection, deferred when Strava refused the application, else retried.
-func (w burster) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, err error) (error, bool) {
+func (w *Bursts) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, err error) (error, bool) {
 	switch {
 	case errors.Is(err, model.ErrUnauthorized):
-		return w.needsReauth(ctx, log, job, userID, err), true
+		return w.events.needsReauth(ctx, log, job, userID, err), true
 	case errors.Is(err, model.ErrNotFound):
 		log.InfoContext(ctx, "athlete has no strava connection; burst dropped", "writeStatus", "skipped")
 		return nil, true
 	case errors.Is(err, strava.ErrAppCredentials):
-		return fmt.Errorf("burst %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.Now())), false
+		return fmt.Errorf("burst %s: %w", job.CorrelationID, ingest.DeferForAppCredentials(err, w.now())), false
 	}
 	return fmt.Errorf("burst %s: %w", job.CorrelationID, err), false
 }
@@ -471,18 +510,18 @@ func (w burster) tokenRefused(ctx context.Context, log *slog.Logger, job ingest.
 // listFailed is the outcome of every create a list page left: a 429 defers
 // them to the window reset, a 401 flags the connection and drops them, any
 // other failure is retried.
-func (w burster) listFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, rl strava.RateLimit, err error) (error, bool) {
+func (w *Bursts) listFailed(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, rl strava.RateLimit, err error) (error, bool) {
 	var apiErr *strava.APIError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == 429:
-		now := w.Now()
-		until, why := w.ResetAfter429(rl, now)
+		now := w.now()
+		until, why := w.reads.ResetAfter429(rl, now)
 		return fmt.Errorf("burst %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why}), false
 	case errors.Is(err, model.ErrUnauthorized):
-		if merr := w.store.Connections.MarkNeedsReauth(ctx, userID, w.Now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
+		if merr := w.store.Connections.MarkNeedsReauth(ctx, userID, w.now()); merr != nil && !errors.Is(merr, model.ErrNotFound) {
 			return fmt.Errorf("burst %s: %w", job.CorrelationID, merr), false
 		}
-		return w.needsReauth(ctx, log, job, userID, err), true
+		return w.events.needsReauth(ctx, log, job, userID, err), true
 	}
 	return fmt.Errorf("burst %s: %w", job.CorrelationID, err), false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"sync"
 	"testing"
 	"time"
@@ -121,13 +122,19 @@ func TestOneWalkIsNotEvidenceEnough(t *testing.T) {
 	}
 }
 
-func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *fetch.Fetcher {
+// burstRig is a fetcher and its bursts, as the worker wires them.
+type burstRig struct {
+	*fetch.Fetcher
+	*fetch.Bursts
+}
+
+func burstFetcher(t *testing.T, st *fakeStore, s *fakeStrava, l *fakeLister) *burstRig {
 	if st.UnverifiedFn == nil { // deeper pages and second looks: room, unless the test says
 		st.UnverifiedFn = func(int64, bool, int, int) error { return nil }
 	}
 	f := newFetcher(t, st, s)
-	f.Lister = l
-	return f
+	f.Gather = true
+	return &burstRig{f, fetch.NewBursts(f, l)}
 }
 
 // TestCrowdedCreatesAreGatheredForABurst: past ingest.CreatesBeforeGather creates of
@@ -271,7 +278,7 @@ func TestTheDailyAllowanceHoldsAnAthleteBack(t *testing.T) {
 		WorkoutFn: func(int64) (*model.Workout, error) { return nil, model.ErrNotFound },
 		TakeDayReadsFn: func(_ int64, limit, n int) error {
 			dayAdds = append(dayAdds, n)
-			if want := fetch.DefaultAthleteReadsPerDay - fetch.DefaultAthleteReadsPerDay/3; limit != want { // an update's share
+			if want := budget.DefaultAthleteReadsPerDay - budget.DefaultAthleteReadsPerDay/3; limit != want { // an update's share
 				t.Errorf("daily cap %d, want %d", limit, want)
 			}
 			if len(dayAdds) > 1 {
@@ -281,7 +288,7 @@ func TestTheDailyAllowanceHoldsAnAthleteBack(t *testing.T) {
 		}}
 	s := &fakeStrava{GetActivityFn: run(run5k)}
 	f := newFetcher(t, st, s)
-	f.AthleteReadsPerWindow = 0 // only the day counts
+	f.Reads.PerWindow = 0 // only the day counts
 	var err error
 	for i := 0; i < 20 && err == nil; i++ {
 		err = f.Process(context.Background(), event(ingest.AspectUpdate))
@@ -515,7 +522,7 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 	l := &fakeLister{acts: history(1200, 1000)} // ids 1000…2199, newest first
 	s := &fakeStrava{GetActivityFn: func(int64) (strava.Activity, error) { return strava.Activity{}, model.ErrNotFound }}
 	f := burstFetcher(t, st, s, l)
-	f.AthleteReadsPerWindow, f.AthleteReadsPerDay = 1, 100 // every read reaches the fakes' counters
+	f.Reads.PerWindow, f.Reads.PerDay = 1, 100 // every read reaches the fakes' counters
 	ctx := context.Background()
 	heldBack := func(outs []error) int {
 		n := 0

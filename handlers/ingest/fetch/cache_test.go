@@ -40,7 +40,7 @@ func TestCachedAthleteDoesNotOutliveReconnectAsAnotherUser(t *testing.T) {
 	if w := h.Workout("new", 101); w.SportType != "Ride" {
 		t.Fatalf("got %+v under the new user, want the ride", w)
 	}
-	if _, err := h.St.Workout(ctx, "old", 101); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Workouts.Workout(ctx, "old", 101); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("the old user got the activity (err %v)", err)
 	}
 	if c, err := h.Connection("new"); err != nil || c.NeedsReauth {

@@ -51,7 +51,7 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	if err != nil || c.NeedsReauth {
 		t.Fatalf("connection %+v, %v: want it kept and not flagged", c, err)
 	}
-	if _, err := h.St.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := h.St.Guard.UserGuard(ctx, "u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("guard: %v; want no revocation", err)
 	}
 	if got := strings.Count(metrics.String(), `"`+runner.MetricAppCredentialsRejected+`":1`); got != 2 {
@@ -91,7 +91,7 @@ func TestForgedRevocationOfAFlaggedAthleteIsNotConfirmed(t *testing.T) {
 	h := ingesttest.New(t)
 	h.Link("u1", 10, time.Hour)
 	h.WriteActivities(10, 800, 2)
-	if err := h.St.MarkNeedsReauth(context.Background(), "u1", time.Now()); err != nil {
+	if err := h.St.Connections.MarkNeedsReauth(context.Background(), "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h.Deliver(h.Sim.DeauthorizationEvent(10))

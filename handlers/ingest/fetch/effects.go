@@ -56,9 +56,3 @@ func (w *Fetcher) apply(ctx context.Context, log *slog.Logger, job ingest.Job, e
 		w.store.Audits.Audit(ctx, log, ingest.AuditEntry(a.subjectPK, a.userID, a.eventType, job, a.details, w.Now()))
 	}
 }
-
-// audit writes one audit entry for job now (a burst's entries: one per
-// burst, and one per activity a list page wrote).
-func (w *Fetcher) audit(ctx context.Context, log *slog.Logger, subjectPK, userID, eventType string, job ingest.Job, details map[string]string) {
-	w.apply(ctx, log, job, effects{audit: &auditNote{subjectPK: subjectPK, userID: userID, eventType: eventType, details: details}})
-}

@@ -28,7 +28,7 @@ func (w *Fetcher) readFailed(ctx context.Context, log *slog.Logger, job ingest.J
 		return effects{stale: true}, errStaleCache
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests:
 		now := w.Now()
-		until, why := w.ResetAfter429(rl, now)
+		until, why := w.Reads.ResetAfter429(rl, now)
 		log.WarnContext(ctx, "strava refused with 429; deferring to the window reset", "writeStatus", "deferred", "error", err)
 		return effects{}, fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: "strava 429: " + why})
 	case errors.Is(err, model.ErrNotFound):

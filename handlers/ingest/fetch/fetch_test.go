@@ -147,7 +147,7 @@ var (
 )
 
 func newFetcher(t *testing.T, st *fakeStore, s *fakeStrava) *fetch.Fetcher {
-	f := fetch.NewFetcher(st.stores(), tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
+	f := fetch.NewFetcher(st.stores(), budget.NewReads(st, st, slog.New(slog.DiscardHandler)), tokens(func(context.Context, string) (string, error) { return "tok", nil }), s,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Now = func() time.Time { return now }
 	return f
@@ -244,7 +244,7 @@ func TestAnAthleteAtItsReadCapWaitsWithoutAFetch(t *testing.T) {
 	st := &fakeStore{t: t, TakeAthleteReadFn: func(int64, int, int) error { return model.ErrConflict }}
 	s := &fakeStrava{GetActivityFn: run(run5k)}
 	f := newFetcher(t, st, s)
-	f.AthleteReadsPerWindow = 1 // no read within the instance's own allowance
+	f.Reads.PerWindow = 1 // no read within the instance's own allowance
 	err := f.Process(context.Background(), event(ingest.AspectCreate))
 	var de *ingest.DeferError
 	if !errors.As(err, &de) || s.calls != 0 || !de.Until.Equal(now.Truncate(15*time.Minute).Add(15*time.Minute)) {
@@ -294,7 +294,7 @@ func TestAthleteReadCounterIsTouchedOnlyNearTheCap(t *testing.T) {
 	var adds []int
 	refuse := false
 	st := &fakeStore{t: t, TakeAthleteReadFn: func(_ int64, limit, n int) error {
-		if want := fetch.DefaultAthleteReadsPerWindow * 2 / 3; limit != want { // an update's share
+		if want := budget.DefaultAthleteReadsPerWindow * 2 / 3; limit != want { // an update's share
 			t.Errorf("cap %d, want %d", limit, want)
 		}
 		adds = append(adds, n)
@@ -342,7 +342,7 @@ func TestReadShareReportsTheSharedCount(t *testing.T) {
 	var metrics [2]capture.Buffer
 	for i := range 2 {
 		f := newFetcher(t, st, &fakeStrava{GetActivityFn: run(run5k)})
-		f.Metrics = &metrics[i]
+		f.Reads.Metrics = &metrics[i]
 		for range 4 {
 			if err := f.Process(context.Background(), event(ingest.AspectUpdate)); err != nil {
 				t.Fatal(err)
@@ -354,7 +354,7 @@ func TestReadShareReportsTheSharedCount(t *testing.T) {
 		t.Fatalf("second instance's metric lines %v, %v; want one", lines, err)
 	}
 	want := float64(8 * 100 / budget.DefaultReadShortLimit)
-	if got, ok := lines[0].Value(fetch.MetricAthleteReadShare); !ok || got != want {
+	if got, ok := lines[0].Value(budget.MetricAthleteReadShare); !ok || got != want {
 		t.Fatalf("AthleteReadShare %v, want %v (8 reads of both instances)", got, want)
 	}
 }
@@ -379,7 +379,7 @@ func TestUpdatesCannotSpendTheUploadsReserve(t *testing.T) {
 	f := newFetcher(t, st, s)
 	ctx := context.Background()
 	held := 0
-	for range fetch.DefaultAthleteReadsPerWindow {
+	for range budget.DefaultAthleteReadsPerWindow {
 		var de *ingest.DeferError
 		switch err := f.Process(ctx, event(ingest.AspectUpdate)); {
 		case errors.As(err, &de) && de.AthleteCap:
@@ -388,7 +388,7 @@ func TestUpdatesCannotSpendTheUploadsReserve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := fetch.DefaultAthleteReadsPerWindow / 3; held != want || s.calls != 20 {
+	if want := budget.DefaultAthleteReadsPerWindow / 3; held != want || s.calls != 20 {
 		t.Fatalf("updates: %d held back after %d fetches; want %d held back after 20 (two thirds of the cap)", held, s.calls, want)
 	}
 	if err := f.Process(ctx, event(ingest.AspectCreate)); err != nil || s.calls != 21 {
@@ -398,5 +398,5 @@ func TestUpdatesCannotSpendTheUploadsReserve(t *testing.T) {
 
 // stores hands f as every port of the fetcher.
 func (f *fakeStore) stores() fetch.Stores {
-	return fetch.Stores{Athletes: f, Workouts: f, Connections: f, Caps: f, Rate: f, Audits: f}
+	return fetch.Stores{Athletes: f, Workouts: f, Connections: f, Audits: f}
 }

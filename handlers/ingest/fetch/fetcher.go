@@ -5,8 +5,8 @@
 // described on Fetcher) serves the event as the athlete's user (route.go:
 // serve, then route: done already, gathered for list pages, or fetched);
 // fetchNew (fetchone.go) spends the Strava budget and the athlete's read
-// cap (spend.go), gets a token (token.go), asks Strava (rate.go keeps the
-// rate reading), then settles a refusal (failed.go) or writes the answer,
+// cap (budget.Reads), gets a token (token.go), asks Strava (budget.Reads
+// keeps the rate reading), then settles a refusal (failed.go) or writes the answer,
 // ordered by the fetch's start (write.go); apply (effects.go) records what
 // the job learned in the warm instance's memory (package warm) and in the
 // audit log. Gathered events are served by list pages in burst.go.
@@ -15,7 +15,6 @@ package fetch
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/deauth"
 	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -37,10 +35,6 @@ type Stores struct {
 	Workouts WorkoutWriter
 	// Connections are flagged when Strava refuses a token.
 	Connections ReauthMarker
-	// Caps are the athletes' shared read counters (spend.go).
-	Caps ReadCaps
-	// Rate is the shared rate-limit reading (rate.go).
-	Rate budget.RateStore
 	// Audits write the fetcher's audit entries.
 	Audits ingest.Auditor
 }
@@ -67,23 +61,6 @@ type ReauthMarker interface {
 	MarkNeedsReauth(ctx context.Context, userID string, now time.Time) error
 }
 
-// ReadCaps are an athlete's shared read counters (spend.go).
-type ReadCaps interface {
-	// TakeAthleteReads counts n Strava reads for the athlete in the window
-	// (of length windowLen) containing now and returns the window's count
-	// after them (every instance's); ErrConflict when that would count
-	// more than limit.
-	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error)
-	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
-	// day containing now; ErrConflict when that would count more than limit.
-	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
-	// TakeUnverifiedReads and TakeUnverifiedDayReads count n reads of the
-	// athlete's unverified allowance (spend.go) in the window or the UTC
-	// day containing now; ErrConflict when that would count more than limit.
-	TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
-	TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
-}
-
 // TokenProvider hands out valid access tokens (strava.Refresher).
 type TokenProvider interface {
 	// AccessToken returns a valid token; ErrUnauthorized when the athlete
@@ -93,7 +70,7 @@ type TokenProvider interface {
 }
 
 // UnseenRechecks books, once per athlete and six-hour slot, a later walk
-// of the athlete's whole listed history (syncjobs.SyncScheduler).
+// of the athlete's whole listed history (syncjobs/scheduler.Scheduler).
 type UnseenRechecks interface {
 	// RecheckUnseen books the user's recheck at now; false when now's
 	// slot has one already.
@@ -106,21 +83,6 @@ type ActivityFetcher interface {
 	// ErrUnauthorized or ErrRetryable.
 	GetActivity(ctx context.Context, accessToken string, id int64) (strava.Activity, strava.RateLimit, error)
 }
-
-// Fetcher defaults.
-const (
-	// DefaultAthleteReadsPerWindow caps the Strava reads one athlete's
-	// events may cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW):
-	// a flood of (forged) events for one athlete waits instead of spending
-	// the application's budget. 30 is far above what one athlete uploads.
-	DefaultAthleteReadsPerWindow = 30
-	// DefaultAthleteReadsPerDay caps the Strava reads one athlete's events
-	// may cause per UTC day (CC_ATHLETE_READS_PER_DAY): a tenth of
-	// Strava's default daily read budget, so that no handful of athletes
-	// can spend the day's budget, and far above an honest day (a bulk
-	// upload of a year costs a few list pages).
-	DefaultAthleteReadsPerDay = 100
-)
 
 // Fetcher turns an event's job into the athlete's workout (see the package
 // comment). The steps of an event's job (handlers/worker, input = the Job JSON):
@@ -159,7 +121,7 @@ const (
 //     athlete's read counters (STRAVA#ATHLETE#{id}/READS#{window} and
 //     READSDAY#{day}) must have room (CC_ATHLETE_READS_PER_WINDOW,
 //     CC_ATHLETE_READS_PER_DAY; updates and deletes only two thirds of
-//     each, the rest kept for uploads; spend.go). A create of an athlete whose
+//     each, the rest kept for uploads; budget.Reads). A create of an athlete whose
 //     creates crowd the window is gathered into a burst and served from
 //     list pages instead (burst.go). A workout beyond physical bounds
 //     (model/bounds.go) is rejected at normalization. Audit
@@ -188,51 +150,32 @@ type Fetcher struct {
 	log    *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
-	// BudgetReserve is the share of a rate-limit budget kept free.
-	BudgetReserve float64
-	// AthleteReadsPerWindow caps Strava reads per athlete per 15 minutes
-	// (0: no cap).
-	AthleteReadsPerWindow int
-	// RateWindow is Strava's short rate-limit window (keys.AthleteReadsWindow;
-	// shorter only against a simulator, CC_STRAVA_WINDOW): budget windows,
-	// their resets and the athlete read counters follow it.
-	RateWindow time.Duration
-	// Rate is the instance's rate-limit reading, shared with the sync
-	// jobs' pages (handlers/app); NewFetcher gives it one of its own.
-	Rate *budget.RateCache
-	// AthleteReadsPerDay caps Strava reads per athlete per UTC day
-	// (CC_ATHLETE_READS_PER_DAY; 0: no daily cap).
-	AthleteReadsPerDay int
-	// Lister lists an athlete's activities: a burst of creates is served
-	// from its pages (burst.go). Nil: every create is fetched alone.
-	Lister ActivityLister
+	// Gather says crowded creates, and updates and deletes of activities
+	// never stored, are gathered for bursts served from list pages
+	// (Bursts with a Lister); false: every event is fetched alone.
+	Gather bool
+	// Reads spends Strava reads: the shared budget and the athletes' read
+	// caps (package budget), shared with the fetcher's deauthorizations;
+	// the wiring sets its caps and window.
+	Reads *budget.Reads
 	// BurstGather is the grid on which an athlete's crowded creates are
 	// gathered into one burst (0: the rate window's quarter, at most 10 s).
 	BurstGather time.Duration
-	// BurstBudget bounds a burst's fetches alone where the context has no
-	// deadline (0: DefaultBurstBudget; burst.go's burstOver).
-	BurstBudget time.Duration
-	// Metrics receives the AthleteReadShare EMF lines (nil: none).
-	Metrics io.Writer
 	// Deauth runs deauthorization events, on this fetcher's budget
 	// (handlers/app wires it).
 	Deauth *deauth.Deauthorizer
-	// Rechecks books the later walk that brings back an activity a burst
-	// settled unseen, should Strava's list have been wrong (burst.go's
-	// settleUnseen; nil: none).
-	Rechecks UnseenRechecks
 
 	athletes warm.Athletes // the warm instance's memory
-	reads    readTally     // see spend.go
 }
 
-// NewFetcher builds the fetcher over the adapters st, tokens (the
-// refresher) and Strava's REST client.
-func NewFetcher(st Stores, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
-	return &Fetcher{store: st, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
-		Now: func() time.Time { return time.Now().UTC() }, BudgetReserve: budget.DefaultReserve,
-		AthleteReadsPerWindow: DefaultAthleteReadsPerWindow, AthleteReadsPerDay: DefaultAthleteReadsPerDay,
-		RateWindow: keys.AthleteReadsWindow, Rate: new(budget.RateCache)}
+// NewFetcher builds the fetcher over the adapters st, reads (the budget
+// and the caps, which from then on tell time by the fetcher's Now), tokens
+// (the refresher) and Strava's REST client.
+func NewFetcher(st Stores, reads *budget.Reads, tokens TokenProvider, fetcher ActivityFetcher, log *slog.Logger) *Fetcher {
+	w := &Fetcher{store: st, Reads: reads, tokens: tokens, strava: countedFetcher{fetcher}, log: log,
+		Now: func() time.Time { return time.Now().UTC() }}
+	reads.Now = func() time.Time { return w.Now() }
+	return w
 }
 
 // Process handles one job: resolve the athlete, then apply a

@@ -52,7 +52,7 @@ func TestForgedBurstsLeaveTheAthletesCapsToTheirUploads(t *testing.T) {
 			l := &fakeLister{acts: history(30, 1000)} // a short history: one page ends it
 			s := &fakeStrava{GetActivityFn: run(run5k)}
 			f := burstFetcher(t, st, s, l)
-			f.AthleteReadsPerWindow, f.AthleteReadsPerDay = limit, 100
+			f.Reads.PerWindow, f.Reads.PerDay = limit, 100
 			ctx := context.Background()
 			for i := range 10 {
 				outs := f.ProcessBurst(ctx, ingest.NewBurst(creates(span(int64(900000+100*i), 10)...), "forged"))

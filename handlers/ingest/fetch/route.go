@@ -70,6 +70,14 @@ func (w *Fetcher) fetchAndWrite(ctx context.Context, log *slog.Logger, job inges
 	return w.fetchNew(ctx, log, job, userID, cached)
 }
 
+// fetchAlone serves an event of a burst that its walk left as the event's
+// own job would be (fetchAndWrite, then apply).
+func (w *Fetcher) fetchAlone(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) error {
+	e, err := w.fetchAndWrite(ctx, log, job, userID, nil)
+	w.apply(ctx, log, job, e)
+	return err
+}
+
 // A route is what an activity event needs before any Strava read.
 type route int
 
@@ -101,9 +109,9 @@ const (
 // fetched.
 func (w *Fetcher) route(ctx context.Context, log *slog.Logger, job ingest.Job, userID string) (route, error) {
 	ev := job.Event
-	gatherable := w.Lister != nil && job.IdempotencyKey != ""
+	gatherable := w.Gather && job.IdempotencyKey != ""
 	if ev.Kind() == ingest.KindActivityCreate && !job.Redrive {
-		crowded := !job.Gathered && w.athletes.Creates.Crowded(ev.OwnerID, w.Now().UTC().Truncate(w.rateWindow()))
+		crowded := !job.Gathered && w.athletes.Creates.Crowded(ev.OwnerID, w.Now().UTC().Truncate(w.Reads.Window()))
 		switch {
 		case crowded && !job.ReceivedAtUtc.IsZero() && w.athletes.FetchedAfter(ev.ObjectID, job.ReceivedAtUtc, w.Now()):
 			log.InfoContext(ctx, "activity fetched here after this event; no fetch", "writeStatus", "coalesced")

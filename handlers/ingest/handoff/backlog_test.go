@@ -29,7 +29,7 @@ func TestSweepSeesTheWholeBacklog(t *testing.T) {
 	ctx := context.Background()
 	reset := seedBacklog(t, st, 5000, 200)
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Pending, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	served := map[int64]int{}
 	for sweep := 1; sweep <= 2; sweep++ {
 		sw.Now = func() time.Time { return reset.Add(time.Second) }
@@ -55,7 +55,7 @@ func TestSweepSeesTheWholeBacklog(t *testing.T) {
 // instant a minute from now, and before them in due order nothing else;
 // then one create each of honest athletes 10, 11, …, due a millisecond
 // apart after the reset. It returns the reset.
-func seedBacklog(t *testing.T, st *store.Store, noisy, honest int) time.Time {
+func seedBacklog(t *testing.T, st *store.Adapters, noisy, honest int) time.Time {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
@@ -71,7 +71,7 @@ func seedBacklog(t *testing.T, st *store.Store, noisy, honest int) time.Time {
 			return err
 		}
 		// Claimed with a lease that lapses at due: then it is due.
-		if _, err := st.ClaimOutboxItem(ctx, key, key, string(job), now, due.Sub(now), time.Hour); err != nil {
+		if _, err := st.Outbox.ClaimOutboxItem(ctx, key, key, string(job), now, due.Sub(now), time.Hour); err != nil {
 			return fmt.Errorf("claim %s: %w", key, err)
 		}
 		return nil
@@ -118,7 +118,7 @@ func TestSweepsReachPastAFullRead(t *testing.T) {
 	ctx := context.Background()
 	reset := seedBacklog(t, st, noisy, honest)
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Pending, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	sw.Asides, sw.Read = outbox.NewAsides(st.DB), read
 	sw.Now = func() time.Time { return reset.Add(time.Second) }
 	served := map[int64]bool{}

@@ -21,7 +21,7 @@ import (
 // claimDue holds the athlete's creates of activities ids until due, as
 // the webhook holds gathered creates until their gather tick, and returns
 // their keys.
-func claimDue(t *testing.T, st *store.Store, owner int64, ids []int64, now, due time.Time) []string {
+func claimDue(t *testing.T, st *store.Adapters, owner int64, ids []int64, now, due time.Time) []string {
 	t.Helper()
 	var out []string
 	for _, id := range ids {
@@ -31,7 +31,7 @@ func claimDue(t *testing.T, st *store.Store, owner int64, ids []int64, now, due 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.HoldOutboxItem(context.Background(), key, key, string(job), now, due, time.Hour); err != nil {
+		if _, err := st.Outbox.HoldOutboxItem(context.Background(), key, key, string(job), now, due, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, key)
@@ -54,7 +54,7 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	keys := claimDue(t, st, 42, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, now, now.Add(time.Second))
 	d := &ingesttest.RecordingDispatcher{}
-	sw := handoff.NewSweeper(handoff.Stores{Due: st.Index, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
+	sw := handoff.NewSweeper(handoff.Stores{Due: st.Pending, Outbox: st.Outbox, Bursts: st.Outbox}, d, ingesttest.Log())
 	sw.Now = func() time.Time { return now.Add(2 * time.Second) }
 	sweep := func(name string) []ingest.Job {
 		t.Helper()
@@ -71,7 +71,7 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 		t.Fatalf("first sweep handed off %d jobs; want one burst of 10 carrying its lease", len(first))
 	}
 	for _, k := range keys {
-		rec, err := st.OutboxItem(ctx, k)
+		rec, err := st.Outbox.OutboxItem(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 	if again := sweep("burst in flight"); len(again) != 0 {
 		t.Fatalf("a sweep while the burst is in flight handed off %d jobs; want none", len(again))
 	}
-	if err := st.ReleaseBurst(ctx, 42, first[0].BurstLeaseUntil); err != nil {
+	if err := st.Outbox.ReleaseBurst(ctx, 42, first[0].BurstLeaseUntil); err != nil {
 		t.Fatal(err)
 	}
 	if after := sweep("lease released"); len(after) != 1 || len(after[0].Burst) != 10 {

@@ -42,7 +42,7 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	dead := &droppedQueue{}
 	mux := http.NewServeMux()
-	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St, outbox.NewDrops(h.St.DB), dead, ingesttest.Log()).Mount(mux)
+	intake.NewWebhook(intake.WebhookConfig{VerifyToken: ingesttest.VerifyToken, SubscriptionID: ingesttest.SubscriptionID}, h.St.Outbox, outbox.NewDrops(h.St.DB), dead, ingesttest.Log()).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	const n = 12
@@ -186,7 +186,7 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 			t.Fatalf("run %d: got %+v, want %s with %d failures", i, rec, want, i)
 		}
 	}
-	parked, err := h.St.Parked(ctx, keys.ParkSourceWorker)
+	parked, err := h.St.Parked.Parked(ctx, keys.ParkSourceWorker)
 	if err != nil || len(parked) != 1 || parked[0].RecordID != j.IdempotencyKey {
 		t.Fatalf("got %+v, %v; want one parked worker record", parked, err)
 	}
@@ -214,7 +214,7 @@ func TestNewestAnswerWins(t *testing.T) {
 	fast := h.NewWorker()
 	client := strava.NewClient(h.Sim.URL, nil)
 	slow := &ingesttest.SlowFirstFetch{Next: client, Fetched: make(chan struct{}), Release: make(chan struct{})}
-	refresher := strava.NewRefresher(strava.OAuthConfig(h.Sim.URL, h.Sim.ClientID(), h.Sim.ClientSecret(), ""), h.St, client.HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(h.Sim.URL, h.Sim.ClientID(), h.Sim.ClientSecret(), ""), h.St.Connections, client.HTTPClient())
 	older := app.NewWorker(h.St, refresher, slow, ingesttest.Log())
 
 	create := ingesttest.Job(h.Sim.ActivityEvent("create", 1400, 10, nil))
@@ -274,7 +274,7 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 			t.Fatalf("got %+v (due %v), want received, no failure, due at the reset %v", rec, rec.DueAt(), reset)
 		}
 	}
-	if parked, _ := h.St.Parked(ctx, keys.ParkSourceWorker); len(parked) != 0 {
+	if parked, _ := h.St.Parked.Parked(ctx, keys.ParkSourceWorker); len(parked) != 0 {
 		t.Fatalf("got %d parked, want none", len(parked))
 	}
 	// The window resets (here: Strava's counters and our clock move on).
@@ -300,7 +300,7 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
 	w := h.NewWorker()
-	w.Fetch.AthleteReadsPerWindow = 5
+	w.Fetch.Reads.PerWindow = 5
 	now := time.Now().UTC()
 	ingesttest.SetClock(w, func() time.Time { return now })
 	const n = 12
@@ -401,13 +401,13 @@ func TestSweeperParksAnUndecodableJob(t *testing.T) {
 	t.Parallel()
 	h := ingesttest.New(t)
 	ctx := context.Background()
-	if _, err := h.St.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
+	if _, err := h.St.Outbox.ClaimOutboxItem(ctx, "bad-key", "c", `{"event":{}}`, time.Now().Add(-time.Hour), time.Minute, ingest.IdempotencyTTL); err != nil {
 		t.Fatal(err)
 	}
 	if res := h.Sweep(time.Now()); res.Parked != 1 || res.Dispatched != 0 {
 		t.Fatalf("got %+v, want it parked", res)
 	}
-	rec, err := h.St.OutboxItem(ctx, "bad-key")
+	rec, err := h.St.Outbox.OutboxItem(ctx, "bad-key")
 	if err != nil || rec.Status != model.OutboxParked || rec.Reason == "" {
 		t.Fatalf("got %+v, %v; want parked with a reason", rec, err)
 	}
@@ -495,7 +495,7 @@ func TestSweepStopsAtAFullQueue(t *testing.T) {
 	if res.Due != 5 || res.Dispatched < 1 || res.Dispatched > 2 || res.Failed != 1 {
 		t.Fatalf("got %+v, want the sweep to stop at the first full-queue refusal", res)
 	}
-	b, err := h.St.PendingOutbox(ctx, time.Now())
+	b, err := h.St.Pending.PendingOutbox(ctx, time.Now())
 	if err != nil || b.Due != 5-res.Dispatched-res.Failed {
 		t.Fatalf("got backlog %+v, %v; want %d still due", b, err, 5-res.Dispatched-res.Failed)
 	}
@@ -509,7 +509,7 @@ func TestShortRateWindow(t *testing.T) {
 	h.Link("u1", 10, time.Hour)
 	ctx := context.Background()
 	w := h.NewWorker()
-	w.Fetch.RateWindow, w.Fetch.AthleteReadsPerWindow = 10*time.Second, 1
+	w.Fetch.Reads.RateWindow, w.Fetch.Reads.PerWindow = 10*time.Second, 1
 	now := time.Now().UTC()
 	ingesttest.SetClock(w, func() time.Time { return now })
 	next := now.Truncate(10 * time.Second).Add(10 * time.Second)
@@ -528,7 +528,7 @@ func TestShortRateWindow(t *testing.T) {
 	if rec := h.Outbox(jobs[1]); !rec.DueAt().Equal(next) {
 		t.Fatalf("capped: got due %v, want the 10-second window's end %v", rec.DueAt(), next)
 	}
-	w.Fetch.AthleteReadsPerWindow = 0
+	w.Fetch.Reads.PerWindow = 0
 	h.Sim.FailNext(stravasim.EndpointActivity, http.StatusTooManyRequests, 1)
 	if err := w.Run(ctx, jobs[2]); err != nil {
 		t.Fatal(err)
@@ -557,10 +557,10 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	rj.Redrive = true
 	parked := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
 		Payload: string(ingesttest.MustJSON(t, rj)), CorrelationID: j.CorrelationID}
-	if err := h.St.MarkOutboxParked(ctx, j.IdempotencyKey); err != nil {
+	if err := h.St.Outbox.MarkOutboxParked(ctx, j.IdempotencyKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.St.Park(ctx, parked); err != nil {
+	if err := h.St.Parked.Park(ctx, parked); err != nil {
 		t.Fatal(err)
 	}
 	if res := h.Sweep(time.Now().Add(ingest.DefaultLease + time.Second)); res.Dispatched != 1 {
@@ -571,7 +571,7 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 		t.Fatalf("got %+v, want done", rec)
 	}
 	h.Workout("u1", 1400)
-	if recs, err := h.St.Parked(ctx, keys.ParkSourceWorker); err != nil || len(recs) != 0 {
+	if recs, err := h.St.Parked.Parked(ctx, keys.ParkSourceWorker); err != nil || len(recs) != 0 {
 		t.Fatalf("got parked %+v, %v; want none once the job is done", recs, err)
 	}
 	// A stale record (its removal failed, or parked by older code) redriven

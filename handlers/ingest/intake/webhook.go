@@ -81,7 +81,7 @@ import (
 const WebhookPath = "/webhooks/strava"
 
 // IdempotencyStore is the persistence the webhook needs (implemented by
-// model/store.Store): the outbox claim.
+// model/store.Adapters): the outbox claim.
 type IdempotencyStore interface {
 	// ClaimOutboxItem records the event as received with its job and a
 	// lease, to be handed off, and returns the stored item (the original

@@ -40,9 +40,9 @@ var convergeSettings = syncjobs.SyncSettings{MaxDays: 60, PageSize: 10, Reconcil
 func newConvergeRig(t *testing.T) (*syncRig, []int64) {
 	t.Helper()
 	r := newSyncRig(t, convergeSettings)
-	r.Harness.Worker.Fetch.AthleteReadsPerWindow = 1 << 30 // the athlete cap is not under test
+	r.Harness.Worker.Fetch.Reads.PerWindow = 1 << 30 // the athlete cap is not under test
 	r.Link("u1", convergeAthlete, 24*time.Hour)
-	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: convergeAthlete}); err != nil {
+	if err := r.St.DB.Put(context.Background(), r.St.DB.Tables().Main, &model.Profile{UserID: "u1", AthleteID: convergeAthlete}); err != nil {
 		t.Fatal(err)
 	}
 	return r, r.history(convergeAthlete, 100, 40, 24*time.Hour)
@@ -95,7 +95,7 @@ func (r *syncRig) reconcileNow() string {
 func (r *syncRig) drainWith(w *app.Worker, key string, rounds int) error {
 	ctx := context.Background()
 	for range rounds {
-		rec, err := r.St.OutboxItem(ctx, key)
+		rec, err := r.St.Outbox.OutboxItem(ctx, key)
 		if err != nil {
 			return fmt.Errorf("outbox %s: %w", key, err)
 		}
@@ -267,7 +267,7 @@ func TestWebhooksBackfillAndReconcileConvergeInEveryOrdering(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.waitUntil("the delete was written", func() bool {
-				w, err := r.St.Workout(context.Background(), "u1", n)
+				w, err := r.St.Workouts.Workout(context.Background(), "u1", n)
 				return err == nil && w.IsDeleted
 			})
 			release()

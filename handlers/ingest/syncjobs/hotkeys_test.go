@@ -49,7 +49,7 @@ func TestSyncPagesUseTheInstanceRateCache(t *testing.T) {
 	counted := &rateCountingStore{SyncPacing: all.Pacing}
 	all.Pacing = counted
 	client := strava.NewClient(r.Sim.URL, nil)
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St.Connections, client.HTTPClient())
 	r.worker.Sync = syncjobs.NewSyncer(all, refresher, client, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	// A clock that moves a millisecond per look: the whole backfill is
@@ -96,7 +96,7 @@ func TestSyncPageAuditEntriesAreRoutine(t *testing.T) {
 			t.Fatalf("page audit entry %s indexed under %q / %q, want no index keys", e.SK, e.EventMonthPK, e.CorrelationPK)
 		}
 	}
-	res, err := r.St.QueryPrefix(context.Background(), r.St.Tables().Audit,
+	res, err := r.St.DB.QueryPrefix(context.Background(), r.St.DB.Tables().Audit,
 		keys.EventMonthPK(ingest.AuditSyncPage, time.Now()), "", dynamo.QueryOptions{Index: dynamo.IndexGSI2})
 	if err != nil {
 		t.Fatal(err)

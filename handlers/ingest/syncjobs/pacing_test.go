@@ -52,7 +52,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 			var rec *model.IdempotencyRecord
 			for range 40 {
 				var err error
-				if rec, err = r.St.OutboxItem(ctx, key); err != nil {
+				if rec, err = r.St.Outbox.OutboxItem(ctx, key); err != nil {
 					t.Fatal(err)
 				}
 				if rec.Status != model.OutboxReceived || rec.NotBefore > r.now.UnixMilli() {
@@ -81,7 +81,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 // backfillKey finds the rig's one pending sync job.
 func backfillKey(t *testing.T, r *syncRig) string {
 	t.Helper()
-	due, err := r.St.DueOutboxItems(context.Background(), r.now.Add(time.Hour), 10)
+	due, err := r.St.Pending.DueOutboxItems(context.Background(), r.now.Add(time.Hour), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("pending sync jobs: %d, %v; want one", len(due), err)
 	}

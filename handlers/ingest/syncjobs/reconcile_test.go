@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/ports"
@@ -40,9 +41,9 @@ func (l *recordingLister) ListActivities(ctx context.Context, tok string, o stra
 // counted per user, and a cursor save that fails on the nth call (a crash
 // after a page was processed, before its cursor was saved).
 type scheduleStore struct {
-	syncjobs.MilestoneReader
-	syncjobs.OutboxClaimer
-	syncjobs.ReconcileCursors
+	scheduler.MilestoneReader
+	scheduler.OutboxClaimer
+	scheduler.ReconcileCursors
 	mu        sync.Mutex
 	visits    map[string]int
 	claims    map[string]int
@@ -98,7 +99,7 @@ func (r *syncRig) milestone(user string, start, end time.Time) {
 		ModelID: "distance", Title: "Run", Metric: "distance", Target: 100, SportTypes: []string{"Run"},
 		PeriodStartAtUtc: start, PeriodEndAtUtc: &end, PartCount: 1}, Version: 1, CreatedAtUtc: start, WrittenBy: model.WriterAPI}
 	m.Status = model.StatusActive
-	if err := r.St.Put(context.Background(), r.St.Tables().Main, m); err != nil {
+	if err := r.St.DB.Put(context.Background(), r.St.DB.Tables().Main, m); err != nil {
 		r.T.Fatal(err)
 	}
 }
@@ -108,12 +109,12 @@ func (r *syncRig) profiles(users ...string) {
 	r.T.Helper()
 	ctx := context.Background()
 	for i, u := range users {
-		if err := r.St.Put(ctx, r.St.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(1000 + i)}); err != nil {
+		if err := r.St.DB.Put(ctx, r.St.DB.Tables().Main, &model.Profile{UserID: u, AthleteID: int64(1000 + i)}); err != nil {
 			r.T.Fatal(err)
 		}
 	}
 	r.waitUntil("the users index lists every profile", func() bool {
-		n, err := r.St.CountUsers(ctx)
+		n, err := r.St.Users.CountUsers(ctx)
 		return err == nil && n == len(users)
 	})
 }
@@ -123,13 +124,13 @@ func (r *syncRig) scheduleStore(settings syncjobs.SyncSettings) *scheduleStore {
 	ss := &scheduleStore{MilestoneReader: all.Milestones, OutboxClaimer: all.Outbox, ReconcileCursors: all.Cursor,
 		visits: map[string]int{}, claims: map[string]int{}, keys: map[string]bool{}}
 	all.Milestones, all.Outbox, all.Cursor = ss, ss, ss
-	r.sched = syncjobs.NewSyncScheduler(all, nil, ingesttest.Log())
+	r.sched = scheduler.New(all, nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return ss
 }
 
-func (r *syncRig) step() syncjobs.ReconcileResult {
+func (r *syncRig) step() scheduler.ReconcileResult {
 	r.T.Helper()
 	res, err := r.sched.ReconcileStep(context.Background())
 	if err != nil {
@@ -171,7 +172,7 @@ func TestReconcileStepReconcilesOnlyWhoCanChangeSomething(t *testing.T) {
 	}{{"u-quiet", 7000}, {"u-quiet", 7001}, {"u-active", 7001}, {"u-active", 7002}} {
 		wo := &model.Workout{UserID: w.user, AthleteID: 1, ActivityID: w.id, SportType: "Run", DistanceMeters: 1000,
 			StartDateUtc: r.now.Add(-time.Duration(w.id-6990) * time.Hour), CreatedAtUtc: r.now, UpdatedAtUtc: r.now, FetchStartedAtNs: r.now.UnixNano()}
-		if err := r.St.UpsertWorkout(ctx, wo); err != nil {
+		if err := r.St.Workouts.UpsertWorkout(ctx, wo); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,7 +206,7 @@ func TestReconcileOfAnUnchangedAthleteIsOneAfterBoundedListAndNoWrite(t *testing
 	settings := syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour}
 	r := newSyncRig(t, settings)
 	lister := &recordingLister{ActivityLister: strava.NewClient(r.Sim.URL, nil)}
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, lister.ActivityLister.(*strava.Client).HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St.Connections, lister.ActivityLister.(*strava.Client).HTTPClient())
 	r.worker.Sync = syncjobs.NewSyncer(r.counted.stores, refresher, lister, ingesttest.Log())
 	r.worker.Sync.Settings = settings
 	r.worker.Sync.Now = func() time.Time { return r.now }
@@ -350,7 +351,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	jobKeys := map[string]string{}
 	for _, u := range users { // in the order the first runs come
 		jobKeys[keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot)] = u
-		rec, err := r.St.OutboxItem(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot))
+		rec, err := r.St.Outbox.OutboxItem(ctx, keys.SyncJobKey(syncstate.SyncModeReconcile, u, slot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +368,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 	// The rest wait; they run as they come due (the sweeper's order).
 	var order []string
 	for range 5 * n {
-		due, err := r.St.DueOutboxItems(ctx, r.now.Add(24*time.Hour), 100)
+		due, err := r.St.Pending.DueOutboxItems(ctx, r.now.Add(24*time.Hour), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +379,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 		if at := d.DueAt(); at.After(r.now) {
 			r.now = at
 		}
-		rec, err := r.St.LeaseOutboxItem(ctx, d.IdempotencyKey, r.now, time.Minute)
+		rec, err := r.St.Outbox.LeaseOutboxItem(ctx, d.IdempotencyKey, r.now, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +429,7 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 		t.Fatalf("ReconcileAll: %+v, %v", res, err)
 	}
 	syncKey := keys.SyncJobKey(syncstate.SyncModeReconcile, "u1", r.now.Truncate(time.Hour))
-	rec, _ := r.St.OutboxItem(ctx, syncKey)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, syncKey)
 	sj, _ := ingest.DecodeJob([]byte(rec.Job))
 	if err := r.worker.Run(ctx, sj); err != nil {
 		t.Fatal(err)
@@ -440,11 +441,11 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	reset := r.now.Truncate(15 * time.Minute).Add(15 * time.Minute)
-	hookDue, syncDue := r.Outbox(hook).DueAt(), func() time.Time { rec, _ := r.St.OutboxItem(ctx, syncKey); return rec.DueAt() }()
+	hookDue, syncDue := r.Outbox(hook).DueAt(), func() time.Time { rec, _ := r.St.Outbox.OutboxItem(ctx, syncKey); return rec.DueAt() }()
 	if !hookDue.Equal(reset) || syncDue.Before(reset.Add(time.Duration(syncjobs.SyncResetDelay*float64(15*time.Minute)))) {
 		t.Fatalf("got webhook due %s, sync due %s; want the webhook at the reset %s and the sync after it", hookDue, syncDue, reset)
 	}
-	due, err := r.St.DueOutboxItems(ctx, reset.Add(time.Second), 10)
+	due, err := r.St.Pending.DueOutboxItems(ctx, reset.Add(time.Second), 10)
 	if err != nil || len(due) != 1 || due[0].IdempotencyKey != hook.IdempotencyKey {
 		t.Fatalf("due at the reset: got %v, %v; want only the webhook", due, err)
 	}
@@ -471,7 +472,7 @@ func TestReconcileSinceCatchesWhatAnOutageDropped(t *testing.T) {
 	if err != nil || res.Enqueued != 1 {
 		t.Fatalf("ReconcileSince = %+v, %v; want one job", res, err)
 	}
-	r.drain(keys.SyncJobKey(syncjobs.RecoverKeyMode, "u1", outage), 10)
+	r.drain(keys.SyncJobKey(scheduler.RecoverKeyMode, "u1", outage), 10)
 	if w := r.Workout("u1", 6501); w == nil || w.DistanceMeters != 8000 {
 		t.Fatalf("workout %+v: want the activity the outage dropped written", w)
 	}
@@ -490,7 +491,7 @@ func TestHiddenActivityComesBackThroughReconciliation(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
 	r.LinkReadOnly("u1", 94)
-	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
+	if err := r.St.DB.Put(context.Background(), r.St.DB.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
 		t.Fatal(err)
 	}
 	ids := r.history(94, 7000, 5, 24*time.Hour)

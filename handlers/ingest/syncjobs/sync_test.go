@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/retry"
@@ -41,7 +42,7 @@ type countingSyncStore struct {
 
 // countingStores are st's sync ports with the workouts and sync states
 // counted.
-func countingStores(st *store.Store) *countingSyncStore {
+func countingStores(st *store.Adapters) *countingSyncStore {
 	all := app.SyncerStores(st)
 	c := &countingSyncStore{PageWorkouts: all.Workouts, SyncStates: all.States, upserts: map[int64]int{}}
 	all.Workouts, all.States = c, c
@@ -129,7 +130,7 @@ type syncRig struct {
 	*ingesttest.Harness
 	counted *countingSyncStore
 	worker  *app.Worker
-	sched   *syncjobs.SyncScheduler
+	sched   *scheduler.Scheduler
 	now     time.Time
 }
 
@@ -139,7 +140,7 @@ func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	r := &syncRig{Harness: h, counted: countingStores(h.St),
 		now: rigNoon()}
 	r.worker = r.newSyncWorker(settings)
-	r.sched = syncjobs.NewSyncScheduler(app.SchedulerStores(h.St), nil, ingesttest.Log())
+	r.sched = scheduler.New(app.SchedulerStores(h.St), nil, ingesttest.Log())
 	r.sched.Settings = settings
 	r.sched.Now = func() time.Time { return r.now }
 	return r
@@ -176,7 +177,7 @@ func (r *syncRig) newSyncWorker(settings syncjobs.SyncSettings) *app.Worker {
 		settings.DayHeadStart = 0 // the production default: one short window
 	}
 	client := strava.NewClient(r.Sim.URL, nil)
-	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St, client.HTTPClient())
+	refresher := strava.NewRefresher(strava.OAuthConfig(r.Sim.URL, r.Sim.ClientID(), r.Sim.ClientSecret(), ""), r.St.Connections, client.HTTPClient())
 	w := r.NewWorker()
 	w.Sync = syncjobs.NewSyncer(r.counted.stores, refresher, client, ingesttest.Log())
 	w.Sync.Settings = settings
@@ -203,7 +204,7 @@ func (r *syncRig) drain(key string, rounds int) int {
 	r.T.Helper()
 	ctx := context.Background()
 	for i := range rounds {
-		rec, err := r.St.OutboxItem(ctx, key)
+		rec, err := r.St.Outbox.OutboxItem(ctx, key)
 		if err != nil {
 			r.T.Fatalf("outbox %s: %v", key, err)
 		}
@@ -218,7 +219,7 @@ func (r *syncRig) drain(key string, rounds int) int {
 			r.T.Fatalf("run %s: %v", key, err)
 		}
 	}
-	rec, _ := r.St.OutboxItem(ctx, key)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, key)
 	r.T.Fatalf("job %s not settled after %d runs (last %+v)", key, rounds, rec)
 	return rounds
 }
@@ -283,11 +284,11 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	// A revocation's purge deletes the history and the sync state; the
 	// reconnect's backfill imports it again under a key of its own (the
 	// horizon's key was used). Protection: EnsureBackfill's reimport key.
-	grant, err := r.St.StravaConnectionGrant(context.Background(), "u1")
+	grant, err := r.St.Connections.StravaConnectionGrant(context.Background(), "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.St.RevokeStravaConnection(context.Background(), grant, r.now, r.now, r.now); err != nil {
+	if err := r.St.Connections.RevokeStravaConnection(context.Background(), grant, r.now, r.now, r.now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := purge.New(r.St).PurgeStravaData(context.Background(), "u1", 71, r.now); err != nil {
@@ -295,14 +296,14 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	}
 	// The athlete signs in again (as the login does: the revocation is
 	// cleared, the connection written).
-	if err := r.St.ClearStravaRevocation(context.Background(), "u1", r.now, r.now); err != nil {
+	if err := r.St.Connections.ClearStravaRevocation(context.Background(), "u1", r.now, r.now); err != nil {
 		t.Fatal(err)
 	}
 	r.Link("u1", 71, time.Hour)
 	if ok, err := r.sched.EnsureBackfill(context.Background(), "u1", "strava reconnect"); !ok || err != nil {
 		t.Fatalf("EnsureBackfill after a purge: got %v, %v; want a new import", ok, err)
 	}
-	r.drain(keys.SyncJobKey(syncjobs.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
+	r.drain(keys.SyncJobKey(scheduler.ReimportKeyMode, "u1", r.sched.Now().Truncate(time.Minute)), 20)
 	if ws := r.Workouts("u1"); len(ws) != len(ids) {
 		t.Fatalf("after the reimport: %d workouts, want %d", len(ws), len(ids))
 	}
@@ -323,7 +324,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	r.Link("u1", 81, time.Hour)
 	ids := r.history(81, 2000, 180, 24*time.Hour)
 	ctx := context.Background()
-	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{
+	if err := r.St.DB.Put(ctx, r.St.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "year", MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: "rocket", Title: "A year", Metric: model.MetricCount, Target: 1000, PeriodStartAtUtc: r.now.AddDate(-1, 0, 0), PartCount: 1},
 		Projection: model.Projection{Status: model.StatusActive}, CreatedAtUtc: r.now, WrittenBy: model.WriterAPI}); err != nil {
 		t.Fatal(err)
@@ -332,7 +333,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		t.Helper()
 		r.Project()
 		var m model.Milestone
-		if err := r.St.Get(ctx, r.St.Tables().Main, keys.MilestoneKey("u1", "year"), &m); err != nil {
+		if err := r.St.DB.Get(ctx, r.St.DB.Tables().Main, keys.MilestoneKey("u1", "year"), &m); err != nil {
 			t.Fatal(err)
 		}
 		return m.WorkoutsCounted
@@ -341,7 +342,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 		t.Fatalf("before the backfill the milestone counts %d, want 0", n)
 	}
 	key := r.backfill("u1")
-	rec, _ := r.St.OutboxItem(ctx, key)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 
 	// Page 1 goes through; page 2 crashes twice after its writes.
@@ -405,7 +406,7 @@ func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 		t.Fatalf("webhook workout: got %+v", w)
 	}
 	lists := r.Sim.Stats().ListRequests
-	rec, _ := r.St.OutboxItem(ctx, key)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	before := time.Now()
 	if err := r.worker.Run(ctx, j); err != nil {
@@ -433,7 +434,7 @@ func TestSyncDefersOnStrava429(t *testing.T) {
 	key := r.backfill("u1")
 	ctx := context.Background()
 	r.Sim.FailNext(stravasim.EndpointList, 429, 1)
-	rec, _ := r.St.OutboxItem(ctx, key)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	if err := r.worker.Run(ctx, j); err != nil {
 		t.Fatal(err)
@@ -454,7 +455,7 @@ func TestReconcileWritesOnlyWhatDiffersAndNeverDeletesOnAbsence(t *testing.T) {
 	t.Parallel()
 	r := newSyncRig(t, syncjobs.SyncSettings{ReconcileDays: 14, ReconcileInterval: time.Hour})
 	r.Link("u1", 93, time.Hour)
-	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
+	if err := r.St.DB.Put(context.Background(), r.St.DB.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 93}); err != nil {
 		t.Fatal(err)
 	}
 	ids := r.history(93, 4000, 30, 12*time.Hour) // 15 days
@@ -507,7 +508,7 @@ func TestSyncNeverOverwritesANewerFetch(t *testing.T) {
 	ids := r.history(94, 5000, 3, 24*time.Hour)
 	r.drain(r.backfill("u1"), 10)
 	r.now = r.now.Add(time.Hour)
-	if err := r.St.Put(context.Background(), r.St.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
+	if err := r.St.DB.Put(context.Background(), r.St.DB.Tables().Main, &model.Profile{UserID: "u1", AthleteID: 94}); err != nil {
 		t.Fatal(err)
 	}
 	r.Sim.UpdateActivity(ids[0], func(a *stravasim.Activity) { a.Distance = 2222 })
@@ -542,7 +543,7 @@ func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 	r.Link("u1", 95, time.Hour)
 	ctx := context.Background()
 	start := r.now.AddDate(0, 0, -20).Truncate(24 * time.Hour)
-	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1",
+	if err := r.St.DB.Put(ctx, r.St.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1",
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: start, PartCount: 1},
 		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -554,7 +555,7 @@ func TestBackfillForAnEarlierMilestoneListsOnlyOlderHistory(t *testing.T) {
 	}
 	lists := r.Sim.Stats().ListRequests
 	earlier := r.now.AddDate(0, 0, -45).Truncate(24 * time.Hour)
-	if err := r.St.Put(ctx, r.St.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m2",
+	if err := r.St.DB.Put(ctx, r.St.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m2",
 		MilestoneDefinition: model.MilestoneDefinition{ModelID: "x", Metric: model.MetricCount, Target: 1, PeriodStartAtUtc: earlier, PartCount: 1},
 		Projection:          model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -579,7 +580,7 @@ func TestSyncJobOfAnotherUserStateIsSupersededNotRunTwice(t *testing.T) {
 	r.drain(key, 5)
 	lists := r.Sim.Stats().ListRequests
 	// A redelivered (redriven) copy of the finished job does nothing.
-	rec, _ := r.St.OutboxItem(context.Background(), key)
+	rec, _ := r.St.Outbox.OutboxItem(context.Background(), key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	j.Redrive = true
 	if err := r.worker.Run(context.Background(), j); err != nil {
@@ -606,7 +607,7 @@ func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
 	r.history(83, 4000, 20, 24*time.Hour)
 	key := r.backfill("u1")
 	ctx := context.Background()
-	rec, _ := r.St.OutboxItem(ctx, key)
+	rec, _ := r.St.Outbox.OutboxItem(ctx, key)
 	j, _ := ingest.DecodeJob([]byte(rec.Job))
 	gate := make(chan struct{})
 	r.Sim.AddFault(stravasim.Fault{Endpoint: stravasim.EndpointList, Gate: gate})
@@ -619,10 +620,10 @@ func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
 		}
 	}
 	// The deletion marks the guard and sweeps while the page is in flight.
-	if err := r.St.MarkUserDeleted(ctx, "u1", time.Now()); err != nil {
+	if err := r.St.Guard.MarkUserDeleted(ctx, "u1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.St.DeleteUserItems(ctx, "u1", keys.PrefixWorkoutStrava, nil); err != nil {
+	if _, err := r.St.Users.DeleteUserItems(ctx, "u1", keys.PrefixWorkoutStrava, nil); err != nil {
 		t.Fatal(err)
 	}
 	close(gate)

@@ -2,10 +2,10 @@
 // connect (and for a milestone reaching further back) and reconciliation,
 // which catches the edits Strava never pushes. A sync job travels the outbox
 // like a webhook event and runs one list page per run (syncer.go); the
-// scheduler decides who is reconciled when (scheduler.go).
+// package scheduler beside it decides who is imported and reconciled when.
 //
 // Triggers: the BFF's OAuth callback and milestone creation call
-// SyncScheduler.EnsureBackfill (horizon: the earliest active milestone's
+// scheduler.Scheduler.EnsureBackfill (horizon: the earliest active milestone's
 // period start, at most CC_SYNC_MAX_DAYS days, by UTC day; nothing when the
 // imported history already reaches it); scripts/syncs lists failed,
 // waiting and stuck syncs and restarts one (Restart: a unique key, Resume
@@ -132,7 +132,7 @@ func (s SyncSettings) WithDefaults() SyncSettings {
 // and reconciliation"). The worker hands it every job that carries a
 // ingest.SyncJob.
 //
-// Backfill and reconciliation (Syncer, SyncScheduler).
+// Backfill and reconciliation (Syncer, scheduler.Scheduler).
 //
 // Sync jobs travel the outbox like webhook events: a Job whose Sync field
 // (SyncJob: user, athlete, mode, FromUtc, MilestoneEndUtc) is set, claimed

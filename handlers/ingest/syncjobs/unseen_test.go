@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -32,20 +33,20 @@ func TestRecheckBringsBackAnActivitySettledUnseen(t *testing.T) {
 	if ok, err := r.sched.RecheckUnseen(ctx, "u1", 96, r.now); err != nil || !ok {
 		t.Fatalf("first booking: %v, %v; want booked", ok, err)
 	}
-	slot := r.now.Truncate(syncjobs.UnseenSlot)
-	if ok, err := r.sched.RecheckUnseen(ctx, "u1", 96, slot.Add(syncjobs.UnseenSlot-time.Minute)); err != nil || ok {
+	slot := r.now.Truncate(scheduler.UnseenSlot)
+	if ok, err := r.sched.RecheckUnseen(ctx, "u1", 96, slot.Add(scheduler.UnseenSlot-time.Minute)); err != nil || ok {
 		t.Fatalf("second booking in the slot: %v, %v; want nothing new", ok, err)
 	}
-	key := keys.SyncJobKey(syncjobs.UnseenKeyMode, "u1", slot)
-	rec, err := r.St.OutboxItem(ctx, key)
+	key := keys.SyncJobKey(scheduler.UnseenKeyMode, "u1", slot)
+	rec, err := r.St.Outbox.OutboxItem(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	until := slot.Add(syncjobs.UnseenSlot + syncjobs.UnseenRecheckAfter)
+	until := slot.Add(scheduler.UnseenSlot + scheduler.UnseenRecheckAfter)
 	if rec.Status != model.OutboxReceived || rec.LeaseUntil != until.UnixMilli() {
 		t.Fatalf("recheck %+v: want received and held until %s (an hour after its slot)", rec, until)
 	}
-	due, err := r.St.DueOutboxItems(ctx, until.Add(-time.Minute), 100)
+	due, err := r.St.Pending.DueOutboxItems(ctx, until.Add(-time.Minute), 100)
 	if err != nil {
 		t.Fatal(err)
 	}

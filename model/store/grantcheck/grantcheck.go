@@ -25,10 +25,10 @@ const (
 
 // Checks updates the checks of grants on the main table's connection
 // items.
-type Checks struct{ st *store.Store }
+type Checks struct{ st *store.Adapters }
 
 // New returns the checks over st.
-func New(st *store.Store) Checks { return Checks{st: st} }
+func New(st *store.Adapters) Checks { return Checks{st: st} }
 
 // ClaimDeauthCheck lets one confirmation of the user's grant begin at now:
 // it records now (deauthCheckAtMs) unless another began less than gap
@@ -40,7 +40,7 @@ func (c Checks) ClaimDeauthCheck(ctx context.Context, userID string, now time.Ti
 	upd := expression.Set(expression.Name(attrDeauthCheckAtMs), expression.Value(now.UnixMilli()))
 	err := c.update(ctx, userID, upd, cond)
 	if errors.Is(err, model.ErrConflict) {
-		if _, gerr := c.st.StravaConnectionGrant(ctx, userID); errors.Is(gerr, model.ErrNotFound) {
+		if _, gerr := c.st.Connections.StravaConnectionGrant(ctx, userID); errors.Is(gerr, model.ErrNotFound) {
 			err = gerr
 		}
 	}
@@ -76,5 +76,5 @@ func (c Checks) MarkGrantHonoured(ctx context.Context, userID string, at time.Ti
 }
 
 func (c Checks) update(ctx context.Context, userID string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) error {
-	return c.st.UpdateIn(ctx, c.st.Tables().Main, keys.StravaConnectionKey(userID), upd, cond)
+	return c.st.DB.UpdateIn(ctx, c.st.DB.Tables().Main, keys.StravaConnectionKey(userID), upd, cond)
 }

@@ -34,7 +34,7 @@ type Store struct {
 }
 
 // New returns the budget's state over st's DB and user guard.
-func New(st *store.Store) *Store { return &Store{db: st.DB, guard: st.Guard} }
+func New(st *store.Adapters) *Store { return &Store{db: st.DB, guard: st.Guard} }
 
 // TakeAthleteReads counts n Strava reads for the athlete in the window of
 // length windowLen containing now (keys.AthleteReadsKey, expiring an hour

@@ -25,7 +25,7 @@ func TestSyncStateReadsWhatWasWrittenAndNotFoundOtherwise(t *testing.T) {
 	horizon := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	want := syncstate.SyncState{UserID: "u1", AthleteID: 7, State: syncstate.SyncBackfilling, Mode: syncstate.SyncModeBackfill,
 		ImportedCount: 12, HorizonUtc: horizon, UpdatedAtUtc: horizon.Add(time.Hour)}
-	if err := st.Put(ctx, st.Tables().Main, &want); err != nil {
+	if err := st.DB.Put(ctx, st.DB.Tables().Main, &want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.SyncState(ctx, "u1")
@@ -73,7 +73,7 @@ func TestDailySyncReadsSpreadOverShards(t *testing.T) {
 	total, used := 0, 0
 	for shard := range keys.SyncReadsShards {
 		var r syncstate.SyncReads
-		if err := st.Get(ctx, st.Tables().Main, keys.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
+		if err := st.DB.Get(ctx, st.DB.Tables().Main, keys.SyncReadsKey(now.Truncate(24*time.Hour), 24*time.Hour, shard), &r); err == nil && r.Reads > 0 {
 			total += r.Reads
 			used++
 		}

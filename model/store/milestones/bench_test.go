@@ -33,7 +33,7 @@ func benchWriteProjection(b *testing.B, awards int) {
 		m := &model.Milestone{UserID: "u1", MilestoneID: id, WrittenBy: model.WriterAPI,
 			MilestoneDefinition: model.MilestoneDefinition{ModelID: "rocket", Title: "bench", Metric: model.MetricDistance,
 				Target: 100000, PeriodStartAtUtc: at, PartCount: 10}}
-		if err := s.Put(ctx, s.Tables().Main, m); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, m); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -61,14 +61,14 @@ func benchWriteProjection(b *testing.B, awards int) {
 			// the run id keeps runs and sub-benchmarks apart.
 			w.Token = fmt.Sprintf("%s-%s-%d", run, id, version)
 		}
-		if err := s.WriteProjection(ctx, w); err != nil {
+		if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 			b.Fatalf("iteration %d: %v", iter, err)
 		}
 		version++
 	}
 	b.StopTimer()
 
-	um, err := s.UserMilestones(ctx, "u1")
+	um, err := s.Milestones.UserMilestones(ctx, "u1")
 	if err != nil {
 		b.Fatal(err)
 	}

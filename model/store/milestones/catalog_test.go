@@ -28,14 +28,14 @@ func TestSeedCatalogIsIdempotent(t *testing.T) {
 	for _, m := range c.Models {
 		want += 1 + m.PartCount
 	}
-	n, err := catalog.Seed(ctx, s, c)
+	n, err := catalog.Seed(ctx, s.Milestones, c)
 	if err != nil || n != want {
 		t.Fatalf("first seed changed %d items (%v), want %d", n, err, want)
 	}
-	if n, err := catalog.Seed(ctx, s, c); err != nil || n != 0 {
+	if n, err := catalog.Seed(ctx, s.Milestones, c); err != nil || n != 0 {
 		t.Fatalf("re-seed changed %d items (%v), want 0", n, err)
 	}
-	meta, err := s.ModelMeta(ctx, "saturn-v")
+	meta, err := s.Milestones.ModelMeta(ctx, "saturn-v")
 	if err != nil || meta.PartCount != 10 || meta.Name != "Saturn V" || meta.CatalogVersion != c.Version {
 		t.Fatalf("saturn-v meta = %+v, %v", meta, err)
 	}
@@ -45,18 +45,18 @@ func TestSeedCatalogIsIdempotent(t *testing.T) {
 	m.PartCount, m.Parts = 2, m.Parts[:2]
 	m.Parts[1].Name = "Frames"
 	next := &catalog.Catalog{Version: c.Version + 1, Models: []catalog.Model{m}}
-	if n, err := catalog.Seed(ctx, s, next); err != nil || n != 1+1+4 {
+	if n, err := catalog.Seed(ctx, s.Milestones, next); err != nil || n != 1+1+4 {
 		t.Fatalf("shrinking seed changed %d (%v), want 6 (meta, one renamed part, four removed)", n, err)
 	}
-	parts, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK("flying-scotsman"), keys.PrefixPart, dynamo.QueryOptions{})
+	parts, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.DB.Tables().Main, keys.ModelPK("flying-scotsman"), keys.PrefixPart, dynamo.QueryOptions{})
 	if err != nil || len(parts) != 2 || parts[1].Name != "Frames" {
 		t.Fatalf("parts after shrink = %+v, %v", parts, err)
 	}
 	// The old catalog may not overwrite the newer one.
-	if _, err := catalog.Seed(ctx, s, c); !errors.Is(err, model.ErrConflict) {
+	if _, err := catalog.Seed(ctx, s.Milestones, c); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("seeding an older catalog: got %v, want ErrConflict", err)
 	}
-	if _, err := s.ModelMeta(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.Milestones.ModelMeta(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
@@ -69,27 +69,27 @@ func TestUserMilestonesGroupsAwards(t *testing.T) {
 	for _, id := range []string{"ab", "abc"} {
 		m := &model.Milestone{UserID: "u1", MilestoneID: id, MilestoneDefinition: model.MilestoneDefinition{
 			ModelID: "road-bike", Title: id, Metric: model.MetricCount, Target: 4, PeriodStartAtUtc: start, PartCount: 8}}
-		if err := s.CreateMilestone(ctx, m); err != nil {
+		if err := s.Milestones.CreateMilestone(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 2; i++ {
-			if err := s.Put(ctx, s.Tables().Main, &model.Award{UserID: "u1", MilestoneID: id, PartIndex: i, PartName: "p"}); err != nil {
+			if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Award{UserID: "u1", MilestoneID: id, PartIndex: i, PartName: "p"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "ab"}); !errors.Is(err, model.ErrConflict) {
+	if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "ab"}); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("duplicate milestone: %v", err)
 	}
-	all, truncated, err := s.MilestonesWithAwards(ctx, "u1", "")
+	all, truncated, err := s.Milestones.MilestonesWithAwards(ctx, "u1", "")
 	if err != nil || truncated || len(all) != 2 || len(all[0].Awards) != 2 || len(all[1].Awards) != 2 {
 		t.Fatalf("all milestones = %+v, %v, %v", all, truncated, err)
 	}
-	one, _, err := s.MilestonesWithAwards(ctx, "u1", "ab")
+	one, _, err := s.Milestones.MilestonesWithAwards(ctx, "u1", "ab")
 	if err != nil || len(one) != 1 || one[0].Milestone.MilestoneID != "ab" || len(one[0].Awards) != 2 || one[0].Awards[1].PartIndex != 1 {
 		t.Fatalf("milestone ab = %+v, %v (the prefix must not pull in abc)", one, err)
 	}
-	if none, _, err := s.MilestonesWithAwards(ctx, "u2", "ab"); err != nil || len(none) != 0 {
+	if none, _, err := s.Milestones.MilestonesWithAwards(ctx, "u2", "ab"); err != nil || len(none) != 0 {
 		t.Fatalf("another user's read = %+v, %v", none, err)
 	}
 }
@@ -102,7 +102,7 @@ func TestConcurrentMilestoneCreationsStopAtTheCap(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	for i := range model.MaxMilestonesPerUser - 3 {
-		if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("m%02d", i)}); err != nil {
+		if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("m%02d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +112,7 @@ func TestConcurrentMilestoneCreationsStopAtTheCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("race%d", i)})
+			err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: fmt.Sprintf("race%d", i)})
 			switch {
 			case err == nil:
 				created.Add(1)
@@ -122,12 +122,12 @@ func TestConcurrentMilestoneCreationsStopAtTheCap(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	um, err := s.UserMilestones(ctx, "u1")
+	um, err := s.Milestones.UserMilestones(ctx, "u1")
 	if err != nil || len(um.Milestones) > model.MaxMilestonesPerUser || int64(len(um.Milestones)) != model.MaxMilestonesPerUser-3+created.Load() {
 		t.Fatalf("got %d milestones (%d racing creations succeeded), %v; want at most %d, each success counted",
 			len(um.Milestones), created.Load(), err, model.MaxMilestonesPerUser)
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "after"}); len(um.Milestones) == model.MaxMilestonesPerUser && !errors.Is(err, model.ErrMilestoneLimit) {
+	if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: "u1", MilestoneID: "after"}); len(um.Milestones) == model.MaxMilestonesPerUser && !errors.Is(err, model.ErrMilestoneLimit) {
 		t.Fatalf("at the cap: got %v, want model.ErrMilestoneLimit", err)
 	}
 }

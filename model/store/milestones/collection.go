@@ -21,7 +21,7 @@ import (
 // transaction (WriteProjection); awards minted before the collection are
 // filed by CollectAwards.
 type Collection struct {
-	*dynamo.DB
+	DB *dynamo.DB
 	// Deleting, when set, is called once a deletion has read the
 	// milestone, before its transaction: tests order a race there.
 	Deleting func(userID, milestoneID string)
@@ -62,7 +62,7 @@ func transactCollect(t dynamo.Tables, a *model.Award) (types.TransactWriteItem, 
 func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) error {
 	for i := range awards {
 		a := &awards[i]
-		put, err := transactCollect(s.Tables(), a)
+		put, err := transactCollect(s.DB.Tables(), a)
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
@@ -77,14 +77,14 @@ func (s *Collection) CollectAwards(ctx context.Context, awards []model.Award) er
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
-		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
-			Key: s.Tables().KeyAV(s.Tables().Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		mark := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.DB.Tables().Main),
+			Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, a.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
-		sums, err := summaryUpdates(s.Tables(), []*model.Award{a})
+		sums, err := summaryUpdates(s.DB.Tables(), []*model.Award{a})
 		if err != nil {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
-		if err := s.Transact(ctx, append([]types.TransactWriteItem{mark, put}, sums...), ""); err != nil && !errors.Is(err, model.ErrConflict) {
+		if err := s.DB.Transact(ctx, append([]types.TransactWriteItem{mark, put}, sums...), ""); err != nil && !errors.Is(err, model.ErrConflict) {
 			return fmt.Errorf("collect award %d of milestone %s: %w", a.PartIndex, a.MilestoneID, err)
 		}
 	}
@@ -104,7 +104,7 @@ func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, 
 		}
 		o.Through = after
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, o)
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, o)
 	if err != nil {
 		return nil, "", fmt.Errorf("awards of user %s: %w", userID, err)
 	}
@@ -134,7 +134,7 @@ func (s *Collection) CollectedAwards(ctx context.Context, userID, after string, 
 // it.
 func (s *Collection) milestoneCount(ctx context.Context, userID string) (model.MilestoneCount, error) {
 	var cnt model.MilestoneCount
-	err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt)
+	err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneCountKey(userID), &cnt)
 	if !errors.Is(err, model.ErrNotFound) {
 		return cnt, err
 	}
@@ -142,11 +142,11 @@ func (s *Collection) milestoneCount(ctx context.Context, userID string) (model.M
 	if err != nil {
 		return cnt, err
 	}
-	cnt = model.MilestoneCount{UserID: userID, Count: n, UpdatedAtUtc: s.Now().UTC()}
-	if err := s.PutIfAbsent(ctx, s.Tables().Main, &cnt); err != nil && !errors.Is(err, model.ErrConflict) {
+	cnt = model.MilestoneCount{UserID: userID, Count: n, UpdatedAtUtc: s.DB.Now().UTC()}
+	if err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Main, &cnt); err != nil && !errors.Is(err, model.ErrConflict) {
 		return cnt, err
 	}
-	err = s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(userID), &cnt) // ours, or the creation's that came first
+	err = s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneCountKey(userID), &cnt) // ours, or the creation's that came first
 	return cnt, err
 }
 
@@ -184,8 +184,8 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	if err != nil {
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
 	}
-	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.Tables().Main),
-		Key: s.Tables().KeyAV(s.Tables().Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
+	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.DB.Tables().Main),
+		Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, keys.MilestoneKey(userID, milestoneID)), ConditionExpression: del.Condition(),
 		ExpressionAttributeNames: del.Names()}}}
 	cnt, err := s.milestoneCount(ctx, userID)
 	if err != nil {
@@ -194,14 +194,14 @@ func (s *Collection) DeleteMilestone(ctx context.Context, userID, milestoneID st
 	count := expression.Name("count")
 	ex, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(0))).
 		WithUpdate(expression.Set(count, count.Minus(expression.Value(1))).
-			Set(expression.Name("updatedAtUtc"), expression.Value(s.Now().UTC()))).Build()
+			Set(expression.Name("updatedAtUtc"), expression.Value(s.DB.Now().UTC()))).Build()
 	if err != nil {
 		return fmt.Errorf("delete milestone %s: %w", milestoneID, err)
 	}
-	items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
-		Key: s.Tables().KeyAV(s.Tables().Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+	items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.DB.Tables().Main),
+		Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, cnt.ItemKey()), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}})
-	if err := s.Transact(ctx, items, ""); err != nil {
+	if err := s.DB.Transact(ctx, items, ""); err != nil {
 		return fmt.Errorf("delete milestone %s of user %s: %w", milestoneID, userID, err)
 	}
 	if err := s.deleteLeftovers(ctx, userID, milestoneID); err != nil {
@@ -220,7 +220,7 @@ func (s *Collection) deleteLeftovers(ctx context.Context, userID, milestoneID st
 	var ks []model.Key
 	var errs []error
 	for _, prefix := range []string{keys.AwardSKPrefix(milestoneID), keys.SeriesSKPrefix(milestoneID)} {
-		errs = append(errs, dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), prefix,
+		errs = append(errs, dynamo.QueryEach(ctx, s.DB, s.DB.Tables().Main, keys.UserPK(userID), prefix,
 			dynamo.QueryOptions{Projection: []string{"PK", "SK"}}, func(items []dynamo.Item) error {
 				for _, it := range items {
 					if k, kerr := dynamo.KeyOf(it); kerr == nil {
@@ -230,5 +230,5 @@ func (s *Collection) deleteLeftovers(ctx context.Context, userID, milestoneID st
 				return nil
 			}))
 	}
-	return errors.Join(append(errs, s.BatchDelete(ctx, s.Tables().Main, ks))...)
+	return errors.Join(append(errs, s.DB.BatchDelete(ctx, s.DB.Tables().Main, ks))...)
 }

@@ -29,7 +29,7 @@ import (
 
 // Milestones holds milestones, their awards and projections, and the model catalog.
 type Milestones struct {
-	*dynamo.DB
+	DB *dynamo.DB
 	// Guard checks, after a milestone is created, that the user was not
 	// deleted meanwhile (store.Guard).
 	Guard interface {
@@ -43,7 +43,7 @@ type Milestones struct {
 // ModelMeta reads a model's metadata; model.ErrNotFound for an unknown model.
 func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.ModelMeta, error) {
 	var m model.ModelMeta
-	if err := s.Get(ctx, s.Tables().Main, keys.ModelMetaKey(modelID), &m); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.ModelMetaKey(modelID), &m); err != nil {
 		return model.ModelMeta{}, fmt.Errorf("model %s: %w", modelID, err)
 	}
 	return m, nil
@@ -57,7 +57,7 @@ func (s *Milestones) ModelMeta(ctx context.Context, modelID string) (model.Model
 // version.
 func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts []model.ModelPart) (int, error) {
 	var cur model.ModelMeta
-	err := s.Get(ctx, s.Tables().Main, meta.ItemKey(), &cur)
+	err := s.DB.Get(ctx, s.DB.Tables().Main, meta.ItemKey(), &cur)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 	case err != nil:
@@ -67,7 +67,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 			meta.ModelID, cur.CatalogVersion, meta.CatalogVersion, model.ErrConflict)
 	}
 	changed := 0
-	existing, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK(meta.ModelID), keys.PrefixPart, dynamo.QueryOptions{})
+	existing, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.DB.Tables().Main, keys.ModelPK(meta.ModelID), keys.PrefixPart, dynamo.QueryOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 	}
@@ -85,12 +85,12 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 		if old, ok := stored[p.PartIndex]; ok && reflect.DeepEqual(old, *p) {
 			continue
 		}
-		if err := s.Put(ctx, s.Tables().Main, p); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, p); err != nil {
 			return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 		}
 		changed++
 	}
-	if err := s.BatchDelete(ctx, s.Tables().Main, stale); err != nil {
+	if err := s.DB.BatchDelete(ctx, s.DB.Tables().Main, stale); err != nil {
 		return changed, fmt.Errorf("seed model %s: remove parts beyond %d: %w", meta.ModelID, meta.PartCount, err)
 	}
 	changed += len(stale)
@@ -100,7 +100,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 	}
 	cond := expression.Or(expression.AttributeNotExists(expression.Name("PK")),
 		expression.Name("catalogVersion").LessThanEqual(expression.Value(meta.CatalogVersion)))
-	if err := s.PutIf(ctx, s.Tables().Main, meta, cond); err != nil {
+	if err := s.DB.PutIf(ctx, s.DB.Tables().Main, meta, cond); err != nil {
 		return changed, fmt.Errorf("seed model %s: %w", meta.ModelID, err)
 	}
 	return changed + 1, nil
@@ -117,7 +117,7 @@ func (s *Milestones) SeedModel(ctx context.Context, meta *model.ModelMeta, parts
 func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) error {
 	for range milestoneCreateRetries {
 		var cnt model.MilestoneCount
-		err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(m.UserID), &cnt)
+		err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneCountKey(m.UserID), &cnt)
 		cond := expression.Name("count").Equal(expression.Value(cnt.Count))
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -137,8 +137,8 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 			s.Counted(m.UserID)
 		}
 		cnt.Count++
-		cnt.UpdatedAtUtc = s.Now().UTC()
-		put, err := s.TransactPutIfAbsent(s.Tables().Main, m)
+		cnt.UpdatedAtUtc = s.DB.Now().UTC()
+		put, err := s.DB.TransactPutIfAbsent(s.DB.Tables().Main, m)
 		if err != nil {
 			return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 		}
@@ -150,14 +150,14 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 		if err != nil {
 			return fmt.Errorf("create milestone %s: build condition: %w", m.MilestoneID, err)
 		}
-		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.Tables().Main), Item: item,
+		count := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.DB.Tables().Main), Item: item,
 			ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
-		err = s.Transact(ctx, []types.TransactWriteItem{put, count}, "")
+		err = s.DB.Transact(ctx, []types.TransactWriteItem{put, count}, "")
 		var te *dynerr.TransactionError
 		switch {
 		case err == nil:
 			if err := s.Guard.CheckDeleted(ctx, m.UserID, m.ItemKey()); err != nil {
-				_ = s.Delete(ctx, s.Tables().Main, cnt.ItemKey())
+				_ = s.DB.Delete(ctx, s.DB.Tables().Main, cnt.ItemKey())
 				return fmt.Errorf("create milestone %s: %w", m.MilestoneID, err)
 			}
 			return nil
@@ -175,7 +175,7 @@ func (s *Milestones) CreateMilestone(ctx context.Context, m *model.Milestone) er
 // countMilestones counts the milestones (not awards) of a user's
 // MILESTONE# range, keys only.
 func (s *Milestones) countMilestones(ctx context.Context, userID string) (int, error) {
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return 0, fmt.Errorf("count milestones of user %s: %w", userID, err)
 	}
@@ -202,7 +202,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 	if milestoneID != "" {
 		prefix = keys.MilestoneSK(milestoneID)
 	}
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{})
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, false, fmt.Errorf("milestones of user %s: %w", userID, err)
 	}
@@ -230,7 +230,7 @@ func (s *Milestones) MilestonesWithAwards(ctx context.Context, userID, milestone
 // returns an error only when the query itself fails.
 func (s *Milestones) UserMilestones(ctx context.Context, userID string) (ports.UserMilestones, error) {
 	from, through := keys.GuardAndMilestones()
-	res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), from, dynamo.QueryOptions{Through: through})
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), from, dynamo.QueryOptions{Through: through})
 	if err != nil {
 		return ports.UserMilestones{}, fmt.Errorf("read milestones of user %s: %w", userID, err)
 	}
@@ -294,7 +294,7 @@ func decodeMilestoneItems(items []dynamo.Item) []milestoneItem {
 // index. A model without parts yields an empty map, not an error; an
 // unreadable part fails the read.
 func (s *Milestones) ModelParts(ctx context.Context, modelID string) (map[int]model.ModelPart, error) {
-	parts, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.Tables().Main, keys.ModelPK(modelID), keys.PrefixPart, dynamo.QueryOptions{})
+	parts, _, err := dynamo.QueryEntities[model.ModelPart](ctx, s.DB, s.DB.Tables().Main, keys.ModelPK(modelID), keys.PrefixPart, dynamo.QueryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read parts of model %s: %w", modelID, err)
 	}
@@ -351,12 +351,12 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 		k = keys.SeriesPeriodKey(w.UserID, w.MilestoneID, w.PeriodOf)
 	}
 	if len(w.Awards) == 0 && len(w.Audits) == 0 && w.Leaves == nil {
-		if _, err := s.UpdateVersioned(ctx, s.Tables().Main, k, w.ExpectedVersion, c); err != nil {
+		if _, err := s.DB.UpdateVersioned(ctx, s.DB.Tables().Main, k, w.ExpectedVersion, c); err != nil {
 			return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 		}
 		return nil
 	}
-	in, err := s.VersionedUpdateInput(s.Tables().Main, k, w.ExpectedVersion, c)
+	in, err := s.DB.VersionedUpdateInput(s.DB.Tables().Main, k, w.ExpectedVersion, c)
 	if err != nil {
 		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
@@ -364,7 +364,7 @@ func (s *Milestones) WriteProjection(ctx context.Context, w ports.ProjectionWrit
 	if err != nil {
 		return fmt.Errorf("write projection of milestone %s: %w", w.MilestoneID, err)
 	}
-	if err := s.Transact(ctx, items, w.Token); err != nil {
+	if err := s.DB.Transact(ctx, items, w.Token); err != nil {
 		var mismatch *types.IdempotentParameterMismatchException
 		if errors.As(err, &mismatch) {
 			// The same token was used for a different request: another
@@ -426,7 +426,7 @@ func mintItems(s *dynamo.DB, w ports.ProjectionWrite, in *dynamodb.UpdateItemInp
 // keys.AwardMintedAuditKey): one strongly consistent Query of the user's
 // audit partition, begins_with the milestone's prefix, keys only.
 func (s *Milestones) AwardAudits(ctx context.Context, userID, milestoneID string, keyAt time.Time) (map[int]bool, error) {
-	res, err := s.QueryPrefix(ctx, s.Tables().Audit, keys.UserPK(userID), keys.AwardMintedAuditPrefix(milestoneID, keyAt),
+	res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Audit, keys.UserPK(userID), keys.AwardMintedAuditPrefix(milestoneID, keyAt),
 		dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 	if err != nil {
 		return nil, fmt.Errorf("read award audits of milestone %s: %w", milestoneID, err)

@@ -12,7 +12,7 @@ import (
 // Periods reads a series' periods by their first days: a page of a long
 // series' answer reads the periods it shows, never all 1,040.
 type Periods struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // NewPeriods returns the period reader of db.
@@ -25,7 +25,7 @@ func (s *Periods) SeriesPeriodsBetween(ctx context.Context, userID, milestoneID,
 	out := map[string]ports.SeriesPeriod{}
 	last := keys.SeriesPeriodSK(milestoneID, through) + "\uffff" // the period's awards follow it
 	for start := keys.SeriesPeriodSK(milestoneID, from); ; {
-		res, err := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(userID), start, dynamo.QueryOptions{Through: last})
+		res, err := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(userID), start, dynamo.QueryOptions{Through: last})
 		if err != nil {
 			return nil, fmt.Errorf("periods %s to %s of series %s: %w", from, through, milestoneID, err)
 		}

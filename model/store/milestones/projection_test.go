@@ -33,7 +33,7 @@ func TestUserMilestones(t *testing.T) {
 		&model.Milestone{UserID: "u2", MilestoneID: "other"},
 		fixture.Workout("u1", 1),
 	} {
-		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,10 +42,10 @@ func TestUserMilestones(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer["schemaVersion"] = &types.AttributeValueMemberN{Value: "2"}
-	if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Tables().Main), Item: newer}); err != nil {
+	if _, err := s.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.DB.Tables().Main), Item: newer}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.UserMilestones(ctx, "u1")
+	got, err := s.Milestones.UserMilestones(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,21 +69,21 @@ func TestModelParts(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if err := s.Put(ctx, s.Tables().Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprint("p", i)}); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.ModelPart{ModelID: "rocket", PartIndex: i, Name: fmt.Sprint("p", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Put(ctx, s.Tables().Main, &model.ModelMeta{ModelID: "rocket", PartCount: 3}); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.ModelMeta{ModelID: "rocket", PartCount: 3}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ModelParts(ctx, "rocket")
+	got, err := s.Milestones.ModelParts(ctx, "rocket")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || got[2].Name != "p2" {
 		t.Fatalf("got %+v, want 3 parts", got)
 	}
-	none, err := s.ModelParts(ctx, "nothing")
+	none, err := s.Milestones.ModelParts(ctx, "nothing")
 	if err != nil || len(none) != 0 {
 		t.Fatalf("unknown model: got %v, %v; want empty", none, err)
 	}
@@ -93,24 +93,24 @@ func TestWriteProjection(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", WrittenBy: model.WriterAPI,
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: "u1", MilestoneID: "m1", WrittenBy: model.WriterAPI,
 		MilestoneDefinition: model.MilestoneDefinition{Title: "keep me", PartCount: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
 	w := ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 0,
 		Projection: model.Projection{ProgressValue: 10, WorkoutsCounted: 1, Status: model.StatusActive, ProjectedAtUtc: &at}}
-	if err := s.WriteProjection(ctx, w); err != nil {
+	if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	var m model.Milestone
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 1 || m.ProgressValue != 10 || m.WrittenBy != model.WriterProjector || m.Title != "keep me" || !m.ProjectedAtUtc.Equal(at) {
 		t.Fatalf("after update: %+v", m)
 	}
-	if err := s.WriteProjection(ctx, w); !errors.Is(err, model.ErrConflict) {
+	if err := s.Milestones.WriteProjection(ctx, w); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("stale version: got %v, want ErrConflict", err)
 	}
 
@@ -120,22 +120,22 @@ func TestWriteProjection(t *testing.T) {
 	w = ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 1, Token: "token-1",
 		Projection: model.Projection{ProgressValue: 20, AwardedParts: 2, Status: model.StatusActive},
 		Awards:     []*model.Award{award(0), award(1)}}
-	if err := s.WriteProjection(ctx, w); err != nil {
+	if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	m = model.Milestone{} // Get does not clear attributes the item no longer has
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 || m.ProjectedAtUtc != nil {
 		t.Fatalf("after mint: version %d %+v", m.Version, m.Projection)
 	}
 	// The same request with the same token is acknowledged, not applied again.
-	if err := s.WriteProjection(ctx, w); err != nil {
+	if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 		t.Fatalf("replayed transaction with the same token: %v", err)
 	}
 	m = model.Milestone{}
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 {
@@ -145,13 +145,13 @@ func TestWriteProjection(t *testing.T) {
 	w = ports.ProjectionWrite{UserID: "u1", MilestoneID: "m1", ExpectedVersion: 2, Token: "token-2",
 		Projection: model.Projection{ProgressValue: 30, AwardedParts: 3, Status: model.StatusCompleted},
 		Awards:     []*model.Award{award(1), award(2)}}
-	err := s.WriteProjection(ctx, w)
+	err := s.Milestones.WriteProjection(ctx, w)
 	var te *dynerr.TransactionError
 	// Items: the update, then each award and its collection entry.
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || !slices.Equal(te.FailedIndexes(), []int{1, 2}) {
 		t.Fatalf("existing award: got %v, want a conflict on item 1 and its collection entry, item 2", err)
 	}
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneKey("u1", "m1"), &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Version != 2 || m.AwardedParts != 2 {
@@ -170,7 +170,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	ctx := context.Background()
 	// Recent dates: DynamoDB Local deletes audit entries past their TTL.
 	created := time.Now().UTC().Truncate(time.Second).AddDate(0, 0, -6)
-	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: "ua", MilestoneID: "m1", CreatedAtUtc: created,
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: "ua", MilestoneID: "m1", CreatedAtUtc: created,
 		MilestoneDefinition: model.MilestoneDefinition{PartCount: 3}}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	}
 	audited := func() map[int]bool {
 		t.Helper()
-		got, err := s.AwardAudits(ctx, "ua", "m1", created)
+		got, err := s.Milestones.AwardAudits(ctx, "ua", "m1", created)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,24 +195,24 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	}
 
 	w := mint(0, "tok-audit-1", 0, 1)
-	if err := s.WriteProjection(ctx, w); err != nil {
+	if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if got := audited(); len(got) != 2 || !got[0] || !got[1] {
 		t.Fatalf("audited parts: got %v, want 0 and 1", got)
 	}
 	var e model.AuditEntry
-	if err := s.Get(ctx, s.Tables().Audit, keys.AwardMintedAuditKey("ua", "m1", created, 1), &e); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Audit, keys.AwardMintedAuditKey("ua", "m1", created, 1), &e); err != nil {
 		t.Fatalf("entry under its deterministic key: %v", err)
 	}
 	if !e.OccurredAtUtc.Equal(at) || e.EventMonthPK != keys.EventMonthPK("AWARD_MINTED", at) || e.ExpiresAt != at.AddDate(0, 0, model.AuditRetentionDays).Unix() {
 		t.Fatalf("entry keyed at the milestone's creation but dated at the mint: %+v", e)
 	}
 	// Replayed with its token: acknowledged, nothing written twice.
-	if err := s.WriteProjection(ctx, w); err != nil {
+	if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 		t.Fatalf("replay with the same token: %v", err)
 	}
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, s.DB, s.Tables().Audit, keys.UserPK("ua"), keys.PrefixAudit, dynamo.QueryOptions{})
+	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, s.DB, s.DB.Tables().Audit, keys.UserPK("ua"), keys.PrefixAudit, dynamo.QueryOptions{})
 	if err != nil || len(as) != 2 {
 		t.Fatalf("audit entries after the replay: %d (%v), want 2", len(as), err)
 	}
@@ -220,19 +220,19 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	// Part 2's entry exists already (say, written by hand): the write that
 	// mints part 2 with an entry is cancelled, award and update included.
 	stray := model.NewAwardMintedAudit("ua", "m1", created, 2, "AWARD_MINTED", "stray", at, nil)
-	if err := s.Put(ctx, s.Tables().Audit, stray); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Audit, stray); err != nil {
 		t.Fatal(err)
 	}
-	err = s.WriteProjection(ctx, mint(1, "tok-audit-2", 2))
+	err = s.Milestones.WriteProjection(ctx, mint(1, "tok-audit-2", 2))
 	var te *dynerr.TransactionError
 	if !errors.Is(err, model.ErrConflict) || !errors.As(err, &te) || len(te.FailedIndexes()) != 1 || te.FailedIndexes()[0] != 3 {
 		t.Fatalf("existing audit entry: got %v, want a conflict on item 3 (after the update, the award and its collection entry)", err)
 	}
 	var award model.Award
-	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.AwardKey("ua", "m1", 2), &award); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("award of the cancelled write: %v, want not found", err)
 	}
-	if err := s.Get(ctx, s.Tables().Audit, stray.ItemKey(), &e); err != nil || e.CorrelationID != "stray" {
+	if err := s.DB.Get(ctx, s.DB.Tables().Audit, stray.ItemKey(), &e); err != nil || e.CorrelationID != "stray" {
 		t.Fatalf("existing entry overwritten: %+v (%v)", e, err)
 	}
 
@@ -240,7 +240,7 @@ func TestWriteProjectionAuditsInTheSameTransaction(t *testing.T) {
 	for len(big.Awards)+len(big.Audits) < model.TransactionLimit {
 		big.Awards = append(big.Awards, big.Awards[0])
 	}
-	if err := s.WriteProjection(ctx, big); !errors.Is(err, model.ErrInvalid) {
+	if err := s.Milestones.WriteProjection(ctx, big); !errors.Is(err, model.ErrInvalid) {
 		t.Fatalf("%d items: got %v, want ErrInvalid", big.Items(), err)
 	}
 }
@@ -260,11 +260,11 @@ func TestAwardAuditsReadsOnlyItsMilestone(t *testing.T) {
 		model.NewAwardMintedAudit("uc", "a", created, 5, "AWARD_MINTED", "c", created, nil),
 		model.NewAuditEntry(keys.UserPK("ub"), "ub", "MILESTONE_PROGRESS_UPDATED", "c", "r", created, nil),
 	} {
-		if err := s.AppendAudit(ctx, e); err != nil {
+		if err := s.Audits.AppendAudit(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.AwardAudits(ctx, "ub", "a", created)
+	got, err := s.Milestones.AwardAudits(ctx, "ub", "a", created)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func (s *Milestones) SeriesPeriods(ctx context.Context, userID, milestoneID stri
 	}
 	out := map[string]ports.SeriesPeriod{}
 	for _, prefix := range prefixes {
-		if err := dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{}, func(items []dynamo.Item) error {
+		if err := dynamo.QueryEach(ctx, s.DB, s.DB.Tables().Main, keys.UserPK(userID), prefix, dynamo.QueryOptions{}, func(items []dynamo.Item) error {
 			return addPeriodItems(out, items)
 		}); err != nil {
 			return nil, fmt.Errorf("periods of series %s: %w", milestoneID, err)
@@ -71,15 +71,15 @@ func (s *Milestones) StartPeriod(ctx context.Context, p *model.Milestone) error 
 	if p.PeriodOf == "" {
 		return fmt.Errorf("start period of series %s: no first day: %w", p.MilestoneID, model.ErrInvalid)
 	}
-	put, err := s.TransactPutIfAbsent(s.Tables().Main, p)
+	put, err := s.DB.TransactPutIfAbsent(s.DB.Tables().Main, p)
 	if err != nil {
 		return fmt.Errorf("start period %s of series %s: %w", p.PeriodOf, p.MilestoneID, err)
 	}
-	exists, err := seriesExists(s.Tables(), p.UserID, p.MilestoneID)
+	exists, err := seriesExists(s.DB.Tables(), p.UserID, p.MilestoneID)
 	if err != nil {
 		return fmt.Errorf("start period %s of series %s: %w", p.PeriodOf, p.MilestoneID, err)
 	}
-	err = s.Transact(ctx, []types.TransactWriteItem{put, exists}, "")
+	err = s.DB.Transact(ctx, []types.TransactWriteItem{put, exists}, "")
 	if !errors.Is(err, model.ErrConflict) {
 		if err != nil {
 			return fmt.Errorf("start period %s of series %s: %w", p.PeriodOf, p.MilestoneID, err)
@@ -88,7 +88,7 @@ func (s *Milestones) StartPeriod(ctx context.Context, p *model.Milestone) error 
 	}
 	// The period's item sorts first under its prefix (its awards follow):
 	// a Query of one item, the projector's grant (it has no GetItem).
-	res, qerr := s.QueryPrefix(ctx, s.Tables().Main, keys.UserPK(p.UserID), keys.SeriesPeriodSK(p.MilestoneID, p.PeriodOf), dynamo.QueryOptions{Limit: 1})
+	res, qerr := s.DB.QueryPrefix(ctx, s.DB.Tables().Main, keys.UserPK(p.UserID), keys.SeriesPeriodSK(p.MilestoneID, p.PeriodOf), dynamo.QueryOptions{Limit: 1})
 	var stored model.Milestone
 	if qerr != nil || len(res.Items) == 0 || dynamo.Unmarshal(res.Items[0], &stored) != nil || stored.PeriodOf != p.PeriodOf {
 		// No period item: the series' check failed (deleted), or the

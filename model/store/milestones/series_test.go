@@ -33,10 +33,10 @@ func TestSeriesPeriodsReadsEveryPeriodPastOnePage(t *testing.T) {
 			es = append(es, &model.Award{UserID: user, MilestoneID: series, PeriodOf: start, PartIndex: i, AwardedAtUtc: first})
 		}
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.SeriesPeriods(ctx, user, series, nil)
+	got, err := s.Milestones.SeriesPeriods(ctx, user, series, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDeletingALongSeriesLeavesNoPeriod(t *testing.T) {
 	ctx := context.Background()
 	const user, series, weeks, parts = "u-del", "s-del", 280, 10
 	first := time.Date(2021, 1, 4, 0, 0, 0, 0, time.UTC)
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: series, MilestoneDefinition: model.MilestoneDefinition{
+	if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: series, MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: "rocket", Title: "weekly", Metric: model.MetricCount, Target: 1, PartCount: parts, Recurrence: "weekly",
 		PeriodStartDate: calendar.FormatDate(first)}, Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -71,13 +71,13 @@ func TestDeletingALongSeriesLeavesNoPeriod(t *testing.T) {
 			es = append(es, &model.Award{UserID: user, MilestoneID: series, PeriodOf: start, PartIndex: i, AwardedAtUtc: first, Collected: true})
 		}
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, es); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, es); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteMilestone(ctx, user, series); err != nil {
+	if err := s.Collection.DeleteMilestone(ctx, user, series); err != nil {
 		t.Fatal(err)
 	}
-	left, err := s.SeriesPeriods(ctx, user, series, nil)
+	left, err := s.Milestones.SeriesPeriods(ctx, user, series, nil)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("after the deletion %d periods are left (%v), want none", len(left), err)
 	}
@@ -98,7 +98,7 @@ func TestACreateRacingADeleteKeepsTheCount(t *testing.T) {
 	def := model.MilestoneDefinition{ModelID: "rocket", Title: "t", Metric: model.MetricCount, Target: 1, PartCount: 1,
 		PeriodStartAtUtc: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	for _, id := range []string{"m1", "m2"} { // written as an older release did: no count item
-		if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: user, MilestoneID: id, MilestoneDefinition: def,
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: user, MilestoneID: id, MilestoneDefinition: def,
 			Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,17 +107,17 @@ func TestACreateRacingADeleteKeepsTheCount(t *testing.T) {
 	s.Milestones.Counted = func(string) {
 		if !raced {
 			raced = true
-			if err := s.DeleteMilestone(ctx, user, "m1"); err != nil {
+			if err := s.Collection.DeleteMilestone(ctx, user, "m1"); err != nil {
 				t.Errorf("delete during the creation: %v", err)
 			}
 		}
 	}
-	if err := s.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: "m3", MilestoneDefinition: def,
+	if err := s.Milestones.CreateMilestone(ctx, &model.Milestone{UserID: user, MilestoneID: "m3", MilestoneDefinition: def,
 		Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
 	}
 	var cnt model.MilestoneCount
-	if err := s.Get(ctx, s.Tables().Main, keys.MilestoneCountKey(user), &cnt); err != nil || !raced || cnt.Count != 2 {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.MilestoneCountKey(user), &cnt); err != nil || !raced || cnt.Count != 2 {
 		t.Fatalf("count %d (%v, raced %v), want 2: m2 and m3", cnt.Count, err, raced)
 	}
 }

@@ -67,7 +67,7 @@ func summaryUpdates(t dynamo.Tables, awards []*model.Award) ([]types.TransactWri
 // are then partial. One Query of the summary's items (a model each).
 func (s *Collection) CollectionSummary(ctx context.Context, userID string) (sums map[string]map[int]int, complete bool, err error) {
 	sums = map[string]map[int]int{}
-	err = dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), keys.PrefixCollectionSummary, dynamo.QueryOptions{},
+	err = dynamo.QueryEach(ctx, s.DB, s.DB.Tables().Main, keys.UserPK(userID), keys.PrefixCollectionSummary, dynamo.QueryOptions{},
 		func(items []dynamo.Item) error {
 			for _, it := range items {
 				k, err := dynamo.KeyOf(it)
@@ -124,7 +124,7 @@ func (s *Collection) SummarizeCollection(ctx context.Context, userID string, lim
 	if err != nil {
 		return 0, false, fmt.Errorf("summarize collection of user %s: %w", userID, err)
 	}
-	err = dynamo.QueryEach(ctx, s.DB, s.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, dynamo.QueryOptions{},
+	err = dynamo.QueryEach(ctx, s.DB, s.DB.Tables().Main, keys.UserPK(userID), keys.PrefixCollected, dynamo.QueryOptions{},
 		func(items []dynamo.Item) error {
 			for _, it := range items {
 				if _, marked := it[attrSummarized]; marked {
@@ -137,15 +137,15 @@ func (s *Collection) SummarizeCollection(ctx context.Context, userID string, lim
 				if err := dynamo.Unmarshal(it, &a); err != nil {
 					return err
 				}
-				sums, err := summaryUpdates(s.Tables(), []*model.Award{&a})
+				sums, err := summaryUpdates(s.DB.Tables(), []*model.Award{&a})
 				if err != nil {
 					return err
 				}
 				k, _ := dynamo.KeyOf(it)
-				upd := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.Tables().Main),
-					Key: s.Tables().KeyAV(s.Tables().Main, k), UpdateExpression: mark.Update(), ConditionExpression: mark.Condition(),
+				upd := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.DB.Tables().Main),
+					Key: s.DB.Tables().KeyAV(s.DB.Tables().Main, k), UpdateExpression: mark.Update(), ConditionExpression: mark.Condition(),
 					ExpressionAttributeNames: mark.Names(), ExpressionAttributeValues: mark.Values()}}
-				switch err := s.Transact(ctx, append([]types.TransactWriteItem{upd}, sums...), ""); {
+				switch err := s.DB.Transact(ctx, append([]types.TransactWriteItem{upd}, sums...), ""); {
 				case errors.Is(err, model.ErrConflict): // counted meanwhile
 				case err != nil:
 					return err
@@ -161,9 +161,9 @@ func (s *Collection) SummarizeCollection(ctx context.Context, userID string, lim
 	if err != nil {
 		return counted, false, fmt.Errorf("summarize collection of user %s: %w", userID, err)
 	}
-	header, err := attributevalue.MarshalMap(summaryHeader{PK: keys.UserPK(userID), SK: keys.CollectionSummaryHeaderSK, UpdatedAtUtc: s.Now().UTC()})
+	header, err := attributevalue.MarshalMap(summaryHeader{PK: keys.UserPK(userID), SK: keys.CollectionSummaryHeaderSK, UpdatedAtUtc: s.DB.Now().UTC()})
 	if err == nil {
-		err = s.BatchPutItems(ctx, s.Tables().Main, []dynamo.Item{header})
+		err = s.DB.BatchPutItems(ctx, s.DB.Tables().Main, []dynamo.Item{header})
 	}
 	if err != nil {
 		return counted, false, fmt.Errorf("summarize collection of user %s: write the header: %w", userID, err)

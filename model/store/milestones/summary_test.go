@@ -19,11 +19,11 @@ import (
 
 // mint mints parts of a milestone of modelID for user, in transactions of
 // 30 awards, as the projector does.
-func mint(t *testing.T, s *store.Store, user, milestone, modelID string, parts int) {
+func mint(t *testing.T, s *store.Adapters, user, milestone, modelID string, parts int) {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
-	if err := s.Put(ctx, s.Tables().Main, &model.Milestone{UserID: user, MilestoneID: milestone, MilestoneDefinition: model.MilestoneDefinition{
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.Milestone{UserID: user, MilestoneID: milestone, MilestoneDefinition: model.MilestoneDefinition{
 		ModelID: modelID, Title: milestone, Metric: model.MetricCount, Target: float64(parts), PartCount: parts, PeriodStartAtUtc: at},
 		Projection: model.Projection{Status: model.StatusActive}}); err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func mint(t *testing.T, s *store.Store, user, milestone, modelID string, parts i
 			w.Awards = append(w.Awards, &model.Award{UserID: user, MilestoneID: milestone, ModelID: modelID, PartIndex: i,
 				ActivityID: 1, AwardedAtUtc: at.Add(time.Duration(i) * time.Second)})
 		}
-		if err := s.WriteProjection(ctx, w); err != nil {
+		if err := s.Milestones.WriteProjection(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +44,7 @@ func mint(t *testing.T, s *store.Store, user, milestone, modelID string, parts i
 // olderEntries files n collection entries of model rocket (parts 0 to
 // parts-1 in turn) as a release before the summary did: unmarked, counted
 // by no summary.
-func olderEntries(t *testing.T, s *store.Store, user string, n, parts int) {
+func olderEntries(t *testing.T, s *store.Adapters, user string, n, parts int) {
 	t.Helper()
 	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	items := make([]dynamo.Item, 0, n)
@@ -59,7 +59,7 @@ func olderEntries(t *testing.T, s *store.Store, user string, n, parts int) {
 		item["PK"], item["SK"] = &types.AttributeValueMemberS{Value: k.PK}, &types.AttributeValueMemberS{Value: k.SK}
 		items = append(items, item)
 	}
-	if err := s.BatchPutItems(context.Background(), s.Tables().Main, items); err != nil {
+	if err := s.DB.BatchPutItems(context.Background(), s.DB.Tables().Main, items); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,13 +78,13 @@ func TestCollectionSummaryCountsEachEntryOnce(t *testing.T) {
 	const user = "u-sum"
 	olderEntries(t, s, user, 30, 10) // filed by an older release: no summary counts them
 	mint(t, s, user, "new", "rocket", 5)
-	sums, complete, err := s.CollectionSummary(ctx, user)
+	sums, complete, err := s.Collection.CollectionSummary(ctx, user)
 	if err != nil || complete || sums["rocket"][0] != 1 || len(sums["rocket"]) != 5 {
 		t.Fatalf("before counting the older entries: %v complete %v (%v); want the 5 minted, incomplete", sums, complete, err)
 	}
 	var rounds []string
 	for range 5 {
-		n, done, err := s.SummarizeCollection(ctx, user, 10)
+		n, done, err := s.Collection.SummarizeCollection(ctx, user, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,10 +96,10 @@ func TestCollectionSummaryCountsEachEntryOnce(t *testing.T) {
 	if fmt.Sprint(rounds) != "[10 false 10 false 10 true]" {
 		t.Fatalf("rounds of 10: %v; want three of 10, the header with the last", rounds)
 	}
-	if n, done, err := s.SummarizeCollection(ctx, user, 0); err != nil || n != 0 || !done {
+	if n, done, err := s.Collection.SummarizeCollection(ctx, user, 0); err != nil || n != 0 || !done {
 		t.Fatalf("again: %d %v %v; want nothing counted", n, done, err)
 	}
-	sums, complete, err = s.CollectionSummary(ctx, user)
+	sums, complete, err = s.Collection.CollectionSummary(ctx, user)
 	want := map[int]int{0: 4, 1: 4, 2: 4, 3: 4, 4: 4, 5: 3, 6: 3, 7: 3, 8: 3, 9: 3}
 	if err != nil || !complete || fmt.Sprint(sums["rocket"]) != fmt.Sprint(want) {
 		t.Fatalf("summary %v complete %v (%v); want %v", sums, complete, err, want)
@@ -123,11 +123,11 @@ func TestCollectionSummaryCostsTheSameAtAnySize(t *testing.T) {
 		for m := range tt.milestones {
 			mint(t, s, tt.user, fmt.Sprintf("m%02d", m), []string{"rocket", "yacht"}[m%2], tt.parts)
 		}
-		if _, done, err := s.SummarizeCollection(ctx, tt.user, 0); err != nil || !done {
+		if _, done, err := s.Collection.SummarizeCollection(ctx, tt.user, 0); err != nil || !done {
 			t.Fatalf("%s: %v %v", tt.user, done, err)
 		}
 		mctx, meter := metering.StartMeter(ctx)
-		sums, complete, err := s.CollectionSummary(mctx, tt.user)
+		sums, complete, err := s.Collection.CollectionSummary(mctx, tt.user)
 		total := 0
 		for _, parts := range sums {
 			for _, n := range parts {
@@ -163,7 +163,7 @@ func TestCollectionSummaryCountsRacingWritersOnce(t *testing.T) {
 	var legacy []model.Award
 	for i := range 2 {
 		a := model.Award{UserID: user, MilestoneID: "m1", ModelID: "yacht", PartIndex: i, AwardedAtUtc: at.AddDate(0, 1, i)}
-		if err := s.Put(ctx, s.Tables().Main, &a); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, &a); err != nil {
 			t.Fatal(err)
 		}
 		legacy = append(legacy, a)
@@ -173,18 +173,18 @@ func TestCollectionSummaryCountsRacingWritersOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := s.SummarizeCollection(ctx, user, 0); err != nil {
+			if _, _, err := s.Collection.SummarizeCollection(ctx, user, 0); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
 	for range 2 { // two recomputes, each holding the awards as read before either filed them
-		if err := s.CollectAwards(ctx, legacy); err != nil {
+		if err := s.Collection.CollectAwards(ctx, legacy); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sums, complete, err := s.CollectionSummary(ctx, user)
+	sums, complete, err := s.Collection.CollectionSummary(ctx, user)
 	want := "map[rocket:map[0:30 1:30 2:30 3:30] yacht:map[0:1 1:1]]"
 	if err != nil || !complete || fmt.Sprint(sums) != want {
 		t.Fatalf("summary %v complete %v (%v); want %s", sums, complete, err, want)

@@ -17,7 +17,7 @@ import (
 // tenant's backlog over later sweeps when a read of the pending index
 // comes back full of it.
 type Asides struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // NewAsides returns the set-aside writes of db's outbox.
@@ -32,7 +32,7 @@ func (s *Asides) SetAsideOutboxItem(ctx context.Context, key string, due, now ti
 	upd := expression.Set(expression.Name(attrNotBefore), expression.Value(due.UnixMilli())).
 		Set(expression.Name("reason"), expression.Value("set aside: its athlete's backlog is spread over later sweeps")).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
-		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(due, key))).
 		Remove(expression.Name(attrLeaseUntil))
 	upd = expiresAfter(upd, due)

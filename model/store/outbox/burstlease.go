@@ -50,7 +50,7 @@ func (s *Outbox) LeaseBurst(ctx context.Context, athleteID int64, now time.Time,
 		Set(expression.Name(attrExpiresAt), expression.Value(until.Add(time.Hour).Unix()))
 	cond := expression.Or(expression.AttributeNotExists(held), held.LessThanEqual(expression.Value(now.UnixMilli())),
 		inFlight.LessThanEqual(expression.Value(0)))
-	if err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
+	if err := s.DB.UpdateIn(ctx, s.DB.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
 		return time.Time{}, fmt.Errorf("lease burst of athlete %d: %w", athleteID, err)
 	}
 	return until, nil
@@ -65,7 +65,7 @@ func (s *Outbox) RenewBurst(ctx context.Context, athleteID int64, token, until t
 		Set(expression.Name(attrExpiresAt), expression.Value(until.Add(time.Hour).Unix()))
 	cond := expression.Name(attrBurstLeaseID).Equal(expression.Value(token.UnixMilli())).
 		And(expression.Name(attrBurstsInFlight).GreaterThan(expression.Value(0)))
-	if err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
+	if err := s.DB.UpdateIn(ctx, s.DB.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond); err != nil {
 		return fmt.Errorf("renew burst lease of athlete %d: %w", athleteID, err)
 	}
 	return nil
@@ -77,7 +77,7 @@ func (s *Outbox) RenewBurst(ctx context.Context, athleteID int64, token, until t
 func (s *Outbox) ReleaseBurst(ctx context.Context, athleteID int64, token time.Time) error {
 	upd := expression.Add(expression.Name(attrBurstsInFlight), expression.Value(-1))
 	cond := expression.Name(attrBurstLeaseID).Equal(expression.Value(token.UnixMilli()))
-	err := s.UpdateIn(ctx, s.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond)
+	err := s.DB.UpdateIn(ctx, s.DB.Tables().Idempotency, model.Key{PK: keys.BurstLeaseKey(athleteID)}, upd, cond)
 	if err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("release burst lease of athlete %d: %w", athleteID, err)
 	}
@@ -94,7 +94,7 @@ func (s *Outbox) OutboxItems(ctx context.Context, keyList []string) ([]model.Ide
 		ks[i] = model.Key{PK: k}
 	}
 	var out []model.IdempotencyRecord
-	err := s.BatchGet(ctx, s.Tables().Idempotency, ks, func(it dynamo.Item) error {
+	err := s.DB.BatchGet(ctx, s.DB.Tables().Idempotency, ks, func(it dynamo.Item) error {
 		var r model.IdempotencyRecord
 		if err := dynamo.Unmarshal(it, &r); err != nil {
 			return err

@@ -22,58 +22,58 @@ func TestBurstLeaseHoldsOneBurstAtATime(t *testing.T) {
 	st := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	until, err := st.LeaseBurst(ctx, 7, now, time.Minute, 1)
+	until, err := st.Outbox.LeaseBurst(ctx, 7, now, time.Minute, 1)
 	if err != nil || !until.Equal(now.Add(time.Minute)) {
 		t.Fatalf("first lease: %s, %v", until, err)
 	}
-	if _, err := st.LeaseBurst(ctx, 7, now.Add(30*time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
+	if _, err := st.Outbox.LeaseBurst(ctx, 7, now.Add(30*time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("a second lease while the first holds: %v, want ErrConflict", err)
 	}
-	if _, err := st.LeaseBurst(ctx, 8, now, time.Minute, 1); err != nil {
+	if _, err := st.Outbox.LeaseBurst(ctx, 8, now, time.Minute, 1); err != nil {
 		t.Fatalf("another athlete's lease: %v", err)
 	}
-	if err := st.RenewBurst(ctx, 8, now, now.Add(time.Minute)); !errors.Is(err, model.ErrConflict) {
+	if err := st.Outbox.RenewBurst(ctx, 8, now, now.Add(time.Minute)); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("a renewal naming another lease: %v, want ErrConflict", err)
 	}
-	renewed, err := st.LeaseBurst(ctx, 9, now, time.Minute, 1)
+	renewed, err := st.Outbox.LeaseBurst(ctx, 9, now, time.Minute, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RenewBurst(ctx, 9, renewed, renewed.Add(time.Minute)); err != nil {
+	if err := st.Outbox.RenewBurst(ctx, 9, renewed, renewed.Add(time.Minute)); err != nil {
 		t.Fatalf("renewal: %v", err)
 	}
-	if _, err := st.LeaseBurst(ctx, 9, renewed.Add(time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
+	if _, err := st.Outbox.LeaseBurst(ctx, 9, renewed.Add(time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("a lease past the first end of a renewed one: %v, want ErrConflict", err)
 	}
-	later, err := st.LeaseBurst(ctx, 7, until, time.Minute, 2) // two bursts of one sweep
+	later, err := st.Outbox.LeaseBurst(ctx, 7, until, time.Minute, 2) // two bursts of one sweep
 	if err != nil {
 		t.Fatalf("a lease once the first lapsed: %v", err)
 	}
-	if err := st.ReleaseBurst(ctx, 7, until); err != nil {
+	if err := st.Outbox.ReleaseBurst(ctx, 7, until); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ReleaseBurst(ctx, 7, later); err != nil {
+	if err := st.Outbox.ReleaseBurst(ctx, 7, later); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.LeaseBurst(ctx, 7, until.Add(time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
+	if _, err := st.Outbox.LeaseBurst(ctx, 7, until.Add(time.Second), time.Minute, 1); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("a lease with one of its two bursts in flight (and a lapsed lease's release): %v, want ErrConflict", err)
 	}
-	if err := st.ReleaseBurst(ctx, 7, later); err != nil {
+	if err := st.Outbox.ReleaseBurst(ctx, 7, later); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.LeaseBurst(ctx, 7, until.Add(time.Second), time.Minute, 1); err != nil {
+	if _, err := st.Outbox.LeaseBurst(ctx, 7, until.Add(time.Second), time.Minute, 1); err != nil {
 		t.Fatalf("a lease once both bursts released theirs: %v", err)
 	}
 
 	var ks []string
 	for i := range 150 {
 		k := fmt.Sprintf("burst-item-%d", i)
-		if _, err := st.ClaimOutboxItem(ctx, k, "c", `{"v":1}`, now, time.Minute, time.Hour); err != nil {
+		if _, err := st.Outbox.ClaimOutboxItem(ctx, k, "c", `{"v":1}`, now, time.Minute, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		ks = append(ks, k)
 	}
-	recs, err := st.OutboxItems(ctx, append(ks, "never-claimed"))
+	recs, err := st.Outbox.OutboxItems(ctx, append(ks, "never-claimed"))
 	if err != nil {
 		t.Fatal(err)
 	}

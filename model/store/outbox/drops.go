@@ -29,7 +29,7 @@ const pendingIndex = "Pending"
 // Drops records the webhook's dropped events and re-admits them: the
 // outbox's items of subscriptions the webhook does not accept.
 type Drops struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // NewDrops returns the dropped events of db's outbox.
@@ -73,8 +73,8 @@ func (s *Drops) DroppedOutboxItems(ctx context.Context, subscriptionID int64, li
 	if err != nil {
 		return nil, fmt.Errorf("build dropped query: %w", err)
 	}
-	out, err := s.Client().Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.Tables().Idempotency), IndexName: aws.String(pendingIndex),
+	out, err := s.DB.Client().Query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(s.DB.Tables().Idempotency), IndexName: aws.String(pendingIndex),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		Limit: aws.Int32(int32(max(1, min(limit, 1000)))),
 	})
@@ -103,7 +103,7 @@ func (s *Drops) ReadmitOutboxItem(ctx context.Context, key string, subscriptionI
 	upd := expression.Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
 		Set(expression.Name(attrNotBefore), expression.Value(now.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(now, key))).
 		Remove(expression.Name(attrLeaseUntil))
 	upd = expiresAfter(upd, now)

@@ -37,7 +37,7 @@ import (
 
 // Outbox holds the outbox (CommitCollectIdempotency): claims, leases, settles and the Pending index.
 type Outbox struct {
-	*dynamo.DB
+	DB *dynamo.DB
 }
 
 // Attribute names of the outbox item used in expressions.
@@ -139,7 +139,7 @@ func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now 
 		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
 		Set(expression.Name(when), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(other))
@@ -163,7 +163,7 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 	until := now.Add(lease)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
-		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(until, key))).
 		Add(expression.Name("dispatches"), expression.Value(1)).
 		Remove(expression.Name(attrNotBefore))
@@ -183,7 +183,7 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 // when the key was never claimed (or has expired).
 func (s *Outbox) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
 	var r model.IdempotencyRecord
-	if err := s.Get(ctx, s.Tables().Idempotency, model.Key{PK: key}, &r); err != nil {
+	if err := s.DB.Get(ctx, s.DB.Tables().Idempotency, model.Key{PK: key}, &r); err != nil {
 		return nil, fmt.Errorf("read outbox item %s: %w", key, err)
 	}
 	return &r, nil
@@ -227,7 +227,7 @@ func (s *Outbox) DeferOutboxItem(ctx context.Context, key string, notBefore time
 	upd := expression.Set(expression.Name(attrNotBefore), expression.Value(notBefore.UnixMilli())).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now.UTC())).
-		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.OutboxShards))).
+		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
 		Set(expression.Name(attrPendingSK), expression.Value(keys.OutboxPendingSK(notBefore, key))).
 		Add(expression.Name(counter), expression.Value(1)).
 		Remove(expression.Name(attrLeaseUntil))
@@ -274,8 +274,8 @@ func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.Up
 	if err != nil {
 		return nil, fmt.Errorf("build expression: %w", err)
 	}
-	out, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.Tables().Idempotency), Key: s.Tables().KeyAV(s.Tables().Idempotency, model.Key{PK: key}),
+	out, err := s.DB.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.DB.Tables().Idempotency), Key: s.DB.Tables().KeyAV(s.DB.Tables().Idempotency, model.Key{PK: key}),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

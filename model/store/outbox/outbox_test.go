@@ -25,7 +25,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	rec, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
+	rec, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
 	}
 	// Within the lease: a duplicate.
-	dup, err := s.ClaimOutboxItem(ctx, "k1", "c2", `{"j":2}`, now.Add(59*time.Second), time.Minute, farTTL)
+	dup, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c2", `{"j":2}`, now.Add(59*time.Second), time.Minute, farTTL)
 	if !errors.Is(err, model.ErrConflict) || dup == nil || dup.CorrelationID != "c1" {
 		t.Fatalf("within the lease: got %+v, %v; want ErrConflict with the stored item", dup, err)
 	}
 	// After the lease: the redelivery claims it again, keeping job and correlation.
 	later := now.Add(61 * time.Second)
-	again, err := s.ClaimOutboxItem(ctx, "k1", "c3", `{"j":3}`, later, time.Minute, farTTL)
+	again, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c3", `{"j":3}`, later, time.Minute, farTTL)
 	if err != nil {
 		t.Fatalf("after the lease: got %v, want a re-claim", err)
 	}
@@ -50,21 +50,21 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 		t.Fatalf("got %+v, want the original job and correlation, 2 dispatches, a new lease", again)
 	}
 	// Done: a duplicate forever, and out of the pending index.
-	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxDone, "", later); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxDone, "", later); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("after done: got %v, want ErrConflict", err)
 	}
-	got, err := s.OutboxItem(ctx, "k1")
+	got, err := s.Outbox.OutboxItem(ctx, "k1")
 	if err != nil || got.Status != model.OutboxDone || got.PendingPK != "" || got.PendingSK != "" {
 		t.Fatalf("got %+v, %v; want done without pending keys", got, err)
 	}
 	// Settling twice is a conflict; settling a missing item is not found.
-	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxParked, "late", later); !errors.Is(err, model.ErrConflict) {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxParked, "late", later); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("second settle: got %v, want ErrConflict", err)
 	}
-	if err := s.SettleOutboxItem(ctx, "nope", model.OutboxDone, "", later); !errors.Is(err, model.ErrNotFound) {
+	if err := s.Outbox.SettleOutboxItem(ctx, "nope", model.OutboxDone, "", later); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing: got %v, want ErrNotFound", err)
 	}
 }
@@ -74,43 +74,43 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 1, 0, 0, time.UTC)
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
 	reset := time.Date(2026, 3, 2, 6, 15, 0, 0, time.UTC)
-	if err := s.DeferOutboxItem(ctx, "k1", reset, "budget", false, now); err != nil {
+	if err := s.Outbox.DeferOutboxItem(ctx, "k1", reset, "budget", false, now); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := s.OutboxItem(ctx, "k1")
+	got, _ := s.Outbox.OutboxItem(ctx, "k1")
 	if got.Status != model.OutboxReceived || got.NotBefore != reset.UnixMilli() || got.LeaseUntil != 0 || got.Deferrals != 1 ||
 		got.Failures != 0 || got.PendingSK != keys.OutboxPendingSK(reset, "k1") || !got.DueAt().Equal(reset) {
 		t.Fatalf("got %+v, want received, due at the reset, one deferral", got)
 	}
 	// A redelivery after the lease but before the reset is still a duplicate.
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c2", "{}", now.Add(5*time.Minute), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c2", "{}", now.Add(5*time.Minute), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("before the reset: got %v, want ErrConflict", err)
 	}
-	due, err := s.DueOutboxItems(ctx, reset.Add(-time.Millisecond), 10)
+	due, err := s.Pending.DueOutboxItems(ctx, reset.Add(-time.Millisecond), 10)
 	if err != nil || len(due) != 0 {
 		t.Fatalf("before the reset: got %d due, %v; want none", len(due), err)
 	}
-	due, err = s.DueOutboxItems(ctx, reset, 10)
+	due, err = s.Pending.DueOutboxItems(ctx, reset, 10)
 	if err != nil || len(due) != 1 || due[0].IdempotencyKey != "k1" {
 		t.Fatalf("at the reset: got %+v, %v; want k1", due, err)
 	}
-	if err := s.DeferOutboxItem(ctx, "k1", reset.Add(time.Minute), "retry", true, now); err != nil {
+	if err := s.Outbox.DeferOutboxItem(ctx, "k1", reset.Add(time.Minute), "retry", true, now); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.OutboxItem(ctx, "k1"); got.Failures != 1 || got.Deferrals != 1 {
+	if got, _ := s.Outbox.OutboxItem(ctx, "k1"); got.Failures != 1 || got.Deferrals != 1 {
 		t.Fatalf("got %+v, want one failure and one deferral", got)
 	}
-	if err := s.SettleOutboxItem(ctx, "k1", model.OutboxParked, "bad", now); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxParked, "bad", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeferOutboxItem(ctx, "k1", reset, "late", false, now); !errors.Is(err, model.ErrConflict) {
+	if err := s.Outbox.DeferOutboxItem(ctx, "k1", reset, "late", false, now); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("defer after park: got %v, want ErrConflict", err)
 	}
-	if got, _ := s.OutboxItem(ctx, "k1"); got.Status != model.OutboxParked || got.Reason != "bad" {
+	if got, _ := s.Outbox.OutboxItem(ctx, "k1"); got.Status != model.OutboxParked || got.Reason != "bad" {
 		t.Fatalf("got %+v, want parked with the reason", got)
 	}
 }
@@ -130,7 +130,7 @@ func TestOutboxHeldAndDeferredItemsAreTheSweepers(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC)
 	tick := now.Add(7 * time.Second)
-	held, err := s.HoldOutboxItem(ctx, "held", "c1", `{"j":1}`, now, tick, farTTL)
+	held, err := s.Outbox.HoldOutboxItem(ctx, "held", "c1", `{"j":1}`, now, tick, farTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,31 +138,31 @@ func TestOutboxHeldAndDeferredItemsAreTheSweepers(t *testing.T) {
 		held.PendingSK != keys.OutboxPendingSK(tick, "held") || held.ExpiresAt != tick.Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received, not before the tick, in the pending index at the tick", held)
 	}
-	if _, err := s.ClaimOutboxItem(ctx, "deferred", "c2", "{}", now, time.Minute, farTTL); err != nil {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "deferred", "c2", "{}", now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeferOutboxItem(ctx, "deferred", tick, "gathered", false, now); err != nil {
+	if err := s.Outbox.DeferOutboxItem(ctx, "deferred", tick, "gathered", false, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"held", "deferred"} {
 		for _, at := range []time.Time{now.Add(time.Second), tick, tick.Add(time.Hour)} {
-			if rec, err := s.ClaimOutboxItem(ctx, key, "c3", "{}", at, time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+			if rec, err := s.Outbox.ClaimOutboxItem(ctx, key, "c3", "{}", at, time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 				t.Fatalf("%s: redelivery at %s: got %+v, %v; want ErrConflict", key, at.Sub(now), rec, err)
 			}
-			if _, err := s.HoldOutboxItem(ctx, key, "c3", "{}", at, at.Add(time.Second), farTTL); !errors.Is(err, model.ErrConflict) {
+			if _, err := s.Outbox.HoldOutboxItem(ctx, key, "c3", "{}", at, at.Add(time.Second), farTTL); !errors.Is(err, model.ErrConflict) {
 				t.Fatalf("%s: held again at %s: got %v, want ErrConflict", key, at.Sub(now), err)
 			}
 		}
 	}
 	// The sweeper leases the held item; a lost hand-off of the sweeper's is
 	// taken again by a redelivery once its lease lapses.
-	if _, err := s.LeaseOutboxItem(ctx, "held", tick, time.Minute); err != nil {
+	if _, err := s.Outbox.LeaseOutboxItem(ctx, "held", tick, time.Minute); err != nil {
 		t.Fatalf("sweeper's lease at the tick: %v", err)
 	}
-	if _, err := s.ClaimOutboxItem(ctx, "held", "c4", "{}", tick.Add(59*time.Second), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "held", "c4", "{}", tick.Add(59*time.Second), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("within the sweeper's lease: got %v, want ErrConflict", err)
 	}
-	again, err := s.ClaimOutboxItem(ctx, "held", "c5", "{}", tick.Add(61*time.Second), time.Minute, farTTL)
+	again, err := s.Outbox.ClaimOutboxItem(ctx, "held", "c5", "{}", tick.Add(61*time.Second), time.Minute, farTTL)
 	if err != nil || again.Job != `{"j":1}` || again.CorrelationID != "c1" || again.Dispatches != 3 {
 		t.Fatalf("after the sweeper's lease: got %+v, %v; want the original job taken again, 3 dispatches", again, err)
 	}
@@ -175,10 +175,10 @@ func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c1", "{}", now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LeaseOutboxItem(ctx, "k1", now.Add(30*time.Second), time.Minute); !errors.Is(err, model.ErrConflict) {
+	if _, err := s.Outbox.LeaseOutboxItem(ctx, "k1", now.Add(30*time.Second), time.Minute); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("within the lease: got %v, want ErrConflict", err)
 	}
 	at := now.Add(2 * time.Minute)
@@ -189,7 +189,7 @@ func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {
 		wins.Add(1)
 		go func() {
 			defer wins.Done()
-			if _, err := s.LeaseOutboxItem(ctx, "k1", at, time.Minute); err == nil {
+			if _, err := s.Outbox.LeaseOutboxItem(ctx, "k1", at, time.Minute); err == nil {
 				mu.Lock()
 				won++
 				mu.Unlock()
@@ -202,7 +202,7 @@ func TestOutboxSweeperLeaseIsExclusive(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("got %d winning leases, want 1", won)
 	}
-	if _, err := s.LeaseOutboxItem(ctx, "missing", at, time.Minute); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.Outbox.LeaseOutboxItem(ctx, "missing", at, time.Minute); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing: got %v, want ErrNotFound", err)
 	}
 }
@@ -215,16 +215,16 @@ func TestOutboxPendingIndexIsSparse(t *testing.T) {
 	const n = 12
 	for i := range n {
 		at := now.Add(time.Duration(i) * time.Second)
-		if _, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("k%02d", i), "c", "{}", at, time.Minute, farTTL); err != nil {
+		if _, err := s.Outbox.ClaimOutboxItem(ctx, fmt.Sprintf("k%02d", i), "c", "{}", at, time.Minute, farTTL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 4 { // settle four: they leave the index
-		if err := s.SettleOutboxItem(ctx, fmt.Sprintf("k%02d", i), model.OutboxDone, "", now); err != nil {
+		if err := s.Outbox.SettleOutboxItem(ctx, fmt.Sprintf("k%02d", i), model.OutboxDone, "", now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := s.PendingOutbox(ctx, now.Add(time.Minute+5*time.Second))
+	b, err := s.Pending.PendingOutbox(ctx, now.Add(time.Minute+5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestOutboxPendingIndexIsSparse(t *testing.T) {
 	if b.Pending != 8 || b.Due != 2 || !b.OldestCreatedAtUtc.Equal(now.Add(4*time.Second)) {
 		t.Fatalf("got backlog %+v, want 8 pending, 2 due, oldest k04", b)
 	}
-	due, err := s.DueOutboxItems(ctx, now.Add(time.Hour), 5)
+	due, err := s.Pending.DueOutboxItems(ctx, now.Add(time.Hour), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +263,10 @@ func TestOutboxTablesGainTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := store.New(db, tables)
-	if _, err := s.ClaimOutboxItem(ctx, "k1", "c", "{}", time.Now(), 0, time.Hour); err != nil {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c", "{}", time.Now(), 0, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.DueOutboxItems(ctx, time.Now().Add(time.Second), 10)
+	due, err := s.Pending.DueOutboxItems(ctx, time.Now().Add(time.Second), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("got %d due, %v; want the item through the added index", len(due), err)
 	}
@@ -283,7 +283,7 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 	const ttl = 7 * 24 * time.Hour
 	check := func(step string) *model.IdempotencyRecord {
 		t.Helper()
-		rec, err := s.OutboxItem(ctx, "k")
+		rec, err := s.Outbox.OutboxItem(ctx, "k")
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -293,13 +293,13 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 		}
 		return rec
 	}
-	if _, err := s.ClaimOutboxItem(ctx, "k", "c", "{}", now, time.Minute, ttl); err != nil {
+	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k", "c", "{}", now, time.Minute, ttl); err != nil {
 		t.Fatal(err)
 	}
 	check("claim")
 	// Deferred far beyond the claim's TTL (a sync share spent for days).
 	far := now.Add(30 * 24 * time.Hour)
-	if err := s.DeferOutboxItem(ctx, "k", far, "sync share spent", false, now); err != nil {
+	if err := s.Outbox.DeferOutboxItem(ctx, "k", far, "sync share spent", false, now); err != nil {
 		t.Fatal(err)
 	}
 	if rec := check("deferral"); rec.ExpiresAt != far.Add(ttl).Unix() {
@@ -308,15 +308,15 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 	// The sweeper leases it long after it became due (a sweeper stopped for
 	// days): the TTL moves with the lease.
 	leased := far.Add(8 * 24 * time.Hour)
-	if _, err := s.LeaseOutboxItem(ctx, "k", leased, time.Minute); err != nil {
+	if _, err := s.Outbox.LeaseOutboxItem(ctx, "k", leased, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	check("lease")
 	settled := leased.Add(2 * time.Minute)
-	if err := s.SettleOutboxItem(ctx, "k", model.OutboxDone, "", settled); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k", model.OutboxDone, "", settled); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.OutboxItem(ctx, "k")
+	rec, err := s.Outbox.OutboxItem(ctx, "k")
 	if err != nil || rec.ExpiresAt != settled.Add(ttl).Unix() {
 		t.Fatalf("settle: got %+v, %v; want expiresAt %d (ttl after the settle)", rec, err, settled.Add(ttl).Unix())
 	}
@@ -330,24 +330,24 @@ func TestOutboxMarkParkedTravelsWithTheLease(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	before, err := s.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
+	before, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c1", `{"j":1}`, now, time.Minute, farTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if before.ParkedRecord {
 		t.Fatalf("a fresh claim says parked: %+v", before)
 	}
-	if err := s.MarkOutboxParked(ctx, "k1"); err != nil {
+	if err := s.Outbox.MarkOutboxParked(ctx, "k1"); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.LeaseOutboxItem(ctx, "k1", now.Add(2*time.Minute), time.Minute)
+	rec, err := s.Outbox.LeaseOutboxItem(ctx, "k1", now.Add(2*time.Minute), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rec.ParkedRecord || rec.Status != model.OutboxReceived || rec.Dispatches != 2 || rec.Job != before.Job {
 		t.Fatalf("got %+v, want the item received, leased a second time and marked parked", rec)
 	}
-	if err := s.MarkOutboxParked(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
+	if err := s.Outbox.MarkOutboxParked(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing: got %v, want ErrNotFound", err)
 	}
 }
@@ -367,7 +367,7 @@ func TestPendingItemsSpreadOverTheShards(t *testing.T) {
 	const n = 320
 	shards := map[string]bool{}
 	for i := range n {
-		rec, err := s.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
+		rec, err := s.Outbox.ClaimOutboxItem(ctx, fmt.Sprintf("job-%d", i), fmt.Sprintf("c%d", i), `{"job":"payload"}`, now, time.Minute, farTTL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,13 +383,13 @@ func TestPendingItemsSpreadOverTheShards(t *testing.T) {
 			legacy = k
 		}
 	}
-	old := store.New(s.Client(), s.Tables())
-	old.OutboxShards = keys.LegacyOutboxShards
-	if _, err := old.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
+	old := store.New(s.DB.Client(), s.DB.Tables())
+	old.DB.OutboxShards = keys.LegacyOutboxShards
+	if _, err := old.Outbox.ClaimOutboxItem(ctx, legacy, "c-legacy", `{"job":"legacy"}`, now, time.Minute, farTTL); err != nil {
 		t.Fatal(err)
 	}
 
-	due, err := s.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	due, err := s.Pending.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,15 +404,15 @@ func TestPendingItemsSpreadOverTheShards(t *testing.T) {
 			t.Fatalf("pending index entry %+v lacks what the sweeper logs and measures", d)
 		}
 	}
-	rec, err := s.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
+	rec, err := s.Outbox.LeaseOutboxItem(ctx, due[0].IdempotencyKey, now.Add(2*time.Minute), time.Minute)
 	if err != nil || rec.Job == "" {
 		t.Fatalf("lease: got %+v, %v; want the whole item", rec, err)
 	}
 	// A store configured with fewer shards than the legacy count still reads
 	// the legacy shards.
-	few := store.New(s.Client(), s.Tables())
-	few.OutboxShards = 2
-	due, err = few.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
+	few := store.New(s.DB.Client(), s.DB.Tables())
+	few.DB.OutboxShards = 2
+	due, err = few.Pending.DueOutboxItems(ctx, now.Add(2*time.Minute), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

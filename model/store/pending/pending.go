@@ -1,6 +1,6 @@
 // Package pending reads the outbox's sparse pending index (the idempotency
 // table's Pending index): the due items a sweep hands out, and the backlog
-// operators and the sweeper's metrics read. model/store.Store serves its
+// operators and the sweeper's metrics read. model/store opens it (Adapters.Pending) with its
 // methods; the outbox's writes (claims, leases, deferrals, settles) stay in
 // model/store/outbox.
 package pending

@@ -38,7 +38,7 @@ import (
 // clear. The hash key is a random 32-byte HMAC key stored in the table
 // sealed like the tokens (envelope encryption under the token key or KMS).
 type Purger struct {
-	st      *store.Store
+	st      *store.Adapters
 	hashMu  sync.Mutex
 	hashKey []byte
 	// afterChunk, when set (tests only), is called after each chunk of
@@ -48,7 +48,7 @@ type Purger struct {
 
 // New returns a Purger over st (which must have a Sealer: the hash key is
 // sealed).
-func New(st *store.Store) *Purger { return &Purger{st: st} }
+func New(st *store.Adapters) *Purger { return &Purger{st: st} }
 
 // revokedOwner is the mapping item a revoked athlete leaves behind.
 type revokedOwner struct {
@@ -88,7 +88,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 	if s.hashKey != nil {
 		return s.hashKey, nil
 	}
-	if s.st.Secrets == nil {
+	if s.st.DB.Secrets == nil {
 		return nil, dynamo.ErrNoSealer
 	}
 	// Sealed like the tokens (the same purpose, so the same KMS grant), bound
@@ -96,7 +96,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 	ec := secrets.Context{UserID: "app", Purpose: model.PurposeStravaTokens, Item: athleteHashKeyItem.String()}
 	for attempt := 0; attempt < 2; attempt++ {
 		var item sealedHashKey
-		out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),
+		out, err := s.st.DB.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.DB.Tables().Main),
 			Key: keyAV(athleteHashKeyItem), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return nil, fmt.Errorf("read athlete hash key: %w", err)
@@ -105,7 +105,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 			if err := attributevalue.UnmarshalMap(out.Item, &item); err != nil {
 				return nil, fmt.Errorf("decode athlete hash key: %w", err)
 			}
-			key, err := s.st.Secrets.Open(ctx, ec, item.Sealed)
+			key, err := s.st.DB.Secrets.Open(ctx, ec, item.Sealed)
 			if err != nil {
 				return nil, fmt.Errorf("open athlete hash key: %w", err)
 			}
@@ -114,7 +114,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 		}
 		fresh := make([]byte, 32)
 		_, _ = rand.Read(fresh)
-		sealed, err := s.st.Secrets.Seal(ctx, ec, fresh)
+		sealed, err := s.st.DB.Secrets.Seal(ctx, ec, fresh)
 		if err != nil {
 			return nil, fmt.Errorf("seal athlete hash key: %w", err)
 		}
@@ -122,7 +122,7 @@ func (s *Purger) athleteHashKey(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode athlete hash key: %w", err)
 		}
-		_, err = s.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.Tables().Main), Item: av,
+		_, err = s.st.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.DB.Tables().Main), Item: av,
 			ConditionExpression: aws.String("attribute_not_exists(PK)")})
 		var taken *types.ConditionalCheckFailedException
 		if err != nil && !errors.As(err, &taken) {
@@ -146,7 +146,7 @@ func (s *Purger) RememberRevokedAthlete(ctx context.Context, athleteID int64, us
 	if err != nil {
 		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
 	}
-	if _, err := s.st.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.Tables().Main), Item: av}); err != nil {
+	if _, err := s.st.DB.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.st.DB.Tables().Main), Item: av}); err != nil {
 		return fmt.Errorf("remember revoked athlete of %s: %w", userID, err)
 	}
 	return nil
@@ -159,7 +159,7 @@ func (s *Purger) RevokedAthleteOwner(ctx context.Context, athleteID int64) (stri
 	if err != nil {
 		return "", fmt.Errorf("revoked owner: %w", err)
 	}
-	out, err := s.st.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.Tables().Main),
+	out, err := s.st.DB.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.st.DB.Tables().Main),
 		Key: keyAV(keys.RevokedAthleteKey(h)), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return "", fmt.Errorf("revoked owner: %w", err)
@@ -181,7 +181,7 @@ func (s *Purger) ForgetRevokedAthlete(ctx context.Context, athleteID int64) erro
 	if err != nil {
 		return fmt.Errorf("forget revoked athlete: %w", err)
 	}
-	return s.st.Delete(ctx, s.st.Tables().Main, keys.RevokedAthleteKey(h))
+	return s.st.DB.Delete(ctx, s.st.DB.Tables().Main, keys.RevokedAthleteKey(h))
 }
 
 // forgetStravaIdentity removes from the user's profile what Strava said
@@ -201,7 +201,7 @@ func (s *Purger) forgetStravaIdentity(ctx context.Context, userID string, athlet
 	if err != nil {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
 	}
-	item := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.ProfileKey(userID)),
+	item := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.st.DB.Tables().Main), Key: keyAV(keys.ProfileKey(userID)),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values()}}
 	if err := s.whileRevoked(ctx, userID, revokedAt, item); err != nil {
 		return fmt.Errorf("forget strava identity of %s: %w", userID, err)
@@ -219,11 +219,11 @@ var errReconnected = errors.New("the athlete reconnected since the revocation")
 // revocation recorded at revokedAt: errReconnected when it does not. An
 // item's own failed condition is not an error (nothing left to do).
 func (s *Purger) whileRevoked(ctx context.Context, userID string, revokedAt time.Time, items ...types.TransactWriteItem) error {
-	check, err := store.StillRevoked(s.st.Tables(), userID, revokedAt)
+	check, err := store.StillRevoked(s.st.DB.Tables(), userID, revokedAt)
 	if err != nil {
 		return err
 	}
-	err = s.st.Transact(ctx, append([]types.TransactWriteItem{check}, items...), "")
+	err = s.st.DB.Transact(ctx, append([]types.TransactWriteItem{check}, items...), "")
 	var te *dynerr.TransactionError
 	if errors.As(err, &te) && len(te.FailedIndexes()) > 0 {
 		if te.FailedIndexes()[0] == 0 { // the guard's check comes first
@@ -240,7 +240,7 @@ func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athle
 	upd := expression.Set(expression.Name("displayName"), expression.Value(name)).
 		Set(expression.Name("athleteId"), expression.Value(athleteID)).
 		Remove(expression.Name("revokedAthleteHash"))
-	if err := s.st.UpdateIn(ctx, s.st.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
+	if err := s.st.DB.UpdateIn(ctx, s.st.DB.Tables().Main, keys.ProfileKey(userID), upd, expression.AttributeExists(expression.Name("PK"))); err != nil {
 		return fmt.Errorf("restore strava identity of %s: %w", userID, err)
 	}
 	return nil
@@ -252,18 +252,18 @@ func (s *Purger) RestoreStravaIdentity(ctx context.Context, userID string, athle
 // the details of each audit entry about the user. It returns how many items
 // it changed; re-running it is harmless.
 func (s *Purger) StripStravaIDs(ctx context.Context, userID string) (int, error) {
-	n, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, []string{"activityId"})
+	n, err := s.stripEach(ctx, s.st.DB.Tables().Main, keys.UserPK(userID), keys.PrefixMilestone, []string{"activityId"})
 	if err != nil {
 		return n, fmt.Errorf("strip strava ids from awards of %s: %w", userID, err)
 	}
 	for _, prefix := range []string{keys.PrefixCollected, keys.PrefixSeries} { // the collection, the awards of series' periods
-		c, err := s.stripEach(ctx, s.st.Tables().Main, keys.UserPK(userID), prefix, []string{"activityId"})
+		c, err := s.stripEach(ctx, s.st.DB.Tables().Main, keys.UserPK(userID), prefix, []string{"activityId"})
 		n += c
 		if err != nil {
 			return n, fmt.Errorf("strip strava ids from %s items of %s: %w", prefix, userID, err)
 		}
 	}
-	m, err := s.stripEach(ctx, s.st.Tables().Audit, keys.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
+	m, err := s.stripEach(ctx, s.st.DB.Tables().Audit, keys.UserPK(userID), "", []string{"details.athleteId", "details.activityId", "details.sportType"})
 	if err != nil {
 		return n + m, fmt.Errorf("strip strava ids from audit entries of %s: %w", userID, err)
 	}
@@ -292,7 +292,7 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 	if err != nil {
 		return 0, fmt.Errorf("build query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(s.st.Client(), &dynamodb.QueryInput{TableName: aws.String(table),
+	p := dynamodb.NewQueryPaginator(s.st.DB.Client(), &dynamodb.QueryInput{TableName: aws.String(table),
 		KeyConditionExpression: ex.KeyCondition(), FilterExpression: ex.Filter(), ProjectionExpression: ex.Projection(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(), ConsistentRead: aws.Bool(true)})
 	n := 0
@@ -306,7 +306,7 @@ func (s *Purger) stripEach(ctx context.Context, table, pk, prefix string, paths 
 			if err != nil {
 				return n, err
 			}
-			if err := s.st.UpdateIn(ctx, table, k, upd, has); err != nil && !errors.Is(err, model.ErrConflict) {
+			if err := s.st.DB.UpdateIn(ctx, table, k, upd, has); err != nil && !errors.Is(err, model.ErrConflict) {
 				return n, err
 			}
 			n++
@@ -349,7 +349,7 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	// The sync state goes before any workout: once a workout is gone, no
 	// sync state may still say the history was imported, or a reconnect in
 	// the middle of the deletes would find it and import nothing again.
-	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
+	sync := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.DB.Tables().Main), Key: keyAV(keys.SyncStateKey(userID))}}
 	if err := s.whileRevoked(ctx, userID, revokedAt, sync); err != nil {
 		return 0, fmt.Errorf("purge strava data of %s: sync state: %w", userID, err)
 	}
@@ -367,7 +367,7 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	if r.Stripped, err = s.StripStravaIDs(ctx, userID); err != nil {
 		return r.Workouts + r.Stripped, err
 	}
-	if r.Parked, err = s.st.DeleteUserParked(ctx, userID, athleteID); err != nil {
+	if r.Parked, err = s.st.Parked.DeleteUserParked(ctx, userID, athleteID); err != nil {
 		return r.Workouts + r.Stripped, fmt.Errorf("purge strava data of %s: parked records: %w", userID, err)
 	}
 	// Last: a retry of a purge stopped earlier still resolves the athlete.
@@ -375,7 +375,7 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 	if err != nil {
 		return r.Workouts + r.Stripped + r.Parked, err
 	}
-	owner := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.Tables().Main), Key: keyAV(keys.AthleteOwnerKey(athleteID)),
+	owner := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.st.DB.Tables().Main), Key: keyAV(keys.AthleteOwnerKey(athleteID)),
 		ConditionExpression: mine.Condition(), ExpressionAttributeNames: mine.Names(), ExpressionAttributeValues: mine.Values()}}
 	if err := s.whileRevoked(ctx, userID, revokedAt, owner); err != nil {
 		return r.Workouts + r.Stripped + r.Parked, fmt.Errorf("purge strava data of %s: owner of athlete %d: %w", userID, athleteID, err)
@@ -389,9 +389,9 @@ func (s *Purger) purge(ctx context.Context, userID string, athleteID int64, revo
 // reconnect's backfill is never deleted. A transactional delete costs two
 // write units, a batch one; a purge is rare and bounded by the log.
 func (s *Purger) purgeWorkouts(ctx context.Context, userID string, revokedAt time.Time) (int, error) {
-	main, deleted := s.st.Tables().Main, 0
+	main, deleted := s.st.DB.Tables().Main, 0
 	for {
-		res, err := s.st.QueryPrefix(ctx, main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
+		res, err := s.st.DB.QueryPrefix(ctx, main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{Projection: []string{"PK", "SK"}})
 		if err != nil {
 			return deleted, err
 		}
@@ -421,7 +421,7 @@ func (s *Purger) purgeWorkouts(ctx context.Context, userID string, revokedAt tim
 // goes.
 func (s *Purger) ReclaimRevokedAthlete(ctx context.Context, athleteID int64, userID, name string, now time.Time) error {
 	o := &model.AthleteOwner{AthleteID: athleteID, UserID: userID, CreatedAtUtc: now.UTC()}
-	if err := s.st.PutIfAbsent(ctx, s.st.Tables().Main, o); err != nil && !errors.Is(err, model.ErrConflict) {
+	if err := s.st.DB.PutIfAbsent(ctx, s.st.DB.Tables().Main, o); err != nil && !errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("reclaim athlete for %s: %w", userID, err)
 	}
 	if err := s.RestoreStravaIdentity(ctx, userID, athleteID, name); err != nil {
@@ -434,14 +434,14 @@ func (s *Purger) ReclaimRevokedAthlete(ctx context.Context, athleteID int64, use
 // account that was deleted: the owner mapping and the keyed-hash mapping,
 // each only if it names userID, so the athlete signs up as a new user.
 func (s *Purger) ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error {
-	if err := s.st.DeleteAthleteOwnerOf(ctx, athleteID, userID); err != nil {
+	if err := s.st.Users.DeleteAthleteOwnerOf(ctx, athleteID, userID); err != nil {
 		return err
 	}
 	h, err := s.athleteHash(ctx, athleteID)
 	if err != nil {
 		return fmt.Errorf("forget deleted owner %s: %w", userID, err)
 	}
-	return s.st.DeleteRevokedAthleteOf(ctx, h, userID)
+	return s.st.Users.DeleteRevokedAthleteOf(ctx, h, userID)
 }
 
 // keyAV is the primary key of k as attribute values (the main table's

@@ -34,15 +34,15 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	const athlete = 987654321
 	c := &model.StravaConnection{UserID: "u1", AthleteID: athlete, AccessToken: "a", RefreshToken: "r",
 		ExpiresAtUtc: time.Now().Add(time.Hour).UTC(), TokenVersion: 1, Scopes: []string{"read"}}
-	if err := s.Put(ctx, s.Tables().Main, c); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, s.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: "u1", CreatedAtUtc: time.Now().UTC()}); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &model.AthleteOwner{AthleteID: athlete, UserID: "u1", CreatedAtUtc: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
 	put := func(e model.Entity) {
-		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	put(&model.Milestone{UserID: "u1", MilestoneID: "m1"})
 	award := model.Award{UserID: "u1", MilestoneID: "m1", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now}
 	put(&award)
-	if err := s.CollectAwards(ctx, []model.Award{award}); err != nil { // its entry in the collection
+	if err := s.Collection.CollectAwards(ctx, []model.Award{award}); err != nil { // its entry in the collection
 		t.Fatal(err)
 	}
 	periodAward := model.Award{UserID: "u1", MilestoneID: "s1", PeriodOf: "2026-03-02", PartIndex: 0, ActivityID: 424242424242, AwardedAtUtc: now}
@@ -60,16 +60,16 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	for id := int64(1); id <= 150; id++ {
 		workouts = append(workouts, fixture.Workout("u1", id, fixture.Stored(now)))
 	}
-	if err := s.BatchPut(ctx, s.Tables().Main, workouts); err != nil {
+	if err := s.DB.BatchPut(ctx, s.DB.Tables().Main, workouts); err != nil {
 		t.Fatal(err)
 	}
-	s.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
+	s.Audits.Audit(ctx, slog.New(slog.DiscardHandler), model.NewAuditEntry(keys.UserPK("u1"), "u1", "STRAVA_ACTIVITY_CREATE", "c", "r", now,
 		map[string]string{"athleteId": "987654321", "activityId": "424242424242", "sportType": "Run", "reason": "kept"}))
-	grant, err := s.StravaConnectionGrant(ctx, "u1")
+	grant, err := s.Connections.StravaConnectionGrant(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
+	if err := s.Connections.RevokeStravaConnection(ctx, grant, now.Truncate(time.Second), now, now); err != nil {
 		t.Fatal(err)
 	}
 	for run := 0; run < 2; run++ {
@@ -80,14 +80,14 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	if u, err := pu.RevokedAthleteOwner(ctx, athlete); err != nil || u != "u1" {
 		t.Fatalf("revoked owner: %q, %v; want u1", u, err)
 	}
-	if _, err := s.ResolveAthlete(ctx, athlete); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.Users.ResolveAthlete(ctx, athlete); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("owner mapping: %v; want it gone", err)
 	}
 	left := map[string]bool{}
 	// Ids long enough that a keyed hash's hex never holds them by chance
 	// (a 4-digit id did, once in a while); numbers are read as stored.
 	clear := []string{"987654321", "Ada Lovelace", "424242424242", "WORKOUT#", "SYNC#"}
-	if _, err := privacyscan.Scan(ctx, s.Client(), []string{s.Tables().Main, s.Tables().Audit}, func(table string, it map[string]types.AttributeValue) {
+	if _, err := privacyscan.Scan(ctx, s.DB.Client(), []string{s.DB.Tables().Main, s.DB.Tables().Audit}, func(table string, it map[string]types.AttributeValue) {
 		if c, ok := privacyscan.Holding(it, clear); ok {
 			t.Errorf("%s still holds %q: %v", table, c, privacyscan.Values(it))
 		}
@@ -104,13 +104,13 @@ func TestPurgeStravaDataLeavesNoStravaData(t *testing.T) {
 	}
 	// The awards and the collection entry, read as awards too.
 	var a model.Award
-	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u1", "m1", 0), &a); err != nil || a.ActivityID != 0 {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.AwardKey("u1", "m1", 0), &a); err != nil || a.ActivityID != 0 {
 		t.Errorf("award %+v, %v: want it kept without its activity id", a, err)
 	}
-	if err := s.Get(ctx, s.Tables().Main, periodAward.ItemKey(), &a); err != nil || a.ActivityID != 0 {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, periodAward.ItemKey(), &a); err != nil || a.ActivityID != 0 {
 		t.Errorf("award of a series' period %+v, %v: want it kept without its activity id", a, err)
 	}
-	entries, _, err := s.CollectedAwards(ctx, "u1", "", 10)
+	entries, _, err := s.Collection.CollectedAwards(ctx, "u1", "", 10)
 	if err != nil || len(entries) != 1 || entries[0].ActivityID != 0 {
 		t.Errorf("collection %+v, %v: want the award's entry kept without its activity id", entries, err)
 	}
@@ -136,44 +136,44 @@ func TestPurgeStopsAtAReconnect(t *testing.T) {
 		&model.Profile{UserID: "u2", AthleteID: athlete, DisplayName: "Grace Hopper", CreatedAtUtc: now},
 		&model.Award{UserID: "u2", MilestoneID: "m1", PartIndex: 0, ActivityID: 777000111222, AwardedAtUtc: now},
 	} {
-		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	grant, err := s.StravaConnectionGrant(ctx, "u2")
+	grant, err := s.Connections.StravaConnectionGrant(ctx, "u2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+	if err := s.Connections.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
 		t.Fatal(err)
 	}
 	// The reconnect, before the purge got past its workouts.
-	if err := s.ClearStravaRevocation(ctx, "u2", now, now); err != nil {
+	if err := s.Connections.ClearStravaRevocation(ctx, "u2", now, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, s.Tables().Main, &syncstate.SyncState{UserID: "u2", AthleteID: athlete}); err != nil {
+	if err := s.DB.Put(ctx, s.DB.Tables().Main, &syncstate.SyncState{UserID: "u2", AthleteID: athlete}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpsertWorkout(ctx, fixture.Workout("u2", 31, fixture.Stored(now))); err != nil { // the reconnect's backfill
+	if err := s.Workouts.UpsertWorkout(ctx, fixture.Workout("u2", 31, fixture.Stored(now))); err != nil { // the reconnect's backfill
 		t.Fatal(err)
 	}
 	if _, err := pu.PurgeStravaData(ctx, "u2", athlete, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Workout(ctx, "u2", 31); err != nil {
+	if _, err := s.Workouts.Workout(ctx, "u2", 31); err != nil {
 		t.Errorf("the reconnect's workout: %v; want it kept", err)
 	}
-	if p, err := s.Profile(ctx, "u2"); err != nil || p.AthleteID != athlete || p.DisplayName != "Grace Hopper" {
+	if p, err := s.Users.Profile(ctx, "u2"); err != nil || p.AthleteID != athlete || p.DisplayName != "Grace Hopper" {
 		t.Errorf("profile %+v, %v: want the reconnected athlete's id and name kept", p, err)
 	}
-	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u2" {
+	if u, err := s.Users.ResolveAthlete(ctx, athlete); err != nil || u != "u2" {
 		t.Errorf("owner mapping: %q, %v: want it kept for u2", u, err)
 	}
 	if _, err := limits.New(s).SyncState(ctx, "u2"); err != nil {
 		t.Errorf("sync state: %v: want the reconnect's kept", err)
 	}
 	var a model.Award
-	if err := s.Get(ctx, s.Tables().Main, keys.AwardKey("u2", "m1", 0), &a); err != nil || a.ActivityID != 777000111222 {
+	if err := s.DB.Get(ctx, s.DB.Tables().Main, keys.AwardKey("u2", "m1", 0), &a); err != nil || a.ActivityID != 777000111222 {
 		t.Errorf("award %+v, %v: want its activity id kept", a, err)
 	}
 }
@@ -198,26 +198,26 @@ func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
 		&model.Profile{UserID: "u3", AthleteID: athlete, DisplayName: "Ada Lovelace", CreatedAtUtc: now},
 		&syncstate.SyncState{UserID: "u3", AthleteID: athlete, ImportedFromUtc: now.AddDate(-1, 0, 0), ImportedCount: workouts},
 	} {
-		if err := s.Put(ctx, s.Tables().Main, e); err != nil {
+		if err := s.DB.Put(ctx, s.DB.Tables().Main, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range workouts {
-		if err := s.UpsertWorkout(ctx, fixture.Workout("u3", int64(9000+i), fixture.Stored(now))); err != nil {
+		if err := s.Workouts.UpsertWorkout(ctx, fixture.Workout("u3", int64(9000+i), fixture.Stored(now))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	grant, err := s.StravaConnectionGrant(ctx, "u3")
+	grant, err := s.Connections.StravaConnectionGrant(ctx, "u3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
+	if err := s.Connections.RevokeStravaConnection(ctx, grant, now, now, now); err != nil {
 		t.Fatal(err)
 	}
 	chunks := 0
 	pu.AfterChunk(func(int) {
 		if chunks++; chunks == 1 { // the athlete signs in again here
-			if err := s.ClearStravaRevocation(ctx, "u3", now, now); err != nil {
+			if err := s.Connections.ClearStravaRevocation(ctx, "u3", now, now); err != nil {
 				t.Error(err)
 			}
 		}
@@ -226,7 +226,7 @@ func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left, _, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.Tables().Main, keys.UserPK("u3"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	left, _, err := dynamo.QueryEntities[model.Workout](ctx, s.DB, s.DB.Tables().Main, keys.UserPK("u3"), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestReconnectInTheMiddleOfThePurgeLosesNoHistory(t *testing.T) {
 	if st, err := limits.New(s).SyncState(ctx, "u3"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("sync state %+v, %v after a purge that deleted workouts: want none, so the reconnect imports the history again", st, err)
 	}
-	if u, err := s.ResolveAthlete(ctx, athlete); err != nil || u != "u3" {
+	if u, err := s.Users.ResolveAthlete(ctx, athlete); err != nil || u != "u3" {
 		t.Errorf("owner mapping: %q, %v: want it kept for the reconnected athlete", u, err)
 	}
 }

@@ -63,7 +63,7 @@ func SeedCatalog(ctx context.Context, db *dynamodb.Client, tables dynamo.Tables)
 	if err != nil {
 		return 0, fmt.Errorf("seed catalog: %w", err)
 	}
-	n, err := catalog.Seed(ctx, store.New(db, tables), cat)
+	n, err := catalog.Seed(ctx, store.New(db, tables).Milestones, cat)
 	if err != nil {
 		return n, fmt.Errorf("seed catalog into %s: %w", tables.Main, err)
 	}

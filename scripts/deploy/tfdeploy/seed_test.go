@@ -99,7 +99,7 @@ func TestSeedCatalogIntoFreshTablesIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ModelMeta(ctx, cat.Models[0].ModelID); !errors.Is(err, model.ErrNotFound) {
+	if _, err := st.Milestones.ModelMeta(ctx, cat.Models[0].ModelID); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("fresh tables: ModelMeta = %v, want ErrNotFound", err)
 	}
 	n, err := SeedCatalog(ctx, db, tables)
@@ -107,11 +107,11 @@ func TestSeedCatalogIntoFreshTablesIsIdempotent(t *testing.T) {
 		t.Fatalf("first seed: %d items changed, %v; want > 0, nil", n, err)
 	}
 	for _, m := range cat.Models {
-		meta, err := st.ModelMeta(ctx, m.ModelID)
+		meta, err := st.Milestones.ModelMeta(ctx, m.ModelID)
 		if err != nil || meta.PartCount != m.PartCount {
 			t.Fatalf("model %s after seed: %+v, %v; want partCount %d", m.ModelID, meta, err, m.PartCount)
 		}
-		parts, err := st.ModelParts(ctx, m.ModelID)
+		parts, err := st.Milestones.ModelParts(ctx, m.ModelID)
 		if err != nil || len(parts) != m.PartCount {
 			t.Fatalf("model %s parts after seed: %d, %v; want %d", m.ModelID, len(parts), err, m.PartCount)
 		}

@@ -25,7 +25,7 @@ import (
 // the wiring (scripts/rebuildkit/wire): DynamoDB Local when DYNAMODB_ENDPOINT
 // is set, AWS with the default credential chain otherwise.
 type Env struct {
-	Store *store.Store
+	Store *store.Adapters
 	// Streams reads the main table's stream; StreamARN finds it.
 	Streams   streams.API
 	StreamARN func(ctx context.Context) (string, error)
@@ -196,7 +196,7 @@ func RebuildMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "rebuild:", err)
 		return ExitError
 	}
-	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps),
+	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store.Users, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps),
 		StatePath: *state, Progress: NewProgress(std.Out, std.isTerminal(std.Out), "rebuild"), Logger: env.Logger}
 	if *asJSON {
 		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "rebuild")
@@ -270,7 +270,7 @@ func VerifyMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "verify:", err)
 		return ExitError
 	}
-	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store, DryRun: true, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps), Logger: env.Logger}
+	r := &rebuildkit.Runner{Recompute: env.Recompute, Users: env.Store.Users, DryRun: true, Concurrency: *conc, Limiter: rebuildkit.NewLimiter(*rps), Logger: env.Logger}
 	if !*quiet {
 		r.Progress = NewProgress(std.Err, std.isTerminal(std.Err), "verify")
 	}

@@ -210,7 +210,7 @@ func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
 			return ExitError
 		}
 		for _, s := range sources {
-			sum, err := rd.RedriveParked(ctx, env.Store, s)
+			sum, err := rd.RedriveParked(ctx, env.Store.Parked, s)
 			if err != nil {
 				fmt.Fprintln(std.Err, "redrive:", err)
 				return ExitError

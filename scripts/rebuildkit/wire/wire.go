@@ -45,7 +45,7 @@ func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
 	return &cli.Env{
 		Store:      st,
 		Streams:    conn.Streams,
-		StreamARN:  func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.Tables()) },
+		StreamARN:  func(ctx context.Context) (string, error) { return tableadmin.StreamARN(ctx, db, st.DB.Tables()) },
 		Recompute:  Recompute(c),
 		ProcessJob: worker(cfg, st, log),
 		Projector:  c.Handle,

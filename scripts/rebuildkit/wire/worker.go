@@ -12,7 +12,7 @@ import (
 // worker wires the ingestion worker in process (for redriving parked worker
 // jobs locally) when the Strava application's credentials are configured;
 // otherwise it returns nil and redrive says to use --invoke-worker.
-func worker(cfg config.Config, st *store.Store, log *slog.Logger) rebuildkit.ProcessJob {
+func worker(cfg config.Config, st *store.Adapters, log *slog.Logger) rebuildkit.ProcessJob {
 	if cfg.StravaClientID == "" || cfg.StravaClientSecret == "" {
 		return nil
 	}

@@ -1,4 +1,9 @@
-package syncjobs
+// Package scheduler decides whose history is imported and re-checked when,
+// and enqueues the sync jobs package syncjobs runs: a backfill when an
+// athlete connects or a milestone reaches further back (scheduler.go), the
+// reconciliation's resumable walk of the users index (reconcile.go), and
+// the re-listings after an outage or a burst's unseen events (recover.go).
+package scheduler
 
 import (
 	"context"
@@ -9,48 +14,49 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
-// SyncScheduler enqueues sync jobs on the outbox: a backfill when an
+// Scheduler enqueues sync jobs on the outbox: a backfill when an
 // athlete connects or a milestone reaches before what was imported, a
 // reconciliation per active athlete per interval slot, an operator's
 // restart. Keys are deterministic (keys.SyncJobKey), so enqueueing twice
 // claims once. The api (BFF hooks), the sweeper (reconciliation) and
 // scripts/syncs use it.
-type SyncScheduler struct {
-	store    SchedulerStores
+type Scheduler struct {
+	store    Stores
 	dispatch ingest.Dispatcher
 	log      *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Settings shape the jobs (defaults when zero).
-	Settings SyncSettings
+	Settings syncjobs.SyncSettings
 	// Lease is the lease of a fresh job (ingest.DefaultLease when zero): the
 	// sweeper dispatches it again once it lapses.
 	Lease time.Duration
 }
 
-// NewSyncScheduler builds a scheduler that hands new jobs to d (nil: the
+// New builds a scheduler that hands new jobs to d (nil: the
 // sweeper dispatches them once their lease lapses).
-func NewSyncScheduler(st SchedulerStores, d ingest.Dispatcher, log *slog.Logger) *SyncScheduler {
-	return &SyncScheduler{store: st, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() }}
+func New(st Stores, d ingest.Dispatcher, log *slog.Logger) *Scheduler {
+	return &Scheduler{store: st, dispatch: d, log: log, Now: func() time.Time { return time.Now().UTC() }}
 }
 
 // Horizon is how far back a user's history should be imported at now: the
 // earliest period start of the user's active milestones, but at most
 // MaxDays back (also the horizon without any milestone), at UTC day
 // granularity so that the same day yields the same backfill key.
-func (s *SyncScheduler) Horizon(ctx context.Context, userID string, now time.Time) (time.Time, error) {
+func (s *Scheduler) Horizon(ctx context.Context, userID string, now time.Time) (time.Time, error) {
 	h, _, err := s.horizon(ctx, userID, now)
 	return h, err
 }
 
 // horizon is Horizon and the end of the soonest-ending active milestone
 // (the job's priority; zero without one).
-func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Time) (time.Time, time.Time, error) {
+func (s *Scheduler) horizon(ctx context.Context, userID string, now time.Time) (time.Time, time.Time, error) {
 	cfg := s.Settings.WithDefaults()
 	floor := now.UTC().AddDate(0, 0, -cfg.MaxDays).Truncate(24 * time.Hour)
 	ms, err := s.store.Milestones.UserMilestones(ctx, userID)
@@ -78,7 +84,7 @@ func (s *SyncScheduler) horizon(ctx context.Context, userID string, now time.Tim
 // is called on every Strava connect and every milestone creation; reason
 // is logged. It reports whether a job was enqueued; a user without a
 // usable connection has nothing to sync (false, nil).
-func (s *SyncScheduler) EnsureBackfill(ctx context.Context, userID, reason string) (bool, error) {
+func (s *Scheduler) EnsureBackfill(ctx context.Context, userID, reason string) (bool, error) {
 	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
 		return false, nil
@@ -127,7 +133,7 @@ const ReimportKeyMode = "reimport"
 // it takes over the unfinished job and its cursor (a failed or stuck
 // backfill resumes where it stopped), or, when nothing is unfinished,
 // ensures the backfill. It returns ErrNotFound without a usable connection.
-func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
+func (s *Scheduler) Restart(ctx context.Context, userID string) error {
 	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if err == nil && needsReauth {
 		err = fmt.Errorf("athlete must reconnect: %w", model.ErrNotFound)
@@ -162,14 +168,14 @@ func (s *SyncScheduler) Restart(ctx context.Context, userID string) error {
 // enqueue claims the job's outbox item and hands it off; false when the key
 // was claimed before (nothing new). A failed hand-off is left to the
 // sweeper (the item is received with a lease).
-func (s *SyncScheduler) enqueue(ctx context.Context, key string, sj ingest.SyncJob, now time.Time) (bool, error) {
+func (s *Scheduler) enqueue(ctx context.Context, key string, sj ingest.SyncJob, now time.Time) (bool, error) {
 	return s.enqueueAfter(ctx, key, sj, now, 0)
 }
 
 // enqueueAfter is enqueue for a job that waits first: with wait > 0 it is
 // not handed off, and its first lease (wait) holds it from the sweeper
 // until then.
-func (s *SyncScheduler) enqueueAfter(ctx context.Context, key string, sj ingest.SyncJob, now time.Time, wait time.Duration) (bool, error) {
+func (s *Scheduler) enqueueAfter(ctx context.Context, key string, sj ingest.SyncJob, now time.Time, wait time.Duration) (bool, error) {
 	corr := model.NewID()
 	job := ingest.Job{
 		Event:         ingest.Event{ObjectType: ingest.ObjectSync, AspectType: sj.Mode, OwnerID: sj.AthleteID, EventTime: now.Unix()},

@@ -1,4 +1,4 @@
-package syncjobs
+package scheduler
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const RecoverKeyMode = "recover"
 // of an outage). Users without a usable connection are skipped (counted);
 // a failure on one user is logged and the round goes on, returning the
 // first error.
-func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (ReconcileResult, error) {
+func (s *Scheduler) ReconcileSince(ctx context.Context, since time.Time) (ReconcileResult, error) {
 	now := s.Now()
 	if since.IsZero() || !since.Before(now) {
 		return ReconcileResult{}, fmt.Errorf("reconcile since %s: must be in the past: %w", since.Format(time.RFC3339), model.ErrInvalid)
@@ -62,7 +62,7 @@ func (s *SyncScheduler) ReconcileSince(ctx context.Context, since time.Time) (Re
 }
 
 // recoverUser enqueues one user's outage reconciliation.
-func (s *SyncScheduler) recoverUser(ctx context.Context, userID string, since, now time.Time) (reconcileOutcome, error) {
+func (s *Scheduler) recoverUser(ctx context.Context, userID string, since, now time.Time) (reconcileOutcome, error) {
 	athleteID, needsReauth, err := s.store.Connections.ConnectionStatus(ctx, userID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && needsReauth) {
 		return outcomeNoConnection, nil
@@ -122,7 +122,7 @@ var wholeHistory = time.Unix(1, 0).UTC()
 // now's slot; false when the slot's recheck was booked already. The job's
 // first lease holds it until the slot's end plus UnseenRecheckAfter, the
 // same instant for every booking of the slot.
-func (s *SyncScheduler) RecheckUnseen(ctx context.Context, userID string, athleteID int64, now time.Time) (bool, error) {
+func (s *Scheduler) RecheckUnseen(ctx context.Context, userID string, athleteID int64, now time.Time) (bool, error) {
 	slot := now.UTC().Truncate(UnseenSlot)
 	job := ingest.SyncJob{UserID: userID, AthleteID: athleteID, Mode: syncstate.SyncModeReconcile, FromUtc: wholeHistory}
 	ok, err := s.enqueueAfter(ctx, keys.SyncJobKey(UnseenKeyMode, userID, slot), job, now, slot.Add(UnseenSlot+UnseenRecheckAfter).Sub(now))

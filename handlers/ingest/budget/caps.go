@@ -1,20 +1,92 @@
-package fetch
+package budget
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/handlers/ingest/budget"
-	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
 )
+
+// Reads is an instance's spending of Strava reads on events: the
+// application's shared budget (check.go: CheckBudget before a read,
+// ObserveRate after each answer) and each athlete's read caps (this file).
+// The fetcher and the burst walks of one worker share one.
+type Reads struct {
+	// Caps are the athletes' shared read counters.
+	Caps ReadCaps
+	// Rate is the shared rate-limit reading.
+	Rate RateStore
+	// Cache is the instance's copy of that reading, shared with the sync
+	// jobs' pages (handlers/app).
+	Cache *RateCache
+	// PerWindow caps Strava reads per athlete per rate window (0: no cap).
+	PerWindow int
+	// PerDay caps Strava reads per athlete per UTC day (0: no daily cap).
+	PerDay int
+	// RateWindow is Strava's short rate-limit window (keys.AthleteReadsWindow
+	// when zero; shorter only against a simulator, CC_STRAVA_WINDOW).
+	RateWindow time.Duration
+	// Reserve is the share of a rate-limit budget kept free.
+	Reserve float64
+	// Now is the clock.
+	Now func() time.Time
+	// Metrics receives the AthleteReadShare EMF lines (nil: none).
+	Metrics io.Writer
+	// Log receives what could not be recorded.
+	Log *slog.Logger
+
+	tally readTally
+}
+
+// NewReads returns the reads over the caps' counters and the shared rate
+// reading, with the default caps and reserve.
+func NewReads(caps ReadCaps, rate RateStore, log *slog.Logger) *Reads {
+	return &Reads{Caps: caps, Rate: rate, Cache: new(RateCache), PerWindow: DefaultAthleteReadsPerWindow, PerDay: DefaultAthleteReadsPerDay,
+		Reserve: DefaultReserve, Now: func() time.Time { return time.Now().UTC() }, Log: log}
+}
+
+// ReadCaps are an athlete's shared read counters (model/store/limits).
+type ReadCaps interface {
+	// TakeAthleteReads counts n Strava reads for the athlete in the window
+	// (of length windowLen) containing now and returns the window's count
+	// after them (every instance's); ErrConflict when that would count
+	// more than limit.
+	TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error)
+	// TakeAthleteDayReads counts n Strava reads for the athlete in the UTC
+	// day containing now; ErrConflict when that would count more than limit.
+	TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
+	// TakeUnverifiedReads and TakeUnverifiedDayReads count n reads of the
+	// athlete's unverified allowance (caps.go) in the window or the UTC
+	// day containing now; ErrConflict when that would count more than limit.
+	TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error
+	TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error
+}
+
+// The athletes' read caps by default.
+const (
+	// DefaultAthleteReadsPerWindow caps the Strava reads one athlete's
+	// events may cause per 15-minute window (CC_ATHLETE_READS_PER_WINDOW):
+	// a flood of (forged) events for one athlete waits instead of spending
+	// the application's budget. 30 is far above what one athlete uploads.
+	DefaultAthleteReadsPerWindow = 30
+	// DefaultAthleteReadsPerDay caps the Strava reads one athlete's events
+	// may cause per UTC day (CC_ATHLETE_READS_PER_DAY): a tenth of
+	// Strava's default daily read budget, so that no handful of athletes
+	// can spend the day's budget, and far above an honest day (a bulk
+	// upload of a year costs a few list pages).
+	DefaultAthleteReadsPerDay = 100
+)
+
+// maxTallied bounds the athletes an instance tallies at once.
+const maxTallied = 10000
 
 // The athlete's read caps (AthleteReadsPerWindow, AthleteReadsPerDay) are
 // shared counters per athlete and window (STRAVA#ATHLETE#{id} /
@@ -59,7 +131,7 @@ type tally struct {
 func (t *readTally) take(athleteID int64, window, day time.Time, allowance int) (addWindow, addDay int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m == nil || len(t.m) >= warm.MaxEntries {
+	if t.m == nil || len(t.m) >= maxTallied {
 		t.m = make(map[int64]tally)
 	}
 	c := t.m[athleteID]
@@ -106,7 +178,7 @@ func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay 
 }
 
 // refund takes back one read counted at window and day by take, which was
-// made and is charged elsewhere (movePageToUnverified). A read the shared
+// made and is charged elsewhere (MovePageToUnverified). A read the shared
 // counters took already is taken back from this instance's next share
 // (unshared below zero: the next add is one smaller), so neither counter
 // keeps it; once the window (or day) has moved on, there is nothing left
@@ -141,12 +213,12 @@ func editsShare(limit int) int {
 	return max(limit-limit/3, 1)
 }
 
-// takeAthleteRead counts one Strava read against the athlete's caps
+// TakeAthleteRead counts one Strava read against the athlete's caps
 // (AthleteReadsPerWindow, AthleteReadsPerDay, see readTally; an edit, not
 // upload, only up to editsShare of each); an ingest.DeferError (AthleteCap
 // set) to the next window, or the next UTC day, when a cap is reached.
-func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bool) error {
-	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
+func (r *Reads) TakeAthleteRead(ctx context.Context, job ingest.Job, upload bool) error {
+	limit, dayLimit := r.PerWindow, r.PerDay
 	if limit <= 0 && dayLimit <= 0 {
 		return nil
 	}
@@ -159,59 +231,59 @@ func (w *Fetcher) takeAthleteRead(ctx context.Context, job ingest.Job, upload bo
 		allowance = math.MaxInt32 // only the day counts
 	}
 	ev := job.Event
-	now := w.Now()
-	win := w.rateWindow()
+	now := r.Now()
+	win := r.Window()
 	window, day := now.UTC().Truncate(win), now.UTC().Truncate(24*time.Hour)
-	addWindow, addDay := w.reads.take(ev.OwnerID, window, day, allowance)
+	addWindow, addDay := r.tally.take(ev.OwnerID, window, day, allowance)
 	var (
 		err    error
 		shared int // the window counter's reads after ours: every instance's
 	)
-	if addWindow > 0 && w.AthleteReadsPerWindow > 0 {
-		if shared, err = w.store.Caps.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
-			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
-			return w.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d %s in this window", ev.OwnerID, limit, kind))
+	if addWindow > 0 && r.PerWindow > 0 {
+		if shared, err = r.Caps.TakeAthleteReads(ctx, ev.OwnerID, now, win, limit, addWindow); errors.Is(err, model.ErrConflict) {
+			r.tally.settle(ev.OwnerID, window, addWindow, addDay)
+			return r.heldBack(job, window.Add(win), fmt.Sprintf("athlete %d reached %d %s in this window", ev.OwnerID, limit, kind))
 		}
 	}
 	if err == nil && addDay > 0 && dayLimit > 0 {
 		// The window's counter has taken the reads already; a refusal
 		// here leaves them counted there (erring on fewer reads).
-		if err = w.store.Caps.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
-			w.reads.settle(ev.OwnerID, window, addWindow, addDay)
-			return w.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d %s", ev.OwnerID, dayLimit, kind))
+		if err = r.Caps.TakeAthleteDayReads(ctx, ev.OwnerID, now, dayLimit, addDay); errors.Is(err, model.ErrConflict) {
+			r.tally.settle(ev.OwnerID, window, addWindow, addDay)
+			return r.heldBack(job, day.Add(24*time.Hour), fmt.Sprintf("athlete %d reached the daily allowance of %d %s", ev.OwnerID, dayLimit, kind))
 		}
 	}
 	if err != nil {
-		w.reads.settle(ev.OwnerID, window, addWindow, addDay)
+		r.tally.settle(ev.OwnerID, window, addWindow, addDay)
 		return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 	}
 	if shared > 0 {
-		w.reportShare(ev.OwnerID, shared, now)
+		r.reportShare(ev.OwnerID, shared, now)
 	}
 	return nil
 }
 
-// takeUnverifiedRead takes a read that only unverified events ask for (a
+// TakeUnverifiedRead takes a read that only unverified events ask for (a
 // walk's deeper pages, a second look, a fetch alone of an activity a walk
 // did not list) from the athlete's unverified allowance: counters of their
 // own (keys.UnverifiedReadsKey), as large as the athlete's caps, apart from
 // them. Activity and athlete ids are public, so such reads may be a
 // forger's; spent, they wait for the allowance's next window or UTC day
 // (AthleteCap: held back), and the athlete's own uploads and edits go on.
-func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error {
-	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
-	now, win, owner := w.Now(), w.rateWindow(), job.Event.OwnerID
+func (r *Reads) TakeUnverifiedRead(ctx context.Context, job ingest.Job) error {
+	limit, dayLimit := r.PerWindow, r.PerDay
+	now, win, owner := r.Now(), r.Window(), job.Event.OwnerID
 	if limit > 0 {
-		if err := w.store.Caps.TakeUnverifiedReads(ctx, owner, now, win, limit, 1); errors.Is(err, model.ErrConflict) {
-			return w.heldBack(job, now.UTC().Truncate(win).Add(win),
+		if err := r.Caps.TakeUnverifiedReads(ctx, owner, now, win, limit, 1); errors.Is(err, model.ErrConflict) {
+			return r.heldBack(job, now.UTC().Truncate(win).Add(win),
 				fmt.Sprintf("athlete %d reached %d unverified reads in this window", owner, limit))
 		} else if err != nil {
 			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
 		}
 	}
 	if dayLimit > 0 {
-		if err := w.store.Caps.TakeUnverifiedDayReads(ctx, owner, now, dayLimit, 1); errors.Is(err, model.ErrConflict) {
-			return w.heldBack(job, now.UTC().Truncate(24*time.Hour).Add(24*time.Hour),
+		if err := r.Caps.TakeUnverifiedDayReads(ctx, owner, now, dayLimit, 1); errors.Is(err, model.ErrConflict) {
+			return r.heldBack(job, now.UTC().Truncate(24*time.Hour).Add(24*time.Hour),
 				fmt.Sprintf("athlete %d reached the daily allowance of %d unverified reads", owner, dayLimit))
 		} else if err != nil {
 			return fmt.Errorf("process %s: %w", job.CorrelationID, err)
@@ -220,35 +292,35 @@ func (w *Fetcher) takeUnverifiedRead(ctx context.Context, job ingest.Job) error 
 	return nil
 }
 
-// movePageToUnverified moves the read of a burst's first page, taken at
+// MovePageToUnverified moves the read of a burst's first page, taken at
 // tookAt from the athlete's caps, to the athlete's unverified allowance: the
 // page listed none of the burst's events, so only unverified events asked
 // for it (forged creates naming the athlete, or uploads the list does not
 // show yet, which later pages and walks serve from that allowance). The
 // allowance counts the read past its cap too (it was made); a counter that
 // fails is logged and the caps keep the read.
-func (w *Fetcher) movePageToUnverified(ctx context.Context, log *slog.Logger, job ingest.Job, tookAt time.Time) {
-	limit, dayLimit := w.AthleteReadsPerWindow, w.AthleteReadsPerDay
+func (r *Reads) MovePageToUnverified(ctx context.Context, log *slog.Logger, job ingest.Job, tookAt time.Time) {
+	limit, dayLimit := r.PerWindow, r.PerDay
 	if limit <= 0 && dayLimit <= 0 {
-		return // takeAthleteRead counted nothing
+		return // TakeAthleteRead counted nothing
 	}
-	win, owner := w.rateWindow(), job.Event.OwnerID
+	win, owner := r.Window(), job.Event.OwnerID
 	var err error
 	if limit > 0 {
-		err = w.store.Caps.TakeUnverifiedReads(ctx, owner, tookAt, win, math.MaxInt32, 1)
+		err = r.Caps.TakeUnverifiedReads(ctx, owner, tookAt, win, math.MaxInt32, 1)
 	}
 	if err == nil && dayLimit > 0 {
-		err = w.store.Caps.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
+		err = r.Caps.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
 	}
 	if err != nil {
 		log.WarnContext(ctx, "first list page listed none of the burst; its read stays on the athlete's caps", "error", err)
 		return
 	}
-	w.reads.refund(owner, tookAt.UTC().Truncate(win), tookAt.UTC().Truncate(24*time.Hour))
+	r.tally.refund(owner, tookAt.UTC().Truncate(win), tookAt.UTC().Truncate(24*time.Hour))
 }
 
 // heldBack is the deferral of a job whose athlete reached a read cap.
-func (w *Fetcher) heldBack(job ingest.Job, until time.Time, reason string) error {
+func (r *Reads) heldBack(job ingest.Job, until time.Time, reason string) error {
 	return fmt.Errorf("process %s: %w", job.CorrelationID, &ingest.DeferError{Until: until, Reason: reason, AthleteCap: true})
 }
 
@@ -258,20 +330,20 @@ func (w *Fetcher) heldBack(job ingest.Job, until time.Time, reason string) error
 // window (Strava's reported limit, else its default). Only athletes past
 // an instance's allowance are reported, so the metric's maximum is the
 // heaviest athlete of the period; Terraform alarms on it.
-func (w *Fetcher) reportShare(athleteID int64, reads int, now time.Time) {
-	limit := budget.DefaultReadShortLimit
-	if st := w.Rate.Peek(); st != nil && st.ReadShortLimit > 0 {
+func (r *Reads) reportShare(athleteID int64, reads int, now time.Time) {
+	limit := DefaultReadShortLimit
+	if st := r.Cache.Peek(); st != nil && st.ReadShortLimit > 0 {
 		limit = st.ReadShortLimit
 	}
-	err := budget.WriteEMF(w.Metrics, now, "Service", "worker", []emf.Value{
+	err := WriteEMF(r.Metrics, now, "Service", "worker", []emf.Value{
 		{Name: MetricAthleteReadShare, Unit: "Percent", Value: float64(int64(reads * 100 / limit))}})
 	if err != nil {
-		w.log.Warn("athlete read share metric not written", "athleteId", athleteID, "error", err)
+		r.Log.Warn("athlete read share metric not written", "athleteId", athleteID, "error", err)
 	}
 }
 
 // Metrics of the athletes' read caps (the worker's namespace,
-// budget.WorkerMetricsNamespace).
+// WorkerMetricsNamespace).
 const (
 	// MetricAthleteReadShare is the largest share (percent) of the
 	// application's read window one athlete took (AthleteReadShare alarm).

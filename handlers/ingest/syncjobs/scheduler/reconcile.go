@@ -1,4 +1,4 @@
-package syncjobs
+package scheduler
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -72,7 +73,7 @@ const (
 // written) that a reconciliation can change something that counts, and
 // enqueues it under the cycle's key. force skips the milestone and upload
 // checks (ReconcileAll).
-func (s *SyncScheduler) reconcileUser(ctx context.Context, cfg SyncSettings, userID string, now, cycle time.Time, force bool) (reconcileOutcome, error) {
+func (s *Scheduler) reconcileUser(ctx context.Context, cfg syncjobs.SyncSettings, userID string, now, cycle time.Time, force bool) (reconcileOutcome, error) {
 	from := now.AddDate(0, 0, -cfg.ReconcileDays)
 	ms, err := s.store.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
@@ -141,7 +142,7 @@ const reconcileStopMargin = 10 * time.Second
 // on one user is logged and the run goes on (the error reports the first).
 // A concurrent run that moved the cursor first wins; this one stops.
 //
-// Reconciliation scheduling (SyncScheduler.ReconcileStep; the sweeper
+// Reconciliation scheduling (Scheduler.ReconcileStep; the sweeper
 // Lambda invoked with {"task":"reconcile"} every minute by Terraform's
 // reconcile rule, the local stack's loop every ReconcileTick). Each user
 // has a slot once per CC_RECONCILE_INTERVAL (default 168 h): a cycle walks
@@ -183,7 +184,7 @@ const reconcileStopMargin = 10 * time.Second
 // SyncsWaiting and `make syncs` show. ReconcileAll is an operator's and the
 // tools' full round: every connected user at once, without the cursor and
 // without the milestone and upload checks, keyed per interval slot.
-func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, error) {
+func (s *Scheduler) ReconcileStep(ctx context.Context) (ReconcileResult, error) {
 	cfg := s.Settings.WithDefaults()
 	now := s.Now()
 	var res ReconcileResult
@@ -235,7 +236,7 @@ func (s *SyncScheduler) ReconcileStep(ctx context.Context) (ReconcileResult, err
 
 // cursorLost ends a run whose cursor save failed: another run moved it
 // (nil: that one carries on) or the write failed.
-func (s *SyncScheduler) cursorLost(ctx context.Context, err error) error {
+func (s *Scheduler) cursorLost(ctx context.Context, err error) error {
 	if errors.Is(err, model.ErrConflict) {
 		s.log.InfoContext(ctx, "reconciliation cursor moved by another run; this run stops")
 		return nil
@@ -250,7 +251,7 @@ func (s *SyncScheduler) cursorLost(ctx context.Context, err error) error {
 // repeated in the same slot enqueues nothing more). The schedule runs
 // ReconcileStep instead. A failure on one user is logged and the round
 // goes on; the error reports the first one.
-func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, error) {
+func (s *Scheduler) ReconcileAll(ctx context.Context) (ReconcileResult, error) {
 	cfg := s.Settings.WithDefaults()
 	now := s.Now()
 	slot := now.Truncate(cfg.ReconcileInterval)
@@ -269,7 +270,7 @@ func (s *SyncScheduler) ReconcileAll(ctx context.Context) (ReconcileResult, erro
 
 // eachUsersPage calls fn with every page of the users index, shard by
 // shard (never a Scan).
-func (s *SyncScheduler) eachUsersPage(ctx context.Context, fn func(users []string)) error {
+func (s *Scheduler) eachUsersPage(ctx context.Context, fn func(users []string)) error {
 	for shard := range keys.UserListShards {
 		for after := ""; ; {
 			page, err := s.store.Users.ListUsers(ctx, shard, after, 0)
@@ -289,7 +290,7 @@ func (s *SyncScheduler) eachUsersPage(ctx context.Context, fn func(users []strin
 // reconcilePage runs reconcileUser for each user of a users-index page,
 // adding the outcomes to res; a user that fails is logged and counted, and
 // the first such error is returned (first, when it is already set).
-func (s *SyncScheduler) reconcilePage(ctx context.Context, cfg SyncSettings, users []string, now, cycle time.Time, force bool, res *ReconcileResult, first error) error {
+func (s *Scheduler) reconcilePage(ctx context.Context, cfg syncjobs.SyncSettings, users []string, now, cycle time.Time, force bool, res *ReconcileResult, first error) error {
 	for _, userID := range users {
 		o, err := s.reconcileUser(ctx, cfg, userID, now, cycle, force)
 		if err != nil {
