@@ -42,7 +42,7 @@ const (
 	// flight can take (a pending outbox item for the user resolves its
 	// athlete again and finds no user), as long as the audit trail.
 	UserGuardRetentionDays = 90
-	// ParkedRetentionDays is how long a parked record (model.ParkedRecord)
+	// ParkedRetentionDays is how long a parked record (ops.ParkedRecord, package model/ops)
 	// is kept for an operator's redrive before its TTL removes it: a month
 	// of alarms to act on, and no workout image kept for good.
 	ParkedRetentionDays = 30

@@ -271,36 +271,6 @@ func TestAthleteReadsKeyWindows(t *testing.T) {
 	}
 }
 
-func TestIdempotencyRecordNormalize(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name  string
-		given IdempotencyRecord
-		want  OutboxStatus
-	}{
-		{"schema 1 (before the outbox) reads as done", IdempotencyRecord{Meta: Meta{EntityIdempotency, 1}}, OutboxDone},
-		{"legacy without meta reads as done", IdempotencyRecord{}, OutboxDone},
-		{"schema 2 received stays received", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxReceived}, OutboxReceived},
-		{"schema 2 parked stays parked", IdempotencyRecord{Meta: Meta{EntityIdempotency, 2}, Status: OutboxParked}, OutboxParked},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := tt.given
-			if err := r.Normalize(); err != nil {
-				t.Fatal(err)
-			}
-			if r.Status != tt.want || r.SchemaVersion != SchemaVersions[EntityIdempotency] {
-				t.Fatalf("got status %q at schema %d, want %q at %d", r.Status, r.SchemaVersion, tt.want, SchemaVersions[EntityIdempotency])
-			}
-		})
-	}
-	newer := IdempotencyRecord{Meta: Meta{EntityIdempotency, 3}}
-	if err := newer.Normalize(); !errors.Is(err, ErrUnsupportedSchema) {
-		t.Fatalf("got %v, want ErrUnsupportedSchema", err)
-	}
-}
-
 // Two edits of one activity within the same second are two events (their
 // updates differ); a redelivery of one (same updates, in any order) is the
 // same event.

@@ -304,75 +304,6 @@ func NewRoutineAuditEntry(subjectPK, userID, eventType, correlationID, requestID
 // Normalize implements Entity.
 func (a *AuditEntry) Normalize() error { return normalize(&a.Meta, EntityAudit) }
 
-// ItemKey implements Entity; the idempotency table has no sort key, so SK is
-// empty.
-func (r *IdempotencyRecord) ItemKey() Key { return Key{PK: r.IdempotencyKey} }
-
-// Stamp implements Entity.
-func (r *IdempotencyRecord) Stamp() { r.Meta = current(EntityIdempotency) }
-
-// Normalize implements Entity. A schema 1 record (before the outbox) has no
-// status: its event was handed off once and is read as done.
-func (r *IdempotencyRecord) Normalize() error {
-	old := r.SchemaVersion
-	if err := normalize(&r.Meta, EntityIdempotency); err != nil {
-		return err
-	}
-	if old < 2 && r.Status == "" {
-		r.Status = OutboxDone
-	}
-	return nil
-}
-
-// ItemKey implements Entity.
-func (r *AthleteReads) ItemKey() Key {
-	return keys.ReadsCounterKey(r.AthleteID, r.WindowStartUtc, r.Unverified)
-}
-
-// Stamp implements Entity.
-func (r *AthleteReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteReads) }
-
-// Normalize implements Entity.
-func (r *AthleteReads) Normalize() error { return normalize(&r.Meta, EntityAthleteReads) }
-
-// NewAthleteDayReads is the athlete's daily read counter for the UTC day
-// containing at, listed under that day's readers (GSI2).
-func NewAthleteDayReads(athleteID int64, at time.Time) *AthleteDayReads {
-	day := at.UTC().Truncate(24 * time.Hour)
-	return &AthleteDayReads{AthleteID: athleteID, DayUtc: day.Format("2006-01-02"), ExpiresAt: day.Add(72 * time.Hour).Unix(),
-		ReadersPK: keys.ReadersPK(athleteID, day), ReadersSK: keys.AthletePK(athleteID)}
-}
-
-// ItemKey implements Entity.
-func (r *AthleteDayReads) ItemKey() Key {
-	day, _ := time.Parse("2006-01-02", r.DayUtc)
-	return keys.DayReadsCounterKey(r.AthleteID, day, r.Unverified)
-}
-
-// Stamp implements Entity.
-func (r *AthleteDayReads) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityAthleteDayReads) }
-
-// Normalize implements Entity.
-func (r *AthleteDayReads) Normalize() error { return normalize(&r.Meta, EntityAthleteDayReads) }
-
-// ItemKey implements Entity.
-func (r *RateLimitState) ItemKey() Key { return keys.RateLimitKey() }
-
-// Stamp implements Entity.
-func (r *RateLimitState) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityRateLimit) }
-
-// Normalize implements Entity.
-func (r *RateLimitState) Normalize() error { return normalize(&r.Meta, EntityRateLimit) }
-
-// ItemKey implements Entity.
-func (r *ParkedRecord) ItemKey() Key { return keys.ParkedKey(r.Source, r.RecordID) }
-
-// Stamp implements Entity.
-func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), current(EntityParked) }
-
-// Normalize implements Entity.
-func (r *ParkedRecord) Normalize() error { return normalize(&r.Meta, EntityParked) }
-
 // ItemKey implements Entity.
 func (g *UserGuard) ItemKey() Key { return keys.UserGuardKey(g.UserID) }
 
@@ -394,10 +325,6 @@ var (
 	_ Entity = (*ModelPart)(nil)
 	_ Entity = (*Session)(nil)
 	_ Entity = (*AuditEntry)(nil)
-	_ Entity = (*IdempotencyRecord)(nil)
-	_ Entity = (*RateLimitState)(nil)
-	_ Entity = (*ParkedRecord)(nil)
-	_ Entity = (*AthleteReads)(nil)
 	_ Entity = (*UserGuard)(nil)
 	_ Entity = (*MilestoneCount)(nil)
 )

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/bff/respond"
@@ -18,8 +17,6 @@ import (
 type ProfileStore interface {
 	Profile(ctx context.Context, userID string) (model.Profile, error)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // MeJSON is the body of GET /v1/me.
 type MeJSON struct {

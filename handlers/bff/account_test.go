@@ -22,6 +22,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/model/store/tableadmin"
@@ -63,7 +64,7 @@ func (e *env) populate(userID string, athleteID int64) account {
 	}
 	// A job of the athlete parked for redrive (its payload may hold a whole
 	// workout image).
-	if err := e.st.Parked.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: "parked-" + userID,
+	if err := e.st.Parked.Park(ctx, &ops.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: "parked-" + userID,
 		UserID: userID, AthleteID: athleteID, Payload: "{}", Reason: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	w.Fetch.Reads.PerWindow = 0 // no read counter in the athlete's partition
 	job := ingest.Job{Event: ingest.Event{ObjectType: ingest.ObjectActivity, ObjectID: 770001, AspectType: ingest.AspectCreate,
 		OwnerID: 77, EventTime: e.clock.Now().Unix()}, CorrelationID: "c-inflight", ReceivedAtUtc: e.clock.Now()}
-	for _, r := range []*model.ParkedRecord{
+	for _, r := range []*ops.ParkedRecord{
 		{Source: keys.ParkSourceProjector, RecordID: "p-inflight", UserID: a.userID, Payload: "{}"},
 		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 77, Payload: "{}"},
 	} {

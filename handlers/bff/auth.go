@@ -27,17 +27,6 @@ type SessionStore interface {
 	DeleteSession(ctx context.Context, userID, sessionID string) error
 }
 
-// AthleteStore is who owns an athlete, and a new user (the users
-// adapter).
-type AthleteStore interface {
-	// AthleteOwner reads the athlete's owner mapping; ErrNotFound when
-	// the athlete is new.
-	AthleteOwner(ctx context.Context, athleteID int64) (model.AthleteOwner, error)
-	// CreateUser writes a new user's profile, owner mapping and
-	// connection together.
-	CreateUser(ctx context.Context, p *model.Profile, c *model.StravaConnection) error
-}
-
 // ConnectionStore is the user's Strava connection: read, a fresh login's
 // tokens, and the end of a revocation (the connections adapter).
 type ConnectionStore interface {
@@ -49,30 +38,6 @@ type ConnectionStore interface {
 	// ClearStravaRevocation clears the guard's revocation recorded at
 	// revokedAt (a purge still running stops).
 	ClearStravaRevocation(ctx context.Context, userID string, revokedAt, now time.Time) error
-}
-
-// GuardStore reads the user guard.
-type GuardStore interface {
-	// UserGuard reads the user's guard; ErrNotFound when there is none.
-	UserGuard(ctx context.Context, userID string) (*model.UserGuard, error)
-}
-
-// RevokedAthletes are the mappings a revocation or a deletion left (the
-// purger's).
-type RevokedAthletes interface {
-	// RevokedAthleteOwner finds the user of an athlete who revoked the grant
-	// (a keyed-hash mapping); ErrNotFound when there is none.
-	RevokedAthleteOwner(ctx context.Context, athleteID int64) (string, error)
-	// ReclaimRevokedAthlete links the athlete to that user again.
-	ReclaimRevokedAthlete(ctx context.Context, athleteID int64, userID, name string, now time.Time) error
-	// ForgetDeletedOwner removes the owner and keyed-hash mappings that
-	// still name a deleted user (each only if it names userID).
-	ForgetDeletedOwner(ctx context.Context, athleteID int64, userID string) error
-}
-
-// Auditor writes an audit entry and never fails.
-type Auditor interface {
-	Audit(ctx context.Context, log *slog.Logger, e *model.AuditEntry)
 }
 
 func (h *Handler) reqLog(r *http.Request) (*slog.Logger, string) {
@@ -240,7 +205,7 @@ func (h *Handler) connect(ctx context.Context, log *slog.Logger, corr, code stri
 		return log, "", &refusal{http.StatusBadGateway, "Strava sign-in failed", "Strava did not say who you are. Please try again."}
 	}
 	log = log.With("athleteId", athlete.ID)
-	userID, err := h.links.link(ctx, log, corr, athlete, tok, scopes)
+	userID, err := h.links.Link(ctx, log, corr, athlete, tok, scopes)
 	if err != nil {
 		log.ErrorContext(ctx, "link athlete failed", "error", err)
 		return log, "", errSignInUnavailable

@@ -30,6 +30,7 @@ import (
 	"github.com/commitcollect/backend/handlers/bff/collection"
 	"github.com/commitcollect/backend/handlers/bff/deletion"
 	"github.com/commitcollect/backend/handlers/bff/export"
+	"github.com/commitcollect/backend/handlers/bff/link"
 	"github.com/commitcollect/backend/handlers/bff/milestones"
 	"github.com/commitcollect/backend/handlers/bff/timeline"
 	"github.com/commitcollect/backend/handlers/bff/workouts"
@@ -42,11 +43,11 @@ import (
 type Stores struct {
 	Sessions    SessionStore            // auth.go: login states and sessions
 	Profiles    ProfileStore            // account.go: the profile
-	Connections ConnectionStore         // account.go, link.go: the Strava connection
-	Athletes    AthleteStore            // link.go: who owns an athlete, a new user
-	Guards      GuardStore              // link.go: the user guard
-	Revoked     RevokedAthletes         // link.go: what a revocation or a deletion left
-	Audits      Auditor                 // link.go: the audit trail
+	Connections ConnectionStore         // account.go, handlers/bff/link: the Strava connection
+	Athletes    link.AthleteStore       // handlers/bff/link: who owns an athlete, a new user
+	Guards      link.GuardStore         // handlers/bff/link: the user guard
+	Revoked     link.RevokedAthletes    // handlers/bff/link: what a revocation or a deletion left
+	Audits      link.Auditor            // handlers/bff/link: the audit trail
 	Milestones  milestones.Store        // handlers/bff/milestones
 	Periods     milestones.PeriodReader // handlers/bff/milestones: a series' periods, a page at a time
 	Removals    milestones.Deleter      // handlers/bff/milestones: a milestone deleted, its awards kept
@@ -137,7 +138,7 @@ type Deps struct {
 type Handler struct {
 	cfg      Config
 	sessions SessionStore
-	links    linker
+	links    *link.Linker
 	profiles ProfileStore
 	// connections read the user's Strava connection.
 	connections ConnectionStore
@@ -205,7 +206,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		h.origins[strings.TrimRight(o, "/")] = true
 	}
-	h.links = newLinker(d.Stores, h.log, h.now)
+	h.links = link.New(link.Stores{Athletes: d.Stores.Athletes, Connections: d.Stores.Connections, Guards: d.Stores.Guards,
+		Revoked: d.Stores.Revoked, Audits: d.Stores.Audits, Profiles: d.Stores.Profiles}, h.log, h.now)
 	h.milestones = milestones.New(d.Stores.Milestones, milestones.Deps{Deleter: d.Stores.Removals, Periods: d.Stores.Periods, Zones: d.Stores.Zones, Now: h.now,
 		PublicURL: cfg.PublicURL, Backfill: h.ensureBackfill})
 	h.collection = collection.New(d.Stores.Collection, d.Stores.Milestones, d.Catalog, cfg.PublicURL)

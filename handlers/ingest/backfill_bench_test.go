@@ -21,6 +21,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/limits"
@@ -243,7 +244,7 @@ func runBackfill(b *testing.B, n int) backfillRun {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if rec.Status != model.OutboxReceived {
+		if rec.Status != ops.OutboxReceived {
 			break
 		}
 		if runs > n/100+10 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // Object and aspect types of Strava webhook events.
@@ -183,7 +184,7 @@ type Job struct {
 	// the same claim or lease returned it (set with OutboxFailures).
 	OutboxDispatches int `json:"outboxDispatches,omitempty"`
 	// OutboxParkedRecord says the job's outbox item is marked as parked
-	// once (model.IdempotencyRecord.ParkedRecord; a local queue's on-failure
+	// once (ops.IdempotencyRecord.ParkedRecord; a local queue's on-failure
 	// destination, or a park whose settle failed): done now, its
 	// PARKED#WORKER record is removed, so a redrive never re-runs done
 	// work. Set at dispatch, never stored in the outbox item's job.
@@ -201,7 +202,7 @@ type Job struct {
 
 // WithOutbox returns the job carrying rec's failure and dispatch counts (see
 // OutboxFailures), for the dispatcher that just claimed or leased rec.
-func (j Job) WithOutbox(rec *model.IdempotencyRecord) Job {
+func (j Job) WithOutbox(rec *ops.IdempotencyRecord) Job {
 	n := rec.Failures
 	j.OutboxFailures = &n
 	j.OutboxDispatches = rec.Dispatches

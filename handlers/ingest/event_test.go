@@ -11,6 +11,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 func TestEventIdentityAndDeauthorization(t *testing.T) {
@@ -79,7 +80,7 @@ func TestABurstPayloadStaysUnderLambdasLimit(t *testing.T) {
 		ev := ingest.Event{ObjectType: "activity", ObjectID: 12345678901 + int64(i), AspectType: "create", OwnerID: 123456789,
 			SubscriptionID: 123456, EventTime: 1795706724, Updates: map[string]any{"title": big}}
 		jobs[i] = ingest.Job{Event: ev, CorrelationID: model.NewID(), IdempotencyKey: ev.IdempotencyKey(), ReceivedAtUtc: time.Now().UTC(),
-			Gathered: true}.WithOutbox(&model.IdempotencyRecord{Failures: 5, Dispatches: 12, ParkedRecord: true})
+			Gathered: true}.WithOutbox(&ops.IdempotencyRecord{Failures: 5, Dispatches: 12, ParkedRecord: true})
 	}
 	raw, err := json.Marshal(ingest.NewBurst(jobs, "burst-"+model.NewID()))
 	if err != nil || len(raw) > 256<<10 {

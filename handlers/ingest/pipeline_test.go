@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/purge"
@@ -159,7 +160,7 @@ func TestPipeline429DefersToTheWindowReset(t *testing.T) {
 	h.Deliver(ev)
 	rec := h.Outbox(ingesttest.Job(ev))
 	reset := time.Now().UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
-	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 ||
+	if rec.Status != ops.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 ||
 		(rec.NotBefore != reset.UnixMilli() && rec.NotBefore != reset.Add(15*time.Minute).UnixMilli()) {
 		t.Fatalf("got %+v, want received, one deferral, not before %v", rec, reset)
 	}
@@ -176,7 +177,7 @@ func TestPipeline429DefersToTheWindowReset(t *testing.T) {
 	if w := h.Workout("u1", 300); w.SportType != "Ride" {
 		t.Fatalf("got %+v, want the workout after the reset", w)
 	}
-	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != ops.OutboxDone {
 		t.Fatalf("got %+v, want done", rec)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -70,7 +70,7 @@ func TestARedeliveryOfACreateInABurstIsADuplicate(t *testing.T) {
 		t.Fatalf("%d workouts, want %d", n, redeliveryCreates)
 	}
 	rec := h.Outbox(ingesttest.Job(last))
-	if rec.Status != model.OutboxDone || rec.Dispatches != 1 {
+	if rec.Status != ops.OutboxDone || rec.Dispatches != 1 {
 		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 1", rec.Status, rec.Dispatches)
 	}
 }
@@ -161,7 +161,7 @@ func TestARedeliveryOfALostHandOffInABurstIsADuplicate(t *testing.T) {
 	if n := len(h.Workouts("u1")); n != redeliveryCreates {
 		t.Fatalf("%d workouts, want %d", n, redeliveryCreates)
 	}
-	if rec := h.Outbox(ingesttest.Job(first)); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+	if rec := h.Outbox(ingesttest.Job(first)); rec.Status != ops.OutboxDone || rec.Dispatches != 2 {
 		t.Errorf("redelivered create's outbox item: %s after %d dispatches, want done after 2 (the lost hand-off, the burst)",
 			rec.Status, rec.Dispatches)
 	}

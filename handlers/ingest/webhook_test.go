@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
@@ -274,7 +275,7 @@ func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 		t.Fatal("the workout exists although the hand-off failed")
 	}
 	rec, err := h.St.Outbox.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey)
-	if err != nil || rec.Status != model.OutboxReceived {
+	if err != nil || rec.Status != ops.OutboxReceived {
 		t.Fatalf("got %+v, %v; want the event received in the outbox", rec, err)
 	}
 	// Within its lease a redelivery is a duplicate (the hand-off may be in flight).
@@ -289,7 +290,7 @@ func TestWebhookHandOffFailureIsRepairedBySweeper(t *testing.T) {
 	if w := h.Workout("u1", 100); w.SportType != "Run" || w.IsDeleted {
 		t.Fatalf("got %+v, want the workout written by the sweeper's dispatch", w)
 	}
-	if rec, _ := h.St.Outbox.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey); rec.Status != model.OutboxDone || rec.Dispatches != 2 {
+	if rec, _ := h.St.Outbox.OutboxItem(context.Background(), ingesttest.Job(ev).IdempotencyKey); rec.Status != ops.OutboxDone || rec.Dispatches != 2 {
 		t.Fatalf("got %+v, want done after 2 dispatches", rec)
 	}
 	if n := h.Sim.Stats().ActivityFetches; n != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
@@ -107,7 +108,7 @@ func TestDeleteUserParked(t *testing.T) {
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
-	for _, r := range []model.ParkedRecord{
+	for _, r := range []ops.ParkedRecord{
 		{Source: keys.ParkSourceWorker, RecordID: "w-mine", UserID: "u1", AthleteID: 10},
 		{Source: keys.ParkSourceWorker, RecordID: "w-athlete-only", AthleteID: 10},
 		{Source: keys.ParkSourceProjector, RecordID: "p-mine", UserID: "u1"},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -138,14 +139,14 @@ func TestParkedRecordsSpreadOverShards(t *testing.T) {
 	const n = 40
 	for i := range n {
 		user := []string{"u1", "u2"}[i%2]
-		if err := s.Parked.Park(ctx, &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
+		if err := s.Parked.Park(ctx, &ops.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: fmt.Sprintf("job-%d", i),
 			Reason: "poison", UserID: user}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Two records parked by older code, under the unsharded partition.
 	var legacy []dynamo.Item
-	for _, r := range []*model.ParkedRecord{
+	for _, r := range []*ops.ParkedRecord{
 		{Source: keys.ParkSourceWorker, RecordID: "old-1", Reason: "poison", UserID: "u1", ParkedAtUtc: time.Now().UTC()},
 		{Source: keys.ParkSourceWorker, RecordID: "old-2", Reason: "poison", UserID: "u2", ParkedAtUtc: time.Now().UTC()},
 	} {

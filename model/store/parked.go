@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
@@ -27,7 +28,7 @@ type ParkedRecords struct {
 // model.ParkedRetentionDays after parking unless r sets ExpiresAt (a record
 // parked after its user's account deletion, by a job in flight that failed
 // for good, is gone by then; the deletion removes those parked before).
-func (s *ParkedRecords) Park(ctx context.Context, r *model.ParkedRecord) error {
+func (s *ParkedRecords) Park(ctx context.Context, r *ops.ParkedRecord) error {
 	if r.ParkedAtUtc.IsZero() {
 		r.ParkedAtUtc = s.DB.Now()
 	}
@@ -107,21 +108,21 @@ func (s *ParkedRecords) deleteParkedIn(ctx context.Context, pk string, filter ex
 // Parked lists the records parked by source (at most MaxWorkoutsToInspect
 // in all), from every shard and the legacy unsharded partition, ordered by
 // record id.
-func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]model.ParkedRecord, error) {
-	var out []model.ParkedRecord
+func (s *ParkedRecords) Parked(ctx context.Context, source string) ([]ops.ParkedRecord, error) {
+	var out []ops.ParkedRecord
 	for _, pk := range keys.ParkedPartitions(source) {
 		left := model.MaxWorkoutsToInspect - len(out)
 		if left <= 0 {
 			break
 		}
-		recs, _, err := dynamo.QueryEntities[model.ParkedRecord](ctx, s.DB, s.DB.Tables().Main, pk, "", dynamo.QueryOptions{Limit: left})
+		recs, _, err := dynamo.QueryEntities[ops.ParkedRecord](ctx, s.DB, s.DB.Tables().Main, pk, "", dynamo.QueryOptions{Limit: left})
 		if err != nil {
 			return nil, fmt.Errorf("list parked %s (%s): %w", source, pk, err)
 		}
 		out = append(out, recs...)
 	}
 	// By record id, as one partition listed them before the shards.
-	slices.SortFunc(out, func(a, b model.ParkedRecord) int { return strings.Compare(a.SK, b.SK) })
+	slices.SortFunc(out, func(a, b ops.ParkedRecord) int { return strings.Compare(a.SK, b.SK) })
 	return out, nil
 }
 

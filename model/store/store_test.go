@@ -14,6 +14,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 	"github.com/commitcollect/backend/test/dynamolocal"
@@ -54,7 +55,7 @@ func TestPutIfAbsentConflict(t *testing.T) {
 	t.Parallel()
 	s := dynamolocal.NewStore(t)
 	ctx := context.Background()
-	rec := &model.IdempotencyRecord{IdempotencyKey: "STRAVA#WEBHOOK#activity#1#create#9#100", ExpiresAt: time.Now().Add(time.Hour).Unix()}
+	rec := &ops.IdempotencyRecord{IdempotencyKey: "STRAVA#WEBHOOK#activity#1#create#9#100", ExpiresAt: time.Now().Add(time.Hour).Unix()}
 	if err := s.DB.PutIfAbsent(ctx, s.DB.Tables().Idempotency, rec); err != nil {
 		t.Fatalf("first put: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/projections/consumer/trigger"
 	"github.com/commitcollect/backend/test/fixture"
@@ -113,13 +114,13 @@ func classifyCases() []classifyCase {
 			}},
 		{name: "parked_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
-				if err := e.s.Parked.Park(e.ctx, &model.ParkedRecord{Source: "WORKER", RecordID: "r1", Reason: "x", Payload: "{}"}); err != nil {
+				if err := e.s.Parked.Park(e.ctx, &ops.ParkedRecord{Source: "WORKER", RecordID: "r1", Reason: "x", Payload: "{}"}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "ratelimit_insert", want: trigger.Ignore,
 			write: func(t *testing.T, e *env) {
-				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000}); err != nil {
+				if err := e.s.DB.Put(e.ctx, e.s.DB.Tables().Main, &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000}); err != nil {
 					t.Fatal(err)
 				}
 			}},

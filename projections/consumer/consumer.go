@@ -14,7 +14,7 @@
 //	handle.go     group by user, fan out, settle failures, the partial batch response
 //	recompute.go  read milestones then the log, project, retry on version conflicts
 //	mint.go       award items and their audit in version-checked transactions (Plan, Token)
-//	report.go     what a recompute found (MilestoneReport) and the routine audit entries
+//	report.go     what a recompute found (projections.MilestoneReport) and the routine audit entries
 //	metrics.go    one EMF line per batch
 package consumer
 
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/ports"
 )
 
@@ -90,7 +91,7 @@ type AuditLog interface {
 
 // Parker parks a record the consumer cannot project.
 type Parker interface {
-	Park(ctx context.Context, r *model.ParkedRecord) error
+	Park(ctx context.Context, r *ops.ParkedRecord) error
 }
 
 // GuardedRemover removes workouts written while the user's guard held.

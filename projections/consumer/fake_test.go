@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/projections/consumer"
 )
@@ -63,7 +64,7 @@ func (fakeStore) AuditEntriesAt(context.Context, string, time.Time) ([]model.Aud
 
 func (fakeStore) AppendAudit(context.Context, *model.AuditEntry) error { return nil }
 
-func (fakeStore) Park(context.Context, *model.ParkedRecord) error { return nil }
+func (fakeStore) Park(context.Context, *ops.ParkedRecord) error { return nil }
 
 func (fakeStore) RemoveGuarded(context.Context, *model.UserGuard, []model.Key) (int, error) {
 	return 0, nil

@@ -152,7 +152,7 @@ func Token(w ports.ProjectionWrite) string {
 	p := w.Projection
 	parts := []string{w.UserID, w.MilestoneID + w.PeriodOf, strconv.FormatBool(w.Current != nil), strconv.FormatInt(w.ExpectedVersion, 10),
 		strconv.FormatInt(p.ProgressValue, 10), strconv.Itoa(p.WorkoutsCounted), strconv.Itoa(p.AwardedParts),
-		string(p.Status), strconv.FormatBool(p.Truncated), fmtInstant(p.ExactFromUtc)}
+		string(p.Status), strconv.FormatBool(p.Truncated), projections.FormatInstant(p.ExactFromUtc)}
 	for _, r := range slices.Sorted(maps.Keys(p.Excluded)) {
 		parts = append(parts, r, strconv.Itoa(p.Excluded[r]))
 	}
@@ -267,7 +267,7 @@ func (c *minter) mint(ctx context.Context, log *slog.Logger, m *model.Milestone,
 // write stores the projection and the awards in the version-checked
 // transactions Plan splits them into, recording the new version in mr.
 func (c *Consumer) write(ctx context.Context, log *slog.Logger, tg target, res projections.Result,
-	awards []*model.Award, audits map[int]*model.AuditEntry, mr *MilestoneReport) error {
+	awards []*model.Award, audits map[int]*model.AuditEntry, mr *projections.MilestoneReport) error {
 	for _, w := range Plan(tg.m, res.Projection, tg.existing, awards, audits, tg.leaves) {
 		w.Token = Token(w)
 		if err := c.st.Milestones.WriteProjection(ctx, w); err != nil {

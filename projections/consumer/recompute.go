@@ -45,14 +45,14 @@ import (
 // throttling) the consumer re-reads and recomputes the whole user, up to 8
 // attempts with full-jitter backoff (20 ms … 1 s), then reports the user's
 // records failed.
-func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (UserReport, error) {
+func (c *Consumer) RecomputeUser(ctx context.Context, userID string, dryRun bool) (projections.UserReport, error) {
 	return c.recompute(ctx, userID, "", nil, projections.Touched{All: true}, dryRun)
 }
 
 // recompute re-projects the user; written are the activity ids of the
 // webhook workout writes that triggered it (removed again when the user's
 // guard holds, see once), t the days and weeks the triggers concern.
-func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (UserReport, error) {
+func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (projections.UserReport, error) {
 	log := c.o.Logger.With("userId", userID)
 	var lastErr error
 	for attempt := 0; attempt < c.o.MaxAttempts; attempt++ {
@@ -61,7 +61,7 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 			d := retry.Backoff(attempt-1, c.o.BackoffBase, c.o.BackoffMax)
 			log.InfoContext(ctx, "conflict, re-reading", "attempt", attempt, "backoff", d.String(), "error", lastErr)
 			if err := retry.Sleep(ctx, d); err != nil {
-				return UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
+				return projections.UserReport{UserID: userID, Attempts: attempt}, fmt.Errorf("project user %s: %w", userID, err)
 			}
 		}
 		rep, err := c.once(ctx, userID, correlationID, written, t, dryRun)
@@ -81,7 +81,7 @@ func (c *Consumer) recompute(ctx context.Context, userID, correlationID string, 
 		}
 		lastErr = err
 	}
-	return UserReport{UserID: userID, Attempts: c.o.MaxAttempts},
+	return projections.UserReport{UserID: userID, Attempts: c.o.MaxAttempts},
 		fmt.Errorf("project user %s: gave up after %d attempts: %w", userID, c.o.MaxAttempts, lastErr)
 }
 
@@ -109,8 +109,8 @@ func (c *Consumer) removeGuarded(ctx context.Context, g *model.UserGuard, writte
 // write conflict, and one that wrote before it read a log no newer than
 // ours, so the last successful write always reflects every workout written
 // before it (no lost progress).
-func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (UserReport, error) {
-	rep := UserReport{UserID: userID}
+func (c *Consumer) once(ctx context.Context, userID, correlationID string, written []int64, t projections.Touched, dryRun bool) (projections.UserReport, error) {
+	rep := projections.UserReport{UserID: userID}
 	um, err := c.st.Milestones.UserMilestones(ctx, userID)
 	if err != nil {
 		return rep, err
@@ -185,7 +185,7 @@ func (c *Consumer) once(ctx context.Context, userID, correlationID string, writt
 // item), mints its newly earned awards and writes it: project, mint,
 // write, report.
 func (c *Consumer) milestone(ctx context.Context, tg target, lg projections.Log,
-	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (MilestoneReport, error) {
+	now time.Time, correlationID string, dryRun bool, partCache map[string]map[int]model.ModelPart) (projections.MilestoneReport, error) {
 	m, existing := tg.m, tg.existing
 	log := c.o.Logger.With("userId", m.UserID, "milestoneId", m.MilestoneID)
 	mr, res, held, err := c.project(ctx, log, m, existing, lg, now, correlationID)
@@ -240,8 +240,8 @@ func (c *Consumer) collect(ctx context.Context, existing map[int]model.Award) er
 // and reports what it found. A definition that cannot be projected is
 // reported Skipped, not failed.
 func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Milestone, existing map[int]model.Award, lg projections.Log,
-	now time.Time, correlationID string) (MilestoneReport, projections.Result, projections.Held, error) {
-	mr := MilestoneReport{MilestoneID: m.MilestoneID, Stored: m.Projection, Recomputed: m.Projection, Version: m.Version}
+	now time.Time, correlationID string) (projections.MilestoneReport, projections.Result, projections.Held, error) {
+	mr := projections.MilestoneReport{MilestoneID: m.MilestoneID, Stored: m.Projection, Recomputed: m.Projection, Version: m.Version}
 	held := projections.Held{Minted: make(map[int]time.Time, len(existing))}
 	for i, a := range existing {
 		held.Minted[i] = a.AwardedAtUtc
@@ -275,7 +275,7 @@ func (c *Consumer) project(ctx context.Context, log *slog.Logger, m *model.Miles
 	mr.Unjustified, mr.Justified, mr.Earned = res.Unjustified, res.Projection.AwardedParts, res.Earned
 	if p := res.Projection; p.Truncated {
 		log.WarnContext(ctx, "milestone truncated by the guardrail: older workouts of its period were not read",
-			"exactFromUtc", fmtInstant(p.ExactFromUtc), "periodFromUtc", m.Window().From.Format(time.RFC3339),
+			"exactFromUtc", projections.FormatInstant(p.ExactFromUtc), "periodFromUtc", m.Window().From.Format(time.RFC3339),
 			"workoutsInspected", len(lg.Workouts), "limit", model.MaxWorkoutsToInspect, "correlationId", correlationID)
 	}
 	for i := 0; i < min(m.AwardedParts, res.Projection.AwardedParts); i++ {

@@ -143,7 +143,7 @@ func TestWeeksCutByTheGuardrailAreReadWhole(t *testing.T) {
 // TestVerifyFindsWeekSumsThatDisagreeWithTheLog: week sums are a cache of
 // the log, so verify (a dry-run recompute) reports stored sums that the log
 // does not give, and a rebuild writes them again. Protection: the week sums
-// line of MilestoneReport.Diffs.
+// line of projections.MilestoneReport.Diffs.
 func TestVerifyFindsWeekSumsThatDisagreeWithTheLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"io"
 	"math"
 	"net/http"
@@ -364,9 +365,9 @@ func (d *demo) putActivity(ctx context.Context, a stravasim.Activity) error {
 // event makes the simulator send a webhook and waits until the milestone
 // shows its effect.
 func (d *demo) event(ctx context.Context, aspect string, activityID int64, what string) error {
-	var del stravasim.ControlDelivery
+	var del webhook.ControlDelivery
 	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
-		stravasim.ControlEvent{Aspect: aspect, ActivityID: activityID, OwnerID: d.o.AthleteID}, &del, http.StatusOK); err != nil {
+		webhook.ControlEvent{Aspect: aspect, ActivityID: activityID, OwnerID: d.o.AthleteID}, &del, http.StatusOK); err != nil {
 		return fmt.Errorf("send %s webhook for activity %d: %w", aspect, activityID, err)
 	}
 	d.last = &del.Event

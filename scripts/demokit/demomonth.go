@@ -3,6 +3,7 @@ package demokit
 import (
 	"context"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -96,9 +97,9 @@ func (d *demo) deviceSync(ctx context.Context, acts []stravasim.Activity) error 
 		if err := d.putActivity(ctx, a); err != nil {
 			return err
 		}
-		var del stravasim.ControlDelivery
+		var del webhook.ControlDelivery
 		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
-			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, &del, http.StatusOK); err != nil {
+			webhook.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.o.AthleteID}, &del, http.StatusOK); err != nil {
 			return fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 		}
 		d.last = &del.Event

@@ -3,6 +3,7 @@ package demokit
 import (
 	"context"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"maps"
 	"net/http"
 	"strings"
@@ -82,7 +83,7 @@ func (d *rulesAct) play(ctx context.Context) (DemoRules, error) {
 			return res, fmt.Errorf("put activity %d at the simulator: %w", a.ID, err)
 		}
 		if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
-			stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.athlete()}, nil, http.StatusOK); err != nil {
+			webhook.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: d.athlete()}, nil, http.StatusOK); err != nil {
 			return res, fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 		}
 	}

@@ -3,6 +3,7 @@ package demokit
 import (
 	"context"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"net/http"
 	"slices"
 	"strings"
@@ -116,7 +117,7 @@ func (d *streakAct) create(ctx context.Context, a stravasim.Activity) error {
 		return fmt.Errorf("put activity %d at the simulator: %w", a.ID, err)
 	}
 	if err := d.send(ctx, http.MethodPost, d.o.SimURL+stravasim.ControlPrefix+"events",
-		stravasim.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: a.AthleteID}, nil, http.StatusOK); err != nil {
+		webhook.ControlEvent{Aspect: "create", ActivityID: a.ID, OwnerID: a.AthleteID}, nil, http.StatusOK); err != nil {
 		return fmt.Errorf("send create webhook for activity %d: %w", a.ID, err)
 	}
 	return nil

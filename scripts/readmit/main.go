@@ -24,6 +24,7 @@ import (
 	"github.com/commitcollect/backend/handlers/app"
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/outbox"
 )
 
@@ -70,8 +71,8 @@ type Report struct {
 // Drops lists and re-admits a subscription's dropped events
 // (outbox.Drops).
 type Drops interface {
-	DroppedOutboxItems(ctx context.Context, subscriptionID int64, limit int) ([]model.IdempotencyRecord, error)
-	ReadmitOutboxItem(ctx context.Context, key string, subscriptionID int64, now time.Time) (*model.IdempotencyRecord, error)
+	DroppedOutboxItems(ctx context.Context, subscriptionID int64, limit int) ([]ops.IdempotencyRecord, error)
+	ReadmitOutboxItem(ctx context.Context, key string, subscriptionID int64, now time.Time) (*ops.IdempotencyRecord, error)
 }
 
 // readPage is how many dropped events one listing reads.

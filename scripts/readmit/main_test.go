@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // drops is a function-field fake of Drops over an in-memory set of
 // dropped keys, listed in order whatever was re-admitted (an index that
 // lags).
 type drops struct {
-	list    func(limit int) []model.IdempotencyRecord
+	list    func(limit int) []ops.IdempotencyRecord
 	readmit func(key string) error
 }
 
-func (d drops) DroppedOutboxItems(_ context.Context, _ int64, limit int) ([]model.IdempotencyRecord, error) {
+func (d drops) DroppedOutboxItems(_ context.Context, _ int64, limit int) ([]ops.IdempotencyRecord, error) {
 	return d.list(limit), nil
 }
 
-func (d drops) ReadmitOutboxItem(_ context.Context, key string, _ int64, _ time.Time) (*model.IdempotencyRecord, error) {
+func (d drops) ReadmitOutboxItem(_ context.Context, key string, _ int64, _ time.Time) (*ops.IdempotencyRecord, error) {
 	return nil, d.readmit(key)
 }
 
@@ -43,7 +44,7 @@ func TestReadmitWalksUntilNothingMoves(t *testing.T) {
 	lagging := drops{
 		// The index still lists the three keys re-admitted last before
 		// the first one left, and the last three once none is left.
-		list: func(limit int) []model.IdempotencyRecord {
+		list: func(limit int) []ops.IdempotencyRecord {
 			for i, k := range keys {
 				if dropped[k] {
 					return recs(keys[max(0, i-3):min(len(keys), max(0, i-3)+limit)])
@@ -64,15 +65,15 @@ func TestReadmitWalksUntilNothingMoves(t *testing.T) {
 		t.Fatalf("%+v, %v: %d left; want all %d re-admitted", rep, err, len(dropped), n)
 	}
 	boom := errors.New("throttled")
-	failing := drops{list: func(int) []model.IdempotencyRecord { return recs([]string{"a", "b"}) },
+	failing := drops{list: func(int) []ops.IdempotencyRecord { return recs([]string{"a", "b"}) },
 		readmit: func(string) error { return boom }}
 	if rep, err := Readmit(context.Background(), failing, 7, time.Now()); !errors.Is(err, boom) || rep.Readmitted != 0 {
 		t.Fatalf("%+v, %v; want the failure, nothing re-admitted", rep, err)
 	}
 }
 
-func recs(keys []string) []model.IdempotencyRecord {
-	out := make([]model.IdempotencyRecord, len(keys))
+func recs(keys []string) []ops.IdempotencyRecord {
+	out := make([]ops.IdempotencyRecord, len(keys))
 	for i, k := range keys {
 		out[i].IdempotencyKey = k
 	}

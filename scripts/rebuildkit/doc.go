@@ -3,7 +3,7 @@
 // the stream to the projector again), rebuild (recompute every milestone
 // from the workout log), verify (the same recompute without writing,
 // reporting drift) and redrive (process parked or dead-lettered records
-// again).
+// again: package redrive beside it).
 //
 // It depends on the projector only through the narrow Recompute contract
 // declared here; the commands' wiring adapts projections/consumer to it, so

@@ -16,10 +16,12 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
+	"github.com/commitcollect/backend/scripts/rebuildkit/redrive"
 )
 
 // corrupt sets a milestone's stored progress to a wrong value.
@@ -60,7 +62,7 @@ func TestRedriveParkedRecords(t *testing.T) {
 	// What the projector parks: the stream record as JSON.
 	park := func(source, id string, payload any) {
 		b, _ := json.Marshal(payload)
-		if err := h.st.Parked.Park(ctx, &model.ParkedRecord{Source: source, RecordID: id, Reason: "test", Payload: string(b)}); err != nil {
+		if err := h.st.Parked.Park(ctx, &ops.ParkedRecord{Source: source, RecordID: id, Reason: "test", Payload: string(b)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +190,7 @@ func TestRedriveStreamBatchMessage(t *testing.T) {
 	first, last := aws.ToString(recs[len(recs)-3].Dynamodb.SequenceNumber), aws.ToString(recs[len(recs)-1].Dynamodb.SequenceNumber)
 	corrupt(t, h.st, "s002", "count") // not in the batch: must stay corrupt
 
-	rd := &rebuildkit.Redriver{Recompute: h.env.Recompute, Streams: h.streams, Logger: h.env.Logger}
+	rd := &redrive.Redriver{Recompute: h.env.Recompute, Streams: h.streams, Logger: h.env.Logger}
 	got, err := rebuildkit.ReadRange(context.Background(), h.streams, rebuildkit.StreamBatch{StreamARN: arn, ShardID: shard, StartSequenceNumber: first, EndSequenceNumber: last})
 	if err != nil || len(got) != 3 || got[0].Change.SequenceNumber != first || got[2].Change.SequenceNumber != last {
 		t.Fatalf("ReadRange: got %d records, %v; want s001's 3 new workouts from %s to %s", len(got), err, first, last)

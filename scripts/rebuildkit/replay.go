@@ -181,6 +181,11 @@ func DecodeInvoke(function string, out *lambda.InvokeOutput) (events.DynamoDBEve
 	return resp, nil
 }
 
+// ProcessJob processes one worker Job (its JSON) again: the worker's Handle.
+// It returns nil when the job is done (or dropped as poison, which the worker
+// audits) and an error when it should be tried again later.
+type ProcessJob func(ctx context.Context, job json.RawMessage) error
+
 // InvokeJob returns a ProcessJob that runs a worker Job in the deployed
 // worker function with a synchronous (RequestResponse) invoke, so the
 // redrive knows whether it succeeded. A function error means the job

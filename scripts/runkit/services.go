@@ -23,6 +23,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store/metering"
 	"github.com/commitcollect/backend/model/store/tableadmin"
@@ -156,7 +157,7 @@ func (s *Stack) parkJob(ctx context.Context, job ingest.Job, cause error) {
 			"correlationId", job.CorrelationID, "error", err)
 		return
 	}
-	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
+	r := &ops.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: cause.Error(),
 		Payload: string(payload), CorrelationID: job.CorrelationID, AthleteID: job.Event.OwnerID}
 	if job.Sync != nil {
 		r.UserID, r.AthleteID = job.Sync.UserID, job.Sync.AthleteID

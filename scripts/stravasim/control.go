@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,30 +39,6 @@ const ControlPrefix = "/_sim/"
 type ControlActivity struct {
 	Activity
 	AthleteID int64 `json:"athleteId"`
-}
-
-// ControlEvent asks the simulator to send a webhook event.
-type ControlEvent struct {
-	// Aspect is create, update or delete for an activity event.
-	Aspect     string            `json:"aspect,omitempty"`
-	ActivityID int64             `json:"activityId,omitempty"`
-	OwnerID    int64             `json:"ownerId,omitempty"`
-	Updates    map[string]string `json:"updates,omitempty"`
-	// Deauthorize, when set, revokes the athlete's tokens (RevokeAthlete)
-	// and sends the athlete's deauthorization instead.
-	Deauthorize int64 `json:"deauthorize,omitempty"`
-	// Forged sends the deauthorization event without revoking anything,
-	// as a third party posting it would.
-	Forged bool `json:"forged,omitempty"`
-}
-
-// ControlDelivery is the answer to POST /_sim/events.
-type ControlDelivery struct {
-	Event    Event `json:"event"`
-	Attempts int   `json:"attempts"`
-	Statuses []int `json:"statuses"`
-	// SentAtUtc is when the first attempt started (for end-to-end lag).
-	SentAtUtc time.Time `json:"sentAtUtc"`
 }
 
 // controlRoutes serve the control API (ControlPrefix): tests and scripts
@@ -158,7 +135,7 @@ func (s controlRoutes) setPrivate(w http.ResponseWriter, r *http.Request) {
 
 // publish serves POST events.
 func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
-	var c ControlEvent
+	var c webhook.ControlEvent
 	if err := decodeControl(r, &c); err != nil {
 		controlError(w, http.StatusBadRequest, err)
 		return
@@ -178,7 +155,7 @@ func (s controlRoutes) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	sent := time.Now().UTC()
 	d, err := s.Server.Publish(r.Context(), ev)
-	out := ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
+	out := webhook.ControlDelivery{Event: ev, Attempts: d.Attempts, Statuses: d.Statuses, SentAtUtc: sent}
 	switch {
 	case errors.Is(err, ErrNoSubscription):
 		controlError(w, http.StatusConflict, err)

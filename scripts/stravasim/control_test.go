@@ -3,6 +3,7 @@ package stravasim_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,7 +81,7 @@ func TestControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, body := control(t, sim, http.MethodPost, "events", `{"aspect":"create","activityId":900,"ownerId":5}`)
-	var d stravasim.ControlDelivery
+	var d webhook.ControlDelivery
 	if err := json.Unmarshal([]byte(body), &d); err != nil || status != http.StatusOK || d.Attempts != 1 {
 		t.Fatalf("POST events = %d %s", status, body)
 	}

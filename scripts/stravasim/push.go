@@ -2,59 +2,19 @@ package stravasim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"github.com/commitcollect/backend/scripts/stravasim/wire"
 )
 
-// Event is a webhook event as Strava posts it.
-type Event struct {
-	ObjectType     string            `json:"object_type"`
-	ObjectID       int64             `json:"object_id"`
-	AspectType     string            `json:"aspect_type"`
-	Updates        map[string]string `json:"updates"`
-	OwnerID        int64             `json:"owner_id"`
-	SubscriptionID int64             `json:"subscription_id"`
-	EventTime      int64             `json:"event_time"`
-}
+// Event is a webhook event as Strava posts it (webhook.Event).
+type Event = webhook.Event
 
-// Delivery reports what happened to one event.
-type Delivery struct {
-	Attempts int   // POSTs made
-	Statuses []int // answer of each attempt (0 for a transport failure)
-	// Answer is the body of the last answer (at most 4 KiB), e.g.
-	// {"status":"accepted",…} from CommitCollect's webhook.
-	Answer string
-}
-
-// Wire is the event as Strava's pushes render it, in the shapes public
-// clients have recorded, so a receiver is held to all of them: an event
-// with an odd object_id carries subscription_id as a numeric string (Strava's
-// own 2017 example and stravalib's recorded payload do), an event without
-// updates omits the key (deletes), and every event carries a field Strava
-// documents nowhere (a reader must ignore what it does not know).
-func (e Event) Wire() map[string]any {
-	m := map[string]any{
-		"object_type": e.ObjectType, "object_id": e.ObjectID, "aspect_type": e.AspectType,
-		"owner_id": e.OwnerID, "subscription_id": e.SubscriptionID, "event_time": e.EventTime,
-		"resource_state": 2,
-	}
-	if e.ObjectID%2 == 1 {
-		m["subscription_id"] = strconv.FormatInt(e.SubscriptionID, 10)
-	}
-	if len(e.Updates) > 0 {
-		m["updates"] = e.Updates
-	}
-	return m
-}
+// Delivery reports what happened to one event (webhook.Delivery).
+type Delivery = webhook.Delivery
 
 // ActivityEvent builds an activity event (aspect create, update or delete)
 // for the activity's owner, stamped now with the subscription id
@@ -84,45 +44,11 @@ func (s *Server) DeauthorizationEvent(athleteID int64) Event {
 		SubscriptionID: s.subscriptionID(), EventTime: s.opts.Now().Unix()}
 }
 
-// Deliver POSTs ev to callbackURL the way Strava does: JSON body, and the
-// same event sent again (up to Options.DeliveryAttempts in all) while the
-// answer is not 200. It returns ErrNotDelivered when every attempt failed.
+// Deliver POSTs ev to callbackURL the way Strava does (webhook.Deliver),
+// up to Options.DeliveryAttempts times, Options.DeliveryBackoff apart. It
+// returns ErrNotDelivered when every attempt failed.
 func (s *Server) Deliver(ctx context.Context, callbackURL string, ev Event) (Delivery, error) {
-	body, err := json.Marshal(ev.Wire())
-	if err != nil {
-		return Delivery{}, fmt.Errorf("stravasim: encode event: %w", err)
-	}
-	var d Delivery
-	client := &http.Client{Timeout: 2 * time.Second} // Strava wants an answer within 2 s
-	for d.Attempts < s.opts.DeliveryAttempts {
-		if d.Attempts > 0 {
-			select {
-			case <-ctx.Done():
-				return d, ctx.Err()
-			case <-time.After(s.opts.DeliveryBackoff):
-			}
-		}
-		d.Attempts++
-		s.stats.webhookDeliveries.Add(1)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, callbackURL, strings.NewReader(string(body)))
-		if err != nil {
-			return d, fmt.Errorf("stravasim: %w", err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			d.Statuses = append(d.Statuses, 0)
-			continue
-		}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		_ = resp.Body.Close()
-		d.Answer = strings.TrimSpace(string(raw))
-		d.Statuses = append(d.Statuses, resp.StatusCode)
-		if resp.StatusCode == http.StatusOK {
-			return d, nil
-		}
-	}
-	return d, ErrNotDelivered
+	return webhook.Deliver(ctx, callbackURL, ev, s.opts.DeliveryAttempts, s.opts.DeliveryBackoff, func() { s.stats.webhookDeliveries.Add(1) })
 }
 
 // Subscribe registers the push subscription as POST
@@ -167,36 +93,9 @@ func (s *Server) Publish(ctx context.Context, ev Event) (Delivery, error) {
 }
 
 // VerifyCallback performs the subscription handshake against callbackURL
-// (GET with hub.mode=subscribe, hub.verify_token and hub.challenge) and
-// checks that the challenge is echoed as {"hub.challenge": …}.
+// (webhook.Handshake).
 func (s *Server) VerifyCallback(ctx context.Context, callbackURL, verifyToken string) error {
-	challenge := wire.Token()
-	u, err := url.Parse(callbackURL)
-	if err != nil {
-		return fmt.Errorf("stravasim: callback url: %w", err)
-	}
-	q := u.Query()
-	q.Set("hub.mode", "subscribe")
-	q.Set("hub.verify_token", verifyToken)
-	q.Set("hub.challenge", challenge)
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return fmt.Errorf("stravasim: %w", err)
-	}
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
-	if err != nil {
-		return fmt.Errorf("stravasim: handshake: %w", err)
-	}
-	defer resp.Body.Close()
-	var got map[string]string
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("stravasim: handshake answered %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got["hub.challenge"] != challenge {
-		return fmt.Errorf("stravasim: handshake did not echo the challenge (got %v, %v)", got, err)
-	}
-	return nil
+	return webhook.Handshake(ctx, callbackURL, verifyToken)
 }
 
 // pushRoutes serve the push subscriptions API.

@@ -33,6 +33,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/stravasim/webhook"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -376,7 +377,7 @@ func (s *Server) SetPrivate(id int64, private bool) bool {
 // --- Webhooks --------------------------------------------------------------
 
 // ErrNotDelivered means no attempt was answered 200.
-var ErrNotDelivered = errors.New("stravasim: webhook event not acknowledged")
+var ErrNotDelivered = webhook.ErrNotDelivered
 
 // ErrNoSubscription means Publish was called before a push subscription
 // was registered.

@@ -37,7 +37,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/limits"
 )
 
@@ -136,7 +136,7 @@ func reconcileSince(ctx context.Context, sched *scheduler.Scheduler, since strin
 
 // ReadersStore lists the day's heaviest Strava readers (model/store).
 type ReadersStore interface {
-	HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error)
+	HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]ops.AthleteDayReads, error)
 }
 
 // heaviestReaders prints the n athletes with the most Strava reads today,

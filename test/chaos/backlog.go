@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // BacklogWindow is the backlog scenario's rate-limit window. Reaching past
@@ -92,8 +93,8 @@ func dueItem(activity, owner int64, now, due time.Time) model.Entity {
 		SubscriptionID: SubscriptionID, EventTime: now.Unix()}
 	key := ev.IdempotencyKey()
 	job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: key, IdempotencyKey: key, ReceivedAtUtc: now})
-	return &model.IdempotencyRecord{IdempotencyKey: key, CorrelationID: key, CreatedAtUtc: now, UpdatedAtUtc: now,
-		Status: model.OutboxReceived, Job: string(job), NotBefore: due.UnixMilli(), TTLSeconds: int64(model.OutboxTTL / time.Second),
+	return &ops.IdempotencyRecord{IdempotencyKey: key, CorrelationID: key, CreatedAtUtc: now, UpdatedAtUtc: now,
+		Status: ops.OutboxReceived, Job: string(job), NotBefore: due.UnixMilli(), TTLSeconds: int64(model.OutboxTTL / time.Second),
 		ExpiresAt: due.Add(model.OutboxTTL).Unix(), PendingPK: keys.OutboxPendingPK(key, 0), PendingSK: keys.OutboxPendingSK(due, key)}
 }
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
@@ -244,7 +244,7 @@ func (e *Env) bookedRechecks(ctx context.Context, began time.Time, users []*User
 	for slot := began.UTC().Truncate(scheduler.UnseenSlot); !slot.After(time.Now()); slot = slot.Add(scheduler.UnseenSlot) {
 		for _, u := range users {
 			rec, err := e.Store.Outbox.OutboxItem(ctx, keys.SyncJobKey(scheduler.UnseenKeyMode, u.UserID, slot))
-			if err == nil && rec.Status == model.OutboxReceived {
+			if err == nil && rec.Status == ops.OutboxReceived {
 				n++
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/limits"
@@ -258,7 +259,7 @@ func (h *Harness) Claim(j ingest.Job) {
 }
 
 // Outbox reads the Outbox item of j.
-func (h *Harness) Outbox(j ingest.Job) *model.IdempotencyRecord {
+func (h *Harness) Outbox(j ingest.Job) *ops.IdempotencyRecord {
 	h.T.Helper()
 	rec, err := h.St.Outbox.OutboxItem(context.Background(), j.IdempotencyKey)
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -42,9 +42,9 @@ const DefaultReserve = 0.05
 // StateIn turns a header reading at now into the shared counter item (the
 // rate window, keys.AthleteReadsWindow in production, and the UTC day it
 // belongs to).
-func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.RateLimitState {
+func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *ops.RateLimitState {
 	now = now.UTC()
-	return &model.RateLimitState{
+	return &ops.RateLimitState{
 		ShortLimit: rl.ShortLimit, ShortUsage: rl.ShortUsage, DailyLimit: rl.DailyLimit, DailyUsage: rl.DailyUsage,
 		ReadShortLimit: rl.ReadShortLimit, ReadShortUsage: rl.ReadShortUsage,
 		ReadDailyLimit: rl.ReadDailyLimit, ReadDailyUsage: rl.ReadDailyUsage,
@@ -58,7 +58,7 @@ func StateIn(rl strava.RateLimit, now time.Time, window time.Duration) *model.Ra
 // window boundary (15 minutes: :00, :15, :30, :45 UTC), which is also the
 // answer for a 429 whose headers show nothing spent (Strava refused; our
 // reading lags).
-func NextResetIn(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
+func NextResetIn(st *ops.RateLimitState, now time.Time, reserve float64, window time.Duration) (time.Time, string) {
 	now = now.UTC()
 	daily := *st
 	daily.ShortUsage, daily.ReadShortUsage = 0, 0
@@ -91,7 +91,7 @@ func ReserveOf(limit int, reserve float64) int {
 // may): a budget counts only within the window (15 minutes in production)
 // or UTC day the state was recorded in, and is nearly spent when its usage
 // reaches its limit minus reserve (a share, at least one request).
-func ExhaustedIn(st *model.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
+func ExhaustedIn(st *ops.RateLimitState, now time.Time, reserve float64, window time.Duration) string {
 	now = now.UTC()
 	sameWindow := st.WindowStartedUtc.Equal(now.Truncate(window))
 	sameDay := st.DayUtc == now.Format(time.DateOnly)

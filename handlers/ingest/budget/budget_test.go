@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -15,14 +15,14 @@ func TestBudgetExhausted(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 2, 9, 7, 0, 0, time.UTC)
 	win := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	state := func(readShort, readDaily, short, daily int, window time.Time, day string) *model.RateLimitState {
-		return &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	state := func(readShort, readDaily, short, daily int, window time.Time, day string) *ops.RateLimitState {
+		return &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 			ShortUsage: short, DailyUsage: daily, ReadShortUsage: readShort, ReadDailyUsage: readDaily,
 			WindowStartedUtc: window, DayUtc: day}
 	}
 	tests := []struct {
 		name  string
-		given *model.RateLimitState
+		given *ops.RateLimitState
 		want  string // substring; "" = budget available
 	}{
 		{"fresh", state(0, 0, 0, 0, win, "2026-03-02"), ""},
@@ -33,7 +33,7 @@ func TestBudgetExhausted(t *testing.T) {
 		{"read daily at reserve", state(1, 950, 1, 950, win.Add(-time.Hour), "2026-03-02"), "read daily usage 950 of 1000"},
 		{"read daily spent yesterday", state(1, 1000, 1, 1000, win.Add(-24*time.Hour), "2026-03-01"), ""},
 		{"overall daily at reserve", state(1, 10, 1, 1900, win.Add(-time.Hour), "2026-03-02"), "daily usage 1900 of 2000"},
-		{"no limits known", &model.RateLimitState{WindowStartedUtc: win, DayUtc: "2026-03-02", ReadShortUsage: 1000}, ""},
+		{"no limits known", &ops.RateLimitState{WindowStartedUtc: win, DayUtc: "2026-03-02", ReadShortUsage: 1000}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,14 +52,14 @@ func TestNextBudgetReset(t *testing.T) {
 	win := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	quarter := time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC)
 	midnight := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
-	state := func(readShort, readDaily, short, daily int) *model.RateLimitState {
-		return &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	state := func(readShort, readDaily, short, daily int) *ops.RateLimitState {
+		return &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 			ShortUsage: short, DailyUsage: daily, ReadShortUsage: readShort, ReadDailyUsage: readDaily,
 			WindowStartedUtc: win, DayUtc: "2026-03-02"}
 	}
 	tests := []struct {
 		name  string
-		given *model.RateLimitState
+		given *ops.RateLimitState
 		want  time.Time
 	}{
 		{"read 15-minute budget spent: the next quarter hour", state(100, 300, 100, 300), quarter},
@@ -67,7 +67,7 @@ func TestNextBudgetReset(t *testing.T) {
 		{"read daily budget spent: midnight UTC", state(100, 1000, 100, 1000), midnight},
 		{"overall daily budget spent", state(1, 10, 1, 2000), midnight},
 		{"a 429 whose headers show nothing spent: the next quarter hour", state(3, 3, 3, 3), quarter},
-		{"a 429 without headers", &model.RateLimitState{}, quarter},
+		{"a 429 without headers", &ops.RateLimitState{}, quarter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +112,7 @@ func TestRateLimitStateFrom(t *testing.T) {
 	now := time.Date(2026, 3, 2, 23, 59, 30, 0, time.UTC)
 	got := budget.StateIn(strava.RateLimit{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4,
 		ReadShortLimit: 100, ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2}, now, keys.AthleteReadsWindow)
-	want := &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4, ReadShortLimit: 100,
+	want := &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ShortUsage: 3, DailyUsage: 4, ReadShortLimit: 100,
 		ReadDailyLimit: 1000, ReadShortUsage: 1, ReadDailyUsage: 2,
 		WindowStartedUtc: time.Date(2026, 3, 2, 23, 45, 0, 0, time.UTC), DayUtc: "2026-03-02", UpdatedAtUtc: now}
 	if *got != *want {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // rateStateTTL is how long a reading of the shared item answers for it.
@@ -24,14 +25,14 @@ const rateStateTTL = 10 * time.Second
 // hands the same one to both). The zero value is ready to use.
 type RateCache struct {
 	mu       sync.Mutex
-	st       *model.RateLimitState
+	st       *ops.RateLimitState
 	readAt   time.Time // when the shared item was last read (or found absent)
-	recorded *model.RateLimitState
+	recorded *ops.RateLimitState
 }
 
 // newer says whether a is a later reading than b (nil b: yes): a later
 // window, or the same window with at least as much read usage.
-func newer(a, b *model.RateLimitState) bool {
+func newer(a, b *ops.RateLimitState) bool {
 	switch {
 	case b == nil:
 		return true
@@ -43,7 +44,7 @@ func newer(a, b *model.RateLimitState) bool {
 
 // get returns the known reading when the shared item was read within
 // rateStateTTL (nil, true: it was absent); ok is false when it must be read.
-func (c *RateCache) Get(now time.Time) (st *model.RateLimitState, ok bool) {
+func (c *RateCache) Get(now time.Time) (st *ops.RateLimitState, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.readAt.IsZero() || now.Sub(c.readAt) > rateStateTTL || now.Before(c.readAt) {
@@ -53,7 +54,7 @@ func (c *RateCache) Get(now time.Time) (st *model.RateLimitState, ok bool) {
 }
 
 // loaded records a read of the shared item (nil: absent) at now.
-func (c *RateCache) Loaded(st *model.RateLimitState, now time.Time) {
+func (c *RateCache) Loaded(st *ops.RateLimitState, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.readAt = now
@@ -67,7 +68,7 @@ func (c *RateCache) Loaded(st *model.RateLimitState, now time.Time) {
 // read (nil: no reading yet). Every budget check of this instance, the
 // worker's and the sync pages', goes through it: at most one read of
 // RATELIMIT#STRAVA/STATE per rateStateTTL, whatever the traffic.
-func (c *RateCache) Current(ctx context.Context, read func(context.Context) (*model.RateLimitState, error), now time.Time) (*model.RateLimitState, error) {
+func (c *RateCache) Current(ctx context.Context, read func(context.Context) (*ops.RateLimitState, error), now time.Time) (*ops.RateLimitState, error) {
 	if st, ok := c.Get(now); ok {
 		return st, nil
 	}
@@ -89,7 +90,7 @@ func (c *RateCache) Current(ctx context.Context, read func(context.Context) (*mo
 // instance writes, a 429, usage that moved a tenth of a limit since the last
 // write, or usage within two reserves of a limit (where the others must
 // know at once).
-func (c *RateCache) Observed(st *model.RateLimitState, refused bool, reserve float64) bool {
+func (c *RateCache) Observed(st *ops.RateLimitState, refused bool, reserve float64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if newer(st, c.st) {
@@ -121,7 +122,7 @@ func (c *RateCache) Observed(st *model.RateLimitState, refused bool, reserve flo
 
 // Peek returns the newest reading the instance knows, however old (nil:
 // none), without reading the shared item.
-func (c *RateCache) Peek() *model.RateLimitState {
+func (c *RateCache) Peek() *ops.RateLimitState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.st
@@ -136,7 +137,7 @@ const DefaultReadShortLimit = 100
 type RateStore interface {
 	// RateLimitState reads the shared counter; ErrNotFound before the
 	// first reading.
-	RateLimitState(ctx context.Context) (*model.RateLimitState, error)
+	RateLimitState(ctx context.Context) (*ops.RateLimitState, error)
 	// RecordRateLimit stores a reading unless a newer one is stored.
-	RecordRateLimit(ctx context.Context, r *model.RateLimitState) error
+	RecordRateLimit(ctx context.Context, r *ops.RateLimitState) error
 }

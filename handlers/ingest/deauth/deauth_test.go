@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
@@ -68,7 +69,7 @@ func TestForgedDeauthorizationIsNotConfirmed(t *testing.T) {
 	if n := after.AthleteRequests - before.AthleteRequests; n != 1 || after.TokenRefreshes != before.TokenRefreshes+1 {
 		t.Fatalf("%d athlete requests and %d refreshes, want 1 and 1", n, after.TokenRefreshes-before.TokenRefreshes)
 	}
-	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != ops.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
 }
@@ -129,7 +130,7 @@ func TestUnconfirmableDeauthorizationWaits(t *testing.T) {
 	if err := w.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxReceived || rec.Failures != 1 {
 		t.Fatalf("outbox %+v, want received with one failure", rec)
 	}
 	if _, err := h.Connection("u1"); err != nil {
@@ -141,7 +142,7 @@ func TestUnconfirmableDeauthorizationWaits(t *testing.T) {
 	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("connection: got %v, want it removed once confirmed", err)
 	}
-	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
 }
@@ -200,7 +201,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if err := w.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 1 {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxReceived || rec.Failures != 1 {
 		t.Fatalf("outbox %+v, want received with one failure after the purge failed", rec)
 	}
 	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
@@ -218,7 +219,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 	if err := h.NewWorker().Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxDone {
 		t.Fatalf("outbox %+v, want done", rec)
 	}
 	if n := len(h.Workouts("u1")); n != 0 {
@@ -265,7 +266,7 @@ func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	if err := h.NewWorker().Run(ctx, deauth); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.Outbox(deauth); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(deauth); rec.Status != ops.OutboxDone {
 		t.Fatalf("deauthorization outbox %+v, want done", rec)
 	}
 	close(gate)
@@ -297,7 +298,7 @@ func TestDeauthorizationConfirmationDefersOn429(t *testing.T) {
 	if err := h.NewWorker().Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 || rec.NotBefore == 0 {
 		t.Fatalf("outbox %+v, want received and deferred (no failure)", rec)
 	}
 	if _, err := h.Connection("u1"); err != nil {
@@ -330,7 +331,7 @@ func TestDeauthorizationIsNotHeldBackByTheAthletesCaps(t *testing.T) {
 	h.Sim.RevokeAthlete(10)
 	ev := h.Sim.DeauthorizationEvent(10)
 	h.Deliver(ev)
-	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone || rec.Deferrals != 0 {
+	if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != ops.OutboxDone || rec.Deferrals != 0 {
 		t.Fatalf("outbox %+v, want done without a deferral", rec)
 	}
 	if _, err := h.Connection("u1"); !errors.Is(err, model.ErrNotFound) {
@@ -371,7 +372,7 @@ func TestForgedDeauthorizationsInAnAthletesNameCostOneConfirmation(t *testing.T)
 		t.Fatalf("ten more forged deauthorizations within the minute made %d confirming reads in all, want still 1", got)
 	}
 	for _, j := range later {
-		if rec := h.Outbox(j); rec.Status != model.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 {
+		if rec := h.Outbox(j); rec.Status != ops.OutboxReceived || rec.Deferrals != 1 || rec.Failures != 0 {
 			t.Fatalf("outbox %+v: want waiting for the first confirmation (deferred, no failure)", rec)
 		}
 	}
@@ -386,7 +387,7 @@ func TestForgedDeauthorizationsInAnAthletesNameCostOneConfirmation(t *testing.T)
 		t.Fatalf("eleven forged deauthorizations made %d confirming reads, want 2", got)
 	}
 	for _, j := range later {
-		if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+		if rec := h.Outbox(j); rec.Status != ops.OutboxDone {
 			t.Fatalf("outbox %+v: want done", rec)
 		}
 	}

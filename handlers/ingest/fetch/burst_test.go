@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -64,7 +65,7 @@ func span(from int64, n int) []int64 {
 // walk at at did not list (ingest.UnseenReason).
 func unseenBefore(jobs []ingest.Job, at time.Time) []ingest.Job {
 	for i := range jobs {
-		jobs[i] = jobs[i].WithOutbox(&model.IdempotencyRecord{Reason: ingest.UnseenReason(at)})
+		jobs[i] = jobs[i].WithOutbox(&ops.IdempotencyRecord{Reason: ingest.UnseenReason(at)})
 	}
 	return jobs
 }
@@ -93,7 +94,7 @@ func TestOneWalkIsNotEvidenceEnough(t *testing.T) {
 		if !errors.As(err, &de) || !de.Gathered {
 			t.Fatalf("activity %d: got %v, want it gathered for another walk", job.Event.ObjectID, err)
 		}
-		return job.WithOutbox(&model.IdempotencyRecord{Reason: de.Reason})
+		return job.WithOutbox(&ops.IdempotencyRecord{Reason: de.Reason})
 	}
 	jobs := creates(900, 901) // 900 is uploaded late, 901 never
 	outs := burst(jobs)

@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
@@ -111,15 +112,15 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 		name       string
 		status     int
 		maxFails   int
-		wantStatus model.OutboxStatus
+		wantStatus ops.OutboxStatus
 		retried    bool // failures+1, to run again
 		deferred   bool // deferrals+1, to run again
 	}{
-		{"strava 500: retried with backoff", http.StatusInternalServerError, 0, model.OutboxReceived, true, false},
-		{"strava 503 at the last attempt: parked", http.StatusServiceUnavailable, 1, model.OutboxParked, false, false},
-		{"strava 429: deferred to the window reset", http.StatusTooManyRequests, 0, model.OutboxReceived, false, true},
+		{"strava 500: retried with backoff", http.StatusInternalServerError, 0, ops.OutboxReceived, true, false},
+		{"strava 503 at the last attempt: parked", http.StatusServiceUnavailable, 1, ops.OutboxParked, false, false},
+		{"strava 429: deferred to the window reset", http.StatusTooManyRequests, 0, ops.OutboxReceived, false, true},
 		// Last: it flags the connection.
-		{"strava 401: needs re-authorization, dropped", http.StatusUnauthorized, 0, model.OutboxDone, false, false},
+		{"strava 401: needs re-authorization, dropped", http.StatusUnauthorized, 0, ops.OutboxDone, false, false},
 	} {
 		id := int64(800 + i)
 		h.Activity(id, 10, "Run")
@@ -147,10 +148,10 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 			t.Fatalf("%s: got %s, want the workout unchanged", tc.name, ingesttest.Brief(after))
 		}
 		if rec.Status != tc.wantStatus || (rec.Failures == 1) != tc.retried || (rec.Deferrals == 1) != tc.deferred ||
-			(tc.wantStatus == model.OutboxReceived && rec.NotBefore == 0) {
+			(tc.wantStatus == ops.OutboxReceived && rec.NotBefore == 0) {
 			t.Fatalf("%s: got outbox %+v, want %s (retried %v, deferred %v)", tc.name, rec, tc.wantStatus, tc.retried, tc.deferred)
 		}
-		if tc.wantStatus != model.OutboxReceived {
+		if tc.wantStatus != ops.OutboxReceived {
 			continue
 		}
 		// The job runs again (the sweeper would, after notBefore): Strava's
@@ -158,7 +159,7 @@ func TestUnconfirmableDeleteWaits(t *testing.T) {
 		if err := w.Run(ctx, j); err != nil {
 			t.Fatalf("%s: rerun: %v", tc.name, err)
 		}
-		if got := h.Workout("u1", id); !got.IsDeleted || got.DeletedReason != model.WorkoutHiddenOrDeleted || h.Outbox(j).Status != model.OutboxDone {
+		if got := h.Workout("u1", id); !got.IsDeleted || got.DeletedReason != model.WorkoutHiddenOrDeleted || h.Outbox(j).Status != ops.OutboxDone {
 			t.Fatalf("%s: got %s, outbox %+v after the retry, want it confirmed deleted", tc.name, ingesttest.Brief(got), h.Outbox(j))
 		}
 	}

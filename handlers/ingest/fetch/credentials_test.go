@@ -15,6 +15,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
@@ -43,7 +44,7 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	h.Deliver(revoke)
 	for _, ev := range []ingest.Job{ingesttest.Job(create), ingesttest.Job(revoke)} {
 		rec := h.Outbox(ev)
-		if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals == 0 || !strings.Contains(rec.Reason, "credentials") {
+		if rec.Status != ops.OutboxReceived || rec.Failures != 0 || rec.Deferrals == 0 || !strings.Contains(rec.Reason, "credentials") {
 			t.Fatalf("outbox %+v: want received, deferred for the credentials, no failure", rec)
 		}
 	}
@@ -62,7 +63,7 @@ func TestRotatedAppSecretFlagsNobodyAndResumes(t *testing.T) {
 	h.Sweep(time.Now().Add(ingest.AppCredentialsWait + time.Second))
 	h.Wait()
 	for _, ev := range []ingest.Job{ingesttest.Job(create), ingesttest.Job(revoke)} {
-		if rec := h.Outbox(ev); rec.Status != model.OutboxDone {
+		if rec := h.Outbox(ev); rec.Status != ops.OutboxDone {
 			t.Fatalf("outbox %+v after the secret is right: want done", rec)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/fetch"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf/emftest"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/capture"
 )
@@ -107,11 +108,11 @@ func (f *fakeStore) TakeUnverifiedDayReads(_ context.Context, athleteID int64, _
 	return f.UnverifiedFn(athleteID, true, limit, n)
 }
 
-func (f *fakeStore) RateLimitState(context.Context) (*model.RateLimitState, error) {
+func (f *fakeStore) RateLimitState(context.Context) (*ops.RateLimitState, error) {
 	return nil, model.ErrNotFound
 }
 
-func (f *fakeStore) RecordRateLimit(context.Context, *model.RateLimitState) error { return nil }
+func (f *fakeStore) RecordRateLimit(context.Context, *ops.RateLimitState) error { return nil }
 
 func (f *fakeStore) Audit(_ context.Context, _ *slog.Logger, e *model.AuditEntry) {
 	f.audits = append(f.audits, e.EventType)

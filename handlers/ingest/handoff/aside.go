@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // Setting a tenant's backlog aside.
@@ -58,7 +59,7 @@ type Slots map[string]Slot
 // AsideKeep oldest that no turn serves, each given the
 // next place in the tenant's slots, step apart from now on. slots is
 // updated, and its slots that have passed are dropped.
-func SetAside(due []model.IdempotencyRecord, turns []Turn, full bool, now time.Time, step time.Duration, slots Slots) []Aside {
+func SetAside(due []ops.IdempotencyRecord, turns []Turn, full bool, now time.Time, step time.Duration, slots Slots) []Aside {
 	for name, s := range slots {
 		if !s.At.After(now) {
 			delete(slots, name)
@@ -108,7 +109,7 @@ const asideWriters = 32
 // after the sweep's turns were dispatched, counting them in res: an item
 // leased, deferred or settled since it was read is left as it is, and a
 // failed write leaves the item due, read again by the next sweep.
-func (s *Sweeper) setAside(ctx context.Context, due []model.IdempotencyRecord, turns []Turn, full bool, now time.Time, res *SweepResult) {
+func (s *Sweeper) setAside(ctx context.Context, due []ops.IdempotencyRecord, turns []Turn, full bool, now time.Time, res *SweepResult) {
 	if s.Asides == nil {
 		return
 	}

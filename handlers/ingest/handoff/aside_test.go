@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // creates are n activity creates of owner, due one after another from due.
-func creates(owner int64, n, due int) []model.IdempotencyRecord {
-	var out []model.IdempotencyRecord
+func creates(owner int64, n, due int) []ops.IdempotencyRecord {
+	var out []ops.IdempotencyRecord
 	for i := range n {
 		out = append(out, webhook("create", owner*1000000+int64(i), owner, due+i))
 	}
@@ -28,7 +28,7 @@ func TestSetAsideSpreadsOnlyATenantPastWhatASweepServes(t *testing.T) {
 	noisy := append(creates(1, 1600, 0), honest...)
 	tests := []struct {
 		name  string
-		due   []model.IdempotencyRecord
+		due   []ops.IdempotencyRecord
 		full  bool
 		slots handoff.Slots
 		// want counts the items set aside per instant (minutes after now),

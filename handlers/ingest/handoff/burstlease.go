@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // BurstLeases lease an athlete's burst as one, one burst an athlete a
@@ -27,7 +28,7 @@ type BurstLeases interface {
 	LeaseBurst(ctx context.Context, athleteID int64, now time.Time, lease time.Duration, bursts int) (time.Time, error)
 	// OutboxItems reads the items at keys (strongly consistent); absent
 	// keys are left out.
-	OutboxItems(ctx context.Context, keys []string) ([]model.IdempotencyRecord, error)
+	OutboxItems(ctx context.Context, keys []string) ([]ops.IdempotencyRecord, error)
 	// ReleaseBurst releases one burst of the lease that ends at until, if
 	// it still holds.
 	ReleaseBurst(ctx context.Context, athleteID int64, until time.Time) error
@@ -73,7 +74,7 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 	counted := res.Failed + res.Parked // an item failed or parked is not skipped too
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Status != model.OutboxReceived || rec.DueAt().After(now) {
+		if rec.Status != ops.OutboxReceived || rec.DueAt().After(now) {
 			continue // settled, claimed or deferred since it was listed
 		}
 		if rec.NotBefore == 0 { // a lost hand-off: a redelivery could take it
@@ -100,7 +101,7 @@ func (s *Sweeper) leaseBurst(ctx context.Context, turn Turn, now time.Time, res 
 // burst runs, and fetched twice. The write is paid only for lost
 // hand-offs. It returns nil, counted in res, when the item is no longer
 // due or cannot be leased.
-func (s *Sweeper) leaseLostHandOff(ctx context.Context, log *slog.Logger, key string, now time.Time, res *SweepResult) *model.IdempotencyRecord {
+func (s *Sweeper) leaseLostHandOff(ctx context.Context, log *slog.Logger, key string, now time.Time, res *SweepResult) *ops.IdempotencyRecord {
 	rec, err := s.outbox.LeaseOutboxItem(ctx, key, now, s.lease())
 	switch {
 	case errors.Is(err, model.ErrConflict) || errors.Is(err, model.ErrNotFound):

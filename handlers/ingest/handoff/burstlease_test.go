@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/test/dynamolocal"
 	"github.com/commitcollect/backend/test/ingesttest"
@@ -95,28 +96,28 @@ func TestABurstIsLeasedAsOne(t *testing.T) {
 // leases: due lists the backlog, and each item's job is a create of its
 // athlete; a nil function answers empty.
 type burstStore struct {
-	due       []model.IdempotencyRecord
+	due       []ops.IdempotencyRecord
 	leaseFn   func(athleteID int64, bursts int) (time.Time, error)
 	releaseFn func(athleteID int64, until time.Time)
 	// lost are the activities whose items have no not-before time (a
 	// hand-off whose lease lapsed; the others are held); leaseItemFn
 	// leases one (nil: not found).
 	lost        map[int64]bool
-	leaseItemFn func(key string) (*model.IdempotencyRecord, error)
+	leaseItemFn func(key string) (*ops.IdempotencyRecord, error)
 }
 
-func (b *burstStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]model.IdempotencyRecord, error) {
+func (b *burstStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]ops.IdempotencyRecord, error) {
 	return b.due[:min(limit, len(b.due))], nil
 }
 
-func (b *burstStore) LeaseOutboxItem(_ context.Context, key string, _ time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+func (b *burstStore) LeaseOutboxItem(_ context.Context, key string, _ time.Time, _ time.Duration) (*ops.IdempotencyRecord, error) {
 	if b.leaseItemFn == nil {
 		return nil, model.ErrNotFound
 	}
 	return b.leaseItemFn(key)
 }
 
-func (b *burstStore) SettleOutboxItem(context.Context, string, model.OutboxStatus, string, time.Time) error {
+func (b *burstStore) SettleOutboxItem(context.Context, string, ops.OutboxStatus, string, time.Time) error {
 	return nil
 }
 
@@ -127,13 +128,13 @@ func (b *burstStore) LeaseBurst(_ context.Context, athleteID int64, _ time.Time,
 	return b.leaseFn(athleteID, bursts)
 }
 
-func (b *burstStore) OutboxItems(_ context.Context, ks []string) ([]model.IdempotencyRecord, error) {
-	var out []model.IdempotencyRecord
+func (b *burstStore) OutboxItems(_ context.Context, ks []string) ([]ops.IdempotencyRecord, error) {
+	var out []ops.IdempotencyRecord
 	for _, k := range ks {
 		wk, _ := keys.ParseWebhookIdempotencyKey(k)
 		ev := ingest.Event{ObjectType: "activity", AspectType: "create", ObjectID: wk.ObjectID, OwnerID: wk.OwnerID, SubscriptionID: 1, EventTime: 1}
 		job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: k, IdempotencyKey: k})
-		rec := model.IdempotencyRecord{IdempotencyKey: k, Status: model.OutboxReceived, Job: string(job), NotBefore: 1}
+		rec := ops.IdempotencyRecord{IdempotencyKey: k, Status: ops.OutboxReceived, Job: string(job), NotBefore: 1}
 		if b.lost[wk.ObjectID] {
 			rec.NotBefore = 0
 		}
@@ -208,7 +209,7 @@ func TestALostHandOffInABurstIsLeasedAsItsOwn(t *testing.T) {
 		b.due = append(b.due, webhook("create", int64(1+i), 7, i))
 	}
 	var leased []string
-	b.leaseItemFn = func(key string) (*model.IdempotencyRecord, error) {
+	b.leaseItemFn = func(key string) (*ops.IdempotencyRecord, error) {
 		wk, _ := keys.ParseWebhookIdempotencyKey(key)
 		leased = append(leased, strconv.FormatInt(wk.ObjectID, 10))
 		if wk.ObjectID == 3 {
@@ -216,7 +217,7 @@ func TestALostHandOffInABurstIsLeasedAsItsOwn(t *testing.T) {
 		}
 		ev := ingest.Event{ObjectType: "activity", AspectType: "create", ObjectID: wk.ObjectID, OwnerID: wk.OwnerID, SubscriptionID: 1, EventTime: 1}
 		job, _ := json.Marshal(ingest.Job{Event: ev, CorrelationID: key, IdempotencyKey: key})
-		return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived, Job: string(job), LeaseUntil: 1}, nil
+		return &ops.IdempotencyRecord{IdempotencyKey: key, Status: ops.OutboxReceived, Job: string(job), LeaseUntil: 1}, nil
 	}
 	d := &ingesttest.RecordingDispatcher{}
 	res, err := handoff.NewSweeper(handoff.Stores{Due: b, Outbox: b, Bursts: b}, d, ingesttest.Log()).Sweep(context.Background())

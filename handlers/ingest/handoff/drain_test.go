@@ -9,20 +9,21 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/test/ingesttest"
 )
 
 // backlogStore is a function-field fake of handoff.OutboxStore over an
 // in-memory backlog: a leased item is no longer due.
 type backlogStore struct {
-	due []model.IdempotencyRecord
+	due []ops.IdempotencyRecord
 }
 
-func (b *backlogStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]model.IdempotencyRecord, error) {
-	return append([]model.IdempotencyRecord(nil), b.due[:min(limit, len(b.due))]...), nil
+func (b *backlogStore) DueOutboxItems(_ context.Context, _ time.Time, limit int) ([]ops.IdempotencyRecord, error) {
+	return append([]ops.IdempotencyRecord(nil), b.due[:min(limit, len(b.due))]...), nil
 }
 
-func (b *backlogStore) LeaseOutboxItem(_ context.Context, key string, _ time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+func (b *backlogStore) LeaseOutboxItem(_ context.Context, key string, _ time.Time, _ time.Duration) (*ops.IdempotencyRecord, error) {
 	for i, d := range b.due {
 		if d.IdempotencyKey == key {
 			b.due = append(b.due[:i], b.due[i+1:]...)
@@ -35,7 +36,7 @@ func (b *backlogStore) LeaseOutboxItem(_ context.Context, key string, _ time.Tim
 	return nil, model.ErrNotFound
 }
 
-func (b *backlogStore) SettleOutboxItem(context.Context, string, model.OutboxStatus, string, time.Time) error {
+func (b *backlogStore) SettleOutboxItem(context.Context, string, ops.OutboxStatus, string, time.Time) error {
 	return nil
 }
 

@@ -4,8 +4,8 @@ import (
 	"strconv"
 
 	"github.com/commitcollect/backend/handlers/ingest"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // Planning defaults.
@@ -27,7 +27,7 @@ const (
 // Turn is one dispatch of a sweep: one outbox item, or (Burst) one
 // athlete's due activity events, served together.
 type Turn struct {
-	Items []model.IdempotencyRecord
+	Items []ops.IdempotencyRecord
 	Burst bool
 }
 
@@ -60,7 +60,7 @@ type tenant struct {
 // (fetch/burst.go), so a flood of creates, updates or deletes costs its
 // athlete one turn and a share of one list page, and an athlete has one
 // burst a sweep (gather).
-func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
+func Plan(due []ops.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 	if limit < 1 {
 		limit = DefaultSweepLimit
 	}
@@ -108,7 +108,7 @@ func Plan(due []model.IdempotencyRecord, limit int) (turns []Turn, more bool) {
 // deep in the history, would spend the athlete's unverified allowance on
 // walks that overlap. They do not count as work left (more): the sweep
 // that follows at once would find the athlete's lease held.
-func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
+func gather(due []ops.IdempotencyRecord) ([]string, map[string]*tenant) {
 	var order []string
 	tenants := map[string]*tenant{}
 	bursts := map[string]int{} // tenant → index of its burst turn
@@ -130,7 +130,7 @@ func gather(due []model.IdempotencyRecord) ([]string, map[string]*tenant) {
 		if burst { // the athlete's first activity event
 			bursts[name] = len(t.turns)
 		}
-		t.turns = append(t.turns, Turn{Items: []model.IdempotencyRecord{d}})
+		t.turns = append(t.turns, Turn{Items: []ops.IdempotencyRecord{d}})
 	}
 	return order, tenants
 }

@@ -6,27 +6,27 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func webhook(aspect string, activity, owner int64, due int) model.IdempotencyRecord {
+func webhook(aspect string, activity, owner int64, due int) ops.IdempotencyRecord {
 	k := keys.WebhookIdempotencyKey("activity", activity, aspect, owner, t0.Unix(), nil)
-	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
+	return ops.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
 }
 
 // athlete is an athlete event (a deauthorization, n makes it distinct): the
 // one kind of webhook work that is not gathered into bursts.
-func athlete(owner int64, n, due int) model.IdempotencyRecord {
+func athlete(owner int64, n, due int) ops.IdempotencyRecord {
 	k := keys.WebhookIdempotencyKey("athlete", owner, "update", owner, t0.Unix()+int64(n), map[string]string{"authorized": "false"})
-	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
+	return ops.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
 }
 
-func syncJob(user string, due int) model.IdempotencyRecord {
+func syncJob(user string, due int) ops.IdempotencyRecord {
 	k := keys.SyncJobKey("backfill", user, t0)
-	return model.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
+	return ops.IdempotencyRecord{IdempotencyKey: k, PendingSK: keys.OutboxPendingSK(t0.Add(time.Duration(due)*time.Millisecond), k)}
 }
 
 // describe names each turn: the athlete or user, and a burst's size.
@@ -61,8 +61,8 @@ func describe(turns []handoff.Turn) []string {
 // imported activities for the next day).
 func TestPlanSharesASweepFairly(t *testing.T) {
 	t.Parallel()
-	noisy := func(n int, aspect string) []model.IdempotencyRecord {
-		var out []model.IdempotencyRecord
+	noisy := func(n int, aspect string) []ops.IdempotencyRecord {
+		var out []ops.IdempotencyRecord
 		for i := range n {
 			out = append(out, webhook(aspect, int64(1000+i), 1, i))
 		}
@@ -70,7 +70,7 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		due   []model.IdempotencyRecord
+		due   []ops.IdempotencyRecord
 		limit int
 		want  string
 	}{
@@ -81,23 +81,23 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 			append(noisy(3, "update"), webhook("create", 7, 1, 50), webhook("delete", 8, 1, 60), athlete(1, 0, 70)), 200,
 			"[a1.updatex5 a1.athlete]"},
 		{"athlete events get a turn per round, the rounds going on while the limit allows",
-			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(1, 3, 3), athlete(2, 0, 50), webhook("update", 8, 3, 60)}, 200,
+			[]ops.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(1, 3, 3), athlete(2, 0, 50), webhook("update", 8, 3, 60)}, 200,
 			"[a1.athlete a2.athlete a3.update a1.athlete a1.athlete a1.athlete]"},
 		{"in each round webhooks before sync jobs, whatever their due order",
-			[]model.IdempotencyRecord{syncJob("u1", 0), athlete(2, 0, 10), syncJob("u2", 1), athlete(2, 1, 11)}, 200,
+			[]ops.IdempotencyRecord{syncJob("u1", 0), athlete(2, 0, 10), syncJob("u2", 1), athlete(2, 1, 11)}, 200,
 			"[a2.athlete sync.u1 sync.u2 a2.athlete]"},
 		{"a busy sweep still gives a sync its first-round turn",
-			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), syncJob("u1", 2), athlete(2, 0, 10)}, 3,
+			[]ops.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), syncJob("u1", 2), athlete(2, 0, 10)}, 3,
 			"[a1.athlete a2.athlete sync.u1]"},
 		{"as many webhook tenants as the limit leave the syncs their share of the first round",
-			[]model.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 2, 1), webhook("update", 3, 3, 2),
+			[]ops.IdempotencyRecord{webhook("update", 1, 1, 0), webhook("update", 2, 2, 1), webhook("update", 3, 3, 2),
 				webhook("update", 4, 4, 3), syncJob("u1", 4), syncJob("u2", 5)}, 4,
 			"[a1.update a2.update a3.update sync.u1]"},
 		{"the limit cuts the last round",
-			[]model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(2, 0, 10), athlete(3, 0, 20)}, 4,
+			[]ops.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(1, 2, 2), athlete(2, 0, 10), athlete(3, 0, 20)}, 4,
 			"[a1.athlete a2.athlete a3.athlete a1.athlete]"},
 		{"a lone create is a turn of its own, not a burst",
-			[]model.IdempotencyRecord{webhook("create", 7, 2, 0), athlete(2, 0, 1)}, 200,
+			[]ops.IdempotencyRecord{webhook("create", 7, 2, 0), athlete(2, 0, 1)}, 200,
 			"[a2.create a2.athlete]"},
 	}
 	for _, tc := range tests {
@@ -115,7 +115,7 @@ func TestPlanSharesASweepFairly(t *testing.T) {
 // sweeper sweeps again at once; one that planned everything does not.
 func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 	t.Parallel()
-	due := []model.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(2, 0, 2)}
+	due := []ops.IdempotencyRecord{athlete(1, 0, 0), athlete(1, 1, 1), athlete(2, 0, 2)}
 	for _, tc := range []struct {
 		limit int
 		want  bool
@@ -126,7 +126,7 @@ func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 	}
 	// An athlete's events past its burst wait for its burst lease, not for
 	// another sweep at once.
-	var flood []model.IdempotencyRecord
+	var flood []ops.IdempotencyRecord
 	for i := range handoff.MaxBurst + 10 {
 		flood = append(flood, webhook("create", int64(1000+i), 1, i))
 	}
@@ -145,7 +145,7 @@ func TestPlanSaysWhenWorkIsLeft(t *testing.T) {
 // webhooks-first plan gives the honest tenants nothing, or the syncs).
 func TestPlanAtScaleGivesEveryTenantATurn(t *testing.T) {
 	t.Parallel()
-	var due []model.IdempotencyRecord
+	var due []ops.IdempotencyRecord
 	for i := range 5000 {
 		due = append(due, webhook("delete", int64(100000+i), 1, 0))
 	}
@@ -176,7 +176,7 @@ func TestPlanAtScaleGivesEveryTenantATurn(t *testing.T) {
 		if sweep == 1 && syncs < handoff.DefaultSweepLimit/4 {
 			t.Fatalf("sweep 1 gave syncs %d turns, want their share of %d", syncs, handoff.DefaultSweepLimit/4)
 		}
-		var rest []model.IdempotencyRecord
+		var rest []ops.IdempotencyRecord
 		for _, d := range due {
 			if !planned[d.IdempotencyKey] {
 				rest = append(rest, d)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 )
 
@@ -33,16 +34,16 @@ type Stores struct {
 // DueItems lists received items due at now through the sparse pending
 // index, oldest due first, at most limit (model/store/pending.Index).
 type DueItems interface {
-	DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error)
+	DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]ops.IdempotencyRecord, error)
 }
 
 // OutboxLeases lease and settle outbox items (model/store/outbox.Outbox).
 type OutboxLeases interface {
 	// LeaseOutboxItem takes a fresh lease on a due item; ErrConflict when it
 	// is no longer due, ErrNotFound when it is gone.
-	LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error)
+	LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*ops.IdempotencyRecord, error)
 	// SettleOutboxItem ends a received item as done or parked.
-	SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error
+	SettleOutboxItem(ctx context.Context, key string, status ops.OutboxStatus, reason string, now time.Time) error
 }
 
 // Sweeper defaults.
@@ -241,11 +242,11 @@ func (s *Sweeper) leaseTurn(ctx context.Context, turn Turn, now time.Time, res *
 // jobOf decodes the job of a received item rec that is due, ready to
 // dispatch (an activity event marked Gathered: it was gathered already);
 // an undecodable one is parked, counted in res, and not ok.
-func (s *Sweeper) jobOf(ctx context.Context, log *slog.Logger, rec *model.IdempotencyRecord, now time.Time, burst bool, res *SweepResult) (ingest.Job, bool) {
+func (s *Sweeper) jobOf(ctx context.Context, log *slog.Logger, rec *ops.IdempotencyRecord, now time.Time, burst bool, res *SweepResult) (ingest.Job, bool) {
 	job, err := ingest.DecodeJob([]byte(rec.Job))
 	if err != nil {
 		reason := "undecodable job: " + err.Error()
-		if serr := s.outbox.SettleOutboxItem(ctx, rec.IdempotencyKey, model.OutboxParked, reason, now); serr != nil {
+		if serr := s.outbox.SettleOutboxItem(ctx, rec.IdempotencyKey, ops.OutboxParked, reason, now); serr != nil {
 			log.ErrorContext(ctx, "sweeper could not park an undecodable outbox item", "error", serr)
 			res.Failed++
 			return ingest.Job{}, false

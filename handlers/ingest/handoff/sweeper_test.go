@@ -19,8 +19,8 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/handoff"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/outbox"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -71,7 +71,7 @@ func TestCrashAfterAcceptLosesNothing(t *testing.T) {
 		t.Fatalf("got %d workouts, want %d (accepted = written)", got, n)
 	}
 	for _, ev := range evs {
-		if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != model.OutboxDone || rec.PendingPK != "" {
+		if rec := h.Outbox(ingesttest.Job(ev)); rec.Status != ops.OutboxDone || rec.PendingPK != "" {
 			t.Fatalf("got %+v, want done and out of the pending index", rec)
 		}
 	}
@@ -148,7 +148,7 @@ func TestQueueCloseLeavesWorkToTheOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range jobs {
-		if rec := h.Outbox(j); rec.Status != model.OutboxReceived {
+		if rec := h.Outbox(j); rec.Status != ops.OutboxReceived {
 			t.Fatalf("got %+v, want every unfinished job received", rec)
 		}
 	}
@@ -178,9 +178,9 @@ func TestWorkerParksAfterBoundedFailures(t *testing.T) {
 			t.Fatalf("run %d: got %v, want the outcome recorded", i, err)
 		}
 		rec := h.Outbox(j)
-		want := model.OutboxReceived
+		want := ops.OutboxReceived
 		if i == 3 {
-			want = model.OutboxParked
+			want = ops.OutboxParked
 		}
 		if rec.Status != want || (i < 3 && (rec.Failures != i || rec.NotBefore == 0)) {
 			t.Fatalf("run %d: got %+v, want %s with %d failures", i, rec, want, i)
@@ -239,7 +239,7 @@ func TestNewestAnswerWins(t *testing.T) {
 		t.Fatalf("got %s %.0f m (correlation %s), want the newer answer Ride 40000 m (%s)", w.SportType, w.DistanceMeters,
 			w.CorrelationID, update.CorrelationID)
 	}
-	if rec := h.Outbox(create); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(create); rec.Status != ops.OutboxDone {
 		t.Fatalf("got %+v, want the dropped older answer's job done (not an error)", rec)
 	}
 }
@@ -270,7 +270,7 @@ func TestSpentBudgetDefersNeverParks(t *testing.T) {
 	reset := time.Now().UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
 	for _, j := range jobs {
 		rec := h.Outbox(j)
-		if rec.Status != model.OutboxReceived || rec.Failures != 0 || !rec.DueAt().Equal(reset) {
+		if rec.Status != ops.OutboxReceived || rec.Failures != 0 || !rec.DueAt().Equal(reset) {
 			t.Fatalf("got %+v (due %v), want received, no failure, due at the reset %v", rec, rec.DueAt(), reset)
 		}
 	}
@@ -323,8 +323,8 @@ func TestAthleteReadCapDefersTheFlood(t *testing.T) {
 	for _, j := range jobs {
 		rec := h.Outbox(j)
 		switch {
-		case rec.Status == model.OutboxDone:
-		case rec.Status == model.OutboxReceived && rec.DueAt().Equal(next) && rec.Failures == 0:
+		case rec.Status == ops.OutboxDone:
+		case rec.Status == ops.OutboxReceived && rec.DueAt().Equal(next) && rec.Failures == 0:
 			deferred++
 		default:
 			t.Fatalf("got %+v, want done or deferred to %v", rec, next)
@@ -380,7 +380,7 @@ func TestRepeatedEventsCoalesce(t *testing.T) {
 		t.Fatalf("got %d Strava reads, want 1", got)
 	}
 	for _, j := range jobs {
-		if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+		if rec := h.Outbox(j); rec.Status != ops.OutboxDone {
 			t.Fatalf("got %+v, want done", rec)
 		}
 	}
@@ -408,7 +408,7 @@ func TestSweeperParksAnUndecodableJob(t *testing.T) {
 		t.Fatalf("got %+v, want it parked", res)
 	}
 	rec, err := h.St.Outbox.OutboxItem(ctx, "bad-key")
-	if err != nil || rec.Status != model.OutboxParked || rec.Reason == "" {
+	if err != nil || rec.Status != ops.OutboxParked || rec.Reason == "" {
 		t.Fatalf("got %+v, %v; want parked with a reason", rec, err)
 	}
 }
@@ -555,7 +555,7 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 	h.Claim(j)
 	rj := j
 	rj.Redrive = true
-	parked := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
+	parked := &ops.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: j.IdempotencyKey, Reason: "shutdown",
 		Payload: string(ingesttest.MustJSON(t, rj)), CorrelationID: j.CorrelationID}
 	if err := h.St.Outbox.MarkOutboxParked(ctx, j.IdempotencyKey); err != nil {
 		t.Fatal(err)
@@ -567,7 +567,7 @@ func TestParkedRecordGoesWhenTheJobIsDone(t *testing.T) {
 		t.Fatalf("got sweep %+v, want the parked job dispatched", res)
 	}
 	h.Wait()
-	if rec := h.Outbox(j); rec.Status != model.OutboxDone {
+	if rec := h.Outbox(j); rec.Status != ops.OutboxDone {
 		t.Fatalf("got %+v, want done", rec)
 	}
 	h.Workout("u1", 1400)

@@ -17,12 +17,13 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf/emftest"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // dropFunc is the webhook's DropStore as a function.
 type dropFunc func(key string, subscriptionID int64) error
 
-func (f dropFunc) DropOutboxItem(_ context.Context, key, _, _ string, subscriptionID int64, _ time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+func (f dropFunc) DropOutboxItem(_ context.Context, key, _, _ string, subscriptionID int64, _ time.Time, _ time.Duration) (*ops.IdempotencyRecord, error) {
 	return nil, f(key, subscriptionID)
 }
 

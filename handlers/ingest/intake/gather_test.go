@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/intake"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // claimStore is the webhook's outbox with a function field: ClaimFn sees
@@ -21,22 +22,22 @@ import (
 // and the wait until due ("held 7s"); every claim is new unless ClaimFn
 // says otherwise.
 type claimStore struct {
-	ClaimFn func(key, claim string) (*model.IdempotencyRecord, error)
+	ClaimFn func(key, claim string) (*ops.IdempotencyRecord, error)
 }
 
-func (s claimStore) ClaimOutboxItem(_ context.Context, key, corr, job string, _ time.Time, lease, _ time.Duration) (*model.IdempotencyRecord, error) {
+func (s claimStore) ClaimOutboxItem(_ context.Context, key, corr, job string, _ time.Time, lease, _ time.Duration) (*ops.IdempotencyRecord, error) {
 	return s.record(key, corr, job, lease.String())
 }
 
-func (s claimStore) HoldOutboxItem(_ context.Context, key, corr, job string, now, due time.Time, _ time.Duration) (*model.IdempotencyRecord, error) {
+func (s claimStore) HoldOutboxItem(_ context.Context, key, corr, job string, now, due time.Time, _ time.Duration) (*ops.IdempotencyRecord, error) {
 	return s.record(key, corr, job, "held "+due.Sub(now).String())
 }
 
-func (s claimStore) record(key, corr, job, claim string) (*model.IdempotencyRecord, error) {
+func (s claimStore) record(key, corr, job, claim string) (*ops.IdempotencyRecord, error) {
 	if s.ClaimFn != nil {
 		return s.ClaimFn(key, claim)
 	}
-	return &model.IdempotencyRecord{IdempotencyKey: key, CorrelationID: corr, Job: job, Dispatches: 1}, nil
+	return &ops.IdempotencyRecord{IdempotencyKey: key, CorrelationID: corr, Job: job, Dispatches: 1}, nil
 }
 
 type dispatchFunc func(ingest.Job) error
@@ -71,9 +72,9 @@ func TestCrowdedCreatesAreGatheredAtTheClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got []string
-			st := claimStore{ClaimFn: func(key, claim string) (*model.IdempotencyRecord, error) {
+			st := claimStore{ClaimFn: func(key, claim string) (*ops.IdempotencyRecord, error) {
 				got = append(got, claim)
-				return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
+				return &ops.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
 			}}
 			d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
 			h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute,
@@ -108,14 +109,14 @@ func TestARedeliveryDoesNotCrowdTheAthlete(t *testing.T) {
 	now := time.Date(2026, 3, 2, 6, 0, 3, 0, time.UTC)
 	seen := map[string]bool{}
 	var got []string
-	st := claimStore{ClaimFn: func(key, claim string) (*model.IdempotencyRecord, error) {
+	st := claimStore{ClaimFn: func(key, claim string) (*ops.IdempotencyRecord, error) {
 		if seen[key] {
 			got = append(got, "duplicate")
-			return &model.IdempotencyRecord{IdempotencyKey: key, Status: model.OutboxReceived}, model.ErrConflict
+			return &ops.IdempotencyRecord{IdempotencyKey: key, Status: ops.OutboxReceived}, model.ErrConflict
 		}
 		seen[key] = true
 		got = append(got, claim)
-		return &model.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
+		return &ops.IdempotencyRecord{IdempotencyKey: key, Dispatches: 1}, nil
 	}}
 	d := dispatchFunc(func(ingest.Job) error { got[len(got)-1] += " sent"; return nil })
 	h := intake.NewWebhook(intake.WebhookConfig{VerifyToken: "v", SubscriptionID: 7, Lease: 5 * time.Minute, Gather: true},

@@ -75,6 +75,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // WebhookPath is where Strava posts events and performs the handshake.
@@ -87,11 +88,11 @@ type IdempotencyStore interface {
 	// lease, to be handed off, and returns the stored item (the original
 	// job when a lapsed hand-off is taken again); ErrConflict when it is a
 	// duplicate (done, parked, still leased, or the sweeper's).
-	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
+	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*ops.IdempotencyRecord, error)
 	// HoldOutboxItem records the event as received with its job, not
 	// handed off: the sweeper dispatches it once due. A redelivery of a
 	// held event is a duplicate until the event is settled.
-	HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*model.IdempotencyRecord, error)
+	HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*ops.IdempotencyRecord, error)
 }
 
 // DropStore records the events of subscriptions the webhook does not
@@ -99,7 +100,7 @@ type IdempotencyStore interface {
 type DropStore interface {
 	// DropOutboxItem records the event as dropped with its job unless its
 	// key exists (ErrConflict: a duplicate).
-	DropOutboxItem(ctx context.Context, key, correlationID, job string, subscriptionID int64, now time.Time, ttl time.Duration) (*model.IdempotencyRecord, error)
+	DropOutboxItem(ctx context.Context, key, correlationID, job string, subscriptionID int64, now time.Time, ttl time.Duration) (*ops.IdempotencyRecord, error)
 }
 
 // WebhookConfig is what the webhook checks events against.
@@ -381,9 +382,9 @@ const MetricEventsDropped = "WebhookEventsDropped"
 // next gather tick when gathered (gatherAt), else claimed with the lease
 // of a hand-off. It returns the stored item, the tick and whether job was
 // gathered.
-func (h *Webhook) record(ctx context.Context, job ingest.Job, payload string) (*model.IdempotencyRecord, time.Time, bool, error) {
+func (h *Webhook) record(ctx context.Context, job ingest.Job, payload string) (*ops.IdempotencyRecord, time.Time, bool, error) {
 	ev, now := job.Event, job.ReceivedAtUtc
-	var rec *model.IdempotencyRecord
+	var rec *ops.IdempotencyRecord
 	var err error
 	tick, gathered := h.gatherAt(ev, now)
 	if gathered {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // BurstProcessor serves a burst job (ingest.Job.Burst): one outcome per
@@ -45,7 +46,7 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	for i, sub := range job.Burst {
-		rec := &model.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: model.OutboxReceived, Dispatches: sub.OutboxDispatches,
+		rec := &ops.IdempotencyRecord{IdempotencyKey: sub.IdempotencyKey, Status: ops.OutboxReceived, Dispatches: sub.OutboxDispatches,
 			ParkedRecord: sub.OutboxParkedRecord}
 		if sub.OutboxFailures != nil {
 			rec.Failures = *sub.OutboxFailures

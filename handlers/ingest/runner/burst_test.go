@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // leaseStore is the runner's fake store with burst leases: renewFn and
@@ -77,7 +78,7 @@ func TestABurstHoldsItsLeaseWhileItRuns(t *testing.T) {
 	t.Parallel()
 	var renewed, released, settled int
 	thrice := make(chan struct{})
-	st := &leaseStore{fakeStore: &fakeStore{t: t, SettleFn: func(string, model.OutboxStatus, string) error { settled++; return nil }}}
+	st := &leaseStore{fakeStore: &fakeStore{t: t, SettleFn: func(string, ops.OutboxStatus, string) error { settled++; return nil }}}
 	st.renewFn = func(time.Time) error {
 		if renewed++; renewed == 3 {
 			close(thrice)

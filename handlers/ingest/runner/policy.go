@@ -10,6 +10,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 )
 
@@ -62,7 +63,7 @@ func Decide(perr error, failures, maxFailures int, retryBase time.Duration, now 
 // old payload, a redrive; rec nil) keeps the old contract: nil for success
 // and for poison, the error itself for everything else, which is worth
 // retrying.
-func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, perr error) error {
+func (w *Runner) settle(ctx context.Context, log *slog.Logger, job ingest.Job, rec *ops.IdempotencyRecord, perr error) error {
 	now := w.Now()
 	failures := 0
 	if rec != nil {

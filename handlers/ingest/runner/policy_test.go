@@ -13,6 +13,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 func TestDecide(t *testing.T) {
@@ -66,23 +67,23 @@ func TestDecideParksAtTheFirstFailureWhenTheBoundIsZero(t *testing.T) {
 // call is a test failure), in the style of wtf's mock package.
 type fakeStore struct {
 	t              *testing.T
-	OutboxItemFn   func(key string) (*model.IdempotencyRecord, error)
-	SettleFn       func(key string, status model.OutboxStatus, reason string) error
+	OutboxItemFn   func(key string) (*ops.IdempotencyRecord, error)
+	SettleFn       func(key string, status ops.OutboxStatus, reason string) error
 	DeferFn        func(key string, notBefore time.Time, reason string, failure bool) error
-	ParkFn         func(r *model.ParkedRecord) error
+	ParkFn         func(r *ops.ParkedRecord) error
 	RemoveParkedFn func(source, recordID string) error
 	MarkParkedFn   func(key string) error
 	audits         []string
 }
 
-func (f *fakeStore) OutboxItem(_ context.Context, key string) (*model.IdempotencyRecord, error) {
+func (f *fakeStore) OutboxItem(_ context.Context, key string) (*ops.IdempotencyRecord, error) {
 	if f.OutboxItemFn == nil {
 		f.t.Fatalf("unexpected OutboxItem(%s)", key)
 	}
 	return f.OutboxItemFn(key)
 }
 
-func (f *fakeStore) SettleOutboxItem(_ context.Context, key string, status model.OutboxStatus, reason string, _ time.Time) error {
+func (f *fakeStore) SettleOutboxItem(_ context.Context, key string, status ops.OutboxStatus, reason string, _ time.Time) error {
 	if f.SettleFn == nil {
 		f.t.Fatalf("unexpected SettleOutboxItem(%s, %s)", key, status)
 	}
@@ -96,7 +97,7 @@ func (f *fakeStore) DeferOutboxItem(_ context.Context, key string, notBefore tim
 	return f.DeferFn(key, notBefore, reason, failure)
 }
 
-func (f *fakeStore) Park(_ context.Context, r *model.ParkedRecord) error {
+func (f *fakeStore) Park(_ context.Context, r *ops.ParkedRecord) error {
 	if f.ParkFn == nil {
 		f.t.Fatalf("unexpected Park(%s)", r.RecordID)
 	}
@@ -164,7 +165,7 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 			t.Parallel()
 			var calls []string
 			st := &fakeStore{t: t,
-				SettleFn: func(_ string, status model.OutboxStatus, _ string) error {
+				SettleFn: func(_ string, status ops.OutboxStatus, _ string) error {
 					calls = append(calls, "settle "+string(status))
 					return nil
 				},
@@ -172,7 +173,7 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 					calls = append(calls, fmt.Sprintf("defer failure=%v", failure))
 					return nil
 				},
-				ParkFn: func(r *model.ParkedRecord) error {
+				ParkFn: func(r *ops.ParkedRecord) error {
 					if r.UserID != "u1" || r.AthleteID != 9 || !strings.Contains(r.Payload, `"redrive":true`) {
 						t.Errorf("parked record %+v: want the owner and the job marked for redrive", r)
 					}
@@ -204,8 +205,8 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 // read first, and one settled since is not run.
 func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 	t.Parallel()
-	st := &fakeStore{t: t, OutboxItemFn: func(string) (*model.IdempotencyRecord, error) {
-		return &model.IdempotencyRecord{IdempotencyKey: "k1", Status: model.OutboxDone}, nil
+	st := &fakeStore{t: t, OutboxItemFn: func(string) (*ops.IdempotencyRecord, error) {
+		return &ops.IdempotencyRecord{IdempotencyKey: "k1", Status: ops.OutboxDone}, nil
 	}}
 	ran := false
 	r := runner.NewRunner(st.stores(), processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),

@@ -6,7 +6,7 @@
 // policy.go) and the outcome's record in the item (settle.go) are separate
 // things, read in that order.
 //
-// The idempotency item of an event (model.IdempotencyRecord) is
+// The idempotency item of an event (ops.IdempotencyRecord) is
 // the durable hand-off. Its life:
 //
 //	(none) ──claim──▶ received ──worker: written / nothing to do──▶ done
@@ -57,6 +57,7 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // Stores are the adapters a Runner is handed, each behind the port of what
@@ -79,10 +80,10 @@ type Stores struct {
 // Settler records a job's outcome in its outbox item.
 type Settler interface {
 	// OutboxItem reads the job's outbox item; ErrNotFound when none.
-	OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
+	OutboxItem(ctx context.Context, key string) (*ops.IdempotencyRecord, error)
 	// SettleOutboxItem ends a received item as done or parked; ErrConflict
 	// when it was settled already.
-	SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error
+	SettleOutboxItem(ctx context.Context, key string, status ops.OutboxStatus, reason string, now time.Time) error
 	// DeferOutboxItem keeps a received item received until notBefore;
 	// ErrConflict when it was settled already.
 	DeferOutboxItem(ctx context.Context, key string, notBefore time.Time, reason string, failure bool, now time.Time) error
@@ -94,7 +95,7 @@ type Settler interface {
 // Parking sets jobs aside for redrive and takes them back.
 type Parking interface {
 	// Park sets a record aside for redrive (PARKED#{source}#{shard}).
-	Park(ctx context.Context, r *model.ParkedRecord) error
+	Park(ctx context.Context, r *ops.ParkedRecord) error
 	// RemoveParked removes a done job's parked record from its shard
 	// (missing: not an error).
 	RemoveParked(ctx context.Context, source, recordID string) error

@@ -13,18 +13,19 @@ import (
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/emf"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/strava"
 )
 
 // record settles the job's outbox item as o says: done (and unparked),
 // deferred, parked, or received again for a retry. An item another run
 // settled meanwhile is left as it is.
-func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, rec *model.IdempotencyRecord, o Outcome, perr error, now time.Time) error {
+func (w *Runner) record(ctx context.Context, log *slog.Logger, job ingest.Job, rec *ops.IdempotencyRecord, o Outcome, perr error, now time.Time) error {
 	key := job.IdempotencyKey
 	var err error
 	switch o.Kind {
 	case OutcomeDone:
-		err = w.store.Outbox.SettleOutboxItem(ctx, key, model.OutboxDone, "", now)
+		err = w.store.Outbox.SettleOutboxItem(ctx, key, ops.OutboxDone, "", now)
 		if uerr := w.unparkDone(ctx, job, rec); uerr != nil {
 			// The outcome is recorded; a redrive of the stale record finds
 			// the job done and does not run it again.
@@ -103,7 +104,7 @@ const MetricAppCredentialsRejected = "StravaAppCredentialsRejected"
 // read its item before the mark (two dispatches racing), or by older code,
 // stays: a redrive of it finds the job done and does not run it (Run), and
 // the redrive removes it.
-func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *model.IdempotencyRecord) error {
+func (w *Runner) unparkDone(ctx context.Context, job ingest.Job, rec *ops.IdempotencyRecord) error {
 	if !rec.ParkedRecord {
 		return nil
 	}
@@ -122,7 +123,7 @@ func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now ti
 	if err != nil {
 		return fmt.Errorf("park %s: encode: %w", job.CorrelationID, err)
 	}
-	r := &model.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
+	r := &ops.ParkedRecord{Source: keys.ParkSourceWorker, RecordID: job.IdempotencyKey, Reason: reason,
 		Payload: string(payload), CorrelationID: job.CorrelationID, ParkedAtUtc: now.UTC()}
 	r.UserID, r.AthleteID = w.parkedOwner(ctx, job)
 	if err := w.store.Outbox.MarkOutboxParked(ctx, job.IdempotencyKey); err != nil && !errors.Is(err, model.ErrNotFound) {
@@ -131,7 +132,7 @@ func (w *Runner) park(ctx context.Context, job ingest.Job, reason string, now ti
 	if err := w.store.Parked.Park(ctx, r); err != nil {
 		return fmt.Errorf("park %s: %w", job.CorrelationID, err)
 	}
-	return w.store.Outbox.SettleOutboxItem(ctx, job.IdempotencyKey, model.OutboxParked, reason, now)
+	return w.store.Outbox.SettleOutboxItem(ctx, job.IdempotencyKey, ops.OutboxParked, reason, now)
 }
 
 // parkedOwner names the user and athlete a parked job belongs to, so an

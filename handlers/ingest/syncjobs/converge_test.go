@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/syncstate"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
@@ -99,7 +100,7 @@ func (r *syncRig) drainWith(w *app.Worker, key string, rounds int) error {
 		if err != nil {
 			return fmt.Errorf("outbox %s: %w", key, err)
 		}
-		if rec.Status != model.OutboxReceived {
+		if rec.Status != ops.OutboxReceived {
 			return nil
 		}
 		j, err := ingest.DecodeJob([]byte(rec.Job))

@@ -10,6 +10,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -23,12 +24,12 @@ type rateCountingStore struct {
 	reads, writes atomic.Int64
 }
 
-func (c *rateCountingStore) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
+func (c *rateCountingStore) RateLimitState(ctx context.Context) (*ops.RateLimitState, error) {
 	c.reads.Add(1)
 	return c.SyncPacing.RateLimitState(ctx)
 }
 
-func (c *rateCountingStore) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+func (c *rateCountingStore) RecordRateLimit(ctx context.Context, r *ops.RateLimitState) error {
 	c.writes.Add(1)
 	return c.SyncPacing.RecordRateLimit(ctx, r)
 }

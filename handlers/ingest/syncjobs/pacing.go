@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // checkBudget defers when sync jobs may not read now: when they have spent
@@ -44,7 +45,7 @@ func (s *Syncer) checkBudget(ctx context.Context, cfg SyncSettings, now time.Tim
 // on half of it (budget.SyncShareOf: first imports find the rest). A job
 // refused waits for the instant its allowance grows past what is taken
 // (spread by its priority), or for the next window.
-func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *model.RateLimitState, now time.Time, job ingest.Job) error {
+func (s *Syncer) pace(ctx context.Context, cfg SyncSettings, st *ops.RateLimitState, now time.Time, job ingest.Job) error {
 	short, share := s.rateWindow(), budget.SyncShareOf(cfg.BudgetShare, job.Sync.Reconciles())
 	head := time.Duration(cfg.HeadStart * float64(short))
 	for _, b := range []struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
-	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 )
 
 // TestDeployedPacingAtMidnightAndNoon runs a backfill with the pacing as
@@ -37,7 +37,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 			ctx := context.Background()
 			r.Link("u1", 61, 48*time.Hour)
 			r.history(61, 6000, 400, 12*time.Hour) // 20 pages of 20
-			if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+			if err := r.Budget.RecordRateLimit(ctx, &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 				WindowStartedUtc: at.Truncate(15 * time.Minute), DayUtc: at.Format(time.DateOnly), UpdatedAtUtc: at}); err != nil {
 				t.Fatal(err)
 			}
@@ -49,13 +49,13 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 			want := min(budget.PacedAllowance(100, 0.5, at, short, time.Duration(syncjobs.DefaultSyncHeadStart*float64(short))),
 				budget.PacedAllowance(1000, 0.5, at, 24*time.Hour, short))
 			lists := r.Sim.Stats().ListRequests
-			var rec *model.IdempotencyRecord
+			var rec *ops.IdempotencyRecord
 			for range 40 {
 				var err error
 				if rec, err = r.St.Outbox.OutboxItem(ctx, key); err != nil {
 					t.Fatal(err)
 				}
-				if rec.Status != model.OutboxReceived || rec.NotBefore > r.now.UnixMilli() {
+				if rec.Status != ops.OutboxReceived || rec.NotBefore > r.now.UnixMilli() {
 					break // settled, or waiting (a deferral; the enqueue's lease does not count)
 				}
 				j, err := ingest.DecodeJob([]byte(rec.Job))
@@ -71,7 +71,7 @@ func TestDeployedPacingAtMidnightAndNoon(t *testing.T) {
 			if pages != want || want < 1 {
 				t.Fatalf("%d pages listed at %s, want the paced allowance %d (at least one)", pages, at.Format("15:04:05"), want)
 			}
-			if due := rec.DueAt(); rec.Status != model.OutboxReceived || due.Sub(at) > time.Hour || due.Format(time.DateOnly) != at.Format(time.DateOnly) {
+			if due := rec.DueAt(); rec.Status != ops.OutboxReceived || due.Sub(at) > time.Hour || due.Format(time.DateOnly) != at.Format(time.DateOnly) {
 				t.Fatalf("job %s due at %s; want it waiting for a pacing slot of the same day", rec.Status, due)
 			}
 		})

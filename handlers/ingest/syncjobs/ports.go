@@ -7,6 +7,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -20,7 +21,7 @@ type SyncerStores struct {
 	// Outbox holds the job's outbox item (its failures so far).
 	Outbox interface {
 		// OutboxItem reads the job's outbox item; ErrNotFound when none.
-		OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error)
+		OutboxItem(ctx context.Context, key string) (*ops.IdempotencyRecord, error)
 	}
 	// Workouts are the stored log a page is compared with, and written.
 	Workouts PageWorkouts

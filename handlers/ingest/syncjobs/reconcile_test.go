@@ -16,6 +16,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -59,7 +60,7 @@ func (s *scheduleStore) UserMilestones(ctx context.Context, userID string) (port
 	return s.MilestoneReader.UserMilestones(ctx, userID)
 }
 
-func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
+func (s *scheduleStore) ClaimOutboxItem(ctx context.Context, key, corr, job string, now time.Time, lease, ttl time.Duration) (*ops.IdempotencyRecord, error) {
 	rec, err := s.OutboxClaimer.ClaimOutboxItem(ctx, key, corr, job, now, lease, ttl)
 	if err == nil {
 		j, derr := ingest.DecodeJob([]byte(job))
@@ -330,7 +331,7 @@ func TestSyncsArePacedAndTheSoonestEndingMilestonesGoFirst(t *testing.T) {
 			Distance: 1000, MovingTime: 600, ElapsedTime: 700, StartDate: r.now.Add(-24 * time.Hour).Truncate(time.Second)})
 	}
 	// The limits are known (a reading this window, nothing used).
-	if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.Budget.RecordRateLimit(ctx, &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestWebhooksGoBeforeDeferredSyncsAtAReset(t *testing.T) {
 	r.milestone("u1", r.now.AddDate(0, 0, -30), r.now.AddDate(0, 0, 1))
 	r.Activity(9700, 97, "Run")
 	// Everything spent this window: webhooks defer too.
-	if err := r.Budget.RecordRateLimit(ctx, &model.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
+	if err := r.Budget.RecordRateLimit(ctx, &ops.RateLimitState{ShortLimit: 200, DailyLimit: 2000, ReadShortLimit: 100, ReadDailyLimit: 1000,
 		ShortUsage: 100, ReadShortUsage: 100, DailyUsage: 100, ReadDailyUsage: 100,
 		WindowStartedUtc: r.now.Truncate(15 * time.Minute), DayUtc: r.now.Format(time.DateOnly), UpdatedAtUtc: r.now}); err != nil {
 		t.Fatal(err)

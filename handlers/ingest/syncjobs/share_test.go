@@ -9,6 +9,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/budget"
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/syncstate"
 )
 
@@ -40,7 +41,7 @@ func TestAFirstImportFindsTheSyncShareReconciliationLeaves(t *testing.T) {
 	now := t0.Truncate(window).Add(10 * time.Minute)
 	cfg := SyncSettings{BudgetShare: 0.5, HeadStart: 0.1}.WithDefaults()
 	head := time.Duration(cfg.HeadStart * float64(window))
-	st := &model.RateLimitState{ReadShortLimit: 300}
+	st := &ops.RateLimitState{ReadShortLimit: 300}
 	whole := budget.PacedAllowance(300, cfg.BudgetShare, now, window, head)
 	half := budget.PacedAllowance(300, budget.SyncShareOf(cfg.BudgetShare, true), now, window, head)
 	if half >= whole || half < 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/retry"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/purge"
@@ -208,7 +209,7 @@ func (r *syncRig) drain(key string, rounds int) int {
 		if err != nil {
 			r.T.Fatalf("outbox %s: %v", key, err)
 		}
-		if rec.Status != model.OutboxReceived {
+		if rec.Status != ops.OutboxReceived {
 			return i
 		}
 		j, err := ingest.DecodeJob([]byte(rec.Job))
@@ -274,7 +275,7 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 	if lists := r.Sim.Stats().ListRequests; lists != 4 || runs != 4 || st.Pages != 4 {
 		t.Fatalf("got %d list requests in %d runs (state: %d pages), want 4", lists, runs, st.Pages)
 	}
-	if rec := r.Outbox(ingest.Job{IdempotencyKey: key}); rec.Status != model.OutboxDone || rec.Failures != 0 {
+	if rec := r.Outbox(ingest.Job{IdempotencyKey: key}); rec.Status != ops.OutboxDone || rec.Failures != 0 {
 		t.Fatalf("got outbox %+v, want done without failures", rec)
 	}
 	// Enqueued again for the same horizon: nothing to do.
@@ -365,7 +366,7 @@ func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	if n, stored := counted(), len(r.Workouts("u1")); n != stored || n < 50 {
 		t.Fatalf("after the interrupted page the milestone counts %d, want every stored workout (%d): the failure asked for them", n, stored)
 	}
-	if rec := r.Outbox(j); rec.Status != model.OutboxReceived || rec.Failures != 2 {
+	if rec := r.Outbox(j); rec.Status != ops.OutboxReceived || rec.Failures != 2 {
 		t.Fatalf("got outbox %+v, want received after 2 failures", rec)
 	}
 	// A fresh worker ("after the deploy") carries on from the cursor.
@@ -417,7 +418,7 @@ func TestSyncSpendsOnlyItsShareOfTheBudgetAndDefers(t *testing.T) {
 	}
 	rec = r.Outbox(j)
 	reset := before.UTC().Truncate(15 * time.Minute).Add(15 * time.Minute)
-	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore < reset.UnixMilli() {
+	if rec.Status != ops.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore < reset.UnixMilli() {
 		t.Fatalf("got outbox %+v, want deferred (not failed) to the window reset %s", rec, reset)
 	}
 	st := r.state("u1")
@@ -440,7 +441,7 @@ func TestSyncDefersOnStrava429(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec = r.Outbox(j)
-	if rec.Status != model.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore <= time.Now().UnixMilli() {
+	if rec.Status != ops.OutboxReceived || rec.Failures != 0 || rec.Deferrals != 1 || rec.NotBefore <= time.Now().UnixMilli() {
 		t.Fatalf("got outbox %+v, want deferred to the window reset, not failed", rec)
 	}
 	if st := r.state("u1"); st.State != syncstate.SyncDeferred || st.DeferredReason == "" {
@@ -633,7 +634,7 @@ func TestASyncPageLandingAfterTheGuardLeavesNothing(t *testing.T) {
 	if ws := r.Workouts("u1"); len(ws) != 0 {
 		t.Fatalf("%d workouts of the deleted user after the page landed, want none", len(ws))
 	}
-	if rec := r.Outbox(j); rec.Status != model.OutboxDone {
+	if rec := r.Outbox(j); rec.Status != ops.OutboxDone {
 		t.Fatalf("outbox %+v, want the job done", rec)
 	}
 }

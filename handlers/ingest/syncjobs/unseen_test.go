@@ -7,8 +7,8 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/scripts/stravasim"
 )
 
@@ -43,7 +43,7 @@ func TestRecheckBringsBackAnActivitySettledUnseen(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := slot.Add(scheduler.UnseenSlot + scheduler.UnseenRecheckAfter)
-	if rec.Status != model.OutboxReceived || rec.LeaseUntil != until.UnixMilli() {
+	if rec.Status != ops.OutboxReceived || rec.LeaseUntil != until.UnixMilli() {
 		t.Fatalf("recheck %+v: want received and held until %s (an hour after its slot)", rec, until)
 	}
 	due, err := r.St.Pending.DueOutboxItems(ctx, until.Add(-time.Minute), 100)

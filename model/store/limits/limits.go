@@ -20,6 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/syncstate"
@@ -42,7 +43,7 @@ func New(st *store.Adapters) *Store { return &Store{db: st.DB, guard: st.Guard} 
 // and returns the window's count after these: every instance's reads.
 func (s *Store) TakeAthleteReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) (int, error) {
 	window := now.UTC().Truncate(windowLen)
-	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
+	c := &ops.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix()}
 	reads, err := s.countReads(ctx, c, n, limit)
 	if err != nil {
 		return 0, fmt.Errorf("count %d strava reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
@@ -84,8 +85,8 @@ func (s *Store) countReads(ctx context.Context, e model.Entity, n, limit int) (i
 
 // RateLimitState reads the shared Strava rate-limit counter. It returns
 // ErrNotFound before the first Strava response was recorded.
-func (s *Store) RateLimitState(ctx context.Context) (*model.RateLimitState, error) {
-	var r model.RateLimitState
+func (s *Store) RateLimitState(ctx context.Context) (*ops.RateLimitState, error) {
+	var r ops.RateLimitState
 	if err := s.db.Get(ctx, s.db.Tables().Main, keys.RateLimitKey(), &r); err != nil {
 		return nil, fmt.Errorf("read rate limit state: %w", err)
 	}
@@ -96,7 +97,7 @@ func (s *Store) RateLimitState(ctx context.Context) (*model.RateLimitState, erro
 // is from a later 15-minute window or shows higher usage in the same window
 // (usage only grows within a window, so the larger reading is the newer one).
 // A refused write is not an error.
-func (s *Store) RecordRateLimit(ctx context.Context, r *model.RateLimitState) error {
+func (s *Store) RecordRateLimit(ctx context.Context, r *ops.RateLimitState) error {
 	win := expression.Name("windowStartedUtc")
 	ours := expression.Value(r.WindowStartedUtc.UTC().Format(time.RFC3339))
 	cond := expression.Or(
@@ -236,10 +237,10 @@ func versionCond(read int64) expression.ConditionBuilder {
 }
 
 // TakeAthleteDayReads counts n Strava reads for the athlete in the UTC day
-// containing now (model.AthleteDayReads, listed under the day's readers)
+// containing now (ops.AthleteDayReads, listed under the day's readers)
 // unless more than limit would be counted that day (ErrConflict).
 func (s *Store) TakeAthleteDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
-	c := model.NewAthleteDayReads(athleteID, now)
+	c := ops.NewAthleteDayReads(athleteID, now)
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d strava reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
 	}
@@ -252,7 +253,7 @@ func (s *Store) TakeAthleteDayReads(ctx context.Context, athleteID int64, now ti
 // would be counted there (ErrConflict).
 func (s *Store) TakeUnverifiedReads(ctx context.Context, athleteID int64, now time.Time, windowLen time.Duration, limit, n int) error {
 	window := now.UTC().Truncate(windowLen)
-	c := &model.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix(), Unverified: true}
+	c := &ops.AthleteReads{AthleteID: athleteID, WindowStartUtc: window, ExpiresAt: window.Add(windowLen + time.Hour).Unix(), Unverified: true}
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d unverified reads of athlete %d in the window of %s: %w", n, athleteID, window.Format(time.RFC3339), err)
 	}
@@ -263,7 +264,7 @@ func (s *Store) TakeUnverifiedReads(ctx context.Context, athleteID int64, now ti
 // allowance in the UTC day containing now, unless more than limit would be
 // counted (ErrConflict).
 func (s *Store) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now time.Time, limit, n int) error {
-	c := model.NewAthleteDayReads(athleteID, now)
+	c := ops.NewAthleteDayReads(athleteID, now)
 	c.Unverified, c.ReadersPK, c.ReadersSK = true, "", ""
 	if _, err := s.countReads(ctx, c, n, limit); err != nil {
 		return fmt.Errorf("count %d unverified reads of athlete %d on %s: %w", n, athleteID, c.DayUtc, err)
@@ -275,15 +276,15 @@ func (s *Store) TakeUnverifiedDayReads(ctx context.Context, athleteID int64, now
 // the UTC day containing day, most first, at most limit (every shard of the
 // day's readers listing, GSI2; only athletes that read past an instance's
 // own allowance are listed).
-func (s *Store) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]model.AthleteDayReads, error) {
-	var out []model.AthleteDayReads
+func (s *Store) HeaviestReaders(ctx context.Context, day time.Time, limit int) ([]ops.AthleteDayReads, error) {
+	var out []ops.AthleteDayReads
 	for shard := range keys.ReadersShards {
-		page, _, err := dynamo.QueryEntities[model.AthleteDayReads](ctx, s.db, s.db.Tables().Main, keys.ReadersShardPK(day, shard), "", dynamo.QueryOptions{Index: dynamo.IndexGSI2})
+		page, _, err := dynamo.QueryEntities[ops.AthleteDayReads](ctx, s.db, s.db.Tables().Main, keys.ReadersShardPK(day, shard), "", dynamo.QueryOptions{Index: dynamo.IndexGSI2})
 		if err != nil {
 			return nil, fmt.Errorf("list readers of %s (shard %d): %w", day.UTC().Format(time.DateOnly), shard, err)
 		}
 		out = append(out, page...)
 	}
-	slices.SortFunc(out, func(a, b model.AthleteDayReads) int { return cmp.Compare(b.Reads, a.Reads) })
+	slices.SortFunc(out, func(a, b ops.AthleteDayReads) int { return cmp.Compare(b.Reads, a.Reads) })
 	return out[:min(len(out), max(limit, 0))], nil
 }

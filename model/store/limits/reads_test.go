@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/limits"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -18,11 +19,11 @@ func TestIngestRecordRateLimitKeepsNewest(t *testing.T) {
 	w1 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	rec := func(win time.Time, readShort int) {
 		t.Helper()
-		if err := s.RecordRateLimit(ctx, &model.RateLimitState{WindowStartedUtc: win, ReadShortUsage: readShort, ReadShortLimit: 100}); err != nil {
+		if err := s.RecordRateLimit(ctx, &ops.RateLimitState{WindowStartedUtc: win, ReadShortUsage: readShort, ReadShortLimit: 100}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	get := func() *model.RateLimitState {
+	get := func() *ops.RateLimitState {
 		t.Helper()
 		st, err := s.RateLimitState(ctx)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 )
 
@@ -88,14 +89,14 @@ func (s *Outbox) ReleaseBurst(ctx context.Context, athleteID int64, token time.T
 // BatchGetItem a hundred at a time); a key never claimed, or expired, is
 // absent from the answer, whose order is not keys'. An item written by
 // newer code fails the read (fail closed).
-func (s *Outbox) OutboxItems(ctx context.Context, keyList []string) ([]model.IdempotencyRecord, error) {
+func (s *Outbox) OutboxItems(ctx context.Context, keyList []string) ([]ops.IdempotencyRecord, error) {
 	ks := make([]model.Key, len(keyList))
 	for i, k := range keyList {
 		ks[i] = model.Key{PK: k}
 	}
-	var out []model.IdempotencyRecord
+	var out []ops.IdempotencyRecord
 	err := s.DB.BatchGet(ctx, s.DB.Tables().Idempotency, ks, func(it dynamo.Item) error {
-		var r model.IdempotencyRecord
+		var r ops.IdempotencyRecord
 		if err := dynamo.Unmarshal(it, &r); err != nil {
 			return err
 		}

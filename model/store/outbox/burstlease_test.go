@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
 
@@ -79,7 +80,7 @@ func TestBurstLeaseHoldsOneBurstAtATime(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range recs {
-		if r.Status != model.OutboxReceived || r.Job != `{"v":1}` {
+		if r.Status != ops.OutboxReceived || r.Job != `{"v":1}` {
 			t.Fatalf("item %s read as %+v", r.IdempotencyKey, r)
 		}
 		seen[r.IdempotencyKey] = true

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
@@ -21,7 +21,7 @@ import (
 // never dispatched. Our subscription's delivery of the same event takes
 // the item over (ClaimOutboxItem); an operator can re-admit a
 // subscription's dropped events (ReadmitOutboxItem).
-const StatusDropped model.OutboxStatus = "dropped"
+const StatusDropped ops.OutboxStatus = "dropped"
 
 // pendingIndex is the idempotency table's sparse index (model/store/pending).
 const pendingIndex = "Pending"
@@ -42,8 +42,8 @@ func NewDrops(db *dynamo.DB) *Drops { return &Drops{DB: db} }
 // either way). It is listed under the subscription's partition of the
 // pending index (keys.OutboxDroppedPK), which the sweeper never reads, and
 // expires ttl after now. ErrConflict when the key exists (a duplicate).
-func (s *Drops) DropOutboxItem(ctx context.Context, key, correlationID, job string, subscriptionID int64, now time.Time, ttl time.Duration) (*model.IdempotencyRecord, error) {
-	meta := &model.IdempotencyRecord{}
+func (s *Drops) DropOutboxItem(ctx context.Context, key, correlationID, job string, subscriptionID int64, now time.Time, ttl time.Duration) (*ops.IdempotencyRecord, error) {
+	meta := &ops.IdempotencyRecord{}
 	meta.Stamp()
 	now = now.UTC()
 	upd := expression.Set(expression.Name("entityType"), expression.Value(meta.EntityType)).
@@ -67,7 +67,7 @@ func (s *Drops) DropOutboxItem(ctx context.Context, key, correlationID, job stri
 // DroppedOutboxItems lists up to limit events dropped for subscriptionID,
 // oldest first, as the index projects them (keys and creation; the index
 // is eventually consistent: ReadmitOutboxItem checks each).
-func (s *Drops) DroppedOutboxItems(ctx context.Context, subscriptionID int64, limit int) ([]model.IdempotencyRecord, error) {
+func (s *Drops) DroppedOutboxItems(ctx context.Context, subscriptionID int64, limit int) ([]ops.IdempotencyRecord, error) {
 	ex, err := expression.NewBuilder().WithKeyCondition(
 		expression.Key(attrPendingPK).Equal(expression.Value(keys.OutboxDroppedPK(subscriptionID)))).Build()
 	if err != nil {
@@ -81,9 +81,9 @@ func (s *Drops) DroppedOutboxItems(ctx context.Context, subscriptionID int64, li
 	if err != nil {
 		return nil, fmt.Errorf("list events dropped for subscription %d: %w", subscriptionID, dynerr.Translate(err))
 	}
-	recs := make([]model.IdempotencyRecord, 0, len(out.Items))
+	recs := make([]ops.IdempotencyRecord, 0, len(out.Items))
 	for _, it := range out.Items {
-		var r model.IdempotencyRecord
+		var r ops.IdempotencyRecord
 		if err := dynamo.Unmarshal(it, &r); err != nil {
 			return nil, fmt.Errorf("list events dropped for subscription %d: %w", subscriptionID, err)
 		}
@@ -98,9 +98,9 @@ func (s *Drops) DroppedOutboxItems(ctx context.Context, subscriptionID int64, li
 // events dropped meanwhile run as if they had been accepted. ErrConflict
 // when the item is no longer one of the subscription's dropped events
 // (taken over by a delivery, or re-admitted already).
-func (s *Drops) ReadmitOutboxItem(ctx context.Context, key string, subscriptionID int64, now time.Time) (*model.IdempotencyRecord, error) {
+func (s *Drops) ReadmitOutboxItem(ctx context.Context, key string, subscriptionID int64, now time.Time) (*ops.IdempotencyRecord, error) {
 	now = now.UTC()
-	upd := expression.Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
+	upd := expression.Set(expression.Name(attrStatus), expression.Value(ops.OutboxReceived)).
 		Set(expression.Name(attrNotBefore), expression.Value(now.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).

@@ -1,6 +1,6 @@
 // Package outbox holds the outbox (the idempotency table): the idempotency
 // item of an accepted webhook event is also the durable hand-off to the
-// worker (model.IdempotencyRecord). Claiming records it as received with
+// worker (ops.IdempotencyRecord). Claiming records it as received with
 // the job and a lease; the worker settles it as done or parked, or defers
 // it (a not-before time); the sweeper re-dispatches received items that
 // are due, found through the sparse pending index (dynamo.IndexPending,
@@ -31,6 +31,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
@@ -68,7 +69,7 @@ func expiresAfter(upd expression.UpdateBuilder, at time.Time) expression.UpdateB
 // lease has lapsed and its not-before time has passed.
 func dueCondition(now time.Time) expression.ConditionBuilder {
 	ms := expression.Value(now.UnixMilli())
-	return expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)).
+	return expression.Name(attrStatus).Equal(expression.Value(ops.OutboxReceived)).
 		And(expression.Or(expression.AttributeNotExists(expression.Name(attrLeaseUntil)), expression.Name(attrLeaseUntil).LessThanEqual(ms))).
 		And(expression.Or(expression.AttributeNotExists(expression.Name(attrNotBefore)), expression.Name(attrNotBefore).LessThanEqual(ms)))
 }
@@ -95,7 +96,7 @@ func reclaimCondition(now time.Time) expression.ConditionBuilder {
 // ErrConflict (a duplicate) when the item is done, parked, still leased, or
 // the sweeper's (held or deferred); the returned item is then the stored
 // one when DynamoDB reported it.
-func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error) {
+func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*ops.IdempotencyRecord, error) {
 	now = now.UTC()
 	rec, err := s.claim(ctx, key, correlationID, job, now, attrLeaseUntil, now.Add(lease), ttl)
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Outbox) ClaimOutboxItem(ctx context.Context, key, correlationID, job st
 // for a burst at the next gather tick). It is claimed as ClaimOutboxItem
 // claims, but with a not-before time in place of a lease, so a redelivery
 // is a duplicate however late it comes, until the item is settled.
-func (s *Outbox) HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*model.IdempotencyRecord, error) {
+func (s *Outbox) HoldOutboxItem(ctx context.Context, key, correlationID, job string, now, due time.Time, ttl time.Duration) (*ops.IdempotencyRecord, error) {
 	rec, err := s.claim(ctx, key, correlationID, job, now.UTC(), attrNotBefore, due, ttl)
 	if err != nil {
 		return rec, fmt.Errorf("hold outbox item %s until %s: %w", key, due.UTC().Format(time.RFC3339), err)
@@ -120,8 +121,8 @@ func (s *Outbox) HoldOutboxItem(ctx context.Context, key, correlationID, job str
 // claim records key as received with job, due at until through attribute
 // when (attrLeaseUntil: a hand-off's lease; attrNotBefore: held for the
 // sweeper), removing the other; see ClaimOutboxItem.
-func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now time.Time, when string, until time.Time, ttl time.Duration) (*model.IdempotencyRecord, error) {
-	meta := &model.IdempotencyRecord{}
+func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now time.Time, when string, until time.Time, ttl time.Duration) (*ops.IdempotencyRecord, error) {
+	meta := &ops.IdempotencyRecord{}
 	meta.Stamp()
 	other := attrNotBefore
 	if when == attrNotBefore {
@@ -136,7 +137,7 @@ func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now 
 		Set(expression.Name("job"), ifAbsent("job", job)).
 		Set(expression.Name("createdAtUtc"), ifAbsent("createdAtUtc", now)).
 		Set(expression.Name(attrTTLSeconds), ifAbsent(attrTTLSeconds, int64(ttl/time.Second))).
-		Set(expression.Name(attrStatus), expression.Value(model.OutboxReceived)).
+		Set(expression.Name(attrStatus), expression.Value(ops.OutboxReceived)).
 		Set(expression.Name(when), expression.Value(until.UnixMilli())).
 		Set(expression.Name("updatedAtUtc"), expression.Value(now)).
 		Set(expression.Name(attrPendingPK), expression.Value(keys.OutboxPendingPK(key, s.DB.OutboxShards))).
@@ -158,7 +159,7 @@ func (s *Outbox) claim(ctx context.Context, key, correlationID, job string, now 
 // It returns ErrConflict when the item is no longer due (settled, deferred,
 // or claimed by someone else since it was listed) and ErrNotFound when it is
 // gone.
-func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*model.IdempotencyRecord, error) {
+func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time, lease time.Duration) (*ops.IdempotencyRecord, error) {
 	now = now.UTC()
 	until := now.Add(lease)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(until.UnixMilli())).
@@ -181,8 +182,8 @@ func (s *Outbox) LeaseOutboxItem(ctx context.Context, key string, now time.Time,
 
 // OutboxItem reads an outbox item (consistent read). It returns ErrNotFound
 // when the key was never claimed (or has expired).
-func (s *Outbox) OutboxItem(ctx context.Context, key string) (*model.IdempotencyRecord, error) {
-	var r model.IdempotencyRecord
+func (s *Outbox) OutboxItem(ctx context.Context, key string) (*ops.IdempotencyRecord, error) {
+	var r ops.IdempotencyRecord
 	if err := s.DB.Get(ctx, s.DB.Tables().Idempotency, model.Key{PK: key}, &r); err != nil {
 		return nil, fmt.Errorf("read outbox item %s: %w", key, err)
 	}
@@ -194,8 +195,8 @@ func (s *Outbox) OutboxItem(ctx context.Context, key string) (*model.Idempotency
 // after now (kept that long for duplicate detection). It returns ErrConflict when
 // the item was already settled (another run got there first) and
 // ErrNotFound when it does not exist.
-func (s *Outbox) SettleOutboxItem(ctx context.Context, key string, status model.OutboxStatus, reason string, now time.Time) error {
-	if status != model.OutboxDone && status != model.OutboxParked {
+func (s *Outbox) SettleOutboxItem(ctx context.Context, key string, status ops.OutboxStatus, reason string, now time.Time) error {
+	if status != ops.OutboxDone && status != ops.OutboxParked {
 		return fmt.Errorf("settle outbox item %s as %q: %w", key, status, model.ErrInvalid)
 	}
 	upd := expression.Set(expression.Name(attrStatus), expression.Value(status)).
@@ -258,7 +259,7 @@ func (s *Outbox) MarkOutboxParked(ctx context.Context, key string) error {
 // received, ErrNotFound when it does not exist.
 func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBuilder) error {
 	cond := expression.AttributeExists(expression.Name(attrIdempotencyKey)).
-		And(expression.Name(attrStatus).Equal(expression.Value(model.OutboxReceived)))
+		And(expression.Name(attrStatus).Equal(expression.Value(ops.OutboxReceived)))
 	rec, err := s.updateOutbox(ctx, key, upd, cond)
 	if err != nil && errors.Is(err, model.ErrConflict) && rec == nil {
 		return fmt.Errorf("%w: %w", model.ErrNotFound, err)
@@ -269,7 +270,7 @@ func (s *Outbox) settle(ctx context.Context, key string, upd expression.UpdateBu
 // updateOutbox runs one UpdateItem on the idempotency table and returns the
 // new item; when the condition fails, the error matches ErrConflict and the
 // returned item is the stored one (nil when there is none).
-func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*model.IdempotencyRecord, error) {
+func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*ops.IdempotencyRecord, error) {
 	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build expression: %w", err)
@@ -283,14 +284,14 @@ func (s *Outbox) updateOutbox(ctx context.Context, key string, upd expression.Up
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-			var r model.IdempotencyRecord
+			var r ops.IdempotencyRecord
 			if uerr := dynamo.Unmarshal(ccf.Item, &r); uerr == nil {
 				return &r, dynerr.Translate(err)
 			}
 		}
 		return nil, dynerr.Translate(err)
 	}
-	var r model.IdempotencyRecord
+	var r ops.IdempotencyRecord
 	if err := dynamo.Unmarshal(out.Attributes, &r); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
 	"github.com/commitcollect/backend/model/store/tableadmin"
@@ -29,7 +30,7 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != model.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
+	if rec.Status != ops.OutboxReceived || rec.Job != `{"j":1}` || rec.CorrelationID != "c1" || rec.Dispatches != 1 ||
 		rec.LeaseUntil != now.Add(time.Minute).UnixMilli() || rec.PendingPK != keys.OutboxPendingPK("k1", 0) ||
 		rec.ExpiresAt != now.Add(time.Minute).Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received with job, lease and pending keys", rec)
@@ -50,21 +51,21 @@ func TestOutboxClaimDuplicateAndReclaim(t *testing.T) {
 		t.Fatalf("got %+v, want the original job and correlation, 2 dispatches, a new lease", again)
 	}
 	// Done: a duplicate forever, and out of the pending index.
-	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxDone, "", later); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", ops.OutboxDone, "", later); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Outbox.ClaimOutboxItem(ctx, "k1", "c4", "{}", later.Add(time.Hour), time.Minute, farTTL); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("after done: got %v, want ErrConflict", err)
 	}
 	got, err := s.Outbox.OutboxItem(ctx, "k1")
-	if err != nil || got.Status != model.OutboxDone || got.PendingPK != "" || got.PendingSK != "" {
+	if err != nil || got.Status != ops.OutboxDone || got.PendingPK != "" || got.PendingSK != "" {
 		t.Fatalf("got %+v, %v; want done without pending keys", got, err)
 	}
 	// Settling twice is a conflict; settling a missing item is not found.
-	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxParked, "late", later); !errors.Is(err, model.ErrConflict) {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", ops.OutboxParked, "late", later); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("second settle: got %v, want ErrConflict", err)
 	}
-	if err := s.Outbox.SettleOutboxItem(ctx, "nope", model.OutboxDone, "", later); !errors.Is(err, model.ErrNotFound) {
+	if err := s.Outbox.SettleOutboxItem(ctx, "nope", ops.OutboxDone, "", later); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("missing: got %v, want ErrNotFound", err)
 	}
 }
@@ -82,7 +83,7 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := s.Outbox.OutboxItem(ctx, "k1")
-	if got.Status != model.OutboxReceived || got.NotBefore != reset.UnixMilli() || got.LeaseUntil != 0 || got.Deferrals != 1 ||
+	if got.Status != ops.OutboxReceived || got.NotBefore != reset.UnixMilli() || got.LeaseUntil != 0 || got.Deferrals != 1 ||
 		got.Failures != 0 || got.PendingSK != keys.OutboxPendingSK(reset, "k1") || !got.DueAt().Equal(reset) {
 		t.Fatalf("got %+v, want received, due at the reset, one deferral", got)
 	}
@@ -104,13 +105,13 @@ func TestOutboxDeferKeepsItDuplicateUntilNotBefore(t *testing.T) {
 	if got, _ := s.Outbox.OutboxItem(ctx, "k1"); got.Failures != 1 || got.Deferrals != 1 {
 		t.Fatalf("got %+v, want one failure and one deferral", got)
 	}
-	if err := s.Outbox.SettleOutboxItem(ctx, "k1", model.OutboxParked, "bad", now); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k1", ops.OutboxParked, "bad", now); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Outbox.DeferOutboxItem(ctx, "k1", reset, "late", false, now); !errors.Is(err, model.ErrConflict) {
 		t.Fatalf("defer after park: got %v, want ErrConflict", err)
 	}
-	if got, _ := s.Outbox.OutboxItem(ctx, "k1"); got.Status != model.OutboxParked || got.Reason != "bad" {
+	if got, _ := s.Outbox.OutboxItem(ctx, "k1"); got.Status != ops.OutboxParked || got.Reason != "bad" {
 		t.Fatalf("got %+v, want parked with the reason", got)
 	}
 }
@@ -134,7 +135,7 @@ func TestOutboxHeldAndDeferredItemsAreTheSweepers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held.Status != model.OutboxReceived || held.NotBefore != tick.UnixMilli() || held.LeaseUntil != 0 ||
+	if held.Status != ops.OutboxReceived || held.NotBefore != tick.UnixMilli() || held.LeaseUntil != 0 ||
 		held.PendingSK != keys.OutboxPendingSK(tick, "held") || held.ExpiresAt != tick.Add(farTTL).Unix() {
 		t.Fatalf("got %+v, want received, not before the tick, in the pending index at the tick", held)
 	}
@@ -220,7 +221,7 @@ func TestOutboxPendingIndexIsSparse(t *testing.T) {
 		}
 	}
 	for i := range 4 { // settle four: they leave the index
-		if err := s.Outbox.SettleOutboxItem(ctx, fmt.Sprintf("k%02d", i), model.OutboxDone, "", now); err != nil {
+		if err := s.Outbox.SettleOutboxItem(ctx, fmt.Sprintf("k%02d", i), ops.OutboxDone, "", now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +282,7 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	const ttl = 7 * 24 * time.Hour
-	check := func(step string) *model.IdempotencyRecord {
+	check := func(step string) *ops.IdempotencyRecord {
 		t.Helper()
 		rec, err := s.Outbox.OutboxItem(ctx, "k")
 		if err != nil {
@@ -313,7 +314,7 @@ func TestOutboxPendingItemNeverExpiresBeforeItIsDue(t *testing.T) {
 	}
 	check("lease")
 	settled := leased.Add(2 * time.Minute)
-	if err := s.Outbox.SettleOutboxItem(ctx, "k", model.OutboxDone, "", settled); err != nil {
+	if err := s.Outbox.SettleOutboxItem(ctx, "k", ops.OutboxDone, "", settled); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Outbox.OutboxItem(ctx, "k")
@@ -344,7 +345,7 @@ func TestOutboxMarkParkedTravelsWithTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.ParkedRecord || rec.Status != model.OutboxReceived || rec.Dispatches != 2 || rec.Job != before.Job {
+	if !rec.ParkedRecord || rec.Status != ops.OutboxReceived || rec.Dispatches != 2 || rec.Job != before.Job {
 		t.Fatalf("got %+v, want the item received, leased a second time and marked parked", rec)
 	}
 	if err := s.Outbox.MarkOutboxParked(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store/dynerr"
 )
 
@@ -50,7 +51,7 @@ func New(db *dynamodb.Client, table string, configured func() int) *Index {
 
 // unmarshal decodes an index entry (fails closed like the store's
 // Unmarshal on a newer schema).
-func unmarshal(item map[string]types.AttributeValue, r *model.IdempotencyRecord) error {
+func unmarshal(item map[string]types.AttributeValue, r *ops.IdempotencyRecord) error {
 	if err := attributevalue.UnmarshalMap(item, r); err != nil {
 		return fmt.Errorf("unmarshal pending entry: %v: %w", err, model.ErrInvalid)
 	}
@@ -82,7 +83,7 @@ func (s *Index) pendingShards() int {
 // limit oldest: a read costs about limit items plus a page a shard, however
 // large the backlog. The index is eventually consistent: an item listed
 // here may have been settled since, which LeaseOutboxItem detects.
-func (s *Index) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]model.IdempotencyRecord, error) {
+func (s *Index) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([]ops.IdempotencyRecord, error) {
 	shards := s.pendingShards()
 	page := 0 // every page DynamoDB gives
 	if limit > 0 {
@@ -94,7 +95,7 @@ func (s *Index) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([
 		closed bool
 	}
 	cursors := make([]cursor, shards)
-	var out []model.IdempotencyRecord
+	var out []ops.IdempotencyRecord
 	for cut := ""; ; {
 		read := false
 		for shard := range shards {
@@ -114,7 +115,7 @@ func (s *Index) DueOutboxItems(ctx context.Context, now time.Time, limit int) ([
 			}
 			c.start, c.closed, read = next, len(next) == 0, true
 		}
-		slices.SortFunc(out, func(a, b model.IdempotencyRecord) int { return cmp.Compare(a.PendingSK, b.PendingSK) })
+		slices.SortFunc(out, func(a, b ops.IdempotencyRecord) int { return cmp.Compare(a.PendingSK, b.PendingSK) })
 		if limit > 0 && len(out) >= limit {
 			out, cut = out[:limit], out[limit-1].PendingSK
 		}
@@ -163,8 +164,8 @@ func (s *Index) PendingOutbox(ctx context.Context, now time.Time) (OutboxBacklog
 
 // queryPending reads the pending index with kc, all pages (limit <= 0) or
 // up to limit items.
-func (s *Index) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]model.IdempotencyRecord, error) {
-	var out []model.IdempotencyRecord
+func (s *Index) queryPending(ctx context.Context, kc expression.KeyConditionBuilder, limit int) ([]ops.IdempotencyRecord, error) {
+	var out []ops.IdempotencyRecord
 	var start map[string]types.AttributeValue
 	for {
 		recs, next, err := s.queryPendingPage(ctx, kc, limit-len(out), start)
@@ -182,7 +183,7 @@ func (s *Index) queryPending(ctx context.Context, kc expression.KeyConditionBuil
 // queryPendingPage reads one page of the pending index with kc from start
 // (nil: the beginning), at most limit items (limit <= 0: DynamoDB's page),
 // and returns where the next page starts (nil after the last).
-func (s *Index) queryPendingPage(ctx context.Context, kc expression.KeyConditionBuilder, limit int, start map[string]types.AttributeValue) ([]model.IdempotencyRecord, map[string]types.AttributeValue, error) {
+func (s *Index) queryPendingPage(ctx context.Context, kc expression.KeyConditionBuilder, limit int, start map[string]types.AttributeValue) ([]ops.IdempotencyRecord, map[string]types.AttributeValue, error) {
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return nil, nil, fmt.Errorf("build pending query: %w", err)
@@ -199,9 +200,9 @@ func (s *Index) queryPendingPage(ctx context.Context, kc expression.KeyCondition
 	if err != nil {
 		return nil, nil, dynerr.Translate(err)
 	}
-	out := make([]model.IdempotencyRecord, 0, len(page.Items))
+	out := make([]ops.IdempotencyRecord, 0, len(page.Items))
 	for _, it := range page.Items {
-		var r model.IdempotencyRecord
+		var r ops.IdempotencyRecord
 		if err := unmarshal(it, &r); err != nil {
 			return nil, nil, err
 		}

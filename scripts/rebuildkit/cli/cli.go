@@ -19,6 +19,7 @@ import (
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/redrive"
 )
 
 // Env is what the commands work with, built once from the environment by
@@ -35,7 +36,7 @@ type Env struct {
 	Projector streams.Handler
 	// Lambda and SQS reach deployed functions and dead-letter queues.
 	Lambda rebuildkit.LambdaAPI
-	SQS    rebuildkit.SQSAPI
+	SQS    redrive.SQSAPI
 	// ProcessJob is the in-process worker (nil when not wired).
 	ProcessJob rebuildkit.ProcessJob
 	Logger     *slog.Logger

@@ -12,6 +12,7 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
+	"github.com/commitcollect/backend/scripts/rebuildkit/redrive"
 )
 
 const replaySynopsis = `replay: read the main table's DynamoDB stream and feed it to the projector again: in process against the
@@ -184,11 +185,11 @@ func RedriveMain(ctx context.Context, args []string, std IO, setup Setup) int {
 		fmt.Fprintln(std.Err, "redrive:", err)
 		return ExitError
 	}
-	rd := &rebuildkit.Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
+	rd := &redrive.Redriver{Recompute: env.Recompute, ProcessJob: env.ProcessJob, Streams: env.Streams, Logger: env.Logger}
 	if *invokeWorker != "" {
 		rd.ProcessJob = rebuildkit.InvokeJob(env.Lambda, *invokeWorker)
 	}
-	var sums []rebuildkit.RedriveSummary
+	var sums []redrive.Summary
 	if *queueURL != "" {
 		sum, err := rd.RedriveQueue(ctx, env.SQS, *queueURL, *visibility, *maxMessages)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/commitcollect/backend/handlers/config"
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store/tableadmin"
+	"github.com/commitcollect/backend/projections"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"github.com/commitcollect/backend/scripts/rebuildkit/cli"
@@ -57,7 +58,7 @@ func Setup(ctx context.Context, tablePrefix string) (*cli.Env, error) {
 
 // Recomputer is the projector's on-demand recompute (*consumer.Consumer).
 type Recomputer interface {
-	RecomputeUser(ctx context.Context, userID string, dryRun bool) (consumer.UserReport, error)
+	RecomputeUser(ctx context.Context, userID string, dryRun bool) (projections.UserReport, error)
 }
 
 var _ Recomputer = (*consumer.Consumer)(nil)
@@ -90,7 +91,7 @@ func Recompute(c Recomputer) rebuildkit.Recompute {
 // milestone, one Drift per projected field that differs and per missing
 // award item; changes and awards are counted as written (or, in a dry run,
 // as they would be).
-func Outcome(rep consumer.UserReport, dryRun bool) rebuildkit.Outcome {
+func Outcome(rep projections.UserReport, dryRun bool) rebuildkit.Outcome {
 	out := rebuildkit.Outcome{UserID: rep.UserID, Milestones: len(rep.Milestones), ConflictsRetried: max(rep.Attempts-1, 0)}
 	for _, m := range rep.Milestones {
 		if m.Skipped != "" {
@@ -131,7 +132,7 @@ func Outcome(rep consumer.UserReport, dryRun bool) rebuildkit.Outcome {
 // justified: on the awardedParts drift when the counter is what claims
 // them, else as an award drift (award items without their AWARD_MINTED
 // entry, which are never counted).
-func unjustifiedDrift(out *rebuildkit.Outcome, userID string, m consumer.MilestoneReport) {
+func unjustifiedDrift(out *rebuildkit.Outcome, userID string, m projections.MilestoneReport) {
 	msg := m.UnjustifiedMessage()
 	for i := range out.Drift {
 		if d := &out.Drift[i]; d.MilestoneID == m.MilestoneID && d.UserID == userID && d.Field == rebuildkit.FieldAwardedParts {

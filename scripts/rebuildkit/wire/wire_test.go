@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/projections/consumer"
+	"github.com/commitcollect/backend/projections"
 	"github.com/commitcollect/backend/scripts/rebuildkit"
 )
 
@@ -17,7 +17,7 @@ func TestOutcome(t *testing.T) {
 	fixed := model.Projection{ProgressValue: 56000, WorkoutsCounted: 4, AwardedParts: 2, Status: model.StatusActive}
 	tests := []struct {
 		name        string
-		given       consumer.UserReport
+		given       projections.UserReport
 		dryRun      bool
 		wantChanged int
 		wantMinted  int
@@ -26,7 +26,7 @@ func TestOutcome(t *testing.T) {
 	}{
 		{
 			name: "dry run: edited progress and a missing award", dryRun: true,
-			given: consumer.UserReport{UserID: "u1", Attempts: 1, Milestones: []consumer.MilestoneReport{
+			given: projections.UserReport{UserID: "u1", Attempts: 1, Milestones: []projections.MilestoneReport{
 				{MilestoneID: "a", Stored: stored, Recomputed: fixed, Changed: true},
 				{MilestoneID: "b", Stored: fixed, Recomputed: fixed, MissingAwards: []int{0}, Minted: []int{0}},
 				{MilestoneID: "c", Stored: fixed, Recomputed: fixed},
@@ -36,7 +36,7 @@ func TestOutcome(t *testing.T) {
 		},
 		{
 			name: "written: only what was written counts, drift still described",
-			given: consumer.UserReport{UserID: "u1", Attempts: 3, Milestones: []consumer.MilestoneReport{
+			given: projections.UserReport{UserID: "u1", Attempts: 3, Milestones: []projections.MilestoneReport{
 				{MilestoneID: "a", Stored: stored, Recomputed: fixed, Changed: true, Written: true, Minted: []int{2, 3}},
 				{MilestoneID: "c", Stored: fixed, Recomputed: fixed},
 			}},
@@ -45,13 +45,13 @@ func TestOutcome(t *testing.T) {
 		},
 		{
 			name: "never projected: empty status reads as active", dryRun: true,
-			given: consumer.UserReport{UserID: "u1", Attempts: 1, Milestones: []consumer.MilestoneReport{
+			given: projections.UserReport{UserID: "u1", Attempts: 1, Milestones: []projections.MilestoneReport{
 				{MilestoneID: "new", Stored: model.Projection{}, Recomputed: model.Projection{Status: model.StatusActive}},
 			}},
 		},
 		{
 			name: "completed and truncated", dryRun: true,
-			given: consumer.UserReport{UserID: "u1", Attempts: 1, Milestones: []consumer.MilestoneReport{
+			given: projections.UserReport{UserID: "u1", Attempts: 1, Milestones: []projections.MilestoneReport{
 				{MilestoneID: "z", Stored: fixed, Changed: true, Recomputed: model.Projection{ProgressValue: 56000, WorkoutsCounted: 4,
 					AwardedParts: 10, Status: model.StatusCompleted, Truncated: true}, NewParts: []int{2, 3, 4, 5, 6, 7, 8, 9}, Minted: []int{2, 3, 4, 5, 6, 7, 8, 9}},
 			}},
@@ -81,11 +81,11 @@ func TestOutcome(t *testing.T) {
 }
 
 type fakeProjector struct {
-	rep consumer.UserReport
+	rep projections.UserReport
 	err error
 }
 
-func (f fakeProjector) RecomputeUser(context.Context, string, bool) (consumer.UserReport, error) {
+func (f fakeProjector) RecomputeUser(context.Context, string, bool) (projections.UserReport, error) {
 	return f.rep, f.err
 }
 
@@ -96,9 +96,9 @@ func TestRecomputeFailsUsersNeedingAHuman(t *testing.T) {
 		given fakeProjector
 		want  error
 	}{
-		{"clean", fakeProjector{rep: consumer.UserReport{UserID: "u", Milestones: []consumer.MilestoneReport{{MilestoneID: "a"}}}}, nil},
-		{"unreadable item", fakeProjector{rep: consumer.UserReport{UserID: "u", Unreadable: []string{"USER#u / MILESTONE#x: newer"}}}, model.ErrUnsupportedSchema},
-		{"invalid definition", fakeProjector{rep: consumer.UserReport{UserID: "u", Milestones: []consumer.MilestoneReport{{MilestoneID: "a", Skipped: "target: must be positive"}}}}, model.ErrInvalid},
+		{"clean", fakeProjector{rep: projections.UserReport{UserID: "u", Milestones: []projections.MilestoneReport{{MilestoneID: "a"}}}}, nil},
+		{"unreadable item", fakeProjector{rep: projections.UserReport{UserID: "u", Unreadable: []string{"USER#u / MILESTONE#x: newer"}}}, model.ErrUnsupportedSchema},
+		{"invalid definition", fakeProjector{rep: projections.UserReport{UserID: "u", Milestones: []projections.MilestoneReport{{MilestoneID: "a", Skipped: "target: must be positive"}}}}, model.ErrInvalid},
 		{"projector error", fakeProjector{err: model.ErrConflict}, model.ErrConflict},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/ports"
 	"github.com/commitcollect/backend/model/syncstate"
 )
@@ -46,7 +47,7 @@ type MilestoneReader interface {
 // OutboxClaimer records a job as received with a lease; ErrConflict when
 // the key is already claimed (an idempotent enqueue).
 type OutboxClaimer interface {
-	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*model.IdempotencyRecord, error)
+	ClaimOutboxItem(ctx context.Context, key, correlationID, job string, now time.Time, lease, ttl time.Duration) (*ops.IdempotencyRecord, error)
 }
 
 // UserEnumeration is the reconciliation's resumable walk of the users

@@ -1,10 +1,14 @@
-package rebuildkit
+// Package redrive processes dead letters again, idempotently: the records
+// parked in the tables (RedriveParked) and the messages of the Lambdas'
+// dead-letter queues (RedriveQueue), for make redrive.
+package redrive
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/commitcollect/backend/scripts/rebuildkit"
 	"log/slog"
 	"slices"
 	"time"
@@ -15,18 +19,14 @@ import (
 
 	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/keys"
+	"github.com/commitcollect/backend/model/ops"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/streams"
 )
 
-// ProcessJob processes one worker Job (its JSON) again: the worker's Handle.
-// It returns nil when the job is done (or dropped as poison, which the worker
-// audits) and an error when it should be tried again later.
-type ProcessJob func(ctx context.Context, job json.RawMessage) error
-
 // ParkedStore is the part of the store a local redrive uses.
 type ParkedStore interface {
-	Parked(ctx context.Context, source string) ([]model.ParkedRecord, error)
+	Parked(ctx context.Context, source string) ([]ops.ParkedRecord, error)
 	Unpark(ctx context.Context, source, recordID string) error
 }
 
@@ -39,17 +39,17 @@ var _ ParkedStore = (*store.ParkedRecords)(nil)
 // state.
 type Redriver struct {
 	// Recompute is the projector's recompute (for projector records).
-	Recompute Recompute
+	Recompute rebuildkit.Recompute
 	// ProcessJob is the worker (for worker jobs; nil: they are left alone).
-	ProcessJob ProcessJob
+	ProcessJob rebuildkit.ProcessJob
 	// Streams reads stream ranges named by projector DLQ messages.
 	Streams streams.API
 	// Logger receives one line per record (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// RedriveSummary counts a redrive.
-type RedriveSummary struct {
+// Summary counts a redrive.
+type Summary struct {
 	// Redriven were processed and removed (unparked or deleted).
 	Redriven int `json:"redriven"`
 	// Kept are still parked / in the queue, with Notes saying why.
@@ -60,13 +60,13 @@ type RedriveSummary struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func (s *RedriveSummary) keep(note string) {
+func (s *Summary) keep(note string) {
 	s.Kept++
 	s.Notes = append(s.Notes, note)
 }
 
 // String renders the summary line.
-func (s RedriveSummary) String() string {
+func (s Summary) String() string {
 	return fmt.Sprintf("redriven=%d kept=%d users=%d", s.Redriven, s.Kept, len(s.Users))
 }
 
@@ -85,22 +85,22 @@ func (r *Redriver) log() *slog.Logger {
 // is a no-op, and would then be unparked and lost.) It returns an error only
 // when the parked records cannot be listed; per-record failures are kept
 // parked and noted.
-func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source string) (RedriveSummary, error) {
-	var sum RedriveSummary
+func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source string) (Summary, error) {
+	var sum Summary
 	recs, err := st.Parked(ctx, source)
 	if err != nil {
 		return sum, err
 	}
 	switch source {
 	case keys.ParkSourceProjector:
-		byUser := map[string][]model.ParkedRecord{}
+		byUser := map[string][]ops.ParkedRecord{}
 		for _, p := range recs {
 			var rec events.DynamoDBEventRecord
 			if err := json.Unmarshal([]byte(p.Payload), &rec); err != nil {
 				sum.keep(fmt.Sprintf("parked %s record %s: payload is not a stream record (%v); inspect it and unpark by hand", source, p.RecordID, err))
 				continue
 			}
-			u, ok := RecordUser(rec)
+			u, ok := rebuildkit.RecordUser(rec)
 			if !ok {
 				sum.keep(fmt.Sprintf("parked %s record %s: no user in its keys (%s); nothing to recompute, inspect it and unpark by hand", source, p.RecordID, p.Reason))
 				continue
@@ -161,13 +161,13 @@ func (r *Redriver) RedriveParked(ctx context.Context, st ParkedStore, source str
 // it is done (the caller deletes it). A kept message comes with a note that
 // says why and what to do.
 func (r *Redriver) HandleMessage(ctx context.Context, body []byte) (done bool, users []string, note string) {
-	env, err := ParseEnvelope(body)
+	env, err := rebuildkit.ParseEnvelope(body)
 	if err != nil {
 		return false, nil, fmt.Sprintf("not a Lambda failure record, left in the queue: %v", err)
 	}
 	log := r.log().With("requestId", env.RequestID, "function", env.FunctionName(), "condition", env.Condition)
 	switch env.Kind {
-	case KindAsyncFailure:
+	case rebuildkit.KindAsyncFailure:
 		if r.ProcessJob == nil {
 			return false, nil, fmt.Sprintf("worker job %s: no worker wired into this command (use --invoke-worker); left in the queue", env.RequestID)
 		}
@@ -177,13 +177,13 @@ func (r *Redriver) HandleMessage(ctx context.Context, body []byte) (done bool, u
 		}
 		log.InfoContext(ctx, "worker job redriven")
 		return true, nil, ""
-	case KindStreamFailure:
+	case rebuildkit.KindStreamFailure:
 		b := *env.Batch
 		if r.Streams == nil || r.Recompute == nil {
 			return false, nil, fmt.Sprintf("stream batch %s: no stream reader or recompute wired; left in the queue", env.RequestID)
 		}
-		recs, err := ReadRange(ctx, r.Streams, b)
-		if errors.Is(err, ErrRangeGone) || (err == nil && len(recs) == 0) {
+		recs, err := rebuildkit.ReadRange(ctx, r.Streams, b)
+		if errors.Is(err, rebuildkit.ErrRangeGone) || (err == nil && len(recs) == 0) {
 			return false, nil, fmt.Sprintf("stream batch %s (shard %s, %s..%s, first record %s): the records are no longer in the stream, "+
 				"which keeps 24 hours; the message is left in the queue. Find the drift with `verify --all` and restore it with "+
 				"`rebuild --user ID` for the users it names (or `rebuild --all`), then delete the message.",
@@ -192,7 +192,7 @@ func (r *Redriver) HandleMessage(ctx context.Context, body []byte) (done bool, u
 		if err != nil {
 			return false, nil, fmt.Sprintf("stream batch %s: %v", env.RequestID, err)
 		}
-		users = AffectedUsers(recs)
+		users = rebuildkit.AffectedUsers(recs)
 		for _, u := range users {
 			if _, err := r.Recompute(ctx, u, false); err != nil {
 				log.ErrorContext(ctx, "redrive recompute failed", "userId", u, "error", err)
@@ -218,8 +218,8 @@ var _ SQSAPI = (*sqs.Client)(nil)
 // invisible for visibility (default 5 minutes) and then reappear in the
 // queue. It stops when a receive brings nothing new, after max messages
 // (0: no limit), or when ctx ends.
-func (r *Redriver) RedriveQueue(ctx context.Context, q SQSAPI, queueURL string, visibility time.Duration, max int) (RedriveSummary, error) {
-	var sum RedriveSummary
+func (r *Redriver) RedriveQueue(ctx context.Context, q SQSAPI, queueURL string, visibility time.Duration, max int) (Summary, error) {
+	var sum Summary
 	if visibility <= 0 {
 		visibility = 5 * time.Minute
 	}

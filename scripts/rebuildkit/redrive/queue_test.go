@@ -1,4 +1,4 @@
-package rebuildkit
+package redrive
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (q *memQueue) ids() []string {
 // jobMessage renders the worker DLQ fixture for a job with correlation id corr.
 func jobMessage(t *testing.T, corr string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "sqs", "worker-retries-exhausted.json"))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "sqs", "worker-retries-exhausted.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,14 @@
-package model
+// Package ops holds the records of the pipeline's own operation, apart from
+// the athletes' data: the outbox's items (IdempotencyRecord), the Strava
+// read counters and the shared rate reading, and parked records.
+package ops
 
-import "time"
+import (
+	"time"
+
+	"github.com/commitcollect/backend/model"
+	"github.com/commitcollect/backend/model/keys"
+)
 
 // OutboxStatus is where an accepted webhook event is in its life.
 type OutboxStatus string
@@ -27,7 +35,7 @@ const (
 // sweeper dispatches it again. Schema 1 records (before the outbox) carry no
 // status and read as done: their events were handed off at most once.
 type IdempotencyRecord struct {
-	Meta
+	model.Meta
 	IdempotencyKey string       `dynamodbav:"IdempotencyKey"`
 	CorrelationID  string       `dynamodbav:"correlationId"`
 	CreatedAtUtc   time.Time    `dynamodbav:"createdAtUtc"`
@@ -76,8 +84,8 @@ func (r *IdempotencyRecord) DueAt() time.Time {
 // events for one athlete can spend. ExpiresAt (TTL) removes it after the
 // window.
 type AthleteReads struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	AthleteID      int64     `dynamodbav:"athleteId"`
 	WindowStartUtc time.Time `dynamodbav:"windowStartUtc"`
 	Reads          int       `dynamodbav:"reads"`
@@ -92,8 +100,8 @@ type AthleteReads struct {
 // allowance have one, so the day's readers listing (GSI2, keys.ReadersPK)
 // holds the heavy readers only. ExpiresAt (TTL) removes it two days later.
 type AthleteDayReads struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	AthleteID int64  `dynamodbav:"athleteId"`
 	DayUtc    string `dynamodbav:"dayUtc"`
 	Reads     int    `dynamodbav:"reads"`
@@ -107,8 +115,8 @@ type AthleteDayReads struct {
 // RateLimitState is the shared view of Strava's per-application budget,
 // updated from the X-RateLimit-* and X-ReadRateLimit-* response headers.
 type RateLimitState struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	ShortLimit       int       `dynamodbav:"shortLimit"`
 	ShortUsage       int       `dynamodbav:"shortUsage"`
 	DailyLimit       int       `dynamodbav:"dailyLimit"`
@@ -128,8 +136,8 @@ type RateLimitState struct {
 // athlete) it belongs to, which an account deletion uses to delete it, and
 // expires ParkedRetentionDays after parking.
 type ParkedRecord struct {
-	Key
-	Meta
+	model.Key
+	model.Meta
 	Source        string    `dynamodbav:"source"`
 	RecordID      string    `dynamodbav:"recordId"`
 	Reason        string    `dynamodbav:"reason"`
@@ -143,3 +151,93 @@ type ParkedRecord struct {
 	// ExpiresAt (TTL, epoch seconds) removes a record nobody redrove.
 	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
 }
+
+// ItemKey implements model.Entity; the idempotency table has no sort key, so SK is
+// empty.
+func (r *IdempotencyRecord) ItemKey() model.Key { return model.Key{PK: r.IdempotencyKey} }
+
+// Stamp implements model.Entity.
+func (r *IdempotencyRecord) Stamp() { r.Meta = model.CurrentMeta(model.EntityIdempotency) }
+
+// Normalize implements model.Entity. A schema 1 record (before the outbox) has no
+// status: its event was handed off once and is read as done.
+func (r *IdempotencyRecord) Normalize() error {
+	old := r.SchemaVersion
+	if err := model.NormalizeMeta(&r.Meta, model.EntityIdempotency); err != nil {
+		return err
+	}
+	if old < 2 && r.Status == "" {
+		r.Status = OutboxDone
+	}
+	return nil
+}
+
+// ItemKey implements model.Entity.
+func (r *AthleteReads) ItemKey() model.Key {
+	return keys.ReadsCounterKey(r.AthleteID, r.WindowStartUtc, r.Unverified)
+}
+
+// Stamp implements model.Entity.
+func (r *AthleteReads) Stamp() {
+	r.Key, r.Meta = r.ItemKey(), model.CurrentMeta(model.EntityAthleteReads)
+}
+
+// Normalize implements model.Entity.
+func (r *AthleteReads) Normalize() error {
+	return model.NormalizeMeta(&r.Meta, model.EntityAthleteReads)
+}
+
+// NewAthleteDayReads is the athlete's daily read counter for the UTC day
+// containing at, listed under that day's readers (GSI2).
+func NewAthleteDayReads(athleteID int64, at time.Time) *AthleteDayReads {
+	day := at.UTC().Truncate(24 * time.Hour)
+	return &AthleteDayReads{AthleteID: athleteID, DayUtc: day.Format("2006-01-02"), ExpiresAt: day.Add(72 * time.Hour).Unix(),
+		ReadersPK: keys.ReadersPK(athleteID, day), ReadersSK: keys.AthletePK(athleteID)}
+}
+
+// ItemKey implements model.Entity.
+func (r *AthleteDayReads) ItemKey() model.Key {
+	day, _ := time.Parse("2006-01-02", r.DayUtc)
+	return keys.DayReadsCounterKey(r.AthleteID, day, r.Unverified)
+}
+
+// Stamp implements model.Entity.
+func (r *AthleteDayReads) Stamp() {
+	r.Key, r.Meta = r.ItemKey(), model.CurrentMeta(model.EntityAthleteDayReads)
+}
+
+// Normalize implements model.Entity.
+func (r *AthleteDayReads) Normalize() error {
+	return model.NormalizeMeta(&r.Meta, model.EntityAthleteDayReads)
+}
+
+// ItemKey implements model.Entity.
+func (r *RateLimitState) ItemKey() model.Key { return keys.RateLimitKey() }
+
+// Stamp implements model.Entity.
+func (r *RateLimitState) Stamp() {
+	r.Key, r.Meta = r.ItemKey(), model.CurrentMeta(model.EntityRateLimit)
+}
+
+// Normalize implements model.Entity.
+func (r *RateLimitState) Normalize() error {
+	return model.NormalizeMeta(&r.Meta, model.EntityRateLimit)
+}
+
+// ItemKey implements model.Entity.
+func (r *ParkedRecord) ItemKey() model.Key { return keys.ParkedKey(r.Source, r.RecordID) }
+
+// Stamp implements model.Entity.
+func (r *ParkedRecord) Stamp() { r.Key, r.Meta = r.ItemKey(), model.CurrentMeta(model.EntityParked) }
+
+// Normalize implements model.Entity.
+func (r *ParkedRecord) Normalize() error { return model.NormalizeMeta(&r.Meta, model.EntityParked) }
+
+// Compile-time checks that every record here is a stored entity.
+var (
+	_ model.Entity = (*IdempotencyRecord)(nil)
+	_ model.Entity = (*RateLimitState)(nil)
+	_ model.Entity = (*ParkedRecord)(nil)
+	_ model.Entity = (*AthleteReads)(nil)
+	_ model.Entity = (*AthleteDayReads)(nil)
+)
