@@ -46,10 +46,9 @@ var (
 	_ handoff.LambdaInvoker   = (*lambda.Client)(nil)
 	_ ingest.Dispatcher       = (*handoff.Queue)(nil)
 	_ ingest.Dispatcher       = (*handoff.LambdaDispatcher)(nil)
-	_ runner.Processor        = (*Worker)(nil)
 	_ runner.Processor        = (*syncjobs.Syncer)(nil)
 	_ runner.Processor        = (*fetch.Fetcher)(nil)
-	_ runner.BurstProcessor   = (*Worker)(nil)
+	_ runner.Handler          = (*fetch.Bursts)(nil)
 	_ fetch.ActivityLister    = (*strava.Client)(nil)
 )
 
@@ -119,23 +118,29 @@ func NewWorker(st *store.Adapters, tokens StravaTokens, fetcher StravaReads, log
 	w.Fetch.Deauth = deauth.New(deauth.Stores{Connections: st.Connections, Guards: st.Guard, Purger: purge.New(st), Checks: grantcheck.New(st),
 		Audits: st.Audits}, deauth.Strava{Tokens: tokens, Athletes: fetcher}, w.Fetch.Reads)
 	w.Bursts = fetch.NewBursts(w.Fetch, nil)
-	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.Parked, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox}, w, log)
+	w.Runner = runner.NewRunner(runner.Stores{Outbox: st.Outbox, Parked: st.Parked, Athletes: st.Users, Audits: st.Audits, Bursts: st.Outbox},
+		w.kinds(), log)
 	return w
 }
 
-// Process routes job to the fetcher or the syncer (runner.Route).
-func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
-	var syncs runner.Processor
-	if w.Sync != nil {
-		syncs = w.Sync
+// kinds is the worker's table of job kinds: the one place a kind of work
+// is registered, a line each (a kind's handler lives in its own package).
+// Without a syncer, sync jobs have no handler and are poison.
+func (w *Worker) kinds() runner.Kinds {
+	k := runner.Kinds{
+		ingest.JobEvent: runner.One(w.Fetch),
+		ingest.JobBurst: w.Bursts,
 	}
-	return runner.Route(w.Fetch, syncs).Process(ctx, job)
+	if w.Sync != nil {
+		k[ingest.JobSync] = runner.One(w.Sync)
+	}
+	return k
 }
 
-// ProcessBurst serves a burst of one athlete's activity events
-// (fetch.Bursts).
-func (w *Worker) ProcessBurst(ctx context.Context, job ingest.Job) []error {
-	return w.Bursts.ProcessBurst(ctx, job)
+// Process does job's work with its kind's handler, without settling its
+// outbox item (runner.Runner.Process).
+func (w *Worker) Process(ctx context.Context, job ingest.Job) error {
+	return w.Runner.Process(ctx, job)
 }
 
 // NewStravaWorker wires a Worker over the store: a Strava REST client, an
@@ -160,5 +165,6 @@ func NewStravaWorker(st *store.Adapters, s StravaSettings, log *slog.Logger) *Wo
 	w.Sync = syncjobs.NewSyncer(SyncerStores(st), refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.Reads.Window(), w.Runner.MaxFailures
 	w.Sync.Rate = w.Fetch.Reads.Cache // one rate-limit cache per instance
+	w.Runner.Kinds = w.kinds()
 	return w
 }

@@ -193,6 +193,12 @@ type Job struct {
 	// not list the event's activity, so its fetch alone is unverified work
 	// (the athlete's unverified allowance, not their caps). Never encoded.
 	Unlisted bool `json:"-"`
+	// Kind names the kind of a job whose kind was added after event, sync
+	// and burst (KindOf); its payload travels in Work.
+	Kind JobKind `json:"kind,omitempty"`
+	// Work is the payload of a job of such a Kind, as its handler decodes
+	// it.
+	Work json.RawMessage `json:"work,omitempty"`
 	// UnseenAtUtc, when set, is when a complete list walk did not show the
 	// event's activity (its outbox item was deferred with UnseenReason): a
 	// second walk, far enough apart, must miss it too before it is settled

@@ -185,7 +185,7 @@ func TestRefresherLoserUsesWinnersToken(t *testing.T) {
 			t.Errorf("winner save: %v", err)
 		}
 	}}
-	got, err := strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), rs.Connections, nil).AccessToken(ctx, "u1")
+	got, err := strava.NewRefresher(strava.OAuthConfig(sim.URL, sim.ClientID(), sim.ClientSecret(), ""), rs, nil).AccessToken(ctx, "u1")
 	if err != nil || got != winner.AccessToken {
 		t.Fatalf("got %q, %v; want the winner's token %q", got, err, winner.AccessToken)
 	}

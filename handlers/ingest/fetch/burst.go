@@ -73,7 +73,7 @@ func (w *Fetcher) gatherFor(ctx context.Context, log *slog.Logger, job ingest.Jo
 // after an upload and than a transient short page.
 func (w *Bursts) unseenGap() time.Duration { return w.reads.Window() / 8 }
 
-// Bursts serve burst jobs (ProcessBurst): one athlete's gathered activity
+// Bursts serve burst jobs (Serve, the runner's handler of ingest.JobBurst): one athlete's gathered activity
 // events, from list pages. They share the worker instance's adapters,
 // reads (the budget and the caps) and warm memory with the event path
 // (Fetcher), which serves what a walk leaves as the events' own jobs
@@ -139,7 +139,7 @@ type walk struct {
 	dropped bool
 }
 
-// ProcessBurst serves job.Burst, one athlete's gathered activity events
+// Serve serves job.Burst, one athlete's gathered activity events
 // (an update or delete joins them when its activity was never stored, or
 // when the sweeper found it due with them), from list
 // pages (see the notes above) and returns each event's outcome in order,
@@ -162,7 +162,7 @@ type walk struct {
 //     with the athlete's other creates and updates (handoff's fair plan)
 //     and dispatches them as one burst job (ingest.Job.Burst) under the
 //     athlete's burst lease (handoff's BurstLeases).
-//  2. List. ProcessBurst reads the athlete's activities newest first, 200 a
+//  2. List. Serve reads the athlete's activities newest first, 200 a
 //     page (GET /athlete/activities), through the same budget check as a
 //     fetch and the athlete's caps for the first page (deeper pages,
 //     second looks, and a first page that listed none of the burst: the
@@ -204,7 +204,7 @@ type walk struct {
 // share of one list page (route.go's route), and an honest bulk
 // upload of 250 costs two pages plus the few creates fetched before the
 // athlete's creates crowded the window.
-func (w *Bursts) ProcessBurst(ctx context.Context, job ingest.Job) []error {
+func (w *Bursts) Serve(ctx context.Context, job ingest.Job) []error {
 	out := make([]error, len(job.Burst))
 	owner := job.Burst[0].Event.OwnerID
 	log := ingest.JobLog(w.log, job).With("burst", len(job.Burst))

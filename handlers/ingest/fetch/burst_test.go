@@ -86,7 +86,7 @@ func TestOneWalkIsNotEvidenceEnough(t *testing.T) {
 	f := burstFetcher(t, st, &fakeStrava{}, l)
 	f.Now = func() time.Time { return clock }
 	burst := func(jobs []ingest.Job) []error {
-		return f.ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b"))
+		return f.Serve(context.Background(), ingest.NewBurst(jobs, "b"))
 	}
 	redispatch := func(job ingest.Job, err error) ingest.Job {
 		t.Helper()
@@ -180,7 +180,7 @@ func TestABulkUploadIsServedByTwoListPages(t *testing.T) {
 	l := &fakeLister{acts: history(250, 1000)}
 	s := &fakeStrava{}
 	f := burstFetcher(t, st, s, l)
-	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(creates(span(1000, 250)...), "b1"))
+	outs := f.Serve(context.Background(), ingest.NewBurst(creates(span(1000, 250)...), "b1"))
 	for i, err := range outs {
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
@@ -206,7 +206,7 @@ func TestForgedCreatesSettleAsNotFoundForOnePage(t *testing.T) {
 	young := creates(6000)[0]
 	young.ReceivedAtUtc = now.Add(-10 * time.Second)
 	jobs = append(jobs, young)
-	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b1"))
+	outs := burstFetcher(t, st, s, l).Serve(context.Background(), ingest.NewBurst(jobs, "b1"))
 	for i, err := range outs[:len(outs)-1] {
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
@@ -229,7 +229,7 @@ func TestALongHistoryLeavesTheRestToFetches(t *testing.T) {
 	l := &fakeLister{acts: history(1200, 1)}
 	s := &fakeStrava{GetActivityFn: run(strava.Activity{ID: 1150, Athlete: strava.ActivityAthlete{ID: 9}, SportType: "Run",
 		Distance: 5000, MovingTime: 1500, StartDate: now.Add(-1150 * time.Hour)})}
-	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(creates(3, 1150), "b1"))
+	outs := burstFetcher(t, st, s, l).Serve(context.Background(), ingest.NewBurst(creates(3, 1150), "b1"))
 	if outs[0] != nil || outs[1] != nil || len(l.pages) != 5 || s.calls != 1 {
 		t.Fatalf("outcomes %v, pages %v, %d fetches; want 5 pages, the unlisted create fetched alone", outs, l.pages, s.calls)
 	}
@@ -253,7 +253,7 @@ func TestABurstStopsFetchingAloneWhenItsTimeIsUp(t *testing.T) {
 	f := burstFetcher(t, st, s, l)
 	f.Now = func() time.Time { return clock }
 	f.BurstBudget = 30 * time.Second
-	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(creates(span(1101, 10)...), "b-budget"))
+	outs := f.Serve(context.Background(), ingest.NewBurst(creates(span(1101, 10)...), "b-budget"))
 	gathered := 0
 	for _, err := range outs {
 		var de *ingest.DeferError
@@ -366,7 +366,7 @@ func TestABurstSettlesEveryKindOfEventFromItsPages(t *testing.T) {
 	for i, aspect := range []string{ingest.AspectCreate, ingest.AspectDelete, ingest.AspectUpdate, ingest.AspectDelete, ingest.AspectUpdate} {
 		jobs[i].Event.AspectType = aspect
 	}
-	outs := f.ProcessBurst(context.Background(), ingest.NewBurst(jobs, "b-kinds"))
+	outs := f.Serve(context.Background(), ingest.NewBurst(jobs, "b-kinds"))
 	for i, err := range outs {
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
@@ -414,7 +414,7 @@ func TestUnseenIsSettledOnlyWithItsRecheckBooked(t *testing.T) {
 		}
 		f.Rechecks = rc
 		f.Now = func() time.Time { return now.Add(5 * time.Minute) }
-		outs := f.ProcessBurst(context.Background(), ingest.NewBurst(unseenBefore(creates(901, 902), now), "b"))
+		outs := f.Serve(context.Background(), ingest.NewBurst(unseenBefore(creates(901, 902), now), "b"))
 		if len(rc.booked) != 1 || rc.booked[0] != "u1/9" {
 			t.Fatalf("fail=%v: bookings %v, want one for the athlete", fail, rc.booked)
 		}
@@ -454,7 +454,7 @@ func TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks(t *testing.T) {
 	for id := int64(1600); id < 2100; id++ {
 		ids = append(ids, id)
 	}
-	outs := burstFetcher(t, st, s, l).ProcessBurst(context.Background(), ingest.NewBurst(creates(ids...), "import"))
+	outs := burstFetcher(t, st, s, l).Serve(context.Background(), ingest.NewBurst(creates(ids...), "import"))
 	for i, err := range outs {
 		if err != nil {
 			t.Fatalf("activity %d: %v, want written", ids[i], err)
@@ -471,7 +471,7 @@ func TestAnImportOfOldDatedActivitiesIsServedByDeeperWalks(t *testing.T) {
 	for id := int64(20000); id < 20050; id++ {
 		ids = append(ids, id)
 	}
-	burstFetcher(t, st, gone, forged).ProcessBurst(context.Background(), ingest.NewBurst(creates(ids...), "forged"))
+	burstFetcher(t, st, gone, forged).Serve(context.Background(), ingest.NewBurst(creates(ids...), "forged"))
 	if len(forged.pages) != 10 {
 		t.Fatalf("a forged burst of 50 read %d pages, want 10", len(forged.pages))
 	}
@@ -535,19 +535,19 @@ func TestForgedCreatesSpendTheUnverifiedAllowanceNotTheAthletes(t *testing.T) {
 		}
 		return n
 	}
-	forged := f.ProcessBurst(ctx, ingest.NewBurst(creates(span(900000, 20)...), "forged"))
+	forged := f.Serve(ctx, ingest.NewBurst(creates(span(900000, 20)...), "forged"))
 	if held := heldBack(forged); fmt.Sprint(l.pages) != "[1 2 3 4 5]" || s.calls != 3 || held != 17 {
 		t.Fatalf("forged burst: pages %v, %d fetched alone, %d held back; want 5 pages, 3 fetched alone on the unverified allowance, 17 waiting for it",
 			l.pages, s.calls, held)
 	}
-	mixed := f.ProcessBurst(ctx, ingest.NewBurst(append(creates(1000), creates(span(900100, 20)...)...), "mixed"))
+	mixed := f.Serve(ctx, ingest.NewBurst(append(creates(1000), creates(span(900100, 20)...)...), "mixed"))
 	if mixed[0] != nil || !written[1000] || heldBack(mixed) != 20 {
 		t.Fatalf("the real upload: %v, written %v, %d forged held back; want it written from the first page, the forged waiting",
 			mixed[0], written[1000], heldBack(mixed))
 	}
 	// A second look (every event missed by a walk before) is unverified
 	// from its first page: with the allowance spent, it waits unread.
-	again := f.ProcessBurst(ctx, ingest.NewBurst(unseenBefore(creates(span(900200, 5)...), now.Add(-time.Hour)), "second-look"))
+	again := f.Serve(ctx, ingest.NewBurst(unseenBefore(creates(span(900200, 5)...), now.Add(-time.Hour)), "second-look"))
 	if heldBack(again) != 5 || len(l.pages) != 6 {
 		t.Fatalf("second look: %d held back, pages %v; want all 5 waiting, no page read", heldBack(again), l.pages)
 	}

@@ -190,7 +190,7 @@ func TestABulkUploadOverTicksWalksItsPagesOnce(t *testing.T) {
 	}
 	for i, b := range bursts {
 		clock = now.Add(b.after)
-		for j, err := range f.ProcessBurst(ctx, ingest.NewBurst(b.jobs, fmt.Sprintf("b%d", i))) {
+		for j, err := range f.Serve(ctx, ingest.NewBurst(b.jobs, fmt.Sprintf("b%d", i))) {
 			if err != nil {
 				t.Fatalf("%s: event %d: %v", b.name, j, err)
 			}
@@ -222,7 +222,7 @@ func TestAnEventAfterAPageIsNeverSettledByItsMemory(t *testing.T) {
 	clock := now
 	f.Now = func() time.Time { return clock }
 	ctx := context.Background()
-	for j, err := range f.ProcessBurst(ctx, ingest.NewBurst(creates(span(1000, 100)...), "b0")) {
+	for j, err := range f.Serve(ctx, ingest.NewBurst(creates(span(1000, 100)...), "b0")) {
 		if err != nil {
 			t.Fatalf("first burst: event %d: %v", j, err)
 		}
@@ -236,7 +236,7 @@ func TestAnEventAfterAPageIsNeverSettledByItsMemory(t *testing.T) {
 	late[0].ReceivedAtUtc = now.Add(time.Second)
 	clock = now.Add(10 * time.Second)
 	burst := append(append(append(edit, creates(1000)...), late...), creates(span(1002, 50)...)...)
-	for j, err := range f.ProcessBurst(ctx, ingest.NewBurst(burst, "b1")) {
+	for j, err := range f.Serve(ctx, ingest.NewBurst(burst, "b1")) {
 		if err != nil {
 			t.Fatalf("second burst: event %d: %v", j, err)
 		}

@@ -55,7 +55,7 @@ func TestForgedBurstsLeaveTheAthletesCapsToTheirUploads(t *testing.T) {
 			f.Reads.PerWindow, f.Reads.PerDay = limit, 100
 			ctx := context.Background()
 			for i := range 10 {
-				outs := f.ProcessBurst(ctx, ingest.NewBurst(creates(span(int64(900000+100*i), 10)...), "forged"))
+				outs := f.Serve(ctx, ingest.NewBurst(creates(span(int64(900000+100*i), 10)...), "forged"))
 				for _, err := range outs {
 					var de *ingest.DeferError
 					if errors.As(err, &de) && de.AthleteCap {

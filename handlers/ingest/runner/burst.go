@@ -13,12 +13,6 @@ import (
 	"github.com/commitcollect/backend/model/ops"
 )
 
-// BurstProcessor serves a burst job (ingest.Job.Burst): one outcome per
-// create, in order (fetch.Fetcher).
-type BurstProcessor interface {
-	ProcessBurst(ctx context.Context, job ingest.Job) []error
-}
-
 // runBurst serves a burst and settles each event's outbox item with its own
 // outcome, as Run would have for it alone. A burst under the athlete's
 // burst lease holds it while it runs and releases it at the end
@@ -27,9 +21,9 @@ type BurstProcessor interface {
 // it again after its lease (the burst's, or the item's).
 func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 	log := w.jobLog(job)
-	bp, ok := w.work.(BurstProcessor)
-	if !ok {
-		log.ErrorContext(ctx, "burst job but no burst processor configured; its items wait for their leases")
+	h, err := w.handler(job)
+	if err != nil {
+		log.ErrorContext(ctx, "burst job but no handler registered for bursts; its items wait for their leases", "error", err)
 		return
 	}
 	ctx, release, err := w.holdBurstLease(ctx, log, job)
@@ -38,7 +32,7 @@ func (w *Runner) runBurst(ctx context.Context, job ingest.Job) {
 		return
 	}
 	defer release(false)
-	outcomes := bp.ProcessBurst(ctx, job)
+	outcomes := h.Serve(ctx, job)
 	if ctx.Err() != nil {
 		log.WarnContext(ctx, "burst interrupted; its items stay received for the sweeper", "writeStatus", "interrupted")
 		return

@@ -49,12 +49,11 @@ func (l *leaseStore) ReleaseBurst(_ context.Context, _ int64, token time.Time) e
 	return l.releaseFn(token)
 }
 
-// burstFunc serves a burst (runner.BurstProcessor) with a function.
+// burstFunc serves bursts (the runner's handler of ingest.JobBurst) with a
+// function.
 type burstFunc func(context.Context, ingest.Job) []error
 
-func (b burstFunc) Process(context.Context, ingest.Job) error { return nil }
-
-func (b burstFunc) ProcessBurst(ctx context.Context, job ingest.Job) []error { return b(ctx, job) }
+func (b burstFunc) Serve(ctx context.Context, job ingest.Job) []error { return b(ctx, job) }
 
 func leasedBurst(n int, lease time.Duration) ingest.Job {
 	var subs []ingest.Job
@@ -93,7 +92,7 @@ func TestABurstHoldsItsLeaseWhileItRuns(t *testing.T) {
 		}
 		return make([]error, len(job.Burst))
 	})
-	r := runner.NewRunner(st.stores(), work, quietLog())
+	r := runner.NewRunner(st.stores(), runner.Kinds{ingest.JobBurst: work}, quietLog())
 	if err := r.Run(context.Background(), leasedBurst(3, 40*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +115,10 @@ func TestASupersededBurstStops(t *testing.T) {
 	st := &leaseStore{fakeStore: &fakeStore{t: t}}
 	st.renewFn = func(time.Time) error { return fmt.Errorf("renew: %w", model.ErrConflict) }
 	ran := false
-	r := runner.NewRunner(st.stores(), burstFunc(func(_ context.Context, job ingest.Job) []error {
+	r := runner.NewRunner(st.stores(), runner.Kinds{ingest.JobBurst: burstFunc(func(_ context.Context, job ingest.Job) []error {
 		ran = true
 		return make([]error, len(job.Burst))
-	}), quietLog())
+	})}, quietLog())
 	if err := r.Run(context.Background(), leasedBurst(3, time.Minute)); err != nil || ran {
 		t.Fatalf("superseded at its start: %v, ran %v; want nothing run", err, ran)
 	}
@@ -132,14 +131,14 @@ func TestASupersededBurstStops(t *testing.T) {
 		return nil
 	}
 	stopped := false
-	r = runner.NewRunner(st.stores(), burstFunc(func(ctx context.Context, job ingest.Job) []error {
+	r = runner.NewRunner(st.stores(), runner.Kinds{ingest.JobBurst: burstFunc(func(ctx context.Context, job ingest.Job) []error {
 		select {
 		case <-ctx.Done():
 			stopped = true
 		case <-time.After(5 * time.Second):
 		}
 		return make([]error, len(job.Burst))
-	}), quietLog())
+	})}, quietLog())
 	if err := r.Run(context.Background(), leasedBurst(3, 40*time.Millisecond)); err != nil || !stopped {
 		t.Fatalf("superseded while it ran: %v, stopped %v; want its context ended and nothing settled", err, stopped)
 	}

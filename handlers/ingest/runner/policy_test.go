@@ -183,7 +183,7 @@ func TestRunnerSettlesByTheProcessorsError(t *testing.T) {
 				RemoveParkedFn: func(string, string) error { calls = append(calls, "unpark"); return nil },
 				MarkParkedFn:   func(string) error { calls = append(calls, "mark"); return nil },
 			}
-			r := runner.NewRunner(st.stores(), processFunc(func(context.Context, ingest.Job) error { return tt.perr }),
+			r := runner.NewRunner(st.stores(), runner.Kinds{ingest.JobEvent: runner.One(processFunc(func(context.Context, ingest.Job) error { return tt.perr }))},
 				slog.New(slog.NewTextHandler(io.Discard, nil)))
 			r.Now = func() time.Time { return now }
 			job := received(tt.failures)
@@ -209,7 +209,7 @@ func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 		return &ops.IdempotencyRecord{IdempotencyKey: "k1", Status: ops.OutboxDone}, nil
 	}}
 	ran := false
-	r := runner.NewRunner(st.stores(), processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }),
+	r := runner.NewRunner(st.stores(), runner.Kinds{ingest.JobEvent: runner.One(processFunc(func(context.Context, ingest.Job) error { ran = true; return nil }))},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	job := received(0)
 	job.OutboxFailures = nil
@@ -218,17 +218,37 @@ func TestRunnerDoesNotRunASettledJobAgain(t *testing.T) {
 	}
 }
 
-// TestRouteRefusesSyncJobsWithoutASyncer: a sync job with nowhere to go is
-// poison, and an event job goes to the events processor.
-func TestRouteRefusesSyncJobsWithoutASyncer(t *testing.T) {
+// TestJobsRunByTheirKindsHandler: each job runs with the handler its kind
+// registered, a kind added later (named in Job.Kind, its payload in
+// Job.Work) by one line of the table, and a job of a kind nobody
+// registered is poison. Protection: Runner.handler (routing by the job's
+// fields instead sends the later kind to the events' handler).
+func TestJobsRunByTheirKindsHandler(t *testing.T) {
 	t.Parallel()
-	events := 0
-	r := runner.Route(processFunc(func(context.Context, ingest.Job) error { events++; return nil }), nil)
-	if err := r.Process(context.Background(), ingest.Job{Sync: &ingest.SyncJob{UserID: "u"}}); !errors.Is(err, model.ErrInvalid) {
-		t.Fatalf("sync job without a syncer: %v, want ErrInvalid", err)
+	var events, deliveries []string
+	kinds := runner.Kinds{
+		ingest.JobEvent: runner.One(processFunc(func(_ context.Context, j ingest.Job) error {
+			events = append(events, j.CorrelationID)
+			return nil
+		})),
+		"deliver": runner.One(processFunc(func(_ context.Context, j ingest.Job) error {
+			deliveries = append(deliveries, string(j.Work))
+			return nil
+		})),
 	}
-	if err := r.Process(context.Background(), ingest.Job{}); err != nil || events != 1 {
-		t.Fatalf("event job: %v, %d calls; want it processed once", err, events)
+	r := runner.NewRunner(runner.Stores{}, kinds, quietLog())
+	ctx := context.Background()
+	if err := r.Process(ctx, ingest.Job{CorrelationID: "e1"}); err != nil {
+		t.Fatalf("event job: %v", err)
+	}
+	if err := r.Process(ctx, ingest.Job{CorrelationID: "d1", Kind: "deliver", Work: []byte(`{"to":"https://example.test/hook"}`)}); err != nil {
+		t.Fatalf("deliver job: %v", err)
+	}
+	if err := r.Process(ctx, ingest.Job{CorrelationID: "s1", Sync: &ingest.SyncJob{UserID: "u"}}); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("sync job with no sync handler: %v, want ErrInvalid", err)
+	}
+	if len(events) != 1 || events[0] != "e1" || len(deliveries) != 1 || deliveries[0] != `{"to":"https://example.test/hook"}` {
+		t.Fatalf("events %v, deliveries %v; want each job with its own kind's handler", events, deliveries)
 	}
 }
 

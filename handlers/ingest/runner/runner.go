@@ -1,8 +1,8 @@
 // Package runner runs the jobs handed off to the worker and records each
 // job's outcome in its outbox item, in watermill's shape: the loop
 // (Runner.Run, runner.go: a job of its own, single.go; a burst of gathered
-// creates, burst.go), the handler (a Processor: the fetcher or the syncer,
-// by Route), the retry and park policy (Decide, and settle applying it,
+// creates, burst.go), the handler (registered by the job's kind, Kinds:
+// the fetcher, the bursts, the syncer), the retry and park policy (Decide, and settle applying it,
 // policy.go) and the outcome's record in the item (settle.go) are separate
 // things, read in that order.
 //
@@ -106,6 +106,45 @@ type Processor interface {
 	Process(ctx context.Context, job ingest.Job) error
 }
 
+// Handler serves the jobs of one kind: the outcome of each outbox item a
+// job serves, in order (one for a job of its own; one per event of a
+// burst, whose items the runner settles each).
+type Handler interface {
+	Serve(ctx context.Context, job ingest.Job) []error
+}
+
+// Kinds are the job kinds a runner runs, each with its handler: the one
+// table where a kind is registered (handlers/app's worker). A job of a
+// kind without a handler is poison (model.ErrInvalid).
+type Kinds map[ingest.JobKind]Handler
+
+// One serves a kind whose jobs serve one outbox item each with p.
+func One(p Processor) Handler { return one{p} }
+
+type one struct{ p Processor }
+
+func (o one) Serve(ctx context.Context, job ingest.Job) []error {
+	return []error{o.p.Process(ctx, job)}
+}
+
+// handler is the handler of job's kind, or an error naming the kind.
+func (w *Runner) handler(job ingest.Job) (Handler, error) {
+	if h := w.Kinds[job.KindOf()]; h != nil {
+		return h, nil
+	}
+	return nil, fmt.Errorf("run %s: no handler for jobs of kind %q: %w", job.CorrelationID, job.KindOf(), model.ErrInvalid)
+}
+
+// Process does job's work with its kind's handler without settling it (a
+// job of one outbox item).
+func (w *Runner) Process(ctx context.Context, job ingest.Job) error {
+	h, err := w.handler(job)
+	if err != nil {
+		return err
+	}
+	return h.Serve(ctx, job)[0]
+}
+
 // Runner defaults.
 const (
 	// DefaultRetryBase is the first backoff after a failed attempt (full
@@ -121,7 +160,8 @@ const (
 // queue's workers): it processes each and settles its outbox item.
 type Runner struct {
 	store Stores
-	work  Processor
+	// Kinds are the job kinds the runner runs, each with its handler.
+	Kinds Kinds
 	log   *slog.Logger
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -135,40 +175,10 @@ type Runner struct {
 	Metrics io.Writer
 }
 
-// NewRunner builds the runner of work's jobs over the adapters st.
-func NewRunner(st Stores, work Processor, log *slog.Logger) *Runner {
-	return &Runner{store: st, work: work, log: log, Now: func() time.Time { return time.Now().UTC() },
+// NewRunner builds the runner of the kinds' jobs over the adapters st.
+func NewRunner(st Stores, kinds Kinds, log *slog.Logger) *Runner {
+	return &Runner{store: st, Kinds: kinds, log: log, Now: func() time.Time { return time.Now().UTC() },
 		MaxFailures: ingest.DefaultMaxFailures, RetryBase: DefaultRetryBase}
-}
-
-// Route hands sync jobs to syncs and every other job to events. A sync job
-// without syncs is poison (model.ErrInvalid).
-func Route(events, syncs Processor) Processor { return router{events, syncs} }
-
-type router struct{ events, syncs Processor }
-
-// ProcessBurst hands a burst to events when it serves bursts; otherwise
-// every event of the burst is processed alone.
-func (r router) ProcessBurst(ctx context.Context, job ingest.Job) []error {
-	if bp, ok := r.events.(BurstProcessor); ok {
-		return bp.ProcessBurst(ctx, job)
-	}
-	out := make([]error, len(job.Burst))
-	for i, sub := range job.Burst {
-		sub.Gathered = true
-		out[i] = r.events.Process(ctx, sub)
-	}
-	return out
-}
-
-func (r router) Process(ctx context.Context, job ingest.Job) error {
-	if job.Sync == nil {
-		return r.events.Process(ctx, job)
-	}
-	if r.syncs == nil {
-		return fmt.Errorf("process %s: sync job but no syncer configured: %w", job.CorrelationID, model.ErrInvalid)
-	}
-	return r.syncs.Process(ctx, job)
 }
 
 func (w *Runner) jobLog(job ingest.Job) *slog.Logger { return ingest.JobLog(w.log, job) }

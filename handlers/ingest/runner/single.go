@@ -39,7 +39,7 @@ func (w *Runner) runOne(ctx context.Context, job ingest.Job) error {
 			return fmt.Errorf("run %s: %w", job.CorrelationID, err)
 		}
 	}
-	perr := w.work.Process(ctx, job)
+	perr := w.Process(ctx, job)
 	if rec != nil && perr != nil && ctx.Err() != nil {
 		log.WarnContext(ctx, "job interrupted; it stays received for the sweeper", "writeStatus", "interrupted", "error", perr)
 		return fmt.Errorf("run %s: interrupted: %w", job.CorrelationID, ctx.Err())
