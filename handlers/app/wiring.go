@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/commitcollect/backend/handlers/ingest/runner"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs"
 	"github.com/commitcollect/backend/handlers/ingest/syncjobs/scheduler"
+	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/grantcheck"
 	"github.com/commitcollect/backend/model/store/limits"
@@ -125,16 +127,23 @@ func NewWorker(st *store.Adapters, tokens StravaTokens, fetcher StravaReads, log
 
 // kinds is the worker's table of job kinds: the one place a kind of work
 // is registered, a line each (a kind's handler lives in its own package).
-// Without a syncer, sync jobs have no handler and are poison.
 func (w *Worker) kinds() runner.Kinds {
-	k := runner.Kinds{
+	return runner.Kinds{
 		ingest.JobEvent: runner.One(w.Fetch),
 		ingest.JobBurst: w.Bursts,
+		ingest.JobSync:  runner.One(syncs{w}),
 	}
-	if w.Sync != nil {
-		k[ingest.JobSync] = runner.One(w.Sync)
+}
+
+// syncs runs a sync job with the worker's syncer at the time; without one,
+// sync jobs are poison.
+type syncs struct{ w *Worker }
+
+func (s syncs) Process(ctx context.Context, job ingest.Job) error {
+	if s.w.Sync == nil {
+		return fmt.Errorf("process %s: sync job but no syncer configured: %w", job.CorrelationID, model.ErrInvalid)
 	}
-	return k
+	return s.w.Sync.Process(ctx, job)
 }
 
 // Process does job's work with its kind's handler, without settling its
@@ -165,6 +174,5 @@ func NewStravaWorker(st *store.Adapters, s StravaSettings, log *slog.Logger) *Wo
 	w.Sync = syncjobs.NewSyncer(SyncerStores(st), refresher, client, log)
 	w.Sync.Settings, w.Sync.RateWindow, w.Sync.MaxFailures = s.Sync, w.Fetch.Reads.Window(), w.Runner.MaxFailures
 	w.Sync.Rate = w.Fetch.Reads.Cache // one rate-limit cache per instance
-	w.Runner.Kinds = w.kinds()
 	return w
 }
