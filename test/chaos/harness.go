@@ -688,19 +688,39 @@ func (e *Env) fingerprint(ctx context.Context) (string, error) {
 // workouts reads every workout item of the user, tombstones included (the
 // projector's date-ordered log leaves out items without a start date).
 func (e *Env) workouts(ctx context.Context, userID string) ([]model.Workout, bool, error) {
-	ws, truncated, err := dynamo.QueryEntities[model.Workout](ctx, e.Store.DB, e.Store.DB.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava, dynamo.QueryOptions{})
+	ws, err := allOf[model.Workout](ctx, e, e.Store.DB.Tables().Main, keys.UserPK(userID), keys.PrefixWorkoutStrava)
 	if err != nil {
 		return nil, false, fmt.Errorf("read workouts of user %s: %w", userID, err)
 	}
-	return ws, truncated, nil
+	return ws, false, nil
 }
 
 func (e *Env) audits(ctx context.Context, userID string) ([]model.AuditEntry, error) {
-	as, _, err := dynamo.QueryEntities[model.AuditEntry](ctx, e.Store.DB, e.Store.DB.Tables().Audit, keys.UserPK(userID), "", dynamo.QueryOptions{})
+	as, err := allOf[model.AuditEntry](ctx, e, e.Store.DB.Tables().Audit, keys.UserPK(userID), "")
 	if err != nil {
 		return nil, fmt.Errorf("read audit of user %s: %w", userID, err)
 	}
 	return as, nil
+}
+
+// allOf reads every item of pk under prefix, page after page, as T: the
+// checks count what is there, however long the user's history.
+func allOf[T any, PT interface {
+	*T
+	model.Entity
+}](ctx context.Context, e *Env, table, pk, prefix string) ([]T, error) {
+	var out []T
+	err := dynamo.QueryEach(ctx, e.Store.DB, table, pk, prefix, dynamo.QueryOptions{}, func(items []dynamo.Item) error {
+		for _, it := range items {
+			var v T
+			if err := dynamo.Unmarshal(it, PT(&v)); err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Figures measures the scenario now (see Figures for each count).

@@ -12,16 +12,20 @@ import (
 	"time"
 
 	"github.com/commitcollect/backend/handlers/bff/export"
+	"github.com/commitcollect/backend/handlers/ingest"
+	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/calendar"
+	"github.com/commitcollect/backend/model/strava"
 	"github.com/commitcollect/backend/test/fixture"
 )
 
 // longLife: a user of twenty years, through the running stack. The athlete
-// has run once a week for 1,040 weeks; they connect and start a weekly
-// series of the largest catalog model (12 parts) on the first of those
-// weeks. The history import brings every run (CC_SYNC_MAX_DAYS covers
-// them), and the projector completes all 1,040 periods, minting 12,480
-// awards: 13,520 items of one series. Their collection also holds 50,000
+// has run once a week for 1,040 weeks, and every run is in the workout log
+// (imported long ago: read from Strava's list and written as the worker
+// maps it, since a backfill reaches ten years at most); they start a
+// weekly series of the largest catalog model (12 parts) on the first of
+// those weeks, and the projector completes all 1,040 periods, minting
+// 12,480 awards: 13,520 items of one series. Their collection also holds 50,000
 // awards of earlier years (written as the mint files them). Then what the
 // user does costs what it costs a new user, and the figures are printed:
 // the series' answer and its periods a page at a time, GET
@@ -32,13 +36,6 @@ import (
 // of DynamoDB Local.
 func longLife(ctx context.Context, e *Env, full bool) (Figures, error) {
 	const weeks, parts, awards = 1040, 12, 50_000
-	e.Extra = append(e.Extra, fmt.Sprintf("CC_SYNC_MAX_DAYS=%d", 7*weeks+14))
-	if _, err := e.Interrupt(30 * time.Second); err != nil {
-		return Figures{}, err
-	}
-	if err := e.Start(ctx); err != nil {
-		return Figures{}, err
-	}
 	const athlete = 9700
 	now := time.Now().UTC()
 	monday, _ := calendar.PeriodAround(calendar.Weekly, now.AddDate(0, 0, -7*(weeks-1)))
@@ -47,6 +44,9 @@ func longLife(ctx context.Context, e *Env, full bool) (Figures, error) {
 	}
 	u, err := e.LinkUser(ctx, athlete)
 	if err != nil {
+		return Figures{}, err
+	}
+	if err := e.importedLongAgo(ctx, u); err != nil {
 		return Figures{}, err
 	}
 	began := time.Now()
@@ -91,6 +91,35 @@ func longLife(ctx context.Context, e *Env, full bool) (Figures, error) {
 	line = append(line, ev)
 	fmt.Println(strings.Join(line, " | "))
 	return e.Settle(ctx, 30*time.Second, 5*time.Minute)
+}
+
+// importedLongAgo writes every activity Strava lists for u into the
+// workout log, mapped as the worker maps a fetched one (ingest.MapActivity).
+func (e *Env) importedLongAgo(ctx context.Context, u *User) error {
+	tok := e.Sim.IssueTokens(u.AthleteID, time.Hour)
+	client := strava.NewClient(e.Sim.URL, nil)
+	for page := 1; ; page++ {
+		started := time.Now().UTC()
+		acts, _, err := client.ListActivities(ctx, tok.AccessToken, strava.ListOptions{Page: page, PerPage: strava.MaxPerPage})
+		if err != nil {
+			return fmt.Errorf("list page %d: %w", page, err)
+		}
+		var ws []model.Entity
+		for _, a := range acts {
+			w, err := ingest.MapActivity(a, u.UserID, u.AthleteID, "imported-long-ago", started)
+			if err != nil {
+				return err
+			}
+			w.FetchStartedAtNs = started.UnixNano()
+			ws = append(ws, w)
+		}
+		if err := e.Store.DB.BatchPut(ctx, e.Store.DB.Tables().Main, ws); err != nil {
+			return err
+		}
+		if len(acts) < strava.MaxPerPage {
+			return nil
+		}
+	}
 }
 
 // waitAwards waits until u holds want awards, and says how many it holds.
