@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Handlers lists the Lambda packages under dir (folders holding main.go).
@@ -80,7 +81,7 @@ func BuildFor(pkgDir, out, goarch string) (string, error) {
 	}
 	bin := filepath.Join(binDir, "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", bin, "./"+filepath.ToSlash(pkgDir))
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	cmd.Env = append(withoutRace(os.Environ()), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("build %s: go build: %w", name, err)
@@ -90,6 +91,21 @@ func BuildFor(pkgDir, out, goarch string) (string, error) {
 		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	return zipPath, nil
+}
+
+// withoutRace is env with -race left out of its GOFLAGS: a bootstrap is
+// static (CGO_ENABLED=0), which the race detector cannot build, and make
+// test sets GOFLAGS=-race for every other build of the run.
+func withoutRace(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			flags := slices.DeleteFunc(strings.Fields(v), func(f string) bool { return f == "-race" || f == "-race=true" })
+			kv = "GOFLAGS=" + strings.Join(flags, " ")
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // zipFile writes a zip holding src as an executable "bootstrap".
