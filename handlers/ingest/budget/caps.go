@@ -178,7 +178,7 @@ func (t *readTally) settle(athleteID int64, window time.Time, addWindow, addDay 
 }
 
 // refund takes back one read counted at window and day by take, which was
-// made and is charged elsewhere (MovePageToUnverified). A read the shared
+// made and is charged elsewhere (MoveReadToUnverified). A read the shared
 // counters took already is taken back from this instance's next share
 // (unshared below zero: the next add is one smaller), so neither counter
 // keeps it; once the window (or day) has moved on, there is nothing left
@@ -292,14 +292,15 @@ func (r *Reads) TakeUnverifiedRead(ctx context.Context, job ingest.Job) error {
 	return nil
 }
 
-// MovePageToUnverified moves the read of a burst's first page, taken at
-// tookAt from the athlete's caps, to the athlete's unverified allowance: the
-// page listed none of the burst's events, so only unverified events asked
-// for it (forged creates naming the athlete, or uploads the list does not
-// show yet, which later pages and walks serve from that allowance). The
-// allowance counts the read past its cap too (it was made); a counter that
-// fails is logged and the caps keep the read.
-func (r *Reads) MovePageToUnverified(ctx context.Context, log *slog.Logger, job ingest.Job, tookAt time.Time) {
+// MoveReadToUnverified moves a read taken at tookAt from the athlete's caps
+// to the athlete's unverified allowance: a burst's page on the caps that
+// listed none of the burst's events, or a probe's read by id of a create
+// Strava did not have, was asked for by unverified events only (forged
+// creates naming the athlete, or uploads the list does not show yet,
+// which later pages and walks serve from that allowance). The allowance
+// counts the read past its cap too (it was made); a counter that fails is
+// logged and the caps keep the read.
+func (r *Reads) MoveReadToUnverified(ctx context.Context, log *slog.Logger, job ingest.Job, tookAt time.Time) {
 	limit, dayLimit := r.PerWindow, r.PerDay
 	if limit <= 0 && dayLimit <= 0 {
 		return // TakeAthleteRead counted nothing
@@ -313,7 +314,7 @@ func (r *Reads) MovePageToUnverified(ctx context.Context, log *slog.Logger, job 
 		err = r.Caps.TakeUnverifiedDayReads(ctx, owner, tookAt, math.MaxInt32, 1)
 	}
 	if err != nil {
-		log.WarnContext(ctx, "first list page listed none of the burst; its read stays on the athlete's caps", "error", err)
+		log.WarnContext(ctx, "a read only unverified events asked for could not move to their allowance; it stays on the athlete's caps", "error", err)
 		return
 	}
 	r.tally.refund(owner, tookAt.UTC().Truncate(win), tookAt.UTC().Truncate(24*time.Hour))

@@ -80,6 +80,7 @@ func (w *Bursts) unseenGap() time.Duration { return w.reads.Window() / 8 }
 // would be served (eventPath).
 type Bursts struct {
 	store  Stores
+	strava ActivityFetcher // the event path's client: a probe's read by id
 	reads  *budget.Reads
 	memory *warm.Athletes
 	events eventPath
@@ -100,7 +101,7 @@ type Bursts struct {
 // NewBursts builds the bursts of the event path events (its adapters,
 // reads, memory and clock) over lister.
 func NewBursts(events *Fetcher, lister ActivityLister) *Bursts {
-	return &Bursts{store: events.store, reads: events.Reads, memory: &events.athletes, events: events, log: events.log,
+	return &Bursts{store: events.store, strava: events.strava, reads: events.Reads, memory: &events.athletes, events: events, log: events.log,
 		now: func() time.Time { return events.Now() }, Lister: lister}
 }
 
@@ -131,7 +132,11 @@ type walk struct {
 	// this instance listed (writeRemembered): written without a page.
 	remembered int
 	complete   bool            // a short page ended the athlete's history
-	found      map[int64]error // listed creates and their write's outcome
+	found      map[int64]error // listed (or probed) creates and their outcome
+	// probes is how many creates were read by id (probe.go);
+	// probedMissing, those Strava did not have (settled, in found).
+	probes        int
+	probedMissing []int64
 	// stop, when set, is the outcome of every create the walk left: a
 	// deferral (budget, caps, 429), a dropped connection (nil error with
 	// dropped), or a failure to retry.
@@ -166,7 +171,8 @@ type walk struct {
 //     page (GET /athlete/activities), through the same budget check as a
 //     fetch and the athlete's caps for the first page (deeper pages,
 //     second looks, and a first page that listed none of the burst: the
-//     unverified allowance, takeWalkRead), until every event of the burst
+//     unverified allowance, takeWalkRead; once it is spent, a probe by id
+//     and the pages around what it found, probe.go), until every event of the burst
 //     was listed, a short page ends the history, or burstPages were read (five, or a
 //     page for every five events of a larger burst: an import of
 //     old-dated activities lies deep in the history). A listed
@@ -256,12 +262,20 @@ func (w *Bursts) Serve(ctx context.Context, job ingest.Job) []error {
 		}
 	}
 	ids := w.settleUnseen(ctx, log, job, userID, wk.started, notFound, out)
-	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "remembered", wk.remembered, "written", len(wk.found),
+	written := len(wk.found) - len(wk.probedMissing)
+	log.InfoContext(ctx, "burst served", "pages", wk.pages, "listed", wk.listed, "remembered", wk.remembered, "written", written,
+		"probes", wk.probes, "probedNotFound", len(wk.probedMissing),
 		"notFound", len(notFound), "unseenOnce", unseen, "fetchedAlone", alone, "gatheredAgain", later, "complete", wk.complete)
 	details := map[string]string{"creates": strconv.Itoa(len(job.Burst)), "pages": strconv.Itoa(wk.pages),
-		"written": strconv.Itoa(len(wk.found)), "notFound": strconv.Itoa(len(notFound)), "fetchedAlone": strconv.Itoa(alone)}
+		"written": strconv.Itoa(written), "notFound": strconv.Itoa(len(notFound)), "fetchedAlone": strconv.Itoa(alone)}
 	if len(notFound) > 0 {
 		details["notFoundIds"] = strings.Join(ids, ",")
+	}
+	if wk.probes > 0 {
+		details["probes"] = strconv.Itoa(wk.probes)
+	}
+	if len(wk.probedMissing) > 0 {
+		details["probedNotFoundIds"] = joinIDs(wk.probedMissing)
 	}
 	w.audit(ctx, log, keys.UserPK(userID), userID, ingest.AuditBurstServed, job, details)
 	return out
@@ -297,6 +311,15 @@ func (w *Bursts) settleUnseen(ctx context.Context, log *slog.Logger, job ingest.
 		out[i] = w.unlisted(ctx, log, job.Burst[i], userID, started)
 	}
 	return ids
+}
+
+// joinIDs is ids, comma-separated.
+func joinIDs(ids []int64) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(out, ",")
 }
 
 // ptrTime is *t, or the zero time for nil.

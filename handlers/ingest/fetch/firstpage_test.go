@@ -19,7 +19,7 @@ import (
 // not held back to the next window. With a cap of 4 the pages stay within
 // the instance's own tally; with a cap of 1 each is shared with the counter
 // at once and taken back from the next share. Protection:
-// movePageToUnverified (without it the counter refuses the fifth forged
+// MoveReadToUnverified (without it the counter refuses the fifth forged
 // page, or the second, and the upload waits).
 func TestForgedBurstsLeaveTheAthletesCapsToTheirUploads(t *testing.T) {
 	t.Parallel()

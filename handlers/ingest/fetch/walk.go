@@ -26,6 +26,9 @@ func burstPages(n int) int { return max(maxBurstPages, (n+eventsPerPage-1)/event
 // creates it finds, until each is found, the history ends or burstPages
 // were read (or, past maxBurstPages, the burst's time since began is
 // over); each page goes through the budget check and the athlete caps.
+// When the unverified allowance refuses a page, the walk probes (probe.go)
+// and, on the evidence of an upload found, lists around it on the
+// athlete's caps (legs).
 func (w *Bursts) walk(ctx context.Context, log *slog.Logger, job ingest.Job, userID string, began time.Time) walk {
 	wk := walk{found: map[int64]error{}}
 	want := make(map[int64]ingest.Job, len(job.Burst))
@@ -39,8 +42,10 @@ func (w *Bursts) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 		return wk
 	}
 	wk.remembered = w.writeRemembered(ctx, log, job.Burst, userID, wk.found)
-	for page := 1; page <= burstPages(len(want)) && len(wk.found) < len(want); page++ {
-		if page > maxBurstPages && w.burstOver(ctx, began) {
+	legs, probes := []leg{{}}, 0 // the walk's own leg: the whole history, newest first
+	for pages := 0; len(legs) > 0 && pages < burstPages(len(want)) && len(wk.found) < len(want); {
+		l := &legs[0]
+		if pages >= maxBurstPages && w.burstOver(ctx, began) {
 			return wk // the next burst walks on; what is left waits for it
 		}
 		if err := w.reads.CheckBudget(ctx); err != nil {
@@ -48,16 +53,28 @@ func (w *Bursts) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 			return wk
 		}
 		tookAt := w.now()
-		if err := w.takeWalkRead(ctx, job, page); err != nil {
-			wk.stop = err
-			return wk
+		if err := w.takeWalkRead(ctx, job, *l); err != nil {
+			if !allowanceSpent(err) || !l.unverified(job.Burst) || probes == maxProbes {
+				wk.stop = err
+				return wk
+			}
+			probes++
+			if at, ok := w.probe(ctx, log, job, userID, token, &wk); ok {
+				legs = append([]leg{{before: at.Add(time.Second), verified: true}, {after: at.Add(-time.Second), verified: true}}, legs...)
+			} else if wk.stop != nil || wk.dropped {
+				return wk
+			}
+			continue
 		}
+		onCaps := !l.unverified(job.Burst)
+		pages++
+		l.page++
 		started := w.now()
-		if page == 1 {
+		if wk.started.IsZero() {
 			wk.started = started
 		}
 		budget.CountRead(ctx)
-		acts, rl, err := w.Lister.ListActivities(ctx, token, strava.ListOptions{Page: page, PerPage: strava.MaxPerPage})
+		acts, rl, err := w.Lister.ListActivities(ctx, token, strava.ListOptions{Before: l.before, After: l.after, Page: l.page, PerPage: strava.MaxPerPage})
 		w.reads.ObserveRate(ctx, log, rl, err)
 		if err != nil {
 			wk.stop, wk.dropped = w.listFailed(ctx, log, job, userID, rl, err)
@@ -75,15 +92,44 @@ func (w *Bursts) walk(ctx context.Context, log *slog.Logger, job ingest.Job, use
 				wk.found[a.ID] = w.writeListed(ctx, log, sub, userID, a, started)
 			}
 		}
-		if page == 1 && len(wk.found) == before && !secondLook(job.Burst) {
-			w.reads.MovePageToUnverified(ctx, log, job.Burst[0], tookAt)
+		productive := len(wk.found) > before
+		if !productive && onCaps {
+			w.reads.MoveReadToUnverified(ctx, log, job.Burst[0], tookAt)
 		}
-		if len(acts) < strava.MaxPerPage {
-			wk.complete = true
+		short := len(acts) < strava.MaxPerPage
+		if short && !l.verified {
+			wk.complete = true // the walk's own leg reached the end of the history
 			return wk
+		}
+		if short || (l.verified && !productive) {
+			legs = legs[1:]
 		}
 	}
 	return wk
+}
+
+// A leg is one run of a walk's list pages. The walk's own leg lists the
+// whole history, newest first. A probe that found an upload started at S
+// adds two verified legs, read on the athlete's caps while each page lists
+// one of the burst's creates: before S (older, newest first) and after S
+// (newer, oldest first), where an import's other activities lie.
+type leg struct {
+	before, after time.Time
+	page          int // the last page read, 1-based
+	verified      bool
+}
+
+// unverified says the leg's next page is read on the athlete's unverified
+// allowance (takeWalkRead): a deeper page of the walk's own leg, or any
+// page of a second look.
+func (l leg) unverified(burst []ingest.Job) bool {
+	return !l.verified && (l.page > 0 || secondLook(burst))
+}
+
+// allowanceSpent says err is a hold-back of a spent read allowance.
+func allowanceSpent(err error) bool {
+	var de *ingest.DeferError
+	return errors.As(err, &de) && de.AthleteCap
 }
 
 // writeRemembered writes the burst's creates that a walk of this instance
@@ -97,16 +143,17 @@ func (w *Bursts) writeRemembered(ctx context.Context, log *slog.Logger, burst []
 	return len(settles)
 }
 
-// takeWalkRead takes the read of the walk's page: the first page of a burst
-// with an event not yet looked for is the uploads' (the athlete's caps: it
-// is where a new upload is listed); a deeper page, and every page of a
+// takeWalkRead takes the read of the leg's next page: the first page of a
+// burst with an event not yet looked for is the uploads' (the athlete's
+// caps: it is where a new upload is listed), as is every page of a leg a
+// probe verified; a deeper page of the walk's own leg, and every page of a
 // second look (each event was missed by a walk before), only unverified
 // events ask for, so they spend the athlete's unverified allowance
-// (takeUnverifiedRead). A first page that listed none of the burst's
-// events moves to that allowance once read (movePageToUnverified), so
-// forged creates naming a real athlete cost that athlete's caps nothing.
-func (w *Bursts) takeWalkRead(ctx context.Context, job ingest.Job, page int) error {
-	if page > 1 || secondLook(job.Burst) {
+// (TakeUnverifiedRead). A page on the caps that listed none of the
+// burst's events moves to that allowance once read (MoveReadToUnverified),
+// so forged creates naming a real athlete cost that athlete's caps nothing.
+func (w *Bursts) takeWalkRead(ctx context.Context, job ingest.Job, l leg) error {
+	if l.unverified(job.Burst) {
 		return w.reads.TakeUnverifiedRead(ctx, job.Burst[0])
 	}
 	return w.reads.TakeAthleteRead(ctx, job.Burst[0], true)
