@@ -75,7 +75,8 @@ TEST_JAVA_OPTIONS := -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 test: export JAVA_TOOL_OPTIONS = $(TEST_JAVA_OPTIONS)
 # make test builds every Go package once, in one configuration: with the race detector (GOFLAGS, so
 # vet, staticcheck's and test/layout's package loading, every test binary and every child binary a
-# test builds, such as scripts/run under the chaos and scale suites, share one build cache). Built
+# test builds, such as scripts/run under the chaos and scale suites, share one build cache; the fuzz
+# step apart, below). Built
 # apart, the plain configuration cost a second compile of the module and the AWS SDK (on 2 cores with
 # empty caches: 4m20s for the race build, then 2m57s for vet's plain one). The Lambda bootstraps stay
 # static and plain (scripts/lambdabuild leaves -race out); the tools (staticcheck, the runtime
@@ -85,11 +86,13 @@ test: export GOFLAGS += -race
 # binaries): in three such runs 9, 0 and 12 of the forged flood's 120 one-shot posts (a forger's, never
 # re-sent) went unanswered within Strava's 2 s, and every real delivery was written. The run with 12
 # had its bootstraps built before this step, so building them first is not the cure.
+# The fuzz step builds its own instrumented configuration anyway, of the decoder's few packages: without
+# the race detector (nothing there runs concurrently) it took 56 s of a cold run, with it about 2 min.
 # The fuzz step counts executions, not seconds: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as a failure when a loaded machine starves its workers (go.dev/issue/75804).
 test: test-deps
 	$(GO) test -count=1 -timeout 20m -skip '^TestNoisyNeighbours$$' $(TEST_FLAGS) $$($(GO) list ./... | grep -v -x -e '.*/test/terraform' -e '.*/test/runtime')
-	$(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
+	GOFLAGS= $(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
 	CC_CHAOS=reduced CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 4 \
 	  -timeout 15m -skip '^TestNoisyNeighbours$$' ./test/chaos/ ./test/scale/ $(CHILD_PKGS)
 	$(GO) test -count=1 -v -timeout 12m -run '^TestNoisyNeighbours$$' ./test/chaos/

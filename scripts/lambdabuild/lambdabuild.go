@@ -81,7 +81,7 @@ func BuildFor(pkgDir, out, goarch string) (string, error) {
 	}
 	bin := filepath.Join(binDir, "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", bin, "./"+filepath.ToSlash(pkgDir))
-	cmd.Env = append(withoutRace(os.Environ()), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	cmd.Env = append(WithoutRace(os.Environ()), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("build %s: go build: %w", name, err)
@@ -93,10 +93,12 @@ func BuildFor(pkgDir, out, goarch string) (string, error) {
 	return zipPath, nil
 }
 
-// withoutRace is env with -race left out of its GOFLAGS: a bootstrap is
-// static (CGO_ENABLED=0), which the race detector cannot build, and make
-// test sets GOFLAGS=-race for every other build of the run.
-func withoutRace(env []string) []string {
+// WithoutRace is env with -race left out of its GOFLAGS, for a build the
+// race detector cannot or need not instrument: a bootstrap is static
+// (CGO_ENABLED=0), and a tool (the Terraform checks' schema provider) has
+// nothing of ours to race. make test sets GOFLAGS=-race for every other
+// build of the run.
+func WithoutRace(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {

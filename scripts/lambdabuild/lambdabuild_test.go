@@ -15,8 +15,8 @@ func TestWithoutRaceKeepsEveryOtherFlag(t *testing.T) {
 		{"no race", []string{"GOFLAGS=-mod=mod", "PATH=/bin"}, []string{"GOFLAGS=-mod=mod", "PATH=/bin"}},
 		{"no GOFLAGS", []string{"PATH=/bin"}, []string{"PATH=/bin"}},
 	} {
-		if got := withoutRace(tc.env); !slices.Equal(got, tc.out) {
-			t.Errorf("%s: withoutRace(%q) = %q, want %q", tc.name, tc.env, got, tc.out)
+		if got := WithoutRace(tc.env); !slices.Equal(got, tc.out) {
+			t.Errorf("%s: WithoutRace(%q) = %q, want %q", tc.name, tc.env, got, tc.out)
 		}
 	}
 }
