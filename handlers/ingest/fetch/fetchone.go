@@ -2,13 +2,11 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/handlers/ingest/fetch/warm"
-	"github.com/commitcollect/backend/model"
 	"github.com/commitcollect/backend/model/strava"
 )
 
@@ -28,7 +26,6 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 	if job.Unlisted {
 		take = func() error { return w.Reads.TakeUnverifiedRead(ctx, job) }
 	}
-	tookAt := w.Now()
 	if err := take(); err != nil {
 		return effects{}, err
 	}
@@ -40,11 +37,6 @@ func (w *Fetcher) fetchNew(ctx context.Context, log *slog.Logger, job ingest.Job
 		act, rl, err = w.strava.GetActivity(ctx, token, ev.ObjectID)
 		w.Reads.ObserveRate(ctx, log, rl, err)
 		if err != nil {
-			if errors.Is(err, model.ErrNotFound) && ev.Kind() == ingest.KindActivityCreate && !job.Unlisted {
-				// Only the create asked for this read, and Strava has no such
-				// activity (a forged id): it costs the athlete's caps nothing.
-				w.Reads.MoveReadToUnverified(ctx, log, job, tookAt)
-			}
 			return w.readFailed(ctx, log, job, userID, cached, fetchStarted, rl, err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/commitcollect/backend/handlers/ingest"
 	"github.com/commitcollect/backend/model"
-	"github.com/commitcollect/backend/model/strava"
 )
 
 // TestForgedBurstsLeaveTheAthletesCapsToTheirUploads: ten bursts of forged
@@ -74,61 +73,5 @@ func TestForgedBurstsLeaveTheAthletesCapsToTheirUploads(t *testing.T) {
 					l.pages, unverified, athlete)
 			}
 		})
-	}
-}
-
-// TestForgedCreatesFetchedAloneLeaveTheCapsToUploads: six forged creates
-// naming a real athlete, each fetched alone (below the crowd that gathers
-// them) in one window with a cap of 3, are not at Strava: each read moves
-// to the athlete's unverified allowance, so the athlete's own upload right
-// after is fetched, not held back to the next window. Protection: the
-// fetch's move of a create's 404 (without it the fourth forged create is
-// held back, and so is the upload).
-func TestForgedCreatesFetchedAloneLeaveTheCapsToUploads(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	athlete, unverified := 0, 0
-	st := &fakeStore{t: t,
-		UpsertWorkoutFn: func(*model.Workout) error { return nil },
-		MarkHiddenFn:    func(int64, string, int64) error { return nil },
-		TakeDayReadsFn:  roomy,
-		TakeAthleteReadFn: func(_ int64, limit, n int) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if athlete+n > limit {
-				return model.ErrConflict
-			}
-			athlete += n
-			return nil
-		},
-		UnverifiedFn: func(_ int64, day bool, _, n int) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if !day {
-				unverified += n
-			}
-			return nil
-		},
-	}
-	s := &fakeStrava{GetActivityFn: func(id int64) (strava.Activity, error) {
-		if id == run5k.ID {
-			return run5k, nil
-		}
-		return strava.Activity{}, model.ErrNotFound
-	}}
-	f := newFetcher(t, st, s)
-	f.Reads.PerWindow, f.Reads.PerDay = 3, 100
-	ctx := context.Background()
-	for i := range 6 {
-		job := event(ingest.AspectCreate)
-		job.Event.ObjectID, job.CorrelationID = int64(900000+i), fmt.Sprint("forged", i)
-		if err := f.Process(ctx, job); err != nil {
-			t.Fatalf("forged create %d: %v; want it settled (not at Strava)", i, err)
-		}
-	}
-	err := f.Process(ctx, event(ingest.AspectCreate))
-	t.Logf("athlete's counter %d; unverified allowance %d; the upload: %v", athlete, unverified, err)
-	if err != nil || s.calls != 7 || unverified != 6 {
-		t.Fatalf("the upload after six forged creates: %v (%d reads, %d moved); want it fetched within the caps, the six moved", err, s.calls, unverified)
 	}
 }
