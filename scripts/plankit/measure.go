@@ -128,9 +128,12 @@ func (s snap) units() [4]metering.Units {
 	return [4]metering.Units{s.api.Units, s.worker.Units, s.projector.Units, s.sched.Units}
 }
 
-// quiet waits until the worker's queue is drained and no meter has moved
-// for a while (the projector's batches land after the worker's job), and
-// returns the meters then.
+// quiet waits until the worker's queue is drained, the outbox holds no
+// pending item, and no meter has moved for a while (the projector's batches
+// land after the worker's job), and returns the meters then. Silence alone
+// is not enough: a job deferred or left to the sweeper (a sync held to its
+// share, a hand-off past the queue's room) makes no call until it is due,
+// and a loaded machine stretches that past any pause.
 func (r *run) quiet(ctx context.Context) (snap, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -139,6 +142,17 @@ func (r *run) quiet(ctx context.Context) (snap, error) {
 	for {
 		if err := r.st.Queue.Wait(ctx); err != nil {
 			return snap{}, fmt.Errorf("the worker queue did not drain: %w", err)
+		}
+		backlog, err := r.st.Store.Pending.PendingOutbox(ctx, time.Now())
+		if err != nil {
+			return snap{}, fmt.Errorf("read the outbox's backlog: %w", err)
+		}
+		if backlog.Pending > 0 {
+			since = time.Now()
+			if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return snap{}, fmt.Errorf("%d outbox items still pending: %w", backlog.Pending, err)
+			}
+			continue
 		}
 		if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return snap{}, errors.New("the stack kept calling DynamoDB: never quiet")
