@@ -107,11 +107,18 @@ type envOpts struct {
 	// dynamoHTTP, when set, carries the store's DynamoDB calls (fault
 	// injection in front of DynamoDB Local).
 	dynamoHTTP *http.Client
+	// private puts the tables on a DynamoDB Local of the test's own
+	// (dynamolocal.NewPrivateStore), for a test of tens of thousands of items.
+	private bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	st := dynamolocal.NewStore(t)
+	newStore := dynamolocal.NewStore
+	if o.private {
+		newStore = dynamolocal.NewPrivateStore
+	}
+	st := newStore(t)
 	if o.dynamoHTTP != nil {
 		db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(opt *dynamodb.Options) { opt.HTTPClient = o.dynamoHTTP })
 		faulty := store.New(db, st.DB.Tables())
