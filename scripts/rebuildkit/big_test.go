@@ -22,7 +22,7 @@ func TestRebuildManyUsersResumesAfterKill(t *testing.T) {
 	}
 	t.Parallel()
 	const nUsers, nWorkouts, killAfter = 100, 60, 50
-	h := newHarness(t)
+	h := newPrivateHarness(t)
 	users := names("big", nUsers)
 	start := time.Now()
 	seedModel(t, h.st)

@@ -130,7 +130,7 @@ func (u *edgeUser) want(m *model.Milestone) model.Projection {
 
 func TestGuardrailEdgesProjectorVerifyAndRebuildAgree(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := newPrivateHarness(t)
 	ctx := context.Background()
 	seedModel(t, h.st)
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/commitcollect/backend/model"
@@ -40,6 +41,21 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	db, sc := dynamolocal.Clients(t)
+	return harnessOn(t, db, sc)
+}
+
+// newPrivateHarness is newHarness on a DynamoDB Local of the test's own
+// (dynamolocal.PrivateClients), for a test of thousands of items: the
+// package's shared instance slows as its other tests' tables come and go.
+func newPrivateHarness(t testing.TB) *harness {
+	t.Helper()
+	db, sc := dynamolocal.PrivateClients(t)
+	return harnessOn(t, db, sc)
+}
+
+// harnessOn builds the harness over fresh tables of db.
+func harnessOn(t testing.TB, db *dynamodb.Client, sc *dynamodbstreams.Client) *harness {
+	t.Helper()
 	st := store.New(db, dynamolocal.MustCreateTables(t, db))
 	h := &harness{st: st, streams: sc}
 	// The projector, wired as the commands wire it (wire.Setup).

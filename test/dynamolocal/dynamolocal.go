@@ -99,6 +99,14 @@ func Clients(tb testing.TB) (*dynamodb.Client, *dynamodbstreams.Client) {
 // other test of a -race run, has left one CREATING for twenty minutes.
 func Private(tb testing.TB) *dynamodb.Client {
 	tb.Helper()
+	db, _ := PrivateClients(tb)
+	return db
+}
+
+// PrivateClients is Private with the streams client of the same DynamoDB
+// Local.
+func PrivateClients(tb testing.TB) (*dynamodb.Client, *dynamodbstreams.Client) {
+	tb.Helper()
 	skipShort(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,7 +115,8 @@ func Private(tb testing.TB) *dynamodb.Client {
 		tb.Fatalf("dynamodb local: %v", err)
 	}
 	tb.Cleanup(s.Stop)
-	return dynamodb.NewFromConfig(Config(s.Endpoint))
+	cfg := Config(s.Endpoint)
+	return dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)
 }
 
 // MustCreateTables creates the four tables under a unique prefix and deletes
