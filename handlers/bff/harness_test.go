@@ -110,6 +110,9 @@ type envOpts struct {
 	// private puts the tables on a DynamoDB Local of the test's own
 	// (dynamolocal.NewPrivateStore), for a test of tens of thousands of items.
 	private bool
+	// streamed gives the main table its stream (dynamolocal.NewStreamed),
+	// for a test that hands the projector what was written.
+	streamed bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -117,6 +120,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	newStore := dynamolocal.NewStore
 	if o.private {
 		newStore = dynamolocal.NewPrivateStore
+	}
+	if o.streamed {
+		newStore = func(tb testing.TB) *store.Adapters { return dynamolocal.NewStreamed(tb).Store }
 	}
 	st := newStore(t)
 	if o.dynamoHTTP != nil {

@@ -58,7 +58,7 @@ func TestThrottledAuditWriteIsCounted(t *testing.T) {
 		o.HTTPClient = &http.Client{Transport: tr}
 		o.RetryMaxAttempts = 2 // the standard retryer retries throttling; keep the test short
 	})
-	s := store.New(db, dynamolocal.MustCreateTables(t, db))
+	s := store.New(db, dynamolocal.MustCreateUnstreamedTables(t, db))
 	var metrics, logs bytes.Buffer
 	s.DB.AuditMetrics = &metrics
 	log := slog.New(slog.NewJSONHandler(&logs, nil))

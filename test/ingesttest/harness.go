@@ -118,14 +118,25 @@ type Harness struct {
 	projected map[string]bool
 }
 
-// New starts the harness: the simulator, a store on DynamoDB Local, the
-// worker, the queue and the webhook, subscribed at the simulator.
+// New starts the harness: the simulator, a store on DynamoDB Local (its
+// tables without a stream), the worker, the queue and the webhook,
+// subscribed at the simulator.
 func New(t testing.TB) *Harness {
 	t.Helper()
-	h := &Harness{T: t}
+	return newOn(t, dynamolocal.NewStore(t))
+}
+
+// NewStreamed is New with the main table's stream, for tests that Project.
+func NewStreamed(t testing.TB) *Harness {
+	t.Helper()
+	return newOn(t, dynamolocal.NewStreamed(t).Store)
+}
+
+func newOn(t testing.TB, st *store.Adapters) *Harness {
+	t.Helper()
+	h := &Harness{T: t, St: st}
 	h.Sim = stravasim.New(stravasim.Options{SubscriptionID: SubscriptionID, DeliveryBackoff: time.Millisecond})
 	t.Cleanup(h.Sim.Close)
-	h.St = dynamolocal.NewStore(t)
 	h.Budget = limits.New(h.St)
 	h.Worker = h.NewWorker()
 	h.Queue = handoff.NewQueue(h.Worker.Run, handoff.QueueOptions{Workers: 2, Backoff: 10 * time.Millisecond}, Log())
@@ -152,7 +163,7 @@ func New(t testing.TB) *Harness {
 
 // Project hands the stream records not handed before to a projector, as
 // the stream's event source mapping would (the check of the user guard
-// after a webhook fetch's write happens there).
+// after a webhook fetch's write happens there). It needs NewStreamed.
 func (h *Harness) Project() {
 	h.T.Helper()
 	ctx := context.Background()

@@ -242,7 +242,7 @@ func TestConfirmedDeauthorizationIsResumable(t *testing.T) {
 // Protection: the guard check after UpsertWorkout (revoked → delete).
 func TestFetchInFlightDuringDeauthorizationLeavesNothing(t *testing.T) {
 	t.Parallel()
-	h := ingesttest.New(t)
+	h := ingesttest.NewStreamed(t)
 	ctx := context.Background()
 	h.Link("u1", 10, time.Hour)
 	h.Activity(830, 10, "Run")

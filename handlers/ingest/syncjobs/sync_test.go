@@ -137,7 +137,13 @@ type syncRig struct {
 
 func newSyncRig(t *testing.T, settings syncjobs.SyncSettings) *syncRig {
 	t.Helper()
-	h := ingesttest.New(t)
+	return syncRigOn(t, ingesttest.New(t), settings)
+}
+
+// syncRigOn is newSyncRig on a given harness (ingesttest.NewStreamed for a
+// test that projects).
+func syncRigOn(t *testing.T, h *ingesttest.Harness, settings syncjobs.SyncSettings) *syncRig {
+	t.Helper()
 	r := &syncRig{Harness: h, counted: countingStores(h.St),
 		now: rigNoon()}
 	r.worker = r.newSyncWorker(settings)
@@ -321,7 +327,7 @@ func TestBackfillImportsHistoryToTheHorizonPageByPage(t *testing.T) {
 // at the end: the interrupted page converges.
 func TestBackfillResumesFromItsCursorAndWritesEachActivityOnce(t *testing.T) {
 	t.Parallel()
-	r := newSyncRig(t, syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
+	r := syncRigOn(t, ingesttest.NewStreamed(t), syncjobs.SyncSettings{MaxDays: 365, PageSize: 50})
 	r.Link("u1", 81, time.Hour)
 	ids := r.history(81, 2000, 180, 24*time.Hour)
 	ctx := context.Background()

@@ -24,7 +24,13 @@ import (
 // them to be active and enables TTL. PITR is left to Terraform: DynamoDB Local
 // does not implement it.
 func CreateTables(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) error {
-	for _, s := range Specs(t) {
+	return CreateTablesFrom(ctx, db, Specs(t))
+}
+
+// CreateTablesFrom is CreateTables for specs derived from Specs, such as
+// tests' tables without the main table's stream.
+func CreateTablesFrom(ctx context.Context, db *dynamodb.Client, specs []TableSpec) error {
+	for _, s := range specs {
 		_, err := db.CreateTable(ctx, CreateTableInput(s))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
@@ -34,7 +40,7 @@ func CreateTables(ctx context.Context, db *dynamodb.Client, t dynamo.Tables) err
 	waiter := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
 	})
-	for _, s := range Specs(t) {
+	for _, s := range specs {
 		if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Name)}, 2*time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", s.Name, err)
 		}
