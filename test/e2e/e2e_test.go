@@ -30,7 +30,6 @@ import (
 	"github.com/commitcollect/backend/model/keys"
 	"github.com/commitcollect/backend/model/store"
 	"github.com/commitcollect/backend/model/store/dynamo"
-	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/projections/consumer"
 	"github.com/commitcollect/backend/scripts/stravasim"
@@ -66,15 +65,9 @@ func newAPI(t *testing.T) *api {
 	a := &api{t: t}
 	a.sim = stravasim.New(stravasim.Options{SubscriptionID: subscriptionID, DeliveryBackoff: time.Millisecond})
 	t.Cleanup(a.sim.Close)
-	db, streamsAPI := dynamolocal.Clients(t)
-	tables := dynamolocal.MustCreateTables(t, db)
-	a.st = store.New(db, tables)
-	a.st.DB.Secrets = dynamolocal.NewSealer(t)
-	arn, err := tableadmin.StreamARN(context.Background(), db, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.stream = streams.NewReader(streamsAPI, arn, streams.Options{Logger: log})
+	x := dynamolocal.NewStreamed(t)
+	a.st = x.Store
+	a.stream = streams.NewReader(x.Streams, x.ARN, streams.Options{Logger: log})
 	a.projector = consumer.New(app.ProjectorStores(a.st), consumer.Options{Metrics: io.Discard})
 	cat, err := catalog.Default()
 	if err != nil {
