@@ -82,6 +82,10 @@ test: export JAVA_TOOL_OPTIONS = $(TEST_JAVA_OPTIONS)
 # static and plain (scripts/lambdabuild leaves -race out); the tools (staticcheck, the runtime
 # emulator) are built without it. make run, chaos, scale and bench build plain binaries.
 test: export GOFLAGS += -race
+# lint's `go vet ./...` has already run every analyzer over every package and its tests: go test's own
+# vet pass (a subset, cached apart: about 100 CPU-s with an empty Go cache) is off. Test binaries link
+# without DWARF (-w: a fifth of each link's CPU); panics and race reports read Go's own symbol table.
+test: export GOFLAGS += -vet=off -ldflags=-w
 # With an empty Go cache the side-by-side step also compiles (the runtime test's bootstraps, the test
 # binaries): in three such runs 9, 0 and 12 of the forged flood's 120 one-shot posts (a forger's, never
 # re-sent) went unanswered within Strava's 2 s, and every real delivery was written. The run with 12
@@ -92,7 +96,7 @@ test: export GOFLAGS += -race
 # -fuzztime deadline as a failure when a loaded machine starves its workers (go.dev/issue/75804).
 test: test-deps
 	$(GO) test -count=1 -timeout 20m -skip '^TestNoisyNeighbours$$' $(TEST_FLAGS) $$($(GO) list ./... | grep -v -x -e '.*/test/terraform' -e '.*/test/runtime')
-	GOFLAGS= $(GO) test -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
+	GOFLAGS= $(GO) test -vet=off -run=^$$ -fuzz=FuzzDecodeWebhook -fuzztime=20000x ./handlers/ingest/intake/
 	CC_CHAOS=reduced CC_SCALE=reduced CC_LAMBDA_RIE=$${CC_LAMBDA_RIE:-$(abspath $(LAMBDA_RIE))} $(GO) test -count=1 -v -p 4 \
 	  -timeout 15m -skip '^TestNoisyNeighbours$$' ./test/chaos/ ./test/scale/ $(CHILD_PKGS)
 	$(GO) test -count=1 -v -timeout 12m -run '^TestNoisyNeighbours$$' ./test/chaos/
