@@ -141,8 +141,8 @@ func mustCreate(tb testing.TB, db *dynamodb.Client, stream bool) dynamo.Tables {
 	tb.Helper()
 	t := dynamo.TableNames(UniquePrefix())
 	specs := tableadmin.Specs(t)
-	for i := range specs {
-		if !stream {
+	if !stream {
+		for i := range specs {
 			specs[i].StreamView = ""
 		}
 	}
