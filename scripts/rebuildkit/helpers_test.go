@@ -46,7 +46,8 @@ func newHarness(t testing.TB) *harness {
 
 // newPrivateHarness is newHarness on a DynamoDB Local of the test's own
 // (dynamolocal.PrivateClients), for a test of thousands of items: the
-// package's shared instance slows as its other tests' tables come and go.
+// package's shared instance slows with every streamed table its other tests
+// have made (dynamolocal.MustCreateUnstreamedTables says by how much).
 func newPrivateHarness(t testing.TB) *harness {
 	t.Helper()
 	db, sc := dynamolocal.PrivateClients(t)

@@ -171,9 +171,9 @@ func NewStore(tb testing.TB) *store.Adapters {
 }
 
 // NewPrivateStore is NewStore on a DynamoDB Local of tb's own (Private), for
-// a test that writes tens of thousands of items: after the other tests of
-// its package, the shared instance spent about 250 CPU-seconds more on the
-// long-life test's items than a fresh one (about 50).
+// a test that writes tens of thousands of items: when the package's tables
+// still had streams, the shared instance spent about 250 CPU-seconds more on
+// the long-life test's items than a fresh one (about 50).
 func NewPrivateStore(tb testing.TB) *store.Adapters {
 	tb.Helper()
 	db := Private(tb)
