@@ -311,7 +311,7 @@ func (fixedToken) Verify(context.Context, string) (strava.Token, error) {
 // writes (the projector's for the fetch, the sync state's own).
 func TestAccountDeletionIsFinalWithWorkInFlight(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{strava: &fakeStrava{}, streamed: true})
+	e := newEnv(t, envOpts{strava: &fakeStrava{}, tables: streamedTables})
 	a := e.populate("inflight", 77)
 	f := &slowFetch{athleteID: 77, fetched: make(chan struct{}), release: make(chan struct{})}
 	w := app.NewWorker(e.st, fixedToken{}, f, slog.New(slog.DiscardHandler))

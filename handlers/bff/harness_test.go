@@ -107,25 +107,43 @@ type envOpts struct {
 	// dynamoHTTP, when set, carries the store's DynamoDB calls (fault
 	// injection in front of DynamoDB Local).
 	dynamoHTTP *http.Client
-	// private puts the tables on a DynamoDB Local of the test's own
-	// (dynamolocal.NewPrivateStore), for a test of tens of thousands of items.
-	private bool
-	// streamed gives the main table its stream (dynamolocal.NewStreamed),
-	// for a test that hands the projector what was written.
-	streamed bool
+	// tables says which DynamoDB Local holds the tables and whether the main
+	// table has its stream: one choice, so no two options can disagree.
+	tables tablesKind
 }
+
+// tablesKind is where a test's tables live.
+type tablesKind int
+
+const (
+	// sharedTables: the package's DynamoDB Local, no stream (dynamolocal.NewStore).
+	sharedTables tablesKind = iota
+	// privateTables: a DynamoDB Local of the test's own
+	// (dynamolocal.NewPrivateStore), for a test of tens of thousands of items.
+	privateTables
+	// streamedTables: the package's DynamoDB Local, the main table with its
+	// stream (dynamolocal.NewStreamed), for a test that hands the projector
+	// what was written.
+	streamedTables
+)
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	newStore := dynamolocal.NewStore
-	if o.private {
-		newStore = dynamolocal.NewPrivateStore
+	var st *store.Adapters
+	switch o.tables {
+	case sharedTables:
+		st = dynamolocal.NewStore(t)
+	case privateTables:
+		st = dynamolocal.NewPrivateStore(t)
+	case streamedTables:
+		st = dynamolocal.NewStreamed(t).Store
+	default:
+		t.Fatalf("envOpts.tables %d: no such kind", o.tables)
 	}
-	if o.streamed {
-		newStore = func(tb testing.TB) *store.Adapters { return dynamolocal.NewStreamed(tb).Store }
-	}
-	st := newStore(t)
 	if o.dynamoHTTP != nil {
+		if o.tables == privateTables {
+			t.Fatal("envOpts: dynamoHTTP reaches the package's DynamoDB Local, not a private one")
+		}
 		db := dynamodb.NewFromConfig(dynamolocal.Config(dynamolocal.Endpoint(t)), func(opt *dynamodb.Options) { opt.HTTPClient = o.dynamoHTTP })
 		faulty := store.New(db, st.DB.Tables())
 		faulty.DB.Secrets = st.DB.Secrets

@@ -82,7 +82,7 @@ func collect(t *testing.T, e *env, user string, n int) {
 // series' read to the end of its prefix.
 func TestALongLife(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{private: true})
+	e := newEnv(t, envOpts{tables: privateTables})
 	srv, cost := metered(e)
 	const big, small = 50_000, 50
 	sids := map[int]string{big: e.user("u-long", 41), small: e.user("u-short", 42)}
