@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -36,7 +35,6 @@ import (
 	"github.com/commitcollect/backend/model/store/tableadmin"
 	"github.com/commitcollect/backend/model/streams"
 	"github.com/commitcollect/backend/scripts/deploy/tfdeploy"
-	"github.com/commitcollect/backend/scripts/lambdabuild"
 	"github.com/commitcollect/backend/scripts/stravasim"
 	"github.com/commitcollect/backend/test/dynamolocal"
 )
@@ -484,10 +482,7 @@ func newFixture(t *testing.T, rie string) *fixture {
 	// The bootstraps, built for this machine exactly as `make build` does,
 	// taken out of their zips.
 	dist := t.TempDir()
-	zips, err := lambdabuild.BuildAllFor(filepath.Join("..", "..", "handlers"), dist, goruntime.GOARCH)
-	if err != nil {
-		t.Fatal(err)
-	}
+	zips := buildLikeMake(t, dist)
 	values := envValues(f)
 	for _, fn := range Functions {
 		z := filepath.Join(dist, fn+".zip")
